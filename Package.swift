@@ -1,0 +1,33 @@
+// swift-tools-version:6.0
+// mltool: Create ML and coremltools for Linux. Targets depend in one direction:
+//   C system libraries ← MLToolCore ← MLToolFormat ← MLToolImport
+//   MLToolCore ← MLToolEngine, MLToolData, MLToolTrain ← MLToolCLI ← mltool (only @main)
+import PackageDescription
+
+let package = Package(
+    name: "mltool",
+    products: [
+        .executable(name: "mltool", targets: ["mltool"]),
+    ],
+    targets: [
+        // Debian's C libraries (see ../shared/docs/PLATFORM.md); each shim.h includes a path that needs no -I.
+        .systemLibrary(name: "CHDF5", pkgConfig: "hdf5", providers: [.apt(["libhdf5-dev"])]),
+        .systemLibrary(name: "CProtobufC", pkgConfig: "libprotobuf-c", providers: [.apt(["libprotobuf-c-dev"])]),
+        .systemLibrary(name: "COpenBLAS", pkgConfig: "openblas", providers: [.apt(["libopenblas-dev"])]),
+        .systemLibrary(name: "CTurboJPEG", pkgConfig: "libturbojpeg", providers: [.apt(["libturbojpeg0-dev"])]),
+        .systemLibrary(name: "CPNG", pkgConfig: "libpng", providers: [.apt(["libpng-dev"])]),
+
+        .target(name: "MLToolCore"),
+        .target(name: "MLToolFormat", dependencies: ["MLToolCore"]),
+        .target(name: "MLToolImport", dependencies: ["MLToolCore", "MLToolFormat", "CHDF5", "CProtobufC"]),
+        .target(name: "MLToolEngine", dependencies: ["MLToolCore", "COpenBLAS"]),
+        .target(name: "MLToolData", dependencies: ["MLToolCore", "CTurboJPEG", "CPNG"]),
+        .target(name: "MLToolTrain", dependencies: ["MLToolCore", "COpenBLAS"]),
+        .target(name: "MLToolCLI", dependencies: [
+            "MLToolCore", "MLToolFormat", "MLToolImport", "MLToolEngine", "MLToolData", "MLToolTrain",
+        ]),
+        .executableTarget(name: "mltool", dependencies: ["MLToolCLI"]),
+
+        .testTarget(name: "MLToolCoreTests", dependencies: ["MLToolCore"]),
+    ]
+)

@@ -1,0 +1,1 @@
+#include <x86_64-linux-gnu/openblas-pthread/cblas.h>

@@ -1,0 +1,88 @@
+import Foundation
+import MLToolCore
+
+/// The `mltool` command line: dispatches to one `CommandSpec` per subcommand (one file each).
+public enum CLI {
+    /// Every subcommand, in the order `--help` lists them.
+    static let commands: [CommandSpec] = [info]
+
+    static var overview: String {
+        var s = """
+        mltool \(MLTool.version): import, train, evaluate, quantize and export classifiers on the CPU.
+
+        USAGE: mltool <command> [options]
+
+        COMMANDS:
+
+        """
+        for c in commands { s += "  " + c.name.padding(toLength: 12, withPad: " ", startingAt: 0) + c.abstract + "\n" }
+        s += "\nSee 'mltool help <command>' or 'mltool <command> --help' for a command's options.\n"
+        return s
+    }
+
+    /// Runs the command line and exits the process with a sysexits status.
+    public static func main(arguments: [String]) -> Never {
+        exit(run(arguments: arguments).rawValue)
+    }
+
+    /// Runs the command line and returns the exit status (testable: never exits).
+    public static func run(arguments: [String]) -> ExitStatus {
+        guard let first = arguments.first else {
+            FileHandle.standardError.write(Data(overview.utf8))
+            return .usage
+        }
+        switch first {
+        case "--help", "-h":
+            print(overview, terminator: "")
+            return .ok
+        case "--version":
+            print("mltool \(MLTool.version)")
+            return .ok
+        case "help":
+            guard arguments.count > 1 else { print(overview, terminator: ""); return .ok }
+            guard let c = commands.first(where: { $0.name == arguments[1] }) else {
+                return fail(CLIError.usage(command: nil, message: "unknown command '\(arguments[1])'"))
+            }
+            print(c.help, terminator: "")
+            return .ok
+        default:
+            break
+        }
+        guard let command = commands.first(where: { $0.name == first }) else {
+            return fail(CLIError.usage(command: nil, message: "unknown command '\(first)'"))
+        }
+        let rest = Array(arguments.dropFirst())
+        if rest.contains("--help") || rest.contains("-h") {
+            print(command.help, terminator: "")
+            return .ok
+        }
+        do {
+            let parsed = try command.parse(rest)
+            try command.run(parsed)
+            return .ok
+        } catch {
+            return fail(error)
+        }
+    }
+
+    static func fail(_ error: Error) -> ExitStatus {
+        let status: ExitStatus
+        var text: String
+        if let e = error as? MLToolError {
+            status = e.exitStatus
+            text = "mltool: error: \(e.description)\n"
+            if case let CLIError.usage(name, _) = error {
+                if let name, let c = commands.first(where: { $0.name == name }) {
+                    text += "USAGE: \(c.usage)\nSee 'mltool help \(name)'.\n"
+                } else {
+                    text += "See 'mltool --help'.\n"
+                }
+            }
+        } else {
+            status = .software
+            text = "mltool: error: \(error)\n"
+        }
+        FileHandle.standardError.write(Data(text.utf8))
+        return status
+    }
+}

@@ -1,0 +1,116 @@
+import Foundation
+
+extension StoredTensor {
+    /// The tensor's values as float32, dequantizing int8 / palette / f16 storage. Validates sizes and parameters
+    /// first, so a malformed tensor throws instead of trapping.
+    public func floats() throws -> [Float] {
+        let n = try Checked.elementCount(shape, what: "tensor '\(name)' shape")
+        let need = try dtype.traits.byteCount(elements: n)
+        guard bytes.count >= need else {
+            throw CoreError.truncated(file: "", offset: 0, needed: need, length: bytes.count, what: "tensor '\(name)'")
+        }
+        let raw = bytes.buffer
+        switch dtype {
+        case .f32:
+            return [Float](unsafeUninitializedCapacity: n) { out, done in
+                if n > 0, let base = raw.baseAddress { memcpy(out.baseAddress!, base, n &* 4) }
+                done = n
+            }
+        case .f16:
+            return (0..<n).map { Float(Float16(bitPattern: raw.loadUnaligned(fromByteOffset: $0 &* 2, as: UInt16.self))) }
+        case .int8:
+            let (outer, channels, inner) = try axisSplit()
+            guard let scales = quant?.scales, scales.count == channels || (quant?.axis == nil && scales.count == 1) else {
+                throw CoreError.invalidValue(file: "", offset: nil, what: "tensor '\(name)' scales",
+                                             expected: "\(channels) values", actual: "\(quant?.scales?.count ?? 0)")
+            }
+            let zps = quant?.zeroPoints ?? [Int](repeating: 0, count: scales.count)
+            guard zps.count == scales.count else {
+                throw CoreError.invalidValue(file: "", offset: nil, what: "tensor '\(name)' zero points",
+                                             expected: "\(scales.count) values", actual: "\(zps.count)")
+            }
+            var out = [Float](repeating: 0, count: n)
+            var i = 0
+            for _ in 0..<outer {
+                for c in 0..<channels {
+                    let s = scales[c], z = Float(zps[c])
+                    for _ in 0..<inner {
+                        out[i] = s * (Float(Int8(bitPattern: raw[i])) - z)
+                        i &+= 1
+                    }
+                }
+            }
+            return out
+        case .palette1, .palette2, .palette4, .palette6, .palette8:
+            let bits = dtype.traits.bits
+            let (outer, channels, inner) = try axisSplit()
+            let groupSize = quant?.axis == nil ? max(channels, 1) : (quant?.groupSize ?? 1)
+            guard groupSize >= 1 else {
+                throw CoreError.invalidValue(file: "", offset: nil, what: "tensor '\(name)' groupSize",
+                                             expected: "≥ 1", actual: "\(groupSize)")
+            }
+            let groups = (channels + groupSize - 1) / groupSize
+            let entries = 1 << bits
+            guard let lut = quant?.lut, lut.count == max(groups, 1) * entries else {
+                throw CoreError.invalidValue(file: "", offset: nil, what: "tensor '\(name)' look-up table",
+                                             expected: "\(max(groups, 1) * entries) values", actual: "\(quant?.lut?.count ?? 0)")
+            }
+            var out = [Float](repeating: 0, count: n)
+            var i = 0
+            for _ in 0..<outer {
+                for c in 0..<channels {
+                    let base = (c / groupSize) &* entries
+                    for _ in 0..<inner {
+                        out[i] = lut[base &+ PackedBits.get(raw, index: i, bits: bits)]
+                        i &+= 1
+                    }
+                }
+            }
+            return out
+        case .u8:
+            return raw.prefix(n).map { Float($0) }
+        case .i32:
+            return (0..<n).map { Float(Int32(littleEndian: raw.loadUnaligned(fromByteOffset: $0 &* 4, as: Int32.self))) }
+        case .i64:
+            return (0..<n).map { Float(Int64(littleEndian: raw.loadUnaligned(fromByteOffset: $0 &* 8, as: Int64.self))) }
+        }
+    }
+
+    /// The tensor as a float32 `Tensor`.
+    public func tensor() throws -> Tensor { Tensor(shape: shape, data: try floats()) }
+
+    /// Splits the shape around the quantization axis: (product before, size of axis, product after).
+    func axisSplit() throws -> (Int, Int, Int) {
+        guard let axis = quant?.axis else { return (1, 1, elementCount) }
+        guard axis >= 0, axis < shape.count else {
+            throw CoreError.invalidValue(file: "", offset: nil, what: "tensor '\(name)' quantization axis",
+                                         expected: "0..<\(shape.count)", actual: "\(axis)")
+        }
+        let outer = shape[..<axis].reduce(1, *), inner = shape[(axis + 1)...].reduce(1, *)
+        return (outer, shape[axis], inner)
+    }
+}
+
+/// Packed k-bit indices: element i occupies stream bits [i·k, i·k + k), and stream bit j is bit (j mod 8) of byte
+/// j / 8 (LSB first). The same layout for k = 1, 2, 4, 6, 8.
+public enum PackedBits {
+    @inlinable
+    public static func get(_ raw: UnsafeRawBufferPointer, index i: Int, bits k: Int) -> Int {
+        let bit = i &* k
+        let byte = bit >> 3, shift = bit & 7
+        var v = Int(raw[byte]) >> shift
+        if shift &+ k > 8 { v |= Int(raw[byte &+ 1]) << (8 &- shift) }
+        return v & ((1 << k) &- 1)
+    }
+
+    /// Packs `indices` (each < 2^k) into the layout above.
+    public static func pack(_ indices: [Int], bits k: Int) -> [UInt8] {
+        var out = [UInt8](repeating: 0, count: (indices.count &* k &+ 7) / 8)
+        for (i, v) in indices.enumerated() {
+            let bit = i &* k, byte = bit >> 3, shift = bit & 7
+            out[byte] |= UInt8(truncatingIfNeeded: v << shift)
+            if shift &+ k > 8 { out[byte &+ 1] |= UInt8(truncatingIfNeeded: v >> (8 &- shift)) }
+        }
+        return out
+    }
+}

@@ -1,0 +1,1 @@
+// MLToolData: image decoding and preprocessing, folder/CSV data sets, splits, feature cache.

@@ -1,0 +1,1 @@
+// MLToolEngine: graph executor and CPU kernels (scalar reference + fast path).

@@ -1,0 +1,1 @@
+// MLToolFormat: the native model file (docs/FORMAT.md): read (mmap) / validate / write (atomic).

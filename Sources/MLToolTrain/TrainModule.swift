@@ -1,0 +1,1 @@
+// MLToolTrain: logistic-regression / max-entropy solvers.

@@ -1,0 +1,8 @@
+import MLToolCLI
+
+@main
+struct MLToolMain {
+    static func main() {
+        CLI.main(arguments: Array(CommandLine.arguments.dropFirst()))
+    }
+}
