@@ -1,0 +1,68 @@
+import MLToolCore
+
+/// Errors of the ONNX and Keras importers. Every case names the file and the place.
+public enum ImportError: MLToolError, Equatable {
+    /// One entry per unsupported op type (or layer class): how many nodes use it and the first few node names.
+    public struct Unsupported: Equatable, Sendable {
+        public var op: String
+        public var count: Int
+        public var firstNodes: [String]
+        public init(op: String, count: Int, firstNodes: [String]) {
+            self.op = op; self.count = count; self.firstNodes = firstNodes
+        }
+    }
+
+    /// Every unsupported op or layer of the file, all at once.
+    case unsupported(file: String, ops: [Unsupported])
+    /// A field holds something the importer cannot accept.
+    case invalid(file: String, place: String, expected: String, actual: String)
+    /// The file asks for something refused on purpose (code-carrying layers, paths leaving the model directory,
+    /// HDF5 external links, ...).
+    case refused(file: String, place: String, reason: String)
+    /// The file could not be parsed at all.
+    case malformed(file: String, reason: String)
+    /// The file does not exist or cannot be read.
+    case unreadable(file: String, reason: String)
+
+    public var exitStatus: ExitStatus {
+        if case .unreadable = self { return .noInput }
+        return .dataError
+    }
+
+    public var description: String {
+        switch self {
+        case let .unsupported(file, ops):
+            let total = ops.reduce(0) { $0 + $1.count }
+            let lines = ops.map { u in
+                "  \(u.op) ×\(u.count) (\(u.firstNodes.map { "'\($0)'" }.joined(separator: ", "))\(u.count > u.firstNodes.count ? ", …" : ""))"
+            }
+            return "\(file): \(total) node\(total == 1 ? "" : "s") of \(ops.count) unsupported type\(ops.count == 1 ? "" : "s"):\n"
+                + lines.joined(separator: "\n")
+        case let .invalid(file, place, expected, actual):
+            return "\(file): \(place): expected \(expected), found \(actual)"
+        case let .refused(file, place, reason):
+            return "\(file): \(place): refused: \(reason)"
+        case let .malformed(file, reason):
+            return "\(file): not a valid model: \(reason)"
+        case let .unreadable(file, reason):
+            return "\(file): cannot read: \(reason)"
+        }
+    }
+}
+
+/// What the user tells `mltool import` about the model, beyond what the file says. Stored in the model's metadata.
+public struct ImportOptions: Sendable {
+    /// Preprocessing to record (input size, colour order, scale/bias or mean/std, resize and crop).
+    public var image: ImagePreprocessing?
+    /// Class names, one per output index.
+    public var labels: [String]
+    /// The tensor whose values are the features, for use as an extractor (e.g. the pooled 1280-wide layer).
+    public var featureTensor: String?
+    /// Fixed input height/width when the source leaves them free.
+    public var inputSize: (height: Int, width: Int)?
+
+    public init(image: ImagePreprocessing? = nil, labels: [String] = [], featureTensor: String? = nil,
+                inputSize: (height: Int, width: Int)? = nil) {
+        self.image = image; self.labels = labels; self.featureTensor = featureTensor; self.inputSize = inputSize
+    }
+}
