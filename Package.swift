@@ -23,11 +23,13 @@ let package = Package(
         .target(name: "MLToolEngine", dependencies: ["MLToolCore", "COpenBLAS"]),
         .target(name: "MLToolData", dependencies: ["MLToolCore", "CTurboJPEG", "CPNG"]),
         .target(name: "MLToolTrain", dependencies: ["MLToolCore", "COpenBLAS"]),
+        .target(name: "MLToolEval", dependencies: ["MLToolCore"]),
         .target(name: "MLToolCLI", dependencies: [
-            "MLToolCore", "MLToolFormat", "MLToolImport", "MLToolEngine", "MLToolData", "MLToolTrain",
+            "MLToolCore", "MLToolFormat", "MLToolImport", "MLToolEngine", "MLToolData", "MLToolTrain", "MLToolEval",
         ]),
         .executableTarget(name: "mltool", dependencies: ["MLToolCLI"]),
 
         .testTarget(name: "MLToolCoreTests", dependencies: ["MLToolCore"]),
+        .testTarget(name: "MLToolEvalTests", dependencies: ["MLToolEval"]),
     ]
 )
