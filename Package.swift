@@ -24,12 +24,14 @@ let package = Package(
         .target(name: "MLToolData", dependencies: ["MLToolCore", "CTurboJPEG", "CPNG"]),
         .target(name: "MLToolTrain", dependencies: ["MLToolCore", "COpenBLAS"]),
         .target(name: "MLToolEval", dependencies: ["MLToolCore"]),
+        .target(name: "MLToolQuant", dependencies: ["MLToolCore"]),
         .target(name: "MLToolCLI", dependencies: [
-            "MLToolCore", "MLToolFormat", "MLToolImport", "MLToolEngine", "MLToolData", "MLToolTrain", "MLToolEval",
+            "MLToolCore", "MLToolFormat", "MLToolImport", "MLToolEngine", "MLToolData", "MLToolTrain", "MLToolEval", "MLToolQuant",
         ]),
         .executableTarget(name: "mltool", dependencies: ["MLToolCLI"]),
 
         .testTarget(name: "MLToolCoreTests", dependencies: ["MLToolCore"]),
         .testTarget(name: "MLToolEvalTests", dependencies: ["MLToolEval"]),
+        .testTarget(name: "MLToolQuantTests", dependencies: ["MLToolQuant"]),
     ]
 )

@@ -1,0 +1,148 @@
+import Foundation
+import MLToolCore
+
+/// How to compress weights.
+public struct QuantizeOptions: Sendable {
+    public enum Mode: String, Sendable { case linear, palette, fp16 }
+    public var mode: Mode
+    /// 8 for linear; 1, 2, 4, 6 or 8 for palette; 16 for fp16.
+    public var bits: Int
+    /// Linear: one scale per output channel (default) or one per tensor.
+    public var perTensor: Bool
+    /// Linear: a zero point per channel (min/max) instead of symmetric (max |w|).
+    public var asymmetric: Bool
+    /// Palette: output channels per look-up table; nil = one table per tensor.
+    public var groupSize: Int?
+    /// Tensors with fewer elements stay in float.
+    public var minElements: Int
+    public var seed: UInt64
+    /// Per-tensor overrides of `bits` (used by the accuracy gate to back off sensitive tensors).
+    public var bitsOverride: [String: Int]
+
+    public init(mode: Mode, bits: Int, perTensor: Bool = false, asymmetric: Bool = false, groupSize: Int? = nil,
+                minElements: Int = 2048, seed: UInt64 = 42, bitsOverride: [String: Int] = [:]) {
+        self.mode = mode; self.bits = bits; self.perTensor = perTensor; self.asymmetric = asymmetric
+        self.groupSize = groupSize; self.minElements = minElements; self.seed = seed; self.bitsOverride = bitsOverride
+    }
+}
+
+/// What happened to one tensor.
+public struct TensorQuantReport: Codable, Equatable, Sendable {
+    public var name: String
+    public var elements: Int
+    public var mode: String
+    public var bits: Int
+    public var bytesBefore: Int
+    public var bytesAfter: Int
+    /// Signal-to-noise ratio of the dequantized weights in dB (nil when exact or skipped).
+    public var snrDB: Double?
+    public var cosine: Double?
+    public var skipped: String?
+}
+
+public enum QuantError: MLToolError {
+    case invalidOptions(String)
+    case unsupportedTensor(name: String, reason: String)
+
+    public var exitStatus: ExitStatus {
+        if case .invalidOptions = self { return .usage }
+        return .dataError
+    }
+
+    public var description: String {
+        switch self {
+        case let .invalidOptions(m): return m
+        case let .unsupportedTensor(name, reason): return "tensor '\(name)': \(reason)"
+        }
+    }
+}
+
+/// Compresses the weights of a model: linear int8 (per channel or per tensor), fp16, or k-means palettes.
+public enum Quantizer {
+    /// The weights worth compressing and the axis of their output channels: conv and dense weights of the graph
+    /// (the last axis in the IR layout) and a text model's weight matrix (its last axis, the classes).
+    public static func weightAxes(of model: Model) -> [String: Int] {
+        var out = [String: Int]()
+        let byName = model.tensorsByName
+        for node in model.metadata.graph?.nodes ?? [] where [.conv, .dense, .matMul].contains(node.op) {
+            guard node.inputs.count > 1, let t = byName[node.inputs[1]] else { continue }
+            out[t.name] = t.shape.count - 1
+        }
+        if let w = model.metadata.text?.weightsTensor, let t = byName[w] { out[w] = t.shape.count - 1 }
+        return out
+    }
+
+    /// Returns the compressed model and a report per weight tensor.
+    public static func quantize(_ model: Model, _ options: QuantizeOptions) throws -> (Model, [TensorQuantReport]) {
+        try validate(options)
+        let axes = weightAxes(of: model)
+        var out = model
+        var reports = [TensorQuantReport]()
+        for (i, t) in model.tensors.enumerated() {
+            guard let axis = axes[t.name] else { continue }
+            let before = t.bytes.count
+            var report = TensorQuantReport(name: t.name, elements: t.elementCount, mode: options.mode.rawValue,
+                                           bits: options.bitsOverride[t.name] ?? options.bits, bytesBefore: before,
+                                           bytesAfter: before, snrDB: nil, cosine: nil, skipped: nil)
+            if t.dtype != .f32 {
+                report.skipped = "already \(t.dtype.name)"
+            } else if t.elementCount < options.minElements {
+                report.skipped = "\(t.elementCount) elements < --min-elements \(options.minElements)"
+            } else if report.bits >= 32 {
+                report.skipped = "kept in float by the accuracy gate"
+            }
+            if report.skipped != nil { reports.append(report); continue }
+            let w = try t.floats()
+            let q = try quantizeTensor(t, values: w, axis: axis, options: options, bits: report.bits)
+            let back = try q.floats()
+            report.bytesAfter = q.bytes.count
+            (report.snrDB, report.cosine) = error(w, back)
+            out.tensors[i] = q
+            reports.append(report)
+        }
+        return (out, reports)
+    }
+
+    static func validate(_ o: QuantizeOptions) throws {
+        switch o.mode {
+        case .linear where o.bits != 8:
+            throw QuantError.invalidOptions("--mode linear supports --bits 8 (got \(o.bits)); use --mode palette for fewer bits")
+        case .palette where ![1, 2, 4, 6, 8].contains(o.bits):
+            throw QuantError.invalidOptions("--mode palette supports --bits 1, 2, 4, 6 or 8 (got \(o.bits))")
+        case .fp16 where o.bits != 16:
+            throw QuantError.invalidOptions("--mode fp16 means 16 bits (got --bits \(o.bits))")
+        default: break
+        }
+        if let g = o.groupSize, g < 1 { throw QuantError.invalidOptions("--group-size must be ≥ 1") }
+        if o.minElements < 0 { throw QuantError.invalidOptions("--min-elements must be ≥ 0") }
+    }
+
+    /// One tensor in the requested mode; `bits` may differ from options.bits (gate back-off).
+    static func quantizeTensor(_ t: StoredTensor, values w: [Float], axis: Int, options: QuantizeOptions,
+                               bits: Int) throws -> StoredTensor {
+        switch options.mode {
+        case .fp16:
+            let halves = w.map { Float16($0).bitPattern }
+            return StoredTensor(name: t.name, dtype: .f16, shape: t.shape,
+                                bytes: TensorBytes(copying: halves.withUnsafeBytes { Array($0) }))
+        case .linear:
+            return LinearQuantizer.quantize(t, values: w, axis: options.perTensor ? nil : axis,
+                                            asymmetric: options.asymmetric)
+        case .palette:
+            return try Palettizer.palettize(t, values: w, bits: bits, axis: options.groupSize == nil ? nil : axis,
+                                            groupSize: options.groupSize, seed: options.seed)
+        }
+    }
+
+    /// SNR in dB and cosine similarity of `approx` against `exact`.
+    public static func error(_ exact: [Float], _ approx: [Float]) -> (Double?, Double?) {
+        var signal = 0.0, noise = 0.0, dot = 0.0, na = 0.0, nb = 0.0
+        for i in exact.indices {
+            let a = Double(exact[i]), b = Double(approx[i])
+            signal += a * a; noise += (a - b) * (a - b); dot += a * b; na += a * a; nb += b * b
+        }
+        let snr = noise > 0 ? 10 * log10(signal / noise) : nil
+        let cos = na > 0 && nb > 0 ? dot / (na.squareRoot() * nb.squareRoot()) : nil
+        return (snr, cos)
+    }
+}
