@@ -33,5 +33,6 @@ let package = Package(
         .testTarget(name: "MLToolCoreTests", dependencies: ["MLToolCore"]),
         .testTarget(name: "MLToolEvalTests", dependencies: ["MLToolEval"]),
         .testTarget(name: "MLToolQuantTests", dependencies: ["MLToolQuant"]),
+        .testTarget(name: "MLToolFormatTests", dependencies: ["MLToolFormat", "MLToolCore"]),
     ]
 )

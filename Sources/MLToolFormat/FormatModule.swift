@@ -1,1 +1,0 @@
-// MLToolFormat: the native model file (docs/FORMAT.md): read (mmap) / validate / write (atomic).

@@ -1,0 +1,74 @@
+import Foundation
+import Testing
+import MLToolCore
+@testable import MLToolFormat
+
+@Suite struct AtomicWriteTests {
+    let dir: String
+    init() throws { dir = try TestModels.temporaryDirectory() }
+
+    func contents(_ path: String) -> [UInt8]? { FileManager.default.contents(atPath: path).map { [UInt8]($0) } }
+    func entries() throws -> [String] { try FileManager.default.contentsOfDirectory(atPath: dir).sorted() }
+
+    @Test func refusesToOverwriteAnInputByPathHardLinkOrSymlink() throws {
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let input = dir + "/in.mlt"
+        try ModelFile.write(TestModels.small(), to: input)
+        let before = contents(input)
+        try FileManager.default.linkItem(atPath: input, toPath: dir + "/hard.mlt")
+        try FileManager.default.createSymbolicLink(atPath: dir + "/soft.mlt", withDestinationPath: input)
+        for target in [input, dir + "/hard.mlt", dir + "/soft.mlt", dir + "/./in.mlt"] {
+            #expect(throws: FormatError.overwritesInput(file: target, input: input)) {
+                try ModelFile.write(TestModels.tiny(), to: target, inputs: [dir + "/other.onnx", input])
+            }
+            #expect(FormatError.overwritesInput(file: target, input: input).exitStatus == .cannotCreate)
+        }
+        #expect(contents(input) == before)
+        #expect(try entries() == ["hard.mlt", "in.mlt", "soft.mlt"])   // no temporary file left behind
+    }
+
+    @Test func replacingAnEarlierOutputIsFine() throws {
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let out = dir + "/out.mlt"
+        try ModelFile.write(TestModels.small(), to: out, inputs: [dir + "/in.onnx"])
+        try ModelFile.write(TestModels.tiny(), to: out, inputs: [dir + "/in.onnx"])
+        #expect(contents(out) == (try ModelFile.serialize(TestModels.tiny())))
+        #expect(try entries() == ["out.mlt"])
+    }
+
+    @Test func failedWriteLeavesNoTemporaryFileAndTheTargetUntouched() throws {
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        // A directory in the way: rename(2) fails after the temporary file was written.
+        try FileManager.default.createDirectory(atPath: dir + "/taken", withIntermediateDirectories: false)
+        try "keep".write(toFile: dir + "/taken/file", atomically: false, encoding: .utf8)
+        #expect(throws: FormatError.self) { try ModelFile.write(TestModels.small(), to: dir + "/taken") }
+        #expect(try entries() == ["taken"])
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir + "/taken") == ["file"])
+        // A missing directory.
+        do {
+            try ModelFile.write(TestModels.small(), to: dir + "/missing/m.mlt")
+            Issue.record("write into a missing directory succeeded")
+        } catch let e as FormatError {
+            guard case .cannotWrite(dir + "/missing/m.mlt", _) = e else { Issue.record("got \(e)"); return }
+            #expect(e.exitStatus == .cannotCreate)
+        }
+        // An invalid model is refused before anything is written; the existing file stays.
+        try ModelFile.write(TestModels.tiny(), to: dir + "/m.mlt")
+        var bad = TestModels.small()
+        bad.tensors[2].quant = nil
+        #expect(throws: FormatError.self) { try ModelFile.write(bad, to: dir + "/m.mlt") }
+        #expect(contents(dir + "/m.mlt") == (try ModelFile.serialize(TestModels.tiny())))
+        #expect(try entries() == ["m.mlt", "taken"])
+    }
+
+    @Test func missingFileIsNoInput() {
+        do {
+            _ = try ModelFile.read(path: dir + "/nope.mlt")
+            Issue.record("read of a missing file succeeded")
+        } catch let e as FormatError {
+            guard case .cannotOpen = e else { Issue.record("got \(e)"); return }
+            #expect(e.exitStatus == .noInput)
+        } catch { Issue.record("got \(error)") }
+        try? FileManager.default.removeItem(atPath: dir)
+    }
+}
