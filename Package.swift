@@ -20,7 +20,8 @@ let package = Package(
         .target(name: "MLToolCore"),
         .target(name: "MLToolFormat", dependencies: ["MLToolCore"]),
         .target(name: "MLToolImport", dependencies: ["MLToolCore", "MLToolFormat", "CHDF5", "CProtobufC"]),
-        .target(name: "MLToolEngine", dependencies: ["MLToolCore", "COpenBLAS"]),
+        .target(name: "CMLToolKernels"),
+        .target(name: "MLToolEngine", dependencies: ["MLToolCore", "COpenBLAS", "CMLToolKernels"]),
         .target(name: "MLToolData", dependencies: ["MLToolCore", "CTurboJPEG", "CPNG"]),
         .target(name: "MLToolTrain", dependencies: ["MLToolCore", "COpenBLAS"]),
         .target(name: "MLToolEval", dependencies: ["MLToolCore"]),
@@ -34,5 +35,6 @@ let package = Package(
         .testTarget(name: "MLToolEvalTests", dependencies: ["MLToolEval"]),
         .testTarget(name: "MLToolQuantTests", dependencies: ["MLToolQuant"]),
         .testTarget(name: "MLToolFormatTests", dependencies: ["MLToolFormat", "MLToolCore"]),
+        .testTarget(name: "MLToolEngineTests", dependencies: ["MLToolEngine", "MLToolCore"]),
     ]
 )
