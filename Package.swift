@@ -31,5 +31,6 @@ let package = Package(
 
         .testTarget(name: "MLToolCoreTests", dependencies: ["MLToolCore"]),
         .testTarget(name: "MLToolEngineTests", dependencies: ["MLToolEngine", "MLToolCore"]),
+        .testTarget(name: "MLToolImportTests", dependencies: ["MLToolImport", "MLToolCore", "MLToolEngine"]),
     ]
 )

@@ -180,10 +180,10 @@ final class HDF5File {
         defer { H5Tclose(type) }
         guard H5Tget_class(type) == H5T_FLOAT else {
             throw ImportError.invalid(file: name, place: dataset.path, expected: "floating-point data",
-                                      actual: "HDF5 type class \(H5Tget_class(type).rawValue)")
+                                      actual: Self.className(H5Tget_class(type)))
         }
         let shape = try dims(H5Dget_space(dataset.id), place: dataset.path)
-        let count = try Checked.elementCount(shape, file: name, what: "\(dataset.path) shape")
+        let count = try elementCount(shape, place: dataset.path)
         guard count <= Self.maxElements else {
             throw ImportError.invalid(file: name, place: dataset.path, expected: "at most \(Self.maxElements) elements",
                                       actual: "\(count)")
@@ -212,8 +212,35 @@ final class HDF5File {
         var d = [hsize_t](repeating: 0, count: Int(rank))
         if rank > 0 { _ = H5Sget_simple_extent_dims(space, &d, nil) }
         return try d.map {
-            guard $0 <= hsize_t(Int.max) else { throw CoreError.overflow(file: name, what: "\(place) dimension") }
+            guard $0 <= hsize_t(Int.max) else {
+                throw ImportError.invalid(file: name, place: place, expected: "dimensions that fit in Int", actual: "\($0)")
+            }
             return Int($0)
+        }
+    }
+
+    /// The element count of `shape`, overflow-checked.
+    private func elementCount(_ shape: [Int], place: String) throws -> Int {
+        do {
+            return try Checked.elementCount(shape, file: name, what: place)
+        } catch {
+            throw ImportError.invalid(file: name, place: place, expected: "a size that fits in Int",
+                                      actual: KerasGraphBuilder.format(shape))
+        }
+    }
+
+    /// A readable name for an HDF5 type class.
+    private static func className(_ c: H5T_class_t) -> String {
+        switch c {
+        case H5T_INTEGER: return "integers"
+        case H5T_FLOAT: return "floats"
+        case H5T_STRING: return "strings"
+        case H5T_COMPOUND: return "compound values"
+        case H5T_REFERENCE: return "references"
+        case H5T_ENUM: return "enum values"
+        case H5T_VLEN: return "variable-length sequences"
+        case H5T_ARRAY: return "arrays"
+        default: return "HDF5 type class \(c.rawValue)"
         }
     }
 
@@ -244,14 +271,14 @@ final class HDF5File {
         let attr = H5Aopen(object.id, attribute, hid_t(H5P_DEFAULT))
         guard attr >= 0 else { throw ImportError.malformed(file: name, reason: "\(place) cannot be opened") }
         defer { H5Aclose(attr) }
-        let count = try Checked.elementCount(dims(H5Aget_space(attr), place: place), file: name, what: place)
+        let count = try elementCount(dims(H5Aget_space(attr), place: place), place: place)
         let type = H5Aget_type(attr)
         guard type >= 0 else { throw ImportError.malformed(file: name, reason: "\(place): no datatype") }
         defer { H5Tclose(type) }
         if count == 0 { return [] }
         guard H5Tget_class(type) == H5T_STRING else {
             throw ImportError.invalid(file: name, place: place, expected: "strings",
-                                      actual: "HDF5 type class \(H5Tget_class(type).rawValue)")
+                                      actual: Self.className(H5Tget_class(type)))
         }
         guard count <= Self.maxElements else {
             throw ImportError.invalid(file: name, place: place, expected: "at most \(Self.maxElements) strings", actual: "\(count)")
@@ -274,8 +301,8 @@ final class HDF5File {
         guard size > 0, size <= 1 << 30 else {
             throw ImportError.invalid(file: name, place: place, expected: "a string size ≤ 1 GiB", actual: "\(size)")
         }
-        let total = try Checked.mul(count, size, file: name, what: place)
-        guard total <= 1 << 30 else {
+        let (total, overflow) = count.multipliedReportingOverflow(by: size)
+        guard !overflow, total <= 1 << 30 else {
             throw ImportError.invalid(file: name, place: place, expected: "at most 1 GiB of text", actual: "\(total) bytes")
         }
         H5Tset_size(memType, size)

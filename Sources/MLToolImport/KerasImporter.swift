@@ -35,7 +35,9 @@ public enum KerasImporter {
             throw ImportError.invalid(file: file, place: "labels", expected: "\(classes) labels (one per output)",
                                       actual: "\(options.labels.count)")
         }
-        metadata.provenance = Provenance(sources: [.init(path: path, sha256: try SHA256.hex(fileAt: path))])
+        let sha256: String
+        do { sha256 = try SHA256.hex(fileAt: path) } catch { throw ImportError.unreadable(file: file, reason: "\(error)") }
+        metadata.provenance = Provenance(sources: [.init(path: path, sha256: sha256)])
         return Model(metadata: metadata, tensors: tensors)
     }
 
