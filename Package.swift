@@ -36,5 +36,6 @@ let package = Package(
         .testTarget(name: "MLToolQuantTests", dependencies: ["MLToolQuant"]),
         .testTarget(name: "MLToolFormatTests", dependencies: ["MLToolFormat", "MLToolCore"]),
         .testTarget(name: "MLToolEngineTests", dependencies: ["MLToolEngine", "MLToolCore"]),
+        .testTarget(name: "MLToolImportTests", dependencies: ["MLToolImport", "MLToolCore", "MLToolEngine"]),
     ]
 )

@@ -1,0 +1,466 @@
+import Foundation
+import MLToolCore
+
+/// Converts one call of a Keras layer into IR nodes; returns the name of the tensor holding the call's output
+/// (`call.output`, or an input's name for layers that are the identity at inference).
+typealias KerasConvert = @Sendable (inout KerasGraphBuilder, KerasCall) throws -> String
+
+/// One supported layer class: an optional check of its config (the reason it is unsupported, or nil) and its
+/// converter.
+struct KerasLayerConverter: Sendable {
+    var check: (@Sendable ([String: Any]) -> String?)?
+    var convert: KerasConvert
+}
+
+/// The layer registry of the Keras importer: class name → converter. Unsupported layers are found here, all at once.
+enum KerasLayerConverters {
+    static let table: [String: KerasLayerConverter] = {
+        var t: [String: KerasLayerConverter] = [
+            "Dense": .init(check: checkDense, convert: dense),
+            "Conv2D": .init(check: checkConv, convert: conv),
+            "DepthwiseConv2D": .init(check: checkConv, convert: depthwise),
+            "SeparableConv2D": .init(check: checkConv, convert: separable),
+            "BatchNormalization": .init(check: nil, convert: batchNorm),
+            "ReLU": .init(check: checkReLU, convert: relu),
+            "Activation": .init(check: nil, convert: activation),
+            "Flatten": .init(check: nil, convert: flatten),
+            "Reshape": .init(check: nil, convert: reshape),
+            "GlobalAveragePooling2D": .init(check: nil, convert: { try globalPool(&$0, $1, .globalAvgPool) }),
+            "GlobalMaxPooling2D": .init(check: nil, convert: { try globalPool(&$0, $1, .globalMaxPool) }),
+            "MaxPooling2D": .init(check: checkPool, convert: { try pool(&$0, $1, .maxPool) }),
+            "AveragePooling2D": .init(check: checkPool, convert: { try pool(&$0, $1, .avgPool) }),
+            "ZeroPadding2D": .init(check: nil, convert: zeroPadding),
+            "Add": .init(check: nil, convert: { try elementwise(&$0, $1, .add) }),
+            "Multiply": .init(check: nil, convert: { try elementwise(&$0, $1, .mul) }),
+            "Concatenate": .init(check: nil, convert: concatenate),
+            "Dropout": .init(check: nil, convert: identity),
+            "Rescaling": .init(check: nil, convert: rescaling),
+        ]
+        // Aliases Keras accepts for the same classes.
+        for (alias, name) in [("Convolution2D", "Conv2D"), ("SeparableConvolution2D", "SeparableConv2D"),
+                              ("GlobalAvgPool2D", "GlobalAveragePooling2D"), ("GlobalMaxPool2D", "GlobalMaxPooling2D"),
+                              ("MaxPool2D", "MaxPooling2D"), ("AvgPool2D", "AveragePooling2D"),
+                              ("SpatialDropout2D", "Dropout"), ("GaussianDropout", "Dropout"),
+                              ("GaussianNoise", "Dropout"), ("AlphaDropout", "Dropout")] {
+            t[alias] = t[name]
+        }
+        return t
+    }()
+
+    /// Why `layer` cannot be imported (the name under which it is listed as unsupported), or nil.
+    static func problem(_ layer: KerasLayer, kerasMajor: Int) -> String? {
+        if layer.className == "InputLayer" { return nil }
+        guard let converter = table[layer.className] else { return layer.className }
+        let config = layer.config
+        if config.string("data_format") == "channels_first" {
+            return "\(layer.className) (data_format channels_first)"
+        }
+        if config.value("activation") != nil,
+           KerasGraphBuilder.activation(config.value("activation"), kerasMajor: kerasMajor) == nil {
+            return "activation '\(activationName(config.value("activation")))'"
+        }
+        return converter.check?(config).map { "\(layer.className) (\($0))" }
+    }
+
+    private static func activationName(_ value: Any?) -> String {
+        if let s = value as? String { return s }
+        if let d = value as? [String: Any] { return d.string("config") ?? d.string("class_name") ?? "?" }
+        return "\(value ?? "?")"
+    }
+
+    // MARK: - Checks
+
+    private static func checkConv(_ c: [String: Any]) -> String? {
+        let padding = c.string("padding") ?? "valid"
+        if padding != "same" && padding != "valid" { return "padding \(padding)" }
+        if (c.int("depth_multiplier") ?? 1) < 1 { return "depth_multiplier < 1" }
+        return nil
+    }
+
+    private static func checkPool(_ c: [String: Any]) -> String? {
+        let padding = c.string("padding") ?? "valid"
+        return padding == "same" || padding == "valid" ? nil : "padding \(padding)"
+    }
+
+    private static func checkDense(_ c: [String: Any]) -> String? {
+        if c.value("quantization_config") != nil { return "quantized" }
+        if let rank = c.int("lora_rank"), rank > 0 { return "LoRA" }
+        return nil
+    }
+
+    private static func checkReLU(_ c: [String: Any]) -> String? {
+        if let t = c.double("threshold"), t != 0 { return "threshold ≠ 0" }
+        if let m = c.double("max_value"), m < 0 { return "max_value < 0" }
+        return nil
+    }
+
+    // MARK: - Converters
+
+    private static func identity(_ b: inout KerasGraphBuilder, _ call: KerasCall) throws -> String {
+        try single(call, b)
+    }
+
+    private static func single(_ call: KerasCall, _ b: KerasGraphBuilder) throws -> String {
+        guard call.inputs.count == 1 else {
+            throw ImportError.invalid(file: b.file, place: "layer '\(call.layer.name)'", expected: "one input",
+                                      actual: "\(call.inputs.count)")
+        }
+        return call.inputs[0]
+    }
+
+    private static func spatial(_ b: KerasGraphBuilder, _ call: KerasCall) throws -> (String, [Int]) {
+        let x = try single(call, b)
+        let s = b.shape(x)
+        guard s.count == 4 else {
+            throw ImportError.invalid(file: b.file, place: "layer '\(call.layer.name)' input",
+                                      expected: "a rank-4 (N,H,W,C) tensor", actual: KerasGraphBuilder.format(s))
+        }
+        return (x, s)
+    }
+
+    private static func activation(of b: KerasGraphBuilder, _ call: KerasCall) throws -> KerasActivation {
+        guard let a = b.activation(call.config.value("activation")) else {
+            throw ImportError.unsupported(file: b.file, ops: [.init(op: "activation '\(activationName(call.config.value("activation")))'",
+                                                                    count: 1, firstNodes: [call.layer.name])])
+        }
+        return a
+    }
+
+    private static func dense(_ b: inout KerasGraphBuilder, _ call: KerasCall) throws -> String {
+        let x = try single(call, b)
+        let s = b.shape(x)
+        let name = call.layer.name
+        guard let units = call.config.int("units"), units > 0, s.count >= 2 else {
+            throw ImportError.invalid(file: b.file, place: "layer '\(name)'", expected: "units > 0 and an input of rank ≥ 2",
+                                      actual: "units \(call.config.int("units") ?? 0), input \(KerasGraphBuilder.format(s))")
+        }
+        let kernel = try b.requiredWeight(name, "kernel", expected: [s[s.count - 1], units])
+        let bias = call.config.bool("use_bias") ?? true ? try b.requiredWeight(name, "bias", expected: [units]) : nil
+        let w = b.constant(name + ".kernel", shape: kernel.shape, data: kernel.data)
+        let bn = bias.map { b.constant(name + ".bias", shape: $0.shape, data: $0.data) }
+        let act = try activation(of: b, call)
+        let out = Array(s.dropLast()) + [units]
+        if s.count == 2 {
+            b.emitWithActivation(call.node, .dense, [x, w] + (bn.map { [$0] } ?? []), output: call.output, shape: out,
+                                 Attributes(), activation: act)
+        } else if let bn {
+            // Keras applies Dense to the last axis of higher-rank inputs: a matmul plus a broadcast bias.
+            b.emit(call.node + ".matmul", .matMul, [x, w], output: call.output + ".matmul", shape: out)
+            b.emitWithActivation(call.node, .add, [call.output + ".matmul", bn], output: call.output, shape: out,
+                                 Attributes(), activation: act)
+        } else {
+            b.emitWithActivation(call.node, .matMul, [x, w], output: call.output, shape: out, Attributes(), activation: act)
+        }
+        return call.output
+    }
+
+    /// Strides, dilations and padding of a convolution or pooling, with the output H and W and IR pads.
+    private static func geometry(_ b: KerasGraphBuilder, _ call: KerasCall, input s: [Int], kernel: [Int],
+                                 stridesKey: String = "strides") throws -> (out: [Int], strides: [Int], dilations: [Int], pads: [Int]) {
+        let c = call.config
+        let strides = c.ints(stridesKey, count: 2) ?? kernel
+        let dilations = c.ints("dilation_rate", count: 2) ?? [1, 1]
+        guard strides.allSatisfy({ $0 >= 1 }), dilations.allSatisfy({ $0 >= 1 }), kernel.allSatisfy({ $0 >= 1 }) else {
+            throw ImportError.invalid(file: b.file, place: "layer '\(call.layer.name)'",
+                                      expected: "kernel, strides and dilations ≥ 1",
+                                      actual: "kernel \(kernel), strides \(strides), dilations \(dilations)")
+        }
+        let padding = c.string("padding") ?? "valid"
+        let h = try b.window(s[1], kernel: kernel[0], stride: strides[0], dilation: dilations[0], padding: padding,
+                             place: call.layer.name)
+        let w = try b.window(s[2], kernel: kernel[1], stride: strides[1], dilation: dilations[1], padding: padding,
+                             place: call.layer.name)
+        return ([h.size, w.size], strides, dilations, [h.begin, w.begin, h.end, w.end])
+    }
+
+    private static func kernelSize(_ b: KerasGraphBuilder, _ call: KerasCall, key: String = "kernel_size") throws -> [Int] {
+        guard let k = call.config.ints(key, count: 2) else {
+            throw ImportError.invalid(file: b.file, place: "layer '\(call.layer.name)' \(key)", expected: "two integers",
+                                      actual: "\(call.config.value(key) ?? "nothing")")
+        }
+        return k
+    }
+
+    private static func conv(_ b: inout KerasGraphBuilder, _ call: KerasCall) throws -> String {
+        let (x, s) = try spatial(b, call)
+        let name = call.layer.name, c = call.config
+        let k = try kernelSize(b, call)
+        let groups = c.int("groups") ?? 1
+        guard let filters = c.int("filters"), filters > 0, groups >= 1, s[3] > 0, s[3] % groups == 0,
+              filters % groups == 0 else {
+            throw ImportError.invalid(file: b.file, place: "layer '\(name)'", expected: "filters and input channels divisible by groups",
+                                      actual: "filters \(c.int("filters") ?? 0), channels \(s[3]), groups \(groups)")
+        }
+        let g = try geometry(b, call, input: s, kernel: k)
+        let kernel = try b.requiredWeight(name, "kernel", expected: [k[0], k[1], s[3] / groups, filters])
+        let bias = c.bool("use_bias") ?? true ? try b.requiredWeight(name, "bias", expected: [filters]) : nil
+        var inputs = [x, b.constant(name + ".kernel", shape: kernel.shape, data: kernel.data)]
+        if let bias { inputs.append(b.constant(name + ".bias", shape: bias.shape, data: bias.data)) }
+        b.emitWithActivation(call.node, .conv, inputs, output: call.output, shape: [s[0]] + g.out + [filters],
+                             Attributes(strides: g.strides, dilations: g.dilations, pads: g.pads, groups: groups),
+                             activation: try activation(of: b, call))
+        return call.output
+    }
+
+    /// Depthwise kernels are (KH, KW, C, multiplier) in Keras; as a grouped conv with groups = C they are
+    /// (KH, KW, 1, C·multiplier) with output channel c·multiplier + m — the same bytes, so only the shape changes.
+    private static func depthwiseKernel(_ b: inout KerasGraphBuilder, layer: String, key: String, name: String,
+                                        k: [Int], channels: Int, multiplier: Int) throws -> String {
+        let w = try b.requiredWeight(layer, key, expected: [k[0], k[1], channels, multiplier])
+        return b.constant(name, shape: [k[0], k[1], 1, channels * multiplier], data: w.data)
+    }
+
+    private static func depthwise(_ b: inout KerasGraphBuilder, _ call: KerasCall) throws -> String {
+        let (x, s) = try spatial(b, call)
+        let name = call.layer.name, c = call.config
+        let k = try kernelSize(b, call)
+        let m = c.int("depth_multiplier") ?? 1
+        let g = try geometry(b, call, input: s, kernel: k)
+        // Keras 2 names the weight depthwise_kernel, Keras 3 kernel.
+        let key = b.weights[name]?.entries.contains { $0.key == "depthwise_kernel" } == true ? "depthwise_kernel" : "kernel"
+        var inputs = [x, try depthwiseKernel(&b, layer: name, key: key, name: name + ".kernel", k: k, channels: s[3],
+                                             multiplier: m)]
+        if c.bool("use_bias") ?? true {
+            let bias = try b.requiredWeight(name, "bias", expected: [s[3] * m])
+            inputs.append(b.constant(name + ".bias", shape: bias.shape, data: bias.data))
+        }
+        b.emitWithActivation(call.node, .conv, inputs, output: call.output, shape: [s[0]] + g.out + [s[3] * m],
+                             Attributes(strides: g.strides, dilations: g.dilations, pads: g.pads, groups: s[3]),
+                             activation: try activation(of: b, call))
+        return call.output
+    }
+
+    private static func separable(_ b: inout KerasGraphBuilder, _ call: KerasCall) throws -> String {
+        let (x, s) = try spatial(b, call)
+        let name = call.layer.name, c = call.config
+        let k = try kernelSize(b, call)
+        let m = c.int("depth_multiplier") ?? 1
+        guard let filters = c.int("filters"), filters > 0 else {
+            throw ImportError.invalid(file: b.file, place: "layer '\(name)' filters", expected: "> 0",
+                                      actual: "\(c.int("filters") ?? 0)")
+        }
+        let g = try geometry(b, call, input: s, kernel: k)
+        let dw = try depthwiseKernel(&b, layer: name, key: "depthwise_kernel", name: name + ".depthwise_kernel", k: k,
+                                     channels: s[3], multiplier: m)
+        let mid = call.output + ".depthwise"
+        b.emit(call.node + ".depthwise", .conv, [x, dw], output: mid, shape: [s[0]] + g.out + [s[3] * m],
+               Attributes(strides: g.strides, dilations: g.dilations, pads: g.pads, groups: s[3]))
+        let pw = try b.requiredWeight(name, "pointwise_kernel", expected: [1, 1, s[3] * m, filters])
+        var inputs = [mid, b.constant(name + ".pointwise_kernel", shape: pw.shape, data: pw.data)]
+        if c.bool("use_bias") ?? true {
+            let bias = try b.requiredWeight(name, "bias", expected: [filters])
+            inputs.append(b.constant(name + ".bias", shape: bias.shape, data: bias.data))
+        }
+        b.emitWithActivation(call.node, .conv, inputs, output: call.output, shape: [s[0]] + g.out + [filters],
+                             Attributes(strides: [1, 1], dilations: [1, 1], pads: [0, 0, 0, 0], groups: 1),
+                             activation: try activation(of: b, call))
+        return call.output
+    }
+
+    private static func batchNorm(_ b: inout KerasGraphBuilder, _ call: KerasCall) throws -> String {
+        let x = try single(call, b)
+        let s = b.shape(x), name = call.layer.name
+        let axes = (call.config.value("axis") as? [Any])?.compactMap(jsonInt) ?? [call.config.int("axis") ?? -1]
+        guard axes.count == 1, s.count >= 2, axes[0] == -1 || axes[0] == s.count - 1, s[s.count - 1] > 0 else {
+            throw ImportError.unsupported(file: b.file, ops: [.init(
+                op: "BatchNormalization (axis \(axes) of a rank-\(s.count) tensor; only the last axis)", count: 1,
+                firstNodes: [name])])
+        }
+        let c = s[s.count - 1]
+        func param(_ key: String, default value: Float) throws -> String {
+            let data = try b.weight(name, key, expected: [c])?.data ?? [Float](repeating: value, count: c)
+            return b.constant(name + "." + key, shape: [c], data: data)
+        }
+        // center=False / scale=False leave out beta / gamma; the moving statistics are always there.
+        let gamma = try param("gamma", default: 1), beta = try param("beta", default: 0)
+        let m = try b.requiredWeight(name, "moving_mean", expected: [c])
+        let v = try b.requiredWeight(name, "moving_variance", expected: [c])
+        let mean = b.constant(name + ".moving_mean", shape: [c], data: m.data)
+        let variance = b.constant(name + ".moving_variance", shape: [c], data: v.data)
+        let epsilon = Float(call.config.double("epsilon") ?? 1e-3)
+        b.emit(call.node, .batchNorm, [x, gamma, beta, mean, variance], output: call.output, shape: s,
+               Attributes(epsilon: epsilon))
+        return call.output
+    }
+
+    private static func relu(_ b: inout KerasGraphBuilder, _ call: KerasCall) throws -> String {
+        let x = try single(call, b)
+        let c = call.config, s = b.shape(x)
+        let slope = Float(c.double("negative_slope") ?? 0)
+        let maxValue = c.double("max_value").map { Float($0) }
+        switch (slope, maxValue) {
+        case (0, nil):
+            b.emit(call.node, .relu, [x], output: call.output, shape: s)
+        case (0, let m?):
+            b.emit(call.node, .clip, [x], output: call.output, shape: s, Attributes(min: 0, max: m))
+        case (_, nil):
+            b.emit(call.node, .leakyRelu, [x], output: call.output, shape: s, Attributes(alpha: slope))
+        case (_, let m?):
+            b.emit(call.node + ".leaky", .leakyRelu, [x], output: call.output + ".leaky", shape: s, Attributes(alpha: slope))
+            b.emit(call.node, .clip, [call.output + ".leaky"], output: call.output, shape: s,
+                   Attributes(min: -Float.greatestFiniteMagnitude, max: m))
+        }
+        return call.output
+    }
+
+    private static func activation(_ b: inout KerasGraphBuilder, _ call: KerasCall) throws -> String {
+        let x = try single(call, b)
+        let act = try activation(of: b, call)
+        if case .linear = act { return x }
+        b.emitActivation(act, node: call.node, input: x, output: call.output)
+        return call.output
+    }
+
+    private static func flatten(_ b: inout KerasGraphBuilder, _ call: KerasCall) throws -> String {
+        let x = try single(call, b)
+        let s = b.shape(x)
+        let rest = s.dropFirst()
+        let n = rest.contains { $0 < 0 } ? -1 : rest.reduce(1, *)
+        // NHWC is Keras's own layout, so the flattened order already matches.
+        b.emit(call.node, .flatten, [x], output: call.output, shape: [s.first ?? -1, n], Attributes(axis: 1))
+        return call.output
+    }
+
+    private static func reshape(_ b: inout KerasGraphBuilder, _ call: KerasCall) throws -> String {
+        let x = try single(call, b)
+        let s = b.shape(x)
+        guard let list = call.config.value("target_shape") as? [Any] else {
+            throw ImportError.invalid(file: b.file, place: "layer '\(call.layer.name)' target_shape",
+                                      expected: "a list of integers", actual: "\(call.config.value("target_shape") ?? "nothing")")
+        }
+        let target = list.compactMap(jsonInt)
+        guard target.count == list.count, target.allSatisfy({ $0 > 0 || $0 == -1 }),
+              target.filter({ $0 == -1 }).count <= 1 else {
+            throw ImportError.invalid(file: b.file, place: "layer '\(call.layer.name)' target_shape",
+                                      expected: "positive sizes and at most one -1", actual: "\(list)")
+        }
+        var out = [s.first ?? -1] + target
+        let known = s.dropFirst().allSatisfy { $0 >= 0 }
+        if known, let i = target.firstIndex(of: -1) {
+            let total = s.dropFirst().reduce(1, *), other = target.filter { $0 > 0 }.reduce(1, *)
+            guard other > 0, total % other == 0 else {
+                throw ImportError.invalid(file: b.file, place: "layer '\(call.layer.name)' target_shape",
+                                          expected: "a shape of \(total) elements", actual: "\(target)")
+            }
+            out[i + 1] = total / other
+        }
+        b.emit(call.node, .reshape, [x], output: call.output, shape: out, Attributes(shape: [0] + target))
+        return call.output
+    }
+
+    private static func globalPool(_ b: inout KerasGraphBuilder, _ call: KerasCall, _ op: Op) throws -> String {
+        let (x, s) = try spatial(b, call)
+        if call.config.bool("keepdims") ?? false {
+            b.emit(call.node, op, [x], output: call.output, shape: [s[0], 1, 1, s[3]])
+        } else {
+            b.emit(call.node + ".pool", op, [x], output: call.output + ".pool", shape: [s[0], 1, 1, s[3]])
+            b.emit(call.node, .flatten, [call.output + ".pool"], output: call.output, shape: [s[0], s[3]],
+                   Attributes(axis: 1))
+        }
+        return call.output
+    }
+
+    private static func pool(_ b: inout KerasGraphBuilder, _ call: KerasCall, _ op: Op) throws -> String {
+        let (x, s) = try spatial(b, call)
+        let k = try kernelSize(b, call, key: "pool_size")
+        let g = try geometry(b, call, input: s, kernel: k)
+        // TensorFlow's 'same' average pooling divides by the number of real (unpadded) inputs.
+        b.emit(call.node, op, [x], output: call.output, shape: [s[0]] + g.out + [s[3]],
+               Attributes(kernel: k, strides: g.strides, pads: g.pads, ceilMode: false,
+                          countIncludePad: op == .avgPool ? false : nil))
+        return call.output
+    }
+
+    private static func zeroPadding(_ b: inout KerasGraphBuilder, _ call: KerasCall) throws -> String {
+        let (x, s) = try spatial(b, call)
+        let c = call.config
+        var p: [Int]?  // top, bottom, left, right
+        if let i = c.int("padding") {
+            p = [i, i, i, i]
+        } else if let list = c.value("padding") as? [Any], list.count == 2 {
+            let pair = list.compactMap(jsonInt)
+            let h = (list[0] as? [Any])?.compactMap(jsonInt) ?? [], w = (list[1] as? [Any])?.compactMap(jsonInt) ?? []
+            if pair.count == 2 {
+                p = [pair[0], pair[0], pair[1], pair[1]]
+            } else if h.count == 2, w.count == 2 {
+                p = h + w
+            }
+        }
+        guard let p, p.allSatisfy({ $0 >= 0 }) else {
+            throw ImportError.invalid(file: b.file, place: "layer '\(call.layer.name)' padding",
+                                      expected: "an int, (h, w) or ((top, bottom), (left, right))",
+                                      actual: "\(c.value("padding") ?? "nothing")")
+        }
+        let h = s[1] < 0 ? -1 : s[1] + p[0] + p[1], w = s[2] < 0 ? -1 : s[2] + p[2] + p[3]
+        b.emit(call.node, .pad, [x], output: call.output, shape: [s[0], h, w, s[3]],
+               Attributes(pads: [0, p[0], p[2], 0, 0, p[1], p[3], 0], value: 0, mode: "constant"))
+        return call.output
+    }
+
+    private static func elementwise(_ b: inout KerasGraphBuilder, _ call: KerasCall, _ op: Op) throws -> String {
+        guard call.inputs.count >= 2 else {
+            throw ImportError.invalid(file: b.file, place: "layer '\(call.layer.name)'", expected: "at least two inputs",
+                                      actual: "\(call.inputs.count)")
+        }
+        var acc = call.inputs[0]
+        for (i, next) in call.inputs.dropFirst().enumerated() {
+            let last = i == call.inputs.count - 2
+            let out = last ? call.output : call.output + ".\(i)"
+            let shape = try b.broadcast(b.shape(acc), b.shape(next), place: call.layer.name)
+            b.emit(last ? call.node : call.node + ".\(i)", op, [acc, next], output: out, shape: shape)
+            acc = out
+        }
+        return call.output
+    }
+
+    private static func concatenate(_ b: inout KerasGraphBuilder, _ call: KerasCall) throws -> String {
+        guard call.inputs.count >= 1 else {
+            throw ImportError.invalid(file: b.file, place: "layer '\(call.layer.name)'", expected: "inputs", actual: "none")
+        }
+        let shapes = call.inputs.map { b.shape($0) }
+        let rank = shapes[0].count
+        let axis = call.config.int("axis") ?? -1
+        let a = axis < 0 ? axis + rank : axis
+        guard a >= 1, a < rank, shapes.allSatisfy({ $0.count == rank }) else {
+            throw ImportError.invalid(file: b.file, place: "layer '\(call.layer.name)' axis",
+                                      expected: "a non-batch axis of inputs of equal rank",
+                                      actual: "axis \(axis), shapes \(shapes.map(KerasGraphBuilder.format))")
+        }
+        var out = shapes[0]
+        out[a] = shapes.contains { $0[a] < 0 } ? -1 : shapes.reduce(0) { $0 + $1[a] }
+        b.emit(call.node, .concat, call.inputs, output: call.output, shape: out, Attributes(axis: a))
+        return call.output
+    }
+
+    /// y = x · scale + offset, with scalar or per-channel constants.
+    private static func rescaling(_ b: inout KerasGraphBuilder, _ call: KerasCall) throws -> String {
+        let x = try single(call, b)
+        let s = b.shape(x), name = call.layer.name
+        func values(_ key: String, default value: Double) throws -> [Float] {
+            guard let v = call.config.value(key) else { return [Float(value)] }
+            if let d = call.config.double(key) { return [Float(d)] }
+            if let list = v as? [Any] {
+                let ds = list.compactMap { ($0 as? NSNumber)?.doubleValue }
+                if ds.count == list.count, !ds.isEmpty { return ds.map { Float($0) } }
+            }
+            throw ImportError.invalid(file: b.file, place: "layer '\(name)' \(key)", expected: "a number or list",
+                                      actual: "\(v)")
+        }
+        let scale = try values("scale", default: 1), offset = try values("offset", default: 0)
+        var current = x
+        if scale != [1] {
+            let c = b.constant(name + ".scale", shape: [scale.count], data: scale)
+            let out = offset == [0] ? call.output : call.output + ".scaled"
+            b.emit(offset == [0] ? call.node : call.node + ".scale", .mul, [current, c], output: out,
+                   shape: try b.broadcast(s, [scale.count], place: name))
+            current = out
+        }
+        if offset != [0] {
+            let c = b.constant(name + ".offset", shape: [offset.count], data: offset)
+            b.emit(call.node, .add, [current, c], output: call.output,
+                   shape: try b.broadcast(b.shape(current), [offset.count], place: name))
+            current = call.output
+        }
+        return current
+    }
+}
