@@ -21,7 +21,8 @@ let package = Package(
         .target(name: "MLToolCore"),
         .target(name: "MLToolFormat", dependencies: ["MLToolCore"]),
         .target(name: "MLToolImport", dependencies: ["MLToolCore", "MLToolFormat", "CHDF5", "CProtobufC", "COnnxProto"]),
-        .target(name: "MLToolEngine", dependencies: ["MLToolCore", "COpenBLAS"]),
+        .target(name: "CMLToolKernels"),
+        .target(name: "MLToolEngine", dependencies: ["MLToolCore", "COpenBLAS", "CMLToolKernels"]),
         .target(name: "MLToolData", dependencies: ["MLToolCore", "CTurboJPEG", "CPNG"]),
         .target(name: "MLToolTrain", dependencies: ["MLToolCore", "COpenBLAS"]),
         .target(name: "MLToolCLI", dependencies: [
@@ -30,6 +31,7 @@ let package = Package(
         .executableTarget(name: "mltool", dependencies: ["MLToolCLI"]),
 
         .testTarget(name: "MLToolCoreTests", dependencies: ["MLToolCore"]),
+        .testTarget(name: "MLToolEngineTests", dependencies: ["MLToolEngine", "MLToolCore"]),
         .testTarget(name: "MLToolImportTests", dependencies: ["MLToolImport", "MLToolEngine"]),
     ]
 )

@@ -1,0 +1,43 @@
+// Hot CPU kernels for MLToolEngine. Each has an AVX2+FMA version (per-function target attribute) and a portable
+// one; the choice is made once at run time from the CPU's features, so the binary runs on any x86-64 (or other) CPU.
+#ifndef CMLTOOLKERNELS_H
+#define CMLTOOLKERNELS_H
+#include <stdint.h>
+
+// Activation codes for the fused epilogues; p0/p1 are the parameters.
+enum {
+    MLK_ACT_NONE = 0,
+    MLK_ACT_RELU = 1,
+    MLK_ACT_CLIP = 2,          // min(max(x, p0), p1)
+    MLK_ACT_LEAKY = 3,         // x < 0 ? p0·x : x
+    MLK_ACT_SIGMOID = 4,
+    MLK_ACT_HARDSIGMOID = 5,   // max(0, min(1, p0·x + p1))
+    MLK_ACT_HARDSWISH = 6,     // x · relu6(x + 3) / 6
+    MLK_ACT_SWISH = 7,         // x · sigmoid(x)
+    MLK_ACT_TANH = 8
+};
+
+/// 1 when the fast AVX2+FMA kernels are in use.
+int mlk_uses_avx2_fma(void);
+
+/// y (rows, cols) row-major: y[r][c] = act(y[r][c] + bias[c]); bias may be NULL.
+void mlk_bias_act(float *y, int64_t rows, int64_t cols, const float *bias, int act, float p0, float p1);
+
+/// Depthwise convolution of one image, channel multiplier 1.
+/// x (H, W, C), w (KH, KW, C), bias (C) or NULL, y (OH, OW, C); pads top/left; activation fused.
+void mlk_depthwise(const float *x, int64_t H, int64_t W, int64_t C,
+                   const float *w, int64_t KH, int64_t KW, const float *bias,
+                   float *y, int64_t OH, int64_t OW,
+                   int64_t sh, int64_t sw, int64_t dh, int64_t dw, int64_t pt, int64_t pl,
+                   int act, float p0, float p1);
+
+/// im2col of one image for one channel group: x (H, W, C) → cols (OH·OW, KH·KW·cg), reading channels [c0, c0+cg).
+/// Padding reads as 0.
+void mlk_im2col(const float *x, int64_t H, int64_t W, int64_t C, int64_t c0, int64_t cg,
+                int64_t KH, int64_t KW, float *cols, int64_t OH, int64_t OW,
+                int64_t sh, int64_t sw, int64_t dh, int64_t dw, int64_t pt, int64_t pl);
+
+/// y[i] = act(a[i] + b[i]) for n elements.
+void mlk_add_act(const float *a, const float *b, float *y, int64_t n, int act, float p0, float p1);
+
+#endif

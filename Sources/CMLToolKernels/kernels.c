@@ -1,0 +1,227 @@
+// See include/CMLToolKernels.h. Shapes are NHWC; every index is computed in int64_t.
+#include "CMLToolKernels.h"
+#include <math.h>
+#include <string.h>
+#if defined(__x86_64__)
+#include <immintrin.h>
+#define MLK_AVX2 __attribute__((target("avx2,fma")))
+#endif
+
+static inline float act_scalar(float v, int act, float p0, float p1) {
+    switch (act) {
+    case MLK_ACT_RELU: return v > 0 ? v : 0;
+    case MLK_ACT_CLIP: return v < p0 ? p0 : (v > p1 ? p1 : v);
+    case MLK_ACT_LEAKY: return v < 0 ? p0 * v : v;
+    case MLK_ACT_SIGMOID: return 1.0f / (1.0f + expf(-v));
+    case MLK_ACT_HARDSIGMOID: { float t = p0 * v + p1; return t < 0 ? 0 : (t > 1 ? 1 : t); }
+    case MLK_ACT_HARDSWISH: { float t = v + 3; t = t < 0 ? 0 : (t > 6 ? 6 : t); return v * t / 6; }
+    case MLK_ACT_SWISH: return v / (1.0f + expf(-v));
+    case MLK_ACT_TANH: return tanhf(v);
+    default: return v;
+    }
+}
+
+// ---- portable versions ----
+
+static void bias_act_portable(float *y, int64_t rows, int64_t cols, const float *bias, int act, float p0, float p1) {
+    for (int64_t r = 0; r < rows; r++) {
+        float *row = y + r * cols;
+        for (int64_t c = 0; c < cols; c++) row[c] = act_scalar(row[c] + (bias ? bias[c] : 0), act, p0, p1);
+    }
+}
+
+static void depthwise_portable(const float *x, int64_t H, int64_t W, int64_t C, const float *w, int64_t KH, int64_t KW,
+                               const float *bias, float *y, int64_t OH, int64_t OW, int64_t sh, int64_t sw,
+                               int64_t dh, int64_t dw, int64_t pt, int64_t pl, int act, float p0, float p1) {
+    for (int64_t oy = 0; oy < OH; oy++)
+        for (int64_t ox = 0; ox < OW; ox++) {
+            float *out = y + (oy * OW + ox) * C;
+            for (int64_t c = 0; c < C; c++) out[c] = bias ? bias[c] : 0;
+            for (int64_t ky = 0; ky < KH; ky++) {
+                int64_t iy = oy * sh - pt + ky * dh;
+                if (iy < 0 || iy >= H) continue;
+                for (int64_t kx = 0; kx < KW; kx++) {
+                    int64_t ix = ox * sw - pl + kx * dw;
+                    if (ix < 0 || ix >= W) continue;
+                    const float *in = x + (iy * W + ix) * C, *k = w + (ky * KW + kx) * C;
+                    for (int64_t c = 0; c < C; c++) out[c] += in[c] * k[c];
+                }
+            }
+            if (act != MLK_ACT_NONE)
+                for (int64_t c = 0; c < C; c++) out[c] = act_scalar(out[c], act, p0, p1);
+        }
+}
+
+static void add_act_portable(const float *a, const float *b, float *y, int64_t n, int act, float p0, float p1) {
+    for (int64_t i = 0; i < n; i++) y[i] = act_scalar(a[i] + b[i], act, p0, p1);
+}
+
+// ---- AVX2 + FMA versions ----
+#if defined(__x86_64__)
+
+// Applies a vectorisable activation (none/relu/clip/leaky) to 8 lanes; others are done by a scalar pass after.
+MLK_AVX2 static inline __m256 act8(__m256 v, int act, __m256 lo, __m256 hi) {
+    switch (act) {
+    case MLK_ACT_RELU: return _mm256_max_ps(v, _mm256_setzero_ps());
+    case MLK_ACT_CLIP: return _mm256_min_ps(_mm256_max_ps(v, lo), hi);
+    case MLK_ACT_LEAKY: {
+        __m256 neg = _mm256_cmp_ps(v, _mm256_setzero_ps(), _CMP_LT_OQ);
+        return _mm256_blendv_ps(v, _mm256_mul_ps(v, lo), neg);
+    }
+    default: return v;
+    }
+}
+
+MLK_AVX2 static void bias_act_avx2(float *y, int64_t rows, int64_t cols, const float *bias, int act, float p0, float p1) {
+    int vec = act <= MLK_ACT_LEAKY;
+    __m256 lo = _mm256_set1_ps(p0), hi = _mm256_set1_ps(p1);
+    for (int64_t r = 0; r < rows; r++) {
+        float *row = y + r * cols;
+        int64_t c = 0;
+        for (; c + 8 <= cols; c += 8) {
+            __m256 v = _mm256_loadu_ps(row + c);
+            if (bias) v = _mm256_add_ps(v, _mm256_loadu_ps(bias + c));
+            if (vec) v = act8(v, act, lo, hi);
+            _mm256_storeu_ps(row + c, v);
+        }
+        for (; c < cols; c++) {
+            float v = row[c] + (bias ? bias[c] : 0);
+            row[c] = vec ? act_scalar(v, act, p0, p1) : v;
+        }
+        if (!vec) for (c = 0; c < cols; c++) row[c] = act_scalar(row[c], act, p0, p1);
+    }
+}
+
+MLK_AVX2 static void depthwise_avx2(const float *x, int64_t H, int64_t W, int64_t C, const float *w, int64_t KH, int64_t KW,
+                                    const float *bias, float *y, int64_t OH, int64_t OW, int64_t sh, int64_t sw,
+                                    int64_t dh, int64_t dw, int64_t pt, int64_t pl, int act, float p0, float p1) {
+    int vec = act <= MLK_ACT_LEAKY;
+    __m256 lo = _mm256_set1_ps(p0), hi = _mm256_set1_ps(p1);
+    int64_t C8 = C & ~(int64_t)7;
+    for (int64_t oy = 0; oy < OH; oy++) {
+        // Valid kernel rows for this output row: iy = oy·sh − pt + ky·dh in [0, H).
+        int64_t ky0 = 0, ky1 = KH;
+        while (ky0 < KH && oy * sh - pt + ky0 * dh < 0) ky0++;
+        while (ky1 > ky0 && oy * sh - pt + (ky1 - 1) * dh >= H) ky1--;
+        for (int64_t ox = 0; ox < OW; ox++) {
+            int64_t kx0 = 0, kx1 = KW;
+            while (kx0 < KW && ox * sw - pl + kx0 * dw < 0) kx0++;
+            while (kx1 > kx0 && ox * sw - pl + (kx1 - 1) * dw >= W) kx1--;
+            float *out = y + (oy * OW + ox) * C;
+            const float *base = x + ((oy * sh - pt) * W + (ox * sw - pl)) * C;
+            int64_t c = 0;
+            // Two 8-lane blocks at a time keep two FMA chains in flight.
+            for (; c + 16 <= C8; c += 16) {
+                __m256 a0 = bias ? _mm256_loadu_ps(bias + c) : _mm256_setzero_ps();
+                __m256 a1 = bias ? _mm256_loadu_ps(bias + c + 8) : _mm256_setzero_ps();
+                for (int64_t ky = ky0; ky < ky1; ky++) {
+                    const float *in = base + (ky * dh * W) * C + c;
+                    const float *k = w + ky * KW * C + c;
+                    for (int64_t kx = kx0; kx < kx1; kx++) {
+                        const float *ip = in + kx * dw * C, *kp = k + kx * C;
+                        a0 = _mm256_fmadd_ps(_mm256_loadu_ps(ip), _mm256_loadu_ps(kp), a0);
+                        a1 = _mm256_fmadd_ps(_mm256_loadu_ps(ip + 8), _mm256_loadu_ps(kp + 8), a1);
+                    }
+                }
+                if (vec) { a0 = act8(a0, act, lo, hi); a1 = act8(a1, act, lo, hi); }
+                _mm256_storeu_ps(out + c, a0);
+                _mm256_storeu_ps(out + c + 8, a1);
+            }
+            for (; c < C8; c += 8) {
+                __m256 a0 = bias ? _mm256_loadu_ps(bias + c) : _mm256_setzero_ps();
+                for (int64_t ky = ky0; ky < ky1; ky++)
+                    for (int64_t kx = kx0; kx < kx1; kx++)
+                        a0 = _mm256_fmadd_ps(_mm256_loadu_ps(base + (ky * dh * W + kx * dw) * C + c),
+                                             _mm256_loadu_ps(w + (ky * KW + kx) * C + c), a0);
+                if (vec) a0 = act8(a0, act, lo, hi);
+                _mm256_storeu_ps(out + c, a0);
+            }
+            for (; c < C; c++) {
+                float a = bias ? bias[c] : 0;
+                for (int64_t ky = ky0; ky < ky1; ky++)
+                    for (int64_t kx = kx0; kx < kx1; kx++)
+                        a += base[(ky * dh * W + kx * dw) * C + c] * w[(ky * KW + kx) * C + c];
+                out[c] = vec ? act_scalar(a, act, p0, p1) : a;
+            }
+            if (!vec) for (c = 0; c < C; c++) out[c] = act_scalar(out[c], act, p0, p1);
+        }
+    }
+}
+
+MLK_AVX2 static void add_act_avx2(const float *a, const float *b, float *y, int64_t n, int act, float p0, float p1) {
+    int vec = act <= MLK_ACT_LEAKY;
+    __m256 lo = _mm256_set1_ps(p0), hi = _mm256_set1_ps(p1);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 v = _mm256_add_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i));
+        if (vec) v = act8(v, act, lo, hi);
+        _mm256_storeu_ps(y + i, v);
+    }
+    for (; i < n; i++) y[i] = vec ? act_scalar(a[i] + b[i], act, p0, p1) : a[i] + b[i];
+    if (!vec) for (i = 0; i < n; i++) y[i] = act_scalar(y[i], act, p0, p1);
+}
+#endif
+
+// ---- dispatch ----
+
+static int detect(void) {
+#if defined(__x86_64__)
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#else
+    return 0;
+#endif
+}
+
+// Computed once; racing first calls compute the same value, so a plain int is enough.
+static int fast_state = -1;
+static inline int fast(void) {
+    int s = __atomic_load_n(&fast_state, __ATOMIC_RELAXED);
+    if (s < 0) { s = detect(); __atomic_store_n(&fast_state, s, __ATOMIC_RELAXED); }
+    return s;
+}
+
+int mlk_uses_avx2_fma(void) { return fast(); }
+
+void mlk_bias_act(float *y, int64_t rows, int64_t cols, const float *bias, int act, float p0, float p1) {
+    if (!bias && act == MLK_ACT_NONE) return;
+#if defined(__x86_64__)
+    if (fast()) { bias_act_avx2(y, rows, cols, bias, act, p0, p1); return; }
+#endif
+    bias_act_portable(y, rows, cols, bias, act, p0, p1);
+}
+
+void mlk_depthwise(const float *x, int64_t H, int64_t W, int64_t C, const float *w, int64_t KH, int64_t KW,
+                   const float *bias, float *y, int64_t OH, int64_t OW, int64_t sh, int64_t sw,
+                   int64_t dh, int64_t dw, int64_t pt, int64_t pl, int act, float p0, float p1) {
+#if defined(__x86_64__)
+    if (fast()) { depthwise_avx2(x, H, W, C, w, KH, KW, bias, y, OH, OW, sh, sw, dh, dw, pt, pl, act, p0, p1); return; }
+#endif
+    depthwise_portable(x, H, W, C, w, KH, KW, bias, y, OH, OW, sh, sw, dh, dw, pt, pl, act, p0, p1);
+}
+
+void mlk_add_act(const float *a, const float *b, float *y, int64_t n, int act, float p0, float p1) {
+#if defined(__x86_64__)
+    if (fast()) { add_act_avx2(a, b, y, n, act, p0, p1); return; }
+#endif
+    add_act_portable(a, b, y, n, act, p0, p1);
+}
+
+void mlk_im2col(const float *x, int64_t H, int64_t W, int64_t C, int64_t c0, int64_t cg,
+                int64_t KH, int64_t KW, float *cols, int64_t OH, int64_t OW,
+                int64_t sh, int64_t sw, int64_t dh, int64_t dw, int64_t pt, int64_t pl) {
+    int64_t K = KH * KW * cg;
+    for (int64_t oy = 0; oy < OH; oy++)
+        for (int64_t ox = 0; ox < OW; ox++) {
+            float *row = cols + (oy * OW + ox) * K;
+            for (int64_t ky = 0; ky < KH; ky++) {
+                int64_t iy = oy * sh - pt + ky * dh;
+                for (int64_t kx = 0; kx < KW; kx++) {
+                    int64_t ix = ox * sw - pl + kx * dw;
+                    float *dst = row + (ky * KW + kx) * cg;
+                    if (iy < 0 || iy >= H || ix < 0 || ix >= W) memset(dst, 0, (size_t)cg * sizeof(float));
+                    else memcpy(dst, x + (iy * W + ix) * C + c0, (size_t)cg * sizeof(float));
+                }
+            }
+        }
+}

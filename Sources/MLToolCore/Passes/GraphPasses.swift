@@ -1,0 +1,149 @@
+/// Graph rewrites that keep a model's outputs (up to float rounding) and make it cheaper to run. Importers and the
+/// engine both use them, so they live in Core.
+///
+/// - `removeIdentities`: drops identity nodes (ONNX Identity/Dropout map to `identity`) by rewiring their consumers.
+/// - `foldBatchNorm`: folds a batchNorm into the conv/dense that feeds it: w' = w·γ/√(σ²+ε) along the output
+///   channel, b' = (b−μ)·γ/√(σ²+ε)+β.
+/// - `fuseActivations`: moves a standalone activation into its producer (conv/dense/add/sub/mul/div).
+///
+/// A rewrite only happens when the intermediate tensor has one consumer and is not a graph output, so every graph
+/// output and every surviving tensor keeps its name and value.
+public enum GraphPasses {
+    /// All passes, in an order where each one exposes work for the next.
+    public static func optimize(_ model: Model) throws -> Model {
+        var m = try removeIdentities(model)
+        m = try foldBatchNorm(m)
+        m = try fuseActivations(m)
+        return m
+    }
+
+    /// Removes identity nodes whose output is not a graph output.
+    public static func removeIdentities(_ model: Model) throws -> Model {
+        guard var graph = model.metadata.graph else { return model }
+        var rename: [String: String] = [:]
+        var kept: [Node] = []
+        for var node in graph.nodes {
+            node.inputs = node.inputs.map { rename[$0] ?? $0 }
+            if node.op == .identity, node.inputs.count == 1, node.outputs.count == 1,
+               !graph.outputs.contains(node.outputs[0]) {
+                rename[node.outputs[0]] = node.inputs[0]
+                continue
+            }
+            kept.append(node)
+        }
+        graph.nodes = kept
+        var m = model
+        m.metadata.graph = graph
+        return m
+    }
+
+    /// Folds batchNorm nodes into a preceding conv or dense without a fused activation.
+    public static func foldBatchNorm(_ model: Model) throws -> Model {
+        guard var graph = model.metadata.graph else { return model }
+        var tensors = model.tensorsByName
+        var added: [StoredTensor] = []
+        var nodes = graph.nodes
+        var removed = Set<Int>()
+        let consumers = consumerCounts(graph)
+        let producer = producers(nodes)
+        for (i, bn) in nodes.enumerated() where bn.op == .batchNorm && bn.inputs.count == 5 && bn.outputs.count == 1 {
+            guard let pi = producer[bn.inputs[0]], !removed.contains(pi) else { continue }
+            var p = nodes[pi]
+            guard p.op == .conv || p.op == .dense, p.attributes.activation == nil, p.inputs.count >= 2,
+                  consumers[bn.inputs[0], default: 0] == 1, !graph.outputs.contains(bn.inputs[0]),
+                  let w = tensors[p.inputs[1]], let params = try? bn.inputs[1...].map({ name -> [Float] in
+                      guard let t = tensors[name] else { throw CoreError.invalidValue(file: "", offset: nil, what: name, expected: "constant", actual: "tensor") }
+                      return try t.floats()
+                  }) else { continue }
+            let (gamma, beta, mean, variance) = (params[0], params[1], params[2], params[3])
+            guard let oc = w.shape.last, oc > 0, gamma.count == oc, beta.count == oc, mean.count == oc,
+                  variance.count == oc else { continue }
+            let eps = bn.attributes.epsilon ?? 1e-5
+            var wv = try w.floats()
+            var bv = [Float](repeating: 0, count: oc)
+            if p.inputs.count >= 3, let b = tensors[p.inputs[2]] {
+                let f = try b.floats()
+                guard f.count == oc else { continue }
+                bv = f
+            }
+            for o in 0..<oc {
+                let s = gamma[o] / (variance[o] + eps).squareRoot()
+                var j = o
+                while j < wv.count { wv[j] *= s; j += oc }
+                bv[o] = (bv[o] - mean[o]) * s + beta[o]
+            }
+            let wName = unique("\(p.name).bnfold.weight", tensors)
+            let bName = unique("\(p.name).bnfold.bias", tensors)
+            let wt = StoredTensor(name: wName, tensor: Tensor(shape: w.shape, data: wv))
+            let bt = StoredTensor(name: bName, tensor: Tensor(shape: [oc], data: bv))
+            tensors[wName] = wt; tensors[bName] = bt
+            added += [wt, bt]
+            p.inputs = [p.inputs[0], wName, bName]
+            p.outputs = [bn.outputs[0]]
+            nodes[pi] = p
+            removed.insert(i)
+        }
+        graph.nodes = nodes.enumerated().filter { !removed.contains($0.offset) }.map(\.element)
+        var m = model
+        m.metadata.graph = graph
+        m.tensors = pruned(model.tensors + added, graph: graph, original: model)
+        return m
+    }
+
+    /// Ops that can carry a fused `Activation`.
+    static let activationProducers: Set<Op> = [.conv, .dense, .add, .sub, .mul, .div]
+    /// Standalone ops that can become a fused `Activation`.
+    static let fusableActivations: Set<Op> = [.relu, .clip, .leakyRelu, .sigmoid, .hardSigmoid, .hardSwish, .swish, .tanh]
+
+    /// Fuses standalone activations into their producer.
+    public static func fuseActivations(_ model: Model) throws -> Model {
+        guard var graph = model.metadata.graph else { return model }
+        var nodes = graph.nodes
+        var removed = Set<Int>()
+        let consumers = consumerCounts(graph)
+        let producer = producers(nodes)
+        for (i, a) in nodes.enumerated() where fusableActivations.contains(a.op) && a.inputs.count == 1 && a.outputs.count == 1 {
+            guard let pi = producer[a.inputs[0]], !removed.contains(pi) else { continue }
+            var p = nodes[pi]
+            guard activationProducers.contains(p.op), p.attributes.activation == nil,
+                  consumers[a.inputs[0], default: 0] == 1, !graph.outputs.contains(a.inputs[0]) else { continue }
+            let at = a.attributes
+            p.attributes.activation = Activation(op: a.op, min: at.min, max: at.max, alpha: at.alpha, beta: at.beta)
+            p.outputs = [a.outputs[0]]
+            nodes[pi] = p
+            removed.insert(i)
+        }
+        graph.nodes = nodes.enumerated().filter { !removed.contains($0.offset) }.map(\.element)
+        var m = model
+        m.metadata.graph = graph
+        return m
+    }
+
+    /// How many node inputs read each tensor name.
+    static func consumerCounts(_ graph: Graph) -> [String: Int] {
+        var c: [String: Int] = [:]
+        for n in graph.nodes { for i in n.inputs { c[i, default: 0] += 1 } }
+        return c
+    }
+
+    /// The index of the node producing each tensor name.
+    static func producers(_ nodes: [Node]) -> [String: Int] {
+        var p: [String: Int] = [:]
+        for (i, n) in nodes.enumerated() { for o in n.outputs { p[o] = i } }
+        return p
+    }
+
+    static func unique(_ base: String, _ taken: [String: StoredTensor]) -> String {
+        var name = base, k = 1
+        while taken[name] != nil { name = "\(base).\(k)"; k += 1 }
+        return name
+    }
+
+    /// Drops tensors that the original graph used but the rewritten graph no longer does; tensors the graph never
+    /// referenced (e.g. text-model weights) stay.
+    static func pruned(_ tensors: [StoredTensor], graph: Graph, original: Model) -> [StoredTensor] {
+        let usedNow = Set(graph.nodes.flatMap(\.inputs))
+        let usedBefore = Set(original.metadata.graph?.nodes.flatMap(\.inputs) ?? [])
+        return tensors.filter { usedNow.contains($0.name) || !usedBefore.contains($0.name) }
+    }
+}

@@ -1,0 +1,202 @@
+import COpenBLAS
+import Foundation
+import MLToolCore
+
+/// Runs a model's graph on the CPU.
+///
+/// `init` validates the graph (unknown tensors, missing attributes, shape errors all name the node), applies
+/// `GraphPasses` in fast mode, and packs the weights once. `run` is batched: when every image of a batch goes
+/// through the graph independently (the usual case), images are spread over `threads` workers, each with its own
+/// activation arena and OpenBLAS single-threaded; a single image gets a threaded OpenBLAS instead. The same inputs
+/// and thread count always give identical outputs.
+public final class Engine: @unchecked Sendable {
+    /// `fast`: optimized graph and kernels. `reference`: the original graph through the plain scalar kernels.
+    public enum Mode: Sendable { case fast, reference }
+
+    private let model: Model
+    private let program: Program
+    private let mode: Mode
+    private let threads: Int
+    private let lock = NSLock()
+    private var original: Program?
+    private var plans: [String: PlanEntry] = [:]
+
+    private final class PlanEntry: @unchecked Sendable {
+        let plan: Plan
+        var arenas: [Arena] = []
+        init(plan: Plan) { self.plan = plan }
+    }
+
+    /// Validates and compiles `model`'s graph. `threads` 0 uses every core.
+    public init(model: Model, threads: Int = 0, mode: Mode = .fast) throws {
+        guard let graph = model.metadata.graph else { throw EngineError.noGraph }
+        self.mode = mode
+        self.threads = threads > 0 ? threads : max(1, ProcessInfo.processInfo.activeProcessorCount)
+        let checked = try Program(graph: graph, tensors: model.tensorsByName)
+        _ = try checked.shapes(inputs: Self.shapes(of: checked, batch: 1), steps: Array(checked.steps.indices))
+        if mode == .fast {
+            let optimized = try GraphPasses.optimize(model)
+            program = try Program(graph: optimized.metadata.graph ?? graph, tensors: optimized.tensorsByName)
+            self.model = model
+        } else {
+            program = checked
+            self.model = model
+            original = checked
+        }
+    }
+
+    /// Names of the graph inputs, in order.
+    public var inputNames: [String] { program.inputs.map(\.name) }
+
+    /// Names of the graph outputs, in order.
+    public var outputNames: [String] { program.outputs }
+
+    /// Input shape with the batch (first dim, -1 in GraphInput) set to `batch`.
+    public func inputShape(_ name: String, batch: Int) -> [Int]? {
+        guard let i = program.inputs.first(where: { $0.name == name }) else { return nil }
+        return i.shape.enumerated().map { $0.element == -1 ? ($0.offset == 0 ? batch : 1) : $0.element }
+    }
+
+    private static func shapes(of p: Program, batch: Int) -> [Int: [Int]] {
+        var s: [Int: [Int]] = [:]
+        for (id, i) in zip(p.inputIds, p.inputs) {
+            s[id] = i.shape.enumerated().map { $0.element == -1 ? ($0.offset == 0 ? batch : 1) : $0.element }
+        }
+        return s
+    }
+
+    /// Runs the graph; `outputs` may name any tensor in the graph (e.g. the pooled features): only the nodes it
+    /// needs run. nil means the graph outputs.
+    public func run(_ inputs: [String: Tensor], outputs: [String]? = nil) throws -> [String: Tensor] {
+        let wanted = outputs ?? program.outputs
+        let p = try programFor(wanted)
+        for name in inputs.keys where !p.inputs.contains(where: { $0.name == name }) {
+            throw EngineError.unknownInput(name: name)
+        }
+        var inShapes: [Int: [Int]] = [:]
+        for (id, gi) in zip(p.inputIds, p.inputs) {
+            guard let t = inputs[gi.name] else { throw EngineError.missingInput(name: gi.name) }
+            guard t.shape.count == gi.shape.count,
+                  zip(t.shape, gi.shape).allSatisfy({ $1 == -1 ? $0 >= 0 : $0 == $1 }) else {
+                throw EngineError.inputShape(name: gi.name, expected: gi.shape, actual: t.shape)
+            }
+            inShapes[id] = t.shape
+        }
+        let targets = wanted.map { p.ids[$0]! }
+        let steps = p.needed(targets)
+        let values = mode == .reference
+            ? try runReference(p, inputs, inShapes, steps, targets)
+            : try runFast(p, inputs, inShapes, steps, targets)
+        var result: [String: Tensor] = [:]
+        for (name, t) in zip(wanted, targets) { result[name] = values[t] }
+        return result
+    }
+
+    /// The compiled graph that has every name in `wanted`; the original one when a pass fused a name away.
+    private func programFor(_ wanted: [String]) throws -> Program {
+        if wanted.allSatisfy({ program.ids[$0] != nil }) { return program }
+        lock.lock(); defer { lock.unlock() }
+        if original == nil, let graph = model.metadata.graph {
+            original = try Program(graph: graph, tensors: model.tensorsByName)
+        }
+        guard let o = original else { throw EngineError.noGraph }
+        for w in wanted where o.ids[w] == nil { throw EngineError.unknownOutput(name: w) }
+        return o
+    }
+
+    private func runReference(_ p: Program, _ inputs: [String: Tensor], _ inShapes: [Int: [Int]], _ steps: [Int],
+                              _ targets: [Int]) throws -> [Int: Tensor] {
+        let shapes = try p.shapes(inputs: inShapes, steps: steps)
+        var values = p.constants
+        for (id, gi) in zip(p.inputIds, p.inputs) { values[id] = Buffer(inputs[gi.name]!.data) }
+        for i in steps {
+            let s = p.steps[i]
+            let y = Buffer(count: shapes[s.output]!.reduce(1, *))
+            Reference.run(s, s.inputs.map { UnsafePointer(values[$0]!.pointer) }, s.inputs.map { shapes[$0]! },
+                          y.pointer, shapes[s.output]!)
+            values[s.output] = y
+        }
+        var out: [Int: Tensor] = [:]
+        for t in targets { out[t] = Tensor(shape: shapes[t]!, data: values[t]!.array) }
+        return out
+    }
+
+    /// Whether every image goes through `steps` on its own, so a batch can be split into single images.
+    private func separable(_ p: Program, _ inShapes: [Int: [Int]], _ steps: [Int]) -> Bool {
+        guard p.inputs.allSatisfy({ $0.shape.first == -1 }) else { return false }
+        func withBatch(_ b: Int) -> [Int: [Int]] { inShapes.mapValues { [b] + $0.dropFirst() } }
+        guard let one = try? p.shapes(inputs: withBatch(1), steps: steps),
+              let two = try? p.shapes(inputs: withBatch(2), steps: steps) else { return false }
+        for i in steps {
+            let s = p.steps[i]
+            guard let a = one[s.output], let b = two[s.output], a.first == 1, b == [2] + a.dropFirst() else { return false }
+            let rank = a.count
+            switch s.op {
+            case .transpose: if (s.perm ?? [rank - 1]).first != 0 { return false }
+            case .softmax, .concat: if (try? Program.axis(s.axis ?? -1, rank: rank, s)) == 0 { return false }
+            default: break
+            }
+        }
+        return true
+    }
+
+    private func runFast(_ p: Program, _ inputs: [String: Tensor], _ inShapes: [Int: [Int]], _ steps: [Int],
+                         _ targets: [Int]) throws -> [Int: Tensor] {
+        let batch = inShapes.values.first?.first ?? 1
+        let split = batch > 1 && separable(p, inShapes, steps)
+        let images = split ? batch : 1
+        let chunkShapes = split ? inShapes.mapValues { [1] + $0.dropFirst() } : inShapes
+        let workers = min(threads, images)
+        openblas_set_num_threads(Int32(workers > 1 ? 1 : threads))
+
+        let key = "\(p.steps.count == program.steps.count ? "main" : "original")|\(chunkShapes.sorted { $0.key < $1.key })|\(targets)"
+        let (entry, arenas) = try takeArenas(key, workers, p) {
+            try Plan(program: p, inputShapes: chunkShapes, steps: steps, targets: targets)
+        }
+        defer { lock.lock(); entry.arenas += arenas; lock.unlock() }
+        let plan = entry.plan
+
+        // Outputs for the whole batch; constants are copied as they are.
+        let results = targets.map { t -> Buffer in
+            let s = plan.shapes[t]!
+            return Buffer(count: (split ? [batch] + s.dropFirst() : s).reduce(1, *))
+        }
+        let program = p
+        DispatchQueue.concurrentPerform(iterations: workers) { w in
+            let arena = arenas[w]
+            var i = w
+            while i < images {
+                for (id, gi) in zip(program.inputIds, program.inputs) {
+                    let n = plan.shapes[id]!.reduce(1, *)
+                    inputs[gi.name]!.data.withUnsafeBufferPointer {
+                        arena.pointer(id, plan, program).update(from: $0.baseAddress! + i &* n, count: n)
+                    }
+                }
+                arena.run(plan, program)
+                for (t, r) in zip(targets, results) {
+                    let n = plan.shapes[t]!.reduce(1, *)
+                    (r.pointer + i &* n).update(from: arena.pointer(t, plan, program), count: n)
+                }
+                i += workers
+            }
+        }
+        var out: [Int: Tensor] = [:]
+        for (t, r) in zip(targets, results) {
+            let s = plan.shapes[t]!
+            out[t] = Tensor(shape: split ? [batch] + s.dropFirst() : s, data: r.array)
+        }
+        return out
+    }
+
+    /// Takes `count` arenas for the plan under `key` (building the plan and arenas when missing).
+    private func takeArenas(_ key: String, _ count: Int, _ p: Program, _ make: () throws -> Plan) throws -> (PlanEntry, [Arena]) {
+        lock.lock(); defer { lock.unlock() }
+        let entry: PlanEntry
+        if let e = plans[key] { entry = e } else { entry = PlanEntry(plan: try make()); plans[key] = entry }
+        var taken: [Arena] = []
+        while taken.count < count {
+            taken.append(entry.arenas.popLast() ?? Arena(plan: entry.plan, program: p))
+        }
+        return (entry, taken)
+    }
+}

@@ -1,1 +1,0 @@
-// MLToolEngine: graph executor and CPU kernels (scalar reference + fast path).

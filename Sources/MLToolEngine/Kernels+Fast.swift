@@ -1,0 +1,104 @@
+import CMLToolKernels
+import COpenBLAS
+import MLToolCore
+
+/// The fast path: OpenBLAS SGEMM for convolutions (1×1 convs read the NHWC input directly, k×k go through
+/// im2col), the C AVX2/FMA kernels for depthwise convs and epilogues, and the reference kernels for ops that are
+/// cheap or rare. Same signature as `Reference.run`, plus a scratch buffer of `scratchCount` floats.
+enum Fast {
+    /// Floats of scratch the step needs (im2col rows for one image and one group).
+    static func scratchCount(_ s: Step, _ xs: [[Int]], _ ys: [Int]) -> Int {
+        guard s.op == .conv, !isDepthwise(s, xs[0]), !readsInputDirectly(s) else { return 0 }
+        return ys[1] * ys[2] * s.weightShape[0] * s.weightShape[1] * s.weightShape[2]
+    }
+
+    static func isDepthwise(_ s: Step, _ xs: [Int]) -> Bool {
+        s.weightShape[2] == 1 && s.groups == xs[3] && s.weightShape[3] == xs[3]
+    }
+
+    /// A 1×1, stride-1, unpadded conv is a GEMM on the input as it lies: (N·H·W, C) · (C, OC).
+    static func readsInputDirectly(_ s: Step) -> Bool {
+        s.weightShape[0] == 1 && s.weightShape[1] == 1 && s.strides == [1, 1] && s.pads == [0, 0, 0, 0]
+    }
+
+    /// y (m, n) with row stride ldc = a (m, k; row stride lda) · b (k, n; row stride ldb).
+    @inline(__always)
+    static func sgemm(_ m: Int, _ n: Int, _ k: Int, _ a: UnsafePointer<Float>, _ lda: Int, _ b: UnsafePointer<Float>,
+                      _ ldb: Int, _ c: UnsafeMutablePointer<Float>, _ ldc: Int) {
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, Int32(m), Int32(n), Int32(k), 1, a, Int32(lda),
+                    b, Int32(ldb), 0, c, Int32(ldc))
+    }
+
+    static func run(_ s: Step, _ x: [UnsafePointer<Float>], _ xs: [[Int]], _ y: UnsafeMutablePointer<Float>, _ ys: [Int],
+                    scratch: UnsafeMutablePointer<Float>) {
+        let n = ys.reduce(1, *)
+        switch s.op {
+        case .conv: conv(s, x[0], xs[0], y, ys, scratch)
+        case .dense:
+            sgemm(ys[0], ys[1], s.weightShape[0], x[0], s.weightShape[0], s.weight!.pointer, ys[1], y, ys[1])
+            mlk_bias_act(y, Int64(ys[0]), Int64(ys[1]), s.bias?.pointer, s.act.code, s.act.p0, s.act.p1)
+        case .matMul:
+            let k = xs[1][0], m = xs[1][1]
+            sgemm(n / m, m, k, x[0], k, x[1], m, y, m)
+        case .relu, .clip, .leakyRelu, .sigmoid, .hardSigmoid, .hardSwish, .swish, .tanh, .identity,
+             .reshape, .flatten, .squeeze, .unsqueeze:
+            y.update(from: x[0], count: n)
+            mlk_bias_act(y, 1, Int64(n), nil, s.act.code, s.act.p0, s.act.p1)
+        case .add where xs[0] == xs[1]:
+            mlk_add_act(x[0], x[1], y, Int64(n), s.act.code, s.act.p0, s.act.p1)
+        case .globalAvgPool:
+            let (b, hw, c) = (xs[0][0], xs[0][1] &* xs[0][2], xs[0][3])
+            let inv = 1 / Float(hw)
+            for i in 0..<b {
+                let out = y + i &* c
+                out.initialize(repeating: 0, count: c)
+                var p = x[0] + i &* hw &* c
+                for _ in 0..<hw {
+                    for ch in 0..<c { out[ch] += p[ch] }
+                    p += c
+                }
+                for ch in 0..<c { out[ch] *= inv }
+            }
+        default:
+            Reference.run(s, x, xs, y, ys)
+        }
+    }
+
+    // x (N,H,W,C), w (KH,KW,C/groups,OC) → y (N,OH,OW,OC)
+    static func conv(_ s: Step, _ x: UnsafePointer<Float>, _ xs: [Int], _ y: UnsafeMutablePointer<Float>, _ ys: [Int],
+                     _ scratch: UnsafeMutablePointer<Float>) {
+        let (batch, h, w, c) = (xs[0], xs[1], xs[2], xs[3])
+        let (kh, kw, cg, oc) = (s.weightShape[0], s.weightShape[1], s.weightShape[2], s.weightShape[3])
+        let (oh, ow) = (ys[1], ys[2])
+        let ocg = oc / s.groups, k = kh &* kw &* cg
+        let wt = UnsafePointer(s.weight!.pointer)
+        let bias = s.bias.map { UnsafePointer($0.pointer) }
+        if isDepthwise(s, xs) {
+            for b in 0..<batch {
+                mlk_depthwise(x + b &* h &* w &* c, Int64(h), Int64(w), Int64(c), wt, Int64(kh), Int64(kw), bias,
+                              y + b &* oh &* ow &* oc, Int64(oh), Int64(ow), Int64(s.strides[0]), Int64(s.strides[1]),
+                              Int64(s.dilations[0]), Int64(s.dilations[1]), Int64(s.pads[0]), Int64(s.pads[1]),
+                              s.act.code, s.act.p0, s.act.p1)
+            }
+            return
+        }
+        if readsInputDirectly(s) {
+            // Grouped 1×1 convs read their channel slice in place through lda.
+            for g in 0..<s.groups {
+                sgemm(batch &* h &* w, ocg, cg, x + g &* cg, c, wt + g &* ocg, oc, y + g &* ocg, oc)
+            }
+        } else {
+            for b in 0..<batch {
+                let yb = y + b &* oh &* ow &* oc
+                for g in 0..<s.groups {
+                    mlk_im2col(x + b &* h &* w &* c, Int64(h), Int64(w), Int64(c), Int64(g &* cg), Int64(cg),
+                               Int64(kh), Int64(kw), scratch, Int64(oh), Int64(ow), Int64(s.strides[0]),
+                               Int64(s.strides[1]), Int64(s.dilations[0]), Int64(s.dilations[1]),
+                               Int64(s.pads[0]), Int64(s.pads[1]))
+                    sgemm(oh &* ow, ocg, k, scratch, k, wt + g &* ocg, oc, yb + g &* ocg, oc)
+                }
+            }
+        }
+        mlk_bias_act(y, Int64(batch &* oh &* ow), Int64(oc), bias, s.act.code, s.act.p0, s.act.p1)
+    }
+}

@@ -1,0 +1,170 @@
+import MLToolCore
+
+extension Program {
+    /// Shapes of every value the given steps touch, from the input shapes; throws naming the first node that does
+    /// not fit.
+    func shapes(inputs: [Int: [Int]], steps order: [Int]) throws -> [Int: [Int]] {
+        var shapes = inputs
+        for (id, s) in constantShapes { shapes[id] = s }
+        for i in order {
+            let s = steps[i]
+            let ins = try s.inputs.map { id -> [Int] in
+                guard let sh = shapes[id] else { throw EngineError.unknownTensor(node: s.name, tensor: names[id]) }
+                return sh
+            }
+            shapes[s.output] = try Self.outputShape(s, ins)
+        }
+        return shapes
+    }
+
+    /// Normalizes a possibly negative axis for `rank`.
+    static func axis(_ a: Int, rank: Int, _ s: Step) throws -> Int {
+        let r = a < 0 ? a + rank : a
+        guard r >= 0, r < rank else {
+            throw EngineError.invalidAttribute(node: s.name, attribute: "axis", expected: "in -\(rank)..<\(rank)", actual: "\(a)")
+        }
+        return r
+    }
+
+    /// Output size of a sliding window along one axis.
+    static func windowCount(_ size: Int, k: Int, stride: Int, dilation: Int, padBegin: Int, padEnd: Int, ceil: Bool) -> Int {
+        let span = size + padBegin + padEnd - dilation * (k - 1) - 1
+        if span < 0 { return 0 }
+        var n = (ceil ? (span + stride - 1) / stride : span / stride) + 1
+        // A window must start inside the input or the leading padding (ONNX/PyTorch ceil-mode rule).
+        if ceil, (n - 1) * stride >= size + padBegin { n -= 1 }
+        return n
+    }
+
+    /// The broadcast of two shapes (numpy rules), or nil.
+    static func broadcast(_ a: [Int], _ b: [Int]) -> [Int]? {
+        let r = max(a.count, b.count)
+        var out = [Int](repeating: 1, count: r)
+        for i in 0..<r {
+            let x = i < r - a.count ? 1 : a[i - (r - a.count)]
+            let y = i < r - b.count ? 1 : b[i - (r - b.count)]
+            guard x == y || x == 1 || y == 1 else { return nil }
+            out[i] = x == 1 ? y : x
+        }
+        return out
+    }
+
+    static func outputShape(_ s: Step, _ ins: [[Int]]) throws -> [Int] {
+        let x = ins[0]
+        func bad(_ what: String, _ expected: String, _ actual: [Int]) -> EngineError {
+            .shapeMismatch(node: s.name, what: what, expected: expected, actual: actual)
+        }
+        switch s.op {
+        case .conv:
+            let w = s.weightShape
+            guard x.count == 4, x[3] == w[2] * s.groups else { throw bad("input", "(N,H,W,\(w[2] * s.groups))", x) }
+            let oh = windowCount(x[1], k: w[0], stride: s.strides[0], dilation: s.dilations[0], padBegin: s.pads[0], padEnd: s.pads[2], ceil: false)
+            let ow = windowCount(x[2], k: w[1], stride: s.strides[1], dilation: s.dilations[1], padBegin: s.pads[1], padEnd: s.pads[3], ceil: false)
+            guard oh > 0, ow > 0 else { throw bad("input", "at least the dilated kernel \(w[0])×\(w[1]) after padding", x) }
+            return [x[0], oh, ow, w[3]]
+        case .dense:
+            guard x.count >= 2, x.dropFirst().reduce(1, *) == s.weightShape[0] else {
+                throw bad("input", "(N, …) with \(s.weightShape[0]) values per item", x)
+            }
+            return [x[0], s.weightShape[1]]
+        case .matMul:
+            let b = ins[1]
+            guard b.count == 2, x.count >= 2, x.last == b[0] else { throw bad("a", "(…, M, \(b.first ?? 0)) with b (K, N) rank 2 \(b)", x) }
+            return x.dropLast() + [b[1]]
+        case .batchNorm:
+            guard x.last == s.weightShape[0] else { throw bad("input", "last axis \(s.weightShape[0])", x) }
+            return x
+        case .relu, .clip, .leakyRelu, .sigmoid, .hardSigmoid, .hardSwish, .swish, .tanh, .identity:
+            return x
+        case .softmax:
+            _ = try axis(s.axis ?? -1, rank: x.count, s)
+            return x
+        case .add, .sub, .mul, .div:
+            guard let out = broadcast(x, ins[1]) else { throw bad("second input", "broadcastable with \(x)", ins[1]) }
+            return out
+        case .maxPool, .avgPool:
+            guard x.count == 4 else { throw bad("input", "(N,H,W,C)", x) }
+            guard s.pads[0] < s.kernel[0], s.pads[2] < s.kernel[0], s.pads[1] < s.kernel[1], s.pads[3] < s.kernel[1] else {
+                throw EngineError.invalidAttribute(node: s.name, attribute: "pads", expected: "smaller than the kernel \(s.kernel)", actual: "\(s.pads)")
+            }
+            let oh = windowCount(x[1], k: s.kernel[0], stride: s.strides[0], dilation: 1, padBegin: s.pads[0], padEnd: s.pads[2], ceil: s.ceilMode)
+            let ow = windowCount(x[2], k: s.kernel[1], stride: s.strides[1], dilation: 1, padBegin: s.pads[1], padEnd: s.pads[3], ceil: s.ceilMode)
+            guard oh > 0, ow > 0 else { throw bad("input", "at least the kernel \(s.kernel) after padding", x) }
+            return [x[0], oh, ow, x[3]]
+        case .globalAvgPool, .globalMaxPool:
+            guard x.count == 4 else { throw bad("input", "(N,H,W,C)", x) }
+            return [x[0], 1, 1, x[3]]
+        case .concat:
+            let ax = try axis(s.axis ?? 0, rank: x.count, s)
+            var out = x
+            for other in ins.dropFirst() {
+                guard other.count == x.count, (0..<x.count).allSatisfy({ $0 == ax || other[$0] == x[$0] }) else {
+                    throw bad("input", "\(x) except axis \(ax)", other)
+                }
+                out[ax] += other[ax]
+            }
+            return out
+        case .reshape:
+            var out = s.shape, known = 1, infer: Int?
+            for (i, d) in out.enumerated() {
+                if d == 0 {
+                    guard i < x.count else { throw bad("input", "rank > \(i) for shape \(s.shape)", x) }
+                    out[i] = x[i]
+                } else if d == -1 {
+                    guard infer == nil else { throw EngineError.invalidAttribute(node: s.name, attribute: "shape", expected: "at most one -1", actual: "\(s.shape)") }
+                    infer = i; continue
+                } else if d < 0 {
+                    throw EngineError.invalidAttribute(node: s.name, attribute: "shape", expected: "dimensions ≥ -1", actual: "\(s.shape)")
+                }
+                known *= out[i]
+            }
+            let total = x.reduce(1, *)
+            if let i = infer {
+                guard known > 0, total % known == 0 else { throw bad("input", "a multiple of \(known) elements for \(s.shape)", x) }
+                out[i] = total / known
+            }
+            guard out.reduce(1, *) == total else { throw bad("input", "\(out.reduce(1, *)) elements for \(s.shape)", x) }
+            return out
+        case .flatten:
+            let ax = s.axis.map { $0 < 0 ? $0 + x.count : $0 } ?? 1
+            guard ax >= 0, ax <= x.count else {
+                throw EngineError.invalidAttribute(node: s.name, attribute: "axis", expected: "in 0...\(x.count)", actual: "\(s.axis ?? 1)")
+            }
+            return [x[..<ax].reduce(1, *), x[ax...].reduce(1, *)]
+        case .transpose:
+            let perm = s.perm ?? Array((0..<x.count).reversed())
+            guard perm.sorted() == Array(0..<x.count) else {
+                throw EngineError.invalidAttribute(node: s.name, attribute: "perm", expected: "a permutation of 0..<\(x.count)", actual: "\(perm)")
+            }
+            return perm.map { x[$0] }
+        case .squeeze:
+            let axes = try (s.axes ?? x.indices.filter { x[$0] == 1 }).map { try axis($0, rank: x.count, s) }
+            for a in axes where x[a] != 1 { throw bad("input", "size 1 on axis \(a)", x) }
+            return x.indices.filter { !axes.contains($0) }.map { x[$0] }
+        case .unsqueeze:
+            let rank = x.count + (s.axes ?? []).count
+            let axes = try (s.axes ?? []).map { try axis($0, rank: rank, s) }
+            guard Set(axes).count == axes.count else {
+                throw EngineError.invalidAttribute(node: s.name, attribute: "axes", expected: "distinct axes", actual: "\(s.axes ?? [])")
+            }
+            var out: [Int] = [], it = x.makeIterator()
+            for i in 0..<rank { out.append(axes.contains(i) ? 1 : it.next()!) }
+            return out
+        case .pad:
+            guard s.pads.count == 2 * x.count else {
+                throw EngineError.invalidAttribute(node: s.name, attribute: "pads", expected: "\(2 * x.count) values", actual: "\(s.pads.count)")
+            }
+            let out = x.indices.map { x[$0] + s.pads[$0] + s.pads[$0 + x.count] }
+            guard out.allSatisfy({ $0 >= 0 }) else { throw bad("input", "large enough for pads \(s.pads)", x) }
+            if s.padMode != "constant" {
+                for i in x.indices where s.pads[i] > 0 || s.pads[i + x.count] > 0 {
+                    let limit = s.padMode == "reflect" ? x[i] - 1 : (x[i] > 0 ? Int.max : 0)
+                    guard s.pads[i] <= limit, s.pads[i + x.count] <= limit else {
+                        throw bad("input", "axis \(i) large enough for \(s.padMode) pads \(s.pads)", x)
+                    }
+                }
+            }
+            return out
+        }
+    }
+}

@@ -1,0 +1,209 @@
+import MLToolCore
+
+/// One node, compiled: value ids for its inputs and output, attributes resolved to plain values, weights packed.
+/// Conv, dense and batchNorm keep their constant weights in `weight`/`bias` and read only x from `inputs`.
+struct Step: Sendable {
+    var name: String
+    var op: Op
+    var inputs: [Int]
+    var output: Int
+    var kernel = [1, 1], strides = [1, 1], dilations = [1, 1]
+    var pads = [0, 0, 0, 0]           // top, left, bottom, right (pad op: 2·rank values)
+    var groups = 1
+    var act = Act.none
+    var axis: Int?
+    var axes: [Int]?
+    var perm: [Int]?
+    var shape: [Int] = []
+    var alpha: Float = 0
+    var ceilMode = false
+    var countIncludePad = false
+    var padMode = "constant"
+    var value: Float = 0
+    var weight: Buffer?
+    var weightShape: [Int] = []
+    var bias: Buffer?
+}
+
+/// A graph compiled for execution: values (graph inputs, constants, node outputs) by id, and the steps in order.
+struct Program: Sendable {
+    var names: [String] = []
+    var ids: [String: Int] = [:]
+    /// Constant values (model tensors read by nodes), dequantized once.
+    var constants: [Int: Buffer] = [:]
+    var constantShapes: [Int: [Int]] = [:]
+    var inputs: [GraphInput] = []
+    var inputIds: [Int] = []
+    var outputs: [String] = []
+    var steps: [Step] = []
+    /// The step producing each value, if any.
+    var producer: [Int: Int] = [:]
+
+    init(graph: Graph, tensors: [String: StoredTensor]) throws {
+        inputs = graph.inputs
+        outputs = graph.outputs
+        for i in graph.inputs { inputIds.append(define(i.name)) }
+        for node in graph.nodes { steps.append(try compile(node, tensors)) }
+        for (i, s) in steps.enumerated() { producer[s.output] = i }
+        for o in graph.outputs where ids[o] == nil { throw EngineError.unknownOutput(name: o) }
+    }
+
+    private mutating func define(_ name: String) -> Int {
+        if let id = ids[name] { return id }
+        ids[name] = names.count
+        names.append(name)
+        return names.count - 1
+    }
+
+    /// The id of `name` as read by `node`: an earlier value, or a model tensor (loaded as a constant).
+    private mutating func use(_ name: String, _ node: Node, _ tensors: [String: StoredTensor]) throws -> Int {
+        if let id = ids[name] { return id }
+        guard let t = tensors[name] else { throw EngineError.unknownTensor(node: node.name, tensor: name) }
+        let id = define(name)
+        constants[id] = Buffer(try load(t, node))
+        constantShapes[id] = t.shape
+        return id
+    }
+
+    private func load(_ t: StoredTensor, _ node: Node) throws -> [Float] {
+        do { return try t.floats() } catch {
+            throw EngineError.badWeights(node: node.name, tensor: t.name, reason: "\(error)")
+        }
+    }
+
+    private mutating func compile(_ node: Node, _ tensors: [String: StoredTensor]) throws -> Step {
+        let a = node.attributes
+        func need<T>(_ v: T?, _ attr: String) throws -> T {
+            guard let v else { throw EngineError.missingAttribute(node: node.name, op: node.op.rawValue, attribute: attr) }
+            return v
+        }
+        func pair(_ v: [Int]?, _ attr: String, default d: [Int]?, minimum: Int) throws -> [Int] {
+            let v = v ?? d
+            guard let v else { throw EngineError.missingAttribute(node: node.name, op: node.op.rawValue, attribute: attr) }
+            guard v.count == 2, v.allSatisfy({ $0 >= minimum }) else {
+                throw EngineError.invalidAttribute(node: node.name, attribute: attr, expected: "2 values ≥ \(minimum)", actual: "\(v)")
+            }
+            return v
+        }
+        func inputCount(_ range: ClosedRange<Int>) throws {
+            guard range.contains(node.inputs.count) else {
+                throw EngineError.invalidAttribute(node: node.name, attribute: "inputs", expected: "\(range.lowerBound)…\(range.upperBound) inputs", actual: "\(node.inputs.count)")
+            }
+        }
+        func weight(_ index: Int, rank: Int) throws -> (Buffer, [Int]) {
+            let name = node.inputs[index]
+            guard let t = tensors[name], ids[name] == nil || constants[ids[name]!] != nil else {
+                throw EngineError.badWeights(node: node.name, tensor: name, reason: "must be a model tensor")
+            }
+            guard t.shape.count == rank, t.shape.allSatisfy({ $0 > 0 }) else {
+                throw EngineError.badWeights(node: node.name, tensor: name, reason: "shape \(t.shape), expected rank \(rank)")
+            }
+            return (Buffer(try load(t, node)), t.shape)
+        }
+        guard node.outputs.count == 1 else {
+            throw EngineError.invalidAttribute(node: node.name, attribute: "outputs", expected: "1 output", actual: "\(node.outputs.count)")
+        }
+        guard !node.inputs.isEmpty else {
+            throw EngineError.invalidAttribute(node: node.name, attribute: "inputs", expected: "at least 1", actual: "0")
+        }
+        var s = Step(name: node.name, op: node.op, inputs: [], output: 0)
+        guard let act = Act(a.activation) else {
+            throw EngineError.invalidAttribute(node: node.name, attribute: "activation", expected: "an activation op", actual: a.activation!.op.rawValue)
+        }
+        s.act = act
+        switch node.op {
+        case .conv:
+            try inputCount(2...3)
+            (s.weight, s.weightShape) = try weight(1, rank: 4)
+            s.strides = try pair(a.strides, "strides", default: [1, 1], minimum: 1)
+            s.dilations = try pair(a.dilations, "dilations", default: [1, 1], minimum: 1)
+            s.pads = a.pads ?? [0, 0, 0, 0]
+            guard s.pads.count == 4, s.pads.allSatisfy({ $0 >= 0 }) else {
+                throw EngineError.invalidAttribute(node: node.name, attribute: "pads", expected: "4 values ≥ 0", actual: "\(s.pads)")
+            }
+            s.groups = a.groups ?? 1
+            let oc = s.weightShape[3]
+            guard s.groups >= 1, oc % s.groups == 0 else {
+                throw EngineError.invalidAttribute(node: node.name, attribute: "groups", expected: "≥ 1 dividing \(oc) output channels", actual: "\(s.groups)")
+            }
+            s.kernel = [s.weightShape[0], s.weightShape[1]]
+            if let k = a.kernel, k != s.kernel {
+                throw EngineError.invalidAttribute(node: node.name, attribute: "kernel", expected: "\(s.kernel) (from the weights)", actual: "\(k)")
+            }
+            if node.inputs.count == 3 { s.bias = try bias(node, 2, count: oc, tensors) }
+        case .dense:
+            try inputCount(2...3)
+            (s.weight, s.weightShape) = try weight(1, rank: 2)
+            if node.inputs.count == 3 { s.bias = try bias(node, 2, count: s.weightShape[1], tensors) }
+        case .batchNorm:
+            try inputCount(5...5)
+            var p: [[Float]] = []
+            for i in 1...4 { p.append(try weight(i, rank: 1).0.array) }
+            let c = p[0].count
+            guard p.allSatisfy({ $0.count == c }) else {
+                throw EngineError.badWeights(node: node.name, tensor: node.inputs[1], reason: "scale, bias, mean and variance differ in length")
+            }
+            let eps = a.epsilon ?? 1e-5
+            let scale = (0..<c).map { p[0][$0] / (p[3][$0] + eps).squareRoot() }
+            s.weight = Buffer(scale)
+            s.weightShape = [c]
+            s.bias = Buffer((0..<c).map { p[1][$0] - p[2][$0] * scale[$0] })
+        case .matMul: try inputCount(2...2)
+        case .relu, .sigmoid, .tanh, .hardSwish, .swish, .identity, .clip, .leakyRelu, .hardSigmoid:
+            try inputCount(1...1)
+            s.act = Act(op: node.op, min: a.min, max: a.max, alpha: a.alpha, beta: a.beta)!
+        case .softmax: try inputCount(1...1); s.axis = a.axis ?? -1
+        case .add, .sub, .mul, .div: try inputCount(2...2)
+        case .maxPool, .avgPool:
+            try inputCount(1...1)
+            s.kernel = try pair(a.kernel, "kernel", default: nil, minimum: 1)
+            s.strides = try pair(a.strides, "strides", default: [1, 1], minimum: 1)
+            s.pads = a.pads ?? [0, 0, 0, 0]
+            guard s.pads.count == 4, s.pads.allSatisfy({ $0 >= 0 }) else {
+                throw EngineError.invalidAttribute(node: node.name, attribute: "pads", expected: "4 values ≥ 0", actual: "\(s.pads)")
+            }
+            s.ceilMode = a.ceilMode ?? false
+            s.countIncludePad = a.countIncludePad ?? false
+        case .globalAvgPool, .globalMaxPool: try inputCount(1...1)
+        case .concat: s.axis = try need(a.axis, "axis")
+        case .reshape: try inputCount(1...1); s.shape = try need(a.shape, "shape")
+        case .flatten: try inputCount(1...1); s.axis = a.axis ?? 1
+        case .transpose: try inputCount(1...1); s.perm = a.perm
+        case .squeeze: try inputCount(1...1); s.axes = a.axes
+        case .unsqueeze: try inputCount(1...1); s.axes = try need(a.axes, "axes")
+        case .pad:
+            try inputCount(1...1)
+            s.pads = try need(a.pads, "pads")
+            s.padMode = a.mode ?? "constant"
+            s.value = a.value ?? 0
+            guard ["constant", "reflect", "edge"].contains(s.padMode) else {
+                throw EngineError.invalidAttribute(node: node.name, attribute: "mode", expected: "constant, reflect or edge", actual: s.padMode)
+            }
+        }
+        let dataInputs = [.conv, .dense, .batchNorm].contains(node.op) ? Array(node.inputs.prefix(1)) : node.inputs
+        s.inputs = try dataInputs.map { try use($0, node, tensors) }
+        s.output = define(node.outputs[0])
+        return s
+    }
+
+    private func bias(_ node: Node, _ i: Int, count: Int, _ tensors: [String: StoredTensor]) throws -> Buffer {
+        guard let t = tensors[node.inputs[i]] else {
+            throw EngineError.badWeights(node: node.name, tensor: node.inputs[i], reason: "must be a model tensor")
+        }
+        let v = try load(t, node)
+        guard v.count == count else {
+            throw EngineError.badWeights(node: node.name, tensor: t.name, reason: "\(v.count) values, expected \(count)")
+        }
+        return Buffer(v)
+    }
+
+    /// The steps needed to compute `targets`, in graph order.
+    func needed(_ targets: [Int]) -> [Int] {
+        var want = Set<Int>(), stack = targets
+        while let v = stack.popLast() {
+            guard let p = producer[v], want.insert(p).inserted else { continue }
+            stack.append(contentsOf: steps[p].inputs)
+        }
+        return want.sorted()
+    }
+}

@@ -1,0 +1,156 @@
+import MLToolCore
+import Testing
+@testable import MLToolEngine
+
+/// A MobileNet-style network: conv-bn-relu6 stem, inverted residual blocks (1×1 expand, depthwise, 1×1 project,
+/// residual add) with standalone batchNorm and activation nodes for the passes to fold, global pool, dense, softmax.
+func mobileNetLike(seed: UInt64 = 7, size: Int = 17) -> Model {
+    var g = GraphBuilder(seed: seed, input: [-1, size, size, 3])
+    var x = g.conv("x", cin: 3, cout: 8, k: (3, 3), stride: 2, pads: [0, 0, 1, 1], bias: false)
+    x = g.node(.clip, [g.batchNorm(x, 8)], Attributes(min: 0, max: 6))
+    var c = 8
+    for (i, (expand, out, stride, k)) in [(4, 8, 1, 3), (3, 12, 2, 5), (2, 12, 1, 3)].enumerated() {
+        let hidden = c * expand
+        var h = g.conv(x, cin: c, cout: hidden, k: (1, 1), bias: false)
+        h = g.node(.clip, [g.batchNorm(h, hidden)], Attributes(min: 0, max: 6))
+        let p = k / 2
+        h = g.conv(h, cin: hidden, cout: hidden, k: (k, k), stride: stride, pads: stride == 2 ? [p - 1, p - 1, p, p] : [p, p, p, p], groups: hidden, bias: false)
+        h = g.node(.relu, [g.batchNorm(h, hidden)])
+        h = g.node(.identity, [h], name: "dropout\(i)")
+        h = g.batchNorm(g.conv(h, cin: hidden, cout: out, k: (1, 1), bias: true), out)
+        x = stride == 1 && out == c ? g.node(.add, [x, h]) : h
+        c = out
+    }
+    x = g.node(.clip, [g.batchNorm(g.conv(x, cin: c, cout: 32, k: (1, 1)), 32)], Attributes(min: 0, max: 6))
+    let pooled = g.node(.globalAvgPool, [x], name: "pool")
+    let flat = g.node(.flatten, [pooled], name: "features")
+    let logits = g.dense(flat, 32, 10)
+    let probs = g.node(.softmax, [logits], name: "probs")
+    return g.model(outputs: [probs])
+}
+
+@Suite struct EngineTests {
+    @Test func mobileNetFastMatchesReference() throws {
+        let model = mobileNetLike()
+        var rng = GraphBuilder(seed: 99, input: [])
+        let input = rng.input([3, 17, 17, 3])
+        for threads in [1, 2] {
+            let (fast, ref) = try bothModes(model, ["x": input], threads: threads)
+            let f = try #require(fast["probs:0"]), r = try #require(ref["probs:0"])
+            #expect(f.shape == [3, 10])
+            #expect(maxError(f, r) <= fastTolerance)
+            for row in 0..<3 { #expect(abs(r.data[row * 10..<row * 10 + 10].reduce(0, +) - 1) < 1e-5) }
+        }
+    }
+
+    @Test func passesShrinkTheGraphAndKeepOutputs() throws {
+        let model = mobileNetLike()
+        let optimized = try GraphPasses.optimize(model)
+        let before = model.metadata.graph!.nodes, after = optimized.metadata.graph!.nodes
+        #expect(!after.contains { [.batchNorm, .identity, .clip, .relu].contains($0.op) })
+        #expect(after.count < before.count)
+        #expect(after.filter { $0.op == .conv }.count == before.filter { $0.op == .conv }.count)
+        // Folded weights replace the originals; no tensor is left behind unused.
+        let used = Set(after.flatMap(\.inputs))
+        #expect(optimized.tensors.allSatisfy { used.contains($0.name) })
+        var rng = GraphBuilder(seed: 5, input: [])
+        let input = rng.input([2, 17, 17, 3])
+        let a = try Engine(model: model, mode: .reference).run(["x": input])
+        let b = try Engine(model: optimized, mode: .reference).run(["x": input])
+        #expect(maxError(try #require(b["probs:0"]), try #require(a["probs:0"])) <= fastTolerance)
+    }
+
+    @Test func runsUpToAnInnerTensor() throws {
+        let model = mobileNetLike()
+        var rng = GraphBuilder(seed: 3, input: [])
+        let input = rng.input([2, 17, 17, 3])
+        let engine = try Engine(model: model, threads: 2)
+        let out = try engine.run(["x": input], outputs: ["features:0", "pool:0"])
+        #expect(out["features:0"]?.shape == [2, 32])
+        #expect(out["pool:0"]?.shape == [2, 1, 1, 32])
+        let ref = try Engine(model: model, mode: .reference).run(["x": input], outputs: ["features:0"])
+        #expect(maxError(try #require(out["features:0"]), try #require(ref["features:0"])) <= fastTolerance)
+        // A tensor the passes fused away (the conv output before its batchNorm) is still reachable.
+        let stem = model.metadata.graph!.nodes[0].outputs[0]
+        let inner = try engine.run(["x": input], outputs: [stem])
+        let innerRef = try Engine(model: model, mode: .reference).run(["x": input], outputs: [stem])
+        #expect(maxError(try #require(inner[stem]), try #require(innerRef[stem])) <= fastTolerance)
+        #expect(throws: EngineError.unknownOutput(name: "nope")) { try engine.run(["x": input], outputs: ["nope"]) }
+    }
+
+    @Test func batchEqualsImageByImageAndIsDeterministic() throws {
+        let model = mobileNetLike()
+        var rng = GraphBuilder(seed: 11, input: [])
+        let input = rng.input([5, 17, 17, 3])
+        let engine = try Engine(model: model, threads: 2)
+        let all = try #require(try engine.run(["x": input])["probs:0"])
+        #expect(try engine.run(["x": input])["probs:0"] == all)
+        for i in 0..<5 {
+            let one = Tensor(shape: [1, 17, 17, 3], data: Array(input.data[i * 867..<(i + 1) * 867]))
+            let y = try #require(try engine.run(["x": one])["probs:0"])
+            #expect(maxError(y, Tensor(shape: [1, 10], data: Array(all.data[i * 10..<i * 10 + 10]))) <= fastTolerance)
+        }
+        let single = try #require(try Engine(model: model, threads: 1).run(["x": input])["probs:0"])
+        #expect(single == all)
+    }
+
+    @Test func inputShapeAndNames() throws {
+        let engine = try Engine(model: mobileNetLike())
+        #expect(engine.inputNames == ["x"])
+        #expect(engine.outputNames == ["probs:0"])
+        #expect(engine.inputShape("x", batch: 32) == [32, 17, 17, 3])
+        #expect(engine.inputShape("y", batch: 1) == nil)
+    }
+
+    @Test func badRunInputs() throws {
+        let engine = try Engine(model: mobileNetLike())
+        #expect(throws: EngineError.missingInput(name: "x")) { try engine.run([:]) }
+        #expect(throws: EngineError.inputShape(name: "x", expected: [-1, 17, 17, 3], actual: [1, 17, 16, 3])) {
+            try engine.run(["x": Tensor(zeros: [1, 17, 16, 3])])
+        }
+        #expect(throws: EngineError.unknownInput(name: "z")) {
+            try engine.run(["x": Tensor(zeros: [1, 17, 17, 3]), "z": Tensor(zeros: [1])])
+        }
+    }
+}
+
+/// Invalid graphs: each error names the node and the problem.
+@Suite struct ValidationTests {
+    func engineError(_ build: (inout GraphBuilder) -> String) -> EngineError? {
+        var g = GraphBuilder(seed: 1, input: [-1, 5, 5, 4])
+        let out = build(&g)
+        do { _ = try Engine(model: g.model(outputs: [out])); return nil } catch let e as EngineError { return e } catch { return nil }
+    }
+
+    @Test func unknownTensor() {
+        #expect(engineError { $0.node(.add, ["x", "ghost"], name: "sum") } == .unknownTensor(node: "sum", tensor: "ghost"))
+    }
+
+    @Test func missingAttribute() {
+        #expect(engineError { $0.node(.maxPool, ["x"], name: "pool") } == .missingAttribute(node: "pool", op: "maxPool", attribute: "kernel"))
+        #expect(engineError { $0.node(.reshape, ["x"], name: "r") } == .missingAttribute(node: "r", op: "reshape", attribute: "shape"))
+    }
+
+    @Test func shapeErrors() {
+        let e = engineError { $0.conv("x", cin: 3, cout: 8, k: (3, 3)) }
+        #expect(e == .shapeMismatch(node: "conv3", what: "input", expected: "(N,H,W,3)", actual: [1, 5, 5, 4]))
+        #expect(e?.description == "node 'conv3': input: shape [1, 5, 5, 4], expected (N,H,W,3)")
+        let b = engineError { g in g.node(.add, ["x", g.constant([3])], name: "a") }
+        #expect(b == .shapeMismatch(node: "a", what: "second input", expected: "broadcastable with [1, 5, 5, 4]", actual: [3]))
+        let r = engineError { $0.node(.reshape, ["x"], Attributes(shape: [0, 7, -1]), name: "r") }
+        #expect(r == .shapeMismatch(node: "r", what: "input", expected: "a multiple of 7 elements for [0, 7, -1]", actual: [1, 5, 5, 4]))
+    }
+
+    @Test func badAttributes() {
+        let groups = engineError { $0.conv("x", cin: 4, cout: 6, k: (1, 1), groups: 4) }
+        #expect(groups == .invalidAttribute(node: "conv3", attribute: "groups", expected: "≥ 1 dividing 6 output channels", actual: "4"))
+        let pad = engineError { $0.node(.pad, ["x"], Attributes(pads: [0, 1, 0, 0, 0, 1, 0, 0], mode: "wrap"), name: "p") }
+        #expect(pad == .invalidAttribute(node: "p", attribute: "mode", expected: "constant, reflect or edge", actual: "wrap"))
+        let weights = engineError { $0.node(.conv, ["x", "x"], name: "c") }
+        #expect(weights == .badWeights(node: "c", tensor: "x", reason: "must be a model tensor"))
+    }
+
+    @Test func noGraph() {
+        #expect(throws: EngineError.noGraph) { try Engine(model: Model(metadata: ModelMetadata(task: .textClassifier), tensors: [])) }
+    }
+}

@@ -1,0 +1,95 @@
+import MLToolCore
+@testable import MLToolEngine
+
+/// Builds small random models for the engine tests: seeded weights, NHWC input, one call per layer.
+struct GraphBuilder {
+    var rng: SplitMix64
+    var nodes: [Node] = []
+    var tensors: [StoredTensor] = []
+    var inputs: [GraphInput]
+    var counter = 0
+
+    init(seed: UInt64, input: [Int], name: String = "x") {
+        rng = SplitMix64(seed: seed)
+        inputs = [GraphInput(name: name, shape: input)]
+    }
+
+    mutating func fresh(_ base: String) -> String { counter += 1; return "\(base)\(counter)" }
+
+    /// Uniform values in [lo, hi).
+    mutating func values(_ n: Int, _ lo: Float = -1, _ hi: Float = 1) -> [Float] {
+        (0..<n).map { _ in lo + (hi - lo) * rng.nextUnit() }
+    }
+
+    mutating func constant(_ shape: [Int], _ lo: Float = -1, _ hi: Float = 1, name: String? = nil) -> String {
+        let n = name ?? fresh("t")
+        tensors.append(StoredTensor(name: n, tensor: Tensor(shape: shape, data: values(shape.reduce(1, *), lo, hi))))
+        return n
+    }
+
+    @discardableResult
+    mutating func node(_ op: Op, _ inputs: [String], _ attrs: Attributes = Attributes(), name: String? = nil) -> String {
+        let n = name ?? fresh(op.rawValue)
+        nodes.append(Node(name: n, op: op, inputs: inputs, outputs: [n + ":0"], attributes: attrs))
+        return n + ":0"
+    }
+
+    /// A conv with random weights (scaled so activations stay near 1) and bias.
+    mutating func conv(_ x: String, cin: Int, cout: Int, k: (Int, Int), stride: Int = 1, dilation: Int = 1,
+                       pads: [Int]? = nil, groups: Int = 1, bias: Bool = true, act: Activation? = nil) -> String {
+        let scale = 1 / Float(k.0 * k.1 * cin / groups).squareRoot() * 1.7
+        let w = constant([k.0, k.1, cin / groups, cout], -scale, scale)
+        var ins = [x, w]
+        if bias { ins.append(constant([cout], -0.2, 0.2)) }
+        return node(.conv, ins, Attributes(strides: [stride, stride], dilations: [dilation, dilation],
+                                           pads: pads ?? [0, 0, 0, 0], groups: groups, activation: act))
+    }
+
+    /// "Same" padding for stride s, kernel k on size n (TensorFlow rule: the extra pixel goes at the end).
+    static func samePads(_ n: Int, k: Int, s: Int) -> [Int] {
+        let out = (n + s - 1) / s
+        let total = max((out - 1) * s + k - n, 0)
+        return [total / 2, total - total / 2]
+    }
+
+    mutating func batchNorm(_ x: String, _ c: Int) -> String {
+        let ins = [x, constant([c], 0.5, 1.5), constant([c], -0.3, 0.3), constant([c], -0.3, 0.3), constant([c], 0.5, 2)]
+        return node(.batchNorm, ins, Attributes(epsilon: 1e-3))
+    }
+
+    mutating func dense(_ x: String, _ n: Int, _ m: Int, act: Activation? = nil) -> String {
+        let s = 1 / Float(n).squareRoot()
+        return node(.dense, [x, constant([n, m], -s, s), constant([m], -0.1, 0.1)], Attributes(activation: act))
+    }
+
+    func model(outputs: [String]) -> Model {
+        var meta = ModelMetadata(task: .network, graph: Graph(inputs: inputs, outputs: outputs, nodes: nodes))
+        meta.name = "test"
+        return Model(metadata: meta, tensors: tensors)
+    }
+
+    /// A random input for `shape`.
+    mutating func input(_ shape: [Int]) -> Tensor { Tensor(shape: shape, data: values(shape.reduce(1, *))) }
+}
+
+/// The largest |a − b| relative to max(1, |b|): what "close" means in these tests.
+func maxError(_ a: Tensor, _ b: Tensor) -> Float {
+    guard a.shape == b.shape else { return .infinity }
+    var e: Float = 0
+    for (x, y) in zip(a.data, b.data) {
+        if x.isNaN != y.isNaN { return .infinity }
+        e = max(e, abs(x - y) / max(1, abs(y)))
+    }
+    return e
+}
+
+/// Fast-path tolerance: float sums in a different order (GEMM blocking, FMA) differ by a few ulps per term.
+let fastTolerance: Float = 1e-4
+
+/// Runs `model` in both modes and returns (fast, reference) outputs for `outputs`.
+func bothModes(_ model: Model, _ inputs: [String: Tensor], outputs: [String]? = nil, threads: Int = 1) throws
+    -> ([String: Tensor], [String: Tensor]) {
+    let fast = try Engine(model: model, threads: threads, mode: .fast)
+    let ref = try Engine(model: model, threads: 1, mode: .reference)
+    return (try fast.run(inputs, outputs: outputs), try ref.run(inputs, outputs: outputs))
+}

@@ -1,0 +1,125 @@
+import MLToolCore
+import Testing
+@testable import MLToolEngine
+
+/// One small graph per op and edge case; the fast path must match the scalar reference.
+enum OpCase: String, CaseIterable, CustomTestStringConvertible {
+    case conv3x3, conv1x1, conv1x1Stride2, conv5x5AsymPad, convStride2Odd, convDilation2, convGroups2, convGroups2x1x1
+    case depthwise3x3, depthwise5x5Stride2, depthwiseDilated, depthwiseOddChannels, depthwiseMultiplier2
+    case convNoBias, convRelu6, convLeaky, convHardSwish, convSigmoid
+    case dense, denseFromRank4, matMul, matMulRank3, batchNorm
+    case relu, clip, leakyRelu, sigmoid, hardSigmoid, hardSwish, swish, tanh, identity
+    case softmaxLast, softmaxAxis1
+    case addSame, addChannel, mulSE, subScalar, divRow, addBothBroadcast, addRankDiff, addFusedRelu
+    case maxPool, maxPoolCeil, avgPoolPadExclude, avgPoolPadInclude, avgPoolCeilInclude
+    case globalAvg, globalMax
+    case concatChannels, concatAxis1, reshape, flatten, transpose, squeeze, unsqueeze
+    case padConstant, padReflect, padEdge
+
+    var testDescription: String { rawValue }
+
+    /// The model and its input.
+    func build() -> (Model, Tensor) {
+        var g = GraphBuilder(seed: UInt64(OpCase.allCases.firstIndex(of: self)! + 1), input: [-1, 7, 9, 6])
+        let x = "x"
+        var inShape = [2, 7, 9, 6]
+        var out: String
+        switch self {
+        case .conv3x3: out = g.conv(x, cin: 6, cout: 10, k: (3, 3), pads: [1, 1, 1, 1])
+        case .conv1x1: out = g.conv(x, cin: 6, cout: 11, k: (1, 1))
+        case .conv1x1Stride2: out = g.conv(x, cin: 6, cout: 5, k: (1, 1), stride: 2)
+        case .conv5x5AsymPad: out = g.conv(x, cin: 6, cout: 9, k: (5, 5), pads: [1, 2, 3, 0])
+        case .convStride2Odd: out = g.conv(x, cin: 6, cout: 7, k: (3, 3), stride: 2, pads: [0, 0, 1, 1])
+        case .convDilation2: out = g.conv(x, cin: 6, cout: 4, k: (3, 3), dilation: 2, pads: [2, 2, 2, 2])
+        case .convGroups2: out = g.conv(x, cin: 6, cout: 8, k: (3, 2), pads: [1, 0, 1, 1], groups: 2)
+        case .convGroups2x1x1: out = g.conv(x, cin: 6, cout: 4, k: (1, 1), groups: 2)
+        case .depthwise3x3: out = g.conv(x, cin: 6, cout: 6, k: (3, 3), pads: [1, 1, 1, 1], groups: 6)
+        case .depthwise5x5Stride2:
+            inShape = [2, 11, 10, 24]; g.inputs[0].shape = [-1, 11, 10, 24]
+            out = g.conv(x, cin: 24, cout: 24, k: (5, 5), stride: 2, pads: [1, 2, 2, 1], groups: 24, act: .relu6)
+        case .depthwiseDilated:
+            inShape = [1, 9, 9, 16]; g.inputs[0].shape = [-1, 9, 9, 16]
+            out = g.conv(x, cin: 16, cout: 16, k: (3, 3), dilation: 2, pads: [2, 2, 2, 2], groups: 16)
+        case .depthwiseOddChannels:
+            inShape = [2, 8, 5, 19]; g.inputs[0].shape = [-1, 8, 5, 19]
+            out = g.conv(x, cin: 19, cout: 19, k: (3, 3), stride: 2, pads: [1, 1, 1, 1], groups: 19, act: .relu)
+        case .depthwiseMultiplier2: out = g.conv(x, cin: 6, cout: 12, k: (3, 3), pads: [1, 1, 1, 1], groups: 6)
+        case .convNoBias: out = g.conv(x, cin: 6, cout: 3, k: (2, 2), bias: false)
+        case .convRelu6: out = g.conv(x, cin: 6, cout: 12, k: (3, 3), stride: 2, pads: [0, 0, 1, 1], act: .relu6)
+        case .convLeaky: out = g.conv(x, cin: 6, cout: 9, k: (1, 1), act: Activation(op: .leakyRelu, alpha: 0.1))
+        case .convHardSwish: out = g.conv(x, cin: 6, cout: 9, k: (3, 3), act: Activation(op: .hardSwish))
+        case .convSigmoid: out = g.conv(x, cin: 6, cout: 17, k: (1, 1), act: Activation(op: .sigmoid))
+        case .dense:
+            inShape = [3, 13]; g.inputs[0].shape = [-1, 13]
+            out = g.dense(x, 13, 10, act: .relu)
+        case .denseFromRank4: out = g.dense(x, 7 * 9 * 6, 5)
+        case .matMul:
+            inShape = [3, 12]; g.inputs[0].shape = [-1, 12]
+            out = g.node(.matMul, [x, g.constant([12, 7])])
+        case .matMulRank3:
+            inShape = [2, 5, 12]; g.inputs[0].shape = [-1, 5, 12]
+            out = g.node(.matMul, [x, g.constant([12, 9])])
+        case .batchNorm: out = g.batchNorm(x, 6)
+        case .relu: out = g.node(.relu, [x])
+        case .clip: out = g.node(.clip, [x], Attributes(min: -0.3, max: 0.5))
+        case .leakyRelu: out = g.node(.leakyRelu, [x], Attributes(alpha: 0.2))
+        case .sigmoid: out = g.node(.sigmoid, [x])
+        case .hardSigmoid: out = g.node(.hardSigmoid, [x], Attributes(alpha: 0.3, beta: 0.4))
+        case .hardSwish: out = g.node(.hardSwish, [x])
+        case .swish: out = g.node(.swish, [x])
+        case .tanh: out = g.node(.tanh, [x])
+        case .identity: out = g.node(.identity, [x])
+        case .softmaxLast: out = g.node(.softmax, [x])
+        case .softmaxAxis1: out = g.node(.softmax, [x], Attributes(axis: 1))
+        case .addSame: out = g.node(.add, [x, g.node(.relu, [x])])
+        case .addChannel: out = g.node(.add, [x, g.constant([6])])
+        case .mulSE: out = g.node(.mul, [x, g.node(.globalAvgPool, [x])])
+        case .subScalar: out = g.node(.sub, [g.constant([1]), x])
+        case .divRow: out = g.node(.div, [x, g.constant([9, 1], 0.5, 2)])
+        case .addBothBroadcast:
+            inShape = [2, 7, 1, 6]; g.inputs[0].shape = [-1, 7, 1, 6]
+            out = g.node(.add, [x, g.constant([1, 1, 5, 1])])
+        case .addRankDiff: out = g.node(.mul, [g.constant([7, 1, 6]), x])
+        case .addFusedRelu: out = g.node(.add, [x, g.node(.tanh, [x])], Attributes(activation: .relu))
+        case .maxPool: out = g.node(.maxPool, [x], Attributes(kernel: [3, 3], strides: [2, 2], pads: [1, 1, 1, 1]))
+        case .maxPoolCeil: out = g.node(.maxPool, [x], Attributes(kernel: [2, 2], strides: [2, 2], ceilMode: true))
+        case .avgPoolPadExclude:
+            out = g.node(.avgPool, [x], Attributes(kernel: [3, 3], strides: [2, 2], pads: [1, 1, 1, 1], countIncludePad: false))
+        case .avgPoolPadInclude:
+            out = g.node(.avgPool, [x], Attributes(kernel: [3, 2], strides: [1, 2], pads: [1, 0, 1, 1], countIncludePad: true))
+        case .avgPoolCeilInclude:
+            out = g.node(.avgPool, [x], Attributes(kernel: [3, 3], strides: [2, 2], pads: [1, 1, 1, 1], ceilMode: true, countIncludePad: true))
+        case .globalAvg: out = g.node(.globalAvgPool, [x])
+        case .globalMax: out = g.node(.globalMaxPool, [x])
+        case .concatChannels: out = g.node(.concat, [x, g.node(.relu, [x]), x], Attributes(axis: -1))
+        case .concatAxis1: out = g.node(.concat, [x, g.node(.sigmoid, [x])], Attributes(axis: 1))
+        case .reshape: out = g.node(.reshape, [x], Attributes(shape: [0, -1, 6]))
+        case .flatten: out = g.node(.flatten, [x])
+        case .transpose: out = g.node(.transpose, [x], Attributes(perm: [0, 3, 1, 2]))
+        case .squeeze:
+            inShape = [2, 1, 9, 6]; g.inputs[0].shape = [-1, 1, 9, 6]
+            out = g.node(.squeeze, [x], Attributes(axes: [1]))
+        case .unsqueeze: out = g.node(.unsqueeze, [x], Attributes(axes: [1, -1]))
+        case .padConstant: out = g.node(.pad, [x], Attributes(pads: [0, 1, 2, 0, 0, 2, 0, 1], value: 0.5, mode: "constant"))
+        case .padReflect: out = g.node(.pad, [x], Attributes(pads: [0, 2, 1, 0, 0, 1, 3, 0], mode: "reflect"))
+        case .padEdge: out = g.node(.pad, [x], Attributes(pads: [0, 3, 0, 0, 0, 1, 2, 0], mode: "edge"))
+        }
+        let input = g.input(inShape)
+        return (g.model(outputs: [out]), input)
+    }
+}
+
+@Suite struct OpTests {
+    @Test(arguments: OpCase.allCases)
+    func fastMatchesReference(_ c: OpCase) throws {
+        let (model, input) = c.build()
+        for threads in [1, 2] {
+            let (fast, ref) = try bothModes(model, ["x": input], threads: threads)
+            let name = model.metadata.graph!.outputs[0]
+            let f = try #require(fast[name]), r = try #require(ref[name])
+            #expect(f.shape == r.shape)
+            #expect(maxError(f, r) <= fastTolerance, "\(c): max error \(maxError(f, r)) with \(threads) threads")
+            #expect(r.data.allSatisfy { $0.isFinite })
+        }
+    }
+}
