@@ -4,8 +4,8 @@ import MLToolCore
 /// Imports an ONNX model (IR version 3 or later, default-domain opsets 7–21) into a native `Model` whose graph is
 /// the NHWC IR described in `Graph`.
 ///
-/// Weights are converted to float32 in IR layout, constant shape arithmetic is folded, BatchNormalization after a
-/// convolution is folded into it, and every unsupported op is reported in one error.
+/// Weights are converted to float32 in IR layout, constant shape arithmetic is folded, `GraphPasses.optimize` folds
+/// BatchNormalization into convolutions and fuses activations, and every unsupported op is reported in one error.
 public enum ONNXImporter {
     /// The default-domain opsets whose semantics the importer implements.
     public static let opsets = 7...21
@@ -49,11 +49,9 @@ public enum ONNXImporter {
             throw ImportError.invalid(file: path, place: "feature tensor", expected: "a tensor computed by the graph",
                                       actual: "'\(f)'")
         }
-        var keep = Set(outputs)
-        if let f = options.featureTensor { keep.insert(f) }
-        builder.foldBatchNorms(keeping: keep)
-
-        let graph = Graph(inputs: inputs, outputs: outputs, nodes: builder.nodes, sourceLayout: "nchw")
+        // The passes keep every graph output's name: list the feature tensor as an output while they run.
+        let protected = outputs + (options.featureTensor.map { outputs.contains($0) ? [] : [$0] } ?? [])
+        let graph = Graph(inputs: inputs, outputs: protected, nodes: builder.nodes, sourceLayout: "nchw")
         var metadata = ModelMetadata(task: options.labels.isEmpty ? .network : .imageClassifier, graph: graph,
                                      labels: options.labels,
                                      provenance: Provenance(sources: [.init(path: path, sha256: try SHA256.hex(fileAt: path))]))
@@ -64,12 +62,16 @@ public enum ONNXImporter {
         metadata.featureTensor = options.featureTensor
         metadata.image = options.image
 
-        let used = Set(builder.nodes.flatMap(\.inputs))
-        let tensors = builder.weightOrder.filter { used.contains($0) }.compactMap { name -> StoredTensor? in
+        let tensors = builder.weightOrder.compactMap { name -> StoredTensor? in
             guard let w = builder.weights[name] else { return nil }
             return StoredTensor(name: name, dtype: .f32, shape: w.shape, bytes: TensorBytes(floats: w.values))
         }
-        return Model(metadata: metadata, tensors: tensors)
+        var model = try GraphPasses.optimize(Model(metadata: metadata, tensors: tensors))
+        model.metadata.graph?.outputs = outputs
+        // Keep only the weights the final graph reads (folding leaves the originals unused).
+        let used = Set(model.metadata.graph?.nodes.flatMap(\.inputs) ?? [])
+        model.tensors = model.tensors.filter { used.contains($0.name) }
+        return model
     }
 
     /// Throws one error naming every unsupported op type, with its count and first node names.
