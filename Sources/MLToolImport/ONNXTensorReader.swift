@@ -13,7 +13,7 @@ struct TensorReader {
     init(file: String) {
         self.file = file
         let dir = (file as NSString).deletingLastPathComponent
-        self.directory = ((dir.isEmpty ? "." : dir) as NSString).resolvingSymlinksInPath
+        self.directory = realPath(dir.isEmpty ? "." : dir) ?? dir
     }
 
     /// Element types: ONNX data_type → (name, bytes per element).
@@ -96,8 +96,10 @@ struct TensorReader {
             throw ImportError.refused(file: file, place: where_, reason: "'..' leaves the model's directory")
         }
         let joined = (directory as NSString).appendingPathComponent(location)
-        let resolved = (joined as NSString).resolvingSymlinksInPath
-        guard resolved.hasPrefix(directory + "/") else {
+        guard let resolved = realPath(joined) else {
+            throw ImportError.unreadable(file: joined, reason: "external data of \(place) does not exist")
+        }
+        guard resolved.hasPrefix(directory.hasSuffix("/") ? directory : directory + "/") else {
             throw ImportError.refused(file: file, place: where_,
                                       reason: "resolves through a symlink to '\(resolved)', outside the model's directory")
         }
@@ -133,6 +135,13 @@ struct TensorReader {
         }
         return data
     }
+}
+
+/// The absolute path with every symlink resolved (realpath(3)), or nil when it does not exist.
+private func realPath(_ path: String) -> String? {
+    guard let p = realpath(path, nil) else { return nil }
+    defer { free(p) }
+    return String(cString: p)
 }
 
 private func buffer<T>(_ p: UnsafeMutablePointer<T>?, _ n: Int) -> [T] {
