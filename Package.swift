@@ -17,9 +17,10 @@ let package = Package(
         .systemLibrary(name: "CTurboJPEG", pkgConfig: "libturbojpeg", providers: [.apt(["libturbojpeg0-dev"])]),
         .systemLibrary(name: "CPNG", pkgConfig: "libpng", providers: [.apt(["libpng-dev"])]),
 
+        .target(name: "COnnxProto", dependencies: ["CProtobufC"]),
         .target(name: "MLToolCore"),
         .target(name: "MLToolFormat", dependencies: ["MLToolCore"]),
-        .target(name: "MLToolImport", dependencies: ["MLToolCore", "MLToolFormat", "CHDF5", "CProtobufC"]),
+        .target(name: "MLToolImport", dependencies: ["MLToolCore", "MLToolFormat", "CHDF5", "CProtobufC", "COnnxProto"]),
         .target(name: "CMLToolKernels"),
         .target(name: "MLToolEngine", dependencies: ["MLToolCore", "COpenBLAS", "CMLToolKernels"]),
         .target(name: "MLToolData", dependencies: ["MLToolCore", "CTurboJPEG", "CPNG"]),

@@ -1,0 +1,145 @@
+import COnnxProto
+import CProtobufC
+import Foundation
+import MLToolCore
+
+/// An ONNX model file parsed into plain Swift values (the protobuf-c structures are freed before this returns).
+struct ONNXFile {
+    struct Attribute {
+        var name: String
+        var type: Int32
+        var f: Float?
+        var i: Int?
+        var s: String?
+        var t: ONNXConstant?
+        var floats: [Float] = []
+        var ints: [Int] = []
+    }
+
+    struct Node {
+        var name: String
+        var opType: String
+        var domain: String
+        var inputs: [String]
+        var outputs: [String]
+        var attributes: [String: Attribute]
+    }
+
+    struct ValueInfo {
+        var name: String
+        /// Dimensions; -1 where the file names a parameter instead of a value. nil when the file gives no shape.
+        var shape: [Int]?
+    }
+
+    var irVersion: Int
+    /// Version of the default ("" / "ai.onnx") operator set.
+    var opset: Int
+    var producer: String
+    var nodes: [Node]
+    var initializers: [String: ONNXConstant]
+    var inputs: [ValueInfo]
+    var outputs: [ValueInfo]
+
+    /// Reads and parses `path`. Tensors with external data are read from files inside the model's directory only.
+    init(path: String) throws {
+        let fm = FileManager.default
+        var isDir: ObjCBool = false
+        guard fm.fileExists(atPath: path, isDirectory: &isDir), !isDir.boolValue else {
+            throw ImportError.unreadable(file: path, reason: isDir.boolValue ? "is a directory" : "no such file")
+        }
+        guard let data = fm.contents(atPath: path) else {
+            throw ImportError.unreadable(file: path, reason: "permission denied or I/O error")
+        }
+        guard !data.isEmpty else { throw ImportError.malformed(file: path, reason: "the file is empty") }
+        let parsed: UnsafeMutablePointer<Onnx__ModelProto>? = data.withUnsafeBytes { raw in
+            onnx__model_proto__unpack(nil, raw.count, raw.baseAddress?.assumingMemoryBound(to: UInt8.self))
+        }
+        guard let model = parsed else {
+            throw ImportError.malformed(file: path, reason: "not an ONNX protobuf (ModelProto does not parse; truncated or another format)")
+        }
+        defer { onnx__model_proto__free_unpacked(model, nil) }
+        let m = model.pointee
+        guard m.has_ir_version != 0, let g = m.graph else {
+            throw ImportError.malformed(file: path, reason: "no ir_version or no graph (not an ONNX model)")
+        }
+        irVersion = Int(m.ir_version)
+        guard irVersion >= 3 else {
+            throw ImportError.invalid(file: path, place: "ir_version", expected: "3 or later", actual: "\(irVersion)")
+        }
+        producer = str(m.producer_name)
+        var opset: Int?
+        for i in 0..<m.n_opset_import {
+            guard let o = m.opset_import[i]?.pointee else { continue }
+            let domain = str(o.domain)
+            if domain == "" || domain == "ai.onnx" { opset = Int(o.version) }
+        }
+        guard let opsetVersion = opset else {
+            throw ImportError.invalid(file: path, place: "opset_import", expected: "the default ai.onnx opset",
+                                      actual: "none")
+        }
+        self.opset = opsetVersion
+
+        let reader = TensorReader(file: path)
+        let graph = g.pointee
+        var inits: [String: ONNXConstant] = [:]
+        for i in 0..<graph.n_initializer {
+            guard let t = graph.initializer[i] else { continue }
+            let name = str(t.pointee.name)
+            inits[name] = try reader.read(t, place: "initializer '\(name)'")
+        }
+        initializers = inits
+        inputs = (0..<graph.n_input).compactMap { graph.input[$0].map { valueInfo($0.pointee) } }
+        outputs = (0..<graph.n_output).compactMap { graph.output[$0].map { valueInfo($0.pointee) } }
+
+        var nodes: [Node] = []
+        nodes.reserveCapacity(graph.n_node)
+        for i in 0..<graph.n_node {
+            guard let np = graph.node[i] else { continue }
+            let n = np.pointee
+            let op = str(n.op_type)
+            var name = str(n.name)
+            if name.isEmpty { name = "\(op)_\(i)" }
+            var attrs: [String: Attribute] = [:]
+            for k in 0..<n.n_attribute {
+                guard let ap = n.attribute[k] else { continue }
+                let a = ap.pointee
+                let aname = str(a.name)
+                var attr = Attribute(name: aname, type: (a.has_type != 0) ? a.type : 0)
+                if a.has_f != 0 { attr.f = a.f }
+                if a.has_i != 0 { attr.i = Int(a.i) }
+                if a.has_s != 0 { attr.s = bytesString(a.s) }
+                if let t = a.t { attr.t = try reader.read(t, place: "node '\(name)' attribute '\(aname)'") }
+                if a.n_floats > 0 { attr.floats = Array(UnsafeBufferPointer(start: a.floats, count: a.n_floats)) }
+                if a.n_ints > 0 { attr.ints = UnsafeBufferPointer(start: a.ints, count: a.n_ints).map { Int($0) } }
+                attrs[aname] = attr
+            }
+            nodes.append(Node(name: name, opType: op, domain: str(n.domain),
+                              inputs: (0..<n.n_input).map { str(n.input[$0]) },
+                              outputs: (0..<n.n_output).map { str(n.output[$0]) }, attributes: attrs))
+        }
+        self.nodes = nodes
+    }
+}
+
+/// A proto2 string field (NULL when unset).
+func str(_ p: UnsafeMutablePointer<CChar>?) -> String {
+    guard let p else { return "" }
+    return String(cString: p)
+}
+
+private func bytesString(_ b: ProtobufCBinaryData) -> String {
+    guard b.len > 0, let d = b.data else { return "" }
+    return String(decoding: UnsafeBufferPointer(start: d, count: b.len), as: UTF8.self)
+}
+
+private func valueInfo(_ v: Onnx__ValueInfoProto) -> ONNXFile.ValueInfo {
+    let name = str(v.name)
+    guard let t = v.type?.pointee, t.value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE,
+          let shapeProto = t.tensor_type?.pointee.shape?.pointee else { return .init(name: name, shape: nil) }
+    let dims: [Int] = (0..<shapeProto.n_dim).map { i in
+        guard let d = shapeProto.dim[i]?.pointee, d.value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE,
+              d.dim_value >= 0, d.dim_value < Int64(Int32.max) else { return -1 }
+        return Int(d.dim_value)
+    }
+    return .init(name: name, shape: dims)
+}

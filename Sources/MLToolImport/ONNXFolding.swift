@@ -1,0 +1,230 @@
+import MLToolCore
+
+/// Constant folding at import time: Constant nodes, and the shape arithmetic PyTorch exports emit
+/// (Shape → Gather → Unsqueeze → Concat → Reshape, with Cast/Slice/arithmetic in between).
+extension ONNXGraphBuilder {
+    /// Ops that exist only to compute constants; with a non-constant input they cannot be imported.
+    static let foldOnly: Set<String> = ["Constant", "Shape", "Gather", "Cast", "Slice", "Range", "ConstantOfShape"]
+
+    /// Folds `node` when its result is known at import time; returns false when it must run in the graph.
+    mutating func fold(_ node: ONNXFile.Node) throws -> Bool {
+        let inputs = node.inputs.filter { !$0.isEmpty }
+        let allConstant = inputs.allSatisfy { constants[$0] != nil }
+        let result: ONNXConstant?
+        switch node.opType {
+        case "Constant": result = try constantNode(node)
+        case "Shape":
+            let s = try shape(of: node.inputs.first ?? "", in: node)
+            let r = s.count
+            let start = try normalizeClamped(int(node, "start", 0), rank: r)
+            let end = try normalizeClamped(int(node, "end", r), rank: r)
+            let dims = start < end ? Array(s[start..<end]) : []
+            result = ONNXConstant(shape: [dims.count], values: dims.map { $0 < 0 ? .nan : Double($0) }, isInteger: true)
+        default:
+            guard allConstant, !inputs.isEmpty else { return false }
+            result = try foldConstant(node)
+        }
+        guard let result else { return false }
+        if let out = node.outputs.first { constants[out] = result }
+        return true
+    }
+
+    private func normalizeClamped(_ v: Int, rank: Int) throws -> Int { min(max(v < 0 ? v + rank : v, 0), rank) }
+
+    private func constantNode(_ node: ONNXFile.Node) throws -> ONNXConstant {
+        let a = node.attributes
+        if let t = a["value"]?.t { return t }
+        if let f = a["value_float"]?.f { return ONNXConstant(shape: [], values: [Double(f)]) }
+        if let fs = a["value_floats"] { return ONNXConstant(shape: [fs.floats.count], values: fs.floats.map { Double($0) }) }
+        if let i = a["value_int"]?.i { return ONNXConstant(shape: [], values: [Double(i)], isInteger: true) }
+        if let isx = a["value_ints"] {
+            return ONNXConstant(shape: [isx.ints.count], values: isx.ints.map { Double($0) }, isInteger: true)
+        }
+        throw ImportError.invalid(file: file, place: place(node), expected: "a value, value_float(s) or value_int(s) attribute",
+                                  actual: a.keys.sorted().joined(separator: ", "))
+    }
+
+    private func foldConstant(_ node: ONNXFile.Node) throws -> ONNXConstant? {
+        let c = { (i: Int) throws -> ONNXConstant in try self.constant(node, i, what: "input \(i)") }
+        switch node.opType {
+        case "Identity", "Dropout": return try c(0)
+        case "Cast":
+            let x = try c(0)
+            let to = int(node, "to", 1)
+            let integer = ![1, 10, 11, 16].contains(to)
+            return ONNXConstant(shape: x.shape, values: integer ? x.values.map { $0.isNaN ? $0 : $0.rounded(.towardZero) } : x.values,
+                                isInteger: integer)
+        case "Add", "Sub", "Mul", "Div":
+            let a = try c(0), b = try c(1)
+            let integer = a.isInteger && b.isInteger
+            let f: (Double, Double) -> Double
+            switch node.opType {
+            case "Add": f = (+)
+            case "Sub": f = (-)
+            case "Mul": f = (*)
+            default: f = { x, y in integer ? (x / y).rounded(.towardZero) : x / y }
+            }
+            return try elementwise(a, b, node, f)
+        case "Unsqueeze", "Squeeze", "Reshape", "Flatten":
+            let x = try c(0)
+            let out = try reshapedShape(node, input: x.shape)
+            return ONNXConstant(shape: out, values: x.values, isInteger: x.isInteger)
+        case "Concat":
+            let parts = try node.inputs.indices.filter { !node.inputs[$0].isEmpty }.map(c)
+            guard let first = parts.first else { return nil }
+            let axis = try normalize(int(node, "axis", 0), rank: first.rank, node)
+            let outer = first.shape[..<axis].reduce(1, *)
+            var values: [Double] = [], total = 0
+            for p in parts {
+                guard p.rank == first.rank else {
+                    throw ImportError.invalid(file: file, place: place(node), expected: "inputs of rank \(first.rank)", actual: "\(p.shape)")
+                }
+                total += p.shape[axis]
+            }
+            for o in 0..<outer {
+                for p in parts {
+                    let inner = p.shape[axis...].reduce(1, *)
+                    values += p.values[(o * inner)..<((o + 1) * inner)]
+                }
+            }
+            var shape = first.shape
+            shape[axis] = total
+            return ONNXConstant(shape: shape, values: values, isInteger: first.isInteger)
+        case "Gather":
+            let data = try c(0), idx = try c(1)
+            let axis = try normalize(int(node, "axis", 0), rank: data.rank, node)
+            let n = data.shape[axis]
+            let outer = data.shape[..<axis].reduce(1, *), inner = data.shape[(axis + 1)...].reduce(1, *)
+            var values: [Double] = []
+            for o in 0..<outer {
+                for i in idx.ints {
+                    guard let i, i >= -n, i < n else {
+                        throw ImportError.invalid(file: file, place: "\(place(node)) indices", expected: "-\(n)..<\(n)", actual: "\(idx.values)")
+                    }
+                    let k = i < 0 ? i + n : i
+                    values += data.values[((o * n + k) * inner)..<((o * n + k + 1) * inner)]
+                }
+            }
+            return ONNXConstant(shape: Array(data.shape[..<axis]) + idx.shape + Array(data.shape[(axis + 1)...]),
+                                values: values, isInteger: data.isInteger)
+        case "Slice":
+            let x = try c(0)
+            guard x.rank == 1 else { return nil }
+            let starts: [Int?], ends: [Int?], steps: [Int?]
+            if opset < 10 {
+                starts = (ints(node, "starts") ?? []).map { $0 }; ends = (ints(node, "ends") ?? []).map { $0 }; steps = [1]
+            } else {
+                starts = try c(1).ints; ends = try c(2).ints
+                steps = try optionalConstant(node, 4, what: "steps")?.ints ?? [1]
+            }
+            guard starts.count == 1, ends.count == 1, let s0 = starts[0], let e0 = ends[0], let st = steps.first ?? 1, st != 0 else {
+                return nil
+            }
+            let n = x.shape[0]
+            func clampIndex(_ v: Int, _ lo: Int, _ hi: Int) -> Int { min(max(v < 0 ? v + n : v, lo), hi) }
+            var values: [Double] = []
+            if st > 0 {
+                var i = clampIndex(s0, 0, n); let e = clampIndex(e0, 0, n)
+                while i < e { values.append(x.values[i]); i += st }
+            } else {
+                var i = clampIndex(s0, -1, n - 1); let e = clampIndex(e0, -1, n - 1)
+                while i > e { values.append(x.values[i]); i += st }
+            }
+            return ONNXConstant(shape: [values.count], values: values, isInteger: x.isInteger)
+        default:
+            return nil
+        }
+    }
+
+    private func elementwise(_ a: ONNXConstant, _ b: ONNXConstant, _ node: ONNXFile.Node,
+                             _ f: (Double, Double) -> Double) throws -> ONNXConstant {
+        let out = try broadcast(a.shape, b.shape, node)
+        let r = out.count
+        func strides(_ s: [Int]) -> [Int] {
+            let p = [Int](repeating: 1, count: r - s.count) + s
+            var st = [Int](repeating: 0, count: r), acc = 1
+            for i in stride(from: r - 1, through: 0, by: -1) { st[i] = p[i] == 1 ? 0 : acc; acc *= p[i] }
+            return st
+        }
+        let sa = strides(a.shape), sb = strides(b.shape)
+        let n = out.reduce(1, *)
+        var values = [Double](repeating: 0, count: n)
+        var index = [Int](repeating: 0, count: r)
+        for o in 0..<n {
+            var ia = 0, ib = 0
+            for k in 0..<r { ia += index[k] * sa[k]; ib += index[k] * sb[k] }
+            values[o] = f(a.values[ia], b.values[ib])
+            var k = r - 1
+            while k >= 0 { index[k] += 1; if index[k] < out[k] { break }; index[k] = 0; k -= 1 }
+        }
+        return ONNXConstant(shape: out, values: values, isInteger: a.isInteger && b.isInteger)
+    }
+
+    /// The ONNX output shape of Reshape / Flatten / Squeeze / Unsqueeze applied to `input` (-1 = unknown).
+    func reshapedShape(_ node: ONNXFile.Node, input: [Int]) throws -> [Int] {
+        let r = input.count
+        switch node.opType {
+        case "Flatten":
+            let axis = try normalize(int(node, "axis", 1), rank: r + 1, node)
+            return [Self.product(input[..<axis]), Self.product(input[axis...])]
+        case "Squeeze":
+            let axesList = opset >= 13 ? try optionalConstant(node, 1, what: "axes")?.ints.compactMap { $0 } : ints(node, "axes")
+            let axes = try Set((axesList ?? input.indices.filter { input[$0] == 1 }).map { try normalize($0, rank: r, node) })
+            for a in axes where input[a] != 1 && input[a] >= 0 {
+                throw ImportError.invalid(file: file, place: "\(place(node)) axes", expected: "axes of size 1",
+                                          actual: "axis \(a) of \(input)")
+            }
+            return input.indices.filter { !axes.contains($0) }.map { input[$0] }
+        case "Unsqueeze":
+            let axesList = opset >= 13 ? try constant(node, 1, what: "axes").ints.compactMap { $0 } : (ints(node, "axes") ?? [])
+            let outRank = r + axesList.count
+            let axes = try Set(axesList.map { try normalize($0, rank: outRank, node) })
+            var out: [Int] = [], k = 0
+            for i in 0..<outRank {
+                if axes.contains(i) { out.append(1) } else { out.append(input[k]); k += 1 }
+            }
+            return out
+        default: // Reshape
+            let spec = try constant(node, 1, what: "shape")
+            let allowZero = int(node, "allowzero", 0) == 1
+            var out: [Int] = []
+            var inferAt: Int?
+            for (i, v) in spec.ints.enumerated() {
+                guard let v else { out.append(-1); continue }      // a run-time dimension from Shape
+                if v == 0 && !allowZero {
+                    guard i < r else {
+                        throw ImportError.invalid(file: file, place: "\(place(node)) shape", expected: "0 only where the input has a dimension", actual: "\(spec.values)")
+                    }
+                    out.append(input[i])
+                } else if v == -1 {
+                    guard inferAt == nil else {
+                        throw ImportError.invalid(file: file, place: "\(place(node)) shape", expected: "at most one -1", actual: "\(spec.values)")
+                    }
+                    inferAt = i; out.append(-1)
+                } else if v < 0 {
+                    throw ImportError.invalid(file: file, place: "\(place(node)) shape", expected: "dimensions ≥ -1", actual: "\(spec.values)")
+                } else {
+                    out.append(v)
+                }
+            }
+            if let k = inferAt {
+                // Known input elements over known output elements; unknown dims on both sides are taken to be the
+                // same run-time dimension (the batch).
+                let inUnknown = input.filter { $0 < 0 }.count
+                let outUnknown = out.enumerated().filter { $0.element < 0 && $0.offset != k }.count
+                let inKnown = input.filter { $0 >= 0 }.reduce(1, *)
+                let outKnown = out.enumerated().filter { $0.element >= 0 }.reduce(1) { $0 * $1.element }
+                if inUnknown == outUnknown, outKnown > 0, inKnown % outKnown == 0 {
+                    out[k] = inKnown / outKnown
+                } else if inUnknown != outUnknown + 1 {
+                    throw ImportError.invalid(file: file, place: "\(place(node)) shape", expected: "a shape that fits the input \(input)",
+                                              actual: "\(spec.values)")
+                }
+            } else if !input.contains(where: { $0 < 0 }) && !out.contains(where: { $0 < 0 }) && out.reduce(1, *) != input.reduce(1, *) {
+                throw ImportError.invalid(file: file, place: "\(place(node)) shape", expected: "\(input.reduce(1, *)) elements",
+                                          actual: "\(out) (\(out.reduce(1, *)))")
+            }
+            return out
+        }
+    }
+}

@@ -1,0 +1,177 @@
+import MLToolCore
+
+/// Turns ONNX nodes, in file order, into IR nodes: tracks every tensor's ONNX shape, folds constant arithmetic, and
+/// translates NCHW into the IR's NHWC (weights permuted, axes remapped, transposes around order-dependent reshapes).
+struct ONNXGraphBuilder {
+    let file: String
+    let opset: Int
+    /// Constant tensors by name, in ONNX layout.
+    var constants: [String: ONNXConstant]
+    /// ONNX-layout shapes of the activations (non-constant tensors); -1 marks a dimension known only at run time.
+    var shapes: [String: [Int]] = [:]
+    var nodes: [Node] = []
+    /// Weights in IR layout, by name, and the order they were first stored.
+    var weights: [String: (shape: [Int], values: [Float])] = [:]
+    var weightOrder: [String] = []
+    private var usedNames: Set<String>
+    private var counter = 0
+
+    init(file: String, opset: Int, constants: [String: ONNXConstant], reservedNames: Set<String>) {
+        self.file = file; self.opset = opset; self.constants = constants
+        self.usedNames = reservedNames.union(constants.keys)
+    }
+
+    // MARK: names and emission
+
+    /// A tensor name not used anywhere in the graph, derived from `base`.
+    mutating func fresh(_ base: String) -> String {
+        var name = base
+        while usedNames.contains(name) { counter += 1; name = "\(base).\(counter)" }
+        usedNames.insert(name)
+        return name
+    }
+
+    mutating func emit(_ name: String, _ op: Op, _ inputs: [String], _ output: String, _ attrs: Attributes = Attributes()) {
+        nodes.append(Node(name: name, op: op, inputs: inputs, outputs: [output], attributes: attrs))
+    }
+
+    /// Stores a weight (already in IR layout) under a fresh name derived from `base` and returns that name.
+    mutating func addWeight(_ base: String, shape: [Int], values: [Float]) -> String {
+        let name = weights[base] == nil && !usedNames.contains(base) ? base : fresh(base)
+        usedNames.insert(name)
+        weights[name] = (shape, values)
+        weightOrder.append(name)
+        return name
+    }
+
+    // MARK: inputs
+
+    func isConstant(_ name: String) -> Bool { constants[name] != nil }
+
+    func constant(_ node: ONNXFile.Node, _ index: Int, what: String) throws -> ONNXConstant {
+        guard index < node.inputs.count, !node.inputs[index].isEmpty else {
+            throw ImportError.invalid(file: file, place: place(node), expected: "input \(index) (\(what))", actual: "none")
+        }
+        guard let c = constants[node.inputs[index]] else {
+            throw ImportError.invalid(file: file, place: place(node), expected: "\(what) as a constant (initializer)",
+                                      actual: "computed tensor '\(node.inputs[index])'")
+        }
+        return c
+    }
+
+    func optionalConstant(_ node: ONNXFile.Node, _ index: Int, what: String) throws -> ONNXConstant? {
+        guard index < node.inputs.count, !node.inputs[index].isEmpty else { return nil }
+        return try constant(node, index, what: what)
+    }
+
+    /// The ONNX shape of any tensor (activation or constant).
+    func shape(of name: String, in node: ONNXFile.Node) throws -> [Int] {
+        if let s = shapes[name] { return s }
+        if let c = constants[name] { return c.shape }
+        throw ImportError.invalid(file: file, place: place(node), expected: "input '\(name)' defined before use",
+                                  actual: "undefined tensor")
+    }
+
+    /// The activation at input `index` with its ONNX shape; constants are refused (the op needs a computed input).
+    func activation(_ node: ONNXFile.Node, _ index: Int = 0) throws -> (name: String, shape: [Int]) {
+        guard index < node.inputs.count, !node.inputs[index].isEmpty else {
+            throw ImportError.invalid(file: file, place: place(node), expected: "input \(index)", actual: "none")
+        }
+        let name = node.inputs[index]
+        guard let s = shapes[name] else {
+            if constants[name] != nil {
+                throw ImportError.invalid(file: file, place: place(node), expected: "input \(index) computed by the graph",
+                                          actual: "constant '\(name)'")
+            }
+            throw ImportError.invalid(file: file, place: place(node), expected: "input '\(name)' defined before use",
+                                      actual: "undefined tensor")
+        }
+        return (name, s)
+    }
+
+    /// An input of an op whose output has rank `rank`, as an IR tensor name: activations as they are, constants
+    /// stored as weights (left-padded with 1s to `rank`, then NCHW → NHWC when rank is 4).
+    mutating func operand(_ node: ONNXFile.Node, _ index: Int, rank: Int) throws -> String {
+        let name = node.inputs[index]
+        if shapes[name] != nil { return name }
+        guard var c = constants[name] else { _ = try shape(of: name, in: node); return name }
+        if rank == 4 {
+            if c.rank < 4 { c.shape = [Int](repeating: 1, count: 4 - c.rank) + c.shape }
+            c = c.transposed(Layout.toNHWC)
+        }
+        return addWeight(name, shape: c.shape, values: c.floats)
+    }
+
+    // MARK: attributes
+
+    func place(_ node: ONNXFile.Node) -> String { "node '\(node.name)' (\(node.opType))" }
+
+    func int(_ node: ONNXFile.Node, _ key: String, _ fallback: Int) -> Int { node.attributes[key]?.i ?? fallback }
+    func float(_ node: ONNXFile.Node, _ key: String, _ fallback: Float) -> Float { node.attributes[key]?.f ?? fallback }
+    func ints(_ node: ONNXFile.Node, _ key: String) -> [Int]? {
+        guard let a = node.attributes[key] else { return nil }
+        return a.ints
+    }
+    func string(_ node: ONNXFile.Node, _ key: String, _ fallback: String) -> String {
+        node.attributes[key]?.s ?? fallback
+    }
+
+    /// `axis` made non-negative for a tensor of `rank`, or an error naming the node.
+    func normalize(_ axis: Int, rank: Int, _ node: ONNXFile.Node) throws -> Int {
+        let a = axis < 0 ? axis + rank : axis
+        guard a >= 0, a < max(rank, 1) else {
+            throw ImportError.invalid(file: file, place: "\(place(node)) axis", expected: "-\(rank)..<\(rank)",
+                                      actual: "\(axis)")
+        }
+        return a
+    }
+
+    // MARK: layout-aware reshape
+
+    /// Emits the IR for "reinterpret `input` (ONNX shape `from`) with ONNX shape `to`" under the name `output`: the
+    /// data order is ONNX's row-major NCHW order, so rank-4 tensors whose NCHW and NHWC orders differ go through a
+    /// transpose on the way in and/or out. `to` may hold one -1 (inferred).
+    mutating func emitReshape(_ nodeName: String, input: String, from: [Int], to: [Int], output: String) throws {
+        guard to.filter({ $0 < 0 }).count <= 1 else {
+            throw ImportError.invalid(file: file, place: "node '\(nodeName)'", expected: "a shape with at most one dimension unknown before run time",
+                                      actual: "\(to.map { $0 < 0 ? "?" : String($0) })")
+        }
+        var src = input
+        if from.count == 4 && !Layout.orderFree(from) {
+            let t = fresh("\(input).nchw")
+            emit("\(nodeName).to_nchw", .transpose, [input], t, Attributes(perm: Layout.toNCHW))
+            src = t
+        }
+        if to.count == 4 && !Layout.orderFree(to) {
+            let mid = fresh("\(output).nchw")
+            emit(nodeName, .reshape, [src], mid, Attributes(shape: to))
+            emit("\(nodeName).to_nhwc", .transpose, [mid], output, Attributes(perm: Layout.toNHWC))
+        } else {
+            emit(nodeName, .reshape, [src], output, Attributes(shape: Layout.irShape(to)))
+        }
+        shapes[output] = to
+    }
+
+    // MARK: shape helpers
+
+    /// numpy broadcasting of two ONNX shapes (-1 unknown: taken to equal the other side).
+    func broadcast(_ a: [Int], _ b: [Int], _ node: ONNXFile.Node) throws -> [Int] {
+        let r = max(a.count, b.count)
+        let pa = [Int](repeating: 1, count: r - a.count) + a, pb = [Int](repeating: 1, count: r - b.count) + b
+        return try (0..<r).map { i in
+            let x = pa[i], y = pb[i]
+            if x == y { return x }
+            if x == 1 { return y }
+            if y == 1 { return x }
+            if x < 0 { return y }
+            if y < 0 { return x }
+            throw ImportError.invalid(file: file, place: place(node), expected: "broadcastable shapes",
+                                      actual: "\(a) and \(b)")
+        }
+    }
+
+    /// The product of `dims`, or -1 when one of them is unknown.
+    static func product(_ dims: ArraySlice<Int>) -> Int {
+        dims.contains { $0 < 0 } ? -1 : dims.reduce(1, *)
+    }
+}

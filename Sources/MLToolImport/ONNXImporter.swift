@@ -1,0 +1,95 @@
+import Foundation
+import MLToolCore
+
+/// Imports an ONNX model (IR version 3 or later, default-domain opsets 7–21) into a native `Model` whose graph is
+/// the NHWC IR described in `Graph`.
+///
+/// Weights are converted to float32 in IR layout, constant shape arithmetic is folded, `GraphPasses.optimize` folds
+/// BatchNormalization into convolutions and fuses activations, and every unsupported op is reported in one error.
+public enum ONNXImporter {
+    /// The default-domain opsets whose semantics the importer implements.
+    public static let opsets = 7...21
+
+    /// Reads the ONNX file at `path` and converts it, recording `options` (preprocessing, labels, feature tensor).
+    public static func importModel(path: String, options: ImportOptions) throws -> Model {
+        let onnx = try ONNXFile(path: path)
+        guard opsets.contains(onnx.opset) else {
+            throw ImportError.invalid(file: path, place: "opset_import", expected: "ai.onnx opset \(opsets.lowerBound)–\(opsets.upperBound)",
+                                      actual: "\(onnx.opset)")
+        }
+        try checkSupported(onnx, file: path)
+
+        var reserved = Set<String>()
+        for n in onnx.nodes { reserved.formUnion(n.inputs); reserved.formUnion(n.outputs) }
+        var builder = ONNXGraphBuilder(file: path, opset: onnx.opset, constants: onnx.initializers, reservedNames: reserved)
+
+        var inputs: [GraphInput] = []
+        for input in onnx.inputs where onnx.initializers[input.name] == nil {
+            guard var shape = input.shape else {
+                throw ImportError.invalid(file: path, place: "graph input '\(input.name)'", expected: "a tensor type with a shape",
+                                          actual: "no shape")
+            }
+            if shape.count == 4, let size = options.inputSize {
+                if shape[2] < 0 { shape[2] = size.height }
+                if shape[3] < 0 { shape[3] = size.width }
+            }
+            builder.shapes[input.name] = shape
+            var irShape = Layout.irShape(shape)
+            if !irShape.isEmpty { irShape[0] = -1 }
+            inputs.append(GraphInput(name: input.name, shape: irShape))
+        }
+        for node in onnx.nodes { try builder.convert(node) }
+
+        let outputs = onnx.outputs.map(\.name)
+        for o in outputs where builder.shapes[o] == nil {
+            throw ImportError.invalid(file: path, place: "graph output '\(o)'", expected: "a tensor computed from the inputs",
+                                      actual: builder.constants[o] != nil ? "a constant" : "undefined")
+        }
+        if let f = options.featureTensor, builder.shapes[f] == nil {
+            throw ImportError.invalid(file: path, place: "feature tensor", expected: "a tensor computed by the graph",
+                                      actual: "'\(f)'")
+        }
+        // The passes keep every graph output's name: list the feature tensor as an output while they run.
+        let protected = outputs + (options.featureTensor.map { outputs.contains($0) ? [] : [$0] } ?? [])
+        let graph = Graph(inputs: inputs, outputs: protected, nodes: builder.nodes, sourceLayout: "nchw")
+        var metadata = ModelMetadata(task: options.labels.isEmpty ? .network : .imageClassifier, graph: graph,
+                                     labels: options.labels,
+                                     provenance: Provenance(sources: [.init(path: path, sha256: try SHA256.hex(fileAt: path))]))
+        metadata.name = ((path as NSString).lastPathComponent as NSString).deletingPathExtension
+        metadata.description = onnx.producer.isEmpty ? "imported from ONNX" : "imported from ONNX (\(onnx.producer))"
+        let last = builder.nodes.last { $0.outputs.contains(outputs.first ?? "") }
+        metadata.outputKind = last?.op == .softmax ? "probabilities" : "logits"
+        metadata.featureTensor = options.featureTensor
+        metadata.image = options.image
+
+        let tensors = builder.weightOrder.compactMap { name -> StoredTensor? in
+            guard let w = builder.weights[name] else { return nil }
+            return StoredTensor(name: name, dtype: .f32, shape: w.shape, bytes: TensorBytes(floats: w.values))
+        }
+        var model = try GraphPasses.optimize(Model(metadata: metadata, tensors: tensors))
+        model.metadata.graph?.outputs = outputs
+        // Keep only the weights the final graph reads (folding leaves the originals unused).
+        let used = Set(model.metadata.graph?.nodes.flatMap(\.inputs) ?? [])
+        model.tensors = model.tensors.filter { used.contains($0.name) }
+        return model
+    }
+
+    /// Throws one error naming every unsupported op type, with its count and first node names.
+    static func checkSupported(_ onnx: ONNXFile, file: String) throws {
+        var counts: [String: (count: Int, names: [String], order: Int)] = [:]
+        for node in onnx.nodes {
+            let known = (node.domain.isEmpty || node.domain == "ai.onnx") && ONNXOps.converters[node.opType] != nil
+            if known { continue }
+            let key = node.domain.isEmpty || node.domain == "ai.onnx" ? node.opType : "\(node.domain).\(node.opType)"
+            var entry = counts[key] ?? (0, [], counts.count)
+            entry.count += 1
+            if entry.names.count < 3 { entry.names.append(node.name) }
+            counts[key] = entry
+        }
+        guard counts.isEmpty else {
+            let ops = counts.sorted { $0.value.order < $1.value.order }
+                .map { ImportError.Unsupported(op: $0.key, count: $0.value.count, firstNodes: $0.value.names) }
+            throw ImportError.unsupported(file: file, ops: ops)
+        }
+    }
+}

@@ -1,0 +1,421 @@
+import MLToolCore
+
+/// The ONNX op registry: one converter per supported op type. "Unsupported" errors come from this table alone.
+enum ONNXOps {
+    typealias Converter = @Sendable (inout ONNXGraphBuilder, ONNXFile.Node) throws -> Void
+
+    static let converters: [String: Converter] = [
+        "Conv": { try $0.conv($1) },
+        "Gemm": { try $0.gemm($1) },
+        "MatMul": { try $0.matMul($1) },
+        "BatchNormalization": { try $0.batchNorm($1) },
+        "Relu": { try $0.unary($1, .relu) },
+        "Sigmoid": { try $0.unary($1, .sigmoid) },
+        "Tanh": { try $0.unary($1, .tanh) },
+        "HardSwish": { try $0.unary($1, .hardSwish) },
+        "Identity": { try $0.unary($1, .identity) },
+        "Dropout": { try $0.unary($1, .identity) },
+        "Cast": { try $0.cast($1) },
+        "Clip": { try $0.clip($1) },
+        "LeakyRelu": { b, n in try b.unary(n, .leakyRelu, Attributes(alpha: b.float(n, "alpha", 0.01))) },
+        "HardSigmoid": { b, n in
+            try b.unary(n, .hardSigmoid, Attributes(alpha: b.float(n, "alpha", 0.2), beta: b.float(n, "beta", 0.5)))
+        },
+        "Softmax": { try $0.softmax($1) },
+        "Add": { try $0.binary($1, .add) },
+        "Sub": { try $0.binary($1, .sub) },
+        "Mul": { try $0.binary($1, .mul) },
+        "Div": { try $0.binary($1, .div) },
+        "MaxPool": { try $0.pool($1, .maxPool) },
+        "AveragePool": { try $0.pool($1, .avgPool) },
+        "GlobalAveragePool": { try $0.globalPool($1, .globalAvgPool) },
+        "GlobalMaxPool": { try $0.globalPool($1, .globalMaxPool) },
+        "Concat": { try $0.concat($1) },
+        "Reshape": { try $0.reshapeLike($1) },
+        "Flatten": { try $0.reshapeLike($1) },
+        "Squeeze": { try $0.reshapeLike($1) },
+        "Unsqueeze": { try $0.reshapeLike($1) },
+        "Transpose": { try $0.transpose($1) },
+        "Pad": { try $0.pad($1) },
+        // Only as constant arithmetic (folded before conversion).
+        "Constant": { try $0.foldOnly($1) },
+        "Shape": { try $0.foldOnly($1) },
+        "Gather": { try $0.foldOnly($1) },
+        "Slice": { try $0.foldOnly($1) },
+    ]
+}
+
+extension ONNXGraphBuilder {
+    /// Converts one node: folds it when it is constant, else runs its converter.
+    mutating func convert(_ node: ONNXFile.Node) throws {
+        if try fold(node) { return }
+        guard let converter = ONNXOps.converters[node.opType] else {
+            throw ImportError.unsupported(file: file, ops: [.init(op: node.opType, count: 1, firstNodes: [node.name])])
+        }
+        try converter(&self, node)
+    }
+
+    mutating func foldOnly(_ node: ONNXFile.Node) throws {
+        throw ImportError.invalid(file: file, place: place(node), expected: "constant inputs (shape arithmetic only)",
+                                  actual: "computed inputs \(node.inputs.filter { shapes[$0] != nil })")
+    }
+
+    private func output(_ node: ONNXFile.Node) throws -> String {
+        guard let o = node.outputs.first, !o.isEmpty else {
+            throw ImportError.invalid(file: file, place: place(node), expected: "an output", actual: "none")
+        }
+        return o
+    }
+
+    // MARK: elementwise
+
+    mutating func unary(_ node: ONNXFile.Node, _ op: Op, _ attrs: Attributes = Attributes()) throws {
+        let x = try activation(node)
+        let out = try output(node)
+        emit(node.name, op, [x.name], out, attrs)
+        shapes[out] = x.shape
+    }
+
+    mutating func cast(_ node: ONNXFile.Node) throws {
+        let to = int(node, "to", 1)
+        guard [1, 10, 11, 16].contains(to) else {
+            throw ImportError.invalid(file: file, place: place(node), expected: "a cast to a float type", actual: "to = \(to)")
+        }
+        try unary(node, .identity)
+    }
+
+    mutating func clip(_ node: ONNXFile.Node) throws {
+        var lo = -Float.greatestFiniteMagnitude, hi = Float.greatestFiniteMagnitude
+        if opset < 11 {
+            lo = float(node, "min", lo); hi = float(node, "max", hi)
+        } else {
+            if let c = try optionalConstant(node, 1, what: "min") { lo = Float(c.scalar ?? Double(lo)) }
+            if let c = try optionalConstant(node, 2, what: "max") { hi = Float(c.scalar ?? Double(hi)) }
+        }
+        try unary(node, .clip, Attributes(min: lo, max: hi))
+    }
+
+    mutating func binary(_ node: ONNXFile.Node, _ op: Op) throws {
+        guard node.inputs.count >= 2 else {
+            throw ImportError.invalid(file: file, place: place(node), expected: "2 inputs", actual: "\(node.inputs.count)")
+        }
+        let sa = try shape(of: node.inputs[0], in: node), sb = try shape(of: node.inputs[1], in: node)
+        let out = try broadcast(sa, sb, node)
+        var names: [String] = []
+        for (i, s) in [sa, sb].enumerated() {
+            let name = node.inputs[i]
+            if out.count == 4 && shapes[name] != nil && s.count < 4 {
+                // A lower-rank activation broadcast against NCHW: give it rank 4 in IR layout first.
+                let padded = [Int](repeating: 1, count: 4 - s.count) + s
+                guard Layout.orderFree(padded) else {
+                    throw ImportError.invalid(file: file, place: place(node), expected: "broadcasting that keeps NCHW order",
+                                              actual: "\(sa) with \(sb)")
+                }
+                let r = fresh("\(name).rank4")
+                try emitReshape("\(node.name).rank4_\(i)", input: name, from: s, to: padded, output: r)
+                names.append(r)
+            } else {
+                names.append(try operand(node, i, rank: out.count))
+            }
+        }
+        let o = try output(node)
+        emit(node.name, op, names, o)
+        shapes[o] = out
+    }
+
+    mutating func softmax(_ node: ONNXFile.Node) throws {
+        let x = try activation(node)
+        let r = x.shape.count
+        let axis = try normalize(int(node, "axis", opset < 13 ? 1 : -1), rank: r, node)
+        let out = try output(node)
+        if opset >= 13 || axis == r - 1 {
+            emit(node.name, .softmax, [x.name], out, Attributes(axis: Layout.irAxis(axis, rank: r)))
+            shapes[out] = x.shape
+            return
+        }
+        // Before opset 13 the input is coerced to 2-D at `axis` and the softmax runs over all trailing axes.
+        let flat = [Self.product(x.shape[..<axis]), Self.product(x.shape[axis...])]
+        let a = fresh("\(out).2d"), b = fresh("\(out).softmax2d")
+        try emitReshape("\(node.name).to2d", input: x.name, from: x.shape, to: flat, output: a)
+        emit(node.name, .softmax, [a], b, Attributes(axis: 1))
+        try emitReshape("\(node.name).back", input: b, from: flat, to: x.shape, output: out)
+        shapes[out] = x.shape
+    }
+
+    // MARK: convolution, dense
+
+    /// Explicit pads (top, left, bottom, right) from `pads` / `auto_pad` for a 2-D window.
+    private func windowPads(_ node: ONNXFile.Node, input: [Int], kernel: [Int], strides: [Int], dilations: [Int]) throws -> [Int] {
+        let autoPad = string(node, "auto_pad", "NOTSET")
+        switch autoPad {
+        case "NOTSET":
+            let p = ints(node, "pads") ?? [0, 0, 0, 0]
+            guard p.count == 4, p.allSatisfy({ $0 >= 0 }) else {
+                throw ImportError.invalid(file: file, place: "\(place(node)) pads", expected: "4 values ≥ 0", actual: "\(p)")
+            }
+            return p
+        case "VALID": return [0, 0, 0, 0]
+        case "SAME_UPPER", "SAME_LOWER":
+            var begin = [0, 0], end = [0, 0]
+            for i in 0..<2 {
+                let n = input[2 + i]
+                guard n >= 0 else {
+                    throw ImportError.invalid(file: file, place: "\(place(node)) auto_pad", expected: "a known input size (use --input-size)",
+                                              actual: "\(input)")
+                }
+                let outSize = (n + strides[i] - 1) / strides[i]
+                let total = max((outSize - 1) * strides[i] + (kernel[i] - 1) * dilations[i] + 1 - n, 0)
+                let small = total / 2, large = total - small
+                (begin[i], end[i]) = autoPad == "SAME_UPPER" ? (small, large) : (large, small)
+            }
+            return [begin[0], begin[1], end[0], end[1]]
+        default:
+            throw ImportError.invalid(file: file, place: "\(place(node)) auto_pad", expected: "NOTSET, SAME_UPPER, SAME_LOWER or VALID",
+                                      actual: autoPad)
+        }
+    }
+
+    private func spatialRank4(_ node: ONNXFile.Node, _ s: [Int]) throws {
+        guard s.count == 4 else {
+            throw ImportError.invalid(file: file, place: place(node), expected: "a 2-D (N, C, H, W) input", actual: "rank \(s.count) \(s)")
+        }
+    }
+
+    mutating func conv(_ node: ONNXFile.Node) throws {
+        let x = try activation(node)
+        try spatialRank4(node, x.shape)
+        let w = try constant(node, 1, what: "weights")
+        guard w.rank == 4 else {
+            throw ImportError.invalid(file: file, place: "\(place(node)) weights", expected: "rank 4 (OC, C/groups, KH, KW)", actual: "\(w.shape)")
+        }
+        let groups = int(node, "group", 1)
+        let oc = w.shape[0], kernel = [w.shape[2], w.shape[3]]
+        guard groups >= 1, oc % groups == 0, x.shape[1] < 0 || x.shape[1] == w.shape[1] * groups else {
+            throw ImportError.invalid(file: file, place: "\(place(node)) weights", expected: "\(x.shape[1]) input channels over \(groups) groups",
+                                      actual: "\(w.shape)")
+        }
+        let strides = ints(node, "strides") ?? [1, 1], dilations = ints(node, "dilations") ?? [1, 1]
+        guard strides.count == 2, dilations.count == 2, strides.allSatisfy({ $0 >= 1 }), dilations.allSatisfy({ $0 >= 1 }) else {
+            throw ImportError.invalid(file: file, place: place(node), expected: "2 strides and dilations ≥ 1", actual: "\(strides), \(dilations)")
+        }
+        let pads = try windowPads(node, input: x.shape, kernel: kernel, strides: strides, dilations: dilations)
+        let wName = addWeight(node.inputs[1], shape: [kernel[0], kernel[1], w.shape[1], oc], values: w.transposed([2, 3, 1, 0]).floats)
+        var inputs = [x.name, wName]
+        if let b = try optionalConstant(node, 2, what: "bias") {
+            guard b.values.count == oc else {
+                throw ImportError.invalid(file: file, place: "\(place(node)) bias", expected: "\(oc) values", actual: "\(b.shape)")
+            }
+            inputs.append(addWeight(node.inputs[2], shape: [oc], values: b.floats))
+        }
+        let out = try output(node)
+        emit(node.name, .conv, inputs, out, Attributes(kernel: kernel, strides: strides, dilations: dilations, pads: pads, groups: groups))
+        let oh = x.shape[2] < 0 ? -1 : (x.shape[2] + pads[0] + pads[2] - (kernel[0] - 1) * dilations[0] - 1) / strides[0] + 1
+        let ow = x.shape[3] < 0 ? -1 : (x.shape[3] + pads[1] + pads[3] - (kernel[1] - 1) * dilations[1] - 1) / strides[1] + 1
+        shapes[out] = [x.shape[0], oc, oh, ow]
+    }
+
+    mutating func gemm(_ node: ONNXFile.Node) throws {
+        let a = try activation(node)
+        guard a.shape.count == 2, int(node, "transA", 0) == 0 else {
+            throw ImportError.invalid(file: file, place: place(node), expected: "input A of rank 2, transA = 0",
+                                      actual: "\(a.shape), transA = \(int(node, "transA", 0))")
+        }
+        var b = try constant(node, 1, what: "B")
+        guard b.rank == 2 else {
+            throw ImportError.invalid(file: file, place: "\(place(node)) B", expected: "rank 2", actual: "\(b.shape)")
+        }
+        if int(node, "transB", 0) == 1 { b = b.transposed([1, 0]) }
+        let k = b.shape[0], n = b.shape[1]
+        guard a.shape[1] < 0 || a.shape[1] == k else {
+            throw ImportError.invalid(file: file, place: "\(place(node)) B", expected: "\(a.shape[1]) rows", actual: "\(b.shape)")
+        }
+        let alpha = Double(float(node, "alpha", 1)), beta = Double(float(node, "beta", 1))
+        if alpha != 1 { b.values = b.values.map { $0 * alpha } }
+        var inputs = [a.name, addWeight(node.inputs[1], shape: [k, n], values: b.floats)]
+        let out = try output(node)
+        var biasActivation: String?
+        if node.inputs.count > 2, !node.inputs[2].isEmpty {
+            if let c = constants[node.inputs[2]] {
+                guard c.values.count == n || c.values.count == 1 else {
+                    throw ImportError.invalid(file: file, place: "\(place(node)) C", expected: "\(n) values (per output)", actual: "\(c.shape)")
+                }
+                let v = c.values.count == n ? c.values : [Double](repeating: c.values[0], count: n)
+                inputs.append(addWeight(node.inputs[2], shape: [n], values: v.map { Float($0 * beta) }))
+            } else if beta == 1 {
+                biasActivation = node.inputs[2]
+            } else {
+                throw ImportError.invalid(file: file, place: "\(place(node)) C", expected: "a constant when beta ≠ 1", actual: "computed")
+            }
+        }
+        if let c = biasActivation {
+            let mid = fresh("\(out).gemm")
+            emit(node.name, .dense, inputs, mid)
+            emit("\(node.name).bias", .add, [mid, c], out)
+        } else {
+            emit(node.name, .dense, inputs, out)
+        }
+        shapes[out] = [a.shape[0], n]
+    }
+
+    mutating func matMul(_ node: ONNXFile.Node) throws {
+        let a = try activation(node)
+        let b = try constant(node, 1, what: "B")
+        guard b.rank == 2, a.shape.count >= 2, a.shape.last.map({ $0 < 0 || $0 == b.shape[0] }) ?? false else {
+            throw ImportError.invalid(file: file, place: "\(place(node)) B", expected: "a constant (K, N) matrix matching \(a.shape)",
+                                      actual: "\(b.shape)")
+        }
+        let out = try output(node)
+        let w = addWeight(node.inputs[1], shape: b.shape, values: b.floats)
+        let outShape = a.shape.dropLast() + [b.shape[1]]
+        if a.shape.count == 4 {
+            // MatMul over the last NCHW axis (W): run it on the NCHW tensor, then back to NHWC.
+            let t = fresh("\(a.name).nchw"), m = fresh("\(out).nchw")
+            emit("\(node.name).to_nchw", .transpose, [a.name], t, Attributes(perm: Layout.toNCHW))
+            emit(node.name, .matMul, [t, w], m)
+            emit("\(node.name).to_nhwc", .transpose, [m], out, Attributes(perm: Layout.toNHWC))
+        } else {
+            emit(node.name, a.shape.count == 2 ? .dense : .matMul, [a.name, w], out)
+        }
+        shapes[out] = Array(outShape)
+    }
+
+    mutating func batchNorm(_ node: ONNXFile.Node) throws {
+        let x = try activation(node)
+        guard x.shape.count == 4 || x.shape.count == 2, int(node, "training_mode", 0) == 0 else {
+            throw ImportError.invalid(file: file, place: place(node), expected: "inference mode on (N, C) or (N, C, H, W)",
+                                      actual: "\(x.shape)")
+        }
+        var names = [x.name]
+        for (i, what) in [(1, "scale"), (2, "bias"), (3, "mean"), (4, "var")] {
+            let c = try constant(node, i, what: what)
+            guard x.shape[1] < 0 || c.values.count == x.shape[1] else {
+                throw ImportError.invalid(file: file, place: "\(place(node)) \(what)", expected: "\(x.shape[1]) values", actual: "\(c.shape)")
+            }
+            names.append(addWeight(node.inputs[i], shape: [c.values.count], values: c.floats))
+        }
+        let out = try output(node)
+        emit(node.name, .batchNorm, names, out, Attributes(epsilon: float(node, "epsilon", 1e-5)))
+        shapes[out] = x.shape
+    }
+
+    // MARK: pooling
+
+    mutating func pool(_ node: ONNXFile.Node, _ op: Op) throws {
+        let x = try activation(node)
+        try spatialRank4(node, x.shape)
+        if node.outputs.count > 1 && !node.outputs[1].isEmpty {
+            throw ImportError.invalid(file: file, place: place(node), expected: "one output", actual: "an Indices output too")
+        }
+        guard let kernel = ints(node, "kernel_shape"), kernel.count == 2, kernel.allSatisfy({ $0 >= 1 }) else {
+            throw ImportError.invalid(file: file, place: "\(place(node)) kernel_shape", expected: "2 values ≥ 1",
+                                      actual: "\(ints(node, "kernel_shape") ?? [])")
+        }
+        let strides = ints(node, "strides") ?? [1, 1]
+        let dilations = ints(node, "dilations") ?? [1, 1]
+        guard strides.count == 2, strides.allSatisfy({ $0 >= 1 }), dilations == [1, 1] else {
+            throw ImportError.invalid(file: file, place: place(node), expected: "2 strides ≥ 1 and dilations 1",
+                                      actual: "strides \(strides), dilations \(dilations)")
+        }
+        let pads = try windowPads(node, input: x.shape, kernel: kernel, strides: strides, dilations: dilations)
+        let ceil = int(node, "ceil_mode", 0) == 1
+        let includePad = int(node, "count_include_pad", 0) == 1
+        var attrs = Attributes(kernel: kernel, strides: strides, pads: pads, ceilMode: ceil)
+        if op == .avgPool { attrs.countIncludePad = includePad }
+        let out = try output(node)
+        emit(node.name, op, [x.name], out, attrs)
+        func size(_ n: Int, _ i: Int) -> Int {
+            guard n >= 0 else { return -1 }
+            let span = n + pads[i] + pads[i + 2] - kernel[i]
+            var o = (ceil ? (span + strides[i] - 1) / strides[i] : span / strides[i]) + 1
+            // A window may not start inside the end padding.
+            if ceil && (o - 1) * strides[i] >= n + pads[i] { o -= 1 }
+            return o
+        }
+        shapes[out] = [x.shape[0], x.shape[1], size(x.shape[2], 0), size(x.shape[3], 1)]
+    }
+
+    mutating func globalPool(_ node: ONNXFile.Node, _ op: Op) throws {
+        let x = try activation(node)
+        try spatialRank4(node, x.shape)
+        let out = try output(node)
+        emit(node.name, op, [x.name], out)
+        shapes[out] = [x.shape[0], x.shape[1], 1, 1]
+    }
+
+    // MARK: shape ops
+
+    mutating func concat(_ node: ONNXFile.Node) throws {
+        let inputs = node.inputs.indices.filter { !node.inputs[$0].isEmpty }
+        guard let firstIndex = inputs.first(where: { shapes[node.inputs[$0]] != nil }) else {
+            throw ImportError.invalid(file: file, place: place(node), expected: "a computed input", actual: "none")
+        }
+        let first = try shape(of: node.inputs[firstIndex], in: node)
+        let axis = try normalize(int(node, "axis", 1), rank: first.count, node)
+        var out = first
+        out[axis] = 0
+        var names: [String] = []
+        for i in inputs {
+            let s = try shape(of: node.inputs[i], in: node)
+            guard s.count == first.count else {
+                throw ImportError.invalid(file: file, place: place(node), expected: "inputs of rank \(first.count)", actual: "\(s)")
+            }
+            out[axis] = out[axis] < 0 || s[axis] < 0 ? -1 : out[axis] + s[axis]
+            names.append(try operand(node, i, rank: first.count))
+        }
+        let o = try output(node)
+        emit(node.name, .concat, names, o, Attributes(axis: Layout.irAxis(axis, rank: first.count)))
+        shapes[o] = out
+    }
+
+    mutating func reshapeLike(_ node: ONNXFile.Node) throws {
+        let x = try activation(node)
+        let to = try reshapedShape(node, input: x.shape)
+        try emitReshape(node.name, input: x.name, from: x.shape, to: to, output: try output(node))
+    }
+
+    mutating func transpose(_ node: ONNXFile.Node) throws {
+        let x = try activation(node)
+        let r = x.shape.count
+        let perm = ints(node, "perm") ?? Array((0..<r).reversed())
+        guard perm.count == r, Set(perm) == Set(0..<r) else {
+            throw ImportError.invalid(file: file, place: "\(place(node)) perm", expected: "a permutation of 0..<\(r)", actual: "\(perm)")
+        }
+        // For rank 4 both sides are NHWC in the IR: IR axis j ← ONNX axis nhwcToNchw[j] → permuted → back to IR.
+        let irPerm = r == 4 ? (0..<4).map { Layout.nchwToNhwc[perm[Layout.nhwcToNchw[$0]]] } : perm
+        let out = try output(node)
+        emit(node.name, .transpose, [x.name], out, Attributes(perm: irPerm))
+        shapes[out] = perm.map { x.shape[$0] }
+    }
+
+    mutating func pad(_ node: ONNXFile.Node) throws {
+        let x = try activation(node)
+        let r = x.shape.count
+        var pads: [Int], value: Float = 0
+        let mode = string(node, "mode", "constant")
+        if opset < 11 {
+            pads = ints(node, "pads") ?? []
+            value = float(node, "value", 0)
+        } else {
+            pads = try constant(node, 1, what: "pads").ints.map { $0 ?? -1 }
+            if let v = try optionalConstant(node, 2, what: "constant_value") { value = Float(v.scalar ?? 0) }
+            if let axesConstant = try optionalConstant(node, 3, what: "axes") {
+                let axes = try axesConstant.ints.map { try normalize($0 ?? -1, rank: r, node) }
+                guard pads.count == 2 * axes.count else {
+                    throw ImportError.invalid(file: file, place: "\(place(node)) pads", expected: "\(2 * axes.count) values", actual: "\(pads)")
+                }
+                var full = [Int](repeating: 0, count: 2 * r)
+                for (k, a) in axes.enumerated() { full[a] = pads[k]; full[r + a] = pads[axes.count + k] }
+                pads = full
+            }
+        }
+        guard pads.count == 2 * r, pads.allSatisfy({ $0 >= 0 }), ["constant", "reflect", "edge"].contains(mode) else {
+            throw ImportError.invalid(file: file, place: "\(place(node)) pads", expected: "\(2 * r) values ≥ 0, mode constant|reflect|edge",
+                                      actual: "\(pads), mode \(mode)")
+        }
+        let begin = Array(pads[..<r]), end = Array(pads[r...])
+        let irPads = r == 4 ? Layout.irShape(begin) + Layout.irShape(end) : pads
+        let out = try output(node)
+        emit(node.name, .pad, [x.name], out, Attributes(pads: irPads, value: value, mode: mode))
+        shapes[out] = (0..<r).map { x.shape[$0] < 0 ? -1 : x.shape[$0] + begin[$0] + end[$0] }
+    }
+}

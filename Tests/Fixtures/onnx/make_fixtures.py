@@ -1,0 +1,266 @@
+"""Writes the ONNX whole-network fixtures and their onnxruntime outputs (run from the repository root):
+
+    python3 Tests/Fixtures/onnx/make_fixtures.py
+
+Each network is written with the onnx helper API; its input (seeded) and onnxruntime's outputs are stored as raw
+little-endian float32 files, described in manifest.json. Also writes the refusal fixtures (external data paths).
+"""
+import json
+import os
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx import TensorProto, helper, numpy_helper
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+rng = np.random.default_rng(20261129)
+
+
+def w(*shape, scale=0.5):
+    return (rng.standard_normal(shape) * scale).astype(np.float32)
+
+
+def init(name, arr, typed=False):
+    if typed:  # float_data / int64_data instead of raw_data
+        return helper.make_tensor(name, helper.np_dtype_to_tensor_dtype(arr.dtype), arr.shape, arr.flatten().tolist())
+    return numpy_helper.from_array(arr, name)
+
+
+def conv_bn(nodes, inits, x, name, cin, cout, k=3, stride=1, pads=None, group=1, typed=False, auto_pad=None):
+    inits.append(init(name + ".w", w(cout, cin // group, k, k), typed))
+    inits.append(init(name + ".b", w(cout, scale=0.1), typed))
+    attrs = dict(kernel_shape=[k, k], strides=[stride, stride], group=group)
+    if auto_pad:
+        attrs["auto_pad"] = auto_pad
+    else:
+        attrs["pads"] = pads if pads is not None else [k // 2] * 4
+    nodes.append(helper.make_node("Conv", [x, name + ".w", name + ".b"], [name + ".c"], name=name, **attrs))
+    for n, v in (("scale", rng.uniform(0.5, 1.5, cout)), ("bias", rng.standard_normal(cout) * 0.1),
+                 ("mean", rng.standard_normal(cout) * 0.1), ("var", rng.uniform(0.5, 1.5, cout))):
+        inits.append(init(f"{name}.bn.{n}", v.astype(np.float32)))
+    nodes.append(helper.make_node("BatchNormalization", [name + ".c"] + [f"{name}.bn.{n}" for n in ("scale", "bias", "mean", "var")],
+                                  [name + ".bn"], name=name + ".bn", epsilon=1e-3))
+    return name + ".bn"
+
+
+def model(nodes, inits, inputs, outputs, opset):
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in inputs],
+                          [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in outputs], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)], producer_name="mltool-fixtures")
+    m.ir_version = 7
+    # (no check_model: outputs carry no shape on purpose; onnxruntime validates the graph)
+    return m
+
+
+def residual_cnn():
+    n, i = [], []
+    x = conv_bn(n, i, "x", "stem", 3, 8, stride=2, pads=[0, 0, 1, 1])
+    n.append(helper.make_node("Relu", [x], ["r0"], name="relu0"))
+    y = conv_bn(n, i, "r0", "c1", 8, 8)
+    n.append(helper.make_node("Relu", [y], ["r1"], name="relu1"))
+    y = conv_bn(n, i, "r1", "c2", 8, 8, typed=True)
+    n.append(helper.make_node("Add", [y, "r0"], ["res"], name="add"))
+    n.append(helper.make_node("Relu", ["res"], ["r2"], name="relu2"))
+    n.append(helper.make_node("MaxPool", ["r2"], ["mp"], name="maxpool", kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]))
+    n.append(helper.make_node("GlobalAveragePool", ["mp"], ["gap"], name="gap"))
+    n.append(helper.make_node("Flatten", ["gap"], ["feat"], name="flatten"))
+    i.append(init("fc.w", w(5, 8)))
+    i.append(init("fc.b", w(5)))
+    n.append(helper.make_node("Gemm", ["feat", "fc.w", "fc.b"], ["logits"], name="fc", transB=1))
+    return model(n, i, [("x", ["N", 3, 12, 12])], ["logits", "feat"], 13), {"x": (2, 3, 12, 12)}
+
+
+def depthwise_cnn():
+    n, i = [], []
+    x = conv_bn(n, i, "x", "stem", 3, 8, stride=2, auto_pad="SAME_UPPER")
+    i += [init("lo", np.array(0, np.float32)), init("hi", np.array(6, np.float32))]
+    n.append(helper.make_node("Clip", [x, "lo", "hi"], ["a0"], name="relu6"))
+    y = conv_bn(n, i, "a0", "dw", 8, 8, k=5, stride=2, pads=[1, 1, 2, 2], group=8)
+    n.append(helper.make_node("HardSwish", [y], ["a1"], name="hswish"))
+    y = conv_bn(n, i, "a1", "pw", 8, 12, k=1, pads=[0, 0, 0, 0])
+    n.append(helper.make_node("LeakyRelu", [y], ["a2"], name="leaky", alpha=0.1))
+    n.append(helper.make_node("AveragePool", ["a2"], ["ap"], name="avgpool", kernel_shape=[3, 3], strides=[2, 2],
+                              pads=[1, 1, 0, 0], ceil_mode=1, count_include_pad=0))
+    n.append(helper.make_node("AveragePool", ["a2"], ["ap2"], name="avgpool_same", kernel_shape=[2, 2], strides=[2, 2],
+                              auto_pad="SAME_LOWER", count_include_pad=1))
+    n.append(helper.make_node("Concat", ["ap", "ap2"], ["cat"], name="concat", axis=1))
+    n.append(helper.make_node("GlobalMaxPool", ["cat"], ["gmp"], name="gmp"))
+    n.append(helper.make_node("Softmax", ["gmp"], ["prob"], name="softmax", axis=1))
+    return model(n, i, [("x", ["N", 3, 17, 19])], ["prob", "cat"], 14), {"x": (2, 3, 17, 19)}
+
+
+def squeeze_excite():
+    n, i = [], []
+    x = conv_bn(n, i, "x", "c0", 4, 16)
+    n.append(helper.make_node("Sigmoid", [x], ["s0"], name="sig0"))
+    n.append(helper.make_node("Mul", [x, "s0"], ["swish"], name="swish"))
+    n.append(helper.make_node("GlobalAveragePool", ["swish"], ["se.gap"], name="se.gap"))
+    i += [init("se.r.w", w(4, 16, 1, 1)), init("se.r.b", w(4)), init("se.e.w", w(16, 4, 1, 1)), init("se.e.b", w(16))]
+    n.append(helper.make_node("Conv", ["se.gap", "se.r.w", "se.r.b"], ["se.r"], name="se.reduce", kernel_shape=[1, 1]))
+    n.append(helper.make_node("Relu", ["se.r"], ["se.rr"], name="se.relu"))
+    n.append(helper.make_node("Conv", ["se.rr", "se.e.w", "se.e.b"], ["se.e"], name="se.expand", kernel_shape=[1, 1]))
+    n.append(helper.make_node("HardSigmoid", ["se.e"], ["se.gate"], name="se.hsig", alpha=0.2, beta=0.5))
+    n.append(helper.make_node("Mul", ["swish", "se.gate"], ["se.out"], name="se.scale"))
+    i.append(init("chan.bias", w(16, 1, 1)))
+    n.append(helper.make_node("Add", ["se.out", "chan.bias"], ["biased"], name="chan_bias"))
+    n.append(helper.make_node("Tanh", ["biased"], ["y"], name="tanh"))
+    return model(n, i, [("x", ["N", 4, 6, 5])], ["y"], 13), {"x": (2, 4, 6, 5)}
+
+
+def mlp_opset9():
+    n, i = [], []
+    i += [init("w1", w(16, 10)), init("b1", w(16)), init("w2", w(3, 16)), init("b2", w(3)),
+          init("mu", w(10)), init("sd", rng.uniform(0.5, 2, 10).astype(np.float32))]
+    n.append(helper.make_node("Sub", ["x", "mu"], ["xc"], name="center"))
+    n.append(helper.make_node("Div", ["xc", "sd"], ["xs"], name="scale"))
+    n.append(helper.make_node("Gemm", ["xs", "w1", "b1"], ["h"], name="fc1", transB=1, alpha=0.5, beta=2.0))
+    n.append(helper.make_node("Clip", ["h"], ["hc"], name="clip", min=-1.0, max=2.0))
+    n.append(helper.make_node("Dropout", ["hc"], ["hd"], name="dropout"))
+    n.append(helper.make_node("Gemm", ["hd", "w2", "b2"], ["z"], name="fc2", transB=1))
+    n.append(helper.make_node("Softmax", ["z"], ["p"], name="softmax"))
+    return model(n, i, [("x", ["N", 10])], ["p", "z"], 9), {"x": (3, 10)}
+
+
+def flatten_nchw():
+    """Conv → PyTorch-style x.view(x.size(0), -1) (Shape→Gather→Unsqueeze→Concat→Reshape), plus Flatten, Transpose,
+    Pad, Squeeze/Unsqueeze (input forms), MatMul and an opset-11 Softmax over a rank-4 tensor."""
+    n, i = [], []
+    i += [init("cw", w(6, 3, 3, 3)), init("cb", w(6))]
+    n.append(helper.make_node("Pad", ["x", "pads"], ["xp"], name="pad", mode="reflect"))
+    i.append(init("pads", np.array([0, 0, 1, 2, 0, 0, 1, 0], np.int64)))
+    n.append(helper.make_node("Conv", ["xp", "cw", "cb"], ["c"], name="conv", kernel_shape=[3, 3], strides=[2, 1]))
+    n.append(helper.make_node("Shape", ["c"], ["shp"], name="shape"))
+    i += [init("zero", np.array(0, np.int64)), init("minus1", np.array([-1], np.int64)), init("ax0", np.array([0], np.int64))]
+    n.append(helper.make_node("Gather", ["shp", "zero"], ["n"], name="gather", axis=0))
+    n.append(helper.make_node("Unsqueeze", ["n", "ax0"], ["n1"], name="unsq_n"))
+    n.append(helper.make_node("Concat", ["n1", "minus1"], ["newshape"], name="concat_shape", axis=0))
+    n.append(helper.make_node("Reshape", ["c", "newshape"], ["flat"], name="view"))
+    n.append(helper.make_node("Flatten", ["c"], ["flat2"], name="flatten", axis=1))
+    n.append(helper.make_node("Add", ["flat", "flat2"], ["flatsum"], name="sum"))
+    # flatsum is (N, 6·H·W); project with a MatMul against a constant.
+    return n, i
+
+
+def flatten_model():
+    n, i = flatten_nchw()
+    h, wd = 7, 6                       # input spatial; pad → 9×8; conv 3×3 stride (2,1) → 4×6
+    feat = 6 * 4 * 6
+    i.append(init("mm", w(feat, 4, scale=0.1)))
+    n.append(helper.make_node("MatMul", ["flatsum", "mm"], ["proj"], name="matmul"))
+    i.append(init("ax12", np.array([2, 3], np.int64)))
+    n.append(helper.make_node("Unsqueeze", ["proj", "ax12"], ["proj4"], name="unsq"))          # (N,4,1,1)
+    n.append(helper.make_node("Squeeze", ["proj4", "ax12"], ["proj2"], name="sq"))            # (N,4)
+    n.append(helper.make_node("Transpose", ["c"], ["ct"], name="transpose", perm=[0, 2, 3, 1]))  # (N,4,6,6)
+    n.append(helper.make_node("Relu", ["ct"], ["ctr"], name="relu"))
+    i.append(init("shape3", np.array([0, 4, -1], np.int64)))
+    n.append(helper.make_node("Reshape", ["ctr", "shape3"], ["c3"], name="reshape3"))       # (N,4,36)
+    i.append(init("shape4", np.array([0, 6, 4, 6], np.int64)))
+    n.append(helper.make_node("Reshape", ["c3", "shape4"], ["c4"], name="reshape4"))        # (N,6,4,6)
+    n.append(helper.make_node("Conv", ["c4", "cw2", "cb2"], ["c5"], name="conv2", kernel_shape=[1, 1]))
+    i += [init("cw2", w(2, 6, 1, 1)), init("cb2", w(2))]
+    return model(n, i, [("x", ["N", 3, h, wd])], ["proj2", "c5", "ct"], 13), {"x": (2, 3, h, wd)}
+
+
+def softmax_legacy():
+    n, i = [], []
+    i += [init("cw", w(3, 2, 1, 1)), init("cb", w(3))]
+    n.append(helper.make_node("Conv", ["x", "cw", "cb"], ["c"], name="conv", kernel_shape=[1, 1]))
+    n.append(helper.make_node("Softmax", ["c"], ["p"], name="softmax", axis=1))  # opset 11: over C·H·W
+    n.append(helper.make_node("Constant", [], ["k"], name="const", value=numpy_helper.from_array(np.array([0.5], np.float16).astype(np.float32), "k")))
+    n.append(helper.make_node("Mul", ["p", "k"], ["y"], name="mul"))
+    i.append(helper.make_tensor("h16", TensorProto.FLOAT16, [3, 1, 1], np.array([1, 2, 3], np.float16).view(np.uint16).tolist()))
+    n.append(helper.make_node("Cast", ["h16"], ["h32"], name="cast", to=TensorProto.FLOAT))
+    n.append(helper.make_node("Add", ["y", "h32"], ["z"], name="add16"))
+    i.append(init("d64", np.array([0.25], np.float64)))
+    n.append(helper.make_node("Cast", ["d64"], ["d32"], name="cast64", to=TensorProto.FLOAT))
+    n.append(helper.make_node("Sub", ["z", "d32"], ["out"], name="sub64"))
+    return model(n, i, [("x", ["N", 2, 3, 4])], ["out"], 11), {"x": (2, 2, 3, 4)}
+
+
+NETWORKS = {
+    "residual_cnn": residual_cnn,
+    "depthwise_cnn": depthwise_cnn,
+    "squeeze_excite": squeeze_excite,
+    "mlp_opset9": mlp_opset9,
+    "flatten_nchw": flatten_model,
+    "softmax_legacy": softmax_legacy,
+}
+
+
+def write_refusals():
+    """Small models whose one initializer points at external data in various (bad and good) places."""
+    d = os.path.join(HERE, "external")
+    os.makedirs(d, exist_ok=True)
+    data = np.arange(6, dtype=np.float32)
+    with open(os.path.join(d, "weights.bin"), "wb") as f:
+        f.write(b"\0" * 16 + data.tobytes())
+
+    def ext_model(name, location, offset=16, length=24):
+        t = onnx.TensorProto(name="w", data_type=TensorProto.FLOAT, dims=[1, 6])
+        t.data_location = TensorProto.EXTERNAL
+        for k, v in (("location", location), ("offset", str(offset)), ("length", str(length))):
+            e = t.external_data.add()
+            e.key, e.value = k, v
+        node = helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")
+        g = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 1])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [t])
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+        m.ir_version = 7
+        with open(os.path.join(d, name), "wb") as f:
+            f.write(m.SerializeToString())
+
+    ext_model("ok.onnx", "weights.bin")
+    ext_model("dotdot.onnx", "../x")
+    ext_model("absolute.onnx", "/etc/passwd")
+    ext_model("symlink.onnx", "link.bin")
+    ext_model("toolong.onnx", "weights.bin", offset=16, length=24 + 0)  # fine length, bad offset below
+    ext_model("past_end.onnx", "weights.bin", offset=32, length=24)
+    os.remove(os.path.join(d, "toolong.onnx"))
+    link = os.path.join(d, "link.bin")
+    if os.path.lexists(link):
+        os.remove(link)
+    os.symlink("../unsupported.onnx", link)  # resolves to a real file outside the model's directory
+
+    # Every unsupported op listed at once.
+    nodes = [helper.make_node("Relu", ["x"], ["a"], name="relu"),
+             helper.make_node("Erf", ["a"], ["b"], name="erf1"),
+             helper.make_node("Erf", ["b"], ["c"], name="erf2"),
+             helper.make_node("Gelu", ["c"], ["d"], name="gelu"),
+             helper.make_node("Erf", ["d"], ["e"], name="erf3"),
+             helper.make_node("Erf", ["e"], ["f"], name="erf4"),
+             helper.make_node("Custom", ["f"], ["y"], name="mine", domain="com.example")]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 4])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 20), helper.make_opsetid("com.example", 1)])
+    m.ir_version = 9
+    with open(os.path.join(HERE, "unsupported.onnx"), "wb") as f:
+        f.write(m.SerializeToString())
+
+
+def main():
+    manifest = []
+    for name, make in NETWORKS.items():
+        m, feeds_shapes = make()
+        path = os.path.join(HERE, name + ".onnx")
+        onnx.save(m, path)
+        feeds = {k: rng.standard_normal(s).astype(np.float32) for k, s in feeds_shapes.items()}
+        sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+        names = [o.name for o in sess.get_outputs()]
+        outs = sess.run(names, feeds)
+        entry = {"model": name + ".onnx", "inputs": [], "outputs": []}
+        for k, v in feeds.items():
+            v.astype("<f4").tofile(os.path.join(HERE, f"{name}.in.{k}.f32"))
+            entry["inputs"].append({"name": k, "shape": list(v.shape), "file": f"{name}.in.{k}.f32"})
+        for k, v in zip(names, outs):
+            v.astype("<f4").tofile(os.path.join(HERE, f"{name}.out.{k}.f32"))
+            entry["outputs"].append({"name": k, "shape": list(v.shape), "file": f"{name}.out.{k}.f32"})
+        manifest.append(entry)
+        print(f"{name}: outputs {[(k, v.shape) for k, v in zip(names, outs)]}")
+    with open(os.path.join(HERE, "manifest.json"), "w") as f:
+        json.dump(manifest, f, indent=1)
+    write_refusals()
+
+
+if __name__ == "__main__":
+    main()

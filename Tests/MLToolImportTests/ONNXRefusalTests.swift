@@ -1,0 +1,107 @@
+import Foundation
+import MLToolCore
+import Testing
+@testable import MLToolImport
+
+/// Files the importer must refuse, each with its exact message and exit status 65 (data error).
+@Suite struct ONNXRefusalTests {
+    static func message(_ path: String) -> (String, MLToolCore.ExitStatus)? {
+        do {
+            _ = try ONNXImporter.importModel(path: path, options: ImportOptions())
+            return nil
+        } catch let e as ImportError {
+            return (e.description, e.exitStatus)
+        } catch {
+            return ("\(type(of: error)): \(error)", .software)
+        }
+    }
+
+    static func expectRefusal(_ path: String, _ expected: String) {
+        let got = message(path)
+        #expect(got?.0 == expected)
+        #expect(got?.1 == .dataError)
+    }
+
+    @Test func externalDataDotDot() {
+        let p = ONNXFixtures.path("external/dotdot.onnx")
+        Self.expectRefusal(p, "\(p): initializer 'w' external_data location '../x': refused: '..' leaves the model's directory")
+    }
+
+    @Test func externalDataAbsolute() {
+        let p = ONNXFixtures.path("external/absolute.onnx")
+        Self.expectRefusal(p, "\(p): initializer 'w' external_data location '/etc/passwd': refused: absolute path (external data must be inside the model's directory)")
+    }
+
+    @Test func externalDataSymlinkLeavingTheDirectory() throws {
+        let p = ONNXFixtures.path("external/symlink.onnx")
+        let target = try #require(realpath(ONNXFixtures.path("unsupported.onnx"), nil).map { p in
+            defer { free(p) }
+            return String(cString: p)
+        })
+        Self.expectRefusal(p, "\(p): initializer 'w' external_data location 'link.bin': refused: resolves through a symlink to '\(target)', outside the model's directory")
+    }
+
+    @Test func externalDataPastTheEndOfItsFile() {
+        let p = ONNXFixtures.path("external/past_end.onnx")
+        Self.expectRefusal(p, "\(p): initializer 'w' external_data 'weights.bin': expected offset 32 + length 24 ≤ file size, found file size 40")
+    }
+
+    @Test func externalDataInsideTheDirectoryIsRead() throws {
+        let m = try ONNXImporter.importModel(path: ONNXFixtures.path("external/ok.onnx"), options: ImportOptions())
+        let w = try #require(m.tensors.first)
+        #expect(w.shape == [1, 6])
+        #expect(try w.floats() == [0, 1, 2, 3, 4, 5])
+    }
+
+    @Test func everyUnsupportedOpAtOnce() {
+        let p = ONNXFixtures.path("unsupported.onnx")
+        Self.expectRefusal(p, """
+            \(p): 6 nodes of 3 unsupported types:
+              Erf ×4 ('erf1', 'erf2', 'erf3', …)
+              Gelu ×1 ('gelu')
+              com.example.Custom ×1 ('mine')
+            """)
+    }
+
+    @Test func garbageFile() throws {
+        let p = try Self.temporaryFile("garbage.onnx", Array("this is a text file, not a model\n".utf8))
+        Self.expectRefusal(p, "\(p): not a valid model: not an ONNX protobuf (ModelProto does not parse; truncated or another format)")
+    }
+
+    @Test func emptyFile() throws {
+        let p = try Self.temporaryFile("empty.onnx", [])
+        Self.expectRefusal(p, "\(p): not a valid model: the file is empty")
+    }
+
+    @Test func missingFileIsNoInput() {
+        let got = Self.message("/nonexistent/model.onnx")
+        #expect(got?.0 == "/nonexistent/model.onnx: cannot read: no such file")
+        #expect(got?.1 == .noInput)
+    }
+
+    @Test func truncatedFile() throws {
+        let bytes = try Array(Data(contentsOf: URL(fileURLWithPath: ONNXFixtures.path("residual_cnn.onnx"))))
+        let p = try Self.temporaryFile("truncated.onnx", Array(bytes[..<(bytes.count - 100)]))
+        Self.expectRefusal(p, "\(p): not a valid model: not an ONNX protobuf (ModelProto does not parse; truncated or another format)")
+    }
+
+    /// Every prefix of a real model must throw a clean ImportError (never crash, never import).
+    @Test func everyPrefixOfAModelIsRefused() throws {
+        let bytes = try Array(Data(contentsOf: URL(fileURLWithPath: ONNXFixtures.path("mlp_opset9.onnx"))))
+        var failures: [Int] = []
+        for n in stride(from: 0, to: bytes.count, by: 7) {
+            let p = try Self.temporaryFile("prefix.onnx", Array(bytes[..<n]))
+            if let (_, status) = Self.message(p), status == .dataError { continue }
+            failures.append(n)
+        }
+        #expect(failures.isEmpty, "prefixes that imported or failed badly: \(failures)")
+    }
+
+    static func temporaryFile(_ name: String, _ bytes: [UInt8]) throws -> String {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("mltool-onnx-tests-\(getpid())")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        let url = dir.appendingPathComponent(name)
+        try Data(bytes).write(to: url)
+        return url.path
+    }
+}
