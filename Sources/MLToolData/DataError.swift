@@ -5,6 +5,8 @@ import MLToolCore
 public enum DataError: MLToolError, Equatable {
     /// The file does not exist or cannot be read.
     case cannotRead(file: String, reason: String)
+    /// A file could not be written.
+    case cannotWrite(file: String, reason: String)
     /// The file has no bytes at all.
     case emptyFile(file: String)
     /// The content is neither JPEG nor PNG (files are recognised by content, never by extension).
@@ -36,6 +38,7 @@ public enum DataError: MLToolError, Equatable {
         switch self {
         case .cannotRead, .missingFile: return .noInput
         case .invalidArgument: return .usage
+        case .cannotWrite: return .cannotCreate
         default: return .dataError
         }
     }
@@ -44,6 +47,8 @@ public enum DataError: MLToolError, Equatable {
         switch self {
         case let .cannotRead(file, reason):
             return "\(file): cannot read: \(reason)"
+        case let .cannotWrite(file, reason):
+            return "\(file): cannot write: \(reason)"
         case let .emptyFile(file):
             return "\(file): empty file (0 bytes)"
         case let .notAnImage(file):
