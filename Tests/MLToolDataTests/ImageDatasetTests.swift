@@ -132,16 +132,20 @@ import Testing
         try cache.put(key: key, features: [1, 2, 3])
         let path = cache.path(for: key)
         let good = try ImageDecoder.readFile(path)
-        for n in 0..<good.count {
-            try Data(good[0..<n]).write(to: URL(fileURLWithPath: path))
-            #expect(cache.get(key: key) == nil, "prefix \(n)")
-            #expect(!FileManager.default.fileExists(atPath: path))
-        }
+        #expect(FeatureCache.decode(good, key: key) == [1, 2, 3])
+        // In memory: every prefix, every single-bit flip, one byte too many.
+        for n in 0..<good.count { #expect(FeatureCache.decode(Array(good[0..<n]), key: key) == nil, "prefix \(n)") }
         for bit in 0..<(good.count * 8) {
             var bad = good
             bad[bit / 8] ^= UInt8(1 << (bit % 8))
-            try Data(bad).write(to: URL(fileURLWithPath: path))
-            #expect(cache.get(key: key) == nil, "bit \(bit)")
+            #expect(FeatureCache.decode(bad, key: key) == nil, "bit \(bit)")
+        }
+        #expect(FeatureCache.decode(good + [0], key: key) == nil)
+        // On disk: a torn entry is a miss and is removed.
+        for n in [0, 10, good.count - 1] {
+            try Data(good[0..<n]).write(to: URL(fileURLWithPath: path))
+            #expect(cache.get(key: key) == nil, "prefix \(n)")
+            #expect(!FileManager.default.fileExists(atPath: path))
         }
         try Data(good).write(to: URL(fileURLWithPath: path))
         #expect(cache.get(key: key) == [1, 2, 3])
