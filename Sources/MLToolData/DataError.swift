@@ -29,6 +29,8 @@ public enum DataError: MLToolError, Equatable {
     case tooFewClasses(source: String, labels: [String])
     /// Classes with fewer usable images than required, as "label (count)".
     case classesTooSmall(source: String, classes: [String], minimum: Int)
+    /// More than the allowed share of a data set's images could not be decoded; `first` is the first reason.
+    case tooManyBadImages(source: String, bad: Int, total: Int, limitPercent: Int, first: String)
     /// An image preprocessing description that cannot be applied.
     case invalidPreprocessing(what: String)
     /// An argument outside its allowed range (fractions, rules).
@@ -73,6 +75,8 @@ public enum DataError: MLToolError, Equatable {
             return "\(source): found \(found); need at least 2"
         case let .classesTooSmall(source, classes, minimum):
             return "\(source): every class needs at least \(minimum) usable images: \(classes.joined(separator: ", "))"
+        case let .tooManyBadImages(source, bad, total, limitPercent, first):
+            return "\(source): \(bad) of \(total) images could not be decoded (more than \(limitPercent)%); first: \(first)"
         case let .invalidPreprocessing(what):
             return "image preprocessing: \(what)"
         case let .invalidArgument(what, value, expected):

@@ -96,6 +96,14 @@ public struct ImageDataset: Sendable {
         }
     }
 
+    /// Throws `DataError.tooManyBadImages` when more than `limitPercent` % of the items failed to decode;
+    /// `failures` are the decoders' errors in data set order (the first is quoted).
+    public func checkBadImages(_ failures: [DataError], limitPercent: Int = 10) throws {
+        guard let first = failures.first, failures.count * 100 > items.count * limitPercent else { return }
+        throw DataError.tooManyBadImages(source: source, bad: failures.count, total: items.count,
+                                         limitPercent: limitPercent, first: first.description)
+    }
+
     // MARK: walking
 
     private static func listing(_ dir: String) throws -> [String] {

@@ -42,8 +42,8 @@ public enum ImageDecoder {
         return nil
     }
 
-    /// The whole file, or `DataError.cannotRead` naming it.
-    static func readFile(_ path: String) throws -> [UInt8] {
+    /// The whole file, or `DataError.cannotRead` naming it (read once, then hashed and decoded from memory).
+    public static func readFile(_ path: String) throws -> [UInt8] {
         guard let f = fopen(path, "rb") else {
             throw DataError.cannotRead(file: path, reason: String(cString: strerror(errno)))
         }

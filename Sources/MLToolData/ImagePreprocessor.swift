@@ -74,6 +74,10 @@ public struct ImagePreprocessor: Sendable {
         }
         let pixels = channels == 1 ? Self.gray(image.pixels) : image.pixels
         let (rw, rh) = resizedSize(width: image.width, height: image.height)
+        guard rw <= 1 << 16, rh <= 1 << 16 else {  // a 1 × 100000 strip would otherwise resize to gigapixels
+            throw DataError.invalidPreprocessing(
+                what: "a \(image.width)×\(image.height) image is too elongated (it would resize to \(rw)×\(rh))")
+        }
         let resized = rw == image.width && rh == image.height ? pixels :
             ImageResampler.resize(pixels, width: image.width, height: image.height, channels: channels,
                                   toWidth: rw, toHeight: rh)

@@ -19,7 +19,8 @@ private func expectQuadrants(_ img: RGBImage, _ colours: [(Int, Int, Int)] = qua
 }
 
 @Suite struct ImageDecoderTests {
-    @Test(arguments: ["quad.png", "quad.jpg", "progressive.jpg", "cmyk.jpg", "rgb16.png", "palette.png"])
+    @Test(arguments: ["quad.png", "quad.jpg", "progressive.jpg", "cmyk.jpg", "rgb16.png", "palette.png",
+                       "orient8.png"])
     func colourFixturesDecode(name: String) throws {
         expectQuadrants(try ImageDecoder.decode(path: Fixture.path(name)))
     }

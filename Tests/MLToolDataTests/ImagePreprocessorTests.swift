@@ -75,6 +75,11 @@ private let pilTolerance = 1
         #expect(throws: DataError.invalidPreprocessing(what: "std [1.0, 0.0, 1.0] has a zero")) {
             try ImagePreprocessor(.init(height: 2, width: 2, std: [1, 0, 1]))
         }
+        let strip = RGBImage(width: 1, height: 3000, pixels: [UInt8](repeating: 0, count: 9000))
+        #expect(throws: DataError.invalidPreprocessing(
+            what: "a 1×3000 image is too elongated (it would resize to 256×768000)")) {
+            try ImagePreprocessor(.efficientNetLite).process(strip)
+        }
         #expect(throws: DataError.self) {  // shorter side to 10 cannot be cropped to 20 × 20
             try ImagePreprocessor(.init(height: 20, width: 20, resize: "shorter", resizeTo: 10, crop: "center"))
                 .process(RGBImage(width: 30, height: 30, pixels: [UInt8](repeating: 0, count: 2700)))

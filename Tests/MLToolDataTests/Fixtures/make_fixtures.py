@@ -37,6 +37,11 @@ for n, op in inverse.items():
     back = ImageOps.exif_transpose(Image.open(out(f"orient{n}.jpg"))).convert("RGB")
     assert back.size == upright.size, (n, back.size)
 
+# PNG with an eXIf chunk (orientation 8).
+exif = Image.Exif(); exif[274] = 8
+upright.transpose(inverse[8]).save(out("orient8.png"), exif=exif.tobytes())
+assert ImageOps.exif_transpose(Image.open(out("orient8.png"))).size == upright.size
+
 # PNG colour types.
 rgba = np.array(upright.convert("RGBA"))
 rgba[:, :, 3] = 255; rgba[: 16, : 24, 3] = 0; rgba[16:, 24:, 3] = 128   # red quadrant transparent, white half
