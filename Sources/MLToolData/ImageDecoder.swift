@@ -78,7 +78,7 @@ public enum ImageDecoder {
         defer { tjDestroy(tj) }
         func failure() -> DataError {
             let message = tjGetErrorStr2(tj).map { String(cString: $0) } ?? "unknown error"
-            if message.lowercased().contains("premature end") || !meta.reachedScan {
+            if message.lowercased().contains("premature end") || meta.headerTruncated {
                 return .truncatedImage(file: name, format: "JPEG")
             }
             return .corruptImage(file: name, format: "JPEG", reason: message)

@@ -6,24 +6,26 @@ struct ImageMetadata: Equatable {
     var orientation = 1
     /// An Adobe APP14 segment was present.
     var adobe = false
-    /// For JPEG: the marker walk reached the start of scan (a header cut short ends before it).
-    var reachedScan = false
+    /// For JPEG: the marker walk ran out of bytes before the start of scan (the header is cut short).
+    var headerTruncated = false
 
     /// Walks a JPEG's marker segments up to the first SOS.
     static func jpeg(_ b: UnsafeBufferPointer<UInt8>) -> ImageMetadata {
         var m = ImageMetadata()
         var p = 2  // after SOI
+        m.headerTruncated = true  // until the walk reaches SOS (or stops at garbage, which is not truncation)
         while p + 1 < b.count {
-            guard b[p] == 0xFF else { return m }
+            guard b[p] == 0xFF else { m.headerTruncated = false; return m }
             var marker = b[p + 1]
             p += 2
             while marker == 0xFF, p < b.count { marker = b[p]; p += 1 }  // fill bytes
-            if marker == 0xDA { m.reachedScan = true; return m }
-            if marker == 0xD9 { return m }
+            if marker == 0xFF { return m }
+            if marker == 0xDA || marker == 0xD9 { m.headerTruncated = false; return m }
             if (0xD0...0xD7).contains(marker) || marker == 0x01 { continue }
             guard p + 1 < b.count else { return m }
             let length = Int(b[p]) << 8 | Int(b[p + 1])
-            guard length >= 2, p + length <= b.count else { return m }
+            guard length >= 2 else { m.headerTruncated = false; return m }
+            guard p + length <= b.count else { return m }
             let seg = UnsafeBufferPointer(rebasing: b[(p + 2)..<(p + length)])
             if marker == 0xE1, seg.count >= 6, Array(seg[0..<6]) == Array("Exif\0\0".utf8) {
                 if let o = exifOrientation(UnsafeBufferPointer(rebasing: seg[6...])) { m.orientation = o }

@@ -88,6 +88,14 @@ private func expectQuadrants(_ img: RGBImage, _ colours: [(Int, Int, Int)] = qua
         #expect(DataError.truncatedImage(file: "cut.jpg", format: "JPEG").description == "cut.jpg: truncated JPEG")
     }
 
+    @Test func corruptJPEGHeaderIsNotCalledTruncated() throws {
+        var bytes = try Fixture.bytes("quad.jpg")
+        let sof = try #require((2..<bytes.count - 1).first { bytes[$0] == 0xFF && bytes[$0 + 1] == 0xC0 })
+        bytes[sof + 4] = 7  // sample precision
+        let err = #expect(throws: DataError.self) { try ImageDecoder.decode(bytes: bytes, name: "odd.jpg") }
+        #expect(err?.description == "odd.jpg: corrupt JPEG: Unsupported JPEG data precision 7")
+    }
+
     @Test func corruptPNG() throws {
         var bytes = try Fixture.bytes("quad.png")
         bytes[bytes.count / 2] ^= 0xFF  // inside IDAT: the CRC no longer matches
