@@ -38,5 +38,6 @@ let package = Package(
         .testTarget(name: "MLToolFormatTests", dependencies: ["MLToolFormat", "MLToolCore"]),
         .testTarget(name: "MLToolEngineTests", dependencies: ["MLToolEngine", "MLToolCore"]),
         .testTarget(name: "MLToolImportTests", dependencies: ["MLToolImport", "MLToolCore", "MLToolEngine"]),
+        .testTarget(name: "MLToolDataTests", dependencies: ["MLToolData", "MLToolCore"], exclude: ["Fixtures"]),
     ]
 )

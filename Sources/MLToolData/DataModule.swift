@@ -1,1 +1,0 @@
-// MLToolData: image decoding and preprocessing, folder/CSV data sets, splits, feature cache.

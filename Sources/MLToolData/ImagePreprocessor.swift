@@ -1,0 +1,141 @@
+import MLToolCore
+
+/// Turns a decoded image into a model's input: one NHWC image as `[Float]` (height × width × channels).
+///
+/// Steps, matching a PIL + torchvision pipeline: convert to gray first if the model wants it (PIL's `convert("L")`
+/// weights); resize with `ImageResampler` (PIL BILINEAR, antialiased when shrinking), either to exactly
+/// height × width or, for "shorter", the shorter side to `resizeTo` (default max(height, width)) and the other to
+/// `int(resizeTo · long / short)` as torchvision does; centre crop (torchvision's `round((size − crop) / 2)`
+/// offsets); then `(pixel · scale + bias[c] − mean[c]) / std[c]` per output channel (for "bgr" output channel 0 is
+/// blue and takes bias[0], mean[0], std[0]).
+public struct ImagePreprocessor: Sendable {
+    public let config: ImagePreprocessing
+    /// 1 for gray, else 3.
+    public let channels: Int
+    /// Floats per image: height × width × channels.
+    public let elementCount: Int
+    private let lut: [Float]  // channels × 256 pixel → value
+
+    /// Validates `config`; throws `DataError.invalidPreprocessing` naming what is wrong.
+    public init(_ config: ImagePreprocessing) throws {
+        func bad(_ what: String) -> DataError { .invalidPreprocessing(what: what) }
+        guard config.height > 0, config.width > 0, config.height <= 1 << 15, config.width <= 1 << 15 else {
+            throw bad("input size \(config.height)×\(config.width)")
+        }
+        guard ["rgb", "bgr", "gray"].contains(config.colorOrder) else {
+            throw bad("colour order '\(config.colorOrder)', expected rgb, bgr or gray")
+        }
+        guard ["shorter", "exact"].contains(config.resize) else {
+            throw bad("resize '\(config.resize)', expected shorter or exact")
+        }
+        guard ["center", "none"].contains(config.crop) else { throw bad("crop '\(config.crop)', expected center or none") }
+        if let r = config.resizeTo, r <= 0 || r > 1 << 15 { throw bad("resizeTo \(r)") }
+        let channels = config.colorOrder == "gray" ? 1 : 3
+        for (name, values) in [("bias", config.bias), ("mean", config.mean), ("std", config.std)]
+            where values.count < channels {
+            throw bad("\(name) has \(values.count) values, expected \(channels)")
+        }
+        guard config.std.prefix(channels).allSatisfy({ $0 != 0 && $0.isFinite }) else {
+            throw bad("std \(config.std) has a zero")
+        }
+        self.config = config
+        self.channels = channels
+        self.elementCount = config.height * config.width * channels
+        var lut = [Float](repeating: 0, count: channels * 256)
+        for c in 0..<channels {
+            for p in 0..<256 {
+                lut[c * 256 + p] = (Float(p) * config.scale + config.bias[c] - config.mean[c]) / config.std[c]
+            }
+        }
+        self.lut = lut
+    }
+
+    /// The size an image of `width` × `height` is resized to before cropping.
+    public func resizedSize(width: Int, height: Int) -> (width: Int, height: Int) {
+        if config.resize == "exact" { return (config.width, config.height) }
+        let target = config.resizeTo ?? max(config.height, config.width)
+        if height <= width {
+            return (max(1, Int(Double(target) * Double(width) / Double(height))), target)
+        }
+        return (target, max(1, Int(Double(target) * Double(height) / Double(width))))
+    }
+
+    /// The model input for `image`.
+    public func process(_ image: RGBImage) throws -> [Float] {
+        var out = [Float](repeating: 0, count: elementCount)
+        try out.withUnsafeMutableBufferPointer { try process(image, into: $0) }
+        return out
+    }
+
+    /// Writes the model input for `image` into the first `elementCount` floats of `buffer`.
+    public func process(_ image: RGBImage, into buffer: UnsafeMutableBufferPointer<Float>) throws {
+        guard buffer.count >= elementCount else {
+            throw DataError.invalidPreprocessing(what: "output buffer holds \(buffer.count) floats, need \(elementCount)")
+        }
+        let pixels = channels == 1 ? Self.gray(image.pixels) : image.pixels
+        let (rw, rh) = resizedSize(width: image.width, height: image.height)
+        guard rw <= 1 << 16, rh <= 1 << 16 else {  // a 1 × 100000 strip would otherwise resize to gigapixels
+            throw DataError.invalidPreprocessing(
+                what: "a \(image.width)×\(image.height) image is too elongated (it would resize to \(rw)×\(rh))")
+        }
+        let resized = rw == image.width && rh == image.height ? pixels :
+            ImageResampler.resize(pixels, width: image.width, height: image.height, channels: channels,
+                                  toWidth: rw, toHeight: rh)
+        let H = config.height, W = config.width, C = channels
+        guard rw >= W, rh >= H, config.crop == "center" || (rw == W && rh == H) else {
+            throw DataError.invalidPreprocessing(
+                what: "resized image \(rw)×\(rh) cannot give a \(W)×\(H) input with crop '\(config.crop)'")
+        }
+        let top = Int((Double(rh - H) / 2).rounded(.toNearestOrEven))
+        let left = Int((Double(rw - W) / 2).rounded(.toNearestOrEven))
+        let bgr = config.colorOrder == "bgr"
+        resized.withUnsafeBufferPointer { src in
+            lut.withUnsafeBufferPointer { lut in
+                for y in 0..<H {
+                    for x in 0..<W {
+                        let s = ((y &+ top) &* rw &+ x &+ left) &* C
+                        let d = (y &* W &+ x) &* C
+                        for c in 0..<C {
+                            let sc = bgr ? 2 &- c : c
+                            buffer[d &+ c] = lut[c &* 256 &+ Int(src[s &+ sc])]
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Writes `images` one after another (N × H × W × C) into `buffer`.
+    public func processBatch(_ images: [RGBImage], into buffer: UnsafeMutableBufferPointer<Float>) throws {
+        let needed = try Checked.mul(images.count, elementCount, what: "batch size")
+        guard buffer.count >= needed else {
+            throw DataError.invalidPreprocessing(what: "output buffer holds \(buffer.count) floats, need \(needed)")
+        }
+        for (i, image) in images.enumerated() {
+            try process(image, into: UnsafeMutableBufferPointer(rebasing: buffer[(i * elementCount)...]))
+        }
+    }
+
+    /// A one-line description of the preprocessing, for cache keys: equal descriptions give equal inputs.
+    public var digest: String {
+        let c = config
+        return "v1 \(c.height)x\(c.width) \(c.colorOrder) scale=\(c.scale.bitPattern) bias=\(c.bias.map(\.bitPattern)) "
+            + "mean=\(c.mean.map(\.bitPattern)) std=\(c.std.map(\.bitPattern)) resize=\(c.resize):\(c.resizeTo ?? 0) "
+            + "crop=\(c.crop)"
+    }
+
+    /// RGB → 8-bit luminance with PIL's weights: (19595 R + 38470 G + 7471 B + 32768) >> 16.
+    static func gray(_ rgb: [UInt8]) -> [UInt8] {
+        let n = rgb.count / 3
+        var out = [UInt8](repeating: 0, count: n)
+        rgb.withUnsafeBufferPointer { s in
+            out.withUnsafeMutableBufferPointer { d in
+                for i in 0..<n {
+                    let r = Int(s[i &* 3]), g = Int(s[i &* 3 &+ 1]), b = Int(s[i &* 3 &+ 2])
+                    d[i] = UInt8(truncatingIfNeeded: (r &* 19595 &+ g &* 38470 &+ b &* 7471 &+ 32768) >> 16)
+                }
+            }
+        }
+        return out
+    }
+}
