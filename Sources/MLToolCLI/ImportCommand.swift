@@ -1,0 +1,101 @@
+import Foundation
+import MLToolCore
+import MLToolFormat
+import MLToolImport
+
+extension CLI {
+    static let importCommand = CommandSpec(
+        name: "import", abstract: "Import an ONNX or Keras HDF5 network into a native model.",
+        arguments: "SRC",
+        discussion: """
+        The source kind is recognised by content. Preprocessing options are stored in the model and used by
+        predict, eval and train: value = (pixel·scale + bias − mean) / std for pixels in 0…255.
+        """,
+        options: [
+            OptionSpec("--out", short: "-o", value: "OUT", help: "Output model (default: SRC's name with .bin)."),
+            OptionSpec("--input-size", value: "H[xW]", help: "Input height and width in pixels."),
+            OptionSpec("--color", value: "rgb|bgr|gray", help: "Channel order the network expects (default rgb)."),
+            OptionSpec("--scale", value: "S", help: "Multiply pixels (0…255) by S."),
+            OptionSpec("--bias", value: "B[,B,B]", help: "Then add B (per channel)."),
+            OptionSpec("--mean", value: "M,M,M", help: "Subtract a per-channel mean (after scale and bias)."),
+            OptionSpec("--std", value: "S,S,S", help: "Divide by a per-channel std."),
+            OptionSpec("--resize", value: "shorter|exact", help: "Resize the shorter side then crop, or to the exact size."),
+            OptionSpec("--resize-to", value: "N", help: "Shorter side length for --resize shorter (default size/0.875)."),
+            OptionSpec("--crop", value: "center|none", help: "Centre crop after resizing (default center)."),
+            OptionSpec("--labels", value: "FILE", help: "Class names, one per line, in output order."),
+            OptionSpec("--feature-tensor", value: "NAME", help: "The tensor to use as features for train --extractor."),
+        ]
+    ) { args in
+        guard args.positionals.count == 1 else {
+            throw CLIError.usage(command: "import", message: "expected one SRC file")
+        }
+        let src = args.positionals[0]
+        guard FileManager.default.fileExists(atPath: src) else {
+            throw CLIError.missingInput(file: src, reason: "no such file")
+        }
+        var options = ImportOptions()
+        options.image = try preprocessing(args)
+        options.featureTensor = args.string("--feature-tensor")
+        if let s = options.image { options.inputSize = (s.height, s.width) }
+        var inputs = [src]
+        if let labelsPath = args.string("--labels") {
+            guard let text = try? String(contentsOfFile: labelsPath, encoding: .utf8) else {
+                throw CLIError.missingInput(file: labelsPath, reason: "cannot read the labels file (UTF-8 text expected)")
+            }
+            options.labels = text.split(separator: "\n", omittingEmptySubsequences: false)
+                .map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }
+            while options.labels.last == "" { options.labels.removeLast() }
+            inputs.append(labelsPath)
+        }
+        let model: Model
+        switch try FileKind.detect(path: src) {
+        case .onnx: model = try ONNXImporter.importModel(path: src, options: options)
+        case .hdf5: model = try KerasImporter.importModel(path: src, options: options)
+        case .mltool: throw CLIError.badInput(file: src, reason: "already an mltool model")
+        case .coreml: throw CLIError.notSupported("\(src): importing Core ML models")
+        case .unknown: throw CLIError.badInput(file: src, reason: "neither ONNX nor Keras HDF5 (recognised by content)")
+        }
+        let out = args.string("--out") ?? (URL(fileURLWithPath: src).deletingPathExtension().path + ".bin")
+        try ModelFile.write(model, to: out, inputs: inputs)
+        print("wrote \(out): \(model.metadata.graph?.nodes.count ?? 0) nodes, \(model.parameterCount) parameters"
+              + (model.metadata.labels.isEmpty ? "" : ", \(model.metadata.labels.count) labels"))
+    }
+
+    /// The preprocessing the import options describe, or nil when none was given.
+    static func preprocessing(_ args: ParsedArguments) throws -> ImagePreprocessing? {
+        let keys = ["--input-size", "--color", "--scale", "--bias", "--mean", "--std", "--resize", "--resize-to", "--crop"]
+        guard keys.contains(where: args.has) else { return nil }
+        guard let sizeText = args.string("--input-size") else {
+            throw CLIError.usage(command: "import", message: "preprocessing options need --input-size H[xW]")
+        }
+        let parts = sizeText.lowercased().split(separator: "x").map { Int($0) }
+        guard (1...2).contains(parts.count), let h = parts[0], let w = parts.last ?? nil, h > 0, w > 0 else {
+            throw CLIError.usage(command: "import", message: "--input-size: '\(sizeText)' is not H or HxW")
+        }
+        let color = args.string("--color") ?? "rgb"
+        guard ["rgb", "bgr", "gray"].contains(color) else {
+            throw CLIError.usage(command: "import", message: "--color must be rgb, bgr or gray")
+        }
+        let channels = color == "gray" ? 1 : 3
+        func list(_ name: String, _ d: Float) throws -> [Float] {
+            guard let s = args.string(name) else { return [Float](repeating: d, count: channels) }
+            let v = s.split(separator: ",").map { Float($0.trimmingCharacters(in: .whitespaces)) }
+            guard v.allSatisfy({ $0 != nil }), v.count == 1 || v.count == channels else {
+                throw CLIError.usage(command: "import", message: "\(name): '\(s)' needs 1 or \(channels) numbers")
+            }
+            let f = v.compactMap { $0 }
+            return f.count == 1 ? [Float](repeating: f[0], count: channels) : f
+        }
+        let std = try list("--std", 1)
+        guard std.allSatisfy({ $0 != 0 }) else { throw CLIError.usage(command: "import", message: "--std must not be 0") }
+        let resize = args.string("--resize") ?? "shorter"
+        let crop = args.string("--crop") ?? "center"
+        guard ["shorter", "exact"].contains(resize), ["center", "none"].contains(crop) else {
+            throw CLIError.usage(command: "import", message: "--resize must be shorter|exact and --crop center|none")
+        }
+        let resizeTo = try args.int("--resize-to", default: Int((Double(min(h, w)) / 0.875).rounded()))
+        return ImagePreprocessing(height: h, width: w, colorOrder: color, scale: Float(try args.double("--scale", default: 1)),
+                                  bias: try list("--bias", 0), mean: try list("--mean", 0), std: std, resize: resize,
+                                  resizeTo: resize == "shorter" ? resizeTo : nil, crop: crop)
+    }
+}
