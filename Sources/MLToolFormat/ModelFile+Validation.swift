@@ -2,8 +2,9 @@ import MLToolCore
 
 extension ModelFile {
     /// Checks one tensor table entry (docs/FORMAT.md sections 4.1, 5 and rule 10, all but its place in the data
-    /// section) and records its name in `firstIndex`. Returns its dtype.
-    static func validate(_ e: TensorEntry, index: Int, firstIndex: inout [String: Int], file: String) throws -> DType {
+    /// section) and records its name in `firstIndex`. Returns its dtype and the number of bits its elements use.
+    static func validate(_ e: TensorEntry, index: Int, firstIndex: inout [String: Int], file: String)
+        throws -> (dtype: DType, bits: Int) {
         func bad(_ field: String, _ expected: String, _ actual: String) -> FormatError {
             .badTensor(file: file, tensor: e.name, field: field, expected: expected, actual: actual)
         }
@@ -40,7 +41,19 @@ extension ModelFile {
             throw bad("offset", "a multiple of \(FileHeader.alignment), ≥ 0", "\(e.offset)")
         }
         try validateQuant(e, dtype, file: file)
-        return dtype
+        return (dtype, bitCount)
+    }
+
+    /// The unused high bits of a packed tensor's last byte must be zero (docs/FORMAT.md section 5), so that equal
+    /// models have equal files.
+    static func validatePackedTail(_ e: TensorEntry, bits: Int, bytes: UnsafeRawBufferPointer, file: String) throws {
+        let unused = e.length &* 8 &- bits
+        guard unused > 0, let last = bytes.last else { return }
+        guard last >> (8 - unused) == 0 else {
+            throw FormatError.badTensor(file: file, tensor: e.name, field: "packed indices",
+                                        expected: "zero in the unused high \(unused) bits of the last byte",
+                                        actual: "last byte 0x\(String(last, radix: 16, uppercase: true))")
+        }
     }
 
     /// Quantization parameters must match the dtype exactly (docs/FORMAT.md section 5).

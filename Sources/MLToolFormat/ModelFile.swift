@@ -125,9 +125,13 @@ public enum ModelFile {
                                                computed: fileHash)
         }
         // 6. Caps.
-        guard h.metadataLength <= UInt64(FileHeader.maxMetadataLength), h.metadataLength >= UInt64(FileHeader.minMetadataLength) else {
-            throw FormatError.capExceeded(file: file, what: "metadata_length (minimum \(FileHeader.minMetadataLength))",
-                                          limit: FileHeader.maxMetadataLength, actual: h.metadataLength)
+        guard h.metadataLength <= UInt64(FileHeader.maxMetadataLength) else {
+            throw FormatError.capExceeded(file: file, what: "metadata_length", limit: FileHeader.maxMetadataLength,
+                                          actual: h.metadataLength)
+        }
+        guard h.metadataLength >= UInt64(FileHeader.minMetadataLength) else {
+            throw FormatError.invalidField(file: file, offset: 32, field: "metadata_length",
+                                           expected: "≥ \(FileHeader.minMetadataLength)", actual: "\(h.metadataLength)")
         }
         guard h.tensorCount <= UInt64(FileHeader.maxTensorCount) else {
             throw FormatError.capExceeded(file: file, what: "tensor_count", limit: FileHeader.maxTensorCount,
@@ -164,6 +168,9 @@ public enum ModelFile {
             }
         }
         // 9. JSON.
+        if let problem = JSONKeyCheck.firstProblem(metadata) {
+            throw FormatError.badMetadata(file: file, offset: metaStart + problem.offset, reason: problem.reason)
+        }
         let document: MetadataDocument
         do {
             let json = Data(bytesNoCopy: UnsafeMutableRawPointer(mutating: metadata.baseAddress!), count: metaLength,
@@ -183,7 +190,7 @@ public enum ModelFile {
         var firstIndex: [String: Int] = [:]
         var expected = 0
         for (i, e) in document.tensors.enumerated() {
-            let dtype = try validate(e, index: i, firstIndex: &firstIndex, file: file)
+            let (dtype, bits) = try validate(e, index: i, firstIndex: &firstIndex, file: file)
             if e.offset != expected {
                 if e.offset < expected {
                     let prev = document.tensors[i - 1]
@@ -198,6 +205,7 @@ public enum ModelFile {
             }
             let end = e.offset + e.length
             let view = UnsafeRawBufferPointer(rebasing: data[e.offset..<end])
+            try validatePackedTail(e, bits: bits, bytes: view, file: file)
             tensors.append(StoredTensor(name: e.name, dtype: dtype, shape: e.shape, quant: e.quant,
                                         bytes: TensorBytes(view: view, owner: storage)))
             let next = FileHeader.align(UInt64(end)).map { Int($0) } ?? Int.max
@@ -249,7 +257,8 @@ public enum ModelFile {
         for (i, t) in model.tensors.enumerated() {
             let e = TensorEntry(name: t.name, dtype: t.dtype.name, shape: t.shape, quant: t.quant, offset: offset,
                                 length: t.bytes.count)
-            _ = try validate(e, index: i, firstIndex: &firstIndex, file: file)
+            let (_, bits) = try validate(e, index: i, firstIndex: &firstIndex, file: file)
+            try validatePackedTail(e, bits: bits, bytes: t.bytes.buffer, file: file)
             entries.append(e)
             offset = try Checked.alignUp(offset + e.length, to: FileHeader.alignment, file: file)
         }
