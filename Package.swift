@@ -29,6 +29,6 @@ let package = Package(
         .executableTarget(name: "mltool", dependencies: ["MLToolCLI"]),
 
         .testTarget(name: "MLToolCoreTests", dependencies: ["MLToolCore"]),
-        .testTarget(name: "MLToolFormatTests", dependencies: ["MLToolFormat", "MLToolCore"]),
+        .testTarget(name: "MLToolFormatTests", dependencies: ["MLToolFormat", "MLToolCore"], exclude: ["reference_reader.py"]),
     ]
 )

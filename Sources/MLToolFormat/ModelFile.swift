@@ -75,7 +75,13 @@ public enum ModelFile {
 
     /// Checks, in the order of docs/FORMAT.md section 7, and builds the model with tensors viewing `storage`.
     static func decode(_ storage: FileStorage, file: String) throws -> Decoded {
-        let raw = storage.bytes
+        let h = try checkFrame(storage.bytes, file: file)
+        let model = try decodeSections(storage, header: h, file: file)
+        return Decoded(header: h, model: model)
+    }
+
+    /// Rules 1-8: magic, version, header fields, length, trailer, caps, section placement, all checksums.
+    static func checkFrame(_ raw: UnsafeRawBufferPointer, file: String) throws -> FileHeader {
         let size = raw.count
         let magic = FileHeader.magic
         // 1-2. Magic and version first, so that a text file or a newer model gets the plain message.
@@ -167,6 +173,17 @@ public enum ModelFile {
                 throw FormatError.checksumMismatch(file: file, section: name, offset: at, stored: stored, computed: computed)
             }
         }
+        return h
+    }
+
+    /// Rules 9-12 on a file whose frame passed `checkFrame`: the JSON, the tensor table against the data section,
+    /// and the names the graph uses.
+    static func decodeSections(_ storage: FileStorage, header h: FileHeader, file: String) throws -> Model {
+        let raw = storage.bytes
+        let metaStart = Int(h.metadataOffset), metaLength = Int(h.metadataLength)
+        let dataStart = Int(h.dataOffset), dataLength = Int(h.dataLength)
+        let metadata = UnsafeRawBufferPointer(rebasing: raw[metaStart..<(metaStart + metaLength)])
+        let data = UnsafeRawBufferPointer(rebasing: raw[dataStart..<(dataStart + dataLength)])
         // 9. JSON.
         if let problem = JSONKeyCheck.firstProblem(metadata) {
             throw FormatError.badMetadata(file: file, offset: metaStart + problem.offset, reason: problem.reason)
@@ -217,7 +234,7 @@ public enum ModelFile {
         }
         // 12. Names the graph and metadata refer to.
         try validateReferences(document.metadata, tensorNames: firstIndex, file: file)
-        return Decoded(header: h, model: Model(metadata: document.metadata, tensors: tensors))
+        return Model(metadata: document.metadata, tensors: tensors)
     }
 
     /// Throws `nonZeroPadding` at the first non-zero byte of `raw[from..<to]`.
