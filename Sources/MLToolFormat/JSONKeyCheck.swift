@@ -7,7 +7,9 @@ enum JSONKeyCheck {
 
     /// The byte offset and reason of the first problem, or nil.
     static func firstProblem(_ b: UnsafeRawBufferPointer) -> (offset: Int, reason: String)? {
-        guard b.first == UInt8(ascii: "{") else { return (0, "the metadata must be one JSON object starting at its first byte") }
+        guard b.first == UInt8(ascii: "{") else {
+            return (0, "the metadata must be one JSON object starting at its first byte")
+        }
         var frames: [(isObject: Bool, keys: Set<String>)] = []
         var previous: UInt8 = 0   // the last significant byte outside strings
         var i = 0
@@ -64,7 +66,9 @@ enum JSONKeyCheck {
             case UInt8(ascii: "r"): raw.append(13)
             case UInt8(ascii: "t"): raw.append(9)
             case UInt8(ascii: "u"):
-                guard i + 4 <= b.count, let v = UInt32(String(decoding: UnsafeRawBufferPointer(rebasing: b[i..<(i + 4)]), as: UTF8.self), radix: 16) else { return nil }
+                guard i + 4 <= b.count else { return nil }
+                let hex = String(decoding: UnsafeRawBufferPointer(rebasing: b[i..<(i + 4)]), as: UTF8.self)
+                guard let v = UInt32(hex, radix: 16) else { return nil }
                 i += 4
                 flush()
                 if (0xD800...0xDBFF).contains(v) { pendingHigh = v; continue }

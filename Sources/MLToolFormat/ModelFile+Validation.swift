@@ -22,7 +22,9 @@ extension ModelFile {
             let names = DType.allCases.map(\.name).joined(separator: ", ")
             throw bad("dtype", "one of \(names)", "'\(e.dtype)'")
         }
-        guard e.shape.count <= FileHeader.maxRank else { throw bad("shape", "rank ≤ \(FileHeader.maxRank)", "rank \(e.shape.count)") }
+        guard e.shape.count <= FileHeader.maxRank else {
+            throw bad("shape", "rank ≤ \(FileHeader.maxRank)", "rank \(e.shape.count)")
+        }
         guard e.shape.allSatisfy({ $0 >= 0 }) else { throw bad("shape", "dimensions ≥ 0", "\(e.shape)") }
         var count = 1
         for d in e.shape {
@@ -32,7 +34,9 @@ extension ModelFile {
         }
         let (bitCount, o1) = count.multipliedReportingOverflow(by: dtype.traits.bits)
         let (rounded, o2) = bitCount.addingReportingOverflow(7)
-        if o1 || o2 { throw FormatError.overflow(file: file, tensor: e.name, what: "byte count of \(dtype.name) \(e.shape)") }
+        if o1 || o2 {
+            throw FormatError.overflow(file: file, tensor: e.name, what: "byte count of \(dtype.name) \(e.shape)")
+        }
         let need = rounded / 8
         guard e.length == need else {
             throw bad("length", "\(need) bytes (\(dtype.name) \(e.shape))", "\(e.length) bytes")
@@ -98,10 +102,9 @@ extension ModelFile {
         }
         let (entries, o) = groups.multipliedReportingOverflow(by: 1 << dtype.traits.bits)
         if o { throw FormatError.overflow(file: file, tensor: e.name, what: "look-up table size") }
-        guard let lut = q.lut else { throw bad("lut", "\(entries) values (\(groups) groups × \(1 << dtype.traits.bits))", "absent") }
-        guard lut.count == entries else {
-            throw bad("lut", "\(entries) values (\(groups) groups × \(1 << dtype.traits.bits))", "\(lut.count)")
-        }
+        let want = "\(entries) values (\(groups) groups × \(1 << dtype.traits.bits))"
+        guard let lut = q.lut else { throw bad("lut", want, "absent") }
+        guard lut.count == entries else { throw bad("lut", want, "\(lut.count)") }
         if let i = lut.firstIndex(where: { !$0.isFinite }) { throw bad("lut[\(i)]", "finite", "\(lut[i])") }
     }
 
@@ -159,7 +162,8 @@ extension ModelFile {
             let refs = [("weightsTensor", t.weightsTensor), ("biasTensor", t.biasTensor),
                         ("vocabularyTensor", t.vocabularyTensor), ("idfTensor", t.idfTensor)]
             for case let (field, name?) in refs where tensorNames[name] == nil {
-                throw FormatError.badGraph(file: file, node: "text", field: field, reason: "no stored tensor named '\(name)'")
+                throw FormatError.badGraph(file: file, node: "text", field: field,
+                                           reason: "no stored tensor named '\(name)'")
             }
         }
     }
