@@ -35,7 +35,7 @@ let package = Package(
         .testTarget(name: "MLToolCoreTests", dependencies: ["MLToolCore"]),
         .testTarget(name: "MLToolEvalTests", dependencies: ["MLToolEval"]),
         .testTarget(name: "MLToolQuantTests", dependencies: ["MLToolQuant"]),
-        .testTarget(name: "MLToolFormatTests", dependencies: ["MLToolFormat", "MLToolCore"]),
+        .testTarget(name: "MLToolFormatTests", dependencies: ["MLToolFormat", "MLToolCore"], exclude: ["reference_reader.py"]),
         .testTarget(name: "MLToolEngineTests", dependencies: ["MLToolEngine", "MLToolCore"]),
         .testTarget(name: "MLToolImportTests", dependencies: ["MLToolImport", "MLToolCore", "MLToolEngine"]),
         .testTarget(name: "MLToolDataTests", dependencies: ["MLToolData", "MLToolCore"], exclude: ["Fixtures"]),

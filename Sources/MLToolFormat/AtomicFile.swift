@@ -15,7 +15,9 @@ public enum AtomicFile {
         let base = (path as NSString).lastPathComponent
         var template = Array("\(dir)/.\(base).tmp-XXXXXX".utf8CString)
         let fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
-        guard fd >= 0 else { throw FormatError.cannotWrite(file: path, reason: "cannot create a temporary file in \(dir): \(errnoText())") }
+        guard fd >= 0 else {
+            throw FormatError.cannotWrite(file: path, reason: "cannot create a temporary file in \(dir): \(errnoText())")
+        }
         let temp = template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
         var closed = false
         do {
@@ -44,7 +46,9 @@ public enum AtomicFile {
         let dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard dfd >= 0 else { throw FormatError.cannotWrite(file: path, reason: "open directory \(dir): \(errnoText())") }
         defer { close(dfd) }
-        guard fsync(dfd) == 0 else { throw FormatError.cannotWrite(file: path, reason: "fsync directory \(dir): \(errnoText())") }
+        guard fsync(dfd) == 0 else {
+            throw FormatError.cannotWrite(file: path, reason: "fsync directory \(dir): \(errnoText())")
+        }
     }
 
     /// Throws `FormatError.overwritesInput` when `path` exists and has the same device and inode as an existing

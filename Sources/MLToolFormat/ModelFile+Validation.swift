@@ -2,8 +2,9 @@ import MLToolCore
 
 extension ModelFile {
     /// Checks one tensor table entry (docs/FORMAT.md sections 4.1, 5 and rule 10, all but its place in the data
-    /// section) and records its name in `firstIndex`. Returns its dtype.
-    static func validate(_ e: TensorEntry, index: Int, firstIndex: inout [String: Int], file: String) throws -> DType {
+    /// section) and records its name in `firstIndex`. Returns its dtype and the number of bits its elements use.
+    static func validate(_ e: TensorEntry, index: Int, firstIndex: inout [String: Int], file: String)
+        throws -> (dtype: DType, bits: Int) {
         func bad(_ field: String, _ expected: String, _ actual: String) -> FormatError {
             .badTensor(file: file, tensor: e.name, field: field, expected: expected, actual: actual)
         }
@@ -21,7 +22,9 @@ extension ModelFile {
             let names = DType.allCases.map(\.name).joined(separator: ", ")
             throw bad("dtype", "one of \(names)", "'\(e.dtype)'")
         }
-        guard e.shape.count <= FileHeader.maxRank else { throw bad("shape", "rank ≤ \(FileHeader.maxRank)", "rank \(e.shape.count)") }
+        guard e.shape.count <= FileHeader.maxRank else {
+            throw bad("shape", "rank ≤ \(FileHeader.maxRank)", "rank \(e.shape.count)")
+        }
         guard e.shape.allSatisfy({ $0 >= 0 }) else { throw bad("shape", "dimensions ≥ 0", "\(e.shape)") }
         var count = 1
         for d in e.shape {
@@ -31,7 +34,9 @@ extension ModelFile {
         }
         let (bitCount, o1) = count.multipliedReportingOverflow(by: dtype.traits.bits)
         let (rounded, o2) = bitCount.addingReportingOverflow(7)
-        if o1 || o2 { throw FormatError.overflow(file: file, tensor: e.name, what: "byte count of \(dtype.name) \(e.shape)") }
+        if o1 || o2 {
+            throw FormatError.overflow(file: file, tensor: e.name, what: "byte count of \(dtype.name) \(e.shape)")
+        }
         let need = rounded / 8
         guard e.length == need else {
             throw bad("length", "\(need) bytes (\(dtype.name) \(e.shape))", "\(e.length) bytes")
@@ -40,7 +45,19 @@ extension ModelFile {
             throw bad("offset", "a multiple of \(FileHeader.alignment), ≥ 0", "\(e.offset)")
         }
         try validateQuant(e, dtype, file: file)
-        return dtype
+        return (dtype, bitCount)
+    }
+
+    /// The unused high bits of a packed tensor's last byte must be zero (docs/FORMAT.md section 5), so that equal
+    /// models have equal files.
+    static func validatePackedTail(_ e: TensorEntry, bits: Int, bytes: UnsafeRawBufferPointer, file: String) throws {
+        let unused = e.length &* 8 &- bits
+        guard unused > 0, let last = bytes.last else { return }
+        guard last >> (8 - unused) == 0 else {
+            throw FormatError.badTensor(file: file, tensor: e.name, field: "packed indices",
+                                        expected: "zero in the unused high \(unused) bits of the last byte",
+                                        actual: "last byte 0x\(String(last, radix: 16, uppercase: true))")
+        }
     }
 
     /// Quantization parameters must match the dtype exactly (docs/FORMAT.md section 5).
@@ -85,10 +102,9 @@ extension ModelFile {
         }
         let (entries, o) = groups.multipliedReportingOverflow(by: 1 << dtype.traits.bits)
         if o { throw FormatError.overflow(file: file, tensor: e.name, what: "look-up table size") }
-        guard let lut = q.lut else { throw bad("lut", "\(entries) values (\(groups) groups × \(1 << dtype.traits.bits))", "absent") }
-        guard lut.count == entries else {
-            throw bad("lut", "\(entries) values (\(groups) groups × \(1 << dtype.traits.bits))", "\(lut.count)")
-        }
+        let want = "\(entries) values (\(groups) groups × \(1 << dtype.traits.bits))"
+        guard let lut = q.lut else { throw bad("lut", want, "absent") }
+        guard lut.count == entries else { throw bad("lut", want, "\(lut.count)") }
         if let i = lut.firstIndex(where: { !$0.isFinite }) { throw bad("lut[\(i)]", "finite", "\(lut[i])") }
     }
 
@@ -146,7 +162,8 @@ extension ModelFile {
             let refs = [("weightsTensor", t.weightsTensor), ("biasTensor", t.biasTensor),
                         ("vocabularyTensor", t.vocabularyTensor), ("idfTensor", t.idfTensor)]
             for case let (field, name?) in refs where tensorNames[name] == nil {
-                throw FormatError.badGraph(file: file, node: "text", field: field, reason: "no stored tensor named '\(name)'")
+                throw FormatError.badGraph(file: file, node: "text", field: field,
+                                           reason: "no stored tensor named '\(name)'")
             }
         }
     }

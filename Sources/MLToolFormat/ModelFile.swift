@@ -5,7 +5,8 @@
 //                       trailer_offset, tensor_count, metadata_xxh64, data_xxh64, 32 zero bytes, header_xxh64
 //                       (over bytes [0, 120)). All integers little-endian.
 //   [128, 128 + M)      metadata: UTF-8 JSON {"metadata": ModelMetadata, "tensors": [{name, dtype, shape, quant?,
-//                       offset, length}]}, keys sorted, no whitespace; offsets relative to data_offset.
+//                       offset, length}]}, keys sorted, no whitespace, no duplicate keys, nesting ≤ 512;
+//                       tensor offsets relative to data_offset; unknown keys ignored.
 //   zero padding to data_offset = align64(128 + M), align64(x) = (x + 63) & ~63
 //   [data_offset, +D)   tensor bytes in table order, each at align64(previous end), zero padding between;
 //                       D = align64(end of last tensor). Row-major, little-endian; palettes packed LSB-first.
@@ -15,7 +16,7 @@
 // Validation is total: sizes overflow-checked, sections placed exactly, no holes or overlaps, non-zero padding
 // rejected, unique names (1-1024 bytes), rank ≤ 8, length = ceil(elements · bits / 8), quant params consistent with
 // the dtype, graph names resolvable. Caps: metadata ≤ 256 MiB, ≤ 1,000,000 tensors, ≤ 1,000,000 nodes.
-// Version changes only for structural changes; unknown JSON keys are ignored; unknown versions are rejected.
+// Version changes only for structural changes; unknown versions are rejected.
 // Reading maps the file (PROT_READ, MAP_PRIVATE): tensors are views into the mapping, no copy.
 // Writing is atomic (temp file in the target directory, fsync, rename, fsync of the directory) and refuses to
 // replace any of the command's inputs (same device and inode).
@@ -75,7 +76,13 @@ public enum ModelFile {
 
     /// Checks, in the order of docs/FORMAT.md section 7, and builds the model with tensors viewing `storage`.
     static func decode(_ storage: FileStorage, file: String) throws -> Decoded {
-        let raw = storage.bytes
+        let h = try checkFrame(storage.bytes, file: file)
+        let model = try decodeSections(storage, header: h, file: file)
+        return Decoded(header: h, model: model)
+    }
+
+    /// Rules 1-8: magic, version, header fields, length, trailer, caps, section placement, all checksums.
+    static func checkFrame(_ raw: UnsafeRawBufferPointer, file: String) throws -> FileHeader {
         let size = raw.count
         let magic = FileHeader.magic
         // 1-2. Magic and version first, so that a text file or a newer model gets the plain message.
@@ -107,7 +114,9 @@ public enum ModelFile {
                                            actual: "non-zero bytes")
         }
         // 4. Length.
-        guard h.fileLength <= UInt64(size) else { throw FormatError.truncated(file: file, expected: h.fileLength, actual: size) }
+        guard h.fileLength <= UInt64(size) else {
+            throw FormatError.truncated(file: file, expected: h.fileLength, actual: size)
+        }
         guard h.fileLength == UInt64(size) else {
             throw FormatError.invalidField(file: file, offset: 16, field: "file_length", expected: "\(size) (the file size)",
                                            actual: "\(h.fileLength)")
@@ -125,9 +134,13 @@ public enum ModelFile {
                                                computed: fileHash)
         }
         // 6. Caps.
-        guard h.metadataLength <= UInt64(FileHeader.maxMetadataLength), h.metadataLength >= UInt64(FileHeader.minMetadataLength) else {
-            throw FormatError.capExceeded(file: file, what: "metadata_length (minimum \(FileHeader.minMetadataLength))",
-                                          limit: FileHeader.maxMetadataLength, actual: h.metadataLength)
+        guard h.metadataLength <= UInt64(FileHeader.maxMetadataLength) else {
+            throw FormatError.capExceeded(file: file, what: "metadata_length", limit: FileHeader.maxMetadataLength,
+                                          actual: h.metadataLength)
+        }
+        guard h.metadataLength >= UInt64(FileHeader.minMetadataLength) else {
+            throw FormatError.invalidField(file: file, offset: 32, field: "metadata_length",
+                                           expected: "≥ \(FileHeader.minMetadataLength)", actual: "\(h.metadataLength)")
         }
         guard h.tensorCount <= UInt64(FileHeader.maxTensorCount) else {
             throw FormatError.capExceeded(file: file, what: "tensor_count", limit: FileHeader.maxTensorCount,
@@ -135,7 +148,8 @@ public enum ModelFile {
         }
         // 7. Sections inside the file, then exactly where the format puts them.
         let limit = UInt64(trailerAt)
-        for (name, offset, length) in [("metadata", h.metadataOffset, h.metadataLength), ("data", h.dataOffset, h.dataLength)] {
+        let sections = [("metadata", h.metadataOffset, h.metadataLength), ("data", h.dataOffset, h.dataLength)]
+        for (name, offset, length) in sections {
             let (sectionEnd, o) = offset.addingReportingOverflow(length)
             guard !o, sectionEnd <= limit else {
                 throw FormatError.sectionOutOfBounds(file: file, section: name, offset: offset, length: length, limit: limit)
@@ -143,7 +157,8 @@ public enum ModelFile {
         }
         func placed(_ section: String, _ field: String, _ actual: UInt64, _ expected: UInt64) throws {
             guard actual == expected else {
-                throw FormatError.sectionMisplaced(file: file, section: section, field: field, expected: expected, actual: actual)
+                throw FormatError.sectionMisplaced(file: file, section: section, field: field, expected: expected,
+                                                   actual: actual)
             }
         }
         try placed("metadata", "metadata_offset", h.metadataOffset, UInt64(FileHeader.size))
@@ -157,13 +172,28 @@ public enum ModelFile {
         // 8. Section checksums.
         let metadata = UnsafeRawBufferPointer(rebasing: raw[metaStart..<(metaStart + metaLength)])
         let data = UnsafeRawBufferPointer(rebasing: raw[dataStart..<(dataStart + dataLength)])
-        for (name, at, stored, bytes) in [("metadata", metaStart, h.metadataHash, metadata), ("data", dataStart, h.dataHash, data)] {
+        let hashed = [("metadata", metaStart, h.metadataHash, metadata), ("data", dataStart, h.dataHash, data)]
+        for (name, at, stored, bytes) in hashed {
             let computed = XXH64.hash(bytes)
             guard computed == stored else {
                 throw FormatError.checksumMismatch(file: file, section: name, offset: at, stored: stored, computed: computed)
             }
         }
+        return h
+    }
+
+    /// Rules 9-12 on a file whose frame passed `checkFrame`: the JSON, the tensor table against the data section,
+    /// and the names the graph uses.
+    static func decodeSections(_ storage: FileStorage, header h: FileHeader, file: String) throws -> Model {
+        let raw = storage.bytes
+        let metaStart = Int(h.metadataOffset), metaLength = Int(h.metadataLength)
+        let dataStart = Int(h.dataOffset), dataLength = Int(h.dataLength)
+        let metadata = UnsafeRawBufferPointer(rebasing: raw[metaStart..<(metaStart + metaLength)])
+        let data = UnsafeRawBufferPointer(rebasing: raw[dataStart..<(dataStart + dataLength)])
         // 9. JSON.
+        if let problem = JSONKeyCheck.firstProblem(metadata) {
+            throw FormatError.badMetadata(file: file, offset: metaStart + problem.offset, reason: problem.reason)
+        }
         let document: MetadataDocument
         do {
             let json = Data(bytesNoCopy: UnsafeMutableRawPointer(mutating: metadata.baseAddress!), count: metaLength,
@@ -183,7 +213,7 @@ public enum ModelFile {
         var firstIndex: [String: Int] = [:]
         var expected = 0
         for (i, e) in document.tensors.enumerated() {
-            let dtype = try validate(e, index: i, firstIndex: &firstIndex, file: file)
+            let (dtype, bits) = try validate(e, index: i, firstIndex: &firstIndex, file: file)
             if e.offset != expected {
                 if e.offset < expected {
                     let prev = document.tensors[i - 1]
@@ -198,6 +228,7 @@ public enum ModelFile {
             }
             let end = e.offset + e.length
             let view = UnsafeRawBufferPointer(rebasing: data[e.offset..<end])
+            try validatePackedTail(e, bits: bits, bytes: view, file: file)
             tensors.append(StoredTensor(name: e.name, dtype: dtype, shape: e.shape, quant: e.quant,
                                         bytes: TensorBytes(view: view, owner: storage)))
             let next = FileHeader.align(UInt64(end)).map { Int($0) } ?? Int.max
@@ -209,7 +240,7 @@ public enum ModelFile {
         }
         // 12. Names the graph and metadata refer to.
         try validateReferences(document.metadata, tensorNames: firstIndex, file: file)
-        return Decoded(header: h, model: Model(metadata: document.metadata, tensors: tensors))
+        return Model(metadata: document.metadata, tensors: tensors)
     }
 
     /// Throws `nonZeroPadding` at the first non-zero byte of `raw[from..<to]`.
@@ -249,14 +280,16 @@ public enum ModelFile {
         for (i, t) in model.tensors.enumerated() {
             let e = TensorEntry(name: t.name, dtype: t.dtype.name, shape: t.shape, quant: t.quant, offset: offset,
                                 length: t.bytes.count)
-            _ = try validate(e, index: i, firstIndex: &firstIndex, file: file)
+            let (_, bits) = try validate(e, index: i, firstIndex: &firstIndex, file: file)
+            try validatePackedTail(e, bits: bits, bytes: t.bytes.buffer, file: file)
             entries.append(e)
             offset = try Checked.alignUp(offset + e.length, to: FileHeader.alignment, file: file)
         }
         try validateReferences(model.metadata, tensorNames: firstIndex, file: file)
         let json: [UInt8]
         do {
-            json = [UInt8](try MetadataDocument.encoder().encode(MetadataDocument(metadata: model.metadata, tensors: entries)))
+            let document = MetadataDocument(metadata: model.metadata, tensors: entries)
+            json = [UInt8](try MetadataDocument.encoder().encode(document))
         } catch {
             throw FormatError.badMetadata(file: file, offset: FileHeader.size, reason: "cannot encode: \(error)")
         }
@@ -294,7 +327,9 @@ public enum ModelFile {
         h.trailerOffset = UInt64(dataStart + dataLength)
         h.tensorCount = UInt64(tensorCount)
         h.metadataHash = XXH64.hash(json)
-        h.dataHash = out.withUnsafeBytes { XXH64.hash(UnsafeRawBufferPointer(rebasing: $0[dataStart..<(dataStart + dataLength)])) }
+        h.dataHash = out.withUnsafeBytes {
+            XXH64.hash(UnsafeRawBufferPointer(rebasing: $0[dataStart..<(dataStart + dataLength)]))
+        }
         out.replaceSubrange(0..<FileHeader.size, with: h.encoded())
         out.append(contentsOf: FileHeader.endMagic)
         let fileHash = XXH64.hash(out)

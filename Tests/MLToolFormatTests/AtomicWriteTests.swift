@@ -61,6 +61,19 @@ import MLToolCore
         #expect(try entries() == ["m.mlt", "taken"])
     }
 
+    @Test func damagedFilesOnDiskAreRejected() throws {
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let path = dir + "/m.mlt"
+        try ModelFile.write(TestModels.small(), to: path)
+        let fh = try #require(FileHandle(forUpdatingAtPath: path))
+        try fh.truncate(atOffset: 1000)
+        try fh.close()
+        #expect(throws: FormatError.truncated(file: path, expected: 1040, actual: 1000)) { try ModelFile.read(path: path) }
+        #expect(FileManager.default.createFile(atPath: path, contents: Data()))
+        #expect(throws: FormatError.truncated(file: path, expected: 208, actual: 0)) { try ModelFile.read(path: path) }
+        #expect(throws: FormatError.cannotOpen(file: dir, reason: "not a regular file")) { try ModelFile.read(path: dir) }
+    }
+
     @Test func missingFileIsNoInput() {
         do {
             _ = try ModelFile.read(path: dir + "/nope.mlt")

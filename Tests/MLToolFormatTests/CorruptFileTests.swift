@@ -9,11 +9,11 @@ enum Corruption: String, CaseIterable, Sendable {
     case badMagic, futureVersion, versionZero, headerChecksum, nonZeroFlags, nonZeroReserved, appendedByte
     case badEndMagic, fileChecksum, metadataChecksum, dataChecksum, metadataTooLarge, tooManyTensors
     case sectionOutOfBounds, sectionOverflow, metadataMisplaced, dataMisplaced, nonZeroSectionPadding
-    case badJSON, missingKey, tensorCountMismatch
+    case badJSON, missingKey, tensorCountMismatch, duplicateKey, escapedDuplicateKey, byteOrderMark
     case duplicateNames, overlappingTensors, holeBetweenTensors, holeAtEnd, misalignedOffset, tensorPastData
     case nonZeroTensorPadding, overflowingDims, overflowingBytes, negativeDim, rankTooHigh, emptyName, longName
     case unknownDType, wrongLength, quantOnFloat, int8MissingScales, int8ScaleCount, int8ZeroPointRange
-    case int8NonFiniteScale, paletteLutSize, paletteAxisOutOfRange, paletteZeroGroupSize
+    case int8NonFiniteScale, paletteTailBits, paletteLutSize, paletteAxisOutOfRange, paletteZeroGroupSize
     case unknownNodeInput, unknownGraphOutput, duplicateNodeOutput, nodeOutputShadowsTensor, missingFeatureTensor
 
     static let file = "corrupt.mlt"
@@ -37,7 +37,7 @@ enum Corruption: String, CaseIterable, Sendable {
         case .fileChecksum, .metadataChecksum, .dataChecksum:
             return .checksumMismatch(file: f, section: "?", offset: 0, stored: 0, computed: 0)   // see `matches`
         case .metadataTooLarge:
-            return .capExceeded(file: f, what: "metadata_length (minimum 2)", limit: 256 << 20, actual: (256 << 20) + 1)
+            return .capExceeded(file: f, what: "metadata_length", limit: 256 << 20, actual: (256 << 20) + 1)
         case .tooManyTensors: return .capExceeded(file: f, what: "tensor_count", limit: 1_000_000, actual: 1_000_001)
         case .sectionOutOfBounds:
             return .sectionOutOfBounds(file: f, section: "data", offset: 832, length: 1 << 40, limit: 1024)
@@ -48,7 +48,7 @@ enum Corruption: String, CaseIterable, Sendable {
         case .dataMisplaced:
             return .sectionMisplaced(file: f, section: "data", field: "data_offset", expected: 832, actual: 896)
         case .nonZeroSectionPadding: return .nonZeroPadding(file: f, offset: 800)
-        case .badJSON, .missingKey:
+        case .badJSON, .missingKey, .duplicateKey, .escapedDuplicateKey, .byteOrderMark:
             return .badMetadata(file: f, offset: 128, reason: "?")   // see `matches`
         case .tensorCountMismatch:
             return .invalidField(file: f, offset: 64, field: "tensor_count", expected: "3 (entries in the tensor table)", actual: "4")
@@ -83,6 +83,9 @@ enum Corruption: String, CaseIterable, Sendable {
         case .int8ScaleCount: return .badTensor(file: f, tensor: "q", field: "quant.scales", expected: "2 values", actual: "3")
         case .int8ZeroPointRange: return .badTensor(file: f, tensor: "q", field: "quant.zeroPoints[1]", expected: "-128...127", actual: "128")
         case .int8NonFiniteScale: return .badTensor(file: f, tensor: "q", field: "quant.scales[0]", expected: "finite", actual: "inf")
+        case .paletteTailBits:
+            return .badTensor(file: f, tensor: "q", field: "packed indices",
+                              expected: "zero in the unused high 6 bits of the last byte", actual: "last byte 0x7F")
         case .paletteLutSize:
             return .badTensor(file: f, tensor: "q", field: "quant.lut", expected: "512 values (2 groups × 256)", actual: "256")
         case .paletteAxisOutOfRange: return .badTensor(file: f, tensor: "q", field: "quant.axis", expected: "0..<2", actual: "2")
@@ -110,6 +113,10 @@ enum Corruption: String, CaseIterable, Sendable {
         case (.dataChecksum, .checksumMismatch(Corruption.file, "data", 832, _, _)): return true
         case (.badJSON, .badMetadata(Corruption.file, 128, let reason)): return !reason.isEmpty
         case (.missingKey, .badMetadata(Corruption.file, 128, let reason)): return reason.contains("'task'")
+        case (.duplicateKey, .badMetadata(Corruption.file, let at, let reason)),
+             (.escapedDuplicateKey, .badMetadata(Corruption.file, let at, let reason)):
+            return at > 128 && reason == #"key "task" occurs twice in one object"#
+        case (.byteOrderMark, .badMetadata(Corruption.file, 128, let reason)): return reason.contains("first byte")
         default: return error == expected
         }
     }
@@ -149,6 +156,16 @@ enum Corruption: String, CaseIterable, Sendable {
         case .missingKey:
             return try table { _ in }.replacing(Array(#""task":"network""#.utf8), with: Array(#""tusk":"network""#.utf8))
                 .resealed()
+        case .duplicateKey, .escapedDuplicateKey, .byteOrderMark:
+            let h = b.withUnsafeBytes { FileHeader(decoding: $0) }
+            var json = Array(b[128..<(128 + Int(h.metadataLength))])
+            switch self {
+            case .duplicateKey: json.insert(contentsOf: Array(#""task":"network","#.utf8), at: 13)
+            case .escapedDuplicateKey: json.insert(contentsOf: Array(#""t\u0061sk":"network","#.utf8), at: 13)
+            default: json.insert(contentsOf: [0xEF, 0xBB, 0xBF], at: 0)
+            }
+            let data = Array(b[832..<1024])
+            return ModelFile.assemble(metadataJSON: json, tensorCount: 3, dataLength: 192) { out, _ in out += data }
         case .tensorCountMismatch: TestModels.setU64(&b, 64, 4); b = reseal(b)
         case .duplicateNames: return try table { $0.tensors[1].name = "fc.w" }
         case .overlappingTensors: return try table { $0.tensors[1].offset = 0 }
@@ -178,6 +195,9 @@ enum Corruption: String, CaseIterable, Sendable {
         case .int8ScaleCount: return try table { $0.tensors[2].quant?.scales = [1, 2, 3] }
         case .int8ZeroPointRange: return try table { $0.tensors[2].quant?.zeroPoints = [0, 128] }
         case .int8NonFiniteScale: return try table { $0.tensors[2].quant?.scales = [.infinity, 1] }
+        case .paletteTailBits:   // q's 6 bytes as 7 six-bit indices: its last byte 0x7F has 6 unused bits, not zero
+            return try table { $0.tensors[2].dtype = "palette6"; $0.tensors[2].shape = [7]
+                               $0.tensors[2].quant = QuantParams(lut: Array(repeating: 0, count: 64)) }
         case .paletteLutSize:
             return try table { $0.tensors[2].dtype = "palette8"; $0.tensors[2].quant = QuantParams(axis: 0, lut: Array(repeating: 0, count: 256)) }
         case .paletteAxisOutOfRange:

@@ -42,9 +42,9 @@ import MLToolCore
         let dir = try TestModels.temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
         try ModelFile.write(TestModels.tiny(), to: dir + "/x.onnx")
-        FileManager.default.createFile(atPath: dir + "/x.bin", contents: Data(Self.onnx))
-        FileManager.default.createFile(atPath: dir + "/x.mlt", contents: Data(Self.hdf5Signature + [0, 0]))
-        FileManager.default.createFile(atPath: dir + "/x.h5", contents: Data("just text\n".utf8))
+        #expect(FileManager.default.createFile(atPath: dir + "/x.bin", contents: Data(Self.onnx)))
+        #expect(FileManager.default.createFile(atPath: dir + "/x.mlt", contents: Data(Self.hdf5Signature + [0, 0])))
+        #expect(FileManager.default.createFile(atPath: dir + "/x.h5", contents: Data("just text\n".utf8)))
         #expect(try FileKind.detect(path: dir + "/x.onnx") == .mltool)
         #expect(try FileKind.detect(path: dir + "/x.bin") == .onnx)
         #expect(try FileKind.detect(path: dir + "/x.mlt") == .hdf5)
@@ -56,9 +56,9 @@ import MLToolCore
         try FileManager.default.createDirectory(atPath: dir + "/m.mlpackage/Data/com.apple.CoreML",
                                                 withIntermediateDirectories: true)
         #expect(try FileKind.detect(path: dir + "/m.mlpackage") == .unknown)
-        FileManager.default.createFile(atPath: dir + "/m.mlpackage/Manifest.json", contents: Data("{}".utf8))
-        FileManager.default.createFile(atPath: dir + "/m.mlpackage/Data/com.apple.CoreML/model.mlmodel",
-                                       contents: Data(Self.coreml))
+        #expect(FileManager.default.createFile(atPath: dir + "/m.mlpackage/Manifest.json", contents: Data("{}".utf8)))
+        #expect(FileManager.default.createFile(atPath: dir + "/m.mlpackage/Data/com.apple.CoreML/model.mlmodel",
+                                               contents: Data(Self.coreml)))
         #expect(try FileKind.detect(path: dir + "/m.mlpackage") == .coreml)
     }
 }

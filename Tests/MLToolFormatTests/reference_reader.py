@@ -111,6 +111,8 @@ def read(path):
         if e["length"] != (n * k + 7) // 8 or e["offset"] != expected: fail("length/offset " + name)
         raw = data[e["offset"]:e["offset"] + e["length"]]
         if len(raw) != e["length"]: fail("out of data " + name)
+        unused = 8 * e["length"] - n * k
+        if unused and raw[-1] >> (8 - unused): fail("unused high bits " + name)
         end = e["offset"] + e["length"]
         if any(data[end:min(align64(end), dlen)]): fail("tensor padding")
         expected = align64(end)
