@@ -29,5 +29,6 @@ let package = Package(
         .executableTarget(name: "mltool", dependencies: ["MLToolCLI"]),
 
         .testTarget(name: "MLToolCoreTests", dependencies: ["MLToolCore"]),
+        .testTarget(name: "MLToolTrainTests", dependencies: ["MLToolTrain"]),
     ]
 )
