@@ -22,13 +22,14 @@ let package = Package(
         .target(name: "MLToolImport", dependencies: ["MLToolCore", "MLToolFormat", "CHDF5", "CProtobufC"]),
         .target(name: "MLToolEngine", dependencies: ["MLToolCore", "COpenBLAS"]),
         .target(name: "MLToolData", dependencies: ["MLToolCore", "CTurboJPEG", "CPNG"]),
-        .target(name: "MLToolTrain", dependencies: ["MLToolCore", "COpenBLAS"]),
+        .target(name: "MLToolTrain", dependencies: ["MLToolCore", "MLToolData", "COpenBLAS"]),
         .target(name: "MLToolCLI", dependencies: [
             "MLToolCore", "MLToolFormat", "MLToolImport", "MLToolEngine", "MLToolData", "MLToolTrain",
         ]),
         .executableTarget(name: "mltool", dependencies: ["MLToolCLI"]),
 
         .testTarget(name: "MLToolCoreTests", dependencies: ["MLToolCore"]),
-        .testTarget(name: "MLToolTrainTests", dependencies: ["MLToolTrain"]),
+        .testTarget(name: "MLToolTrainTests", dependencies: ["MLToolTrain", "MLToolData"]),
+        .testTarget(name: "MLToolTextTests", dependencies: ["MLToolData"]),
     ]
 )

@@ -1,4 +1,5 @@
 import MLToolCore
+import MLToolData
 
 /// Multinomial logistic regression (max-entropy) with L2, fitted by L-BFGS: the classifier head of `mltool train`.
 ///
@@ -28,6 +29,32 @@ public enum LogisticRegression {
                 try fit(train, DenseRows(base: vp.baseAddress!, rows: v.rows, cols: cols), labels: labels,
                         validationLabels: v.labels, classes: classes, options: options,
                         sampleWeights: sampleWeights, progress: progress)
+            }
+        }
+    }
+
+    /// Fits weights for sparse rows (e.g. TF-IDF text features), `x.cols × classes`; otherwise as the dense `fit`.
+    /// Memory is proportional to the non-zeros plus the weights.
+    public static func fit(sparse x: CSRMatrix, labels: [Int], classes: Int,
+                           validation: (x: CSRMatrix, labels: [Int])?, options: LogisticRegressionOptions,
+                           sampleWeights: [Float]? = nil,
+                           progress: ((IterationRecord) -> Void)?) throws -> LogisticRegressionModel {
+        guard x.rows >= 1, x.cols >= 1 else {
+            throw TrainError.shapeMismatch(what: "training features", expected: "at least 1 row and 1 column",
+                                           actual: "\(x.rows) rows × \(x.cols) columns")
+        }
+        if let v = validation, v.x.cols != x.cols || v.x.rows < 1 {
+            throw TrainError.shapeMismatch(what: "validation features", expected: "≥ 1 row × \(x.cols) columns",
+                                           actual: "\(v.x.rows) rows × \(v.x.cols) columns")
+        }
+        return try SparseRows.with(x) { train in
+            guard let v = validation else {
+                return try fit(train, nil as SparseRows?, labels: labels, validationLabels: [], classes: classes,
+                               options: options, sampleWeights: sampleWeights, progress: progress)
+            }
+            return try SparseRows.with(v.x) { valid in
+                try fit(train, valid, labels: labels, validationLabels: v.labels, classes: classes,
+                        options: options, sampleWeights: sampleWeights, progress: progress)
             }
         }
     }
