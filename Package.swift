@@ -24,7 +24,7 @@ let package = Package(
         .target(name: "CMLToolKernels"),
         .target(name: "MLToolEngine", dependencies: ["MLToolCore", "COpenBLAS", "CMLToolKernels"]),
         .target(name: "MLToolData", dependencies: ["MLToolCore", "CTurboJPEG", "CPNG"]),
-        .target(name: "MLToolTrain", dependencies: ["MLToolCore", "COpenBLAS"]),
+        .target(name: "MLToolTrain", dependencies: ["MLToolCore", "MLToolData", "COpenBLAS"]),
         .target(name: "MLToolEval", dependencies: ["MLToolCore"]),
         .target(name: "MLToolQuant", dependencies: ["MLToolCore"]),
         .target(name: "MLToolCLI", dependencies: [
@@ -39,5 +39,7 @@ let package = Package(
         .testTarget(name: "MLToolEngineTests", dependencies: ["MLToolEngine", "MLToolCore"]),
         .testTarget(name: "MLToolImportTests", dependencies: ["MLToolImport", "MLToolCore", "MLToolEngine"]),
         .testTarget(name: "MLToolDataTests", dependencies: ["MLToolData", "MLToolCore"], exclude: ["Fixtures"]),
+        .testTarget(name: "MLToolTrainTests", dependencies: ["MLToolTrain", "MLToolData"]),
+        .testTarget(name: "MLToolTextTests", dependencies: ["MLToolData"]),
     ]
 )

@@ -1,0 +1,118 @@
+import Foundation
+import MLToolCore
+
+/// Turns raw text into the terms a text model counts, with no language-specific rules.
+///
+/// 1. Unicode NFKC (`precomposedStringWithCompatibilityMapping`) when `normalization` is "nfkc", then full Unicode
+///    lower-casing when `lowercase` is set.
+/// 2. Words are maximal runs of letters, combining marks and digits (Unicode general categories L*, M*, N*); an
+///    apostrophe (' or ’, stored as ') between two such characters stays inside the word ("don't"). Everything
+///    else separates words. Stop words are then dropped.
+/// 3. Terms: word n-grams for n in `wordNgrams` joined by one space (as scikit-learn), then, when `charNgrams` is
+///    set, character n-grams of each word padded with a space on both sides (scikit-learn's "char_wb"), prefixed
+///    with "#" so they never collide with words (words cannot contain "#").
+public struct TextTokenizer: Sendable {
+    public let config: TextConfig
+    private let stopWords: Set<String>
+
+    public init(config: TextConfig) throws {
+        try Self.validate(config)
+        self.config = config
+        self.stopWords = Set(config.stopWords.map { Self.normalize($0, config: config) })
+    }
+
+    /// The words of `text`, normalised, without stop words.
+    public func words(_ text: String) -> [String] {
+        let scalars = Array(Self.normalize(text, config: config).unicodeScalars)
+        var words: [String] = []
+        var current = String.UnicodeScalarView()
+        var i = 0
+        while i < scalars.count {
+            let s = scalars[i]
+            if Self.isWordScalar(s) {
+                current.append(s)
+            } else if Self.isApostrophe(s), !current.isEmpty, i + 1 < scalars.count, Self.isWordScalar(scalars[i + 1]) {
+                current.append("'")
+            } else if !current.isEmpty {
+                words.append(String(current))
+                current = String.UnicodeScalarView()
+            }
+            i += 1
+        }
+        if !current.isEmpty { words.append(String(current)) }
+        return stopWords.isEmpty ? words : words.filter { !stopWords.contains($0) }
+    }
+
+    /// Every term of `text` in document order (repeats kept: they are the counts).
+    public func terms(_ text: String) -> [String] {
+        let words = words(text)
+        var terms: [String] = []
+        let wn = config.wordNgrams
+        for n in wn[0]...wn[1] where n <= words.count {
+            for start in 0...(words.count - n) {
+                terms.append(n == 1 ? words[start] : words[start..<(start + n)].joined(separator: " "))
+            }
+        }
+        if let cn = config.charNgrams {
+            for word in words { Self.appendCharNgrams(of: word, min: cn[0], max: cn[1], into: &terms) }
+        }
+        return terms
+    }
+
+    /// scikit-learn's `_char_wb_ngrams` on one word: grams of the space-padded word; a padded word shorter than n
+    /// gives itself once and ends the word.
+    static func appendCharNgrams(of word: String, min: Int, max: Int, into terms: inout [String]) {
+        let padded = Array(" " + word + " ")
+        for n in min...max {
+            var offset = 0
+            terms.append("#" + String(padded[offset..<Swift.min(offset + n, padded.count)]))
+            while offset + n < padded.count {
+                offset += 1
+                terms.append("#" + String(padded[offset..<Swift.min(offset + n, padded.count)]))
+            }
+            if offset == 0 { break }
+        }
+    }
+
+    static func normalize(_ text: String, config: TextConfig) -> String {
+        let n = config.normalization == "nfkc" ? text.precomposedStringWithCompatibilityMapping : text
+        return config.lowercase ? n.lowercased() : n
+    }
+
+    static func isWordScalar(_ s: Unicode.Scalar) -> Bool {
+        switch s.properties.generalCategory {
+        case .uppercaseLetter, .lowercaseLetter, .titlecaseLetter, .modifierLetter, .otherLetter,
+             .nonspacingMark, .spacingMark, .enclosingMark,
+             .decimalNumber, .letterNumber, .otherNumber:
+            return true
+        default:
+            return false
+        }
+    }
+
+    static func isApostrophe(_ s: Unicode.Scalar) -> Bool { s == "'" || s == "\u{2019}" }
+
+    /// Throws unless every field of `config` is in its domain.
+    public static func validate(_ c: TextConfig) throws {
+        func range(_ r: [Int]?, _ field: String) throws {
+            guard let r else { return }
+            guard r.count == 2, r[0] >= 1, r[0] <= r[1], r[1] <= 32 else {
+                throw TextError.invalidConfig(field: field, value: "\(r)", expected: "[min, max] with 1 ≤ min ≤ max ≤ 32")
+            }
+        }
+        try range(c.wordNgrams, "wordNgrams")
+        try range(c.charNgrams, "charNgrams")
+        guard ["nfkc", "none"].contains(c.normalization) else {
+            throw TextError.invalidConfig(field: "normalization", value: c.normalization, expected: "nfkc or none")
+        }
+        guard ["tfidf", "count", "binary"].contains(c.weighting) else {
+            throw TextError.invalidConfig(field: "weighting", value: c.weighting, expected: "tfidf, count or binary")
+        }
+        guard c.minCount >= 1 else {
+            throw TextError.invalidConfig(field: "minCount", value: "\(c.minCount)", expected: "≥ 1")
+        }
+        if let bits = c.hashBits, !(1...28).contains(bits) {
+            throw TextError.invalidConfig(field: "hashBits", value: "\(bits)", expected: "1...28")
+        }
+    }
+}

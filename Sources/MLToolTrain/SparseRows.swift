@@ -1,0 +1,71 @@
+import Dispatch
+import MLToolData
+
+/// A CSR matrix seen as training rows. Products loop over the non-zeros; rows (forward) and class columns
+/// (backward) are split across threads so that every output element is summed in row order by one thread.
+struct SparseRows: FeatureMatrix {
+    let offsets: UnsafePointer<Int>
+    let columns: UnsafePointer<Int32>
+    let values: UnsafePointer<Float>
+    let rows: Int
+    let cols: Int
+
+    /// Calls `body` with a view of `m`, valid only inside it.
+    static func with<R>(_ m: CSRMatrix, _ body: (SparseRows) throws -> R) rethrows -> R {
+        try m.rowOffsets.withUnsafeBufferPointer { o in
+            try m.columns.withUnsafeBufferPointer { c in
+                try m.values.withUnsafeBufferPointer { v in
+                    // Empty arrays may have no base address; a one-element dummy keeps the pointers valid.
+                    let dummyC: [Int32] = [0], dummyV: [Float] = [0]
+                    return try dummyC.withUnsafeBufferPointer { dc in
+                        try dummyV.withUnsafeBufferPointer { dv in
+                            try body(SparseRows(offsets: o.baseAddress!, columns: c.baseAddress ?? dc.baseAddress!,
+                                                values: v.baseAddress ?? dv.baseAddress!, rows: m.rows, cols: m.cols))
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    func forward(rows r: Range<Int>, weights: UnsafePointer<Float>, classes k: Int,
+                 into out: UnsafeMutablePointer<Float>) {
+        let chunk = 64
+        let o = SharedPointer(p: UnsafeMutablePointer(mutating: offsets))
+        let c = SharedPointer(p: UnsafeMutablePointer(mutating: columns))
+        let v = SharedPointer(p: UnsafeMutablePointer(mutating: values))
+        let w = SharedPointer(p: UnsafeMutablePointer(mutating: weights)), z = SharedPointer(p: out)
+        let first = r.lowerBound, end = r.upperBound
+        DispatchQueue.concurrentPerform(iterations: (r.count + chunk - 1) / chunk) { t in
+            let r0 = first &+ t &* chunk, r1 = min(r0 &+ chunk, end)
+            for row in r0..<r1 {
+                let dst = z.p + (row &- first) &* k
+                dst.initialize(repeating: 0, count: k)
+                for i in o.p[row]..<o.p[row &+ 1] {
+                    let x = v.p[i], src = w.p + Int(c.p[i]) &* k
+                    for j in 0..<k { dst[j] += x * src[j] }
+                }
+            }
+        }
+    }
+
+    func accumulateTransposed(rows r: Range<Int>, g: UnsafePointer<Float>, classes k: Int,
+                              into grad: UnsafeMutablePointer<Float>) {
+        let parts = min(k, 4)
+        let o = SharedPointer(p: UnsafeMutablePointer(mutating: offsets))
+        let c = SharedPointer(p: UnsafeMutablePointer(mutating: columns))
+        let v = SharedPointer(p: UnsafeMutablePointer(mutating: values))
+        let gs = SharedPointer(p: UnsafeMutablePointer(mutating: g)), out = SharedPointer(p: grad)
+        let first = r.lowerBound, end = r.upperBound
+        DispatchQueue.concurrentPerform(iterations: parts) { part in
+            let j0 = part &* k / parts, j1 = (part &+ 1) &* k / parts
+            for row in first..<end {
+                let src = gs.p + (row &- first) &* k
+                for i in o.p[row]..<o.p[row &+ 1] {
+                    let x = v.p[i], dst = out.p + Int(c.p[i]) &* k
+                    for j in j0..<j1 { dst[j] += x * src[j] }
+                }
+            }
+        }
+    }
+}

@@ -1,1 +1,0 @@
-// MLToolTrain: logistic-regression / max-entropy solvers.

@@ -1,0 +1,57 @@
+import MLToolCore
+import MLToolData
+import Testing
+@testable import MLToolTrain
+
+@Suite struct SparseLogisticRegressionTests {
+    /// A random sparse problem: about 10% non-zeros, the class leaking into a few columns.
+    func problem(rows: Int, cols: Int, classes: Int, seed: UInt64) throws -> (CSRMatrix, [Int]) {
+        var rng = SplitMix64(seed: seed)
+        var offsets = [0], columns: [Int32] = [], values: [Float] = [], labels: [Int] = []
+        for r in 0..<rows {
+            let y = r % classes
+            labels.append(y)
+            for c in 0..<cols where rng.nextUnit() < 0.1 || (c % classes == y && rng.nextUnit() < 0.3) {
+                columns.append(Int32(c)); values.append(rng.nextUnit() + 0.5)
+            }
+            offsets.append(columns.count)
+        }
+        return (try CSRMatrix(rows: rows, cols: cols, rowOffsets: offsets, columns: columns, values: values), labels)
+    }
+
+    @Test func sparseFitMatchesDenseFit() throws {
+        let (x, labels) = try problem(rows: 300, cols: 60, classes: 3, seed: 5)
+        let options = LogisticRegressionOptions(l2: .fixed(1e-2), maxIterations: 1000, tolerance: 1e-7,
+                                                lossTolerance: 0)
+        let sparse = try LogisticRegression.fit(sparse: x, labels: labels, classes: 3, validation: nil,
+                                                options: options, progress: nil)
+        let dense = try LogisticRegression.fit(x: x.dense(), rows: 300, cols: 60, labels: labels, classes: 3,
+                                               validation: nil, options: options, progress: nil)
+        assertClose(sparse.weights, dense.weights.map(Double.init), atol: 1e-4, "sparse vs dense weights")
+        assertClose(sparse.bias, dense.bias.map(Double.init), atol: 1e-4, "sparse vs dense bias")
+        #expect(sparse.features == 60 && sparse.classes == 3)
+    }
+
+    @Test func sparseFitIsDeterministicAndUsesValidation() throws {
+        let (x, labels) = try problem(rows: 400, cols: 80, classes: 4, seed: 8)
+        let (v, vl) = try problem(rows: 100, cols: 80, classes: 4, seed: 9)
+        func fit() throws -> LogisticRegressionModel {
+            try LogisticRegression.fit(sparse: x, labels: labels, classes: 4, validation: (v, vl),
+                                       options: LogisticRegressionOptions(l2: .auto), progress: nil)
+        }
+        let a = try fit(), b = try fit()
+        #expect(a.weights.map(\.bitPattern) == b.weights.map(\.bitPattern))
+        #expect(a.chosenL2 == b.chosenL2)
+        #expect((a.validationAccuracy ?? 0) > 0.8)
+    }
+
+    @Test func mismatchedValidationThrows() throws {
+        let (x, labels) = try problem(rows: 20, cols: 10, classes: 2, seed: 1)
+        let (v, vl) = try problem(rows: 5, cols: 11, classes: 2, seed: 2)
+        #expect(throws: TrainError.shapeMismatch(what: "validation features", expected: "≥ 1 row × 10 columns",
+                                                 actual: "5 rows × 11 columns")) {
+            try LogisticRegression.fit(sparse: x, labels: labels, classes: 2, validation: (v, vl),
+                                       options: LogisticRegressionOptions(), progress: nil)
+        }
+    }
+}

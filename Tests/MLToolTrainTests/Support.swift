@@ -1,0 +1,66 @@
+import Foundation
+import MLToolCore
+import Testing
+
+/// |a − b| ≤ atol + rtol·|b| elementwise, reporting the worst element.
+func assertClose(_ a: [Float], _ b: [Double], rtol: Double = 0, atol: Double, _ what: String,
+                 sourceLocation: SourceLocation = #_sourceLocation) {
+    #expect(a.count == b.count, "\(what): \(a.count) values, expected \(b.count)", sourceLocation: sourceLocation)
+    var worst = 0.0, at = 0
+    for i in 0..<min(a.count, b.count) {
+        let excess = abs(Double(a[i]) - b[i]) - (atol + rtol * abs(b[i]))
+        if excess > worst { worst = excess; at = i }
+    }
+    #expect(worst == 0, "\(what)[\(at)]: \(a.isEmpty ? 0 : a[at]) vs \(b.isEmpty ? 0 : b[at])",
+            sourceLocation: sourceLocation)
+}
+
+/// A standard normal sample (Box–Muller on SplitMix64).
+func gaussian(_ rng: inout SplitMix64) -> Float {
+    let u1 = max(Double(rng.next() >> 11) / Double(1 << 53), 1e-300), u2 = Double(rng.next() >> 11) / Double(1 << 53)
+    return Float((-2 * log(u1)).squareRoot() * cos(2 * Double.pi * u2))
+}
+
+/// Gaussian blobs: `classes` random centres at distance `spread`, unit noise.
+func blobs(rows: Int, cols: Int, classes: Int, spread: Float, seed: UInt64) -> (x: [Float], labels: [Int]) {
+    var rng = SplitMix64(seed: seed)
+    let centres = (0..<(classes * cols)).map { _ in gaussian(&rng) * spread }
+    var x = [Float](repeating: 0, count: rows * cols), labels = [Int](repeating: 0, count: rows)
+    for r in 0..<rows {
+        let y = r % classes
+        labels[r] = y
+        for j in 0..<cols { x[r * cols + j] = centres[y * cols + j] + gaussian(&rng) }
+    }
+    return (x, labels)
+}
+
+/// The JSON written by Tests/Fixtures/train/make_fixtures.py.
+struct LogRegFixture: Decodable {
+    struct Case: Decodable {
+        var name: String
+        var l2: Double
+        var balanced: Bool
+        var weighted: Bool
+        var weights: [Double]
+        var bias: [Double]
+        var probabilities: [Double]
+        var objective: Double
+    }
+    var rows: Int
+    var cols: Int
+    var classes: Int
+    var raw: [Float]
+    var x: [Float]
+    var labels: [Int]
+    var sampleWeights: [Float]
+    var scalerMean: [Double]
+    var scalerScale: [Double]
+    var cases: [Case]
+
+    static let shared: LogRegFixture? = {
+        let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("Fixtures/train/logreg.json")
+        guard let data = try? Data(contentsOf: url) else { return nil }
+        return try? JSONDecoder().decode(LogRegFixture.self, from: data)
+    }()
+}
