@@ -110,8 +110,8 @@ public enum LogisticRegression {
             theta = outcome.theta  // warm start for the next, weaker L2
             if let best = chosen {
                 let a = outcome.validationAccuracy ?? 0, b = best.outcome.validationAccuracy ?? 0
-                let better = a > b || (a == b && (outcome.validationLoss ?? .infinity)
-                                                < (best.outcome.validationLoss ?? .infinity))
+                let lossA = outcome.validationLoss ?? .infinity, lossB = best.outcome.validationLoss ?? .infinity
+                let better = options.selection == .logLoss ? lossA < lossB : a > b || (a == b && lossA < lossB)
                 if better { chosen = (l2, outcome) }
             } else {
                 chosen = (l2, outcome)

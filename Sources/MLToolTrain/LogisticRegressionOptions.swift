@@ -33,6 +33,14 @@ public struct LogisticRegressionOptions: Sendable, Equatable {
     public var l2Grid: [Double]
     /// L-BFGS memory (correction pairs kept).
     public var historySize: Int
+    /// How `.auto` compares L2 values on the validation split.
+    public enum Selection: Sendable, Equatable {
+        /// Best validation accuracy, ties broken by lower validation log-loss.
+        case accuracy
+        /// Lowest validation log-loss: steadier than accuracy on a small validation split.
+        case logLoss
+    }
+    public var selection: Selection = .accuracy
 
     public init(l2: L2 = .auto, maxIterations: Int = 500, tolerance: Double = 1e-5, lossTolerance: Double = 1e-9,
                 balanceClasses: Bool = false, earlyStoppingPatience: Int? = 20,

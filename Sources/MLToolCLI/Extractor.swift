@@ -1,0 +1,96 @@
+import Foundation
+import MLToolCore
+import MLToolData
+import MLToolEngine
+import MLToolFormat
+
+/// A frozen feature extractor: an imported network run up to its feature tensor, with a content-addressed cache.
+final class Extractor {
+    let path: String
+    let model: Model
+    let featureTensor: String
+    let preprocessing: ImagePreprocessing
+    let preprocessor: ImagePreprocessor
+    /// SHA-256 of the extractor file: part of every cache key.
+    let digest: String
+    private let threads: Int
+    private var engineStorage: Engine?
+
+    /// Where the default extractor is looked for, in order.
+    static func candidates(explicit: String?) -> [String] {
+        if let e = explicit { return [e] }
+        var list = [String]()
+        if let env = ProcessInfo.processInfo.environment["MLTOOL_EXTRACTOR"], !env.isEmpty { list.append(env) }
+        list.append("models/efficientnet-lite0.bin")
+        if let exe = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") {
+            let dir = URL(fileURLWithPath: exe).deletingLastPathComponent()
+            list.append(dir.appendingPathComponent("models/efficientnet-lite0.bin").path)
+            // A build inside the source tree: .build/<config>/mltool → ./models
+            list.append(dir.appendingPathComponent("../../models/efficientnet-lite0.bin").standardized.path)
+            list.append(dir.appendingPathComponent("../share/mltool/efficientnet-lite0.bin").standardized.path)
+        }
+        return list
+    }
+
+    init(explicit: String?, featureLayer: String?, threads: Int) throws {
+        let list = Self.candidates(explicit: explicit)
+        guard let found = list.first(where: { FileManager.default.fileExists(atPath: $0) }) else {
+            if let e = explicit { throw CLIError.missingInput(file: e, reason: "no such extractor model") }
+            throw CLIError.missingInput(
+                file: "models/efficientnet-lite0.bin",
+                reason: "no feature extractor found (looked in: \(list.joined(separator: ", "))).\n"
+                    + "Build the default one with `make models` in the mltool source tree, or pass --extractor MODEL "
+                    + "(any model imported with `mltool import ... --feature-tensor NAME`), or set MLTOOL_EXTRACTOR.")
+        }
+        path = found
+        model = try ModelLoading.load(found)
+        guard let prep = model.metadata.image else {
+            throw CLIError.badInput(file: found, reason: "the extractor records no image preprocessing; re-import it with --input-size and --scale/--bias or --mean/--std")
+        }
+        guard let feature = featureLayer ?? model.metadata.featureTensor else {
+            throw CLIError.usage(command: "train", message: "\(found) names no feature tensor; pass --feature-layer NAME")
+        }
+        guard model.metadata.graph?.nodes.contains(where: { $0.outputs.contains(feature) }) == true else {
+            throw CLIError.badInput(file: found, reason: "feature tensor '\(feature)' is not produced by the extractor's graph")
+        }
+        featureTensor = feature
+        preprocessing = prep
+        preprocessor = try ImagePreprocessor(prep)
+        digest = try SHA256.hex(fileAt: found)
+        self.threads = threads
+    }
+
+    /// The engine, built on first use (a warm cache never needs it).
+    func engine() throws -> Engine {
+        if let e = engineStorage { return e }
+        let e = try Engine(model: model, threads: threads)
+        engineStorage = e
+        return e
+    }
+
+    /// Features of preprocessed inputs (each HWC), one row per input.
+    func features(_ inputs: [[Float]]) throws -> [[Float]] {
+        guard !inputs.isEmpty else { return [] }
+        let shape = [inputs.count, preprocessing.height, preprocessing.width, preprocessor.channels]
+        let out = try engine().run([model.metadata.graph?.inputs.first?.name ?? "input": Tensor(shape: shape, data: Array(inputs.joined()))],
+                                   outputs: [featureTensor])
+        guard let t = out[featureTensor] else { return [] }
+        let per = t.count / inputs.count
+        return (0..<inputs.count).map { Array(t.data[($0 * per)..<(($0 + 1) * per)]) }
+    }
+
+    /// The graph of this extractor cut after the feature tensor, with only the tensors it uses.
+    func truncated() throws -> (nodes: [Node], tensors: [StoredTensor], graph: Graph) {
+        guard let graph = model.metadata.graph else {
+            throw CLIError.badInput(file: path, reason: "the extractor has no network graph")
+        }
+        var needed: Set<String> = [featureTensor]
+        var kept = [Node]()
+        for node in graph.nodes.reversed() where node.outputs.contains(where: needed.contains) {
+            kept.append(node)
+            needed.formUnion(node.inputs)
+        }
+        let tensors = model.tensors.filter { needed.contains($0.name) }
+        return (kept.reversed(), tensors, graph)
+    }
+}

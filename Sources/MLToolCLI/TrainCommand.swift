@@ -1,0 +1,42 @@
+import Foundation
+import MLToolCore
+import MLToolData
+
+extension CLI {
+    static let train = CommandSpec(
+        name: "train", abstract: "Train an image classifier (transfer learning) from label folders or a CSV.",
+        arguments: "DATA",
+        discussion: """
+        DATA is a folder whose subfolders are the labels (JPEG/PNG files below them), or a CSV with a path and a
+        label column. A stratified holdout (--holdout, default 0.2) is kept out of training and recorded in the
+        model, so `mltool eval` re-evaluates on it; or give --test. Features come from a frozen extractor
+        (default EfficientNet-Lite0) through a content-addressed cache; the head is multinomial logistic
+        regression with L2, chosen on a validation split. Same data, seed and threads give a byte-identical model.
+        """,
+        options: [
+            OptionSpec("--out", short: "-o", value: "PATH", help: "Output model (default ./model.bin)."),
+            OptionSpec("--test", value: "DIR|CSV", help: "Held-out test data (instead of --holdout)."),
+            OptionSpec("--holdout", value: "F", help: "Fraction held out for testing (default 0.2)."),
+            OptionSpec("--validation", value: "auto|F|none", help: "Validation split (default auto: Create ML's rule)."),
+            OptionSpec("--seed", value: "N", help: "Seed for splits and augmentation (default 42)."),
+            OptionSpec("--extractor", value: "MODEL", help: "Feature extractor (default models/efficientnet-lite0.bin)."),
+            OptionSpec("--feature-layer", value: "NAME", help: "Extractor tensor to use as features."),
+            OptionSpec("--l2", value: "auto|X", help: "L2 strength, or auto (chosen on validation; default)."),
+            OptionSpec("--max-iterations", value: "N", help: "L-BFGS iterations per L2 value (default 500)."),
+            OptionSpec("--early-stopping", value: "N", help: "Stop after N iterations without validation improvement."),
+            OptionSpec("--balance", help: "Weight classes inversely to their frequency."),
+            OptionSpec("--augment", value: "LIST", help: "Augment training images: flip,crop,rotate,exposure,blur,noise."),
+            OptionSpec("--path-column", value: "NAME", help: "CSV column with image paths (default path)."),
+            OptionSpec("--label-column", value: "NAME", help: "CSV column with labels (default label)."),
+            OptionSpec("--strict", help: "Stop at the first image that cannot be decoded."),
+            OptionSpec("--max-pixels", value: "N", help: "Refuse larger images (default 64000000)."),
+            OptionSpec("--threads", value: "T", help: "Threads (default: all cores)."),
+            OptionSpec("--quiet", short: "-q", help: "No progress output."),
+        ]
+    ) { args in
+        guard args.positionals.count == 1 else {
+            throw CLIError.usage(command: "train", message: "expected one DATA folder or CSV")
+        }
+        try ImageTraining(args: args).run()
+    }
+}
