@@ -43,41 +43,70 @@ struct LBFGSMemory {
     }
 }
 
-/// Σ aᵢbᵢ accumulated in Double, in index order.
+/// Σ aᵢbᵢ: Float SIMD lanes within blocks of 512, blocks summed in Double, always in the same order.
 func dot(_ a: [Float], _ b: [Float]) -> Double {
     a.withUnsafeBufferPointer { pa in
         b.withUnsafeBufferPointer { pb in
             let n = min(pa.count, pb.count)
-            // Four fixed lanes: vectorisable, and the order never depends on anything but n.
-            var s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0
+            guard n > 0, let x = pa.baseAddress, let y = pb.baseAddress else { return 0 }
+            var total = 0.0
             var i = 0
-            while i &+ 4 <= n {
-                s0 += Double(pa[i]) * Double(pb[i]); s1 += Double(pa[i &+ 1]) * Double(pb[i &+ 1])
-                s2 += Double(pa[i &+ 2]) * Double(pb[i &+ 2]); s3 += Double(pa[i &+ 3]) * Double(pb[i &+ 3])
-                i &+= 4
+            while i < n {
+                let end = min(i &+ 512, n)
+                var acc = SIMD8<Float>()
+                while i &+ 8 <= end {
+                    let u = UnsafeRawPointer(x + i).loadUnaligned(as: SIMD8<Float>.self)
+                    let v = UnsafeRawPointer(y + i).loadUnaligned(as: SIMD8<Float>.self)
+                    acc = acc + u * v
+                    i &+= 8
+                }
+                var block = Double(acc.sum())
+                while i < end { block += Double(x[i]) * Double(y[i]); i &+= 1 }
+                total += block
             }
-            while i < n { s0 += Double(pa[i]) * Double(pb[i]); i &+= 1 }
-            return (s0 + s1) + (s2 + s3)
+            return total
         }
     }
 }
 
 /// y += a·x.
 func axpy(_ a: Double, _ x: [Float], _ y: inout [Float]) {
+    let af = Float(a)
     x.withUnsafeBufferPointer { px in
         y.withUnsafeMutableBufferPointer { py in
-            for i in 0..<min(px.count, py.count) { py[i] = Float(Double(py[i]) + a * Double(px[i])) }
+            for i in 0..<min(px.count, py.count) { py[i] += af * px[i] }
         }
     }
 }
 
+/// x *= a.
 func scale(_ x: inout [Float], _ a: Double) {
-    x.withUnsafeMutableBufferPointer { p in for i in 0..<p.count { p[i] = Float(Double(p[i]) * a) } }
+    let af = Float(a)
+    x.withUnsafeMutableBufferPointer { p in for i in 0..<p.count { p[i] *= af } }
+}
+
+/// a − b, elementwise.
+func difference(_ a: [Float], _ b: [Float]) -> [Float] {
+    [Float](unsafeUninitializedCapacity: a.count) { out, count in
+        a.withUnsafeBufferPointer { pa in
+            b.withUnsafeBufferPointer { pb in for i in 0..<min(pa.count, pb.count) { out[i] = pa[i] - pb[i] } }
+        }
+        count = min(a.count, b.count)
+    }
+}
+
+/// x + a·d, elementwise (the trial point of a line search).
+func moved(_ x: [Float], _ a: Double, _ d: [Float]) -> [Float] {
+    var out = x
+    axpy(a, d, &out)
+    return out
 }
 
 /// max |xᵢ|.
 func maxAbs(_ x: [Float]) -> Double {
-    var m: Float = 0
-    for v in x { m = max(m, abs(v)) }
-    return Double(m)
+    x.withUnsafeBufferPointer { p in
+        var m: Float = 0
+        for v in p { m = max(m, abs(v)) }
+        return Double(m)
+    }
 }
