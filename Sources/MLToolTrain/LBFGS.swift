@@ -22,62 +22,132 @@ struct LBFGSMemory {
         return true
     }
 
-    /// −H·g, with H₀ = γI, γ = sᵀy / yᵀy of the newest pair (plain −g when empty).
+    /// −H·g, with H₀ = γI, γ = sᵀy / yᵀy of the newest pair (plain −g when empty). Each update of q or r is fused
+    /// with the inner product the next step needs, so the recursion makes 2m + 2 passes over p floats, not 4m.
     func direction(_ g: [Float]) -> [Float] {
         var q = g
-        var alpha = [Double](repeating: 0, count: s.count)
-        for i in stride(from: s.count - 1, through: 0, by: -1) {
-            alpha[i] = rho[i] * dot(s[i], q)
-            axpy(-alpha[i], y[i], &q)
+        let m = s.count
+        guard m > 0 else { scale(&q, -1); return q }
+        var alpha = [Double](repeating: 0, count: m)
+        var sq = dot(s[m - 1], q)
+        for i in stride(from: m - 1, through: 0, by: -1) {
+            alpha[i] = rho[i] * sq
+            sq = axpyThenDot(-alpha[i], y[i], &q, i > 0 ? s[i - 1] : nil)
         }
-        if let ls = s.last, let ly = y.last {
-            let gamma = dot(ls, ly) / dot(ly, ly)
-            scale(&q, gamma)
-        }
-        for i in 0..<s.count {
-            let beta = rho[i] * dot(y[i], q)
-            axpy(alpha[i] - beta, s[i], &q)
+        scale(&q, dot(s[m - 1], y[m - 1]) / dot(y[m - 1], y[m - 1]))
+        var yr = dot(y[0], q)
+        for i in 0..<m {
+            let beta = rho[i] * yr
+            yr = axpyThenDot(alpha[i] - beta, s[i], &q, i + 1 < m ? y[i + 1] : nil)
         }
         scale(&q, -1)
         return q
     }
 }
 
-/// Σ aᵢbᵢ accumulated in Double, in index order.
+/// y += a·x, then z·y (0 without z) summed like `dot`, in one pass.
+func axpyThenDot(_ a: Double, _ x: [Float], _ y: inout [Float], _ z: [Float]?) -> Double {
+    guard let z else { axpy(a, x, &y); return 0 }
+    let af = Float(a)
+    return x.withUnsafeBufferPointer { px in
+        z.withUnsafeBufferPointer { pz in
+            y.withUnsafeMutableBufferPointer { py in
+                let n = min(px.count, py.count, pz.count)
+                guard n > 0, let xp = px.baseAddress, let yp = py.baseAddress, let zp = pz.baseAddress else {
+                    return 0
+                }
+                let a8 = SIMD8<Float>(repeating: af)
+                var total = 0.0
+                var i = 0
+                while i < n {
+                    let end = min(i &+ 512, n)
+                    var acc = SIMD8<Float>()
+                    while i &+ 8 <= end {
+                        let xv = UnsafeRawPointer(xp + i).loadUnaligned(as: SIMD8<Float>.self)
+                        var yv = UnsafeRawPointer(yp + i).loadUnaligned(as: SIMD8<Float>.self)
+                        yv = yv + a8 * xv
+                        UnsafeMutableRawPointer(yp + i).storeBytes(of: yv, as: SIMD8<Float>.self)
+                        acc = acc + UnsafeRawPointer(zp + i).loadUnaligned(as: SIMD8<Float>.self) * yv
+                        i &+= 8
+                    }
+                    var block = Double(acc.sum())
+                    while i < end {
+                        yp[i] += af * xp[i]
+                        block += Double(zp[i]) * Double(yp[i])
+                        i &+= 1
+                    }
+                    total += block
+                }
+                return total
+            }
+        }
+    }
+}
+
+/// Σ aᵢbᵢ: Float SIMD lanes within blocks of 512, blocks summed in Double, always in the same order.
 func dot(_ a: [Float], _ b: [Float]) -> Double {
     a.withUnsafeBufferPointer { pa in
         b.withUnsafeBufferPointer { pb in
             let n = min(pa.count, pb.count)
-            // Four fixed lanes: vectorisable, and the order never depends on anything but n.
-            var s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0
+            guard n > 0, let x = pa.baseAddress, let y = pb.baseAddress else { return 0 }
+            var total = 0.0
             var i = 0
-            while i &+ 4 <= n {
-                s0 += Double(pa[i]) * Double(pb[i]); s1 += Double(pa[i &+ 1]) * Double(pb[i &+ 1])
-                s2 += Double(pa[i &+ 2]) * Double(pb[i &+ 2]); s3 += Double(pa[i &+ 3]) * Double(pb[i &+ 3])
-                i &+= 4
+            while i < n {
+                let end = min(i &+ 512, n)
+                var acc = SIMD8<Float>()
+                while i &+ 8 <= end {
+                    let u = UnsafeRawPointer(x + i).loadUnaligned(as: SIMD8<Float>.self)
+                    let v = UnsafeRawPointer(y + i).loadUnaligned(as: SIMD8<Float>.self)
+                    acc = acc + u * v
+                    i &+= 8
+                }
+                var block = Double(acc.sum())
+                while i < end { block += Double(x[i]) * Double(y[i]); i &+= 1 }
+                total += block
             }
-            while i < n { s0 += Double(pa[i]) * Double(pb[i]); i &+= 1 }
-            return (s0 + s1) + (s2 + s3)
+            return total
         }
     }
 }
 
 /// y += a·x.
 func axpy(_ a: Double, _ x: [Float], _ y: inout [Float]) {
+    let af = Float(a)
     x.withUnsafeBufferPointer { px in
         y.withUnsafeMutableBufferPointer { py in
-            for i in 0..<min(px.count, py.count) { py[i] = Float(Double(py[i]) + a * Double(px[i])) }
+            for i in 0..<min(px.count, py.count) { py[i] += af * px[i] }
         }
     }
 }
 
+/// x *= a.
 func scale(_ x: inout [Float], _ a: Double) {
-    x.withUnsafeMutableBufferPointer { p in for i in 0..<p.count { p[i] = Float(Double(p[i]) * a) } }
+    let af = Float(a)
+    x.withUnsafeMutableBufferPointer { p in for i in 0..<p.count { p[i] *= af } }
+}
+
+/// a − b, elementwise.
+func difference(_ a: [Float], _ b: [Float]) -> [Float] {
+    [Float](unsafeUninitializedCapacity: a.count) { out, count in
+        a.withUnsafeBufferPointer { pa in
+            b.withUnsafeBufferPointer { pb in for i in 0..<min(pa.count, pb.count) { out[i] = pa[i] - pb[i] } }
+        }
+        count = min(a.count, b.count)
+    }
+}
+
+/// x + a·d, elementwise (the trial point of a line search).
+func moved(_ x: [Float], _ a: Double, _ d: [Float]) -> [Float] {
+    var out = x
+    axpy(a, d, &out)
+    return out
 }
 
 /// max |xᵢ|.
 func maxAbs(_ x: [Float]) -> Double {
-    var m: Float = 0
-    for v in x { m = max(m, abs(v)) }
-    return Double(m)
+    x.withUnsafeBufferPointer { p in
+        var m: Float = 0
+        for v in p { m = max(m, abs(v)) }
+        return Double(m)
+    }
 }

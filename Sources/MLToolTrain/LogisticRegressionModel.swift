@@ -1,5 +1,6 @@
 import COpenBLAS
 import Foundation
+import MLToolData
 
 /// A fitted softmax classifier: probabilities = softmax(x · weights + bias), a plain dense layer.
 public struct LogisticRegressionModel: Sendable, Equatable {
@@ -48,9 +49,36 @@ public struct LogisticRegressionModel: Sendable, Equatable {
         return z
     }
 
+    /// x · weights + bias for sparse rows (e.g. a text vectorizer's output): rows × classes.
+    public func logits(sparse x: CSRMatrix) throws -> [Float] {
+        guard x.cols == features, weights.count == features * classes, bias.count == classes else {
+            throw TrainError.shapeMismatch(what: "sparse features", expected: "\(features) columns",
+                                           actual: "\(x.cols) columns")
+        }
+        var z = [Float](repeating: 0, count: x.rows * classes)
+        SparseRows.with(x) { rows in
+            weights.withUnsafeBufferPointer { wp in
+                z.withUnsafeMutableBufferPointer { zp in
+                    rows.forward(rows: 0..<x.rows, weights: wp.baseAddress!, classes: classes, into: zp.baseAddress!)
+                }
+            }
+        }
+        for r in 0..<x.rows { for c in 0..<classes { z[r * classes + c] += bias[c] } }
+        return z
+    }
+
     /// Softmax probabilities, rows × classes (each row sums to 1).
     public func probabilities(_ x: [Float], rows: Int) throws -> [Float] {
-        var z = try logits(x, rows: rows)
+        softmax(try logits(x, rows: rows), rows: rows)
+    }
+
+    /// Softmax probabilities of sparse rows, rows × classes.
+    public func probabilities(sparse x: CSRMatrix) throws -> [Float] {
+        softmax(try logits(sparse: x), rows: x.rows)
+    }
+
+    private func softmax(_ logits: [Float], rows: Int) -> [Float] {
+        var z = logits
         for r in 0..<rows {
             let row = r * classes
             var m = -Float.infinity

@@ -66,7 +66,8 @@ struct SoftmaxTrainer<Matrix: FeatureMatrix> {
             var slope = dot(x.gradient, d)
             if !(slope < 0) || !slope.isFinite {
                 memory.reset()
-                d = x.gradient.map { -$0 }
+                d = x.gradient
+                scale(&d, -1)
                 slope = dot(x.gradient, d)
             }
             let step = memory.isEmpty ? min(1, 1 / max(dot(x.gradient, x.gradient).squareRoot(), 1e-30)) : 1
@@ -77,9 +78,7 @@ struct SoftmaxTrainer<Matrix: FeatureMatrix> {
                 break
             }
             iteration += 1
-            var s = next.theta, y = next.gradient
-            for i in 0..<s.count { s[i] -= x.theta[i]; y[i] -= x.gradient[i] }
-            memory.push(s: s, y: y)
+            memory.push(s: difference(next.theta, x.theta), y: difference(next.gradient, x.gradient))
             let previousLoss = x.loss
             x = next
             scored = score(x.theta)
@@ -119,10 +118,8 @@ struct SoftmaxTrainer<Matrix: FeatureMatrix> {
         let noise = 1e-6 * abs(x0.loss)
         var evaluations = 0
         func trial(_ a: Double) -> (Point, Double) {
-            var theta = x0.theta
-            for i in 0..<theta.count { theta[i] = Float(Double(theta[i]) + a * Double(d[i])) }
             evaluations += 1
-            let p = evaluate(theta)
+            let p = evaluate(moved(x0.theta, a, d))
             return (p, dot(p.gradient, d))
         }
         func armijo(_ a: Double, _ f: Double) -> Bool { f.isFinite && f <= x0.loss + c1 * a * slope0 }

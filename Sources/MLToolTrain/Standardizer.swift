@@ -59,10 +59,14 @@ public struct Standardizer: Sendable, Equatable {
     }
 
     /// The model on raw features equal to `model` on standardised ones: W′ = W / σ (row-wise), b′ = b − Σⱼ (μⱼ/σⱼ)·Wⱼ.
-    public func fold(into model: LogisticRegressionModel) -> LogisticRegressionModel {
+    public func fold(into model: LogisticRegressionModel) throws -> LogisticRegressionModel {
         var out = model
         let d = model.features, k = model.classes
-        guard mean.count == d, std.count == d, model.weights.count == d * k else { return model }
+        guard mean.count == d, std.count == d, model.weights.count == d * k, model.bias.count == k else {
+            throw TrainError.shapeMismatch(what: "standardisation to fold",
+                                           expected: "\(d) features (\(d)×\(k) weights)",
+                                           actual: "\(mean.count) means, \(model.weights.count) weights")
+        }
         var shift = [Double](repeating: 0, count: k)
         for j in 0..<d {
             let s = Double(std[j]), m = Double(mean[j])

@@ -139,7 +139,7 @@ import Testing
         let model = try LogisticRegression.fit(
             x: z, rows: f.rows, cols: f.cols, labels: f.labels, classes: f.classes, validation: nil,
             options: LogisticRegressionOptions(l2: .fixed(1e-3)), progress: nil)
-        let folded = scaler.fold(into: model)
+        let folded = try scaler.fold(into: model)
         let expected = try model.probabilities(z, rows: f.rows).map(Double.init)
         assertClose(try folded.probabilities(f.raw, rows: f.rows), expected, atol: 2e-5, "folded probabilities")
         #expect(folded.weights != model.weights)
@@ -214,5 +214,55 @@ import Testing
         }
         #expect(TrainError.labelOutOfRange(what: "training labels", row: 2, label: 5, classes: 2).description
                 == "training labels: row 2: label 5, expected 0..<2")
+    }
+}
+
+@Suite struct LBFGSTests {
+    /// Pairs (s, y = A·s) of a diagonal quadratic, the last s, y and all pairs.
+    func filledMemory(p: Int, pairs: Int) -> (LBFGSMemory, [[Float]], [[Float]]) {
+        var rng = SplitMix64(seed: 17)
+        let diagonal = (0..<p).map { _ in 0.5 + rng.nextUnit() * 4 }
+        var memory = LBFGSMemory(capacity: 5)
+        var ss: [[Float]] = [], ys: [[Float]] = []
+        for _ in 0..<pairs {
+            let s = (0..<p).map { _ in gaussian(&rng) }
+            let y = zip(s, diagonal).map { $0 * $1 }
+            let kept = memory.push(s: s, y: y)
+            #expect(kept)
+            ss.append(s); ys.append(y)
+        }
+        return (memory, ss, ys)
+    }
+
+    /// The secant condition: the inverse-Hessian estimate maps the newest y to the newest s, so direction(y) = −s.
+    @Test func directionSatisfiesSecantCondition() throws {
+        var (memory, ss, ys) = filledMemory(p: 1000, pairs: 7)
+        let lastS = try #require(ss.last), lastY = try #require(ys.last)
+        assertClose(memory.direction(lastY), lastS.map { -Double($0) }, rtol: 1e-3, atol: 1e-4, "H·y vs s")
+        // A pair with negative curvature is refused.
+        let keptNegative = memory.push(s: lastS, y: lastS.map { -$0 })
+        #expect(!keptNegative)
+    }
+
+    /// The fused recursion against the textbook two-loop in Double (Nocedal & Wright, algorithm 7.4).
+    @Test func directionMatchesPlainTwoLoop() {
+        let p = 1003
+        let (memory, allS, allY) = filledMemory(p: p, pairs: 7)
+        let s = allS.suffix(5).map { $0.map(Double.init) }, y = allY.suffix(5).map { $0.map(Double.init) }
+        var rng = SplitMix64(seed: 3)
+        let g = (0..<p).map { _ in gaussian(&rng) }
+        func dot(_ a: [Double], _ b: [Double]) -> Double { zip(a, b).map { $0 * $1 }.reduce(0, +) }
+        var q = g.map(Double.init), alpha = [Double](repeating: 0, count: 5)
+        for i in stride(from: 4, through: 0, by: -1) {
+            alpha[i] = dot(s[i], q) / dot(y[i], s[i])
+            for j in 0..<p { q[j] -= alpha[i] * y[i][j] }
+        }
+        let gamma = dot(s[4], y[4]) / dot(y[4], y[4])
+        var r = q.map { $0 * gamma }
+        for i in 0..<5 {
+            let beta = dot(y[i], r) / dot(y[i], s[i])
+            for j in 0..<p { r[j] += s[i][j] * (alpha[i] - beta) }
+        }
+        assertClose(memory.direction(g), r.map { -$0 }, rtol: 1e-4, atol: 1e-5, "fused vs plain two-loop")
     }
 }

@@ -55,3 +55,27 @@ import Testing
         }
     }
 }
+
+@Suite struct TextClassifierEndToEndTests {
+    /// Raw strings → TF-IDF → sparse max-entropy → labels of unseen strings.
+    @Test func classifiesUnseenText() throws {
+        let train = [
+            ("the cat sat on the mat", 0), ("a cat and a kitten purr", 0), ("my kitten chases the cat", 0),
+            ("cats sleep all day, the cat purrs", 0), ("kitten and cat play with a mat", 0),
+            ("parse json with a fast c library", 1), ("json library for python", 1),
+            ("a small c library to parse options", 1), ("library bindings for json parsing", 1),
+            ("fast parser library written in c", 1),
+        ]
+        let vectorizer = try TextVectorizer.fit(documents: train.map(\.0), config: TextConfig())
+        let x = try vectorizer.transform(train.map(\.0))
+        let model = try LogisticRegression.fit(sparse: x, labels: train.map(\.1), classes: 2, validation: nil,
+                                               options: LogisticRegressionOptions(l2: .fixed(1e-2)), progress: nil)
+        let p = try model.probabilities(sparse: vectorizer.transform(["a sleepy kitten", "JSON parser in C"]))
+        #expect(p[0] > 0.5 && p[3] > 0.5, "probabilities \(p)")
+        #expect(abs(p[0] + p[1] - 1) < 1e-6)
+        // Dense and sparse predictions of the same rows agree.
+        let dense = try model.probabilities(x.dense(), rows: x.rows)
+        assertClose(try model.probabilities(sparse: x), dense.map(Double.init), atol: 1e-6, "sparse vs dense")
+        #expect(throws: TrainError.self) { try model.probabilities(sparse: CSRMatrix(rows: 0, cols: 3, rowOffsets: [0], columns: [], values: [])) }
+    }
+}
