@@ -68,11 +68,13 @@ src = np.clip(src, 0, 255).astype(np.uint8)
 Image.fromarray(src, "RGB").save(out("resample_src.png"))
 for (w, h) in [(23, 17), (97, 83), (30, 60), (61, 20)]:
     Image.fromarray(src, "RGB").resize((w, h), Image.BILINEAR).save(out(f"resample_{w}x{h}.png"))
-# The "shorter side to 32, centre crop 28×28" pipeline (torchvision Resize(32) + CenterCrop(28) on PIL).
+# The "shorter side to 32, centre crop 28×28" pipeline, as recipes/efficientnet_lite0.py preprocesses for
+# onnxruntime: the longer side is rounded to nearest, the crop offset floored.
 im = Image.fromarray(src, "RGB"); W, H = im.size
-nw, nh = (int(32 * W / H), 32) if H <= W else (32, int(32 * H / W))
+scale = 32 / min(W, H)
+nw, nh = round(W * scale), round(H * scale)
 r = im.resize((nw, nh), Image.BILINEAR)
-left, top = int(round((nw - 28) / 2.0)), int(round((nh - 28) / 2.0))
+left, top = (nw - 28) // 2, (nh - 28) // 2
 r.crop((left, top, left + 28, top + 28)).save(out("pipeline_28.png"))
 Image.fromarray(src, "RGB").convert("L").resize((20, 15), Image.BILINEAR).save(out("pipeline_gray_20x15.png"))
 print("fixtures written to", HERE)
