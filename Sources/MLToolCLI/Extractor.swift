@@ -23,11 +23,15 @@ final class Extractor {
         if let env = ProcessInfo.processInfo.environment["MLTOOL_EXTRACTOR"], !env.isEmpty { list.append(env) }
         list.append("models/efficientnet-lite0.bin")
         if let exe = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") {
-            let dir = URL(fileURLWithPath: exe).deletingLastPathComponent()
+            // Beside the binary, in ../share/mltool, or — for a build inside the source tree
+            // (.build/<triple>/release/mltool) — in the tree's models/ folder.
+            var dir = URL(fileURLWithPath: exe).deletingLastPathComponent()
             list.append(dir.appendingPathComponent("models/efficientnet-lite0.bin").path)
-            // A build inside the source tree: .build/<config>/mltool → ./models
-            list.append(dir.appendingPathComponent("../../models/efficientnet-lite0.bin").standardized.path)
             list.append(dir.appendingPathComponent("../share/mltool/efficientnet-lite0.bin").standardized.path)
+            for _ in 0..<4 {
+                dir = dir.deletingLastPathComponent()
+                list.append(dir.appendingPathComponent("models/efficientnet-lite0.bin").path)
+            }
         }
         return list
     }

@@ -1,0 +1,184 @@
+import Foundation
+import MLToolCore
+import MLToolEval
+import MLToolFormat
+import MLToolQuant
+
+extension CLI {
+    static let quantize = CommandSpec(
+        name: "quantize", abstract: "Compress weights (int8, fp16, k-means palettes) and report what it cost.",
+        arguments: "MODEL --bits N",
+        discussion: """
+        Writes MODEL's name with .int8.bin / .fp16.bin / .pal4.bin … beside it (never over MODEL). Every conv and
+        dense weight (and a text model's weight matrix) with at least --min-elements elements is compressed. Then
+        both models are evaluated on the recorded holdout (or --data): accuracies, top-1 agreement and mean KL.
+        With --max-drop P, the tensors with the worst signal-to-noise ratio are backed off to more bits until the
+        accuracy drop is at most P points; if even that fails, nothing is written.
+        """,
+        options: [
+            OptionSpec("--bits", value: "N", help: "8 (linear by default), 16 (fp16), or 1, 2, 4, 6 (palette)."),
+            OptionSpec("--mode", value: "linear|palette|fp16", help: "Override the mode the bits imply."),
+            OptionSpec("--per-tensor", help: "Linear: one scale per tensor instead of per output channel."),
+            OptionSpec("--asymmetric", help: "Linear: min/max range with a zero point instead of symmetric."),
+            OptionSpec("--group-size", value: "G", help: "Palette: one look-up table per G output channels."),
+            OptionSpec("--min-elements", value: "N", help: "Leave tensors smaller than N in float (default 2048)."),
+            OptionSpec("--max-drop", value: "P", help: "Accuracy gate: allowed drop in percentage points."),
+            OptionSpec("--data", value: "DATA", help: "Evaluate on DATA instead of the recorded holdout."),
+            OptionSpec("--no-eval", help: "Skip the accuracy evaluation."),
+            OptionSpec("--seed", value: "N", help: "k-means seed (default 42)."),
+            OptionSpec("--out", short: "-o", value: "OUT", help: "Output path."),
+            OptionSpec("--json", help: "Print the report as one JSON object."),
+            OptionSpec("--threads", value: "T", help: "Threads (default: all cores)."),
+            OptionSpec("--quiet", short: "-q", help: "No progress output."),
+        ]
+    ) { args in
+        guard args.positionals.count == 1 else {
+            throw CLIError.usage(command: "quantize", message: "expected one MODEL")
+        }
+        let path = args.positionals[0]
+        guard args.has("--bits") || args.has("--mode") else {
+            throw CLIError.usage(command: "quantize", message: "give --bits N (8, 16, or 1/2/4/6 for palettes)")
+        }
+        let modeText = args.string("--mode")
+        var bits = try args.int("--bits", default: modeText == "fp16" ? 16 : 8)
+        let mode: QuantizeOptions.Mode
+        switch modeText {
+        case nil: mode = bits == 16 ? .fp16 : (bits == 8 ? .linear : .palette)
+        case let m?:
+            guard let parsed = QuantizeOptions.Mode(rawValue: m) else {
+                throw CLIError.usage(command: "quantize", message: "--mode must be linear, palette or fp16")
+            }
+            mode = parsed
+        }
+        if mode == .fp16 { bits = 16 }
+        let seed = UInt64(try args.int("--seed", default: 42))
+        var options = QuantizeOptions(mode: mode, bits: bits, perTensor: args.has("--per-tensor"),
+                                      asymmetric: args.has("--asymmetric"),
+                                      groupSize: args.has("--group-size") ? try args.int("--group-size", default: 1) : nil,
+                                      minElements: try args.int("--min-elements", default: 2048), seed: seed)
+        let suffix = mode == .fp16 ? "fp16" : (mode == .linear ? "int\(bits)" : "pal\(bits)")
+        let base = URL(fileURLWithPath: path)
+        let out = args.string("--out") ?? base.deletingPathExtension().path + ".\(suffix).bin"
+        let model = try ModelLoading.load(path)
+        let quiet = args.has("--quiet")
+        let started = Date()
+        var (quantized, reports) = try Quantizer.quantize(model, options)
+
+        // The accuracy gate.
+        var gate: GateResult?
+        if !args.has("--no-eval") {
+            let items: [LabeledItem]? = try args.string("--data").map { try loadItems($0) }
+                ?? (model.metadata.split?.holdout.isEmpty == false
+                    ? try Evaluation.recordedHoldout(model, modelPath: path, skipMissing: false) : nil)
+            if let items, !model.metadata.labels.isEmpty {
+                let threads = try args.int("--threads", default: 0)
+                let truth = try Evaluation.truth(items, labels: model.metadata.labels, modelPath: path)
+                let k = model.metadata.labels.count
+                let floatProbs = try Evaluation.probabilities(model, modelPath: path, items: items, threads: threads, quiet: quiet)
+                let floatAcc = Metrics.evaluate(truth: truth, probabilities: floatProbs, labels: model.metadata.labels).accuracy
+                func measure(_ m: Model) throws -> GateResult {
+                    let p = try Evaluation.probabilities(m, modelPath: out, items: items, threads: threads, quiet: quiet)
+                    let r = Metrics.evaluate(truth: truth, probabilities: p, labels: model.metadata.labels)
+                    let c = ModelComparison.compare(floatProbs, p, classes: k)
+                    return GateResult(items: items.count, floatAccuracy: floatAcc, quantizedAccuracy: r.accuracy,
+                                      agreement: c.agreement, meanKL: c.meanKL, backedOff: [])
+                }
+                var result = try measure(quantized)
+                if let maxDrop = try args.string("--max-drop").map({ _ in try args.double("--max-drop", default: 0) }) {
+                    // Back off the worst tensors (lowest SNR) to more bits, a few at a time, until within the drop.
+                    var order = reports.filter { $0.skipped == nil }.sorted { ($0.snrDB ?? .infinity) < ($1.snrDB ?? .infinity) }
+                    while (result.floatAccuracy - result.quantizedAccuracy) * 100 > maxDrop {
+                        guard !order.isEmpty else {
+                            throw CLIError.badInput(file: path, reason: String(
+                                format: "accuracy gate failed: even with every tensor backed off the drop is %.2f points > --max-drop %.2f; nothing written",
+                                (result.floatAccuracy - result.quantizedAccuracy) * 100, maxDrop))
+                        }
+                        let step = max(1, order.count / 8)
+                        for r in order.prefix(step) {
+                            let next = Self.nextBits(mode: mode, bits: options.bitsOverride[r.name] ?? bits)
+                            options.bitsOverride[r.name] = next
+                            result.backedOff.append("\(r.name) → \(next >= 32 ? "float" : "\(next) bits")")
+                        }
+                        order = Array(order.dropFirst(step)).filter { (options.bitsOverride[$0.name] ?? bits) < 32 }
+                        let backed = result.backedOff
+                        (quantized, reports) = try Quantizer.quantize(model, options)
+                        result = try measure(quantized)
+                        result.backedOff = backed
+                        if !quiet { note(String(format: "gate: backed off %d tensors, drop now %.2f points", backed.count, (result.floatAccuracy - result.quantizedAccuracy) * 100)) }
+                    }
+                }
+                gate = result
+            } else if !quiet {
+                note("mltool: note: no recorded holdout and no --data: weights compressed without an accuracy check")
+            }
+        }
+        try ModelFile.write(quantized, to: out, inputs: [path])
+        let sizeBefore = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0
+        let sizeAfter = (try? FileManager.default.attributesOfItem(atPath: out)[.size] as? Int) ?? 0
+        let report = QuantizeReport(model: path, output: out, mode: mode.rawValue, bits: bits, tensors: reports,
+                                    fileBytesBefore: sizeBefore, fileBytesAfter: sizeAfter, gate: gate,
+                                    seconds: Date().timeIntervalSince(started))
+        if args.has("--json") {
+            let e = JSONEncoder()
+            e.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+            print(String(decoding: try e.encode(report), as: UTF8.self))
+        } else {
+            print(report.text, terminator: "")
+        }
+    }
+
+    /// The next, larger bit width for a backed-off tensor (32 = float).
+    static func nextBits(mode: QuantizeOptions.Mode, bits: Int) -> Int {
+        switch mode {
+        case .palette: return [1: 2, 2: 4, 4: 6, 6: 8][bits] ?? 32
+        case .linear, .fp16: return 32
+        }
+    }
+}
+
+struct GateResult: Encodable {
+    var items: Int
+    var floatAccuracy: Double
+    var quantizedAccuracy: Double
+    var agreement: Double
+    var meanKL: Double
+    var backedOff: [String]
+}
+
+struct QuantizeReport: Encodable {
+    var model: String
+    var output: String
+    var mode: String
+    var bits: Int
+    var tensors: [TensorQuantReport]
+    var fileBytesBefore: Int
+    var fileBytesAfter: Int
+    var gate: GateResult?
+    var seconds: Double
+
+    var text: String {
+        var s = "\(model) → \(output) (\(mode), \(bits) bits)\n"
+        let width = min(48, max(12, tensors.map { $0.name.count }.max() ?? 0))
+        s += "  " + "tensor".padding(toLength: width, withPad: " ", startingAt: 0) + "  elements  bits      bytes before → after     SNR dB  cosine\n"
+        for t in tensors {
+            let name = t.name.count > width ? "…" + t.name.suffix(width - 1) : t.name
+            s += "  " + name.padding(toLength: width, withPad: " ", startingAt: 0)
+            if let why = t.skipped {
+                s += String(format: "  %8d  skipped: %@\n", t.elements, why)
+            } else {
+                s += String(format: "  %8d  %4d  %10d → %-10d  %6@  %6@\n", t.elements, t.bits, t.bytesBefore, t.bytesAfter,
+                            t.snrDB.map { String(format: "%.1f", $0) } ?? "exact", t.cosine.map { String(format: "%.4f", $0) } ?? "-")
+            }
+        }
+        let before = tensors.reduce(0) { $0 + $1.bytesBefore }, after = tensors.reduce(0) { $0 + $1.bytesAfter }
+        s += "  weights \(before) → \(after) bytes; file \(fileBytesBefore) → \(fileBytesAfter) bytes ("
+            + String(format: "%.1f%%", Double(fileBytesAfter) / Double(max(fileBytesBefore, 1)) * 100) + " of the original)\n"
+        if let g = gate {
+            s += String(format: "  accuracy on %d items: float %.4f, quantized %.4f (%+.2f points); top-1 agreement %.4f; mean KL %.5f\n",
+                        g.items, g.floatAccuracy, g.quantizedAccuracy, (g.quantizedAccuracy - g.floatAccuracy) * 100,
+                        g.agreement, g.meanKL)
+            if !g.backedOff.isEmpty { s += "  backed off: " + g.backedOff.joined(separator: ", ") + "\n" }
+        }
+        return s
+    }
+}
