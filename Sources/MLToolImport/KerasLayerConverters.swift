@@ -32,6 +32,10 @@ enum KerasLayerConverters {
             "ZeroPadding2D": .init(check: nil, convert: zeroPadding),
             "Add": .init(check: nil, convert: { try elementwise(&$0, $1, .add) }),
             "Multiply": .init(check: nil, convert: { try elementwise(&$0, $1, .mul) }),
+            "Subtract": .init(check: nil, convert: subtract),
+            "Average": .init(check: nil, convert: average),
+            "LeakyReLU": .init(check: nil, convert: leakyRelu),
+            "Softmax": .init(check: nil, convert: softmax),
             "Concatenate": .init(check: nil, convert: concatenate),
             "Dropout": .init(check: nil, convert: identity),
             "Rescaling": .init(check: nil, convert: rescaling),
@@ -410,6 +414,46 @@ enum KerasLayerConverters {
             b.emit(last ? call.node : call.node + ".\(i)", op, [acc, next], output: out, shape: shape)
             acc = out
         }
+        return call.output
+    }
+
+    private static func subtract(_ b: inout KerasGraphBuilder, _ call: KerasCall) throws -> String {
+        guard call.inputs.count == 2 else {
+            throw ImportError.invalid(file: b.file, place: "layer '\(call.layer.name)'", expected: "two inputs",
+                                      actual: "\(call.inputs.count)")
+        }
+        return try elementwise(&b, call, .sub)
+    }
+
+    /// The mean of n inputs: their sum times 1/n.
+    private static func average(_ b: inout KerasGraphBuilder, _ call: KerasCall) throws -> String {
+        var sum = call
+        sum.output = call.output + ".sum"
+        sum.node = call.node + ".sum"
+        let total = try elementwise(&b, sum, .add)
+        let scale = b.constant(call.layer.name + ".scale", shape: [1], data: [1 / Float(call.inputs.count)])
+        b.emit(call.node, .mul, [total, scale], output: call.output, shape: b.shape(total))
+        return call.output
+    }
+
+    /// Keras 2 calls the slope alpha, Keras 3 negative_slope; both default to 0.3.
+    private static func leakyRelu(_ b: inout KerasGraphBuilder, _ call: KerasCall) throws -> String {
+        let x = try single(call, b)
+        let slope = Float(call.config.double("negative_slope") ?? call.config.double("alpha") ?? 0.3)
+        b.emit(call.node, .leakyRelu, [x], output: call.output, shape: b.shape(x), Attributes(alpha: slope))
+        return call.output
+    }
+
+    private static func softmax(_ b: inout KerasGraphBuilder, _ call: KerasCall) throws -> String {
+        let x = try single(call, b)
+        let rank = b.shape(x).count
+        let axis = call.config.int("axis") ?? -1
+        let a = axis < 0 ? axis + rank : axis
+        guard a >= 1, a < rank else {
+            throw ImportError.invalid(file: b.file, place: "layer '\(call.layer.name)' axis",
+                                      expected: "a non-batch axis of a rank-\(rank) tensor", actual: "\(axis)")
+        }
+        b.emit(call.node, .softmax, [x], output: call.output, shape: b.shape(x), Attributes(axis: a))
         return call.output
     }
 

@@ -115,6 +115,27 @@ import Testing
         #expect(!g.nodes.contains { $0.name == "lin" })
     }
 
+    @Test(arguments: versions)
+    func groupedDilatedAndMergeLayers(_ v: String) throws {
+        let (model, g) = try load(v + "_zoo2")
+        let grouped = try node(g, "grouped")
+        #expect(grouped.attributes.groups == 2 && grouped.attributes.dilations == [2, 2])
+        #expect(grouped.attributes.pads == [2, 2, 2, 2])
+        #expect(model.tensor(named: "grouped.kernel")?.shape == [3, 3, 2, 8])
+        #expect(abs((try node(g, "leaky").attributes.alpha ?? 0) - 0.3) < 1e-6)
+        #expect(try node(g, "dw").attributes.activation == Activation(op: .tanh))
+        #expect(try node(g, "diff").op == .sub)
+        #expect(try node(g, "mean3.sum").op == .add && node(g, "mean3").op == .mul)
+        #expect(try model.tensor(named: "mean3.scale")?.floats() == [Float(1) / 3])
+        // ReLU(max_value 0.8, negative_slope 0.05): leaky then capped.
+        #expect(try node(g, "capped.leaky").op == .leakyRelu && node(g, "capped").op == .clip)
+        // Dense on an (N, H, W, C) tensor: matmul on the last axis, then the bias add with the fused relu.
+        #expect(try node(g, "dense4d.matmul").op == .matMul && node(g, "dense4d").attributes.activation == .relu)
+        #expect(try node(g, "gmp").op == .globalMaxPool)
+        #expect(try node(g, "sm").op == .softmax && node(g, "sm").attributes.axis == 1)
+        #expect(model.metadata.outputKind == "probabilities")
+    }
+
     @Test func fixedLengthStringsReadLikeVariableLength() throws {
         let (a, ga) = try load("k2_mlp")
         let (b, gb) = try load("k2_mlp_fixed_strings")

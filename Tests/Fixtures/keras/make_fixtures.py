@@ -154,6 +154,26 @@ def zoo():
     save(m, "zoo", rng.standard_normal((2, 9, 9, 4)).astype(np.float32))
 
 
+def zoo2():
+    """Grouped and dilated convs, Dense on an image tensor, LeakyReLU, Softmax, Subtract, Average, capped leaky ReLU."""
+    inp = keras.Input(shape=(10, 10, 4), name="image")
+    x = L.Conv2D(8, 3, dilation_rate=2, padding="same", groups=2, name="grouped")(inp)
+    x = L.LeakyReLU(name="leaky")(x)
+    a = L.DepthwiseConv2D(3, padding="valid", activation="tanh", name="dw")(x)
+    b = L.Conv2D(8, 3, strides=1, padding="valid", name="c2")(x)
+    d = L.Subtract(name="diff")([a, b])
+    m = L.Average(name="mean3")([a, b, d])
+    r = L.ReLU(max_value=0.8, negative_slope=0.05, name="capped")(m)
+    e = L.Dense(6, activation="relu", name="dense4d")(r)
+    p = L.GlobalMaxPooling2D(keepdims=True, name="gmp")(e)
+    q = L.Conv2D(5, 1, name="head")(p)
+    q = L.Flatten(name="flat")(q)
+    out = L.Softmax(name="sm")(q)
+    m = keras.Model(inp, out, name="zoo2")
+    randomize(m)
+    save(m, "zoo2", rng.standard_normal((2, 10, 10, 4)).astype(np.float32))
+
+
 def lambda_model():
     m = keras.Sequential([
         keras.Input(shape=(4,)),
@@ -270,5 +290,6 @@ if __name__ == "__main__":
     residual_cnn()
     mobilenet()
     zoo()
+    zoo2()
     lambda_model()
     h5py_files()
