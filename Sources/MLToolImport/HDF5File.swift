@@ -35,6 +35,18 @@ final class HDF5File {
         return try body(file)
     }
 
+    /// Whether `path` is an HDF5 file (its signature at offset 0, 512, 1024, ...).
+    static func isHDF5(path: String) throws -> Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        shim_H5_silence_errors()
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), !isDirectory.boolValue else {
+            return false
+        }
+        return H5Fis_hdf5(path) > 0
+    }
+
     private init(path: String) throws {
         name = URL(fileURLWithPath: path).lastPathComponent
         shim_H5_silence_errors()

@@ -41,6 +41,12 @@ public enum KerasImporter {
         return Model(metadata: metadata, tensors: tensors)
     }
 
+    /// Whether the file at `path` is HDF5 (by its signature, as libhdf5 finds it), i.e. one this importer should
+    /// be given. False for missing or unreadable files.
+    public static func isHDF5(path: String) -> Bool {
+        (try? HDF5File.isHDF5(path: path)) ?? false
+    }
+
     /// The op that computes the first output, looking through identity nodes.
     static func finalOp(of graph: Graph) -> Op? {
         guard var name = graph.outputs.first else { return nil }

@@ -35,15 +35,22 @@ struct KerasModelConfig {
             throw ImportError.invalid(file: file, place: place, expected: "a JSON object", actual: "other text")
         }
         let className = root["class_name"] as? String ?? "?"
+        let config: KerasModelConfig
         switch className {
         case "Sequential":
-            return try sequential(root, file: file)
+            config = try sequential(root, file: file)
         case "Functional", "Model":
-            return try functional(root, file: file)
+            config = try functional(root, file: file)
         default:
             throw ImportError.invalid(file: file, place: place, expected: "a Sequential or Functional model",
                                       actual: "class '\(className)'")
         }
+        var seen = Set<String>()
+        for layer in config.layers where !seen.insert(layer.name).inserted {
+            throw ImportError.invalid(file: file, place: "model_config layer '\(layer.name)'",
+                                      expected: "unique layer names", actual: "a second layer of that name")
+        }
+        return config
     }
 
     // MARK: - Sequential

@@ -21,6 +21,14 @@ import Testing
         KerasFixture.expectClose(got, expected, "\(name) (\(mode))")
     }
 
+    @Test func freeSizeModelWithTheGivenSize() throws {
+        let model = try KerasImporter.importModel(path: KerasFixture.path("k3_free_size.h5"),
+                                                  options: ImportOptions(inputSize: (height: 9, width: 11)))
+        let (input, expected) = try KerasFixture.io("k3_free_size")
+        let out = try Engine(model: model, threads: 1).run(["image": input])
+        KerasFixture.expectClose(try #require(out["logits"]), expected, "k3_free_size")
+    }
+
     @Test func batchNormFoldingKeepsTheOutputs() throws {
         let model = try KerasImporter.importModel(path: KerasFixture.path("k3_mobilenet.h5"), options: ImportOptions())
         let optimized = try GraphPasses.optimize(model)

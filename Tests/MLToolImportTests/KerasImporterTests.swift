@@ -179,6 +179,46 @@ import Testing
         #expect(message == "k3_mobilenet.h5: input 'image' size: expected 15×15 (fixed by the model), found 32×32")
     }
 
+    @Test func freeInputSizeTakesTheGivenSize() throws {
+        let message = KerasFixture.message {
+            try KerasImporter.importModel(path: KerasFixture.path("k3_free_size.h5"), options: ImportOptions())
+        }
+        #expect(message == "k3_free_size.h5: 1 node of 1 unsupported type:\n"
+            + "  padding 'same' with stride 2 on a free input size (give --input-size) ×1 ('conv')")
+        let (_, g) = try load("k3_free_size", ImportOptions(inputSize: (height: 9, width: 11)))
+        #expect(g.inputs == [GraphInput(name: "image", shape: [-1, 9, 11, 3])])
+        // H: 9 → 5 and W: 11 → 6, each with a total pad of 2 → (1, 1).
+        #expect(try node(g, "conv").attributes.pads == [1, 1, 1, 1])
+    }
+
+    @Test func detectsHDF5ByContent() {
+        #expect(KerasImporter.isHDF5(path: KerasFixture.path("k3_mlp.h5")))
+        #expect(!KerasImporter.isHDF5(path: KerasFixture.path("k3_mlp.json")))
+        #expect(!KerasImporter.isHDF5(path: KerasFixture.path("no_such_file.h5")))
+        #expect(!KerasImporter.isHDF5(path: KerasFixture.directory.path))
+    }
+
+    @Test func duplicateLayerNamesAreAnError() {
+        let json = """
+        {"class_name": "Sequential", "config": {"name": "s", "layers": [
+          {"class_name": "InputLayer", "config": {"name": "x", "batch_shape": [null, 3]}},
+          {"class_name": "Dense", "config": {"name": "d", "units": 2}}, {"class_name": "Dense", "config": {"name": "d", "units": 2}}]}}
+        """
+        #expect(KerasFixture.message { try KerasModelConfig.parse(json, file: "m.h5") }
+            == "m.h5: model_config layer 'd': expected unique layer names, found a second layer of that name")
+    }
+
+    @Test func weightShapesAreChecked() throws {
+        let weights = ["conv1": KerasLayerWeights(entries: [.init(name: "conv1/kernel:0", shape: [3, 3, 1, 8],
+                                                                  data: [Float](repeating: 0, count: 72))])]
+        let b = KerasGraphBuilder(file: "model.h5", kerasMajor: 2, weights: weights, inputSize: nil)
+        #expect(KerasFixture.message { try b.requiredWeight("conv1", "kernel", expected: [3, 3, 3, 8]) }
+            == "model.h5: layer 'conv1' kernel: expected shape [3,3,3,8], found [3,3,1,8]")
+        #expect(KerasFixture.message { try b.requiredWeight("conv1", "bias", expected: [8]) }
+            == "model.h5: layer 'conv1' bias: expected a weight in model_weights, found only conv1/kernel:0")
+        #expect(try b.requiredWeight("conv1", "kernel", expected: [3, 3, -1, 8]).shape == [3, 3, 1, 8])
+    }
+
     // MARK: - Pieces
 
     @Test func samePaddingFollowsTensorFlow() throws {

@@ -174,6 +174,19 @@ def zoo2():
     save(m, "zoo2", rng.standard_normal((2, 10, 10, 4)).astype(np.float32))
 
 
+def free_size():
+    """A fully convolutional model with free H and W: 'same' stride-2 padding needs the size given at import."""
+    if MAJOR != 3:
+        return
+    x = inp = keras.Input(shape=(None, None, 3), name="image")
+    x = L.Conv2D(4, 3, strides=2, padding="same", activation="relu", name="conv")(x)
+    x = L.GlobalAveragePooling2D(name="gap")(x)
+    x = L.Dense(3, name="logits")(x)
+    m = keras.Model(inp, x, name="free_size")
+    randomize(m)
+    save(m, "free_size", rng.standard_normal((2, 9, 11, 3)).astype(np.float32))
+
+
 def lambda_model():
     m = keras.Sequential([
         keras.Input(shape=(4,)),
@@ -291,5 +304,6 @@ if __name__ == "__main__":
     mobilenet()
     zoo()
     zoo2()
+    free_size()
     lambda_model()
     h5py_files()
