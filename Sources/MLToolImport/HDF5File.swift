@@ -24,6 +24,9 @@ final class HDF5File {
 
     /// The largest dataset read, in elements (4 GiB of float32): a bound on what a hostile file can make us allocate.
     static let maxElements = 1 << 30
+    /// The most strings in one attribute, and the most bytes of fixed-length text.
+    static let maxStrings = 1 << 20
+    static let maxTextBytes = 1 << 28
     private static let lock = NSLock()
 
     /// Opens `path` read-only, runs `body`, then closes everything; errors are `ImportError`s naming the file.
@@ -200,6 +203,17 @@ final class HDF5File {
             throw ImportError.invalid(file: name, place: dataset.path, expected: "at most \(Self.maxElements) elements",
                                       actual: "\(count)")
         }
+        // Without filters (compression) the file must hold every byte the shape needs: a dataset that declares more
+        // (never written, or sparse chunks) would otherwise make us allocate fill values for a size the file never had.
+        if H5Pget_nfilters(plist) == 0 {
+            let (need, overflow) = count.multipliedReportingOverflow(by: H5Tget_size(type))
+            let stored = H5Dget_storage_size(dataset.id)
+            guard !overflow, stored >= hsize_t(need) else {
+                throw ImportError.invalid(file: name, place: dataset.path,
+                                          expected: "\(overflow ? "more" : "\(need)") stored bytes for shape \(KerasGraphBuilder.format(shape))",
+                                          actual: "\(stored)")
+            }
+        }
         var status: herr_t = 0
         let data = [Float](unsafeUninitializedCapacity: count) { buf, done in
             if count > 0 {
@@ -292,8 +306,8 @@ final class HDF5File {
             throw ImportError.invalid(file: name, place: place, expected: "strings",
                                       actual: Self.className(H5Tget_class(type)))
         }
-        guard count <= Self.maxElements else {
-            throw ImportError.invalid(file: name, place: place, expected: "at most \(Self.maxElements) strings", actual: "\(count)")
+        guard count <= Self.maxStrings else {
+            throw ImportError.invalid(file: name, place: place, expected: "at most \(Self.maxStrings) strings", actual: "\(count)")
         }
         let memType = H5Tcopy(shim_H5T_C_S1())
         guard memType >= 0 else { throw ImportError.malformed(file: name, reason: "\(place): string type") }
@@ -310,12 +324,14 @@ final class HDF5File {
         }
         // Fixed-length: `size` bytes per string, NUL-padded (no terminator when the string fills its size).
         let size = H5Tget_size(type)
-        guard size > 0, size <= 1 << 30 else {
-            throw ImportError.invalid(file: name, place: place, expected: "a string size ≤ 1 GiB", actual: "\(size)")
+        guard size > 0, size <= Self.maxTextBytes else {
+            throw ImportError.invalid(file: name, place: place, expected: "a string size ≤ \(Self.maxTextBytes) bytes",
+                                      actual: "\(size)")
         }
         let (total, overflow) = count.multipliedReportingOverflow(by: size)
-        guard !overflow, total <= 1 << 30 else {
-            throw ImportError.invalid(file: name, place: place, expected: "at most 1 GiB of text", actual: "\(total) bytes")
+        guard !overflow, total <= Self.maxTextBytes else {
+            throw ImportError.invalid(file: name, place: place, expected: "at most \(Self.maxTextBytes) bytes of text",
+                                      actual: overflow ? "more" : "\(total) bytes")
         }
         H5Tset_size(memType, size)
         H5Tset_strpad(memType, H5T_STR_NULLPAD)

@@ -38,6 +38,9 @@ import Testing
             #expect(KerasFixture.message { try f.readFloats(f.open("ints", in: g)) }
                 == "hdf5_cases.h5: /g/ints: expected floating-point data, found integers")
             #expect(KerasFixture.message { try f.readFloats(g) } == "hdf5_cases.h5: /g: expected a dataset, found a group")
+            // A dataset that declares 4 MB but stores nothing is not read (no allocation of fill values).
+            #expect(KerasFixture.message { try f.readFloats(f.open("unwritten", in: g)) }
+                == "hdf5_cases.h5: /g/unwritten: expected 4000000 stored bytes for shape [1000,1000], found 0")
         }
     }
 

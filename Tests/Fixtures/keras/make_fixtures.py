@@ -16,8 +16,8 @@ The h5py-only files (written by either run, from k3_mlp.h5 / k2_mlp.h5 when pres
   k2_mlp_fixed_strings.h5  the Keras 2 MLP with every string attribute rewritten as fixed-length (as h5py 2 wrote)
   custom_object.h5         a model_config whose layer comes from a package module (no weights: it must be refused)
   unsupported.h5           a model_config with several unsupported layers (no weights: it must be listed)
-  hdf5_cases.h5            attributes of every string kind, float datasets of every size, a soft link, an external
-                           link, a dataset with external raw storage and a virtual dataset
+  hdf5_cases.h5            attributes of every string kind, float datasets of every size, a dataset never written,
+                           a soft link, an external link, a dataset with external raw storage and a virtual dataset
 """
 import json
 import os
@@ -265,6 +265,7 @@ def hdf5_cases():
         g["f16"] = np.array([0.5, 3.0, -1.0], dtype=np.float16)
         g["ints"] = np.array([1, 2], dtype=np.int32)
         g.create_dataset("chunked", data=np.linspace(0, 1, 100, dtype=np.float32), chunks=(10,), compression="gzip")
+        g.create_dataset("unwritten", shape=(1000, 1000), dtype=np.float32)  # no bytes stored: must not be read
         f["soft"] = h5py.SoftLink("/g")
         f["ext"] = h5py.ExternalLink("other.h5", "/g")
         raw = os.path.join(HERE, "hdf5_cases.raw")
