@@ -221,6 +221,50 @@ import Testing
 
     // MARK: - Pieces
 
+    /// Runs one converter on a synthetic layer whose input is a graph input of `shape`.
+    func convert(_ className: String, _ config: [String: Any], input shape: [Int],
+                 weights: [KerasLayerWeights.Entry] = []) throws -> KerasGraphBuilder {
+        var b = KerasGraphBuilder(file: "m.h5", kerasMajor: 3, weights: ["l": KerasLayerWeights(entries: weights)],
+                                  inputSize: nil)
+        b.addInput("x", shape: shape)
+        let layer = KerasLayer(name: "l", className: className, config: config, entry: [:], calls: [])
+        let converter = try #require(KerasLayerConverters.table[className])
+        _ = try converter.convert(&b, KerasCall(layer: layer, inputs: ["x"], output: "l", node: "l"))
+        return b
+    }
+
+    @Test func batchNormWithoutScaleOrCenterUsesOnesAndZeros() throws {
+        let stats = [KerasLayerWeights.Entry(name: "l/moving_mean", shape: [3], data: [1, 2, 3]),
+                     .init(name: "l/moving_variance", shape: [3], data: [4, 5, 6])]
+        let b = try convert("BatchNormalization", ["axis": -1, "epsilon": 0.01, "center": false, "scale": false],
+                            input: [-1, 4, 4, 3], weights: stats)
+        let node = try #require(b.nodes.first)
+        #expect(node.op == .batchNorm && node.inputs == ["x", "l.gamma", "l.beta", "l.moving_mean", "l.moving_variance"])
+        #expect(try b.tensors.first { $0.name == "l.gamma" }?.floats() == [1, 1, 1])
+        #expect(try b.tensors.first { $0.name == "l.beta" }?.floats() == [0, 0, 0])
+        #expect(abs((node.attributes.epsilon ?? 0) - 0.01) < 1e-9)
+        #expect(KerasFixture.message { try convert("BatchNormalization", ["axis": 1], input: [-1, 4, 4, 3], weights: stats) }
+            == "m.h5: 1 node of 1 unsupported type:\n  BatchNormalization (axis [1] of a rank-4 tensor; only the last axis) ×1 ('l')")
+        #expect(KerasFixture.message { try convert("BatchNormalization", ["axis": 3], input: [-1, 4, 4, 3], weights: []) }
+            == "m.h5: layer 'l' moving_mean: expected a weight in model_weights, found no weights")
+    }
+
+    @Test func rescalingPerChannel() throws {
+        let b = try convert("Rescaling", ["scale": [1, 2, 3], "offset": 0], input: [-1, 2, 2, 3])
+        #expect(b.nodes.map(\.op) == [.mul])
+        #expect(try b.tensors.first?.floats() == [1, 2, 3])
+        let identity = try convert("Rescaling", ["scale": 1, "offset": 0], input: [-1, 2, 2, 3])
+        #expect(identity.nodes.isEmpty)
+    }
+
+    @Test func zeroPaddingForms() throws {
+        for (padding, pads) in [(2 as Any, [0, 2, 2, 0, 0, 2, 2, 0]), ([1, 3] as Any, [0, 1, 3, 0, 0, 1, 3, 0]),
+                                ([[1, 2], [3, 4]] as Any, [0, 1, 3, 0, 0, 2, 4, 0])] {
+            let b = try convert("ZeroPadding2D", ["padding": padding], input: [-1, 5, 5, 1])
+            #expect(b.nodes.first?.attributes.pads == pads)
+        }
+    }
+
     @Test func samePaddingFollowsTensorFlow() throws {
         let b = KerasGraphBuilder(file: "m.h5", kerasMajor: 3, weights: [:], inputSize: nil)
         // (input, kernel, stride, dilation) → (out, begin, end)
