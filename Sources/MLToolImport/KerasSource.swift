@@ -84,18 +84,22 @@ struct KerasSource {
     }
 
     /// Reads `weight_names` and the datasets of every layer listed in `layer_names` (under `model_weights`, or the
-    /// root for files that keep them there).
+    /// root for files that keep them there). A nested model's group holds the weights of all its layers, each
+    /// named "<inner layer>/<weight>".
     private mutating func readWeights(_ h5: HDF5File) throws {
         let base = try h5.exists("model_weights", in: h5.root) ? try h5.open("model_weights", in: h5.root) : h5.root
         let listed: Set<String>? = h5.hasAttribute("layer_names", of: base)
             ? Set(try h5.strings("layer_names", of: base)) : nil
         for layer in config.layers where layer.className != "InputLayer" {
-            if let listed, !listed.contains(layer.name) { continue }
-            guard try h5.exists(layer.name, in: base) else { continue }
-            let group = try h5.open(layer.name, in: base)
+            if let listed, !listed.contains(layer.weightGroup) { continue }
+            guard try h5.exists(layer.weightGroup, in: base) else { continue }
+            let group = try h5.open(layer.weightGroup, in: base)
             guard h5.isGroup(group), h5.hasAttribute("weight_names", of: group) else { continue }
             var weights = KerasLayerWeights()
             for name in try h5.strings("weight_names", of: group) {
+                if let inner = layer.nestedName, name.split(separator: "/").dropLast().last.map(String.init) != inner {
+                    continue
+                }
                 let (shape, data) = try h5.readFloats(h5.open(name, in: group))
                 weights.entries.append(.init(name: name, shape: shape, data: data))
             }

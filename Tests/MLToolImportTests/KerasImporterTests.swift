@@ -136,6 +136,21 @@ import Testing
         #expect(model.metadata.outputKind == "probabilities")
     }
 
+    @Test(arguments: versions)
+    func nestedModelsAreInlined(_ v: String) throws {
+        let (model, g) = try load(v + "_nested")
+        #expect(g.inputs.map(\.name) == ["image"])
+        #expect(g.nodes.map(\.name) == ["backbone/conv", "backbone/bn", "backbone/relu", "head/gap.pool", "head/gap",
+                                         "head/fc", "head/fc.softmax"])
+        #expect(try node(g, "backbone/conv").inputs == ["image", "backbone/conv.kernel"])
+        #expect(try node(g, "backbone/conv").attributes.pads == [0, 0, 1, 1])
+        #expect(model.tensor(named: "backbone/conv.kernel")?.shape == [3, 3, 3, 6])
+        #expect(model.tensor(named: "backbone/bn.moving_variance")?.shape == [6])
+        #expect(model.tensor(named: "head/fc.kernel")?.shape == [6, 3])
+        #expect(g.outputs == ["head/fc"])
+        #expect(model.metadata.outputKind == "probabilities")
+    }
+
     @Test func fixedLengthStringsReadLikeVariableLength() throws {
         let (a, ga) = try load("k2_mlp")
         let (b, gb) = try load("k2_mlp_fixed_strings")

@@ -174,6 +174,21 @@ def zoo2():
     save(m, "zoo2", rng.standard_normal((2, 10, 10, 4)).astype(np.float32))
 
 
+def nested():
+    """Transfer-learning shape: a Sequential holding a Functional backbone and a nested Sequential head."""
+    b_in = keras.Input(shape=(8, 8, 3), name="backbone_in")
+    y = L.Conv2D(6, 3, strides=2, padding="same", use_bias=False, name="conv")(b_in)
+    y = L.BatchNormalization(name="bn")(y)
+    y = L.ReLU(6.0, name="relu")(y)
+    backbone = keras.Model(b_in, y, name="backbone")
+    head = keras.Sequential([L.GlobalAveragePooling2D(name="gap"), L.Dense(3, activation="softmax", name="fc")],
+                            name="head")
+    m = keras.Sequential([keras.Input(shape=(8, 8, 3), name="image"), backbone, head], name="nested")
+    randomize(backbone)
+    randomize(head)
+    save(m, "nested", rng.standard_normal((2, 8, 8, 3)).astype(np.float32))
+
+
 def free_size():
     """A fully convolutional model with free H and W: 'same' stride-2 padding needs the size given at import."""
     if MAJOR != 3:
@@ -306,5 +321,6 @@ if __name__ == "__main__":
     zoo()
     zoo2()
     free_size()
+    nested()
     lambda_model()
     h5py_files()
