@@ -166,8 +166,8 @@ final class HDF5File {
 
     // MARK: - Datasets
 
-    /// A float dataset (any float size: f16, f32, f64) converted to float32, with its shape. Refuses external raw
-    /// storage and virtual datasets.
+    /// A numeric dataset (floats of any size, or integers such as Keras's Normalization count) converted to
+    /// float32 by libhdf5, with its shape. Refuses external raw storage and virtual datasets.
     func readFloats(_ dataset: Object) throws -> (shape: [Int], data: [Float]) {
         guard H5Iget_type(dataset.id) == H5I_DATASET else {
             throw ImportError.invalid(file: name, place: dataset.path, expected: "a dataset", actual: "a group")
@@ -193,8 +193,8 @@ final class HDF5File {
         let type = H5Dget_type(dataset.id)
         guard type >= 0 else { throw ImportError.malformed(file: name, reason: "\(dataset.path): no datatype") }
         defer { H5Tclose(type) }
-        guard H5Tget_class(type) == H5T_FLOAT else {
-            throw ImportError.invalid(file: name, place: dataset.path, expected: "floating-point data",
+        guard H5Tget_class(type) == H5T_FLOAT || H5Tget_class(type) == H5T_INTEGER else {
+            throw ImportError.invalid(file: name, place: dataset.path, expected: "numbers",
                                       actual: Self.className(H5Tget_class(type)))
         }
         let shape = try dims(H5Dget_space(dataset.id), place: dataset.path)

@@ -23,6 +23,8 @@ struct KerasCall {
     var inputs: [String]
     var output: String
     var node: String
+    /// Number operands of this call by position (see `KerasLayer.scalars`).
+    var scalars: [Int: Float] = [:]
     var config: [String: Any] { layer.config }
 }
 

@@ -88,7 +88,8 @@ public enum KerasImporter {
                 }
                 guard let converter = KerasLayerConverters.table[item.layer.className] else { continue }
                 let name = item.call == 0 ? item.layer.name : "\(item.layer.name)@\(item.call)"
-                let call = KerasCall(layer: item.layer, inputs: inputs, output: name, node: name)
+                let scalars = item.call < item.layer.scalars.count ? item.layer.scalars[item.call] : [:]
+                let call = KerasCall(layer: item.layer, inputs: inputs, output: name, node: name, scalars: scalars)
                 produced[KerasTensorRef(layer: item.layer.name, node: item.call, index: 0)] =
                     try converter.convert(&builder, call)
             }

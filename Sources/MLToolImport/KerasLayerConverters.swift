@@ -39,6 +39,9 @@ enum KerasLayerConverters {
             "Concatenate": .init(check: nil, convert: concatenate),
             "Dropout": .init(check: nil, convert: identity),
             "Rescaling": .init(check: nil, convert: rescaling),
+            "Normalization": .init(check: { $0.bool("invert") == true ? "invert" : nil }, convert: normalization),
+            "TFOpLambda": .init(check: { c in tfOps[c.string("function") ?? ""] == nil ? "function '\(c.string("function") ?? "?")'" : nil },
+                                convert: { try elementwise(&$0, $1, tfOps[$1.config.string("function") ?? ""] ?? .add) }),
         ]
         // Aliases Keras accepts for the same classes.
         for (alias, name) in [("Convolution2D", "Conv2D"), ("SeparableConvolution2D", "SeparableConv2D"),
@@ -50,6 +53,12 @@ enum KerasLayerConverters {
         }
         return t
     }()
+
+    /// The TensorFlow functions a Keras 2 TFOpLambda may name (`x + 3.0`, `x * (1 / 6)` in MobileNetV3).
+    static let tfOps: [String: Op] = [
+        "__operators__.add": .add, "math.add": .add, "math.multiply": .mul, "math.subtract": .sub,
+        "math.truediv": .div, "math.divide": .div,
+    ]
 
     /// Why `layer` cannot be imported (the name under which it is listed as unsupported), or nil.
     static func problem(_ layer: KerasLayer, kerasMajor: Int) -> String? {
@@ -401,14 +410,25 @@ enum KerasLayerConverters {
         return call.output
     }
 
+    /// A binary op folded over the call's operands: its tensors, and numbers (Keras 3 `x + 3.0`, TFOpLambda `y`)
+    /// as one-element constants in their argument positions.
     private static func elementwise(_ b: inout KerasGraphBuilder, _ call: KerasCall, _ op: Op) throws -> String {
-        guard call.inputs.count >= 2 else {
-            throw ImportError.invalid(file: b.file, place: "layer '\(call.layer.name)'", expected: "at least two inputs",
-                                      actual: "\(call.inputs.count)")
+        var operands: [String] = []
+        var tensors = call.inputs.makeIterator()
+        for position in 0..<(call.inputs.count + call.scalars.count) {
+            if let value = call.scalars[position] {
+                operands.append(b.constant("\(call.node).c\(position)", shape: [1], data: [value]))
+            } else if let t = tensors.next() {
+                operands.append(t)
+            }
         }
-        var acc = call.inputs[0]
-        for (i, next) in call.inputs.dropFirst().enumerated() {
-            let last = i == call.inputs.count - 2
+        guard operands.count >= 2 else {
+            throw ImportError.invalid(file: b.file, place: "layer '\(call.layer.name)'", expected: "at least two inputs",
+                                      actual: "\(operands.count)")
+        }
+        var acc = operands[0]
+        for (i, next) in operands.dropFirst().enumerated() {
+            let last = i == operands.count - 2
             let out = last ? call.output : call.output + ".\(i)"
             let shape = try b.broadcast(b.shape(acc), b.shape(next), place: call.layer.name)
             b.emit(last ? call.node : call.node + ".\(i)", op, [acc, next], output: out, shape: shape)
@@ -418,9 +438,9 @@ enum KerasLayerConverters {
     }
 
     private static func subtract(_ b: inout KerasGraphBuilder, _ call: KerasCall) throws -> String {
-        guard call.inputs.count == 2 else {
+        guard call.inputs.count + call.scalars.count == 2 else {
             throw ImportError.invalid(file: b.file, place: "layer '\(call.layer.name)'", expected: "two inputs",
-                                      actual: "\(call.inputs.count)")
+                                      actual: "\(call.inputs.count + call.scalars.count)")
         }
         return try elementwise(&b, call, .sub)
     }
@@ -473,6 +493,41 @@ enum KerasLayerConverters {
         var out = shapes[0]
         out[a] = shapes.contains { $0[a] < 0 } ? -1 : shapes.reduce(0) { $0 + $1[a] }
         b.emit(call.node, .concat, call.inputs, output: call.output, shape: out, Attributes(axis: a))
+        return call.output
+    }
+
+    /// Keras's Normalization: y = (x − mean) / max(√variance, 1e-7) along the last axis, as a multiply and an add.
+    private static func normalization(_ b: inout KerasGraphBuilder, _ call: KerasCall) throws -> String {
+        let x = try single(call, b)
+        let s = b.shape(x), name = call.layer.name
+        let c = s.last ?? -1
+        let axes = (call.config.value("axis") as? [Any])?.compactMap(jsonInt) ?? [call.config.int("axis") ?? -1]
+        guard c > 0, axes.count == 1, axes[0] == -1 || axes[0] == s.count - 1 else {
+            throw ImportError.unsupported(file: b.file, ops: [.init(
+                op: "Normalization (axis \(axes) of a rank-\(s.count) tensor; only the last axis)", count: 1,
+                firstNodes: [name])])
+        }
+        func stat(_ key: String) throws -> [Float] {
+            if let v = call.config.double(key) { return [Float](repeating: Float(v), count: c) }
+            if let list = call.config.value(key) as? [Any] {
+                let values = list.compactMap { ($0 as? NSNumber)?.floatValue }
+                if values.count == c { return values }
+                if values.count == 1 { return [Float](repeating: values[0], count: c) }
+            }
+            let w = try b.requiredWeight(name, key, expected: [-1])
+            guard w.data.count == c || w.data.count == 1 else {
+                throw ImportError.invalid(file: b.file, place: "layer '\(name)' \(key)", expected: "\(c) values",
+                                          actual: KerasGraphBuilder.format(w.shape))
+            }
+            return w.data.count == c ? w.data : [Float](repeating: w.data[0], count: c)
+        }
+        let mean = try stat("mean"), variance = try stat("variance")
+        let scale = variance.map { 1 / max($0.squareRoot(), 1e-7) }
+        let offset = zip(mean, scale).map { -$0 * $1 }
+        let sc = b.constant(name + ".scale", shape: [c], data: scale)
+        let of = b.constant(name + ".offset", shape: [c], data: offset)
+        b.emit(call.node + ".scale", .mul, [x, sc], output: call.output + ".scaled", shape: s)
+        b.emit(call.node, .add, [call.output + ".scaled", of], output: call.output, shape: s)
         return call.output
     }
 

@@ -18,6 +18,8 @@ struct KerasLayer {
     var entry: [String: Any]
     /// One element per call of the layer (its inbound nodes): the tensors that call consumes, in order.
     var calls: [[KerasTensorRef]]
+    /// Per call: number arguments by operand position (Keras 3 `x + 3.0` ops, Keras 2 TFOpLambda `y=`).
+    var scalars: [[Int: Float]] = []
     /// The group under `model_weights` that holds the layer's weights: its own name, or for a layer of a nested
     /// model the top-level nested model's name.
     var weightGroup: String
@@ -181,17 +183,25 @@ struct KerasModelConfig {
                                       expected: "class_name and name", actual: "\(entry.keys.sorted())")
         }
         var calls: [[KerasTensorRef]] = []
+        var scalars: [[Int: Float]] = []
         if functional {
             for node in entry["inbound_nodes"] as? [Any] ?? [] {
-                calls.append(try inputs(ofCall: node, file: file, layer: name))
+                let call = try inputs(ofCall: node, file: file, layer: name)
+                calls.append(call.tensors)
+                scalars.append(call.scalars)
             }
         }
-        return KerasLayer(name: name, className: className, config: config, entry: entry, calls: calls)
+        var layer = KerasLayer(name: name, className: className, config: config, entry: entry, calls: calls)
+        layer.scalars = scalars
+        return layer
     }
 
-    /// The input tensors of one inbound node: Keras 2 `[[name, node, index, kwargs], ...]`, or Keras 3
-    /// `{"args": [...], "kwargs": {...}}` whose args hold `__keras_tensor__` objects (possibly in nested lists).
-    private static func inputs(ofCall node: Any, file: String, layer: String) throws -> [KerasTensorRef] {
+    /// The input tensors of one inbound node, and its number operands by position: Keras 2
+    /// `[[name, node, index, kwargs], ...]` (or a single `[name, node, index, kwargs]`, with a TFOpLambda's number
+    /// `y` in kwargs), or Keras 3 `{"args": [...], "kwargs": {...}}` whose args hold `__keras_tensor__` objects
+    /// (possibly in nested lists) and numbers.
+    private static func inputs(ofCall node: Any, file: String, layer: String) throws
+        -> (tensors: [KerasTensorRef], scalars: [Int: Float]) {
         let place = "layer '\(layer)' inbound_nodes"
         if let dict = node as? [String: Any] {
             var found: [KerasTensorRef] = []
@@ -207,13 +217,25 @@ struct KerasModelConfig {
                     for v in list { try collect(v) }
                 }
             }
-            try collect(dict["args"] ?? [])
-            return found
+            var args = dict["args"] as? [Any] ?? []
+            if args.count == 1, let list = args[0] as? [Any] { args = list }
+            var scalars: [Int: Float] = [:]
+            for (position, arg) in args.enumerated() {
+                if let n = arg as? NSNumber, !(arg is [Any]) { scalars[position] = n.floatValue } else { try collect(arg) }
+            }
+            return (found, scalars)
         }
-        guard let list = node as? [Any] else {
+        guard var list = node as? [Any] else {
             throw ImportError.invalid(file: file, place: place, expected: "a list or object", actual: "\(node)")
         }
-        return try list.map { try ref($0, file: file, place: place) }
+        if list.first is String { list = [list] }
+        let refs = try list.map { try ref($0, file: file, place: place) }
+        var scalars: [Int: Float] = [:]
+        if refs.count == 1, let entry = list[0] as? [Any], entry.count >= 4,
+           let y = (entry[3] as? [String: Any])?["y"] as? NSNumber {
+            scalars[1] = y.floatValue
+        }
+        return (refs, scalars)
     }
 
     /// `[name, node, index, ...]`.

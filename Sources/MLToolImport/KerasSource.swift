@@ -38,7 +38,7 @@ struct KerasSource {
     static func refuseCode(_ layers: [KerasLayer], file: String) throws {
         for layer in layers {
             let place = "layer '\(layer.name)' (\(layer.className))"
-            if layer.className == "Lambda" || layer.className == "TFOpLambda" || layer.className == "SlicingOpLambda" {
+            if layer.className == "Lambda" {
                 throw ImportError.refused(file: file, place: place,
                                           reason: "the layer carries Python code, which mltool never runs")
             }

@@ -8,7 +8,7 @@ import Testing
 /// with Keras's own `model.predict` outputs within 1e-4 (relative).
 @Suite struct KerasEngineTests {
     static let fixtures = ["k2_mlp", "k3_mlp", "k2_residual_cnn", "k3_residual_cnn", "k2_mobilenet", "k3_mobilenet",
-                           "k2_zoo", "k3_zoo", "k2_zoo2", "k3_zoo2", "k2_nested", "k3_nested"]
+                           "k2_zoo", "k3_zoo", "k2_zoo2", "k3_zoo2", "k2_nested", "k3_nested", "k2_ops", "k3_ops"]
 
     @Test(arguments: fixtures, [Engine.Mode.fast, .reference])
     func matchesKeras(_ name: String, _ mode: Engine.Mode) throws {

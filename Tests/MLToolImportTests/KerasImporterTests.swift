@@ -151,6 +151,23 @@ import Testing
         #expect(model.metadata.outputKind == "probabilities")
     }
 
+    @Test(arguments: versions)
+    func normalizationAndNumberOperands(_ v: String) throws {
+        let (model, g) = try load(v + "_ops")
+        // (x − mean) / max(√variance, 1e-7) as x · scale + offset.
+        let scale = try #require(try model.tensor(named: "norm.scale")?.floats())
+        #expect(abs(scale[0] - 0.5) < 1e-6 && abs(scale[1] - 2) < 1e-6 && abs(scale[2] - 1e7) < 1)
+        #expect(try node(g, "norm.scale").op == .mul && node(g, "norm").op == .add)
+        // x + 3.0 and x * (1/6): one tensor and a one-element constant in the number's position.
+        let adds = g.nodes.filter { $0.op == .add && $0.inputs.first == "conv" }
+        #expect(adds.count == 1)
+        let three = try #require(adds.first?.inputs.last)
+        #expect(try model.tensor(named: three)?.floats() == [3])
+        let muls = g.nodes.filter { $0.op == .mul && $0.inputs.first == "relu6" }
+        let sixth = try #require(muls.first?.inputs.last)
+        #expect(try model.tensor(named: sixth)?.floats() == [Float(1.0 / 6.0)])
+    }
+
     @Test func fixedLengthStringsReadLikeVariableLength() throws {
         let (a, ga) = try load("k2_mlp")
         let (b, gb) = try load("k2_mlp_fixed_strings")

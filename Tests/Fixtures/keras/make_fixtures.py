@@ -202,6 +202,24 @@ def free_size():
     save(m, "free_size", rng.standard_normal((2, 9, 11, 3)).astype(np.float32))
 
 
+def ops():
+    """Normalization, and the arithmetic on tensors that keras.applications writes: x + 3.0 and x * (1/6) (Keras 3
+    op layers with number arguments, Keras 2 TFOpLambda with y=)."""
+    inp = keras.Input(shape=(6, 6, 3), name="image")
+    x = L.Normalization(name="norm")(inp)
+    x = L.Conv2D(4, 3, padding="same", name="conv")(x)
+    h = L.ReLU(6.0, name="relu6")(x + 3.0) * (1.0 / 6.0)
+    x = L.Multiply(name="hard_swish")([x, h])
+    x = L.GlobalAveragePooling2D(name="gap")(x)
+    x = L.Dense(3, name="logits")(x)
+    m = keras.Model(inp, x, name="ops")
+    randomize(m)
+    m.get_layer("norm").set_weights([np.array([0.5, -1.0, 2.0], np.float32), np.array([4.0, 0.25, 1e-16], np.float32),
+                                     np.array(10)])
+    m.get_layer("norm").finalize_state()  # Keras 3 only uses set weights after this
+    save(m, "ops", rng.standard_normal((2, 6, 6, 3)).astype(np.float32))
+
+
 def lambda_model():
     m = keras.Sequential([
         keras.Input(shape=(4,)),
@@ -279,6 +297,7 @@ def hdf5_cases():
         g["f64"] = np.array([1.5, -2.25], dtype=np.float64)
         g["f16"] = np.array([0.5, 3.0, -1.0], dtype=np.float16)
         g["ints"] = np.array([1, 2], dtype=np.int32)
+        g["strings"] = np.array([b"a", b"b"])
         g.create_dataset("chunked", data=np.linspace(0, 1, 100, dtype=np.float32), chunks=(10,), compression="gzip")
         g.create_dataset("unwritten", shape=(1000, 1000), dtype=np.float32)  # no bytes stored: must not be read
         f["soft"] = h5py.SoftLink("/g")
@@ -322,5 +341,6 @@ if __name__ == "__main__":
     zoo2()
     free_size()
     nested()
+    ops()
     lambda_model()
     h5py_files()
