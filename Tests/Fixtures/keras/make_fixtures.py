@@ -66,12 +66,14 @@ def save(model, name, x):
     path = os.path.join(HERE, PREFIX + name + ".h5")
     model.save(path)
     y = np.asarray(model.predict(x, verbose=0), dtype=np.float32)
+    def values(a):
+        # The shortest text that reads back as the same float32.
+        return "[" + ",".join(np.format_float_positional(v, unique=True, trim="-") if abs(v) < 1e6 and (v == 0 or abs(v) >= 1e-4)
+                              else np.format_float_scientific(v, unique=True, trim="-")
+                              for v in np.asarray(a, np.float32).ravel()) + "]"
     with open(os.path.join(HERE, PREFIX + name + ".json"), "w") as f:
-        json.dump({
-            "keras": keras.__version__,
-            "input": {"shape": list(x.shape), "data": [float(v) for v in x.astype(np.float32).ravel()]},
-            "output": {"shape": list(y.shape), "data": [float(v) for v in y.ravel()]},
-        }, f, separators=(",", ":"))
+        f.write('{"keras":%s,"input":{"shape":%s,"data":%s},"output":{"shape":%s,"data":%s}}\n' % (
+            json.dumps(keras.__version__), json.dumps(list(x.shape)), values(x), json.dumps(list(y.shape)), values(y)))
     print(f"{path}: {os.path.getsize(path)} bytes, output {y.shape}")
 
 
