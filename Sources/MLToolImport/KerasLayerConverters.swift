@@ -124,9 +124,10 @@ enum KerasLayerConverters {
     private static func spatial(_ b: KerasGraphBuilder, _ call: KerasCall) throws -> (String, [Int]) {
         let x = try single(call, b)
         let s = b.shape(x)
-        guard s.count == 4 else {
+        guard s.count == 4, s[3] > 0 else {
             throw ImportError.invalid(file: b.file, place: "layer '\(call.layer.name)' input",
-                                      expected: "a rank-4 (N,H,W,C) tensor", actual: KerasGraphBuilder.format(s))
+                                      expected: "a rank-4 (N,H,W,C) tensor with known channels",
+                                      actual: KerasGraphBuilder.format(s))
         }
         return (x, s)
     }
@@ -228,16 +229,17 @@ enum KerasLayerConverters {
         let name = call.layer.name, c = call.config
         let k = try kernelSize(b, call)
         let m = c.int("depth_multiplier") ?? 1
+        let cm = try b.mul(s[3], m, place: name)
         let g = try geometry(b, call, input: s, kernel: k)
         // Keras 2 names the weight depthwise_kernel, Keras 3 kernel.
         let key = b.weights[name]?.entries.contains { $0.key == "depthwise_kernel" } == true ? "depthwise_kernel" : "kernel"
         var inputs = [x, try depthwiseKernel(&b, layer: name, key: key, name: name + ".kernel", k: k, channels: s[3],
                                              multiplier: m)]
         if c.bool("use_bias") ?? true {
-            let bias = try b.requiredWeight(name, "bias", expected: [s[3] * m])
+            let bias = try b.requiredWeight(name, "bias", expected: [cm])
             inputs.append(b.constant(name + ".bias", shape: bias.shape, data: bias.data))
         }
-        b.emitWithActivation(call.node, .conv, inputs, output: call.output, shape: [s[0]] + g.out + [s[3] * m],
+        b.emitWithActivation(call.node, .conv, inputs, output: call.output, shape: [s[0]] + g.out + [cm],
                              Attributes(strides: g.strides, dilations: g.dilations, pads: g.pads, groups: s[3]),
                              activation: try activation(of: b, call))
         return call.output
@@ -248,6 +250,7 @@ enum KerasLayerConverters {
         let name = call.layer.name, c = call.config
         let k = try kernelSize(b, call)
         let m = c.int("depth_multiplier") ?? 1
+        let cm = try b.mul(s[3], m, place: name)
         guard let filters = c.int("filters"), filters > 0 else {
             throw ImportError.invalid(file: b.file, place: "layer '\(name)' filters", expected: "> 0",
                                       actual: "\(c.int("filters") ?? 0)")
@@ -256,9 +259,9 @@ enum KerasLayerConverters {
         let dw = try depthwiseKernel(&b, layer: name, key: "depthwise_kernel", name: name + ".depthwise_kernel", k: k,
                                      channels: s[3], multiplier: m)
         let mid = call.output + ".depthwise"
-        b.emit(call.node + ".depthwise", .conv, [x, dw], output: mid, shape: [s[0]] + g.out + [s[3] * m],
+        b.emit(call.node + ".depthwise", .conv, [x, dw], output: mid, shape: [s[0]] + g.out + [cm],
                Attributes(strides: g.strides, dilations: g.dilations, pads: g.pads, groups: s[3]))
-        let pw = try b.requiredWeight(name, "pointwise_kernel", expected: [1, 1, s[3] * m, filters])
+        let pw = try b.requiredWeight(name, "pointwise_kernel", expected: [1, 1, cm, filters])
         var inputs = [mid, b.constant(name + ".pointwise_kernel", shape: pw.shape, data: pw.data)]
         if c.bool("use_bias") ?? true {
             let bias = try b.requiredWeight(name, "bias", expected: [filters])
@@ -327,8 +330,7 @@ enum KerasLayerConverters {
     private static func flatten(_ b: inout KerasGraphBuilder, _ call: KerasCall) throws -> String {
         let x = try single(call, b)
         let s = b.shape(x)
-        let rest = s.dropFirst()
-        let n = rest.contains { $0 < 0 } ? -1 : rest.reduce(1, *)
+        let n = try b.product(s.dropFirst(), place: call.layer.name)
         // NHWC is Keras's own layout, so the flattened order already matches.
         b.emit(call.node, .flatten, [x], output: call.output, shape: [s.first ?? -1, n], Attributes(axis: 1))
         return call.output
@@ -350,7 +352,8 @@ enum KerasLayerConverters {
         var out = [s.first ?? -1] + target
         let known = s.dropFirst().allSatisfy { $0 >= 0 }
         if known, let i = target.firstIndex(of: -1) {
-            let total = s.dropFirst().reduce(1, *), other = target.filter { $0 > 0 }.reduce(1, *)
+            let total = try b.product(s.dropFirst(), place: call.layer.name)
+            let other = try b.product(target.filter { $0 > 0 }[...], place: call.layer.name)
             guard other > 0, total % other == 0 else {
                 throw ImportError.invalid(file: b.file, place: "layer '\(call.layer.name)' target_shape",
                                           expected: "a shape of \(total) elements", actual: "\(target)")
@@ -404,7 +407,9 @@ enum KerasLayerConverters {
                                       expected: "an int, (h, w) or ((top, bottom), (left, right))",
                                       actual: "\(c.value("padding") ?? "nothing")")
         }
-        let h = s[1] < 0 ? -1 : s[1] + p[0] + p[1], w = s[2] < 0 ? -1 : s[2] + p[2] + p[3]
+        let place = call.layer.name
+        let h = s[1] < 0 ? -1 : try b.add(b.add(s[1], p[0], place: place), p[1], place: place)
+        let w = s[2] < 0 ? -1 : try b.add(b.add(s[2], p[2], place: place), p[3], place: place)
         b.emit(call.node, .pad, [x], output: call.output, shape: [s[0], h, w, s[3]],
                Attributes(pads: [0, p[0], p[2], 0, 0, p[1], p[3], 0], value: 0, mode: "constant"))
         return call.output
@@ -491,7 +496,7 @@ enum KerasLayerConverters {
                                       actual: "axis \(axis), shapes \(shapes.map(KerasGraphBuilder.format))")
         }
         var out = shapes[0]
-        out[a] = shapes.contains { $0[a] < 0 } ? -1 : shapes.reduce(0) { $0 + $1[a] }
+        out[a] = shapes.contains { $0[a] < 0 } ? -1 : try shapes.reduce(0) { try b.add($0, $1[a], place: call.layer.name) }
         b.emit(call.node, .concat, call.inputs, output: call.output, shape: out, Attributes(axis: a))
         return call.output
     }

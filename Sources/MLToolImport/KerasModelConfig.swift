@@ -281,8 +281,9 @@ extension Dictionary where Key == String, Value == Any {
     }
 }
 
-/// A JSON number that is an integer (NSNumber on every platform), else nil.
+/// A JSON number that is an integer of magnitude below 2^31 (NSNumber on every platform), else nil: no Keras
+/// size comes near that, and the bound keeps later size arithmetic far from overflow.
 func jsonInt(_ value: Any?) -> Int? {
-    guard let n = value as? NSNumber else { return nil }
-    return Int(exactly: n.doubleValue)
+    guard let n = value as? NSNumber, let i = Int(exactly: n.doubleValue), abs(i) < 1 << 31 else { return nil }
+    return i
 }

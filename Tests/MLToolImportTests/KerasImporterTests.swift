@@ -281,6 +281,23 @@ import Testing
             == "m.h5: layer 'l' moving_mean: expected a weight in model_weights, found no weights")
     }
 
+    /// Sizes in a config come from the file: huge ones throw instead of overflowing.
+    @Test func hugeSizesThrow() throws {
+        let big = 1 << 30
+        #expect(throws: ImportError.self) { try convert("Flatten", [:], input: [-1, big, big, big]) }
+        #expect(throws: ImportError.self) { try convert("Reshape", ["target_shape": [-1]], input: [-1, big, big, big]) }
+        #expect(throws: ImportError.self) {
+            try convert("Conv2D", ["filters": 2, "kernel_size": [big, big], "dilation_rate": [big, big], "padding": "same",
+                                   "strides": [2, 2]], input: [-1, big, big, 3])
+        }
+        #expect(throws: ImportError.self) {
+            try convert("Conv2D", ["filters": 2, "kernel_size": [Double(1 << 62), 3]], input: [-1, 8, 8, 3])
+        }
+        #expect(throws: ImportError.self) {
+            try convert("DepthwiseConv2D", ["kernel_size": [1, 1], "depth_multiplier": 3], input: [-1, 8, 8, -1])
+        }
+    }
+
     @Test func rescalingPerChannel() throws {
         let b = try convert("Rescaling", ["scale": [1, 2, 3], "offset": 0], input: [-1, 2, 2, 3])
         #expect(b.nodes.map(\.op) == [.mul])
