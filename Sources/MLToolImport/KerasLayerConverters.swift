@@ -33,6 +33,9 @@ enum KerasLayerConverters {
             "Add": .init(check: nil, convert: { try elementwise(&$0, $1, .add) }),
             "Multiply": .init(check: nil, convert: { try elementwise(&$0, $1, .mul) }),
             "Subtract": .init(check: nil, convert: subtract),
+            // Keras 3 writes `x / 2.0` on a Keras tensor as an op layer.
+            "TrueDivide": .init(check: nil, convert: { try elementwise(&$0, $1, .div) }),
+            "Divide": .init(check: nil, convert: { try elementwise(&$0, $1, .div) }),
             "Average": .init(check: nil, convert: average),
             "LeakyReLU": .init(check: nil, convert: leakyRelu),
             "Softmax": .init(check: nil, convert: softmax),

@@ -166,6 +166,10 @@ import Testing
         let muls = g.nodes.filter { $0.op == .mul && $0.inputs.first == "relu6" }
         let sixth = try #require(muls.first?.inputs.last)
         #expect(try model.tensor(named: sixth)?.floats() == [Float(1.0 / 6.0)])
+        // gap / 2.0 (Keras 3 TrueDivide, Keras 2 TFOpLambda math.truediv).
+        let div = try #require(g.nodes.first { $0.op == .div })
+        #expect(div.inputs.first == "gap")
+        #expect(try model.tensor(named: div.inputs[1])?.floats() == [2])
     }
 
     @Test func fixedLengthStringsReadLikeVariableLength() throws {

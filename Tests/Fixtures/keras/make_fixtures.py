@@ -212,7 +212,7 @@ def ops():
     x = L.Conv2D(4, 3, padding="same", name="conv")(x)
     h = L.ReLU(6.0, name="relu6")(x + 3.0) * (1.0 / 6.0)
     x = L.Multiply(name="hard_swish")([x, h])
-    x = L.GlobalAveragePooling2D(name="gap")(x)
+    x = L.GlobalAveragePooling2D(name="gap")(x) / 2.0
     x = L.Dense(3, name="logits")(x)
     m = keras.Model(inp, x, name="ops")
     randomize(m)
