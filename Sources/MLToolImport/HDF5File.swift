@@ -39,7 +39,7 @@ final class HDF5File {
     }
 
     /// Whether `path` is an HDF5 file (its signature at offset 0, 512, 1024, ...).
-    static func isHDF5(path: String) throws -> Bool {
+    static func isHDF5(path: String) -> Bool {
         lock.lock()
         defer { lock.unlock() }
         shim_H5_silence_errors()
@@ -61,7 +61,9 @@ final class HDF5File {
             throw ImportError.unreadable(file: name, reason: "permission denied")
         }
         guard H5Fis_hdf5(path) > 0 else { throw ImportError.malformed(file: name, reason: "not an HDF5 file") }
-        let fid = H5Fopen(path, shim_H5F_ACC_RDONLY(), hid_t(H5P_DEFAULT))
+        let fapl = shim_H5P_read_only_access()
+        let fid = H5Fopen(path, shim_H5F_ACC_RDONLY(), fapl >= 0 ? fapl : hid_t(H5P_DEFAULT))
+        if fapl >= 0 { H5Pclose(fapl) }
         guard fid >= 0 else { throw ImportError.malformed(file: name, reason: "HDF5 file cannot be opened (truncated or corrupt)") }
         fileID = fid
         let rid = H5Gopen2(fid, "/", hid_t(H5P_DEFAULT))

@@ -44,7 +44,7 @@ public enum KerasImporter {
     /// Whether the file at `path` is HDF5 (by its signature, as libhdf5 finds it), i.e. one this importer should
     /// be given. False for missing or unreadable files.
     public static func isHDF5(path: String) -> Bool {
-        (try? HDF5File.isHDF5(path: path)) ?? false
+        HDF5File.isHDF5(path: path)
     }
 
     /// The op that computes the first output, looking through identity nodes.
