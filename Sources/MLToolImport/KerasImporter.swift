@@ -123,12 +123,14 @@ public enum KerasImporter {
     }
 
     /// The input's shape with the batch as -1; free H and W of an image input take `size` when given.
-    private static func inputShape(_ layer: KerasLayer, file: String, size: (height: Int, width: Int)?) throws -> [Int] {
+    static func inputShape(_ layer: KerasLayer, file: String, size: (height: Int, width: Int)?) throws -> [Int] {
         let place = "layer '\(layer.name)' batch_shape"
-        guard let list = (layer.config.value("batch_shape") ?? layer.config.value("batch_input_shape")) as? [Any],
-              list.count >= 2 else {
+        // Keras 3 writes batch_shape, Keras 2 batch_input_shape; a bare "shape" leaves the batch out.
+        let given = layer.config.value("batch_shape") ?? layer.config.value("batch_input_shape")
+            ?? (layer.config.value("shape") as? [Any]).map { [NSNull()] + $0 }
+        guard let list = given as? [Any], list.count >= 2 else {
             throw ImportError.invalid(file: file, place: place, expected: "a shape of rank ≥ 2",
-                                      actual: "\(layer.config.value("batch_shape") ?? layer.config.value("batch_input_shape") ?? "nothing")")
+                                      actual: "\(given ?? "nothing")")
         }
         var shape = try list.dropFirst().map { v -> Int in
             if v is NSNull { return -1 }

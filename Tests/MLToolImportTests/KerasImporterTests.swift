@@ -374,6 +374,19 @@ import Testing
         #expect(c.layers[1].calls == [[KerasTensorRef(layer: "input", node: 0, index: 0)]])
     }
 
+    @Test func inputShapeForms() throws {
+        for config: [String: Any] in [["batch_shape": [NSNull(), 5, 6, 3]], ["batch_input_shape": [NSNull(), 5, 6, 3]],
+                                      ["shape": [5, 6, 3]]] {
+            let layer = KerasLayer(name: "x", className: "InputLayer", config: config, entry: [:], calls: [])
+            #expect(try KerasImporter.inputShape(layer, file: "m.h5", size: nil) == [-1, 5, 6, 3])
+        }
+        let free = KerasLayer(name: "x", className: "InputLayer", config: ["shape": [NSNull(), NSNull(), 3]], entry: [:],
+                              calls: [])
+        #expect(try KerasImporter.inputShape(free, file: "m.h5", size: (height: 7, width: 9)) == [-1, 7, 9, 3])
+        let bad = KerasLayer(name: "x", className: "InputLayer", config: ["shape": [0, 3]], entry: [:], calls: [])
+        #expect(throws: ImportError.self) { try KerasImporter.inputShape(bad, file: "m.h5", size: nil) }
+    }
+
     @Test func malformedConfigsAreErrors() {
         for json in ["", "[]", "{\"class_name\": \"Sequential\"}", "{\"class_name\": \"Bert\"}",
                      "{\"class_name\": \"Functional\", \"config\": {\"layers\": [], \"input_layers\": [], \"output_layers\": []}}",
