@@ -46,3 +46,10 @@ static inline int shim_H5L_target(hid_t loc, const char *name, char *file, size_
     free(buf);
     return result;
 }
+/// A file-access property list for read-only opens without file locking (which fails on filesystems that lack it,
+/// and a reader needs none). The caller closes it with H5Pclose.
+static inline hid_t shim_H5P_read_only_access(void) {
+    hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+    if (fapl >= 0) (void)H5Pset_file_locking(fapl, 0, 1);
+    return fapl;
+}

@@ -24,6 +24,9 @@ final class HDF5File {
 
     /// The largest dataset read, in elements (4 GiB of float32): a bound on what a hostile file can make us allocate.
     static let maxElements = 1 << 30
+    /// The most strings in one attribute, and the most bytes of fixed-length text.
+    static let maxStrings = 1 << 20
+    static let maxTextBytes = 1 << 28
     private static let lock = NSLock()
 
     /// Opens `path` read-only, runs `body`, then closes everything; errors are `ImportError`s naming the file.
@@ -33,6 +36,18 @@ final class HDF5File {
         let file = try HDF5File(path: path)
         defer { file.close() }
         return try body(file)
+    }
+
+    /// Whether `path` is an HDF5 file (its signature at offset 0, 512, 1024, ...).
+    static func isHDF5(path: String) -> Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        shim_H5_silence_errors()
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), !isDirectory.boolValue else {
+            return false
+        }
+        return H5Fis_hdf5(path) > 0
     }
 
     private init(path: String) throws {
@@ -46,7 +61,9 @@ final class HDF5File {
             throw ImportError.unreadable(file: name, reason: "permission denied")
         }
         guard H5Fis_hdf5(path) > 0 else { throw ImportError.malformed(file: name, reason: "not an HDF5 file") }
-        let fid = H5Fopen(path, shim_H5F_ACC_RDONLY(), hid_t(H5P_DEFAULT))
+        let fapl = shim_H5P_read_only_access()
+        let fid = H5Fopen(path, shim_H5F_ACC_RDONLY(), fapl >= 0 ? fapl : hid_t(H5P_DEFAULT))
+        if fapl >= 0 { H5Pclose(fapl) }
         guard fid >= 0 else { throw ImportError.malformed(file: name, reason: "HDF5 file cannot be opened (truncated or corrupt)") }
         fileID = fid
         let rid = H5Gopen2(fid, "/", hid_t(H5P_DEFAULT))
@@ -151,8 +168,8 @@ final class HDF5File {
 
     // MARK: - Datasets
 
-    /// A float dataset (any float size: f16, f32, f64) converted to float32, with its shape. Refuses external raw
-    /// storage and virtual datasets.
+    /// A numeric dataset (floats of any size, or integers such as Keras's Normalization count) converted to
+    /// float32 by libhdf5, with its shape. Refuses external raw storage and virtual datasets.
     func readFloats(_ dataset: Object) throws -> (shape: [Int], data: [Float]) {
         guard H5Iget_type(dataset.id) == H5I_DATASET else {
             throw ImportError.invalid(file: name, place: dataset.path, expected: "a dataset", actual: "a group")
@@ -178,8 +195,8 @@ final class HDF5File {
         let type = H5Dget_type(dataset.id)
         guard type >= 0 else { throw ImportError.malformed(file: name, reason: "\(dataset.path): no datatype") }
         defer { H5Tclose(type) }
-        guard H5Tget_class(type) == H5T_FLOAT else {
-            throw ImportError.invalid(file: name, place: dataset.path, expected: "floating-point data",
+        guard H5Tget_class(type) == H5T_FLOAT || H5Tget_class(type) == H5T_INTEGER else {
+            throw ImportError.invalid(file: name, place: dataset.path, expected: "numbers",
                                       actual: Self.className(H5Tget_class(type)))
         }
         let shape = try dims(H5Dget_space(dataset.id), place: dataset.path)
@@ -187,6 +204,17 @@ final class HDF5File {
         guard count <= Self.maxElements else {
             throw ImportError.invalid(file: name, place: dataset.path, expected: "at most \(Self.maxElements) elements",
                                       actual: "\(count)")
+        }
+        // Without filters (compression) the file must hold every byte the shape needs: a dataset that declares more
+        // (never written, or sparse chunks) would otherwise make us allocate fill values for a size the file never had.
+        if H5Pget_nfilters(plist) == 0 {
+            let (need, overflow) = count.multipliedReportingOverflow(by: H5Tget_size(type))
+            let stored = H5Dget_storage_size(dataset.id)
+            guard !overflow, stored >= hsize_t(need) else {
+                throw ImportError.invalid(file: name, place: dataset.path,
+                                          expected: "\(overflow ? "more" : "\(need)") stored bytes for shape \(KerasGraphBuilder.format(shape))",
+                                          actual: "\(stored)")
+            }
         }
         var status: herr_t = 0
         let data = [Float](unsafeUninitializedCapacity: count) { buf, done in
@@ -280,8 +308,8 @@ final class HDF5File {
             throw ImportError.invalid(file: name, place: place, expected: "strings",
                                       actual: Self.className(H5Tget_class(type)))
         }
-        guard count <= Self.maxElements else {
-            throw ImportError.invalid(file: name, place: place, expected: "at most \(Self.maxElements) strings", actual: "\(count)")
+        guard count <= Self.maxStrings else {
+            throw ImportError.invalid(file: name, place: place, expected: "at most \(Self.maxStrings) strings", actual: "\(count)")
         }
         let memType = H5Tcopy(shim_H5T_C_S1())
         guard memType >= 0 else { throw ImportError.malformed(file: name, reason: "\(place): string type") }
@@ -298,12 +326,14 @@ final class HDF5File {
         }
         // Fixed-length: `size` bytes per string, NUL-padded (no terminator when the string fills its size).
         let size = H5Tget_size(type)
-        guard size > 0, size <= 1 << 30 else {
-            throw ImportError.invalid(file: name, place: place, expected: "a string size ≤ 1 GiB", actual: "\(size)")
+        guard size > 0, size <= Self.maxTextBytes else {
+            throw ImportError.invalid(file: name, place: place, expected: "a string size ≤ \(Self.maxTextBytes) bytes",
+                                      actual: "\(size)")
         }
         let (total, overflow) = count.multipliedReportingOverflow(by: size)
-        guard !overflow, total <= 1 << 30 else {
-            throw ImportError.invalid(file: name, place: place, expected: "at most 1 GiB of text", actual: "\(total) bytes")
+        guard !overflow, total <= Self.maxTextBytes else {
+            throw ImportError.invalid(file: name, place: place, expected: "at most \(Self.maxTextBytes) bytes of text",
+                                      actual: overflow ? "more" : "\(total) bytes")
         }
         H5Tset_size(memType, size)
         H5Tset_strpad(memType, H5T_STR_NULLPAD)

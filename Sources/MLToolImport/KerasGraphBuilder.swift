@@ -23,6 +23,8 @@ struct KerasCall {
     var inputs: [String]
     var output: String
     var node: String
+    /// Number operands of this call by position (see `KerasLayer.scalars`).
+    var scalars: [Int: Float] = [:]
     var config: [String: Any] { layer.config }
 }
 
@@ -105,6 +107,26 @@ struct KerasGraphBuilder {
         return w
     }
 
+    /// `a · b`, or an error naming the layer when it overflows (sizes come from the file).
+    func mul(_ a: Int, _ b: Int, place: String) throws -> Int {
+        let (r, o) = a.multipliedReportingOverflow(by: b)
+        guard !o else { throw ImportError.invalid(file: file, place: "layer '\(place)'", expected: "sizes that fit in Int", actual: "\(a) × \(b)") }
+        return r
+    }
+
+    /// `a + b`, or an error naming the layer when it overflows.
+    func add(_ a: Int, _ b: Int, place: String) throws -> Int {
+        let (r, o) = a.addingReportingOverflow(b)
+        guard !o else { throw ImportError.invalid(file: file, place: "layer '\(place)'", expected: "sizes that fit in Int", actual: "\(a) + \(b)") }
+        return r
+    }
+
+    /// The product of known dimensions, or -1 when one is unknown.
+    func product(_ dims: ArraySlice<Int>, place: String) throws -> Int {
+        if dims.contains(where: { $0 < 0 }) { return -1 }
+        return try dims.reduce(1) { try mul($0, $1, place: place) }
+    }
+
     static func format(_ shape: [Int]) -> String { "[" + shape.map { $0 < 0 ? "?" : "\($0)" }.joined(separator: ",") + "]" }
 
     // MARK: - Activations
@@ -180,7 +202,7 @@ struct KerasGraphBuilder {
     /// ceil(in / s) with total padding max((out − 1)·s + (k − 1)·d + 1 − in, 0), begin = total / 2, end = the rest.
     func window(_ input: Int, kernel: Int, stride: Int, dilation: Int, padding: String, place: String) throws
         -> (size: Int, begin: Int, end: Int) {
-        let extent = (kernel - 1) * dilation + 1
+        let extent = try add(mul(kernel - 1, dilation, place: place), 1, place: place)
         if padding == "same" {
             if stride == 1 {
                 return (input, (extent - 1) / 2, extent - 1 - (extent - 1) / 2)
@@ -190,8 +212,8 @@ struct KerasGraphBuilder {
                     op: "padding 'same' with stride \(stride) on a free input size (give --input-size)",
                     count: 1, firstNodes: [place])])
             }
-            let out = (input + stride - 1) / stride
-            let total = max((out - 1) * stride + extent - input, 0)
+            let out = input / stride + (input % stride == 0 ? 0 : 1)
+            let total = max(try add(mul(out - 1, stride, place: place), extent, place: place) - input, 0)
             return (out, total / 2, total - total / 2)
         }
         guard input >= 0 else { return (-1, 0, 0) }

@@ -41,6 +41,12 @@ public enum KerasImporter {
         return Model(metadata: metadata, tensors: tensors)
     }
 
+    /// Whether the file at `path` is HDF5 (by its signature, as libhdf5 finds it), i.e. one this importer should
+    /// be given. False for missing or unreadable files.
+    public static func isHDF5(path: String) -> Bool {
+        HDF5File.isHDF5(path: path)
+    }
+
     /// The op that computes the first output, looking through identity nodes.
     static func finalOp(of graph: Graph) -> Op? {
         guard var name = graph.outputs.first else { return nil }
@@ -82,7 +88,8 @@ public enum KerasImporter {
                 }
                 guard let converter = KerasLayerConverters.table[item.layer.className] else { continue }
                 let name = item.call == 0 ? item.layer.name : "\(item.layer.name)@\(item.call)"
-                let call = KerasCall(layer: item.layer, inputs: inputs, output: name, node: name)
+                let scalars = item.call < item.layer.scalars.count ? item.layer.scalars[item.call] : [:]
+                let call = KerasCall(layer: item.layer, inputs: inputs, output: name, node: name, scalars: scalars)
                 produced[KerasTensorRef(layer: item.layer.name, node: item.call, index: 0)] =
                     try converter.convert(&builder, call)
             }
@@ -116,12 +123,14 @@ public enum KerasImporter {
     }
 
     /// The input's shape with the batch as -1; free H and W of an image input take `size` when given.
-    private static func inputShape(_ layer: KerasLayer, file: String, size: (height: Int, width: Int)?) throws -> [Int] {
+    static func inputShape(_ layer: KerasLayer, file: String, size: (height: Int, width: Int)?) throws -> [Int] {
         let place = "layer '\(layer.name)' batch_shape"
-        guard let list = (layer.config.value("batch_shape") ?? layer.config.value("batch_input_shape")) as? [Any],
-              list.count >= 2 else {
+        // Keras 3 writes batch_shape, Keras 2 batch_input_shape; a bare "shape" leaves the batch out.
+        let given = layer.config.value("batch_shape") ?? layer.config.value("batch_input_shape")
+            ?? (layer.config.value("shape") as? [Any]).map { [NSNull()] + $0 }
+        guard let list = given as? [Any], list.count >= 2 else {
             throw ImportError.invalid(file: file, place: place, expected: "a shape of rank ≥ 2",
-                                      actual: "\(layer.config.value("batch_shape") ?? layer.config.value("batch_input_shape") ?? "nothing")")
+                                      actual: "\(given ?? "nothing")")
         }
         var shape = try list.dropFirst().map { v -> Int in
             if v is NSNull { return -1 }
@@ -142,108 +151,5 @@ public enum KerasImporter {
             }
         }
         return [-1] + shape
-    }
-}
-
-/// What the importer reads from the file while it is open: the parsed config, the Keras version, and every
-/// layer's weights. Checks for code-carrying and unsupported layers happen before any weight is read.
-struct KerasSource {
-    var file: String
-    var config: KerasModelConfig
-    var kerasVersion: String?
-    var backend: String?
-    var kerasMajor: Int
-    var weights: [String: KerasLayerWeights] = [:]
-
-    init(file h5: HDF5File) throws {
-        file = h5.name
-        let root = h5.root
-        guard h5.hasAttribute("model_config", of: root) else {
-            throw ImportError.invalid(file: file, place: "/ attribute 'model_config'",
-                                      expected: "a full model saved with model.save()",
-                                      actual: "no model config (a weights-only file?)")
-        }
-        config = try KerasModelConfig.parse(h5.string("model_config", of: root), file: file)
-        kerasVersion = h5.hasAttribute("keras_version", of: root) ? try? h5.string("keras_version", of: root) : nil
-        backend = h5.hasAttribute("backend", of: root) ? try? h5.string("backend", of: root) : nil
-        if let v = kerasVersion, let major = Int(v.prefix { $0.isNumber }) {
-            kerasMajor = major
-        } else {
-            // No version attribute: Keras 3 writes "batch_shape" where Keras 2 wrote "batch_input_shape".
-            kerasMajor = config.layers.contains { $0.config["batch_shape"] != nil } ? 3 : 2
-        }
-        try Self.refuseCode(config.layers, file: file)
-        try Self.checkSupported(config.layers, file: file, kerasMajor: kerasMajor)
-        try readWeights(h5)
-    }
-
-    /// Refuses the first layer that carries code: Lambda, a class from a module outside Keras, an object registered
-    /// by a package ("package>Name"), or a serialized Python lambda anywhere in its config.
-    static func refuseCode(_ layers: [KerasLayer], file: String) throws {
-        for layer in layers {
-            let place = "layer '\(layer.name)' (\(layer.className))"
-            if layer.className == "Lambda" || layer.className == "TFOpLambda" || layer.className == "SlicingOpLambda" {
-                throw ImportError.refused(file: file, place: place,
-                                          reason: "the layer carries Python code, which mltool never runs")
-            }
-            if let reason = codeCarrier(layer.entry.isEmpty ? layer.config : layer.entry) {
-                throw ImportError.refused(file: file, place: place, reason: reason)
-            }
-        }
-    }
-
-    private static func codeCarrier(_ value: Any) -> String? {
-        if let list = value as? [Any] { return list.lazy.compactMap(codeCarrier).first }
-        guard let dict = value as? [String: Any] else { return nil }
-        if dict.string("class_name") == "__lambda__" {
-            return "it holds a serialized Python lambda, which mltool never runs"
-        }
-        if dict["class_name"] != nil, let module = dict.string("module"),
-           !(module == "keras" || module.hasPrefix("keras.") || module.hasPrefix("tf_keras")) {
-            return "it uses a custom object from module '\(module)', whose code mltool never runs"
-        }
-        if let registered = dict.string("registered_name"), registered.contains(">") {
-            return "it uses the custom object '\(registered)', whose code mltool never runs"
-        }
-        for key in dict.keys.sorted() {
-            if let value = dict[key], let reason = codeCarrier(value) { return reason }
-        }
-        return nil
-    }
-
-    /// Throws one `unsupported` error listing every layer the importer cannot convert, grouped by reason.
-    static func checkSupported(_ layers: [KerasLayer], file: String, kerasMajor: Int) throws {
-        var order: [String] = []
-        var byKind: [String: [String]] = [:]
-        for layer in layers {
-            guard let problem = KerasLayerConverters.problem(layer, kerasMajor: kerasMajor) else { continue }
-            if byKind[problem] == nil { order.append(problem) }
-            byKind[problem, default: []].append(layer.name)
-        }
-        guard order.isEmpty else {
-            throw ImportError.unsupported(file: file, ops: order.map {
-                .init(op: $0, count: byKind[$0]?.count ?? 0, firstNodes: Array((byKind[$0] ?? []).prefix(3)))
-            })
-        }
-    }
-
-    /// Reads `weight_names` and the datasets of every layer listed in `layer_names` (under `model_weights`, or the
-    /// root for files that keep them there).
-    private mutating func readWeights(_ h5: HDF5File) throws {
-        let base = try h5.exists("model_weights", in: h5.root) ? try h5.open("model_weights", in: h5.root) : h5.root
-        let listed: Set<String>? = h5.hasAttribute("layer_names", of: base)
-            ? Set(try h5.strings("layer_names", of: base)) : nil
-        for layer in config.layers where layer.className != "InputLayer" {
-            if let listed, !listed.contains(layer.name) { continue }
-            guard try h5.exists(layer.name, in: base) else { continue }
-            let group = try h5.open(layer.name, in: base)
-            guard h5.isGroup(group), h5.hasAttribute("weight_names", of: group) else { continue }
-            var weights = KerasLayerWeights()
-            for name in try h5.strings("weight_names", of: group) {
-                let (shape, data) = try h5.readFloats(h5.open(name, in: group))
-                weights.entries.append(.init(name: name, shape: shape, data: data))
-            }
-            self.weights[layer.name] = weights
-        }
     }
 }

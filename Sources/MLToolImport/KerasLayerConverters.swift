@@ -32,9 +32,19 @@ enum KerasLayerConverters {
             "ZeroPadding2D": .init(check: nil, convert: zeroPadding),
             "Add": .init(check: nil, convert: { try elementwise(&$0, $1, .add) }),
             "Multiply": .init(check: nil, convert: { try elementwise(&$0, $1, .mul) }),
+            "Subtract": .init(check: nil, convert: subtract),
+            // Keras 3 writes `x / 2.0` on a Keras tensor as an op layer.
+            "TrueDivide": .init(check: nil, convert: { try elementwise(&$0, $1, .div) }),
+            "Divide": .init(check: nil, convert: { try elementwise(&$0, $1, .div) }),
+            "Average": .init(check: nil, convert: average),
+            "LeakyReLU": .init(check: nil, convert: leakyRelu),
+            "Softmax": .init(check: nil, convert: softmax),
             "Concatenate": .init(check: nil, convert: concatenate),
             "Dropout": .init(check: nil, convert: identity),
             "Rescaling": .init(check: nil, convert: rescaling),
+            "Normalization": .init(check: { $0.bool("invert") == true ? "invert" : nil }, convert: normalization),
+            "TFOpLambda": .init(check: { c in tfOps[c.string("function") ?? ""] == nil ? "function '\(c.string("function") ?? "?")'" : nil },
+                                convert: { try elementwise(&$0, $1, tfOps[$1.config.string("function") ?? ""] ?? .add) }),
         ]
         // Aliases Keras accepts for the same classes.
         for (alias, name) in [("Convolution2D", "Conv2D"), ("SeparableConvolution2D", "SeparableConv2D"),
@@ -46,6 +56,12 @@ enum KerasLayerConverters {
         }
         return t
     }()
+
+    /// The TensorFlow functions a Keras 2 TFOpLambda may name (`x + 3.0`, `x * (1 / 6)` in MobileNetV3).
+    static let tfOps: [String: Op] = [
+        "__operators__.add": .add, "math.add": .add, "math.multiply": .mul, "math.subtract": .sub,
+        "math.truediv": .div, "math.divide": .div,
+    ]
 
     /// Why `layer` cannot be imported (the name under which it is listed as unsupported), or nil.
     static func problem(_ layer: KerasLayer, kerasMajor: Int) -> String? {
@@ -111,9 +127,10 @@ enum KerasLayerConverters {
     private static func spatial(_ b: KerasGraphBuilder, _ call: KerasCall) throws -> (String, [Int]) {
         let x = try single(call, b)
         let s = b.shape(x)
-        guard s.count == 4 else {
+        guard s.count == 4, s[3] > 0 else {
             throw ImportError.invalid(file: b.file, place: "layer '\(call.layer.name)' input",
-                                      expected: "a rank-4 (N,H,W,C) tensor", actual: KerasGraphBuilder.format(s))
+                                      expected: "a rank-4 (N,H,W,C) tensor with known channels",
+                                      actual: KerasGraphBuilder.format(s))
         }
         return (x, s)
     }
@@ -215,16 +232,17 @@ enum KerasLayerConverters {
         let name = call.layer.name, c = call.config
         let k = try kernelSize(b, call)
         let m = c.int("depth_multiplier") ?? 1
+        let cm = try b.mul(s[3], m, place: name)
         let g = try geometry(b, call, input: s, kernel: k)
         // Keras 2 names the weight depthwise_kernel, Keras 3 kernel.
         let key = b.weights[name]?.entries.contains { $0.key == "depthwise_kernel" } == true ? "depthwise_kernel" : "kernel"
         var inputs = [x, try depthwiseKernel(&b, layer: name, key: key, name: name + ".kernel", k: k, channels: s[3],
                                              multiplier: m)]
         if c.bool("use_bias") ?? true {
-            let bias = try b.requiredWeight(name, "bias", expected: [s[3] * m])
+            let bias = try b.requiredWeight(name, "bias", expected: [cm])
             inputs.append(b.constant(name + ".bias", shape: bias.shape, data: bias.data))
         }
-        b.emitWithActivation(call.node, .conv, inputs, output: call.output, shape: [s[0]] + g.out + [s[3] * m],
+        b.emitWithActivation(call.node, .conv, inputs, output: call.output, shape: [s[0]] + g.out + [cm],
                              Attributes(strides: g.strides, dilations: g.dilations, pads: g.pads, groups: s[3]),
                              activation: try activation(of: b, call))
         return call.output
@@ -235,6 +253,7 @@ enum KerasLayerConverters {
         let name = call.layer.name, c = call.config
         let k = try kernelSize(b, call)
         let m = c.int("depth_multiplier") ?? 1
+        let cm = try b.mul(s[3], m, place: name)
         guard let filters = c.int("filters"), filters > 0 else {
             throw ImportError.invalid(file: b.file, place: "layer '\(name)' filters", expected: "> 0",
                                       actual: "\(c.int("filters") ?? 0)")
@@ -243,9 +262,9 @@ enum KerasLayerConverters {
         let dw = try depthwiseKernel(&b, layer: name, key: "depthwise_kernel", name: name + ".depthwise_kernel", k: k,
                                      channels: s[3], multiplier: m)
         let mid = call.output + ".depthwise"
-        b.emit(call.node + ".depthwise", .conv, [x, dw], output: mid, shape: [s[0]] + g.out + [s[3] * m],
+        b.emit(call.node + ".depthwise", .conv, [x, dw], output: mid, shape: [s[0]] + g.out + [cm],
                Attributes(strides: g.strides, dilations: g.dilations, pads: g.pads, groups: s[3]))
-        let pw = try b.requiredWeight(name, "pointwise_kernel", expected: [1, 1, s[3] * m, filters])
+        let pw = try b.requiredWeight(name, "pointwise_kernel", expected: [1, 1, cm, filters])
         var inputs = [mid, b.constant(name + ".pointwise_kernel", shape: pw.shape, data: pw.data)]
         if c.bool("use_bias") ?? true {
             let bias = try b.requiredWeight(name, "bias", expected: [filters])
@@ -314,8 +333,7 @@ enum KerasLayerConverters {
     private static func flatten(_ b: inout KerasGraphBuilder, _ call: KerasCall) throws -> String {
         let x = try single(call, b)
         let s = b.shape(x)
-        let rest = s.dropFirst()
-        let n = rest.contains { $0 < 0 } ? -1 : rest.reduce(1, *)
+        let n = try b.product(s.dropFirst(), place: call.layer.name)
         // NHWC is Keras's own layout, so the flattened order already matches.
         b.emit(call.node, .flatten, [x], output: call.output, shape: [s.first ?? -1, n], Attributes(axis: 1))
         return call.output
@@ -337,7 +355,8 @@ enum KerasLayerConverters {
         var out = [s.first ?? -1] + target
         let known = s.dropFirst().allSatisfy { $0 >= 0 }
         if known, let i = target.firstIndex(of: -1) {
-            let total = s.dropFirst().reduce(1, *), other = target.filter { $0 > 0 }.reduce(1, *)
+            let total = try b.product(s.dropFirst(), place: call.layer.name)
+            let other = try b.product(target.filter { $0 > 0 }[...], place: call.layer.name)
             guard other > 0, total % other == 0 else {
                 throw ImportError.invalid(file: b.file, place: "layer '\(call.layer.name)' target_shape",
                                           expected: "a shape of \(total) elements", actual: "\(target)")
@@ -391,25 +410,78 @@ enum KerasLayerConverters {
                                       expected: "an int, (h, w) or ((top, bottom), (left, right))",
                                       actual: "\(c.value("padding") ?? "nothing")")
         }
-        let h = s[1] < 0 ? -1 : s[1] + p[0] + p[1], w = s[2] < 0 ? -1 : s[2] + p[2] + p[3]
+        let place = call.layer.name
+        let h = s[1] < 0 ? -1 : try b.add(b.add(s[1], p[0], place: place), p[1], place: place)
+        let w = s[2] < 0 ? -1 : try b.add(b.add(s[2], p[2], place: place), p[3], place: place)
         b.emit(call.node, .pad, [x], output: call.output, shape: [s[0], h, w, s[3]],
                Attributes(pads: [0, p[0], p[2], 0, 0, p[1], p[3], 0], value: 0, mode: "constant"))
         return call.output
     }
 
+    /// A binary op folded over the call's operands: its tensors, and numbers (Keras 3 `x + 3.0`, TFOpLambda `y`)
+    /// as one-element constants in their argument positions.
     private static func elementwise(_ b: inout KerasGraphBuilder, _ call: KerasCall, _ op: Op) throws -> String {
-        guard call.inputs.count >= 2 else {
-            throw ImportError.invalid(file: b.file, place: "layer '\(call.layer.name)'", expected: "at least two inputs",
-                                      actual: "\(call.inputs.count)")
+        var operands: [String] = []
+        var tensors = call.inputs.makeIterator()
+        for position in 0..<(call.inputs.count + call.scalars.count) {
+            if let value = call.scalars[position] {
+                operands.append(b.constant("\(call.node).c\(position)", shape: [1], data: [value]))
+            } else if let t = tensors.next() {
+                operands.append(t)
+            }
         }
-        var acc = call.inputs[0]
-        for (i, next) in call.inputs.dropFirst().enumerated() {
-            let last = i == call.inputs.count - 2
+        guard operands.count >= 2 else {
+            throw ImportError.invalid(file: b.file, place: "layer '\(call.layer.name)'", expected: "at least two inputs",
+                                      actual: "\(operands.count)")
+        }
+        var acc = operands[0]
+        for (i, next) in operands.dropFirst().enumerated() {
+            let last = i == operands.count - 2
             let out = last ? call.output : call.output + ".\(i)"
             let shape = try b.broadcast(b.shape(acc), b.shape(next), place: call.layer.name)
             b.emit(last ? call.node : call.node + ".\(i)", op, [acc, next], output: out, shape: shape)
             acc = out
         }
+        return call.output
+    }
+
+    private static func subtract(_ b: inout KerasGraphBuilder, _ call: KerasCall) throws -> String {
+        guard call.inputs.count + call.scalars.count == 2 else {
+            throw ImportError.invalid(file: b.file, place: "layer '\(call.layer.name)'", expected: "two inputs",
+                                      actual: "\(call.inputs.count + call.scalars.count)")
+        }
+        return try elementwise(&b, call, .sub)
+    }
+
+    /// The mean of n inputs: their sum times 1/n.
+    private static func average(_ b: inout KerasGraphBuilder, _ call: KerasCall) throws -> String {
+        var sum = call
+        sum.output = call.output + ".sum"
+        sum.node = call.node + ".sum"
+        let total = try elementwise(&b, sum, .add)
+        let scale = b.constant(call.layer.name + ".scale", shape: [1], data: [1 / Float(call.inputs.count)])
+        b.emit(call.node, .mul, [total, scale], output: call.output, shape: b.shape(total))
+        return call.output
+    }
+
+    /// Keras 2 calls the slope alpha, Keras 3 negative_slope; both default to 0.3.
+    private static func leakyRelu(_ b: inout KerasGraphBuilder, _ call: KerasCall) throws -> String {
+        let x = try single(call, b)
+        let slope = Float(call.config.double("negative_slope") ?? call.config.double("alpha") ?? 0.3)
+        b.emit(call.node, .leakyRelu, [x], output: call.output, shape: b.shape(x), Attributes(alpha: slope))
+        return call.output
+    }
+
+    private static func softmax(_ b: inout KerasGraphBuilder, _ call: KerasCall) throws -> String {
+        let x = try single(call, b)
+        let rank = b.shape(x).count
+        let axis = call.config.int("axis") ?? -1
+        let a = axis < 0 ? axis + rank : axis
+        guard a >= 1, a < rank else {
+            throw ImportError.invalid(file: b.file, place: "layer '\(call.layer.name)' axis",
+                                      expected: "a non-batch axis of a rank-\(rank) tensor", actual: "\(axis)")
+        }
+        b.emit(call.node, .softmax, [x], output: call.output, shape: b.shape(x), Attributes(axis: a))
         return call.output
     }
 
@@ -427,8 +499,43 @@ enum KerasLayerConverters {
                                       actual: "axis \(axis), shapes \(shapes.map(KerasGraphBuilder.format))")
         }
         var out = shapes[0]
-        out[a] = shapes.contains { $0[a] < 0 } ? -1 : shapes.reduce(0) { $0 + $1[a] }
+        out[a] = shapes.contains { $0[a] < 0 } ? -1 : try shapes.reduce(0) { try b.add($0, $1[a], place: call.layer.name) }
         b.emit(call.node, .concat, call.inputs, output: call.output, shape: out, Attributes(axis: a))
+        return call.output
+    }
+
+    /// Keras's Normalization: y = (x − mean) / max(√variance, 1e-7) along the last axis, as a multiply and an add.
+    private static func normalization(_ b: inout KerasGraphBuilder, _ call: KerasCall) throws -> String {
+        let x = try single(call, b)
+        let s = b.shape(x), name = call.layer.name
+        let c = s.last ?? -1
+        let axes = (call.config.value("axis") as? [Any])?.compactMap(jsonInt) ?? [call.config.int("axis") ?? -1]
+        guard c > 0, axes.count == 1, axes[0] == -1 || axes[0] == s.count - 1 else {
+            throw ImportError.unsupported(file: b.file, ops: [.init(
+                op: "Normalization (axis \(axes) of a rank-\(s.count) tensor; only the last axis)", count: 1,
+                firstNodes: [name])])
+        }
+        func stat(_ key: String) throws -> [Float] {
+            if let v = call.config.double(key) { return [Float](repeating: Float(v), count: c) }
+            if let list = call.config.value(key) as? [Any] {
+                let values = list.compactMap { ($0 as? NSNumber)?.floatValue }
+                if values.count == c { return values }
+                if values.count == 1 { return [Float](repeating: values[0], count: c) }
+            }
+            let w = try b.requiredWeight(name, key, expected: [-1])
+            guard w.data.count == c || w.data.count == 1 else {
+                throw ImportError.invalid(file: b.file, place: "layer '\(name)' \(key)", expected: "\(c) values",
+                                          actual: KerasGraphBuilder.format(w.shape))
+            }
+            return w.data.count == c ? w.data : [Float](repeating: w.data[0], count: c)
+        }
+        let mean = try stat("mean"), variance = try stat("variance")
+        let scale = variance.map { 1 / max($0.squareRoot(), 1e-7) }
+        let offset = zip(mean, scale).map { -$0 * $1 }
+        let sc = b.constant(name + ".scale", shape: [c], data: scale)
+        let of = b.constant(name + ".offset", shape: [c], data: offset)
+        b.emit(call.node + ".scale", .mul, [x, sc], output: call.output + ".scaled", shape: s)
+        b.emit(call.node, .add, [call.output + ".scaled", of], output: call.output, shape: s)
         return call.output
     }
 

@@ -8,7 +8,7 @@ import Testing
 /// with Keras's own `model.predict` outputs within 1e-4 (relative).
 @Suite struct KerasEngineTests {
     static let fixtures = ["k2_mlp", "k3_mlp", "k2_residual_cnn", "k3_residual_cnn", "k2_mobilenet", "k3_mobilenet",
-                           "k2_zoo", "k3_zoo"]
+                           "k2_zoo", "k3_zoo", "k2_zoo2", "k3_zoo2", "k2_nested", "k3_nested", "k2_ops", "k3_ops"]
 
     @Test(arguments: fixtures, [Engine.Mode.fast, .reference])
     func matchesKeras(_ name: String, _ mode: Engine.Mode) throws {
@@ -19,6 +19,14 @@ import Testing
         let outputName = try #require(model.metadata.graph?.outputs.first)
         let got = try #require(try engine.run([inputName: input])[outputName])
         KerasFixture.expectClose(got, expected, "\(name) (\(mode))")
+    }
+
+    @Test func freeSizeModelWithTheGivenSize() throws {
+        let model = try KerasImporter.importModel(path: KerasFixture.path("k3_free_size.h5"),
+                                                  options: ImportOptions(inputSize: (height: 9, width: 11)))
+        let (input, expected) = try KerasFixture.io("k3_free_size")
+        let out = try Engine(model: model, threads: 1).run(["image": input])
+        KerasFixture.expectClose(try #require(out["logits"]), expected, "k3_free_size")
     }
 
     @Test func batchNormFoldingKeepsTheOutputs() throws {

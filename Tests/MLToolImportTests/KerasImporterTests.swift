@@ -115,6 +115,63 @@ import Testing
         #expect(!g.nodes.contains { $0.name == "lin" })
     }
 
+    @Test(arguments: versions)
+    func groupedDilatedAndMergeLayers(_ v: String) throws {
+        let (model, g) = try load(v + "_zoo2")
+        let grouped = try node(g, "grouped")
+        #expect(grouped.attributes.groups == 2 && grouped.attributes.dilations == [2, 2])
+        #expect(grouped.attributes.pads == [2, 2, 2, 2])
+        #expect(model.tensor(named: "grouped.kernel")?.shape == [3, 3, 2, 8])
+        #expect(abs((try node(g, "leaky").attributes.alpha ?? 0) - 0.3) < 1e-6)
+        #expect(try node(g, "dw").attributes.activation == Activation(op: .tanh))
+        #expect(try node(g, "diff").op == .sub)
+        #expect(try node(g, "mean3.sum").op == .add && node(g, "mean3").op == .mul)
+        #expect(try model.tensor(named: "mean3.scale")?.floats() == [Float(1) / 3])
+        // ReLU(max_value 0.8, negative_slope 0.05): leaky then capped.
+        #expect(try node(g, "capped.leaky").op == .leakyRelu && node(g, "capped").op == .clip)
+        // Dense on an (N, H, W, C) tensor: matmul on the last axis, then the bias add with the fused relu.
+        #expect(try node(g, "dense4d.matmul").op == .matMul && node(g, "dense4d").attributes.activation == .relu)
+        #expect(try node(g, "gmp").op == .globalMaxPool)
+        #expect(try node(g, "sm").op == .softmax && node(g, "sm").attributes.axis == 1)
+        #expect(model.metadata.outputKind == "probabilities")
+    }
+
+    @Test(arguments: versions)
+    func nestedModelsAreInlined(_ v: String) throws {
+        let (model, g) = try load(v + "_nested")
+        #expect(g.inputs.map(\.name) == ["image"])
+        #expect(g.nodes.map(\.name) == ["backbone/conv", "backbone/bn", "backbone/relu", "head/gap.pool", "head/gap",
+                                         "head/fc", "head/fc.softmax"])
+        #expect(try node(g, "backbone/conv").inputs == ["image", "backbone/conv.kernel"])
+        #expect(try node(g, "backbone/conv").attributes.pads == [0, 0, 1, 1])
+        #expect(model.tensor(named: "backbone/conv.kernel")?.shape == [3, 3, 3, 6])
+        #expect(model.tensor(named: "backbone/bn.moving_variance")?.shape == [6])
+        #expect(model.tensor(named: "head/fc.kernel")?.shape == [6, 3])
+        #expect(g.outputs == ["head/fc"])
+        #expect(model.metadata.outputKind == "probabilities")
+    }
+
+    @Test(arguments: versions)
+    func normalizationAndNumberOperands(_ v: String) throws {
+        let (model, g) = try load(v + "_ops")
+        // (x − mean) / max(√variance, 1e-7) as x · scale + offset.
+        let scale = try #require(try model.tensor(named: "norm.scale")?.floats())
+        #expect(abs(scale[0] - 0.5) < 1e-6 && abs(scale[1] - 2) < 1e-6 && abs(scale[2] - 1e7) < 1)
+        #expect(try node(g, "norm.scale").op == .mul && node(g, "norm").op == .add)
+        // x + 3.0 and x * (1/6): one tensor and a one-element constant in the number's position.
+        let adds = g.nodes.filter { $0.op == .add && $0.inputs.first == "conv" }
+        #expect(adds.count == 1)
+        let three = try #require(adds.first?.inputs.last)
+        #expect(try model.tensor(named: three)?.floats() == [3])
+        let muls = g.nodes.filter { $0.op == .mul && $0.inputs.first == "relu6" }
+        let sixth = try #require(muls.first?.inputs.last)
+        #expect(try model.tensor(named: sixth)?.floats() == [Float(1.0 / 6.0)])
+        // gap / 2.0 (Keras 3 TrueDivide, Keras 2 TFOpLambda math.truediv).
+        let div = try #require(g.nodes.first { $0.op == .div })
+        #expect(div.inputs.first == "gap")
+        #expect(try model.tensor(named: div.inputs[1])?.floats() == [2])
+    }
+
     @Test func fixedLengthStringsReadLikeVariableLength() throws {
         let (a, ga) = try load("k2_mlp")
         let (b, gb) = try load("k2_mlp_fixed_strings")
@@ -158,7 +215,108 @@ import Testing
         #expect(message == "k3_mobilenet.h5: input 'image' size: expected 15×15 (fixed by the model), found 32×32")
     }
 
+    @Test func freeInputSizeTakesTheGivenSize() throws {
+        let message = KerasFixture.message {
+            try KerasImporter.importModel(path: KerasFixture.path("k3_free_size.h5"), options: ImportOptions())
+        }
+        #expect(message == "k3_free_size.h5: 1 node of 1 unsupported type:\n"
+            + "  padding 'same' with stride 2 on a free input size (give --input-size) ×1 ('conv')")
+        let (_, g) = try load("k3_free_size", ImportOptions(inputSize: (height: 9, width: 11)))
+        #expect(g.inputs == [GraphInput(name: "image", shape: [-1, 9, 11, 3])])
+        // H: 9 → 5 and W: 11 → 6, each with a total pad of 2 → (1, 1).
+        #expect(try node(g, "conv").attributes.pads == [1, 1, 1, 1])
+    }
+
+    @Test func detectsHDF5ByContent() {
+        #expect(KerasImporter.isHDF5(path: KerasFixture.path("k3_mlp.h5")))
+        #expect(!KerasImporter.isHDF5(path: KerasFixture.path("k3_mlp.json")))
+        #expect(!KerasImporter.isHDF5(path: KerasFixture.path("no_such_file.h5")))
+        #expect(!KerasImporter.isHDF5(path: KerasFixture.directory.path))
+    }
+
+    @Test func duplicateLayerNamesAreAnError() {
+        let json = """
+        {"class_name": "Sequential", "config": {"name": "s", "layers": [
+          {"class_name": "InputLayer", "config": {"name": "x", "batch_shape": [null, 3]}},
+          {"class_name": "Dense", "config": {"name": "d", "units": 2}}, {"class_name": "Dense", "config": {"name": "d", "units": 2}}]}}
+        """
+        #expect(KerasFixture.message { try KerasModelConfig.parse(json, file: "m.h5") }
+            == "m.h5: model_config layer 'd': expected unique layer names, found a second layer of that name")
+    }
+
+    @Test func weightShapesAreChecked() throws {
+        let weights = ["conv1": KerasLayerWeights(entries: [.init(name: "conv1/kernel:0", shape: [3, 3, 1, 8],
+                                                                  data: [Float](repeating: 0, count: 72))])]
+        let b = KerasGraphBuilder(file: "model.h5", kerasMajor: 2, weights: weights, inputSize: nil)
+        #expect(KerasFixture.message { try b.requiredWeight("conv1", "kernel", expected: [3, 3, 3, 8]) }
+            == "model.h5: layer 'conv1' kernel: expected shape [3,3,3,8], found [3,3,1,8]")
+        #expect(KerasFixture.message { try b.requiredWeight("conv1", "bias", expected: [8]) }
+            == "model.h5: layer 'conv1' bias: expected a weight in model_weights, found only conv1/kernel:0")
+        #expect(try b.requiredWeight("conv1", "kernel", expected: [3, 3, -1, 8]).shape == [3, 3, 1, 8])
+    }
+
     // MARK: - Pieces
+
+    /// Runs one converter on a synthetic layer whose input is a graph input of `shape`.
+    func convert(_ className: String, _ config: [String: Any], input shape: [Int],
+                 weights: [KerasLayerWeights.Entry] = []) throws -> KerasGraphBuilder {
+        var b = KerasGraphBuilder(file: "m.h5", kerasMajor: 3, weights: ["l": KerasLayerWeights(entries: weights)],
+                                  inputSize: nil)
+        b.addInput("x", shape: shape)
+        let layer = KerasLayer(name: "l", className: className, config: config, entry: [:], calls: [])
+        let converter = try #require(KerasLayerConverters.table[className])
+        _ = try converter.convert(&b, KerasCall(layer: layer, inputs: ["x"], output: "l", node: "l"))
+        return b
+    }
+
+    @Test func batchNormWithoutScaleOrCenterUsesOnesAndZeros() throws {
+        let stats = [KerasLayerWeights.Entry(name: "l/moving_mean", shape: [3], data: [1, 2, 3]),
+                     .init(name: "l/moving_variance", shape: [3], data: [4, 5, 6])]
+        let b = try convert("BatchNormalization", ["axis": -1, "epsilon": 0.01, "center": false, "scale": false],
+                            input: [-1, 4, 4, 3], weights: stats)
+        let node = try #require(b.nodes.first)
+        #expect(node.op == .batchNorm && node.inputs == ["x", "l.gamma", "l.beta", "l.moving_mean", "l.moving_variance"])
+        #expect(try b.tensors.first { $0.name == "l.gamma" }?.floats() == [1, 1, 1])
+        #expect(try b.tensors.first { $0.name == "l.beta" }?.floats() == [0, 0, 0])
+        #expect(abs((node.attributes.epsilon ?? 0) - 0.01) < 1e-9)
+        #expect(KerasFixture.message { try convert("BatchNormalization", ["axis": 1], input: [-1, 4, 4, 3], weights: stats) }
+            == "m.h5: 1 node of 1 unsupported type:\n  BatchNormalization (axis [1] of a rank-4 tensor; only the last axis) ×1 ('l')")
+        #expect(KerasFixture.message { try convert("BatchNormalization", ["axis": 3], input: [-1, 4, 4, 3], weights: []) }
+            == "m.h5: layer 'l' moving_mean: expected a weight in model_weights, found no weights")
+    }
+
+    /// Sizes in a config come from the file: huge ones throw instead of overflowing.
+    @Test func hugeSizesThrow() throws {
+        let big = 1 << 30
+        #expect(throws: ImportError.self) { try convert("Flatten", [:], input: [-1, big, big, big]) }
+        #expect(throws: ImportError.self) { try convert("Reshape", ["target_shape": [-1]], input: [-1, big, big, big]) }
+        #expect(throws: ImportError.self) {
+            try convert("Conv2D", ["filters": 2, "kernel_size": [big, big], "dilation_rate": [big, big], "padding": "same",
+                                   "strides": [2, 2]], input: [-1, big, big, 3])
+        }
+        #expect(throws: ImportError.self) {
+            try convert("Conv2D", ["filters": 2, "kernel_size": [Double(1 << 62), 3]], input: [-1, 8, 8, 3])
+        }
+        #expect(throws: ImportError.self) {
+            try convert("DepthwiseConv2D", ["kernel_size": [1, 1], "depth_multiplier": 3], input: [-1, 8, 8, -1])
+        }
+    }
+
+    @Test func rescalingPerChannel() throws {
+        let b = try convert("Rescaling", ["scale": [1, 2, 3], "offset": 0], input: [-1, 2, 2, 3])
+        #expect(b.nodes.map(\.op) == [.mul])
+        #expect(try b.tensors.first?.floats() == [1, 2, 3])
+        let identity = try convert("Rescaling", ["scale": 1, "offset": 0], input: [-1, 2, 2, 3])
+        #expect(identity.nodes.isEmpty)
+    }
+
+    @Test func zeroPaddingForms() throws {
+        for (padding, pads) in [(2 as Any, [0, 2, 2, 0, 0, 2, 2, 0]), ([1, 3] as Any, [0, 1, 3, 0, 0, 1, 3, 0]),
+                                ([[1, 2], [3, 4]] as Any, [0, 1, 3, 0, 0, 2, 4, 0])] {
+            let b = try convert("ZeroPadding2D", ["padding": padding], input: [-1, 5, 5, 1])
+            #expect(b.nodes.first?.attributes.pads == pads)
+        }
+    }
 
     @Test func samePaddingFollowsTensorFlow() throws {
         let b = KerasGraphBuilder(file: "m.h5", kerasMajor: 3, weights: [:], inputSize: nil)
@@ -214,6 +372,19 @@ import Testing
         let c = try KerasModelConfig.parse(json, file: "m.h5")
         #expect(c.layers.map(\.className) == ["InputLayer", "Dense"])
         #expect(c.layers[1].calls == [[KerasTensorRef(layer: "input", node: 0, index: 0)]])
+    }
+
+    @Test func inputShapeForms() throws {
+        for config: [String: Any] in [["batch_shape": [NSNull(), 5, 6, 3]], ["batch_input_shape": [NSNull(), 5, 6, 3]],
+                                      ["shape": [5, 6, 3]]] {
+            let layer = KerasLayer(name: "x", className: "InputLayer", config: config, entry: [:], calls: [])
+            #expect(try KerasImporter.inputShape(layer, file: "m.h5", size: nil) == [-1, 5, 6, 3])
+        }
+        let free = KerasLayer(name: "x", className: "InputLayer", config: ["shape": [NSNull(), NSNull(), 3]], entry: [:],
+                              calls: [])
+        #expect(try KerasImporter.inputShape(free, file: "m.h5", size: (height: 7, width: 9)) == [-1, 7, 9, 3])
+        let bad = KerasLayer(name: "x", className: "InputLayer", config: ["shape": [0, 3]], entry: [:], calls: [])
+        #expect(throws: ImportError.self) { try KerasImporter.inputShape(bad, file: "m.h5", size: nil) }
     }
 
     @Test func malformedConfigsAreErrors() {

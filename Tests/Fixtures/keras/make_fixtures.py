@@ -16,8 +16,8 @@ The h5py-only files (written by either run, from k3_mlp.h5 / k2_mlp.h5 when pres
   k2_mlp_fixed_strings.h5  the Keras 2 MLP with every string attribute rewritten as fixed-length (as h5py 2 wrote)
   custom_object.h5         a model_config whose layer comes from a package module (no weights: it must be refused)
   unsupported.h5           a model_config with several unsupported layers (no weights: it must be listed)
-  hdf5_cases.h5            attributes of every string kind, float datasets of every size, a soft link, an external
-                           link, a dataset with external raw storage and a virtual dataset
+  hdf5_cases.h5            attributes of every string kind, float datasets of every size, a dataset never written,
+                           a soft link, an external link, a dataset with external raw storage and a virtual dataset
 """
 import json
 import os
@@ -66,12 +66,14 @@ def save(model, name, x):
     path = os.path.join(HERE, PREFIX + name + ".h5")
     model.save(path)
     y = np.asarray(model.predict(x, verbose=0), dtype=np.float32)
+    def values(a):
+        # The shortest text that reads back as the same float32.
+        return "[" + ",".join(np.format_float_positional(v, unique=True, trim="-") if abs(v) < 1e6 and (v == 0 or abs(v) >= 1e-4)
+                              else np.format_float_scientific(v, unique=True, trim="-")
+                              for v in np.asarray(a, np.float32).ravel()) + "]"
     with open(os.path.join(HERE, PREFIX + name + ".json"), "w") as f:
-        json.dump({
-            "keras": keras.__version__,
-            "input": {"shape": list(x.shape), "data": [float(v) for v in x.astype(np.float32).ravel()]},
-            "output": {"shape": list(y.shape), "data": [float(v) for v in y.ravel()]},
-        }, f, separators=(",", ":"))
+        f.write('{"keras":%s,"input":{"shape":%s,"data":%s},"output":{"shape":%s,"data":%s}}\n' % (
+            json.dumps(keras.__version__), json.dumps(list(x.shape)), values(x), json.dumps(list(y.shape)), values(y)))
     print(f"{path}: {os.path.getsize(path)} bytes, output {y.shape}")
 
 
@@ -154,6 +156,72 @@ def zoo():
     save(m, "zoo", rng.standard_normal((2, 9, 9, 4)).astype(np.float32))
 
 
+def zoo2():
+    """Grouped and dilated convs, Dense on an image tensor, LeakyReLU, Softmax, Subtract, Average, capped leaky ReLU."""
+    inp = keras.Input(shape=(10, 10, 4), name="image")
+    x = L.Conv2D(8, 3, dilation_rate=2, padding="same", groups=2, name="grouped")(inp)
+    x = L.LeakyReLU(name="leaky")(x)
+    a = L.DepthwiseConv2D(3, padding="valid", activation="tanh", name="dw")(x)
+    b = L.Conv2D(8, 3, strides=1, padding="valid", name="c2")(x)
+    d = L.Subtract(name="diff")([a, b])
+    m = L.Average(name="mean3")([a, b, d])
+    r = L.ReLU(max_value=0.8, negative_slope=0.05, name="capped")(m)
+    e = L.Dense(6, activation="relu", name="dense4d")(r)
+    p = L.GlobalMaxPooling2D(keepdims=True, name="gmp")(e)
+    q = L.Conv2D(5, 1, name="head")(p)
+    q = L.Flatten(name="flat")(q)
+    out = L.Softmax(name="sm")(q)
+    m = keras.Model(inp, out, name="zoo2")
+    randomize(m)
+    save(m, "zoo2", rng.standard_normal((2, 10, 10, 4)).astype(np.float32))
+
+
+def nested():
+    """Transfer-learning shape: a Sequential holding a Functional backbone and a nested Sequential head."""
+    b_in = keras.Input(shape=(8, 8, 3), name="backbone_in")
+    y = L.Conv2D(6, 3, strides=2, padding="same", use_bias=False, name="conv")(b_in)
+    y = L.BatchNormalization(name="bn")(y)
+    y = L.ReLU(6.0, name="relu")(y)
+    backbone = keras.Model(b_in, y, name="backbone")
+    head = keras.Sequential([L.GlobalAveragePooling2D(name="gap"), L.Dense(3, activation="softmax", name="fc")],
+                            name="head")
+    m = keras.Sequential([keras.Input(shape=(8, 8, 3), name="image"), backbone, head], name="nested")
+    randomize(backbone)
+    randomize(head)
+    save(m, "nested", rng.standard_normal((2, 8, 8, 3)).astype(np.float32))
+
+
+def free_size():
+    """A fully convolutional model with free H and W: 'same' stride-2 padding needs the size given at import."""
+    if MAJOR != 3:
+        return
+    x = inp = keras.Input(shape=(None, None, 3), name="image")
+    x = L.Conv2D(4, 3, strides=2, padding="same", activation="relu", name="conv")(x)
+    x = L.GlobalAveragePooling2D(name="gap")(x)
+    x = L.Dense(3, name="logits")(x)
+    m = keras.Model(inp, x, name="free_size")
+    randomize(m)
+    save(m, "free_size", rng.standard_normal((2, 9, 11, 3)).astype(np.float32))
+
+
+def ops():
+    """Normalization, and the arithmetic on tensors that keras.applications writes: x + 3.0 and x * (1/6) (Keras 3
+    op layers with number arguments, Keras 2 TFOpLambda with y=)."""
+    inp = keras.Input(shape=(6, 6, 3), name="image")
+    x = L.Normalization(name="norm")(inp)
+    x = L.Conv2D(4, 3, padding="same", name="conv")(x)
+    h = L.ReLU(6.0, name="relu6")(x + 3.0) * (1.0 / 6.0)
+    x = L.Multiply(name="hard_swish")([x, h])
+    x = L.GlobalAveragePooling2D(name="gap")(x) / 2.0
+    x = L.Dense(3, name="logits")(x)
+    m = keras.Model(inp, x, name="ops")
+    randomize(m)
+    m.get_layer("norm").set_weights([np.array([0.5, -1.0, 2.0], np.float32), np.array([4.0, 0.25, 1e-16], np.float32),
+                                     np.array(10)])
+    m.get_layer("norm").finalize_state()  # Keras 3 only uses set weights after this
+    save(m, "ops", rng.standard_normal((2, 6, 6, 3)).astype(np.float32))
+
+
 def lambda_model():
     m = keras.Sequential([
         keras.Input(shape=(4,)),
@@ -231,7 +299,9 @@ def hdf5_cases():
         g["f64"] = np.array([1.5, -2.25], dtype=np.float64)
         g["f16"] = np.array([0.5, 3.0, -1.0], dtype=np.float16)
         g["ints"] = np.array([1, 2], dtype=np.int32)
+        g["strings"] = np.array([b"a", b"b"])
         g.create_dataset("chunked", data=np.linspace(0, 1, 100, dtype=np.float32), chunks=(10,), compression="gzip")
+        g.create_dataset("unwritten", shape=(1000, 1000), dtype=np.float32)  # no bytes stored: must not be read
         f["soft"] = h5py.SoftLink("/g")
         f["ext"] = h5py.ExternalLink("other.h5", "/g")
         raw = os.path.join(HERE, "hdf5_cases.raw")
@@ -270,5 +340,9 @@ if __name__ == "__main__":
     residual_cnn()
     mobilenet()
     zoo()
+    zoo2()
+    free_size()
+    nested()
+    ops()
     lambda_model()
     h5py_files()
