@@ -69,6 +69,11 @@ extension ONNXGraphBuilder {
             let x = try c(0)
             let out = try reshapedShape(node, input: x.shape)
             return ONNXConstant(shape: out, values: x.values, isInteger: x.isInteger)
+        case "Transpose":
+            let x = try c(0)
+            let perm = ints(node, "perm") ?? Array((0..<x.rank).reversed())
+            guard perm.count == x.rank, Set(perm) == Set(0..<x.rank) else { return nil }
+            return x.transposed(perm)
         case "Concat":
             let parts = try node.inputs.indices.filter { !node.inputs[$0].isEmpty }.map(c)
             guard let first = parts.first else { return nil }
@@ -165,7 +170,11 @@ extension ONNXGraphBuilder {
         let r = input.count
         switch node.opType {
         case "Flatten":
-            let axis = try normalize(int(node, "axis", 1), rank: r + 1, node)
+            let raw = int(node, "axis", 1)
+            let axis = raw < 0 ? raw + r : raw              // Flatten takes -r…r
+            guard axis >= 0, axis <= r else {
+                throw ImportError.invalid(file: file, place: "\(place(node)) axis", expected: "-\(r)…\(r)", actual: "\(raw)")
+            }
             return [Self.product(input[..<axis]), Self.product(input[axis...])]
         case "Squeeze":
             let axesList = opset >= 13 ? try optionalConstant(node, 1, what: "axes")?.ints.compactMap { $0 } : ints(node, "axes")

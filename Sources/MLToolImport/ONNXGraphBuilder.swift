@@ -13,6 +13,9 @@ struct ONNXGraphBuilder {
     /// Weights in IR layout, by name, and the order they were first stored.
     var weights: [String: (shape: [Int], values: [Float])] = [:]
     var weightOrder: [String] = []
+    /// False once an op mixes the first axis with the others (a reshape that changes it, a transpose or concat
+    /// along it): the graph then only runs at the batch size the file declares.
+    var batchFree = true
     private var usedNames: Set<String>
     private var counter = 0
 
@@ -136,6 +139,12 @@ struct ONNXGraphBuilder {
             throw ImportError.invalid(file: file, place: "node '\(nodeName)'", expected: "a shape with at most one dimension unknown before run time",
                                       actual: "\(to.map { $0 < 0 ? "?" : String($0) })")
         }
+        // The first axis is the batch: when the reshape keeps it, write 0 ("copy the input's") so that any batch runs.
+        var target = to
+        if let f = from.first, let t = to.first, f >= 0, t >= 0 {
+            if f == t { target[0] = 0 } else { batchFree = false }
+        }
+        if from.isEmpty || to.isEmpty { batchFree = false }
         var src = input
         if from.count == 4 && !Layout.orderFree(from) {
             let t = fresh("\(input).nchw")
@@ -144,10 +153,10 @@ struct ONNXGraphBuilder {
         }
         if to.count == 4 && !Layout.orderFree(to) {
             let mid = fresh("\(output).nchw")
-            emit(nodeName, .reshape, [src], mid, Attributes(shape: to))
+            emit(nodeName, .reshape, [src], mid, Attributes(shape: target))
             emit("\(nodeName).to_nhwc", .transpose, [mid], output, Attributes(perm: Layout.toNHWC))
         } else {
-            emit(nodeName, .reshape, [src], output, Attributes(shape: Layout.irShape(to)))
+            emit(nodeName, .reshape, [src], output, Attributes(shape: Layout.irShape(target)))
         }
         shapes[output] = to
     }

@@ -1,14 +1,16 @@
 import Foundation
 import MLToolCore
 
-/// Imports an ONNX model (IR version 3 or later, default-domain opsets 7–21) into a native `Model` whose graph is
+/// Imports an ONNX model (IR version 3 or later, default-domain opsets 6–25) into a native `Model` whose graph is
 /// the NHWC IR described in `Graph`.
 ///
 /// Weights are converted to float32 in IR layout, constant shape arithmetic is folded, `GraphPasses.optimize` folds
 /// BatchNormalization into convolutions and fuses activations, and every unsupported op is reported in one error.
 public enum ONNXImporter {
-    /// The default-domain opsets whose semantics the importer implements.
-    public static let opsets = 7...21
+    /// The default-domain opsets whose semantics the importer implements. For the supported ops, versions 22–25
+    /// only add element types (bfloat16, float8, int4, …), so their semantics are those of opset 21; opset 6 adds
+    /// the legacy `broadcast`/`axis` attributes of Add/Sub/Mul/Div and `is_test` of Dropout, both handled.
+    public static let opsets = 6...25
 
     /// Reads the ONNX file at `path` and converts it, recording `options` (preprocessing, labels, feature tensor).
     public static func importModel(path: String, options: ImportOptions) throws -> Model {
@@ -34,11 +36,13 @@ public enum ONNXImporter {
                 if shape[3] < 0 { shape[3] = size.width }
             }
             builder.shapes[input.name] = shape
-            var irShape = Layout.irShape(shape)
-            if !irShape.isEmpty { irShape[0] = -1 }
-            inputs.append(GraphInput(name: input.name, shape: irShape))
+            inputs.append(GraphInput(name: input.name, shape: Layout.irShape(shape)))
         }
         for node in onnx.nodes { try builder.convert(node) }
+        // The batch (first axis) is free unless the graph mixes it with other axes.
+        if builder.batchFree {
+            for i in inputs.indices where !inputs[i].shape.isEmpty { inputs[i].shape[0] = -1 }
+        }
 
         let outputs = onnx.outputs.map(\.name)
         for o in outputs where builder.shapes[o] == nil {

@@ -14,7 +14,7 @@ enum ONNXOps {
         "Tanh": { try $0.unary($1, .tanh) },
         "HardSwish": { try $0.unary($1, .hardSwish) },
         "Identity": { try $0.unary($1, .identity) },
-        "Dropout": { try $0.unary($1, .identity) },
+        "Dropout": { try $0.dropout($1) },
         "Cast": { try $0.cast($1) },
         "Clip": { try $0.clip($1) },
         "LeakyRelu": { b, n in try b.unary(n, .leakyRelu, Attributes(alpha: b.float(n, "alpha", 0.01))) },
@@ -76,6 +76,20 @@ extension ONNXGraphBuilder {
         shapes[out] = x.shape
     }
 
+    mutating func dropout(_ node: ONNXFile.Node) throws {
+        if opset >= 12, node.inputs.count > 2, !node.inputs[2].isEmpty {
+            let training = try constant(node, 2, what: "training_mode")
+            guard training.values.allSatisfy({ $0 == 0 }) else {
+                throw ImportError.invalid(file: file, place: place(node), expected: "inference (training_mode false)",
+                                          actual: "training_mode true")
+            }
+        }
+        if opset < 7 && int(node, "is_test", 0) == 0 {
+            throw ImportError.invalid(file: file, place: place(node), expected: "inference mode", actual: "is_test = 0")
+        }
+        try unary(node, .identity)
+    }
+
     mutating func cast(_ node: ONNXFile.Node) throws {
         let to = int(node, "to", 1)
         guard [1, 10, 11, 16].contains(to) else {
@@ -92,14 +106,20 @@ extension ONNXGraphBuilder {
             if let c = try optionalConstant(node, 1, what: "min") { lo = Float(c.scalar ?? Double(lo)) }
             if let c = try optionalConstant(node, 2, what: "max") { hi = Float(c.scalar ?? Double(hi)) }
         }
-        try unary(node, .clip, Attributes(min: lo, max: hi))
+        // min(max(x, lo), hi): when lo > hi every value becomes hi.
+        try unary(node, .clip, Attributes(min: Swift.min(lo, hi), max: hi))
     }
 
-    mutating func binary(_ node: ONNXFile.Node, _ op: Op) throws {
+    mutating func binary(_ onnxNode: ONNXFile.Node, _ op: Op) throws {
+        var node = onnxNode
         guard node.inputs.count >= 2 else {
             throw ImportError.invalid(file: file, place: place(node), expected: "2 inputs", actual: "\(node.inputs.count)")
         }
-        let sa = try shape(of: node.inputs[0], in: node), sb = try shape(of: node.inputs[1], in: node)
+        let sa = try shape(of: node.inputs[0], in: node)
+        var sb = try shape(of: node.inputs[1], in: node)
+        if opset < 7 {
+            node.inputs[1] = try legacyBroadcast(node, a: sa, b: &sb)
+        }
         let out = try broadcast(sa, sb, node)
         var names: [String] = []
         for (i, s) in [sa, sb].enumerated() {
@@ -123,6 +143,35 @@ extension ONNXGraphBuilder {
         shapes[o] = out
     }
 
+    /// Opset 6 and earlier: B is broadcast to A only with `broadcast = 1`, aligned at `axis` (default: trailing
+    /// axes). Gives B the equivalent numpy shape (1s appended), as a new constant or a reshape.
+    private mutating func legacyBroadcast(_ node: ONNXFile.Node, a: [Int], b: inout [Int]) throws -> String {
+        let name = node.inputs[1]
+        guard int(node, "broadcast", 0) == 1 else {
+            guard a == b else {
+                throw ImportError.invalid(file: file, place: place(node), expected: "equal shapes (broadcast = 0)", actual: "\(a) and \(b)")
+            }
+            return name
+        }
+        guard let axisAttr = node.attributes["axis"]?.i else { return name }
+        let axis = axisAttr < 0 ? axisAttr + a.count : axisAttr
+        let trailing = a.count - axis - b.count
+        guard axis >= 0, trailing >= 0 else {
+            throw ImportError.invalid(file: file, place: "\(place(node)) axis", expected: "B \(b) to fit A \(a) at the axis", actual: "\(axisAttr)")
+        }
+        guard trailing > 0 else { return name }
+        let padded = b + [Int](repeating: 1, count: trailing)
+        let aligned = fresh(name + ".aligned")
+        if var c = constants[name] {
+            c.shape = padded
+            constants[aligned] = c
+        } else {
+            try emitReshape("\(node.name).align", input: name, from: b, to: padded, output: aligned)
+        }
+        b = padded
+        return aligned
+    }
+
     mutating func softmax(_ node: ONNXFile.Node) throws {
         let x = try activation(node)
         let r = x.shape.count
@@ -134,6 +183,7 @@ extension ONNXGraphBuilder {
             return
         }
         // Before opset 13 the input is coerced to 2-D at `axis` and the softmax runs over all trailing axes.
+        if axis == 0 { batchFree = false }
         let flat = [Self.product(x.shape[..<axis]), Self.product(x.shape[axis...])]
         let a = fresh("\(out).2d"), b = fresh("\(out).softmax2d")
         try emitReshape("\(node.name).to2d", input: x.name, from: x.shape, to: flat, output: a)
@@ -215,10 +265,16 @@ extension ONNXGraphBuilder {
     }
 
     mutating func gemm(_ node: ONNXFile.Node) throws {
-        let a = try activation(node)
-        guard a.shape.count == 2, int(node, "transA", 0) == 0 else {
-            throw ImportError.invalid(file: file, place: place(node), expected: "input A of rank 2, transA = 0",
-                                      actual: "\(a.shape), transA = \(int(node, "transA", 0))")
+        var a = try activation(node)
+        guard a.shape.count == 2 else {
+            throw ImportError.invalid(file: file, place: place(node), expected: "input A of rank 2", actual: "\(a.shape)")
+        }
+        if int(node, "transA", 0) == 1 {
+            let t = fresh("\(a.name).T")
+            emit("\(node.name).transA", .transpose, [a.name], t, Attributes(perm: [1, 0]))
+            a = (t, [a.shape[1], a.shape[0]])
+            shapes[t] = a.shape
+            batchFree = false
         }
         var b = try constant(node, 1, what: "B")
         guard b.rank == 2 else {
@@ -235,12 +291,14 @@ extension ONNXGraphBuilder {
         let out = try output(node)
         var biasActivation: String?
         if node.inputs.count > 2, !node.inputs[2].isEmpty {
-            if let c = constants[node.inputs[2]] {
-                guard c.values.count == n || c.values.count == 1 else {
-                    throw ImportError.invalid(file: file, place: "\(place(node)) C", expected: "\(n) values (per output)", actual: "\(c.shape)")
-                }
+            if let c = constants[node.inputs[2]], c.values.count == n || c.values.count == 1 {
                 let v = c.values.count == n ? c.values : [Double](repeating: c.values[0], count: n)
                 inputs.append(addWeight(node.inputs[2], shape: [n], values: v.map { Float($0 * beta) }))
+            } else if let c = constants[node.inputs[2]] {
+                // A bias matrix broadcast against (M, N): added after the product.
+                _ = try broadcast([a.shape[0], n], c.shape, node)
+                biasActivation = addWeight(node.inputs[2], shape: c.shape, values: c.values.map { Float($0 * beta) })
+                if c.rank == 2 && c.shape[0] != 1 { batchFree = false }
             } else if beta == 1 {
                 biasActivation = node.inputs[2]
             } else {
@@ -281,7 +339,8 @@ extension ONNXGraphBuilder {
 
     mutating func batchNorm(_ node: ONNXFile.Node) throws {
         let x = try activation(node)
-        guard x.shape.count == 4 || x.shape.count == 2, int(node, "training_mode", 0) == 0 else {
+        guard x.shape.count == 4 || x.shape.count == 2, int(node, "training_mode", 0) == 0, int(node, "spatial", 1) == 1,
+              node.outputs.dropFirst().allSatisfy(\.isEmpty) || opset < 9 else {
             throw ImportError.invalid(file: file, place: place(node), expected: "inference mode on (N, C) or (N, C, H, W)",
                                       actual: "\(x.shape)")
         }
@@ -351,6 +410,7 @@ extension ONNXGraphBuilder {
         }
         let first = try shape(of: node.inputs[firstIndex], in: node)
         let axis = try normalize(int(node, "axis", 1), rank: first.count, node)
+        if axis == 0 { batchFree = false }
         var out = first
         out[axis] = 0
         var names: [String] = []
@@ -370,6 +430,8 @@ extension ONNXGraphBuilder {
     mutating func reshapeLike(_ node: ONNXFile.Node) throws {
         let x = try activation(node)
         let to = try reshapedShape(node, input: x.shape)
+        if node.opType == "Flatten" && (int(node, "axis", 1) == 0 || int(node, "axis", 1) == -x.shape.count) { batchFree = false }
+        if ["Squeeze", "Unsqueeze"].contains(node.opType) && to.first != x.shape.first { batchFree = false }
         try emitReshape(node.name, input: x.name, from: x.shape, to: to, output: try output(node))
     }
 
@@ -381,6 +443,7 @@ extension ONNXGraphBuilder {
             throw ImportError.invalid(file: file, place: "\(place(node)) perm", expected: "a permutation of 0..<\(r)", actual: "\(perm)")
         }
         // For rank 4 both sides are NHWC in the IR: IR axis j ← ONNX axis nhwcToNchw[j] → permuted → back to IR.
+        if perm.first != 0 { batchFree = false }
         let irPerm = r == 4 ? (0..<4).map { Layout.nchwToNhwc[perm[Layout.nhwcToNchw[$0]]] } : perm
         let out = try output(node)
         emit(node.name, .transpose, [x.name], out, Attributes(perm: irPerm))
