@@ -52,6 +52,9 @@ extension ONNXGraphBuilder {
         guard let converter = ONNXOps.converters[node.opType] else {
             throw ImportError.unsupported(file: file, ops: [.init(op: node.opType, count: 1, firstNodes: [node.name])])
         }
+        if Self.liftable.contains(node.opType), let s = shapes[node.inputs.first ?? ""], s.count == 3 {
+            return try lifted(node, converter)
+        }
         try converter(&self, node)
     }
 
