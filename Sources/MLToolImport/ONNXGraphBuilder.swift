@@ -179,8 +179,37 @@ struct ONNXGraphBuilder {
         }
     }
 
-    /// The product of `dims`, or -1 when one of them is unknown.
+    /// The product of `dims`, or -1 when one of them is unknown (Int.max if it overflows: never a valid size).
     static func product(_ dims: ArraySlice<Int>) -> Int {
-        dims.contains { $0 < 0 } ? -1 : dims.reduce(1, *)
+        if dims.contains(where: { $0 < 0 }) { return -1 }
+        var n = 1
+        for d in dims {
+            let (r, o) = n.multipliedReportingOverflow(by: d)
+            if o { return Int.max }
+            n = r
+        }
+        return n
     }
+
+    /// The product of the known (≥ 0) dims of `dims`, or an error naming the node when it overflows.
+    func knownCount(_ dims: [Int], _ node: ONNXFile.Node) throws -> Int {
+        let n = Self.product(ArraySlice(dims.filter { $0 >= 0 }))
+        guard n != Int.max else {
+            throw ImportError.invalid(file: file, place: place(node), expected: "a shape whose size fits in memory", actual: "\(dims)")
+        }
+        return n
+    }
+
+    /// An ints attribute of `count` values in `range` (window sizes, strides, pads), or `fallback` when absent.
+    func boundedInts(_ node: ONNXFile.Node, _ key: String, count: Int, range: ClosedRange<Int>, _ fallback: [Int]) throws -> [Int] {
+        guard let v = ints(node, key) else { return fallback }
+        guard v.count == count, v.allSatisfy(range.contains) else {
+            throw ImportError.invalid(file: file, place: "\(place(node)) \(key)", expected: "\(count) values in \(range.lowerBound)…\(range.upperBound)",
+                                      actual: "\(v)")
+        }
+        return v
+    }
+
+    /// Largest kernel, stride, dilation or pad accepted from a file.
+    static let maxWindow = 1 << 20
 }

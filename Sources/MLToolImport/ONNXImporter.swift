@@ -35,6 +35,10 @@ public enum ONNXImporter {
                 if shape[2] < 0 { shape[2] = size.height }
                 if shape[3] < 0 { shape[3] = size.width }
             }
+            guard ONNXGraphBuilder.product(ArraySlice(shape.filter { $0 >= 0 })) != Int.max else {
+                throw ImportError.invalid(file: path, place: "graph input '\(input.name)'", expected: "a shape whose size fits in memory",
+                                          actual: "\(shape)")
+            }
             builder.shapes[input.name] = shape
             inputs.append(GraphInput(name: input.name, shape: Layout.irShape(shape)))
         }

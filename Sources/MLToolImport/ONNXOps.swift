@@ -202,11 +202,7 @@ extension ONNXGraphBuilder {
         let autoPad = string(node, "auto_pad", "NOTSET")
         switch autoPad {
         case "NOTSET":
-            let p = ints(node, "pads") ?? [0, 0, 0, 0]
-            guard p.count == 4, p.allSatisfy({ $0 >= 0 }) else {
-                throw ImportError.invalid(file: file, place: "\(place(node)) pads", expected: "4 values ≥ 0", actual: "\(p)")
-            }
-            return p
+            return try boundedInts(node, "pads", count: 4, range: 0...Self.maxWindow, [0, 0, 0, 0])
         case "VALID": return [0, 0, 0, 0]
         case "SAME_UPPER", "SAME_LOWER":
             var begin = [0, 0], end = [0, 0]
@@ -243,13 +239,15 @@ extension ONNXGraphBuilder {
         }
         let groups = int(node, "group", 1)
         let oc = w.shape[0], kernel = [w.shape[2], w.shape[3]]
-        guard groups >= 1, oc % groups == 0, x.shape[1] < 0 || x.shape[1] == w.shape[1] * groups else {
+        guard groups >= 1, groups <= max(oc, 1), oc % groups == 0,
+              x.shape[1] < 0 || x.shape[1] == w.shape[1].multipliedReportingOverflow(by: groups).partialValue else {
             throw ImportError.invalid(file: file, place: "\(place(node)) weights", expected: "\(x.shape[1]) input channels over \(groups) groups",
                                       actual: "\(w.shape)")
         }
-        let strides = ints(node, "strides") ?? [1, 1], dilations = ints(node, "dilations") ?? [1, 1]
-        guard strides.count == 2, dilations.count == 2, strides.allSatisfy({ $0 >= 1 }), dilations.allSatisfy({ $0 >= 1 }) else {
-            throw ImportError.invalid(file: file, place: place(node), expected: "2 strides and dilations ≥ 1", actual: "\(strides), \(dilations)")
+        let strides = try boundedInts(node, "strides", count: 2, range: 1...Self.maxWindow, [1, 1])
+        let dilations = try boundedInts(node, "dilations", count: 2, range: 1...Self.maxWindow, [1, 1])
+        guard kernel.allSatisfy({ $0 <= Self.maxWindow }) else {
+            throw ImportError.invalid(file: file, place: "\(place(node)) weights", expected: "kernel ≤ \(Self.maxWindow)", actual: "\(w.shape)")
         }
         let pads = try windowPads(node, input: x.shape, kernel: kernel, strides: strides, dilations: dilations)
         let wName = addWeight(node.inputs[1], shape: [kernel[0], kernel[1], w.shape[1], oc], values: w.transposed([2, 3, 1, 0]).floats)
@@ -368,15 +366,11 @@ extension ONNXGraphBuilder {
         if node.outputs.count > 1 && !node.outputs[1].isEmpty {
             throw ImportError.invalid(file: file, place: place(node), expected: "one output", actual: "an Indices output too")
         }
-        guard let kernel = ints(node, "kernel_shape"), kernel.count == 2, kernel.allSatisfy({ $0 >= 1 }) else {
-            throw ImportError.invalid(file: file, place: "\(place(node)) kernel_shape", expected: "2 values ≥ 1",
-                                      actual: "\(ints(node, "kernel_shape") ?? [])")
-        }
-        let strides = ints(node, "strides") ?? [1, 1]
-        let dilations = ints(node, "dilations") ?? [1, 1]
-        guard strides.count == 2, strides.allSatisfy({ $0 >= 1 }), dilations == [1, 1] else {
-            throw ImportError.invalid(file: file, place: place(node), expected: "2 strides ≥ 1 and dilations 1",
-                                      actual: "strides \(strides), dilations \(dilations)")
+        let kernel = try boundedInts(node, "kernel_shape", count: 2, range: 1...Self.maxWindow, [])
+        let strides = try boundedInts(node, "strides", count: 2, range: 1...Self.maxWindow, [1, 1])
+        let dilations = try boundedInts(node, "dilations", count: 2, range: 1...1, [1, 1])
+        guard kernel.count == 2 else {
+            throw ImportError.invalid(file: file, place: "\(place(node)) kernel_shape", expected: "2 values", actual: "none")
         }
         let pads = try windowPads(node, input: x.shape, kernel: kernel, strides: strides, dilations: dilations)
         let ceil = int(node, "ceil_mode", 0) == 1
@@ -474,7 +468,7 @@ extension ONNXGraphBuilder {
                 pads = full
             }
         }
-        guard pads.count == 2 * r, pads.allSatisfy({ $0 >= 0 }), ["constant", "reflect", "edge"].contains(mode) else {
+        guard pads.count == 2 * r, pads.allSatisfy({ $0 >= 0 && $0 <= Self.maxWindow }), ["constant", "reflect", "edge"].contains(mode) else {
             throw ImportError.invalid(file: file, place: "\(place(node)) pads", expected: "\(2 * r) values ≥ 0, mode constant|reflect|edge",
                                       actual: "\(pads), mode \(mode)")
         }
