@@ -3,9 +3,6 @@ import MLToolCore
 /// Constant folding at import time: Constant nodes, and the shape arithmetic PyTorch exports emit
 /// (Shape → Gather → Unsqueeze → Concat → Reshape, with Cast/Slice/arithmetic in between).
 extension ONNXGraphBuilder {
-    /// Ops that exist only to compute constants; with a non-constant input they cannot be imported.
-    static let foldOnly: Set<String> = ["Constant", "Shape", "Gather", "Cast", "Slice", "Range", "ConstantOfShape"]
-
     /// Folds `node` when its result is known at import time; returns false when it must run in the graph.
     mutating func fold(_ node: ONNXFile.Node) throws -> Bool {
         let inputs = node.inputs.filter { !$0.isEmpty }

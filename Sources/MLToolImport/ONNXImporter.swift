@@ -15,11 +15,11 @@ public enum ONNXImporter {
     /// Reads the ONNX file at `path` and converts it, recording `options` (preprocessing, labels, feature tensor).
     public static func importModel(path: String, options: ImportOptions) throws -> Model {
         let onnx = try ONNXFile(path: path)
+        try checkSupported(onnx, file: path)
         guard opsets.contains(onnx.opset) else {
             throw ImportError.invalid(file: path, place: "opset_import", expected: "ai.onnx opset \(opsets.lowerBound)–\(opsets.upperBound)",
                                       actual: "\(onnx.opset)")
         }
-        try checkSupported(onnx, file: path)
 
         var reserved = Set<String>()
         for n in onnx.nodes { reserved.formUnion(n.inputs); reserved.formUnion(n.outputs) }

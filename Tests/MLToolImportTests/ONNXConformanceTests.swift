@@ -88,4 +88,33 @@ import Testing
         let mismatches = notes.filter { $0.hasPrefix("  mismatch") }
         #expect(mismatches.isEmpty, "\(mismatches.count) cases imported but computed different values:\n\(mismatches.joined(separator: "\n"))")
     }
+
+    struct Unclaimed: Decodable { let name: String; let model: String; let ops: String }
+
+    /// Cases for ops we do not claim: the import fails with an ImportError (the "unsupported" one listing the ops,
+    /// or a clean refusal of the file such as an opset we do not implement), never a crash or another error.
+    @Test(.enabled(if: available, "needs .build/onnx-conformance (make_conformance.py)"))
+    func unclaimedOpsAreRefusedCleanly() throws {
+        let data = try Data(contentsOf: URL(fileURLWithPath: Self.directory + "/unclaimed.json"))
+        let cases = try JSONDecoder().decode([Unclaimed].self, from: data)
+        var unsupported = 0, otherRefusals: [String: Int] = [:], bad: [String] = []
+        for c in cases {
+            do {
+                _ = try ONNXImporter.importModel(path: Self.directory + "/" + c.model, options: ImportOptions())
+                bad.append("\(c.name): imported (\(c.ops))")
+            } catch let ImportError.unsupported(_, ops) {
+                unsupported += 1
+                let listed = Set(ops.map { $0.op.split(separator: ".").last.map(String.init) ?? $0.op })
+                let expected = Set(c.ops.split(separator: ",").map(String.init))
+                if !expected.isSubset(of: listed) { bad.append("\(c.name): listed \(listed), expected \(expected)") }
+            } catch let e as ImportError {
+                let kind = "\(e)".split(separator: ":").dropFirst().first.map(String.init) ?? "?"
+                otherRefusals[kind, default: 0] += 1
+            } catch {
+                bad.append("\(c.name): \(type(of: error)): \(error)")
+            }
+        }
+        print("unclaimed-op cases: \(cases.count); unsupported error: \(unsupported); other clean refusals: \(otherRefusals)")
+        #expect(bad.isEmpty, "\(bad.joined(separator: "\n"))")
+    }
 }

@@ -10,6 +10,8 @@ mltool imports networks, so inputs that are parameters are made initializers wit
 non-float input, and the weight-like inputs of Conv (W, B), Gemm (B, C), MatMul (B), BatchNormalization, Clip
 (min, max), Reshape, Squeeze/Unsqueeze (axes) and Pad. Remaining inputs and expected outputs are raw little-endian
 float32 files, listed in manifest.json with the op name and the tolerance (rtol 1e-3, atol 1e-5).
+Models of cases whose ops are not claimed go to unclaimed/ (listed in unclaimed.json): importing them must fail
+with the clean "unsupported" error.
 """
 import argparse
 import json
@@ -113,11 +115,17 @@ def main():
     if os.path.isdir(args.out):
         shutil.rmtree(args.out)
     os.makedirs(args.out)
-    manifest, skipped = [], {}
+    manifest, skipped, unclaimed = [], {}, []
+    os.makedirs(os.path.join(args.out, "unclaimed"))
     for name, model, inputs, outputs in list(node_cases()) + list(disk_cases(root)):
         converted, reason = convert(name, model, inputs, outputs)
         if converted is None:
             skipped[reason] = skipped.get(reason, 0) + 1
+            if reason.startswith("ops ") and "_expanded" not in name:
+                # Only the model: importing it must fail with the clean "unsupported" error.
+                base = re.sub(r"[^A-Za-z0-9_.-]", "_", name)
+                onnx.save(model, os.path.join(args.out, "unclaimed", base + ".onnx"))
+                unclaimed.append({"name": name, "model": "unclaimed/" + base + ".onnx", "ops": reason[4:]})
             continue
         model, feeds = converted
         base = re.sub(r"[^A-Za-z0-9_.-]", "_", name)
@@ -135,7 +143,10 @@ def main():
         manifest.append(entry)
     with open(os.path.join(args.out, "manifest.json"), "w") as f:
         json.dump(manifest, f, indent=1)
-    print(f"wrote {len(manifest)} cases to {args.out}; skipped: {sum(skipped.values())}")
+    with open(os.path.join(args.out, "unclaimed.json"), "w") as f:
+        json.dump(unclaimed, f, indent=1)
+    print(f"wrote {len(manifest)} cases and {len(unclaimed)} unclaimed-op models to {args.out}; "
+          f"skipped {sum(skipped.values())}")
 
 
 if __name__ == "__main__":
