@@ -31,9 +31,9 @@ static void bias_act_portable(float *y, int64_t rows, int64_t cols, const float 
 }
 
 static void depthwise_portable(const float *x, int64_t H, int64_t W, int64_t C, const float *w, int64_t KH, int64_t KW,
-                               const float *bias, float *y, int64_t OH, int64_t OW, int64_t sh, int64_t sw,
+                               const float *bias, float *y, int64_t oy0, int64_t oy1, int64_t OW, int64_t sh, int64_t sw,
                                int64_t dh, int64_t dw, int64_t pt, int64_t pl, int act, float p0, float p1) {
-    for (int64_t oy = 0; oy < OH; oy++)
+    for (int64_t oy = oy0; oy < oy1; oy++)
         for (int64_t ox = 0; ox < OW; ox++) {
             float *out = y + (oy * OW + ox) * C;
             for (int64_t c = 0; c < C; c++) out[c] = bias ? bias[c] : 0;
@@ -54,6 +54,25 @@ static void depthwise_portable(const float *x, int64_t H, int64_t W, int64_t C, 
 
 static void add_act_portable(const float *a, const float *b, float *y, int64_t n, int act, float p0, float p1) {
     for (int64_t i = 0; i < n; i++) y[i] = act_scalar(a[i] + b[i], act, p0, p1);
+}
+
+
+static void gemm_portable(const float *a, int64_t lda, const float *packed, int64_t m0, int64_t m1, int64_t N, int64_t K,
+                          const float *bias, float *y, int64_t ldy, int act, float p0, float p1) {
+    for (int64_t m = m0; m < m1; m++) {
+        const float *ar = a + m * lda;
+        float *yr = y + m * ldy;
+        for (int64_t n0 = 0; n0 < N; n0 += 16) {
+            const float *bp = packed + (n0 / 16) * K * 16;
+            float acc[16] = {0};
+            for (int64_t k = 0; k < K; k++) {
+                float av = ar[k];
+                for (int j = 0; j < 16; j++) acc[j] += av * bp[k * 16 + j];
+            }
+            for (int64_t j = 0; j < 16 && n0 + j < N; j++)
+                yr[n0 + j] = act_scalar(acc[j] + (bias ? bias[n0 + j] : 0), act, p0, p1);
+        }
+    }
 }
 
 // ---- AVX2 + FMA versions ----
@@ -93,12 +112,12 @@ MLK_AVX2 static void bias_act_avx2(float *y, int64_t rows, int64_t cols, const f
 }
 
 MLK_AVX2 static void depthwise_avx2(const float *x, int64_t H, int64_t W, int64_t C, const float *w, int64_t KH, int64_t KW,
-                                    const float *bias, float *y, int64_t OH, int64_t OW, int64_t sh, int64_t sw,
+                                    const float *bias, float *y, int64_t oy0, int64_t oy1, int64_t OW, int64_t sh, int64_t sw,
                                     int64_t dh, int64_t dw, int64_t pt, int64_t pl, int act, float p0, float p1) {
     int vec = act <= MLK_ACT_LEAKY;
     __m256 lo = _mm256_set1_ps(p0), hi = _mm256_set1_ps(p1);
     int64_t C8 = C & ~(int64_t)7;
-    for (int64_t oy = 0; oy < OH; oy++) {
+    for (int64_t oy = oy0; oy < oy1; oy++) {
         // Valid kernel rows for this output row: iy = oy·sh − pt + ky·dh in [0, H).
         int64_t ky0 = 0, ky1 = KH;
         while (ky0 < KH && oy * sh - pt + ky0 * dh < 0) ky0++;
@@ -160,6 +179,70 @@ MLK_AVX2 static void add_act_avx2(const float *a, const float *b, float *y, int6
     for (; i < n; i++) y[i] = vec ? act_scalar(a[i] + b[i], act, p0, p1) : a[i] + b[i];
     if (!vec) for (i = 0; i < n; i++) y[i] = act_scalar(y[i], act, p0, p1);
 }
+
+// 6 rows × 16 columns of y per micro-tile: 12 accumulators, 2 B vectors, 1 broadcast.
+MLK_AVX2 static void gemm_avx2(const float *a, int64_t lda, const float *packed, int64_t m0, int64_t m1, int64_t N, int64_t K,
+                               const float *bias, float *y, int64_t ldy, int act, float p0, float p1) {
+    int vec = act <= MLK_ACT_LEAKY;
+    __m256 lo = _mm256_set1_ps(p0), hi = _mm256_set1_ps(p1);
+    int64_t panels = (N + 15) / 16;
+    // Rows in chunks whose A block stays in L2 while every B panel passes over it.
+    int64_t mc = K > 0 ? (96 * 1024 / 4) / K : 256;
+    mc = mc < 6 ? 6 : (mc > 512 ? 512 : mc);
+    mc -= mc % 6;
+    for (int64_t mb = m0; mb < m1; mb += mc) {
+        int64_t me = mb + mc < m1 ? mb + mc : m1;
+        for (int64_t p = 0; p < panels; p++) {
+            const float *bp = packed + p * K * 16;
+            int64_t n0 = p * 16, nv = N - n0 < 16 ? N - n0 : 16;
+            __m256 b0 = bias && nv == 16 ? _mm256_loadu_ps(bias + n0) : _mm256_setzero_ps();
+            __m256 b1 = bias && nv == 16 ? _mm256_loadu_ps(bias + n0 + 8) : _mm256_setzero_ps();
+            for (int64_t m = mb; m < me; m += 6) {
+                int64_t rows = me - m < 6 ? me - m : 6;
+                // Rows past the end repeat the last row: computed, never stored.
+                const float *r0 = a + m * lda;
+                const float *r1 = a + (m + (rows > 1 ? 1 : 0)) * lda;
+                const float *r2 = a + (m + (rows > 2 ? 2 : 0)) * lda;
+                const float *r3 = a + (m + (rows > 3 ? 3 : 0)) * lda;
+                const float *r4 = a + (m + (rows > 4 ? 4 : 0)) * lda;
+                const float *r5 = a + (m + (rows > 5 ? 5 : 0)) * lda;
+                __m256 c00 = _mm256_setzero_ps(), c01 = _mm256_setzero_ps(), c10 = _mm256_setzero_ps(), c11 = _mm256_setzero_ps();
+                __m256 c20 = _mm256_setzero_ps(), c21 = _mm256_setzero_ps(), c30 = _mm256_setzero_ps(), c31 = _mm256_setzero_ps();
+                __m256 c40 = _mm256_setzero_ps(), c41 = _mm256_setzero_ps(), c50 = _mm256_setzero_ps(), c51 = _mm256_setzero_ps();
+                const float *b = bp;
+                for (int64_t k = 0; k < K; k++, b += 16) {
+                    __m256 w0 = _mm256_load_ps(b), w1 = _mm256_load_ps(b + 8);
+                    __m256 v;
+                    v = _mm256_broadcast_ss(r0 + k); c00 = _mm256_fmadd_ps(v, w0, c00); c01 = _mm256_fmadd_ps(v, w1, c01);
+                    v = _mm256_broadcast_ss(r1 + k); c10 = _mm256_fmadd_ps(v, w0, c10); c11 = _mm256_fmadd_ps(v, w1, c11);
+                    v = _mm256_broadcast_ss(r2 + k); c20 = _mm256_fmadd_ps(v, w0, c20); c21 = _mm256_fmadd_ps(v, w1, c21);
+                    v = _mm256_broadcast_ss(r3 + k); c30 = _mm256_fmadd_ps(v, w0, c30); c31 = _mm256_fmadd_ps(v, w1, c31);
+                    v = _mm256_broadcast_ss(r4 + k); c40 = _mm256_fmadd_ps(v, w0, c40); c41 = _mm256_fmadd_ps(v, w1, c41);
+                    v = _mm256_broadcast_ss(r5 + k); c50 = _mm256_fmadd_ps(v, w0, c50); c51 = _mm256_fmadd_ps(v, w1, c51);
+                }
+                __m256 acc[12] = {c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51};
+                for (int64_t r = 0; r < rows; r++) {
+                    float *yr = y + (m + r) * ldy + n0;
+                    __m256 v0 = _mm256_add_ps(acc[2 * r], b0), v1 = _mm256_add_ps(acc[2 * r + 1], b1);
+                    if (vec && nv == 16) { v0 = act8(v0, act, lo, hi); v1 = act8(v1, act, lo, hi); }
+                    if (nv == 16) {
+                        _mm256_storeu_ps(yr, v0);
+                        _mm256_storeu_ps(yr + 8, v1);
+                    } else {
+                        float t[16];
+                        _mm256_storeu_ps(t, v0);
+                        _mm256_storeu_ps(t + 8, v1);
+                        for (int64_t j = 0; j < nv; j++) {
+                            float v = t[j] + (bias ? bias[n0 + j] : 0);
+                            yr[j] = vec ? act_scalar(v, act, p0, p1) : v;
+                        }
+                    }
+                    if (!vec) for (int64_t j = 0; j < nv; j++) yr[j] = act_scalar(yr[j], act, p0, p1);
+                }
+            }
+        }
+    }
+}
 #endif
 
 // ---- dispatch ----
@@ -192,12 +275,12 @@ void mlk_bias_act(float *y, int64_t rows, int64_t cols, const float *bias, int a
 }
 
 void mlk_depthwise(const float *x, int64_t H, int64_t W, int64_t C, const float *w, int64_t KH, int64_t KW,
-                   const float *bias, float *y, int64_t OH, int64_t OW, int64_t sh, int64_t sw,
+                   const float *bias, float *y, int64_t oy0, int64_t oy1, int64_t OW, int64_t sh, int64_t sw,
                    int64_t dh, int64_t dw, int64_t pt, int64_t pl, int act, float p0, float p1) {
 #if defined(__x86_64__)
-    if (fast()) { depthwise_avx2(x, H, W, C, w, KH, KW, bias, y, OH, OW, sh, sw, dh, dw, pt, pl, act, p0, p1); return; }
+    if (fast()) { depthwise_avx2(x, H, W, C, w, KH, KW, bias, y, oy0, oy1, OW, sh, sw, dh, dw, pt, pl, act, p0, p1); return; }
 #endif
-    depthwise_portable(x, H, W, C, w, KH, KW, bias, y, OH, OW, sh, sw, dh, dw, pt, pl, act, p0, p1);
+    depthwise_portable(x, H, W, C, w, KH, KW, bias, y, oy0, oy1, OW, sh, sw, dh, dw, pt, pl, act, p0, p1);
 }
 
 void mlk_add_act(const float *a, const float *b, float *y, int64_t n, int act, float p0, float p1) {
@@ -224,4 +307,23 @@ void mlk_im2col(const float *x, int64_t H, int64_t W, int64_t C, int64_t c0, int
                 }
             }
         }
+}
+
+int64_t mlk_packed_count(int64_t K, int64_t N) { return ((N + 15) / 16) * 16 * K; }
+
+void mlk_pack(const float *w, int64_t K, int64_t N, float *packed) {
+    for (int64_t p = 0; p < (N + 15) / 16; p++)
+        for (int64_t k = 0; k < K; k++)
+            for (int64_t j = 0; j < 16; j++) {
+                int64_t n = p * 16 + j;
+                packed[(p * K + k) * 16 + j] = n < N ? w[k * N + n] : 0;
+            }
+}
+
+void mlk_gemm_packed(const float *a, int64_t lda, const float *packed, int64_t m0, int64_t m1, int64_t N, int64_t K,
+                     const float *bias, float *y, int64_t ldy, int act, float p0, float p1) {
+#if defined(__x86_64__)
+    if (fast()) { gemm_avx2(a, lda, packed, m0, m1, N, K, bias, y, ldy, act, p0, p1); return; }
+#endif
+    gemm_portable(a, lda, packed, m0, m1, N, K, bias, y, ldy, act, p0, p1);
 }

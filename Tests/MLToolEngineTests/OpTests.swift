@@ -1,6 +1,6 @@
 import MLToolCore
 import Testing
-@testable import MLToolEngine
+import MLToolEngine
 
 /// One small graph per op and edge case; the fast path must match the scalar reference.
 enum OpCase: String, CaseIterable, CustomTestStringConvertible {
