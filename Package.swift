@@ -30,6 +30,6 @@ let package = Package(
         .executableTarget(name: "mltool", dependencies: ["MLToolCLI"]),
 
         .testTarget(name: "MLToolCoreTests", dependencies: ["MLToolCore"]),
-        .testTarget(name: "MLToolEngineTests", dependencies: ["MLToolEngine", "MLToolCore"], exclude: ["Fixtures"]),
+        .testTarget(name: "MLToolEngineTests", dependencies: ["MLToolEngine", "MLToolCore", "CMLToolKernels"], exclude: ["Fixtures"]),
     ]
 )

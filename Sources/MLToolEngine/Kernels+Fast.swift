@@ -51,7 +51,13 @@ enum Fast {
         switch s.op {
         case .conv: conv(s, x[0], xs[0], y, ys, scratch, threads)
         case .dense:
-            sgemm(ys[0], ys[1], s.weightShape[0], x[0], s.weightShape[0], s.weight!.pointer, ys[1], y, ys[1])
+            if ys[0] == 1 {
+                // One row: a GEMV, which (unlike SGEMM) does not repack the whole weight matrix on every call.
+                cblas_sgemv(CblasRowMajor, CblasTrans, Int32(s.weightShape[0]), Int32(ys[1]), 1, s.weight!.pointer,
+                            Int32(ys[1]), x[0], 1, 0, y, 1)
+            } else {
+                sgemm(ys[0], ys[1], s.weightShape[0], x[0], s.weightShape[0], s.weight!.pointer, ys[1], y, ys[1])
+            }
             mlk_bias_act(y, Int64(ys[0]), Int64(ys[1]), s.bias?.pointer, s.act.code, s.act.p0, s.act.p1)
         case .matMul:
             let k = xs[1][0], m = xs[1][1]

@@ -20,6 +20,13 @@ enum {
 /// 1 when the fast AVX2+FMA kernels are in use.
 int mlk_uses_avx2_fma(void);
 
+/// The kernels in use: 0 portable C, 1 AVX2+FMA, 2 AVX-512F.
+int mlk_simd_level(void);
+
+/// Uses at most `level` (clamped to what the CPU has; -1 = the best it has) and returns the previous level. For
+/// tests, which run every kernel variant the machine can run.
+int mlk_set_simd_level(int level);
+
 /// y (rows, cols) row-major: y[r][c] = act(y[r][c] + bias[c]); bias may be NULL.
 void mlk_bias_act(float *y, int64_t rows, int64_t cols, const float *bias, int act, float p0, float p1);
 
