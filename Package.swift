@@ -31,7 +31,7 @@ let package = Package(
         .executableTarget(name: "mltool", dependencies: ["MLToolCLI"]),
 
         .testTarget(name: "MLToolCoreTests", dependencies: ["MLToolCore"]),
-        .testTarget(name: "MLToolEngineTests", dependencies: ["MLToolEngine", "MLToolCore"]),
+        .testTarget(name: "MLToolEngineTests", dependencies: ["MLToolEngine", "MLToolCore", "CMLToolKernels"], exclude: ["Fixtures"]),
         .testTarget(name: "MLToolImportTests", dependencies: ["MLToolImport", "MLToolEngine"]),
     ]
 )
