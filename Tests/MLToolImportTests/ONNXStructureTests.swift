@@ -106,4 +106,16 @@ import Testing
             _ = try ONNXImporter.importModel(path: p, options: ImportOptions(featureTensor: "nope"))
         }
     }
+
+    @Test func freeSpatialSizeNeedsInputSize() throws {
+        let p = ONNXFixtures.path("free_size.onnx")
+        #expect(throws: ImportError.invalid(file: p, place: "node 'c' (Conv) auto_pad", expected: "a known input size (use --input-size)",
+                                            actual: "[-1, 3, -1, -1]")) {
+            _ = try ONNXImporter.importModel(path: p, options: ImportOptions())
+        }
+        let (_, g) = try Self.load("free_size.onnx", ImportOptions(inputSize: (height: 9, width: 11)))
+        #expect(g.inputs == [GraphInput(name: "x", shape: [-1, 9, 11, 3])])
+        // SAME_UPPER 3×3/2 on 9×11: totals 2 and 2 → one row/column each side.
+        #expect(g.nodes.first { $0.op == .conv }?.attributes.pads == [1, 1, 1, 1])
+    }
 }
