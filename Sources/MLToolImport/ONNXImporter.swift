@@ -57,6 +57,16 @@ public enum ONNXImporter {
             throw ImportError.invalid(file: path, place: "feature tensor", expected: "a tensor computed by the graph",
                                       actual: "'\(f)'")
         }
+        if !options.labels.isEmpty, let first = outputs.first, let classes = builder.shapes[first]?.last, classes >= 0,
+           classes != options.labels.count {
+            throw ImportError.invalid(file: path, place: "labels", expected: "\(classes) names (one per class of output '\(first)')",
+                                      actual: "\(options.labels.count)")
+        }
+        if let image = options.image, let input = inputs.first, input.shape.count == 4,
+           (input.shape[1] >= 0 && input.shape[1] != image.height) || (input.shape[2] >= 0 && input.shape[2] != image.width) {
+            throw ImportError.invalid(file: path, place: "input size", expected: "\(input.shape[1])×\(input.shape[2]) (the model's input '\(input.name)')",
+                                      actual: "\(image.height)×\(image.width)")
+        }
         // The passes keep every graph output's name: list the feature tensor as an output while they run.
         let protected = outputs + (options.featureTensor.map { outputs.contains($0) ? [] : [$0] } ?? [])
         let graph = Graph(inputs: inputs, outputs: protected, nodes: builder.nodes, sourceLayout: "nchw")
