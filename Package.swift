@@ -36,7 +36,7 @@ let package = Package(
         .testTarget(name: "MLToolEvalTests", dependencies: ["MLToolEval"]),
         .testTarget(name: "MLToolQuantTests", dependencies: ["MLToolQuant"]),
         .testTarget(name: "MLToolFormatTests", dependencies: ["MLToolFormat", "MLToolCore"], exclude: ["reference_reader.py"]),
-        .testTarget(name: "MLToolEngineTests", dependencies: ["MLToolEngine", "MLToolCore"]),
+        .testTarget(name: "MLToolEngineTests", dependencies: ["MLToolEngine", "MLToolCore", "CMLToolKernels"], exclude: ["Fixtures"]),
         .testTarget(name: "MLToolImportTests", dependencies: ["MLToolImport", "MLToolCore", "MLToolEngine"]),
         .testTarget(name: "MLToolDataTests", dependencies: ["MLToolData", "MLToolCore"], exclude: ["Fixtures"]),
         .testTarget(name: "MLToolTrainTests", dependencies: ["MLToolTrain", "MLToolData"]),

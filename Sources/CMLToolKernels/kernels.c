@@ -1,6 +1,7 @@
 // See include/CMLToolKernels.h. Shapes are NHWC; every index is computed in int64_t.
 #include "CMLToolKernels.h"
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -21,6 +22,8 @@ static inline float act_scalar(float v, int act, float p0, float p1) {
     }
 }
 
+static inline int fast(void);
+
 // ---- portable versions ----
 
 static void bias_act_portable(float *y, int64_t rows, int64_t cols, const float *bias, int act, float p0, float p1) {
@@ -31,9 +34,9 @@ static void bias_act_portable(float *y, int64_t rows, int64_t cols, const float 
 }
 
 static void depthwise_portable(const float *x, int64_t H, int64_t W, int64_t C, const float *w, int64_t KH, int64_t KW,
-                               const float *bias, float *y, int64_t OH, int64_t OW, int64_t sh, int64_t sw,
+                               const float *bias, float *y, int64_t oy0, int64_t oy1, int64_t OW, int64_t sh, int64_t sw,
                                int64_t dh, int64_t dw, int64_t pt, int64_t pl, int act, float p0, float p1) {
-    for (int64_t oy = 0; oy < OH; oy++)
+    for (int64_t oy = oy0; oy < oy1; oy++)
         for (int64_t ox = 0; ox < OW; ox++) {
             float *out = y + (oy * OW + ox) * C;
             for (int64_t c = 0; c < C; c++) out[c] = bias ? bias[c] : 0;
@@ -54,6 +57,25 @@ static void depthwise_portable(const float *x, int64_t H, int64_t W, int64_t C, 
 
 static void add_act_portable(const float *a, const float *b, float *y, int64_t n, int act, float p0, float p1) {
     for (int64_t i = 0; i < n; i++) y[i] = act_scalar(a[i] + b[i], act, p0, p1);
+}
+
+
+static void gemm_portable(const float *a, int64_t lda, const float *packed, int64_t m0, int64_t m1, int64_t N, int64_t K,
+                          const float *bias, float *y, int64_t ldy, int act, float p0, float p1) {
+    for (int64_t m = m0; m < m1; m++) {
+        const float *ar = a + m * lda;
+        float *yr = y + m * ldy;
+        for (int64_t n0 = 0; n0 < N; n0 += 16) {
+            const float *bp = packed + (n0 / 16) * K * 16;
+            float acc[16] = {0};
+            for (int64_t k = 0; k < K; k++) {
+                float av = ar[k];
+                for (int j = 0; j < 16; j++) acc[j] += av * bp[k * 16 + j];
+            }
+            for (int64_t j = 0; j < 16 && n0 + j < N; j++)
+                yr[n0 + j] = act_scalar(acc[j] + (bias ? bias[n0 + j] : 0), act, p0, p1);
+        }
+    }
 }
 
 // ---- AVX2 + FMA versions ----
@@ -92,18 +114,91 @@ MLK_AVX2 static void bias_act_avx2(float *y, int64_t rows, int64_t cols, const f
     }
 }
 
+// Four horizontally adjacent interior output pixels (every kx tap inside the row), C a multiple of 8. Eight (or
+// four) independent accumulators hide the FMA latency that a single pixel's 9–25 chained taps would expose.
+MLK_AVX2 static void depthwise4_avx2(const float *base, int64_t W, int64_t C, const float *w, int64_t KW,
+                                     int64_t ky0, int64_t ky1, int64_t sw, int64_t dh, int64_t dw, const float *bias,
+                                     float *out, int act, float p0, float p1) {
+    int vec = act <= MLK_ACT_LEAKY;
+    __m256 lo = _mm256_set1_ps(p0), hi = _mm256_set1_ps(p1);
+    int64_t ps = sw * C;
+    int64_t c = 0;
+    for (; c + 16 <= C; c += 16) {
+        __m256 b0 = bias ? _mm256_loadu_ps(bias + c) : _mm256_setzero_ps();
+        __m256 b1 = bias ? _mm256_loadu_ps(bias + c + 8) : _mm256_setzero_ps();
+        __m256 a00 = b0, a01 = b1, a10 = b0, a11 = b1, a20 = b0, a21 = b1, a30 = b0, a31 = b1;
+        for (int64_t ky = ky0; ky < ky1; ky++) {
+            const float *in = base + ky * dh * W * C + c;
+            const float *k = w + ky * KW * C + c;
+            for (int64_t kx = 0; kx < KW; kx++) {
+                const float *ip = in + kx * dw * C, *kp = k + kx * C;
+                __m256 w0 = _mm256_loadu_ps(kp), w1 = _mm256_loadu_ps(kp + 8);
+                a00 = _mm256_fmadd_ps(_mm256_loadu_ps(ip), w0, a00);
+                a01 = _mm256_fmadd_ps(_mm256_loadu_ps(ip + 8), w1, a01);
+                a10 = _mm256_fmadd_ps(_mm256_loadu_ps(ip + ps), w0, a10);
+                a11 = _mm256_fmadd_ps(_mm256_loadu_ps(ip + ps + 8), w1, a11);
+                a20 = _mm256_fmadd_ps(_mm256_loadu_ps(ip + 2 * ps), w0, a20);
+                a21 = _mm256_fmadd_ps(_mm256_loadu_ps(ip + 2 * ps + 8), w1, a21);
+                a30 = _mm256_fmadd_ps(_mm256_loadu_ps(ip + 3 * ps), w0, a30);
+                a31 = _mm256_fmadd_ps(_mm256_loadu_ps(ip + 3 * ps + 8), w1, a31);
+            }
+        }
+        if (vec) {
+            a00 = act8(a00, act, lo, hi); a01 = act8(a01, act, lo, hi); a10 = act8(a10, act, lo, hi);
+            a11 = act8(a11, act, lo, hi); a20 = act8(a20, act, lo, hi); a21 = act8(a21, act, lo, hi);
+            a30 = act8(a30, act, lo, hi); a31 = act8(a31, act, lo, hi);
+        }
+        _mm256_storeu_ps(out + c, a00); _mm256_storeu_ps(out + c + 8, a01);
+        _mm256_storeu_ps(out + C + c, a10); _mm256_storeu_ps(out + C + c + 8, a11);
+        _mm256_storeu_ps(out + 2 * C + c, a20); _mm256_storeu_ps(out + 2 * C + c + 8, a21);
+        _mm256_storeu_ps(out + 3 * C + c, a30); _mm256_storeu_ps(out + 3 * C + c + 8, a31);
+    }
+    for (; c < C; c += 8) {
+        __m256 b0 = bias ? _mm256_loadu_ps(bias + c) : _mm256_setzero_ps();
+        __m256 a0 = b0, a1 = b0, a2 = b0, a3 = b0;
+        for (int64_t ky = ky0; ky < ky1; ky++) {
+            const float *in = base + ky * dh * W * C + c;
+            const float *k = w + ky * KW * C + c;
+            for (int64_t kx = 0; kx < KW; kx++) {
+                const float *ip = in + kx * dw * C;
+                __m256 w0 = _mm256_loadu_ps(k + kx * C);
+                a0 = _mm256_fmadd_ps(_mm256_loadu_ps(ip), w0, a0);
+                a1 = _mm256_fmadd_ps(_mm256_loadu_ps(ip + ps), w0, a1);
+                a2 = _mm256_fmadd_ps(_mm256_loadu_ps(ip + 2 * ps), w0, a2);
+                a3 = _mm256_fmadd_ps(_mm256_loadu_ps(ip + 3 * ps), w0, a3);
+            }
+        }
+        if (vec) { a0 = act8(a0, act, lo, hi); a1 = act8(a1, act, lo, hi); a2 = act8(a2, act, lo, hi); a3 = act8(a3, act, lo, hi); }
+        _mm256_storeu_ps(out + c, a0); _mm256_storeu_ps(out + C + c, a1);
+        _mm256_storeu_ps(out + 2 * C + c, a2); _mm256_storeu_ps(out + 3 * C + c, a3);
+    }
+    if (!vec) for (int64_t i = 0; i < 4 * C; i++) out[i] = act_scalar(out[i], act, p0, p1);
+}
+
+__attribute__((target("avx512f,avx2,fma")))
+static void depthwise4_avx512(const float *base, int64_t W, int64_t C, const float *w, int64_t KW, int64_t ky0,
+                              int64_t ky1, int64_t sw, int64_t dh, int64_t dw, const float *bias, float *out, int act,
+                              float p0, float p1);
+
 MLK_AVX2 static void depthwise_avx2(const float *x, int64_t H, int64_t W, int64_t C, const float *w, int64_t KH, int64_t KW,
-                                    const float *bias, float *y, int64_t OH, int64_t OW, int64_t sh, int64_t sw,
+                                    const float *bias, float *y, int64_t oy0, int64_t oy1, int64_t OW, int64_t sh, int64_t sw,
                                     int64_t dh, int64_t dw, int64_t pt, int64_t pl, int act, float p0, float p1) {
     int vec = act <= MLK_ACT_LEAKY;
     __m256 lo = _mm256_set1_ps(p0), hi = _mm256_set1_ps(p1);
     int64_t C8 = C & ~(int64_t)7;
-    for (int64_t oy = 0; oy < OH; oy++) {
+    int use512 = fast() == 2;
+    for (int64_t oy = oy0; oy < oy1; oy++) {
         // Valid kernel rows for this output row: iy = oy·sh − pt + ky·dh in [0, H).
         int64_t ky0 = 0, ky1 = KH;
         while (ky0 < KH && oy * sh - pt + ky0 * dh < 0) ky0++;
         while (ky1 > ky0 && oy * sh - pt + (ky1 - 1) * dh >= H) ky1--;
         for (int64_t ox = 0; ox < OW; ox++) {
+            if (C8 == C && ox + 4 <= OW && ox * sw - pl >= 0 && (ox + 3) * sw - pl + (KW - 1) * dw < W) {
+                (use512 && C % 16 == 0 ? depthwise4_avx512 : depthwise4_avx2)(x + ((oy * sh - pt) * W + (ox * sw - pl)) * C, W, C, w, KW, ky0, ky1, sw, dh, dw, bias,
+                                y + (oy * OW + ox) * C, act, p0, p1);
+                ox += 3;
+                continue;
+            }
             int64_t kx0 = 0, kx1 = KW;
             while (kx0 < KW && ox * sw - pl + kx0 * dw < 0) kx0++;
             while (kx1 > kx0 && ox * sw - pl + (kx1 - 1) * dw >= W) kx1--;
@@ -160,14 +255,231 @@ MLK_AVX2 static void add_act_avx2(const float *a, const float *b, float *y, int6
     for (; i < n; i++) y[i] = vec ? act_scalar(a[i] + b[i], act, p0, p1) : a[i] + b[i];
     if (!vec) for (i = 0; i < n; i++) y[i] = act_scalar(y[i], act, p0, p1);
 }
+
+// 6 rows × 16 columns of y per micro-tile: 12 accumulators, 2 B vectors, 1 broadcast.
+MLK_AVX2 static void gemm_avx2(const float *a, int64_t lda, const float *packed, int64_t m0, int64_t m1, int64_t N, int64_t K,
+                               const float *bias, float *y, int64_t ldy, int act, float p0, float p1) {
+    int vec = act <= MLK_ACT_LEAKY;
+    __m256 lo = _mm256_set1_ps(p0), hi = _mm256_set1_ps(p1);
+    int64_t panels = (N + 15) / 16;
+    // Rows in chunks whose A block stays in L2 while every B panel passes over it.
+    int64_t mc = K > 0 ? (384 * 1024 / 4) / K : 256;
+    mc = mc < 6 ? 6 : (mc > 512 ? 512 : mc);
+    mc -= mc % 6;
+    for (int64_t mb = m0; mb < m1; mb += mc) {
+        int64_t me = mb + mc < m1 ? mb + mc : m1;
+        for (int64_t p = 0; p < panels; p++) {
+            const float *bp = packed + p * K * 16;
+            int64_t n0 = p * 16, nv = N - n0 < 16 ? N - n0 : 16;
+            __m256 b0 = bias && nv == 16 ? _mm256_loadu_ps(bias + n0) : _mm256_setzero_ps();
+            __m256 b1 = bias && nv == 16 ? _mm256_loadu_ps(bias + n0 + 8) : _mm256_setzero_ps();
+            for (int64_t m = mb; m < me; m += 6) {
+                int64_t rows = me - m < 6 ? me - m : 6;
+                // Rows past the end repeat the last row: computed, never stored.
+                const float *r0 = a + m * lda;
+                const float *r1 = a + (m + (rows > 1 ? 1 : 0)) * lda;
+                const float *r2 = a + (m + (rows > 2 ? 2 : 0)) * lda;
+                const float *r3 = a + (m + (rows > 3 ? 3 : 0)) * lda;
+                const float *r4 = a + (m + (rows > 4 ? 4 : 0)) * lda;
+                const float *r5 = a + (m + (rows > 5 ? 5 : 0)) * lda;
+                __m256 c00 = _mm256_setzero_ps(), c01 = _mm256_setzero_ps(), c10 = _mm256_setzero_ps(), c11 = _mm256_setzero_ps();
+                __m256 c20 = _mm256_setzero_ps(), c21 = _mm256_setzero_ps(), c30 = _mm256_setzero_ps(), c31 = _mm256_setzero_ps();
+                __m256 c40 = _mm256_setzero_ps(), c41 = _mm256_setzero_ps(), c50 = _mm256_setzero_ps(), c51 = _mm256_setzero_ps();
+                const float *b = bp;
+                for (int64_t k = 0; k < K; k++, b += 16) {
+                    __m256 w0 = _mm256_load_ps(b), w1 = _mm256_load_ps(b + 8);
+                    __m256 v;
+                    v = _mm256_broadcast_ss(r0 + k); c00 = _mm256_fmadd_ps(v, w0, c00); c01 = _mm256_fmadd_ps(v, w1, c01);
+                    v = _mm256_broadcast_ss(r1 + k); c10 = _mm256_fmadd_ps(v, w0, c10); c11 = _mm256_fmadd_ps(v, w1, c11);
+                    v = _mm256_broadcast_ss(r2 + k); c20 = _mm256_fmadd_ps(v, w0, c20); c21 = _mm256_fmadd_ps(v, w1, c21);
+                    v = _mm256_broadcast_ss(r3 + k); c30 = _mm256_fmadd_ps(v, w0, c30); c31 = _mm256_fmadd_ps(v, w1, c31);
+                    v = _mm256_broadcast_ss(r4 + k); c40 = _mm256_fmadd_ps(v, w0, c40); c41 = _mm256_fmadd_ps(v, w1, c41);
+                    v = _mm256_broadcast_ss(r5 + k); c50 = _mm256_fmadd_ps(v, w0, c50); c51 = _mm256_fmadd_ps(v, w1, c51);
+                }
+                __m256 acc[12] = {c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51};
+                for (int64_t r = 0; r < rows; r++) {
+                    float *yr = y + (m + r) * ldy + n0;
+                    __m256 v0 = _mm256_add_ps(acc[2 * r], b0), v1 = _mm256_add_ps(acc[2 * r + 1], b1);
+                    if (vec && nv == 16) { v0 = act8(v0, act, lo, hi); v1 = act8(v1, act, lo, hi); }
+                    if (nv == 16) {
+                        _mm256_storeu_ps(yr, v0);
+                        _mm256_storeu_ps(yr + 8, v1);
+                    } else {
+                        float t[16];
+                        _mm256_storeu_ps(t, v0);
+                        _mm256_storeu_ps(t + 8, v1);
+                        for (int64_t j = 0; j < nv; j++) {
+                            float v = t[j] + (bias ? bias[n0 + j] : 0);
+                            yr[j] = vec ? act_scalar(v, act, p0, p1) : v;
+                        }
+                    }
+                    if (!vec) for (int64_t j = 0; j < nv; j++) yr[j] = act_scalar(yr[j], act, p0, p1);
+                }
+            }
+        }
+    }
+}
+
+// A per-thread buffer for packed A slivers, grown on demand and kept: a fresh large allocation per call would be
+// mmap'd and page-faulted every time. Bounded by the largest request (about 256 KB).
+static float *pack_buffer(size_t count) {
+    static _Thread_local float *buf = NULL;
+    static _Thread_local size_t cap = 0;
+    if (count > cap) {
+        free(buf);
+        buf = aligned_alloc(64, (count * sizeof(float) + 63) / 64 * 64);
+        cap = buf ? count : 0;
+    }
+    return buf;
+}
+
+// ---- AVX-512 versions (used when the CPU has AVX-512F; same results up to float rounding order) ----
+#define MLK_AVX512 __attribute__((target("avx512f,avx2,fma")))
+
+MLK_AVX512 static inline __m512 act16(__m512 v, int act, __m512 lo, __m512 hi) {
+    switch (act) {
+    case MLK_ACT_RELU: return _mm512_max_ps(v, _mm512_setzero_ps());
+    case MLK_ACT_CLIP: return _mm512_min_ps(_mm512_max_ps(v, lo), hi);
+    case MLK_ACT_LEAKY: return _mm512_mask_mul_ps(v, _mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_LT_OQ), v, lo);
+    default: return v;
+    }
+}
+
+// Stores rows of one 16-column panel: bias, vectorisable activation, masked tail, scalar activation for the rest.
+MLK_AVX512 static inline void store16(float *yr, __m512 v, __m512 b, int64_t nv, int act, float p0, float p1,
+                                      __m512 lo, __m512 hi) {
+    __mmask16 m = nv >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << nv) - 1);
+    v = _mm512_add_ps(v, b);
+    if (act <= MLK_ACT_LEAKY) { _mm512_mask_storeu_ps(yr, m, act16(v, act, lo, hi)); return; }
+    _mm512_mask_storeu_ps(yr, m, v);
+    for (int64_t j = 0; j < nv; j++) yr[j] = act_scalar(yr[j], act, p0, p1);
+}
+
+// 12 rows × 32 columns (two 16-column panels) per micro-tile: 24 accumulators; 12 × 16 for a last odd panel.
+// A is first packed per row chunk into 12-row slivers, k-major (sliver[k·12 + i]), so the micro-kernel broadcasts
+// from one pointer; rows past the end are zeros, computed and never stored.
+#define MLK_R(i) __m512 c##i##0 = _mm512_setzero_ps(), c##i##1 = _mm512_setzero_ps();
+#define MLK_F2(i) { __m512 v = _mm512_set1_ps(ak[i]); c##i##0 = _mm512_fmadd_ps(v, w0, c##i##0); c##i##1 = _mm512_fmadd_ps(v, w1, c##i##1); }
+#define MLK_F1(i) { c##i##0 = _mm512_fmadd_ps(_mm512_set1_ps(ak[i]), w0, c##i##0); }
+#define MLK_S(i) if (i < rows) { float *yr = y + (m + i) * ldy + n0; store16(yr, c##i##0, b0, nv0, act, p0, p1, lo, hi); \
+                                 if (two) store16(yr + 16, c##i##1, b1, nv1, act, p0, p1, lo, hi); }
+#define MLK_ALL(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11)
+
+MLK_AVX512 static void gemm_avx512(const float *a, int64_t lda, const float *packed, int64_t m0, int64_t m1, int64_t N,
+                                   int64_t K, const float *bias, float *y, int64_t ldy, int act, float p0, float p1) {
+    __m512 lo = _mm512_set1_ps(p0), hi = _mm512_set1_ps(p1);
+    int64_t panels = (N + 15) / 16;
+    int64_t mc = K > 0 ? (256 * 1024 / 4) / K : 240;
+    mc = mc < 12 ? 12 : (mc > 480 ? 480 : mc);
+    mc -= mc % 12;
+    float *ap = pack_buffer((size_t)(mc * (K > 0 ? K : 1)));
+    if (!ap) { gemm_avx2(a, lda, packed, m0, m1, N, K, bias, y, ldy, act, p0, p1); return; }
+    for (int64_t mb = m0; mb < m1; mb += mc) {
+        int64_t me = mb + mc < m1 ? mb + mc : m1;
+        for (int64_t m = mb; m < me; m += 12) {
+            float *sl = ap + (m - mb) * K;
+            for (int64_t i = 0; i < 12; i++) {
+                if (m + i < me) { const float *ar = a + (m + i) * lda; for (int64_t k = 0; k < K; k++) sl[k * 12 + i] = ar[k]; }
+                else for (int64_t k = 0; k < K; k++) sl[k * 12 + i] = 0;
+            }
+        }
+        for (int64_t p = 0; p < panels; p += 2) {
+            int two = p + 1 < panels;
+            const float *bp0 = packed + p * K * 16, *bp1 = bp0 + K * 16;
+            int64_t n0 = p * 16;
+            int64_t nv0 = N - n0 < 16 ? N - n0 : 16, nv1 = two ? (N - n0 - 16 < 16 ? N - n0 - 16 : 16) : 0;
+            __m512 b0 = bias ? _mm512_maskz_loadu_ps((__mmask16)((1u << nv0) - 1), bias + n0) : _mm512_setzero_ps();
+            __m512 b1 = bias && two ? _mm512_maskz_loadu_ps((__mmask16)((1u << nv1) - 1), bias + n0 + 16) : _mm512_setzero_ps();
+            for (int64_t m = mb; m < me; m += 12) {
+                int64_t rows = me - m < 12 ? me - m : 12;
+                const float *ak = ap + (m - mb) * K;
+                MLK_ALL(MLK_R)
+                if (two) {
+                    for (int64_t k = 0; k < K; k++, ak += 12) {
+                        __m512 w0 = _mm512_load_ps(bp0 + k * 16), w1 = _mm512_load_ps(bp1 + k * 16);
+                        MLK_ALL(MLK_F2)
+                    }
+                } else {
+                    for (int64_t k = 0; k < K; k++, ak += 12) {
+                        __m512 w0 = _mm512_load_ps(bp0 + k * 16);
+                        MLK_ALL(MLK_F1)
+                    }
+                }
+                MLK_ALL(MLK_S)
+            }
+        }
+    }
+}
+
+// Four interior output pixels, C a multiple of 16 (see depthwise4_avx2).
+MLK_AVX512 static void depthwise4_avx512(const float *base, int64_t W, int64_t C, const float *w, int64_t KW,
+                                         int64_t ky0, int64_t ky1, int64_t sw, int64_t dh, int64_t dw, const float *bias,
+                                         float *out, int act, float p0, float p1) {
+    int vec = act <= MLK_ACT_LEAKY;
+    __m512 lo = _mm512_set1_ps(p0), hi = _mm512_set1_ps(p1);
+    int64_t ps = sw * C;
+    int64_t c = 0;
+    for (; c + 32 <= C; c += 32) {
+        __m512 b0 = bias ? _mm512_loadu_ps(bias + c) : _mm512_setzero_ps();
+        __m512 b1 = bias ? _mm512_loadu_ps(bias + c + 16) : _mm512_setzero_ps();
+        __m512 a00 = b0, a01 = b1, a10 = b0, a11 = b1, a20 = b0, a21 = b1, a30 = b0, a31 = b1;
+        for (int64_t ky = ky0; ky < ky1; ky++) {
+            const float *in = base + ky * dh * W * C + c;
+            const float *k = w + ky * KW * C + c;
+            for (int64_t kx = 0; kx < KW; kx++) {
+                const float *ip = in + kx * dw * C, *kp = k + kx * C;
+                __m512 w0 = _mm512_loadu_ps(kp), w1 = _mm512_loadu_ps(kp + 16);
+                a00 = _mm512_fmadd_ps(_mm512_loadu_ps(ip), w0, a00);
+                a01 = _mm512_fmadd_ps(_mm512_loadu_ps(ip + 16), w1, a01);
+                a10 = _mm512_fmadd_ps(_mm512_loadu_ps(ip + ps), w0, a10);
+                a11 = _mm512_fmadd_ps(_mm512_loadu_ps(ip + ps + 16), w1, a11);
+                a20 = _mm512_fmadd_ps(_mm512_loadu_ps(ip + 2 * ps), w0, a20);
+                a21 = _mm512_fmadd_ps(_mm512_loadu_ps(ip + 2 * ps + 16), w1, a21);
+                a30 = _mm512_fmadd_ps(_mm512_loadu_ps(ip + 3 * ps), w0, a30);
+                a31 = _mm512_fmadd_ps(_mm512_loadu_ps(ip + 3 * ps + 16), w1, a31);
+            }
+        }
+        if (vec) {
+            a00 = act16(a00, act, lo, hi); a01 = act16(a01, act, lo, hi); a10 = act16(a10, act, lo, hi);
+            a11 = act16(a11, act, lo, hi); a20 = act16(a20, act, lo, hi); a21 = act16(a21, act, lo, hi);
+            a30 = act16(a30, act, lo, hi); a31 = act16(a31, act, lo, hi);
+        }
+        _mm512_storeu_ps(out + c, a00); _mm512_storeu_ps(out + c + 16, a01);
+        _mm512_storeu_ps(out + C + c, a10); _mm512_storeu_ps(out + C + c + 16, a11);
+        _mm512_storeu_ps(out + 2 * C + c, a20); _mm512_storeu_ps(out + 2 * C + c + 16, a21);
+        _mm512_storeu_ps(out + 3 * C + c, a30); _mm512_storeu_ps(out + 3 * C + c + 16, a31);
+    }
+    for (; c < C; c += 16) {
+        __m512 b0 = bias ? _mm512_loadu_ps(bias + c) : _mm512_setzero_ps();
+        __m512 a0 = b0, a1 = b0, a2 = b0, a3 = b0;
+        for (int64_t ky = ky0; ky < ky1; ky++) {
+            const float *in = base + ky * dh * W * C + c;
+            const float *k = w + ky * KW * C + c;
+            for (int64_t kx = 0; kx < KW; kx++) {
+                const float *ip = in + kx * dw * C;
+                __m512 w0 = _mm512_loadu_ps(k + kx * C);
+                a0 = _mm512_fmadd_ps(_mm512_loadu_ps(ip), w0, a0);
+                a1 = _mm512_fmadd_ps(_mm512_loadu_ps(ip + ps), w0, a1);
+                a2 = _mm512_fmadd_ps(_mm512_loadu_ps(ip + 2 * ps), w0, a2);
+                a3 = _mm512_fmadd_ps(_mm512_loadu_ps(ip + 3 * ps), w0, a3);
+            }
+        }
+        if (vec) { a0 = act16(a0, act, lo, hi); a1 = act16(a1, act, lo, hi); a2 = act16(a2, act, lo, hi); a3 = act16(a3, act, lo, hi); }
+        _mm512_storeu_ps(out + c, a0); _mm512_storeu_ps(out + C + c, a1);
+        _mm512_storeu_ps(out + 2 * C + c, a2); _mm512_storeu_ps(out + 3 * C + c, a3);
+    }
+    if (!vec) for (int64_t i = 0; i < 4 * C; i++) out[i] = act_scalar(out[i], act, p0, p1);
+}
 #endif
 
 // ---- dispatch ----
 
+// 0: portable C, 1: AVX2+FMA, 2: AVX-512F as well.
 static int detect(void) {
 #if defined(__x86_64__)
     __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    if (!(__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))) return 0;
+    return __builtin_cpu_supports("avx512f") ? 2 : 1;
 #else
     return 0;
 #endif
@@ -181,7 +493,16 @@ static inline int fast(void) {
     return s;
 }
 
-int mlk_uses_avx2_fma(void) { return fast(); }
+int mlk_uses_avx2_fma(void) { return fast() > 0; }
+
+int mlk_simd_level(void) { return fast(); }
+
+int mlk_set_simd_level(int level) {
+    int detected = detect(), old = fast();
+    int l = level < 0 || level > detected ? detected : level;
+    __atomic_store_n(&fast_state, l, __ATOMIC_RELAXED);
+    return old;
+}
 
 void mlk_bias_act(float *y, int64_t rows, int64_t cols, const float *bias, int act, float p0, float p1) {
     if (!bias && act == MLK_ACT_NONE) return;
@@ -192,12 +513,12 @@ void mlk_bias_act(float *y, int64_t rows, int64_t cols, const float *bias, int a
 }
 
 void mlk_depthwise(const float *x, int64_t H, int64_t W, int64_t C, const float *w, int64_t KH, int64_t KW,
-                   const float *bias, float *y, int64_t OH, int64_t OW, int64_t sh, int64_t sw,
+                   const float *bias, float *y, int64_t oy0, int64_t oy1, int64_t OW, int64_t sh, int64_t sw,
                    int64_t dh, int64_t dw, int64_t pt, int64_t pl, int act, float p0, float p1) {
 #if defined(__x86_64__)
-    if (fast()) { depthwise_avx2(x, H, W, C, w, KH, KW, bias, y, OH, OW, sh, sw, dh, dw, pt, pl, act, p0, p1); return; }
+    if (fast()) { depthwise_avx2(x, H, W, C, w, KH, KW, bias, y, oy0, oy1, OW, sh, sw, dh, dw, pt, pl, act, p0, p1); return; }
 #endif
-    depthwise_portable(x, H, W, C, w, KH, KW, bias, y, OH, OW, sh, sw, dh, dw, pt, pl, act, p0, p1);
+    depthwise_portable(x, H, W, C, w, KH, KW, bias, y, oy0, oy1, OW, sh, sw, dh, dw, pt, pl, act, p0, p1);
 }
 
 void mlk_add_act(const float *a, const float *b, float *y, int64_t n, int act, float p0, float p1) {
@@ -224,4 +545,24 @@ void mlk_im2col(const float *x, int64_t H, int64_t W, int64_t C, int64_t c0, int
                 }
             }
         }
+}
+
+int64_t mlk_packed_count(int64_t K, int64_t N) { return ((N + 15) / 16) * 16 * K; }
+
+void mlk_pack(const float *w, int64_t K, int64_t N, float *packed) {
+    for (int64_t p = 0; p < (N + 15) / 16; p++)
+        for (int64_t k = 0; k < K; k++)
+            for (int64_t j = 0; j < 16; j++) {
+                int64_t n = p * 16 + j;
+                packed[(p * K + k) * 16 + j] = n < N ? w[k * N + n] : 0;
+            }
+}
+
+void mlk_gemm_packed(const float *a, int64_t lda, const float *packed, int64_t m0, int64_t m1, int64_t N, int64_t K,
+                     const float *bias, float *y, int64_t ldy, int act, float p0, float p1) {
+#if defined(__x86_64__)
+    if (fast() == 2) { gemm_avx512(a, lda, packed, m0, m1, N, K, bias, y, ldy, act, p0, p1); return; }
+    if (fast()) { gemm_avx2(a, lda, packed, m0, m1, N, K, bias, y, ldy, act, p0, p1); return; }
+#endif
+    gemm_portable(a, lda, packed, m0, m1, N, K, bias, y, ldy, act, p0, p1);
 }

@@ -162,6 +162,7 @@ public final class Engine: @unchecked Sendable {
             return Buffer(count: (split ? [batch] + s.dropFirst() : s).reduce(1, *))
         }
         let program = p
+        let intra = workers > 1 ? 1 : threads
         DispatchQueue.concurrentPerform(iterations: workers) { w in
             let arena = arenas[w]
             var i = w
@@ -172,7 +173,7 @@ public final class Engine: @unchecked Sendable {
                         arena.pointer(id, plan, program).update(from: $0.baseAddress! + i &* n, count: n)
                     }
                 }
-                arena.run(plan, program)
+                arena.run(plan, program, threads: intra)
                 for (t, r) in zip(targets, results) {
                     let n = plan.shapes[t]!.reduce(1, *)
                     (r.pointer + i &* n).update(from: arena.pointer(t, plan, program), count: n)

@@ -1,4 +1,5 @@
 import CMLToolKernels
+import Dispatch
 import COpenBLAS
 import MLToolCore
 
@@ -29,13 +30,34 @@ enum Fast {
                     b, Int32(ldb), 0, c, Int32(ldc))
     }
 
+    /// Splits [0, n) into up to `parts` contiguous ranges (multiples of `align`) and runs them in parallel.
+    /// Each output element is computed by exactly one range, so results do not depend on the split.
+    static func parallel(_ n: Int, parts: Int, align: Int = 1, _ body: @Sendable (Int, Int) -> Void) {
+        let parts = min(parts, (n + align - 1) / align)
+        if parts <= 1 { body(0, n); return }
+        let chunk = ((n + parts - 1) / parts + align - 1) / align * align
+        DispatchQueue.concurrentPerform(iterations: parts) { i in
+            let lo = i * chunk, hi = min(n, lo + chunk)
+            if lo < hi { body(lo, hi) }
+        }
+    }
+
+    /// Work (multiply-adds) below which an op stays on one thread.
+    static let parallelThreshold = 400_000
+
     static func run(_ s: Step, _ x: [UnsafePointer<Float>], _ xs: [[Int]], _ y: UnsafeMutablePointer<Float>, _ ys: [Int],
-                    scratch: UnsafeMutablePointer<Float>) {
+                    scratch: UnsafeMutablePointer<Float>, threads: Int) {
         let n = ys.reduce(1, *)
         switch s.op {
-        case .conv: conv(s, x[0], xs[0], y, ys, scratch)
+        case .conv: conv(s, x[0], xs[0], y, ys, scratch, threads)
         case .dense:
-            sgemm(ys[0], ys[1], s.weightShape[0], x[0], s.weightShape[0], s.weight!.pointer, ys[1], y, ys[1])
+            if ys[0] == 1 {
+                // One row: a GEMV, which (unlike SGEMM) does not repack the whole weight matrix on every call.
+                cblas_sgemv(CblasRowMajor, CblasTrans, Int32(s.weightShape[0]), Int32(ys[1]), 1, s.weight!.pointer,
+                            Int32(ys[1]), x[0], 1, 0, y, 1)
+            } else {
+                sgemm(ys[0], ys[1], s.weightShape[0], x[0], s.weightShape[0], s.weight!.pointer, ys[1], y, ys[1])
+            }
             mlk_bias_act(y, Int64(ys[0]), Int64(ys[1]), s.bias?.pointer, s.act.code, s.act.p0, s.act.p1)
         case .matMul:
             let k = xs[1][0], m = xs[1][1]
@@ -66,19 +88,46 @@ enum Fast {
 
     // x (N,H,W,C), w (KH,KW,C/groups,OC) → y (N,OH,OW,OC)
     static func conv(_ s: Step, _ x: UnsafePointer<Float>, _ xs: [Int], _ y: UnsafeMutablePointer<Float>, _ ys: [Int],
-                     _ scratch: UnsafeMutablePointer<Float>) {
+                     _ scratch: UnsafeMutablePointer<Float>, _ threads: Int) {
         let (batch, h, w, c) = (xs[0], xs[1], xs[2], xs[3])
         let (kh, kw, cg, oc) = (s.weightShape[0], s.weightShape[1], s.weightShape[2], s.weightShape[3])
         let (oh, ow) = (ys[1], ys[2])
         let ocg = oc / s.groups, k = kh &* kw &* cg
-        let wt = UnsafePointer(s.weight!.pointer)
-        let bias = s.bias.map { UnsafePointer($0.pointer) }
+        nonisolated(unsafe) let wt = UnsafePointer(s.weight!.pointer)
+        nonisolated(unsafe) let bias = s.bias.map { UnsafePointer($0.pointer) }
+        let act = s.act, st = s.strides, dl = s.dilations, pd = s.pads
         if isDepthwise(s, xs) {
+            let parts = oh * ow * c * kh * kw >= parallelThreshold ? threads : 1
             for b in 0..<batch {
-                mlk_depthwise(x + b &* h &* w &* c, Int64(h), Int64(w), Int64(c), wt, Int64(kh), Int64(kw), bias,
-                              y + b &* oh &* ow &* oc, Int64(oh), Int64(ow), Int64(s.strides[0]), Int64(s.strides[1]),
-                              Int64(s.dilations[0]), Int64(s.dilations[1]), Int64(s.pads[0]), Int64(s.pads[1]),
-                              s.act.code, s.act.p0, s.act.p1)
+                nonisolated(unsafe) let xb = x + b &* h &* w &* c, yb = y + b &* oh &* ow &* oc
+                parallel(oh, parts: parts) { lo, hi in
+                    mlk_depthwise(xb, Int64(h), Int64(w), Int64(c), wt, Int64(kh), Int64(kw), bias,
+                                  yb, Int64(lo), Int64(hi), Int64(ow), Int64(st[0]), Int64(st[1]),
+                                  Int64(dl[0]), Int64(dl[1]), Int64(pd[0]), Int64(pd[1]), act.code, act.p0, act.p1)
+                }
+            }
+            return
+        }
+        if let packed = s.packed {
+            // groups == 1: a GEMM over output pixels with bias and activation in its epilogue. A 1×1 conv reads
+            // the whole batch in place; others im2col one image at a time into the scratch.
+            nonisolated(unsafe) let bp = UnsafePointer(packed.pointer)
+            let direct = readsInputDirectly(s)
+            let rows = direct ? batch &* h &* w : oh &* ow
+            let parts = rows &* oc &* k >= parallelThreshold ? threads : 1
+            for b in 0..<(direct ? 1 : batch) {
+                if !direct {
+                    mlk_im2col(x + b &* h &* w &* c, Int64(h), Int64(w), Int64(c), 0, Int64(c), Int64(kh), Int64(kw),
+                               scratch, Int64(oh), Int64(ow), Int64(st[0]), Int64(st[1]), Int64(dl[0]), Int64(dl[1]),
+                               Int64(pd[0]), Int64(pd[1]))
+                }
+                nonisolated(unsafe) let a = direct ? x : UnsafePointer(scratch)
+                nonisolated(unsafe) let yb = y + b &* oh &* ow &* oc
+                let lda = direct ? c : k
+                parallel(rows, parts: parts, align: 6) { lo, hi in
+                    mlk_gemm_packed(a, Int64(lda), bp, Int64(lo), Int64(hi), Int64(oc), Int64(k), bias, yb, Int64(oc),
+                                    act.code, act.p0, act.p1)
+                }
             }
             return
         }

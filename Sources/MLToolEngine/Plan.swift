@@ -71,9 +71,11 @@ final class Arena: @unchecked Sendable {
     }
 
     /// Runs every step of the plan on what the input slots hold.
-    func run(_ plan: Plan, _ p: Program) {
+    /// `threads` > 1 splits single large ops across threads (used when one worker runs the whole batch).
+    func run(_ plan: Plan, _ p: Program, threads: Int) {
         for (pos, i) in plan.steps.enumerated() {
-            Fast.run(p.steps[i], inputs[pos], inputShapes[pos], outputs[pos], outputShapes[pos], scratch: scratch.pointer)
+            Fast.run(p.steps[i], inputs[pos], inputShapes[pos], outputs[pos], outputShapes[pos], scratch: scratch.pointer,
+                     threads: threads)
         }
     }
 }

@@ -1,3 +1,4 @@
+import CMLToolKernels
 import MLToolCore
 
 /// One node, compiled: value ids for its inputs and output, attributes resolved to plain values, weights packed.
@@ -23,6 +24,8 @@ struct Step: Sendable {
     var weight: Buffer?
     var weightShape: [Int] = []
     var bias: Buffer?
+    /// Conv weights as (KH·KW·C, OC) in 16-column panels for `mlk_gemm_packed` (groups == 1 only).
+    var packed: Buffer?
 }
 
 /// A graph compiled for execution: values (graph inputs, constants, node outputs) by id, and the steps in order.
@@ -131,6 +134,12 @@ struct Program: Sendable {
                 throw EngineError.invalidAttribute(node: node.name, attribute: "kernel", expected: "\(s.kernel) (from the weights)", actual: "\(k)")
             }
             if node.inputs.count == 3 { s.bias = try bias(node, 2, count: oc, tensors) }
+            if s.groups == 1, let w = s.weight {
+                let k = s.weightShape[0] * s.weightShape[1] * s.weightShape[2]
+                let packed = Buffer(count: Int(mlk_packed_count(Int64(k), Int64(oc))))
+                mlk_pack(w.pointer, Int64(k), Int64(oc), packed.pointer)
+                s.packed = packed
+            }
         case .dense:
             try inputCount(2...3)
             (s.weight, s.weightShape) = try weight(1, rank: 2)

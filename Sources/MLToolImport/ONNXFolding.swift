@@ -3,9 +3,6 @@ import MLToolCore
 /// Constant folding at import time: Constant nodes, and the shape arithmetic PyTorch exports emit
 /// (Shape → Gather → Unsqueeze → Concat → Reshape, with Cast/Slice/arithmetic in between).
 extension ONNXGraphBuilder {
-    /// Ops that exist only to compute constants; with a non-constant input they cannot be imported.
-    static let foldOnly: Set<String> = ["Constant", "Shape", "Gather", "Cast", "Slice", "Range", "ConstantOfShape"]
-
     /// Folds `node` when its result is known at import time; returns false when it must run in the graph.
     mutating func fold(_ node: ONNXFile.Node) throws -> Bool {
         let inputs = node.inputs.filter { !$0.isEmpty }
@@ -68,7 +65,15 @@ extension ONNXGraphBuilder {
         case "Unsqueeze", "Squeeze", "Reshape", "Flatten":
             let x = try c(0)
             let out = try reshapedShape(node, input: x.shape)
+            guard !out.contains(where: { $0 < 0 }), Self.product(out[...]) == x.values.count else {
+                throw ImportError.invalid(file: file, place: place(node), expected: "a shape of \(x.values.count) elements", actual: "\(out)")
+            }
             return ONNXConstant(shape: out, values: x.values, isInteger: x.isInteger)
+        case "Transpose":
+            let x = try c(0)
+            let perm = ints(node, "perm") ?? Array((0..<x.rank).reversed())
+            guard perm.count == x.rank, Set(perm) == Set(0..<x.rank) else { return nil }
+            return x.transposed(perm)
         case "Concat":
             let parts = try node.inputs.indices.filter { !node.inputs[$0].isEmpty }.map(c)
             guard let first = parts.first else { return nil }
@@ -76,8 +81,9 @@ extension ONNXGraphBuilder {
             let outer = first.shape[..<axis].reduce(1, *)
             var values: [Double] = [], total = 0
             for p in parts {
-                guard p.rank == first.rank else {
-                    throw ImportError.invalid(file: file, place: place(node), expected: "inputs of rank \(first.rank)", actual: "\(p.shape)")
+                guard p.rank == first.rank, p.shape.indices.allSatisfy({ $0 == axis || p.shape[$0] == first.shape[$0] }) else {
+                    throw ImportError.invalid(file: file, place: place(node), expected: "inputs like \(first.shape) except on axis \(axis)",
+                                              actual: "\(p.shape)")
                 }
                 total += p.shape[axis]
             }
@@ -125,10 +131,10 @@ extension ONNXGraphBuilder {
             var values: [Double] = []
             if st > 0 {
                 var i = clampIndex(s0, 0, n); let e = clampIndex(e0, 0, n)
-                while i < e { values.append(x.values[i]); i += st }
+                while i < e { values.append(x.values[i]); i = i.addingReportingOverflow(st).overflow ? e : i + st }
             } else {
                 var i = clampIndex(s0, -1, n - 1); let e = clampIndex(e0, -1, n - 1)
-                while i > e { values.append(x.values[i]); i += st }
+                while i > e { values.append(x.values[i]); i = i.addingReportingOverflow(st).overflow ? e : i + st }
             }
             return ONNXConstant(shape: [values.count], values: values, isInteger: x.isInteger)
         default:
@@ -147,7 +153,10 @@ extension ONNXGraphBuilder {
             return st
         }
         let sa = strides(a.shape), sb = strides(b.shape)
-        let n = out.reduce(1, *)
+        let n = Self.product(out[...])
+        guard n <= 1 << 24 else {
+            throw ImportError.invalid(file: file, place: place(node), expected: "a constant of at most 2^24 elements", actual: "\(out)")
+        }
         var values = [Double](repeating: 0, count: n)
         var index = [Int](repeating: 0, count: r)
         for o in 0..<n {
@@ -165,7 +174,11 @@ extension ONNXGraphBuilder {
         let r = input.count
         switch node.opType {
         case "Flatten":
-            let axis = try normalize(int(node, "axis", 1), rank: r + 1, node)
+            let raw = int(node, "axis", 1)
+            let axis = raw < 0 ? raw + r : raw              // Flatten takes -r…r
+            guard axis >= 0, axis <= r else {
+                throw ImportError.invalid(file: file, place: "\(place(node)) axis", expected: "-\(r)…\(r)", actual: "\(raw)")
+            }
             return [Self.product(input[..<axis]), Self.product(input[axis...])]
         case "Squeeze":
             let axesList = opset >= 13 ? try optionalConstant(node, 1, what: "axes")?.ints.compactMap { $0 } : ints(node, "axes")
@@ -179,6 +192,9 @@ extension ONNXGraphBuilder {
             let axesList = opset >= 13 ? try constant(node, 1, what: "axes").ints.compactMap { $0 } : (ints(node, "axes") ?? [])
             let outRank = r + axesList.count
             let axes = try Set(axesList.map { try normalize($0, rank: outRank, node) })
+            guard axes.count == axesList.count else {
+                throw ImportError.invalid(file: file, place: "\(place(node)) axes", expected: "distinct axes", actual: "\(axesList)")
+            }
             var out: [Int] = [], k = 0
             for i in 0..<outRank {
                 if axes.contains(i) { out.append(1) } else { out.append(input[k]); k += 1 }
@@ -212,17 +228,18 @@ extension ONNXGraphBuilder {
                 // same run-time dimension (the batch).
                 let inUnknown = input.filter { $0 < 0 }.count
                 let outUnknown = out.enumerated().filter { $0.element < 0 && $0.offset != k }.count
-                let inKnown = input.filter { $0 >= 0 }.reduce(1, *)
-                let outKnown = out.enumerated().filter { $0.element >= 0 }.reduce(1) { $0 * $1.element }
+                let inKnown = try knownCount(input, node)
+                let outKnown = try knownCount(out, node)
                 if inUnknown == outUnknown, outKnown > 0, inKnown % outKnown == 0 {
                     out[k] = inKnown / outKnown
                 } else if inUnknown != outUnknown + 1 {
                     throw ImportError.invalid(file: file, place: "\(place(node)) shape", expected: "a shape that fits the input \(input)",
                                               actual: "\(spec.values)")
                 }
-            } else if !input.contains(where: { $0 < 0 }) && !out.contains(where: { $0 < 0 }) && out.reduce(1, *) != input.reduce(1, *) {
-                throw ImportError.invalid(file: file, place: "\(place(node)) shape", expected: "\(input.reduce(1, *)) elements",
-                                          actual: "\(out) (\(out.reduce(1, *)))")
+            } else if !input.contains(where: { $0 < 0 }) && !out.contains(where: { $0 < 0 }),
+                      try knownCount(out, node) != knownCount(input, node) {
+                throw ImportError.invalid(file: file, place: "\(place(node)) shape", expected: "\(Self.product(input[...])) elements",
+                                          actual: "\(out) (\(Self.product(out[...])))")
             }
             return out
         }

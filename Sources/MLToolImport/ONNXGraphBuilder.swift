@@ -13,6 +13,9 @@ struct ONNXGraphBuilder {
     /// Weights in IR layout, by name, and the order they were first stored.
     var weights: [String: (shape: [Int], values: [Float])] = [:]
     var weightOrder: [String] = []
+    /// False once an op mixes the first axis with the others (a reshape that changes it, a transpose or concat
+    /// along it): the graph then only runs at the batch size the file declares.
+    var batchFree = true
     private var usedNames: Set<String>
     private var counter = 0
 
@@ -136,6 +139,12 @@ struct ONNXGraphBuilder {
             throw ImportError.invalid(file: file, place: "node '\(nodeName)'", expected: "a shape with at most one dimension unknown before run time",
                                       actual: "\(to.map { $0 < 0 ? "?" : String($0) })")
         }
+        // The first axis is the batch: when the reshape keeps it, write 0 ("copy the input's") so that any batch runs.
+        var target = to
+        if let f = from.first, let t = to.first, f >= 0, t >= 0 {
+            if f == t { target[0] = 0 } else { batchFree = false }
+        }
+        if from.isEmpty || to.isEmpty { batchFree = false }
         var src = input
         if from.count == 4 && !Layout.orderFree(from) {
             let t = fresh("\(input).nchw")
@@ -144,10 +153,10 @@ struct ONNXGraphBuilder {
         }
         if to.count == 4 && !Layout.orderFree(to) {
             let mid = fresh("\(output).nchw")
-            emit(nodeName, .reshape, [src], mid, Attributes(shape: to))
+            emit(nodeName, .reshape, [src], mid, Attributes(shape: target))
             emit("\(nodeName).to_nhwc", .transpose, [mid], output, Attributes(perm: Layout.toNHWC))
         } else {
-            emit(nodeName, .reshape, [src], output, Attributes(shape: Layout.irShape(to)))
+            emit(nodeName, .reshape, [src], output, Attributes(shape: Layout.irShape(target)))
         }
         shapes[output] = to
     }
@@ -170,8 +179,37 @@ struct ONNXGraphBuilder {
         }
     }
 
-    /// The product of `dims`, or -1 when one of them is unknown.
+    /// The product of `dims`, or -1 when one of them is unknown (Int.max if it overflows: never a valid size).
     static func product(_ dims: ArraySlice<Int>) -> Int {
-        dims.contains { $0 < 0 } ? -1 : dims.reduce(1, *)
+        if dims.contains(where: { $0 < 0 }) { return -1 }
+        var n = 1
+        for d in dims {
+            let (r, o) = n.multipliedReportingOverflow(by: d)
+            if o { return Int.max }
+            n = r
+        }
+        return n
     }
+
+    /// The product of the known (≥ 0) dims of `dims`, or an error naming the node when it overflows.
+    func knownCount(_ dims: [Int], _ node: ONNXFile.Node) throws -> Int {
+        let n = Self.product(ArraySlice(dims.filter { $0 >= 0 }))
+        guard n != Int.max else {
+            throw ImportError.invalid(file: file, place: place(node), expected: "a shape whose size fits in memory", actual: "\(dims)")
+        }
+        return n
+    }
+
+    /// An ints attribute of `count` values in `range` (window sizes, strides, pads), or `fallback` when absent.
+    func boundedInts(_ node: ONNXFile.Node, _ key: String, count: Int, range: ClosedRange<Int>, _ fallback: [Int]) throws -> [Int] {
+        guard let v = ints(node, key) else { return fallback }
+        guard v.count == count, v.allSatisfy(range.contains) else {
+            throw ImportError.invalid(file: file, place: "\(place(node)) \(key)", expected: "\(count) values in \(range.lowerBound)…\(range.upperBound)",
+                                      actual: "\(v)")
+        }
+        return v
+    }
+
+    /// Largest kernel, stride, dilation or pad accepted from a file.
+    static let maxWindow = 1 << 20
 }

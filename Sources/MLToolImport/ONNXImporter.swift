@@ -1,23 +1,25 @@
 import Foundation
 import MLToolCore
 
-/// Imports an ONNX model (IR version 3 or later, default-domain opsets 7–21) into a native `Model` whose graph is
+/// Imports an ONNX model (IR version 3 or later, default-domain opsets 6–25) into a native `Model` whose graph is
 /// the NHWC IR described in `Graph`.
 ///
 /// Weights are converted to float32 in IR layout, constant shape arithmetic is folded, `GraphPasses.optimize` folds
 /// BatchNormalization into convolutions and fuses activations, and every unsupported op is reported in one error.
 public enum ONNXImporter {
-    /// The default-domain opsets whose semantics the importer implements.
-    public static let opsets = 7...21
+    /// The default-domain opsets whose semantics the importer implements. For the supported ops, versions 22–25
+    /// only add element types (bfloat16, float8, int4, …), so their semantics are those of opset 21; opset 6 adds
+    /// the legacy `broadcast`/`axis` attributes of Add/Sub/Mul/Div and `is_test` of Dropout, both handled.
+    public static let opsets = 6...25
 
     /// Reads the ONNX file at `path` and converts it, recording `options` (preprocessing, labels, feature tensor).
     public static func importModel(path: String, options: ImportOptions) throws -> Model {
         let onnx = try ONNXFile(path: path)
+        try checkSupported(onnx, file: path)
         guard opsets.contains(onnx.opset) else {
             throw ImportError.invalid(file: path, place: "opset_import", expected: "ai.onnx opset \(opsets.lowerBound)–\(opsets.upperBound)",
                                       actual: "\(onnx.opset)")
         }
-        try checkSupported(onnx, file: path)
 
         var reserved = Set<String>()
         for n in onnx.nodes { reserved.formUnion(n.inputs); reserved.formUnion(n.outputs) }
@@ -33,12 +35,18 @@ public enum ONNXImporter {
                 if shape[2] < 0 { shape[2] = size.height }
                 if shape[3] < 0 { shape[3] = size.width }
             }
+            guard ONNXGraphBuilder.product(ArraySlice(shape.filter { $0 >= 0 })) != Int.max else {
+                throw ImportError.invalid(file: path, place: "graph input '\(input.name)'", expected: "a shape whose size fits in memory",
+                                          actual: "\(shape)")
+            }
             builder.shapes[input.name] = shape
-            var irShape = Layout.irShape(shape)
-            if !irShape.isEmpty { irShape[0] = -1 }
-            inputs.append(GraphInput(name: input.name, shape: irShape))
+            inputs.append(GraphInput(name: input.name, shape: Layout.irShape(shape)))
         }
         for node in onnx.nodes { try builder.convert(node) }
+        // The batch (first axis) is free unless the graph mixes it with other axes.
+        if builder.batchFree {
+            for i in inputs.indices where !inputs[i].shape.isEmpty { inputs[i].shape[0] = -1 }
+        }
 
         let outputs = onnx.outputs.map(\.name)
         for o in outputs where builder.shapes[o] == nil {
@@ -48,6 +56,16 @@ public enum ONNXImporter {
         if let f = options.featureTensor, builder.shapes[f] == nil {
             throw ImportError.invalid(file: path, place: "feature tensor", expected: "a tensor computed by the graph",
                                       actual: "'\(f)'")
+        }
+        if !options.labels.isEmpty, let first = outputs.first, let classes = builder.shapes[first]?.last, classes >= 0,
+           classes != options.labels.count {
+            throw ImportError.invalid(file: path, place: "labels", expected: "\(classes) names (one per class of output '\(first)')",
+                                      actual: "\(options.labels.count)")
+        }
+        if let image = options.image, let input = inputs.first, input.shape.count == 4,
+           (input.shape[1] >= 0 && input.shape[1] != image.height) || (input.shape[2] >= 0 && input.shape[2] != image.width) {
+            throw ImportError.invalid(file: path, place: "input size", expected: "\(input.shape[1])×\(input.shape[2]) (the model's input '\(input.name)')",
+                                      actual: "\(image.height)×\(image.width)")
         }
         // The passes keep every graph output's name: list the feature tensor as an output while they run.
         let protected = outputs + (options.featureTensor.map { outputs.contains($0) ? [] : [$0] } ?? [])

@@ -14,7 +14,7 @@ enum ONNXOps {
         "Tanh": { try $0.unary($1, .tanh) },
         "HardSwish": { try $0.unary($1, .hardSwish) },
         "Identity": { try $0.unary($1, .identity) },
-        "Dropout": { try $0.unary($1, .identity) },
+        "Dropout": { try $0.dropout($1) },
         "Cast": { try $0.cast($1) },
         "Clip": { try $0.clip($1) },
         "LeakyRelu": { b, n in try b.unary(n, .leakyRelu, Attributes(alpha: b.float(n, "alpha", 0.01))) },
@@ -52,6 +52,9 @@ extension ONNXGraphBuilder {
         guard let converter = ONNXOps.converters[node.opType] else {
             throw ImportError.unsupported(file: file, ops: [.init(op: node.opType, count: 1, firstNodes: [node.name])])
         }
+        if Self.liftable.contains(node.opType), let s = shapes[node.inputs.first ?? ""], s.count == 3 {
+            return try lifted(node, converter)
+        }
         try converter(&self, node)
     }
 
@@ -76,6 +79,20 @@ extension ONNXGraphBuilder {
         shapes[out] = x.shape
     }
 
+    mutating func dropout(_ node: ONNXFile.Node) throws {
+        if opset >= 12, node.inputs.count > 2, !node.inputs[2].isEmpty {
+            let training = try constant(node, 2, what: "training_mode")
+            guard training.values.allSatisfy({ $0 == 0 }) else {
+                throw ImportError.invalid(file: file, place: place(node), expected: "inference (training_mode false)",
+                                          actual: "training_mode true")
+            }
+        }
+        if opset < 7 && int(node, "is_test", 0) == 0 {
+            throw ImportError.invalid(file: file, place: place(node), expected: "inference mode", actual: "is_test = 0")
+        }
+        try unary(node, .identity)
+    }
+
     mutating func cast(_ node: ONNXFile.Node) throws {
         let to = int(node, "to", 1)
         guard [1, 10, 11, 16].contains(to) else {
@@ -92,14 +109,20 @@ extension ONNXGraphBuilder {
             if let c = try optionalConstant(node, 1, what: "min") { lo = Float(c.scalar ?? Double(lo)) }
             if let c = try optionalConstant(node, 2, what: "max") { hi = Float(c.scalar ?? Double(hi)) }
         }
-        try unary(node, .clip, Attributes(min: lo, max: hi))
+        // min(max(x, lo), hi): when lo > hi every value becomes hi.
+        try unary(node, .clip, Attributes(min: Swift.min(lo, hi), max: hi))
     }
 
-    mutating func binary(_ node: ONNXFile.Node, _ op: Op) throws {
+    mutating func binary(_ onnxNode: ONNXFile.Node, _ op: Op) throws {
+        var node = onnxNode
         guard node.inputs.count >= 2 else {
             throw ImportError.invalid(file: file, place: place(node), expected: "2 inputs", actual: "\(node.inputs.count)")
         }
-        let sa = try shape(of: node.inputs[0], in: node), sb = try shape(of: node.inputs[1], in: node)
+        let sa = try shape(of: node.inputs[0], in: node)
+        var sb = try shape(of: node.inputs[1], in: node)
+        if opset < 7 {
+            node.inputs[1] = try legacyBroadcast(node, a: sa, b: &sb)
+        }
         let out = try broadcast(sa, sb, node)
         var names: [String] = []
         for (i, s) in [sa, sb].enumerated() {
@@ -123,6 +146,35 @@ extension ONNXGraphBuilder {
         shapes[o] = out
     }
 
+    /// Opset 6 and earlier: B is broadcast to A only with `broadcast = 1`, aligned at `axis` (default: trailing
+    /// axes). Gives B the equivalent numpy shape (1s appended), as a new constant or a reshape.
+    private mutating func legacyBroadcast(_ node: ONNXFile.Node, a: [Int], b: inout [Int]) throws -> String {
+        let name = node.inputs[1]
+        guard int(node, "broadcast", 0) == 1 else {
+            guard a == b else {
+                throw ImportError.invalid(file: file, place: place(node), expected: "equal shapes (broadcast = 0)", actual: "\(a) and \(b)")
+            }
+            return name
+        }
+        guard let axisAttr = node.attributes["axis"]?.i else { return name }
+        let axis = axisAttr < 0 ? axisAttr + a.count : axisAttr
+        let trailing = a.count - axis - b.count
+        guard axis >= 0, trailing >= 0 else {
+            throw ImportError.invalid(file: file, place: "\(place(node)) axis", expected: "B \(b) to fit A \(a) at the axis", actual: "\(axisAttr)")
+        }
+        guard trailing > 0 else { return name }
+        let padded = b + [Int](repeating: 1, count: trailing)
+        let aligned = fresh(name + ".aligned")
+        if var c = constants[name] {
+            c.shape = padded
+            constants[aligned] = c
+        } else {
+            try emitReshape("\(node.name).align", input: name, from: b, to: padded, output: aligned)
+        }
+        b = padded
+        return aligned
+    }
+
     mutating func softmax(_ node: ONNXFile.Node) throws {
         let x = try activation(node)
         let r = x.shape.count
@@ -134,6 +186,7 @@ extension ONNXGraphBuilder {
             return
         }
         // Before opset 13 the input is coerced to 2-D at `axis` and the softmax runs over all trailing axes.
+        if axis == 0 { batchFree = false }
         let flat = [Self.product(x.shape[..<axis]), Self.product(x.shape[axis...])]
         let a = fresh("\(out).2d"), b = fresh("\(out).softmax2d")
         try emitReshape("\(node.name).to2d", input: x.name, from: x.shape, to: flat, output: a)
@@ -149,11 +202,7 @@ extension ONNXGraphBuilder {
         let autoPad = string(node, "auto_pad", "NOTSET")
         switch autoPad {
         case "NOTSET":
-            let p = ints(node, "pads") ?? [0, 0, 0, 0]
-            guard p.count == 4, p.allSatisfy({ $0 >= 0 }) else {
-                throw ImportError.invalid(file: file, place: "\(place(node)) pads", expected: "4 values ≥ 0", actual: "\(p)")
-            }
-            return p
+            return try boundedInts(node, "pads", count: 4, range: 0...Self.maxWindow, [0, 0, 0, 0])
         case "VALID": return [0, 0, 0, 0]
         case "SAME_UPPER", "SAME_LOWER":
             var begin = [0, 0], end = [0, 0]
@@ -190,13 +239,15 @@ extension ONNXGraphBuilder {
         }
         let groups = int(node, "group", 1)
         let oc = w.shape[0], kernel = [w.shape[2], w.shape[3]]
-        guard groups >= 1, oc % groups == 0, x.shape[1] < 0 || x.shape[1] == w.shape[1] * groups else {
+        guard groups >= 1, groups <= max(oc, 1), oc % groups == 0,
+              x.shape[1] < 0 || x.shape[1] == w.shape[1].multipliedReportingOverflow(by: groups).partialValue else {
             throw ImportError.invalid(file: file, place: "\(place(node)) weights", expected: "\(x.shape[1]) input channels over \(groups) groups",
                                       actual: "\(w.shape)")
         }
-        let strides = ints(node, "strides") ?? [1, 1], dilations = ints(node, "dilations") ?? [1, 1]
-        guard strides.count == 2, dilations.count == 2, strides.allSatisfy({ $0 >= 1 }), dilations.allSatisfy({ $0 >= 1 }) else {
-            throw ImportError.invalid(file: file, place: place(node), expected: "2 strides and dilations ≥ 1", actual: "\(strides), \(dilations)")
+        let strides = try boundedInts(node, "strides", count: 2, range: 1...Self.maxWindow, [1, 1])
+        let dilations = try boundedInts(node, "dilations", count: 2, range: 1...Self.maxWindow, [1, 1])
+        guard kernel.allSatisfy({ $0 <= Self.maxWindow }) else {
+            throw ImportError.invalid(file: file, place: "\(place(node)) weights", expected: "kernel ≤ \(Self.maxWindow)", actual: "\(w.shape)")
         }
         let pads = try windowPads(node, input: x.shape, kernel: kernel, strides: strides, dilations: dilations)
         let wName = addWeight(node.inputs[1], shape: [kernel[0], kernel[1], w.shape[1], oc], values: w.transposed([2, 3, 1, 0]).floats)
@@ -215,10 +266,16 @@ extension ONNXGraphBuilder {
     }
 
     mutating func gemm(_ node: ONNXFile.Node) throws {
-        let a = try activation(node)
-        guard a.shape.count == 2, int(node, "transA", 0) == 0 else {
-            throw ImportError.invalid(file: file, place: place(node), expected: "input A of rank 2, transA = 0",
-                                      actual: "\(a.shape), transA = \(int(node, "transA", 0))")
+        var a = try activation(node)
+        guard a.shape.count == 2 else {
+            throw ImportError.invalid(file: file, place: place(node), expected: "input A of rank 2", actual: "\(a.shape)")
+        }
+        if int(node, "transA", 0) == 1 {
+            let t = fresh("\(a.name).T")
+            emit("\(node.name).transA", .transpose, [a.name], t, Attributes(perm: [1, 0]))
+            a = (t, [a.shape[1], a.shape[0]])
+            shapes[t] = a.shape
+            batchFree = false
         }
         var b = try constant(node, 1, what: "B")
         guard b.rank == 2 else {
@@ -235,12 +292,14 @@ extension ONNXGraphBuilder {
         let out = try output(node)
         var biasActivation: String?
         if node.inputs.count > 2, !node.inputs[2].isEmpty {
-            if let c = constants[node.inputs[2]] {
-                guard c.values.count == n || c.values.count == 1 else {
-                    throw ImportError.invalid(file: file, place: "\(place(node)) C", expected: "\(n) values (per output)", actual: "\(c.shape)")
-                }
+            if let c = constants[node.inputs[2]], c.values.count == n || c.values.count == 1 {
                 let v = c.values.count == n ? c.values : [Double](repeating: c.values[0], count: n)
                 inputs.append(addWeight(node.inputs[2], shape: [n], values: v.map { Float($0 * beta) }))
+            } else if let c = constants[node.inputs[2]] {
+                // A bias matrix broadcast against (M, N): added after the product.
+                _ = try broadcast([a.shape[0], n], c.shape, node)
+                biasActivation = addWeight(node.inputs[2], shape: c.shape, values: c.values.map { Float($0 * beta) })
+                if c.rank == 2 && c.shape[0] != 1 { batchFree = false }
             } else if beta == 1 {
                 biasActivation = node.inputs[2]
             } else {
@@ -281,7 +340,8 @@ extension ONNXGraphBuilder {
 
     mutating func batchNorm(_ node: ONNXFile.Node) throws {
         let x = try activation(node)
-        guard x.shape.count == 4 || x.shape.count == 2, int(node, "training_mode", 0) == 0 else {
+        guard x.shape.count == 4 || x.shape.count == 2, int(node, "training_mode", 0) == 0, int(node, "spatial", 1) == 1,
+              node.outputs.dropFirst().allSatisfy(\.isEmpty) || opset < 9 else {
             throw ImportError.invalid(file: file, place: place(node), expected: "inference mode on (N, C) or (N, C, H, W)",
                                       actual: "\(x.shape)")
         }
@@ -306,15 +366,11 @@ extension ONNXGraphBuilder {
         if node.outputs.count > 1 && !node.outputs[1].isEmpty {
             throw ImportError.invalid(file: file, place: place(node), expected: "one output", actual: "an Indices output too")
         }
-        guard let kernel = ints(node, "kernel_shape"), kernel.count == 2, kernel.allSatisfy({ $0 >= 1 }) else {
-            throw ImportError.invalid(file: file, place: "\(place(node)) kernel_shape", expected: "2 values ≥ 1",
-                                      actual: "\(ints(node, "kernel_shape") ?? [])")
-        }
-        let strides = ints(node, "strides") ?? [1, 1]
-        let dilations = ints(node, "dilations") ?? [1, 1]
-        guard strides.count == 2, strides.allSatisfy({ $0 >= 1 }), dilations == [1, 1] else {
-            throw ImportError.invalid(file: file, place: place(node), expected: "2 strides ≥ 1 and dilations 1",
-                                      actual: "strides \(strides), dilations \(dilations)")
+        let kernel = try boundedInts(node, "kernel_shape", count: 2, range: 1...Self.maxWindow, [])
+        let strides = try boundedInts(node, "strides", count: 2, range: 1...Self.maxWindow, [1, 1])
+        let dilations = try boundedInts(node, "dilations", count: 2, range: 1...1, [1, 1])
+        guard kernel.count == 2 else {
+            throw ImportError.invalid(file: file, place: "\(place(node)) kernel_shape", expected: "2 values", actual: "none")
         }
         let pads = try windowPads(node, input: x.shape, kernel: kernel, strides: strides, dilations: dilations)
         let ceil = int(node, "ceil_mode", 0) == 1
@@ -351,6 +407,7 @@ extension ONNXGraphBuilder {
         }
         let first = try shape(of: node.inputs[firstIndex], in: node)
         let axis = try normalize(int(node, "axis", 1), rank: first.count, node)
+        if axis == 0 { batchFree = false }
         var out = first
         out[axis] = 0
         var names: [String] = []
@@ -370,6 +427,8 @@ extension ONNXGraphBuilder {
     mutating func reshapeLike(_ node: ONNXFile.Node) throws {
         let x = try activation(node)
         let to = try reshapedShape(node, input: x.shape)
+        if node.opType == "Flatten" && (int(node, "axis", 1) == 0 || int(node, "axis", 1) == -x.shape.count) { batchFree = false }
+        if ["Squeeze", "Unsqueeze"].contains(node.opType) && to.first != x.shape.first { batchFree = false }
         try emitReshape(node.name, input: x.name, from: x.shape, to: to, output: try output(node))
     }
 
@@ -381,6 +440,7 @@ extension ONNXGraphBuilder {
             throw ImportError.invalid(file: file, place: "\(place(node)) perm", expected: "a permutation of 0..<\(r)", actual: "\(perm)")
         }
         // For rank 4 both sides are NHWC in the IR: IR axis j ← ONNX axis nhwcToNchw[j] → permuted → back to IR.
+        if perm.first != 0 { batchFree = false }
         let irPerm = r == 4 ? (0..<4).map { Layout.nchwToNhwc[perm[Layout.nhwcToNchw[$0]]] } : perm
         let out = try output(node)
         emit(node.name, .transpose, [x.name], out, Attributes(perm: irPerm))
@@ -408,7 +468,7 @@ extension ONNXGraphBuilder {
                 pads = full
             }
         }
-        guard pads.count == 2 * r, pads.allSatisfy({ $0 >= 0 }), ["constant", "reflect", "edge"].contains(mode) else {
+        guard pads.count == 2 * r, pads.allSatisfy({ $0 >= 0 && $0 <= Self.maxWindow }), ["constant", "reflect", "edge"].contains(mode) else {
             throw ImportError.invalid(file: file, place: "\(place(node)) pads", expected: "\(2 * r) values ≥ 0, mode constant|reflect|edge",
                                       actual: "\(pads), mode \(mode)")
         }

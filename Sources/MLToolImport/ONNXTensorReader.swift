@@ -26,7 +26,12 @@ struct TensorReader {
     func read(_ tp: UnsafeMutablePointer<Onnx__TensorProto>, place: String) throws -> ONNXConstant {
         let t = tp.pointee
         let dims = (0..<t.n_dims).map { Int(t.dims[$0]) }
-        let count = try Checked.elementCount(dims, file: file, what: "\(place) dims")
+        // Every partial product of the dims must fit too (a 0 dim would hide huge ones).
+        guard dims.allSatisfy({ $0 >= 0 }), (try? Checked.elementCount(dims.filter { $0 != 0 })) != nil else {
+            throw ImportError.invalid(file: file, place: "\(place) dims", expected: "dimensions ≥ 0 whose product fits in memory",
+                                      actual: "\(dims)")
+        }
+        let count = dims.reduce(1, *)
         let type = (t.has_data_type != 0) ? t.data_type : 0
         guard let (typeName, size) = Self.elementTypes[type] else {
             throw ImportError.invalid(file: file, place: "\(place) data_type",
@@ -34,7 +39,10 @@ struct TensorReader {
                                       actual: "\(type)")
         }
         let isInteger = ![1, 10, 11, 16].contains(type)
-        let byteCount = try Checked.mul(count, size, file: file, what: "\(place) size")
+        let (byteCount, overflow) = count.multipliedReportingOverflow(by: size)
+        guard !overflow else {
+            throw ImportError.invalid(file: file, place: "\(place) dims", expected: "a size that fits in memory", actual: "\(dims)")
+        }
 
         if t.has_data_location != 0 && t.data_location == 1 {
             let bytes = try external(t, place: place, byteCount: byteCount)
@@ -122,7 +130,10 @@ struct TensorReader {
         }
         defer { try? handle.close() }
         let size = Int((try? handle.seekToEnd()) ?? 0)
-        let end = try Checked.add(offset, length, file: file, what: "\(place) external_data offset + length")
+        let (end, overflow) = offset.addingReportingOverflow(length)
+        guard !overflow else {
+            throw ImportError.invalid(file: file, place: "\(place) external_data offset", expected: "offset + length that fits", actual: "\(offset)")
+        }
         guard end <= size else {
             throw ImportError.invalid(file: file, place: "\(place) external_data '\(location)'",
                                       expected: "offset \(offset) + length \(length) ≤ file size",

@@ -1,6 +1,6 @@
 import MLToolCore
 import Testing
-@testable import MLToolEngine
+import MLToolEngine
 
 /// A MobileNet-style network: conv-bn-relu6 stem, inverted residual blocks (1×1 expand, depthwise, 1×1 project,
 /// residual add) with standalone batchNorm and activation nodes for the passes to fold, global pool, dense, softmax.

@@ -1,5 +1,5 @@
 import MLToolCore
-@testable import MLToolEngine
+import MLToolEngine
 
 /// Builds small random models for the engine tests: seeded weights, NHWC input, one call per layer.
 struct GraphBuilder {

@@ -1,6 +1,7 @@
+import CMLToolKernels
 import MLToolCore
 import Testing
-@testable import MLToolEngine
+import MLToolEngine
 
 /// One small graph per op and edge case; the fast path must match the scalar reference.
 enum OpCase: String, CaseIterable, CustomTestStringConvertible {
@@ -121,5 +122,32 @@ enum OpCase: String, CaseIterable, CustomTestStringConvertible {
             #expect(maxError(f, r) <= fastTolerance, "\(c): max error \(maxError(f, r)) with \(threads) threads")
             #expect(r.data.allSatisfy { $0.isFinite })
         }
+    }
+}
+
+/// Every kernel variant this CPU can run (portable C, AVX2+FMA, AVX-512) against the reference, on the op cases
+/// that reach the C kernels. The level is process-wide, so this suite runs serialized; other tests running
+/// meanwhile just see another (equally correct) variant.
+@Suite(.serialized) struct KernelVariantTests {
+    @Test func everySimdLevelMatchesReference() throws {
+        let best = mlk_set_simd_level(-1)
+        defer { _ = mlk_set_simd_level(best) }
+        let cases: [OpCase] = [.conv3x3, .conv1x1, .conv5x5AsymPad, .convStride2Odd, .convSigmoid, .convLeaky,
+                               .depthwise3x3, .depthwise5x5Stride2, .depthwiseDilated, .depthwiseOddChannels,
+                               .dense, .addSame, .addFusedRelu, .relu, .hardSwish]
+        var levels: [Int32] = []
+        for level in Int32(0)...best {
+            levels.append(level)
+            _ = mlk_set_simd_level(level)
+            #expect(mlk_simd_level() == level)
+            for c in cases {
+                let (model, input) = c.build()
+                let (fast, ref) = try bothModes(model, ["x": input], threads: 2)
+                let name = model.metadata.graph!.outputs[0]
+                let e = maxError(try #require(fast[name]), try #require(ref[name]))
+                #expect(e <= fastTolerance, "\(c) at SIMD level \(level): max error \(e)")
+            }
+        }
+        #expect(levels.first == 0)
     }
 }

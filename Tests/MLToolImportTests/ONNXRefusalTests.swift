@@ -97,6 +97,30 @@ import Testing
         #expect(failures.isEmpty, "prefixes that imported or failed badly: \(failures)")
     }
 
+    /// Seeded random byte corruptions of real models: each must import or throw an MLToolError, never trap.
+    @Test(arguments: ["residual_cnn.onnx", "flatten_nchw.onnx", "softmax_legacy.onnx"])
+    func corruptedBytesNeverCrash(model: String) throws {
+        let bytes = try Array(Data(contentsOf: URL(fileURLWithPath: ONNXFixtures.path(model))))
+        var rng = SplitMix64(seed: 0x0BAD_F11E)
+        var outcomes: [String: Int] = [:]
+        for round in 0..<150 {
+            var b = bytes
+            for _ in 0..<(1 + Int(rng.next() % 4)) {
+                let i = Int(rng.next() % UInt64(b.count))
+                b[i] = round % 3 == 0 ? UInt8(truncatingIfNeeded: rng.next()) : b[i] ^ (1 << UInt8(rng.next() % 8))
+            }
+            let p = try Self.temporaryFile("corrupt-\(model)", b)
+            do {
+                _ = try ONNXImporter.importModel(path: p, options: ImportOptions())
+                outcomes["imported", default: 0] += 1
+            } catch let e as MLToolError {
+                outcomes["\(type(of: e))", default: 0] += 1
+            }
+        }
+        #expect(outcomes.values.reduce(0, +) == 150)
+        print("\(model) corruptions: \(outcomes)")
+    }
+
     static func temporaryFile(_ name: String, _ bytes: [UInt8]) throws -> String {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("mltool-onnx-tests-\(getpid())")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)

@@ -92,9 +92,10 @@ import Testing
 
     @Test func metadataFromOptions() throws {
         let labels = ["a", "b", "c", "d", "e"]
-        let (m, _) = try Self.load("residual_cnn.onnx", ImportOptions(image: .efficientNetLite, labels: labels, featureTensor: "feat"))
+        let image = ImagePreprocessing(height: 12, width: 12, colorOrder: "bgr", scale: 1.0 / 255)
+        let (m, _) = try Self.load("residual_cnn.onnx", ImportOptions(image: image, labels: labels, featureTensor: "feat"))
         #expect(m.metadata.task == .imageClassifier && m.metadata.labels == labels)
-        #expect(m.metadata.featureTensor == "feat" && m.metadata.image == .efficientNetLite)
+        #expect(m.metadata.featureTensor == "feat" && m.metadata.image == image)
         #expect(m.metadata.provenance.sources.first?.sha256 == (try SHA256.hex(fileAt: ONNXFixtures.path("residual_cnn.onnx"))))
         #expect(m.metadata.graph?.outputs == ["logits", "feat"])
         #expect(m.metadata.graph?.nodes.contains { $0.op == .batchNorm } == false)
@@ -104,6 +105,28 @@ import Testing
         let p = ONNXFixtures.path("residual_cnn.onnx")
         #expect(throws: ImportError.invalid(file: p, place: "feature tensor", expected: "a tensor computed by the graph", actual: "'nope'")) {
             _ = try ONNXImporter.importModel(path: p, options: ImportOptions(featureTensor: "nope"))
+        }
+    }
+
+    @Test func freeSpatialSizeNeedsInputSize() throws {
+        let p = ONNXFixtures.path("free_size.onnx")
+        #expect(throws: ImportError.invalid(file: p, place: "node 'c' (Conv) auto_pad", expected: "a known input size (use --input-size)",
+                                            actual: "[-1, 3, -1, -1]")) {
+            _ = try ONNXImporter.importModel(path: p, options: ImportOptions())
+        }
+        let (_, g) = try Self.load("free_size.onnx", ImportOptions(inputSize: (height: 9, width: 11)))
+        #expect(g.inputs == [GraphInput(name: "x", shape: [-1, 9, 11, 3])])
+        // SAME_UPPER 3×3/2 on 9×11: totals 2 and 2 → one row/column each side.
+        #expect(g.nodes.first { $0.op == .conv }?.attributes.pads == [1, 1, 1, 1])
+    }
+
+    @Test func labelsMustMatchTheOutput() {
+        let p = ONNXFixtures.path("residual_cnn.onnx")
+        #expect(throws: ImportError.invalid(file: p, place: "labels", expected: "5 names (one per class of output 'logits')", actual: "2")) {
+            _ = try ONNXImporter.importModel(path: p, options: ImportOptions(labels: ["a", "b"]))
+        }
+        #expect(throws: ImportError.invalid(file: p, place: "input size", expected: "12×12 (the model's input 'x')", actual: "224×224")) {
+            _ = try ONNXImporter.importModel(path: p, options: ImportOptions(image: .efficientNetLite))
         }
     }
 }

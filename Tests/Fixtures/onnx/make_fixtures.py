@@ -178,6 +178,15 @@ def softmax_legacy():
     return model(n, i, [("x", ["N", 2, 3, 4])], ["out"], 11), {"x": (2, 2, 3, 4)}
 
 
+def free_size():
+    """Height and width left free (dim_param): the import needs --input-size for the SAME padding."""
+    n, i = [], []
+    x = conv_bn(n, i, "x", "c", 3, 4, stride=2, auto_pad="SAME_UPPER")
+    n.append(helper.make_node("Relu", [x], ["r"], name="relu"))
+    n.append(helper.make_node("GlobalAveragePool", ["r"], ["y"], name="gap"))
+    return model(n, i, [("x", ["N", 3, "H", "W"])], ["y"], 13), {"x": (2, 3, 9, 11)}
+
+
 NETWORKS = {
     "residual_cnn": residual_cnn,
     "depthwise_cnn": depthwise_cnn,
@@ -185,6 +194,7 @@ NETWORKS = {
     "mlp_opset9": mlp_opset9,
     "flatten_nchw": flatten_model,
     "softmax_legacy": softmax_legacy,
+    "free_size": free_size,   # last: adding it left the other fixtures' random values unchanged
 }
 
 

@@ -1,0 +1,42 @@
+import MLToolCore
+
+extension ONNXGraphBuilder {
+    /// Ops whose 1-D form (input (N, C, L)) runs as the 2-D form on (N, C, L, 1).
+    static let liftable: Set<String> = ["Conv", "MaxPool", "AveragePool", "BatchNormalization", "GlobalAveragePool",
+                                        "GlobalMaxPool"]
+
+    /// Converts a 1-D `node` with `convert` on a 2-D copy of it: the input gets a trailing axis of 1, kernels,
+    /// strides, dilations and pads get a second spatial axis of size 1 / step 1 / no padding, conv weights
+    /// (OC, C/groups, K) become (OC, C/groups, K, 1), and the result is reshaped back to rank 3.
+    mutating func lifted(_ node: ONNXFile.Node, _ convert: ONNXOps.Converter) throws {
+        let x = try activation(node)
+        guard let out = node.outputs.first, !out.isEmpty else {
+            throw ImportError.invalid(file: file, place: place(node), expected: "an output", actual: "none")
+        }
+        var n = node
+        let x4 = fresh("\(x.name).2d")
+        try emitReshape("\(node.name).to2d", input: x.name, from: x.shape, to: x.shape + [1], output: x4)
+        n.inputs[0] = x4
+        if node.opType == "Conv" {
+            let w = try constant(node, 1, what: "weights")
+            guard w.rank == 3 else {
+                throw ImportError.invalid(file: file, place: "\(place(node)) weights", expected: "rank 3 (OC, C/groups, K)", actual: "\(w.shape)")
+            }
+            let w4 = fresh("\(node.inputs[1]).2d")
+            constants[w4] = ONNXConstant(shape: w.shape + [1], values: w.values)
+            n.inputs[1] = w4
+        }
+        for key in ["kernel_shape", "strides", "dilations"] {
+            if var a = n.attributes[key], a.ints.count == 1 { a.ints.append(1); n.attributes[key] = a }
+        }
+        if var a = n.attributes["pads"], a.ints.count == 2 {
+            a.ints = [a.ints[0], 0, a.ints[1], 0]
+            n.attributes["pads"] = a
+        }
+        let out4 = fresh("\(out).2d")
+        n.outputs = [out4]
+        try convert(&self, n)
+        guard let s4 = shapes[out4] else { return }
+        try emitReshape("\(node.name).to1d", input: out4, from: s4, to: Array(s4.dropLast()), output: out)
+    }
+}

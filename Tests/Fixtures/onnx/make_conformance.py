@@ -1,0 +1,153 @@
+"""Materialises the ONNX backend test cases for the ops mltool claims (run from the repository root):
+
+    python3 Tests/Fixtures/onnx/make_conformance.py [--out .build/onnx-conformance]
+
+Sources: `onnx.backend.test.loader.load_model_tests(kind="node")` (generated in memory by pip `onnx`) plus the
+on-disk `simple/`, `pytorch-converted/` and `pytorch-operator/` cases in the wheel. A case is kept when every op of
+its graph is claimed (expanded function bodies are left out) and its outputs are float32.
+
+mltool imports networks, so inputs that are parameters are made initializers with the case's own values: every
+non-float input, and the weight-like inputs of Conv (W, B), Gemm (B, C), MatMul (B), BatchNormalization, Clip
+(min, max), Reshape, Squeeze/Unsqueeze (axes) and Pad. Remaining inputs and expected outputs are raw little-endian
+float32 files, listed in manifest.json with the op name and the tolerance (rtol 1e-3, atol 1e-5).
+Models of cases whose ops are not claimed go to unclaimed/ (listed in unclaimed.json): importing them must fail
+with the clean "unsupported" error.
+"""
+import argparse
+import json
+import os
+import re
+import shutil
+import warnings
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
+CLAIMED = set("""Conv Gemm MatMul BatchNormalization Relu Clip LeakyRelu Sigmoid HardSigmoid HardSwish Tanh Softmax
+Add Sub Mul Div MaxPool AveragePool GlobalAveragePool GlobalMaxPool Concat Reshape Flatten Transpose Squeeze Unsqueeze
+Pad Identity Dropout Constant Shape Gather Cast Slice""".split())
+# op → input positions that are parameters (made initializers).
+PARAMETER_INPUTS = {
+    "Conv": {1, 2}, "Gemm": {1, 2}, "MatMul": {1}, "BatchNormalization": {1, 2, 3, 4}, "Clip": {1, 2},
+    "Reshape": {1}, "Squeeze": {1}, "Unsqueeze": {1}, "Pad": {1, 2, 3},
+}
+DISK_SUITES = ["simple", "pytorch-converted", "pytorch-operator"]
+
+
+def tensor_from_pb(path):
+    t = onnx.TensorProto()
+    with open(path, "rb") as f:
+        t.ParseFromString(f.read())
+    return numpy_helper.to_array(t)
+
+
+def disk_cases(root):
+    for suite in DISK_SUITES:
+        d = os.path.join(root, suite)
+        if not os.path.isdir(d):
+            continue
+        for name in sorted(os.listdir(d)):
+            case_dir = os.path.join(d, name)
+            model_path = os.path.join(case_dir, "model.onnx")
+            data_dir = os.path.join(case_dir, "test_data_set_0")
+            if not (os.path.exists(model_path) and os.path.isdir(data_dir)):
+                continue
+            model = onnx.load(model_path)
+            files = sorted(os.listdir(data_dir))
+            inputs = [tensor_from_pb(os.path.join(data_dir, f)) for f in files if f.startswith("input_")]
+            outputs = [tensor_from_pb(os.path.join(data_dir, f)) for f in files if f.startswith("output_")]
+            yield f"{suite}/{name}", model, inputs, outputs
+
+
+def node_cases():
+    from onnx.backend.test.loader import load_model_tests
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cases = load_model_tests(kind="node")
+    for c in cases:
+        if c.model is None or not c.data_sets:
+            continue
+        inputs, outputs = c.data_sets[0]
+        yield f"node/{c.name}", c.model, list(inputs), list(outputs)
+
+
+def convert(name, model, inputs, outputs):
+    """The case as (model with parameters as initializers, float inputs, outputs) or a reason to skip it."""
+    g = model.graph
+    ops = {n.op_type for n in g.node}
+    if name.endswith("_expanded") or "_expanded_" in name:
+        return None, "expanded function body"
+    if not ops <= CLAIMED:
+        return None, "ops " + ",".join(sorted(ops - CLAIMED))
+    if any(np.asarray(o).dtype != np.float32 for o in outputs):
+        return None, "non-float outputs"
+    init_names = {i.name for i in g.initializer}
+    graph_inputs = [i for i in g.input if i.name not in init_names]
+    if len(graph_inputs) != len(inputs):
+        return None, "input count mismatch"
+    params = set()
+    for n in g.node:
+        for k in PARAMETER_INPUTS.get(n.op_type, ()):
+            if k < len(n.input) and n.input[k]:
+                params.add(n.input[k])
+    keep, feeds = [], []
+    for vi, value in zip(graph_inputs, inputs):
+        value = np.asarray(value)
+        if vi.name in params or value.dtype != np.float32:
+            g.initializer.append(numpy_helper.from_array(value, vi.name))
+        else:
+            keep.append(vi)
+            feeds.append((vi.name, value))
+    if not feeds:
+        return None, "no float input left"
+    del g.input[:]
+    g.input.extend(keep)
+    return (model, feeds), None
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    # ~15 MB: too big to commit, so by default it goes under .build/ (ignored), where the Swift test looks.
+    ap.add_argument("--out", default=os.path.join(".build", "onnx-conformance"))
+    args = ap.parse_args()
+    root = os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data")
+    if os.path.isdir(args.out):
+        shutil.rmtree(args.out)
+    os.makedirs(args.out)
+    manifest, skipped, unclaimed = [], {}, []
+    os.makedirs(os.path.join(args.out, "unclaimed"))
+    for name, model, inputs, outputs in list(node_cases()) + list(disk_cases(root)):
+        converted, reason = convert(name, model, inputs, outputs)
+        if converted is None:
+            skipped[reason] = skipped.get(reason, 0) + 1
+            if reason.startswith("ops ") and "_expanded" not in name:
+                # Only the model: importing it must fail with the clean "unsupported" error.
+                base = re.sub(r"[^A-Za-z0-9_.-]", "_", name)
+                onnx.save(model, os.path.join(args.out, "unclaimed", base + ".onnx"))
+                unclaimed.append({"name": name, "model": "unclaimed/" + base + ".onnx", "ops": reason[4:]})
+            continue
+        model, feeds = converted
+        base = re.sub(r"[^A-Za-z0-9_.-]", "_", name)
+        onnx.save(model, os.path.join(args.out, base + ".onnx"))
+        entry = {"name": name, "op": ",".join(sorted({n.op_type for n in model.graph.node})), "model": base + ".onnx",
+                 "inputs": [], "outputs": [], "rtol": 1e-3, "atol": 1e-5}
+        for k, (n, v) in enumerate(feeds):
+            f = f"{base}.in{k}.f32"
+            v.astype("<f4").tofile(os.path.join(args.out, f))
+            entry["inputs"].append({"name": n, "shape": list(v.shape), "file": f})
+        for k, (vi, v) in enumerate(zip(model.graph.output, outputs)):
+            f = f"{base}.out{k}.f32"
+            np.asarray(v).astype("<f4").tofile(os.path.join(args.out, f))
+            entry["outputs"].append({"name": vi.name, "shape": list(np.asarray(v).shape), "file": f})
+        manifest.append(entry)
+    with open(os.path.join(args.out, "manifest.json"), "w") as f:
+        json.dump(manifest, f, indent=1)
+    with open(os.path.join(args.out, "unclaimed.json"), "w") as f:
+        json.dump(unclaimed, f, indent=1)
+    print(f"wrote {len(manifest)} cases and {len(unclaimed)} unclaimed-op models to {args.out}; "
+          f"skipped {sum(skipped.values())}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,120 @@
+import Foundation
+import MLToolCore
+import MLToolEngine
+import Testing
+@testable import MLToolImport
+
+/// The ONNX backend test cases for the claimed ops (materialised by Tests/Fixtures/onnx/make_conformance.py into
+/// .build/onnx-conformance, or $MLTOOL_ONNX_CONFORMANCE), through import + engine at rtol 1e-3 / atol 1e-5.
+/// Prints a per-op table. A case may be refused with a clean ImportError/EngineError (an unsupported variant such as
+/// a 1-D or 3-D convolution); it must never import and then compute different numbers.
+@Suite struct ONNXConformanceTests {
+    static let directory: String = ProcessInfo.processInfo.environment["MLTOOL_ONNX_CONFORMANCE"]
+        ?? URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent(".build/onnx-conformance").path
+    static let available: Bool = {
+        let ok = FileManager.default.fileExists(atPath: directory + "/manifest.json")
+        if !ok { print("ONNXConformanceTests: SKIPPED: no \(directory)/manifest.json (run python3 Tests/Fixtures/onnx/make_conformance.py)") }
+        return ok
+    }()
+
+    struct Case: Decodable {
+        let name: String; let op: String; let model: String
+        let inputs: [ONNXFixtures.TensorFile]; let outputs: [ONNXFixtures.TensorFile]
+        let rtol: Float; let atol: Float
+    }
+
+    enum Outcome: String { case pass, refusedImport = "import refused", refusedEngine = "engine refused", mismatch }
+
+    static func load(_ t: ONNXFixtures.TensorFile) throws -> Tensor {
+        let data = try Data(contentsOf: URL(fileURLWithPath: directory + "/" + t.file))
+        let floats = data.withUnsafeBytes { raw in
+            (0..<(raw.count / 4)).map { Float(bitPattern: UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: $0 * 4, as: UInt32.self))) }
+        }
+        return Tensor(shape: t.shape, data: floats)
+    }
+
+    static func run(_ c: Case) -> (Outcome, String) {
+        let model: Model
+        do {
+            model = try ONNXImporter.importModel(path: directory + "/" + c.model, options: ImportOptions())
+        } catch let e as ImportError {
+            return (.refusedImport, e.description)
+        } catch {
+            return (.mismatch, "import threw a non-ImportError: \(error)")
+        }
+        do {
+            let engine = try Engine(model: model, threads: 1)
+            var feeds: [String: Tensor] = [:]
+            for i in c.inputs { feeds[i.name] = ONNXFixtures.toNHWC(try load(i)) }
+            let got = try engine.run(feeds, outputs: c.outputs.map(\.name))
+            for o in c.outputs {
+                let expected = try load(o)
+                guard let g = got[o.name] else { return (.mismatch, "no output \(o.name)") }
+                let actual = ONNXFixtures.toNCHW(g)
+                let worst = ONNXFixtures.closeness(actual, expected, rtol: c.rtol, atol: c.atol)
+                if !(worst <= 1) {
+                    return (.mismatch, "output \(o.name): shape \(actual.shape) vs \(expected.shape), worst \(worst)")
+                }
+            }
+            return (.pass, "")
+        } catch let e as MLToolError {
+            return (.refusedEngine, e.description)
+        } catch {
+            return (.refusedEngine, "\(error)")
+        }
+    }
+
+    @Test(.enabled(if: available, "needs .build/onnx-conformance (make_conformance.py)"))
+    func backendCases() throws {
+        let data = try Data(contentsOf: URL(fileURLWithPath: Self.directory + "/manifest.json"))
+        let cases = try JSONDecoder().decode([Case].self, from: data)
+        var table: [String: [Outcome: Int]] = [:]
+        var notes: [String] = []
+        for c in cases {
+            let (outcome, why) = Self.run(c)
+            table[c.op, default: [:]][outcome, default: 0] += 1
+            if outcome != .pass { notes.append("  \(outcome.rawValue): \(c.name): \(why.split(separator: "\n").first ?? "")") }
+        }
+        var lines = ["ONNX backend cases (rtol 1e-3, atol 1e-5): op | cases | pass | import refused | engine refused | mismatch"]
+        for (op, counts) in table.sorted(by: { $0.key < $1.key }) {
+            let n = counts.values.reduce(0, +)
+            lines.append(String(format: "  %-34@ %4d %5d %5d %5d %5d", op as NSString, n, counts[.pass] ?? 0,
+                                counts[.refusedImport] ?? 0, counts[.refusedEngine] ?? 0, counts[.mismatch] ?? 0))
+        }
+        let total = table.values.reduce(into: [Outcome: Int]()) { acc, c in for (k, v) in c { acc[k, default: 0] += v } }
+        lines.append("  total \(cases.count): pass \(total[.pass] ?? 0), import refused \(total[.refusedImport] ?? 0), engine refused \(total[.refusedEngine] ?? 0), mismatch \(total[.mismatch] ?? 0)")
+        print((lines + notes).joined(separator: "\n"))
+        let mismatches = notes.filter { $0.hasPrefix("  mismatch") }
+        #expect(mismatches.isEmpty, "\(mismatches.count) cases imported but computed different values:\n\(mismatches.joined(separator: "\n"))")
+    }
+
+    struct Unclaimed: Decodable { let name: String; let model: String; let ops: String }
+
+    /// Cases for ops we do not claim: the import fails with an ImportError (the "unsupported" one listing the ops,
+    /// or a clean refusal of the file such as an opset we do not implement), never a crash or another error.
+    @Test(.enabled(if: available, "needs .build/onnx-conformance (make_conformance.py)"))
+    func unclaimedOpsAreRefusedCleanly() throws {
+        let data = try Data(contentsOf: URL(fileURLWithPath: Self.directory + "/unclaimed.json"))
+        let cases = try JSONDecoder().decode([Unclaimed].self, from: data)
+        var unsupported = 0, otherRefusals: [String: Int] = [:], bad: [String] = []
+        for c in cases {
+            do {
+                _ = try ONNXImporter.importModel(path: Self.directory + "/" + c.model, options: ImportOptions())
+                bad.append("\(c.name): imported (\(c.ops))")
+            } catch let ImportError.unsupported(_, ops) {
+                unsupported += 1
+                let listed = Set(ops.map { $0.op.split(separator: ".").last.map(String.init) ?? $0.op })
+                let expected = Set(c.ops.split(separator: ",").map(String.init))
+                if !expected.isSubset(of: listed) { bad.append("\(c.name): listed \(listed), expected \(expected)") }
+            } catch let e as ImportError {
+                let kind = "\(e)".split(separator: ":").dropFirst().first.map(String.init) ?? "?"
+                otherRefusals[kind, default: 0] += 1
+            } catch {
+                bad.append("\(c.name): \(type(of: error)): \(error)")
+            }
+        }
+        print("unclaimed-op cases: \(cases.count); unsupported error: \(unsupported); other clean refusals: \(otherRefusals)")
+        #expect(bad.isEmpty, "\(bad.joined(separator: "\n"))")
+    }
+}
