@@ -33,6 +33,7 @@ let package = Package(
         .executableTarget(name: "mltool", dependencies: ["MLToolCLI"]),
 
         .testTarget(name: "MLToolCoreTests", dependencies: ["MLToolCore"]),
+        .testTarget(name: "MLToolCLITests", dependencies: ["MLToolCore", "MLToolFormat", "MLToolEngine"]),
         .testTarget(name: "MLToolEvalTests", dependencies: ["MLToolEval"]),
         .testTarget(name: "MLToolQuantTests", dependencies: ["MLToolQuant"]),
         .testTarget(name: "MLToolFormatTests", dependencies: ["MLToolFormat", "MLToolCore"], exclude: ["reference_reader.py"]),

@@ -55,13 +55,19 @@ extension StoredTensor {
                 throw CoreError.invalidValue(file: "", offset: nil, what: "tensor '\(name)' look-up table",
                                              expected: "\(max(groups, 1) * entries) values", actual: "\(quant?.lut?.count ?? 0)")
             }
+            let scales = quant?.scales
+            if let s = scales, s.count != channels {
+                throw CoreError.invalidValue(file: "", offset: nil, what: "tensor '\(name)' scales",
+                                             expected: "\(channels) values", actual: "\(s.count)")
+            }
             var out = [Float](repeating: 0, count: n)
             var i = 0
             for _ in 0..<outer {
                 for c in 0..<channels {
                     let base = (c / groupSize) &* entries
+                    let scale = scales?[c] ?? 1
                     for _ in 0..<inner {
-                        out[i] = lut[base &+ PackedBits.get(raw, index: i, bits: bits)]
+                        out[i] = scale * lut[base &+ PackedBits.get(raw, index: i, bits: bits)]
                         i &+= 1
                     }
                 }

@@ -34,7 +34,8 @@ public final class TensorBytes: @unchecked Sendable {
 
 /// Parameters of a quantized tensor. Linear int8: real = scales[c] * (q - zeroPoints[c]) where c is the index along
 /// `axis` (or 0 when `axis` is nil). Palette: index i of group g maps to lut[g * 2^bits + i]; groups are runs of
-/// `groupSize` consecutive slices along `axis` (one group for the whole tensor when `axis` is nil).
+/// `groupSize` consecutive slices along `axis` (one group for the whole tensor when `axis` is nil); optional `scales`
+/// (one per slice along `axis`) multiply the table value: real = scales[c] * lut[…].
 public struct QuantParams: Codable, Equatable, Sendable {
     public var axis: Int?
     public var scales: [Float]?

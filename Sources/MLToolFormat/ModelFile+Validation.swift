@@ -90,7 +90,12 @@ extension ModelFile {
             }
             return
         }
-        if q.scales != nil { throw bad("scales", "absent for \(dtype.name)", "present") }
+        if let scales = q.scales {
+            // Palette with per-channel scales: value = scales[c] × lut[…]; needs an axis, one scale per slice.
+            guard q.axis != nil else { throw bad("scales", "absent when there is no axis", "present") }
+            guard scales.count == channels else { throw bad("scales", "\(channels) values", "\(scales.count)") }
+            if let i = scales.firstIndex(where: { !$0.isFinite }) { throw bad("scales[\(i)]", "finite", "\(scales[i])") }
+        }
         if q.zeroPoints != nil { throw bad("zeroPoints", "absent for \(dtype.name)", "present") }
         var groups = 1
         if q.axis != nil {

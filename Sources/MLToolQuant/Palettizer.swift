@@ -3,10 +3,25 @@ import MLToolCore
 /// k-means palettization: each group of output channels (or the whole tensor) gets a look-up table of 2^bits
 /// floats, and every weight is stored as the packed index of its nearest entry (Core's `PackedBits` layout).
 public enum Palettizer {
-    public static func palettize(_ t: StoredTensor, values w: [Float], bits: Int, axis: Int?, groupSize: Int?,
-                                 seed: UInt64) throws -> StoredTensor {
+    /// With `channelAxis`, every slice along it is first divided by its largest magnitude (kept as a per-channel
+    /// scale), so one table of normalised values serves channels whose ranges differ by orders of magnitude.
+    public static func palettize(_ t: StoredTensor, values original: [Float], bits: Int, axis requestedAxis: Int?,
+                                 groupSize: Int?, seed: UInt64, channelAxis: Int? = nil) throws -> StoredTensor {
+        var w = original
+        var scales: [Float]?
+        let axis = requestedAxis ?? channelAxis
+        if let ca = channelAxis {
+            let (o, ch, inn) = LinearQuantizer.split(t.shape, ca)
+            var s = [Float](repeating: 0, count: ch)
+            var i = 0
+            for _ in 0..<o { for c in 0..<ch { for _ in 0..<inn { s[c] = max(s[c], abs(w[i])); i += 1 } } }
+            s = s.map { $0 > 0 ? $0 : 1 }
+            i = 0
+            for _ in 0..<o { for c in 0..<ch { for _ in 0..<inn { w[i] /= s[c]; i += 1 } } }
+            scales = s
+        }
         let (outer, channels, inner) = LinearQuantizer.split(t.shape, axis)
-        let g = axis == nil ? max(channels, 1) : max(1, groupSize ?? 1)
+        let g = requestedAxis == nil ? max(channels, 1) : max(1, groupSize ?? 1)
         let groups = (channels + g - 1) / g
         let k = 1 << bits
         var lut = [Float](repeating: 0, count: groups * k)
@@ -29,7 +44,7 @@ public enum Palettizer {
             throw QuantError.invalidOptions("palette bits must be 1, 2, 4, 6 or 8 (got \(bits))")
         }
         return StoredTensor(name: t.name, dtype: dtype, shape: t.shape,
-                            quant: QuantParams(axis: axis, groupSize: axis == nil ? nil : g, lut: lut),
+                            quant: QuantParams(axis: axis, scales: scales, groupSize: axis == nil ? nil : g, lut: lut),
                             bytes: TensorBytes(copying: PackedBits.pack(indices, bits: bits)))
     }
 }

@@ -7,7 +7,7 @@ public struct QuantizeOptions: Sendable {
     public var mode: Mode
     /// 8 for linear; 1, 2, 4, 6 or 8 for palette; 16 for fp16.
     public var bits: Int
-    /// Linear: one scale per output channel (default) or one per tensor.
+    /// One scale per tensor instead of per output channel (linear), or plain palettes without per-channel scales.
     public var perTensor: Bool
     /// Linear: a zero point per channel (min/max) instead of symmetric (max |w|).
     public var asymmetric: Bool
@@ -130,7 +130,8 @@ public enum Quantizer {
                                             asymmetric: options.asymmetric)
         case .palette:
             return try Palettizer.palettize(t, values: w, bits: bits, axis: options.groupSize == nil ? nil : axis,
-                                            groupSize: options.groupSize, seed: options.seed)
+                                            groupSize: options.groupSize, seed: options.seed,
+                                            channelAxis: options.perTensor ? nil : axis)
         }
     }
 

@@ -1,0 +1,121 @@
+import Foundation
+import Testing
+import MLToolCore
+import MLToolEngine
+import MLToolFormat
+
+@Suite(.enabled(if: Tool.available, "needs MLTOOL_BIN (make test sets it)"))
+struct CLIBasicsTests {
+    @Test func helpListsEveryCommandAndVersionPrints() throws {
+        let help = try Tool.run(["--help"])
+        #expect(help.status == 0)
+        for c in ["import", "train", "eval", "quantize", "info", "predict", "run", "bench"] {
+            #expect(help.stdout.contains("\n  \(c) "), "help lists \(c)")
+        }
+        let v = try Tool.run(["--version"])
+        #expect(v.status == 0 && v.stdout.hasPrefix("mltool "))
+        let h = try Tool.run(["help", "predict"])
+        #expect(h.status == 0 && h.stdout.contains("USAGE: mltool predict MODEL INPUT..."))
+        let h2 = try Tool.run(["predict", "--help"])
+        #expect(h2.stdout == h.stdout)
+    }
+
+    @Test func usageErrorsExit64WithTheCommandsUsage() throws {
+        let r = try Tool.run(["predict", "--top", "x", "m.bin", "a.png"])
+        #expect(r.status == 64)
+        #expect(r.stderr.contains("mltool: error: --top: 'x' is not an integer"))
+        #expect(r.stderr.contains("USAGE: mltool predict"))
+        let u = try Tool.run(["frobnicate"])
+        #expect(u.status == 64 && u.stderr.contains("unknown command 'frobnicate'"))
+        let o = try Tool.run(["info", "--bogus", "x"])
+        #expect(o.status == 64 && o.stderr.contains("unknown option '--bogus'"))
+    }
+
+    @Test func missingAndBadInputsExit66And65() throws {
+        let dir = try TempDir(); defer { dir.cleanup() }
+        let missing = try Tool.run(["info", dir.file("nope.bin")])
+        #expect(missing.status == 66 && missing.stderr.contains("nope.bin"))
+        try Data("hello, not a model\n".utf8).write(to: URL(fileURLWithPath: dir.file("text.bin")))
+        let bad = try Tool.run(["info", dir.file("text.bin")])
+        #expect(bad.status == 65)
+        #expect(bad.stderr.contains("text.bin: not a model"))
+    }
+}
+
+@Suite(.enabled(if: Tool.available, "needs MLTOOL_BIN (make test sets it)"))
+struct CLIModelTests {
+    @Test func infoPredictBenchRunOnAModelBuiltHere() throws {
+        let dir = try TempDir(); defer { dir.cleanup() }
+        let model = Make.tinyClassifier()
+        try ModelFile.write(model, to: dir.file("m.bin"))
+        try Data(Make.png(width: 16, height: 16, rgb: (220, 20, 20), noiseSeed: 1)).write(to: URL(fileURLWithPath: dir.file("red.png")))
+
+        let info = try Tool.run(["info", dir.file("m.bin")])
+        #expect(info.status == 0)
+        #expect(info.stdout.contains("task          imageClassifier"))
+        #expect(info.stdout.contains("input         input [-1, 8, 8, 3]"))
+        #expect(info.stdout.contains("labels        2: blue, red"))
+        #expect(info.stdout.contains("parameters    20 in 2 tensors"))
+        let infoJSON = try Tool.run(["info", dir.file("m.bin"), "--json"])
+        let obj = try #require(try JSONSerialization.jsonObject(with: Data(infoJSON.stdout.utf8)) as? [String: Any])
+        #expect(obj["task"] as? String == "imageClassifier")
+        #expect(obj["parameters"] as? Int == 20)
+
+        let predict = try Tool.run(["predict", dir.file("m.bin"), dir.file("red.png"), "--json", "--top", "2"])
+        #expect(predict.status == 0, "\(predict.stderr)")
+        let line = try #require(try JSONSerialization.jsonObject(with: Data(predict.stdout.utf8)) as? [String: Any])
+        let top = try #require(line["top"] as? [[String: Any]])
+        #expect(line["file"] as? String == dir.file("red.png"))
+        #expect(top.count == 2 && top[0]["label"] as? String == "red" && top[0]["index"] as? Int == 1)
+        let p = top.compactMap { $0["probability"] as? Double }
+        #expect(abs(p.reduce(0, +) - 1) < 1e-5 && p[0] > p[1])
+
+        let bench = try Tool.run(["bench", dir.file("m.bin"), "--batch", "4", "--seconds", "0.2", "--json"])
+        #expect(bench.status == 0)
+        let b = try #require(try JSONSerialization.jsonObject(with: Data(bench.stdout.utf8)) as? [String: Any])
+        #expect((b["images_per_second"] as? Double ?? 0) > 0)
+        #expect(b["batch"] as? Int == 4)
+    }
+
+    @Test func runWritesTheNamedTensorAsNpy() throws {
+        let dir = try TempDir(); defer { dir.cleanup() }
+        let model = Make.tinyClassifier()
+        try ModelFile.write(model, to: dir.file("m.bin"))
+        var rng = SplitMix64(seed: 3)
+        let x = Tensor(shape: [2, 8, 8, 3], data: (0..<384).map { _ in rng.nextUnit() })
+        try Data(NPYWriter.encode(x)).write(to: URL(fileURLWithPath: dir.file("x.npy")))
+        let r = try Tool.run(["run", dir.file("m.bin"), "--input", dir.file("x.npy"), "--output", "features", "-o", dir.file("y.npy")])
+        #expect(r.status == 0, "\(r.stderr)")
+        let y = try NPYWriter.decode(try Data(contentsOf: URL(fileURLWithPath: dir.file("y.npy"))))
+        let expected = try Engine(model: model, mode: .reference).run(["input": x], outputs: ["features"])["features"]!
+        #expect(y.shape == [2, 4])
+        for (a, b) in zip(y.data, expected.data) { #expect(abs(a - b) <= 1e-5) }
+        // Never over an input.
+        let clash = try Tool.run(["run", dir.file("m.bin"), "--input", dir.file("x.npy"), "-o", dir.file("x.npy")])
+        #expect(clash.status == 73)
+    }
+}
+
+/// Minimal .npy float32 encode/decode for the tests (independent of the CLI's own reader).
+enum NPYWriter {
+    static func encode(_ t: Tensor) -> [UInt8] {
+        var header = "{'descr': '<f4', 'fortran_order': False, 'shape': (\(t.shape.map(String.init).joined(separator: ", "))), }"
+        while (10 + header.utf8.count + 1) % 64 != 0 { header += " " }
+        header += "\n"
+        var out: [UInt8] = [0x93] + Array("NUMPY".utf8) + [1, 0, UInt8(header.utf8.count & 0xff), UInt8(header.utf8.count >> 8)]
+        out += Array(header.utf8)
+        t.data.withUnsafeBytes { out += $0 }
+        return out
+    }
+
+    static func decode(_ d: Data) throws -> Tensor {
+        let b = [UInt8](d)
+        let n = Int(b[8]) | Int(b[9]) << 8
+        let header = String(decoding: b[10..<(10 + n)], as: UTF8.self)
+        let shapeText = header[header.range(of: "(")!.upperBound..<header.range(of: ")")!.lowerBound]
+        let shape = shapeText.split(separator: ",").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) }
+        let payload = Array(b[(10 + n)...])
+        let floats = payload.withUnsafeBytes { Array($0.bindMemory(to: Float.self)) }
+        return Tensor(shape: shape, data: floats)
+    }
+}

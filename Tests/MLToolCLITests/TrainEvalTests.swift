@@ -1,0 +1,73 @@
+import Foundation
+import Testing
+import MLToolCore
+import MLToolFormat
+
+/// `mltool train` → `eval` → `quantize` → `eval`, exactly as typed by a user, on a small data set made here.
+@Suite(.enabled(if: Tool.available, "needs MLTOOL_BIN (make test sets it)"))
+struct TrainEvalTests {
+    @Test func trainEvalQuantizeAsTyped() throws {
+        let dir = try TempDir(); defer { dir.cleanup() }
+        try Make.colourFolders(in: dir.file("images"), perClass: 10)
+        try ModelFile.write(Make.tinyClassifier(), to: dir.file("tiny.bin"))
+        let env = ["MLTOOL_CACHE": dir.file("cache"), "MLTOOL_EXTRACTOR": dir.file("tiny.bin")]
+
+        let train = try Tool.run(["train", "images/"], in: dir.path, env: env)
+        #expect(train.status == 0, "\(train.stderr)")
+        #expect(train.stdout.contains("trained 2 classes"))
+        #expect(train.stdout.contains("wrote      model.bin"))
+        #expect(FileManager.default.fileExists(atPath: dir.file("model.bin")))
+        let model = try ModelFile.read(path: dir.file("model.bin"))
+        #expect(model.metadata.labels == ["blue", "red"])
+        #expect(model.metadata.split?.holdout.count == 4)   // 20% of 10 per class, stratified
+        #expect((model.metadata.metrics["holdout.accuracy"] ?? 0) == 1)
+
+        // Warm cache: the second run extracts nothing and writes a byte-identical model.
+        let again = try Tool.run(["train", "images/", "-o", "again.bin"], in: dir.path, env: env)
+        #expect(again.stdout.contains("(0 extracted)"))
+        #expect(try Data(contentsOf: URL(fileURLWithPath: dir.file("model.bin")))
+                == Data(contentsOf: URL(fileURLWithPath: dir.file("again.bin"))))
+
+        let eval = try Tool.run(["eval"], in: dir.path, env: env)
+        #expect(eval.status == 0, "\(eval.stderr)")
+        #expect(eval.stdout.contains("model.bin on recorded holdout: 4 items"))
+        #expect(eval.stdout.contains("accuracy      1.0000"))
+
+        let q = try Tool.run(["quantize", "model.bin", "--bits", "8", "--min-elements", "1"], in: dir.path, env: env)
+        #expect(q.status == 0, "\(q.stderr)")
+        #expect(q.stdout.contains("model.bin → model.int8.bin (linear, 8 bits)"))
+        #expect(q.stdout.contains("accuracy on 4 items: float 1.0000, quantized 1.0000"))
+        let e8 = try Tool.run(["eval", "model.int8.bin"], in: dir.path, env: env)
+        #expect(e8.status == 0 && e8.stdout.contains("accuracy      1.0000"))
+        let q8 = try ModelFile.read(path: dir.file("model.int8.bin"))
+        #expect(q8.tensor(named: "head.weights")?.dtype == .int8)
+
+        // A holdout file moved away is named, and nothing is silently evaluated without it.
+        let holdout = try #require(model.metadata.split?.holdout.first)
+        let moved = dir.file("images/" + holdout.path)
+        try FileManager.default.moveItem(atPath: moved, toPath: dir.file("moved.png"))
+        let gone = try Tool.run(["eval"], in: dir.path, env: env)
+        #expect(gone.status == 66)
+        #expect(gone.stderr.contains("missing: \(moved)"))
+    }
+
+    @Test func preflightNamesTheProblemClass() throws {
+        let dir = try TempDir(); defer { dir.cleanup() }
+        try Make.colourFolders(in: dir.file("images"), perClass: 3)
+        try FileManager.default.createDirectory(atPath: dir.file("images/green"), withIntermediateDirectories: true)
+        try ModelFile.write(Make.tinyClassifier(), to: dir.file("tiny.bin"))
+        let r = try Tool.run(["train", "images", "--extractor", "tiny.bin"], in: dir.path,
+                             env: ["MLTOOL_CACHE": dir.file("cache")])
+        #expect(r.status == 65)
+        #expect(r.stderr.contains("green (0 images)"))
+        #expect(!FileManager.default.fileExists(atPath: dir.file("model.bin")))
+    }
+
+    @Test func missingExtractorSaysHowToGetIt() throws {
+        let dir = try TempDir(); defer { dir.cleanup() }
+        try Make.colourFolders(in: dir.file("images"), perClass: 3)
+        let r = try Tool.run(["train", "images", "--extractor", "nope.bin"], in: dir.path)
+        #expect(r.status == 66)
+        #expect(r.stderr.contains("nope.bin: no such extractor model"))
+    }
+}
