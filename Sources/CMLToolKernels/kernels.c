@@ -364,14 +364,17 @@ MLK_AVX512 static inline void store16(float *yr, __m512 v, __m512 b, int64_t nv,
     for (int64_t j = 0; j < nv; j++) yr[j] = act_scalar(yr[j], act, p0, p1);
 }
 
-// 8 rows × 32 columns (two 16-column panels) per micro-tile, 16 accumulators; 8 × 16 for a last odd panel. A is
-// read in place through 8 row pointers (packing it costs as much as the FMAs when N is small); rows past the end
-// repeat row 0, are computed and never stored.
-#define MLK_R(i) __m512 c##i##0 = _mm512_setzero_ps(), c##i##1 = _mm512_setzero_ps();
+// 8 rows × 48 columns (three 16-column panels) per micro-tile, 24 accumulators; 8 × 32 or 8 × 16 for the last
+// panels. A is read in place through 8 row pointers (packing it costs as much as the FMAs when N is small); rows
+// past the end repeat row 0, are computed and never stored.
+#define MLK_R(i) __m512 c##i##0 = _mm512_setzero_ps(), c##i##1 = _mm512_setzero_ps(), c##i##2 = _mm512_setzero_ps();
+#define MLK_F3(i) { __m512 v = _mm512_set1_ps(r##i[k]); c##i##0 = _mm512_fmadd_ps(v, w0, c##i##0); \
+                    c##i##1 = _mm512_fmadd_ps(v, w1, c##i##1); c##i##2 = _mm512_fmadd_ps(v, w2, c##i##2); }
 #define MLK_F2(i) { __m512 v = _mm512_set1_ps(r##i[k]); c##i##0 = _mm512_fmadd_ps(v, w0, c##i##0); c##i##1 = _mm512_fmadd_ps(v, w1, c##i##1); }
 #define MLK_F1(i) { c##i##0 = _mm512_fmadd_ps(_mm512_set1_ps(r##i[k]), w0, c##i##0); }
-#define MLK_S(i) if (i < rows) { float *yr = y + (m + i) * ldy + n0; store16(yr, c##i##0, b0, nv0, act, p0, p1, lo, hi); \
-                                 if (two) store16(yr + 16, c##i##1, b1, nv1, act, p0, p1, lo, hi); }
+#define MLK_S(i) if (i < rows) { float *yr = y + (m + i) * ldy + n0; store16(yr, c##i##0, b0, nv[0], act, p0, p1, lo, hi); \
+                                 if (np > 1) store16(yr + 16, c##i##1, b1, nv[1], act, p0, p1, lo, hi); \
+                                 if (np > 2) store16(yr + 32, c##i##2, b2, nv[2], act, p0, p1, lo, hi); }
 #define MLK_P(i) const float *r##i = a + (m + (i < rows ? i : 0)) * lda;
 #define MLK_ALL(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
 
@@ -385,18 +388,28 @@ MLK_AVX512 static void gemm_avx512(const float *a, int64_t lda, const float *pac
     mc -= mc % 8;
     for (int64_t mb = m0; mb < m1; mb += mc) {
         int64_t me = mb + mc < m1 ? mb + mc : m1;
-        for (int64_t p = 0; p < panels; p += 2) {
-            int two = p + 1 < panels;
-            const float *bp0 = packed + p * K * 16, *bp1 = bp0 + K * 16;
-            int64_t n0 = p * 16;
-            int64_t nv0 = N - n0 < 16 ? N - n0 : 16, nv1 = two ? (N - n0 - 16 < 16 ? N - n0 - 16 : 16) : 0;
-            __m512 b0 = bias ? _mm512_maskz_loadu_ps((__mmask16)((1u << nv0) - 1), bias + n0) : _mm512_setzero_ps();
-            __m512 b1 = bias && two ? _mm512_maskz_loadu_ps((__mmask16)((1u << nv1) - 1), bias + n0 + 16) : _mm512_setzero_ps();
+        for (int64_t p = 0; p < panels; p += 3) {
+            int np = panels - p < 3 ? (int)(panels - p) : 3;
+            const float *bp0 = packed + p * K * 16, *bp1 = bp0 + K * 16, *bp2 = bp1 + K * 16;
+            int64_t n0 = p * 16, nv[3];
+            __m512 bb[3];
+            for (int j = 0; j < 3; j++) {
+                int64_t left = N - n0 - 16 * j;
+                nv[j] = j < np ? (left < 16 ? left : 16) : 0;
+                bb[j] = bias && j < np ? _mm512_maskz_loadu_ps((__mmask16)((1u << nv[j]) - 1), bias + n0 + 16 * j)
+                                       : _mm512_setzero_ps();
+            }
+            __m512 b0 = bb[0], b1 = bb[1], b2 = bb[2];
             for (int64_t m = mb; m < me; m += 8) {
                 int64_t rows = me - m < 8 ? me - m : 8;
                 MLK_ALL(MLK_P)
                 MLK_ALL(MLK_R)
-                if (two) {
+                if (np == 3) {
+                    for (int64_t k = 0; k < K; k++) {
+                        __m512 w0 = _mm512_load_ps(bp0 + k * 16), w1 = _mm512_load_ps(bp1 + k * 16), w2 = _mm512_load_ps(bp2 + k * 16);
+                        MLK_ALL(MLK_F3)
+                    }
+                } else if (np == 2) {
                     for (int64_t k = 0; k < K; k++) {
                         __m512 w0 = _mm512_load_ps(bp0 + k * 16), w1 = _mm512_load_ps(bp1 + k * 16);
                         MLK_ALL(MLK_F2)
