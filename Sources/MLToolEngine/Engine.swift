@@ -170,7 +170,7 @@ public final class Engine: @unchecked Sendable {
                 for (id, gi) in zip(program.inputIds, program.inputs) {
                     let n = plan.shapes[id]!.reduce(1, *)
                     inputs[gi.name]!.data.withUnsafeBufferPointer {
-                        arena.pointer(id, plan, program).update(from: $0.baseAddress! + i &* n, count: n)
+                        if let base = $0.baseAddress, n > 0 { arena.pointer(id, plan, program).update(from: base + i &* n, count: n) }
                     }
                 }
                 arena.run(plan, program, threads: intra)

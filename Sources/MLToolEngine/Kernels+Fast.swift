@@ -124,9 +124,17 @@ enum Fast {
                 nonisolated(unsafe) let a = direct ? x : UnsafePointer(scratch)
                 nonisolated(unsafe) let yb = y + b &* oh &* ow &* oc
                 let lda = direct ? c : k
-                parallel(rows, parts: parts, align: 6) { lo, hi in
-                    mlk_gemm_packed(a, Int64(lda), bp, Int64(lo), Int64(hi), Int64(oc), Int64(k), bias, yb, Int64(oc),
-                                    act.code, act.p0, act.p1)
+                if parts > 1 && rows < 64 && oc >= 96 {
+                    // Few rows (7×7 and 14×14 layers): split the output channels in 48-wide groups instead.
+                    parallel(oc, parts: parts, align: 48) { lo, hi in
+                        mlk_gemm_packed(a, Int64(lda), bp + lo &* k, 0, Int64(rows), Int64(hi - lo), Int64(k),
+                                        bias.map { $0 + lo }, yb + lo, Int64(oc), act.code, act.p0, act.p1)
+                    }
+                } else {
+                    parallel(rows, parts: parts, align: 8) { lo, hi in
+                        mlk_gemm_packed(a, Int64(lda), bp, Int64(lo), Int64(hi), Int64(oc), Int64(k), bias, yb,
+                                        Int64(oc), act.code, act.p0, act.p1)
+                    }
                 }
             }
             return
