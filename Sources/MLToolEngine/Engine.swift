@@ -163,7 +163,7 @@ public final class Engine: @unchecked Sendable {
         }
         let program = p
         let intra = workers > 1 ? 1 : threads
-        DispatchQueue.concurrentPerform(iterations: workers) { w in
+        let work: @Sendable (Int) -> Void = { w in
             let arena = arenas[w]
             var i = w
             while i < images {
@@ -181,6 +181,8 @@ public final class Engine: @unchecked Sendable {
                 i += workers
             }
         }
+        // One worker runs on this thread: inside concurrentPerform, the ops' own parallel loops would run serially.
+        if workers == 1 { work(0) } else { DispatchQueue.concurrentPerform(iterations: workers, execute: work) }
         var out: [Int: Tensor] = [:]
         for (t, r) in zip(targets, results) {
             let s = plan.shapes[t]!
