@@ -69,6 +69,9 @@ enum Fast {
             mlk_bias_act(y, 1, Int64(n), nil, s.act.code, s.act.p0, s.act.p1)
         case .add where xs[0] == xs[1]:
             mlk_add_act(x[0], x[1], y, Int64(n), s.act.code, s.act.p0, s.act.p1)
+        case .add, .sub, .mul, .div: binary(s, x[0], xs[0], x[1], xs[1], y, ys)
+        case .transpose: transpose(s, x[0], xs[0], y, ys)
+        case .pad: pad(s, x[0], xs[0], y, ys)
         case .globalAvgPool:
             let (b, hw, c) = (xs[0][0], xs[0][1] &* xs[0][2], xs[0][3])
             let inv = 1 / Float(hw)
