@@ -72,6 +72,8 @@ enum Fast {
         case .add, .sub, .mul, .div: binary(s, x[0], xs[0], x[1], xs[1], y, ys)
         case .transpose: transpose(s, x[0], xs[0], y, ys)
         case .pad: pad(s, x[0], xs[0], y, ys)
+        case .maxPool, .avgPool: pool(s, x[0], xs[0], y, ys)
+        case .batchNorm: batchNorm(s, x[0], y, count: n)
         case .globalAvgPool:
             let (b, hw, c) = (xs[0][0], xs[0][1] &* xs[0][2], xs[0][3])
             let inv = 1 / Float(hw)

@@ -101,3 +101,44 @@ extension Fast {
         }
     }
 }
+
+extension Fast {
+    // x (N,H,W,C) → y (N,OH,OW,C): whole channel rows at a time (the reference walks one channel at a time).
+    static func pool(_ s: Step, _ x: UnsafePointer<Float>, _ xs: [Int], _ y: UnsafeMutablePointer<Float>, _ ys: [Int]) {
+        let (h, w, c) = (xs[1], xs[2], xs[3])
+        let isMax = s.op == .maxPool
+        for b in 0..<ys[0] {
+            for oy in 0..<ys[1] {
+                for ox in 0..<ys[2] {
+                    let y0 = oy &* s.strides[0] &- s.pads[0], x0 = ox &* s.strides[1] &- s.pads[1]
+                    let y1 = min(y0 &+ s.kernel[0], h &+ s.pads[2]), x1 = min(x0 &+ s.kernel[1], w &+ s.pads[3])
+                    let out = y + ((b &* ys[1] &+ oy) &* ys[2] &+ ox) &* c
+                    out.initialize(repeating: isMax ? -.infinity : 0, count: c)
+                    var count = 0
+                    for iy in max(y0, 0)..<max(min(y1, h), max(y0, 0)) {
+                        for ix in max(x0, 0)..<max(min(x1, w), max(x0, 0)) {
+                            let p = x + ((b &* h &+ iy) &* w &+ ix) &* c
+                            if isMax { for ch in 0..<c { out[ch] = max(out[ch], p[ch]) } }
+                            else { for ch in 0..<c { out[ch] += p[ch] } }
+                            count &+= 1
+                        }
+                    }
+                    if !isMax {
+                        let inv = 1 / Float(s.countIncludePad ? (y1 &- y0) &* (x1 &- x0) : max(count, 1))
+                        for ch in 0..<c { out[ch] *= inv }
+                    }
+                }
+            }
+        }
+    }
+
+    /// y = x · scale + shift along the last axis (an unfolded batchNorm).
+    static func batchNorm(_ s: Step, _ x: UnsafePointer<Float>, _ y: UnsafeMutablePointer<Float>, count n: Int) {
+        let c = s.weightShape[0], scale = s.weight!.pointer, shift = s.bias!.pointer
+        var i = 0
+        while i < n {
+            for ch in 0..<c { y[i &+ ch] = x[i &+ ch] * scale[ch] + shift[ch] }
+            i &+= c
+        }
+    }
+}
