@@ -33,11 +33,11 @@ enum Fast {
     /// Runs `body` over [0, n) split into contiguous ranges (multiples of `align`) on `threads` threads. There are
     /// up to 3 ranges per thread, handed out as threads come free, so a thread the OS delays does not hold the
     /// others up. Each output element is computed by exactly one range, so results do not depend on the split.
-    static func parallel(_ n: Int, parts threads: Int, align: Int = 1, _ body: @Sendable (Int, Int) -> Void) {
+    static func parallel(_ n: Int, parts threads: Int, align: Int = 1, _ body: @escaping @Sendable (Int, Int) -> Void) {
         let parts = min(threads > 1 ? threads * 3 : 1, (n + align - 1) / align)
         if parts <= 1 { body(0, n); return }
         let chunk = ((n + parts - 1) / parts + align - 1) / align * align
-        DispatchQueue.concurrentPerform(iterations: (n + chunk - 1) / chunk) { i in
+        WorkerPool.shared(helpers: threads - 1).run((n + chunk - 1) / chunk) { i in
             let lo = i * chunk, hi = min(n, lo + chunk)
             if lo < hi { body(lo, hi) }
         }
