@@ -4,16 +4,33 @@ import Synchronization
 /// Helper threads that split one op of a single image across cores with microsecond hand-offs (GCD's
 /// concurrentPerform costs tens of microseconds per call, and a 224×224 network makes ~50 such calls per image).
 ///
-/// One job runs at a time: the caller publishes it by bumping `generation`, takes chunks itself, and returns when
-/// every helper has acknowledged the generation, so a job's closure never outlives `run`. Idle helpers spin briefly,
-/// then sleep on a condition until the next job.
+/// The caller publishes a job, takes chunks itself, and returns as soon as every chunk is done, whether or not a
+/// helper ever woke up (on a loaded machine the OS may not run one for a while): a late helper finds no chunk left.
+/// A chunk runs only if it was claimed below the job's count, so no closure runs after `run` returns. Idle helpers
+/// spin briefly, then sleep until the next job.
 final class WorkerPool: @unchecked Sendable {
+    /// One `run` call: its body and chunk counters, kept alive by whoever holds it.
+    private final class Job: @unchecked Sendable {
+        let body: @Sendable (Int) -> Void
+        let count: Int
+        let next = Atomic<Int>(0)
+        let done = Atomic<Int>(0)
+        init(_ body: @escaping @Sendable (Int) -> Void, _ count: Int) { self.body = body; self.count = count }
+
+        func work() {
+            while true {
+                let i = next.add(1, ordering: .relaxed).oldValue
+                if i >= count { return }
+                body(i)
+                done.add(1, ordering: .releasing)
+            }
+        }
+    }
+
     private let helpers: Int
     private let generation = Atomic<Int>(0)
-    private let next = Atomic<Int>(0)
-    private let pending = Atomic<Int>(0)
-    private var job: (@Sendable (Int) -> Void)?
-    private var count = 0
+    private var current: Job?
+    private let currentLock = NSLock()
     private let caller = NSLock()
     private let wake = NSCondition()
 
@@ -42,27 +59,15 @@ final class WorkerPool: @unchecked Sendable {
     func run(_ n: Int, _ body: @escaping @Sendable (Int) -> Void) {
         if helpers == 0 || n <= 1 { for i in 0..<n { body(i) }; return }
         caller.lock(); defer { caller.unlock() }
-        job = body
-        count = n
-        next.store(0, ordering: .relaxed)
-        pending.store(helpers, ordering: .relaxed)
+        let job = Job(body, n)
+        currentLock.lock(); current = job; currentLock.unlock()
         generation.add(1, ordering: .releasing)
         wake.lock(); wake.broadcast(); wake.unlock()
-        work(body, n)
-        var spins = 0
-        while pending.load(ordering: .acquiring) > 0 {
-            spins += 1
-            if spins > 2000 { sched_yield() }
-        }
-        job = nil
-    }
-
-    private func work(_ body: (Int) -> Void, _ n: Int) {
-        while true {
-            let i = next.add(1, ordering: .relaxed).oldValue
-            if i >= n { return }
-            body(i)
-        }
+        job.work()
+        // Spin, never yield: a chunk still running elsewhere ends soon, and a yield on a busy machine can cost a
+        // whole time slice.
+        while job.done.load(ordering: .acquiring) < n {}
+        currentLock.lock(); current = nil; currentLock.unlock()
     }
 
     private func helperLoop() {
@@ -72,7 +77,7 @@ final class WorkerPool: @unchecked Sendable {
             var g = generation.load(ordering: .acquiring)
             while g == seen {
                 spins += 1
-                if spins > 20_000 {
+                if spins > 100_000 {
                     wake.lock()
                     while generation.load(ordering: .acquiring) == seen { wake.wait() }
                     wake.unlock()
@@ -81,8 +86,8 @@ final class WorkerPool: @unchecked Sendable {
                 g = generation.load(ordering: .acquiring)
             }
             seen = g
-            if let body = job { work(body, count) }
-            pending.subtract(1, ordering: .releasing)
+            currentLock.lock(); let job = current; currentLock.unlock()
+            job?.work()
         }
     }
 }
