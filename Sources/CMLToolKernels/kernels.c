@@ -329,19 +329,6 @@ MLK_AVX2 static void gemm_avx2(const float *a, int64_t lda, const float *packed,
     }
 }
 
-// A per-thread buffer for packed A slivers, grown on demand and kept: a fresh large allocation per call would be
-// mmap'd and page-faulted every time. Bounded by the largest request (about 256 KB).
-static float *pack_buffer(size_t count) {
-    static _Thread_local float *buf = NULL;
-    static _Thread_local size_t cap = 0;
-    if (count > cap) {
-        free(buf);
-        buf = aligned_alloc(64, (count * sizeof(float) + 63) / 64 * 64);
-        cap = buf ? count : 0;
-    }
-    return buf;
-}
-
 // ---- AVX-512 versions (used when the CPU has AVX-512F; same results up to float rounding order) ----
 #define MLK_AVX512 __attribute__((target("avx512f,avx2,fma")))
 
