@@ -43,6 +43,10 @@ extension GraphBuilder {
 
 @Suite struct EfficientNetLiteTests {
     @Test func smallResolutionFastMatchesReference() throws {
+        try KernelLevelLock.shared.reading { try checkSmallResolution() }
+    }
+
+    func checkSmallResolution() throws {
         let model = GraphBuilder.efficientNetLite0(size: 48)
         var g = GraphBuilder(seed: 8, input: [])
         let input = g.input([2, 48, 48, 3])
@@ -60,6 +64,10 @@ extension GraphBuilder {
     }
 
     @Test func concurrentRunsOnOneEngineAgree() throws {
+        try KernelLevelLock.shared.reading { try checkConcurrentRuns() }
+    }
+
+    func checkConcurrentRuns() throws {
         let model = GraphBuilder.efficientNetLite0(size: 40)
         let engine = try Engine(model: model, threads: 2)
         var g = GraphBuilder(seed: 21, input: [])
