@@ -7,8 +7,15 @@ import MLToolCore
 /// `init` validates the graph (unknown tensors, missing attributes, shape errors all name the node), applies
 /// `GraphPasses` in fast mode, and packs the weights once. `run` is batched: when every image of a batch goes
 /// through the graph independently (the usual case), images are spread over `threads` workers, each with its own
-/// activation arena and OpenBLAS single-threaded; a single image gets a threaded OpenBLAS instead. The same inputs
-/// and thread count always give identical outputs.
+/// reused activation arena; a single image (or a graph that mixes images) instead splits each large conv across
+/// the threads. Each output element is computed the same way however work is split, so the same inputs always give
+/// identical outputs for a given thread count.
+///
+/// Kernels: 1×1 convs are one GEMM on the NHWC input, k×k convs im2col + GEMM, dense layers a GEMM, all with
+/// weights packed at init and bias + activation in the GEMM's epilogue; depthwise convs have their own kernel. All
+/// come in AVX-512, AVX2+FMA and portable C versions chosen at run time from the CPU (see CMLToolKernels). OpenBLAS
+/// serves matMul and
+/// grouped convs, single-threaded.
 public final class Engine: @unchecked Sendable {
     /// `fast`: optimized graph and kernels. `reference`: the original graph through the plain scalar kernels.
     public enum Mode: Sendable { case fast, reference }
@@ -147,7 +154,9 @@ public final class Engine: @unchecked Sendable {
         let images = split ? batch : 1
         let chunkShapes = split ? inShapes.mapValues { [1] + $0.dropFirst() } : inShapes
         let workers = min(threads, images)
-        openblas_set_num_threads(Int32(workers > 1 ? 1 : threads))
+        // OpenBLAS (matMul, grouped convs) stays single-threaded: its thread count is process-wide, and results
+        // must not depend on what another engine or trainer set it to.
+        openblas_set_num_threads(1)
 
         let key = "\(p.steps.count == program.steps.count ? "main" : "original")|\(chunkShapes.sorted { $0.key < $1.key })|\(targets)"
         let (entry, arenas) = try takeArenas(key, workers, p) {
@@ -163,14 +172,14 @@ public final class Engine: @unchecked Sendable {
         }
         let program = p
         let intra = workers > 1 ? 1 : threads
-        DispatchQueue.concurrentPerform(iterations: workers) { w in
+        let work: @Sendable (Int) -> Void = { w in
             let arena = arenas[w]
             var i = w
             while i < images {
                 for (id, gi) in zip(program.inputIds, program.inputs) {
                     let n = plan.shapes[id]!.reduce(1, *)
                     inputs[gi.name]!.data.withUnsafeBufferPointer {
-                        arena.pointer(id, plan, program).update(from: $0.baseAddress! + i &* n, count: n)
+                        if let base = $0.baseAddress, n > 0 { arena.pointer(id, plan, program).update(from: base + i &* n, count: n) }
                     }
                 }
                 arena.run(plan, program, threads: intra)
@@ -181,6 +190,8 @@ public final class Engine: @unchecked Sendable {
                 i += workers
             }
         }
+        // One worker runs on this thread: inside concurrentPerform, the ops' own parallel loops would run serially.
+        if workers == 1 { work(0) } else { DispatchQueue.concurrentPerform(iterations: workers, execute: work) }
         var out: [Int: Tensor] = [:]
         for (t, r) in zip(targets, results) {
             let s = plan.shapes[t]!
