@@ -244,7 +244,7 @@ struct ImageTraining {
         md.metrics = metrics
         md.provenance = Provenance(sources: [Provenance.Source(path: extractor.path, sha256: extractor.digest)], seed: seed,
                                    command: "mltool train " + CommandLine.arguments.dropFirst(2).joined(separator: " "))
-        let root = URL(fileURLWithPath: testSet?.source ?? dataset.source).standardized.path
+        let root = (URL(fileURLWithPath: testSet?.source ?? dataset.source).path as NSString).standardizingPath
         md.split = SplitManifest(
             root: root,
             holdout: holdout.map { SplitManifest.Item(path: Self.relative($0.item.path, to: root), label: $0.item.label, sha256: $0.sha256) },
@@ -270,7 +270,7 @@ struct ImageTraining {
 
     /// `path` relative to `root` when it lies below it, else absolute.
     static func relative(_ path: String, to root: String) -> String {
-        let abs = URL(fileURLWithPath: path).standardized.path
+        let abs = (URL(fileURLWithPath: path).path as NSString).standardizingPath
         return abs.hasPrefix(root + "/") ? String(abs.dropFirst(root.count + 1)) : abs
     }
 }

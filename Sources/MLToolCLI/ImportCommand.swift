@@ -55,7 +55,8 @@ extension CLI {
         case .coreml: throw CLIError.notSupported("\(src): importing Core ML models")
         case .unknown: throw CLIError.badInput(file: src, reason: "neither ONNX nor Keras HDF5 (recognised by content)")
         }
-        let out = args.string("--out") ?? (URL(fileURLWithPath: src).deletingPathExtension().path + ".bin")
+        let ext = (src as NSString).pathExtension
+        let out = args.string("--out") ?? (ext.isEmpty ? src : String(src.dropLast(ext.count + 1))) + ".bin"
         try ModelFile.write(model, to: out, inputs: inputs)
         print("wrote \(out): \(model.metadata.graph?.nodes.count ?? 0) nodes, \(model.parameterCount) parameters"
               + (model.metadata.labels.isEmpty ? "" : ", \(model.metadata.labels.count) labels"))

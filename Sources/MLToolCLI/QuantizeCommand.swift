@@ -57,8 +57,8 @@ extension CLI {
                                       groupSize: args.has("--group-size") ? try args.int("--group-size", default: 1) : nil,
                                       minElements: try args.int("--min-elements", default: 2048), seed: seed)
         let suffix = mode == .fp16 ? "fp16" : (mode == .linear ? "int\(bits)" : "pal\(bits)")
-        let base = URL(fileURLWithPath: path)
-        let out = args.string("--out") ?? base.deletingPathExtension().path + ".\(suffix).bin"
+        let stem = path.hasSuffix(".bin") ? String(path.dropLast(4)) : path
+        let out = args.string("--out") ?? stem + ".\(suffix).bin"
         let model = try ModelLoading.load(path)
         let quiet = args.has("--quiet")
         let started = Date()
@@ -177,7 +177,10 @@ struct QuantizeReport: Encodable {
             s += String(format: "  accuracy on %d items: float %.4f, quantized %.4f (%+.2f points); top-1 agreement %.4f; mean KL %.5f\n",
                         g.items, g.floatAccuracy, g.quantizedAccuracy, (g.quantizedAccuracy - g.floatAccuracy) * 100,
                         g.agreement, g.meanKL)
-            if !g.backedOff.isEmpty { s += "  backed off: " + g.backedOff.joined(separator: ", ") + "\n" }
+            if !g.backedOff.isEmpty {
+                s += "  backed off \(g.backedOff.count) tensors (worst SNR first): " + g.backedOff.prefix(6).joined(separator: ", ")
+                    + (g.backedOff.count > 6 ? ", …" : "") + "\n"
+            }
         }
         return s
     }
