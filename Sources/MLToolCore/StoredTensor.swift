@@ -47,6 +47,43 @@ public struct QuantParams: Codable, Equatable, Sendable {
                 lut: [Float]? = nil) {
         self.axis = axis; self.scales = scales; self.zeroPoints = zeroPoints; self.groupSize = groupSize; self.lut = lut
     }
+
+    enum CodingKeys: String, CodingKey { case axis, scales, zeroPoints, groupSize, lut }
+
+    // `scales` and `lut` are stored as base64 of little-endian binary32 values: exact, and a third of the size of
+    // decimal text (a per-channel int8 EfficientNet carries ~25,000 scales).
+    public init(from decoder: Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        axis = try c.decodeIfPresent(Int.self, forKey: .axis)
+        zeroPoints = try c.decodeIfPresent([Int].self, forKey: .zeroPoints)
+        groupSize = try c.decodeIfPresent(Int.self, forKey: .groupSize)
+        scales = try Self.decodeFloats(c, .scales)
+        lut = try Self.decodeFloats(c, .lut)
+    }
+
+    public func encode(to encoder: Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encodeIfPresent(axis, forKey: .axis)
+        try c.encodeIfPresent(zeroPoints, forKey: .zeroPoints)
+        try c.encodeIfPresent(groupSize, forKey: .groupSize)
+        try c.encodeIfPresent(scales.map(Self.base64), forKey: .scales)
+        try c.encodeIfPresent(lut.map(Self.base64), forKey: .lut)
+    }
+
+    static func base64(_ v: [Float]) -> String {
+        v.map { $0.bitPattern.littleEndian }.withUnsafeBytes { Data($0) }.base64EncodedString()
+    }
+
+    static func decodeFloats(_ c: KeyedDecodingContainer<CodingKeys>, _ key: CodingKeys) throws -> [Float]? {
+        guard let text = try c.decodeIfPresent(String.self, forKey: key) else { return nil }
+        guard let data = Data(base64Encoded: text), data.count % 4 == 0 else {
+            throw DecodingError.dataCorruptedError(forKey: key, in: c,
+                                                   debugDescription: "not base64 of little-endian binary32 values")
+        }
+        return data.withUnsafeBytes { raw in
+            (0..<(data.count / 4)).map { Float(bitPattern: UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: $0 * 4, as: UInt32.self))) }
+        }
+    }
 }
 
 /// A named tensor as it is stored in a model file: dtype, shape, optional quantization parameters, and its bytes.

@@ -123,7 +123,7 @@ enum Corruption: String, CaseIterable, Sendable {
 
     static var baseHeaderHash: UInt64 { base.withUnsafeBytes { FileHeader(decoding: $0).headerHash } }
 
-    /// The small model's file: 1040 bytes, metadata at 128 (642 bytes), data at 832 (192 bytes), trailer at 1024.
+    /// The small model's file: 1040 bytes, metadata at 128 (646 bytes), data at 832 (192 bytes), trailer at 1024.
     static let base: [UInt8] = (try? ModelFile.serialize(TestModels.small())) ?? []
 
     func apply(to base: [UInt8]) throws -> [UInt8] {
@@ -240,7 +240,10 @@ extension [UInt8] {
         let b = Corruption.base
         #expect(b.count == 1040)
         let h = b.withUnsafeBytes { FileHeader(decoding: $0) }
-        #expect(h.metadataLength == 642 && h.dataOffset == 832 && h.dataLength == 192 && h.trailerOffset == 1024)
+        #expect(h.metadataLength == 646)
+        #expect(h.dataOffset == 832)
+        #expect(h.dataLength == 192)
+        #expect(h.trailerOffset == 1024)
         #expect(sameModel(try ModelFile.read(bytes: b, name: "base"), TestModels.small()))
         #expect(TestModels.reseal(b) == b)
     }

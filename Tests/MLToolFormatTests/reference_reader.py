@@ -7,6 +7,7 @@ float32 bit patterns (dequantized) for f32/f16/int8/palette tensors and plain in
 Exits 1 with "invalid: <reason>" on the first broken rule. Used by FormatSpecTests to check the spec against the
 Swift writer.
 """
+import base64
 import json
 import struct
 import sys
@@ -77,6 +78,13 @@ def f32bits(x):
     return struct.unpack("<I", struct.pack("<f", f32(x)))[0]
 
 
+def floats(text):
+    """scales / lut: base64 of little-endian binary32 values."""
+    raw = base64.b64decode(text, validate=True)
+    if len(raw) % 4: fail("float array length")
+    return list(struct.unpack("<%df" % (len(raw) // 4), raw))
+
+
 def read(path):
     b = open(path, "rb").read()
     F = len(b)
@@ -126,20 +134,24 @@ def read(path):
         elif dtype == "f16":
             values = [f32bits(v) for v in struct.unpack("<%de" % n, raw)]
         elif dtype == "int8":
-            s, z = [f32(v) for v in q["scales"]], q.get("zeroPoints") or [0] * len(q["scales"])
+            s = floats(q["scales"])
+            z = q.get("zeroPoints") or [0] * len(s)
             if len(s) != channels: fail("scales " + name)
             qs = struct.unpack("<%db" % n, raw)
             values = [f32bits(s[(i // inner) % channels] * (v - z[(i // inner) % channels])) for i, v in enumerate(qs)]
         elif dtype.startswith("palette"):
             group = q.get("groupSize") or 1 if axis is not None else max(channels, 1)
             groups = max(1, -(-channels // group))
-            lut = [f32(v) for v in q["lut"]]
+            lut = floats(q["lut"])
             if len(lut) != groups << k: fail("lut " + name)
+            ps = floats(q["scales"]) if "scales" in q else None
+            if ps is not None and len(ps) != channels: fail("scales " + name)
             bits = int.from_bytes(raw, "little")
             values = []
             for i in range(n):
                 g = ((i // inner) % channels) // group if axis is not None else 0
-                values.append(f32bits(lut[(g << k) + ((bits >> (i * k)) & ((1 << k) - 1))]))
+                v = lut[(g << k) + ((bits >> (i * k)) & ((1 << k) - 1))]
+                values.append(f32bits(f32(ps[(i // inner) % channels] * v) if ps is not None else v))
         elif dtype == "u8":
             values = list(raw)
         else:
