@@ -27,8 +27,9 @@ let package = Package(
         .target(name: "MLToolTrain", dependencies: ["MLToolCore", "MLToolData", "COpenBLAS"]),
         .target(name: "MLToolEval", dependencies: ["MLToolCore"]),
         .target(name: "MLToolQuant", dependencies: ["MLToolCore"]),
+        .target(name: "MLToolExport", dependencies: ["MLToolCore", "CProtobufC", "COnnxProto"]),
         .target(name: "MLToolCLI", dependencies: [
-            "MLToolCore", "MLToolFormat", "MLToolImport", "MLToolEngine", "MLToolData", "MLToolTrain", "MLToolEval", "MLToolQuant",
+            "MLToolCore", "MLToolFormat", "MLToolImport", "MLToolEngine", "MLToolData", "MLToolTrain", "MLToolEval", "MLToolQuant", "MLToolExport",
         ]),
         .executableTarget(name: "mltool", dependencies: ["MLToolCLI"]),
 
