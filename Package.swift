@@ -18,6 +18,7 @@ let package = Package(
         .systemLibrary(name: "CPNG", pkgConfig: "libpng", providers: [.apt(["libpng-dev"])]),
 
         .target(name: "COnnxProto", dependencies: ["CProtobufC"]),
+        .target(name: "CCoreMLProto", dependencies: ["CProtobufC"], exclude: ["coreml_subset.proto"]),
         .target(name: "MLToolCore"),
         .target(name: "MLToolFormat", dependencies: ["MLToolCore"]),
         .target(name: "MLToolImport", dependencies: ["MLToolCore", "MLToolFormat", "CHDF5", "CProtobufC", "COnnxProto"]),
@@ -27,7 +28,7 @@ let package = Package(
         .target(name: "MLToolTrain", dependencies: ["MLToolCore", "MLToolData", "COpenBLAS"]),
         .target(name: "MLToolEval", dependencies: ["MLToolCore"]),
         .target(name: "MLToolQuant", dependencies: ["MLToolCore"]),
-        .target(name: "MLToolExport", dependencies: ["MLToolCore", "CProtobufC", "COnnxProto"]),
+        .target(name: "MLToolExport", dependencies: ["MLToolCore", "CProtobufC", "COnnxProto", "CCoreMLProto"]),
         .target(name: "MLToolCLI", dependencies: [
             "MLToolCore", "MLToolFormat", "MLToolImport", "MLToolEngine", "MLToolData", "MLToolTrain", "MLToolEval", "MLToolQuant", "MLToolExport",
         ]),
