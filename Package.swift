@@ -21,7 +21,7 @@ let package = Package(
         .target(name: "CCoreMLProto", dependencies: ["CProtobufC"], exclude: ["coreml_subset.proto"]),
         .target(name: "MLToolCore"),
         .target(name: "MLToolFormat", dependencies: ["MLToolCore"]),
-        .target(name: "MLToolImport", dependencies: ["MLToolCore", "MLToolFormat", "CHDF5", "CProtobufC", "COnnxProto"]),
+        .target(name: "MLToolImport", dependencies: ["MLToolCore", "MLToolFormat", "CHDF5", "CProtobufC", "COnnxProto", "CCoreMLProto"]),
         .target(name: "CMLToolKernels"),
         .target(name: "MLToolEngine", dependencies: ["MLToolCore", "COpenBLAS", "CMLToolKernels"]),
         .target(name: "MLToolData", dependencies: ["MLToolCore", "CTurboJPEG", "CPNG"]),

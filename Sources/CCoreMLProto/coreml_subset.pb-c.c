@@ -1009,6 +1009,96 @@ void   core_ml__specification__border_amounts__free_unpacked
   assert(message->base.descriptor == &core_ml__specification__border_amounts__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   core_ml__specification__same_padding__init
+                     (CoreML__Specification__SamePadding         *message)
+{
+  static const CoreML__Specification__SamePadding init_value = CORE_ML__SPECIFICATION__SAME_PADDING__INIT;
+  *message = init_value;
+}
+size_t core_ml__specification__same_padding__get_packed_size
+                     (const CoreML__Specification__SamePadding *message)
+{
+  assert(message->base.descriptor == &core_ml__specification__same_padding__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t core_ml__specification__same_padding__pack
+                     (const CoreML__Specification__SamePadding *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &core_ml__specification__same_padding__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t core_ml__specification__same_padding__pack_to_buffer
+                     (const CoreML__Specification__SamePadding *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &core_ml__specification__same_padding__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+CoreML__Specification__SamePadding *
+       core_ml__specification__same_padding__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (CoreML__Specification__SamePadding *)
+     protobuf_c_message_unpack (&core_ml__specification__same_padding__descriptor,
+                                allocator, len, data);
+}
+void   core_ml__specification__same_padding__free_unpacked
+                     (CoreML__Specification__SamePadding *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &core_ml__specification__same_padding__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   core_ml__specification__valid_complete_padding__init
+                     (CoreML__Specification__ValidCompletePadding         *message)
+{
+  static const CoreML__Specification__ValidCompletePadding init_value = CORE_ML__SPECIFICATION__VALID_COMPLETE_PADDING__INIT;
+  *message = init_value;
+}
+size_t core_ml__specification__valid_complete_padding__get_packed_size
+                     (const CoreML__Specification__ValidCompletePadding *message)
+{
+  assert(message->base.descriptor == &core_ml__specification__valid_complete_padding__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t core_ml__specification__valid_complete_padding__pack
+                     (const CoreML__Specification__ValidCompletePadding *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &core_ml__specification__valid_complete_padding__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t core_ml__specification__valid_complete_padding__pack_to_buffer
+                     (const CoreML__Specification__ValidCompletePadding *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &core_ml__specification__valid_complete_padding__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+CoreML__Specification__ValidCompletePadding *
+       core_ml__specification__valid_complete_padding__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (CoreML__Specification__ValidCompletePadding *)
+     protobuf_c_message_unpack (&core_ml__specification__valid_complete_padding__descriptor,
+                                allocator, len, data);
+}
+void   core_ml__specification__valid_complete_padding__free_unpacked
+                     (CoreML__Specification__ValidCompletePadding *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &core_ml__specification__valid_complete_padding__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   core_ml__specification__valid_padding__init
                      (CoreML__Specification__ValidPadding         *message)
 {
@@ -3613,6 +3703,82 @@ const ProtobufCMessageDescriptor core_ml__specification__border_amounts__descrip
   (ProtobufCMessageInit) core_ml__specification__border_amounts__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
+static const ProtobufCFieldDescriptor core_ml__specification__same_padding__field_descriptors[1] =
+{
+  {
+    "asymmetryMode",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT32,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__SamePadding, asymmetrymode),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned core_ml__specification__same_padding__field_indices_by_name[] = {
+  0,   /* field[0] = asymmetryMode */
+};
+static const ProtobufCIntRange core_ml__specification__same_padding__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor core_ml__specification__same_padding__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "CoreML.Specification.SamePadding",
+  "SamePadding",
+  "CoreML__Specification__SamePadding",
+  "CoreML.Specification",
+  sizeof(CoreML__Specification__SamePadding),
+  1,
+  core_ml__specification__same_padding__field_descriptors,
+  core_ml__specification__same_padding__field_indices_by_name,
+  1,  core_ml__specification__same_padding__number_ranges,
+  (ProtobufCMessageInit) core_ml__specification__same_padding__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor core_ml__specification__valid_complete_padding__field_descriptors[1] =
+{
+  {
+    "paddingAmounts",
+    10,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_UINT64,
+    offsetof(CoreML__Specification__ValidCompletePadding, n_paddingamounts),
+    offsetof(CoreML__Specification__ValidCompletePadding, paddingamounts),
+    NULL,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_PACKED,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned core_ml__specification__valid_complete_padding__field_indices_by_name[] = {
+  0,   /* field[0] = paddingAmounts */
+};
+static const ProtobufCIntRange core_ml__specification__valid_complete_padding__number_ranges[1 + 1] =
+{
+  { 10, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor core_ml__specification__valid_complete_padding__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "CoreML.Specification.ValidCompletePadding",
+  "ValidCompletePadding",
+  "CoreML__Specification__ValidCompletePadding",
+  "CoreML.Specification",
+  sizeof(CoreML__Specification__ValidCompletePadding),
+  1,
+  core_ml__specification__valid_complete_padding__field_descriptors,
+  core_ml__specification__valid_complete_padding__field_indices_by_name,
+  1,  core_ml__specification__valid_complete_padding__number_ranges,
+  (ProtobufCMessageInit) core_ml__specification__valid_complete_padding__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
 static const ProtobufCFieldDescriptor core_ml__specification__valid_padding__field_descriptors[1] =
 {
   {
@@ -3651,7 +3817,7 @@ const ProtobufCMessageDescriptor core_ml__specification__valid_padding__descript
   (ProtobufCMessageInit) core_ml__specification__valid_padding__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor core_ml__specification__convolution_layer_params__field_descriptors[11] =
+static const ProtobufCFieldDescriptor core_ml__specification__convolution_layer_params__field_descriptors[12] =
 {
   {
     "outputChannels",
@@ -3738,6 +3904,18 @@ static const ProtobufCFieldDescriptor core_ml__specification__convolution_layer_
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
   {
+    "same",
+    51,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__ConvolutionLayerParams, same),
+    &core_ml__specification__same_padding__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
     "isDeconvolution",
     60,
     PROTOBUF_C_LABEL_NONE,
@@ -3787,17 +3965,18 @@ static const ProtobufCFieldDescriptor core_ml__specification__convolution_layer_
   },
 };
 static const unsigned core_ml__specification__convolution_layer_params__field_indices_by_name[] = {
-  10,   /* field[10] = bias */
+  11,   /* field[11] = bias */
   5,   /* field[5] = dilationFactor */
-  8,   /* field[8] = hasBias */
-  7,   /* field[7] = isDeconvolution */
+  9,   /* field[9] = hasBias */
+  8,   /* field[8] = isDeconvolution */
   1,   /* field[1] = kernelChannels */
   3,   /* field[3] = kernelSize */
   2,   /* field[2] = nGroups */
   0,   /* field[0] = outputChannels */
+  7,   /* field[7] = same */
   4,   /* field[4] = stride */
   6,   /* field[6] = valid */
-  9,   /* field[9] = weights */
+  10,   /* field[10] = weights */
 };
 static const ProtobufCIntRange core_ml__specification__convolution_layer_params__number_ranges[9 + 1] =
 {
@@ -3807,10 +3986,10 @@ static const ProtobufCIntRange core_ml__specification__convolution_layer_params_
   { 30, 4 },
   { 40, 5 },
   { 50, 6 },
-  { 60, 7 },
-  { 70, 8 },
-  { 90, 9 },
-  { 0, 11 }
+  { 60, 8 },
+  { 70, 9 },
+  { 90, 10 },
+  { 0, 12 }
 };
 const ProtobufCMessageDescriptor core_ml__specification__convolution_layer_params__descriptor =
 {
@@ -3820,14 +3999,14 @@ const ProtobufCMessageDescriptor core_ml__specification__convolution_layer_param
   "CoreML__Specification__ConvolutionLayerParams",
   "CoreML.Specification",
   sizeof(CoreML__Specification__ConvolutionLayerParams),
-  11,
+  12,
   core_ml__specification__convolution_layer_params__field_descriptors,
   core_ml__specification__convolution_layer_params__field_indices_by_name,
   9,  core_ml__specification__convolution_layer_params__number_ranges,
   (ProtobufCMessageInit) core_ml__specification__convolution_layer_params__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor core_ml__specification__pooling_layer_params__field_descriptors[6] =
+static const ProtobufCFieldDescriptor core_ml__specification__pooling_layer_params__field_descriptors[8] =
 {
   {
     "type",
@@ -3878,6 +4057,30 @@ static const ProtobufCFieldDescriptor core_ml__specification__pooling_layer_para
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
   {
+    "same",
+    31,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__PoolingLayerParams, same),
+    &core_ml__specification__same_padding__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "includeLastPixel",
+    32,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__PoolingLayerParams, includelastpixel),
+    &core_ml__specification__valid_complete_padding__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
     "avgPoolExcludePadding",
     50,
     PROTOBUF_C_LABEL_NONE,
@@ -3903,9 +4106,11 @@ static const ProtobufCFieldDescriptor core_ml__specification__pooling_layer_para
   },
 };
 static const unsigned core_ml__specification__pooling_layer_params__field_indices_by_name[] = {
-  4,   /* field[4] = avgPoolExcludePadding */
-  5,   /* field[5] = globalPooling */
+  6,   /* field[6] = avgPoolExcludePadding */
+  7,   /* field[7] = globalPooling */
+  5,   /* field[5] = includeLastPixel */
   1,   /* field[1] = kernelSize */
+  4,   /* field[4] = same */
   2,   /* field[2] = stride */
   0,   /* field[0] = type */
   3,   /* field[3] = valid */
@@ -3916,9 +4121,9 @@ static const ProtobufCIntRange core_ml__specification__pooling_layer_params__num
   { 10, 1 },
   { 20, 2 },
   { 30, 3 },
-  { 50, 4 },
-  { 60, 5 },
-  { 0, 6 }
+  { 50, 6 },
+  { 60, 7 },
+  { 0, 8 }
 };
 const ProtobufCMessageDescriptor core_ml__specification__pooling_layer_params__descriptor =
 {
@@ -3928,7 +4133,7 @@ const ProtobufCMessageDescriptor core_ml__specification__pooling_layer_params__d
   "CoreML__Specification__PoolingLayerParams",
   "CoreML.Specification",
   sizeof(CoreML__Specification__PoolingLayerParams),
-  6,
+  8,
   core_ml__specification__pooling_layer_params__field_descriptors,
   core_ml__specification__pooling_layer_params__field_indices_by_name,
   6,  core_ml__specification__pooling_layer_params__number_ranges,

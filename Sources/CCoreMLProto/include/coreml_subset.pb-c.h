@@ -39,6 +39,8 @@ typedef struct CoreML__Specification__LinearQuantizationParams CoreML__Specifica
 typedef struct CoreML__Specification__LookUpTableQuantizationParams CoreML__Specification__LookUpTableQuantizationParams;
 typedef struct CoreML__Specification__BorderAmounts CoreML__Specification__BorderAmounts;
 typedef struct CoreML__Specification__BorderAmounts__EdgeSizes CoreML__Specification__BorderAmounts__EdgeSizes;
+typedef struct CoreML__Specification__SamePadding CoreML__Specification__SamePadding;
+typedef struct CoreML__Specification__ValidCompletePadding CoreML__Specification__ValidCompletePadding;
 typedef struct CoreML__Specification__ValidPadding CoreML__Specification__ValidPadding;
 typedef struct CoreML__Specification__ConvolutionLayerParams CoreML__Specification__ConvolutionLayerParams;
 typedef struct CoreML__Specification__PoolingLayerParams CoreML__Specification__PoolingLayerParams;
@@ -388,6 +390,30 @@ struct  CoreML__Specification__BorderAmounts
     , 0,NULL }
 
 
+/*
+ * Recognised only so that the importer can refuse them (it implements explicit valid padding).
+ */
+struct  CoreML__Specification__SamePadding
+{
+  ProtobufCMessage base;
+  int32_t asymmetrymode;
+};
+#define CORE_ML__SPECIFICATION__SAME_PADDING__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__same_padding__descriptor) \
+    , 0 }
+
+
+struct  CoreML__Specification__ValidCompletePadding
+{
+  ProtobufCMessage base;
+  size_t n_paddingamounts;
+  uint64_t *paddingamounts;
+};
+#define CORE_ML__SPECIFICATION__VALID_COMPLETE_PADDING__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__valid_complete_padding__descriptor) \
+    , 0,NULL }
+
+
 struct  CoreML__Specification__ValidPadding
 {
   ProtobufCMessage base;
@@ -411,6 +437,7 @@ struct  CoreML__Specification__ConvolutionLayerParams
   size_t n_dilationfactor;
   uint64_t *dilationfactor;
   CoreML__Specification__ValidPadding *valid;
+  CoreML__Specification__SamePadding *same;
   protobuf_c_boolean isdeconvolution;
   protobuf_c_boolean hasbias;
   CoreML__Specification__WeightParams *weights;
@@ -418,7 +445,7 @@ struct  CoreML__Specification__ConvolutionLayerParams
 };
 #define CORE_ML__SPECIFICATION__CONVOLUTION_LAYER_PARAMS__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__convolution_layer_params__descriptor) \
-    , 0, 0, 0, 0,NULL, 0,NULL, 0,NULL, NULL, 0, 0, NULL, NULL }
+    , 0, 0, 0, 0,NULL, 0,NULL, 0,NULL, NULL, NULL, 0, 0, NULL, NULL }
 
 
 struct  CoreML__Specification__PoolingLayerParams
@@ -433,12 +460,14 @@ struct  CoreML__Specification__PoolingLayerParams
   size_t n_stride;
   uint64_t *stride;
   CoreML__Specification__ValidPadding *valid;
+  CoreML__Specification__SamePadding *same;
+  CoreML__Specification__ValidCompletePadding *includelastpixel;
   protobuf_c_boolean avgpoolexcludepadding;
   protobuf_c_boolean globalpooling;
 };
 #define CORE_ML__SPECIFICATION__POOLING_LAYER_PARAMS__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__pooling_layer_params__descriptor) \
-    , 0, 0,NULL, 0,NULL, NULL, 0, 0 }
+    , 0, 0,NULL, 0,NULL, NULL, NULL, NULL, 0, 0 }
 
 
 struct  CoreML__Specification__ActivationLinear
@@ -1102,6 +1131,44 @@ CoreML__Specification__BorderAmounts *
 void   core_ml__specification__border_amounts__free_unpacked
                      (CoreML__Specification__BorderAmounts *message,
                       ProtobufCAllocator *allocator);
+/* CoreML__Specification__SamePadding methods */
+void   core_ml__specification__same_padding__init
+                     (CoreML__Specification__SamePadding         *message);
+size_t core_ml__specification__same_padding__get_packed_size
+                     (const CoreML__Specification__SamePadding   *message);
+size_t core_ml__specification__same_padding__pack
+                     (const CoreML__Specification__SamePadding   *message,
+                      uint8_t             *out);
+size_t core_ml__specification__same_padding__pack_to_buffer
+                     (const CoreML__Specification__SamePadding   *message,
+                      ProtobufCBuffer     *buffer);
+CoreML__Specification__SamePadding *
+       core_ml__specification__same_padding__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   core_ml__specification__same_padding__free_unpacked
+                     (CoreML__Specification__SamePadding *message,
+                      ProtobufCAllocator *allocator);
+/* CoreML__Specification__ValidCompletePadding methods */
+void   core_ml__specification__valid_complete_padding__init
+                     (CoreML__Specification__ValidCompletePadding         *message);
+size_t core_ml__specification__valid_complete_padding__get_packed_size
+                     (const CoreML__Specification__ValidCompletePadding   *message);
+size_t core_ml__specification__valid_complete_padding__pack
+                     (const CoreML__Specification__ValidCompletePadding   *message,
+                      uint8_t             *out);
+size_t core_ml__specification__valid_complete_padding__pack_to_buffer
+                     (const CoreML__Specification__ValidCompletePadding   *message,
+                      ProtobufCBuffer     *buffer);
+CoreML__Specification__ValidCompletePadding *
+       core_ml__specification__valid_complete_padding__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   core_ml__specification__valid_complete_padding__free_unpacked
+                     (CoreML__Specification__ValidCompletePadding *message,
+                      ProtobufCAllocator *allocator);
 /* CoreML__Specification__ValidPadding methods */
 void   core_ml__specification__valid_padding__init
                      (CoreML__Specification__ValidPadding         *message);
@@ -1584,6 +1651,12 @@ typedef void (*CoreML__Specification__BorderAmounts__EdgeSizes_Closure)
 typedef void (*CoreML__Specification__BorderAmounts_Closure)
                  (const CoreML__Specification__BorderAmounts *message,
                   void *closure_data);
+typedef void (*CoreML__Specification__SamePadding_Closure)
+                 (const CoreML__Specification__SamePadding *message,
+                  void *closure_data);
+typedef void (*CoreML__Specification__ValidCompletePadding_Closure)
+                 (const CoreML__Specification__ValidCompletePadding *message,
+                  void *closure_data);
 typedef void (*CoreML__Specification__ValidPadding_Closure)
                  (const CoreML__Specification__ValidPadding *message,
                   void *closure_data);
@@ -1686,6 +1759,8 @@ extern const ProtobufCMessageDescriptor core_ml__specification__linear_quantizat
 extern const ProtobufCMessageDescriptor core_ml__specification__look_up_table_quantization_params__descriptor;
 extern const ProtobufCMessageDescriptor core_ml__specification__border_amounts__descriptor;
 extern const ProtobufCMessageDescriptor core_ml__specification__border_amounts__edge_sizes__descriptor;
+extern const ProtobufCMessageDescriptor core_ml__specification__same_padding__descriptor;
+extern const ProtobufCMessageDescriptor core_ml__specification__valid_complete_padding__descriptor;
 extern const ProtobufCMessageDescriptor core_ml__specification__valid_padding__descriptor;
 extern const ProtobufCMessageDescriptor core_ml__specification__convolution_layer_params__descriptor;
 extern const ProtobufCMessageDescriptor core_ml__specification__pooling_layer_params__descriptor;
