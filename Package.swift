@@ -43,5 +43,6 @@ let package = Package(
         .testTarget(name: "MLToolDataTests", dependencies: ["MLToolData", "MLToolCore"], exclude: ["Fixtures"]),
         .testTarget(name: "MLToolTrainTests", dependencies: ["MLToolTrain", "MLToolData"]),
         .testTarget(name: "MLToolTextTests", dependencies: ["MLToolData"]),
+        .testTarget(name: "MLToolExportTests", dependencies: ["MLToolExport", "MLToolImport", "MLToolEngine", "MLToolFormat", "MLToolData", "MLToolQuant", "MLToolCore", "CPNG"]),
     ]
 )
