@@ -31,7 +31,12 @@ public enum ONNXExporter {
         var program = lowering.program
         program.graphName = md.name ?? "mltool"
         program.docString = md.description ?? "exported by mltool \(MLTool.version)"
-        program.metadata = ExportMetadata.pairs(md, notes: lowering.notes, inputLayout: "NCHW")
+        var notes = lowering.notes
+        if lowering.int8Weights > 0 {
+            notes.append("\(lowering.int8Weights) int8 weight tensors as int8 initializers + DequantizeLinear (per output channel); "
+                + "onnxruntime's default optimizations run them as int8 kernels, session.disable_quant_qdq=1 keeps float math")
+        }
+        program.metadata = ExportMetadata.pairs(md, notes: notes, inputLayout: "NCHW")
         return Result(bytes: try ONNXWriter.pack(program, modelName: name), notes: lowering.notes)
     }
 }

@@ -15,6 +15,8 @@ struct ONNXLowering {
     let labelCount: Int
     private(set) var program = ONNXProgram()
     private(set) var notes: [String] = []
+    /// How many weights stayed int8 behind a DequantizeLinear.
+    private(set) var int8Weights = 0
     /// Rank of every activation computed so far.
     private var rank: [String: Int] = [:]
     private var emittedConstants: [String: String] = [:]
@@ -267,6 +269,7 @@ struct ONNXLowering {
                                               dims: perChannel ? [scales.count] : [], raw: floatBytes(scales)))
             program.initializers.append(.init(name: onnxName + "__zero_point", dataType: ONNXProgram.DataType.int8,
                                               dims: perChannel ? [zps.count] : [], raw: zps))
+            int8Weights += 1
             add("DequantizeLinear", [onnxName + "__q", onnxName + "__scale", onnxName + "__zero_point"], [onnxName],
                 node: onnxName + ".dequantize", perChannel ? [("axis", .int(axis ?? 0))] : [])
         } else {
