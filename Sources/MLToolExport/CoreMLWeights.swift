@@ -22,18 +22,19 @@ extension CoreMLProgram.Weights {
             return .float16(transposed(t.bytes.buffer, width: 2))
         case .int8:
             guard let q = t.quant, let scales = q.scales, newAxis == nil || newAxis == 0,
-                  scales.count == (newAxis == nil ? 1 : outShape[0]) else { break }
+                  scales.count == (newAxis == nil ? 1 : outShape[0]),
+                  (q.zeroPoints ?? scales.map { _ in 0 }).count == scales.count else {
+                notes.append("\(t.name): int8 weights written as float32 (quantized along an axis other than the output channels)")
+                break
+            }
             let zps = q.zeroPoints ?? [Int](repeating: 0, count: scales.count)
-            guard zps.count == scales.count else { break }
             // int8 q with real = s·(q − z) ↔ uint8 u = q + 128 with real = s·u − s·(128 + z).
             let codes = transposed(t.bytes.buffer, width: 1).map { $0 ^ 0x80 }
             let bias = zip(scales, zps).map { s, z in -s * Float(128 + z) }
             return .linear(codes: codes, scale: scales, bias: bias)
         case .palette1, .palette2, .palette4, .palette6, .palette8:
             let bits = t.dtype.traits.bits
-            let channels = q0(t.quant?.axis.map { shape[$0] })
-            let groupSize = t.quant?.axis == nil ? channels : (t.quant?.groupSize ?? 1)
-            guard let lut = t.quant?.lut, lut.count == 1 << bits, groupSize >= channels else {
+            guard let lut = t.quant?.lut, lut.count == 1 << bits else {
                 notes.append("\(t.name): per-group palettes written as float32 (Core ML takes one look-up table per weight)")
                 break
             }
@@ -48,8 +49,6 @@ extension CoreMLProgram.Weights {
         if let p = perm { values = WeightLayout.transpose(values, shape: shape, perm: p) }
         return .float(values)
     }
-
-    private static func q0(_ v: Int?) -> Int { v ?? 1 }
 
     /// Core ML's bit order: element i's bits, most significant first, continue the stream where the previous
     /// element ended; stream bit j is bit (7 − j mod 8) of byte j / 8.

@@ -12,6 +12,11 @@ import MLToolCore
 /// and other unimplemented fields are refused with the layer named.
 public enum CoreMLImporter {
     public static func importModel(path: String) throws -> Model {
+        // An .mlpackage keeps its specification at a fixed place inside.
+        var isDirectory: ObjCBool = false
+        if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue {
+            return try importModel(path: (path as NSString).appendingPathComponent("Data/com.apple.CoreML/model.mlmodel"))
+        }
         guard let data = FileManager.default.contents(atPath: path) else {
             throw ImportError.unreadable(file: path, reason: "no such file or permission denied")
         }
