@@ -4,7 +4,7 @@ import MLToolCore
 /// The `mltool` command line: dispatches to one `CommandSpec` per subcommand (one file each).
 public enum CLI {
     /// Every subcommand, in the order `--help` lists them.
-    static let commands: [CommandSpec] = [importCommand, train, eval, quantize, info, predict, runCommand, bench]
+    static let commands: [CommandSpec] = [importCommand, train, eval, quantize, export, info, predict, runCommand, bench]
 
     static var overview: String {
         var s = """

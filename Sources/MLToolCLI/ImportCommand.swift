@@ -5,7 +5,7 @@ import MLToolImport
 
 extension CLI {
     static let importCommand = CommandSpec(
-        name: "import", abstract: "Import an ONNX or Keras HDF5 network into a native model.",
+        name: "import", abstract: "Import an ONNX, Keras HDF5 or Core ML network into a native model.",
         arguments: "SRC",
         discussion: """
         The source kind is recognised by content. Preprocessing options are stored in the model and used by
@@ -52,8 +52,13 @@ extension CLI {
         case .onnx: model = try ONNXImporter.importModel(path: src, options: options)
         case .hdf5: model = try KerasImporter.importModel(path: src, options: options)
         case .mltool: throw CLIError.badInput(file: src, reason: "already an mltool model")
-        case .coreml: throw CLIError.notSupported("\(src): importing Core ML models")
-        case .unknown: throw CLIError.badInput(file: src, reason: "neither ONNX nor Keras HDF5 (recognised by content)")
+        case .coreml:
+            // The specification carries its own preprocessing (image scaler) and class labels.
+            guard options.image == nil, options.labels.isEmpty, options.featureTensor == nil else {
+                throw CLIError.usage(command: "import", message: "a Core ML model records its own preprocessing and labels; drop the preprocessing, --labels and --feature-tensor options")
+            }
+            model = try CoreMLImporter.importModel(path: src)
+        case .unknown: throw CLIError.badInput(file: src, reason: "neither ONNX, Keras HDF5 nor Core ML (recognised by content)")
         }
         let ext = (src as NSString).pathExtension
         let out = args.string("--out") ?? (ext.isEmpty ? src : String(src.dropLast(ext.count + 1))) + ".bin"

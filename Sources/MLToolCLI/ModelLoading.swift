@@ -6,7 +6,7 @@ import MLToolImport
 
 /// Loading models of any kind the CLI accepts, recognised by content.
 enum ModelLoading {
-    /// Reads a native model, or imports an ONNX / Keras file on the fly.
+    /// Reads a native model, or imports an ONNX / Keras / Core ML file on the fly.
     static func load(_ path: String) throws -> Model {
         guard FileManager.default.fileExists(atPath: path) else {
             throw CLIError.missingInput(file: path, reason: "no such file")
@@ -15,9 +15,9 @@ enum ModelLoading {
         case .mltool: return try ModelFile.read(path: path)
         case .onnx: return try ONNXImporter.importModel(path: path, options: ImportOptions())
         case .hdf5: return try KerasImporter.importModel(path: path, options: ImportOptions())
-        case .coreml: throw CLIError.notSupported("\(path): reading Core ML models")
+        case .coreml: return try CoreMLImporter.importModel(path: path)
         case .unknown:
-            throw CLIError.badInput(file: path, reason: "not a model: neither an mltool model, ONNX nor Keras HDF5")
+            throw CLIError.badInput(file: path, reason: "not a model: neither an mltool model, ONNX, Keras HDF5 nor Core ML")
         }
     }
 

@@ -1,0 +1,46 @@
+import Foundation
+import MLToolCore
+import MLToolExport
+import MLToolFormat
+
+extension CLI {
+    static let export = CommandSpec(
+        name: "export", abstract: "Export a model for ONNX Runtime or Core ML.",
+        arguments: "MODEL",
+        discussion: """
+        --to onnx writes one ONNX graph (opset 13): input 'image', NCHW float32 holding the preprocessed image; the
+        preprocessing, labels and provenance are in metadata_props. int8 weights stay int8 (DequantizeLinear per
+        channel); palettized weights are stored as float32 (noted in metadata_props 'weights').
+        --to coreml writes a Core ML NeuralNetworkClassifier (specification version 5: iOS 14 / macOS 11): an RGB
+        image input with the preprocessing as an image scaler, outputs 'classLabel' and a probability dictionary.
+        Text classifiers are refused (their tokenizer is not expressible in either format).
+        """,
+        options: [
+            OptionSpec("--to", value: "onnx|coreml", help: "Target format (required)."),
+            OptionSpec("--out", short: "-o", value: "OUT", help: "Output file (default: MODEL's name with .onnx / .mlmodel)."),
+        ]
+    ) { args in
+        guard args.positionals.count == 1 else {
+            throw CLIError.usage(command: "export", message: "expected one MODEL")
+        }
+        let path = args.positionals[0]
+        guard let format = args.string("--to"), ["onnx", "coreml"].contains(format) else {
+            throw CLIError.usage(command: "export", message: "--to onnx or --to coreml is required")
+        }
+        let model = try ModelLoading.load(path)
+        let ext = format == "onnx" ? ".onnx" : ".mlmodel"
+        let out = args.string("--out") ?? (URL(fileURLWithPath: path).deletingPathExtension().path + ext)
+        let bytes: [UInt8], notes: [String]
+        switch format {
+        case "onnx":
+            let r = try ONNXExporter.export(model, name: path)
+            (bytes, notes) = (r.bytes, r.notes)
+        default:
+            let r = try CoreMLExporter.export(model, name: path)
+            (bytes, notes) = (r.bytes, r.notes)
+        }
+        try AtomicFile.write(bytes, to: out, inputs: [path])
+        for n in notes { note("mltool: note: \(n)") }
+        print("wrote \(out): \(bytes.count) bytes (\(format))")
+    }
+}

@@ -1,0 +1,58 @@
+import MLToolCore
+
+/// Writes an image classifier as a Core ML model (specification version 5: iOS 14 / macOS 11): a
+/// NeuralNetworkClassifier with an RGB (or BGR / grayscale) image input of the model's size, the preprocessing as a
+/// NeuralNetworkImageScaler, outputs `classLabel` (string) and `classLabelProbs` (label → probability), and the
+/// model's description, author, license and version as metadata (plus labels, preprocessing and provenance in
+/// userDefined). int8 weights are 8-bit linear-quantized WeightParams, single-table palettes look-up-table ones,
+/// f16 weights half floats.
+public enum CoreMLExporter {
+    public struct Result: Sendable {
+        public var bytes: [UInt8]
+        public var notes: [String]
+    }
+
+    /// Exports `model`; `name` identifies it in errors (usually its path).
+    public static func export(_ model: Model, name: String) throws -> Result {
+        let md = model.metadata
+        guard md.task != .textClassifier else {
+            throw ExportError.unsupported(
+                model: name, format: "Core ML", place: "text classifier",
+                reason: "Core ML's built-in text classifier (CoreMLModels.TextClassifier) wraps Apple's own Create ML "
+                    + "models; mltool's tokenizer, n-grams and TF-IDF weighting would need a custom layer")
+        }
+        guard let graph = md.graph else {
+            throw ExportError.unsupported(model: name, format: "Core ML", place: "model", reason: "it has no network graph")
+        }
+        guard !md.labels.isEmpty else {
+            throw ExportError.unsupported(model: name, format: "Core ML", place: "labels",
+                                          reason: "a classifier needs class labels (import with --labels)")
+        }
+        guard let prep = md.image else {
+            throw ExportError.unsupported(model: name, format: "Core ML", place: "preprocessing",
+                                          reason: "the model records no image preprocessing (import with --input-size and --scale/--bias)")
+        }
+        let channels = prep.colorOrder == "gray" ? 1 : 3
+        guard prep.std.count == channels, prep.bias.count == channels, prep.mean.count == channels,
+              prep.std.allSatisfy({ $0 == prep.std[0] && $0 != 0 }) else {
+            throw ExportError.unsupported(model: name, format: "Core ML", place: "preprocessing",
+                                          reason: "an image scaler has one scale for all channels; std \(prep.std) differs per channel")
+        }
+        var lowering = CoreMLLowering(model: model, name: name, graph: graph)
+        try lowering.lower(probabilities: md.outputKind == "probabilities")
+        var p = lowering.program
+        p.height = prep.height; p.width = prep.width
+        p.colorSpace = ["gray": 10, "bgr": 30][prep.colorOrder] ?? 20
+        // value = (pixel · scale + bias − mean) / std = pixel · (scale / std) + (bias − mean) / std
+        let std = prep.std[0]
+        p.channelScale = prep.scale / std
+        p.channelBias = (0..<channels).map { (prep.bias[$0] - prep.mean[$0]) / std }
+        p.labels = md.labels
+        p.author = md.author ?? ""
+        p.license = md.license ?? ""
+        p.version = md.version ?? ""
+        p.shortDescription = md.description ?? "\(md.name ?? "image classifier") (exported by mltool \(MLTool.version))"
+        p.metadata = ExportMetadata.pairs(md, notes: lowering.notes, inputLayout: "Core ML image (preprocessing applied by the image scaler)")
+        return Result(bytes: try CoreMLWriter.pack(p, modelName: name), notes: lowering.notes)
+    }
+}

@@ -1,0 +1,216 @@
+import MLToolCore
+
+/// Lowers a model's NHWC IR graph to classic Core ML layers (CHW blobs per image).
+///
+/// IR rank-4 tensors (N, H, W, C) are (C, H, W) blobs and rank-2 tensors (N, C) are (C, 1, 1) blobs, so per-channel
+/// constants become bias / scale layers and a flatten of a feature map is Core ML's channel-last flatten. Ops with
+/// no classic-layer equivalent (matMul, transpose, general reshapes) are refused with the node named.
+struct CoreMLLowering {
+    let modelName: String
+    let graph: Graph
+    let tensors: [String: StoredTensor]
+    private(set) var program = CoreMLProgram()
+    private(set) var notes: [String] = []
+    private var rank: [String: Int] = [:]
+    /// IR tensor name → blob name (the input becomes `image`, the probabilities `classLabelProbs`).
+    private var blobs: [String: String] = [:]
+    private var counter = 0
+
+    init(model: Model, name: String, graph: Graph) {
+        self.modelName = name
+        self.graph = graph
+        self.tensors = model.tensorsByName
+    }
+
+    mutating func lower(probabilities: Bool) throws {
+        guard graph.inputs.count == 1, let input = graph.inputs.first, input.shape.count == 4 else {
+            throw ExportError.unsupported(model: modelName, format: "Core ML", place: "inputs", reason: "needs one image input (N, H, W, C)")
+        }
+        guard let output = graph.outputs.first else {
+            throw ExportError.invalid(model: modelName, place: "graph outputs", expected: "at least one", actual: "none")
+        }
+        blobs[input.name] = program.inputName
+        rank[input.name] = 4
+        if probabilities { blobs[output] = program.probabilityBlob }
+        for node in graph.nodes { try lower(node) }
+        guard rank[output] != nil else {
+            throw ExportError.invalid(model: modelName, place: "graph output '\(output)'", expected: "a computed tensor", actual: "undefined")
+        }
+        if !probabilities {
+            add(output + ".softmax", [blob(output)], [program.probabilityBlob], .softmax)
+        }
+    }
+
+    private mutating func lower(_ n: Node) throws {
+        let a = n.attributes
+        let x = n.inputs.first ?? ""
+        let out = n.outputs.first ?? ""
+        let xr = try rankOf(x, n)
+        var outRank = xr
+        let act = a.activation
+        let target = act == nil ? blob(out) : fresh(out)
+        let input = blob(x)
+        switch n.op {
+        case .conv:
+            guard xr == 4, let w = tensors[n.inputs[safe: 1] ?? ""], w.shape.count == 4 else {
+                throw unsupported(n, "a feature-map input and a constant kernel")
+            }
+            let groups = a.groups ?? 1
+            let weights = try CoreMLProgram.Weights.from(w, perm: WeightLayout.hwioToOIHW, notes: &notes)
+            add(n.name, [input], [target], .convolution(
+                outputChannels: w.shape[3], kernelChannels: w.shape[2], groups: groups, kernel: [w.shape[0], w.shape[1]],
+                stride: a.strides ?? [1, 1], dilation: a.dilations ?? [1, 1], pads: a.pads ?? [0, 0, 0, 0],
+                weights: weights, bias: try optionalFloats(n.inputs[safe: 2])))
+        case .dense:
+            guard let w = tensors[n.inputs[safe: 1] ?? ""], w.shape.count == 2 else { throw unsupported(n, "a constant 2-D weight") }
+            var source = input
+            if xr == 4 {
+                source = fresh(x)
+                add(n.name + ".flatten", [input], [source], .flatten(channelLast: true))
+            } else if xr != 2 {
+                throw unsupported(n, "a rank-2 or feature-map input")
+            }
+            add(n.name, [source], [target], .innerProduct(
+                inputChannels: w.shape[0], outputChannels: w.shape[1],
+                weights: try CoreMLProgram.Weights.from(w, perm: [1, 0], notes: &notes), bias: try optionalFloats(n.inputs[safe: 2])))
+            outRank = 2
+        case .batchNorm:
+            guard n.inputs.count == 5 else { throw unsupported(n, "scale, bias, mean and variance") }
+            let p = try n.inputs.dropFirst().map { try floats($0, n) }
+            add(n.name, [input], [target], .batchnorm(channels: p[0].count, epsilon: a.epsilon ?? 1e-5, gamma: p[0], beta: p[1],
+                                                       mean: p[2], variance: p[3]))
+        case .relu, .clip, .leakyRelu, .sigmoid, .hardSigmoid, .hardSwish, .swish, .tanh, .identity:
+            try activation(Activation(op: n.op, min: a.min, max: a.max, alpha: a.alpha, beta: a.beta), input, target, n.name)
+        case .softmax:
+            let axis = a.axis ?? -1
+            guard axis == -1 || axis == xr - 1, xr == 2 || xr == 4 else { throw unsupported(n, "the channel (last) axis") }
+            add(n.name, [input], [target], .softmax)
+        case .add, .sub, .mul, .div:
+            try binary(n, input, target)
+            outRank = max(xr, try rankOf(n.inputs[safe: 1] ?? "", n))
+        case .maxPool, .avgPool:
+            guard xr == 4, let k = a.kernel, a.ceilMode != true else { throw unsupported(n, "a kernel size and floor rounding") }
+            add(n.name, [input], [target], .pooling(type: n.op == .maxPool ? 0 : 1, kernel: k, stride: a.strides ?? [1, 1],
+                                                    pads: a.pads ?? [0, 0, 0, 0], excludePadding: a.countIncludePad != true, global: false))
+        case .globalAvgPool, .globalMaxPool:
+            add(n.name, [input], [target], .pooling(type: n.op == .globalMaxPool ? 0 : 1, kernel: [1, 1], stride: [1, 1],
+                                                    pads: [0, 0, 0, 0], excludePadding: true, global: true))
+        case .concat:
+            let axis = a.axis ?? -1
+            guard axis == -1 || axis == xr - 1, n.inputs.allSatisfy({ tensors[$0] == nil }) else {
+                throw unsupported(n, "computed inputs joined along the channel axis")
+            }
+            add(n.name, n.inputs.map { blob($0) }, [target], .concat)
+        case .flatten, .reshape, .squeeze:
+            // Only the forms that turn (N, H, W, C) or (N, C) into (N, features) in NHWC order.
+            let ok: Bool
+            switch n.op {
+            case .flatten: ok = (a.axis ?? 1) == 1
+            case .reshape: ok = (a.shape?.count ?? 0) == 2 && [0, -1, 1].contains(a.shape?[0] ?? 9)
+            default: ok = xr == 4 && Set(a.axes ?? []) == [1, 2]
+            }
+            guard ok else { throw unsupported(n, "a flatten to (N, features)") }
+            add(n.name, [input], [target], xr == 4 ? .flatten(channelLast: true) : .activation(.linear(alpha: 1, beta: 0)))
+            outRank = 2
+        case .pad:
+            guard xr == 4, let p = a.pads, p.count == 8, p[0] == 0, p[3] == 0, p[4] == 0, p[7] == 0 else {
+                throw unsupported(n, "padding of height and width only")
+            }
+            add(n.name, [input], [target], .padding(mode: a.mode ?? "constant", value: a.value ?? 0, pads: [p[1], p[2], p[5], p[6]]))
+        case .matMul, .transpose, .unsqueeze:
+            throw unsupported(n, "a classic Core ML layer (none exists for \(n.op.rawValue))")
+        }
+        if let act { try activation(act, target, blob(out), n.name + ".activation") }
+        for o in n.outputs { rank[o] = outRank }
+    }
+
+    private mutating func binary(_ n: Node, _ input: String, _ target: String) throws {
+        guard n.inputs.count == 2 else { throw unsupported(n, "two inputs") }
+        let lhs = n.inputs[0], rhs = n.inputs[1]
+        let lc = tensors[lhs] != nil, rc = tensors[rhs] != nil
+        switch (lc, rc) {
+        case (false, false):
+            guard try rankOf(lhs, n) == rankOf(rhs, n) else { throw unsupported(n, "inputs of equal rank") }
+            switch n.op {
+            case .add: add(n.name, [blob(lhs), blob(rhs)], [target], .add)
+            case .mul: add(n.name, [blob(lhs), blob(rhs)], [target], .multiply)
+            case .sub:
+                let negated = fresh(rhs)
+                add(n.name + ".negate", [blob(rhs)], [negated], .scale(scale: [-1], bias: nil))
+                add(n.name, [blob(lhs), negated], [target], .add)
+            default: throw unsupported(n, "a constant divisor")
+            }
+        case (false, true), (true, false):
+            let c = try channelConstant(lc ? lhs : rhs, n)
+            let x = blob(lc ? rhs : lhs)
+            switch (n.op, lc) {
+            case (.add, _): add(n.name, [x], [target], .bias(c))
+            case (.mul, _): add(n.name, [x], [target], .scale(scale: c, bias: nil))
+            case (.sub, false): add(n.name, [x], [target], .bias(c.map { -$0 }))
+            case (.sub, true): add(n.name, [x], [target], .scale(scale: [-1], bias: c))
+            case (.div, false): add(n.name, [x], [target], .scale(scale: c.map { 1 / $0 }, bias: nil))
+            default: throw unsupported(n, "a computed divisor")
+            }
+        case (true, true):
+            throw unsupported(n, "at least one computed input")
+        }
+    }
+
+    private mutating func activation(_ a: Activation, _ input: String, _ output: String, _ name: String) throws {
+        switch a.op {
+        case .relu: add(name, [input], [output], .activation(.relu))
+        case .sigmoid: add(name, [input], [output], .activation(.sigmoid))
+        case .tanh: add(name, [input], [output], .activation(.tanh))
+        case .identity: add(name, [input], [output], .activation(.linear(alpha: 1, beta: 0)))
+        case .leakyRelu: add(name, [input], [output], .activation(.leakyRelu(alpha: a.alpha ?? 0.01)))
+        case .hardSigmoid: add(name, [input], [output], .activation(.sigmoidHard(alpha: a.alpha ?? 0.2, beta: a.beta ?? 0.5)))
+        case .clip:
+            add(name, [input], [output], .clip(min: a.min ?? -Float.greatestFiniteMagnitude, max: a.max ?? Float.greatestFiniteMagnitude))
+        case .hardSwish, .swish:
+            let gate = fresh(output)
+            add(name + ".gate", [input], [gate], .activation(a.op == .swish ? .sigmoid : .sigmoidHard(alpha: 1.0 / 6, beta: 0.5)))
+            add(name, [input, gate], [output], .multiply)
+        default:
+            throw ExportError.unsupported(model: modelName, format: "Core ML", place: "node '\(name)'", reason: "'\(a.op.rawValue)' is not an activation")
+        }
+    }
+
+    /// A constant that broadcasts per channel: shape [], [1], [C] or (1, …, 1, C).
+    private func channelConstant(_ name: String, _ n: Node) throws -> [Float] {
+        guard let t = tensors[name], t.shape.dropLast().allSatisfy({ $0 == 1 }) else {
+            throw unsupported(n, "a per-channel constant (shape [C] or [1])")
+        }
+        return try t.floats()
+    }
+
+    private func floats(_ name: String, _ n: Node) throws -> [Float] {
+        guard let t = tensors[name] else { throw unsupported(n, "constant parameters") }
+        return try t.floats()
+    }
+
+    private func optionalFloats(_ name: String?) throws -> [Float]? {
+        guard let name, !name.isEmpty, let t = tensors[name] else { return nil }
+        return try t.floats()
+    }
+
+    private func rankOf(_ name: String, _ n: Node) throws -> Int {
+        if let r = rank[name] { return r }
+        if let t = tensors[name] { return t.shape.count }
+        throw ExportError.invalid(model: modelName, place: "node '\(n.name)' input", expected: "a computed tensor or a weight", actual: "'\(name)'")
+    }
+
+    private func blob(_ name: String) -> String { blobs[name] ?? name }
+
+    private mutating func fresh(_ base: String) -> String {
+        counter += 1
+        return "\(base)__\(counter)"
+    }
+
+    private mutating func add(_ name: String, _ inputs: [String], _ outputs: [String], _ kind: CoreMLProgram.Kind) {
+        program.layers.append(.init(name: name, inputs: inputs, outputs: outputs, kind: kind))
+    }
+
+    private func unsupported(_ n: Node, _ needs: String) -> ExportError {
+        .unsupported(model: modelName, format: "Core ML", place: "node '\(n.name)' (\(n.op.rawValue))", reason: "needs \(needs)")
+    }
+}

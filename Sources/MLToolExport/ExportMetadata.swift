@@ -1,0 +1,42 @@
+import Foundation
+import MLToolCore
+
+/// The model facts both exporters record beside the network: labels, preprocessing, provenance, authorship.
+enum ExportMetadata {
+    /// Key/value pairs (ONNX `metadata_props`, Core ML `userDefined`), in a fixed order.
+    static func pairs(_ md: ModelMetadata, notes: [String], inputLayout: String) -> [(String, String)] {
+        var out = [(String, String)]()
+        if let v = md.name { out.append(("name", v)) }
+        if let v = md.author { out.append(("author", v)) }
+        if let v = md.license { out.append(("license", v)) }
+        if let v = md.version { out.append(("version", v)) }
+        if let v = md.description { out.append(("description", v)) }
+        out.append(("task", md.task.rawValue))
+        if !md.labels.isEmpty { out.append(("labels", json(md.labels))) }
+        if let v = md.outputKind { out.append(("output_kind", v)) }
+        if let p = md.image {
+            out.append(("preprocessing", sentence(p, layout: inputLayout)))
+            out.append(("preprocessing.json", json(p)))
+        }
+        out.append(("provenance", json(md.provenance)))
+        out.append(("exported_by", "mltool \(MLTool.version)"))
+        out.append(("weights", notes.isEmpty ? "as stored in the source model" : notes.joined(separator: "; ")))
+        return out
+    }
+
+    /// A sentence saying how to turn an image into the input tensor.
+    static func sentence(_ p: ImagePreprocessing, layout: String) -> String {
+        let resize = p.resize == "shorter"
+            ? "resize the shorter side to \(p.resizeTo ?? max(p.height, p.width)) pixels keeping the aspect ratio"
+            : "resize to \(p.height)×\(p.width)"
+        let crop = p.crop == "center" ? ", centre-crop \(p.height)×\(p.width)" : ""
+        return "\(resize)\(crop); channels \(p.colorOrder); value = (pixel · \(p.scale) + bias[c] − mean[c]) / std[c] "
+            + "for pixels in 0…255 with bias \(p.bias), mean \(p.mean), std \(p.std); layout \(layout) float32"
+    }
+
+    static func json<T: Encodable>(_ v: T) -> String {
+        let e = JSONEncoder()
+        e.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return (try? e.encode(v)).map { String(decoding: $0, as: UTF8.self) } ?? ""
+    }
+}
