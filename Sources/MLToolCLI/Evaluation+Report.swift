@@ -25,11 +25,13 @@ extension Evaluation {
                                       probability: Double(m.probability), preview: preview(item, task: models[0].metadata.task),
                                       other: other)
         }
+        var source = dataSource
+        if dataPath == nil, let root = models[0].metadata.split?.root { source += " of \(root)" }
         let iso = ISO8601DateFormatter()
         iso.formatOptions = [.withInternetDateTime]
         let report = HTMLReport(
             models: zip(modelPaths, models).map { HTMLReport.ModelInfo(path: $0, model: $1) }, reports: reports,
-            dataSource: dataSource, comparison: comparison, mistakes: mistakes, generated: iso.string(from: Date()))
+            dataSource: source, comparison: comparison, mistakes: mistakes, generated: iso.string(from: Date()))
         try report.write(to: path, inputs: modelPaths + (dataPath.map { [$0] } ?? []) + items.map(\.path))
     }
 

@@ -3,8 +3,16 @@ import Foundation
 /// Per-class precision and recall as paired horizontal bars (inline SVG), with F1 and support printed alongside.
 public struct ClassBarsSVG: Sendable {
     public var classes: [ClassMetrics]
+    /// The length of a 100% bar, in CSS pixels.
+    public var barWidth: Double
+    /// The height of one class's row (two bars and the gap), in CSS pixels.
+    public var rowHeight: Double
 
-    public init(classes: [ClassMetrics]) { self.classes = classes }
+    public init(classes: [ClassMetrics], barWidth: Double = 420, rowHeight: Double = 24) {
+        self.classes = classes
+        self.barWidth = barWidth
+        self.rowHeight = rowHeight
+    }
 
     static let precisionColor = "#3b6fb6"
     static let recallColor = "#e08a2c"
@@ -15,7 +23,7 @@ public struct ClassBarsSVG: Sendable {
         let font = 12.0
         let shown = classes.map { ConfusionMatrixSVG.shortLabel($0.label) }
         let labelWidth = Double(shown.map { $0.count }.max() ?? 1) * font * 0.62 + 10
-        let barWidth = 420.0, bar = 8.0, rowHeight = 24.0
+        let bar = rowHeight >= 30 ? 10.0 : 8.0
         let left = labelWidth, top = 44.0
         let statsX = left + barWidth + 52
         let width = statsX + 110, height = top + rowHeight * Double(classes.count) + 6

@@ -12,6 +12,8 @@ extension HTMLReport {
     h2 { margin: 0 0 10px; font-size: 17px; }
     h3 { margin: 0 0 6px; font-size: 14px; color: var(--muted); font-weight: 600; }
     .note { margin: 0 0 10px; color: var(--muted); font-size: 13px; }
+    .pair { display: flex; flex-wrap: wrap; gap: 0 16px; }
+    .pair > section { flex: 1 1 460px; min-width: 0; }
     .row { display: flex; flex-wrap: wrap; gap: 24px; align-items: flex-start; }
     .scroll { overflow-x: auto; max-width: 100%; }
     table.facts { border-collapse: collapse; min-width: 320px; flex: 1; }
@@ -19,7 +21,7 @@ extension HTMLReport {
     table.facts th { text-align: left; font-weight: 500; color: var(--muted); padding: 3px 16px 3px 0; vertical-align: top; white-space: nowrap; width: 1%; }
     table.facts td { padding: 3px 0; overflow-wrap: anywhere; }
     table.facts tr + tr > * { border-top: 1px solid var(--line); }
-    .cards { display: grid; grid-template-columns: repeat(auto-fill, minmax(190px, 1fr)); gap: 12px; }
+    .cards { display: grid; grid-template-columns: repeat(auto-fit, minmax(170px, 1fr)); gap: 12px; }
     .card { border: 1px solid var(--line); border-radius: 8px; padding: 10px 14px; background: #fbfcfd; }
     .card .k { color: var(--muted); font-size: 12px; text-transform: uppercase; letter-spacing: 0.04em; }
     .card .v { font-size: 28px; font-weight: 650; font-variant-numeric: tabular-nums; margin: 2px 0; }
@@ -36,7 +38,7 @@ extension HTMLReport {
     .swatch { display: inline-block; width: 11px; height: 11px; border-radius: 2px; vertical-align: -1px; }
     .swatch.diag { background: #2d5ea3; } .swatch.off { background: #d9632a; }
     .mistakes { display: grid; grid-template-columns: repeat(auto-fill, minmax(160px, 1fr)); gap: 12px; }
-    figure.mistake { position: relative; margin: 0; border: 1px solid var(--line); border-radius: 8px; padding: 10px; background: #fbfcfd; }
+    figure.mistake { margin: 0; border: 1px solid var(--line); border-radius: 8px; padding: 10px; background: #fbfcfd; }
     .thumb { width: 96px; height: 96px; margin: 0 auto 8px; display: flex; align-items: center; justify-content: center;
       background: #fff; border: 1px solid var(--line); border-radius: 4px; }
     .thumb img { width: 96px; height: 96px; object-fit: contain; image-rendering: pixelated; }
@@ -45,12 +47,11 @@ extension HTMLReport {
       font-size: 12px; color: var(--ink); overflow-wrap: anywhere; }
     figcaption { font-size: 12.5px; }
     figcaption div { white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }
-    figcaption .tag { display: inline-block; min-width: 62px; color: var(--muted); font-size: 11.5px; }
-    .badge { position: absolute; top: 8px; right: 8px; padding: 1px 6px; border-radius: 9px; background: #fdecea;
-      color: #b3261e; font-size: 11.5px; font-weight: 600; font-variant-numeric: tabular-nums; }
+    figcaption .tag { display: inline-block; min-width: 34px; color: var(--muted); font-size: 11px; }
     figcaption .pred b { color: #b3261e; }
     figcaption .truth b { color: #1f7a3a; }
-    figcaption .path { color: var(--muted); font-size: 11px; margin-top: 2px; }
+    figcaption .conf { color: var(--muted); font-size: 11px; margin-top: 2px; }
+    figcaption .conf b { color: var(--ink); font-size: 12px; font-weight: 600; font-variant-numeric: tabular-nums; }
     footer { color: var(--muted); font-size: 12px; text-align: center; margin-top: 8px; }
 
     """
