@@ -9,13 +9,23 @@ import Foundation
 public struct ConfusionMatrixSVG: Sendable {
     public var confusion: [[Int]]
     public var labels: [String]
+    /// Items per true class: the row sums, unless the matrix shows a subset of the columns.
+    public var rowTotals: [Int]
     /// The width to lay the matrix out for, in CSS pixels (cells stay between 12 and 48 px whatever it is).
     public var layoutWidth: Double
 
-    public init(confusion: [[Int]], labels: [String], layoutWidth: Double = 1020) {
+    public init(confusion: [[Int]], labels: [String], rowTotals: [Int]? = nil, layoutWidth: Double = 1020) {
         self.confusion = confusion
         self.labels = labels
+        self.rowTotals = rowTotals ?? confusion.map { $0.reduce(0, +) }
         self.layoutWidth = layoutWidth
+    }
+
+    /// The matrix restricted to `classes` (indices into `confusion`), colours and totals still per whole row.
+    public static func subset(_ confusion: [[Int]], labels: [String], classes: [Int], layoutWidth: Double = 1020)
+        -> ConfusionMatrixSVG {
+        ConfusionMatrixSVG(confusion: classes.map { i in classes.map { confusion[i][$0] } }, labels: classes.map { labels[$0] },
+                           rowTotals: classes.map { confusion[$0].reduce(0, +) }, layoutWidth: layoutWidth)
     }
 
     /// Longest label shown before it is cut with "…" (the tooltip keeps the full text).
@@ -24,20 +34,20 @@ public struct ConfusionMatrixSVG: Sendable {
     /// The `<svg>` element.
     public func svg() -> String {
         let k = labels.count
-        guard k > 0, confusion.count == k, confusion.allSatisfy({ $0.count == k }) else {
+        guard k > 0, confusion.count == k, rowTotals.count == k, confusion.allSatisfy({ $0.count == k }) else {
             return "<p class=\"note\">No confusion matrix (\(k) labels, \(confusion.count) rows).</p>"
         }
         let shown = labels.map { Self.shortLabel($0) }
         let longest = Double(shown.map { $0.count }.max() ?? 1)
         let axisTitle = 20.0
-        let supportWidth = 10 + Double(String(confusion.map { $0.reduce(0, +) }.max() ?? 0).count + 1) * 7
+        let supportWidth = 10 + Double(String(rowTotals.max() ?? 0).count + 1) * 7
         // Cells fill the width, between 12 and 48 px; fonts follow the cell size.
         let roomForGrid = layoutWidth - axisTitle - (longest * 12 * 0.6 + 8) - supportWidth
         let cell = Double(min(48, max(12, Int(roomForGrid) / k)))
         let font = min(12, max(8, (cell * 0.7).rounded()))
         let columnFont = min(12, max(8, (cell * 0.62).rounded()))
         // Column labels run 45° down-left from under their column, or straight down when 45° would crowd them.
-        let diagonal = cell * 0.707 >= columnFont * 1.1
+        let diagonal = cell * 0.707 >= columnFont * 1.3
         let columnLength = longest * columnFont * 0.6 + 4
         let columnReach = diagonal ? columnLength * 0.707 + columnFont : columnLength
         let left = axisTitle + longest * font * 0.6 + 8
@@ -61,10 +71,10 @@ public struct ConfusionMatrixSVG: Sendable {
             s += "<text x=\"\(f(left - 6))\" y=\"\(f(y))\" text-anchor=\"end\" dominant-baseline=\"central\"><title>\(HTMLText.escape(labels[i]))</title>\(HTMLText.escape(name))</text>\n"
         }
         s += "<text class=\"muted\" x=\"\(f(left + grid + 6))\" y=\"\(f(top - 5))\">n</text>\n"
-        let countFont = min(12, (cell * 0.4).rounded())
+        let countFont = min(12, (cell * 0.45).rounded())
         for i in 0..<k {
             let row = confusion[i]
-            let total = row.reduce(0, +)
+            let total = rowTotals[i]
             let y = top + Double(i) * cell
             for j in 0..<k {
                 let x = left + Double(j) * cell

@@ -62,7 +62,7 @@ import Testing
     }
 
     @Test(.enabled(if: chromium != nil, "chromium not installed (apt-get install -y chromium)"),
-          arguments: [(10, false), (36, false), (6, true)])
+          arguments: [(10, false), (36, false), (6, true), (120, false)])
     func reportRenders(classes: Int, compare: Bool) throws {
         let html = try ReportFixture.report(k: classes, compare: compare).html()
         let image = try Self.screenshot(html, name: "report-\(classes)\(compare ? "-compare" : "")", width: 1200, height: 2000)

@@ -41,6 +41,32 @@ import Testing
         #expect(html.hasPrefix("<!DOCTYPE html>") && html.hasSuffix("</html>\n"))
     }
 
+    @Test func manyClassesShowTheMostConfusedSubset() throws {
+        let k = 1000
+        let report = try ReportFixture.report(k: k, n: 3000)
+        let html = report.html()
+        let limit = HTMLReport.chartClassLimit
+        #expect(html.components(separatedBy: "<rect class=\"cell\"").count - 1 == limit * limit)
+        #expect(html.contains("The \(limit) of \(k) classes most involved in errors"))
+        #expect(html.contains("The \(limit) of \(k) classes with the lowest F1"))
+        #expect(html.utf8.count < 2_000_000, "page is \(html.utf8.count) bytes")
+        let r = report.reports[0]
+        // The chosen classes carry at least as many errors as any class left out.
+        let chosen = r.classesMostConfused(limit: limit)
+        func errors(_ c: Int) -> Int {
+            (0..<k).reduce(0) { $0 + ($1 == c ? 0 : r.confusion[c][$1] + r.confusion[$1][c]) }
+        }
+        let leastChosen = chosen.map(errors).min() ?? 0
+        #expect(chosen.count == limit && chosen == chosen.sorted())
+        #expect((0..<k).filter { !chosen.contains($0) }.allSatisfy { errors($0) <= leastChosen })
+        let worst = r.classesWorstF1(limit: limit)
+        #expect(worst.map { r.perClass[$0].f1 } == worst.map { r.perClass[$0].f1 }.sorted())
+        #expect(Set(worst).count == limit)
+        // A subset keeps whole-row totals.
+        let svg = ConfusionMatrixSVG.subset(r.confusion, labels: r.perClass.map(\.label), classes: [chosen[0]])
+        #expect(svg.rowTotals == [r.perClass[chosen[0]].support])
+    }
+
     @Test func imageMistakesAreDataURIsAndTextMistakesAreSnippets() throws {
         let report = try ReportFixture.report(k: 12, imageMistakes: 5)
         #expect(report.mistakes.count == HTMLReport.mistakeLimit)
