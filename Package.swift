@@ -26,7 +26,7 @@ let package = Package(
         .target(name: "MLToolEngine", dependencies: ["MLToolCore", "COpenBLAS", "CMLToolKernels"]),
         .target(name: "MLToolData", dependencies: ["MLToolCore", "CTurboJPEG", "CPNG"]),
         .target(name: "MLToolTrain", dependencies: ["MLToolCore", "MLToolData", "COpenBLAS"]),
-        .target(name: "MLToolEval", dependencies: ["MLToolCore"]),
+        .target(name: "MLToolEval", dependencies: ["MLToolCore", "MLToolFormat"]),
         .target(name: "MLToolQuant", dependencies: ["MLToolCore"]),
         .target(name: "MLToolExport", dependencies: ["MLToolCore", "CProtobufC", "COnnxProto", "CCoreMLProto"]),
         .target(name: "MLToolCLI", dependencies: [
@@ -45,5 +45,6 @@ let package = Package(
         .testTarget(name: "MLToolTrainTests", dependencies: ["MLToolTrain", "MLToolData"]),
         .testTarget(name: "MLToolTextTests", dependencies: ["MLToolData"]),
         .testTarget(name: "MLToolExportTests", dependencies: ["MLToolExport", "MLToolImport", "MLToolEngine", "MLToolFormat", "MLToolData", "MLToolQuant", "MLToolCore", "CPNG"]),
+        .testTarget(name: "MLToolReportTests", dependencies: ["MLToolEval", "MLToolData", "MLToolCore"]),
     ]
 )

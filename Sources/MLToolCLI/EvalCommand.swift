@@ -17,6 +17,7 @@ extension CLI {
         options: [
             OptionSpec("--json", help: "Print one JSON object with stable keys."),
             OptionSpec("--top", value: "K", help: "Also report top-K accuracy (default 5)."),
+            OptionSpec("--report", value: "FILE", help: "Also write a self-contained HTML report (metrics, confusion matrix, mistakes)."),
             OptionSpec("--skip-missing", help: "Evaluate on the holdout files that remain when some are missing."),
             OptionSpec("--threads", value: "T", help: "Threads (default: all cores)."),
             OptionSpec("--quiet", short: "-q", help: "No progress output."),
@@ -54,6 +55,12 @@ extension CLI {
         }
         let comparison = models.count == 2 ? ModelComparison.compare(probs[0], probs[1], classes: labels.count) : nil
         let source = dataPath ?? "recorded holdout"
+        if let reportPath = args.string("--report") {
+            try Evaluation.writeReport(to: reportPath, models: models, modelPaths: modelPaths, items: items, truth: truth,
+                                       probabilities: probs, reports: reports, comparison: comparison,
+                                       dataSource: source, dataPath: dataPath)
+            if !args.has("--quiet") { note("mltool: wrote \(reportPath)") }
+        }
         if args.has("--json") {
             struct Out: Encodable {
                 var data: String; var models: [String]; var reports: [EvaluationReport]; var comparison: ModelComparison?
