@@ -41,5 +41,6 @@ let package = Package(
         .testTarget(name: "MLToolDataTests", dependencies: ["MLToolData", "MLToolCore"], exclude: ["Fixtures"]),
         .testTarget(name: "MLToolTrainTests", dependencies: ["MLToolTrain", "MLToolData"]),
         .testTarget(name: "MLToolTextTests", dependencies: ["MLToolData"]),
+        .testTarget(name: "MLToolCLITextTests", dependencies: ["MLToolCLI", "MLToolCore", "MLToolData", "MLToolFormat"]),
     ]
 )

@@ -41,7 +41,7 @@ struct TextTraining {
         var c = TextConfig()
         c.wordNgrams = try range("--ngrams") ?? [1, 2]
         c.charNgrams = try range("--char-ngrams")
-        c.minCount = try args.int("--min-count", default: 1)
+        c.minCount = try args.int("--min-count", default: 2)
         guard c.minCount >= 1 else { throw CLIError.usage(command: "train", message: "--min-count must be ≥ 1") }
         c.weighting = args.string("--weighting") ?? "tfidf"
         guard ["tfidf", "count", "binary"].contains(c.weighting) else {
@@ -112,11 +112,15 @@ struct TextTraining {
             }
             options.l2 = .fixed(v)
         }
-        options.maxIterations = try args.int("--max-iterations", default: 200)
+        options.maxIterations = try args.int("--max-iterations", default: 60)
+        // Sparse text objectives flatten early: a relative loss change under 1e-5 per iteration no longer moves
+        // validation accuracy (measured on the Debian descriptions), and stopping there saves ~70% of the time.
+        options.lossTolerance = 1e-5
         options.balanceClasses = args.has("--balance")
         options.earlyStoppingPatience = try args.string("--early-stopping").map { _ in try args.int("--early-stopping", default: 20) }
-        // λ relative to 1/n (scikit-learn's C = 1); strongest first, each fit warm-starts the next.
-        options.l2Grid = [1e-3, 3e-4, 1e-4, 3e-5, 1e-5]
+        // λ = c/n (c = 1 is scikit-learn's default C = 1), strongest first, each fit warm-starting the next.
+        // TF-IDF rows are L2-normalised, so weaker-than-default values tend to win on real text.
+        options.l2Grid = [0.3, 0.1, 0.03].map { $0 / Double(max(train.count, 1)) }
         options.selection = .logLoss
         if !quiet { note("  l2        iter        loss   train acc   valid acc   seconds") }
         let progress: ((IterationRecord) -> Void)? = quiet ? nil : { r in

@@ -38,7 +38,7 @@ extension CLI {
             OptionSpec("--text-column", value: "NAME", help: "Text: CSV column with the documents (default text)."),
             OptionSpec("--ngrams", value: "MIN-MAX", help: "Text: word n-gram lengths (default 1-2)."),
             OptionSpec("--char-ngrams", value: "MIN-MAX", help: "Text: also character n-grams, e.g. 3-5 (default off)."),
-            OptionSpec("--min-count", value: "N", help: "Text: keep terms found in at least N documents (default 1)."),
+            OptionSpec("--min-count", value: "N", help: "Text: keep terms found in at least N documents (default 2)."),
             OptionSpec("--weighting", value: "tfidf|count|binary", help: "Text: feature weighting (default tfidf)."),
             OptionSpec("--hash-bits", value: "N", help: "Text: hash terms into 2^N buckets instead of a vocabulary."),
             OptionSpec("--stop-words", value: "FILE", help: "Text: words to drop, one per line (default none)."),
