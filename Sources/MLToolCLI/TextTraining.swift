@@ -134,12 +134,17 @@ struct TextTraining {
             throw CLIError.badInput(file: dataPath, reason: "the training documents contain no words")
         }
         let featureSeconds = Date().timeIntervalSince(fitStart)
+        // The search only has to rank the strengths: a shorter budget per value (warm starts carry the progress
+        // along the path) and a full fit of the winner on all the training documents.
+        var search = options
+        let refits = options.l2 == .auto && !validation.isEmpty
+        if refits { search.maxIterations = min(options.maxIterations, 30) }
         var head = try LogisticRegression.fit(
             sparse: try vectorizer.transform(train.map(\.text)), labels: y(train), classes: labels.count,
             validation: validation.isEmpty ? nil : (try vectorizer.transform(validation.map(\.text)), y(validation)),
-            options: options, progress: progress)
+            options: search, progress: progress)
         var trainCount = train.count
-        if options.l2 == .auto, !validation.isEmpty {
+        if refits {
             // The validation split chose the strength; the final model learns from training + validation documents.
             let all = train + validation
             vectorizer = try TextVectorizer.fit(documents: all.map(\.text), config: config)

@@ -1,6 +1,7 @@
 import MLToolCore
 
-/// Errors from text feature extraction: bad settings, a damaged stored vocabulary, and malformed sparse matrices.
+/// Errors from text data and features: unreadable documents and tables (with their place), too little data, bad
+/// settings, a damaged stored vocabulary, and malformed sparse matrices.
 /// (Kept apart from the image/data-set errors so the two halves of MLToolData can grow independently.)
 public enum TextError: MLToolError, Equatable {
     /// A `TextConfig` field is outside its domain.
