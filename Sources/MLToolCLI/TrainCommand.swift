@@ -26,7 +26,7 @@ extension CLI {
             OptionSpec("--extractor", value: "MODEL", help: "Feature extractor (default models/efficientnet-lite0.bin)."),
             OptionSpec("--feature-layer", value: "NAME", help: "Extractor tensor to use as features."),
             OptionSpec("--l2", value: "auto|X", help: "L2 strength, or auto (chosen on validation; default)."),
-            OptionSpec("--max-iterations", value: "N", help: "L-BFGS iterations per L2 value (default 500)."),
+            OptionSpec("--max-iterations", value: "N", help: "L-BFGS iterations per L2 value (default 500; text 60)."),
             OptionSpec("--early-stopping", value: "N", help: "Stop after N iterations without validation improvement."),
             OptionSpec("--balance", help: "Weight classes inversely to their frequency."),
             OptionSpec("--augment", value: "LIST", help: "Augment training images: flip,crop,rotate,exposure,blur,noise."),
