@@ -46,5 +46,6 @@ let package = Package(
         .testTarget(name: "MLToolTextTests", dependencies: ["MLToolData"]),
         .testTarget(name: "MLToolExportTests", dependencies: ["MLToolExport", "MLToolImport", "MLToolEngine", "MLToolFormat", "MLToolData", "MLToolQuant", "MLToolCore", "CPNG"]),
         .testTarget(name: "MLToolReportTests", dependencies: ["MLToolEval", "MLToolData", "MLToolCore"]),
+        .testTarget(name: "MLToolCLITextTests", dependencies: ["MLToolCLI", "MLToolCore", "MLToolData", "MLToolFormat"]),
     ]
 )

@@ -41,7 +41,7 @@ extension CLI {
         if models.count == 2 && models[1].metadata.labels != labels {
             throw CLIError.badInput(file: modelPaths[1], reason: "its labels differ from \(modelPaths[0])'s; cannot compare")
         }
-        let items = try dataPath.map { try loadItems($0) }
+        let items = try dataPath.map { try loadItems($0, task: models[0].metadata.task) }
             ?? Evaluation.recordedHoldout(models[0], modelPath: modelPaths[0], skipMissing: args.has("--skip-missing"))
         let truth = try Evaluation.truth(items, labels: labels, modelPath: modelPaths[0])
         let threads = try args.int("--threads", default: 0)
@@ -90,10 +90,13 @@ extension CLI {
         return FileManager.default.fileExists(atPath: p, isDirectory: &d) && d.boolValue
     }
 
-    /// Items of a label-folder tree or a CSV.
-    static func loadItems(_ path: String) throws -> [LabeledItem] {
+    /// Items of a label-folder tree or a CSV (text data for text models: `.txt` folders, CSV/TSV/JSON Lines).
+    static func loadItems(_ path: String, task: ModelMetadata.Task? = nil) throws -> [LabeledItem] {
         guard FileManager.default.fileExists(atPath: path) else {
             throw CLIError.missingInput(file: path, reason: "no such file or directory")
+        }
+        if task == .textClassifier {
+            return try TextDataset.load(path).items.map { LabeledItem(path: $0.reference, label: $0.label, text: $0.text) }
         }
         let dataset = try ImageDataset.load(path)
         return dataset.items.map { LabeledItem(path: $0.path, label: $0.label) }

@@ -19,18 +19,12 @@ enum Evaluation {
         }
         var items = [LabeledItem]()
         var problems = [String]()
+        let resolver = HoldoutResolver(root: split.root)
         for item in split.holdout {
-            let path = split.root.map { URL(fileURLWithPath: $0).appendingPathComponent(item.path).path } ?? item.path
-            guard FileManager.default.fileExists(atPath: path) else {
-                problems.append("missing: \(path)")
-                continue
+            switch try resolver.resolve(item) {
+            case .item(let resolved): items.append(resolved)
+            case .problem(let problem): problems.append(problem)
             }
-            let digest = try SHA256.hex(fileAt: path)
-            guard digest == item.sha256 else {
-                problems.append("changed since training (sha256 \(digest.prefix(12))…, recorded \(item.sha256.prefix(12))…): \(path)")
-                continue
-            }
-            items.append(LabeledItem(path: path, label: item.label))
         }
         if !problems.isEmpty {
             let list = problems.prefix(20).map { "  " + $0 }.joined(separator: "\n")

@@ -45,6 +45,9 @@ struct ModelSummary: Encodable {
     var provenance: Provenance
     var metrics: [String: Double]
     var holdoutItems: Int?
+    /// Text models: vocabulary size (or hashed buckets) and the strongest features of each class.
+    var textFeatures: Int?
+    var strongestFeatures: [String: [String]]?
 
     init(model: Model, layout: FileLayout?) {
         let md = model.metadata
@@ -68,6 +71,10 @@ struct ModelSummary: Encodable {
         provenance = md.provenance
         metrics = md.metrics
         holdoutItems = md.split?.holdout.count
+        if md.task == .textClassifier, let c = try? TextClassifier(model: model, path: md.name ?? "model") {
+            textFeatures = c.vectorizer.featureCount
+            strongestFeatures = Dictionary(uniqueKeysWithValues: zip(c.labels, c.strongestFeatures(5).map { $0.map(\.feature) }))
+        }
     }
 
     func json() throws -> String {
@@ -89,6 +96,8 @@ struct ModelSummary: Encodable {
         if let t = text {
             s += "  text          word n-grams \(t.wordNgrams)\(t.charNgrams.map { ", char n-grams \($0)" } ?? ""), \(t.weighting)\(t.hashBits.map { ", hashed 2^\($0)" } ?? "")\n"
         }
+        if let n = textFeatures { s += "  vocabulary    \(n) \(text?.hashBits == nil ? "terms" : "hashed buckets")\n" }
+        for label in labels { if let f = strongestFeatures?[label] { s += "  strongest     \(label): \(f.joined(separator: ", "))\n" } }
         if labelCount > 0 {
             let first = labels.prefix(5).joined(separator: ", ")
             s += "  labels        \(labelCount): \(first)\(labelCount > 5 ? ", …" : "")\n"

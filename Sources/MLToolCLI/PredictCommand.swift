@@ -26,7 +26,8 @@ extension CLI {
         let model = try ModelLoading.load(modelPath)
         let json = args.has("--json")
         if model.metadata.task == .textClassifier {
-            throw CLIError.notSupported("predict with text models")
+            return try TextPrediction.predict(model, modelPath: modelPath, files: inputs, texts: args.strings("--text"),
+                                              k: k, json: json)
         }
         if args.has("--text") {
             throw CLIError.usage(command: "predict", message: "--text needs a text model; \(modelPath) is a \(model.metadata.task.rawValue) model")
@@ -58,14 +59,15 @@ extension CLI {
         }
     }
 
-    static func printPrediction(file: String, row: [Float], labels: [String], k: Int, json: Bool) {
+    static func printPrediction(file: String, row: [Float], labels: [String], k: Int, json: Bool, key: String = "file",
+                                title: String? = nil) {
         let top = ImageClassifier.top(row, k)
         func name(_ i: Int) -> String { i < labels.count ? labels[i] : String(i) }
         if json {
             let items = top.map { "{\"label\": \(jsonString(name($0.0))), \"index\": \($0.0), \"probability\": \($0.1)}" }
-            print("{\"file\": \(jsonString(file)), \"top\": [\(items.joined(separator: ", "))]}")
+            print("{\"\(key)\": \(jsonString(file)), \"top\": [\(items.joined(separator: ", "))]}")
         } else {
-            print(file)
+            print(title ?? file)
             for (i, p) in top { print(String(format: "  %7.4f  %@", p, name(i))) }
         }
     }

@@ -67,7 +67,7 @@ extension CLI {
         // The accuracy gate.
         var gate: GateResult?
         if !args.has("--no-eval") {
-            let items: [LabeledItem]? = try args.string("--data").map { try loadItems($0) }
+            let items: [LabeledItem]? = try args.string("--data").map { try loadItems($0, task: model.metadata.task) }
                 ?? (model.metadata.split?.holdout.isEmpty == false
                     ? try Evaluation.recordedHoldout(model, modelPath: path, skipMissing: false) : nil)
             if let items, !model.metadata.labels.isEmpty {

@@ -4,7 +4,7 @@ import MLToolData
 
 extension CLI {
     static let train = CommandSpec(
-        name: "train", abstract: "Train an image classifier (transfer learning) from label folders or a CSV.",
+        name: "train", abstract: "Train an image or text classifier from label folders or a CSV.",
         arguments: "DATA",
         discussion: """
         DATA is a folder whose subfolders are the labels (JPEG/PNG files below them), or a CSV with a path and a
@@ -12,6 +12,10 @@ extension CLI {
         model, so `mltool eval` re-evaluates on it; or give --test. Features come from a frozen extractor
         (default EfficientNet-Lite0) through a content-addressed cache; the head is multinomial logistic
         regression with L2, chosen on a validation split. Same data, seed and threads give a byte-identical model.
+
+        Text (told from the content, or --task text): label folders of .txt files (one document each), or a CSV,
+        TSV or JSON Lines file with --text-column and --label-column. Features are word n-grams (and optional
+        character n-grams) weighted by TF-IDF; the classifier is max-entropy (the same regression, on sparse rows).
         """,
         options: [
             OptionSpec("--out", short: "-o", value: "PATH", help: "Output model (default ./model.bin)."),
@@ -22,7 +26,7 @@ extension CLI {
             OptionSpec("--extractor", value: "MODEL", help: "Feature extractor (default models/efficientnet-lite0.bin)."),
             OptionSpec("--feature-layer", value: "NAME", help: "Extractor tensor to use as features."),
             OptionSpec("--l2", value: "auto|X", help: "L2 strength, or auto (chosen on validation; default)."),
-            OptionSpec("--max-iterations", value: "N", help: "L-BFGS iterations per L2 value (default 500)."),
+            OptionSpec("--max-iterations", value: "N", help: "L-BFGS iterations per L2 value (default 500; text 60)."),
             OptionSpec("--early-stopping", value: "N", help: "Stop after N iterations without validation improvement."),
             OptionSpec("--balance", help: "Weight classes inversely to their frequency."),
             OptionSpec("--augment", value: "LIST", help: "Augment training images: flip,crop,rotate,exposure,blur,noise."),
@@ -30,6 +34,14 @@ extension CLI {
             OptionSpec("--label-column", value: "NAME", help: "CSV column with labels (default label)."),
             OptionSpec("--strict", help: "Stop at the first image that cannot be decoded."),
             OptionSpec("--max-pixels", value: "N", help: "Refuse larger images (default 64000000)."),
+            OptionSpec("--task", value: "image|text", help: "Override the task told from DATA's content."),
+            OptionSpec("--text-column", value: "NAME", help: "Text: CSV column with the documents (default text)."),
+            OptionSpec("--ngrams", value: "MIN-MAX", help: "Text: word n-gram lengths (default 1-2)."),
+            OptionSpec("--char-ngrams", value: "MIN-MAX", help: "Text: also character n-grams, e.g. 3-5 (default off)."),
+            OptionSpec("--min-count", value: "N", help: "Text: keep terms found in at least N documents (default 2)."),
+            OptionSpec("--weighting", value: "tfidf|count|binary", help: "Text: feature weighting (default tfidf)."),
+            OptionSpec("--hash-bits", value: "N", help: "Text: hash terms into 2^N buckets instead of a vocabulary."),
+            OptionSpec("--stop-words", value: "FILE", help: "Text: words to drop, one per line (default none)."),
             OptionSpec("--threads", value: "T", help: "Threads (default: all cores)."),
             OptionSpec("--quiet", short: "-q", help: "No progress output."),
         ]
@@ -37,6 +49,12 @@ extension CLI {
         guard args.positionals.count == 1 else {
             throw CLIError.usage(command: "train", message: "expected one DATA folder or CSV")
         }
-        try ImageTraining(args: args).run()
+        let task = args.string("--task") ?? (TextDataset.looksLikeText(args.positionals[0],
+                                                                      textColumn: args.string("--text-column") ?? "text") ? "text" : "image")
+        switch task {
+        case "text": try TextTraining(args: args).run()
+        case "image": try ImageTraining(args: args).run()
+        default: throw CLIError.usage(command: "train", message: "--task must be image or text")
+        }
     }
 }

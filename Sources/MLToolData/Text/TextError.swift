@@ -1,6 +1,7 @@
 import MLToolCore
 
-/// Errors from text feature extraction: bad settings, a damaged stored vocabulary, and malformed sparse matrices.
+/// Errors from text data and features: unreadable documents and tables (with their place), too little data, bad
+/// settings, a damaged stored vocabulary, and malformed sparse matrices.
 /// (Kept apart from the image/data-set errors so the two halves of MLToolData can grow independently.)
 public enum TextError: MLToolError, Equatable {
     /// A `TextConfig` field is outside its domain.
@@ -11,6 +12,16 @@ public enum TextError: MLToolError, Equatable {
     case sizeMismatch(what: String, expected: Int, actual: Int)
     /// Arrays that do not form a valid CSR matrix.
     case invalidSparseMatrix(what: String, index: Int, expected: String, actual: String)
+    /// A text file is not valid UTF-8: the first bad byte's offset (0-based) and its line (1-based).
+    case invalidUTF8(file: String, offset: Int, line: Int)
+    /// A JSON Lines record that is not an object with the needed string fields.
+    case jsonLine(file: String, line: Int, message: String)
+    /// A data set with no usable documents at all.
+    case noDocuments(source: String, reason: String)
+    /// The data set has fewer than two classes.
+    case tooFewClasses(source: String, labels: [String])
+    /// Classes with fewer documents than required, as "label (count)".
+    case classesTooSmall(source: String, classes: [String], minimum: Int)
 
     public var exitStatus: ExitStatus {
         switch self {
@@ -29,6 +40,18 @@ public enum TextError: MLToolError, Equatable {
             return "\(what): \(actual) values, expected \(expected)"
         case let .invalidSparseMatrix(what, index, expected, actual):
             return "sparse matrix \(what)[\(index)]: \(actual), expected \(expected)"
+        case let .invalidUTF8(file, offset, line):
+            return "\(file):\(line): invalid UTF-8 at byte offset \(offset)"
+        case let .jsonLine(file, line, message):
+            return "\(file):\(line): \(message)"
+        case let .noDocuments(source, reason):
+            return "\(source): no documents: \(reason)"
+        case let .tooFewClasses(source, labels):
+            let found = labels.isEmpty ? "no classes" :
+                "only \(labels.count) class\(labels.count == 1 ? "" : "es") (\(labels.joined(separator: ", ")))"
+            return "\(source): found \(found); need at least 2"
+        case let .classesTooSmall(source, classes, minimum):
+            return "\(source): every class needs at least \(minimum) documents: \(classes.joined(separator: ", "))"
         }
     }
 }
