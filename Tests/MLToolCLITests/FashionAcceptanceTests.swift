@@ -1,0 +1,58 @@
+import Foundation
+import Testing
+import MLToolFormat
+
+/// The acceptance numbers on real data: the Fashion-MNIST small model `make test` trains into .build/demo
+/// (2000 training PNGs, 1000 test PNGs, EfficientNet-Lite0 features).
+enum FashionDemo {
+    static let directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent(".build/demo").path
+    static let present: Bool = {
+        let ok = FileManager.default.fileExists(atPath: directory + "/model.bin")
+        if !ok { print("FashionAcceptanceTests: SKIPPED: no \(directory)/model.bin (make test trains it)") }
+        return ok
+    }()
+}
+
+@Suite(.serialized, .enabled(if: Tool.available && FashionDemo.present,
+                             "needs MLTOOL_BIN and .build/demo/model.bin (make test trains it)"))
+struct FashionAcceptanceTests {
+    static let demo = FashionDemo.directory
+
+    static func accuracy(_ model: String) throws -> Double {
+        let r = try Tool.run(["eval", model, "--json", "--quiet"])
+        #expect(r.status == 0, "\(r.stderr)")
+        let obj = try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any]
+        let reports = obj?["reports"] as? [[String: Any]]
+        return reports?.first?["accuracy"] as? Double ?? -1
+    }
+
+    static func size(_ path: String) -> Double {
+        Double((try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0)
+    }
+
+    @Test func floatModelReachesTheReference() throws {
+        let model = try ModelFile.read(path: Self.demo + "/model.bin")
+        let holdout = try #require(model.metadata.metrics["holdout.accuracy"])
+        #expect(holdout >= 0.87, "holdout accuracy \(holdout); reference (onnxruntime features + sklearn LR) 0.869")
+        #expect(model.metadata.split?.holdout.count == 1000)
+        // `mltool eval` with the recorded holdout gives the same number.
+        #expect(abs(try Self.accuracy(Self.demo + "/model.bin") - holdout) < 1e-9)
+    }
+
+    @Test func int8AndFP16KeepTheAccuracy() throws {
+        let float = try Self.accuracy(Self.demo + "/model.bin")
+        let int8 = try Self.accuracy(Self.demo + "/model.int8.bin")
+        #expect(float - int8 <= 0.003 + 1e-9, "int8 drop \((float - int8) * 100) points")
+        let ratio8 = Self.size(Self.demo + "/model.int8.bin") / Self.size(Self.demo + "/model.bin")
+        print("FashionAcceptanceTests: int8 file is \(String(format: "%.1f", ratio8 * 100))% of float, accuracy \(int8) vs \(float)")
+        #expect(ratio8 <= 0.28)
+
+        let fp16 = Self.demo + "/model.fp16.bin"
+        let q = try Tool.run(["quantize", Self.demo + "/model.bin", "--bits", "16", "--no-eval", "--quiet", "-o", fp16])
+        #expect(q.status == 0, "\(q.stderr)")
+        let acc16 = try Self.accuracy(fp16)
+        #expect(float - acc16 <= 0.001 + 1e-9, "fp16 drop \((float - acc16) * 100) points")
+        #expect(Self.size(fp16) / Self.size(Self.demo + "/model.bin") <= 0.52)
+    }
+}
