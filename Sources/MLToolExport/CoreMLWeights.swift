@@ -34,8 +34,8 @@ extension CoreMLProgram.Weights {
             return .linear(codes: codes, scale: scales, bias: bias)
         case .palette1, .palette2, .palette4, .palette6, .palette8:
             let bits = t.dtype.traits.bits
-            guard let lut = t.quant?.lut, lut.count == 1 << bits else {
-                notes.append("\(t.name): per-group palettes written as float32 (Core ML takes one look-up table per weight)")
+            guard let lut = t.quant?.lut, lut.count == 1 << bits, t.quant?.scales == nil else {
+                notes.append("\(t.name): per-group or per-channel-scaled palettes written as float32 (Core ML takes one look-up table per weight and no scales)")
                 break
             }
             var indices = [UInt8](repeating: 0, count: count)

@@ -66,7 +66,7 @@ import Testing
     @Test(arguments: [("onnx", false), ("coreml", false), ("coreml", true)])
     func quantizedExportsKeepTheSaving(format: String, palette: Bool) throws {
         let model = tinyClassifier(mapHead: true)
-        let q = try Self.quantized(model, palette ? QuantizeOptions(mode: .palette, bits: 4) : QuantizeOptions(mode: .linear, bits: 8))
+        let q = try Self.quantized(model, palette ? QuantizeOptions(mode: .palette, bits: 4, perTensor: true) : QuantizeOptions(mode: .linear, bits: 8))
         let saved = model.tensors.reduce(0) { $0 + $1.bytes.count } - q.tensors.reduce(0) { $0 + $1.bytes.count }
         func size(_ m: Model) throws -> Int {
             format == "onnx" ? try ONNXExporter.export(m, name: "m").bytes.count : try CoreMLExporter.export(m, name: "m").bytes.count
