@@ -1,5 +1,6 @@
 import Foundation
 import MLToolCore
+import MLToolEngine
 import MLToolFormat
 
 extension CLI {
@@ -54,7 +55,10 @@ struct ModelSummary: Encodable {
         task = md.task.rawValue
         name = md.name
         inputs = md.graph?.inputs.map { IO(name: $0.name, shape: $0.shape) } ?? []
-        outputs = md.graph?.outputs.map { IO(name: $0, shape: []) } ?? []
+        outputs = md.graph.map { g in
+            let shapes = ModelSummary.outputShapes(model, g)
+            return g.outputs.map { IO(name: $0, shape: shapes[$0] ?? []) }
+        } ?? []
         outputKind = md.outputKind
         featureTensor = md.featureTensor
         preprocessing = md.image
@@ -77,6 +81,18 @@ struct ModelSummary: Encodable {
         }
     }
 
+    /// Output shapes for a batch of one, found by running the graph once on zeros (nil shapes when it cannot run).
+    static func outputShapes(_ model: Model, _ graph: Graph) -> [String: [Int]] {
+        guard let engine = try? Engine(model: model, threads: 1) else { return [:] }
+        var inputs = [String: Tensor]()
+        for i in graph.inputs {
+            guard let shape = engine.inputShape(i.name, batch: 1) else { return [:] }
+            inputs[i.name] = Tensor(zeros: shape)
+        }
+        guard let out = try? engine.run(inputs) else { return [:] }
+        return out.mapValues { $0.shape }
+    }
+
     func json() throws -> String {
         let e = JSONEncoder()
         e.outputFormatting = [.sortedKeys]
@@ -87,7 +103,9 @@ struct ModelSummary: Encodable {
         var s = "\(path)\n"
         s += "  task          \(task)\(name.map { " (\($0))" } ?? "")\n"
         for i in inputs { s += "  input         \(i.name) \(i.shape)\n" }
-        for o in outputs { s += "  output        \(o.name)\(outputKind.map { " (\($0))" } ?? "")\n" }
+        for (i, o) in outputs.enumerated() {
+            s += "  output        \(o.name) \(o.shape)\(i == 0 ? outputKind.map { " (\($0))" } ?? "" : "")\n"
+        }
         if let f = featureTensor { s += "  features      \(f)\n" }
         if let p = preprocessing {
             s += "  preprocessing \(p.width)×\(p.height) \(p.colorOrder), value = (pixel·\(p.scale) + \(p.bias) − \(p.mean)) / \(p.std)\n"
@@ -99,7 +117,7 @@ struct ModelSummary: Encodable {
         if let n = textFeatures { s += "  vocabulary    \(n) \(text?.hashBits == nil ? "terms" : "hashed buckets")\n" }
         for label in labels { if let f = strongestFeatures?[label] { s += "  strongest     \(label): \(f.joined(separator: ", "))\n" } }
         if labelCount > 0 {
-            let first = labels.prefix(5).joined(separator: ", ")
+            let first = labels.prefix(5).map { "\"\($0)\"" }.joined(separator: ", ")
             s += "  labels        \(labelCount): \(first)\(labelCount > 5 ? ", …" : "")\n"
         }
         s += "  parameters    \(parameters) in \(tensors) tensors\n"
