@@ -116,14 +116,14 @@ MLK_AVX2 static void bias_act_avx2(float *y, int64_t rows, int64_t cols, const f
 
 // Four horizontally adjacent interior output pixels (every kx tap inside the row), C a multiple of 8. Eight (or
 // four) independent accumulators hide the FMA latency that a single pixel's 9–25 chained taps would expose.
-MLK_AVX2 static void depthwise4_avx2(const float *base, int64_t W, int64_t C, const float *w, int64_t KW,
+MLK_AVX2 static void depthwise4_avx2(const float *base, int64_t W, int64_t C, int64_t CN, const float *w, int64_t KW,
                                      int64_t ky0, int64_t ky1, int64_t sw, int64_t dh, int64_t dw, const float *bias,
                                      float *out, int act, float p0, float p1) {
     int vec = act <= MLK_ACT_LEAKY;
     __m256 lo = _mm256_set1_ps(p0), hi = _mm256_set1_ps(p1);
     int64_t ps = sw * C;
     int64_t c = 0;
-    for (; c + 16 <= C; c += 16) {
+    for (; c + 16 <= CN; c += 16) {
         __m256 b0 = bias ? _mm256_loadu_ps(bias + c) : _mm256_setzero_ps();
         __m256 b1 = bias ? _mm256_loadu_ps(bias + c + 8) : _mm256_setzero_ps();
         __m256 a00 = b0, a01 = b1, a10 = b0, a11 = b1, a20 = b0, a21 = b1, a30 = b0, a31 = b1;
@@ -153,7 +153,7 @@ MLK_AVX2 static void depthwise4_avx2(const float *base, int64_t W, int64_t C, co
         _mm256_storeu_ps(out + 2 * C + c, a20); _mm256_storeu_ps(out + 2 * C + c + 8, a21);
         _mm256_storeu_ps(out + 3 * C + c, a30); _mm256_storeu_ps(out + 3 * C + c + 8, a31);
     }
-    for (; c < C; c += 8) {
+    for (; c < CN; c += 8) {
         __m256 b0 = bias ? _mm256_loadu_ps(bias + c) : _mm256_setzero_ps();
         __m256 a0 = b0, a1 = b0, a2 = b0, a3 = b0;
         for (int64_t ky = ky0; ky < ky1; ky++) {
@@ -172,20 +172,25 @@ MLK_AVX2 static void depthwise4_avx2(const float *base, int64_t W, int64_t C, co
         _mm256_storeu_ps(out + c, a0); _mm256_storeu_ps(out + C + c, a1);
         _mm256_storeu_ps(out + 2 * C + c, a2); _mm256_storeu_ps(out + 3 * C + c, a3);
     }
-    if (!vec) for (int64_t i = 0; i < 4 * C; i++) out[i] = act_scalar(out[i], act, p0, p1);
+    if (!vec) for (int64_t j = 0; j < 4; j++) for (int64_t i = 0; i < CN; i++) out[j * C + i] = act_scalar(out[j * C + i], act, p0, p1);
 }
 
 __attribute__((target("avx512f,avx2,fma")))
-static void depthwise4_avx512(const float *base, int64_t W, int64_t C, const float *w, int64_t KW, int64_t ky0,
+static void depthwise4_avx512(const float *base, int64_t W, int64_t C, int64_t CN, const float *w, int64_t KW, int64_t ky0,
                               int64_t ky1, int64_t sw, int64_t dh, int64_t dw, const float *bias, float *out, int act,
                               float p0, float p1);
 
-MLK_AVX2 static void depthwise_avx2(const float *x, int64_t H, int64_t W, int64_t C, const float *w, int64_t KH, int64_t KW,
+__attribute__((target("avx512f,avx2,fma")))
+static void depthwise1_avx512(const float *base, int64_t W, int64_t C, int64_t CN, const float *w, int64_t KW, int64_t ky0,
+                              int64_t ky1, int64_t kx0, int64_t kx1, int64_t dh, int64_t dw, const float *bias,
+                              float *out, int act, float p0, float p1);
+
+MLK_AVX2 static void depthwise_avx2(const float *x, int64_t H, int64_t W, int64_t C, int64_t CN, const float *w, int64_t KH, int64_t KW,
                                     const float *bias, float *y, int64_t oy0, int64_t oy1, int64_t OW, int64_t sh, int64_t sw,
                                     int64_t dh, int64_t dw, int64_t pt, int64_t pl, int act, float p0, float p1) {
     int vec = act <= MLK_ACT_LEAKY;
     __m256 lo = _mm256_set1_ps(p0), hi = _mm256_set1_ps(p1);
-    int64_t C8 = C & ~(int64_t)7;
+    int64_t C8 = CN & ~(int64_t)7;
     int use512 = fast() == 2;
     for (int64_t oy = oy0; oy < oy1; oy++) {
         // Valid kernel rows for this output row: iy = oy·sh − pt + ky·dh in [0, H).
@@ -193,8 +198,8 @@ MLK_AVX2 static void depthwise_avx2(const float *x, int64_t H, int64_t W, int64_
         while (ky0 < KH && oy * sh - pt + ky0 * dh < 0) ky0++;
         while (ky1 > ky0 && oy * sh - pt + (ky1 - 1) * dh >= H) ky1--;
         for (int64_t ox = 0; ox < OW; ox++) {
-            if (C8 == C && ox + 4 <= OW && ox * sw - pl >= 0 && (ox + 3) * sw - pl + (KW - 1) * dw < W) {
-                (use512 && C % 16 == 0 ? depthwise4_avx512 : depthwise4_avx2)(x + ((oy * sh - pt) * W + (ox * sw - pl)) * C, W, C, w, KW, ky0, ky1, sw, dh, dw, bias,
+            if (C8 == CN && ox + 4 <= OW && ox * sw - pl >= 0 && (ox + 3) * sw - pl + (KW - 1) * dw < W) {
+                (use512 && CN % 16 == 0 ? depthwise4_avx512 : depthwise4_avx2)(x + ((oy * sh - pt) * W + (ox * sw - pl)) * C, W, C, CN, w, KW, ky0, ky1, sw, dh, dw, bias,
                                 y + (oy * OW + ox) * C, act, p0, p1);
                 ox += 3;
                 continue;
@@ -204,6 +209,10 @@ MLK_AVX2 static void depthwise_avx2(const float *x, int64_t H, int64_t W, int64_
             while (kx1 > kx0 && ox * sw - pl + (kx1 - 1) * dw >= W) kx1--;
             float *out = y + (oy * OW + ox) * C;
             const float *base = x + ((oy * sh - pt) * W + (ox * sw - pl)) * C;
+            if (use512 && CN % 16 == 0) {
+                depthwise1_avx512(base, W, C, CN, w, KW, ky0, ky1, kx0, kx1, dh, dw, bias, out, act, p0, p1);
+                continue;
+            }
             int64_t c = 0;
             // Two 8-lane blocks at a time keep two FMA chains in flight.
             for (; c + 16 <= C8; c += 16) {
@@ -231,14 +240,14 @@ MLK_AVX2 static void depthwise_avx2(const float *x, int64_t H, int64_t W, int64_
                 if (vec) a0 = act8(a0, act, lo, hi);
                 _mm256_storeu_ps(out + c, a0);
             }
-            for (; c < C; c++) {
+            for (; c < CN; c++) {
                 float a = bias ? bias[c] : 0;
                 for (int64_t ky = ky0; ky < ky1; ky++)
                     for (int64_t kx = kx0; kx < kx1; kx++)
                         a += base[(ky * dh * W + kx * dw) * C + c] * w[(ky * KW + kx) * C + c];
                 out[c] = vec ? act_scalar(a, act, p0, p1) : a;
             }
-            if (!vec) for (c = 0; c < C; c++) out[c] = act_scalar(out[c], act, p0, p1);
+            if (!vec) for (c = 0; c < CN; c++) out[c] = act_scalar(out[c], act, p0, p1);
         }
     }
 }
@@ -355,52 +364,58 @@ MLK_AVX512 static inline void store16(float *yr, __m512 v, __m512 b, int64_t nv,
     for (int64_t j = 0; j < nv; j++) yr[j] = act_scalar(yr[j], act, p0, p1);
 }
 
-// 12 rows × 32 columns (two 16-column panels) per micro-tile: 24 accumulators; 12 × 16 for a last odd panel.
-// A is first packed per row chunk into 12-row slivers, k-major (sliver[k·12 + i]), so the micro-kernel broadcasts
-// from one pointer; rows past the end are zeros, computed and never stored.
-#define MLK_R(i) __m512 c##i##0 = _mm512_setzero_ps(), c##i##1 = _mm512_setzero_ps();
-#define MLK_F2(i) { __m512 v = _mm512_set1_ps(ak[i]); c##i##0 = _mm512_fmadd_ps(v, w0, c##i##0); c##i##1 = _mm512_fmadd_ps(v, w1, c##i##1); }
-#define MLK_F1(i) { c##i##0 = _mm512_fmadd_ps(_mm512_set1_ps(ak[i]), w0, c##i##0); }
-#define MLK_S(i) if (i < rows) { float *yr = y + (m + i) * ldy + n0; store16(yr, c##i##0, b0, nv0, act, p0, p1, lo, hi); \
-                                 if (two) store16(yr + 16, c##i##1, b1, nv1, act, p0, p1, lo, hi); }
-#define MLK_ALL(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11)
+// 8 rows × 48 columns (three 16-column panels) per micro-tile, 24 accumulators; 8 × 32 or 8 × 16 for the last
+// panels. A is read in place through 8 row pointers (packing it costs as much as the FMAs when N is small); rows
+// past the end repeat row 0, are computed and never stored.
+#define MLK_R(i) __m512 c##i##0 = _mm512_setzero_ps(), c##i##1 = _mm512_setzero_ps(), c##i##2 = _mm512_setzero_ps();
+#define MLK_F3(i) { __m512 v = _mm512_set1_ps(r##i[k]); c##i##0 = _mm512_fmadd_ps(v, w0, c##i##0); \
+                    c##i##1 = _mm512_fmadd_ps(v, w1, c##i##1); c##i##2 = _mm512_fmadd_ps(v, w2, c##i##2); }
+#define MLK_F2(i) { __m512 v = _mm512_set1_ps(r##i[k]); c##i##0 = _mm512_fmadd_ps(v, w0, c##i##0); c##i##1 = _mm512_fmadd_ps(v, w1, c##i##1); }
+#define MLK_F1(i) { c##i##0 = _mm512_fmadd_ps(_mm512_set1_ps(r##i[k]), w0, c##i##0); }
+#define MLK_S(i) if (i < rows) { float *yr = y + (m + i) * ldy + n0; store16(yr, c##i##0, b0, nv[0], act, p0, p1, lo, hi); \
+                                 if (np > 1) store16(yr + 16, c##i##1, b1, nv[1], act, p0, p1, lo, hi); \
+                                 if (np > 2) store16(yr + 32, c##i##2, b2, nv[2], act, p0, p1, lo, hi); }
+#define MLK_P(i) const float *r##i = a + (m + (i < rows ? i : 0)) * lda;
+#define MLK_ALL(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
 
 MLK_AVX512 static void gemm_avx512(const float *a, int64_t lda, const float *packed, int64_t m0, int64_t m1, int64_t N,
                                    int64_t K, const float *bias, float *y, int64_t ldy, int act, float p0, float p1) {
     __m512 lo = _mm512_set1_ps(p0), hi = _mm512_set1_ps(p1);
     int64_t panels = (N + 15) / 16;
-    int64_t mc = K > 0 ? (256 * 1024 / 4) / K : 240;
-    mc = mc < 12 ? 12 : (mc > 480 ? 480 : mc);
-    mc -= mc % 12;
-    float *ap = pack_buffer((size_t)(mc * (K > 0 ? K : 1)));
-    if (!ap) { gemm_avx2(a, lda, packed, m0, m1, N, K, bias, y, ldy, act, p0, p1); return; }
+    // Rows in chunks whose A block stays in L2 while every B panel passes over it.
+    int64_t mc = K > 0 ? (256 * 1024 / 4) / K : 256;
+    mc = mc < 8 ? 8 : (mc > 512 ? 512 : mc);
+    mc -= mc % 8;
     for (int64_t mb = m0; mb < m1; mb += mc) {
         int64_t me = mb + mc < m1 ? mb + mc : m1;
-        for (int64_t m = mb; m < me; m += 12) {
-            float *sl = ap + (m - mb) * K;
-            for (int64_t i = 0; i < 12; i++) {
-                if (m + i < me) { const float *ar = a + (m + i) * lda; for (int64_t k = 0; k < K; k++) sl[k * 12 + i] = ar[k]; }
-                else for (int64_t k = 0; k < K; k++) sl[k * 12 + i] = 0;
+        for (int64_t p = 0; p < panels; p += 3) {
+            int np = panels - p < 3 ? (int)(panels - p) : 3;
+            const float *bp0 = packed + p * K * 16, *bp1 = bp0 + K * 16, *bp2 = bp1 + K * 16;
+            int64_t n0 = p * 16, nv[3];
+            __m512 bb[3];
+            for (int j = 0; j < 3; j++) {
+                int64_t left = N - n0 - 16 * j;
+                nv[j] = j < np ? (left < 16 ? left : 16) : 0;
+                bb[j] = bias && j < np ? _mm512_maskz_loadu_ps((__mmask16)((1u << nv[j]) - 1), bias + n0 + 16 * j)
+                                       : _mm512_setzero_ps();
             }
-        }
-        for (int64_t p = 0; p < panels; p += 2) {
-            int two = p + 1 < panels;
-            const float *bp0 = packed + p * K * 16, *bp1 = bp0 + K * 16;
-            int64_t n0 = p * 16;
-            int64_t nv0 = N - n0 < 16 ? N - n0 : 16, nv1 = two ? (N - n0 - 16 < 16 ? N - n0 - 16 : 16) : 0;
-            __m512 b0 = bias ? _mm512_maskz_loadu_ps((__mmask16)((1u << nv0) - 1), bias + n0) : _mm512_setzero_ps();
-            __m512 b1 = bias && two ? _mm512_maskz_loadu_ps((__mmask16)((1u << nv1) - 1), bias + n0 + 16) : _mm512_setzero_ps();
-            for (int64_t m = mb; m < me; m += 12) {
-                int64_t rows = me - m < 12 ? me - m : 12;
-                const float *ak = ap + (m - mb) * K;
+            __m512 b0 = bb[0], b1 = bb[1], b2 = bb[2];
+            for (int64_t m = mb; m < me; m += 8) {
+                int64_t rows = me - m < 8 ? me - m : 8;
+                MLK_ALL(MLK_P)
                 MLK_ALL(MLK_R)
-                if (two) {
-                    for (int64_t k = 0; k < K; k++, ak += 12) {
+                if (np == 3) {
+                    for (int64_t k = 0; k < K; k++) {
+                        __m512 w0 = _mm512_load_ps(bp0 + k * 16), w1 = _mm512_load_ps(bp1 + k * 16), w2 = _mm512_load_ps(bp2 + k * 16);
+                        MLK_ALL(MLK_F3)
+                    }
+                } else if (np == 2) {
+                    for (int64_t k = 0; k < K; k++) {
                         __m512 w0 = _mm512_load_ps(bp0 + k * 16), w1 = _mm512_load_ps(bp1 + k * 16);
                         MLK_ALL(MLK_F2)
                     }
                 } else {
-                    for (int64_t k = 0; k < K; k++, ak += 12) {
+                    for (int64_t k = 0; k < K; k++) {
                         __m512 w0 = _mm512_load_ps(bp0 + k * 16);
                         MLK_ALL(MLK_F1)
                     }
@@ -411,15 +426,52 @@ MLK_AVX512 static void gemm_avx512(const float *a, int64_t lda, const float *pac
     }
 }
 
+// One output pixel with a clipped tap range (image borders), C a multiple of 16: four channel blocks at a time give
+// four independent FMA chains.
+MLK_AVX512 static void depthwise1_avx512(const float *base, int64_t W, int64_t C, int64_t CN, const float *w, int64_t KW,
+                                         int64_t ky0, int64_t ky1, int64_t kx0, int64_t kx1, int64_t dh, int64_t dw,
+                                         const float *bias, float *out, int act, float p0, float p1) {
+    int vec = act <= MLK_ACT_LEAKY;
+    __m512 lo = _mm512_set1_ps(p0), hi = _mm512_set1_ps(p1);
+    int64_t c = 0;
+    for (; c + 64 <= CN; c += 64) {
+        __m512 a0 = bias ? _mm512_loadu_ps(bias + c) : _mm512_setzero_ps();
+        __m512 a1 = bias ? _mm512_loadu_ps(bias + c + 16) : _mm512_setzero_ps();
+        __m512 a2 = bias ? _mm512_loadu_ps(bias + c + 32) : _mm512_setzero_ps();
+        __m512 a3 = bias ? _mm512_loadu_ps(bias + c + 48) : _mm512_setzero_ps();
+        for (int64_t ky = ky0; ky < ky1; ky++)
+            for (int64_t kx = kx0; kx < kx1; kx++) {
+                const float *ip = base + (ky * dh * W + kx * dw) * C + c, *kp = w + (ky * KW + kx) * C + c;
+                a0 = _mm512_fmadd_ps(_mm512_loadu_ps(ip), _mm512_loadu_ps(kp), a0);
+                a1 = _mm512_fmadd_ps(_mm512_loadu_ps(ip + 16), _mm512_loadu_ps(kp + 16), a1);
+                a2 = _mm512_fmadd_ps(_mm512_loadu_ps(ip + 32), _mm512_loadu_ps(kp + 32), a2);
+                a3 = _mm512_fmadd_ps(_mm512_loadu_ps(ip + 48), _mm512_loadu_ps(kp + 48), a3);
+            }
+        if (vec) { a0 = act16(a0, act, lo, hi); a1 = act16(a1, act, lo, hi); a2 = act16(a2, act, lo, hi); a3 = act16(a3, act, lo, hi); }
+        _mm512_storeu_ps(out + c, a0); _mm512_storeu_ps(out + c + 16, a1);
+        _mm512_storeu_ps(out + c + 32, a2); _mm512_storeu_ps(out + c + 48, a3);
+    }
+    for (; c < CN; c += 16) {
+        __m512 a0 = bias ? _mm512_loadu_ps(bias + c) : _mm512_setzero_ps();
+        for (int64_t ky = ky0; ky < ky1; ky++)
+            for (int64_t kx = kx0; kx < kx1; kx++)
+                a0 = _mm512_fmadd_ps(_mm512_loadu_ps(base + (ky * dh * W + kx * dw) * C + c),
+                                     _mm512_loadu_ps(w + (ky * KW + kx) * C + c), a0);
+        if (vec) a0 = act16(a0, act, lo, hi);
+        _mm512_storeu_ps(out + c, a0);
+    }
+    if (!vec) for (int64_t i = 0; i < CN; i++) out[i] = act_scalar(out[i], act, p0, p1);
+}
+
 // Four interior output pixels, C a multiple of 16 (see depthwise4_avx2).
-MLK_AVX512 static void depthwise4_avx512(const float *base, int64_t W, int64_t C, const float *w, int64_t KW,
+MLK_AVX512 static void depthwise4_avx512(const float *base, int64_t W, int64_t C, int64_t CN, const float *w, int64_t KW,
                                          int64_t ky0, int64_t ky1, int64_t sw, int64_t dh, int64_t dw, const float *bias,
                                          float *out, int act, float p0, float p1) {
     int vec = act <= MLK_ACT_LEAKY;
     __m512 lo = _mm512_set1_ps(p0), hi = _mm512_set1_ps(p1);
     int64_t ps = sw * C;
     int64_t c = 0;
-    for (; c + 32 <= C; c += 32) {
+    for (; c + 32 <= CN; c += 32) {
         __m512 b0 = bias ? _mm512_loadu_ps(bias + c) : _mm512_setzero_ps();
         __m512 b1 = bias ? _mm512_loadu_ps(bias + c + 16) : _mm512_setzero_ps();
         __m512 a00 = b0, a01 = b1, a10 = b0, a11 = b1, a20 = b0, a21 = b1, a30 = b0, a31 = b1;
@@ -449,7 +501,7 @@ MLK_AVX512 static void depthwise4_avx512(const float *base, int64_t W, int64_t C
         _mm512_storeu_ps(out + 2 * C + c, a20); _mm512_storeu_ps(out + 2 * C + c + 16, a21);
         _mm512_storeu_ps(out + 3 * C + c, a30); _mm512_storeu_ps(out + 3 * C + c + 16, a31);
     }
-    for (; c < C; c += 16) {
+    for (; c < CN; c += 16) {
         __m512 b0 = bias ? _mm512_loadu_ps(bias + c) : _mm512_setzero_ps();
         __m512 a0 = b0, a1 = b0, a2 = b0, a3 = b0;
         for (int64_t ky = ky0; ky < ky1; ky++) {
@@ -468,7 +520,7 @@ MLK_AVX512 static void depthwise4_avx512(const float *base, int64_t W, int64_t C
         _mm512_storeu_ps(out + c, a0); _mm512_storeu_ps(out + C + c, a1);
         _mm512_storeu_ps(out + 2 * C + c, a2); _mm512_storeu_ps(out + 3 * C + c, a3);
     }
-    if (!vec) for (int64_t i = 0; i < 4 * C; i++) out[i] = act_scalar(out[i], act, p0, p1);
+    if (!vec) for (int64_t j = 0; j < 4; j++) for (int64_t i = 0; i < CN; i++) out[j * C + i] = act_scalar(out[j * C + i], act, p0, p1);
 }
 #endif
 
@@ -516,7 +568,15 @@ void mlk_depthwise(const float *x, int64_t H, int64_t W, int64_t C, const float 
                    const float *bias, float *y, int64_t oy0, int64_t oy1, int64_t OW, int64_t sh, int64_t sw,
                    int64_t dh, int64_t dw, int64_t pt, int64_t pl, int act, float p0, float p1) {
 #if defined(__x86_64__)
-    if (fast()) { depthwise_avx2(x, H, W, C, w, KH, KW, bias, y, oy0, oy1, OW, sh, sw, dh, dw, pt, pl, act, p0, p1); return; }
+    if (fast()) {
+        // Channel slices of 64: the slice's weights (KH·KW·64 floats) stay in L1 while every pixel uses them.
+        for (int64_t c0 = 0; c0 < C; c0 += 64) {
+            int64_t cn = C - c0 < 64 ? C - c0 : 64;
+            depthwise_avx2(x + c0, H, W, C, cn, w + c0, KH, KW, bias ? bias + c0 : NULL, y + c0, oy0, oy1, OW, sh, sw,
+                           dh, dw, pt, pl, act, p0, p1);
+        }
+        return;
+    }
 #endif
     depthwise_portable(x, H, W, C, w, KH, KW, bias, y, oy0, oy1, OW, sh, sw, dh, dw, pt, pl, act, p0, p1);
 }
@@ -535,8 +595,17 @@ void mlk_im2col(const float *x, int64_t H, int64_t W, int64_t C, int64_t c0, int
     for (int64_t oy = 0; oy < OH; oy++)
         for (int64_t ox = 0; ox < OW; ox++) {
             float *row = cols + (oy * OW + ox) * K;
+            int64_t ix0 = ox * sw - pl;
+            // All channels, no dilation, the whole kernel row inside: the row's taps are one contiguous run.
+            int whole = cg == C && dw == 1 && ix0 >= 0 && ix0 + KW <= W;
             for (int64_t ky = 0; ky < KH; ky++) {
                 int64_t iy = oy * sh - pt + ky * dh;
+                if (whole) {
+                    float *dst = row + ky * KW * cg;
+                    if (iy < 0 || iy >= H) memset(dst, 0, (size_t)(KW * C) * sizeof(float));
+                    else memcpy(dst, x + (iy * W + ix0) * C, (size_t)(KW * C) * sizeof(float));
+                    continue;
+                }
                 for (int64_t kx = 0; kx < KW; kx++) {
                     int64_t ix = ox * sw - pl + kx * dw;
                     float *dst = row + (ky * KW + kx) * cg;

@@ -7,8 +7,14 @@ import MLToolCore
 /// `init` validates the graph (unknown tensors, missing attributes, shape errors all name the node), applies
 /// `GraphPasses` in fast mode, and packs the weights once. `run` is batched: when every image of a batch goes
 /// through the graph independently (the usual case), images are spread over `threads` workers, each with its own
-/// activation arena and OpenBLAS single-threaded; a single image gets a threaded OpenBLAS instead. The same inputs
-/// and thread count always give identical outputs.
+/// reused activation arena; a single image (or a graph that mixes images) instead splits each large conv across
+/// the threads. Each output element is computed the same way however work is split, so the same inputs always give
+/// identical outputs for a given thread count.
+///
+/// Kernels: 1×1 convs are one GEMM on the NHWC input, k×k convs im2col + GEMM, both with weights packed at init
+/// and bias + activation in the GEMM's epilogue; depthwise convs have their own kernel. All come in AVX-512, AVX2+FMA
+/// and portable C versions chosen at run time from the CPU (see CMLToolKernels). OpenBLAS serves dense layers and
+/// grouped convs. The engine sets OpenBLAS's (process-wide) thread count on each run.
 public final class Engine: @unchecked Sendable {
     /// `fast`: optimized graph and kernels. `reference`: the original graph through the plain scalar kernels.
     public enum Mode: Sendable { case fast, reference }
@@ -163,14 +169,14 @@ public final class Engine: @unchecked Sendable {
         }
         let program = p
         let intra = workers > 1 ? 1 : threads
-        DispatchQueue.concurrentPerform(iterations: workers) { w in
+        let work: @Sendable (Int) -> Void = { w in
             let arena = arenas[w]
             var i = w
             while i < images {
                 for (id, gi) in zip(program.inputIds, program.inputs) {
                     let n = plan.shapes[id]!.reduce(1, *)
                     inputs[gi.name]!.data.withUnsafeBufferPointer {
-                        arena.pointer(id, plan, program).update(from: $0.baseAddress! + i &* n, count: n)
+                        if let base = $0.baseAddress, n > 0 { arena.pointer(id, plan, program).update(from: base + i &* n, count: n) }
                     }
                 }
                 arena.run(plan, program, threads: intra)
@@ -181,6 +187,8 @@ public final class Engine: @unchecked Sendable {
                 i += workers
             }
         }
+        // One worker runs on this thread: inside concurrentPerform, the ops' own parallel loops would run serially.
+        if workers == 1 { work(0) } else { DispatchQueue.concurrentPerform(iterations: workers, execute: work) }
         var out: [Int: Tensor] = [:]
         for (t, r) in zip(targets, results) {
             let s = plan.shapes[t]!

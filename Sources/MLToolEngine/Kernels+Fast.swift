@@ -30,13 +30,14 @@ enum Fast {
                     b, Int32(ldb), 0, c, Int32(ldc))
     }
 
-    /// Splits [0, n) into up to `parts` contiguous ranges (multiples of `align`) and runs them in parallel.
-    /// Each output element is computed by exactly one range, so results do not depend on the split.
-    static func parallel(_ n: Int, parts: Int, align: Int = 1, _ body: @Sendable (Int, Int) -> Void) {
-        let parts = min(parts, (n + align - 1) / align)
+    /// Runs `body` over [0, n) split into contiguous ranges (multiples of `align`) on `threads` threads. There are
+    /// up to 3 ranges per thread, handed out as threads come free, so a thread the OS delays does not hold the
+    /// others up. Each output element is computed by exactly one range, so results do not depend on the split.
+    static func parallel(_ n: Int, parts threads: Int, align: Int = 1, _ body: @Sendable (Int, Int) -> Void) {
+        let parts = min(threads > 1 ? threads * 3 : 1, (n + align - 1) / align)
         if parts <= 1 { body(0, n); return }
         let chunk = ((n + parts - 1) / parts + align - 1) / align * align
-        DispatchQueue.concurrentPerform(iterations: parts) { i in
+        DispatchQueue.concurrentPerform(iterations: (n + chunk - 1) / chunk) { i in
             let lo = i * chunk, hi = min(n, lo + chunk)
             if lo < hi { body(lo, hi) }
         }
@@ -48,6 +49,7 @@ enum Fast {
     static func run(_ s: Step, _ x: [UnsafePointer<Float>], _ xs: [[Int]], _ y: UnsafeMutablePointer<Float>, _ ys: [Int],
                     scratch: UnsafeMutablePointer<Float>, threads: Int) {
         let n = ys.reduce(1, *)
+        if n == 0 { return }   // an empty output (e.g. a batch of 0): nothing to compute
         switch s.op {
         case .conv: conv(s, x[0], xs[0], y, ys, scratch, threads)
         case .dense:
@@ -68,6 +70,11 @@ enum Fast {
             mlk_bias_act(y, 1, Int64(n), nil, s.act.code, s.act.p0, s.act.p1)
         case .add where xs[0] == xs[1]:
             mlk_add_act(x[0], x[1], y, Int64(n), s.act.code, s.act.p0, s.act.p1)
+        case .add, .sub, .mul, .div: binary(s, x[0], xs[0], x[1], xs[1], y, ys)
+        case .transpose: transpose(s, x[0], xs[0], y, ys)
+        case .pad: pad(s, x[0], xs[0], y, ys)
+        case .maxPool, .avgPool: pool(s, x[0], xs[0], y, ys)
+        case .batchNorm: batchNorm(s, x[0], y, count: n)
         case .globalAvgPool:
             let (b, hw, c) = (xs[0][0], xs[0][1] &* xs[0][2], xs[0][3])
             let inv = 1 / Float(hw)
@@ -124,9 +131,17 @@ enum Fast {
                 nonisolated(unsafe) let a = direct ? x : UnsafePointer(scratch)
                 nonisolated(unsafe) let yb = y + b &* oh &* ow &* oc
                 let lda = direct ? c : k
-                parallel(rows, parts: parts, align: 6) { lo, hi in
-                    mlk_gemm_packed(a, Int64(lda), bp, Int64(lo), Int64(hi), Int64(oc), Int64(k), bias, yb, Int64(oc),
-                                    act.code, act.p0, act.p1)
+                if parts > 1 && rows < 64 && oc >= 96 {
+                    // Few rows (7×7 and 14×14 layers): split the output channels in 48-wide groups instead.
+                    parallel(oc, parts: parts, align: 48) { lo, hi in
+                        mlk_gemm_packed(a, Int64(lda), bp + lo &* k, 0, Int64(rows), Int64(hi - lo), Int64(k),
+                                        bias.map { $0 + lo }, yb + lo, Int64(oc), act.code, act.p0, act.p1)
+                    }
+                } else {
+                    parallel(rows, parts: parts, align: 8) { lo, hi in
+                        mlk_gemm_packed(a, Int64(lda), bp, Int64(lo), Int64(hi), Int64(oc), Int64(k), bias, yb,
+                                        Int64(oc), act.code, act.p0, act.p1)
+                    }
                 }
             }
             return

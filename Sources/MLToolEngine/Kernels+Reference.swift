@@ -6,6 +6,7 @@ import MLToolCore
 enum Reference {
     static func run(_ s: Step, _ x: [UnsafePointer<Float>], _ xs: [[Int]], _ y: UnsafeMutablePointer<Float>, _ ys: [Int]) {
         let n = ys.reduce(1, *)
+        if n == 0 { return }   // an empty output (e.g. a batch of 0): nothing to compute
         switch s.op {
         case .conv: conv(s, x[0], xs[0], y, ys)
         case .dense:

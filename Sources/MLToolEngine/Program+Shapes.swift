@@ -12,7 +12,11 @@ extension Program {
                 guard let sh = shapes[id] else { throw EngineError.unknownTensor(node: s.name, tensor: names[id]) }
                 return sh
             }
-            shapes[s.output] = try Self.outputShape(s, ins)
+            let out = try Self.outputShape(s, ins)
+            guard (try? Checked.elementCount(out)) != nil else {
+                throw EngineError.shapeMismatch(node: s.name, what: "output", expected: "a size that fits in memory", actual: out)
+            }
+            shapes[s.output] = out
         }
         return shapes
     }
@@ -116,7 +120,8 @@ extension Program {
                 } else if d < 0 {
                     throw EngineError.invalidAttribute(node: s.name, attribute: "shape", expected: "dimensions ≥ -1", actual: "\(s.shape)")
                 }
-                known *= out[i]
+                guard let k = try? Checked.mul(known, out[i]) else { throw bad("input", "a shape whose size fits for \(s.shape)", x) }
+                known = k
             }
             let total = x.reduce(1, *)
             if let i = infer {

@@ -83,8 +83,14 @@ struct Program: Sendable {
         func pair(_ v: [Int]?, _ attr: String, default d: [Int]?, minimum: Int) throws -> [Int] {
             let v = v ?? d
             guard let v else { throw EngineError.missingAttribute(node: node.name, op: node.op.rawValue, attribute: attr) }
-            guard v.count == 2, v.allSatisfy({ $0 >= minimum }) else {
-                throw EngineError.invalidAttribute(node: node.name, attribute: attr, expected: "2 values ≥ \(minimum)", actual: "\(v)")
+            guard v.count == 2, v.allSatisfy({ $0 >= minimum && $0 <= Self.maxExtent }) else {
+                throw EngineError.invalidAttribute(node: node.name, attribute: attr, expected: "2 values in \(minimum)…\(Self.maxExtent)", actual: "\(v)")
+            }
+            return v
+        }
+        func pads(_ v: [Int], count: Int?, minimum: Int) throws -> [Int] {
+            guard count.map({ v.count == $0 }) ?? true, v.allSatisfy({ $0 >= minimum && $0 <= Self.maxExtent }) else {
+                throw EngineError.invalidAttribute(node: node.name, attribute: "pads", expected: "\(count.map(String.init) ?? "2·rank") values in \(minimum)…\(Self.maxExtent)", actual: "\(v)")
             }
             return v
         }
@@ -120,10 +126,7 @@ struct Program: Sendable {
             (s.weight, s.weightShape) = try weight(1, rank: 4)
             s.strides = try pair(a.strides, "strides", default: [1, 1], minimum: 1)
             s.dilations = try pair(a.dilations, "dilations", default: [1, 1], minimum: 1)
-            s.pads = a.pads ?? [0, 0, 0, 0]
-            guard s.pads.count == 4, s.pads.allSatisfy({ $0 >= 0 }) else {
-                throw EngineError.invalidAttribute(node: node.name, attribute: "pads", expected: "4 values ≥ 0", actual: "\(s.pads)")
-            }
+            s.pads = try pads(a.pads ?? [0, 0, 0, 0], count: 4, minimum: 0)
             s.groups = a.groups ?? 1
             let oc = s.weightShape[3]
             guard s.groups >= 1, oc % s.groups == 0 else {
@@ -167,10 +170,7 @@ struct Program: Sendable {
             try inputCount(1...1)
             s.kernel = try pair(a.kernel, "kernel", default: nil, minimum: 1)
             s.strides = try pair(a.strides, "strides", default: [1, 1], minimum: 1)
-            s.pads = a.pads ?? [0, 0, 0, 0]
-            guard s.pads.count == 4, s.pads.allSatisfy({ $0 >= 0 }) else {
-                throw EngineError.invalidAttribute(node: node.name, attribute: "pads", expected: "4 values ≥ 0", actual: "\(s.pads)")
-            }
+            s.pads = try pads(a.pads ?? [0, 0, 0, 0], count: 4, minimum: 0)
             s.ceilMode = a.ceilMode ?? false
             s.countIncludePad = a.countIncludePad ?? false
         case .globalAvgPool, .globalMaxPool: try inputCount(1...1)
@@ -182,7 +182,7 @@ struct Program: Sendable {
         case .unsqueeze: try inputCount(1...1); s.axes = try need(a.axes, "axes")
         case .pad:
             try inputCount(1...1)
-            s.pads = try need(a.pads, "pads")
+            s.pads = try pads(try need(a.pads, "pads"), count: nil, minimum: -Self.maxExtent)
             s.padMode = a.mode ?? "constant"
             s.value = a.value ?? 0
             guard ["constant", "reflect", "edge"].contains(s.padMode) else {
@@ -205,6 +205,10 @@ struct Program: Sendable {
         }
         return Buffer(v)
     }
+
+    /// Cap on kernel sizes, strides, dilations and pads: far above any real network, low enough that no size
+    /// computed from them can overflow.
+    static let maxExtent = 1 << 20
 
     /// The steps needed to compute `targets`, in graph order.
     func needed(_ targets: [Int]) -> [Int] {

@@ -150,6 +150,25 @@ func mobileNetLike(seed: UInt64 = 7, size: Int = 17) -> Model {
         #expect(weights == .badWeights(node: "c", tensor: "x", reason: "must be a model tensor"))
     }
 
+    @Test func hostileSizesThrowInsteadOfTrapping() {
+        let r = engineError { $0.node(.reshape, ["x"], Attributes(shape: [Int.max, 4, -1]), name: "r") }
+        #expect(r == .shapeMismatch(node: "r", what: "input", expected: "a shape whose size fits for [\(Int.max), 4, -1]", actual: [1, 5, 5, 4]))
+        let p = engineError { $0.node(.maxPool, ["x"], Attributes(kernel: [2, 2], pads: [0, 0, Int.max, 0]), name: "p") }
+        #expect(p == .invalidAttribute(node: "p", attribute: "pads", expected: "4 values in 0…1048576", actual: "[0, 0, \(Int.max), 0]"))
+        let s = engineError { $0.conv("x", cin: 4, cout: 4, k: (1, 1), stride: -1) }
+        #expect(s == .invalidAttribute(node: "conv3", attribute: "strides", expected: "2 values in 1…1048576", actual: "[-1, -1]"))
+    }
+
+    @Test func emptyBatch() throws {
+        var g = GraphBuilder(seed: 1, input: [-1, 5, 5, 4])
+        let out = g.conv("x", cin: 4, cout: 6, k: (3, 3), pads: [1, 1, 1, 1], act: .relu)
+        let model = g.model(outputs: [out])
+        for mode in [Engine.Mode.fast, .reference] {
+            let y = try Engine(model: model, mode: mode).run(["x": Tensor(zeros: [0, 5, 5, 4])])
+            #expect(y[out]?.shape == [0, 5, 5, 6])
+        }
+    }
+
     @Test func noGraph() {
         #expect(throws: EngineError.noGraph) { try Engine(model: Model(metadata: ModelMetadata(task: .textClassifier), tensors: [])) }
     }

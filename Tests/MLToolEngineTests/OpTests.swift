@@ -7,6 +7,7 @@ import MLToolEngine
 enum OpCase: String, CaseIterable, CustomTestStringConvertible {
     case conv3x3, conv1x1, conv1x1Stride2, conv5x5AsymPad, convStride2Odd, convDilation2, convGroups2, convGroups2x1x1
     case depthwise3x3, depthwise5x5Stride2, depthwiseDilated, depthwiseOddChannels, depthwiseMultiplier2
+    case depthwiseWide, depthwiseWideOdd
     case convNoBias, convRelu6, convLeaky, convHardSwish, convSigmoid
     case dense, denseFromRank4, matMul, matMulRank3, batchNorm
     case relu, clip, leakyRelu, sigmoid, hardSigmoid, hardSwish, swish, tanh, identity
@@ -44,6 +45,12 @@ enum OpCase: String, CaseIterable, CustomTestStringConvertible {
         case .depthwiseOddChannels:
             inShape = [2, 8, 5, 19]; g.inputs[0].shape = [-1, 8, 5, 19]
             out = g.conv(x, cin: 19, cout: 19, k: (3, 3), stride: 2, pads: [1, 1, 1, 1], groups: 19, act: .relu)
+        case .depthwiseWide:
+            inShape = [1, 9, 11, 96]; g.inputs[0].shape = [-1, 9, 11, 96]
+            out = g.conv(x, cin: 96, cout: 96, k: (5, 5), pads: [2, 2, 2, 2], groups: 96, act: .relu6)
+        case .depthwiseWideOdd:
+            inShape = [2, 7, 10, 70]; g.inputs[0].shape = [-1, 7, 10, 70]
+            out = g.conv(x, cin: 70, cout: 70, k: (3, 3), stride: 2, pads: [1, 1, 1, 1], groups: 70, act: Activation(op: .hardSwish))
         case .depthwiseMultiplier2: out = g.conv(x, cin: 6, cout: 12, k: (3, 3), pads: [1, 1, 1, 1], groups: 6)
         case .convNoBias: out = g.conv(x, cin: 6, cout: 3, k: (2, 2), bias: false)
         case .convRelu6: out = g.conv(x, cin: 6, cout: 12, k: (3, 3), stride: 2, pads: [0, 0, 1, 1], act: .relu6)
@@ -133,7 +140,8 @@ enum OpCase: String, CaseIterable, CustomTestStringConvertible {
         let best = mlk_set_simd_level(-1)
         defer { _ = mlk_set_simd_level(best) }
         let cases: [OpCase] = [.conv3x3, .conv1x1, .conv5x5AsymPad, .convStride2Odd, .convSigmoid, .convLeaky,
-                               .depthwise3x3, .depthwise5x5Stride2, .depthwiseDilated, .depthwiseOddChannels,
+                               .depthwise3x3, .depthwise5x5Stride2, .depthwiseDilated, .depthwiseOddChannels, .depthwiseWide,
+                               .depthwiseWideOdd,
                                .dense, .addSame, .addFusedRelu, .relu, .hardSwish]
         var levels: [Int32] = []
         for level in Int32(0)...best {

@@ -1,0 +1,144 @@
+import MLToolCore
+
+/// Fast paths for the index-mapping ops (broadcast binaries, transpose, constant pad): the output is walked one
+/// last-axis row at a time with input offsets kept up to date by addition, so there is no per-element index
+/// arithmetic or allocation.
+extension Fast {
+    /// Calls `row(outputRow, offsets)` for every row of `shape` (all axes but the last), where offsets[i] is
+    /// Σ index[d]·strides[i][d] over those axes.
+    @inline(__always)
+    static func forEachRow(_ shape: [Int], _ strides: [[Int]], _ row: (Int, [Int]) -> Void) {
+        let r = shape.count - 1
+        let rows = shape.dropLast().reduce(1, *)
+        var idx = [Int](repeating: 0, count: max(r, 0))
+        var off = [Int](repeating: 0, count: strides.count)
+        for k in 0..<rows {
+            row(k, off)
+            var d = r - 1
+            while d >= 0 {
+                idx[d] &+= 1
+                for i in off.indices { off[i] &+= strides[i][d] }
+                if idx[d] < shape[d] { break }
+                for i in off.indices { off[i] &-= strides[i][d] &* shape[d] }
+                idx[d] = 0
+                d -= 1
+            }
+        }
+    }
+
+    /// Strides of `shape` broadcast to `rank` axes: 0 along axes where it has size 1 (or is missing).
+    static func broadcastStrides(_ shape: [Int], rank: Int) -> [Int] {
+        let padded = [Int](repeating: 1, count: rank - shape.count) + shape
+        let st = Reference.strides(padded)
+        return padded.indices.map { padded[$0] == 1 ? 0 : st[$0] }
+    }
+
+    static func binary(_ s: Step, _ a: UnsafePointer<Float>, _ aShape: [Int], _ b: UnsafePointer<Float>, _ bShape: [Int],
+                       _ y: UnsafeMutablePointer<Float>, _ ys: [Int]) {
+        guard let inner = ys.last, inner > 0 else { Reference.run(s, [a, b], [aShape, bShape], y, ys); return }
+        let sa = broadcastStrides(aShape, rank: ys.count), sb = broadcastStrides(bShape, rank: ys.count)
+        let (ia, ib) = (sa[ys.count - 1], sb[ys.count - 1])
+        let op = s.op, act = s.act
+        forEachRow(ys, [sa, sb]) { k, off in
+            let yp = y + k &* inner, ap = a + off[0], bp = b + off[1]
+            switch op {
+            case .add: for j in 0..<inner { yp[j] = ap[j &* ia] + bp[j &* ib] }
+            case .sub: for j in 0..<inner { yp[j] = ap[j &* ia] - bp[j &* ib] }
+            case .mul: for j in 0..<inner { yp[j] = ap[j &* ia] * bp[j &* ib] }
+            default: for j in 0..<inner { yp[j] = ap[j &* ia] / bp[j &* ib] }
+            }
+            if !act.isNone { for j in 0..<inner { yp[j] = act.apply(yp[j]) } }
+        }
+    }
+
+    static func transpose(_ s: Step, _ x: UnsafePointer<Float>, _ xs: [Int], _ y: UnsafeMutablePointer<Float>, _ ys: [Int]) {
+        guard let inner = ys.last, inner > 0 else { return }
+        let perm = s.perm ?? Array((0..<xs.count).reversed())
+        let st = Reference.strides(xs)
+        let permuted = perm.map { st[$0] }
+        let step = permuted[ys.count - 1]
+        forEachRow(ys, [permuted]) { k, off in
+            let yp = y + k &* inner, xp = x + off[0]
+            for j in 0..<inner { yp[j] = xp[j &* step] }
+        }
+    }
+
+    static func pad(_ s: Step, _ x: UnsafePointer<Float>, _ xs: [Int], _ y: UnsafeMutablePointer<Float>, _ ys: [Int]) {
+        // Rows of the output that lie inside the input on every leading axis copy the input row's middle and
+        // fill its ends; everything else goes through the reference definition.
+        guard s.padMode == "constant", let inner = ys.last, inner > 0, xs.count >= 1 else {
+            Reference.run(s, [x], [xs], y, ys); return
+        }
+        let r = xs.count
+        let before = s.pads[r - 1], xin = xs[r - 1]
+        let st = Reference.strides(xs)
+        // Leading indices are tracked directly: a padded row has no input offset.
+        let rows = ys.dropLast().reduce(1, *)
+        var idx = [Int](repeating: 0, count: r - 1)
+        for k in 0..<rows {
+            let yp = y + k &* inner
+            var src = 0, inside = true
+            for d in 0..<(r - 1) {
+                let p = idx[d] - s.pads[d]
+                if p < 0 || p >= xs[d] { inside = false; break }
+                src &+= p &* st[d]
+            }
+            if inside {
+                for j in 0..<inner {
+                    let p = j - before
+                    yp[j] = p >= 0 && p < xin ? x[src &+ p] : s.value
+                }
+            } else {
+                yp.initialize(repeating: s.value, count: inner)
+            }
+            var d = r - 2
+            while d >= 0 {
+                idx[d] += 1
+                if idx[d] < ys[d] { break }
+                idx[d] = 0
+                d -= 1
+            }
+        }
+    }
+}
+
+extension Fast {
+    // x (N,H,W,C) → y (N,OH,OW,C): whole channel rows at a time (the reference walks one channel at a time).
+    static func pool(_ s: Step, _ x: UnsafePointer<Float>, _ xs: [Int], _ y: UnsafeMutablePointer<Float>, _ ys: [Int]) {
+        let (h, w, c) = (xs[1], xs[2], xs[3])
+        let isMax = s.op == .maxPool
+        for b in 0..<ys[0] {
+            for oy in 0..<ys[1] {
+                for ox in 0..<ys[2] {
+                    let y0 = oy &* s.strides[0] &- s.pads[0], x0 = ox &* s.strides[1] &- s.pads[1]
+                    let y1 = min(y0 &+ s.kernel[0], h &+ s.pads[2]), x1 = min(x0 &+ s.kernel[1], w &+ s.pads[3])
+                    let out = y + ((b &* ys[1] &+ oy) &* ys[2] &+ ox) &* c
+                    out.initialize(repeating: isMax ? -.infinity : 0, count: c)
+                    var count = 0
+                    for iy in max(y0, 0)..<max(min(y1, h), max(y0, 0)) {
+                        for ix in max(x0, 0)..<max(min(x1, w), max(x0, 0)) {
+                            let p = x + ((b &* h &+ iy) &* w &+ ix) &* c
+                            if isMax { for ch in 0..<c { out[ch] = max(out[ch], p[ch]) } }
+                            else { for ch in 0..<c { out[ch] += p[ch] } }
+                            count &+= 1
+                        }
+                    }
+                    if !isMax {
+                        let inv = 1 / Float(s.countIncludePad ? (y1 &- y0) &* (x1 &- x0) : max(count, 1))
+                        for ch in 0..<c { out[ch] *= inv }
+                    }
+                }
+            }
+        }
+    }
+
+    /// y = x · scale + shift along the last axis (an unfolded batchNorm).
+    static func batchNorm(_ s: Step, _ x: UnsafePointer<Float>, _ y: UnsafeMutablePointer<Float>, count n: Int) {
+        let c = s.weightShape[0], scale = s.weight!.pointer, shift = s.bias!.pointer
+        var i = 0
+        while i < n {
+            for ch in 0..<c { y[i &+ ch] = x[i &+ ch] * scale[ch] + shift[ch] }
+            i &+= c
+        }
+    }
+}
