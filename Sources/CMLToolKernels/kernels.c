@@ -329,19 +329,6 @@ MLK_AVX2 static void gemm_avx2(const float *a, int64_t lda, const float *packed,
     }
 }
 
-// A per-thread buffer for packed A slivers, grown on demand and kept: a fresh large allocation per call would be
-// mmap'd and page-faulted every time. Bounded by the largest request (about 256 KB).
-static float *pack_buffer(size_t count) {
-    static _Thread_local float *buf = NULL;
-    static _Thread_local size_t cap = 0;
-    if (count > cap) {
-        free(buf);
-        buf = aligned_alloc(64, (count * sizeof(float) + 63) / 64 * 64);
-        cap = buf ? count : 0;
-    }
-    return buf;
-}
-
 // ---- AVX-512 versions (used when the CPU has AVX-512F; same results up to float rounding order) ----
 #define MLK_AVX512 __attribute__((target("avx512f,avx2,fma")))
 
@@ -402,6 +389,22 @@ MLK_AVX512 static void gemm_avx512(const float *a, int64_t lda, const float *pac
             __m512 b0 = bb[0], b1 = bb[1], b2 = bb[2];
             for (int64_t m = mb; m < me; m += 8) {
                 int64_t rows = me - m < 8 ? me - m : 8;
+                if (rows == 1) {
+                    // A lone row (a dense layer on one image): one accumulator per panel, no wasted rows.
+                    const float *r0 = a + m * lda;
+                    __m512 c00 = _mm512_setzero_ps(), c01 = _mm512_setzero_ps(), c02 = _mm512_setzero_ps();
+                    for (int64_t k = 0; k < K; k++) {
+                        __m512 v = _mm512_set1_ps(r0[k]);
+                        c00 = _mm512_fmadd_ps(v, _mm512_load_ps(bp0 + k * 16), c00);
+                        if (np > 1) c01 = _mm512_fmadd_ps(v, _mm512_load_ps(bp1 + k * 16), c01);
+                        if (np > 2) c02 = _mm512_fmadd_ps(v, _mm512_load_ps(bp2 + k * 16), c02);
+                    }
+                    float *yr = y + m * ldy + n0;
+                    store16(yr, c00, b0, nv[0], act, p0, p1, lo, hi);
+                    if (np > 1) store16(yr + 16, c01, b1, nv[1], act, p0, p1, lo, hi);
+                    if (np > 2) store16(yr + 32, c02, b2, nv[2], act, p0, p1, lo, hi);
+                    continue;
+                }
                 MLK_ALL(MLK_P)
                 MLK_ALL(MLK_R)
                 if (np == 3) {

@@ -11,10 +11,11 @@ import MLToolCore
 /// the threads. Each output element is computed the same way however work is split, so the same inputs always give
 /// identical outputs for a given thread count.
 ///
-/// Kernels: 1×1 convs are one GEMM on the NHWC input, k×k convs im2col + GEMM, both with weights packed at init
-/// and bias + activation in the GEMM's epilogue; depthwise convs have their own kernel. All come in AVX-512, AVX2+FMA
-/// and portable C versions chosen at run time from the CPU (see CMLToolKernels). OpenBLAS serves dense layers and
-/// grouped convs. The engine sets OpenBLAS's (process-wide) thread count on each run.
+/// Kernels: 1×1 convs are one GEMM on the NHWC input, k×k convs im2col + GEMM, dense layers a GEMM, all with
+/// weights packed at init and bias + activation in the GEMM's epilogue; depthwise convs have their own kernel. All
+/// come in AVX-512, AVX2+FMA and portable C versions chosen at run time from the CPU (see CMLToolKernels). OpenBLAS
+/// serves matMul and
+/// grouped convs, single-threaded.
 public final class Engine: @unchecked Sendable {
     /// `fast`: optimized graph and kernels. `reference`: the original graph through the plain scalar kernels.
     public enum Mode: Sendable { case fast, reference }
@@ -153,7 +154,9 @@ public final class Engine: @unchecked Sendable {
         let images = split ? batch : 1
         let chunkShapes = split ? inShapes.mapValues { [1] + $0.dropFirst() } : inShapes
         let workers = min(threads, images)
-        openblas_set_num_threads(Int32(workers > 1 ? 1 : threads))
+        // OpenBLAS (matMul, grouped convs) stays single-threaded: its thread count is process-wide, and results
+        // must not depend on what another engine or trainer set it to.
+        openblas_set_num_threads(1)
 
         let key = "\(p.steps.count == program.steps.count ? "main" : "original")|\(chunkShapes.sorted { $0.key < $1.key })|\(targets)"
         let (entry, arenas) = try takeArenas(key, workers, p) {

@@ -33,11 +33,11 @@ enum Fast {
     /// Runs `body` over [0, n) split into contiguous ranges (multiples of `align`) on `threads` threads. There are
     /// up to 3 ranges per thread, handed out as threads come free, so a thread the OS delays does not hold the
     /// others up. Each output element is computed by exactly one range, so results do not depend on the split.
-    static func parallel(_ n: Int, parts threads: Int, align: Int = 1, _ body: @Sendable (Int, Int) -> Void) {
+    static func parallel(_ n: Int, parts threads: Int, align: Int = 1, _ body: @escaping @Sendable (Int, Int) -> Void) {
         let parts = min(threads > 1 ? threads * 3 : 1, (n + align - 1) / align)
         if parts <= 1 { body(0, n); return }
         let chunk = ((n + parts - 1) / parts + align - 1) / align * align
-        DispatchQueue.concurrentPerform(iterations: (n + chunk - 1) / chunk) { i in
+        WorkerPool.shared(helpers: threads - 1).run((n + chunk - 1) / chunk) { i in
             let lo = i * chunk, hi = min(n, lo + chunk)
             if lo < hi { body(lo, hi) }
         }
@@ -53,14 +53,8 @@ enum Fast {
         switch s.op {
         case .conv: conv(s, x[0], xs[0], y, ys, scratch, threads)
         case .dense:
-            if ys[0] == 1 {
-                // One row: a GEMV, which (unlike SGEMM) does not repack the whole weight matrix on every call.
-                cblas_sgemv(CblasRowMajor, CblasTrans, Int32(s.weightShape[0]), Int32(ys[1]), 1, s.weight!.pointer,
-                            Int32(ys[1]), x[0], 1, 0, y, 1)
-            } else {
-                sgemm(ys[0], ys[1], s.weightShape[0], x[0], s.weightShape[0], s.weight!.pointer, ys[1], y, ys[1])
-            }
-            mlk_bias_act(y, Int64(ys[0]), Int64(ys[1]), s.bias?.pointer, s.act.code, s.act.p0, s.act.p1)
+            packedGemm(x[0], lda: s.weightShape[0], s.packed!.pointer, rows: ys[0], n: ys[1], k: s.weightShape[0],
+                       bias: s.bias.map { UnsafePointer($0.pointer) }, y, act: s.act, threads: threads)
         case .matMul:
             let k = xs[1][0], m = xs[1][1]
             sgemm(n / m, m, k, x[0], k, x[1], m, y, m)
@@ -93,6 +87,25 @@ enum Fast {
         }
     }
 
+    /// y (rows, n) = act(a (rows, k; row stride lda) · B + bias), B packed by `mlk_pack`; large products are split
+    /// across threads by rows, or by 48-column groups when there are few rows (7×7 layers, a dense layer).
+    static func packedGemm(_ a: UnsafePointer<Float>, lda: Int, _ b: UnsafePointer<Float>, rows: Int, n: Int, k: Int,
+                           bias: UnsafePointer<Float>?, _ y: UnsafeMutablePointer<Float>, act: Act, threads: Int) {
+        nonisolated(unsafe) let (a, b, bias, y) = (a, b, bias, y)
+        let parts = rows &* n &* k >= parallelThreshold ? threads : 1
+        if parts > 1 && rows < 64 && n >= 96 {
+            parallel(n, parts: parts, align: 48) { lo, hi in
+                mlk_gemm_packed(a, Int64(lda), b + lo &* k, 0, Int64(rows), Int64(hi - lo), Int64(k),
+                                bias.map { $0 + lo }, y + lo, Int64(n), act.code, act.p0, act.p1)
+            }
+        } else {
+            parallel(rows, parts: parts, align: 8) { lo, hi in
+                mlk_gemm_packed(a, Int64(lda), b, Int64(lo), Int64(hi), Int64(n), Int64(k), bias, y, Int64(n),
+                                act.code, act.p0, act.p1)
+            }
+        }
+    }
+
     // x (N,H,W,C), w (KH,KW,C/groups,OC) → y (N,OH,OW,OC)
     static func conv(_ s: Step, _ x: UnsafePointer<Float>, _ xs: [Int], _ y: UnsafeMutablePointer<Float>, _ ys: [Int],
                      _ scratch: UnsafeMutablePointer<Float>, _ threads: Int) {
@@ -118,31 +131,17 @@ enum Fast {
         if let packed = s.packed {
             // groups == 1: a GEMM over output pixels with bias and activation in its epilogue. A 1×1 conv reads
             // the whole batch in place; others im2col one image at a time into the scratch.
-            nonisolated(unsafe) let bp = UnsafePointer(packed.pointer)
+            let bp = UnsafePointer(packed.pointer)
             let direct = readsInputDirectly(s)
             let rows = direct ? batch &* h &* w : oh &* ow
-            let parts = rows &* oc &* k >= parallelThreshold ? threads : 1
             for b in 0..<(direct ? 1 : batch) {
                 if !direct {
                     mlk_im2col(x + b &* h &* w &* c, Int64(h), Int64(w), Int64(c), 0, Int64(c), Int64(kh), Int64(kw),
                                scratch, Int64(oh), Int64(ow), Int64(st[0]), Int64(st[1]), Int64(dl[0]), Int64(dl[1]),
                                Int64(pd[0]), Int64(pd[1]))
                 }
-                nonisolated(unsafe) let a = direct ? x : UnsafePointer(scratch)
-                nonisolated(unsafe) let yb = y + b &* oh &* ow &* oc
-                let lda = direct ? c : k
-                if parts > 1 && rows < 64 && oc >= 96 {
-                    // Few rows (7×7 and 14×14 layers): split the output channels in 48-wide groups instead.
-                    parallel(oc, parts: parts, align: 48) { lo, hi in
-                        mlk_gemm_packed(a, Int64(lda), bp + lo &* k, 0, Int64(rows), Int64(hi - lo), Int64(k),
-                                        bias.map { $0 + lo }, yb + lo, Int64(oc), act.code, act.p0, act.p1)
-                    }
-                } else {
-                    parallel(rows, parts: parts, align: 8) { lo, hi in
-                        mlk_gemm_packed(a, Int64(lda), bp, Int64(lo), Int64(hi), Int64(oc), Int64(k), bias, yb,
-                                        Int64(oc), act.code, act.p0, act.p1)
-                    }
-                }
+                packedGemm(direct ? x : UnsafePointer(scratch), lda: direct ? c : k, bp, rows: rows, n: oc, k: k,
+                           bias: bias, y + b &* oh &* ow &* oc, act: act, threads: threads)
             }
             return
         }

@@ -24,7 +24,7 @@ struct Step: Sendable {
     var weight: Buffer?
     var weightShape: [Int] = []
     var bias: Buffer?
-    /// Conv weights as (KH·KW·C, OC) in 16-column panels for `mlk_gemm_packed` (groups == 1 only).
+    /// Conv (groups == 1) and dense weights as (K, N) in 16-column panels for `mlk_gemm_packed`.
     var packed: Buffer?
 }
 
@@ -138,15 +138,13 @@ struct Program: Sendable {
             }
             if node.inputs.count == 3 { s.bias = try bias(node, 2, count: oc, tensors) }
             if s.groups == 1, let w = s.weight {
-                let k = s.weightShape[0] * s.weightShape[1] * s.weightShape[2]
-                let packed = Buffer(count: Int(mlk_packed_count(Int64(k), Int64(oc))))
-                mlk_pack(w.pointer, Int64(k), Int64(oc), packed.pointer)
-                s.packed = packed
+                s.packed = Self.pack(w, k: s.weightShape[0] * s.weightShape[1] * s.weightShape[2], n: oc)
             }
         case .dense:
             try inputCount(2...3)
             (s.weight, s.weightShape) = try weight(1, rank: 2)
             if node.inputs.count == 3 { s.bias = try bias(node, 2, count: s.weightShape[1], tensors) }
+            if let w = s.weight { s.packed = Self.pack(w, k: s.weightShape[0], n: s.weightShape[1]) }
         case .batchNorm:
             try inputCount(5...5)
             var p: [[Float]] = []
@@ -193,6 +191,13 @@ struct Program: Sendable {
         s.inputs = try dataInputs.map { try use($0, node, tensors) }
         s.output = define(node.outputs[0])
         return s
+    }
+
+    /// w (k, n) packed into 16-column panels for `mlk_gemm_packed`.
+    private static func pack(_ w: Buffer, k: Int, n: Int) -> Buffer {
+        let packed = Buffer(count: Int(mlk_packed_count(Int64(k), Int64(n))))
+        mlk_pack(w.pointer, Int64(k), Int64(n), packed.pointer)
+        return packed
     }
 
     private func bias(_ node: Node, _ i: Int, count: Int, _ tensors: [String: StoredTensor]) throws -> Buffer {

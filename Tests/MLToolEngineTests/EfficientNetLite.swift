@@ -1,3 +1,4 @@
+import Foundation
 import MLToolCore
 import Testing
 import MLToolEngine
@@ -42,6 +43,10 @@ extension GraphBuilder {
 
 @Suite struct EfficientNetLiteTests {
     @Test func smallResolutionFastMatchesReference() throws {
+        try KernelLevelLock.shared.reading { try checkSmallResolution() }
+    }
+
+    func checkSmallResolution() throws {
         let model = GraphBuilder.efficientNetLite0(size: 48)
         var g = GraphBuilder(seed: 8, input: [])
         let input = g.input([2, 48, 48, 3])
@@ -56,5 +61,25 @@ extension GraphBuilder {
         #expect(maxError(try #require(f1["features:0"]), try #require(r1["features:0"])) <= fastTolerance * 10)
         let again = try Engine(model: model, threads: 2).run(["images": one], outputs: ["features:0"])
         #expect(again["features:0"] == f1["features:0"])
+    }
+
+    @Test func concurrentRunsOnOneEngineAgree() throws {
+        try KernelLevelLock.shared.reading { try checkConcurrentRuns() }
+    }
+
+    func checkConcurrentRuns() throws {
+        let model = GraphBuilder.efficientNetLite0(size: 40)
+        let engine = try Engine(model: model, threads: 2)
+        var g = GraphBuilder(seed: 21, input: [])
+        let inputs = (0..<4).map { _ in g.input([1, 40, 40, 3]) }
+        let serial = try inputs.map { try #require(try engine.run(["images": $0])["probs:0"]) }
+        final class Results: @unchecked Sendable { var values = [Tensor?](repeating: nil, count: 8) }
+        let results = Results()
+        let lock = NSLock()
+        DispatchQueue.concurrentPerform(iterations: 8) { i in
+            let y = try? engine.run(["images": inputs[i % 4]])["probs:0"]
+            lock.lock(); results.values[i] = y; lock.unlock()
+        }
+        for i in 0..<8 { #expect(results.values[i] == serial[i % 4]) }
     }
 }

@@ -79,6 +79,10 @@ func mobileNetLike(seed: UInt64 = 7, size: Int = 17) -> Model {
     }
 
     @Test func batchEqualsImageByImageAndIsDeterministic() throws {
+        try KernelLevelLock.shared.reading { try checkBatch() }
+    }
+
+    func checkBatch() throws {
         let model = mobileNetLike()
         var rng = GraphBuilder(seed: 11, input: [])
         let input = rng.input([5, 17, 17, 3])

@@ -1,3 +1,4 @@
+import Foundation
 import MLToolCore
 import MLToolEngine
 
@@ -92,4 +93,26 @@ func bothModes(_ model: Model, _ inputs: [String: Tensor], outputs: [String]? = 
     let fast = try Engine(model: model, threads: threads, mode: .fast)
     let ref = try Engine(model: model, threads: 1, mode: .reference)
     return (try fast.run(inputs, outputs: outputs), try ref.run(inputs, outputs: outputs))
+}
+
+/// The SIMD-level test switches the process-wide kernel variant; tests that compare outputs bit for bit across
+/// runs hold this shared so the switch cannot happen between their runs.
+final class KernelLevelLock: @unchecked Sendable {
+    static let shared = KernelLevelLock()
+    private let lock: UnsafeMutablePointer<pthread_rwlock_t>
+
+    private init() {
+        lock = .allocate(capacity: 1)
+        pthread_rwlock_init(lock, nil)
+    }
+
+    func reading<T>(_ body: () throws -> T) rethrows -> T {
+        pthread_rwlock_rdlock(lock); defer { pthread_rwlock_unlock(lock) }
+        return try body()
+    }
+
+    func writing<T>(_ body: () throws -> T) rethrows -> T {
+        pthread_rwlock_wrlock(lock); defer { pthread_rwlock_unlock(lock) }
+        return try body()
+    }
 }

@@ -137,6 +137,10 @@ enum OpCase: String, CaseIterable, CustomTestStringConvertible {
 /// meanwhile just see another (equally correct) variant.
 @Suite(.serialized) struct KernelVariantTests {
     @Test func everySimdLevelMatchesReference() throws {
+        try KernelLevelLock.shared.writing { try checkEveryLevel() }
+    }
+
+    func checkEveryLevel() throws {
         let best = mlk_set_simd_level(-1)
         defer { _ = mlk_set_simd_level(best) }
         let cases: [OpCase] = [.conv3x3, .conv1x1, .conv5x5AsymPad, .convStride2Odd, .convSigmoid, .convLeaky,

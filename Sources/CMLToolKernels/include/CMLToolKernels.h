@@ -1,5 +1,6 @@
-// Hot CPU kernels for MLToolEngine. Each has an AVX2+FMA version (per-function target attribute) and a portable
-// one; the choice is made once at run time from the CPU's features, so the binary runs on any x86-64 (or other) CPU.
+// Hot CPU kernels for MLToolEngine. Each has a portable C version and AVX2+FMA (and, for GEMM and depthwise,
+// AVX-512F) versions compiled with per-function target attributes; the choice is made once at run time from the
+// CPU's features (__builtin_cpu_supports), so the binary runs, slower, on any x86-64 (or other) CPU.
 #ifndef CMLTOOLKERNELS_H
 #define CMLTOOLKERNELS_H
 #include <stdint.h>

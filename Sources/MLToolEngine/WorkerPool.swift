@@ -1,0 +1,93 @@
+import Foundation
+import Synchronization
+
+/// Helper threads that split one op of a single image across cores with microsecond hand-offs (GCD's
+/// concurrentPerform costs tens of microseconds per call, and a 224×224 network makes ~50 such calls per image).
+///
+/// The caller publishes a job, takes chunks itself, and returns as soon as every chunk is done, whether or not a
+/// helper ever woke up (on a loaded machine the OS may not run one for a while): a late helper finds no chunk left.
+/// A chunk runs only if it was claimed below the job's count, so no closure runs after `run` returns. Idle helpers
+/// spin briefly, then sleep until the next job.
+final class WorkerPool: @unchecked Sendable {
+    /// One `run` call: its body and chunk counters, kept alive by whoever holds it.
+    private final class Job: @unchecked Sendable {
+        let body: @Sendable (Int) -> Void
+        let count: Int
+        let next = Atomic<Int>(0)
+        let done = Atomic<Int>(0)
+        init(_ body: @escaping @Sendable (Int) -> Void, _ count: Int) { self.body = body; self.count = count }
+
+        func work() {
+            while true {
+                let i = next.add(1, ordering: .relaxed).oldValue
+                if i >= count { return }
+                body(i)
+                done.add(1, ordering: .releasing)
+            }
+        }
+    }
+
+    private let helpers: Int
+    private let generation = Atomic<Int>(0)
+    private var current: Job?
+    private let currentLock = NSLock()
+    private let caller = NSLock()
+    private let wake = NSCondition()
+
+    private static let poolsLock = NSLock()
+    nonisolated(unsafe) private static var pools: [Int: WorkerPool] = [:]
+
+    /// The pool with `helpers` helper threads (created on first use, kept for the process).
+    static func shared(helpers: Int) -> WorkerPool {
+        poolsLock.lock(); defer { poolsLock.unlock() }
+        if let p = pools[helpers] { return p }
+        let p = WorkerPool(helpers: helpers)
+        pools[helpers] = p
+        return p
+    }
+
+    private init(helpers: Int) {
+        self.helpers = helpers
+        for _ in 0..<helpers {
+            let t = Thread { [unowned self] in self.helperLoop() }
+            t.stackSize = 1 << 20
+            t.start()
+        }
+    }
+
+    /// Runs body(0..<n), chunks handed out to this thread and the helpers as they come free.
+    func run(_ n: Int, _ body: @escaping @Sendable (Int) -> Void) {
+        if helpers == 0 || n <= 1 { for i in 0..<n { body(i) }; return }
+        caller.lock(); defer { caller.unlock() }
+        let job = Job(body, n)
+        currentLock.lock(); current = job; currentLock.unlock()
+        generation.add(1, ordering: .releasing)
+        wake.lock(); wake.broadcast(); wake.unlock()
+        job.work()
+        // Spin, never yield: a chunk still running elsewhere ends soon, and a yield on a busy machine can cost a
+        // whole time slice.
+        while job.done.load(ordering: .acquiring) < n {}
+        currentLock.lock(); current = nil; currentLock.unlock()
+    }
+
+    private func helperLoop() {
+        var seen = 0
+        while true {
+            var spins = 0
+            var g = generation.load(ordering: .acquiring)
+            while g == seen {
+                spins += 1
+                if spins > 100_000 {
+                    wake.lock()
+                    while generation.load(ordering: .acquiring) == seen { wake.wait() }
+                    wake.unlock()
+                    spins = 0
+                }
+                g = generation.load(ordering: .acquiring)
+            }
+            seen = g
+            currentLock.lock(); let job = current; currentLock.unlock()
+            job?.work()
+        }
+    }
+}
