@@ -72,9 +72,14 @@ demo: setup models build
 	$(MLTOOL) export $(DEMO)/model.int8.bin --to coreml -o $(DEMO)/FashionClassifier.mlmodel
 	@echo; echo "demo: models, report and exports are in $(DEMO)/ (open $(DEMO)/report.html)"
 
-## bench: side-by-side timings against the peers
+## bench: side-by-side timings against onnxruntime, scikit-learn and fastText (bench/README.md); --full adds the
+## 60,000-image memory run: make bench BENCH_ARGS=--full
+BENCH_PIP := fasttext-wheel
 bench: setup models build
-	@echo "bench: not yet supported"; exit 1
+	@missing=$$(for p in $(BENCH_PIP); do $(PYTHON) -m pip show -q $$p >/dev/null 2>&1 || echo $$p; done); \
+	if [ -n "$$missing" ]; then $(PYTHON) -m pip install -q --disable-pip-version-check $$missing; fi
+	bash datasets/fashion-mnist.sh --small
+	$(PYTHON) bench/run.py $(BENCH_ARGS)
 
 clean:
 	rm -rf .build
