@@ -126,8 +126,8 @@ public enum KerasImporter {
     static func inputShape(_ layer: KerasLayer, file: String, size: (height: Int, width: Int)?) throws -> [Int] {
         let place = "layer '\(layer.name)' batch_shape"
         // Keras 3 writes batch_shape, Keras 2 batch_input_shape; a bare "shape" leaves the batch out.
-        let given = layer.config.value("batch_shape") ?? layer.config.value("batch_input_shape")
-            ?? (layer.config.value("shape") as? [Any]).map { [NSNull()] + $0 }
+        let bare: Any? = (layer.config.value("shape") as? [Any]).map { [NSNull()] + $0 }
+        let given: Any? = layer.config.value("batch_shape") ?? layer.config.value("batch_input_shape") ?? bare
         guard let list = given as? [Any], list.count >= 2 else {
             throw ImportError.invalid(file: file, place: place, expected: "a shape of rank ≥ 2",
                                       actual: "\(given ?? "nothing")")
