@@ -162,14 +162,7 @@ struct ImageTraining {
             : (try standardizer.applied(matrix(validation), rows: validation.count),
                validation.count, validation.map { labelIndex[$0.item.label] ?? 0 })
         var options = LogisticRegressionOptions()
-        switch args.string("--l2") ?? "auto" {
-        case "auto": options.l2 = .auto
-        case let text:
-            guard let v = Double(text), v >= 0, v.isFinite else {
-                throw CLIError.usage(command: "train", message: "--l2 must be auto or a number ≥ 0")
-            }
-            options.l2 = .fixed(v)
-        }
+        options.l2 = try CLI.l2Option(args)
         options.maxIterations = try args.int("--max-iterations", default: options.maxIterations)
         options.balanceClasses = args.has("--balance")
         // Converged fits generalise better here than early-stopped ones (measured on Fashion-MNIST small: the

@@ -104,14 +104,7 @@ struct TextTraining {
         let labelIndex = Dictionary(labels.enumerated().map { ($1, $0) }, uniquingKeysWith: { a, _ in a })
         func y(_ items: [TextItem]) -> [Int] { items.map { labelIndex[$0.label] ?? 0 } }
         var options = LogisticRegressionOptions()
-        switch args.string("--l2") ?? "auto" {
-        case "auto": options.l2 = .auto
-        case let text:
-            guard let v = Double(text), v >= 0, v.isFinite else {
-                throw CLIError.usage(command: "train", message: "--l2 must be auto or a number ≥ 0")
-            }
-            options.l2 = .fixed(v)
-        }
+        options.l2 = try CLI.l2Option(args)
         options.maxIterations = try args.int("--max-iterations", default: 60)
         // Sparse text objectives flatten early: a relative loss change under 1e-5 per iteration no longer moves
         // validation accuracy (measured on the Debian descriptions), and stopping there saves ~70% of the time.

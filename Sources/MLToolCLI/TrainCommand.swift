@@ -1,6 +1,7 @@
 import Foundation
 import MLToolCore
 import MLToolData
+import MLToolTrain
 
 extension CLI {
     static let train = CommandSpec(
@@ -56,5 +57,17 @@ extension CLI {
         case "image": try ImageTraining(args: args).run()
         default: throw CLIError.usage(command: "train", message: "--task must be image or text")
         }
+    }
+}
+
+extension CLI {
+    /// `--l2 auto|X` for both tasks.
+    static func l2Option(_ args: ParsedArguments) throws -> LogisticRegressionOptions.L2 {
+        let text = args.string("--l2") ?? "auto"
+        if text == "auto" { return .auto }
+        guard let v = Double(text), v >= 0, v.isFinite else {
+            throw CLIError.usage(command: "train", message: "--l2 must be auto or a number ≥ 0")
+        }
+        return .fixed(v)
     }
 }

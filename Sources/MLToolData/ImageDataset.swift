@@ -39,11 +39,11 @@ public struct ImageDataset: Sendable {
     public static func folder(_ root: String) throws -> ImageDataset {
         var labels = [String]()
         var items = [ImageItem]()
-        for name in try listing(root) {
+        for name in try DirectoryWalk.listing(root) {
             let dir = root + "/" + name
-            guard isDirectory(dir) else { continue }
+            guard DirectoryWalk.isDirectory(dir) else { continue }
             labels.append(name)
-            for file in try files(under: dir, depth: 0) { items.append(ImageItem(path: file, label: name)) }
+            for file in try DirectoryWalk.files(under: dir, depth: 0) { items.append(ImageItem(path: file, label: name)) }
         }
         return ImageDataset(source: root, labels: labels, items: items)
     }
@@ -102,31 +102,5 @@ public struct ImageDataset: Sendable {
         guard let first = failures.first, failures.count * 100 > items.count * limitPercent else { return }
         throw DataError.tooManyBadImages(source: source, bad: failures.count, total: items.count,
                                          limitPercent: limitPercent, first: first.description)
-    }
-
-    // MARK: walking
-
-    private static func listing(_ dir: String) throws -> [String] {
-        do {
-            return try FileManager.default.contentsOfDirectory(atPath: dir).filter { !$0.hasPrefix(".") }.sorted()
-        } catch {
-            throw DataError.cannotRead(file: dir, reason: "cannot list the folder")
-        }
-    }
-
-    private static func isDirectory(_ path: String) -> Bool {
-        var d: ObjCBool = false
-        return FileManager.default.fileExists(atPath: path, isDirectory: &d) && d.boolValue
-    }
-
-    /// Files below `dir`, sorted, depth-first; nesting is capped so a symlink loop cannot recurse forever.
-    private static func files(under dir: String, depth: Int) throws -> [String] {
-        guard depth < 32 else { return [] }
-        var out = [String]()
-        for name in try listing(dir) {
-            let p = dir + "/" + name
-            if isDirectory(p) { out += try files(under: p, depth: depth + 1) } else { out.append(p) }
-        }
-        return out
     }
 }

@@ -50,9 +50,9 @@ public struct TextDataset: Sendable {
     public static func folder(_ root: String) throws -> TextDataset {
         var labels = [String](), items = [TextItem]()
         var skipped = 0
-        for name in try listing(root) where isDirectory(root + "/" + name) {
+        for name in try DirectoryWalk.listing(root) where DirectoryWalk.isDirectory(root + "/" + name) {
             labels.append(name)
-            for file in try files(under: root + "/" + name, depth: 0) where isTextFile(file) {
+            for file in try DirectoryWalk.files(under: root + "/" + name, depth: 0) where isTextFile(file) {
                 let text = try readDocument(file)
                 if isBlank(text) { skipped += 1; continue }
                 items.append(TextItem(text: text, label: name, path: file))
@@ -223,10 +223,10 @@ public struct TextDataset: Sendable {
     /// Whether `path` holds text data rather than images: a folder whose label subfolders hold more `.txt` files
     /// than JPEG/PNG images (by content), a JSON Lines file, or a CSV/TSV whose header names `textColumn`.
     public static func looksLikeText(_ path: String, textColumn: String = "text") -> Bool {
-        if isDirectory(path) {
+        if DirectoryWalk.isDirectory(path) {
             var text = 0, images = 0
-            for name in (try? listing(path)) ?? [] where isDirectory(path + "/" + name) {
-                for file in ((try? files(under: path + "/" + name, depth: 0)) ?? []).prefix(16) {
+            for name in (try? DirectoryWalk.listing(path)) ?? [] where DirectoryWalk.isDirectory(path + "/" + name) {
+                for file in ((try? DirectoryWalk.files(under: path + "/" + name, depth: 0)) ?? []).prefix(16) {
                     if isTextFile(file) { text += 1 } else if startsLikeImage(file) { images += 1 }
                 }
             }
@@ -251,30 +251,4 @@ public struct TextDataset: Sendable {
     }
 
     static func isTextFile(_ path: String) -> Bool { (path as NSString).pathExtension.lowercased() == "txt" }
-
-    // MARK: walking
-
-    private static func listing(_ dir: String) throws -> [String] {
-        do {
-            return try FileManager.default.contentsOfDirectory(atPath: dir).filter { !$0.hasPrefix(".") }.sorted()
-        } catch {
-            throw DataError.cannotRead(file: dir, reason: "cannot list the folder")
-        }
-    }
-
-    private static func isDirectory(_ path: String) -> Bool {
-        var d: ObjCBool = false
-        return FileManager.default.fileExists(atPath: path, isDirectory: &d) && d.boolValue
-    }
-
-    /// Files below `dir`, sorted, depth-first; nesting is capped so a symlink loop cannot recurse forever.
-    private static func files(under dir: String, depth: Int) throws -> [String] {
-        guard depth < 32 else { return [] }
-        var out = [String]()
-        for name in try listing(dir) {
-            let p = dir + "/" + name
-            if isDirectory(p) { out += try files(under: p, depth: depth + 1) } else { out.append(p) }
-        }
-        return out
-    }
 }
