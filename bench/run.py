@@ -419,7 +419,7 @@ def sklearn_grid(xtr, ytr, xte, yte):
     scaler = StandardScaler().fit(xa)
     xa_s, xv_s = scaler.transform(xa), scaler.transform(xv)
     best = None
-    for l2 in [1, 0.3, 0.1, 0.03, 0.01, 1e-3]  # the grid ImageTraining.swift tries:
+    for l2 in [1, 0.3, 0.1, 0.03, 0.01, 1e-3]:  # the grid ImageTraining.swift tries
         # sklearn minimises C·Σ loss + ½‖w‖²; a mean loss + (l2/2)‖w‖² is the same with C = 1 / (l2 · n)
         lr = LogisticRegression(C=1 / (l2 * len(xa)), max_iter=1000).fit(xa_s, ya)
         loss = log_loss(yv, lr.predict_proba(xv_s), labels=lr.classes_)
