@@ -72,52 +72,86 @@ struct ImageTraining {
         var failures = [DataError]()
         var failedPaths = Set<String>()
         let maxPixels = try args.int("--max-pixels", default: ImageDecoder.defaultMaxPixels)
+        let digest = extractor.digest
+        // The tool version is part of the key: a release whose kernels round differently never mixes its
+        // features with an older release's cached ones.
+        let preprocessingKey = extractor.preprocessor.digest + "|" + extractor.featureTensor + "|mltool " + MLTool.version
+        /// What the parallel look-up pass learns about one file: its content hash and the cached features of each
+        /// variant (nil: a miss), or why it could not be read.
+        struct Lookup: Sendable {
+            var hash = ""
+            var error: DataError?
+            var hits: [[Float]?] = []
+        }
         func featurize(_ items: [ImageItem], variants: [(String, Augmentation?)], label: String) throws -> [Featured] {
-            var result = [Featured]()
-            var pending = [(Featured, [Float], String)]()   // item, input, cache key
+            // One slot per (item, variant) in data set order, so the result never depends on what was cached.
+            var slots = [Featured?](repeating: nil, count: items.count * variants.count)
+            var pending = [(slot: Int, input: [Float], key: String)]()
             let progress = Progress("extracting \(label)", total: items.count * variants.count, quiet: quiet)
             func flush() throws {
-                let feats = try extractor.features(pending.map { $0.1 })
+                let feats = try extractor.features(pending.map(\.input))
                 for (p, f) in zip(pending, feats) {
-                    try cache.put(key: p.2, features: f)
-                    var done = p.0
-                    done.features = f
-                    result.append(done)
+                    try cache.put(key: p.key, features: f)
+                    slots[p.slot]?.features = f
                 }
                 extractedCount += pending.count
                 progress.advance(pending.count)
                 pending.removeAll(keepingCapacity: true)
             }
-            for (index, item) in items.enumerated() {
-                let bytes: [UInt8]
-                do { bytes = try ImageDecoder.readFile(item.path) } catch let e as DataError {
-                    try record(e, item.path); continue
-                }
-                let hash = SHA256.hex(bytes)
-                var decoded: RGBImage?
-                for (variant, aug) in variants {
-                    let key = FeatureCache.key(contentHash: hash, extractor: extractor.digest,
-                                               preprocessing: extractor.preprocessor.digest + "|" + extractor.featureTensor,
-                                               variant: variant)
-                    if let f = cache.get(key: key) {
-                        result.append(Featured(item: item, sha256: hash, features: f))
-                        progress.advance()
-                        continue
+            var start = 0
+            while start < items.count {
+                // Reading, hashing and cache look-ups run on every core, a bounded chunk at a time (no pixels kept).
+                let chunk = Array(items[start..<min(items.count, start + 256)])
+                var lookups = [Lookup](repeating: Lookup(), count: chunk.count)
+                lookups.withUnsafeMutableBufferPointer { buffer in
+                    nonisolated(unsafe) let out = buffer.baseAddress!
+                    DispatchQueue.concurrentPerform(iterations: chunk.count) { i in
+                        var l = Lookup()
+                        do {
+                            let bytes = try ImageDecoder.readFile(chunk[i].path)
+                            l.hash = SHA256.hex(bytes)
+                            l.hits = variants.map { v in
+                                cache.get(key: FeatureCache.key(contentHash: l.hash, extractor: digest,
+                                                                preprocessing: preprocessingKey, variant: v.0))
+                            }
+                        } catch let e as DataError {
+                            l.error = e
+                        } catch {
+                            l.error = DataError.cannotRead(file: chunk[i].path, reason: "\(error)")
+                        }
+                        out[i] = l
                     }
-                    do {
-                        if decoded == nil { decoded = try ImageDecoder.decode(bytes: bytes, name: item.path, maxPixels: maxPixels) }
-                    } catch let e as DataError {
-                        try record(e, item.path); break
-                    }
-                    guard var image = decoded else { break }
-                    if let a = aug { image = a.apply(to: image, seed: seed &+ UInt64(index) &* 7919) }
-                    pending.append((Featured(item: item, sha256: hash, features: []), try extractor.preprocessor.process(image), key))
-                    if pending.count == 32 { try flush() }
                 }
+                for (offset, item) in chunk.enumerated() {
+                    let index = start + offset, l = lookups[offset]
+                    if let e = l.error { try record(e, item.path); continue }
+                    var decoded: RGBImage?
+                    for (v, (variant, aug)) in variants.enumerated() {
+                        let slot = index * variants.count + v
+                        if let f = l.hits[v] {
+                            slots[slot] = Featured(item: item, sha256: l.hash, features: f)
+                            progress.advance()
+                            continue
+                        }
+                        do {
+                            if decoded == nil { decoded = try ImageDecoder.decode(path: item.path, maxPixels: maxPixels) }
+                        } catch let e as DataError {
+                            try record(e, item.path); break
+                        }
+                        guard var image = decoded else { break }
+                        if let a = aug { image = a.apply(to: image, seed: seed &+ UInt64(index) &* 7919) }
+                        slots[slot] = Featured(item: item, sha256: l.hash, features: [])
+                        let key = FeatureCache.key(contentHash: l.hash, extractor: digest, preprocessing: preprocessingKey,
+                                                   variant: variant)
+                        pending.append((slot, try extractor.preprocessor.process(image), key))
+                        if pending.count == 32 { try flush() }
+                    }
+                }
+                start += chunk.count
             }
             try flush()
             progress.finish()
-            return result
+            return slots.compactMap { $0 }
         }
         func record(_ e: DataError, _ path: String) throws {
             if args.has("--strict") { throw e }
@@ -176,16 +210,22 @@ struct ImageTraining {
                         r.validationAccuracy.map { String(format: "%.4f", $0) } ?? "-", r.elapsed))
         }
         options.selection = .logLoss
+        let fullIterations = options.maxIterations
+        let refitting = options.l2 == .auto && !validation.isEmpty
+        // Choosing the strength needs the validation loss of each candidate, not a fully converged fit: the
+        // search stops each candidate early and the refit below converges.
+        if refitting { options.maxIterations = min(fullIterations, 60) }
         var fitted = try LogisticRegression.fit(
             x: xs, rows: train.count, cols: width, labels: yTrain, classes: labels.count, validation: validationData,
             options: options, progress: progress)
-        if options.l2 == .auto, !validation.isEmpty {
+        if refitting {
             // The validation split chose the strength; the final head learns from training + validation images.
             let all = train + validation
             let xAll = matrix(all)
             standardizer = try Standardizer.fit(x: xAll, rows: all.count, cols: width)
             var refit = options
             refit.l2 = .fixed(fitted.chosenL2)
+            refit.maxIterations = fullIterations
             let chosen = fitted
             fitted = try LogisticRegression.fit(
                 x: try standardizer.applied(xAll, rows: all.count), rows: all.count, cols: width,

@@ -28,6 +28,17 @@ struct TrainEvalTests {
         #expect(again.stdout.contains("(0 extracted)"))
         #expect(try Data(contentsOf: URL(fileURLWithPath: dir.file("model.bin"))) == first)
 
+        // A partly warm cache (some entries gone) still gives the same bytes: rows keep data set order.
+        let entries = FileManager.default.enumerator(atPath: dir.file("cache"))?.compactMap { $0 as? String }
+            .filter { !$0.hasSuffix("/") && FileManager.default.fileExists(atPath: dir.file("cache/" + $0)) && !$0.contains("tmp") }
+            .sorted() ?? []
+        let files = entries.filter { var d: ObjCBool = false; FileManager.default.fileExists(atPath: dir.file("cache/" + $0), isDirectory: &d); return !d.boolValue }
+        #expect(files.count == 20)
+        for f in files.enumerated() where f.offset % 3 == 0 { try FileManager.default.removeItem(atPath: dir.file("cache/" + f.element)) }
+        let partial = try Tool.run(["train", "images/"], in: dir.path, env: env)
+        #expect(partial.stdout.contains("(7 extracted)"), "\(partial.stdout)")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: dir.file("model.bin"))) == first)
+
         let eval = try Tool.run(["eval"], in: dir.path, env: env)
         #expect(eval.status == 0, "\(eval.stderr)")
         #expect(eval.stdout.contains("model.bin on recorded holdout: 4 items"))
