@@ -75,12 +75,9 @@ final class Extractor {
     /// Features of preprocessed inputs (each HWC), one row per input.
     func features(_ inputs: [[Float]]) throws -> [[Float]] {
         guard !inputs.isEmpty else { return [] }
-        let shape = [inputs.count, preprocessing.height, preprocessing.width, preprocessor.channels]
-        let out = try engine().run([model.metadata.graph?.inputs.first?.name ?? "input": Tensor(shape: shape, data: Array(inputs.joined()))],
-                                   outputs: [featureTensor])
-        guard let t = out[featureTensor] else { return [] }
-        let per = t.count / inputs.count
-        return (0..<inputs.count).map { Array(t.data[($0 * per)..<(($0 + 1) * per)]) }
+        return try engine().rows(inputs, input: model.metadata.graph?.inputs.first?.name ?? "input",
+                                 height: preprocessing.height, width: preprocessing.width,
+                                 channels: preprocessor.channels, output: featureTensor)
     }
 
     /// The graph of this extractor cut after the feature tensor, with only the tensors it uses.

@@ -38,16 +38,9 @@ final class ImageClassifier {
 
     /// Runs a batch of preprocessed inputs; returns one output row per image (probabilities for classifiers).
     func run(_ inputs: [[Float]]) throws -> [[Float]] {
-        guard !inputs.isEmpty else { return [] }
-        let shape = [inputs.count, preprocessing.height, preprocessing.width, preprocessor.channels]
-        let flat = Array(inputs.joined())
-        let out = try engine.run([inputName: Tensor(shape: shape, data: flat)], outputs: [outputName])
-        guard let t = out[outputName] else { return [] }
-        let per = t.count / inputs.count
-        return (0..<inputs.count).map { i in
-            let row = Array(t.data[(i * per)..<((i + 1) * per)])
-            return softmax ? ImageClassifier.softmax(row) : row
-        }
+        let rows = try engine.rows(inputs, input: inputName, height: preprocessing.height, width: preprocessing.width,
+                                   channels: preprocessor.channels, output: outputName)
+        return softmax ? rows.map(ImageClassifier.softmax) : rows
     }
 
     static func softmax(_ x: [Float]) -> [Float] {

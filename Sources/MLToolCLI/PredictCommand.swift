@@ -6,7 +6,8 @@ extension CLI {
     static let predict = CommandSpec(
         name: "predict", abstract: "Classify images (JPEG/PNG) or texts with a model.",
         arguments: "MODEL INPUT...",
-        discussion: "Images go through the model's own decoding and preprocessing. Text models take files or --text.",
+        discussion: "Images go through the model's own decoding and preprocessing. Text models take files or --text. "
+            + "A folder stands for every file below it (for text models, every .txt file), in sorted order.",
         options: [
             OptionSpec("--top", value: "K", help: "Show the K most probable labels (default 3)."),
             OptionSpec("--text", value: "STRING", repeats: true, help: "Classify this string (text models)."),
@@ -17,15 +18,20 @@ extension CLI {
         guard let modelPath = args.positionals.first else {
             throw CLIError.usage(command: "predict", message: "expected MODEL and at least one INPUT")
         }
-        let inputs = Array(args.positionals.dropFirst())
-        guard !inputs.isEmpty || args.has("--text") else {
+        let given = Array(args.positionals.dropFirst())
+        guard !given.isEmpty || args.has("--text") else {
             throw CLIError.usage(command: "predict", message: "expected at least one INPUT after MODEL")
         }
         let k = try args.int("--top", default: 3)
         guard k >= 1 else { throw CLIError.usage(command: "predict", message: "--top must be ≥ 1") }
         let model = try ModelLoading.load(modelPath)
         let json = args.has("--json")
-        if model.metadata.task == .textClassifier {
+        let isText = model.metadata.task == .textClassifier
+        let inputs = try DirectoryWalk.expand(given, keep: { !isText || $0.lowercased().hasSuffix(".txt") })
+        guard !inputs.isEmpty || args.has("--text") else {
+            throw CLIError.missingInput(file: given[0], reason: "the folder holds no \(isText ? ".txt " : "")files to classify")
+        }
+        if isText {
             return try TextPrediction.predict(model, modelPath: modelPath, files: inputs, texts: args.strings("--text"),
                                               k: k, json: json)
         }

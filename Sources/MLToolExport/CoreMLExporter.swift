@@ -7,23 +7,13 @@ import MLToolCore
 /// userDefined). int8 weights are 8-bit linear-quantized WeightParams, single-table palettes look-up-table ones,
 /// f16 weights half floats.
 public enum CoreMLExporter {
-    public struct Result: Sendable {
-        public var bytes: [UInt8]
-        public var notes: [String]
-    }
-
     /// Exports `model`; `name` identifies it in errors (usually its path).
-    public static func export(_ model: Model, name: String) throws -> Result {
+    public static func export(_ model: Model, name: String) throws -> ExportResult {
         let md = model.metadata
-        guard md.task != .textClassifier else {
-            throw ExportError.unsupported(
-                model: name, format: "Core ML", place: "text classifier",
-                reason: "Core ML's built-in text classifier (CoreMLModels.TextClassifier) wraps Apple's own Create ML "
-                    + "models; mltool's tokenizer, n-grams and TF-IDF weighting would need a custom layer")
-        }
-        guard let graph = md.graph else {
-            throw ExportError.unsupported(model: name, format: "Core ML", place: "model", reason: "it has no network graph")
-        }
+        let graph = try ExportResult.graph(
+            of: model, name: name, format: "Core ML",
+            textReason: "Core ML's built-in text classifier (CoreMLModels.TextClassifier) wraps Apple's own Create ML "
+                + "models; mltool's tokenizer, n-grams and TF-IDF weighting would need a custom layer")
         guard !md.labels.isEmpty else {
             throw ExportError.unsupported(model: name, format: "Core ML", place: "labels",
                                           reason: "a classifier needs class labels (import with --labels)")
@@ -53,6 +43,6 @@ public enum CoreMLExporter {
         p.version = md.version ?? ""
         p.shortDescription = md.description ?? "\(md.name ?? "image classifier") (exported by mltool \(MLTool.version))"
         p.metadata = ExportMetadata.pairs(md, notes: lowering.notes, inputLayout: "Core ML image (preprocessing applied by the image scaler)")
-        return Result(bytes: try CoreMLWriter.pack(p, modelName: name), notes: lowering.notes)
+        return ExportResult(bytes: try CoreMLWriter.pack(p, modelName: name), notes: lowering.notes)
     }
 }

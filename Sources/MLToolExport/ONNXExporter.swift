@@ -8,24 +8,13 @@ import MLToolCore
 /// `preprocessing.json`, the exact parameters), next to `labels` (JSON array), `output_kind`, `provenance` (JSON),
 /// `author`, `license`, `version`, `weights` (how quantized weights were stored).
 public enum ONNXExporter {
-    /// What an export produced: the ONNX bytes and notes for the user (weights stored uncompressed, …).
-    public struct Result: Sendable {
-        public var bytes: [UInt8]
-        public var notes: [String]
-    }
-
     /// Exports `model`; `name` identifies it in errors (usually its path).
-    public static func export(_ model: Model, name: String) throws -> Result {
+    public static func export(_ model: Model, name: String) throws -> ExportResult {
         let md = model.metadata
-        guard md.task != .textClassifier else {
-            throw ExportError.unsupported(
-                model: name, format: "ONNX", place: "text classifier",
-                reason: "its features come from a tokenizer, n-gram vocabulary and TF-IDF weighting that ONNX's standard "
-                    + "operators cannot express on raw strings; export an image model, or run text models with `mltool predict`")
-        }
-        guard let graph = md.graph else {
-            throw ExportError.unsupported(model: name, format: "ONNX", place: "model", reason: "it has no network graph")
-        }
+        let graph = try ExportResult.graph(
+            of: model, name: name, format: "ONNX",
+            textReason: "its features come from a tokenizer, n-gram vocabulary and TF-IDF weighting that ONNX's standard "
+                + "operators cannot express on raw strings; export an image model, or run text models with `mltool predict`")
         var lowering = ONNXLowering(model: model, name: name, graph: graph)
         try lowering.lower()
         var program = lowering.program
@@ -37,6 +26,6 @@ public enum ONNXExporter {
                 + "onnxruntime's default optimizations run them as int8 kernels, session.disable_quant_qdq=1 keeps float math")
         }
         program.metadata = ExportMetadata.pairs(md, notes: notes, inputLayout: "NCHW")
-        return Result(bytes: try ONNXWriter.pack(program, modelName: name), notes: lowering.notes)
+        return ExportResult(bytes: try ONNXWriter.pack(program, modelName: name), notes: lowering.notes)
     }
 }

@@ -71,6 +71,19 @@ struct CLIModelTests {
         let p = top.compactMap { $0["probability"] as? Double }
         #expect(abs(p.reduce(0, +) - 1) < 1e-5 && p[0] > p[1])
 
+        // A folder stands for the files below it, sorted; an empty one is an error naming it.
+        try FileManager.default.createDirectory(atPath: dir.file("pics/sub"), withIntermediateDirectories: true)
+        try Data(Make.png(width: 16, height: 16, rgb: (20, 20, 220), noiseSeed: 2)).write(to: URL(fileURLWithPath: dir.file("pics/sub/blue.png")))
+        try Data(Make.png(width: 16, height: 16, rgb: (220, 20, 20), noiseSeed: 3)).write(to: URL(fileURLWithPath: dir.file("pics/a-red.png")))
+        let folder = try Tool.run(["predict", dir.file("m.bin"), dir.file("pics") + "/", "--json", "--top", "1"])
+        #expect(folder.status == 0, "\(folder.stderr)")
+        let rows = folder.stdout.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+        #expect(rows.compactMap { $0["file"] as? String } == [dir.file("pics/a-red.png"), dir.file("pics/sub/blue.png")])
+        #expect(rows.compactMap { ($0["top"] as? [[String: Any]])?.first?["label"] as? String } == ["red", "blue"])
+        try FileManager.default.createDirectory(atPath: dir.file("empty"), withIntermediateDirectories: true)
+        let empty = try Tool.run(["predict", dir.file("m.bin"), dir.file("empty")])
+        #expect(empty.status == 66 && empty.stderr.contains("empty: the folder holds no files to classify"))
+
         let bench = try Tool.run(["bench", dir.file("m.bin"), "--batch", "4", "--seconds", "0.2", "--json"])
         #expect(bench.status == 0)
         let b = try #require(try JSONSerialization.jsonObject(with: Data(bench.stdout.utf8)) as? [String: Any])
