@@ -35,7 +35,7 @@ import Testing
         }
         #expect(ProcessInfo.processInfo.environment["MLTOOL_BIN"] != nil, "MLTOOL_BIN is not set")
         for tool in ["python3", "chromium"] { #expect(Self.onPath(tool), "\(tool) is not on PATH") }
-        for module in ["numpy", "onnx", "onnxruntime", "sklearn", "coremltools", "PIL"] {
+        for module in ["numpy", "onnx", "onnxruntime", "sklearn", "coremltools", "PIL", "skimage"] {
             #expect(Self.pythonImports(module), "python3 cannot import \(module)")
         }
     }

@@ -7,11 +7,11 @@ import Testing
 /// Opt-in: keras.applications networks written by make_applications.py into $MLTOOL_KERAS_APPS_DIR (too large to
 /// commit), compared with Keras's own outputs. Skipped, with a note, when the variable is not set.
 @Suite struct KerasApplicationsTests {
-    @Test func applicationsMatchKeras() throws {
-        guard let dir = ProcessInfo.processInfo.environment["MLTOOL_KERAS_APPS_DIR"] else {
-            print("KerasApplicationsTests: skipped (set MLTOOL_KERAS_APPS_DIR to the output of Tests/Fixtures/keras/make_applications.py)")
-            return
-        }
+    static let dir = ProcessInfo.processInfo.environment["MLTOOL_KERAS_APPS_DIR"]
+
+    @Test(.enabled(if: dir != nil, "opt-in: set MLTOOL_KERAS_APPS_DIR to the output of Tests/Fixtures/keras/make_applications.py"))
+    func applicationsMatchKeras() throws {
+        let dir = try #require(Self.dir)
         let files = try FileManager.default.contentsOfDirectory(atPath: dir).filter { $0.hasPrefix("app_") && $0.hasSuffix(".h5") }
         try #require(!files.isEmpty, "no app_*.h5 in \(dir)")
         for file in files.sorted() {
