@@ -37,11 +37,12 @@ enum ONNXOps {
         "Unsqueeze": { try $0.reshapeLike($1) },
         "Transpose": { try $0.transpose($1) },
         "Pad": { try $0.pad($1) },
+        // On computed data with constant indices (else folded with the shape arithmetic).
+        "Gather": { try $0.gather($1) },
+        "Slice": { try $0.slice($1) },
         // Only as constant arithmetic (folded before conversion).
         "Constant": { try $0.foldOnly($1) },
         "Shape": { try $0.foldOnly($1) },
-        "Gather": { try $0.foldOnly($1) },
-        "Slice": { try $0.foldOnly($1) },
     ]
 }
 
@@ -368,20 +369,20 @@ extension ONNXGraphBuilder {
         }
         let kernel = try boundedInts(node, "kernel_shape", count: 2, range: 1...Self.maxWindow, [])
         let strides = try boundedInts(node, "strides", count: 2, range: 1...Self.maxWindow, [1, 1])
-        let dilations = try boundedInts(node, "dilations", count: 2, range: 1...1, [1, 1])
+        let dilations = try boundedInts(node, "dilations", count: 2, range: 1...Self.maxWindow, [1, 1])
         guard kernel.count == 2 else {
             throw ImportError.invalid(file: file, place: "\(place(node)) kernel_shape", expected: "2 values", actual: "none")
         }
         let pads = try windowPads(node, input: x.shape, kernel: kernel, strides: strides, dilations: dilations)
         let ceil = int(node, "ceil_mode", 0) == 1
         let includePad = int(node, "count_include_pad", 0) == 1
-        var attrs = Attributes(kernel: kernel, strides: strides, pads: pads, ceilMode: ceil)
+        var attrs = Attributes(kernel: kernel, strides: strides, dilations: dilations == [1, 1] ? nil : dilations, pads: pads, ceilMode: ceil)
         if op == .avgPool { attrs.countIncludePad = includePad }
         let out = try output(node)
         emit(node.name, op, [x.name], out, attrs)
         func size(_ n: Int, _ i: Int) -> Int {
             guard n >= 0 else { return -1 }
-            let span = n + pads[i] + pads[i + 2] - kernel[i]
+            let span = n + pads[i] + pads[i + 2] - (kernel[i] - 1) * dilations[i] - 1
             var o = (ceil ? (span + strides[i] - 1) / strides[i] : span / strides[i]) + 1
             // A window may not start inside the end padding.
             if ceil && (o - 1) * strides[i] >= n + pads[i] { o -= 1 }
