@@ -45,6 +45,8 @@ extension ONNXGraphBuilder {
         let c = { (i: Int) throws -> ONNXConstant in try self.constant(node, i, what: "input \(i)") }
         switch node.opType {
         case "Identity", "Dropout": return try c(0)
+        case "DequantizeLinear": return try dequantize(node)
+        case "QuantizeLinear": return try quantize(node)
         case "Cast":
             let x = try c(0)
             let to = int(node, "to", 1)

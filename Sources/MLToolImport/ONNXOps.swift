@@ -43,6 +43,8 @@ enum ONNXOps {
         // Only as constant arithmetic (folded before conversion).
         "Constant": { try $0.foldOnly($1) },
         "Shape": { try $0.foldOnly($1) },
+        "DequantizeLinear": { try $0.foldOnly($1) },
+        "QuantizeLinear": { try $0.foldOnly($1) },
     ]
 }
 
@@ -60,7 +62,7 @@ extension ONNXGraphBuilder {
     }
 
     mutating func foldOnly(_ node: ONNXFile.Node) throws {
-        throw ImportError.invalid(file: file, place: place(node), expected: "constant inputs (shape arithmetic only)",
+        throw ImportError.invalid(file: file, place: place(node), expected: "constant inputs (folded at import: shape arithmetic, weight dequantization)",
                                   actual: "computed inputs \(node.inputs.filter { shapes[$0] != nil })")
     }
 
@@ -251,13 +253,13 @@ extension ONNXGraphBuilder {
             throw ImportError.invalid(file: file, place: "\(place(node)) weights", expected: "kernel ≤ \(Self.maxWindow)", actual: "\(w.shape)")
         }
         let pads = try windowPads(node, input: x.shape, kernel: kernel, strides: strides, dilations: dilations)
-        let wName = addWeight(node.inputs[1], shape: [kernel[0], kernel[1], w.shape[1], oc], values: w.transposed([2, 3, 1, 0]).floats)
+        let wName = addWeight(node.inputs[1], w.transposed([2, 3, 1, 0]))
         var inputs = [x.name, wName]
         if let b = try optionalConstant(node, 2, what: "bias") {
             guard b.values.count == oc else {
                 throw ImportError.invalid(file: file, place: "\(place(node)) bias", expected: "\(oc) values", actual: "\(b.shape)")
             }
-            inputs.append(addWeight(node.inputs[2], shape: [oc], values: b.floats))
+            inputs.append(addWeight(node.inputs[2], shape: [oc], values: b.floats, quant: b.rank == 1 ? b.quant : nil))
         }
         let out = try output(node)
         emit(node.name, .conv, inputs, out, Attributes(kernel: kernel, strides: strides, dilations: dilations, pads: pads, groups: groups))
@@ -288,8 +290,8 @@ extension ONNXGraphBuilder {
             throw ImportError.invalid(file: file, place: "\(place(node)) B", expected: "\(a.shape[1]) rows", actual: "\(b.shape)")
         }
         let alpha = Double(float(node, "alpha", 1)), beta = Double(float(node, "beta", 1))
-        if alpha != 1 { b.values = b.values.map { $0 * alpha } }
-        var inputs = [a.name, addWeight(node.inputs[1], shape: [k, n], values: b.floats)]
+        if alpha != 1 { b.values = b.values.map { $0 * alpha }; b.quant = nil }
+        var inputs = [a.name, addWeight(node.inputs[1], b)]
         let out = try output(node)
         var biasActivation: String?
         if node.inputs.count > 2, !node.inputs[2].isEmpty {
@@ -325,7 +327,7 @@ extension ONNXGraphBuilder {
                                       actual: "\(b.shape)")
         }
         let out = try output(node)
-        let w = addWeight(node.inputs[1], shape: b.shape, values: b.floats)
+        let w = addWeight(node.inputs[1], b)
         let outShape = a.shape.dropLast() + [b.shape[1]]
         if a.shape.count == 4 {
             // MatMul over the last NCHW axis (W): run it on the NCHW tensor, then back to NHWC.
