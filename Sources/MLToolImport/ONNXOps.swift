@@ -58,6 +58,9 @@ extension ONNXGraphBuilder {
         if Self.liftable.contains(node.opType), let s = shapes[node.inputs.first ?? ""], s.count == 3 {
             return try lifted(node, converter)
         }
+        if Self.spatial3D.contains(node.opType), let s = shapes[node.inputs.first ?? ""], s.count == 5 {
+            return try convert3D(node, converter)
+        }
         try converter(&self, node)
     }
 
