@@ -325,11 +325,12 @@ extension ONNXGraphBuilder {
     mutating func matMul(_ node: ONNXFile.Node) throws {
         let a = try activation(node)
         let b = try constant(node, 1, what: "B")
-        guard b.rank == 2, a.shape.count >= 2, a.shape.last.map({ $0 < 0 || $0 == b.shape[0] }) ?? false else {
+        let out = try output(node)
+        if b.rank != 2 || a.shape.count < 2 { return try batchedMatMul(node, a: a, b: b, output: out) }
+        guard a.shape.last.map({ $0 < 0 || $0 == b.shape[0] }) ?? false else {
             throw ImportError.invalid(file: file, place: "\(place(node)) B", expected: "a constant (K, N) matrix matching \(a.shape)",
                                       actual: "\(b.shape)")
         }
-        let out = try output(node)
         let w = addWeight(node.inputs[1], b)
         let outShape = a.shape.dropLast() + [b.shape[1]]
         if a.shape.count == 4 {
