@@ -147,6 +147,14 @@ struct ONNXGraphBuilder {
             if f == t { target[0] = 0 } else { batchFree = false }
         }
         if from.isEmpty || to.isEmpty { batchFree = false }
+        for i in target.indices where to[i] == 0 && (i >= from.count || from[i] != 0) {
+            // A real zero-size axis (Reshape allowzero): the IR reads 0 as "copy the input's", so let it be inferred.
+            guard !target.contains(-1) else {
+                throw ImportError.invalid(file: file, place: "node '\(nodeName)'", expected: "at most one zero-size or unknown dimension",
+                                          actual: "\(to)")
+            }
+            target[i] = -1
+        }
         var src = input
         if from.count == 4 && !Layout.orderFree(from) {
             let t = fresh("\(input).nchw")
