@@ -64,6 +64,20 @@ struct ONNXConstant: Equatable {
         return t
     }
 
+    /// The slices at `indices` (each in 0..<shape[axis]) along `axis`, in that order.
+    func taken(_ indices: [Int], axis: Int) -> ONNXConstant {
+        let n = shape[axis]
+        let outer = shape[..<axis].reduce(1, *), inner = shape[(axis + 1)...].reduce(1, *)
+        var out: [Double] = []
+        out.reserveCapacity(outer * indices.count * inner)
+        for o in 0..<outer {
+            for i in indices { out += values[((o * n + i) * inner)..<((o * n + i + 1) * inner)] }
+        }
+        var s = shape
+        s[axis] = indices.count
+        return ONNXConstant(shape: s, values: out, isInteger: isInteger)
+    }
+
     /// The shape left-padded with 1s to `rank` (a quantization axis moves with it).
     func leftPadded(to rank: Int) -> ONNXConstant {
         guard self.rank < rank else { return self }

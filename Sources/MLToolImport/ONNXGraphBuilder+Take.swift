@@ -5,6 +5,9 @@ import MLToolCore
 /// after moving that axis last. Each output is one input value times 1 plus zeros, so it is exact (a NaN or
 /// infinity elsewhere on the row would spread; real networks slice finite activations).
 extension ONNXGraphBuilder {
+    /// Largest one-hot selection matrix a Gather / Slice becomes (64 MB of float32).
+    static let maxTakeEntries = 1 << 24
+
     /// Emits "take `indices` (each in 0..<shape[axis]) along ONNX axis `axis` of `input`" as `output`, whose ONNX
     /// shape is `shape` with that axis resized to `indices.count`.
     mutating func emitTake(_ nodeName: String, input: String, shape: [Int], axis: Int, indices: [Int], output: String) throws {
@@ -17,6 +20,11 @@ extension ONNXGraphBuilder {
             try emitTake(nodeName, input: row, shape: [1, n], axis: 1, indices: indices, output: taken)
             try emitReshape("\(nodeName).unrow", input: taken, from: [1, indices.count], to: [indices.count], output: output)
             return
+        }
+        let (entries, overflow) = n.multipliedReportingOverflow(by: indices.count)
+        guard !overflow, entries <= Self.maxTakeEntries else {
+            throw ImportError.invalid(file: file, place: "node '\(nodeName)'", expected: "a gather / slice of at most \(Self.maxTakeEntries) selection entries (axis size × taken)",
+                                      actual: "\(n) × \(indices.count)")
         }
         if axis == 0 { batchFree = false }
         // ONNX axis q is IR axis irAxis(q); IR axis j holds ONNX axis onnxAxis[j].
@@ -77,8 +85,28 @@ extension ONNXGraphBuilder {
     /// sliced axis.
     mutating func slice(_ node: ONNXFile.Node) throws {
         let x = try activation(node)
-        let r = x.shape.count
-        var starts: [Int?], ends: [Int?], axes: [Int?]?, steps: [Int?]?
+        guard let out = node.outputs.first, !out.isEmpty else {
+            throw ImportError.invalid(file: file, place: place(node), expected: "an output", actual: "none")
+        }
+        let takes = try sliceTakes(node, shape: x.shape)
+        if takes.isEmpty {
+            emit(node.name, .identity, [x.name], out)
+            shapes[out] = x.shape
+            return
+        }
+        var cur = x.name, shape = x.shape
+        for (k, t) in takes.enumerated() {
+            let next = k == takes.count - 1 ? out : fresh("\(out).\(t.axis)")
+            try emitTake(k == 0 ? node.name : "\(node.name).\(t.axis)", input: cur, shape: shape, axis: t.axis, indices: t.indices, output: next)
+            shape[t.axis] = t.indices.count
+            cur = next
+        }
+    }
+
+    /// What a Slice node takes from a tensor of `shape`: the indices along each axis it changes.
+    func sliceTakes(_ node: ONNXFile.Node, shape: [Int]) throws -> [(axis: Int, indices: [Int])] {
+        let r = shape.count
+        let starts: [Int?], ends: [Int?], axes: [Int?]?, steps: [Int?]?
         if opset < 10 {
             starts = (ints(node, "starts") ?? []).map { $0 }
             ends = (ints(node, "ends") ?? []).map { $0 }
@@ -96,10 +124,6 @@ extension ONNXGraphBuilder {
             throw ImportError.invalid(file: file, place: place(node), expected: "starts, ends, axes and steps of one length",
                                       actual: "\(starts.count), \(ends.count), \(axisList.count), \(stepList.count)")
         }
-        guard let out = node.outputs.first, !out.isEmpty else {
-            throw ImportError.invalid(file: file, place: place(node), expected: "an output", actual: "none")
-        }
-        var cur = x.name, shape = x.shape
         var seen = Set<Int>()
         var takes: [(axis: Int, indices: [Int])] = []
         for k in starts.indices {
@@ -118,17 +142,7 @@ extension ONNXGraphBuilder {
             let indices = Self.sliceIndices(n: n, start: s0, end: e0, step: st)
             if indices != Array(0..<n) { takes.append((axis, indices)) }
         }
-        if takes.isEmpty {
-            emit(node.name, .identity, [cur], out)
-            shapes[out] = shape
-            return
-        }
-        for (k, t) in takes.enumerated() {
-            let next = k == takes.count - 1 ? out : fresh("\(out).\(t.axis)")
-            try emitTake(k == 0 ? node.name : "\(node.name).\(t.axis)", input: cur, shape: shape, axis: t.axis, indices: t.indices, output: next)
-            shape[t.axis] = t.indices.count
-            cur = next
-        }
+        return takes
     }
 
     /// The indices ONNX Slice takes along an axis of size `n` (starts/ends clamped as the spec says).
