@@ -5,6 +5,9 @@ import MLToolCore
 /// The IR's matMul takes one (K, N) matrix, so a stack becomes one matMul per output batch index (A's matching
 /// (M, K) slice times B's (K, N) slice), concatenated.
 extension ONNXGraphBuilder {
+    /// Most (M, K)·(K, N) products one stacked MatMul may become (each is a node).
+    static let maxMatMulStack = 4096
+
     mutating func batchedMatMul(_ node: ONNXFile.Node, a: (name: String, shape: [Int]), b: ONNXConstant, output out: String) throws {
         guard !a.shape.isEmpty, b.rank >= 1 else {
             throw ImportError.invalid(file: file, place: place(node), expected: "operands of rank ≥ 1", actual: "\(a.shape) and \(b.shape)")
@@ -44,6 +47,11 @@ extension ONNXGraphBuilder {
             throw ImportError.invalid(file: file, place: place(node), expected: "A with known batch axes against a stack of B matrices",
                                       actual: "\(a.shape)")
         }
+        let total = Self.product(batch[...])
+        guard total <= Self.maxMatMulStack else {
+            throw ImportError.invalid(file: file, place: place(node), expected: "at most \(Self.maxMatMulStack) matrices in the batch of a stacked MatMul",
+                                      actual: "\(batch)")
+        }
         batchFree = false
         let a3 = fresh("\(aName).stack")
         let aCount = Self.product(aBatch[...])
@@ -54,7 +62,6 @@ extension ONNXGraphBuilder {
             return zip(padded, idx).reduce(0) { $0 * $1.0 + ($1.0 == 1 ? 0 : $1.1) }
         }
         var parts: [String] = [], rowsOfA: [Int: String] = [:]
-        let total = Self.product(batch[...])
         for o in 0..<total {
             var idx = [Int](repeating: 0, count: batch.count), rest = o
             for d in stride(from: batch.count - 1, through: 0, by: -1) { idx[d] = rest % batch[d]; rest /= batch[d] }

@@ -33,6 +33,19 @@ import Testing
         }
     }
 
+    /// The residual net was exported with a dynamic batch and `view(size(0), -1)`: the folded shape arithmetic
+    /// leaves the batch free, so one image alone gives the first row of torch's batch-of-2 output.
+    @Test func dynamicBatchRunsOneImage() throws {
+        let c = try #require(try Self.manifest().cases.first { $0.model == "torch_residual_cnn.onnx" })
+        let imported = try ONNXImporter.importModel(path: ONNXFixtures.path("pytorch/" + c.model), options: ImportOptions())
+        #expect(imported.metadata.graph?.inputs.first?.shape == [-1, 16, 16, 3])
+        let x = try ONNXFixtures.load(c.inputs[0], under: "pytorch"), y = try ONNXFixtures.load(c.outputs[0], under: "pytorch")
+        let one = Tensor(shape: [1] + x.shape.dropFirst(), data: Array(x.data[..<(x.count / x.shape[0])]))
+        let got = try #require(try Engine(model: imported, threads: 1).run(["x": ONNXFixtures.toNHWC(one)], outputs: ["y"])["y"])
+        let first = Tensor(shape: [1] + y.shape.dropFirst(), data: Array(y.data[..<(y.count / y.shape[0])]))
+        #expect(ONNXFixtures.closeness(got, first, rtol: 1e-4, atol: 1e-6) <= 1)
+    }
+
     @Test func manifestListsTheThreeNetworks() throws {
         let m = try Self.manifest()
         #expect(Set(m.cases.map(\.model)) == ["torch_residual_cnn.onnx", "torch_depthwise_cnn.onnx", "torch_squeeze_excite.onnx"])

@@ -5,8 +5,9 @@
 
 Made with torch 2.13.0+cpu (TorchScript exporter, `dynamo=False`, opset 17, eval mode, constant folding on).
 Three small seeded nets: a residual CNN (conv-BN-ReLU blocks with an identity and a projected shortcut, max pool,
-global pool, Linear), a MobileNet-style depthwise CNN (ReLU6, depthwise 3×3 stride 2, pointwise, Hardswish,
-inverted residual), and a squeeze-excite block (global pool → 1×1 conv → ReLU → 1×1 conv → sigmoid → Mul).
+global pool, `view(size(0), -1)` with a dynamic batch, Linear), a MobileNet-style depthwise CNN (ReLU6, depthwise
+3×3 stride 2, pointwise, Hardswish, inverted residual, a ShuffleNet-style channel split by slicing + concat), and a
+squeeze-excite block (global pool → 1×1 conv → ReLU → 1×1 conv → sigmoid → Mul).
 Each goes to Tests/Fixtures/onnx/pytorch/<name>.onnx with its input and torch's outputs as raw little-endian
 float32 files, described in pytorch/manifest.json (the format of ../manifest.json). The test needs no torch.
 """
@@ -48,8 +49,9 @@ class ResidualCNN(nn.Module):
         self.head = nn.Linear(16, 10)
 
     def forward(self, x):
-        f = torch.flatten(nn.functional.adaptive_avg_pool2d(self.blocks(self.pool(self.stem(x))), 1), 1)
-        return self.head(f)
+        f = nn.functional.adaptive_avg_pool2d(self.blocks(self.pool(self.stem(x))), 1)
+        # view(size(0), -1) with a dynamic batch: Shape → Gather → Unsqueeze → Concat → Reshape in the export.
+        return self.head(f.view(f.size(0), -1))
 
 
 class InvertedResidual(nn.Module):
@@ -63,6 +65,18 @@ class InvertedResidual(nn.Module):
         return x + self.body(x)
 
 
+class SplitShuffle(nn.Module):
+    """ShuffleNet-style: half the channels pass, the other half goes through a depthwise block; then concat."""
+    def __init__(self, c):
+        super().__init__()
+        self.half = c // 2
+        self.branch = nn.Sequential(conv_bn(self.half, self.half, groups=self.half, act=None),
+                                    conv_bn(self.half, self.half, k=1))
+
+    def forward(self, x):
+        return torch.cat([x[:, :self.half], self.branch(x[:, self.half:])], dim=1)
+
+
 class DepthwiseCNN(nn.Module):
     def __init__(self):
         super().__init__()
@@ -70,7 +84,7 @@ class DepthwiseCNN(nn.Module):
             conv_bn(3, 16, stride=2, act=nn.ReLU6),
             conv_bn(16, 16, groups=16, act=nn.ReLU6), conv_bn(16, 24, k=1, act=None),
             conv_bn(24, 24, k=5, stride=2, groups=24, act=nn.Hardswish), conv_bn(24, 32, k=1, act=nn.Hardswish),
-            InvertedResidual(32, 4))
+            InvertedResidual(32, 4), SplitShuffle(32))
         self.classifier = nn.Sequential(nn.Flatten(), nn.Dropout(0.2), nn.Linear(32, 7))
 
     def forward(self, x):
@@ -116,8 +130,9 @@ def main():
         with torch.no_grad():
             y = net(x)
         path = os.path.join(HERE, name + ".onnx")
+        dynamic = {"x": {0: "batch"}, "y": {0: "batch"}} if name == "torch_residual_cnn" else None
         torch.onnx.export(net, (x,), path, input_names=["x"], output_names=["y"], opset_version=OPSET,
-                          dynamo=False, do_constant_folding=True)
+                          dynamo=False, do_constant_folding=True, dynamic_axes=dynamic)
         x.numpy().astype("<f4").tofile(os.path.join(HERE, name + ".in.x.f32"))
         y.numpy().astype("<f4").tofile(os.path.join(HERE, name + ".out.y.f32"))
         manifest.append({"model": name + ".onnx",
