@@ -129,7 +129,9 @@ extension ONNXGraphBuilder {
         try emitReshape("\(node.name).to2d", input: moved, from: [n, od, c, k[0], h, w], to: [rows, c * k[0], h, w], output: x4)
         // The 2-D convolution over (H, W) with taps as channels.
         let w4 = fresh("\(node.inputs[1]).2d")
-        constants[w4] = ONNXConstant(shape: [wc.shape[0], wc.shape[1] * k[0], k[1], k[2]], values: wc.values)
+        var w2 = ONNXConstant(shape: [wc.shape[0], wc.shape[1] * k[0], k[1], k[2]], values: wc.values)
+        if wc.quant?.axis ?? 0 == 0 { w2.quant = wc.quant }     // per output channel or per tensor: still valid
+        constants[w4] = w2
         var conv2 = node
         conv2.inputs = [x4, w4] + node.inputs.dropFirst(2)
         let y4 = fresh("\(out).2d")

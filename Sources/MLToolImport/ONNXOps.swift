@@ -88,11 +88,13 @@ extension ONNXGraphBuilder {
     mutating func dropout(_ node: ONNXFile.Node) throws {
         if opset >= 12, node.inputs.count > 2, !node.inputs[2].isEmpty {
             let training = try constant(node, 2, what: "training_mode")
-            // Training mode drops at random, except with ratio 0 (the default ratio is 0.5).
-            let ratio = try optionalConstant(node, 1, what: "ratio")?.scalar ?? 0.5
-            guard training.values.allSatisfy({ $0 == 0 }) || ratio == 0 else {
-                throw ImportError.invalid(file: file, place: place(node), expected: "inference (training_mode false) or ratio 0",
-                                          actual: "training_mode true, ratio \(ratio)")
+            if !training.values.allSatisfy({ $0 == 0 }) {
+                // Training mode drops at random, except with ratio 0 (the default ratio is 0.5).
+                let ratio = try optionalConstant(node, 1, what: "ratio")?.scalar ?? 0.5
+                guard ratio == 0 else {
+                    throw ImportError.invalid(file: file, place: place(node), expected: "inference (training_mode false) or ratio 0",
+                                              actual: "training_mode true, ratio \(ratio)")
+                }
             }
         }
         if opset < 7 && int(node, "is_test", 0) == 0 {
