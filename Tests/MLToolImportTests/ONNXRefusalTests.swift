@@ -53,6 +53,16 @@ import Testing
         #expect(try w.floats() == [0, 1, 2, 3, 4, 5])
     }
 
+    @Test func quantizeLinearOnAnActivation() {
+        let p = ONNXFixtures.path("quantize_activation.onnx")
+        Self.expectRefusal(p, "\(p): node 'q' (QuantizeLinear): expected constant inputs (folded at import: shape arithmetic, weight dequantization), found computed inputs [\"x\"]")
+    }
+
+    @Test func dequantizeLinearWithAScalePerWrongAxis() {
+        let p = ONNXFixtures.path("dequantize_bad_scales.onnx")
+        Self.expectRefusal(p, "\(p): node 'dq' (DequantizeLinear) scale: expected 3 values (axis 1 of [4, 3]), found [5]")
+    }
+
     @Test func everyUnsupportedOpAtOnce() {
         let p = ONNXFixtures.path("unsupported.onnx")
         Self.expectRefusal(p, """

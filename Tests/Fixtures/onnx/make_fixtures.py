@@ -259,6 +259,25 @@ def write_refusals():
         os.remove(link)
     os.symlink("../unsupported.onnx", link)  # resolves to a real file outside the model's directory
 
+    # Quantization ops only fold on constants: on an activation, and with a per-axis scale of the wrong length.
+    def qdq_model(name, nodes, inits):
+        g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+        m.ir_version = 7
+        with open(os.path.join(HERE, name), "wb") as f:
+            f.write(m.SerializeToString())
+
+    qdq_model("quantize_activation.onnx",
+              [helper.make_node("QuantizeLinear", ["x", "s"], ["q"], name="q"),
+               helper.make_node("DequantizeLinear", ["q", "s"], ["y"], name="dq")],
+              [numpy_helper.from_array(np.array(0.1, np.float32), "s")])
+    qdq_model("dequantize_bad_scales.onnx",
+              [helper.make_node("DequantizeLinear", ["wq", "ws"], ["w"], name="dq", axis=1),
+               helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")],
+              [numpy_helper.from_array(np.arange(12, dtype=np.int8).reshape(4, 3), "wq"),
+               numpy_helper.from_array(np.full(5, 0.1, np.float32), "ws")])
+
     # Every unsupported op listed at once.
     nodes = [helper.make_node("Relu", ["x"], ["a"], name="relu"),
              helper.make_node("Erf", ["a"], ["b"], name="erf1"),
