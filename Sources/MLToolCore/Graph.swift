@@ -14,7 +14,7 @@
 /// - clip [min, max]; leakyRelu [alpha]; hardSigmoid [alpha, beta]: y = max(0, min(1, alpha·x + beta))
 /// - softmax [axis]
 /// - add, sub, mul, div: numpy broadcasting, output shape the broadcast of both [activation]
-/// - maxPool, avgPool: (N,H,W,C) [kernel (kh,kw), strides, pads, ceilMode, countIncludePad]
+/// - maxPool, avgPool: (N,H,W,C) [kernel (kh,kw), strides, dilations? (default 1, 1), pads, ceilMode, countIncludePad]
 /// - globalAvgPool, globalMaxPool: (N,H,W,C) → (N,1,1,C)
 /// - concat [axis]; reshape [shape: 0 copies the input dim, -1 is inferred]; flatten [axis] → 2-D;
 ///   transpose [perm]; squeeze [axes]; unsqueeze [axes]

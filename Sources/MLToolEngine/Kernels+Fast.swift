@@ -67,6 +67,7 @@ enum Fast {
         case .add, .sub, .mul, .div: binary(s, x[0], xs[0], x[1], xs[1], y, ys)
         case .transpose: transpose(s, x[0], xs[0], y, ys)
         case .pad: pad(s, x[0], xs[0], y, ys)
+        case .maxPool, .avgPool where s.dilations != [1, 1]: Reference.pool(s, x[0], xs[0], y, ys)   // rare: ONNX only
         case .maxPool, .avgPool: pool(s, x[0], xs[0], y, ys)
         case .batchNorm: batchNorm(s, x[0], y, count: n)
         case .globalAvgPool:

@@ -154,21 +154,22 @@ enum Reference {
         }
     }
 
-    // x (N,H,W,C) → y (N,OH,OW,C). avgPool's divisor counts the padding when countIncludePad (but never the
-    // extra cells ceil mode adds past it); otherwise only the input cells.
+    // x (N,H,W,C) → y (N,OH,OW,C); window taps `dilations` apart. avgPool's divisor counts the taps in the padding
+    // when countIncludePad (but never those past it, which ceil mode adds); otherwise only the input cells.
     static func pool(_ s: Step, _ x: UnsafePointer<Float>, _ xs: [Int], _ y: UnsafeMutablePointer<Float>, _ ys: [Int]) {
         let (h, w, c) = (xs[1], xs[2], xs[3])
+        let (dh, dw) = (s.dilations[0], s.dilations[1])
         for b in 0..<ys[0] {
             for oy in 0..<ys[1] {
                 for ox in 0..<ys[2] {
                     let y0 = oy * s.strides[0] - s.pads[0], x0 = ox * s.strides[1] - s.pads[1]
-                    let y1 = min(y0 + s.kernel[0], h + s.pads[2]), x1 = min(x0 + s.kernel[1], w + s.pads[3])
-                    let padded = (y1 - y0) * (x1 - x0)
+                    let rows = (0..<s.kernel[0]).map { y0 + $0 * dh }, cols = (0..<s.kernel[1]).map { x0 + $0 * dw }
+                    let padded = rows.filter { $0 < h + s.pads[2] }.count * cols.filter { $0 < w + s.pads[3] }.count
                     for ch in 0..<c {
                         var acc: Float = s.op == .maxPool ? -.infinity : 0
                         var count = 0
-                        for iy in max(y0, 0)..<min(y1, h) {
-                            for ix in max(x0, 0)..<min(x1, w) {
+                        for iy in rows where iy >= 0 && iy < h {
+                            for ix in cols where ix >= 0 && ix < w {
                                 let v = x[((b * h + iy) * w + ix) * c + ch]
                                 acc = s.op == .maxPool ? max(acc, v) : acc + v
                                 count += 1

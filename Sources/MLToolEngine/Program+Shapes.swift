@@ -88,11 +88,13 @@ extension Program {
             return out
         case .maxPool, .avgPool:
             guard x.count == 4 else { throw bad("input", "(N,H,W,C)", x) }
-            guard s.pads[0] < s.kernel[0], s.pads[2] < s.kernel[0], s.pads[1] < s.kernel[1], s.pads[3] < s.kernel[1] else {
-                throw EngineError.invalidAttribute(node: s.name, attribute: "pads", expected: "smaller than the kernel \(s.kernel)", actual: "\(s.pads)")
+            // The window spans (kernel - 1) · dilation + 1 cells; padding must leave each window a real cell.
+            let span = (0..<2).map { (s.kernel[$0] - 1).multipliedReportingOverflow(by: s.dilations[$0]).partialValue + 1 }
+            guard s.pads[0] < span[0], s.pads[2] < span[0], s.pads[1] < span[1], s.pads[3] < span[1] else {
+                throw EngineError.invalidAttribute(node: s.name, attribute: "pads", expected: "smaller than the window \(span)", actual: "\(s.pads)")
             }
-            let oh = windowCount(x[1], k: s.kernel[0], stride: s.strides[0], dilation: 1, padBegin: s.pads[0], padEnd: s.pads[2], ceil: s.ceilMode)
-            let ow = windowCount(x[2], k: s.kernel[1], stride: s.strides[1], dilation: 1, padBegin: s.pads[1], padEnd: s.pads[3], ceil: s.ceilMode)
+            let oh = windowCount(x[1], k: s.kernel[0], stride: s.strides[0], dilation: s.dilations[0], padBegin: s.pads[0], padEnd: s.pads[2], ceil: s.ceilMode)
+            let ow = windowCount(x[2], k: s.kernel[1], stride: s.strides[1], dilation: s.dilations[1], padBegin: s.pads[1], padEnd: s.pads[3], ceil: s.ceilMode)
             guard oh > 0, ow > 0 else { throw bad("input", "at least the kernel \(s.kernel) after padding", x) }
             return [x[0], oh, ow, x[3]]
         case .globalAvgPool, .globalMaxPool:

@@ -168,6 +168,7 @@ struct Program: Sendable {
             try inputCount(1...1)
             s.kernel = try pair(a.kernel, "kernel", default: nil, minimum: 1)
             s.strides = try pair(a.strides, "strides", default: [1, 1], minimum: 1)
+            s.dilations = try pair(a.dilations, "dilations", default: [1, 1], minimum: 1)
             s.pads = try pads(a.pads ?? [0, 0, 0, 0], count: 4, minimum: 0)
             s.ceilMode = a.ceilMode ?? false
             s.countIncludePad = a.countIncludePad ?? false

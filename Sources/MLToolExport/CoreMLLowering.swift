@@ -89,7 +89,9 @@ struct CoreMLLowering {
             try binary(n, input, target)
             outRank = max(xr, try rankOf(n.inputs[safe: 1] ?? "", n))
         case .maxPool, .avgPool:
-            guard xr == 4, let k = a.kernel, a.ceilMode != true else { throw unsupported(n, "a kernel size and floor rounding") }
+            guard xr == 4, let k = a.kernel, a.ceilMode != true, (a.dilations ?? [1, 1]) == [1, 1] else {
+                throw unsupported(n, "a kernel size, no dilation and floor rounding")
+            }
             add(n.name, [input], [target], .pooling(type: n.op == .maxPool ? 0 : 1, kernel: k, stride: a.strides ?? [1, 1],
                                                     pads: a.pads ?? [0, 0, 0, 0], excludePadding: a.countIncludePad != true, global: false))
         case .globalAvgPool, .globalMaxPool:

@@ -110,11 +110,16 @@ struct ONNXLowering {
             let op = ["add": "Add", "sub": "Sub", "mul": "Mul", "div": "Div"][n.op.rawValue] ?? ""
             add(op, [lhs, rhs], [target], node: n.name)
         case .maxPool, .avgPool:
-            guard xr == 4, let k = a.kernel else { throw unsupported(n, "a rank-4 input and a kernel size") }
+            // AveragePool takes dilations only from opset 19; this writer emits opset 13.
+            let dilations = a.dilations ?? [1, 1]
+            guard xr == 4, let k = a.kernel, dilations == [1, 1] || n.op == .maxPool else {
+                throw unsupported(n, "a rank-4 input, a kernel size and (average pooling) no dilation")
+            }
             var attrs: [(String, ONNXProgram.AttributeValue)] = [
                 ("kernel_shape", .ints(k)), ("strides", .ints(a.strides ?? [1, 1])), ("pads", .ints(a.pads ?? [0, 0, 0, 0])),
                 ("ceil_mode", .int(a.ceilMode == true ? 1 : 0)),
             ]
+            if dilations != [1, 1] { attrs.append(("dilations", .ints(dilations))) }
             if n.op == .avgPool { attrs.append(("count_include_pad", .int(a.countIncludePad == true ? 1 : 0))) }
             add(n.op == .maxPool ? "MaxPool" : "AveragePool", [x], [target], node: n.name, attrs)
         case .globalAvgPool, .globalMaxPool:

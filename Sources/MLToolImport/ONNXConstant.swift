@@ -10,6 +10,18 @@ struct ONNXConstant: Equatable {
     var values: [Double]
     /// True for integer and bool element types (shape arithmetic); false for floating point.
     var isInteger: Bool
+    /// The ONNX data_type it was read with (0 when computed): QuantizeLinear saturates to its zero point's type.
+    var dataType: Int32 = 0
+    /// Set when the values are a folded DequantizeLinear of int8 codes: they are then stored as int8 again.
+    var quant: Quant?
+
+    /// Linear int8 quantization of a constant: value = scales[c] · (code − zeroPoints[c]), c the index along `axis`
+    /// (one scale for the whole tensor when `axis` is nil).
+    struct Quant: Equatable {
+        var axis: Int?
+        var scales: [Float]
+        var zeroPoints: [Int]
+    }
 
     init(shape: [Int], values: [Double], isInteger: Bool = false) {
         self.shape = shape; self.values = values; self.isInteger = isInteger
@@ -46,7 +58,33 @@ struct ONNXConstant: Equatable {
                 a -= 1
             }
         }
-        return ONNXConstant(shape: outShape, values: out, isInteger: isInteger)
+        var t = ONNXConstant(shape: outShape, values: out, isInteger: isInteger)
+        t.quant = quant
+        if let a = quant?.axis { t.quant?.axis = perm.firstIndex(of: a) }
+        return t
+    }
+
+    /// The slices at `indices` (each in 0..<shape[axis]) along `axis`, in that order.
+    func taken(_ indices: [Int], axis: Int) -> ONNXConstant {
+        let n = shape[axis]
+        let outer = shape[..<axis].reduce(1, *), inner = shape[(axis + 1)...].reduce(1, *)
+        var out: [Double] = []
+        out.reserveCapacity(outer * indices.count * inner)
+        for o in 0..<outer {
+            for i in indices { out += values[((o * n + i) * inner)..<((o * n + i + 1) * inner)] }
+        }
+        var s = shape
+        s[axis] = indices.count
+        return ONNXConstant(shape: s, values: out, isInteger: isInteger)
+    }
+
+    /// The shape left-padded with 1s to `rank` (a quantization axis moves with it).
+    func leftPadded(to rank: Int) -> ONNXConstant {
+        guard self.rank < rank else { return self }
+        var t = self
+        t.shape = [Int](repeating: 1, count: rank - self.rank) + shape
+        if let a = quant?.axis { t.quant?.axis = a + rank - self.rank }
+        return t
     }
 }
 

@@ -45,6 +45,8 @@ extension ONNXGraphBuilder {
         let c = { (i: Int) throws -> ONNXConstant in try self.constant(node, i, what: "input \(i)") }
         switch node.opType {
         case "Identity", "Dropout": return try c(0)
+        case "DequantizeLinear": return try dequantize(node)
+        case "QuantizeLinear": return try quantize(node)
         case "Cast":
             let x = try c(0)
             let to = int(node, "to", 1)
@@ -114,29 +116,9 @@ extension ONNXGraphBuilder {
             return ONNXConstant(shape: Array(data.shape[..<axis]) + idx.shape + Array(data.shape[(axis + 1)...]),
                                 values: values, isInteger: data.isInteger)
         case "Slice":
-            let x = try c(0)
-            guard x.rank == 1 else { return nil }
-            let starts: [Int?], ends: [Int?], steps: [Int?]
-            if opset < 10 {
-                starts = (ints(node, "starts") ?? []).map { $0 }; ends = (ints(node, "ends") ?? []).map { $0 }; steps = [1]
-            } else {
-                starts = try c(1).ints; ends = try c(2).ints
-                steps = try optionalConstant(node, 4, what: "steps")?.ints ?? [1]
-            }
-            guard starts.count == 1, ends.count == 1, let s0 = starts[0], let e0 = ends[0], let st = steps.first ?? 1, st != 0 else {
-                return nil
-            }
-            let n = x.shape[0]
-            func clampIndex(_ v: Int, _ lo: Int, _ hi: Int) -> Int { min(max(v < 0 ? v + n : v, lo), hi) }
-            var values: [Double] = []
-            if st > 0 {
-                var i = clampIndex(s0, 0, n); let e = clampIndex(e0, 0, n)
-                while i < e { values.append(x.values[i]); i = i.addingReportingOverflow(st).overflow ? e : i + st }
-            } else {
-                var i = clampIndex(s0, -1, n - 1); let e = clampIndex(e0, -1, n - 1)
-                while i > e { values.append(x.values[i]); i = i.addingReportingOverflow(st).overflow ? e : i + st }
-            }
-            return ONNXConstant(shape: [values.count], values: values, isInteger: x.isInteger)
+            var x = try c(0)
+            for t in try sliceTakes(node, shape: x.shape) { x = x.taken(t.indices, axis: t.axis) }
+            return x
         default:
             return nil
         }

@@ -23,7 +23,9 @@ extension ONNXGraphBuilder {
                 throw ImportError.invalid(file: file, place: "\(place(node)) weights", expected: "rank 3 (OC, C/groups, K)", actual: "\(w.shape)")
             }
             let w4 = fresh("\(node.inputs[1]).2d")
-            constants[w4] = ONNXConstant(shape: w.shape + [1], values: w.values)
+            var w2 = w
+            w2.shape = w.shape + [1]        // a trailing axis: int8 parameters (axis 0) still apply
+            constants[w4] = w2
             n.inputs[1] = w4
         }
         for key in ["kernel_shape", "strides", "dilations"] {

@@ -11,7 +11,7 @@ struct ONNXGraphBuilder {
     var shapes: [String: [Int]] = [:]
     var nodes: [Node] = []
     /// Weights in IR layout, by name, and the order they were first stored.
-    var weights: [String: (shape: [Int], values: [Float])] = [:]
+    var weights: [String: (shape: [Int], values: [Float], quant: ONNXConstant.Quant?)] = [:]
     var weightOrder: [String] = []
     /// False once an op mixes the first axis with the others (a reshape that changes it, a transpose or concat
     /// along it): the graph then only runs at the batch size the file declares.
@@ -39,12 +39,17 @@ struct ONNXGraphBuilder {
     }
 
     /// Stores a weight (already in IR layout) under a fresh name derived from `base` and returns that name.
-    mutating func addWeight(_ base: String, shape: [Int], values: [Float]) -> String {
+    mutating func addWeight(_ base: String, shape: [Int], values: [Float], quant: ONNXConstant.Quant? = nil) -> String {
         let name = weights[base] == nil && !usedNames.contains(base) ? base : fresh(base)
         usedNames.insert(name)
-        weights[name] = (shape, values)
+        weights[name] = (shape, values, quant)
         weightOrder.append(name)
         return name
+    }
+
+    /// Stores constant `c` (already in IR layout) as a weight, int8 when it came from a DequantizeLinear.
+    mutating func addWeight(_ base: String, _ c: ONNXConstant) -> String {
+        addWeight(base, shape: c.shape, values: c.floats, quant: c.quant)
     }
 
     // MARK: inputs
@@ -98,11 +103,8 @@ struct ONNXGraphBuilder {
         let name = node.inputs[index]
         if shapes[name] != nil { return name }
         guard var c = constants[name] else { _ = try shape(of: name, in: node); return name }
-        if rank == 4 {
-            if c.rank < 4 { c.shape = [Int](repeating: 1, count: 4 - c.rank) + c.shape }
-            c = c.transposed(Layout.toNHWC)
-        }
-        return addWeight(name, shape: c.shape, values: c.floats)
+        if rank == 4 { c = c.leftPadded(to: 4).transposed(Layout.toNHWC) }
+        return addWeight(name, c)
     }
 
     // MARK: attributes
@@ -145,6 +147,14 @@ struct ONNXGraphBuilder {
             if f == t { target[0] = 0 } else { batchFree = false }
         }
         if from.isEmpty || to.isEmpty { batchFree = false }
+        for i in target.indices where to[i] == 0 && (i >= from.count || from[i] != 0) {
+            // A real zero-size axis (Reshape allowzero): the IR reads 0 as "copy the input's", so let it be inferred.
+            guard !target.contains(-1) else {
+                throw ImportError.invalid(file: file, place: "node '\(nodeName)'", expected: "at most one zero-size or unknown dimension",
+                                          actual: "\(to)")
+            }
+            target[i] = -1
+        }
         var src = input
         if from.count == 4 && !Layout.orderFree(from) {
             let t = fresh("\(input).nchw")

@@ -82,7 +82,7 @@ public enum ONNXImporter {
 
         let tensors = builder.weightOrder.compactMap { name -> StoredTensor? in
             guard let w = builder.weights[name] else { return nil }
-            return StoredTensor(name: name, dtype: .f32, shape: w.shape, bytes: TensorBytes(floats: w.values))
+            return storedTensor(name, shape: w.shape, values: w.values, quant: w.quant)
         }
         var model = try GraphPasses.optimize(Model(metadata: metadata, tensors: tensors))
         model.metadata.graph?.outputs = outputs

@@ -37,11 +37,14 @@ enum ONNXOps {
         "Unsqueeze": { try $0.reshapeLike($1) },
         "Transpose": { try $0.transpose($1) },
         "Pad": { try $0.pad($1) },
+        // On computed data with constant indices (else folded with the shape arithmetic).
+        "Gather": { try $0.gather($1) },
+        "Slice": { try $0.slice($1) },
         // Only as constant arithmetic (folded before conversion).
         "Constant": { try $0.foldOnly($1) },
         "Shape": { try $0.foldOnly($1) },
-        "Gather": { try $0.foldOnly($1) },
-        "Slice": { try $0.foldOnly($1) },
+        "DequantizeLinear": { try $0.foldOnly($1) },
+        "QuantizeLinear": { try $0.foldOnly($1) },
     ]
 }
 
@@ -55,11 +58,14 @@ extension ONNXGraphBuilder {
         if Self.liftable.contains(node.opType), let s = shapes[node.inputs.first ?? ""], s.count == 3 {
             return try lifted(node, converter)
         }
+        if Self.spatial3D.contains(node.opType), let s = shapes[node.inputs.first ?? ""], s.count == 5 {
+            return try convert3D(node, converter)
+        }
         try converter(&self, node)
     }
 
     mutating func foldOnly(_ node: ONNXFile.Node) throws {
-        throw ImportError.invalid(file: file, place: place(node), expected: "constant inputs (shape arithmetic only)",
+        throw ImportError.invalid(file: file, place: place(node), expected: "constant inputs (folded at import: shape arithmetic, weight dequantization)",
                                   actual: "computed inputs \(node.inputs.filter { shapes[$0] != nil })")
     }
 
@@ -82,9 +88,13 @@ extension ONNXGraphBuilder {
     mutating func dropout(_ node: ONNXFile.Node) throws {
         if opset >= 12, node.inputs.count > 2, !node.inputs[2].isEmpty {
             let training = try constant(node, 2, what: "training_mode")
-            guard training.values.allSatisfy({ $0 == 0 }) else {
-                throw ImportError.invalid(file: file, place: place(node), expected: "inference (training_mode false)",
-                                          actual: "training_mode true")
+            if !training.values.allSatisfy({ $0 == 0 }) {
+                // Training mode drops at random, except with ratio 0 (the default ratio is 0.5).
+                let ratio = try optionalConstant(node, 1, what: "ratio")?.scalar ?? 0.5
+                guard ratio == 0 else {
+                    throw ImportError.invalid(file: file, place: place(node), expected: "inference (training_mode false) or ratio 0",
+                                              actual: "training_mode true, ratio \(ratio)")
+                }
             }
         }
         if opset < 7 && int(node, "is_test", 0) == 0 {
@@ -250,13 +260,13 @@ extension ONNXGraphBuilder {
             throw ImportError.invalid(file: file, place: "\(place(node)) weights", expected: "kernel ≤ \(Self.maxWindow)", actual: "\(w.shape)")
         }
         let pads = try windowPads(node, input: x.shape, kernel: kernel, strides: strides, dilations: dilations)
-        let wName = addWeight(node.inputs[1], shape: [kernel[0], kernel[1], w.shape[1], oc], values: w.transposed([2, 3, 1, 0]).floats)
+        let wName = addWeight(node.inputs[1], w.transposed([2, 3, 1, 0]))
         var inputs = [x.name, wName]
         if let b = try optionalConstant(node, 2, what: "bias") {
             guard b.values.count == oc else {
                 throw ImportError.invalid(file: file, place: "\(place(node)) bias", expected: "\(oc) values", actual: "\(b.shape)")
             }
-            inputs.append(addWeight(node.inputs[2], shape: [oc], values: b.floats))
+            inputs.append(addWeight(node.inputs[2], shape: [oc], values: b.floats, quant: b.rank == 1 ? b.quant : nil))
         }
         let out = try output(node)
         emit(node.name, .conv, inputs, out, Attributes(kernel: kernel, strides: strides, dilations: dilations, pads: pads, groups: groups))
@@ -287,8 +297,8 @@ extension ONNXGraphBuilder {
             throw ImportError.invalid(file: file, place: "\(place(node)) B", expected: "\(a.shape[1]) rows", actual: "\(b.shape)")
         }
         let alpha = Double(float(node, "alpha", 1)), beta = Double(float(node, "beta", 1))
-        if alpha != 1 { b.values = b.values.map { $0 * alpha } }
-        var inputs = [a.name, addWeight(node.inputs[1], shape: [k, n], values: b.floats)]
+        if alpha != 1 { b.values = b.values.map { $0 * alpha }; b.quant = nil }
+        var inputs = [a.name, addWeight(node.inputs[1], b)]
         let out = try output(node)
         var biasActivation: String?
         if node.inputs.count > 2, !node.inputs[2].isEmpty {
@@ -319,12 +329,13 @@ extension ONNXGraphBuilder {
     mutating func matMul(_ node: ONNXFile.Node) throws {
         let a = try activation(node)
         let b = try constant(node, 1, what: "B")
-        guard b.rank == 2, a.shape.count >= 2, a.shape.last.map({ $0 < 0 || $0 == b.shape[0] }) ?? false else {
+        let out = try output(node)
+        if b.rank != 2 || a.shape.count < 2 { return try batchedMatMul(node, a: a, b: b, output: out) }
+        guard a.shape.last.map({ $0 < 0 || $0 == b.shape[0] }) ?? false else {
             throw ImportError.invalid(file: file, place: "\(place(node)) B", expected: "a constant (K, N) matrix matching \(a.shape)",
                                       actual: "\(b.shape)")
         }
-        let out = try output(node)
-        let w = addWeight(node.inputs[1], shape: b.shape, values: b.floats)
+        let w = addWeight(node.inputs[1], b)
         let outShape = a.shape.dropLast() + [b.shape[1]]
         if a.shape.count == 4 {
             // MatMul over the last NCHW axis (W): run it on the NCHW tensor, then back to NHWC.
@@ -368,20 +379,20 @@ extension ONNXGraphBuilder {
         }
         let kernel = try boundedInts(node, "kernel_shape", count: 2, range: 1...Self.maxWindow, [])
         let strides = try boundedInts(node, "strides", count: 2, range: 1...Self.maxWindow, [1, 1])
-        let dilations = try boundedInts(node, "dilations", count: 2, range: 1...1, [1, 1])
+        let dilations = try boundedInts(node, "dilations", count: 2, range: 1...Self.maxWindow, [1, 1])
         guard kernel.count == 2 else {
             throw ImportError.invalid(file: file, place: "\(place(node)) kernel_shape", expected: "2 values", actual: "none")
         }
         let pads = try windowPads(node, input: x.shape, kernel: kernel, strides: strides, dilations: dilations)
         let ceil = int(node, "ceil_mode", 0) == 1
         let includePad = int(node, "count_include_pad", 0) == 1
-        var attrs = Attributes(kernel: kernel, strides: strides, pads: pads, ceilMode: ceil)
+        var attrs = Attributes(kernel: kernel, strides: strides, dilations: dilations == [1, 1] ? nil : dilations, pads: pads, ceilMode: ceil)
         if op == .avgPool { attrs.countIncludePad = includePad }
         let out = try output(node)
         emit(node.name, op, [x.name], out, attrs)
         func size(_ n: Int, _ i: Int) -> Int {
             guard n >= 0 else { return -1 }
-            let span = n + pads[i] + pads[i + 2] - kernel[i]
+            let span = n + pads[i] + pads[i + 2] - (kernel[i] - 1) * dilations[i] - 1
             var o = (ceil ? (span + strides[i] - 1) / strides[i] : span / strides[i]) + 1
             // A window may not start inside the end padding.
             if ceil && (o - 1) * strides[i] >= n + pads[i] { o -= 1 }

@@ -24,6 +24,12 @@ struct TensorReader {
     ]
 
     func read(_ tp: UnsafeMutablePointer<Onnx__TensorProto>, place: String) throws -> ONNXConstant {
+        var c = try decode(tp, place: place)
+        c.dataType = tp.pointee.has_data_type != 0 ? tp.pointee.data_type : 0
+        return c
+    }
+
+    private func decode(_ tp: UnsafeMutablePointer<Onnx__TensorProto>, place: String) throws -> ONNXConstant {
         let t = tp.pointee
         let dims = (0..<t.n_dims).map { Int(t.dims[$0]) }
         // Every partial product of the dims must fit too (a 0 dim would hide huge ones).

@@ -53,6 +53,16 @@ import Testing
         #expect(try w.floats() == [0, 1, 2, 3, 4, 5])
     }
 
+    @Test func quantizeLinearOnAnActivation() {
+        let p = ONNXFixtures.path("quantize_activation.onnx")
+        Self.expectRefusal(p, "\(p): node 'q' (QuantizeLinear): expected constant inputs (folded at import: shape arithmetic, weight dequantization), found computed inputs [\"x\"]")
+    }
+
+    @Test func dequantizeLinearWithAScalePerWrongAxis() {
+        let p = ONNXFixtures.path("dequantize_bad_scales.onnx")
+        Self.expectRefusal(p, "\(p): node 'dq' (DequantizeLinear) scale: expected 3 values (axis 1 of [4, 3]), found [5]")
+    }
+
     @Test func everyUnsupportedOpAtOnce() {
         let p = ONNXFixtures.path("unsupported.onnx")
         Self.expectRefusal(p, """
@@ -98,7 +108,7 @@ import Testing
     }
 
     /// Seeded random byte corruptions of real models: each must import or throw an MLToolError, never trap.
-    @Test(arguments: ["residual_cnn.onnx", "flatten_nchw.onnx", "softmax_legacy.onnx"])
+    @Test(arguments: ["residual_cnn.onnx", "flatten_nchw.onnx", "softmax_legacy.onnx", "qdq_weights.onnx", "pytorch/torch_residual_cnn.onnx"])
     func corruptedBytesNeverCrash(model: String) throws {
         let bytes = try Array(Data(contentsOf: URL(fileURLWithPath: ONNXFixtures.path(model))))
         var rng = SplitMix64(seed: 0x0BAD_F11E)
@@ -109,7 +119,7 @@ import Testing
                 let i = Int(rng.next() % UInt64(b.count))
                 b[i] = round % 3 == 0 ? UInt8(truncatingIfNeeded: rng.next()) : b[i] ^ (1 << UInt8(rng.next() % 8))
             }
-            let p = try Self.temporaryFile("corrupt-\(model)", b)
+            let p = try Self.temporaryFile("corrupt-\(model.replacingOccurrences(of: "/", with: "_"))", b)
             do {
                 _ = try ONNXImporter.importModel(path: p, options: ImportOptions())
                 outcomes["imported", default: 0] += 1

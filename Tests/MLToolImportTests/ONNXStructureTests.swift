@@ -34,6 +34,24 @@ import Testing
         #expect(pad.attributes.mode == "reflect")
     }
 
+    /// DequantizeLinear on initializers (int8 per-channel, uint8 per-tensor, and a QuantizeLinear → DequantizeLinear
+    /// pair on a float constant) folds away, and the weights stay int8 in IR layout with their parameters.
+    @Test func quantizedWeightsStayInt8() throws {
+        let (m, g) = try Self.load("qdq_weights.onnx")
+        #expect(!g.nodes.contains { $0.name.hasSuffix(".dq") || $0.name == "fc.q" })
+        let byName = Dictionary(uniqueKeysWithValues: m.tensors.map { ($0.name, $0) })
+        func input(_ node: String, _ k: Int) throws -> String { try #require(g.nodes.first { $0.name == node }).inputs[k] }
+        let c1 = try #require(byName[try input("c1", 1)])
+        // OIHW (8,3,3,3) per output channel (axis 0) → HWIO, axis 3.
+        #expect(c1.dtype == .int8 && c1.shape == [3, 3, 3, 8] && c1.quant?.axis == 3 && c1.quant?.scales?.count == 8)
+        let c2 = try #require(byName[try input("c2", 1)])
+        // uint8 codes with zero point 131 are int8 codes − 128 with zero point 3.
+        #expect(c2.dtype == .int8 && c2.quant?.axis == nil && c2.quant?.scales == [0.01] && c2.quant?.zeroPoints == [3])
+        let fc = try #require(byName[try input("fc", 1)])
+        #expect(fc.dtype == .int8 && fc.shape == [4, 5] && fc.quant?.axis == 1 && fc.quant?.zeroPoints == [0, 0, 0, 0, 0])
+        #expect(m.tensors.filter { $0.dtype == .f32 }.map(\.name) == [try input("c1", 2)])
+    }
+
     @Test func axesAndAutoPadding() throws {
         let (_, g) = try Self.load("depthwise_cnn.onnx")
         #expect(g.nodes.first { $0.op == .concat }?.attributes.axis == 3)

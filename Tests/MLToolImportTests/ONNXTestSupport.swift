@@ -21,8 +21,9 @@ enum ONNXFixtures {
         return try JSONDecoder().decode([Case].self, from: data)
     }
 
-    static func load(_ t: TensorFile) throws -> Tensor {
-        let data = try Data(contentsOf: URL(fileURLWithPath: path(t.file)))
+    /// The raw little-endian float32 file of `t`, in Tests/Fixtures/onnx or its subdirectory `under`.
+    static func load(_ t: TensorFile, under: String? = nil) throws -> Tensor {
+        let data = try Data(contentsOf: URL(fileURLWithPath: path(under.map { $0 + "/" + t.file } ?? t.file)))
         let floats = data.withUnsafeBytes { raw in
             (0..<(raw.count / 4)).map { Float(bitPattern: UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: $0 * 4, as: UInt32.self))) }
         }

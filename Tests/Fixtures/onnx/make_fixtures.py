@@ -187,6 +187,30 @@ def free_size():
     return model(n, i, [("x", ["N", 3, "H", "W"])], ["y"], 13), {"x": (2, 3, 9, 11)}
 
 
+def qdq_weights():
+    """Quantized weights as onnxruntime's quantizer and `mltool export` write them: int8 per-channel and uint8
+    per-tensor codes behind DequantizeLinear, and a QuantizeLinear → DequantizeLinear pair on a float constant."""
+    n, i = [], []
+    wq = rng.integers(-127, 128, (8, 3, 3, 3)).astype(np.int8)
+    i += [init("c1.wq", wq), init("c1.scale", rng.uniform(0.002, 0.02, 8).astype(np.float32)),
+          init("c1.zp", rng.integers(-3, 4, 8).astype(np.int8)), init("c1.b", w(8, scale=0.1))]
+    n.append(helper.make_node("DequantizeLinear", ["c1.wq", "c1.scale", "c1.zp"], ["c1.w"], name="c1.dq", axis=0))
+    n.append(helper.make_node("Conv", ["x", "c1.w", "c1.b"], ["c1"], name="c1", kernel_shape=[3, 3], pads=[1, 1, 1, 1]))
+    n.append(helper.make_node("Relu", ["c1"], ["r1"], name="relu1"))
+    i += [init("c2.wq", rng.integers(0, 256, (4, 8, 1, 1)).astype(np.uint8)),
+          init("c2.scale", np.array(0.01, np.float32)), init("c2.zp", np.array(131, np.uint8))]
+    n.append(helper.make_node("DequantizeLinear", ["c2.wq", "c2.scale", "c2.zp"], ["c2.w"], name="c2.dq"))
+    n.append(helper.make_node("Conv", ["r1", "c2.w"], ["c2"], name="c2", kernel_shape=[1, 1]))
+    n.append(helper.make_node("GlobalAveragePool", ["c2"], ["g"], name="gap"))
+    n.append(helper.make_node("Flatten", ["g"], ["f"], name="flat"))
+    i += [init("fc.w", w(4, 5)), init("fc.scale", np.array([0.004, 0.003, 0.005, 0.004, 0.002], np.float32)),
+          init("fc.zp", np.zeros(5, np.int8))]
+    n.append(helper.make_node("QuantizeLinear", ["fc.w", "fc.scale", "fc.zp"], ["fc.q"], name="fc.q", axis=1))
+    n.append(helper.make_node("DequantizeLinear", ["fc.q", "fc.scale", "fc.zp"], ["fc.dq"], name="fc.dq", axis=1))
+    n.append(helper.make_node("MatMul", ["f", "fc.dq"], ["y"], name="fc"))
+    return model(n, i, [("x", ["N", 3, 8, 8])], ["y"], 13), {"x": (2, 3, 8, 8)}
+
+
 NETWORKS = {
     "residual_cnn": residual_cnn,
     "depthwise_cnn": depthwise_cnn,
@@ -195,7 +219,10 @@ NETWORKS = {
     "flatten_nchw": flatten_model,
     "softmax_legacy": softmax_legacy,
     "free_size": free_size,   # last: adding it left the other fixtures' random values unchanged
+    "qdq_weights": qdq_weights,  # after it, for the same reason
 }
+# Run without graph optimizations: onnxruntime may otherwise fuse DequantizeLinear into approximate int8 kernels.
+UNOPTIMIZED = {"qdq_weights"}
 
 
 def write_refusals():
@@ -232,6 +259,25 @@ def write_refusals():
         os.remove(link)
     os.symlink("../unsupported.onnx", link)  # resolves to a real file outside the model's directory
 
+    # Quantization ops only fold on constants: on an activation, and with a per-axis scale of the wrong length.
+    def qdq_model(name, nodes, inits):
+        g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+        m.ir_version = 7
+        with open(os.path.join(HERE, name), "wb") as f:
+            f.write(m.SerializeToString())
+
+    qdq_model("quantize_activation.onnx",
+              [helper.make_node("QuantizeLinear", ["x", "s"], ["q"], name="q"),
+               helper.make_node("DequantizeLinear", ["q", "s"], ["y"], name="dq")],
+              [numpy_helper.from_array(np.array(0.1, np.float32), "s")])
+    qdq_model("dequantize_bad_scales.onnx",
+              [helper.make_node("DequantizeLinear", ["wq", "ws"], ["w"], name="dq", axis=1),
+               helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")],
+              [numpy_helper.from_array(np.arange(12, dtype=np.int8).reshape(4, 3), "wq"),
+               numpy_helper.from_array(np.full(5, 0.1, np.float32), "ws")])
+
     # Every unsupported op listed at once.
     nodes = [helper.make_node("Relu", ["x"], ["a"], name="relu"),
              helper.make_node("Erf", ["a"], ["b"], name="erf1"),
@@ -255,7 +301,10 @@ def main():
         path = os.path.join(HERE, name + ".onnx")
         onnx.save(m, path)
         feeds = {k: rng.standard_normal(s).astype(np.float32) for k, s in feeds_shapes.items()}
-        sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+        options = ort.SessionOptions()
+        if name in UNOPTIMIZED:
+            options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+        sess = ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
         names = [o.name for o in sess.get_outputs()]
         outs = sess.run(names, feeds)
         entry = {"model": name + ".onnx", "inputs": [], "outputs": []}
