@@ -29,6 +29,8 @@ struct ONNXFile {
         var name: String
         /// Dimensions; -1 where the file names a parameter instead of a value. nil when the file gives no shape.
         var shape: [Int]?
+        /// TensorProto.DataType of the elements (1 = float), nil when the file does not say.
+        var elemType: Int32? = nil
     }
 
     var irVersion: Int
@@ -134,12 +136,13 @@ private func bytesString(_ b: ProtobufCBinaryData) -> String {
 
 private func valueInfo(_ v: Onnx__ValueInfoProto) -> ONNXFile.ValueInfo {
     let name = str(v.name)
-    guard let t = v.type?.pointee, t.value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE,
-          let shapeProto = t.tensor_type?.pointee.shape?.pointee else { return .init(name: name, shape: nil) }
+    guard let t = v.type?.pointee, t.value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE else { return .init(name: name, shape: nil) }
+    let elemType = t.tensor_type.flatMap { $0.pointee.has_elem_type != 0 ? $0.pointee.elem_type : nil }
+    guard let shapeProto = t.tensor_type?.pointee.shape?.pointee else { return .init(name: name, shape: nil, elemType: elemType) }
     let dims: [Int] = (0..<shapeProto.n_dim).map { i in
         guard let d = shapeProto.dim[i]?.pointee, d.value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE,
               d.dim_value >= 0, d.dim_value < Int64(Int32.max) else { return -1 }
         return Int(d.dim_value)
     }
-    return .init(name: name, shape: dims)
+    return .init(name: name, shape: dims, elemType: elemType)
 }

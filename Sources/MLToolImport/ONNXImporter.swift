@@ -25,6 +25,16 @@ public enum ONNXImporter {
         for n in onnx.nodes { reserved.formUnion(n.inputs); reserved.formUnion(n.outputs) }
         var builder = ONNXGraphBuilder(file: path, opset: onnx.opset, constants: onnx.initializers, reservedNames: reserved)
 
+        // The engine computes float32: a graph that takes or gives other element types would silently change meaning.
+        for (kind, values) in [("input", onnx.inputs.filter { onnx.initializers[$0.name] == nil }), ("output", onnx.outputs)] {
+            for v in values {
+                if let t = v.elemType, t != 1 {
+                    throw ImportError.invalid(
+                        file: path, place: "graph \(kind) '\(v.name)'", expected: "float32 elements (mltool computes in float32)",
+                        actual: TensorReader.elementTypes[t]?.name ?? "element type \(t)")
+                }
+            }
+        }
         var inputs: [GraphInput] = []
         for input in onnx.inputs where onnx.initializers[input.name] == nil {
             guard var shape = input.shape else {

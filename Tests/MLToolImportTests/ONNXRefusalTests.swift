@@ -53,6 +53,11 @@ import Testing
         #expect(try w.floats() == [0, 1, 2, 3, 4, 5])
     }
 
+    @Test func nonFloatGraphInput() {
+        let p = ONNXFixtures.path("int64_input.onnx")
+        Self.expectRefusal(p, "\(p): graph input 'ids': expected float32 elements (mltool computes in float32), found int64")
+    }
+
     @Test func quantizeLinearOnAnActivation() {
         let p = ONNXFixtures.path("quantize_activation.onnx")
         Self.expectRefusal(p, "\(p): node 'q' (QuantizeLinear): expected constant inputs (folded at import: shape arithmetic, weight dequantization), found computed inputs [\"x\"]")

@@ -4,7 +4,8 @@
 
 Sources: `onnx.backend.test.loader.load_model_tests(kind="node")` (generated in memory by pip `onnx`) plus the
 on-disk `simple/`, `pytorch-converted/` and `pytorch-operator/` cases in the wheel. A case is kept when every op of
-its graph is claimed (expanded function bodies are left out) and its outputs are float32.
+its graph is claimed (expanded function bodies are left out); cases whose outputs are not float32 are kept unchanged
+as unclaimed variants, which the import must refuse.
 
 mltool imports networks, so inputs that are parameters are made initializers with the case's own values: every
 non-float input, and the weight-like inputs of Conv (W, B), Gemm (B, C), MatMul (B), BatchNormalization, Clip
@@ -41,6 +42,9 @@ UNCLAIMED_VARIANTS = [
     (r"^node/test_identity_(sequence|opt)$", "sequence and optional values (mltool graphs carry tensors only)"),
 ]
 DISK_SUITES = ["simple", "pytorch-converted", "pytorch-operator"]
+# Cases of claimed ops whose outputs are not float32 (int, bool, float16, bfloat16, float8…): mltool computes float32,
+# so their unchanged models stay in the manifest as unclaimed variants that the import must refuse.
+NON_FLOAT = "non-float32 outputs"
 
 
 def tensor_from_pb(path):
@@ -88,8 +92,10 @@ def convert(name, model, inputs, outputs):
         return None, "expanded function body"
     if not ops <= CLAIMED:
         return None, "ops " + ",".join(sorted(ops - CLAIMED))
+    if any(o.type.tensor_type.elem_type != onnx.TensorProto.FLOAT for o in g.output):
+        return None, NON_FLOAT
     if any(np.asarray(o).dtype != np.float32 for o in outputs):
-        return None, "non-float outputs"
+        return None, "expected outputs in the data set are not float32 arrays"
     init_names = {i.name for i in g.initializer}
     graph_inputs = [i for i in g.input if i.name not in init_names]
     if len(graph_inputs) != len(inputs):
@@ -126,7 +132,19 @@ def main():
     manifest, skipped, unclaimed = [], {}, []
     os.makedirs(os.path.join(args.out, "unclaimed"))
     for name, model, inputs, outputs in list(node_cases()) + list(disk_cases(root)):
+        original = onnx.ModelProto()
+        original.CopyFrom(model)
         converted, reason = convert(name, model, inputs, outputs)
+        if reason == NON_FLOAT:
+            base = re.sub(r"[^A-Za-z0-9_.-]", "_", name)
+            onnx.save(original, os.path.join(args.out, base + ".onnx"))
+            types = sorted({onnx.TensorProto.DataType.Name(o.type.tensor_type.elem_type).lower()
+                            if o.type.HasField("tensor_type") else o.type.WhichOneof("value") or "untyped"
+                            for o in original.graph.output} - {"float"})
+            manifest.append({"name": name, "op": ",".join(sorted({n.op_type for n in original.graph.node})),
+                             "model": base + ".onnx", "inputs": [], "outputs": [], "rtol": 1e-3, "atol": 1e-5,
+                             "unclaimed": f"{', '.join(types)} outputs (mltool computes float32)"})
+            continue
         if converted is None:
             skipped[reason] = skipped.get(reason, 0) + 1
             if reason.startswith("ops ") and "_expanded" not in name:

@@ -278,6 +278,15 @@ def write_refusals():
               [numpy_helper.from_array(np.arange(12, dtype=np.int8).reshape(4, 3), "wq"),
                numpy_helper.from_array(np.full(5, 0.1, np.float32), "ws")])
 
+    # The engine computes float32: an int64 graph input (and an int32 output) is refused, never run as floats.
+    g = helper.make_graph([helper.make_node("Add", ["ids", "ids"], ["y"], name="add")], "g",
+                          [helper.make_tensor_value_info("ids", TensorProto.INT64, ["N", 4])],
+                          [helper.make_tensor_value_info("y", TensorProto.INT64, ["N", 4])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 7
+    with open(os.path.join(HERE, "int64_input.onnx"), "wb") as f:
+        f.write(m.SerializeToString())
+
     # Every unsupported op listed at once.
     nodes = [helper.make_node("Relu", ["x"], ["a"], name="relu"),
              helper.make_node("Erf", ["a"], ["b"], name="erf1"),
