@@ -105,7 +105,14 @@ struct TextTraining {
         func y(_ items: [TextItem]) -> [Int] { items.map { labelIndex[$0.label] ?? 0 } }
         var options = LogisticRegressionOptions()
         options.l2 = try CLI.l2Option(args)
-        options.maxIterations = try args.int("--max-iterations", default: 60)
+        // Seeded SGD epochs, then (optionally) L-BFGS: on the Debian descriptions 5 epochs reach the holdout
+        // accuracy of 100+ L-BFGS iterations (0.86) at the cost of about 5 gradient evaluations.
+        options.sgdEpochs = try args.int("--epochs", default: 5)
+        options.maxIterations = try args.int("--max-iterations", default: 0)
+        guard options.sgdEpochs >= 0, options.maxIterations >= 0, options.sgdEpochs + options.maxIterations > 0 else {
+            throw CLIError.usage(command: "train", message: "--epochs and --max-iterations must be ≥ 0, not both 0")
+        }
+        options.seed = seed
         // Sparse text objectives flatten early: a relative loss change under 1e-5 per iteration no longer moves
         // validation accuracy (measured on the Debian descriptions), and stopping there saves ~70% of the time.
         options.lossTolerance = 1e-5
@@ -113,7 +120,7 @@ struct TextTraining {
         options.earlyStoppingPatience = try args.string("--early-stopping").map { _ in try args.int("--early-stopping", default: 20) }
         // λ = c/n (c = 1 is scikit-learn's default C = 1), strongest first, each fit warm-starting the next.
         // TF-IDF rows are L2-normalised, so weaker-than-default values tend to win on real text.
-        options.l2Grid = [0.3, 0.1, 0.03].map { $0 / Double(max(train.count, 1)) }
+        options.l2Grid = (ProcessInfo.processInfo.environment["MLTOOL_GRID"].map { $0.split(separator: ",").compactMap { Double($0) } } ?? [0.1, 0.01]).map { $0 / Double(max(train.count, 1)) }
         options.selection = .logLoss
         if !quiet { note("  l2        iter        loss   train acc   valid acc   seconds") }
         let progress: ((IterationRecord) -> Void)? = quiet ? nil : { r in
@@ -122,8 +129,16 @@ struct TextTraining {
                         r.validationAccuracy.map { String(format: "%.4f", $0) } ?? "-", r.elapsed))
         }
         let fitStart = Date()
-        var vectorizer = try TextVectorizer.fit(documents: train.map(\.text), config: config)
-        guard vectorizer.featureCount > 0 else {
+        func lap(_ what: String) { if ProcessInfo.processInfo.environment["MLTOOL_TIMING"] != nil { note(String(format: "TIMING %@ %.3f", what, Date().timeIntervalSince(started))) } }
+        lap("loaded")
+        // Every document is tokenized once; vocabularies, idf and rows for each subset come from the term ids.
+        let corpus = try TermCorpus(documents: (train + validation + holdout).map(\.text), config: config)
+        let trainRows = Array(0..<train.count), validationRows = Array(train.count..<(train.count + validation.count))
+        let holdoutRows = Array((train.count + validation.count)..<corpus.documentCount)
+        lap("tokenized")
+        var fitted = corpus.vectorizer(fittedOn: trainRows)
+        lap("vocabulary")
+        guard fitted.vectorizer.featureCount > 0 else {
             throw CLIError.badInput(file: dataPath, reason: "the training documents contain no words")
         }
         let featureSeconds = Date().timeIntervalSince(fitStart)
@@ -133,28 +148,31 @@ struct TextTraining {
         let refits = options.l2 == .auto && !validation.isEmpty
         if refits { search.maxIterations = min(options.maxIterations, 30) }
         var head = try LogisticRegression.fit(
-            sparse: try vectorizer.transform(train.map(\.text)), labels: y(train), classes: labels.count,
-            validation: validation.isEmpty ? nil : (try vectorizer.transform(validation.map(\.text)), y(validation)),
+            sparse: corpus.rows(trainRows, fitted), labels: y(train), classes: labels.count,
+            validation: validation.isEmpty ? nil : (corpus.rows(validationRows, fitted), y(validation)),
             options: search, progress: progress)
+        lap("search")
         var trainCount = train.count
         if refits {
             // The validation split chose the strength; the final model learns from training + validation documents.
-            let all = train + validation
-            vectorizer = try TextVectorizer.fit(documents: all.map(\.text), config: config)
+            let all = trainRows + validationRows
+            fitted = corpus.vectorizer(fittedOn: all)
             var refit = options
             refit.l2 = .fixed(head.chosenL2)
             let chosen = head
-            head = try LogisticRegression.fit(sparse: try vectorizer.transform(all.map(\.text)), labels: y(all),
+            head = try LogisticRegression.fit(sparse: corpus.rows(all, fitted), labels: y(train + validation),
                                               classes: labels.count, validation: nil, options: refit, progress: nil)
             head.validationAccuracy = chosen.validationAccuracy
             trainCount = all.count
         }
+        lap("refit")
+        let vectorizer = fitted.vectorizer
         let fitSeconds = Date().timeIntervalSince(fitStart)
 
-        // Metrics through the model exactly as predict computes them.
-        func accuracy(_ items: [TextItem]) throws -> Double? {
+        // Metrics through the model on the rows predict would compute (the same bits as `vectorizer.transform`).
+        func accuracy(_ items: [TextItem], rows: [Int]) throws -> Double? {
             guard !items.isEmpty else { return nil }
-            let p = try head.probabilities(sparse: try vectorizer.transform(items.map(\.text)))
+            let p = try head.probabilities(sparse: corpus.rows(rows, fitted))
             let k = labels.count
             var correct = 0
             for (i, item) in items.enumerated() where Metrics.argmax(Array(p[(i * k)..<((i + 1) * k)])) == labelIndex[item.label] {
@@ -163,11 +181,12 @@ struct TextTraining {
             return Double(correct) / Double(items.count)
         }
         var metrics = [String: Double]()
-        metrics["train.accuracy"] = try accuracy(train)
+        metrics["train.accuracy"] = try accuracy(train, rows: trainRows)
         metrics["validation.accuracy"] = head.validationAccuracy
-        metrics["holdout.accuracy"] = try accuracy(holdout)
+        metrics["holdout.accuracy"] = try accuracy(holdout, rows: holdoutRows)
         metrics["l2"] = head.chosenL2
 
+        lap("metrics")
         // The model: no graph; the text section names the tensors.
         var md = ModelMetadata(task: .textClassifier, labels: labels)
         md.name = URL(fileURLWithPath: out).deletingPathExtension().lastPathComponent
@@ -189,6 +208,7 @@ struct TextTraining {
         let inputs = [dataset.source] + (testSet.map { [$0.source] } ?? [])
         try ModelFile.write(Model(metadata: md, tensors: tensors), to: out, inputs: inputs)
 
+        lap("written")
         func pct(_ v: Double?) -> String { v.map { String(format: "%.4f", $0) } ?? "-" }
         print("trained \(k) classes on \(train.count) documents (\(validation.count) validation, \(holdout.count) holdout)")
         print("  features   \(d) \(config.hashBits == nil ? "terms" : "hashed buckets"), \(config.weighting), word n-grams \(config.wordNgrams)\(config.charNgrams.map { ", char n-grams \($0)" } ?? "")")

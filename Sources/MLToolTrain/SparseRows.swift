@@ -3,7 +3,8 @@ import MLToolData
 
 /// A CSR matrix seen as training rows. Products loop over the non-zeros; rows (forward) and class columns
 /// (backward) are split across threads so that every output element is summed in row order by one thread.
-struct SparseRows: FeatureMatrix {
+/// Sendable: a read-only view, shared by the tasks of one call.
+struct SparseRows: FeatureMatrix, @unchecked Sendable {
     let offsets: UnsafePointer<Int>
     let columns: UnsafePointer<Int32>
     let values: UnsafePointer<Float>
