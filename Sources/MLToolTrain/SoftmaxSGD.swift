@@ -25,6 +25,9 @@ struct SoftmaxSGD {
     var learningRate: Double
     var seed: UInt64
 
+    /// The kernel level `run(level: -1)` uses on this CPU: 0 portable C, 1 AVX2+FMA.
+    static var bestLevel: Int32 { mlt_simd_level(-1) }
+
     /// Small problems get at least this many steps (more epochs), so a handful of rows still converges.
     static var minimumSteps: Int { 50_000 }
 

@@ -18,4 +18,9 @@ void mlt_sgd_epoch(const int64_t *offsets, const int32_t *columns, const float *
                    const double *row_scale, const int64_t *order, int64_t count, int64_t cols, int32_t k,
                    int32_t kp, float *v, double *bias, double *a, double *t, double eta0, double total, double l2,
                    int level);
+
+/// out[(r − row0)·k + j] = Σ_q values[q] · w[columns[q]·k + j] over the non-zeros q of rows row0..<row1 (w is
+/// cols × k row-major). Each output is summed in the row's column order.
+void mlt_sparse_forward(const int64_t *offsets, const int32_t *columns, const float *values, int64_t row0,
+                        int64_t row1, const float *w, int32_t k, float *out, int level);
 #endif
