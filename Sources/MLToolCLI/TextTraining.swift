@@ -130,54 +130,65 @@ struct TextTraining {
                         r.validationAccuracy.map { String(format: "%.4f", $0) } ?? "-", r.elapsed))
         }
         let fitStart = Date()
-        func lap(_ what: String) { if ProcessInfo.processInfo.environment["MLTOOL_TIMING"] != nil { note(String(format: "TIMING %@ %.3f", what, Date().timeIntervalSince(started))) } }
-        lap("loaded")
         // Every document is tokenized once; vocabularies, idf and rows for each subset come from the term ids.
         let corpus = try TermCorpus(documents: (train + validation + holdout).map(\.text), config: config)
         let trainRows = Array(0..<train.count), validationRows = Array(train.count..<(train.count + validation.count))
         let holdoutRows = Array((train.count + validation.count)..<corpus.documentCount)
-        lap("tokenized")
-        var fitted = corpus.vectorizer(fittedOn: trainRows)
-        lap("vocabulary")
-        guard fitted.vectorizer.featureCount > 0 else {
-            throw CLIError.badInput(file: dataPath, reason: "the training documents contain no words")
-        }
-        let featureSeconds = Date().timeIntervalSince(fitStart)
         // The search only has to rank the strengths: a shorter L-BFGS budget per value (if any), and a full fit
-        // of the winner on all the training documents.
+        // of the winner on all the training documents, with their own vocabulary.
         var search = options
         let refits = options.l2 == .auto && !validation.isEmpty
         if refits { search.maxIterations = min(options.maxIterations, 30) }
-        var head = try LogisticRegression.fit(
-            sparse: corpus.rows(trainRows, fitted), labels: y(train), classes: labels.count,
-            validation: validation.isEmpty ? nil : (corpus.rows(validationRows, fitted), y(validation)),
-            options: search, progress: progress)
-        lap("search")
-        var trainCount = train.count
-        // Rows under the final vocabulary whose first `train.count` are the training documents (for the metric).
-        var finalRows: CSRMatrix?
-        if refits {
-            // The validation split chose the strength; the final model learns from training + validation documents.
-            let all = trainRows + validationRows
-            fitted = corpus.vectorizer(fittedOn: all)
-            var refit = options
-            refit.l2 = .fixed(head.chosenL2)
-            let chosen = head
-            let rows = corpus.rows(all, fitted)
-            finalRows = rows
-            head = try LogisticRegression.fit(sparse: rows, labels: y(train + validation),
-                                              classes: labels.count, validation: nil, options: refit, progress: nil)
-            head.validationAccuracy = chosen.validationAccuracy
-            trainCount = all.count
+        let allRows = trainRows + validationRows
+        // Independent work side by side (two cores): the results do not depend on it.
+        let (searchData, refitData) = try Self.concurrently({
+            let fitted = corpus.vectorizer(fittedOn: trainRows)
+            return (fitted, corpus.rows(trainRows, fitted),
+                    validationRows.isEmpty ? nil : corpus.rows(validationRows, fitted))
+        }, { () -> (TermCorpus.Fitted, CSRMatrix)? in
+            guard refits else { return nil }
+            let fitted = corpus.vectorizer(fittedOn: allRows)
+            return (fitted, corpus.rows(allRows, fitted))
+        })
+        guard searchData.0.vectorizer.featureCount > 0 else {
+            throw CLIError.badInput(file: dataPath, reason: "the training documents contain no words")
         }
-        lap("refit")
+        let featureSeconds = Date().timeIntervalSince(fitStart)
+        var head = try LogisticRegression.fit(
+            sparse: searchData.1, labels: y(train), classes: labels.count,
+            validation: searchData.2.map { ($0, y(validation)) }, options: search, progress: progress)
+        let fitted = refitData?.0 ?? searchData.0
+        let trainCount = refits ? allRows.count : train.count
+        // The refit on one core; the holdout rows and the split manifest on the other.
+        var refit = options
+        refit.l2 = .fixed(head.chosenL2)
+        let refitOptions = refit, yAll = y(train + validation), classCount = labels.count
+        let source = testSet?.source ?? dataset.source, validationCount = validation.count, seed = seed
+        let heldOut = holdout
+        let storeVocabulary = config.vocabularyTensor != nil
+        let (refitted, (holdoutMatrix, manifest, vocabularyBytes)) = try Self.concurrently({ () -> LogisticRegressionModel? in
+            guard let refitData else { return nil }
+            // The validation split chose the strength; the final model learns from training + validation documents.
+            return try LogisticRegression.fit(sparse: refitData.1, labels: yAll, classes: classCount, validation: nil,
+                                              options: refitOptions, progress: nil)
+        }, {
+            (holdoutRows.isEmpty ? nil : corpus.rows(holdoutRows, fitted),
+             try Self.manifest(heldOut, source: source, trainCount: trainCount, validationCount: validationCount,
+                               seed: seed),
+             storeVocabulary ? fitted.vectorizer.vocabularyBytes() : [])
+        })
+        if var refitted {
+            refitted.validationAccuracy = head.validationAccuracy
+            head = refitted
+        }
         let vectorizer = fitted.vectorizer
         let fitSeconds = Date().timeIntervalSince(fitStart)
 
-        // Metrics through the model on the rows predict would compute (the same bits as `vectorizer.transform`).
-        func accuracy(_ items: [TextItem], rows: [Int], matrix: CSRMatrix? = nil) throws -> Double? {
-            guard !items.isEmpty else { return nil }
-            let p = try head.probabilities(sparse: matrix ?? corpus.rows(rows, fitted))
+        // Metrics through the model on the rows predict would compute (the same bits as `vectorizer.transform`);
+        // the first rows of the refit's matrix are the training documents.
+        func accuracy(_ items: [TextItem], _ matrix: CSRMatrix?) throws -> Double? {
+            guard !items.isEmpty, let matrix else { return nil }
+            let p = try head.probabilities(sparse: matrix)
             let k = labels.count
             var correct = 0
             for (i, item) in items.enumerated() where Metrics.argmax(Array(p[(i * k)..<((i + 1) * k)])) == labelIndex[item.label] {
@@ -186,12 +197,11 @@ struct TextTraining {
             return Double(correct) / Double(items.count)
         }
         var metrics = [String: Double]()
-        metrics["train.accuracy"] = try accuracy(train, rows: trainRows, matrix: finalRows)
+        metrics["train.accuracy"] = try accuracy(train, refitData?.1 ?? searchData.1)
         metrics["validation.accuracy"] = head.validationAccuracy
-        metrics["holdout.accuracy"] = try accuracy(holdout, rows: holdoutRows)
+        metrics["holdout.accuracy"] = try accuracy(holdout, holdoutMatrix)
         metrics["l2"] = head.chosenL2
 
-        lap("metrics")
         // The model: no graph; the text section names the tensors.
         var md = ModelMetadata(task: .textClassifier, labels: labels)
         md.name = URL(fileURLWithPath: out).deletingPathExtension().lastPathComponent
@@ -199,13 +209,12 @@ struct TextTraining {
         md.text = config
         md.metrics = metrics
         md.provenance = Provenance(seed: seed, command: "mltool train " + CommandLine.arguments.dropFirst(2).joined(separator: " "))
-        md.split = try Self.manifest(holdout, source: testSet?.source ?? dataset.source, trainCount: trainCount,
-                                     validationCount: validation.count, seed: seed)
+        md.split = manifest
         let k = labels.count, d = vectorizer.featureCount
         var tensors = [StoredTensor]()
         if let name = config.vocabularyTensor {
-            let bytes = vectorizer.vocabularyBytes()
-            tensors.append(StoredTensor(name: name, dtype: .u8, shape: [bytes.count], bytes: TensorBytes(copying: bytes)))
+            tensors.append(StoredTensor(name: name, dtype: .u8, shape: [vocabularyBytes.count],
+                                        bytes: TensorBytes(copying: vocabularyBytes)))
         }
         if let name = config.idfTensor { tensors.append(StoredTensor(name: name, tensor: Tensor(shape: [d], data: vectorizer.idf))) }
         tensors.append(StoredTensor(name: config.weightsTensor, tensor: Tensor(shape: [d, k], data: head.weights)))
@@ -213,7 +222,6 @@ struct TextTraining {
         let inputs = [dataset.source] + (testSet.map { [$0.source] } ?? [])
         try ModelFile.write(Model(metadata: md, tensors: tensors), to: out, inputs: inputs)
 
-        lap("written")
         func pct(_ v: Double?) -> String { v.map { String(format: "%.4f", $0) } ?? "-" }
         print("trained \(k) classes on \(train.count) documents (\(validation.count) validation, \(holdout.count) holdout)")
         print("  features   \(d) \(config.hashBits == nil ? "terms" : "hashed buckets"), \(config.weighting), word n-grams \(config.wordNgrams)\(config.charNgrams.map { ", char n-grams \($0)" } ?? "")")
@@ -222,6 +230,16 @@ struct TextTraining {
         print(String(format: "  seconds    features %.2f, fit %.2f, total %.2f", featureSeconds, fitSeconds,
                      Date().timeIntervalSince(started)))
         print("  wrote      \(out)")
+    }
+
+    /// Runs `a` and `b` side by side (one thread each when two cores are free) and returns both results.
+    static func concurrently<A, B>(_ a: @Sendable () throws -> A, _ b: @Sendable () throws -> B) throws -> (A, B) {
+        let ra = ResultBox<A>(), rb = ResultBox<B>()
+        DispatchQueue.concurrentPerform(iterations: 2) { i in
+            if i == 0 { ra.result = Result { try a() } } else { rb.result = Result { try b() } }
+        }
+        guard let x = ra.result, let y = rb.result else { throw CLIError.notSupported("internal: a concurrent task did not run") }
+        return (try x.get(), try y.get())
     }
 
     static func noteSkipped(_ d: TextDataset) {
@@ -248,4 +266,9 @@ struct TextTraining {
         }
         return SplitManifest(root: root, holdout: items, trainCount: trainCount, validationCount: validationCount, seed: seed)
     }
+}
+
+/// The result of one task of `TextTraining.concurrently`, written by that task only and read after it ends.
+final class ResultBox<T>: @unchecked Sendable {
+    var result: Result<T, Error>?
 }
