@@ -4,6 +4,8 @@ import MLToolCore
 import MLToolData
 
 /// Multinomial logistic regression (max-entropy) with L2, fitted by L-BFGS: the classifier head of `mltool train`.
+/// Sparse features may start with seeded SGD epochs (`LogisticRegressionOptions.sgdEpochs`, what text training
+/// uses), after which L-BFGS runs its `maxIterations` (0: the SGD result is the fit).
 ///
 /// Same data, options and thread count give bit-identical weights: every reduction runs in a fixed order.
 /// Features should be standardised first (`Standardizer`), then the standardisation folded into the model.
