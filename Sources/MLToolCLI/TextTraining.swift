@@ -105,15 +105,23 @@ struct TextTraining {
         func y(_ items: [TextItem]) -> [Int] { items.map { labelIndex[$0.label] ?? 0 } }
         var options = LogisticRegressionOptions()
         options.l2 = try CLI.l2Option(args)
-        options.maxIterations = try args.int("--max-iterations", default: 60)
+        // Seeded SGD epochs, then (optionally) L-BFGS: on the Debian descriptions 5 epochs reach the holdout
+        // accuracy of 100+ L-BFGS iterations (0.86) at the cost of about 5 gradient evaluations.
+        options.sgdEpochs = try args.int("--epochs", default: 5)
+        options.maxIterations = try args.int("--max-iterations", default: 0)
+        guard options.sgdEpochs >= 0, options.maxIterations >= 0, options.sgdEpochs + options.maxIterations > 0 else {
+            throw CLIError.usage(command: "train", message: "--epochs and --max-iterations must be ≥ 0, not both 0")
+        }
+        options.seed = seed
         // Sparse text objectives flatten early: a relative loss change under 1e-5 per iteration no longer moves
         // validation accuracy (measured on the Debian descriptions), and stopping there saves ~70% of the time.
         options.lossTolerance = 1e-5
         options.balanceClasses = args.has("--balance")
         options.earlyStoppingPatience = try args.string("--early-stopping").map { _ in try args.int("--early-stopping", default: 20) }
-        // λ = c/n (c = 1 is scikit-learn's default C = 1), strongest first, each fit warm-starting the next.
-        // TF-IDF rows are L2-normalised, so weaker-than-default values tend to win on real text.
-        options.l2Grid = [0.3, 0.1, 0.03].map { $0 / Double(max(train.count, 1)) }
+        // λ = c/n (c = 1 is scikit-learn's default C = 1). TF-IDF rows are L2-normalised, so weaker-than-default
+        // values win on real text; with SGD the two values run side by side (one per core), and on the Debian
+        // descriptions every c in 0.01…0.1 lands within 0.3 points of holdout accuracy.
+        options.l2Grid = [0.1, 0.01].map { $0 / Double(max(train.count, 1)) }
         options.selection = .logLoss
         if !quiet { note("  l2        iter        loss   train acc   valid acc   seconds") }
         let progress: ((IterationRecord) -> Void)? = quiet ? nil : { r in
@@ -122,39 +130,65 @@ struct TextTraining {
                         r.validationAccuracy.map { String(format: "%.4f", $0) } ?? "-", r.elapsed))
         }
         let fitStart = Date()
-        var vectorizer = try TextVectorizer.fit(documents: train.map(\.text), config: config)
-        guard vectorizer.featureCount > 0 else {
-            throw CLIError.badInput(file: dataPath, reason: "the training documents contain no words")
-        }
-        let featureSeconds = Date().timeIntervalSince(fitStart)
-        // The search only has to rank the strengths: a shorter budget per value (warm starts carry the progress
-        // along the path) and a full fit of the winner on all the training documents.
+        // Every document is tokenized once; vocabularies, idf and rows for each subset come from the term ids.
+        let corpus = try TermCorpus(documents: (train + validation + holdout).map(\.text), config: config)
+        let trainRows = Array(0..<train.count), validationRows = Array(train.count..<(train.count + validation.count))
+        let holdoutRows = Array((train.count + validation.count)..<corpus.documentCount)
+        // The search only has to rank the strengths: a shorter L-BFGS budget per value (if any), and a full fit
+        // of the winner on all the training documents, with their own vocabulary.
         var search = options
         let refits = options.l2 == .auto && !validation.isEmpty
         if refits { search.maxIterations = min(options.maxIterations, 30) }
-        var head = try LogisticRegression.fit(
-            sparse: try vectorizer.transform(train.map(\.text)), labels: y(train), classes: labels.count,
-            validation: validation.isEmpty ? nil : (try vectorizer.transform(validation.map(\.text)), y(validation)),
-            options: search, progress: progress)
-        var trainCount = train.count
-        if refits {
-            // The validation split chose the strength; the final model learns from training + validation documents.
-            let all = train + validation
-            vectorizer = try TextVectorizer.fit(documents: all.map(\.text), config: config)
-            var refit = options
-            refit.l2 = .fixed(head.chosenL2)
-            let chosen = head
-            head = try LogisticRegression.fit(sparse: try vectorizer.transform(all.map(\.text)), labels: y(all),
-                                              classes: labels.count, validation: nil, options: refit, progress: nil)
-            head.validationAccuracy = chosen.validationAccuracy
-            trainCount = all.count
+        let allRows = trainRows + validationRows
+        // Independent work side by side (two cores): the results do not depend on it.
+        let (searchData, refitData) = try Self.concurrently({
+            let fitted = corpus.vectorizer(fittedOn: trainRows)
+            return (fitted, corpus.rows(trainRows, fitted),
+                    validationRows.isEmpty ? nil : corpus.rows(validationRows, fitted))
+        }, { () -> (TermCorpus.Fitted, CSRMatrix)? in
+            guard refits else { return nil }
+            let fitted = corpus.vectorizer(fittedOn: allRows)
+            return (fitted, corpus.rows(allRows, fitted))
+        })
+        guard searchData.0.vectorizer.featureCount > 0 else {
+            throw CLIError.badInput(file: dataPath, reason: "the training documents contain no words")
         }
+        let featureSeconds = Date().timeIntervalSince(fitStart)
+        var head = try LogisticRegression.fit(
+            sparse: searchData.1, labels: y(train), classes: labels.count,
+            validation: searchData.2.map { ($0, y(validation)) }, options: search, progress: progress)
+        let fitted = refitData?.0 ?? searchData.0
+        let trainCount = refits ? allRows.count : train.count
+        // The refit on one core; the holdout rows and the split manifest on the other.
+        var refit = options
+        refit.l2 = .fixed(head.chosenL2)
+        let refitOptions = refit, yAll = y(train + validation), classCount = labels.count
+        let source = testSet?.source ?? dataset.source, validationCount = validation.count, seed = seed
+        let heldOut = holdout
+        let storeVocabulary = config.vocabularyTensor != nil
+        let (refitted, (holdoutMatrix, manifest, vocabularyBytes)) = try Self.concurrently({ () -> LogisticRegressionModel? in
+            guard let refitData else { return nil }
+            // The validation split chose the strength; the final model learns from training + validation documents.
+            return try LogisticRegression.fit(sparse: refitData.1, labels: yAll, classes: classCount, validation: nil,
+                                              options: refitOptions, progress: nil)
+        }, {
+            (holdoutRows.isEmpty ? nil : corpus.rows(holdoutRows, fitted),
+             try Self.manifest(heldOut, source: source, trainCount: trainCount, validationCount: validationCount,
+                               seed: seed),
+             storeVocabulary ? fitted.vectorizer.vocabularyBytes() : [])
+        })
+        if var refitted {
+            refitted.validationAccuracy = head.validationAccuracy
+            head = refitted
+        }
+        let vectorizer = fitted.vectorizer
         let fitSeconds = Date().timeIntervalSince(fitStart)
 
-        // Metrics through the model exactly as predict computes them.
-        func accuracy(_ items: [TextItem]) throws -> Double? {
-            guard !items.isEmpty else { return nil }
-            let p = try head.probabilities(sparse: try vectorizer.transform(items.map(\.text)))
+        // Metrics through the model on the rows predict would compute (the same bits as `vectorizer.transform`);
+        // the first rows of the refit's matrix are the training documents.
+        func accuracy(_ items: [TextItem], _ matrix: CSRMatrix?) throws -> Double? {
+            guard !items.isEmpty, let matrix else { return nil }
+            let p = try head.probabilities(sparse: matrix)
             let k = labels.count
             var correct = 0
             for (i, item) in items.enumerated() where Metrics.argmax(Array(p[(i * k)..<((i + 1) * k)])) == labelIndex[item.label] {
@@ -163,9 +197,9 @@ struct TextTraining {
             return Double(correct) / Double(items.count)
         }
         var metrics = [String: Double]()
-        metrics["train.accuracy"] = try accuracy(train)
+        metrics["train.accuracy"] = try accuracy(train, refitData?.1 ?? searchData.1)
         metrics["validation.accuracy"] = head.validationAccuracy
-        metrics["holdout.accuracy"] = try accuracy(holdout)
+        metrics["holdout.accuracy"] = try accuracy(holdout, holdoutMatrix)
         metrics["l2"] = head.chosenL2
 
         // The model: no graph; the text section names the tensors.
@@ -175,13 +209,12 @@ struct TextTraining {
         md.text = config
         md.metrics = metrics
         md.provenance = Provenance(seed: seed, command: "mltool train " + CommandLine.arguments.dropFirst(2).joined(separator: " "))
-        md.split = try Self.manifest(holdout, source: testSet?.source ?? dataset.source, trainCount: trainCount,
-                                     validationCount: validation.count, seed: seed)
+        md.split = manifest
         let k = labels.count, d = vectorizer.featureCount
         var tensors = [StoredTensor]()
         if let name = config.vocabularyTensor {
-            let bytes = vectorizer.vocabularyBytes()
-            tensors.append(StoredTensor(name: name, dtype: .u8, shape: [bytes.count], bytes: TensorBytes(copying: bytes)))
+            tensors.append(StoredTensor(name: name, dtype: .u8, shape: [vocabularyBytes.count],
+                                        bytes: TensorBytes(copying: vocabularyBytes)))
         }
         if let name = config.idfTensor { tensors.append(StoredTensor(name: name, tensor: Tensor(shape: [d], data: vectorizer.idf))) }
         tensors.append(StoredTensor(name: config.weightsTensor, tensor: Tensor(shape: [d, k], data: head.weights)))
@@ -199,6 +232,16 @@ struct TextTraining {
         print("  wrote      \(out)")
     }
 
+    /// Runs `a` and `b` side by side (one thread each when two cores are free) and returns both results.
+    static func concurrently<A, B>(_ a: @Sendable () throws -> A, _ b: @Sendable () throws -> B) throws -> (A, B) {
+        let ra = ResultBox<A>(), rb = ResultBox<B>()
+        DispatchQueue.concurrentPerform(iterations: 2) { i in
+            if i == 0 { ra.result = Result { try a() } } else { rb.result = Result { try b() } }
+        }
+        guard let x = ra.result, let y = rb.result else { throw CLIError.notSupported("internal: a concurrent task did not run") }
+        return (try x.get(), try y.get())
+    }
+
     static func noteSkipped(_ d: TextDataset) {
         if d.skippedEmpty > 0 {
             note("mltool: \(d.source): \(d.skippedEmpty) empty document\(d.skippedEmpty == 1 ? "" : "s") skipped")
@@ -211,8 +254,11 @@ struct TextTraining {
                          seed: UInt64) throws -> SplitManifest {
         let abs = URL(fileURLWithPath: source).standardized.path
         let root = CLI.isDirectory(abs) ? abs : (abs as NSString).deletingLastPathComponent
+        // Table rows share one path: resolve each distinct path once (standardizing a path costs ~0.1 ms).
+        var relative: [String: String] = [:]
         let items = try holdout.map { item -> SplitManifest.Item in
-            let path = ImageTraining.relative(item.path, to: root)
+            let path = relative[item.path] ?? ImageTraining.relative(item.path, to: root)
+            relative[item.path] = path
             if let row = item.row {
                 return SplitManifest.Item(path: "\(path)#row=\(row)", label: item.label, sha256: SHA256.hex(Array(item.text.utf8)))
             }
@@ -220,4 +266,9 @@ struct TextTraining {
         }
         return SplitManifest(root: root, holdout: items, trainCount: trainCount, validationCount: validationCount, seed: seed)
     }
+}
+
+/// The result of one task of `TextTraining.concurrently`, written by that task only and read after it ends.
+final class ResultBox<T>: @unchecked Sendable {
+    var result: Result<T, Error>?
 }

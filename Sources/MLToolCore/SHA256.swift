@@ -87,11 +87,20 @@ public struct SHA256: Sendable {
 
     @inline(__always) private func rotr(_ x: UInt32, _ n: UInt32) -> UInt32 { (x >> n) | (x << (32 - n)) }
 
+    /// Lowercase hex of `digest` (String(format:) per byte cost ~5 µs a digest; holdout manifests hash thousands).
+    static func hexString(_ digest: [UInt8]) -> String {
+        let digits = Array("0123456789abcdef".utf8)
+        var out = [UInt8]()
+        out.reserveCapacity(digest.count * 2)
+        for b in digest { out.append(digits[Int(b >> 4)]); out.append(digits[Int(b & 15)]) }
+        return String(decoding: out, as: UTF8.self)
+    }
+
     /// The lowercase hex digest of `bytes`.
     public static func hex<C: Collection>(_ bytes: C) -> String where C.Element == UInt8 {
         var s = SHA256()
         s.update(bytes)
-        return s.finalize().map { String(format: "%02x", $0) }.joined()
+        return hexString(s.finalize())
     }
 
     /// The lowercase hex digest of the file at `path`, read in 1 MiB chunks.
@@ -109,6 +118,6 @@ public struct SHA256: Sendable {
             if chunk.isEmpty { break }
             chunk.withUnsafeBytes { s.update($0) }
         }
-        return s.finalize().map { String(format: "%02x", $0) }.joined()
+        return hexString(s.finalize())
     }
 }

@@ -16,15 +16,25 @@ public final class TensorBytes: @unchecked Sendable {
     /// Copies `bytes` into memory this object owns (64-byte aligned).
     public init<C: Collection>(copying bytes: C) where C.Element == UInt8 {
         let m = UnsafeMutableRawBufferPointer.allocate(byteCount: max(bytes.count, 1), alignment: 64)
-        _ = m.initializeMemory(as: UInt8.self, from: bytes)
+        // One memcpy for contiguous collections (the element-wise copy ran at ~100 instructions per byte).
+        let copied: Bool? = bytes.withContiguousStorageIfAvailable { src in
+            if let base = src.baseAddress { m.baseAddress!.copyMemory(from: base, byteCount: src.count) }
+            return true
+        }
+        if copied == nil { _ = m.initializeMemory(as: UInt8.self, from: bytes) }
         self.allocated = m
         self.buffer = UnsafeRawBufferPointer(rebasing: m[0..<bytes.count])
         self.owner = nil
     }
 
     /// Copies the raw bytes of `floats` (little-endian f32, which is the host order on every supported machine).
-    public convenience init(floats: [Float]) {
-        self.init(copying: floats.withUnsafeBytes { Array($0) })
+    public init(floats: [Float]) {
+        let count = floats.count * MemoryLayout<Float>.size
+        let m = UnsafeMutableRawBufferPointer.allocate(byteCount: max(count, 1), alignment: 64)
+        floats.withUnsafeBytes { src in if let base = src.baseAddress { m.baseAddress!.copyMemory(from: base, byteCount: count) } }
+        self.allocated = m
+        self.buffer = UnsafeRawBufferPointer(rebasing: m[0..<count])
+        self.owner = nil
     }
 
     deinit { allocated?.deallocate() }

@@ -1,8 +1,11 @@
 import COpenBLAS
+import Dispatch
 import MLToolCore
 import MLToolData
 
 /// Multinomial logistic regression (max-entropy) with L2, fitted by L-BFGS: the classifier head of `mltool train`.
+/// Sparse features may start with seeded SGD epochs (`LogisticRegressionOptions.sgdEpochs`, what text training
+/// uses), after which L-BFGS runs its `maxIterations` (0: the SGD result is the fit).
 ///
 /// Same data, options and thread count give bit-identical weights: every reduction runs in a fixed order.
 /// Features should be standardised first (`Standardizer`), then the standardisation folded into the model.
@@ -14,9 +17,11 @@ public enum LogisticRegression {
     ///   - sampleWeights: one non-negative weight per row (nil: all 1).
     ///   - progress: called once per iteration (and once for the starting point of each L2 value).
     /// - Returns: weights `cols × classes` (IN, OUT) and bias, as a dense layer.
+    ///   - warmStart: weights and bias to start from (e.g. the fit on a subset of the rows), instead of zero.
     public static func fit(x: [Float], rows: Int, cols: Int, labels: [Int], classes: Int,
                            validation: (x: [Float], rows: Int, labels: [Int])?,
                            options: LogisticRegressionOptions, sampleWeights: [Float]? = nil,
+                           warmStart: LogisticRegressionModel? = nil,
                            progress: ((IterationRecord) -> Void)?) throws -> LogisticRegressionModel {
         // One BLAS thread: the fit is then bit-identical on every machine, and on a shared 2-core machine it was
         // also about twice as fast (2000 × 1280, 10 classes: 1.8 s vs 3.6 s under load).
@@ -27,12 +32,13 @@ public enum LogisticRegression {
             let train = DenseRows(base: xp.baseAddress!, rows: rows, cols: cols)
             guard let v = validation else {
                 return try fit(train, nil as DenseRows?, labels: labels, validationLabels: [], classes: classes,
-                               options: options, sampleWeights: sampleWeights, progress: progress)
+                               options: options, sampleWeights: sampleWeights, warmStart: warmStart,
+                               progress: progress)
             }
             return try v.x.withUnsafeBufferPointer { vp in
                 try fit(train, DenseRows(base: vp.baseAddress!, rows: v.rows, cols: cols), labels: labels,
                         validationLabels: v.labels, classes: classes, options: options,
-                        sampleWeights: sampleWeights, progress: progress)
+                        sampleWeights: sampleWeights, warmStart: warmStart, progress: progress)
             }
         }
     }
@@ -51,14 +57,31 @@ public enum LogisticRegression {
             throw TrainError.shapeMismatch(what: "validation features", expected: "≥ 1 row × \(x.cols) columns",
                                            actual: "\(v.x.rows) rows × \(v.x.cols) columns")
         }
+        guard options.sgdEpochs >= 0, options.sgdLearningRate > 0, options.sgdLearningRate.isFinite else {
+            throw TrainError.invalidOption(name: "sgd", value: "\(options.sgdEpochs) epochs, rate \(options.sgdLearningRate)",
+                                           expected: "epochs ≥ 0 and a finite rate > 0")
+        }
         return try SparseRows.with(x) { train in
+            // With SGD every L2 value starts from zero, so the values run side by side, one thread each: the
+            // result does not depend on the thread count.
+            let starts: (([Double], [Int32], [Double]?) -> [[Float]])? = options.sgdEpochs == 0 ? nil : { grid, y, w in
+                let results = SharedResults<[Float]>(count: grid.count)
+                DispatchQueue.concurrentPerform(iterations: grid.count) { i in
+                    let sgd = SoftmaxSGD(matrix: train, labels: y, rowWeights: w, classes: classes, l2: grid[i],
+                                         epochs: options.sgdEpochs, learningRate: options.sgdLearningRate,
+                                         seed: options.seed)
+                    results.set(i, sgd.run())
+                }
+                return results.values
+            }
             guard let v = validation else {
                 return try fit(train, nil as SparseRows?, labels: labels, validationLabels: [], classes: classes,
-                               options: options, sampleWeights: sampleWeights, progress: progress)
+                               options: options, sampleWeights: sampleWeights, startingPoints: starts,
+                               progress: progress)
             }
             return try SparseRows.with(v.x) { valid in
                 try fit(train, valid, labels: labels, validationLabels: v.labels, classes: classes,
-                        options: options, sampleWeights: sampleWeights, progress: progress)
+                        options: options, sampleWeights: sampleWeights, startingPoints: starts, progress: progress)
             }
         }
     }
@@ -82,6 +105,8 @@ public enum LogisticRegression {
     /// The shared driver for dense and sparse features.
     static func fit<M: FeatureMatrix>(_ train: M, _ validation: M?, labels: [Int], validationLabels: [Int],
                                       classes: Int, options: LogisticRegressionOptions, sampleWeights: [Float]?,
+                                      warmStart: LogisticRegressionModel? = nil,
+                                      startingPoints: (([Double], [Int32], [Double]?) -> [[Float]])? = nil,
                                       progress: ((IterationRecord) -> Void)?) throws -> LogisticRegressionModel {
         let start = ContinuousClock.now
         try checkOptions(options, classes: classes)
@@ -105,12 +130,21 @@ public enum LogisticRegression {
 
         var history: [IterationRecord] = []
         var theta = [Float](repeating: 0, count: objective.parameterCount)
+        if let w = warmStart {
+            guard w.features == train.cols, w.classes == classes, w.weights.count + w.bias.count == theta.count,
+                  (w.weights + w.bias).allSatisfy(\.isFinite) else {
+                throw TrainError.shapeMismatch(what: "warm start", expected: "\(train.cols)×\(classes) finite weights",
+                                               actual: "\(w.features)×\(w.classes), \(w.weights.count) weights")
+            }
+            theta = w.weights + w.bias
+        }
         var chosen: (l2: Double, outcome: SoftmaxTrainer<M>.Outcome)?
-        for l2 in grid {
+        let starts = startingPoints?(grid, trainLabels, rowWeights)
+        for (index, l2) in grid.enumerated() {
             objective.l2 = l2
             let trainer = SoftmaxTrainer(objective: objective, validation: validationObjective, options: options,
                                          start: start, progress: progress)
-            let outcome = trainer.fit(from: theta, history: &history)
+            let outcome = trainer.fit(from: starts?[index] ?? theta, stochastic: starts != nil, history: &history)
             theta = outcome.theta  // warm start for the next, weaker L2
             if let best = chosen {
                 let a = outcome.validationAccuracy ?? 0, b = best.outcome.validationAccuracy ?? 0
@@ -201,4 +235,18 @@ public enum LogisticRegression {
         let sum = sw.reduce(0, +)
         return sw.map { $0 / sum }
     }
+}
+
+/// One slot per concurrent task; each task writes only its own slot, and the slots are read after the tasks end.
+final class SharedResults<T>: @unchecked Sendable {
+    private let slots: UnsafeMutablePointer<T?>
+    private let count: Int
+    init(count: Int) {
+        self.count = count
+        slots = .allocate(capacity: count)
+        slots.initialize(repeating: nil, count: count)
+    }
+    deinit { slots.deinitialize(count: count); slots.deallocate() }
+    func set(_ i: Int, _ value: T) { slots[i] = value }
+    var values: [T] { (0..<count).compactMap { slots[$0] } }
 }

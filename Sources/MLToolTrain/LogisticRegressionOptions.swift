@@ -41,6 +41,14 @@ public struct LogisticRegressionOptions: Sendable, Equatable {
         case logLoss
     }
     public var selection: Selection = .accuracy
+    /// Sparse features only: epochs of seeded stochastic gradient descent (`SoftmaxSGD`) that start each L2 value
+    /// from zero before L-BFGS runs its `maxIterations` (which may be 0: the SGD result is the fit). With `.auto`
+    /// the values are independent then, and run on all cores at once. 0 (the default) is plain L-BFGS.
+    public var sgdEpochs: Int = 0
+    /// The first SGD step size times the mean squared row norm; it falls linearly to 0 over the run.
+    public var sgdLearningRate: Double = 4
+    /// Seeds the SGD row order.
+    public var seed: UInt64 = 0
 
     public init(l2: L2 = .auto, maxIterations: Int = 500, tolerance: Double = 1e-5, lossTolerance: Double = 1e-9,
                 balanceClasses: Bool = false, earlyStoppingPatience: Int? = 20,
@@ -59,7 +67,7 @@ public struct IterationRecord: Sendable, Equatable {
     public var iteration: Int
     /// The training objective J.
     public var loss: Double
-    /// ‖∇J‖∞.
+    /// ‖∇J‖∞ (infinity when not computed: the SGD result of a fit with no L-BFGS iterations).
     public var gradientNorm: Double
     public var trainAccuracy: Double
     public var validationAccuracy: Double?
@@ -84,4 +92,6 @@ public enum StopReason: String, Sendable, Equatable {
     case earlyStopping
     /// The line search found no further decrease (the objective is flat to float precision).
     case lineSearchStalled
+    /// Stochastic gradient descent ran its epochs and no L-BFGS iterations followed.
+    case epochs
 }

@@ -40,8 +40,23 @@ struct SoftmaxTrainer<Matrix: FeatureMatrix> {
     }
 
     /// Minimises J for `objective.l2` from `theta0`, appending one record per iteration to `history`.
-    func fit(from theta0: [Float], history: inout [IterationRecord]) -> Outcome {
+    /// `stochastic`: θ₀ came from SGD epochs; with no L-BFGS iterations to run it is scored without a gradient.
+    func fit(from theta0: [Float], stochastic: Bool = false, history: inout [IterationRecord]) -> Outcome {
         let n = Double(objective.matrix.rows)
+        if stochastic && options.maxIterations == 0 {
+            let e = theta0.withUnsafeBufferPointer { objective.evaluate($0.baseAddress!, gradient: nil) }
+            let scored = score(theta0)
+            let elapsed = ContinuousClock.now - start
+            let r = IterationRecord(
+                l2: objective.l2, iteration: 0, loss: e.loss, gradientNorm: .infinity,
+                trainAccuracy: Double(e.correct) / n, validationAccuracy: scored?.accuracy,
+                validationLoss: scored?.loss,
+                elapsed: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) * 1e-18)
+            history.append(r)
+            progress?(r)
+            return Outcome(theta: theta0, stopReason: .epochs, iterations: 0, trainAccuracy: r.trainAccuracy,
+                           validationAccuracy: scored?.accuracy, validationLoss: scored?.loss)
+        }
         var x = evaluate(theta0)
         var memory = LBFGSMemory(capacity: options.historySize)
         var scored = score(x.theta)

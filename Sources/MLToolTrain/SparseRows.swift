@@ -1,9 +1,11 @@
+import CMLToolTrainKernels
 import Dispatch
 import MLToolData
 
 /// A CSR matrix seen as training rows. Products loop over the non-zeros; rows (forward) and class columns
 /// (backward) are split across threads so that every output element is summed in row order by one thread.
-struct SparseRows: FeatureMatrix {
+/// Sendable: a read-only view, shared by the tasks of one call.
+struct SparseRows: FeatureMatrix, @unchecked Sendable {
     let offsets: UnsafePointer<Int>
     let columns: UnsafePointer<Int32>
     let values: UnsafePointer<Float>
@@ -30,6 +32,12 @@ struct SparseRows: FeatureMatrix {
 
     func forward(rows r: Range<Int>, weights: UnsafePointer<Float>, classes k: Int,
                  into out: UnsafeMutablePointer<Float>) {
+        forward(rows: r, weights: weights, classes: k, into: out, level: -1)
+    }
+
+    /// `forward` with the C kernel at `level` (-1: the best the CPU has, 0: portable C).
+    func forward(rows r: Range<Int>, weights: UnsafePointer<Float>, classes k: Int,
+                 into out: UnsafeMutablePointer<Float>, level: Int32) {
         let chunk = 64
         let o = SharedPointer(p: UnsafeMutablePointer(mutating: offsets))
         let c = SharedPointer(p: UnsafeMutablePointer(mutating: columns))
@@ -38,13 +46,22 @@ struct SparseRows: FeatureMatrix {
         let first = r.lowerBound, end = r.upperBound
         DispatchQueue.concurrentPerform(iterations: (r.count + chunk - 1) / chunk) { t in
             let r0 = first &+ t &* chunk, r1 = min(r0 &+ chunk, end)
-            for row in r0..<r1 {
-                let dst = z.p + (row &- first) &* k
-                dst.initialize(repeating: 0, count: k)
-                for i in o.p[row]..<o.p[row &+ 1] {
-                    let x = v.p[i], src = w.p + Int(c.p[i]) &* k
-                    for j in 0..<k { dst[j] += x * src[j] }
-                }
+            UnsafeMutableRawPointer(o.p).withMemoryRebound(to: Int64.self, capacity: end &+ 1) { offsets in
+                mlt_sparse_forward(offsets, c.p, v.p, Int64(r0), Int64(r1), w.p, Int32(k),
+                                   z.p + (r0 &- first) &* k, level)
+            }
+        }
+    }
+
+    /// The plain loop `forward` is tested against.
+    func forwardReference(rows r: Range<Int>, weights: UnsafePointer<Float>, classes k: Int,
+                          into out: UnsafeMutablePointer<Float>) {
+        for row in r {
+            let dst = out + (row &- r.lowerBound) &* k
+            dst.initialize(repeating: 0, count: k)
+            for i in offsets[row]..<offsets[row &+ 1] {
+                let x = values[i], src = weights + Int(columns[i]) &* k
+                for j in 0..<k { dst[j] += x * src[j] }
             }
         }
     }

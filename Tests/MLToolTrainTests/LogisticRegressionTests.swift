@@ -266,3 +266,35 @@ import Testing
         assertClose(memory.direction(g), r.map { -$0 }, rtol: 1e-4, atol: 1e-5, "fused vs plain two-loop")
     }
 }
+
+@Suite struct WarmStartTests {
+    /// The refit of `mltool train`: from the fit on a subset of the rows, L-BFGS reaches the same optimum as from
+    /// zero, in fewer iterations.
+    @Test func warmStartReachesTheSameOptimumSooner() throws {
+        let data = blobs(rows: 500, cols: 24, classes: 4, spread: 0.5, seed: 12)
+        let options = LogisticRegressionOptions(l2: .fixed(1e-2), maxIterations: 2000, tolerance: 1e-6,
+                                                lossTolerance: 0)
+        let subset = try LogisticRegression.fit(x: Array(data.x[..<(450 * 24)]), rows: 450, cols: 24,
+                                                labels: Array(data.labels[..<450]), classes: 4, validation: nil,
+                                                options: options, progress: nil)
+        let cold = try LogisticRegression.fit(x: data.x, rows: 500, cols: 24, labels: data.labels, classes: 4,
+                                              validation: nil, options: options, progress: nil)
+        let warm = try LogisticRegression.fit(x: data.x, rows: 500, cols: 24, labels: data.labels, classes: 4,
+                                              validation: nil, options: options, warmStart: subset, progress: nil)
+        assertClose(warm.weights, cold.weights.map(Double.init), atol: 2e-3, "warm vs cold weights")
+        #expect(warm.iterations < cold.iterations, "warm \(warm.iterations), cold \(cold.iterations) iterations")
+        #expect(warm.history.first?.loss ?? .infinity < cold.history.first?.loss ?? 0)
+    }
+
+    @Test func warmStartOfTheWrongShapeThrows() throws {
+        let data = blobs(rows: 40, cols: 6, classes: 3, spread: 1, seed: 2)
+        let wrong = LogisticRegressionModel(weights: [Float](repeating: 0, count: 5 * 3), bias: [0, 0, 0],
+                                            classes: 3, features: 5, chosenL2: 0)
+        #expect(throws: TrainError.shapeMismatch(what: "warm start", expected: "6×3 finite weights",
+                                                 actual: "5×3, 15 weights")) {
+            try LogisticRegression.fit(x: data.x, rows: 40, cols: 6, labels: data.labels, classes: 3,
+                                       validation: nil, options: LogisticRegressionOptions(l2: .fixed(0.1)),
+                                       warmStart: wrong, progress: nil)
+        }
+    }
+}

@@ -21,6 +21,9 @@ public struct TextTokenizer: Sendable {
         self.stopWords = Set(config.stopWords.map { Self.normalize($0, config: config) })
     }
 
+    /// Whether `word` (already normalised) is one of the stop words.
+    func isStopWord(_ word: String) -> Bool { !stopWords.isEmpty && stopWords.contains(word) }
+
     /// The words of `text`, normalised, without stop words.
     public func words(_ text: String) -> [String] {
         let scalars = Array(Self.normalize(text, config: config).unicodeScalars)

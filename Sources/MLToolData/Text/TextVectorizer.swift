@@ -20,7 +20,7 @@ public struct TextVectorizer: Sendable, Equatable {
     public let featureCount: Int
     private let index: [String: Int32]
 
-    private init(config: TextConfig, vocabulary: [String], idf: [Float]) {
+    init(config: TextConfig, vocabulary: [String], idf: [Float]) {
         self.config = config; self.vocabulary = vocabulary; self.idf = idf
         self.featureCount = config.hashBits.map { 1 << $0 } ?? vocabulary.count
         var index: [String: Int32] = [:]
@@ -132,9 +132,12 @@ public struct TextVectorizer: Sendable, Equatable {
     }
 
     /// FNV-1a (64-bit) of the term's UTF-8, reduced to `bits` bits: stable across machines and runs.
-    static func hashColumn(_ term: String, bits: Int) -> Int {
+    static func hashColumn(_ term: String, bits: Int) -> Int { hashColumn(Array(term.utf8), bits: bits) }
+
+    /// `hashColumn` of a term given as UTF-8 bytes.
+    static func hashColumn(_ utf8: [UInt8], bits: Int) -> Int {
         var h: UInt64 = 0xcbf2_9ce4_8422_2325
-        for b in term.utf8 { h = (h ^ UInt64(b)) &* 0x0000_0100_0000_01B3 }
+        for b in utf8 { h = (h ^ UInt64(b)) &* 0x0000_0100_0000_01B3 }
         return Int(h & ((1 << UInt64(bits)) - 1))
     }
 }

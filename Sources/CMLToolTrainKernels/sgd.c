@@ -1,0 +1,171 @@
+// See include/CMLToolTrainKernels.h.
+#include "CMLToolTrainKernels.h"
+#include <math.h>
+#if defined(__x86_64__)
+#include <immintrin.h>
+#define MLT_AVX2 __attribute__((target("avx2,fma")))
+#endif
+
+int mlt_simd_level(int level) {
+#if defined(__x86_64__)
+    int best = (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) ? 1 : 0;
+#else
+    int best = 0;
+#endif
+    return (level < 0 || level > best) ? best : level;
+}
+
+// Softmax of z (k values, already a·x·V + b) into g, minus the one-hot label, times `scale`.
+static inline void softmax_gradient(float *z, float *g, int32_t k, int32_t y, float scale) {
+    float m = z[0];
+    for (int32_t j = 1; j < k; j++) m = z[j] > m ? z[j] : m;
+    float s = 0;
+    for (int32_t j = 0; j < k; j++) { float e = expf(z[j] - m); g[j] = e; s += e; }
+    float inv = scale / s;
+    for (int32_t j = 0; j < k; j++) g[j] *= inv;
+    g[y] -= scale;
+}
+
+static void rescale(float *v, int64_t n, double *a) {
+    float s = (float)*a;
+    for (int64_t i = 0; i < n; i++) v[i] *= s;
+    *a = 1;
+}
+
+static void epoch_portable(const int64_t *offsets, const int32_t *columns, const float *values,
+                           const int32_t *labels, const double *row_scale, const int64_t *order, int64_t count,
+                           int64_t cols, int32_t k, int32_t kp, float *v, double *bias, double *a, double *t,
+                           double eta0, double total, double l2) {
+    float z[kp], g[kp];
+    for (int32_t j = 0; j < kp; j++) g[j] = 0;
+    for (int64_t i = 0; i < count; i++) {
+        int64_t r = order[i], lo = offsets[r], hi = offsets[r + 1];
+        double eta = eta0 * (1 - *t / total);
+        *t += 1;
+        for (int32_t j = 0; j < kp; j++) z[j] = 0;
+        for (int64_t q = lo; q < hi; q++) {
+            const float x = values[q], *w = v + (int64_t)columns[q] * kp;
+            for (int32_t j = 0; j < kp; j++) z[j] += x * w[j];
+        }
+        float af = (float)*a;
+        for (int32_t j = 0; j < k; j++) z[j] = z[j] * af + (float)bias[j];
+        softmax_gradient(z, g, k, labels[r], row_scale ? (float)row_scale[r] : 1.0f);
+        *a *= 1 - eta * l2;
+        if (*a < 1e-4) rescale(v, cols * kp, a);
+        float step = (float)(eta / *a);
+        for (int64_t q = lo; q < hi; q++) {
+            const float x = step * values[q];
+            float *w = v + (int64_t)columns[q] * kp;
+            for (int32_t j = 0; j < kp; j++) w[j] -= x * g[j];
+        }
+        for (int32_t j = 0; j < k; j++) bias[j] -= eta * (double)g[j];
+    }
+}
+
+#if defined(__x86_64__)
+MLT_AVX2 static void epoch_avx2(const int64_t *offsets, const int32_t *columns, const float *values,
+                                const int32_t *labels, const double *row_scale, const int64_t *order, int64_t count,
+                                int64_t cols, int32_t k, int32_t kp, float *v, double *bias, double *a, double *t,
+                                double eta0, double total, double l2) {
+    float z[kp] __attribute__((aligned(32))), g[kp] __attribute__((aligned(32)));
+    for (int32_t j = 0; j < kp; j++) g[j] = 0;
+    const int32_t chunks = kp / 8;
+    for (int64_t i = 0; i < count; i++) {
+        int64_t r = order[i], lo = offsets[r], hi = offsets[r + 1];
+        double eta = eta0 * (1 - *t / total);
+        *t += 1;
+        if (chunks == 3) {  // 17-24 classes: three registers
+            __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps(), s2 = _mm256_setzero_ps();
+            for (int64_t q = lo; q < hi; q++) {
+                const float *w = v + (int64_t)columns[q] * 24;
+                __m256 x = _mm256_broadcast_ss(values + q);
+                s0 = _mm256_fmadd_ps(x, _mm256_loadu_ps(w), s0);
+                s1 = _mm256_fmadd_ps(x, _mm256_loadu_ps(w + 8), s1);
+                s2 = _mm256_fmadd_ps(x, _mm256_loadu_ps(w + 16), s2);
+            }
+            _mm256_store_ps(z, s0); _mm256_store_ps(z + 8, s1); _mm256_store_ps(z + 16, s2);
+        } else {
+            for (int32_t c = 0; c < chunks; c++) {
+                __m256 s = _mm256_setzero_ps();
+                for (int64_t q = lo; q < hi; q++) {
+                    s = _mm256_fmadd_ps(_mm256_broadcast_ss(values + q),
+                                        _mm256_loadu_ps(v + (int64_t)columns[q] * kp + 8 * c), s);
+                }
+                _mm256_store_ps(z + 8 * c, s);
+            }
+        }
+        float af = (float)*a;
+        for (int32_t j = 0; j < k; j++) z[j] = z[j] * af + (float)bias[j];
+        softmax_gradient(z, g, k, labels[r], row_scale ? (float)row_scale[r] : 1.0f);
+        *a *= 1 - eta * l2;
+        if (*a < 1e-4) rescale(v, cols * kp, a);
+        float step = (float)(eta / *a);
+        for (int64_t q = lo; q < hi; q++) {
+            __m256 x = _mm256_set1_ps(-step * values[q]);
+            float *w = v + (int64_t)columns[q] * kp;
+            for (int32_t c = 0; c < chunks; c++) {
+                _mm256_storeu_ps(w + 8 * c, _mm256_fmadd_ps(x, _mm256_load_ps(g + 8 * c), _mm256_loadu_ps(w + 8 * c)));
+            }
+        }
+        for (int32_t j = 0; j < k; j++) bias[j] -= eta * (double)g[j];
+    }
+}
+#endif
+
+static void forward_portable(const int64_t *offsets, const int32_t *columns, const float *values, int64_t row0,
+                             int64_t row1, const float *w, int32_t k, float *out) {
+    for (int64_t r = row0; r < row1; r++) {
+        float *dst = out + (r - row0) * k;
+        for (int32_t j = 0; j < k; j++) dst[j] = 0;
+        for (int64_t q = offsets[r]; q < offsets[r + 1]; q++) {
+            const float x = values[q], *src = w + (int64_t)columns[q] * k;
+            for (int32_t j = 0; j < k; j++) dst[j] += x * src[j];
+        }
+    }
+}
+
+#if defined(__x86_64__)
+MLT_AVX2 static void forward_avx2(const int64_t *offsets, const int32_t *columns, const float *values, int64_t row0,
+                                  int64_t row1, const float *w, int32_t k, float *out) {
+    const int32_t k8 = k & ~7;
+    for (int64_t r = row0; r < row1; r++) {
+        float *dst = out + (r - row0) * k;
+        const int64_t lo = offsets[r], hi = offsets[r + 1];
+        for (int32_t c = 0; c < k8; c += 8) {
+            __m256 s = _mm256_setzero_ps();
+            for (int64_t q = lo; q < hi; q++) {
+                s = _mm256_fmadd_ps(_mm256_broadcast_ss(values + q), _mm256_loadu_ps(w + (int64_t)columns[q] * k + c), s);
+            }
+            _mm256_storeu_ps(dst + c, s);
+        }
+        for (int32_t j = k8; j < k; j++) {
+            float s = 0;
+            for (int64_t q = lo; q < hi; q++) s = fmaf(values[q], w[(int64_t)columns[q] * k + j], s);
+            dst[j] = s;
+        }
+    }
+}
+#endif
+
+void mlt_sparse_forward(const int64_t *offsets, const int32_t *columns, const float *values, int64_t row0,
+                        int64_t row1, const float *w, int32_t k, float *out, int level) {
+#if defined(__x86_64__)
+    if (mlt_simd_level(level) == 1) { forward_avx2(offsets, columns, values, row0, row1, w, k, out); return; }
+#endif
+    forward_portable(offsets, columns, values, row0, row1, w, k, out);
+}
+
+void mlt_sgd_epoch(const int64_t *offsets, const int32_t *columns, const float *values, const int32_t *labels,
+                   const double *row_scale, const int64_t *order, int64_t count, int64_t cols, int32_t k,
+                   int32_t kp, float *v, double *bias, double *a, double *t, double eta0, double total, double l2,
+                   int level) {
+#if defined(__x86_64__)
+    if (mlt_simd_level(level) == 1) {
+        epoch_avx2(offsets, columns, values, labels, row_scale, order, count, cols, k, kp, v, bias, a, t, eta0,
+                   total, l2);
+        return;
+    }
+#endif
+    epoch_portable(offsets, columns, values, labels, row_scale, order, count, cols, k, kp, v, bias, a, t, eta0,
+                   total, l2);
+}

@@ -1,0 +1,535 @@
+import Dispatch
+import Foundation
+import MLToolCore
+
+/// Documents tokenized once, each as a list of term ids, so that training can fit vocabularies on several subsets
+/// (the training split, then training + validation) and build their sparse rows without tokenizing again.
+///
+/// `vectorizer(fittedOn:)` and `rows(_:_:)` give exactly what `TextVectorizer.fit(documents:config:)` and
+/// `transform(_:)` give for the same documents (same vocabulary, idf and bit-identical rows; tested).
+///
+/// Fast path (word n-grams with NFKC): a document that is pure ASCII is tokenized on its bytes (NFKC leaves ASCII
+/// unchanged), other documents through `TextTokenizer.words`; words are interned on their UTF-8 bytes, and an
+/// n-gram is a node in a trie of word ids, so no String is made per token. Under NFKC (+ lower-casing) equal words
+/// have equal bytes, which is what the String-keyed reference compares. Character n-grams and normalisation "none"
+/// take the general path: `TextTokenizer.terms`, interned as Strings (Unicode canonical equality, like the reference).
+public struct TermCorpus: Sendable {
+    public let config: TextConfig
+    public let documentCount: Int
+    /// Term ids of document i: `termIDs[documentOffsets[i]..<documentOffsets[i + 1]]`, repeats kept.
+    let documentOffsets: [Int]
+    let termIDs: [Int32]
+    let table: TermTable
+
+    public init(documents: [String], config: TextConfig) throws {
+        let tokenizer = try TextTokenizer(config: config)
+        self.config = config
+        documentCount = documents.count
+        var offsets = [0], ids: [Int32] = []
+        offsets.reserveCapacity(documents.count + 1)
+        if config.charNgrams == nil && config.normalization == "nfkc" {
+            // Two halves tokenized side by side, the second merged into the first. Ids depend on the split, but
+            // nothing built from them does: vocabularies are sorted by bytes, rows by column.
+            let parts = documents.count >= 2000 ? 2 : 1
+            let results = Slots<(TrieBuilder, [Int32], [Int])>(count: parts)
+            DispatchQueue.concurrentPerform(iterations: parts) { part in
+                var builder = TrieBuilder(tokenizer: tokenizer)
+                var partIDs: [Int32] = [], ends: [Int] = []
+                ends.reserveCapacity(documents.count / parts + 1)
+                for doc in documents[(part * documents.count / parts)..<((part + 1) * documents.count / parts)] {
+                    builder.appendTerms(of: doc, into: &partIDs)
+                    ends.append(partIDs.count)
+                }
+                results.set(part, (builder, partIDs, ends))
+            }
+            let done = results.values
+            var builder = done[0].0
+            ids = done[0].1
+            offsets += done[0].2
+            for (other, otherIDs, ends) in done.dropFirst() {
+                let map = builder.merge(other)
+                let base = ids.count
+                ids.reserveCapacity(base + otherIDs.count)
+                for t in otherIDs { ids.append(map[Int(t)]) }
+                offsets += ends.map { $0 + base }
+            }
+            table = .trie(builder.finish())
+        } else {
+            var index: [String: Int32] = [:], strings: [String] = []
+            for doc in documents {
+                for term in tokenizer.terms(doc) {
+                    if let id = index[term] {
+                        ids.append(id)
+                    } else {
+                        let id = Int32(strings.count)
+                        index[term] = id
+                        strings.append(term)
+                        ids.append(id)
+                    }
+                }
+                offsets.append(ids.count)
+            }
+            table = .strings(strings)
+        }
+        documentOffsets = offsets
+        termIDs = ids
+    }
+
+    /// A vectorizer fitted on the documents at `indices`, with the column of every term id (−1: not a feature).
+    public struct Fitted: Sendable {
+        public let vectorizer: TextVectorizer
+        let columnOfTerm: [Int32]
+    }
+
+    /// The same vocabulary and idf as `TextVectorizer.fit` on those documents' texts.
+    public func vectorizer(fittedOn indices: [Int]) -> Fitted {
+        let termCount = table.count
+        var columnOfTerm = [Int32](repeating: -1, count: termCount)
+        var df: [Int]
+        var vocabulary: [String] = []
+        if let bits = config.hashBits {
+            for t in 0..<termCount { columnOfTerm[t] = Int32(TextVectorizer.hashColumn(table.bytes(of: t), bits: bits)) }
+            df = [Int](repeating: 0, count: 1 << bits)
+            var lastSeen = [Int](repeating: -1, count: 1 << bits)
+            for (position, doc) in indices.enumerated() {
+                for i in documentOffsets[doc]..<documentOffsets[doc + 1] {
+                    let c = Int(columnOfTerm[Int(termIDs[i])])
+                    if lastSeen[c] != position { lastSeen[c] = position; df[c] += 1 }
+                }
+            }
+        } else {
+            var termDF = [Int](repeating: 0, count: termCount)
+            var lastSeen = [Int](repeating: -1, count: termCount)
+            for (position, doc) in indices.enumerated() {
+                for i in documentOffsets[doc]..<documentOffsets[doc + 1] {
+                    let t = Int(termIDs[i])
+                    if lastSeen[t] != position { lastSeen[t] = position; termDF[t] += 1 }
+                }
+            }
+            let kept = (0..<termCount).filter { termDF[$0] >= config.minCount }
+            // The kept terms' bytes in one arena, sorted by memcmp (UTF-8 byte order, shorter prefix first).
+            var arena: [UInt8] = [], starts = [0]
+            starts.reserveCapacity(kept.count + 1)
+            for t in kept { table.appendBytes(of: t, to: &arena); starts.append(arena.count) }
+            var order: [Int] = []
+            arena.withUnsafeBufferPointer { a in
+                let base = a.baseAddress ?? UnsafePointer(bitPattern: 1)!
+                // The first 8 bytes big-endian (zero-padded; terms hold no zero bytes) decide most comparisons.
+                var keyed = kept.indices.map { i -> (UInt64, Int) in
+                    var key: UInt64 = 0
+                    for b in 0..<8 {
+                        key <<= 8
+                        if starts[i] + b < starts[i + 1] { key |= UInt64(base[starts[i] + b]) }
+                    }
+                    return (key, i)
+                }
+                keyed.sort { x, y in
+                    if x.0 != y.0 { return x.0 < y.0 }
+                    let i = x.1, j = y.1
+                    let li = starts[i + 1] - starts[i], lj = starts[j + 1] - starts[j]
+                    let c = memcmp(base + starts[i], base + starts[j], min(li, lj))
+                    return c != 0 ? c < 0 : li < lj
+                }
+                order = keyed.map(\.1)
+                vocabulary = order.map { String(decoding: UnsafeBufferPointer(start: base + starts[$0],
+                                                                              count: starts[$0 + 1] - starts[$0]),
+                                                as: UTF8.self) }
+            }
+            df = order.map { termDF[kept[$0]] }
+            for (column, k) in order.enumerated() { columnOfTerm[kept[k]] = Int32(column) }
+        }
+        var idf: [Float] = []
+        if config.weighting == "tfidf" {
+            let n = indices.count
+            idf = df.map { Float(log(Double(1 + n) / Double(1 + $0)) + 1) }
+        }
+        return Fitted(vectorizer: TextVectorizer(config: config, vocabulary: vocabulary, idf: idf),
+                      columnOfTerm: columnOfTerm)
+    }
+
+    /// The rows of the documents at `indices`: bit-identical to `fitted.vectorizer.transform` of their texts.
+    public func rows(_ indices: [Int], _ fitted: Fitted) -> CSRMatrix {
+        let v = fitted.vectorizer
+        enum Weighting { case binary, count, tfidf }
+        let weighting: Weighting = config.weighting == "binary" ? .binary : config.weighting == "count" ? .count : .tfidf
+        let sublinear = config.sublinearTF, normalize = config.l2Normalize
+        var longest = 0, total = 0
+        for doc in indices {
+            let length = documentOffsets[doc + 1] - documentOffsets[doc]
+            longest = max(longest, length)
+            total += length
+        }
+        var offsets = [Int](), columns: [Int32] = [], values: [Float] = []
+        offsets.reserveCapacity(indices.count + 1)
+        offsets.append(0)
+        columns.reserveCapacity(total / 2)
+        values.reserveCapacity(total / 2)
+        // Per document: counts in a dense scratch array, the touched columns in `seen`, then sorted.
+        let counts = UnsafeMutablePointer<Int32>.allocate(capacity: max(v.featureCount, 1))
+        counts.initialize(repeating: 0, count: max(v.featureCount, 1))
+        let seen = UnsafeMutablePointer<Int32>.allocate(capacity: max(longest, 1))
+        let row = UnsafeMutablePointer<Double>.allocate(capacity: max(longest, 1))
+        defer { counts.deallocate(); seen.deallocate(); row.deallocate() }
+        termIDs.withUnsafeBufferPointer { ids in
+            fitted.columnOfTerm.withUnsafeBufferPointer { columnOf in
+                v.idf.withUnsafeBufferPointer { idf in
+                    for doc in indices {
+                        var m = 0
+                        for i in documentOffsets[doc]..<documentOffsets[doc + 1] {
+                            let c = columnOf[Int(ids[i])]
+                            guard c >= 0 else { continue }
+                            if counts[Int(c)] == 0 { seen[m] = c; m &+= 1 }
+                            counts[Int(c)] &+= 1
+                        }
+                        sortInt32(seen, m)
+                        // The arithmetic of `TextVectorizer.transform`, in the same order.
+                        var sq = 0.0
+                        for j in 0..<m {
+                            let c = Int(seen[j])
+                            let tf = Double(counts[c])
+                            counts[c] = 0
+                            let x: Double
+                            switch weighting {
+                            case .binary: x = 1
+                            case .count: x = tf
+                            // log(1) is exactly 0: skip the call for the most common count.
+                            case .tfidf: x = (sublinear ? (tf == 1 ? 1 : 1 + log(tf)) : tf) * Double(idf[c])
+                            }
+                            row[j] = x
+                            sq += x * x
+                        }
+                        if normalize {
+                            let norm = sq.squareRoot()
+                            if norm > 0 { for j in 0..<m { row[j] = row[j] / norm } }
+                        }
+                        columns.append(contentsOf: UnsafeBufferPointer(start: seen, count: m))
+                        for j in 0..<m { values.append(Float(row[j])) }
+                        offsets.append(columns.count)
+                    }
+                }
+            }
+        }
+        return CSRMatrix(unchecked: indices.count, cols: v.featureCount, rowOffsets: offsets, columns: columns,
+                         values: values)
+    }
+}
+
+/// Sorts `p[0..<n]` ascending: insertion sort for short runs, quicksort (median of three) above.
+func sortInt32(_ p: UnsafeMutablePointer<Int32>, _ n: Int) {
+    var lo = 0, hi = n - 1
+    while hi - lo >= 16 {
+        let mid = lo + (hi - lo) / 2
+        if p[mid] < p[lo] { p.swapAt(mid, lo) }
+        if p[hi] < p[lo] { p.swapAt(hi, lo) }
+        if p[hi] < p[mid] { p.swapAt(hi, mid) }
+        let pivot = p[mid]
+        var i = lo, j = hi
+        while i <= j {
+            while p[i] < pivot { i += 1 }
+            while p[j] > pivot { j -= 1 }
+            if i <= j { p.swapAt(i, j); i += 1; j -= 1 }
+        }
+        // Recurse into the smaller side, loop on the larger.
+        if j - lo < hi - i { sortInt32(p + lo, j - lo + 1); lo = i } else { sortInt32(p + i, hi - i + 1); hi = j }
+    }
+    if hi > lo {
+        for i in (lo + 1)...hi {
+            let x = p[i]
+            var j = i - 1
+            while j >= lo && p[j] > x { p[j + 1] = p[j]; j -= 1 }
+            p[j + 1] = x
+        }
+    }
+}
+
+extension UnsafeMutablePointer where Pointee == Int32 {
+    @inline(__always) func swapAt(_ i: Int, _ j: Int) { let t = self[i]; self[i] = self[j]; self[j] = t }
+}
+
+/// How term ids map back to term text.
+enum TermTable: Sendable {
+    /// Term t is word `word[t]` appended (after a space) to term `parent[t]` (−1: none).
+    case trie(Trie)
+    case strings([String])
+
+    struct Trie: Sendable {
+        var parent: [Int32]
+        var word: [Int32]
+        var words: WordTable
+    }
+
+    var count: Int {
+        switch self {
+        case .trie(let t): return t.parent.count
+        case .strings(let s): return s.count
+        }
+    }
+
+    /// The term's UTF-8 bytes (words joined by one space).
+    func bytes(of term: Int) -> [UInt8] {
+        var out: [UInt8] = []
+        appendBytes(of: term, to: &out)
+        return out
+    }
+
+    func appendBytes(of term: Int, to out: inout [UInt8]) {
+        switch self {
+        case .strings(let s):
+            out += s[term].utf8
+        case .trie(let t):
+            // Word n-grams are at most 32 words; walk up to the root, then write from the first word.
+            var chain = (Int32(0), Int32(0), Int32(0), Int32(0))
+            var node = Int32(term), depth = 0
+            var longer: [Int32] = []
+            while node >= 0 {
+                let w = t.word[Int(node)]
+                switch depth {
+                case 0: chain.0 = w
+                case 1: chain.1 = w
+                case 2: chain.2 = w
+                case 3: chain.3 = w
+                default: longer.append(w)
+                }
+                depth += 1
+                node = t.parent[Int(node)]
+            }
+            for level in stride(from: depth - 1, through: 0, by: -1) {
+                let w: Int32
+                switch level {
+                case 0: w = chain.0
+                case 1: w = chain.1
+                case 2: w = chain.2
+                case 3: w = chain.3
+                default: w = longer[level - 4]
+                }
+                t.words.appendBytes(of: Int(w), to: &out)
+                if level > 0 { out.append(0x20) }
+            }
+        }
+    }
+}
+
+/// Interns words (UTF-8 byte strings) as dense ids: open addressing on FNV-1a, bytes kept in one arena.
+struct WordTable: Sendable {
+    private(set) var arena: [UInt8] = []
+    private(set) var starts: [Int] = [0]
+    private var slots: [Int32]
+    private var hashes: [UInt64] = []
+    private var mask: Int
+
+    init() {
+        slots = [Int32](repeating: -1, count: 1 << 12)
+        mask = (1 << 12) - 1
+    }
+
+    var count: Int { starts.count - 1 }
+
+    func appendBytes(of id: Int, to out: inout [UInt8]) { out += arena[starts[id]..<starts[id + 1]] }
+
+    /// The id of the word `bytes[0..<length]`, added when new (`isNew` tells).
+    mutating func intern(_ bytes: UnsafePointer<UInt8>, _ length: Int) -> (id: Int32, isNew: Bool) {
+        var h: UInt64 = 0xcbf2_9ce4_8422_2325
+        for i in 0..<length { h = (h ^ UInt64(bytes[i])) &* 0x0000_0100_0000_01B3 }
+        var slot = Int(truncatingIfNeeded: h) & mask
+        while true {
+            let id = Int(slots[slot])
+            if id < 0 { break }
+            if hashes[id] == h && starts[id + 1] - starts[id] == length {
+                let same = arena.withUnsafeBufferPointer { memcmp($0.baseAddress! + starts[id], bytes, length) == 0 }
+                if same { return (Int32(id), false) }
+            }
+            slot = (slot &+ 1) & mask
+        }
+        let id = Int32(count)
+        slots[slot] = id
+        hashes.append(h)
+        arena.append(contentsOf: UnsafeBufferPointer(start: bytes, count: length))
+        starts.append(arena.count)
+        if count * 2 > mask { grow() }
+        return (id, true)
+    }
+
+    private mutating func grow() {
+        let size = (mask + 1) * 2
+        slots = [Int32](repeating: -1, count: size)
+        mask = size - 1
+        for id in 0..<count {
+            var slot = Int(truncatingIfNeeded: hashes[id]) & mask
+            while slots[slot] >= 0 { slot = (slot &+ 1) & mask }
+            slots[slot] = Int32(id)
+        }
+    }
+}
+
+/// Tokenizes documents into n-gram term ids (the fast path of `TermCorpus`).
+struct TrieBuilder {
+    let tokenizer: TextTokenizer
+    var words = WordTable()
+    /// Per word id: dropped as a stop word.
+    var stop: [Bool] = []
+    var children = IDTable()
+    var parent: [Int32] = []
+    var word: [Int32] = []
+    /// Scratch: the current document's word ids.
+    var docWords: [Int32] = []
+
+    init(tokenizer: TextTokenizer) { self.tokenizer = tokenizer }
+
+    mutating func internWord(_ bytes: UnsafePointer<UInt8>, _ length: Int) {
+        let (id, isNew) = words.intern(bytes, length)
+        if isNew {
+            stop.append(tokenizer.isStopWord(String(decoding: UnsafeBufferPointer(start: bytes, count: length),
+                                                    as: UTF8.self)))
+        }
+        if !stop[Int(id)] { docWords.append(id) }
+    }
+
+    /// Appends the document's terms (every n-gram, as `TextTokenizer.terms` lists them) to `ids`.
+    mutating func appendTerms(of doc: String, into ids: inout [Int32]) {
+        docWords.removeAll(keepingCapacity: true)
+        var text = doc
+        let ascii = text.withUTF8 { u in
+            for b in u where b >= 0x80 { return false }
+            return true
+        }
+        if ascii {
+            let lower = tokenizer.config.lowercase
+            text.withUTF8 { u in
+                guard let p = u.baseAddress else { return }
+                let n = u.count
+                // Words are lower-cased into `word` (no longer than the document).
+                let word = UnsafeMutablePointer<UInt8>.allocate(capacity: n)
+                defer { word.deallocate() }
+                var length = 0, i = 0
+                while i < n {
+                    var b = p[i]
+                    if Self.isAlphanumeric(b) {
+                        if lower && b >= 0x41 && b <= 0x5A { b |= 0x20 }
+                        word[length] = b
+                        length &+= 1
+                    } else if b == 0x27, length > 0, i + 1 < n, Self.isAlphanumeric(p[i + 1]) {
+                        word[length] = b
+                        length &+= 1
+                    } else if length > 0 {
+                        internWord(word, length)
+                        length = 0
+                    }
+                    i &+= 1
+                }
+                if length > 0 { internWord(word, length) }
+            }
+        } else {
+            // `words` has already dropped the stop words; the flags agree for the ones that remain.
+            for w in tokenizer.words(doc) {
+                var w = w
+                w.withUTF8 { internWord($0.baseAddress!, $0.count) }
+            }
+        }
+        let lo = tokenizer.config.wordNgrams[0], hi = tokenizer.config.wordNgrams[1]
+        let count = docWords.count
+        // By length then start, the order of `terms` (counts do not depend on it, but ids stay reproducible).
+        for n in lo...hi where n <= count {
+            for start in 0...(count - n) {
+                var node: Int32 = -1
+                for w in docWords[start..<(start + n)] { node = child(node, w) }
+                ids.append(node)
+            }
+        }
+    }
+
+    /// The term `node` + " " + word `w` (node −1: the word alone).
+    mutating func child(_ node: Int32, _ w: Int32) -> Int32 {
+        let key = UInt64(UInt32(bitPattern: node &+ 1)) << 32 | UInt64(UInt32(bitPattern: w))
+        let (id, isNew) = children.findOrInsert(key, Int32(parent.count))
+        if isNew {
+            parent.append(node)
+            word.append(w)
+        }
+        return id
+    }
+
+    /// Adds `other`'s words and terms to this builder; returns the id here of each of `other`'s term ids.
+    mutating func merge(_ other: TrieBuilder) -> [Int32] {
+        var wordMap = [Int32](repeating: 0, count: other.words.count)
+        other.words.arena.withUnsafeBufferPointer { arena in
+            for w in 0..<other.words.count {
+                let start = other.words.starts[w], length = other.words.starts[w + 1] - start
+                let (id, isNew) = words.intern(arena.baseAddress! + start, length)
+                if isNew { stop.append(other.stop[w]) }
+                wordMap[w] = id
+            }
+        }
+        // A term's parent has a smaller id than the term, so it is mapped first.
+        var termMap = [Int32](repeating: 0, count: other.parent.count)
+        for t in 0..<other.parent.count {
+            let p = other.parent[t]
+            termMap[t] = child(p < 0 ? -1 : termMap[Int(p)], wordMap[Int(other.word[t])])
+        }
+        return termMap
+    }
+
+    func finish() -> TermTable.Trie { TermTable.Trie(parent: parent, word: word, words: words) }
+
+    static func isAlphanumeric(_ b: UInt8) -> Bool {
+        (b >= 0x30 && b <= 0x39) || (b >= 0x41 && b <= 0x5A) || (b >= 0x61 && b <= 0x7A)
+    }
+}
+
+/// UInt64 keys (never UInt64.max) to Int32 values: open addressing with a multiplicative hash, for the n-gram trie.
+struct IDTable: Sendable {
+    private var keys: [UInt64]
+    private var values: [Int32]
+    private var shift: UInt64
+    private(set) var count = 0
+
+    init() {
+        keys = [UInt64](repeating: .max, count: 1 << 14)
+        values = [Int32](repeating: 0, count: 1 << 14)
+        shift = 64 - 14
+    }
+
+    /// The value of `key`, inserting `value` when the key is new (`isNew` tells).
+    mutating func findOrInsert(_ key: UInt64, _ value: Int32) -> (value: Int32, isNew: Bool) {
+        let mask = keys.count - 1
+        var slot = Int(truncatingIfNeeded: (key &* 0x9E37_79B9_7F4A_7C15) >> shift)
+        while true {
+            let k = keys[slot]
+            if k == key { return (values[slot], false) }
+            if k == .max { break }
+            slot = (slot &+ 1) & mask
+        }
+        keys[slot] = key
+        values[slot] = value
+        count += 1
+        if count * 2 > keys.count { grow() }
+        return (value, true)
+    }
+
+    private mutating func grow() {
+        let oldKeys = keys, oldValues = values
+        keys = [UInt64](repeating: .max, count: oldKeys.count * 2)
+        values = [Int32](repeating: 0, count: oldKeys.count * 2)
+        shift -= 1
+        let mask = keys.count - 1
+        for (i, key) in oldKeys.enumerated() where key != .max {
+            var slot = Int(truncatingIfNeeded: (key &* 0x9E37_79B9_7F4A_7C15) >> shift)
+            while keys[slot] != .max { slot = (slot &+ 1) & mask }
+            keys[slot] = key
+            values[slot] = oldValues[i]
+        }
+    }
+}
+
+/// One slot per concurrent task; each task writes only its own slot, and the slots are read after the tasks end.
+final class Slots<T>: @unchecked Sendable {
+    private let slots: UnsafeMutablePointer<T?>
+    private let count: Int
+    init(count: Int) {
+        self.count = count
+        slots = .allocate(capacity: count)
+        slots.initialize(repeating: nil, count: count)
+    }
+    deinit { slots.deinitialize(count: count); slots.deallocate() }
+    func set(_ i: Int, _ value: T) { slots[i] = value }
+    var values: [T] { (0..<count).compactMap { slots[$0] } }
+}

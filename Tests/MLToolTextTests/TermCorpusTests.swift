@@ -1,0 +1,81 @@
+import Foundation
+import MLToolCore
+import Testing
+@testable import MLToolData
+
+/// `TermCorpus` (tokenize once, term ids) against the reference `TextVectorizer.fit` + `transform` on the same texts:
+/// same vocabulary and idf, bit-identical rows.
+@Suite struct TermCorpusTests {
+    /// Seeded documents mixing ASCII and non-ASCII text, case, apostrophes, digits and punctuation; `count` ≥ 2000
+    /// makes `TermCorpus` tokenize in two halves and merge them.
+    static func documents(_ count: Int, seed: UInt64) -> [String] {
+        let words = ["the", "Cat", "don't", "library", "JSON", "parser", "C++", "x86-64", "naïve", "Straße", "ΣΊΣΥΦΟΣ",
+                     "über", "fast", "it’s", "ﬁle", "日本語", "emoji🙂", "2024", "v1.2", "o'", "'quoted'", "tab\there",
+                     "rock'n'roll", "ÉCOLE", "école", "résumé", "e\u{301}cole", "Kelvin\u{212A}"]
+        var rng = SplitMix64(seed: seed)
+        return (0..<count).map { i in
+            let n = 1 + Int(rng.next() % 12)
+            let picked = (0..<n).map { _ in words[Int(rng.next() % UInt64(words.count))] }
+            // Every third document is pure ASCII, taking the byte-level path.
+            return i % 3 == 0 ? picked.filter { $0.allSatisfy(\.isASCII) }.joined(separator: " ")
+                : picked.joined(separator: i % 2 == 0 ? " " : ", ")
+        }
+    }
+
+    func check(_ config: TextConfig, documents: [String], split: Int,
+               sourceLocation: SourceLocation = #_sourceLocation) throws {
+        let corpus = try TermCorpus(documents: documents, config: config)
+        #expect(corpus.documentCount == documents.count)
+        let trainIDs = Array(0..<split), testIDs = Array(split..<documents.count)
+        let fitted = corpus.vectorizer(fittedOn: trainIDs)
+        let reference = try TextVectorizer.fit(documents: Array(documents[..<split]), config: config)
+        #expect(fitted.vectorizer.vocabulary == reference.vocabulary, sourceLocation: sourceLocation)
+        #expect(fitted.vectorizer.idf.map(\.bitPattern) == reference.idf.map(\.bitPattern),
+                sourceLocation: sourceLocation)
+        #expect(fitted.vectorizer.featureCount == reference.featureCount, sourceLocation: sourceLocation)
+        for (ids, texts) in [(trainIDs, Array(documents[..<split])), (testIDs, Array(documents[split...]))] {
+            let fast = corpus.rows(ids, fitted), slow = try reference.transform(texts)
+            #expect(fast.rowOffsets == slow.rowOffsets, sourceLocation: sourceLocation)
+            #expect(fast.columns == slow.columns, sourceLocation: sourceLocation)
+            #expect(fast.values.map(\.bitPattern) == slow.values.map(\.bitPattern), sourceLocation: sourceLocation)
+        }
+    }
+
+    @Test func defaultConfigMatchesTheReferenceAcrossTheMergedHalves() throws {
+        let docs = Self.documents(2400, seed: 3)
+        try check(TextConfig(minCount: 2), documents: docs, split: 2000)
+    }
+
+    @Test func longerNgramsStopWordsAndMinCountMatch() throws {
+        var c = TextConfig(wordNgrams: [1, 3], minCount: 3)
+        c.stopWords = ["the", "IT’S", "über"]
+        try check(c, documents: Self.documents(600, seed: 4), split: 500)
+        c.wordNgrams = [2, 3]
+        c.lowercase = false
+        try check(c, documents: Self.documents(600, seed: 5), split: 450)
+    }
+
+    @Test func weightingsAndHashingMatch() throws {
+        let docs = Self.documents(300, seed: 6)
+        try check(TextConfig(weighting: "count", l2Normalize: false), documents: docs, split: 250)
+        try check(TextConfig(weighting: "binary"), documents: docs, split: 250)
+        try check(TextConfig(sublinearTF: false), documents: docs, split: 250)
+        try check(TextConfig(hashBits: 8, vocabularyTensor: nil), documents: docs, split: 250)
+    }
+
+    /// Character n-grams and normalisation "none" take the String-keyed path; it must agree too.
+    @Test func generalPathMatches() throws {
+        let docs = Self.documents(300, seed: 7)
+        try check(TextConfig(charNgrams: [2, 4], minCount: 2), documents: docs, split: 240)
+        try check(TextConfig(normalization: "none", minCount: 1), documents: docs, split: 240)
+    }
+
+    @Test func emptyAndWordlessDocumentsGiveEmptyRows() throws {
+        let docs = ["", "!!! ...", "one two", "two three"]
+        let corpus = try TermCorpus(documents: docs, config: TextConfig())
+        let fitted = corpus.vectorizer(fittedOn: [0, 1, 2, 3])
+        let rows = corpus.rows([0, 1, 2, 3], fitted)
+        #expect(rows.rowOffsets == [0, 0, 0, 3, 6])
+        #expect(fitted.vectorizer.vocabulary == ["one", "one two", "three", "two", "two three"])
+    }
+}
