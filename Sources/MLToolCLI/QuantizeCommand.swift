@@ -24,6 +24,9 @@ extension CLI {
             OptionSpec("--min-elements", value: "N", help: "Leave tensors smaller than N in float (default 2048)."),
             OptionSpec("--max-drop", value: "P", help: "Accuracy gate: allowed drop in percentage points."),
             OptionSpec("--data", value: "DATA", help: "Evaluate on DATA instead of the recorded holdout."),
+            OptionSpec("--calibration", value: "DATA", help: "Images for bias correction (default: the evaluation items)."),
+            OptionSpec("--calibration-count", value: "N", help: "Calibration images to use (default 32)."),
+            OptionSpec("--no-bias-correction", help: "Keep the float biases (no calibration run)."),
             OptionSpec("--no-eval", help: "Skip the accuracy evaluation."),
             OptionSpec("--seed", value: "N", help: "k-means seed (default 42)."),
             OptionSpec("--out", short: "-o", value: "OUT", help: "Output path."),
@@ -61,17 +64,41 @@ extension CLI {
         let out = args.string("--out") ?? stem + ".\(suffix).bin"
         let model = try ModelLoading.load(path)
         let quiet = args.has("--quiet")
+        let threads = try args.int("--threads", default: 0)
         let started = Date()
-        var (quantized, reports) = try Quantizer.quantize(model, options)
+        let isImage = model.metadata.image != nil && model.metadata.graph != nil
+        let evaluate = !args.has("--no-eval")
+        // The evaluation items: --data, else the recorded holdout.
+        let items: [LabeledItem]? = try args.string("--data").map { try loadItems($0, task: model.metadata.task) }
+            ?? (evaluate && model.metadata.split?.holdout.isEmpty == false
+                ? try Evaluation.recordedHoldout(model, modelPath: path, skipMissing: false) : nil)
+
+        // Bias correction: measured on a few calibration images (image models; not needed for fp16).
+        var calibration: QuantizeCalibration?
+        if isImage && mode != .fp16 && !args.has("--no-bias-correction") {
+            let count = try args.int("--calibration-count", default: 32)
+            guard count >= 1 else { throw CLIError.usage(command: "quantize", message: "--calibration-count must be ≥ 1") }
+            let source: (String, [LabeledItem])? = try args.string("--calibration").map { ($0, try loadItems($0, task: model.metadata.task)) }
+                ?? items.map { (args.has("--data") ? "--data" : "holdout", $0) }
+            if let (name, calItems) = source, !calItems.isEmpty {
+                calibration = try QuantizeCalibration(model: model, modelPath: path, items: calItems, count: count,
+                                                      source: name, threads: threads)
+            } else if !quiet {
+                note("mltool: note: no calibration images (no holdout, --data or --calibration): biases left as they are")
+            }
+        }
+        var corrected = 0
+        func compress(_ options: QuantizeOptions) throws -> (Model, [TensorQuantReport]) {
+            var (q, r) = try Quantizer.quantize(model, options)
+            if let calibration { corrected = try calibration.correctBiases(original: model, quantized: &q) }
+            return (q, r)
+        }
+        var (quantized, reports) = try compress(options)
 
         // The accuracy gate.
         var gate: GateResult?
-        if !args.has("--no-eval") {
-            let items: [LabeledItem]? = try args.string("--data").map { try loadItems($0, task: model.metadata.task) }
-                ?? (model.metadata.split?.holdout.isEmpty == false
-                    ? try Evaluation.recordedHoldout(model, modelPath: path, skipMissing: false) : nil)
+        if evaluate {
             if let items, !model.metadata.labels.isEmpty {
-                let threads = try args.int("--threads", default: 0)
                 let truth = try Evaluation.truth(items, labels: model.metadata.labels, modelPath: path)
                 let k = model.metadata.labels.count
                 let floatProbs = try Evaluation.probabilities(model, modelPath: path, items: items, threads: threads, quiet: quiet)
@@ -101,7 +128,7 @@ extension CLI {
                         }
                         order = Array(order.dropFirst(step)).filter { (options.bitsOverride[$0.name] ?? bits) < 32 }
                         let backed = result.backedOff
-                        (quantized, reports) = try Quantizer.quantize(model, options)
+                        (quantized, reports) = try compress(options)
                         result = try measure(quantized)
                         result.backedOff = backed
                         if !quiet { note(String(format: "gate: backed off %d tensors, drop now %.2f points", backed.count, (result.floatAccuracy - result.quantizedAccuracy) * 100)) }
@@ -116,7 +143,8 @@ extension CLI {
         let sizeBefore = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0
         let sizeAfter = (try? FileManager.default.attributesOfItem(atPath: out)[.size] as? Int) ?? 0
         let report = QuantizeReport(model: path, output: out, mode: mode.rawValue, bits: bits, tensors: reports,
-                                    fileBytesBefore: sizeBefore, fileBytesAfter: sizeAfter, gate: gate,
+                                    fileBytesBefore: sizeBefore, fileBytesAfter: sizeAfter,
+                                    biasCorrection: calibration.map { "\(corrected) biases adjusted on \($0.source)" }, gate: gate,
                                     seconds: Date().timeIntervalSince(started))
         if args.has("--json") {
             let e = JSONEncoder()
@@ -153,6 +181,7 @@ struct QuantizeReport: Encodable {
     var tensors: [TensorQuantReport]
     var fileBytesBefore: Int
     var fileBytesAfter: Int
+    var biasCorrection: String?
     var gate: GateResult?
     var seconds: Double
 
@@ -173,6 +202,7 @@ struct QuantizeReport: Encodable {
         let before = tensors.reduce(0) { $0 + $1.bytesBefore }, after = tensors.reduce(0) { $0 + $1.bytesAfter }
         s += "  weights \(before) → \(after) bytes; file \(fileBytesBefore) → \(fileBytesAfter) bytes ("
             + String(format: "%.1f%%", Double(fileBytesAfter) / Double(max(fileBytesBefore, 1)) * 100) + " of the original)\n"
+        if let b = biasCorrection { s += "  bias correction: \(b)\n" }
         if let g = gate {
             s += String(format: "  accuracy on %d items: float %.4f, quantized %.4f (%+.2f points); top-1 agreement %.4f; mean KL %.5f\n",
                         g.items, g.floatAccuracy, g.quantizedAccuracy, (g.quantizedAccuracy - g.floatAccuracy) * 100,

@@ -4,7 +4,8 @@ import MLToolCore
 /// floats, and every weight is stored as the packed index of its nearest entry (Core's `PackedBits` layout).
 public enum Palettizer {
     /// With `channelAxis`, every slice along it is first divided by its largest magnitude (kept as a per-channel
-    /// scale), so one table of normalised values serves channels whose ranges differ by orders of magnitude.
+    /// scale, rounded up to bfloat16 as stored), so one table of normalised values serves channels whose ranges
+    /// differ by orders of magnitude.
     public static func palettize(_ t: StoredTensor, values original: [Float], bits: Int, axis requestedAxis: Int?,
                                  groupSize: Int?, seed: UInt64, channelAxis: Int? = nil) throws -> StoredTensor {
         var w = original
@@ -15,7 +16,7 @@ public enum Palettizer {
             var s = [Float](repeating: 0, count: ch)
             var i = 0
             for _ in 0..<o { for c in 0..<ch { for _ in 0..<inn { s[c] = max(s[c], abs(w[i])); i += 1 } } }
-            s = s.map { $0 > 0 ? $0 : 1 }
+            s = s.map { $0 > 0 ? LinearQuantizer.bfloat16Up($0) : 1 }
             i = 0
             for _ in 0..<o { for c in 0..<ch { for _ in 0..<inn { w[i] /= s[c]; i += 1 } } }
             scales = s
@@ -44,7 +45,8 @@ public enum Palettizer {
             throw QuantError.invalidOptions("palette bits must be 1, 2, 4, 6 or 8 (got \(bits))")
         }
         return StoredTensor(name: t.name, dtype: dtype, shape: t.shape,
-                            quant: QuantParams(axis: axis, scales: scales, groupSize: axis == nil ? nil : g, lut: lut),
+                            quant: QuantParams(axis: axis, scales: scales, groupSize: axis == nil ? nil : g, lut: lut,
+                                                   scalesType: scales == nil ? nil : "bf16"),
                             bytes: TensorBytes(copying: PackedBits.pack(indices, bits: bits)))
     }
 }

@@ -23,11 +23,14 @@ import MLToolCore
         let q = LinearQuantizer.quantize(t, values: w, axis: 3, asymmetric: false)
         #expect(q.dtype == .int8 && q.bytes.count == w.count)
         let back = try q.floats()
-        // Reference: per output channel c, scale = max|w| / 127.
+        let stored = try #require(q.quant?.scales)
+        #expect(q.quant?.scalesType == "bf16")
+        // Reference: per output channel c, scale = max|w| / 127, stored rounded up to bfloat16 (≤ 2⁻⁷ larger).
         for c in 0..<7 {
             let members = stride(from: c, to: w.count, by: 7)
             let scale = members.map { abs(w[$0]) }.max()! / 127
-            for i in members { #expect(abs(back[i] - w[i]) <= scale / 2 * 1.0001) }
+            #expect(stored[c] >= scale && stored[c] <= scale * (1 + 0x1p-7) && stored[c].bitPattern & 0xFFFF == 0)
+            for i in members { #expect(abs(back[i] - w[i]) <= stored[c] / 2 * 1.0001) }
         }
     }
 
@@ -38,7 +41,9 @@ import MLToolCore
         let back = try q.floats()
         let lo = min(0, w.min()!), hi = max(0, w.max()!)
         let scale = (hi - lo) / 255
-        for i in w.indices { #expect(abs(back[i] - w[i]) <= scale / 2 * 1.01 + 1e-7) }
+        let stored = try #require(q.quant?.scales?.first)
+        #expect(stored >= scale && stored <= scale * (1 + 0x1p-7))
+        for i in w.indices { #expect(abs(back[i] - w[i]) <= stored / 2 * 1.01 + 1e-7) }
     }
 
     @Test func fp16RelativeError() throws {
@@ -109,5 +114,82 @@ import MLToolCore
         #expect(q.tensors[0].dtype == .f32)
         #expect(r[0].skipped == "40 elements < --min-elements 2048")
         #expect(throws: QuantError.self) { try Quantizer.quantize(model, QuantizeOptions(mode: .linear, bits: 4)) }
+    }
+
+    // MARK: bias correction
+
+    /// Reference: the mean output of y = conv(x, W) + b over inputs with per-channel mean μ, written out directly.
+    static func referenceShift(_ w: [Float], _ wq: [Float], kh: Int, kw: Int, cin: Int, cout: Int, groups: Int,
+                               _ mu: [Float]) -> [Double] {
+        let cinG = cin / groups, perGroup = cout / groups
+        return (0..<cout).map { co in
+            var s = 0.0
+            for y in 0..<kh { for x in 0..<kw { for ci in 0..<cinG {
+                let i = ((y * kw + x) * cinG + ci) * cout + co
+                s += Double(w[i] - wq[i]) * Double(mu[(co / perGroup) * cinG + ci])
+            } } }
+            return s
+        }
+    }
+
+    @Test(arguments: [1, 2, 6])
+    func biasShiftMatchesReference(groups: Int) throws {
+        let (kh, kw, cin, cout) = (3, 2, 6, 6)
+        let shape = [kh, kw, cin / groups, cout]
+        var rng = SplitMix64(seed: UInt64(groups))
+        let w = (0..<shape.reduce(1, *)).map { _ in rng.nextUnit() - 0.5 }
+        let wq = w.map { ($0 * 4).rounded() / 4 }
+        let mu = (0..<cin).map { _ in rng.nextUnit() * 3 }
+        let s = try BiasCorrection.shift(weight: w, quantized: wq, shape: shape, groups: groups, inputMean: mu)
+        let ref = Self.referenceShift(w, wq, kh: kh, kw: kw, cin: cin, cout: cout, groups: groups, mu)
+        for c in 0..<cout { #expect(abs(Double(s[c]) - ref[c]) < 1e-5) }
+        #expect(throws: QuantError.self) {
+            try BiasCorrection.shift(weight: w, quantized: wq, shape: shape, groups: groups, inputMean: [1, 2])
+        }
+    }
+
+    /// On a dense layer with inputs at a constant mean, the corrected quantized model has the float mean output.
+    @Test func biasCorrectionRestoresTheMeanOutput() throws {
+        let (n, k) = (64, 5)
+        var rng = SplitMix64(seed: 11)
+        let w = (0..<(n * k)).map { _ in rng.nextUnit() - 0.5 }
+        let b = (0..<k).map { _ in rng.nextUnit() }
+        let model = Model(metadata: ModelMetadata(task: .network, graph: Graph(
+            inputs: [GraphInput(name: "x", shape: [-1, n])], outputs: ["y"],
+            nodes: [Node(name: "d", op: .dense, inputs: ["x", "w", "b"], outputs: ["y"])])),
+            tensors: [StoredTensor(name: "w", tensor: Tensor(shape: [n, k], data: w)),
+                      StoredTensor(name: "b", tensor: Tensor(shape: [k], data: b))])
+        var (q, _) = try Quantizer.quantize(model, QuantizeOptions(mode: .palette, bits: 2, minElements: 0))
+        #expect(BiasCorrection.layers(of: model) == [.init(input: "x", weight: "w", bias: "b", groups: 1)])
+        let mu = (0..<n).map { _ in rng.nextUnit() + 0.5 }
+        #expect(try BiasCorrection.apply(original: model, quantized: &q, inputMeans: ["x": mu]) == 1)
+        let wq = try q.tensors[0].floats(), bq = try q.tensors[1].floats()
+        for c in 0..<k {
+            let floatMean = (0..<n).reduce(Double(b[c])) { $0 + Double(w[$1 * k + c]) * Double(mu[$1]) }
+            let quantMean = (0..<n).reduce(Double(bq[c])) { $0 + Double(wq[$1 * k + c]) * Double(mu[$1]) }
+            #expect(abs(floatMean - quantMean) < 1e-4)
+        }
+        // Without the correction the 2-bit weights do shift the mean (the test would otherwise prove nothing).
+        let shiftBefore = (0..<k).map { c in (0..<n).reduce(0.0) { $0 + Double(w[$1 * k + c] - wq[$1 * k + c]) * Double(mu[$1]) } }
+        #expect(shiftBefore.contains { abs($0) > 1e-3 })
+        // A weight left in float keeps its bias.
+        var kept = model
+        #expect(try BiasCorrection.apply(original: model, quantized: &kept, inputMeans: ["x": mu]) == 0)
+    }
+
+    @Test(arguments: [1, 2, 4, 6, 8])
+    func packedIndicesRoundTripAgainstAPlainBitStream(bits: Int) {
+        var rng = SplitMix64(seed: UInt64(bits))
+        let idx = (0..<37).map { _ in Int(rng.next() % UInt64(1 << bits)) }
+        let packed = PackedBits.pack(idx, bits: bits)
+        #expect(packed.count == (37 * bits + 7) / 8)
+        // Reference: element i is stream bits [i·k, i·k + k), stream bit j = bit (j mod 8) of byte j / 8.
+        var stream = [Int](repeating: 0, count: packed.count * 8)
+        for (i, v) in idx.enumerated() { for b in 0..<bits { stream[i * bits + b] = (v >> b) & 1 } }
+        let ref = (0..<packed.count).map { byte in (0..<8).reduce(0) { $0 | stream[byte * 8 + $1] << $1 } }
+        #expect(packed.map(Int.init) == ref)
+        packed.withUnsafeBytes { raw in
+            #expect((0..<37).map { PackedBits.get(raw, index: $0, bits: bits) } == idx)
+        }
     }
 }

@@ -1,0 +1,71 @@
+import Foundation
+import MLToolCore
+import MLToolData
+import MLToolEngine
+import MLToolQuant
+
+/// A few preprocessed images run through the float and the quantized model to measure what quantization shifted:
+/// per-channel means of every conv / dense input of the float model, for bias correction.
+struct QuantizeCalibration {
+    let inputName: String
+    let shape: [Int]
+    let images: [[Float]]
+    let layers: [BiasCorrection.Layer]
+    let threads: Int
+    /// Input means of each layer in the float model.
+    private(set) var floatMeans: [String: [Float]] = [:]
+    /// Where the images came from, for the report.
+    let source: String
+
+    /// Picks `count` items spread evenly over `items` (folders list classes in order, so every class is hit).
+    init(model: Model, modelPath: String, items: [LabeledItem], count: Int, source: String, threads: Int) throws {
+        let classifier = try ImageClassifier(model: model, path: modelPath, threads: threads)
+        let step = max(1, items.count / max(1, count))
+        let picked = stride(from: 0, to: items.count, by: step).prefix(count).map { items[$0] }
+        images = try picked.map { try classifier.input(for: try ImageDecoder.decode(path: $0.path)) }
+        inputName = classifier.inputName
+        shape = [classifier.preprocessing.height, classifier.preprocessing.width, classifier.preprocessor.channels]
+        layers = BiasCorrection.layers(of: model)
+        self.threads = threads
+        self.source = "\(images.count) \(source) images"
+        floatMeans = try means(of: model)
+    }
+
+    /// Per-channel (last axis) means of every layer input of `model` over the calibration images.
+    func means(of model: Model) throws -> [String: [Float]] {
+        let engine = try Engine(model: model, threads: threads)
+        let names = Array(Set(layers.map(\.input))).sorted()
+        var sums = [String: [Double]]()
+        var counts = [String: Int]()
+        var start = 0
+        while start < images.count {
+            // Two images per run: every layer's activations are kept at once.
+            let chunk = images[start..<min(images.count, start + 2)]
+            let x = Tensor(shape: [chunk.count] + shape, data: Array(chunk.joined()))
+            let out = try engine.run([inputName: x], outputs: names)
+            for name in names {
+                guard let t = out[name], let c = t.shape.last, c > 0 else { continue }
+                var s = sums[name] ?? [Double](repeating: 0, count: c)
+                guard s.count == c else { continue }
+                t.data.withUnsafeBufferPointer { p in
+                    var i = 0
+                    while i < p.count { for j in 0..<c { s[j] += Double(p[i + j]) }; i += c }
+                }
+                sums[name] = s
+                counts[name, default: 0] += t.count / c
+            }
+            start += chunk.count
+        }
+        var result = [String: [Float]]()
+        for (name, s) in sums {
+            let n = Double(max(1, counts[name] ?? 1))
+            result[name] = s.map { Float($0 / n) }
+        }
+        return result
+    }
+
+    /// Bias correction from the float model's input means. Returns the number of biases adjusted.
+    func correctBiases(original: Model, quantized: inout Model) throws -> Int {
+        try BiasCorrection.apply(original: original, quantized: &quantized, inputMeans: floatMeans)
+    }
+}
