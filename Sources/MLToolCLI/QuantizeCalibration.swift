@@ -14,6 +14,11 @@ struct QuantizeCalibration {
     let threads: Int
     /// Input means of each layer in the float model.
     private(set) var floatMeans: [String: [Float]] = [:]
+    /// E[x xᵀ] (cin × cin) of the inputs of 1×1 conv and dense layers, by input name, from up to
+    /// `hessianPositions` positions per image.
+    private(set) var hessians: [String: [Float]] = [:]
+    let hessianInputs: [String: Int]
+    static let hessianPositions = 32
     /// Where the images came from, for the report.
     let source: String
 
@@ -26,13 +31,21 @@ struct QuantizeCalibration {
         inputName = classifier.inputName
         shape = [classifier.preprocessing.height, classifier.preprocessing.width, classifier.preprocessor.channels]
         layers = BiasCorrection.layers(of: model)
+        let shapes = model.tensorsByName.mapValues(\.shape)
+        var hIn = [String: Int]()
+        for l in layers where l.groups == 1 {
+            guard let s = shapes[l.weight], s.count == 2 || (s.count == 4 && s[0] == 1 && s[1] == 1) else { continue }
+            hIn[l.input] = s[s.count - 2]
+        }
+        hessianInputs = hIn
         self.threads = threads
         self.source = "\(images.count) \(source) images"
-        floatMeans = try means(of: model)
+        floatMeans = try means(of: model, hessians: &hessians)
     }
 
     /// Per-channel (last axis) means of every layer input of `model` over the calibration images.
-    func means(of model: Model) throws -> [String: [Float]] {
+    func means(of model: Model, hessians: inout [String: [Float]]) throws -> [String: [Float]] {
+        var hsum = [String: [Double]](), hcount = [String: Int]()
         let engine = try Engine(model: model, threads: threads)
         let names = Array(Set(layers.map(\.input))).sorted()
         var sums = [String: [Double]]()
@@ -53,8 +66,39 @@ struct QuantizeCalibration {
                 }
                 sums[name] = s
                 counts[name, default: 0] += t.count / c
+                if let n = hessianInputs[name], n == c {
+                    var h = hsum[name] ?? [Double](repeating: 0, count: n * n)
+                    let positions = t.count / c, perImage = max(1, positions / max(1, chunk.count))
+                    let step = max(1, perImage / Self.hessianPositions)
+                    var used = 0
+                    t.data.withUnsafeBufferPointer { p in
+                        h.withUnsafeMutableBufferPointer { hp in
+                            var pos = 0
+                            while pos < positions {
+                                let x = p.baseAddress! + pos &* n
+                                for a in 0..<n {
+                                    let xa = Double(x[a])
+                                    if xa == 0 { continue }
+                                    let row = a &* n
+                                    for b in a..<n { hp[row &+ b] += xa * Double(x[b]) }
+                                }
+                                used += 1
+                                pos += step
+                            }
+                        }
+                    }
+                    hsum[name] = h
+                    hcount[name, default: 0] += used
+                }
             }
             start += chunk.count
+        }
+        for (name, h) in hsum {
+            guard let n = hessianInputs[name] else { continue }
+            let count = Double(max(1, hcount[name] ?? 1))
+            var full = [Float](repeating: 0, count: n * n)
+            for a in 0..<n { for b in a..<n { let v = Float(h[a * n + b] / count); full[a * n + b] = v; full[b * n + a] = v } }
+            hessians[name] = full
         }
         var result = [String: [Float]]()
         for (name, s) in sums {
@@ -62,6 +106,17 @@ struct QuantizeCalibration {
             result[name] = s.map { Float($0 / n) }
         }
         return result
+    }
+
+    /// `ErrorFeedback` factors by weight name, for the 1×1 conv and dense layers.
+    func errorFeedbackFactors() -> [String: [Double]] {
+        var out = [String: [Double]]()
+        for l in layers {
+            guard let n = hessianInputs[l.input], let h = hessians[l.input],
+                  let u = ErrorFeedback.factor(hessian: h, inputs: n) else { continue }
+            out[l.weight] = u
+        }
+        return out
     }
 
     /// Bias correction from the float model's input means. Returns the number of biases adjusted.

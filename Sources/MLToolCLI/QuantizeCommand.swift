@@ -88,6 +88,11 @@ extension CLI {
             }
         }
         var corrected = 0
+        if let calibration, mode == .palette, ProcessInfo.processInfo.environment["MLTOOL_NOGPTQ"] == nil {
+            let t0 = Date()
+            options.errorFeedback = calibration.errorFeedbackFactors()
+            if !quiet { note(String(format: "error feedback: %d layers factored in %.1f s", options.errorFeedback.count, Date().timeIntervalSince(t0))) }
+        }
         func compress(_ options: QuantizeOptions) throws -> (Model, [TensorQuantReport]) {
             var (q, r) = try Quantizer.quantize(model, options)
             if let calibration { corrected = try calibration.correctBiases(original: model, quantized: &q) }
