@@ -14,6 +14,13 @@ extension CLI {
         both models are evaluated on the recorded holdout (or --data): accuracies, top-1 agreement and mean KL.
         With --max-drop P, the tensors with the worst signal-to-noise ratio are backed off to more bits until the
         accuracy drop is at most P points; if even that fails, nothing is written.
+
+        Image models are calibrated on a few images (--calibration DATA, else --data, else the recorded holdout;
+        --calibration-count, default 32): every compressed layer's bias absorbs the mean shift its quantization
+        causes (bias correction), and palettized 1×1 conv / dense weights get GPTQ-style error feedback from the
+        measured input covariance, so the palette minimises the layer's output error rather than the weight
+        error (their weight SNR is lower for it). --no-bias-correction turns both off. Per-channel scales are
+        stored as bfloat16.
         """,
         options: [
             OptionSpec("--bits", value: "N", help: "8 (linear by default), 16 (fp16), or 1, 2, 4, 6 (palette)."),
@@ -24,9 +31,9 @@ extension CLI {
             OptionSpec("--min-elements", value: "N", help: "Leave tensors smaller than N in float (default 2048)."),
             OptionSpec("--max-drop", value: "P", help: "Accuracy gate: allowed drop in percentage points."),
             OptionSpec("--data", value: "DATA", help: "Evaluate on DATA instead of the recorded holdout."),
-            OptionSpec("--calibration", value: "DATA", help: "Images for bias correction (default: the evaluation items)."),
-            OptionSpec("--calibration-count", value: "N", help: "Calibration images to use (default 32)."),
-            OptionSpec("--no-bias-correction", help: "Keep the float biases (no calibration run)."),
+            OptionSpec("--calibration", value: "DATA", help: "Calibration images (default: --data, else the recorded holdout)."),
+            OptionSpec("--calibration-count", value: "N", help: "Calibration images to use, spread over DATA (default 32)."),
+            OptionSpec("--no-bias-correction", help: "No calibration: float biases, plain palettes (no error feedback)."),
             OptionSpec("--no-eval", help: "Skip the accuracy evaluation."),
             OptionSpec("--seed", value: "N", help: "k-means seed (default 42)."),
             OptionSpec("--out", short: "-o", value: "OUT", help: "Output path."),
@@ -78,8 +85,11 @@ extension CLI {
         if isImage && mode != .fp16 && !args.has("--no-bias-correction") {
             let count = try args.int("--calibration-count", default: 32)
             guard count >= 1 else { throw CLIError.usage(command: "quantize", message: "--calibration-count must be ≥ 1") }
+            // With --no-eval the holdout was not resolved above; files that are gone are then skipped here.
+            let holdout = items == nil && model.metadata.split?.holdout.isEmpty == false
+                ? try? Evaluation.recordedHoldout(model, modelPath: path, skipMissing: true) : nil
             let source: (String, [LabeledItem])? = try args.string("--calibration").map { ($0, try loadItems($0, task: model.metadata.task)) }
-                ?? items.map { (args.has("--data") ? "--data" : "holdout", $0) }
+                ?? items.map { (args.has("--data") ? "--data" : "holdout", $0) } ?? holdout.map { ("holdout", $0) }
             if let (name, calItems) = source, !calItems.isEmpty {
                 calibration = try QuantizeCalibration(model: model, modelPath: path, items: calItems, count: count,
                                                       source: name, threads: threads)
@@ -88,10 +98,8 @@ extension CLI {
             }
         }
         var corrected = 0
-        if let calibration, mode == .palette, ProcessInfo.processInfo.environment["MLTOOL_NOGPTQ"] == nil {
-            let t0 = Date()
+        if let calibration, mode == .palette {
             options.errorFeedback = calibration.errorFeedbackFactors()
-            if !quiet { note(String(format: "error feedback: %d layers factored in %.1f s", options.errorFeedback.count, Date().timeIntervalSince(t0))) }
         }
         func compress(_ options: QuantizeOptions) throws -> (Model, [TensorQuantReport]) {
             var (q, r) = try Quantizer.quantize(model, options)
@@ -149,7 +157,10 @@ extension CLI {
         let sizeAfter = (try? FileManager.default.attributesOfItem(atPath: out)[.size] as? Int) ?? 0
         let report = QuantizeReport(model: path, output: out, mode: mode.rawValue, bits: bits, tensors: reports,
                                     fileBytesBefore: sizeBefore, fileBytesAfter: sizeAfter,
-                                    biasCorrection: calibration.map { "\(corrected) biases adjusted on \($0.source)" }, gate: gate,
+                                    calibration: calibration.map {
+                                        "\($0.source): \(corrected) biases corrected, error feedback on "
+                                            + "\(reports.filter { $0.mode.hasSuffix("+gptq") }.count) tensors"
+                                    }, gate: gate,
                                     seconds: Date().timeIntervalSince(started))
         if args.has("--json") {
             let e = JSONEncoder()
@@ -186,7 +197,7 @@ struct QuantizeReport: Encodable {
     var tensors: [TensorQuantReport]
     var fileBytesBefore: Int
     var fileBytesAfter: Int
-    var biasCorrection: String?
+    var calibration: String?
     var gate: GateResult?
     var seconds: Double
 
@@ -207,7 +218,7 @@ struct QuantizeReport: Encodable {
         let before = tensors.reduce(0) { $0 + $1.bytesBefore }, after = tensors.reduce(0) { $0 + $1.bytesAfter }
         s += "  weights \(before) → \(after) bytes; file \(fileBytesBefore) → \(fileBytesAfter) bytes ("
             + String(format: "%.1f%%", Double(fileBytesAfter) / Double(max(fileBytesBefore, 1)) * 100) + " of the original)\n"
-        if let b = biasCorrection { s += "  bias correction: \(b)\n" }
+        if let c = calibration { s += "  calibration on \(c)\n" }
         if let g = gate {
             s += String(format: "  accuracy on %d items: float %.4f, quantized %.4f (%+.2f points); top-1 agreement %.4f; mean KL %.5f\n",
                         g.items, g.floatAccuracy, g.quantizedAccuracy, (g.quantizedAccuracy - g.floatAccuracy) * 100,

@@ -192,4 +192,86 @@ import MLToolCore
             #expect((0..<37).map { PackedBits.get(raw, index: $0, bits: bits) } == idx)
         }
     }
+
+    // MARK: scale refit and error feedback
+
+    @Test func scaleRefitNeverLowersTheSNRMuchAndIsReproducible() throws {
+        let shape = [1, 1, 48, 32]
+        let t = Self.tensor(shape, seed: 21)
+        let w = try t.floats()
+        let plain = try Palettizer.palettize(t, values: w, bits: 4, axis: nil, groupSize: nil, seed: 3, channelAxis: 3, refits: 0)
+        let refit = try Palettizer.palettize(t, values: w, bits: 4, axis: nil, groupSize: nil, seed: 3, channelAxis: 3)
+        let again = try Palettizer.palettize(t, values: w, bits: 4, axis: nil, groupSize: nil, seed: 3, channelAxis: 3)
+        #expect(Array(refit.bytes.buffer) == Array(again.bytes.buffer) && refit.quant == again.quant)
+        let snrPlain = try #require(Quantizer.error(w, try plain.floats()).0)
+        let snrRefit = try #require(Quantizer.error(w, try refit.floats()).0)
+        #expect(snrRefit > snrPlain - 0.1, "refit \(snrRefit) dB vs plain \(snrPlain) dB")
+        #expect(refit.quant?.scales?.allSatisfy { $0.bitPattern & 0xFFFF == 0 } == true)
+    }
+
+    /// Reference: (H + λI) · Uᵀ U must be the identity.
+    @Test func errorFeedbackFactorInvertsTheDampedHessian() throws {
+        let n = 7
+        var rng = SplitMix64(seed: 30)
+        let x = (0..<(50 * n)).map { _ in rng.nextUnit() - 0.3 }
+        var h = [Float](repeating: 0, count: n * n)
+        for s in 0..<50 { for a in 0..<n { for b in 0..<n { h[a * n + b] += x[s * n + a] * x[s * n + b] / 50 } } }
+        let u = try #require(ErrorFeedback.factor(hessian: h, inputs: n, damping: 0.01))
+        let lambda = 0.01 * (0..<n).reduce(0.0) { $0 + Double(h[$1 * n + $1]) } / Double(n)
+        for r in 0..<n {
+            for c in 0..<n {
+                #expect(r <= c || u[r * n + c] == 0)    // upper triangular
+                var v = 0.0
+                for m in 0..<n {
+                    var inv = 0.0   // (Uᵀ U)[m, c]
+                    for j in 0..<n { inv += u[j * n + m] * u[j * n + c] }
+                    v += (Double(h[r * n + m]) + (r == m ? lambda : 0)) * inv
+                }
+                #expect(abs(v - (r == c ? 1 : 0)) < 1e-6)
+            }
+        }
+        #expect(ErrorFeedback.factor(hessian: [1, 2], inputs: 2) == nil)
+    }
+
+    /// On correlated inputs, error feedback lowers the layer's output error against plain nearest-entry indices;
+    /// with uncorrelated unit inputs (H = I) it changes nothing.
+    @Test func errorFeedbackLowersTheOutputError() throws {
+        let (n, cin, cout) = (400, 24, 16)
+        var rng = SplitMix64(seed: 31)
+        let base = (0..<(n * 4)).map { _ in rng.nextUnit() - 0.5 }
+        // Every input channel mixes 4 shared factors: strongly correlated, like real activations.
+        let mix = (0..<(4 * cin)).map { _ in rng.nextUnit() - 0.5 }
+        var x = [Float](repeating: 0, count: n * cin)
+        for s in 0..<n { for c in 0..<cin { for f in 0..<4 { x[s * cin + c] += base[s * 4 + f] * mix[f * cin + c] } ; x[s * cin + c] += 0.05 * (rng.nextUnit() - 0.5) } }
+        var h = [Float](repeating: 0, count: cin * cin)
+        for s in 0..<n { for a in 0..<cin { for b in 0..<cin { h[a * cin + b] += x[s * cin + a] * x[s * cin + b] / Float(n) } } }
+        let t = Self.tensor([cin, cout], seed: 32)
+        let w = try t.floats()
+        let plain = try Palettizer.palettize(t, values: w, bits: 2, axis: nil, groupSize: nil, seed: 1, channelAxis: 1)
+        #expect(ErrorFeedback.applies(to: plain))
+        let u = try #require(ErrorFeedback.factor(hessian: h, inputs: cin))
+        let fed = try ErrorFeedback.refine(plain, original: w, factor: u)
+        #expect(fed.quant == plain.quant)
+        func outputError(_ q: StoredTensor) throws -> Double {
+            let wq = try q.floats()
+            var e = 0.0
+            for s in 0..<n { for co in 0..<cout {
+                var d = 0.0
+                for ci in 0..<cin { d += Double(x[s * cin + ci]) * Double(w[ci * cout + co] - wq[ci * cout + co]) }
+                e += d * d
+            } }
+            return e
+        }
+        let before = try outputError(plain), after = try outputError(fed)
+        #expect(after < before * 0.8, "output error \(after) vs \(before) without feedback")
+        // H = I: nothing to compensate through, so the indices stay the nearest ones.
+        var eye = [Float](repeating: 0, count: cin * cin)
+        for i in 0..<cin { eye[i * cin + i] = 1 }
+        let same = try ErrorFeedback.refine(plain, original: w, factor: try #require(ErrorFeedback.factor(hessian: eye, inputs: cin)))
+        #expect(Array(same.bytes.buffer) == Array(plain.bytes.buffer))
+        // A 3×3 conv is not handled.
+        let conv = try Palettizer.palettize(Self.tensor([3, 3, 2, 4], seed: 2), values: try Self.tensor([3, 3, 2, 4], seed: 2).floats(),
+                                            bits: 2, axis: nil, groupSize: nil, seed: 1, channelAxis: 3)
+        #expect(!ErrorFeedback.applies(to: conv))
+    }
 }
