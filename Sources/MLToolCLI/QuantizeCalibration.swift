@@ -2,6 +2,7 @@ import Foundation
 import MLToolCore
 import MLToolData
 import MLToolEngine
+import MLToolEval
 import MLToolQuant
 
 /// A few preprocessed images run through the float and the quantized model to measure what quantization shifted:
@@ -115,6 +116,31 @@ struct QuantizeCalibration {
             guard let n = hessianInputs[l.input], let h = hessians[l.input],
                   let u = ErrorFeedback.factor(hessian: h, inputs: n) else { continue }
             out[l.weight] = u
+        }
+        return out
+    }
+
+    /// The model's output probabilities on the calibration images (n × classes).
+    func probabilities(of model: Model, modelPath: String) throws -> [Float] {
+        let classifier = try ImageClassifier(model: model, path: modelPath, threads: threads)
+        return try classifier.run(images).flatMap { $0 }
+    }
+
+    /// How much each compressed tensor alone moves the output: mean KL(float ‖ model with only that tensor, and its
+    /// corrected bias, taken from `quantized`) on the calibration images. One forward pass per tensor.
+    func sensitivity(original: Model, quantized: Model, tensors names: [String], modelPath: String,
+                     classes: Int) throws -> [String: Double] {
+        let reference = try probabilities(of: original, modelPath: modelPath)
+        let q = quantized.tensorsByName
+        let biasOf = Dictionary(layers.map { ($0.weight, $0.bias) }, uniquingKeysWith: { a, _ in a })
+        var out = [String: Double]()
+        for name in names {
+            var m = original
+            for (i, t) in m.tensors.enumerated() where t.name == name || t.name == biasOf[name] {
+                if let replacement = q[t.name] { m.tensors[i] = replacement }
+            }
+            let p = try probabilities(of: m, modelPath: modelPath)
+            out[name] = ModelComparison.compare(reference, p, classes: classes).meanKL
         }
         return out
     }

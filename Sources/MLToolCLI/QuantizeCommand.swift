@@ -12,8 +12,9 @@ extension CLI {
         Writes MODEL's name with .int8.bin / .fp16.bin / .pal4.bin … beside it (never over MODEL). Every conv and
         dense weight (and a text model's weight matrix) with at least --min-elements elements is compressed. Then
         both models are evaluated on the recorded holdout (or --data): accuracies, top-1 agreement and mean KL.
-        With --max-drop P, the tensors with the worst signal-to-noise ratio are backed off to more bits until the
-        accuracy drop is at most P points; if even that fails, nothing is written.
+        With --max-drop P, the most sensitive tensors are backed off to more bits (palettes 4 → 6 → 8 → float) until
+        the accuracy drop is at most P points; if even that fails, nothing is written. Sensitive: the largest output
+        change on the calibration images when quantized alone (measured), else the lowest weight SNR.
 
         Image models are calibrated on a few images (--calibration DATA, else --data, else the recorded holdout;
         --calibration-count, default 32): every compressed layer's bias absorbs the mean shift its quantization
@@ -121,12 +122,22 @@ extension CLI {
                     let r = Metrics.evaluate(truth: truth, probabilities: p, labels: model.metadata.labels)
                     let c = ModelComparison.compare(floatProbs, p, classes: k)
                     return GateResult(items: items.count, floatAccuracy: floatAcc, quantizedAccuracy: r.accuracy,
-                                      agreement: c.agreement, meanKL: c.meanKL, backedOff: [])
+                                      agreement: c.agreement, meanKL: c.meanKL, backedOff: [], backOffOrder: nil)
                 }
                 var result = try measure(quantized)
+                var backOffBy = "worst SNR first"
                 if let maxDrop = try args.string("--max-drop").map({ _ in try args.double("--max-drop", default: 0) }) {
-                    // Back off the worst tensors (lowest SNR) to more bits, a few at a time, until within the drop.
+                    // Back off the worst tensors to more bits, a few at a time, until within the drop. Worst: the
+                    // largest output change on the calibration images when quantized alone (measured), else the
+                    // lowest weight SNR (which error feedback lowers on purpose, so it is only the fallback).
                     var order = reports.filter { $0.skipped == nil }.sorted { ($0.snrDB ?? .infinity) < ($1.snrDB ?? .infinity) }
+                    if let calibration, (result.floatAccuracy - result.quantizedAccuracy) * 100 > maxDrop {
+                        if !quiet { note("gate: measuring the sensitivity of \(order.count) tensors on \(calibration.source)") }
+                        let kl = try calibration.sensitivity(original: model, quantized: quantized, tensors: order.map(\.name),
+                                                             modelPath: path, classes: k)
+                        order.sort { (kl[$0.name] ?? 0) > (kl[$1.name] ?? 0) }
+                        backOffBy = "largest output change on \(calibration.source) first"
+                    }
                     while (result.floatAccuracy - result.quantizedAccuracy) * 100 > maxDrop {
                         guard !order.isEmpty else {
                             throw CLIError.badInput(file: path, reason: String(
@@ -147,6 +158,7 @@ extension CLI {
                         if !quiet { note(String(format: "gate: backed off %d tensors, drop now %.2f points", backed.count, (result.floatAccuracy - result.quantizedAccuracy) * 100)) }
                     }
                 }
+                result.backOffOrder = result.backedOff.isEmpty ? nil : backOffBy
                 gate = result
             } else if !quiet {
                 note("mltool: note: no recorded holdout and no --data: weights compressed without an accuracy check")
@@ -158,8 +170,9 @@ extension CLI {
         let report = QuantizeReport(model: path, output: out, mode: mode.rawValue, bits: bits, tensors: reports,
                                     fileBytesBefore: sizeBefore, fileBytesAfter: sizeAfter,
                                     calibration: calibration.map {
-                                        "\($0.source): \(corrected) biases corrected, error feedback on "
-                                            + "\(reports.filter { $0.mode.hasSuffix("+gptq") }.count) tensors"
+                                        let fed = reports.filter { $0.mode.hasSuffix("+gptq") }.count
+                                        return "\($0.source): \(corrected) biases corrected"
+                                            + (fed > 0 ? ", error feedback (GPTQ) on \(fed) tensors" : "")
                                     }, gate: gate,
                                     seconds: Date().timeIntervalSince(started))
         if args.has("--json") {
@@ -187,6 +200,7 @@ struct GateResult: Encodable {
     var agreement: Double
     var meanKL: Double
     var backedOff: [String]
+    var backOffOrder: String?
 }
 
 struct QuantizeReport: Encodable {
@@ -224,7 +238,7 @@ struct QuantizeReport: Encodable {
                         g.items, g.floatAccuracy, g.quantizedAccuracy, (g.quantizedAccuracy - g.floatAccuracy) * 100,
                         g.agreement, g.meanKL)
             if !g.backedOff.isEmpty {
-                s += "  backed off \(g.backedOff.count) tensors (worst SNR first): " + g.backedOff.prefix(6).joined(separator: ", ")
+            s += "  backed off \(g.backedOff.count) tensors (\(g.backOffOrder ?? "worst first")): " + g.backedOff.prefix(6).joined(separator: ", ")
                     + (g.backedOff.count > 6 ? ", …" : "") + "\n"
             }
         }
