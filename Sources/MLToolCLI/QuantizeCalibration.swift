@@ -110,8 +110,8 @@ struct QuantizeCalibration {
     }
 
     /// `ErrorFeedback` factors by weight name, for the 1×1 conv and dense layers.
-    func errorFeedbackFactors() -> [String: [Double]] {
-        var out = [String: [Double]]()
+    func errorFeedbackFactors() -> [String: ErrorFeedback.Factor] {
+        var out = [String: ErrorFeedback.Factor]()
         for l in layers {
             guard let n = hessianInputs[l.input], let h = hessians[l.input],
                   let u = ErrorFeedback.factor(hessian: h, inputs: n) else { continue }

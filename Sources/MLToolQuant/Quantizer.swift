@@ -20,7 +20,7 @@ public struct QuantizeOptions: Sendable {
     public var bitsOverride: [String: Int]
     /// Palette: `ErrorFeedback.factor`s by weight name (1×1 conv / dense layers, from calibration inputs); those
     /// weights get GPTQ-style error feedback.
-    public var errorFeedback: [String: [Double]] = [:]
+    public var errorFeedback: [String: ErrorFeedback.Factor] = [:]
 
     public init(mode: Mode, bits: Int, perTensor: Bool = false, asymmetric: Bool = false, groupSize: Int? = nil,
                 minElements: Int = 2048, seed: UInt64 = 42, bitsOverride: [String: Int] = [:]) {

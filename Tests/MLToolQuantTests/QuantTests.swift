@@ -209,14 +209,17 @@ import MLToolCore
         #expect(refit.quant?.scales?.allSatisfy { $0.bitPattern & 0xFFFF == 0 } == true)
     }
 
-    /// Reference: (H + λI) · Uᵀ U must be the identity.
+    /// Reference: (P(H + λI)Pᵀ) · Uᵀ U must be the identity, P the factor's input order.
     @Test func errorFeedbackFactorInvertsTheDampedHessian() throws {
         let n = 7
         var rng = SplitMix64(seed: 30)
         let x = (0..<(50 * n)).map { _ in rng.nextUnit() - 0.3 }
         var h = [Float](repeating: 0, count: n * n)
         for s in 0..<50 { for a in 0..<n { for b in 0..<n { h[a * n + b] += x[s * n + a] * x[s * n + b] / 50 } } }
-        let u = try #require(ErrorFeedback.factor(hessian: h, inputs: n, damping: 0.01))
+        let f = try #require(ErrorFeedback.factor(hessian: h, inputs: n, damping: 0.01))
+        let u = f.u
+        #expect(f.order.sorted() == Array(0..<n))
+        #expect(zip(f.order, f.order.dropFirst()).allSatisfy { h[$0 * n + $0] >= h[$1 * n + $1] })   // largest E[x²] first
         let lambda = 0.01 * (0..<n).reduce(0.0) { $0 + Double(h[$1 * n + $1]) } / Double(n)
         for r in 0..<n {
             for c in 0..<n {
@@ -225,7 +228,7 @@ import MLToolCore
                 for m in 0..<n {
                     var inv = 0.0   // (Uᵀ U)[m, c]
                     for j in 0..<n { inv += u[j * n + m] * u[j * n + c] }
-                    v += (Double(h[r * n + m]) + (r == m ? lambda : 0)) * inv
+                    v += (Double(h[f.order[r] * n + f.order[m]]) + (r == m ? lambda : 0)) * inv
                 }
                 #expect(abs(v - (r == c ? 1 : 0)) < 1e-6)
             }
