@@ -81,7 +81,7 @@ extension CLI {
             ?? (evaluate && model.metadata.split?.holdout.isEmpty == false
                 ? try Evaluation.recordedHoldout(model, modelPath: path, skipMissing: false) : nil)
 
-        // Bias correction: measured on a few calibration images (image models; not needed for fp16).
+        // Calibration (image models; fp16 needs none): bias correction, and error feedback for palettes.
         var calibration: QuantizeCalibration?
         if isImage && mode != .fp16 && !args.has("--no-bias-correction") {
             let count = try args.int("--calibration-count", default: 32)
@@ -95,7 +95,7 @@ extension CLI {
                 calibration = try QuantizeCalibration(model: model, modelPath: path, items: calItems, count: count,
                                                       source: name, threads: threads)
             } else if !quiet {
-                note("mltool: note: no calibration images (no holdout, --data or --calibration): biases left as they are")
+                note("mltool: note: no calibration images (no holdout, --data or --calibration): no bias correction or error feedback")
             }
         }
         var corrected = 0
