@@ -14,7 +14,9 @@ extension CLI {
         both models are evaluated on the recorded holdout (or --data): accuracies, top-1 agreement and mean KL.
         With --max-drop P, the most sensitive tensors are backed off to more bits (palettes 4 → 6 → 8 → float) until
         the accuracy drop is at most P points; if even that fails, nothing is written. Sensitive: the largest output
-        change on the calibration images when quantized alone (measured), else the lowest weight SNR.
+        change on the calibration images when quantized alone (measured), else the lowest weight SNR. With
+        --max-size P (palettes), the room left below P% of MODEL's file size is spent the other way first: tensors
+        are raised to 6 or 8 bits by measured sensitivity per extra byte.
 
         Image models are calibrated on a few images (--calibration DATA, else --data, else the recorded holdout;
         --calibration-count, default 32): every compressed layer's bias absorbs the mean shift its quantization
@@ -31,6 +33,7 @@ extension CLI {
             OptionSpec("--group-size", value: "G", help: "Palette: one look-up table per G output channels."),
             OptionSpec("--min-elements", value: "N", help: "Leave tensors smaller than N in float (default 2048)."),
             OptionSpec("--max-drop", value: "P", help: "Accuracy gate: allowed drop in percentage points."),
+            OptionSpec("--max-size", value: "P", help: "Palettes: raise the most sensitive tensors while the file stays ≤ P% of MODEL."),
             OptionSpec("--data", value: "DATA", help: "Evaluate on DATA instead of the recorded holdout."),
             OptionSpec("--calibration", value: "DATA", help: "Calibration images (default: --data, else the recorded holdout)."),
             OptionSpec("--calibration-count", value: "N", help: "Calibration images to use, spread over DATA (default 32)."),
@@ -109,6 +112,46 @@ extension CLI {
         }
         var (quantized, reports) = try compress(options)
 
+        // Mixed precision within a size budget: raise the most sensitive tensors per byte while the file fits.
+        var raised: String?
+        let floatFileBytes = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0
+        if let maxSize = try args.string("--max-size").map({ _ in try args.double("--max-size", default: 0) }) {
+            guard mode == .palette, let calibration, !model.metadata.labels.isEmpty else {
+                throw CLIError.usage(command: "quantize", message: "--max-size needs a palette mode and calibration images of a classifier")
+            }
+            let budget = Int(Double(floatFileBytes) * maxSize / 100)
+            var size = try ModelFile.serialize(quantized).count
+            if size < budget {
+                let names = reports.filter { $0.skipped == nil }.map(\.name)
+                if !quiet { note("size budget: measuring the sensitivity of \(names.count) tensors on \(calibration.source)") }
+                let kl = try calibration.sensitivity(original: model, quantized: quantized, tensors: names, modelPath: path,
+                                                     classes: model.metadata.labels.count)
+                let q = quantized.tensorsByName
+                let candidates = names.map { n in
+                    MixedPrecision.Candidate(name: n, elements: q[n]?.elementCount ?? 0,
+                                             tables: max(1, (q[n]?.quant?.lut?.count ?? 0) >> bits), sensitivity: kl[n] ?? 0)
+                }
+                var room = budget - size
+                while room > 0 {
+                    let levels = MixedPrecision.allocate(candidates, bits: bits, room: room)
+                    guard !levels.isEmpty else { break }
+                    var o = options
+                    for (n, b) in levels { o.bitsOverride[n] = b }
+                    let (q2, r2) = try compress(o)
+                    let s2 = try ModelFile.serialize(q2).count
+                    // The byte estimate ignores alignment and JSON; when it falls short, shrink the room and retry.
+                    guard s2 <= budget else { room -= s2 - budget + 64; continue }
+                    (quantized, reports, options, size) = (q2, r2, o, s2)
+                    raised = "\(levels.count) tensors raised within \(String(format: "%g", maxSize))% (most sensitive per byte first): "
+                        + levels.sorted { $0.key < $1.key }.map { "\($0.key) → \($0.value) bits" }.joined(separator: ", ")
+                    break
+                }
+            } else if !quiet {
+                note(String(format: "size budget: the file is already %.1f%% > --max-size %g%%; nothing raised",
+                            Double(size) / Double(max(floatFileBytes, 1)) * 100, maxSize))
+            }
+        }
+
         // The accuracy gate.
         var gate: GateResult?
         if evaluate {
@@ -165,7 +208,7 @@ extension CLI {
             }
         }
         try ModelFile.write(quantized, to: out, inputs: [path])
-        let sizeBefore = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0
+        let sizeBefore = floatFileBytes
         let sizeAfter = (try? FileManager.default.attributesOfItem(atPath: out)[.size] as? Int) ?? 0
         let report = QuantizeReport(model: path, output: out, mode: mode.rawValue, bits: bits, tensors: reports,
                                     fileBytesBefore: sizeBefore, fileBytesAfter: sizeAfter,
@@ -173,7 +216,7 @@ extension CLI {
                                         let fed = reports.filter { $0.mode.hasSuffix("+gptq") }.count
                                         return "\($0.source): \(corrected) biases corrected"
                                             + (fed > 0 ? ", error feedback (GPTQ) on \(fed) tensors" : "")
-                                    }, gate: gate,
+                                    }, mixedPrecision: raised, gate: gate,
                                     seconds: Date().timeIntervalSince(started))
         if args.has("--json") {
             let e = JSONEncoder()
@@ -212,6 +255,7 @@ struct QuantizeReport: Encodable {
     var fileBytesBefore: Int
     var fileBytesAfter: Int
     var calibration: String?
+    var mixedPrecision: String?
     var gate: GateResult?
     var seconds: Double
 
@@ -233,6 +277,7 @@ struct QuantizeReport: Encodable {
         s += "  weights \(before) → \(after) bytes; file \(fileBytesBefore) → \(fileBytesAfter) bytes ("
             + String(format: "%.1f%%", Double(fileBytesAfter) / Double(max(fileBytesBefore, 1)) * 100) + " of the original)\n"
         if let c = calibration { s += "  calibration on \(c)\n" }
+        if let m = mixedPrecision { s += "  mixed precision: \(m)\n" }
         if let g = gate {
             s += String(format: "  accuracy on %d items: float %.4f, quantized %.4f (%+.2f points); top-1 agreement %.4f; mean KL %.5f\n",
                         g.items, g.floatAccuracy, g.quantizedAccuracy, (g.quantizedAccuracy - g.floatAccuracy) * 100,

@@ -277,4 +277,33 @@ import MLToolCore
                                             bits: 2, axis: nil, groupSize: nil, seed: 1, channelAxis: 3)
         #expect(!ErrorFeedback.applies(to: conv))
     }
+
+    // MARK: mixed precision
+
+    @Test func mixedPrecisionStaysWithinTheRoomAndPrefersSensitivityPerByte() {
+        // Reference bytes: packed indices + tables of 2^bits binary32 values in base64.
+        #expect(MixedPrecision.paletteBytes(elements: 1000, tables: 1, bits: 4) == 500 + (16 * 16 + 2) / 3)
+        #expect(MixedPrecision.paletteBytes(elements: 7, tables: 2, bits: 6) == 6 + (2 * 64 * 16 + 2) / 3)
+        let c = [MixedPrecision.Candidate(name: "big", elements: 100_000, tables: 1, sensitivity: 1.0),
+                 MixedPrecision.Candidate(name: "small", elements: 1_000, tables: 1, sensitivity: 0.1),
+                 MixedPrecision.Candidate(name: "calm", elements: 1_000, tables: 1, sensitivity: 0)]
+        func cost(_ levels: [String: Int]) -> Int {
+            levels.reduce(0) { sum, kv in
+                let e = c.first { $0.name == kv.key }!.elements
+                return sum + MixedPrecision.paletteBytes(elements: e, tables: 1, bits: kv.value)
+                    - MixedPrecision.paletteBytes(elements: e, tables: 1, bits: 4)
+            }
+        }
+        #expect(MixedPrecision.allocate(c, bits: 4, room: 0).isEmpty)
+        // "small" gains 0.1 per ~0.4 KB, "big" 1.0 per 25 KB: small first, and to 8 bits before big fits.
+        let tight = MixedPrecision.allocate(c, bits: 4, room: 2_000)
+        #expect(tight == ["small": 8] && cost(tight) <= 2_000)
+        let roomy = MixedPrecision.allocate(c, bits: 4, room: 30_000)
+        #expect(roomy["big"] == 6 && roomy["small"] == 8 && roomy["calm"] == nil && cost(roomy) <= 30_000)
+        for room in [0, 500, 5_000, 60_000, 1_000_000] {
+            let levels = MixedPrecision.allocate(c, bits: 4, room: room)
+            #expect(cost(levels) <= room && levels.values.allSatisfy { [6, 8].contains($0) })
+            #expect(levels == MixedPrecision.allocate(c, bits: 4, room: room))
+        }
+    }
 }
