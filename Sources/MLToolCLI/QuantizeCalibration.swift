@@ -5,8 +5,9 @@ import MLToolEngine
 import MLToolEval
 import MLToolQuant
 
-/// A few preprocessed images run through the float and the quantized model to measure what quantization shifted:
-/// per-channel means of every conv / dense input of the float model, for bias correction.
+/// A few preprocessed images run through the float model, measured once: the per-channel mean of every conv /
+/// dense input (bias correction) and E[x xᵀ] of every 1×1 conv / dense input (error feedback). Also measures how
+/// much one quantized tensor alone moves the output (`sensitivity`, for --max-size and --max-drop).
 struct QuantizeCalibration {
     let inputName: String
     let shape: [Int]
@@ -44,7 +45,8 @@ struct QuantizeCalibration {
         floatMeans = try means(of: model, hessians: &hessians)
     }
 
-    /// Per-channel (last axis) means of every layer input of `model` over the calibration images.
+    /// Per-channel (last axis) means of every layer input of `model` over the calibration images; fills
+    /// `hessians` for the inputs in `hessianInputs`.
     func means(of model: Model, hessians: inout [String: [Float]]) throws -> [String: [Float]] {
         var hsum = [String: [Double]](), hcount = [String: Int]()
         let engine = try Engine(model: model, threads: threads)
@@ -73,10 +75,11 @@ struct QuantizeCalibration {
                     let step = max(1, perImage / Self.hessianPositions)
                     var used = 0
                     t.data.withUnsafeBufferPointer { p in
+                        guard let px = p.baseAddress else { return }
                         h.withUnsafeMutableBufferPointer { hp in
                             var pos = 0
                             while pos < positions {
-                                let x = p.baseAddress! + pos &* n
+                                let x = px + pos &* n
                                 for a in 0..<n {
                                     let xa = Double(x[a])
                                     if xa == 0 { continue }
