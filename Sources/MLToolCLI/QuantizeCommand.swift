@@ -12,8 +12,18 @@ extension CLI {
         Writes MODEL's name with .int8.bin / .fp16.bin / .pal4.bin … beside it (never over MODEL). Every conv and
         dense weight (and a text model's weight matrix) with at least --min-elements elements is compressed. Then
         both models are evaluated on the recorded holdout (or --data): accuracies, top-1 agreement and mean KL.
-        With --max-drop P, the tensors with the worst signal-to-noise ratio are backed off to more bits until the
-        accuracy drop is at most P points; if even that fails, nothing is written.
+        With --max-drop P, the most sensitive tensors are backed off to more bits (palettes 4 → 6 → 8 → float) until
+        the accuracy drop is at most P points; if even that fails, nothing is written. Sensitive: the largest output
+        change on the calibration images when quantized alone (measured), else the lowest weight SNR. With
+        --max-size P (palettes), the room left below P% of MODEL's file size is spent the other way first: tensors
+        are raised to 6 or 8 bits by measured sensitivity per extra byte.
+
+        Image models are calibrated on a few images (--calibration DATA, else --data, else the recorded holdout;
+        --calibration-count, default 32): every compressed layer's bias absorbs the mean shift its quantization
+        causes (bias correction), and palettized 1×1 conv / dense weights get GPTQ-style error feedback from the
+        measured input covariance, so the palette minimises the layer's output error rather than the weight
+        error (their weight SNR is lower for it). --no-bias-correction turns both off. Per-channel scales are
+        stored as bfloat16.
         """,
         options: [
             OptionSpec("--bits", value: "N", help: "8 (linear by default), 16 (fp16), or 1, 2, 4, 6 (palette)."),
@@ -23,7 +33,11 @@ extension CLI {
             OptionSpec("--group-size", value: "G", help: "Palette: one look-up table per G output channels."),
             OptionSpec("--min-elements", value: "N", help: "Leave tensors smaller than N in float (default 2048)."),
             OptionSpec("--max-drop", value: "P", help: "Accuracy gate: allowed drop in percentage points."),
+            OptionSpec("--max-size", value: "P", help: "Palettes: raise the most sensitive tensors while the file stays ≤ P% of MODEL."),
             OptionSpec("--data", value: "DATA", help: "Evaluate on DATA instead of the recorded holdout."),
+            OptionSpec("--calibration", value: "DATA", help: "Calibration images (default: --data, else the recorded holdout)."),
+            OptionSpec("--calibration-count", value: "N", help: "Calibration images to use, spread over DATA (default 32)."),
+            OptionSpec("--no-bias-correction", help: "No calibration: float biases, plain palettes (no error feedback)."),
             OptionSpec("--no-eval", help: "Skip the accuracy evaluation."),
             OptionSpec("--seed", value: "N", help: "k-means seed (default 42)."),
             OptionSpec("--out", short: "-o", value: "OUT", help: "Output path."),
@@ -61,17 +75,87 @@ extension CLI {
         let out = args.string("--out") ?? stem + ".\(suffix).bin"
         let model = try ModelLoading.load(path)
         let quiet = args.has("--quiet")
+        let threads = try args.int("--threads", default: 0)
         let started = Date()
-        var (quantized, reports) = try Quantizer.quantize(model, options)
+        let isImage = model.metadata.image != nil && model.metadata.graph != nil
+        let evaluate = !args.has("--no-eval")
+        // The evaluation items: --data, else the recorded holdout.
+        let items: [LabeledItem]? = try args.string("--data").map { try loadItems($0, task: model.metadata.task) }
+            ?? (evaluate && model.metadata.split?.holdout.isEmpty == false
+                ? try Evaluation.recordedHoldout(model, modelPath: path, skipMissing: false) : nil)
+
+        // Calibration (image models; fp16 needs none): bias correction, and error feedback for palettes.
+        var calibration: QuantizeCalibration?
+        if isImage && mode != .fp16 && !args.has("--no-bias-correction") {
+            let count = try args.int("--calibration-count", default: 32)
+            guard count >= 1 else { throw CLIError.usage(command: "quantize", message: "--calibration-count must be ≥ 1") }
+            // With --no-eval the holdout was not resolved above; files that are gone are then skipped here.
+            let holdout = items == nil && model.metadata.split?.holdout.isEmpty == false
+                ? try? Evaluation.recordedHoldout(model, modelPath: path, skipMissing: true) : nil
+            let source: (String, [LabeledItem])? = try args.string("--calibration").map { ($0, try loadItems($0, task: model.metadata.task)) }
+                ?? items.map { (args.has("--data") ? "--data" : "holdout", $0) } ?? holdout.map { ("holdout", $0) }
+            if let (name, calItems) = source, !calItems.isEmpty {
+                calibration = try QuantizeCalibration(model: model, modelPath: path, items: calItems, count: count,
+                                                      source: name, threads: threads)
+            } else if !quiet {
+                note("mltool: note: no calibration images (no holdout, --data or --calibration): no bias correction or error feedback")
+            }
+        }
+        var corrected = 0
+        if let calibration, mode == .palette {
+            options.errorFeedback = calibration.errorFeedbackFactors()
+        }
+        func compress(_ options: QuantizeOptions) throws -> (Model, [TensorQuantReport]) {
+            var (q, r) = try Quantizer.quantize(model, options)
+            if let calibration { corrected = try calibration.correctBiases(original: model, quantized: &q) }
+            return (q, r)
+        }
+        var (quantized, reports) = try compress(options)
+
+        // Mixed precision within a size budget: raise the most sensitive tensors per byte while the file fits.
+        var raised: String?
+        let floatFileBytes = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0
+        if let maxSize = try args.string("--max-size").map({ _ in try args.double("--max-size", default: 0) }) {
+            guard mode == .palette, let calibration, !model.metadata.labels.isEmpty else {
+                throw CLIError.usage(command: "quantize", message: "--max-size needs a palette mode and calibration images of a classifier")
+            }
+            let budget = Int(Double(floatFileBytes) * maxSize / 100)
+            var size = try ModelFile.serialize(quantized).count
+            if size < budget {
+                let names = reports.filter { $0.skipped == nil }.map(\.name)
+                if !quiet { note("size budget: measuring the sensitivity of \(names.count) tensors on \(calibration.source)") }
+                let kl = try calibration.sensitivity(original: model, quantized: quantized, tensors: names, modelPath: path,
+                                                     classes: model.metadata.labels.count)
+                let q = quantized.tensorsByName
+                let candidates = names.map { n in
+                    MixedPrecision.Candidate(name: n, elements: q[n]?.elementCount ?? 0,
+                                             tables: max(1, (q[n]?.quant?.lut?.count ?? 0) >> bits), sensitivity: kl[n] ?? 0)
+                }
+                var room = budget - size
+                while room > 0 {
+                    let levels = MixedPrecision.allocate(candidates, bits: bits, room: room)
+                    guard !levels.isEmpty else { break }
+                    var o = options
+                    for (n, b) in levels { o.bitsOverride[n] = b }
+                    let (q2, r2) = try compress(o)
+                    let s2 = try ModelFile.serialize(q2).count
+                    // The byte estimate ignores alignment and JSON; when it falls short, shrink the room and retry.
+                    guard s2 <= budget else { room -= s2 - budget + 64; continue }
+                    (quantized, reports, options, size) = (q2, r2, o, s2)
+                    raised = "\(levels.count) tensors raised within \(String(format: "%g", maxSize))% (most sensitive per byte first): "
+                        + levels.sorted { $0.key < $1.key }.map { "\($0.key) → \($0.value) bits" }.joined(separator: ", ")
+                    break
+                }
+            } else if !quiet {
+                note(String(format: "size budget: the file is already %.1f%% > --max-size %g%%; nothing raised",
+                            Double(size) / Double(max(floatFileBytes, 1)) * 100, maxSize))
+            }
+        }
 
         // The accuracy gate.
         var gate: GateResult?
-        if !args.has("--no-eval") {
-            let items: [LabeledItem]? = try args.string("--data").map { try loadItems($0, task: model.metadata.task) }
-                ?? (model.metadata.split?.holdout.isEmpty == false
-                    ? try Evaluation.recordedHoldout(model, modelPath: path, skipMissing: false) : nil)
+        if evaluate {
             if let items, !model.metadata.labels.isEmpty {
-                let threads = try args.int("--threads", default: 0)
                 let truth = try Evaluation.truth(items, labels: model.metadata.labels, modelPath: path)
                 let k = model.metadata.labels.count
                 let floatProbs = try Evaluation.probabilities(model, modelPath: path, items: items, threads: threads, quiet: quiet)
@@ -81,12 +165,22 @@ extension CLI {
                     let r = Metrics.evaluate(truth: truth, probabilities: p, labels: model.metadata.labels)
                     let c = ModelComparison.compare(floatProbs, p, classes: k)
                     return GateResult(items: items.count, floatAccuracy: floatAcc, quantizedAccuracy: r.accuracy,
-                                      agreement: c.agreement, meanKL: c.meanKL, backedOff: [])
+                                      agreement: c.agreement, meanKL: c.meanKL, backedOff: [], backOffOrder: nil)
                 }
                 var result = try measure(quantized)
+                var backOffBy = "worst SNR first"
                 if let maxDrop = try args.string("--max-drop").map({ _ in try args.double("--max-drop", default: 0) }) {
-                    // Back off the worst tensors (lowest SNR) to more bits, a few at a time, until within the drop.
+                    // Back off the worst tensors to more bits, a few at a time, until within the drop. Worst: the
+                    // largest output change on the calibration images when quantized alone (measured), else the
+                    // lowest weight SNR (which error feedback lowers on purpose, so it is only the fallback).
                     var order = reports.filter { $0.skipped == nil }.sorted { ($0.snrDB ?? .infinity) < ($1.snrDB ?? .infinity) }
+                    if let calibration, (result.floatAccuracy - result.quantizedAccuracy) * 100 > maxDrop {
+                        if !quiet { note("gate: measuring the sensitivity of \(order.count) tensors on \(calibration.source)") }
+                        let kl = try calibration.sensitivity(original: model, quantized: quantized, tensors: order.map(\.name),
+                                                             modelPath: path, classes: k)
+                        order.sort { (kl[$0.name] ?? 0) > (kl[$1.name] ?? 0) }
+                        backOffBy = "largest output change on \(calibration.source) first"
+                    }
                     while (result.floatAccuracy - result.quantizedAccuracy) * 100 > maxDrop {
                         guard !order.isEmpty else {
                             throw CLIError.badInput(file: path, reason: String(
@@ -101,22 +195,28 @@ extension CLI {
                         }
                         order = Array(order.dropFirst(step)).filter { (options.bitsOverride[$0.name] ?? bits) < 32 }
                         let backed = result.backedOff
-                        (quantized, reports) = try Quantizer.quantize(model, options)
+                        (quantized, reports) = try compress(options)
                         result = try measure(quantized)
                         result.backedOff = backed
                         if !quiet { note(String(format: "gate: backed off %d tensors, drop now %.2f points", backed.count, (result.floatAccuracy - result.quantizedAccuracy) * 100)) }
                     }
                 }
+                result.backOffOrder = result.backedOff.isEmpty ? nil : backOffBy
                 gate = result
             } else if !quiet {
                 note("mltool: note: no recorded holdout and no --data: weights compressed without an accuracy check")
             }
         }
         try ModelFile.write(quantized, to: out, inputs: [path])
-        let sizeBefore = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0
+        let sizeBefore = floatFileBytes
         let sizeAfter = (try? FileManager.default.attributesOfItem(atPath: out)[.size] as? Int) ?? 0
         let report = QuantizeReport(model: path, output: out, mode: mode.rawValue, bits: bits, tensors: reports,
-                                    fileBytesBefore: sizeBefore, fileBytesAfter: sizeAfter, gate: gate,
+                                    fileBytesBefore: sizeBefore, fileBytesAfter: sizeAfter,
+                                    calibration: calibration.map {
+                                        let fed = reports.filter { $0.mode.hasSuffix("+gptq") }.count
+                                        return "\($0.source): \(corrected) biases corrected"
+                                            + (fed > 0 ? ", error feedback (GPTQ) on \(fed) tensors" : "")
+                                    }, mixedPrecision: raised, gate: gate,
                                     seconds: Date().timeIntervalSince(started))
         if args.has("--json") {
             let e = JSONEncoder()
@@ -143,6 +243,7 @@ struct GateResult: Encodable {
     var agreement: Double
     var meanKL: Double
     var backedOff: [String]
+    var backOffOrder: String?
 }
 
 struct QuantizeReport: Encodable {
@@ -153,6 +254,8 @@ struct QuantizeReport: Encodable {
     var tensors: [TensorQuantReport]
     var fileBytesBefore: Int
     var fileBytesAfter: Int
+    var calibration: String?
+    var mixedPrecision: String?
     var gate: GateResult?
     var seconds: Double
 
@@ -173,12 +276,14 @@ struct QuantizeReport: Encodable {
         let before = tensors.reduce(0) { $0 + $1.bytesBefore }, after = tensors.reduce(0) { $0 + $1.bytesAfter }
         s += "  weights \(before) → \(after) bytes; file \(fileBytesBefore) → \(fileBytesAfter) bytes ("
             + String(format: "%.1f%%", Double(fileBytesAfter) / Double(max(fileBytesBefore, 1)) * 100) + " of the original)\n"
+        if let c = calibration { s += "  calibration on \(c)\n" }
+        if let m = mixedPrecision { s += "  mixed precision: \(m)\n" }
         if let g = gate {
             s += String(format: "  accuracy on %d items: float %.4f, quantized %.4f (%+.2f points); top-1 agreement %.4f; mean KL %.5f\n",
                         g.items, g.floatAccuracy, g.quantizedAccuracy, (g.quantizedAccuracy - g.floatAccuracy) * 100,
                         g.agreement, g.meanKL)
             if !g.backedOff.isEmpty {
-                s += "  backed off \(g.backedOff.count) tensors (worst SNR first): " + g.backedOff.prefix(6).joined(separator: ", ")
+            s += "  backed off \(g.backedOff.count) tensors (\(g.backOffOrder ?? "worst first")): " + g.backedOff.prefix(6).joined(separator: ", ")
                     + (g.backedOff.count > 6 ? ", …" : "") + "\n"
             }
         }

@@ -52,22 +52,34 @@ public struct QuantParams: Codable, Equatable, Sendable {
     public var zeroPoints: [Int]?
     public var groupSize: Int?
     public var lut: [Float]?
+    /// How `scales` is stored: nil = binary32; "bf16" = bfloat16 (the top half of a binary32), half the bytes.
+    /// Every scale must then be exactly a bfloat16 value (`bfloat16Rounded`); quantizers round before use.
+    public var scalesType: String?
 
     public init(axis: Int? = nil, scales: [Float]? = nil, zeroPoints: [Int]? = nil, groupSize: Int? = nil,
-                lut: [Float]? = nil) {
+                lut: [Float]? = nil, scalesType: String? = nil) {
         self.axis = axis; self.scales = scales; self.zeroPoints = zeroPoints; self.groupSize = groupSize; self.lut = lut
+        self.scalesType = scalesType
     }
 
-    enum CodingKeys: String, CodingKey { case axis, scales, zeroPoints, groupSize, lut }
+    enum CodingKeys: String, CodingKey { case axis, scales, zeroPoints, groupSize, lut, scalesType }
 
     // `scales` and `lut` are stored as base64 of little-endian binary32 values: exact, and a third of the size of
-    // decimal text (a per-channel int8 EfficientNet carries ~25,000 scales).
+    // decimal text (a per-channel int8 EfficientNet carries ~21,000 scales). With `scalesType` "bf16", `scales`
+    // holds little-endian bfloat16 values instead: half again.
     public init(from decoder: Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         axis = try c.decodeIfPresent(Int.self, forKey: .axis)
         zeroPoints = try c.decodeIfPresent([Int].self, forKey: .zeroPoints)
         groupSize = try c.decodeIfPresent(Int.self, forKey: .groupSize)
-        scales = try Self.decodeFloats(c, .scales)
+        scalesType = try c.decodeIfPresent(String.self, forKey: .scalesType)
+        switch scalesType {
+        case nil: scales = try Self.decodeFloats(c, .scales)
+        case "bf16"?: scales = try Self.decodeBFloat16(c, .scales)
+        case let other?:
+            throw DecodingError.dataCorruptedError(forKey: .scalesType, in: c,
+                                                   debugDescription: "unknown scalesType '\(other)' (expected \"bf16\" or absent)")
+        }
         lut = try Self.decodeFloats(c, .lut)
     }
 
@@ -76,8 +88,41 @@ public struct QuantParams: Codable, Equatable, Sendable {
         try c.encodeIfPresent(axis, forKey: .axis)
         try c.encodeIfPresent(zeroPoints, forKey: .zeroPoints)
         try c.encodeIfPresent(groupSize, forKey: .groupSize)
-        try c.encodeIfPresent(scales.map(Self.base64), forKey: .scales)
+        try c.encodeIfPresent(scalesType, forKey: .scalesType)
+        if scalesType == "bf16", let s = scales {
+            guard s.allSatisfy({ $0.bitPattern & 0xFFFF == 0 }) else {
+                throw EncodingError.invalidValue(s, .init(codingPath: c.codingPath + [CodingKeys.scales],
+                                                          debugDescription: "scalesType bf16 needs bfloat16-exact scales"))
+            }
+            let halves = s.map { UInt16(truncatingIfNeeded: $0.bitPattern >> 16).littleEndian }
+            try c.encode(halves.withUnsafeBytes { Data($0) }.base64EncodedString(), forKey: .scales)
+        } else {
+            try c.encodeIfPresent(scales.map(Self.base64), forKey: .scales)
+        }
         try c.encodeIfPresent(lut.map(Self.base64), forKey: .lut)
+    }
+
+    /// The bfloat16 value nearest to `x` (ties to even), as a Float; finite values that overflow become the
+    /// largest finite bfloat16 of the same sign.
+    public static func bfloat16Rounded(_ x: Float) -> Float {
+        guard x.isFinite else { return x }
+        let b = x.bitPattern
+        let rounded = b &+ 0x7FFF &+ ((b >> 16) & 1)
+        let r = Float(bitPattern: rounded & 0xFFFF_0000)
+        return r.isFinite ? r : Float(bitPattern: (b & 0x8000_0000) | 0x7F7F_0000)
+    }
+
+    static func decodeBFloat16(_ c: KeyedDecodingContainer<CodingKeys>, _ key: CodingKeys) throws -> [Float]? {
+        guard let text = try c.decodeIfPresent(String.self, forKey: key) else { return nil }
+        guard let data = Data(base64Encoded: text), data.count % 2 == 0 else {
+            throw DecodingError.dataCorruptedError(forKey: key, in: c,
+                                                   debugDescription: "not base64 of little-endian bfloat16 values")
+        }
+        return data.withUnsafeBytes { raw in
+            (0..<(data.count / 2)).map {
+                Float(bitPattern: UInt32(UInt16(littleEndian: raw.loadUnaligned(fromByteOffset: $0 * 2, as: UInt16.self))) << 16)
+            }
+        }
     }
 
     static func base64(_ v: [Float]) -> String {

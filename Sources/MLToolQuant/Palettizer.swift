@@ -4,47 +4,76 @@ import MLToolCore
 /// floats, and every weight is stored as the packed index of its nearest entry (Core's `PackedBits` layout).
 public enum Palettizer {
     /// With `channelAxis`, every slice along it is first divided by its largest magnitude (kept as a per-channel
-    /// scale), so one table of normalised values serves channels whose ranges differ by orders of magnitude.
+    /// scale, rounded up to bfloat16 as stored), so one table of normalised values serves channels whose ranges
+    /// differ by orders of magnitude.
+    ///
+    /// With channel scales and at most 6 bits, the scales are then refitted: given the table and the assignment,
+    /// each channel's least-squares scale is Σ w·l / Σ l², the weights are normalised again and the tables
+    /// re-fitted from the previous ones (`refits` rounds). On EfficientNet-Lite0 at 4 bits: +0.1 to 0.4 dB SNR per
+    /// tensor, holdout KL to the float model 0.061 → 0.050, top-1 agreement 0.922 → 0.930.
     public static func palettize(_ t: StoredTensor, values original: [Float], bits: Int, axis requestedAxis: Int?,
-                                 groupSize: Int?, seed: UInt64, channelAxis: Int? = nil) throws -> StoredTensor {
-        var w = original
-        var scales: [Float]?
-        let axis = requestedAxis ?? channelAxis
-        if let ca = channelAxis {
-            let (o, ch, inn) = LinearQuantizer.split(t.shape, ca)
-            var s = [Float](repeating: 0, count: ch)
-            var i = 0
-            for _ in 0..<o { for c in 0..<ch { for _ in 0..<inn { s[c] = max(s[c], abs(w[i])); i += 1 } } }
-            s = s.map { $0 > 0 ? $0 : 1 }
-            i = 0
-            for _ in 0..<o { for c in 0..<ch { for _ in 0..<inn { w[i] /= s[c]; i += 1 } } }
-            scales = s
+                                 groupSize: Int?, seed: UInt64, channelAxis: Int? = nil,
+                                 refits: Int = 3) throws -> StoredTensor {
+        guard let dtype = [1: DType.palette1, 2: .palette2, 4: .palette4, 6: .palette6, 8: .palette8][bits] else {
+            throw QuantError.invalidOptions("palette bits must be 1, 2, 4, 6 or 8 (got \(bits))")
         }
+        let axis = requestedAxis ?? channelAxis
         let (outer, channels, inner) = LinearQuantizer.split(t.shape, axis)
         let g = requestedAxis == nil ? max(channels, 1) : max(1, groupSize ?? 1)
         let groups = (channels + g - 1) / g
         let k = 1 << bits
+        // Element i lies in slice (i / inner) % channels along `axis`.
+        var scales: [Float]?
+        if let ca = channelAxis {
+            let (o, ch, inn) = LinearQuantizer.split(t.shape, ca)
+            var s = [Float](repeating: 0, count: ch)
+            var i = 0
+            for _ in 0..<o { for c in 0..<ch { for _ in 0..<inn { s[c] = max(s[c], abs(original[i])); i += 1 } } }
+            scales = s.map { $0 > 0 ? LinearQuantizer.bfloat16Up($0) : 1 }
+        }
+        // Scales are per slice along `axis` too when refitting (the channel axis is the grouping axis).
+        let canRefit = channelAxis != nil && channelAxis == axis && bits <= 6
         var lut = [Float](repeating: 0, count: groups * k)
-        var indices = [Int](repeating: 0, count: w.count)
+        var indices = [Int](repeating: 0, count: original.count)
+        var members = [[Int]](repeating: [], count: groups)
         for group in 0..<groups {
-            // Gather the group's elements (strided along the channel axis).
-            var members = [Int]()
             for o in 0..<outer {
                 for c in (group * g)..<min(channels, (group + 1) * g) {
                     let base = (o * channels + c) * inner
-                    members.append(contentsOf: base..<(base + inner))
+                    members[group].append(contentsOf: base..<(base + inner))
                 }
             }
-            let values = members.map { w[$0] }
-            let (centroids, assignment) = KMeans1D.fit(values, k: k, seed: seed &+ UInt64(group))
-            for j in 0..<k { lut[group * k + j] = centroids[j] }
-            for (m, idx) in zip(members, assignment) { indices[m] = idx }
         }
-        guard let dtype = [1: DType.palette1, 2: .palette2, 4: .palette4, 6: .palette6, 8: .palette8][bits] else {
-            throw QuantError.invalidOptions("palette bits must be 1, 2, 4, 6 or 8 (got \(bits))")
+        for round in 0...(canRefit ? max(0, refits) : 0) {
+            var w = original
+            if let s = scales, let ca = channelAxis {
+                let (o, ch, inn) = LinearQuantizer.split(t.shape, ca)
+                var i = 0
+                for _ in 0..<o { for c in 0..<ch { for _ in 0..<inn { w[i] /= s[c]; i += 1 } } }
+            }
+            for group in 0..<groups {
+                let values = members[group].map { w[$0] }
+                let start = round == 0 ? nil : Array(lut[(group * k)..<((group + 1) * k)])
+                let (centroids, assignment) = KMeans1D.fit(values, k: k, seed: seed &+ UInt64(group), initial: start)
+                for j in 0..<k { lut[group * k + j] = centroids[j] }
+                for (m, idx) in zip(members[group], assignment) { indices[m] = idx }
+            }
+            guard canRefit, round < refits, var s = scales else { break }
+            var num = [Double](repeating: 0, count: channels), den = [Double](repeating: 0, count: channels)
+            for i in original.indices {
+                let c = (i / inner) % channels
+                let l = Double(lut[(c / g) * k + indices[i]])
+                num[c] += Double(original[i]) * l
+                den[c] += l * l
+            }
+            for c in 0..<channels where den[c] > 0 && num[c] > 0 {
+                s[c] = QuantParams.bfloat16Rounded(Float(num[c] / den[c]))
+            }
+            scales = s
         }
         return StoredTensor(name: t.name, dtype: dtype, shape: t.shape,
-                            quant: QuantParams(axis: axis, scales: scales, groupSize: axis == nil ? nil : g, lut: lut),
+                            quant: QuantParams(axis: axis, scales: scales, groupSize: axis == nil ? nil : g, lut: lut,
+                                                   scalesType: scales == nil ? nil : "bf16"),
                             bytes: TensorBytes(copying: PackedBits.pack(indices, bits: bits)))
     }
 }
@@ -53,14 +82,16 @@ public enum Palettizer {
 /// with prefix sums; k-means++ seeding (seeded) picks the initial centroids.
 public enum KMeans1D {
     /// Returns `k` centroids (ascending; unused entries repeat the last) and each value's centroid index.
-    public static func fit(_ values: [Float], k: Int, seed: UInt64, iterations: Int = 50) -> ([Float], [Int]) {
+    /// `initial` (k values) replaces the k-means++ seeding, e.g. the table of a previous fit.
+    public static func fit(_ values: [Float], k: Int, seed: UInt64, iterations: Int = 50,
+                           initial: [Float]? = nil) -> ([Float], [Int]) {
         let n = values.count
         guard n > 0 else { return ([Float](repeating: 0, count: k), []) }
         let order = values.indices.sorted { values[$0] < values[$1] || (values[$0] == values[$1] && $0 < $1) }
         let sorted = order.map { Double(values[$0]) }
         var prefix = [Double](repeating: 0, count: n + 1)
         for i in 0..<n { prefix[i + 1] = prefix[i] + sorted[i] }
-        var centroids = seedPlusPlus(sorted, k: k, seed: seed)
+        var centroids = initial.map { Array(Set($0.map(Double.init))).sorted() } ?? seedPlusPlus(sorted, k: k, seed: seed)
         var starts = [Int]()
         for _ in 0..<iterations {
             // Cluster j owns the sorted run between the midpoints to its neighbours.

@@ -18,6 +18,9 @@ public struct QuantizeOptions: Sendable {
     public var seed: UInt64
     /// Per-tensor overrides of `bits` (used by the accuracy gate to back off sensitive tensors).
     public var bitsOverride: [String: Int]
+    /// Palette: `ErrorFeedback.factor`s by weight name (1×1 conv / dense layers, from calibration inputs); those
+    /// weights get GPTQ-style error feedback.
+    public var errorFeedback: [String: ErrorFeedback.Factor] = [:]
 
     public init(mode: Mode, bits: Int, perTensor: Bool = false, asymmetric: Bool = false, groupSize: Int? = nil,
                 minElements: Int = 2048, seed: UInt64 = 42, bitsOverride: [String: Int] = [:]) {
@@ -93,7 +96,11 @@ public enum Quantizer {
             }
             if report.skipped != nil { reports.append(report); continue }
             let w = try t.floats()
-            let q = try quantizeTensor(t, values: w, axis: axis, options: options, bits: report.bits)
+            var q = try quantizeTensor(t, values: w, axis: axis, options: options, bits: report.bits)
+            if let u = options.errorFeedback[t.name], ErrorFeedback.applies(to: q) {
+                q = try ErrorFeedback.refine(q, original: w, factor: u)
+                report.mode += "+gptq"
+            }
             let back = try q.floats()
             report.bytesAfter = q.bytes.count
             (report.snrDB, report.cosine) = error(w, back)

@@ -49,11 +49,11 @@ import MLToolCore
         var tensors: [Entry]
     }
 
-    @Test(arguments: 0..<6 as Range<UInt64>)
+    @Test(arguments: 0..<7 as Range<UInt64>)
     func independentReaderAgreesWithTheWriter(seed: UInt64) throws {
         let dir = try TestModels.temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        let model = seed == 0 ? TestModels.small() : TestModels.random(seed: seed)
+        let model = seed == 0 ? TestModels.small() : seed == 6 ? TestModels.compactScales() : TestModels.random(seed: seed)
         try ModelFile.write(model, to: dir + "/m")
         guard let (status, out) = try Self.referenceRead(dir + "/m") else { return }
         try #require(status == 0, "\(String(decoding: out, as: UTF8.self))")

@@ -17,6 +17,58 @@ import MLToolCore
         }
     }
 
+    @Test func bfloat16ScalesRoundTripAndHalveTheirText() throws {
+        let model = TestModels.compactScales()
+        let bytes = try ModelFile.serialize(model)
+        let read = try ModelFile.read(bytes: bytes, name: "compact.mlt")
+        #expect(sameModel(model, read))
+        #expect(try ModelFile.serialize(read) == bytes)
+        #expect(read.tensors[0].quant?.scalesType == "bf16" && read.tensors[0].quant?.scales == model.tensors[0].quant?.scales)
+        // Reference dequantization: scale × q for int8, scale × lut[index] for the palette.
+        let s = try #require(model.tensors[0].quant?.scales)
+        let q: [Int8] = [1, 2, 3, -1, -128, 127, 0, 9]
+        #expect(try read.tensors[0].floats() == q.enumerated().map { s[$0.offset % 4] * Float($0.element) })
+        let lut: [Float] = [-1, -0.25, 0.5, 1], idx = [0, 1, 2, 3, 3, 2, 1, 0, 0, 3, 1, 2]
+        #expect(try read.tensors[1].floats() == idx.enumerated().map { s[$0.offset / 3] * lut[$0.element] })
+        // bf16 scales take 2 bytes (before base64) instead of 4.
+        #expect(String(decoding: bytes, as: UTF8.self).contains(#""scalesType":"bf16""#))
+        func scalesText(_ q: QuantParams?) throws -> String? {
+            let json = try JSONSerialization.jsonObject(with: try MetadataDocument.encoder().encode(q)) as? [String: Any]
+            return json?["scales"] as? String
+        }
+        var f32 = model.tensors[0].quant
+        f32?.scalesType = nil
+        #expect(try scalesText(model.tensors[0].quant)?.count == 12)   // 4 × 2 bytes in base64
+        #expect(try scalesText(f32)?.count == 24)                      // 4 × 4 bytes
+    }
+
+    @Test func bfloat16ScalesThatAreNotExactOrUnknownTypesAreRejected() throws {
+        var model = TestModels.compactScales()
+        model.tensors[0].quant?.scales?[0] = 0.1   // not a bfloat16 value
+        #expect(throws: (any Error).self) { try ModelFile.serialize(model) }
+        // An unknown scalesType is a metadata error, not a misread (checksums resealed so the JSON is what fails).
+        let good = try ModelFile.serialize(TestModels.compactScales())
+        let bad = good.replacing(Array(#""scalesType":"bf16""#.utf8), with: Array(#""scalesType":"bf17""#.utf8)).resealed()
+        #expect(bad != good)
+        #expect(throws: FormatError.self) { try ModelFile.read(bytes: bad, name: "bad.mlt") }
+        // Absent (binary32) still reads: files written before scalesType keep working.
+        var old = TestModels.compactScales()
+        for i in old.tensors.indices { old.tensors[i].quant?.scalesType = nil }
+        #expect(sameModel(try ModelFile.read(bytes: try ModelFile.serialize(old), name: "old.mlt"), old))
+    }
+
+    @Test func bfloat16RoundingIsToNearestEven() {
+        #expect(QuantParams.bfloat16Rounded(1) == 1)
+        #expect(QuantParams.bfloat16Rounded(Float(bitPattern: 0x3F80_8000)) == 1)                        // tie → even
+        #expect(QuantParams.bfloat16Rounded(Float(bitPattern: 0x3F81_8000)) == Float(bitPattern: 0x3F82_0000)) // tie → even
+        #expect(QuantParams.bfloat16Rounded(Float(bitPattern: 0x3F80_8001)) == Float(bitPattern: 0x3F81_0000))
+        #expect(QuantParams.bfloat16Rounded(.greatestFiniteMagnitude) == Float(bitPattern: 0x7F7F_0000))
+        for x: Float in [0.1, 3e-9, 12345.678, -7.25] {
+            let r = QuantParams.bfloat16Rounded(x)
+            #expect(r.bitPattern & 0xFFFF == 0 && abs(r - x) <= abs(x) * 0x1p-8)
+        }
+    }
+
     @Test func randomModelsCoverEveryDType() {
         let seen = Set((0..<4).flatMap { TestModels.random(seed: $0).tensors.map(\.dtype) })
         #expect(seen == Set(DType.allCases))

@@ -20,6 +20,19 @@ enum TestModels {
         return Model(metadata: meta, tensors: [w, b, q])
     }
 
+    /// Per-channel int8 and a palette with per-channel scales, both with scales stored as bfloat16.
+    static func compactScales() -> Model {
+        let scales: [Float] = [0.5, 0.0078125, 3.0e-9, 1.5e12].map(QuantParams.bfloat16Rounded)
+        let q = StoredTensor(name: "q", dtype: .int8, shape: [2, 4],
+                             quant: QuantParams(axis: 1, scales: scales, scalesType: "bf16"),
+                             bytes: TensorBytes(copying: [1, 2, 3, 0xFF, 0x80, 0x7F, 0, 9] as [UInt8]))
+        let p = StoredTensor(name: "p", dtype: .palette2, shape: [4, 3],
+                             quant: QuantParams(axis: 0, scales: scales, groupSize: 4, lut: [-1, -0.25, 0.5, 1],
+                                                scalesType: "bf16"),
+                             bytes: TensorBytes(copying: PackedBits.pack([0, 1, 2, 3, 3, 2, 1, 0, 0, 3, 1, 2], bits: 2)))
+        return Model(metadata: ModelMetadata(task: .network, provenance: Provenance(toolVersion: "test")), tensors: [q, p])
+    }
+
     /// The smallest model with one tensor (the example of docs/FORMAT.md section 11).
     static func tiny() -> Model {
         Model(metadata: ModelMetadata(task: .network, provenance: Provenance(toolVersion: "0.1.0")),

@@ -85,6 +85,16 @@ def floats(text):
     return list(struct.unpack("<%df" % (len(raw) // 4), raw))
 
 
+def scales(q):
+    """scales: binary32, or bfloat16 (the top 16 bits of a binary32) when scalesType is "bf16"."""
+    kind = q.get("scalesType")
+    if kind is None: return floats(q["scales"])
+    if kind != "bf16": fail("scalesType")
+    raw = base64.b64decode(q["scales"], validate=True)
+    if len(raw) % 2: fail("bfloat16 array length")
+    return [struct.unpack("<f", struct.pack("<I", h << 16))[0] for h in struct.unpack("<%dH" % (len(raw) // 2), raw)]
+
+
 def read(path):
     b = open(path, "rb").read()
     F = len(b)
@@ -134,7 +144,7 @@ def read(path):
         elif dtype == "f16":
             values = [f32bits(v) for v in struct.unpack("<%de" % n, raw)]
         elif dtype == "int8":
-            s = floats(q["scales"])
+            s = scales(q)
             z = q.get("zeroPoints") or [0] * len(s)
             if len(s) != channels: fail("scales " + name)
             qs = struct.unpack("<%db" % n, raw)
@@ -144,7 +154,7 @@ def read(path):
             groups = max(1, -(-channels // group))
             lut = floats(q["lut"])
             if len(lut) != groups << k: fail("lut " + name)
-            ps = floats(q["scales"]) if "scales" in q else None
+            ps = scales(q) if "scales" in q else None
             if ps is not None and len(ps) != channels: fail("scales " + name)
             bits = int.from_bytes(raw, "little")
             values = []
