@@ -23,6 +23,8 @@ struct QuantizeCalibration {
     static let hessianPositions = 32
     /// Where the images came from, for the report.
     let source: String
+    /// Paths of the images used (an accuracy gate on the same items leaves them out).
+    let paths: Set<String>
 
     /// Picks `count` items spread evenly over `items` (folders list classes in order, so every class is hit).
     init(model: Model, modelPath: String, items: [LabeledItem], count: Int, source: String, threads: Int) throws {
@@ -30,6 +32,7 @@ struct QuantizeCalibration {
         let step = max(1, items.count / max(1, count))
         let picked = stride(from: 0, to: items.count, by: step).prefix(count).map { items[$0] }
         images = try picked.map { try classifier.input(for: try ImageDecoder.decode(path: $0.path)) }
+        paths = Set(picked.map(\.path))
         inputName = classifier.inputName
         shape = [classifier.preprocessing.height, classifier.preprocessing.width, classifier.preprocessor.channels]
         layers = BiasCorrection.layers(of: model)

@@ -19,7 +19,7 @@ extension CLI {
         are raised to 6 or 8 bits by measured sensitivity per extra byte.
 
         Image models are calibrated on a few images (--calibration DATA, else --data, else the recorded holdout;
-        --calibration-count, default 32): every compressed layer's bias absorbs the mean shift its quantization
+        --calibration-count, default 32; when they come from the evaluated items, the gate leaves them out): every compressed layer's bias absorbs the mean shift its quantization
         causes (bias correction), and palettized 1×1 conv / dense weights get GPTQ-style error feedback from the
         measured input covariance, so the palette minimises the layer's output error rather than the weight
         error (their weight SNR is lower for it). --no-bias-correction turns both off. Per-channel scales are
@@ -80,7 +80,7 @@ extension CLI {
         let isImage = model.metadata.image != nil && model.metadata.graph != nil
         let evaluate = !args.has("--no-eval")
         // The evaluation items: --data, else the recorded holdout.
-        let items: [LabeledItem]? = try args.string("--data").map { try loadItems($0, task: model.metadata.task) }
+        var items: [LabeledItem]? = try args.string("--data").map { try loadItems($0, task: model.metadata.task) }
             ?? (evaluate && model.metadata.split?.holdout.isEmpty == false
                 ? try Evaluation.recordedHoldout(model, modelPath: path, skipMissing: false) : nil)
 
@@ -94,11 +94,24 @@ extension CLI {
                 ? try? Evaluation.recordedHoldout(model, modelPath: path, skipMissing: true) : nil
             let source: (String, [LabeledItem])? = try args.string("--calibration").map { ($0, try loadItems($0, task: model.metadata.task)) }
                 ?? items.map { (args.has("--data") ? "--data" : "holdout", $0) } ?? holdout.map { ("holdout", $0) }
+            // Drawn from the evaluated items: at most half of them, so that the gate keeps the rest.
+            let fromEvaluated = args.string("--calibration") == nil && items != nil
+            let useCount = fromEvaluated && (items?.count ?? 0) >= 2 ? min(count, (items?.count ?? 0) / 2) : count
             if let (name, calItems) = source, !calItems.isEmpty {
-                calibration = try QuantizeCalibration(model: model, modelPath: path, items: calItems, count: count,
+                calibration = try QuantizeCalibration(model: model, modelPath: path, items: calItems, count: useCount,
                                                       source: name, threads: threads)
             } else if !quiet {
                 note("mltool: note: no calibration images (no holdout, --data or --calibration): no bias correction or error feedback")
+            }
+        }
+        // Calibration images drawn from the evaluation items are left out of the gate, which then scores only
+        // images the compression never saw.
+        var calibrationLeftOut = 0
+        if let calibration, args.string("--calibration") == nil, let all = items {
+            let kept = all.filter { !calibration.paths.contains($0.path) }
+            if !kept.isEmpty {
+                items = kept
+                calibrationLeftOut = all.count - kept.count
             }
         }
         var corrected = 0
@@ -164,7 +177,8 @@ extension CLI {
                     let p = try Evaluation.probabilities(m, modelPath: out, items: items, threads: threads, quiet: quiet)
                     let r = Metrics.evaluate(truth: truth, probabilities: p, labels: model.metadata.labels)
                     let c = ModelComparison.compare(floatProbs, p, classes: k)
-                    return GateResult(items: items.count, floatAccuracy: floatAcc, quantizedAccuracy: r.accuracy,
+                    return GateResult(items: items.count, calibrationLeftOut: calibrationLeftOut,
+                                      floatAccuracy: floatAcc, quantizedAccuracy: r.accuracy,
                                       agreement: c.agreement, meanKL: c.meanKL, backedOff: [], backOffOrder: nil)
                 }
                 var result = try measure(quantized)
@@ -238,6 +252,8 @@ extension CLI {
 
 struct GateResult: Encodable {
     var items: Int
+    /// Evaluation items used for calibration and so left out of the gate.
+    var calibrationLeftOut: Int
     var floatAccuracy: Double
     var quantizedAccuracy: Double
     var agreement: Double
@@ -279,8 +295,9 @@ struct QuantizeReport: Encodable {
         if let c = calibration { s += "  calibration on \(c)\n" }
         if let m = mixedPrecision { s += "  mixed precision: \(m)\n" }
         if let g = gate {
-            s += String(format: "  accuracy on %d items: float %.4f, quantized %.4f (%+.2f points); top-1 agreement %.4f; mean KL %.5f\n",
-                        g.items, g.floatAccuracy, g.quantizedAccuracy, (g.quantizedAccuracy - g.floatAccuracy) * 100,
+            let left = g.calibrationLeftOut > 0 ? " (\(g.calibrationLeftOut) calibration images left out)" : ""
+            s += String(format: "  accuracy on %d items%@: float %.4f, quantized %.4f (%+.2f points); top-1 agreement %.4f; mean KL %.5f\n",
+                        g.items, left, g.floatAccuracy, g.quantizedAccuracy, (g.quantizedAccuracy - g.floatAccuracy) * 100,
                         g.agreement, g.meanKL)
             if !g.backedOff.isEmpty {
             s += "  backed off \(g.backedOff.count) tensors (\(g.backOffOrder ?? "worst first")): " + g.backedOff.prefix(6).joined(separator: ", ")
