@@ -1,3 +1,4 @@
+import CMLToolKernels
 import COpenBLAS
 import Foundation
 import MLToolCore
@@ -34,8 +35,11 @@ public final class Engine: @unchecked Sendable {
         init(plan: Plan) { self.plan = plan }
     }
 
-    /// Validates and compiles `model`'s graph. `threads` 0 uses every core.
-    public init(model: Model, threads: Int = 0, mode: Mode = .fast) throws {
+    /// Validates and compiles `model`'s graph. `threads` 0 uses every core. `int8Compute` (fast mode only): conv
+    /// and dense layers whose weights are stored as symmetric per-channel int8 run on int8 kernels, with each
+    /// row of their input quantized to u8 on the fly, instead of on weights dequantized to float at load; nil
+    /// takes `Engine.int8ComputeDefault`.
+    public init(model: Model, threads: Int = 0, mode: Mode = .fast, int8Compute: Bool? = nil) throws {
         guard let graph = model.metadata.graph else { throw EngineError.noGraph }
         self.mode = mode
         self.threads = threads > 0 ? threads : max(1, ProcessInfo.processInfo.activeProcessorCount)
@@ -43,13 +47,22 @@ public final class Engine: @unchecked Sendable {
         _ = try checked.shapes(inputs: Self.shapes(of: checked, batch: 1), steps: Array(checked.steps.indices))
         if mode == .fast {
             let optimized = try GraphPasses.optimize(model)
-            program = try Program(graph: optimized.metadata.graph ?? graph, tensors: optimized.tensorsByName)
+            program = try Program(graph: optimized.metadata.graph ?? graph, tensors: optimized.tensorsByName,
+                                  int8: int8Compute ?? Self.int8ComputeDefault)
             self.model = model
         } else {
             program = checked
             self.model = model
             original = checked
         }
+    }
+
+    /// Whether int8 models run on int8 kernels unless told otherwise: the environment variable
+    /// `MLTOOL_INT8_COMPUTE` (0 or 1) when set, else on when the CPU has AVX-512 VNNI (elsewhere the int8 kernels
+    /// are slower than the float ones).
+    public static var int8ComputeDefault: Bool {
+        if let v = ProcessInfo.processInfo.environment["MLTOOL_INT8_COMPUTE"] { return v == "1" }
+        return mlk_int8_level() >= 3
     }
 
     /// Names of the graph inputs, in order.

@@ -9,8 +9,12 @@ import MLToolCore
 enum Fast {
     /// Floats of scratch the step needs (im2col rows for one image and one group).
     static func scratchCount(_ s: Step, _ xs: [[Int]], _ ys: [Int]) -> Int {
-        guard s.op == .conv, !isDepthwise(s, xs[0]), !readsInputDirectly(s) else { return 0 }
-        return ys[1] * ys[2] * s.weightShape[0] * s.weightShape[1] * s.weightShape[2]
+        if s.op == .dense, let q = s.qweights { return QuantizedWeights.scratchFloats(rows: ys[0], k: q.k) }
+        guard s.op == .conv, !isDepthwise(s, xs[0]) else { return 0 }
+        let direct = readsInputDirectly(s)
+        let cols = direct ? 0 : ys[1] * ys[2] * s.weightShape[0] * s.weightShape[1] * s.weightShape[2]
+        guard let q = s.qweights else { return cols }
+        return cols + QuantizedWeights.scratchFloats(rows: direct ? ys[0] * ys[1] * ys[2] : ys[1] * ys[2], k: q.k)
     }
 
     static func isDepthwise(_ s: Step, _ xs: [Int]) -> Bool {
@@ -52,6 +56,9 @@ enum Fast {
         if n == 0 { return }   // an empty output (e.g. a batch of 0): nothing to compute
         switch s.op {
         case .conv: conv(s, x[0], xs[0], y, ys, scratch, threads)
+        case .dense where s.qweights != nil:
+            quantizedGemm(x[0], lda: s.weightShape[0], s.qweights!, rows: ys[0], bias: s.bias.map { UnsafePointer($0.pointer) },
+                          y, act: s.act, scratch: scratch, threads: threads)
         case .dense:
             packedGemm(x[0], lda: s.weightShape[0], s.packed!.pointer, rows: ys[0], n: ys[1], k: s.weightShape[0],
                        bias: s.bias.map { UnsafePointer($0.pointer) }, y, act: s.act, threads: threads)
@@ -106,6 +113,37 @@ enum Fast {
         }
     }
 
+    /// `packedGemm` with int8 weights: each part quantizes its rows of `a` (u8, one scale and zero point per row)
+    /// into `scratch`, then runs `mlk_qgemm` on them; with few rows, all rows are quantized first and the columns
+    /// split. The quantization of a row does not depend on the split, so results do not either.
+    static func quantizedGemm(_ a: UnsafePointer<Float>, lda: Int, _ w: QuantizedWeights, rows: Int,
+                              bias: UnsafePointer<Float>?, _ y: UnsafeMutablePointer<Float>, act: Act,
+                              scratch: UnsafeMutablePointer<Float>, threads: Int) {
+        let (n, k) = (w.n, w.k)
+        let ldq = Int(mlk_qrow_bytes(Int64(k)))
+        let raw = UnsafeMutableRawPointer(scratch)
+        nonisolated(unsafe) let q = raw.assumingMemoryBound(to: UInt8.self)
+        let scaleOffset = (rows &* ldq + 63) / 64 &* 64
+        nonisolated(unsafe) let scales = (raw + scaleOffset).assumingMemoryBound(to: Float.self)
+        nonisolated(unsafe) let zps = (raw + (scaleOffset &+ rows &* 4)).assumingMemoryBound(to: Int32.self)
+        nonisolated(unsafe) let (a, bias, y) = (a, bias, y)
+        let parts = rows &* n &* k >= parallelThreshold ? threads : 1
+        if parts > 1 && rows < 64 && n >= 96 {
+            mlk_quantize_rows(a, Int64(lda), 0, Int64(rows), Int64(k), q, Int64(ldq), scales, zps)
+            parallel(n, parts: parts, align: 48) { lo, hi in
+                mlk_qgemm(q, Int64(ldq), scales, zps, w.packed + (lo / 16) &* w.panelBytes, w.colsum + lo, w.scales + lo,
+                          0, Int64(rows), Int64(hi - lo), Int64(k), bias.map { $0 + lo }, y + lo, Int64(n),
+                          act.code, act.p0, act.p1)
+            }
+        } else {
+            parallel(rows, parts: parts, align: 8) { lo, hi in
+                mlk_quantize_rows(a, Int64(lda), Int64(lo), Int64(hi), Int64(k), q, Int64(ldq), scales, zps)
+                mlk_qgemm(q, Int64(ldq), scales, zps, w.packed, w.colsum, w.scales, Int64(lo), Int64(hi), Int64(n),
+                          Int64(k), bias, y, Int64(n), act.code, act.p0, act.p1)
+            }
+        }
+    }
+
     // x (N,H,W,C), w (KH,KW,C/groups,OC) → y (N,OH,OW,OC)
     static func conv(_ s: Step, _ x: UnsafePointer<Float>, _ xs: [Int], _ y: UnsafeMutablePointer<Float>, _ ys: [Int],
                      _ scratch: UnsafeMutablePointer<Float>, _ threads: Int) {
@@ -125,6 +163,22 @@ enum Fast {
                                   yb, Int64(lo), Int64(hi), Int64(ow), Int64(st[0]), Int64(st[1]),
                                   Int64(dl[0]), Int64(dl[1]), Int64(pd[0]), Int64(pd[1]), act.code, act.p0, act.p1)
                 }
+            }
+            return
+        }
+        if let qw = s.qweights {
+            // groups == 1 with int8 weights: as below, on rows quantized in the scratch (after the im2col rows).
+            let direct = readsInputDirectly(s)
+            let rows = direct ? batch &* h &* w : oh &* ow
+            let qscratch = direct ? scratch : scratch + oh &* ow &* k
+            for b in 0..<(direct ? 1 : batch) {
+                if !direct {
+                    mlk_im2col(x + b &* h &* w &* c, Int64(h), Int64(w), Int64(c), 0, Int64(c), Int64(kh), Int64(kw),
+                               scratch, Int64(oh), Int64(ow), Int64(st[0]), Int64(st[1]), Int64(dl[0]), Int64(dl[1]),
+                               Int64(pd[0]), Int64(pd[1]))
+                }
+                quantizedGemm(direct ? x : UnsafePointer(scratch), lda: direct ? c : k, qw, rows: rows, bias: bias,
+                              y + b &* oh &* ow &* oc, act: act, scratch: qscratch, threads: threads)
             }
             return
         }

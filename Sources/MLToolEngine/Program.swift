@@ -26,6 +26,9 @@ struct Step: Sendable {
     var bias: Buffer?
     /// Conv (groups == 1) and dense weights as (K, N) in 16-column panels for `mlk_gemm_packed`.
     var packed: Buffer?
+    /// The same weights kept as int8 for `mlk_qgemm`, when they are stored that way and int8 compute is on (then
+    /// `packed` is nil).
+    var qweights: QuantizedWeights?
 }
 
 /// A graph compiled for execution: values (graph inputs, constants, node outputs) by id, and the steps in order.
@@ -41,8 +44,12 @@ struct Program: Sendable {
     var steps: [Step] = []
     /// The step producing each value, if any.
     var producer: [Int: Int] = [:]
+    let int8: Bool
 
-    init(graph: Graph, tensors: [String: StoredTensor]) throws {
+    /// `int8`: conv (groups == 1) and dense layers whose weights are stored as symmetric per-channel int8 run on
+    /// int8 kernels (see `QuantizedWeights`); otherwise every weight is dequantized to float.
+    init(graph: Graph, tensors: [String: StoredTensor], int8: Bool = false) throws {
+        self.int8 = int8
         inputs = graph.inputs
         outputs = graph.outputs
         for i in graph.inputs { inputIds.append(define(i.name)) }
@@ -137,14 +144,21 @@ struct Program: Sendable {
                 throw EngineError.invalidAttribute(node: node.name, attribute: "kernel", expected: "\(s.kernel) (from the weights)", actual: "\(k)")
             }
             if node.inputs.count == 3 { s.bias = try bias(node, 2, count: oc, tensors) }
-            if s.groups == 1, let w = s.weight {
-                s.packed = Self.pack(w, k: s.weightShape[0] * s.weightShape[1] * s.weightShape[2], n: oc)
+            let k = s.weightShape[0] * s.weightShape[1] * s.weightShape[2]
+            if s.groups == 1, int8, let t = tensors[node.inputs[1]], let q = QuantizedWeights(t, k: k, n: oc) {
+                s.qweights = q
+            } else if s.groups == 1, let w = s.weight {
+                s.packed = Self.pack(w, k: k, n: oc)
             }
         case .dense:
             try inputCount(2...3)
             (s.weight, s.weightShape) = try weight(1, rank: 2)
             if node.inputs.count == 3 { s.bias = try bias(node, 2, count: s.weightShape[1], tensors) }
-            if let w = s.weight { s.packed = Self.pack(w, k: s.weightShape[0], n: s.weightShape[1]) }
+            if int8, let t = tensors[node.inputs[1]], let q = QuantizedWeights(t, k: s.weightShape[0], n: s.weightShape[1]) {
+                s.qweights = q
+            } else if let w = s.weight {
+                s.packed = Self.pack(w, k: s.weightShape[0], n: s.weightShape[1])
+            }
         case .batchNorm:
             try inputCount(5...5)
             var p: [[Float]] = []
