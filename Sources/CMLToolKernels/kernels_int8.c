@@ -272,15 +272,21 @@ MLK_Q_VNNI512 static inline void qstore16(float *yr, __m512i acc, int32_t zp, __
     for (int64_t j = 0; j < nv; j++) yr[j] = act_scalar(yr[j], act, p0, p1);
 }
 
-// Quantization of rows with AVX-512 (masked tails, no scalar loop).
+// Quantization of rows with AVX-512: full vectors unmasked, one masked tail.
 MLK_Q_VNNI512 static void quantize_rows_avx512(const float *a, int64_t lda, int64_t m0, int64_t m1, int64_t K,
                                                uint8_t *q, int64_t ldq, float *scale, int32_t *zp) {
+    int64_t K16 = K & ~(int64_t)15;
+    __mmask16 tail = (__mmask16)((1u << (K - K16)) - 1);
     for (int64_t m = m0; m < m1; m++) {
         const float *r = a + m * lda;
         __m512 vlo = _mm512_setzero_ps(), vhi = _mm512_setzero_ps();
-        for (int64_t k = 0; k < K; k += 16) {
-            __mmask16 mk = K - k >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (K - k)) - 1);
-            __m512 v = _mm512_maskz_loadu_ps(mk, r + k);   // masked-off lanes read as 0, inside the range
+        for (int64_t k = 0; k < K16; k += 16) {
+            __m512 v = _mm512_loadu_ps(r + k);
+            vlo = _mm512_min_ps(vlo, v);
+            vhi = _mm512_max_ps(vhi, v);
+        }
+        if (tail) {
+            __m512 v = _mm512_maskz_loadu_ps(tail, r + K16);   // masked-off lanes read as 0, inside the range
             vlo = _mm512_min_ps(vlo, v);
             vhi = _mm512_max_ps(vhi, v);
         }
@@ -288,13 +294,17 @@ MLK_Q_VNNI512 static void quantize_rows_avx512(const float *a, int64_t lda, int6
         qparams(_mm512_reduce_min_ps(vlo), _mm512_reduce_max_ps(vhi), &scale[m], &inv, &zp[m]);
         uint8_t *out = q + m * ldq;
         __m512 vinv = _mm512_set1_ps(inv);
-        __m512i vzp = _mm512_set1_epi32(zp[m]);
-        for (int64_t k = 0; k < ldq; k += 16) {
-            __mmask16 mk = K - k >= 16 ? (__mmask16)0xFFFF : (K > k ? (__mmask16)((1u << (K - k)) - 1) : 0);
-            __mmask16 mq = ldq - k >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (ldq - k)) - 1);
-            __m512i i = _mm512_add_epi32(_mm512_cvtps_epi32(_mm512_mul_ps(_mm512_maskz_loadu_ps(mk, r + k), vinv)), vzp);
-            i = _mm512_maskz_mov_epi32(mk, _mm512_max_epi32(i, _mm512_setzero_si512()));   // bytes past K: 0
-            _mm_mask_storeu_epi8(out + k, mq, _mm512_cvtusepi32_epi8(i));
+        __m512i vzp = _mm512_set1_epi32(zp[m]), zero = _mm512_setzero_si512();
+        for (int64_t k = 0; k < K16; k += 16) {
+            __m512i i = _mm512_add_epi32(_mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(r + k), vinv)), vzp);
+            _mm_storeu_si128((__m128i *)(out + k), _mm512_cvtusepi32_epi8(_mm512_max_epi32(i, zero)));
+        }
+        if (K16 < ldq) {
+            // The tail and the padding up to ldq (< K16 + 16 bytes): padding bytes are 0.
+            __mmask16 mq = (__mmask16)((1u << (ldq - K16)) - 1);
+            __m512i i = _mm512_add_epi32(_mm512_cvtps_epi32(_mm512_mul_ps(_mm512_maskz_loadu_ps(tail, r + K16), vinv)), vzp);
+            i = _mm512_maskz_mov_epi32(tail, _mm512_max_epi32(i, zero));
+            _mm_mask_storeu_epi8(out + K16, mq, _mm512_cvtusepi32_epi8(i));
         }
     }
 }

@@ -44,12 +44,13 @@ struct Program: Sendable {
     var steps: [Step] = []
     /// The step producing each value, if any.
     var producer: [Int: Int] = [:]
-    let int8: Bool
+    let int8Minimum: Int?
 
-    /// `int8`: conv (groups == 1) and dense layers whose weights are stored as symmetric per-channel int8 run on
-    /// int8 kernels (see `QuantizedWeights`); otherwise every weight is dequantized to float.
-    init(graph: Graph, tensors: [String: StoredTensor], int8: Bool = false) throws {
-        self.int8 = int8
+    /// `int8Minimum`: conv (groups == 1) and dense layers with at least that many weights, stored as symmetric
+    /// per-channel int8, run on int8 kernels (see `QuantizedWeights`); otherwise (and when nil) every weight is
+    /// dequantized to float.
+    init(graph: Graph, tensors: [String: StoredTensor], int8Minimum: Int? = nil) throws {
+        self.int8Minimum = int8Minimum
         inputs = graph.inputs
         outputs = graph.outputs
         for i in graph.inputs { inputIds.append(define(i.name)) }
@@ -145,7 +146,7 @@ struct Program: Sendable {
             }
             if node.inputs.count == 3 { s.bias = try bias(node, 2, count: oc, tensors) }
             let k = s.weightShape[0] * s.weightShape[1] * s.weightShape[2]
-            if s.groups == 1, int8, let t = tensors[node.inputs[1]], let q = QuantizedWeights(t, k: k, n: oc) {
+            if s.groups == 1, let t = tensors[node.inputs[1]], let q = quantized(t, k: k, n: oc) {
                 s.qweights = q
             } else if s.groups == 1, let w = s.weight {
                 s.packed = Self.pack(w, k: k, n: oc)
@@ -154,7 +155,7 @@ struct Program: Sendable {
             try inputCount(2...3)
             (s.weight, s.weightShape) = try weight(1, rank: 2)
             if node.inputs.count == 3 { s.bias = try bias(node, 2, count: s.weightShape[1], tensors) }
-            if int8, let t = tensors[node.inputs[1]], let q = QuantizedWeights(t, k: s.weightShape[0], n: s.weightShape[1]) {
+            if let t = tensors[node.inputs[1]], let q = quantized(t, k: s.weightShape[0], n: s.weightShape[1]) {
                 s.qweights = q
             } else if let w = s.weight {
                 s.packed = Self.pack(w, k: s.weightShape[0], n: s.weightShape[1])
@@ -205,6 +206,12 @@ struct Program: Sendable {
         s.inputs = try dataInputs.map { try use($0, node, tensors) }
         s.output = define(node.outputs[0])
         return s
+    }
+
+    /// `t` packed for the int8 kernels, when int8 compute is on, `t` is big enough and stored in a form they take.
+    private func quantized(_ t: StoredTensor, k: Int, n: Int) -> QuantizedWeights? {
+        guard let minimum = int8Minimum, k &* n >= minimum else { return nil }
+        return QuantizedWeights(t, k: k, n: n)
     }
 
     /// w (k, n) packed into 16-column panels for `mlk_gemm_packed`.
