@@ -53,7 +53,9 @@ public final class Engine: @unchecked Sendable {
         guard let graph = model.metadata.graph else { throw EngineError.noGraph }
         self.mode = mode
         self.threads = threads > 0 ? threads : max(1, ProcessInfo.processInfo.activeProcessorCount)
-        let checked = try Program(graph: graph, tensors: model.tensorsByName)
+        // The original graph, validated so that errors name its nodes (the reference kernels run it); the fast mode
+        // then compiles and packs the optimized graph.
+        let checked = try Program(graph: graph, tensors: model.tensorsByName, purpose: mode == .fast ? .validate : .reference)
         _ = try checked.shapes(inputs: Self.shapes(of: checked, batch: 1), steps: Array(checked.steps.indices))
         if mode == .fast {
             let optimized = try GraphPasses.optimize(model)

@@ -10,11 +10,13 @@ enum Fast {
     /// Floats of scratch the step needs (im2col rows for one image and one group).
     static func scratchCount(_ s: Step, _ xs: [[Int]], _ ys: [Int]) -> Int {
         if s.op == .dense, let q = s.qweights { return QuantizedWeights.scratchFloats(rows: ys[0], k: q.k) }
-        guard s.op == .conv, !isDepthwise(s, xs[0]) else { return 0 }
+        guard s.op == .conv else { return 0 }
         let direct = readsInputDirectly(s)
         let cols = direct ? 0 : ys[1] * ys[2] * s.weightShape[0] * s.weightShape[1] * s.weightShape[2]
-        guard let q = s.qweights else { return cols }
-        return cols + QuantizedWeights.scratchFloats(rows: direct ? ys[0] * ys[1] * ys[2] : ys[1] * ys[2], k: q.k)
+        if let q = s.qweights {
+            return cols + QuantizedWeights.scratchFloats(rows: direct ? ys[0] * ys[1] * ys[2] : ys[1] * ys[2], k: q.k)
+        }
+        return isDepthwise(s, xs[0]) || direct ? 0 : cols
     }
 
     static func isDepthwise(_ s: Step, _ xs: [Int]) -> Bool {
@@ -151,21 +153,8 @@ enum Fast {
         let (kh, kw, cg, oc) = (s.weightShape[0], s.weightShape[1], s.weightShape[2], s.weightShape[3])
         let (oh, ow) = (ys[1], ys[2])
         let ocg = oc / s.groups, k = kh &* kw &* cg
-        nonisolated(unsafe) let wt = UnsafePointer(s.weight!.pointer)
         nonisolated(unsafe) let bias = s.bias.map { UnsafePointer($0.pointer) }
         let act = s.act, st = s.strides, dl = s.dilations, pd = s.pads
-        if isDepthwise(s, xs) {
-            let parts = oh * ow * c * kh * kw >= parallelThreshold ? threads : 1
-            for b in 0..<batch {
-                nonisolated(unsafe) let xb = x + b &* h &* w &* c, yb = y + b &* oh &* ow &* oc
-                parallel(oh, parts: parts) { lo, hi in
-                    mlk_depthwise(xb, Int64(h), Int64(w), Int64(c), wt, Int64(kh), Int64(kw), bias,
-                                  yb, Int64(lo), Int64(hi), Int64(ow), Int64(st[0]), Int64(st[1]),
-                                  Int64(dl[0]), Int64(dl[1]), Int64(pd[0]), Int64(pd[1]), act.code, act.p0, act.p1)
-                }
-            }
-            return
-        }
         if let qw = s.qweights {
             // groups == 1 with int8 weights: as below, on rows quantized in the scratch (after the im2col rows).
             let direct = readsInputDirectly(s)
@@ -179,6 +168,20 @@ enum Fast {
                 }
                 quantizedGemm(direct ? x : UnsafePointer(scratch), lda: direct ? c : k, qw, rows: rows, bias: bias,
                               y + b &* oh &* ow &* oc, act: act, scratch: qscratch, threads: threads)
+            }
+            return
+        }
+        // Every conv without int8 weights has its float weights loaded (Program.compile).
+        nonisolated(unsafe) let wt = UnsafePointer(s.weight!.pointer)
+        if isDepthwise(s, xs) {
+            let parts = oh * ow * c * kh * kw >= parallelThreshold ? threads : 1
+            for b in 0..<batch {
+                nonisolated(unsafe) let xb = x + b &* h &* w &* c, yb = y + b &* oh &* ow &* oc
+                parallel(oh, parts: parts) { lo, hi in
+                    mlk_depthwise(xb, Int64(h), Int64(w), Int64(c), wt, Int64(kh), Int64(kw), bias,
+                                  yb, Int64(lo), Int64(hi), Int64(ow), Int64(st[0]), Int64(st[1]),
+                                  Int64(dl[0]), Int64(dl[1]), Int64(pd[0]), Int64(pd[1]), act.code, act.p0, act.p1)
+                }
             }
             return
         }
