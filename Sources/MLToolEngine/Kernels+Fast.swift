@@ -99,19 +99,37 @@ enum Fast {
     /// y (rows, n) = act(a (rows, k; row stride lda) · B + bias), B packed by `mlk_pack`; large products are split
     /// across threads by rows, or by 48-column groups when there are few rows (7×7 layers, a dense layer).
     static func packedGemm(_ a: UnsafePointer<Float>, lda: Int, _ b: UnsafePointer<Float>, rows: Int, n: Int, k: Int,
-                           bias: UnsafePointer<Float>?, _ y: UnsafeMutablePointer<Float>, act: Act, threads: Int) {
+                           bias: UnsafePointer<Float>?, _ y: UnsafeMutablePointer<Float>, act: Act, threads: Int,
+                           prepare: (@Sendable (Int, Int) -> Void)? = nil) {
         nonisolated(unsafe) let (a, b, bias, y) = (a, b, bias, y)
         let parts = rows &* n &* k >= parallelThreshold ? threads : 1
         if parts > 1 && rows < 64 && n >= 96 {
+            prepare?(0, rows)
             parallel(n, parts: parts, align: 48) { lo, hi in
                 mlk_gemm_packed(a, Int64(lda), b + lo &* k, 0, Int64(rows), Int64(hi - lo), Int64(k),
                                 bias.map { $0 + lo }, y + lo, Int64(n), act.code, act.p0, act.p1)
             }
         } else {
             parallel(rows, parts: parts, align: 8) { lo, hi in
-                mlk_gemm_packed(a, Int64(lda), b, Int64(lo), Int64(hi), Int64(n), Int64(k), bias, y, Int64(n),
-                                act.code, act.p0, act.p1)
+                inBlocks(lo, hi, prepare) { lo, hi in
+                    mlk_gemm_packed(a, Int64(lda), b, Int64(lo), Int64(hi), Int64(n), Int64(k), bias, y, Int64(n),
+                                    act.code, act.p0, act.p1)
+                }
             }
+        }
+    }
+
+    /// Runs `body` on [lo, hi); with a `prepare` (im2col of the rows), in blocks of 256 rows, each prepared just
+    /// before it is used, so the rows are still in cache.
+    @inline(__always)
+    static func inBlocks(_ lo: Int, _ hi: Int, _ prepare: (@Sendable (Int, Int) -> Void)?, _ body: (Int, Int) -> Void) {
+        guard let prepare else { body(lo, hi); return }
+        var b = lo
+        while b < hi {
+            let e = min(hi, b &+ 256)
+            prepare(b, e)
+            body(b, e)
+            b = e
         }
     }
 
@@ -120,7 +138,8 @@ enum Fast {
     /// split. The quantization of a row does not depend on the split, so results do not either.
     static func quantizedGemm(_ a: UnsafePointer<Float>, lda: Int, _ w: QuantizedWeights, rows: Int,
                               bias: UnsafePointer<Float>?, _ y: UnsafeMutablePointer<Float>, act: Act,
-                              scratch: UnsafeMutablePointer<Float>, threads: Int) {
+                              scratch: UnsafeMutablePointer<Float>, threads: Int,
+                              prepare: (@Sendable (Int, Int) -> Void)? = nil) {
         let (n, k) = (w.n, w.k)
         let ldq = Int(mlk_qrow_bytes(Int64(k)))
         let raw = UnsafeMutableRawPointer(scratch)
@@ -131,6 +150,7 @@ enum Fast {
         nonisolated(unsafe) let (a, bias, y) = (a, bias, y)
         let parts = rows &* n &* k >= parallelThreshold ? threads : 1
         if parts > 1 && rows < 64 && n >= 96 {
+            prepare?(0, rows)
             mlk_quantize_rows(a, Int64(lda), 0, Int64(rows), Int64(k), q, Int64(ldq), scales, zps)
             parallel(n, parts: parts, align: 48) { lo, hi in
                 mlk_qgemm(q, Int64(ldq), scales, zps, w.packed + (lo / 16) &* w.panelBytes, w.colsum + lo, w.scales + lo,
@@ -139,10 +159,24 @@ enum Fast {
             }
         } else {
             parallel(rows, parts: parts, align: 8) { lo, hi in
-                mlk_quantize_rows(a, Int64(lda), Int64(lo), Int64(hi), Int64(k), q, Int64(ldq), scales, zps)
-                mlk_qgemm(q, Int64(ldq), scales, zps, w.packed, w.colsum, w.scales, Int64(lo), Int64(hi), Int64(n),
-                          Int64(k), bias, y, Int64(n), act.code, act.p0, act.p1)
+                inBlocks(lo, hi, prepare) { lo, hi in
+                    mlk_quantize_rows(a, Int64(lda), Int64(lo), Int64(hi), Int64(k), q, Int64(ldq), scales, zps)
+                    mlk_qgemm(q, Int64(ldq), scales, zps, w.packed, w.colsum, w.scales, Int64(lo), Int64(hi), Int64(n),
+                              Int64(k), bias, y, Int64(n), act.code, act.p0, act.p1)
+                }
             }
+        }
+    }
+
+    /// Fills rows [lo, hi) of one image's im2col matrix (all channels) in `cols`.
+    static func im2col(_ s: Step, _ x: UnsafePointer<Float>, _ xs: [Int], _ ys: [Int], _ cols: UnsafeMutablePointer<Float>)
+        -> @Sendable (Int, Int) -> Void {
+        nonisolated(unsafe) let (x, cols) = (x, cols)
+        let (h, w, c, ow) = (Int64(xs[1]), Int64(xs[2]), Int64(xs[3]), Int64(ys[2]))
+        let (kh, kw) = (Int64(s.weightShape[0]), Int64(s.weightShape[1]))
+        let (st, dl, pd) = (s.strides.map(Int64.init), s.dilations.map(Int64.init), s.pads.map(Int64.init))
+        return { lo, hi in
+            mlk_im2col_rows(x, h, w, c, kh, kw, cols, ow, Int64(lo), Int64(hi), st[0], st[1], dl[0], dl[1], pd[0], pd[1])
         }
     }
 
@@ -161,13 +195,9 @@ enum Fast {
             let rows = direct ? batch &* h &* w : oh &* ow
             let qscratch = direct ? scratch : scratch + oh &* ow &* k
             for b in 0..<(direct ? 1 : batch) {
-                if !direct {
-                    mlk_im2col(x + b &* h &* w &* c, Int64(h), Int64(w), Int64(c), 0, Int64(c), Int64(kh), Int64(kw),
-                               scratch, Int64(oh), Int64(ow), Int64(st[0]), Int64(st[1]), Int64(dl[0]), Int64(dl[1]),
-                               Int64(pd[0]), Int64(pd[1]))
-                }
                 quantizedGemm(direct ? x : UnsafePointer(scratch), lda: direct ? c : k, qw, rows: rows, bias: bias,
-                              y + b &* oh &* ow &* oc, act: act, scratch: qscratch, threads: threads)
+                              y + b &* oh &* ow &* oc, act: act, scratch: qscratch, threads: threads,
+                              prepare: direct ? nil : im2col(s, x + b &* h &* w &* c, xs, ys, scratch))
             }
             return
         }
@@ -187,18 +217,15 @@ enum Fast {
         }
         if let packed = s.packed {
             // groups == 1: a GEMM over output pixels with bias and activation in its epilogue. A 1×1 conv reads
-            // the whole batch in place; others im2col one image at a time into the scratch.
+            // the whole batch in place; others im2col one image at a time into the scratch, each block of rows
+            // just before the GEMM reads it (on the thread that does).
             let bp = UnsafePointer(packed.pointer)
             let direct = readsInputDirectly(s)
             let rows = direct ? batch &* h &* w : oh &* ow
             for b in 0..<(direct ? 1 : batch) {
-                if !direct {
-                    mlk_im2col(x + b &* h &* w &* c, Int64(h), Int64(w), Int64(c), 0, Int64(c), Int64(kh), Int64(kw),
-                               scratch, Int64(oh), Int64(ow), Int64(st[0]), Int64(st[1]), Int64(dl[0]), Int64(dl[1]),
-                               Int64(pd[0]), Int64(pd[1]))
-                }
                 packedGemm(direct ? x : UnsafePointer(scratch), lda: direct ? c : k, bp, rows: rows, n: oc, k: k,
-                           bias: bias, y + b &* oh &* ow &* oc, act: act, threads: threads)
+                           bias: bias, y + b &* oh &* ow &* oc, act: act, threads: threads,
+                           prepare: direct ? nil : im2col(s, x + b &* h &* w &* c, xs, ys, scratch))
             }
             return
         }

@@ -45,6 +45,12 @@ void mlk_im2col(const float *x, int64_t H, int64_t W, int64_t C, int64_t c0, int
                 int64_t KH, int64_t KW, float *cols, int64_t OH, int64_t OW,
                 int64_t sh, int64_t sw, int64_t dh, int64_t dw, int64_t pt, int64_t pl);
 
+/// im2col of output pixels [p0, p1) (p = oy·OW + ox) of one image, all channels: x (H, W, C) → rows p of cols
+/// (OH·OW, KH·KW·C). Padding reads as 0. Threads can each fill the rows they then multiply.
+void mlk_im2col_rows(const float *x, int64_t H, int64_t W, int64_t C, int64_t KH, int64_t KW, float *cols,
+                     int64_t OW, int64_t p0, int64_t p1, int64_t sh, int64_t sw, int64_t dh, int64_t dw, int64_t pt,
+                     int64_t pl);
+
 /// Floats needed to pack a (K, N) matrix into 16-column panels.
 int64_t mlk_packed_count(int64_t K, int64_t N);
 
