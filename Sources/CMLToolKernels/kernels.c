@@ -4,6 +4,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include "act.h"
+
+// kernels_gemm.c: tiles for 1 or 5–6 panels; returns 0 (and does nothing) for other widths.
+int mlk_gemm_narrow_avx512(const float *a, int64_t lda, const float *packed, int64_t m0, int64_t m1, int64_t N,
+                           int64_t K, const float *bias, float *y, int64_t ldy, int act, float p0, float p1);
 #if defined(__x86_64__)
 #include <immintrin.h>
 #define MLK_AVX2 __attribute__((target("avx2,fma")))
@@ -620,7 +624,11 @@ void mlk_pack(const float *w, int64_t K, int64_t N, float *packed) {
 void mlk_gemm_packed(const float *a, int64_t lda, const float *packed, int64_t m0, int64_t m1, int64_t N, int64_t K,
                      const float *bias, float *y, int64_t ldy, int act, float p0, float p1) {
 #if defined(__x86_64__)
-    if (fast() == 2) { gemm_avx512(a, lda, packed, m0, m1, N, K, bias, y, ldy, act, p0, p1); return; }
+    if (fast() == 2) {
+        if (mlk_gemm_narrow_avx512(a, lda, packed, m0, m1, N, K, bias, y, ldy, act, p0, p1)) return;
+        gemm_avx512(a, lda, packed, m0, m1, N, K, bias, y, ldy, act, p0, p1);
+        return;
+    }
     if (fast()) { gemm_avx2(a, lda, packed, m0, m1, N, K, bias, y, ldy, act, p0, p1); return; }
 #endif
     gemm_portable(a, lda, packed, m0, m1, N, K, bias, y, ldy, act, p0, p1);

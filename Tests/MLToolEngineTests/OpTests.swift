@@ -5,7 +5,7 @@ import MLToolEngine
 
 /// One small graph per op and edge case; the fast path must match the scalar reference.
 enum OpCase: String, CaseIterable, CustomTestStringConvertible {
-    case conv3x3, conv1x1, conv1x1Stride2, conv5x5AsymPad, convStride2Odd, convDilation2, convGroups2, convGroups2x1x1
+    case conv3x3, conv1x1, conv1x1Wide, conv1x1Stride2, conv5x5AsymPad, convStride2Odd, convDilation2, convGroups2, convGroups2x1x1
     case depthwise3x3, depthwise5x5Stride2, depthwiseDilated, depthwiseOddChannels, depthwiseMultiplier2
     case depthwiseWide, depthwiseWideOdd
     case convNoBias, convRelu6, convLeaky, convHardSwish, convSigmoid
@@ -29,6 +29,7 @@ enum OpCase: String, CaseIterable, CustomTestStringConvertible {
         switch self {
         case .conv3x3: out = g.conv(x, cin: 6, cout: 10, k: (3, 3), pads: [1, 1, 1, 1])
         case .conv1x1: out = g.conv(x, cin: 6, cout: 11, k: (1, 1))
+        case .conv1x1Wide: out = g.conv(x, cin: 6, cout: 90, k: (1, 1), act: .relu6)
         case .conv1x1Stride2: out = g.conv(x, cin: 6, cout: 5, k: (1, 1), stride: 2)
         case .conv5x5AsymPad: out = g.conv(x, cin: 6, cout: 9, k: (5, 5), pads: [1, 2, 3, 0])
         case .convStride2Odd: out = g.conv(x, cin: 6, cout: 7, k: (3, 3), stride: 2, pads: [0, 0, 1, 1])
@@ -143,7 +144,7 @@ enum OpCase: String, CaseIterable, CustomTestStringConvertible {
     func checkEveryLevel() throws {
         let best = mlk_set_simd_level(-1)
         defer { _ = mlk_set_simd_level(best) }
-        let cases: [OpCase] = [.conv3x3, .conv1x1, .conv5x5AsymPad, .convStride2Odd, .convSigmoid, .convLeaky,
+        let cases: [OpCase] = [.conv3x3, .conv1x1, .conv1x1Wide, .conv5x5AsymPad, .convStride2Odd, .convSigmoid, .convLeaky,
                                .depthwise3x3, .depthwise5x5Stride2, .depthwiseDilated, .depthwiseOddChannels, .depthwiseWide,
                                .depthwiseWideOdd,
                                .dense, .addSame, .addFusedRelu, .relu, .hardSwish]
