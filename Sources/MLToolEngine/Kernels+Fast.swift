@@ -219,9 +219,22 @@ enum Fast {
             // groups == 1: a GEMM over output pixels with bias and activation in its epilogue. A 1×1 conv reads
             // the whole batch in place; others im2col one image at a time into the scratch, each block of rows
             // just before the GEMM reads it (on the thread that does).
-            let bp = UnsafePointer(packed.pointer)
+            nonisolated(unsafe) let bp = UnsafePointer(packed.pointer)
             let direct = readsInputDirectly(s)
             let rows = direct ? batch &* h &* w : oh &* ow
+            if !direct && mlk_conv_direct_eligible(Int64(c), Int64(kw), Int64(oc), Int64(dl[0]), Int64(dl[1])) != 0 {
+                // A stem (few input channels): interior pixels straight from the input, borders via im2col rows.
+                let parts = rows &* oc &* k >= parallelThreshold ? threads : 1
+                for b in 0..<batch {
+                    nonisolated(unsafe) let xb = x + b &* h &* w &* c, yb = y + b &* rows &* oc, cols = scratch
+                    parallel(rows, parts: parts, align: 8) { lo, hi in
+                        mlk_conv_rows(xb, Int64(h), Int64(w), Int64(c), Int64(kh), Int64(kw), bp, Int64(oc), Int64(ow),
+                                      Int64(lo), Int64(hi), Int64(st[0]), Int64(st[1]), Int64(dl[0]), Int64(dl[1]),
+                                      Int64(pd[0]), Int64(pd[1]), bias, yb, cols, act.code, act.p0, act.p1)
+                    }
+                }
+                return
+            }
             for b in 0..<(direct ? 1 : batch) {
                 packedGemm(direct ? x : UnsafePointer(scratch), lda: direct ? c : k, bp, rows: rows, n: oc, k: k,
                            bias: bias, y + b &* oh &* ow &* oc, act: act, threads: threads,

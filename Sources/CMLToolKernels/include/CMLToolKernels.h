@@ -51,6 +51,17 @@ void mlk_im2col_rows(const float *x, int64_t H, int64_t W, int64_t C, int64_t KH
                      int64_t OW, int64_t p0, int64_t p1, int64_t sh, int64_t sw, int64_t dh, int64_t dw, int64_t pt,
                      int64_t pl);
 
+/// 1 when mlk_conv_rows computes interior pixels in place (AVX-512, no dilation, N ≤ 32, KW·C ≤ 64: a stem).
+int mlk_conv_direct_eligible(int64_t C, int64_t KW, int64_t N, int64_t dh, int64_t dw);
+
+/// A groups-1 conv of one image for output pixels [p0, p1): y (OH·OW, N) = act(im2col(x) · packed + bias), packed by
+/// mlk_pack from the (KH·KW·C, N) weights. Pixels with every tap inside the image are computed in place when
+/// mlk_conv_direct_eligible; the others go through im2col rows in `cols` (OH·OW rows of KH·KW·C floats, written
+/// only at rows [p0, p1)) and mlk_gemm_packed. Results are identical either way.
+void mlk_conv_rows(const float *x, int64_t H, int64_t W, int64_t C, int64_t KH, int64_t KW, const float *packed,
+                   int64_t N, int64_t OW, int64_t p0, int64_t p1, int64_t sh, int64_t sw, int64_t dh, int64_t dw,
+                   int64_t pt, int64_t pl, const float *bias, float *y, float *cols, int act, float a0, float a1);
+
 /// Floats needed to pack a (K, N) matrix into 16-column panels.
 int64_t mlk_packed_count(int64_t K, int64_t N);
 
