@@ -198,7 +198,7 @@ public final class Engine: @unchecked Sendable {
 
         let key = "\(p.steps.count == program.steps.count ? "main" : "original")|\(chunkShapes.sorted { $0.key < $1.key })|\(targets)"
         let (entry, arenas) = try takeArenas(key, workers, p) {
-            try Plan(program: p, inputShapes: chunkShapes, steps: steps, targets: targets)
+            try Plan(program: p, inputShapes: chunkShapes, steps: steps, targets: targets, threads: threads)
         }
         defer { lock.lock(); entry.arenas += arenas; lock.unlock() }
         let plan = entry.plan
