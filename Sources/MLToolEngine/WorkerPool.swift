@@ -85,8 +85,8 @@ final class WorkerPool: @unchecked Sendable {
         currentLock.lock(); current = nil; currentLock.unlock()
     }
 
-    /// A wait for helpers longer than this (a chunk takes tens of microseconds) means one was preempted...
-    static let stallNanoseconds: UInt64 = 1_000_000
+    /// A wait for helpers longer than this (a chunk of the largest op takes about 60 µs) means one was preempted...
+    static let stallNanoseconds: UInt64 = 200_000
     /// ...and then this many jobs (a few images' worth of ops) run on the caller alone before helpers are tried again.
     static let soloJobs = 200
 
