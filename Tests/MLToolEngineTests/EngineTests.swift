@@ -189,6 +189,12 @@ func mobileNetLike(seed: UInt64 = 7, size: Int = 17) -> Model {
         let input = g.input([2, c.h, c.w, c.cin])
         // Asking for the expanded tensor too keeps it stored, so that plan runs the two convs one after the other.
         let fusedModel = g.model(outputs: [out]), unfusedModel = g.model(outputs: [out, mid])
+        // Bit-for-bit comparisons: no SIMD-level switch in between.
+        try KernelLevelLock.shared.reading { try compare(c, fusedModel, unfusedModel, input, out) }
+    }
+
+    func compare(_ c: (h: Int, w: Int, cin: Int, cmid: Int, k: Int, stride: Int, pads: [Int]), _ fusedModel: Model,
+                 _ unfusedModel: Model, _ input: Tensor, _ out: String) throws {
         for threads in [1, 2] {
             let fused = try #require(try Engine(model: fusedModel, threads: threads).run(["x": input])[out])
             let unfused = try #require(try Engine(model: unfusedModel, threads: threads).run(["x": input])[out])
