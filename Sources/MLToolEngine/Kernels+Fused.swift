@@ -12,16 +12,18 @@ enum Fused {
 
     /// Whether `e` then `d` can run fused (the plan also checks that `d` is the only reader of `e`'s output).
     static func fusable(_ e: Step, _ ex: [Int], _ d: Step, _ dx: [Int]) -> Bool {
-        e.op == .conv && e.packed != nil && e.groups == 1 && Fast.readsInputDirectly(e) && ex.count == 4 &&
+        e.op == .conv && (e.packed != nil || e.qweights != nil) && e.groups == 1 && Fast.readsInputDirectly(e) && ex.count == 4 &&
             d.op == .conv && d.inputs == [e.output] && dx.count == 4 && Fast.isDepthwise(d, dx) &&
             d.dilations == [1, 1] && d.weight != nil &&
             // Only where the expanded tensor is too big to stay in cache anyway.
             dx[1] &* dx[2] &* dx[3] >= 256 * 1024
     }
 
-    /// Floats of scratch one thread's band buffer takes.
-    static func bandFloats(_ d: Step, _ dx: [Int]) -> Int {
-        ((bandRows - 1) &* d.strides[0] &+ d.weightShape[0]) &* dx[2] &* dx[3]
+    /// Floats of scratch one thread's band buffer takes (and, with int8 weights, its quantized input rows).
+    static func bandFloats(_ e: Step, _ d: Step, _ dx: [Int]) -> Int {
+        let rows = (bandRows - 1) &* d.strides[0] &+ d.weightShape[0]
+        let q = e.qweights.map { QuantizedWeights.scratchFloats(rows: rows &* dx[2], k: $0.k) } ?? 0
+        return rows &* dx[2] &* dx[3] &+ q
     }
 
     // x (N, H, W, Cin) → expanded (N, H, W, C), never stored whole → y (N, OH, OW, C)
@@ -32,10 +34,12 @@ enum Fused {
         let (kh, kw) = (d.weightShape[0], d.weightShape[1])
         let (oh, ow) = (ys[1], ys[2])
         let (sh, pt) = (d.strides[0], d.pads[0])
-        let rowFloats = w &* c, band = bandFloats(d, [batch, h, w, c])
+        let rowFloats = w &* c, band = bandFloats(e, d, [batch, h, w, c])
+        let bandRowsIn = (bandRows - 1) &* d.strides[0] &+ kh
+        let qw = e.qweights, ldq = Int(mlk_qrow_bytes(Int64(cin)))
         let work = h &* w &* cin &* c &+ oh &* ow &* c &* kh &* kw
         let parts = work >= Fast.parallelThreshold ? max(1, min(threads, oh / bandRows)) : 1
-        nonisolated(unsafe) let packed = UnsafePointer(e.packed!.pointer)
+        nonisolated(unsafe) let packed = e.packed.map { UnsafePointer($0.pointer) }
         nonisolated(unsafe) let dwt = UnsafePointer(d.weight!.pointer)
         nonisolated(unsafe) let (eb, db) = (e.bias.map { UnsafePointer($0.pointer) }, d.bias.map { UnsafePointer($0.pointer) })
         nonisolated(unsafe) let scratch = scratch
@@ -57,8 +61,19 @@ enum Fused {
                         memmove(buf, buf + (r0 &- have0) &* rowFloats, (have1 &- r0) &* rowFloats &* 4)
                         start = have1
                     }
-                    if start < r1 {
-                        mlk_gemm_packed(xb + start &* w &* cin, Int64(cin), packed, 0, Int64((r1 &- start) &* w), Int64(c),
+                    if start < r1, let qw {
+                        // int8 weights: the band's input rows quantized per row (as unfused), after the band buffer.
+                        let rows = (r1 &- start) &* w
+                        let raw = UnsafeMutableRawPointer(buf + bandRowsIn &* rowFloats)
+                        let q = raw.assumingMemoryBound(to: UInt8.self)
+                        let scaleOffset = (bandRowsIn &* w &* ldq &+ 63) / 64 &* 64
+                        let scales = (raw + scaleOffset).assumingMemoryBound(to: Float.self)
+                        let zps = (raw + (scaleOffset &+ bandRowsIn &* w &* 4)).assumingMemoryBound(to: Int32.self)
+                        mlk_quantize_rows(xb + start &* w &* cin, Int64(cin), 0, Int64(rows), Int64(cin), q, Int64(ldq), scales, zps)
+                        mlk_qgemm(q, Int64(ldq), scales, zps, qw.packed, qw.colsum, qw.scales, 0, Int64(rows), Int64(c),
+                                  Int64(cin), eb, buf + (start &- r0) &* rowFloats, Int64(c), ea.code, ea.p0, ea.p1)
+                    } else if start < r1 {
+                        mlk_gemm_packed(xb + start &* w &* cin, Int64(cin), packed!, 0, Int64((r1 &- start) &* w), Int64(c),
                                         Int64(cin), eb, buf + (start &- r0) &* rowFloats, Int64(c), ea.code, ea.p0, ea.p1)
                     }
                     (have0, have1) = (r0, max(start, r1))

@@ -25,7 +25,7 @@ struct Plan: Sendable {
                   let ex = shapes[e.inputs[0]], let dx = shapes[e.output],
                   Fused.fusable(e, ex, d, dx) else { continue }
             fused.insert(pos)
-            scratch = max(scratch, Fused.bandFloats(d, dx) &* max(1, threads))
+            scratch = max(scratch, Fused.bandFloats(e, d, dx) &* max(1, threads))
             // The 1×1 conv's input is read until the depthwise conv's last band: its slot must not be reused for
             // the depthwise conv's output.
             lastUse[e.inputs[0]] = max(lastUse[e.inputs[0]] ?? 0, pos + 1)

@@ -191,6 +191,20 @@ func mobileNetLike(seed: UInt64 = 7, size: Int = 17) -> Model {
         let fusedModel = g.model(outputs: [out]), unfusedModel = g.model(outputs: [out, mid])
         // Bit-for-bit comparisons: no SIMD-level switch in between.
         try KernelLevelLock.shared.reading { try compare(c, fusedModel, unfusedModel, input, out) }
+        // The same with the 1×1 conv's weights int8 (int8 compute quantizes each band's rows as unfused would).
+        let expand = try #require(fusedModel.metadata.graph?.nodes.first?.inputs[1])
+        var qf = fusedModel, qu = unfusedModel
+        qf.tensors = try qf.tensors.map { $0.name == expand ? try int8Weights($0) : $0 }
+        qu.tensors = qf.tensors
+        try KernelLevelLock.shared.reading {
+            for threads in [1, 2] {
+                let f = try #require(try Engine(model: qf, threads: threads, int8Compute: .all).run(["x": input])[out])
+                let u = try #require(try Engine(model: qu, threads: threads, int8Compute: .all).run(["x": input])[out])
+                let d = try #require(try Engine(model: qf, threads: threads, int8Compute: .off).run(["x": input])[out])
+                #expect(zip(f.data, u.data).filter { $0 != $1 }.isEmpty, "\(c), int8, \(threads) threads: fused differs")
+                #expect(f.data != d.data, "int8 compute did not run")
+            }
+        }
     }
 
     func compare(_ c: (h: Int, w: Int, cin: Int, cmid: Int, k: Int, stride: Int, pads: [Int]), _ fusedModel: Model,
