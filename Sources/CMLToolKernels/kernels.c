@@ -3,24 +3,21 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include "act.h"
+
+// kernels_dw.c: eight interior pixels of a 3×3 or 5×5 depthwise conv with horizontal stride 1 or 2 (C a multiple of
+// 16); returns 0 (and does nothing) otherwise.
+int mlk_depthwise8_avx512(const float *base, int64_t W, int64_t C, int64_t CN, const float *w, int64_t KW, int64_t sw,
+                          int64_t ky0, int64_t ky1, int64_t dh, const float *bias, float *out, int act, float p0,
+                          float p1);
+
+// kernels_gemm.c: tiles for 1 or 5–6 panels; returns 0 (and does nothing) for other widths.
+int mlk_gemm_narrow_avx512(const float *a, int64_t lda, const float *packed, int64_t m0, int64_t m1, int64_t N,
+                           int64_t K, const float *bias, float *y, int64_t ldy, int act, float p0, float p1);
 #if defined(__x86_64__)
 #include <immintrin.h>
 #define MLK_AVX2 __attribute__((target("avx2,fma")))
 #endif
-
-static inline float act_scalar(float v, int act, float p0, float p1) {
-    switch (act) {
-    case MLK_ACT_RELU: return v > 0 ? v : 0;
-    case MLK_ACT_CLIP: return v < p0 ? p0 : (v > p1 ? p1 : v);
-    case MLK_ACT_LEAKY: return v < 0 ? p0 * v : v;
-    case MLK_ACT_SIGMOID: return 1.0f / (1.0f + expf(-v));
-    case MLK_ACT_HARDSIGMOID: { float t = p0 * v + p1; return t < 0 ? 0 : (t > 1 ? 1 : t); }
-    case MLK_ACT_HARDSWISH: { float t = v + 3; t = t < 0 ? 0 : (t > 6 ? 6 : t); return v * t / 6; }
-    case MLK_ACT_SWISH: return v / (1.0f + expf(-v));
-    case MLK_ACT_TANH: return tanhf(v);
-    default: return v;
-    }
-}
 
 static inline int fast(void);
 
@@ -198,6 +195,12 @@ MLK_AVX2 static void depthwise_avx2(const float *x, int64_t H, int64_t W, int64_
         while (ky0 < KH && oy * sh - pt + ky0 * dh < 0) ky0++;
         while (ky1 > ky0 && oy * sh - pt + (ky1 - 1) * dh >= H) ky1--;
         for (int64_t ox = 0; ox < OW; ox++) {
+            if (use512 && sw <= 2 && dw == 1 && ox + 8 <= OW && ox * sw - pl >= 0 && (ox + 7) * sw - pl + KW - 1 < W &&
+                mlk_depthwise8_avx512(x + ((oy * sh - pt) * W + (ox * sw - pl)) * C, W, C, CN, w, KW, sw, ky0, ky1, dh,
+                                      bias, y + (oy * OW + ox) * C, act, p0, p1)) {
+                ox += 7;
+                continue;
+            }
             if (C8 == CN && ox + 4 <= OW && ox * sw - pl >= 0 && (ox + 3) * sw - pl + (KW - 1) * dw < W) {
                 (use512 && CN % 16 == 0 ? depthwise4_avx512 : depthwise4_avx2)(x + ((oy * sh - pt) * W + (ox * sw - pl)) * C, W, C, CN, w, KW, ky0, ky1, sw, dh, dw, bias,
                                 y + (oy * OW + ox) * C, act, p0, p1);
@@ -633,7 +636,11 @@ void mlk_pack(const float *w, int64_t K, int64_t N, float *packed) {
 void mlk_gemm_packed(const float *a, int64_t lda, const float *packed, int64_t m0, int64_t m1, int64_t N, int64_t K,
                      const float *bias, float *y, int64_t ldy, int act, float p0, float p1) {
 #if defined(__x86_64__)
-    if (fast() == 2) { gemm_avx512(a, lda, packed, m0, m1, N, K, bias, y, ldy, act, p0, p1); return; }
+    if (fast() == 2) {
+        if (mlk_gemm_narrow_avx512(a, lda, packed, m0, m1, N, K, bias, y, ldy, act, p0, p1)) return;
+        gemm_avx512(a, lda, packed, m0, m1, N, K, bias, y, ldy, act, p0, p1);
+        return;
+    }
     if (fast()) { gemm_avx2(a, lda, packed, m0, m1, N, K, bias, y, ldy, act, p0, p1); return; }
 #endif
     gemm_portable(a, lda, packed, m0, m1, N, K, bias, y, ldy, act, p0, p1);

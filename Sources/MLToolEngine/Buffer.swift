@@ -10,9 +10,14 @@ final class Buffer: @unchecked Sendable {
         pointer.initialize(repeating: 0, count: max(count, 1))
     }
 
-    convenience init(_ values: [Float]) {
-        self.init(count: values.count)
-        values.withUnsafeBufferPointer { if let b = $0.baseAddress { pointer.update(from: b, count: values.count) } }
+    /// A copy of `values` (written once: no zero-fill first).
+    init(_ values: [Float]) {
+        count = values.count
+        let raw = UnsafeMutableRawPointer.allocate(byteCount: max(count, 1) &* 4, alignment: 64)
+        pointer = raw.bindMemory(to: Float.self, capacity: max(count, 1))
+        values.withUnsafeBufferPointer { b in
+            if let base = b.baseAddress { pointer.initialize(from: base, count: count) } else { pointer.initialize(to: 0) }
+        }
     }
 
     var array: [Float] { Array(UnsafeBufferPointer(start: pointer, count: count)) }

@@ -1,3 +1,4 @@
+import CMLToolKernels
 import COpenBLAS
 import Foundation
 import MLToolCore
@@ -20,6 +21,18 @@ public final class Engine: @unchecked Sendable {
     /// `fast`: optimized graph and kernels. `reference`: the original graph through the plain scalar kernels.
     public enum Mode: Sendable { case fast, reference }
 
+    /// How conv and dense layers whose weights are stored as symmetric per-channel int8 run (fast mode).
+    public enum Int8Compute: Sendable {
+        /// On weights dequantized to float at load, like every other model.
+        case off
+        /// On int8 kernels (each input row quantized to u8 on the fly) when the layer is big enough to gain:
+        /// at least `QuantizedWeights.autoMinimum` weights. Below that (the first layers of a CNN: few channels,
+        /// many pixels) quantizing the input costs more than the int8 products save.
+        case auto
+        /// On int8 kernels for every eligible layer.
+        case all
+    }
+
     private let model: Model
     private let program: Program
     private let mode: Mode
@@ -34,21 +47,46 @@ public final class Engine: @unchecked Sendable {
         init(plan: Plan) { self.plan = plan }
     }
 
-    /// Validates and compiles `model`'s graph. `threads` 0 uses every core.
-    public init(model: Model, threads: Int = 0, mode: Mode = .fast) throws {
+    /// Validates and compiles `model`'s graph. `threads` 0 uses every core. `int8Compute` (fast mode only): see
+    /// `Int8Compute`; nil takes `Engine.int8ComputeDefault`.
+    public init(model: Model, threads: Int = 0, mode: Mode = .fast, int8Compute: Int8Compute? = nil) throws {
         guard let graph = model.metadata.graph else { throw EngineError.noGraph }
         self.mode = mode
         self.threads = threads > 0 ? threads : max(1, ProcessInfo.processInfo.activeProcessorCount)
-        let checked = try Program(graph: graph, tensors: model.tensorsByName)
+        // The original graph, validated so that errors name its nodes (the reference kernels run it); the fast mode
+        // then compiles and packs the optimized graph.
+        let checked = try Program(graph: graph, tensors: model.tensorsByName, purpose: mode == .fast ? .validate : .reference)
         _ = try checked.shapes(inputs: Self.shapes(of: checked, batch: 1), steps: Array(checked.steps.indices))
         if mode == .fast {
             let optimized = try GraphPasses.optimize(model)
-            program = try Program(graph: optimized.metadata.graph ?? graph, tensors: optimized.tensorsByName)
+            program = try Program(graph: optimized.metadata.graph ?? graph, tensors: optimized.tensorsByName,
+                                  int8Minimum: Self.int8Minimum(int8Compute ?? Self.int8ComputeDefault))
             self.model = model
         } else {
             program = checked
             self.model = model
             original = checked
+        }
+    }
+
+    /// How int8 models run unless told otherwise: the environment variable `MLTOOL_INT8_COMPUTE` (`off`, `auto` or
+    /// `all`) when set, else `.auto` when the CPU has AVX-512 VNNI and `.off` elsewhere (there the int8 kernels are
+    /// no faster than the float ones).
+    public static var int8ComputeDefault: Int8Compute {
+        switch ProcessInfo.processInfo.environment["MLTOOL_INT8_COMPUTE"] {
+        case "off", "0": return .off
+        case "auto", "1": return .auto
+        case "all": return .all
+        default: return mlk_int8_level() >= 3 ? .auto : .off
+        }
+    }
+
+    /// The fewest weights a layer needs to run on int8 kernels; nil: none does.
+    static func int8Minimum(_ c: Int8Compute) -> Int? {
+        switch c {
+        case .off: return nil
+        case .auto: return QuantizedWeights.autoMinimum
+        case .all: return 1
         }
     }
 
@@ -160,7 +198,7 @@ public final class Engine: @unchecked Sendable {
 
         let key = "\(p.steps.count == program.steps.count ? "main" : "original")|\(chunkShapes.sorted { $0.key < $1.key })|\(targets)"
         let (entry, arenas) = try takeArenas(key, workers, p) {
-            try Plan(program: p, inputShapes: chunkShapes, steps: steps, targets: targets)
+            try Plan(program: p, inputShapes: chunkShapes, steps: steps, targets: targets, threads: threads)
         }
         defer { lock.lock(); entry.arenas += arenas; lock.unlock() }
         let plan = entry.plan

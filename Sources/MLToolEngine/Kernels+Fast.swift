@@ -9,8 +9,14 @@ import MLToolCore
 enum Fast {
     /// Floats of scratch the step needs (im2col rows for one image and one group).
     static func scratchCount(_ s: Step, _ xs: [[Int]], _ ys: [Int]) -> Int {
-        guard s.op == .conv, !isDepthwise(s, xs[0]), !readsInputDirectly(s) else { return 0 }
-        return ys[1] * ys[2] * s.weightShape[0] * s.weightShape[1] * s.weightShape[2]
+        if s.op == .dense, let q = s.qweights { return QuantizedWeights.scratchFloats(rows: ys[0], k: q.k) }
+        guard s.op == .conv else { return 0 }
+        let direct = readsInputDirectly(s)
+        let cols = direct ? 0 : ys[1] * ys[2] * s.weightShape[0] * s.weightShape[1] * s.weightShape[2]
+        if let q = s.qweights {
+            return cols + QuantizedWeights.scratchFloats(rows: direct ? ys[0] * ys[1] * ys[2] : ys[1] * ys[2], k: q.k)
+        }
+        return isDepthwise(s, xs[0]) || direct ? 0 : cols
     }
 
     static func isDepthwise(_ s: Step, _ xs: [Int]) -> Bool {
@@ -52,6 +58,9 @@ enum Fast {
         if n == 0 { return }   // an empty output (e.g. a batch of 0): nothing to compute
         switch s.op {
         case .conv: conv(s, x[0], xs[0], y, ys, scratch, threads)
+        case .dense where s.qweights != nil:
+            quantizedGemm(x[0], lda: s.weightShape[0], s.qweights!, rows: ys[0], bias: s.bias.map { UnsafePointer($0.pointer) },
+                          y, act: s.act, scratch: scratch, threads: threads)
         case .dense:
             packedGemm(x[0], lda: s.weightShape[0], s.packed!.pointer, rows: ys[0], n: ys[1], k: s.weightShape[0],
                        bias: s.bias.map { UnsafePointer($0.pointer) }, y, act: s.act, threads: threads)
@@ -91,19 +100,84 @@ enum Fast {
     /// y (rows, n) = act(a (rows, k; row stride lda) · B + bias), B packed by `mlk_pack`; large products are split
     /// across threads by rows, or by 48-column groups when there are few rows (7×7 layers, a dense layer).
     static func packedGemm(_ a: UnsafePointer<Float>, lda: Int, _ b: UnsafePointer<Float>, rows: Int, n: Int, k: Int,
-                           bias: UnsafePointer<Float>?, _ y: UnsafeMutablePointer<Float>, act: Act, threads: Int) {
+                           bias: UnsafePointer<Float>?, _ y: UnsafeMutablePointer<Float>, act: Act, threads: Int,
+                           prepare: (@Sendable (Int, Int) -> Void)? = nil) {
         nonisolated(unsafe) let (a, b, bias, y) = (a, b, bias, y)
         let parts = rows &* n &* k >= parallelThreshold ? threads : 1
         if parts > 1 && rows < 64 && n >= 96 {
+            prepare?(0, rows)
             parallel(n, parts: parts, align: 48) { lo, hi in
                 mlk_gemm_packed(a, Int64(lda), b + lo &* k, 0, Int64(rows), Int64(hi - lo), Int64(k),
                                 bias.map { $0 + lo }, y + lo, Int64(n), act.code, act.p0, act.p1)
             }
         } else {
             parallel(rows, parts: parts, align: 8) { lo, hi in
-                mlk_gemm_packed(a, Int64(lda), b, Int64(lo), Int64(hi), Int64(n), Int64(k), bias, y, Int64(n),
-                                act.code, act.p0, act.p1)
+                inBlocks(lo, hi, prepare) { lo, hi in
+                    mlk_gemm_packed(a, Int64(lda), b, Int64(lo), Int64(hi), Int64(n), Int64(k), bias, y, Int64(n),
+                                    act.code, act.p0, act.p1)
+                }
             }
+        }
+    }
+
+    /// Runs `body` on [lo, hi); with a `prepare` (im2col of the rows), in blocks of 256 rows, each prepared just
+    /// before it is used, so the rows are still in cache.
+    @inline(__always)
+    static func inBlocks(_ lo: Int, _ hi: Int, _ prepare: (@Sendable (Int, Int) -> Void)?, _ body: (Int, Int) -> Void) {
+        guard let prepare else { body(lo, hi); return }
+        var b = lo
+        while b < hi {
+            let e = min(hi, b &+ 256)
+            prepare(b, e)
+            body(b, e)
+            b = e
+        }
+    }
+
+    /// `packedGemm` with int8 weights: each part quantizes its rows of `a` (u8, one scale and zero point per row)
+    /// into `scratch`, then runs `mlk_qgemm` on them; with few rows, all rows are quantized first and the columns
+    /// split. The quantization of a row does not depend on the split, so results do not either.
+    static func quantizedGemm(_ a: UnsafePointer<Float>, lda: Int, _ w: QuantizedWeights, rows: Int,
+                              bias: UnsafePointer<Float>?, _ y: UnsafeMutablePointer<Float>, act: Act,
+                              scratch: UnsafeMutablePointer<Float>, threads: Int,
+                              prepare: (@Sendable (Int, Int) -> Void)? = nil) {
+        let (n, k) = (w.n, w.k)
+        let ldq = Int(mlk_qrow_bytes(Int64(k)))
+        let raw = UnsafeMutableRawPointer(scratch)
+        nonisolated(unsafe) let q = raw.assumingMemoryBound(to: UInt8.self)
+        let scaleOffset = (rows &* ldq + 63) / 64 &* 64
+        nonisolated(unsafe) let scales = (raw + scaleOffset).assumingMemoryBound(to: Float.self)
+        nonisolated(unsafe) let zps = (raw + (scaleOffset &+ rows &* 4)).assumingMemoryBound(to: Int32.self)
+        nonisolated(unsafe) let (a, bias, y) = (a, bias, y)
+        let parts = rows &* n &* k >= parallelThreshold ? threads : 1
+        if parts > 1 && rows < 64 && n >= 96 {
+            prepare?(0, rows)
+            mlk_quantize_rows(a, Int64(lda), 0, Int64(rows), Int64(k), q, Int64(ldq), scales, zps)
+            parallel(n, parts: parts, align: 48) { lo, hi in
+                mlk_qgemm(q, Int64(ldq), scales, zps, w.packed + (lo / 16) &* w.panelBytes, w.colsum + lo, w.scales + lo,
+                          0, Int64(rows), Int64(hi - lo), Int64(k), bias.map { $0 + lo }, y + lo, Int64(n),
+                          act.code, act.p0, act.p1)
+            }
+        } else {
+            parallel(rows, parts: parts, align: 8) { lo, hi in
+                inBlocks(lo, hi, prepare) { lo, hi in
+                    mlk_quantize_rows(a, Int64(lda), Int64(lo), Int64(hi), Int64(k), q, Int64(ldq), scales, zps)
+                    mlk_qgemm(q, Int64(ldq), scales, zps, w.packed, w.colsum, w.scales, Int64(lo), Int64(hi), Int64(n),
+                              Int64(k), bias, y, Int64(n), act.code, act.p0, act.p1)
+                }
+            }
+        }
+    }
+
+    /// Fills rows [lo, hi) of one image's im2col matrix (all channels) in `cols`.
+    static func im2col(_ s: Step, _ x: UnsafePointer<Float>, _ xs: [Int], _ ys: [Int], _ cols: UnsafeMutablePointer<Float>)
+        -> @Sendable (Int, Int) -> Void {
+        nonisolated(unsafe) let (x, cols) = (x, cols)
+        let (h, w, c, ow) = (Int64(xs[1]), Int64(xs[2]), Int64(xs[3]), Int64(ys[2]))
+        let (kh, kw) = (Int64(s.weightShape[0]), Int64(s.weightShape[1]))
+        let (st, dl, pd) = (s.strides.map(Int64.init), s.dilations.map(Int64.init), s.pads.map(Int64.init))
+        return { lo, hi in
+            mlk_im2col_rows(x, h, w, c, kh, kw, cols, ow, Int64(lo), Int64(hi), st[0], st[1], dl[0], dl[1], pd[0], pd[1])
         }
     }
 
@@ -114,9 +188,22 @@ enum Fast {
         let (kh, kw, cg, oc) = (s.weightShape[0], s.weightShape[1], s.weightShape[2], s.weightShape[3])
         let (oh, ow) = (ys[1], ys[2])
         let ocg = oc / s.groups, k = kh &* kw &* cg
-        nonisolated(unsafe) let wt = UnsafePointer(s.weight!.pointer)
         nonisolated(unsafe) let bias = s.bias.map { UnsafePointer($0.pointer) }
         let act = s.act, st = s.strides, dl = s.dilations, pd = s.pads
+        if let qw = s.qweights {
+            // groups == 1 with int8 weights: as below, on rows quantized in the scratch (after the im2col rows).
+            let direct = readsInputDirectly(s)
+            let rows = direct ? batch &* h &* w : oh &* ow
+            let qscratch = direct ? scratch : scratch + oh &* ow &* k
+            for b in 0..<(direct ? 1 : batch) {
+                quantizedGemm(direct ? x : UnsafePointer(scratch), lda: direct ? c : k, qw, rows: rows, bias: bias,
+                              y + b &* oh &* ow &* oc, act: act, scratch: qscratch, threads: threads,
+                              prepare: direct ? nil : im2col(s, x + b &* h &* w &* c, xs, ys, scratch))
+            }
+            return
+        }
+        // Every conv without int8 weights has its float weights loaded (Program.compile).
+        nonisolated(unsafe) let wt = UnsafePointer(s.weight!.pointer)
         if isDepthwise(s, xs) {
             let parts = oh * ow * c * kh * kw >= parallelThreshold ? threads : 1
             for b in 0..<batch {
@@ -131,18 +218,28 @@ enum Fast {
         }
         if let packed = s.packed {
             // groups == 1: a GEMM over output pixels with bias and activation in its epilogue. A 1×1 conv reads
-            // the whole batch in place; others im2col one image at a time into the scratch.
-            let bp = UnsafePointer(packed.pointer)
+            // the whole batch in place; others im2col one image at a time into the scratch, each block of rows
+            // just before the GEMM reads it (on the thread that does).
+            nonisolated(unsafe) let bp = UnsafePointer(packed.pointer)
             let direct = readsInputDirectly(s)
             let rows = direct ? batch &* h &* w : oh &* ow
-            for b in 0..<(direct ? 1 : batch) {
-                if !direct {
-                    mlk_im2col(x + b &* h &* w &* c, Int64(h), Int64(w), Int64(c), 0, Int64(c), Int64(kh), Int64(kw),
-                               scratch, Int64(oh), Int64(ow), Int64(st[0]), Int64(st[1]), Int64(dl[0]), Int64(dl[1]),
-                               Int64(pd[0]), Int64(pd[1]))
+            if !direct && mlk_conv_direct_eligible(Int64(c), Int64(kw), Int64(oc), Int64(dl[0]), Int64(dl[1])) != 0 {
+                // A stem (few input channels): interior pixels straight from the input, borders via im2col rows.
+                let parts = rows &* oc &* k >= parallelThreshold ? threads : 1
+                for b in 0..<batch {
+                    nonisolated(unsafe) let xb = x + b &* h &* w &* c, yb = y + b &* rows &* oc, cols = scratch
+                    parallel(rows, parts: parts, align: 8) { lo, hi in
+                        mlk_conv_rows(xb, Int64(h), Int64(w), Int64(c), Int64(kh), Int64(kw), bp, Int64(oc), Int64(ow),
+                                      Int64(lo), Int64(hi), Int64(st[0]), Int64(st[1]), Int64(dl[0]), Int64(dl[1]),
+                                      Int64(pd[0]), Int64(pd[1]), bias, yb, cols, act.code, act.p0, act.p1)
+                    }
                 }
+                return
+            }
+            for b in 0..<(direct ? 1 : batch) {
                 packedGemm(direct ? x : UnsafePointer(scratch), lda: direct ? c : k, bp, rows: rows, n: oc, k: k,
-                           bias: bias, y + b &* oh &* ow &* oc, act: act, threads: threads)
+                           bias: bias, y + b &* oh &* ow &* oc, act: act, threads: threads,
+                           prepare: direct ? nil : im2col(s, x + b &* h &* w &* c, xs, ys, scratch))
             }
             return
         }

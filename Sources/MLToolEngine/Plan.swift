@@ -9,13 +9,27 @@ struct Plan: Sendable {
     var slot: [Int: Int] = [:]
     var slotSizes: [Int] = []
     var scratch = 0
+    /// Positions in `steps` where that step and the next run fused (see `Fused`).
+    var fused: Set<Int> = []
 
-    init(program p: Program, inputShapes: [Int: [Int]], steps: [Int], targets: [Int]) throws {
+    /// `threads`: the most threads one op may be split across (each fused pair needs a band buffer per thread).
+    init(program p: Program, inputShapes: [Int: [Int]], steps: [Int], targets: [Int], threads: Int = 1) throws {
         self.steps = steps
         shapes = try p.shapes(inputs: inputShapes, steps: steps)
         var lastUse: [Int: Int] = [:]
         for (pos, i) in steps.enumerated() { for v in p.steps[i].inputs { lastUse[v] = pos } }
         for t in targets { lastUse[t] = Int.max }
+        for pos in steps.indices.dropLast() where !fused.contains(pos - 1) {
+            let e = p.steps[steps[pos]], d = p.steps[steps[pos + 1]]
+            guard lastUse[e.output] == pos + 1, p.constants[e.inputs[0]] == nil,
+                  let ex = shapes[e.inputs[0]], let dx = shapes[e.output],
+                  Fused.fusable(e, ex, d, dx) else { continue }
+            fused.insert(pos)
+            scratch = max(scratch, Fused.bandFloats(e, d, dx) &* max(1, threads))
+            // The 1×1 conv's input is read until the depthwise conv's last band: its slot must not be reused for
+            // the depthwise conv's output.
+            lastUse[e.inputs[0]] = max(lastUse[e.inputs[0]] ?? 0, pos + 1)
+        }
         var free: [Int] = []
         func take(_ v: Int) {
             let need = shapes[v]!.reduce(1, *)
@@ -73,9 +87,17 @@ final class Arena: @unchecked Sendable {
     /// Runs every step of the plan on what the input slots hold.
     /// `threads` > 1 splits single large ops across threads (used when one worker runs the whole batch).
     func run(_ plan: Plan, _ p: Program, threads: Int) {
-        for (pos, i) in plan.steps.enumerated() {
-            Fast.run(p.steps[i], inputs[pos], inputShapes[pos], outputs[pos], outputShapes[pos], scratch: scratch.pointer,
-                     threads: threads)
+        var pos = 0
+        while pos < plan.steps.count {
+            if plan.fused.contains(pos) {
+                Fused.run(p.steps[plan.steps[pos]], p.steps[plan.steps[pos + 1]], inputs[pos][0], inputShapes[pos][0],
+                          outputs[pos + 1], outputShapes[pos + 1], scratch: scratch.pointer, threads: threads)
+                pos += 2
+                continue
+            }
+            Fast.run(p.steps[plan.steps[pos]], inputs[pos], inputShapes[pos], outputs[pos], outputShapes[pos],
+                     scratch: scratch.pointer, threads: threads)
+            pos += 1
         }
     }
 }

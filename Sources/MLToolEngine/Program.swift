@@ -26,6 +26,9 @@ struct Step: Sendable {
     var bias: Buffer?
     /// Conv (groups == 1) and dense weights as (K, N) in 16-column panels for `mlk_gemm_packed`.
     var packed: Buffer?
+    /// The same weights kept as int8 for `mlk_qgemm`, when they are stored that way and int8 compute is on (then
+    /// `packed` is nil).
+    var qweights: QuantizedWeights?
 }
 
 /// A graph compiled for execution: values (graph inputs, constants, node outputs) by id, and the steps in order.
@@ -41,8 +44,20 @@ struct Program: Sendable {
     var steps: [Step] = []
     /// The step producing each value, if any.
     var producer: [Int: Int] = [:]
+    let int8Minimum: Int?
+    let purpose: Purpose
 
-    init(graph: Graph, tensors: [String: StoredTensor]) throws {
+    /// `int8Minimum`: conv (groups == 1) and dense layers with at least that many weights, stored as symmetric
+    /// per-channel int8, run on int8 kernels (see `QuantizedWeights`); otherwise (and when nil) every weight is
+    /// dequantized to float.
+    /// What a program is built for: `fast` loads and packs the weights; `reference` loads them unpacked for the
+    /// scalar kernels; `validate` only checks the graph (shapes, attributes, tensors), reading no conv or dense
+    /// weight values.
+    enum Purpose { case fast, reference, validate }
+
+    init(graph: Graph, tensors: [String: StoredTensor], int8Minimum: Int? = nil, purpose: Purpose = .fast) throws {
+        self.int8Minimum = int8Minimum
+        self.purpose = purpose
         inputs = graph.inputs
         outputs = graph.outputs
         for i in graph.inputs { inputIds.append(define(i.name)) }
@@ -99,7 +114,8 @@ struct Program: Sendable {
                 throw EngineError.invalidAttribute(node: node.name, attribute: "inputs", expected: "\(range.lowerBound)…\(range.upperBound) inputs", actual: "\(node.inputs.count)")
             }
         }
-        func weight(_ index: Int, rank: Int) throws -> (Buffer, [Int]) {
+        /// The weight tensor `index` of the node, checked to be a model tensor of rank `rank`.
+        func weightTensor(_ index: Int, rank: Int) throws -> StoredTensor {
             let name = node.inputs[index]
             guard let t = tensors[name], ids[name] == nil || constants[ids[name]!] != nil else {
                 throw EngineError.badWeights(node: node.name, tensor: name, reason: "must be a model tensor")
@@ -107,7 +123,20 @@ struct Program: Sendable {
             guard t.shape.count == rank, t.shape.allSatisfy({ $0 > 0 }) else {
                 throw EngineError.badWeights(node: node.name, tensor: name, reason: "shape \(t.shape), expected rank \(rank)")
             }
+            return t
+        }
+        func weight(_ index: Int, rank: Int) throws -> (Buffer, [Int]) {
+            let t = try weightTensor(index, rank: rank)
             return (Buffer(try load(t, node)), t.shape)
+        }
+        /// A conv or dense weight (k, n): int8-packed when `quantized` takes it, else loaded (and packed for a GEMM
+        /// when `gemm`); nothing is read when only validating.
+        func gemmWeight(_ t: StoredTensor, k: Int, n: Int, gemm: Bool) throws {
+            if purpose == .validate { return }
+            if gemm, let q = quantized(t, k: k, n: n) { s.qweights = q; return }
+            let w = Buffer(try load(t, node))
+            s.weight = w
+            if gemm && purpose == .fast { s.packed = Self.pack(w, k: k, n: n) }
         }
         guard node.outputs.count == 1 else {
             throw EngineError.invalidAttribute(node: node.name, attribute: "outputs", expected: "1 output", actual: "\(node.outputs.count)")
@@ -123,7 +152,8 @@ struct Program: Sendable {
         switch node.op {
         case .conv:
             try inputCount(2...3)
-            (s.weight, s.weightShape) = try weight(1, rank: 4)
+            let wt = try weightTensor(1, rank: 4)
+            s.weightShape = wt.shape
             s.strides = try pair(a.strides, "strides", default: [1, 1], minimum: 1)
             s.dilations = try pair(a.dilations, "dilations", default: [1, 1], minimum: 1)
             s.pads = try pads(a.pads ?? [0, 0, 0, 0], count: 4, minimum: 0)
@@ -137,14 +167,13 @@ struct Program: Sendable {
                 throw EngineError.invalidAttribute(node: node.name, attribute: "kernel", expected: "\(s.kernel) (from the weights)", actual: "\(k)")
             }
             if node.inputs.count == 3 { s.bias = try bias(node, 2, count: oc, tensors) }
-            if s.groups == 1, let w = s.weight {
-                s.packed = Self.pack(w, k: s.weightShape[0] * s.weightShape[1] * s.weightShape[2], n: oc)
-            }
+            try gemmWeight(wt, k: s.weightShape[0] * s.weightShape[1] * s.weightShape[2], n: oc, gemm: s.groups == 1)
         case .dense:
             try inputCount(2...3)
-            (s.weight, s.weightShape) = try weight(1, rank: 2)
+            let wt = try weightTensor(1, rank: 2)
+            s.weightShape = wt.shape
             if node.inputs.count == 3 { s.bias = try bias(node, 2, count: s.weightShape[1], tensors) }
-            if let w = s.weight { s.packed = Self.pack(w, k: s.weightShape[0], n: s.weightShape[1]) }
+            try gemmWeight(wt, k: s.weightShape[0], n: s.weightShape[1], gemm: true)
         case .batchNorm:
             try inputCount(5...5)
             var p: [[Float]] = []
@@ -192,6 +221,12 @@ struct Program: Sendable {
         s.inputs = try dataInputs.map { try use($0, node, tensors) }
         s.output = define(node.outputs[0])
         return s
+    }
+
+    /// `t` packed for the int8 kernels, when int8 compute is on, `t` is big enough and stored in a form they take.
+    private func quantized(_ t: StoredTensor, k: Int, n: Int) -> QuantizedWeights? {
+        guard purpose == .fast, let minimum = int8Minimum, k &* n >= minimum else { return nil }
+        return QuantizedWeights(t, k: k, n: n)
     }
 
     /// w (k, n) packed into 16-column panels for `mlk_gemm_packed`.

@@ -1,3 +1,4 @@
+import Dispatch
 import Foundation
 import Synchronization
 
@@ -55,10 +56,20 @@ final class WorkerPool: @unchecked Sendable {
         }
     }
 
+    /// Jobs run so far, and the job count until which jobs run on the caller alone (see `run`).
+    private var jobs = 0
+    private var soloUntil = 0
+
     /// Runs body(0..<n), chunks handed out to this thread and the helpers as they come free.
+    ///
+    /// When the caller, its own chunks done, had to wait long for a helper's chunk (the helper was preempted: the
+    /// machine is busy), the next jobs run on the caller alone for a while; a helper that cannot get a core only
+    /// delays the work. How work is split never changes a result, so this cannot either.
     func run(_ n: Int, _ body: @escaping @Sendable (Int) -> Void) {
         if helpers == 0 || n <= 1 { for i in 0..<n { body(i) }; return }
         caller.lock(); defer { caller.unlock() }
+        jobs += 1
+        if jobs < soloUntil { for i in 0..<n { body(i) }; return }
         let job = Job(body, n)
         currentLock.lock(); current = job; currentLock.unlock()
         generation.add(1, ordering: .releasing)
@@ -66,9 +77,18 @@ final class WorkerPool: @unchecked Sendable {
         job.work()
         // Spin, never yield: a chunk still running elsewhere ends soon, and a yield on a busy machine can cost a
         // whole time slice.
-        while job.done.load(ordering: .acquiring) < n {}
+        if job.done.load(ordering: .acquiring) < n {
+            let start = DispatchTime.now().uptimeNanoseconds
+            while job.done.load(ordering: .acquiring) < n {}
+            if DispatchTime.now().uptimeNanoseconds &- start > Self.stallNanoseconds { soloUntil = jobs &+ Self.soloJobs }
+        }
         currentLock.lock(); current = nil; currentLock.unlock()
     }
+
+    /// A wait for helpers longer than this (a chunk of the largest op takes about 60 µs) means one was preempted...
+    static let stallNanoseconds: UInt64 = 200_000
+    /// ...and then this many jobs (a few images' worth of ops) run on the caller alone before helpers are tried again.
+    static let soloJobs = 200
 
     private func helperLoop() {
         var seen = 0

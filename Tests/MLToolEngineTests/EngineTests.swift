@@ -177,3 +177,49 @@ func mobileNetLike(seed: UInt64 = 7, size: Int = 17) -> Model {
         #expect(throws: EngineError.noGraph) { try Engine(model: Model(metadata: ModelMetadata(task: .textClassifier), tensors: [])) }
     }
 }
+
+/// Expand (1×1) → depthwise pairs big enough for the engine to run fused, band by band.
+@Suite struct FusedExpandDepthwiseTests {
+    @Test(arguments: [(64, 60, 8, 72, 3, 1, [1, 1, 1, 1]), (70, 66, 16, 64, 5, 2, [1, 2, 2, 1]), (37, 90, 12, 96, 3, 2, [0, 0, 1, 1])])
+    func fusedMatchesUnfusedAndReference(_ c: (h: Int, w: Int, cin: Int, cmid: Int, k: Int, stride: Int, pads: [Int])) throws {
+        var g = GraphBuilder(seed: UInt64(c.h), input: [-1, c.h, c.w, c.cin])
+        let mid = g.conv("x", cin: c.cin, cout: c.cmid, k: (1, 1), act: .relu6)
+        let out = g.conv(mid, cin: c.cmid, cout: c.cmid, k: (c.k, c.k), stride: c.stride, pads: c.pads, groups: c.cmid,
+                         act: .relu6)
+        let input = g.input([2, c.h, c.w, c.cin])
+        // Asking for the expanded tensor too keeps it stored, so that plan runs the two convs one after the other.
+        let fusedModel = g.model(outputs: [out]), unfusedModel = g.model(outputs: [out, mid])
+        // Bit-for-bit comparisons: no SIMD-level switch in between.
+        try KernelLevelLock.shared.reading { try compare(c, fusedModel, unfusedModel, input, out) }
+        // The same with the 1×1 conv's weights int8 (int8 compute quantizes each band's rows as unfused would).
+        let expand = try #require(fusedModel.metadata.graph?.nodes.first?.inputs[1])
+        var qf = fusedModel, qu = unfusedModel
+        qf.tensors = try qf.tensors.map { $0.name == expand ? try int8Weights($0) : $0 }
+        qu.tensors = qf.tensors
+        try KernelLevelLock.shared.reading {
+            for threads in [1, 2] {
+                let f = try #require(try Engine(model: qf, threads: threads, int8Compute: .all).run(["x": input])[out])
+                let u = try #require(try Engine(model: qu, threads: threads, int8Compute: .all).run(["x": input])[out])
+                let d = try #require(try Engine(model: qf, threads: threads, int8Compute: .off).run(["x": input])[out])
+                #expect(zip(f.data, u.data).filter { $0 != $1 }.isEmpty, "\(c), int8, \(threads) threads: fused differs")
+                #expect(f.data != d.data, "int8 compute did not run")
+            }
+        }
+    }
+
+    func compare(_ c: (h: Int, w: Int, cin: Int, cmid: Int, k: Int, stride: Int, pads: [Int]), _ fusedModel: Model,
+                 _ unfusedModel: Model, _ input: Tensor, _ out: String) throws {
+        for threads in [1, 2] {
+            let fused = try #require(try Engine(model: fusedModel, threads: threads).run(["x": input])[out])
+            let unfused = try #require(try Engine(model: unfusedModel, threads: threads).run(["x": input])[out])
+            let differ = zip(fused.data, unfused.data).enumerated().filter { $0.element.0 != $0.element.1 }.map(\.offset)
+            #expect(differ.isEmpty, "\(c), \(threads) threads: \(differ.count) values differ from unfused, first at \(differ.first ?? -1) of shape \(fused.shape)")
+            let one = Tensor(shape: [1, c.h, c.w, c.cin], data: Array(input.data[0..<(c.h * c.w * c.cin)]))
+            let single = try #require(try Engine(model: fusedModel, threads: threads).run(["x": one])[out])
+            let differ1 = zip(single.data, fused.data).filter { $0 != $1 }.count
+            #expect(differ1 == 0, "\(c), \(threads) threads: batch of 1 differs from the batch's first image in \(differ1) values")
+            let ref = try #require(try Engine(model: fusedModel, threads: 1, mode: .reference).run(["x": input])[out])
+            #expect(maxError(fused, ref) <= fastTolerance)
+        }
+    }
+}

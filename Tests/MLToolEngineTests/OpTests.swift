@@ -5,9 +5,9 @@ import MLToolEngine
 
 /// One small graph per op and edge case; the fast path must match the scalar reference.
 enum OpCase: String, CaseIterable, CustomTestStringConvertible {
-    case conv3x3, conv1x1, conv1x1Stride2, conv5x5AsymPad, convStride2Odd, convDilation2, convGroups2, convGroups2x1x1
+    case conv3x3, conv1x1, conv1x1Wide, conv1x1Stride2, conv5x5AsymPad, convStride2Odd, convDilation2, convGroups2, convGroups2x1x1
     case depthwise3x3, depthwise5x5Stride2, depthwiseDilated, depthwiseOddChannels, depthwiseMultiplier2
-    case depthwiseWide, depthwiseWideOdd
+    case depthwiseWide, depthwiseWideOdd, depthwiseRow3x3, depthwiseRow5x5, depthwiseRowStride2, depthwiseRow5x5Stride2
     case convNoBias, convRelu6, convLeaky, convHardSwish, convSigmoid
     case dense, denseFromRank4, matMul, matMulRank3, batchNorm
     case relu, clip, leakyRelu, sigmoid, hardSigmoid, hardSwish, swish, tanh, identity
@@ -29,6 +29,7 @@ enum OpCase: String, CaseIterable, CustomTestStringConvertible {
         switch self {
         case .conv3x3: out = g.conv(x, cin: 6, cout: 10, k: (3, 3), pads: [1, 1, 1, 1])
         case .conv1x1: out = g.conv(x, cin: 6, cout: 11, k: (1, 1))
+        case .conv1x1Wide: out = g.conv(x, cin: 6, cout: 90, k: (1, 1), act: .relu6)
         case .conv1x1Stride2: out = g.conv(x, cin: 6, cout: 5, k: (1, 1), stride: 2)
         case .conv5x5AsymPad: out = g.conv(x, cin: 6, cout: 9, k: (5, 5), pads: [1, 2, 3, 0])
         case .convStride2Odd: out = g.conv(x, cin: 6, cout: 7, k: (3, 3), stride: 2, pads: [0, 0, 1, 1])
@@ -51,6 +52,18 @@ enum OpCase: String, CaseIterable, CustomTestStringConvertible {
         case .depthwiseWideOdd:
             inShape = [2, 7, 10, 70]; g.inputs[0].shape = [-1, 7, 10, 70]
             out = g.conv(x, cin: 70, cout: 70, k: (3, 3), stride: 2, pads: [1, 1, 1, 1], groups: 70, act: Activation(op: .hardSwish))
+        case .depthwiseRow3x3:   // rows wide enough for the 8-pixel kernels
+            inShape = [1, 5, 27, 32]; g.inputs[0].shape = [-1, 5, 27, 32]
+            out = g.conv(x, cin: 32, cout: 32, k: (3, 3), pads: [1, 1, 1, 1], groups: 32, act: .relu6)
+        case .depthwiseRow5x5:
+            inShape = [2, 6, 23, 48]; g.inputs[0].shape = [-1, 6, 23, 48]
+            out = g.conv(x, cin: 48, cout: 48, k: (5, 5), pads: [2, 2, 2, 2], groups: 48, act: Activation(op: .hardSwish))
+        case .depthwiseRowStride2:
+            inShape = [1, 7, 41, 16]; g.inputs[0].shape = [-1, 7, 41, 16]
+            out = g.conv(x, cin: 16, cout: 16, k: (3, 3), stride: 2, pads: [0, 0, 1, 1], groups: 16)
+        case .depthwiseRow5x5Stride2:
+            inShape = [1, 9, 44, 80]; g.inputs[0].shape = [-1, 9, 44, 80]
+            out = g.conv(x, cin: 80, cout: 80, k: (5, 5), stride: 2, pads: [1, 2, 2, 1], groups: 80, act: .relu6)
         case .depthwiseMultiplier2: out = g.conv(x, cin: 6, cout: 12, k: (3, 3), pads: [1, 1, 1, 1], groups: 6)
         case .convNoBias: out = g.conv(x, cin: 6, cout: 3, k: (2, 2), bias: false)
         case .convRelu6: out = g.conv(x, cin: 6, cout: 12, k: (3, 3), stride: 2, pads: [0, 0, 1, 1], act: .relu6)
@@ -143,9 +156,10 @@ enum OpCase: String, CaseIterable, CustomTestStringConvertible {
     func checkEveryLevel() throws {
         let best = mlk_set_simd_level(-1)
         defer { _ = mlk_set_simd_level(best) }
-        let cases: [OpCase] = [.conv3x3, .conv1x1, .conv5x5AsymPad, .convStride2Odd, .convSigmoid, .convLeaky,
+        let cases: [OpCase] = [.conv3x3, .conv1x1, .conv1x1Wide, .conv5x5AsymPad, .convStride2Odd, .convSigmoid, .convLeaky,
                                .depthwise3x3, .depthwise5x5Stride2, .depthwiseDilated, .depthwiseOddChannels, .depthwiseWide,
-                               .depthwiseWideOdd,
+                               .depthwiseWideOdd, .depthwiseRow3x3, .depthwiseRow5x5, .depthwiseRowStride2,
+                               .depthwiseRow5x5Stride2,
                                .dense, .addSame, .addFusedRelu, .relu, .hardSwish]
         var levels: [Int32] = []
         for level in Int32(0)...best {

@@ -171,6 +171,9 @@ func mltool(_ args: [String]) throws -> (status: Int32, stdout: String, stderr: 
     let p = Process()
     p.executableURL = URL(fileURLWithPath: bin)
     p.arguments = args
+    // Exports keep int8 weights with float compute (DequantizeLinear): compare against the engine doing the same,
+    // not against its int8 kernels (which quantize activations too).
+    p.environment = ProcessInfo.processInfo.environment.merging(["MLTOOL_INT8_COMPUTE": "off"]) { $1 }
     let out = Pipe(), err = Pipe()
     p.standardOutput = out; p.standardError = err
     try p.run()

@@ -45,6 +45,23 @@ void mlk_im2col(const float *x, int64_t H, int64_t W, int64_t C, int64_t c0, int
                 int64_t KH, int64_t KW, float *cols, int64_t OH, int64_t OW,
                 int64_t sh, int64_t sw, int64_t dh, int64_t dw, int64_t pt, int64_t pl);
 
+/// im2col of output pixels [p0, p1) (p = oy·OW + ox) of one image, all channels: x (H, W, C) → rows p of cols
+/// (OH·OW, KH·KW·C). Padding reads as 0. Threads can each fill the rows they then multiply.
+void mlk_im2col_rows(const float *x, int64_t H, int64_t W, int64_t C, int64_t KH, int64_t KW, float *cols,
+                     int64_t OW, int64_t p0, int64_t p1, int64_t sh, int64_t sw, int64_t dh, int64_t dw, int64_t pt,
+                     int64_t pl);
+
+/// 1 when mlk_conv_rows computes interior pixels in place (AVX-512, no dilation, N ≤ 32, KW·C ≤ 64: a stem).
+int mlk_conv_direct_eligible(int64_t C, int64_t KW, int64_t N, int64_t dh, int64_t dw);
+
+/// A groups-1 conv of one image for output pixels [p0, p1): y (OH·OW, N) = act(im2col(x) · packed + bias), packed by
+/// mlk_pack from the (KH·KW·C, N) weights. Pixels with every tap inside the image are computed in place when
+/// mlk_conv_direct_eligible; the others go through im2col rows in `cols` (OH·OW rows of KH·KW·C floats, written
+/// only at rows [p0, p1)) and mlk_gemm_packed. Results are identical either way.
+void mlk_conv_rows(const float *x, int64_t H, int64_t W, int64_t C, int64_t KH, int64_t KW, const float *packed,
+                   int64_t N, int64_t OW, int64_t p0, int64_t p1, int64_t sh, int64_t sw, int64_t dh, int64_t dw,
+                   int64_t pt, int64_t pl, const float *bias, float *y, float *cols, int act, float a0, float a1);
+
 /// Floats needed to pack a (K, N) matrix into 16-column panels.
 int64_t mlk_packed_count(int64_t K, int64_t N);
 
@@ -58,5 +75,42 @@ void mlk_gemm_packed(const float *a, int64_t lda, const float *packed, int64_t m
 
 /// y[i] = act(a[i] + b[i]) for n elements.
 void mlk_add_act(const float *a, const float *b, float *y, int64_t n, int act, float p0, float p1);
+
+
+// ---- int8 GEMM (kernels_int8.c) ----
+// y = act(A · W + bias) with W int8 per output column (real w[k][n] = wscale[n] · W[k][n]) and A quantized per row to
+// u8 on the fly (real a[m][k] ≈ ascale[m] · (Q[m][k] − zp[m])). The int32 sums are exact, so every variant gives
+// bit-identical results: y[m][n] = act(fma(float(Σ Q·W − zp[m]·colsum[n]), ascale[m]·wscale[n], bias[n])).
+
+/// The int8 kernels in use: 0 portable C, 1 AVX2 (vpmaddwd on 16-bit values), 2 AVX-VNNI (256-bit vpdpbusd),
+/// 3 AVX-512 VNNI.
+int mlk_int8_level(void);
+
+/// Uses at most `level` (clamped to what the CPU has; -1 = the best it has) and returns the previous level.
+int mlk_set_int8_level(int level);
+
+/// Bytes of one packed 16-column panel of a (K, N) int8 matrix: K rounded up to 4, times 16.
+int64_t mlk_qpanel_bytes(int64_t K);
+
+/// Packs w (K, N) int8 row-major into 16-column panels of 4-deep k groups: panel p, group g holds, for each of its
+/// 16 columns j, w[4g ..< 4g+4][16p + j] (64 bytes), zero-padded. colsum (N rounded up to 16) gets Σ_k w[k][n].
+/// `packed` holds ceil(N/16) · mlk_qpanel_bytes(K) bytes.
+void mlk_qpack(const int8_t *w, int64_t K, int64_t N, int8_t *packed, int32_t *colsum);
+
+/// Row stride in bytes of quantized activations with K values per row (K rounded up to 4).
+int64_t mlk_qrow_bytes(int64_t K);
+
+/// Quantizes rows [m0, m1) of a (row stride lda, K values per row) to u8: each row's range is widened to include 0,
+/// scale[m] = (max − min) / 255, zp[m] = round(−min / scale), q = clamp(round(a / scale) + zp, 0, 255) (a is
+/// multiplied by the float reciprocal of the scale; rounding is to nearest even). Row m of q starts at q + m·ldq;
+/// its bytes past K are zeroed.
+void mlk_quantize_rows(const float *a, int64_t lda, int64_t m0, int64_t m1, int64_t K, uint8_t *q, int64_t ldq,
+                       float *scale, int32_t *zp);
+
+/// Rows [m0, m1) of y (M, N; row stride ldy) from quantized rows q (ldq from mlk_qrow_bytes) and W packed by
+/// mlk_qpack with its colsum and wscale (N rounded up to 16 values each); bias may be NULL.
+void mlk_qgemm(const uint8_t *q, int64_t ldq, const float *ascale, const int32_t *zp, const int8_t *packed,
+               const int32_t *colsum, const float *wscale, int64_t m0, int64_t m1, int64_t N, int64_t K,
+               const float *bias, float *y, int64_t ldy, int act, float p0, float p1);
 
 #endif

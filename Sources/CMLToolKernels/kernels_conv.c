@@ -1,0 +1,162 @@
+// Convolution helpers beside the GEMM: see include/CMLToolKernels.h.
+#include "CMLToolKernels.h"
+#include <string.h>
+
+void mlk_im2col_rows(const float *x, int64_t H, int64_t W, int64_t C, int64_t KH, int64_t KW, float *cols,
+                     int64_t OW, int64_t p0, int64_t p1, int64_t sh, int64_t sw, int64_t dh, int64_t dw, int64_t pt,
+                     int64_t pl) {
+    int64_t K = KH * KW * C;
+    int64_t oy = p0 / OW, ox = p0 % OW;
+    for (int64_t p = p0; p < p1; p++, ox = ox + 1 == OW ? 0 : ox + 1, oy += ox == 0) {
+        float *row = cols + p * K;
+        int64_t ix0 = ox * sw - pl;
+        // No dilation and the whole kernel row inside: the row's taps are one contiguous run.
+        int whole = dw == 1 && ix0 >= 0 && ix0 + KW <= W;
+        for (int64_t ky = 0; ky < KH; ky++) {
+            int64_t iy = oy * sh - pt + ky * dh;
+            if (whole) {
+                float *dst = row + ky * KW * C;
+                if (iy < 0 || iy >= H) memset(dst, 0, (size_t)(KW * C) * sizeof(float));
+                else memcpy(dst, x + (iy * W + ix0) * C, (size_t)(KW * C) * sizeof(float));
+                continue;
+            }
+            for (int64_t kx = 0; kx < KW; kx++) {
+                int64_t ix = ix0 + kx * dw;
+                float *dst = row + (ky * KW + kx) * C;
+                if (iy < 0 || iy >= H || ix < 0 || ix >= W) memset(dst, 0, (size_t)C * sizeof(float));
+                else memcpy(dst, x + (iy * W + ix) * C, (size_t)C * sizeof(float));
+            }
+        }
+    }
+}
+
+// ---- direct k×k convolution for few input channels (a network's stem), AVX-512 ----
+// The GEMM of the im2col path with the im2col row read in place: for an output pixel whose taps all lie inside
+// the image, the row is KH runs of KW·C contiguous floats of the input. Same products in the same k order, from
+// 0, then + bias, as mlk_gemm_packed on the im2col rows: identical results, without writing and reading the rows.
+#if defined(__x86_64__)
+#include <immintrin.h>
+#include "act.h"
+#define MLK_C512 __attribute__((target("avx512f,avx2,fma")))
+
+MLK_C512 static inline __m512 cact16(__m512 v, int act, float p0, float p1) {
+    switch (act) {
+    case MLK_ACT_RELU: return _mm512_max_ps(v, _mm512_setzero_ps());
+    case MLK_ACT_CLIP: return _mm512_min_ps(_mm512_max_ps(v, _mm512_set1_ps(p0)), _mm512_set1_ps(p1));
+    case MLK_ACT_LEAKY:
+        return _mm512_mask_mul_ps(v, _mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_LT_OQ), v, _mm512_set1_ps(p0));
+    default: return v;
+    }
+}
+
+// R pixels (consecutive ox of one output row, all taps inside) × 2 panels (N ≤ 32). base[i] points at pixel i's
+// first tap; a tap row is `run` floats, rows `rowStride` apart.
+static inline __attribute__((always_inline)) MLK_C512 void
+ctile(int R, const float *const *base, int64_t KH, int64_t run, int64_t rowStride, const float *packed, int64_t K,
+      int P, const __m512 *b, const __mmask16 *mask, const int64_t *nv, float *const *out, int act, float p0, float p1) {
+    __m512 c[8][2];
+    for (int i = 0; i < R; i++) for (int j = 0; j < P; j++) c[i][j] = _mm512_setzero_ps();
+    int64_t k = 0;
+    for (int64_t ky = 0; ky < KH; ky++)
+        for (int64_t t = 0; t < run; t++, k++) {
+            __m512 w0 = _mm512_load_ps(packed + k * 16);
+            __m512 w1 = P > 1 ? _mm512_load_ps(packed + (K + k) * 16) : w0;
+            for (int i = 0; i < R; i++) {
+                __m512 v = _mm512_set1_ps(base[i][ky * rowStride + t]);
+                c[i][0] = _mm512_fmadd_ps(v, w0, c[i][0]);
+                if (P > 1) c[i][1] = _mm512_fmadd_ps(v, w1, c[i][1]);
+            }
+        }
+    for (int i = 0; i < R; i++)
+        for (int j = 0; j < P; j++) {
+            __m512 v = _mm512_add_ps(c[i][j], b[j]);
+            if (act <= MLK_ACT_LEAKY) { _mm512_mask_storeu_ps(out[i] + 16 * j, mask[j], cact16(v, act, p0, p1)); continue; }
+            _mm512_mask_storeu_ps(out[i] + 16 * j, mask[j], v);
+            for (int64_t q = 0; q < nv[j]; q++) out[i][16 * j + q] = act_scalar(out[i][16 * j + q], act, p0, p1);
+        }
+}
+
+// Output pixels [ox0, ox1) of row oy, every tap inside the image (the caller checks).
+MLK_C512 static void conv_direct_avx512(const float *x, int64_t W, int64_t C, int64_t KH, int64_t KW,
+                                        const float *packed, int64_t N, int64_t OW, int64_t oy, int64_t ox0,
+                                        int64_t ox1, int64_t sh, int64_t sw, int64_t pt, int64_t pl, const float *bias,
+                                        float *y, int act, float p0, float p1) {
+    int64_t iy = oy * sh - pt;
+    int P = N > 16 ? 2 : 1;
+    __m512 b[2];
+    __mmask16 mask[2];
+    int64_t nv[2];
+    for (int j = 0; j < P; j++) {
+        nv[j] = N - 16 * j < 16 ? N - 16 * j : 16;
+        mask[j] = (__mmask16)((1u << nv[j]) - 1);
+        b[j] = bias ? _mm512_maskz_loadu_ps(mask[j], bias + 16 * j) : _mm512_setzero_ps();
+    }
+    int64_t K = KH * KW * C, run = KW * C, rowStride = W * C;
+    int64_t ox = ox0;
+    while (ox < ox1) {
+        int R = ox1 - ox < 8 ? (int)(ox1 - ox) : 8;
+        const float *base[8];
+        float *out[8];
+        for (int i = 0; i < R; i++) {
+            base[i] = x + (iy * W + (ox + i) * sw - pl) * C;
+            out[i] = y + (oy * OW + ox + i) * N;
+        }
+        switch (R) {
+        case 8: ctile(8, base, KH, run, rowStride, packed, K, P, b, mask, nv, out, act, p0, p1); break;
+        case 7: ctile(7, base, KH, run, rowStride, packed, K, P, b, mask, nv, out, act, p0, p1); break;
+        case 6: ctile(6, base, KH, run, rowStride, packed, K, P, b, mask, nv, out, act, p0, p1); break;
+        case 5: ctile(5, base, KH, run, rowStride, packed, K, P, b, mask, nv, out, act, p0, p1); break;
+        case 4: ctile(4, base, KH, run, rowStride, packed, K, P, b, mask, nv, out, act, p0, p1); break;
+        case 3: ctile(3, base, KH, run, rowStride, packed, K, P, b, mask, nv, out, act, p0, p1); break;
+        case 2: ctile(2, base, KH, run, rowStride, packed, K, P, b, mask, nv, out, act, p0, p1); break;
+        default: ctile(1, base, KH, run, rowStride, packed, K, P, b, mask, nv, out, act, p0, p1); break;
+        }
+        ox += R;
+    }
+}
+#endif
+
+int mlk_conv_direct_eligible(int64_t C, int64_t KW, int64_t N, int64_t dh, int64_t dw) {
+#if defined(__x86_64__)
+    return mlk_simd_level() == 2 && dh == 1 && dw == 1 && N <= 32 && KW * C <= 64;
+#else
+    (void)C; (void)KW; (void)N; (void)dh; (void)dw;
+    return 0;
+#endif
+}
+
+void mlk_conv_rows(const float *x, int64_t H, int64_t W, int64_t C, int64_t KH, int64_t KW, const float *packed,
+                   int64_t N, int64_t OW, int64_t p0, int64_t p1, int64_t sh, int64_t sw, int64_t dh, int64_t dw,
+                   int64_t pt, int64_t pl, const float *bias, float *y, float *cols, int act, float a0, float a1) {
+    int64_t K = KH * KW * C;
+    int direct = mlk_conv_direct_eligible(C, KW, N, dh, dw);
+    // Interior columns: every horizontal tap inside.
+    int64_t lo = 0, hi = OW;
+    while (lo < OW && lo * sw - pl < 0) lo++;
+    while (hi > lo && (hi - 1) * sw - pl + (KW - 1) * dw >= W) hi--;
+    for (int64_t p = p0; p < p1;) {
+        int64_t oy = p / OW, ox = p % OW;
+        int64_t end = oy * OW + OW < p1 ? OW : p1 - oy * OW;   // this row's pixels in range: [ox, end)
+        int64_t iy = oy * sh - pt;
+        int rowInside = iy >= 0 && iy + (KH - 1) * dh < H;
+        int64_t a = ox > lo ? ox : lo, b = end < hi ? end : hi;
+        if (direct && rowInside && a < b) {
+            // Borders through im2col + GEMM, the interior in place.
+            if (ox < a) {
+                mlk_im2col_rows(x, H, W, C, KH, KW, cols, OW, p, oy * OW + a, sh, sw, dh, dw, pt, pl);
+                mlk_gemm_packed(cols, K, packed, p, oy * OW + a, N, K, bias, y, N, act, a0, a1);
+            }
+#if defined(__x86_64__)
+            conv_direct_avx512(x, W, C, KH, KW, packed, N, OW, oy, a, b, sh, sw, pt, pl, bias, y, act, a0, a1);
+#endif
+            if (b < end) {
+                mlk_im2col_rows(x, H, W, C, KH, KW, cols, OW, oy * OW + b, oy * OW + end, sh, sw, dh, dw, pt, pl);
+                mlk_gemm_packed(cols, K, packed, oy * OW + b, oy * OW + end, N, K, bias, y, N, act, a0, a1);
+            }
+        } else {
+            mlk_im2col_rows(x, H, W, C, KH, KW, cols, OW, p, oy * OW + end, sh, sw, dh, dw, pt, pl);
+            mlk_gemm_packed(cols, K, packed, p, oy * OW + end, N, K, bias, y, N, act, a0, a1);
+        }
+        p = oy * OW + end;
+    }
+}

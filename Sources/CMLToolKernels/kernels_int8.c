@@ -1,0 +1,429 @@
+// int8 GEMM: activations quantized per row to u8, weights int8 per output column; see include/CMLToolKernels.h.
+// Products are summed exactly in int32 by every variant, and the float epilogue is the same fused multiply-add in
+// each, so the portable, AVX2, AVX-VNNI and AVX-512 VNNI versions give bit-identical outputs.
+#include "CMLToolKernels.h"
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "act.h"
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+int64_t mlk_qpanel_bytes(int64_t K) { return (K + 3) / 4 * 64; }
+
+int64_t mlk_qrow_bytes(int64_t K) { return (K + 3) / 4 * 4; }
+
+void mlk_qpack(const int8_t *w, int64_t K, int64_t N, int8_t *packed, int32_t *colsum) {
+    int64_t groups = (K + 3) / 4, panels = (N + 15) / 16;
+    for (int64_t p = 0; p < panels; p++)
+        for (int64_t j = 0; j < 16; j++) {
+            int64_t n = p * 16 + j;
+            int32_t sum = 0;
+            for (int64_t g = 0; g < groups; g++)
+                for (int64_t i = 0; i < 4; i++) {
+                    int64_t k = g * 4 + i;
+                    int8_t v = n < N && k < K ? w[k * N + n] : 0;
+                    packed[(p * groups + g) * 64 + j * 4 + i] = v;
+                    sum += v;
+                }
+            colsum[n] = sum;
+        }
+}
+
+// One output value from its exact int32 sum (shared by every variant, so all round the same way).
+static inline float qepilogue(int32_t acc, int32_t zp, int32_t colsum, float ascale, float wscale, float bias) {
+    return fmaf((float)(acc - zp * colsum), ascale * wscale, bias);
+}
+
+// Range of a row (widened to include 0) → scale, reciprocal and zero point.
+static inline void qparams(float lo, float hi, float *scale, float *inv, int32_t *zp) {
+    float s = (hi - lo) / 255.0f;
+    float r = 1.0f / s;
+    if (!(s > 0) || !isfinite(r)) { s = 1; r = 1; }
+    float z = nearbyintf(-lo * r);
+    *scale = s;
+    *inv = r;
+    *zp = z < 0 ? 0 : (z > 255 ? 255 : (int32_t)z);
+}
+
+static inline uint8_t qvalue(float x, float inv, int32_t zp) {
+    int32_t v = (int32_t)nearbyintf(x * inv) + zp;
+    return (uint8_t)(v < 0 ? 0 : (v > 255 ? 255 : v));
+}
+
+// ---- portable versions ----
+
+static void quantize_rows_portable(const float *a, int64_t lda, int64_t m0, int64_t m1, int64_t K, uint8_t *q,
+                                   int64_t ldq, float *scale, int32_t *zp) {
+    for (int64_t m = m0; m < m1; m++) {
+        const float *r = a + m * lda;
+        float lo = 0, hi = 0, inv;
+        for (int64_t k = 0; k < K; k++) { lo = r[k] < lo ? r[k] : lo; hi = r[k] > hi ? r[k] : hi; }
+        qparams(lo, hi, &scale[m], &inv, &zp[m]);
+        uint8_t *out = q + m * ldq;
+        for (int64_t k = 0; k < K; k++) out[k] = qvalue(r[k], inv, zp[m]);
+        for (int64_t k = K; k < ldq; k++) out[k] = 0;
+    }
+}
+
+static void qgemm_portable(const uint8_t *q, int64_t ldq, const float *ascale, const int32_t *zp, const int8_t *packed,
+                           const int32_t *colsum, const float *wscale, int64_t m0, int64_t m1, int64_t N, int64_t K,
+                           const float *bias, float *y, int64_t ldy, int act, float p0, float p1) {
+    int64_t groups = (K + 3) / 4;
+    for (int64_t m = m0; m < m1; m++) {
+        const uint8_t *r = q + m * ldq;
+        for (int64_t n = 0; n < N; n++) {
+            const int8_t *bp = packed + (n / 16) * groups * 64 + (n % 16) * 4;
+            int32_t acc = 0;
+            for (int64_t g = 0; g < groups; g++)
+                for (int64_t i = 0; i < 4; i++) acc += (int32_t)r[g * 4 + i] * bp[g * 64 + i];
+            float v = qepilogue(acc, zp[m], colsum[n], ascale[m], wscale[n], bias ? bias[n] : 0);
+            y[m * ldy + n] = act_scalar(v, act, p0, p1);
+        }
+    }
+}
+
+#if defined(__x86_64__)
+#define MLK_Q_AVX2 __attribute__((target("avx2,fma")))
+#define MLK_Q_AVXVNNI __attribute__((target("avx2,fma,avxvnni")))
+#define MLK_Q_VNNI512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma")))
+#define MLK_INLINE static inline __attribute__((always_inline))
+
+static inline int32_t load32(const uint8_t *p) { int32_t v; memcpy(&v, p, 4); return v; }
+
+// ---- AVX2: min/max and quantization of rows (used by every SIMD level) ----
+
+MLK_Q_AVX2 static void quantize_rows_avx2(const float *a, int64_t lda, int64_t m0, int64_t m1, int64_t K, uint8_t *q,
+                                          int64_t ldq, float *scale, int32_t *zp) {
+    for (int64_t m = m0; m < m1; m++) {
+        const float *r = a + m * lda;
+        __m256 vlo = _mm256_setzero_ps(), vhi = _mm256_setzero_ps();
+        int64_t k = 0;
+        for (; k + 8 <= K; k += 8) {
+            __m256 v = _mm256_loadu_ps(r + k);
+            vlo = _mm256_min_ps(vlo, v);
+            vhi = _mm256_max_ps(vhi, v);
+        }
+        float t[8], lo = 0, hi = 0, inv;
+        _mm256_storeu_ps(t, vlo);
+        for (int i = 0; i < 8; i++) lo = t[i] < lo ? t[i] : lo;
+        _mm256_storeu_ps(t, vhi);
+        for (int i = 0; i < 8; i++) hi = t[i] > hi ? t[i] : hi;
+        for (; k < K; k++) { lo = r[k] < lo ? r[k] : lo; hi = r[k] > hi ? r[k] : hi; }
+        qparams(lo, hi, &scale[m], &inv, &zp[m]);
+        uint8_t *out = q + m * ldq;
+        __m256 vinv = _mm256_set1_ps(inv);
+        __m256i vzp = _mm256_set1_epi32(zp[m]);
+        k = 0;
+        for (; k + 16 <= K; k += 16) {
+            __m256i i0 = _mm256_add_epi32(_mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(r + k), vinv)), vzp);
+            __m256i i1 = _mm256_add_epi32(_mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(r + k + 8), vinv)), vzp);
+            // Saturating packs clamp to [0, 255]; they interleave 128-bit lanes, undone by the permute.
+            __m256i w = _mm256_permute4x64_epi64(_mm256_packs_epi32(i0, i1), _MM_SHUFFLE(3, 1, 2, 0));
+            __m128i b = _mm_packus_epi16(_mm256_castsi256_si128(w), _mm256_extracti128_si256(w, 1));
+            _mm_storeu_si128((__m128i *)(out + k), b);
+        }
+        for (; k < K; k++) out[k] = qvalue(r[k], inv, zp[m]);
+        for (; k < ldq; k++) out[k] = 0;
+    }
+}
+
+// Epilogue of 8 columns: int32 sums → float, zero-point correction, scales, bias, activation; nv < 8 stores only the
+// first nv (colsum and wscale are padded to 16 values, bias is not).
+MLK_Q_AVX2 static inline void qstore8(float *yr, __m256i acc, int32_t zp, const int32_t *cs, float as, const float *ws,
+                                      const float *bias, int64_t nv, int act, float p0, float p1) {
+    __m256i c = _mm256_sub_epi32(acc, _mm256_mullo_epi32(_mm256_set1_epi32(zp), _mm256_loadu_si256((const __m256i *)cs)));
+    __m256 s = _mm256_mul_ps(_mm256_set1_ps(as), _mm256_loadu_ps(ws));
+    float t[8];
+    if (nv >= 8) {
+        _mm256_storeu_ps(t, _mm256_fmadd_ps(_mm256_cvtepi32_ps(c), s, bias ? _mm256_loadu_ps(bias) : _mm256_setzero_ps()));
+    } else {
+        int32_t ci[8];
+        float si[8];
+        _mm256_storeu_si256((__m256i *)ci, c);
+        _mm256_storeu_ps(si, s);
+        for (int64_t j = 0; j < nv; j++) t[j] = fmaf((float)ci[j], si[j], bias ? bias[j] : 0);
+    }
+    int64_t n = nv < 8 ? nv : 8;
+    if (act == MLK_ACT_NONE) memcpy(yr, t, (size_t)n * sizeof(float));
+    else for (int64_t j = 0; j < n; j++) yr[j] = act_scalar(t[j], act, p0, p1);
+}
+
+// ---- AVX2 without VNNI: u8 and s8 widened to 16 bits, vpmaddwd (exact: no 16-bit saturation) ----
+
+// R rows × 8 columns (half a panel). For 4 k values and 4 columns one 16-lane vector holds w[k][c] as
+// (c0k0 c0k1 c0k2 c0k3 c1k0 …); the row's 4 activations are repeated to match, and vpmaddwd leaves two partial
+// sums per column, added pairwise at the end.
+MLK_INLINE MLK_Q_AVX2 void qtile_avx2(int R, const uint8_t *const *r, const int8_t *bp, int64_t groups, __m256i *out) {
+    const __m256i spread = _mm256_setr_epi8(0, -1, 1, -1, 2, -1, 3, -1, 0, -1, 1, -1, 2, -1, 3, -1,
+                                            0, -1, 1, -1, 2, -1, 3, -1, 0, -1, 1, -1, 2, -1, 3, -1);
+    __m256i c[4][2];
+    for (int i = 0; i < R; i++) { c[i][0] = _mm256_setzero_si256(); c[i][1] = _mm256_setzero_si256(); }
+    for (int64_t g = 0; g < groups; g++) {
+        __m256i w0 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(bp + g * 64)));
+        __m256i w1 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(bp + g * 64 + 16)));
+        for (int i = 0; i < R; i++) {
+            __m256i a = _mm256_shuffle_epi8(_mm256_set1_epi32(load32(r[i] + g * 4)), spread);
+            c[i][0] = _mm256_add_epi32(c[i][0], _mm256_madd_epi16(a, w0));
+            c[i][1] = _mm256_add_epi32(c[i][1], _mm256_madd_epi16(a, w1));
+        }
+    }
+    for (int i = 0; i < R; i++)
+        out[i] = _mm256_permute4x64_epi64(_mm256_hadd_epi32(c[i][0], c[i][1]), _MM_SHUFFLE(3, 1, 2, 0));
+}
+
+MLK_Q_AVX2 static void qgemm_avx2(const uint8_t *q, int64_t ldq, const float *ascale, const int32_t *zp,
+                                  const int8_t *packed, const int32_t *colsum, const float *wscale, int64_t m0,
+                                  int64_t m1, int64_t N, int64_t K, const float *bias, float *y, int64_t ldy, int act,
+                                  float p0, float p1) {
+    int64_t groups = (K + 3) / 4;
+    for (int64_t n0 = 0; n0 < N; n0 += 8) {
+        const int8_t *bp = packed + (n0 / 16) * groups * 64 + (n0 % 16) * 4;
+        int64_t nv = N - n0 < 8 ? N - n0 : 8;
+        for (int64_t m = m0; m < m1; m += 4) {
+            int R = m1 - m < 4 ? (int)(m1 - m) : 4;
+            const uint8_t *r[4];
+            for (int i = 0; i < 4; i++) r[i] = q + (m + (i < R ? i : 0)) * ldq;
+            __m256i acc[4];
+            switch (R) {
+            case 4: qtile_avx2(4, r, bp, groups, acc); break;
+            case 3: qtile_avx2(3, r, bp, groups, acc); break;
+            case 2: qtile_avx2(2, r, bp, groups, acc); break;
+            default: qtile_avx2(1, r, bp, groups, acc); break;
+            }
+            for (int i = 0; i < R; i++)
+                qstore8(y + (m + i) * ldy + n0, acc[i], zp[m + i], colsum + n0, ascale[m + i], wscale + n0,
+                        bias ? bias + n0 : NULL, nv, act, p0, p1);
+        }
+    }
+}
+
+// ---- AVX-VNNI (256-bit vpdpbusd): R ≤ 6 rows × 16 columns ----
+
+MLK_INLINE MLK_Q_AVXVNNI void qtile_avxvnni(int R, const uint8_t *const *r, const int8_t *bp, int64_t groups,
+                                             __m256i *out) {
+    __m256i c[6][2];
+    for (int i = 0; i < R; i++) { c[i][0] = _mm256_setzero_si256(); c[i][1] = _mm256_setzero_si256(); }
+    for (int64_t g = 0; g < groups; g++) {
+        __m256i w0 = _mm256_loadu_si256((const __m256i *)(bp + g * 64));
+        __m256i w1 = _mm256_loadu_si256((const __m256i *)(bp + g * 64 + 32));
+        for (int i = 0; i < R; i++) {
+            __m256i a = _mm256_set1_epi32(load32(r[i] + g * 4));
+            c[i][0] = _mm256_dpbusd_avx_epi32(c[i][0], a, w0);
+            c[i][1] = _mm256_dpbusd_avx_epi32(c[i][1], a, w1);
+        }
+    }
+    for (int i = 0; i < R; i++) { out[2 * i] = c[i][0]; out[2 * i + 1] = c[i][1]; }
+}
+
+MLK_Q_AVXVNNI static void qgemm_avxvnni(const uint8_t *q, int64_t ldq, const float *ascale, const int32_t *zp,
+                                        const int8_t *packed, const int32_t *colsum, const float *wscale, int64_t m0,
+                                        int64_t m1, int64_t N, int64_t K, const float *bias, float *y, int64_t ldy,
+                                        int act, float p0, float p1) {
+    int64_t groups = (K + 3) / 4;
+    for (int64_t n0 = 0; n0 < N; n0 += 16) {
+        const int8_t *bp = packed + (n0 / 16) * groups * 64;
+        int64_t nv = N - n0 < 16 ? N - n0 : 16;
+        for (int64_t m = m0; m < m1; m += 6) {
+            int R = m1 - m < 6 ? (int)(m1 - m) : 6;
+            const uint8_t *r[6];
+            for (int i = 0; i < 6; i++) r[i] = q + (m + (i < R ? i : 0)) * ldq;
+            __m256i acc[12];
+            switch (R) {
+            case 6: qtile_avxvnni(6, r, bp, groups, acc); break;
+            case 5: qtile_avxvnni(5, r, bp, groups, acc); break;
+            case 4: qtile_avxvnni(4, r, bp, groups, acc); break;
+            case 3: qtile_avxvnni(3, r, bp, groups, acc); break;
+            case 2: qtile_avxvnni(2, r, bp, groups, acc); break;
+            default: qtile_avxvnni(1, r, bp, groups, acc); break;
+            }
+            for (int i = 0; i < R; i++) {
+                float *yr = y + (m + i) * ldy + n0;
+                const float *b = bias ? bias + n0 : NULL;
+                qstore8(yr, acc[2 * i], zp[m + i], colsum + n0, ascale[m + i], wscale + n0, b, nv, act, p0, p1);
+                if (nv > 8)
+                    qstore8(yr + 8, acc[2 * i + 1], zp[m + i], colsum + n0 + 8, ascale[m + i], wscale + n0 + 8,
+                            b ? b + 8 : NULL, nv - 8, act, p0, p1);
+            }
+        }
+    }
+}
+
+// ---- AVX-512 VNNI: R ≤ 8 rows × P ≤ 3 panels (48 columns), 24 accumulators ----
+
+MLK_Q_VNNI512 static inline __m512 qact16(__m512 v, int act, float p0, float p1) {
+    switch (act) {
+    case MLK_ACT_RELU: return _mm512_max_ps(v, _mm512_setzero_ps());
+    case MLK_ACT_CLIP: return _mm512_min_ps(_mm512_max_ps(v, _mm512_set1_ps(p0)), _mm512_set1_ps(p1));
+    case MLK_ACT_LEAKY:
+        return _mm512_mask_mul_ps(v, _mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_LT_OQ), v, _mm512_set1_ps(p0));
+    default: return v;
+    }
+}
+
+// Epilogue of one 16-column panel row; cs, ws and b are the panel's column sums, weight scales and bias.
+MLK_Q_VNNI512 static inline void qstore16(float *yr, __m512i acc, int32_t zp, __m512i cs, float as, __m512 ws,
+                                          __m512 b, __mmask16 mask, int64_t nv, int act, float p0, float p1) {
+    __m512i c = _mm512_sub_epi32(acc, _mm512_mullo_epi32(_mm512_set1_epi32(zp), cs));
+    __m512 v = _mm512_fmadd_ps(_mm512_cvtepi32_ps(c), _mm512_mul_ps(_mm512_set1_ps(as), ws), b);
+    if (act <= MLK_ACT_LEAKY) { _mm512_mask_storeu_ps(yr, mask, qact16(v, act, p0, p1)); return; }
+    _mm512_mask_storeu_ps(yr, mask, v);
+    for (int64_t j = 0; j < nv; j++) yr[j] = act_scalar(yr[j], act, p0, p1);
+}
+
+// Quantization of rows with AVX-512: full vectors unmasked, one masked tail.
+MLK_Q_VNNI512 static void quantize_rows_avx512(const float *a, int64_t lda, int64_t m0, int64_t m1, int64_t K,
+                                               uint8_t *q, int64_t ldq, float *scale, int32_t *zp) {
+    int64_t K16 = K & ~(int64_t)15;
+    __mmask16 tail = (__mmask16)((1u << (K - K16)) - 1);
+    for (int64_t m = m0; m < m1; m++) {
+        const float *r = a + m * lda;
+        __m512 vlo = _mm512_setzero_ps(), vhi = _mm512_setzero_ps();
+        for (int64_t k = 0; k < K16; k += 16) {
+            __m512 v = _mm512_loadu_ps(r + k);
+            vlo = _mm512_min_ps(vlo, v);
+            vhi = _mm512_max_ps(vhi, v);
+        }
+        if (tail) {
+            __m512 v = _mm512_maskz_loadu_ps(tail, r + K16);   // masked-off lanes read as 0, inside the range
+            vlo = _mm512_min_ps(vlo, v);
+            vhi = _mm512_max_ps(vhi, v);
+        }
+        float inv;
+        qparams(_mm512_reduce_min_ps(vlo), _mm512_reduce_max_ps(vhi), &scale[m], &inv, &zp[m]);
+        uint8_t *out = q + m * ldq;
+        __m512 vinv = _mm512_set1_ps(inv);
+        __m512i vzp = _mm512_set1_epi32(zp[m]), zero = _mm512_setzero_si512();
+        for (int64_t k = 0; k < K16; k += 16) {
+            __m512i i = _mm512_add_epi32(_mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(r + k), vinv)), vzp);
+            _mm_storeu_si128((__m128i *)(out + k), _mm512_cvtusepi32_epi8(_mm512_max_epi32(i, zero)));
+        }
+        if (K16 < ldq) {
+            // The tail and the padding up to ldq (< K16 + 16 bytes): padding bytes are 0.
+            __mmask16 mq = (__mmask16)((1u << (ldq - K16)) - 1);
+            __m512i i = _mm512_add_epi32(_mm512_cvtps_epi32(_mm512_mul_ps(_mm512_maskz_loadu_ps(tail, r + K16), vinv)), vzp);
+            i = _mm512_maskz_mov_epi32(tail, _mm512_max_epi32(i, zero));
+            _mm_mask_storeu_epi8(out + K16, mq, _mm512_cvtusepi32_epi8(i));
+        }
+    }
+}
+
+MLK_INLINE MLK_Q_VNNI512 void qtile_vnni512(int R, int P, const uint8_t *const *r, const int8_t *bp, int64_t pstride,
+                                             int64_t groups, __m512i *out) {
+    __m512i c[8][3];
+    for (int i = 0; i < R; i++) for (int j = 0; j < P; j++) c[i][j] = _mm512_setzero_si512();
+    for (int64_t g = 0; g < groups; g++) {
+        __m512i w[3];
+        for (int j = 0; j < P; j++) w[j] = _mm512_loadu_si512(bp + j * pstride + g * 64);
+        for (int i = 0; i < R; i++) {
+            __m512i a = _mm512_set1_epi32(load32(r[i] + g * 4));
+            for (int j = 0; j < P; j++) c[i][j] = _mm512_dpbusd_epi32(c[i][j], a, w[j]);
+        }
+    }
+    for (int i = 0; i < R; i++) for (int j = 0; j < P; j++) out[i * 3 + j] = c[i][j];
+}
+
+#define MLK_QT(R) case R: \
+    if (P == 3) qtile_vnni512(R, 3, r, bp, pstride, groups, acc); \
+    else if (P == 2) qtile_vnni512(R, 2, r, bp, pstride, groups, acc); \
+    else qtile_vnni512(R, 1, r, bp, pstride, groups, acc); \
+    break;
+
+MLK_Q_VNNI512 static void qgemm_vnni512(const uint8_t *q, int64_t ldq, const float *ascale, const int32_t *zp,
+                                        const int8_t *packed, const int32_t *colsum, const float *wscale, int64_t m0,
+                                        int64_t m1, int64_t N, int64_t K, const float *bias, float *y, int64_t ldy,
+                                        int act, float p0, float p1) {
+    int64_t groups = (K + 3) / 4, pstride = groups * 64, panels = (N + 15) / 16;
+    // Rows in chunks whose quantized block stays in L2 while every panel passes over it.
+    int64_t mc = (256 * 1024) / (groups * 4);
+    mc = mc < 8 ? 8 : (mc > 1024 ? 1024 : mc);
+    mc -= mc % 8;
+    for (int64_t mb = m0; mb < m1; mb += mc) {
+        int64_t me = mb + mc < m1 ? mb + mc : m1;
+        for (int64_t p = 0; p < panels; p += 3) {
+            int P = panels - p < 3 ? (int)(panels - p) : 3;
+            const int8_t *bp = packed + p * pstride;
+            int64_t n0 = p * 16, nv[3];
+            __mmask16 mask[3];
+            __m512i cs[3];
+            __m512 ws[3], b[3];
+            for (int j = 0; j < P; j++) {
+                int64_t n = n0 + 16 * j;
+                nv[j] = N - n < 16 ? N - n : 16;
+                mask[j] = (__mmask16)((1u << nv[j]) - 1);
+                cs[j] = _mm512_loadu_si512(colsum + n);
+                ws[j] = _mm512_loadu_ps(wscale + n);
+                b[j] = bias ? _mm512_maskz_loadu_ps(mask[j], bias + n) : _mm512_setzero_ps();
+            }
+            for (int64_t m = mb; m < me; m += 8) {
+                int R = me - m < 8 ? (int)(me - m) : 8;
+                const uint8_t *r[8];
+                for (int i = 0; i < 8; i++) r[i] = q + (m + (i < R ? i : 0)) * ldq;
+                __m512i acc[24];
+                switch (R) { MLK_QT(8) MLK_QT(7) MLK_QT(6) MLK_QT(5) MLK_QT(4) MLK_QT(3) MLK_QT(2) MLK_QT(1) }
+                for (int i = 0; i < R; i++)
+                    for (int j = 0; j < P; j++)
+                        qstore16(y + (m + i) * ldy + n0 + 16 * j, acc[i * 3 + j], zp[m + i], cs[j], ascale[m + i],
+                                 ws[j], b[j], mask[j], nv[j], act, p0, p1);
+            }
+        }
+    }
+}
+#undef MLK_QT
+#endif
+
+// ---- dispatch ----
+
+static int qdetect(void) {
+#if defined(__x86_64__)
+    __builtin_cpu_init();
+    if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) return 0;
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+        __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni")) return 3;
+    if (__builtin_cpu_supports("avxvnni")) return 2;
+    return 1;
+#else
+    return 0;
+#endif
+}
+
+static int qlevel_state = -1;
+static inline int qlevel(void) {
+    int s = __atomic_load_n(&qlevel_state, __ATOMIC_RELAXED);
+    if (s < 0) { s = qdetect(); __atomic_store_n(&qlevel_state, s, __ATOMIC_RELAXED); }
+    return s;
+}
+
+int mlk_int8_level(void) { return qlevel(); }
+
+int mlk_set_int8_level(int level) {
+    int detected = qdetect(), old = qlevel();
+    int l = level < 0 || level > detected ? detected : level;
+    __atomic_store_n(&qlevel_state, l, __ATOMIC_RELAXED);
+    return old;
+}
+
+void mlk_quantize_rows(const float *a, int64_t lda, int64_t m0, int64_t m1, int64_t K, uint8_t *q, int64_t ldq,
+                       float *scale, int32_t *zp) {
+#if defined(__x86_64__)
+    if (qlevel() == 3) { quantize_rows_avx512(a, lda, m0, m1, K, q, ldq, scale, zp); return; }
+    if (qlevel() >= 1) { quantize_rows_avx2(a, lda, m0, m1, K, q, ldq, scale, zp); return; }
+#endif
+    quantize_rows_portable(a, lda, m0, m1, K, q, ldq, scale, zp);
+}
+
+void mlk_qgemm(const uint8_t *q, int64_t ldq, const float *ascale, const int32_t *zp, const int8_t *packed,
+               const int32_t *colsum, const float *wscale, int64_t m0, int64_t m1, int64_t N, int64_t K,
+               const float *bias, float *y, int64_t ldy, int act, float p0, float p1) {
+    if (m1 <= m0 || N <= 0) return;
+#if defined(__x86_64__)
+    switch (qlevel()) {
+    case 3: qgemm_vnni512(q, ldq, ascale, zp, packed, colsum, wscale, m0, m1, N, K, bias, y, ldy, act, p0, p1); return;
+    case 2: qgemm_avxvnni(q, ldq, ascale, zp, packed, colsum, wscale, m0, m1, N, K, bias, y, ldy, act, p0, p1); return;
+    case 1: qgemm_avx2(q, ldq, ascale, zp, packed, colsum, wscale, m0, m1, N, K, bias, y, ldy, act, p0, p1); return;
+    default: break;
+    }
+#endif
+    qgemm_portable(q, ldq, ascale, zp, packed, colsum, wscale, m0, m1, N, K, bias, y, ldy, act, p0, p1);
+}

@@ -1,0 +1,90 @@
+import CMLToolKernels
+import Foundation
+
+/// An "expand" 1×1 conv whose output feeds only a depthwise conv (the first half of an inverted residual block),
+/// run band by band: the 1×1 conv fills a few rows of its output into a buffer in the scratch, the depthwise conv
+/// reads them from there while they are in cache, and the full expanded tensor (4.8 MB at 112×112×96) is never
+/// written out and read back. Rows shared by two bands are kept, not recomputed. Each value is computed by the same
+/// kernel call on the same inputs as unfused, so outputs are identical.
+enum Fused {
+    /// Depthwise output rows per band.
+    static let bandRows = 4
+
+    /// Whether `e` then `d` can run fused (the plan also checks that `d` is the only reader of `e`'s output).
+    static func fusable(_ e: Step, _ ex: [Int], _ d: Step, _ dx: [Int]) -> Bool {
+        e.op == .conv && (e.packed != nil || e.qweights != nil) && e.groups == 1 && Fast.readsInputDirectly(e) && ex.count == 4 &&
+            d.op == .conv && d.inputs == [e.output] && dx.count == 4 && Fast.isDepthwise(d, dx) &&
+            d.dilations == [1, 1] && d.weight != nil &&
+            // Only where the expanded tensor is too big to stay in cache anyway.
+            dx[1] &* dx[2] &* dx[3] >= 256 * 1024
+    }
+
+    /// Floats of scratch one thread's band buffer takes (and, with int8 weights, its quantized input rows).
+    static func bandFloats(_ e: Step, _ d: Step, _ dx: [Int]) -> Int {
+        let rows = (bandRows - 1) &* d.strides[0] &+ d.weightShape[0]
+        let q = e.qweights.map { QuantizedWeights.scratchFloats(rows: rows &* dx[2], k: $0.k) } ?? 0
+        return rows &* dx[2] &* dx[3] &+ q
+    }
+
+    // x (N, H, W, Cin) → expanded (N, H, W, C), never stored whole → y (N, OH, OW, C)
+    static func run(_ e: Step, _ d: Step, _ x: UnsafePointer<Float>, _ xs: [Int], _ y: UnsafeMutablePointer<Float>,
+                    _ ys: [Int], scratch: UnsafeMutablePointer<Float>, threads: Int) {
+        let (batch, h, w, cin) = (xs[0], xs[1], xs[2], xs[3])
+        let c = e.weightShape[3]
+        let (kh, kw) = (d.weightShape[0], d.weightShape[1])
+        let (oh, ow) = (ys[1], ys[2])
+        let (sh, pt) = (d.strides[0], d.pads[0])
+        let rowFloats = w &* c, band = bandFloats(e, d, [batch, h, w, c])
+        let bandRowsIn = (bandRows - 1) &* d.strides[0] &+ kh
+        let qw = e.qweights, ldq = Int(mlk_qrow_bytes(Int64(cin)))
+        let work = h &* w &* cin &* c &+ oh &* ow &* c &* kh &* kw
+        let parts = work >= Fast.parallelThreshold ? max(1, min(threads, oh / bandRows)) : 1
+        nonisolated(unsafe) let packed = e.packed.map { UnsafePointer($0.pointer) }
+        nonisolated(unsafe) let dwt = UnsafePointer(d.weight!.pointer)
+        nonisolated(unsafe) let (eb, db) = (e.bias.map { UnsafePointer($0.pointer) }, d.bias.map { UnsafePointer($0.pointer) })
+        nonisolated(unsafe) let scratch = scratch
+        let (ea, da, st, dl, pd) = (e.act, d.act, d.strides, d.dilations, d.pads)
+        for b in 0..<batch {
+            nonisolated(unsafe) let xb = x + b &* h &* w &* cin, yb = y + b &* oh &* ow &* c
+            let per = (oh + parts - 1) / parts
+            let part: @Sendable (Int) -> Void = { i in
+                let buf = scratch + i &* band
+                var have0 = 0, have1 = 0   // expanded rows [have0, have1) are in buf, row r at (r − have0)·rowFloats
+                var oy0 = i &* per
+                let end = min(oh, oy0 &+ per)
+                while oy0 < end {
+                    let oy1 = min(oy0 &+ bandRows, end)
+                    let r0 = max(0, oy0 &* sh &- pt), r1 = min(h, (oy1 &- 1) &* sh &- pt &+ kh)
+                    var start = r0
+                    if r0 >= have0 && r0 < have1 {
+                        // Rows this band shares with the last one: moved to the front.
+                        memmove(buf, buf + (r0 &- have0) &* rowFloats, (have1 &- r0) &* rowFloats &* 4)
+                        start = have1
+                    }
+                    if start < r1, let qw {
+                        // int8 weights: the band's input rows quantized per row (as unfused), after the band buffer.
+                        let rows = (r1 &- start) &* w
+                        let raw = UnsafeMutableRawPointer(buf + bandRowsIn &* rowFloats)
+                        let q = raw.assumingMemoryBound(to: UInt8.self)
+                        let scaleOffset = (bandRowsIn &* w &* ldq &+ 63) / 64 &* 64
+                        let scales = (raw + scaleOffset).assumingMemoryBound(to: Float.self)
+                        let zps = (raw + (scaleOffset &+ bandRowsIn &* w &* 4)).assumingMemoryBound(to: Int32.self)
+                        mlk_quantize_rows(xb + start &* w &* cin, Int64(cin), 0, Int64(rows), Int64(cin), q, Int64(ldq), scales, zps)
+                        mlk_qgemm(q, Int64(ldq), scales, zps, qw.packed, qw.colsum, qw.scales, 0, Int64(rows), Int64(c),
+                                  Int64(cin), eb, buf + (start &- r0) &* rowFloats, Int64(c), ea.code, ea.p0, ea.p1)
+                    } else if start < r1 {
+                        mlk_gemm_packed(xb + start &* w &* cin, Int64(cin), packed!, 0, Int64((r1 &- start) &* w), Int64(c),
+                                        Int64(cin), eb, buf + (start &- r0) &* rowFloats, Int64(c), ea.code, ea.p0, ea.p1)
+                    }
+                    (have0, have1) = (r0, max(start, r1))
+                    // The buffer seen as the whole expanded image: the depthwise conv reads only rows [r0, r1).
+                    mlk_depthwise(buf - r0 &* rowFloats, Int64(h), Int64(w), Int64(c), dwt, Int64(kh), Int64(kw), db,
+                                  yb, Int64(oy0), Int64(oy1), Int64(ow), Int64(st[0]), Int64(st[1]), Int64(dl[0]),
+                                  Int64(dl[1]), Int64(pd[0]), Int64(pd[1]), da.code, da.p0, da.p1)
+                    oy0 = oy1
+                }
+            }
+            if parts == 1 { part(0) } else { WorkerPool.shared(helpers: threads - 1).run(parts, part) }
+        }
+    }
+}

@@ -1,0 +1,192 @@
+import CMLToolKernels
+import Foundation
+import MLToolCore
+import Testing
+import MLToolEngine
+
+/// Plain scalar reference of the int8 path: rows of `a` (m, k) quantized to u8, an exact int32 dot product with the
+/// int8 weights w (k, n), and the documented epilogue.
+struct Int8Reference {
+    static func quantize(_ row: ArraySlice<Float>) -> (q: [UInt8], scale: Float, zp: Int32) {
+        let lo = min(0, row.min() ?? 0), hi = max(0, row.max() ?? 0)
+        var s = (hi - lo) / 255, r = 1 / s
+        if !(s > 0) || !r.isFinite { s = 1; r = 1 }
+        let z = Int32(max(0, min(255, (-lo * r).rounded(.toNearestOrEven))))
+        let q = row.map { UInt8(max(0, min(255, Int32((($0 * r).rounded(.toNearestOrEven))) + z))) }
+        return (q, s, z)
+    }
+
+    /// y (m, n) = act(fma(Σ q·w − zp·colsum, ascale·wscale, bias)).
+    static func gemm(_ a: [Float], m: Int, k: Int, _ w: [Int8], n: Int, wscale: [Float], bias: [Float]?,
+                     act: (Float) -> Float) -> [Float] {
+        var y = [Float](repeating: 0, count: m * n)
+        for i in 0..<m {
+            let (q, s, z) = quantize(a[i * k..<(i + 1) * k])
+            for j in 0..<n {
+                var acc: Int32 = 0, cs: Int32 = 0
+                for t in 0..<k { acc += Int32(q[t]) * Int32(w[t * n + j]); cs += Int32(w[t * n + j]) }
+                y[i * n + j] = act((bias?[j] ?? 0).addingProduct(Float(acc - z * cs), s * wscale[j]))
+            }
+        }
+        return y
+    }
+}
+
+/// Symmetric per-output-channel int8 (what `mltool quantize --bits 8` writes), done here so the engine tests do not
+/// depend on MLToolQuant: scale[c] = max|w[…, c]| / 127, q = round(w / scale).
+func int8Weights(_ t: StoredTensor) throws -> StoredTensor {
+    let w = try t.floats()
+    let n = t.shape.last!
+    var scales = [Float](repeating: 0, count: n)
+    for (i, v) in w.enumerated() { scales[i % n] = max(scales[i % n], abs(v)) }
+    scales = scales.map { $0 > 0 ? $0 / 127 : 1 }
+    let q = w.enumerated().map { UInt8(bitPattern: Int8(max(-127, min(127, ($0.element / scales[$0.offset % n]).rounded())))) }
+    return StoredTensor(name: t.name, dtype: .int8, shape: t.shape, quant: QuantParams(axis: t.shape.count - 1, scales: scales),
+                        bytes: TensorBytes(copying: q))
+}
+
+/// A small network whose stem (3×3 stride 2), 1×1 convs and dense layer have int8 weights; the depthwise conv
+/// stays float.
+func int8Network() throws -> Model {
+    var g = GraphBuilder(seed: 31, input: [-1, 15, 13, 3])
+    var x = g.conv("x", cin: 3, cout: 16, k: (3, 3), stride: 2, pads: [1, 1, 1, 1], act: .relu6)
+    x = g.conv(x, cin: 16, cout: 40, k: (1, 1), act: .relu6)
+    x = g.conv(x, cin: 40, cout: 40, k: (3, 3), pads: [1, 1, 1, 1], groups: 40, act: .relu6)
+    x = g.conv(x, cin: 40, cout: 24, k: (1, 1))
+    x = g.conv(x, cin: 24, cout: 100, k: (1, 1), act: Activation(op: .hardSwish))
+    let pooled = g.node(.flatten, [g.node(.globalAvgPool, [x])], name: "features")
+    let logits = g.dense(pooled, 100, 7)
+    var model = g.model(outputs: [logits])
+    let weights = Set(model.metadata.graph!.nodes.filter { $0.op == .dense || ($0.op == .conv && $0.attributes.groups ?? 1 == 1) }.map { $0.inputs[1] })
+    model.tensors = try model.tensors.map { weights.contains($0.name) ? try int8Weights($0) : $0 }
+    return model
+}
+
+/// The int8 level is process-wide like the SIMD level: these run serialized, under the same lock.
+@Suite(.serialized) struct Int8Tests {
+    static let shapes: [(m: Int, n: Int, k: Int)] = [(1, 10, 1280), (13, 17, 5), (9, 33, 27), (50, 49, 3), (8, 48, 64),
+                                                     (3, 1, 1), (17, 100, 130), (70, 16, 24)]
+
+    @Test func everyInt8LevelMatchesTheScalarReferenceExactly() throws {
+        try KernelLevelLock.shared.writing {
+            let best = mlk_set_int8_level(-1)
+            defer { _ = mlk_set_int8_level(best) }
+            var levels: [Int32] = []
+            for level in Int32(0)...best {
+                _ = mlk_set_int8_level(level)
+                guard mlk_int8_level() == level else { continue }
+                levels.append(level)
+                for (si, (m, n, k)) in Self.shapes.enumerated() {
+                    var g = GraphBuilder(seed: UInt64(si + 1), input: [])
+                    // Rows shifted by their index: all-positive, all-negative and mixed rows.
+                    let a = g.values(m * k, -2, 2).enumerated().map { $0.element + Float($0.offset / k % 5) - 2 }
+                    let w = (0..<(k * n)).map { _ in Int8(Int(g.rng.nextUnit() * 255) - 127) }
+                    let ws = g.values(n, 0.001, 0.02), bias = g.values(n)
+                    try check(a, m: m, k: k, w, n: n, ws: ws, bias: bias, level: level)
+                }
+            }
+            #expect(levels.first == 0)
+        }
+    }
+
+    func check(_ a: [Float], m: Int, k: Int, _ w: [Int8], n: Int, ws: [Float], bias: [Float], level: Int32) throws {
+        let panels = (n + 15) / 16
+        var packed = [Int8](repeating: 0, count: panels * Int(mlk_qpanel_bytes(Int64(k))))
+        var colsum = [Int32](repeating: 0, count: panels * 16)
+        var wscale = [Float](repeating: 0, count: panels * 16)
+        for j in 0..<n { wscale[j] = ws[j] }
+        mlk_qpack(w, Int64(k), Int64(n), &packed, &colsum)
+        let ldq = Int(mlk_qrow_bytes(Int64(k)))
+        var q = [UInt8](repeating: 7, count: m * ldq), scale = [Float](repeating: 0, count: m), zp = [Int32](repeating: 0, count: m)
+        mlk_quantize_rows(a, Int64(k), 0, Int64(m), Int64(k), &q, Int64(ldq), &scale, &zp)
+        for i in 0..<m {
+            let r = Int8Reference.quantize(a[i * k..<(i + 1) * k])
+            #expect(Array(q[i * ldq..<i * ldq + k]) == r.q && scale[i] == r.scale && zp[i] == r.zp,
+                    "level \(level): row \(i) of \(m)×\(k) quantized differently")
+            #expect(q[i * ldq + k..<(i + 1) * ldq].allSatisfy { $0 == 0 }, "level \(level): padding bytes not zeroed")
+        }
+        let acts: [((code: Int32, p0: Float, p1: Float), (Float) -> Float)] = [
+            ((Int32(MLK_ACT_NONE), 0, 0), { $0 }),
+            ((Int32(MLK_ACT_RELU), 0, 0), { $0 > 0 ? $0 : 0 }),
+            ((Int32(MLK_ACT_CLIP), 0, 6), { min(max($0, 0), 6) }),
+            ((Int32(MLK_ACT_LEAKY), 0.1, 0), { $0 < 0 ? 0.1 * $0 : $0 }),
+        ]
+        for (ai, (act, f)) in acts.enumerated() {
+            let withBias = ai != 1
+            var y = [Float](repeating: .nan, count: m * n)
+            // Two row ranges, as threads would split them.
+            let split = Int64(m / 2)
+            withBias ? mlk_qgemm(q, Int64(ldq), scale, zp, packed, colsum, wscale, 0, split, Int64(n), Int64(k), bias, &y, Int64(n), act.code, act.p0, act.p1)
+                     : mlk_qgemm(q, Int64(ldq), scale, zp, packed, colsum, wscale, 0, split, Int64(n), Int64(k), nil, &y, Int64(n), act.code, act.p0, act.p1)
+            withBias ? mlk_qgemm(q, Int64(ldq), scale, zp, packed, colsum, wscale, split, Int64(m), Int64(n), Int64(k), bias, &y, Int64(n), act.code, act.p0, act.p1)
+                     : mlk_qgemm(q, Int64(ldq), scale, zp, packed, colsum, wscale, split, Int64(m), Int64(n), Int64(k), nil, &y, Int64(n), act.code, act.p0, act.p1)
+            let r = Int8Reference.gemm(a, m: m, k: k, w, n: n, wscale: ws, bias: withBias ? bias : nil, act: f)
+            let mismatches = zip(y, r).filter { $0 != $1 }.count
+            #expect(mismatches == 0, "level \(level), \(m)×\(n)×\(k), act \(act.code): \(mismatches) values differ")
+            // And the int8 result is close to the float product it approximates.
+            if ai == 0 {
+                var worst: Float = 0, top: Float = 0
+                for i in 0..<m {
+                    for j in 0..<n {
+                        var e = bias[j]
+                        for t in 0..<k { e += a[i * k + t] * Float(w[t * n + j]) * ws[j] }
+                        worst = max(worst, abs(e - y[i * n + j])); top = max(top, abs(e))
+                    }
+                }
+                #expect(worst <= 0.02 * max(top, 1), "level \(level), \(m)×\(n)×\(k): error \(worst) of \(top)")
+            }
+        }
+    }
+
+    @Test func int8NetworkIsCloseToFloatAndIdenticalAcrossLevelsAndThreads() throws {
+        let model = try int8Network()
+        var g = GraphBuilder(seed: 8, input: [])
+        let input = g.input([3, 15, 13, 3])
+        try KernelLevelLock.shared.writing {
+            let best = mlk_set_int8_level(-1)
+            defer { _ = mlk_set_int8_level(best) }
+            let float = try #require(try Engine(model: model, threads: 1, int8Compute: .off).run(["x": input]).values.first)
+            let ref = try #require(try Engine(model: model, threads: 1, mode: .reference).run(["x": input]).values.first)
+            #expect(maxError(float, ref) <= fastTolerance)
+            // `.auto` keeps the small layers (here all but the 24 → 100 conv) in float: between the two.
+            let auto = try #require(try Engine(model: model, threads: 1, int8Compute: .auto).run(["x": input]).values.first)
+            let all = try #require(try Engine(model: model, threads: 1, int8Compute: .all).run(["x": input]).values.first)
+            #expect(auto.data != float.data && auto.data != all.data)
+            var first: Tensor?
+            for level in Int32(0)...best {
+                _ = mlk_set_int8_level(level)
+                guard mlk_int8_level() == level else { continue }
+                for threads in [1, 2] {
+                    let engine = try Engine(model: model, threads: threads, int8Compute: .all)
+                    let y = try #require(try engine.run(["x": input]).values.first)
+                    #expect(y.shape == [3, 7])
+                    let scale = float.data.map(abs).max() ?? 1
+                    let e = zip(y.data, float.data).map { abs($0 - $1) }.max() ?? 0
+                    #expect(e <= 0.03 * scale, "level \(level), \(threads) threads: int8 differs from float by \(e) of \(scale)")
+                    #expect(y.data != float.data, "int8 compute left the float path's output unchanged")
+                    if let f = first { #expect(y.data == f.data, "level \(level), \(threads) threads: not bit-identical") }
+                    first = first ?? y
+                    // One image at a time gives the batch's rows exactly.
+                    let one = Tensor(shape: [1, 15, 13, 3], data: Array(input.data[(15 * 13 * 3)..<(2 * 15 * 13 * 3)]))
+                    let y1 = try #require(try engine.run(["x": one]).values.first)
+                    #expect(y1.data == Array(y.data[7..<14]))
+                }
+            }
+        }
+    }
+
+    @Test func weightsNotSymmetricPerChannelFallBackToFloat() throws {
+        var model = try int8Network()
+        // Asymmetric zero points: the int8 kernels cannot take them; the engine must dequantize instead.
+        model.tensors = model.tensors.map { t in
+            guard t.dtype == .int8, var q = t.quant else { return t }
+            q.zeroPoints = Array(repeating: 3, count: q.scales?.count ?? 0)
+            return StoredTensor(name: t.name, dtype: t.dtype, shape: t.shape, quant: q, bytes: t.bytes)
+        }
+        var g = GraphBuilder(seed: 9, input: [])
+        let input = g.input([2, 15, 13, 3])
+        let a = try #require(try Engine(model: model, threads: 1, int8Compute: .all).run(["x": input]).values.first)
+        let b = try #require(try Engine(model: model, threads: 1, mode: .reference).run(["x": input]).values.first)
+        #expect(maxError(a, b) <= fastTolerance)
+    }
+}
