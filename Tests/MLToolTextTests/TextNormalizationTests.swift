@@ -39,4 +39,12 @@ import Testing
                     "\(s.unicodeScalars.map { String($0.value, radix: 16) }): \(fast) vs \(reference)")
         }
     }
+
+    @Test func asciiWordTestMatchesGeneralCategories() {
+        for v in UInt32(0)..<0x80 {
+            let s = Unicode.Scalar(v)!
+            #expect(TextTokenizer.isWordScalar(s) == TextTokenizer.isWordScalarReference(s), "U+\(String(v, radix: 16))")
+        }
+        #expect(TextTokenizer.isWordScalar("é") && TextTokenizer.isWordScalar("\u{301}") && !TextTokenizer.isWordScalar("’"))
+    }
 }

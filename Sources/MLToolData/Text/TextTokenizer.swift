@@ -125,6 +125,16 @@ public struct TextTokenizer: Sendable {
     }
 
     static func isWordScalar(_ s: Unicode.Scalar) -> Bool {
+        // ASCII: the letters and digits are exactly its L* and N* characters (and it has no M*).
+        if s.isASCII {
+            let v = s.value | 0x20
+            return (v >= 0x61 && v <= 0x7A) || (s.value >= 0x30 && s.value <= 0x39)
+        }
+        return isWordScalarReference(s)
+    }
+
+    /// The general-category test `isWordScalar` shortcuts for ASCII.
+    static func isWordScalarReference(_ s: Unicode.Scalar) -> Bool {
         switch s.properties.generalCategory {
         case .uppercaseLetter, .lowercaseLetter, .titlecaseLetter, .modifierLetter, .otherLetter,
              .nonspacingMark, .spacingMark, .enclosingMark,
