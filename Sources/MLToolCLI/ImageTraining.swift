@@ -212,6 +212,9 @@ struct ImageTraining {
         // validation split is small and noisy), so early stopping is opt-in.
         options.earlyStoppingPatience = try args.string("--early-stopping").map { _ in try args.int("--early-stopping", default: 20) }
         options.l2Grid = [1, 0.3, 0.1, 0.03, 0.01, 1e-3]
+        // scikit-learn's default `tol` on the same ‖∇J‖∞: on Fashion-MNIST small 1e-5 took 64 iterations instead of
+        // 37 for the same holdout accuracy (0.865 at l2 5e-4).
+        options.tolerance = 1e-4
         if !quiet { note("  l2        iter        loss   train acc   valid acc   seconds") }
         let progress: ((IterationRecord) -> Void)? = quiet ? nil : { r in
             guard r.iteration % 10 == 0 else { return }

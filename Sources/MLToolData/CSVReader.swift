@@ -43,17 +43,23 @@ public enum CSVReader {
 
     /// Parses every record of `bytes` (no header handling).
     public static func parse(bytes: [UInt8], file: String, delimiter: UInt8 = UInt8(ascii: ",")) throws -> [Record] {
+        try bytes.withUnsafeBufferPointer { try parse(buffer: $0, file: file, delimiter: delimiter) }
+    }
+
+    /// The state machine of `parse`; runs of plain bytes are found in a tight loop and copied at once.
+    static func parse(buffer b: UnsafeBufferPointer<UInt8>, file: String, delimiter: UInt8) throws -> [Record] {
         let quote = UInt8(ascii: "\""), cr = UInt8(ascii: "\r"), lf = UInt8(ascii: "\n")
+        let n = b.count
         var records = [Record]()
         var fields = [String]()
         var field = [UInt8]()
-        var i = bytes.starts(with: [0xEF, 0xBB, 0xBF]) ? 3 : 0
+        var i = n >= 3 && b[0] == 0xEF && b[1] == 0xBB && b[2] == 0xBF ? 3 : 0
         var line = 1, lineStart = i
         var recordLine = 1
         var quoted = false        // inside a quoted field
         var wasQuoted = false     // the current field was quoted (so an empty one still counts)
-        func column(_ at: Int) -> Int {  // characters from the line start, 1-based
-            1 + bytes[lineStart..<at].reduce(0) { $0 + ($1 & 0xC0 == 0x80 ? 0 : 1) }
+        func column(_ at: Int, lineStart: Int) -> Int {  // characters from the line start, 1-based
+            1 + b[lineStart..<at].reduce(0) { $0 + ($1 & 0xC0 == 0x80 ? 0 : 1) }
         }
         func endField() { fields.append(String(decoding: field, as: UTF8.self)); field.removeAll(keepingCapacity: true) }
         func endRecord() {
@@ -64,43 +70,49 @@ public enum CSVReader {
             fields.removeAll(keepingCapacity: true)
             wasQuoted = false
         }
-        var quoteLine = 0, quoteColumn = 0
-        while i < bytes.count {
-            let c = bytes[i]
+        /// Appends b[from..<end of the run] to the field, the run ending before the first byte `stop` accepts.
+        func appendRun(from: Int, stop: (UInt8) -> Bool) -> Int {
+            var j = from &+ 1
+            while j < n && !stop(b[j]) { j &+= 1 }
+            field.append(contentsOf: UnsafeBufferPointer(rebasing: b[from..<j]))
+            return j
+        }
+        var quoteLine = 0, quoteAt = 0, quoteLineStart = 0
+        while i < n {
+            let c = b[i]
             if quoted {
                 if c == quote {
-                    if i + 1 < bytes.count, bytes[i + 1] == quote { field.append(quote); i += 2; continue }
+                    if i + 1 < n, b[i + 1] == quote { field.append(quote); i += 2; continue }
                     quoted = false
                     i += 1
-                    if i < bytes.count, bytes[i] != delimiter, bytes[i] != cr, bytes[i] != lf {
-                        throw DataError.csvSyntax(file: file, line: line, column: column(i),
+                    if i < n, b[i] != delimiter, b[i] != cr, b[i] != lf {
+                        throw DataError.csvSyntax(file: file, line: line, column: column(i, lineStart: lineStart),
                                                   message: "unexpected character after closing quote")
                     }
                     continue
                 }
-                if c == lf { line += 1; lineStart = i + 1 }
-                field.append(c)
-                i += 1
+                if c == lf { line += 1; lineStart = i + 1; field.append(c); i += 1; continue }
+                i = appendRun(from: i) { $0 == quote || $0 == lf }
                 continue
             }
             if c == quote && field.isEmpty && !wasQuoted {
                 quoted = true; wasQuoted = true
-                quoteLine = line; quoteColumn = column(i)
+                quoteLine = line; quoteAt = i; quoteLineStart = lineStart
                 i += 1
             } else if c == delimiter {
                 endField(); wasQuoted = false
                 i += 1
             } else if c == cr || c == lf {
                 endRecord()
-                i += (c == cr && i + 1 < bytes.count && bytes[i + 1] == lf) ? 2 : 1
+                i += (c == cr && i + 1 < n && b[i + 1] == lf) ? 2 : 1
                 line += 1; lineStart = i; recordLine = line
             } else {
-                field.append(c)
-                i += 1
+                i = appendRun(from: i) { $0 == delimiter || $0 == cr || $0 == lf || $0 == quote }
             }
         }
         if quoted {
-            throw DataError.csvSyntax(file: file, line: quoteLine, column: quoteColumn, message: "unterminated quote")
+            throw DataError.csvSyntax(file: file, line: quoteLine, column: column(quoteAt, lineStart: quoteLineStart),
+                                      message: "unterminated quote")
         }
         if !field.isEmpty || !fields.isEmpty || wasQuoted { endRecord() }
         return records

@@ -2,7 +2,10 @@ import COpenBLAS
 
 /// Rows of features that the softmax objective multiplies by the weights, a block of rows at a time. Conformers are
 /// views valid only inside the `withUnsafe…` scope that made them.
-protocol FeatureMatrix {
+protocol FeatureMatrix: Sendable {
+    /// Whether `SoftmaxObjective` should run forward, softmax and gradient product block by block, each group of
+    /// rows into its own partial gradient (dense rows: the block stays in cache), rather than a full pass each.
+    static var fusesRowBlocks: Bool { get }
     var rows: Int { get }
     var cols: Int { get }
     /// out (count × k) = X[rows] (count × cols) · W (cols × k, row-major).
@@ -12,8 +15,10 @@ protocol FeatureMatrix {
                               into grad: UnsafeMutablePointer<Float>)
 }
 
-/// A dense n × d row-major matrix; the products are OpenBLAS `sgemm` calls.
-struct DenseRows: FeatureMatrix {
+/// A dense n × d row-major matrix; the products are OpenBLAS `sgemm` calls (single-threaded: the objective runs
+/// row groups in parallel). Sendable: a read-only view, shared by the tasks of one call.
+struct DenseRows: FeatureMatrix, @unchecked Sendable {
+    static var fusesRowBlocks: Bool { true }
     let base: UnsafePointer<Float>
     let rows: Int
     let cols: Int

@@ -79,13 +79,15 @@ public struct LogisticRegressionModel: Sendable, Equatable {
 
     private func softmax(_ logits: [Float], rows: Int) -> [Float] {
         var z = logits
+        // Each exponential once (kept in Double until the division), not once for the sum and again for the output.
+        var e = [Double](repeating: 0, count: classes)
         for r in 0..<rows {
             let row = r * classes
             var m = -Float.infinity
             for c in 0..<classes { m = max(m, z[row + c]) }
             var s = 0.0
-            for c in 0..<classes { s += exp(Double(z[row + c] - m)) }
-            for c in 0..<classes { z[row + c] = Float(exp(Double(z[row + c] - m)) / s) }
+            for c in 0..<classes { e[c] = exp(Double(z[row + c] - m)); s += e[c] }
+            for c in 0..<classes { z[row + c] = Float(e[c] / s) }
         }
         return z
     }

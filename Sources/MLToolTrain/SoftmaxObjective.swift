@@ -32,6 +32,7 @@ struct SoftmaxObjective<Matrix: FeatureMatrix> {
 
     /// J(θ), and ∇J(θ) into `gradient` when it is given.
     func evaluate(_ theta: UnsafePointer<Float>, gradient: UnsafeMutablePointer<Float>?) -> Evaluation {
+        if Matrix.fusesRowBlocks { return evaluateFused(theta, gradient: gradient) }
         let n = matrix.rows, d = matrix.cols, k = classes
         let bias = theta + d &* k
         if let gradient { gradient.initialize(repeating: 0, count: d &* k &+ k) }
@@ -45,7 +46,6 @@ struct SoftmaxObjective<Matrix: FeatureMatrix> {
         defer { partial.deallocate() }
         var loss = 0.0, correct = 0
         var biasGrad = [Double](repeating: 0, count: k)
-        let uniform = 1.0 / Double(max(n, 1))
 
         var start = 0
         while start < n {
@@ -56,40 +56,13 @@ struct SoftmaxObjective<Matrix: FeatureMatrix> {
             let zs = SharedPointer(p: z), ps = SharedPointer(p: partial)
             let bs = SharedPointer(p: UnsafeMutablePointer(mutating: bias))
             let wantGradient = gradient != nil
-            labels.withUnsafeBufferPointer { lab in
-                let labs = SharedPointer(p: UnsafeMutablePointer(mutating: lab.baseAddress!))
-                withRowWeights { rw in
-                    let rws = rw.map { SharedPointer(p: UnsafeMutablePointer(mutating: $0)) }
-                    DispatchQueue.concurrentPerform(iterations: chunks) { c in
-                        let r0 = blockStart &+ c &* chunkRows, r1 = min(r0 &+ chunkRows, end)
-                        let out = ps.p + c &* stride
-                        out.initialize(repeating: 0, count: stride)
-                        for r in r0..<r1 {
-                            let row = zs.p + (r &- blockStart) &* k
-                            var m = -Float.infinity, arg = 0
-                            for j in 0..<k {
-                                let v = row[j] + bs.p[j]
-                                row[j] = v
-                                if v > m { m = v; arg = j }
-                            }
-                            var s = 0.0
-                            for j in 0..<k { s += exp(Double(row[j] - m)) }
-                            let lse = Double(m) + log(s)
-                            let y = Int(labs.p[r])
-                            let w = rws.map { $0.p[r] } ?? uniform
-                            out[0] += w * (lse - Double(row[y]))
-                            if arg == y { out[1] += 1 }
-                            if wantGradient {
-                                for j in 0..<k {
-                                    var g = exp(Double(row[j]) - lse)
-                                    if j == y { g -= 1 }
-                                    g *= w
-                                    out[2 &+ j] += g
-                                    row[j] = Float(g)
-                                }
-                            }
-                        }
-                    }
+            withRows { rows in
+                DispatchQueue.concurrentPerform(iterations: chunks) { c in
+                    let r0 = blockStart &+ c &* chunkRows, r1 = min(r0 &+ chunkRows, end)
+                    let out = ps.p + c &* stride
+                    out.initialize(repeating: 0, count: stride)
+                    rows.softmax(zs.p + (r0 &- blockStart) &* k, rows: r0..<r1, bias: bs.p, classes: k,
+                                 gradient: wantGradient, into: out)
                 }
             }
             for c in 0..<chunks {
@@ -100,16 +73,130 @@ struct SoftmaxObjective<Matrix: FeatureMatrix> {
             if let gradient { matrix.accumulateTransposed(rows: start..<end, g: z, classes: k, into: gradient) }
             start = end
         }
-        if l2 != 0 {
-            var sq = 0.0
-            for i in 0..<(d &* k) { sq += Double(theta[i]) * Double(theta[i]) }
-            loss += 0.5 * l2 * sq
-            if let gradient {
-                for i in 0..<(d &* k) { gradient[i] = Float(Double(gradient[i]) + l2 * Double(theta[i])) }
+        return finish(theta, gradient: gradient, loss: loss, correct: correct, biasGrad: biasGrad)
+    }
+
+    /// Rows per group of the fused path: a group's tasks stay on one thread; depends on n only (not on threads).
+    static var groupRows: Int { 256 }
+    static var maxGroups: Int { 8 }
+
+    /// Dense rows: each of a fixed number of row groups runs forward, softmax and the gradient product on one
+    /// cache-sized block of rows after another (the block is read from memory once, not twice), into its own
+    /// partial gradient; the partials are added in group order. The groups run in parallel.
+    func evaluateFused(_ theta: UnsafePointer<Float>, gradient: UnsafeMutablePointer<Float>?) -> Evaluation {
+        let n = matrix.rows, d = matrix.cols, k = classes
+        let dk = d &* k
+        let bias = theta + dk
+        // Sub-blocks of about 256 KiB of features, so that the product with the gradient finds them in L2.
+        let subRows = min(max(65536 / max(d, 1), 8), Self.chunkRows)
+        let groups = max(1, min(Self.maxGroups, (n + Self.groupRows - 1) / Self.groupRows))
+        let stride = 2 &+ k
+        let wantGradient = gradient != nil
+        let partial = UnsafeMutablePointer<Double>.allocate(capacity: groups &* stride)
+        defer { partial.deallocate() }
+        partial.initialize(repeating: 0, count: groups &* stride)
+        // Group 0 writes straight into `gradient`; the others into their own d × k partials.
+        let gradCount = wantGradient ? (groups &- 1) &* dk : 0
+        let grads = UnsafeMutablePointer<Float>.allocate(capacity: max(gradCount, 1))
+        defer { grads.deallocate() }
+        let z = UnsafeMutablePointer<Float>.allocate(capacity: groups &* subRows &* k)
+        defer { z.deallocate() }
+        let ps = SharedPointer(p: partial), gs = SharedPointer(p: grads), zs = SharedPointer(p: z)
+        let g0 = gradient.map { SharedPointer(p: $0) }
+        let ts = SharedPointer(p: UnsafeMutablePointer(mutating: theta))
+        let bs = SharedPointer(p: UnsafeMutablePointer(mutating: bias)), matrix = self.matrix
+        withRows { rows in
+            DispatchQueue.concurrentPerform(iterations: groups) { g in
+                let r0 = g &* n / groups, r1 = (g &+ 1) &* n / groups
+                let zg = zs.p + g &* subRows &* k, out = ps.p + g &* stride
+                let grad: UnsafeMutablePointer<Float>? = g0.map { g == 0 ? $0.p : gs.p + (g &- 1) &* dk }
+                grad?.initialize(repeating: 0, count: dk)
+                var s = r0
+                while s < r1 {
+                    let e = min(s &+ subRows, r1)
+                    matrix.forward(rows: s..<e, weights: ts.p, classes: k, into: zg)
+                    rows.softmax(zg, rows: s..<e, bias: bs.p, classes: k, gradient: wantGradient, into: out)
+                    if let grad { matrix.accumulateTransposed(rows: s..<e, g: zg, classes: k, into: grad) }
+                    s = e
+                }
             }
         }
-        if let gradient { for j in 0..<k { gradient[d &* k &+ j] = Float(biasGrad[j]) } }
+        var loss = 0.0, correct = 0
+        var biasGrad = [Double](repeating: 0, count: k)
+        for g in 0..<groups {
+            let out = partial + g &* stride
+            loss += out[0]; correct += Int(out[1])
+            for j in 0..<k { biasGrad[j] += out[2 &+ j] }
+        }
+        if let gradient {
+            for g in 1..<max(groups, 1) {
+                let src = grads + (g &- 1) &* dk
+                for i in 0..<dk { gradient[i] += src[i] }
+            }
+        }
+        return finish(theta, gradient: gradient, loss: loss, correct: correct, biasGrad: biasGrad)
+    }
+
+    /// Adds the L2 term and writes the bias gradient.
+    private func finish(_ theta: UnsafePointer<Float>, gradient: UnsafeMutablePointer<Float>?, loss: Double,
+                        correct: Int, biasGrad: [Double]) -> Evaluation {
+        let dk = matrix.cols &* classes
+        var loss = loss
+        if l2 != 0 {
+            var sq = 0.0
+            for i in 0..<dk { sq += Double(theta[i]) * Double(theta[i]) }
+            loss += 0.5 * l2 * sq
+            if let gradient {
+                for i in 0..<dk { gradient[i] = Float(Double(gradient[i]) + l2 * Double(theta[i])) }
+            }
+        }
+        if let gradient { for j in 0..<classes { gradient[dk &+ j] = Float(biasGrad[j]) } }
         return Evaluation(loss: loss, correct: correct)
+    }
+
+    /// Labels and row weights as pointers that concurrent tasks may share.
+    struct RowData: @unchecked Sendable {
+        let labels: UnsafePointer<Int32>
+        let weights: UnsafePointer<Double>?
+        let uniform: Double
+
+        /// Turns logits z (rows × k, without bias) into weighted gradients ∂CE/∂z in place (when `gradient`), and
+        /// adds [loss, correct, bias gradient (k)] of the rows to `out`, in row order.
+        func softmax(_ z: UnsafeMutablePointer<Float>, rows: Range<Int>, bias: UnsafePointer<Float>, classes k: Int,
+                     gradient: Bool, into out: UnsafeMutablePointer<Double>) {
+            for r in rows {
+                let row = z + (r &- rows.lowerBound) &* k
+                var m = -Float.infinity, arg = 0
+                for j in 0..<k {
+                    let v = row[j] + bias[j]
+                    row[j] = v
+                    if v > m { m = v; arg = j }
+                }
+                var s = 0.0
+                for j in 0..<k { s += exp(Double(row[j] - m)) }
+                let lse = Double(m) + log(s)
+                let y = Int(labels[r])
+                let w = weights.map { $0[r] } ?? uniform
+                out[0] += w * (lse - Double(row[y]))
+                if arg == y { out[1] += 1 }
+                if gradient {
+                    for j in 0..<k {
+                        var g = exp(Double(row[j]) - lse)
+                        if j == y { g -= 1 }
+                        g *= w
+                        out[2 &+ j] += g
+                        row[j] = Float(g)
+                    }
+                }
+            }
+        }
+    }
+
+    private func withRows<R>(_ body: (RowData) -> R) -> R {
+        let uniform = 1.0 / Double(max(matrix.rows, 1))
+        return labels.withUnsafeBufferPointer { lab in
+            withRowWeights { body(RowData(labels: lab.baseAddress!, weights: $0, uniform: uniform)) }
+        }
     }
 
     private func withRowWeights<R>(_ body: (UnsafePointer<Double>?) -> R) -> R {

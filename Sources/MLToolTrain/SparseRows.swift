@@ -6,6 +6,7 @@ import MLToolData
 /// (backward) are split across threads so that every output element is summed in row order by one thread.
 /// Sendable: a read-only view, shared by the tasks of one call.
 struct SparseRows: FeatureMatrix, @unchecked Sendable {
+    static var fusesRowBlocks: Bool { false }
     let offsets: UnsafePointer<Int>
     let columns: UnsafePointer<Int32>
     let values: UnsafePointer<Float>

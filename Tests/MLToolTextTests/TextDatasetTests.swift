@@ -64,6 +64,31 @@ func message(_ body: () throws -> Any) -> String {
         #expect(TextDataset.firstInvalidUTF8(bytes) == offset)
     }
 
+    /// The eight-bytes-at-a-time ASCII skip against the byte-at-a-time path it shortcuts: inputs under 8 bytes never
+    /// take it, so the same inputs behind 0…19 ASCII bytes must give the same offset shifted; validity also agrees with
+    /// the standard library's UTF-8 validation.
+    @Test func utf8ValidatorFastPathMatchesByteLoop() {
+        let pieces: [[UInt8]] = [[0x61], [0x41], [0xC3, 0xA9], [0xE2, 0x82, 0xAC], [0xF0, 0x9F, 0x98, 0x80], [0xC0],
+                                 [0x80], [0xED, 0xA0], [0xF4, 0x90], [0xE2, 0x28]]
+        var state: UInt64 = 77
+        for _ in 0..<3000 {
+            var short: [UInt8] = []
+            while short.count < 7 {
+                state = state &* 6364136223846793005 &+ 1442695040888963407
+                let r = Int(state >> 33) % 30
+                let piece = pieces[r < 10 ? r : (r < 20 ? 0 : 1)]
+                if short.count + piece.count > 7 { break }
+                short += piece
+            }
+            let expected = TextDataset.firstInvalidUTF8(short)
+            #expect((expected == nil) == (String(validating: short, as: UTF8.self) != nil), "\(short)")
+            for pad in 0..<20 {
+                let padded = [UInt8](repeating: 0x78, count: pad) + short + [UInt8](repeating: 0x79, count: pad % 11)
+                #expect(TextDataset.firstInvalidUTF8(padded) == expected.map { $0 + pad }, "\(pad) + \(short)")
+            }
+        }
+    }
+
     @Test func utf8ValidatorAcceptsValidText() {
         #expect(TextDataset.firstInvalidUTF8(Array("héllo € 😀 日本語 \u{10FFFF}".utf8)) == nil)
     }

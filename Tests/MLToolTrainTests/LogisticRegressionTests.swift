@@ -78,6 +78,59 @@ import Testing
         }
     }
 
+    /// The fused dense path (row groups in parallel, cache-sized blocks, partial gradients added in group order)
+    /// against a plain Double reference, on enough rows for several groups and blocks, with and without row weights.
+    @Test(arguments: [false, true])
+    func fusedDenseObjectiveMatchesPlainReference(weighted: Bool) throws {
+        let n = 1100, d = 700, k = 4
+        #expect(DenseRows.fusesRowBlocks && !SparseRows.fusesRowBlocks)
+        let data = blobs(rows: n, cols: d, classes: k, spread: 3, seed: 11)
+        var rng = SplitMix64(seed: 5)
+        let theta = (0..<(d * k + k)).map { _ in gaussian(&rng) * 0.05 }
+        let raw = (0..<n).map { Double($0 % 5 + 1) }
+        let rowWeights: [Double]? = weighted ? raw.map { $0 / raw.reduce(0, +) } : nil
+        let l2 = 0.01
+        // Plain reference, all in Double.
+        var refLoss = 0.0, refCorrect = 0
+        var refGrad = [Double](repeating: 0, count: d * k + k)
+        for i in 0..<n {
+            var z = [Double](repeating: 0, count: k)
+            for c in 0..<k {
+                z[c] = Double(theta[d * k + c])
+                for j in 0..<d { z[c] += Double(data.x[i * d + j]) * Double(theta[j * k + c]) }
+            }
+            let m = try #require(z.max())
+            let lse = m + log(z.map { exp($0 - m) }.reduce(0, +))
+            let w = rowWeights?[i] ?? 1 / Double(n), y = data.labels[i]
+            refLoss += w * (lse - z[y])
+            if z.firstIndex(of: m) == y { refCorrect += 1 }
+            for c in 0..<k {
+                let g = w * (exp(z[c] - lse) - (c == y ? 1 : 0))
+                for j in 0..<d { refGrad[j * k + c] += g * Double(data.x[i * d + j]) }
+                refGrad[d * k + c] += g
+            }
+        }
+        for i in 0..<(d * k) {
+            refLoss += 0.5 * l2 * Double(theta[i]) * Double(theta[i])
+            refGrad[i] += l2 * Double(theta[i])
+        }
+        try data.x.withUnsafeBufferPointer { xp in
+            let objective = SoftmaxObjective(
+                matrix: DenseRows(base: xp.baseAddress!, rows: n, cols: d), labels: data.labels.map(Int32.init),
+                rowWeights: rowWeights, classes: k, l2: l2)
+            var g = [Float](repeating: .nan, count: theta.count)
+            let e = theta.withUnsafeBufferPointer { t in
+                g.withUnsafeMutableBufferPointer { objective.evaluate(t.baseAddress!, gradient: $0.baseAddress!) }
+            }
+            let noGradient = theta.withUnsafeBufferPointer { objective.evaluate($0.baseAddress!, gradient: nil) }
+            #expect(abs(e.loss - refLoss) <= 1e-5 * refLoss, "loss \(e.loss) vs reference \(refLoss)")
+            #expect(e.correct == refCorrect && noGradient.correct == refCorrect)
+            #expect(e.loss == noGradient.loss, "the loss does not depend on whether the gradient is wanted")
+            let scale = refGrad.map(abs).max() ?? 1
+            assertClose(g, refGrad, atol: 1e-4 * scale, "fused gradient vs reference")
+        }
+    }
+
     @Test func twoFitsAreBitIdentical() throws {
         let data = blobs(rows: 600, cols: 32, classes: 5, spread: 0.4, seed: 3)
         let valid = blobs(rows: 100, cols: 32, classes: 5, spread: 0.4, seed: 4)

@@ -192,7 +192,14 @@ public struct TextDataset: Sendable {
         bytes.withUnsafeBufferPointer { b -> Int? in
             var i = 0
             let n = b.count
+            guard let base = b.baseAddress else { return nil }
             while i < n {
+                // Eight ASCII bytes at a time (most text is ASCII).
+                while i &+ 8 <= n,
+                      UnsafeRawPointer(base + i).loadUnaligned(as: UInt64.self) & 0x8080_8080_8080_8080 == 0 {
+                    i &+= 8
+                }
+                guard i < n else { break }
                 let c = b[i]
                 if c < 0x80 { i &+= 1; continue }
                 let length: Int, low: UInt8, high: UInt8   // allowed range of the second byte

@@ -78,11 +78,63 @@ public struct TextTokenizer: Sendable {
     }
 
     static func normalize(_ text: String, config: TextConfig) -> String {
-        let n = config.normalization == "nfkc" ? text.precomposedStringWithCompatibilityMapping : text
-        return config.lowercase ? n.lowercased() : n
+        let nfkc = config.normalization == "nfkc"
+        guard nfkc || config.lowercase else { return text }
+        var text = text
+        return text.withUTF8 { normalizePieces($0, nfkc: nfkc, lowercase: config.lowercase) }
+    }
+
+    /// The whole-string mappings (`normalizeReference`) applied piece by piece, which is much cheaper on text that
+    /// is mostly ASCII (Foundation's NFKC and `lowercased()` cost ~1,000 instructions per character once a string
+    /// holds one non-ASCII character): ASCII bytes are copied (lower-cased byte by byte), and each run of non-ASCII
+    /// characters is mapped together with the ASCII character before it (a combining mark may compose with it).
+    /// The result is the same because an ASCII character is a normalization boundary (canonical combining class 0,
+    /// NFKC quick check Yes, never the second character of a composition), and `lowercased()` maps scalar by scalar
+    /// (no Final_Sigma context: "ΑΣ" → "ασ").
+    static func normalizePieces(_ u: UnsafeBufferPointer<UInt8>, nfkc: Bool, lowercase: Bool) -> String {
+        let n = u.count
+        var out = [UInt8]()
+        out.reserveCapacity(n)
+        func appendASCII(_ r: Range<Int>) {
+            for i in r {
+                let b = u[i]
+                out.append(lowercase && b >= 0x41 && b <= 0x5A ? b | 0x20 : b)
+            }
+        }
+        var i = 0
+        while i < n {
+            var j = i
+            while j < n && u[j] < 0x80 { j &+= 1 }
+            guard j < n else { appendASCII(i..<n); break }
+            let pieceStart = j > i ? j &- 1 : j
+            appendASCII(i..<pieceStart)
+            var k = j
+            while k < n && u[k] >= 0x80 { k &+= 1 }
+            // Both ends are ASCII bytes or the ends of the text: the piece is whole characters of valid UTF-8.
+            let piece = String(decoding: UnsafeBufferPointer(rebasing: u[pieceStart..<k]), as: UTF8.self)
+            out += normalizeReference(piece, nfkc: nfkc, lowercase: lowercase).utf8
+            i = k
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// NFKC, then lower-casing, of the whole string: the definition `normalize` must match.
+    static func normalizeReference(_ text: String, nfkc: Bool, lowercase: Bool) -> String {
+        let n = nfkc ? text.precomposedStringWithCompatibilityMapping : text
+        return lowercase ? n.lowercased() : n
     }
 
     static func isWordScalar(_ s: Unicode.Scalar) -> Bool {
+        // ASCII: the letters and digits are exactly its L* and N* characters (and it has no M*).
+        if s.isASCII {
+            let v = s.value | 0x20
+            return (v >= 0x61 && v <= 0x7A) || (s.value >= 0x30 && s.value <= 0x39)
+        }
+        return isWordScalarReference(s)
+    }
+
+    /// The general-category test `isWordScalar` shortcuts for ASCII.
+    static func isWordScalarReference(_ s: Unicode.Scalar) -> Bool {
         switch s.properties.generalCategory {
         case .uppercaseLetter, .lowercaseLetter, .titlecaseLetter, .modifierLetter, .otherLetter,
              .nonspacingMark, .spacingMark, .enclosingMark,
