@@ -206,9 +206,10 @@ enum Fast {
             }
             return
         }
-        // Every conv without int8 weights has its float weights loaded (Program.compile).
-        nonisolated(unsafe) let wt = UnsafePointer(s.weight!.pointer)
+        // Every conv without int8 weights has either packed weights (groups == 1) or its float weights loaded
+        // (Program.compile).
         if isDepthwise(s, xs) {
+            nonisolated(unsafe) let wt = UnsafePointer(s.weight!.pointer)
             let parts = oh * ow * c * kh * kw >= parallelThreshold ? threads : 1
             // Few output rows (7×7 layers) split unevenly: split slices of 64 channels instead.
             let slices = (c + 63) / 64
@@ -261,6 +262,7 @@ enum Fast {
             }
             return
         }
+        let wt = UnsafePointer(s.weight!.pointer)
         if readsInputDirectly(s) {
             // Grouped 1×1 convs read their channel slice in place through lda.
             for g in 0..<s.groups {
