@@ -634,12 +634,14 @@ void mlk_im2col(const float *x, int64_t H, int64_t W, int64_t C, int64_t c0, int
 int64_t mlk_packed_count(int64_t K, int64_t N) { return ((N + 15) / 16) * 16 * K; }
 
 void mlk_pack(const float *w, int64_t K, int64_t N, float *packed) {
-    for (int64_t p = 0; p < (N + 15) / 16; p++)
-        for (int64_t k = 0; k < K; k++)
-            for (int64_t j = 0; j < 16; j++) {
-                int64_t n = p * 16 + j;
-                packed[(p * K + k) * 16 + j] = n < N ? w[k * N + n] : 0;
-            }
+    // Row by row, so w (often a memory-mapped file) is read in order; each row's 16-column pieces are copied whole.
+    for (int64_t k = 0; k < K; k++)
+        for (int64_t p = 0; p < (N + 15) / 16; p++) {
+            int64_t cols = N - p * 16 < 16 ? N - p * 16 : 16;
+            float *dst = packed + (p * K + k) * 16;
+            memcpy(dst, w + k * N + p * 16, (size_t)cols * sizeof(float));
+            for (int64_t j = cols; j < 16; j++) dst[j] = 0;
+        }
 }
 
 void mlk_gemm_packed(const float *a, int64_t lda, const float *packed, int64_t m0, int64_t m1, int64_t N, int64_t K,
