@@ -30,13 +30,13 @@ static void bias_act_portable(float *y, int64_t rows, int64_t cols, const float 
     }
 }
 
-static void depthwise_portable(const float *x, int64_t H, int64_t W, int64_t C, const float *w, int64_t KH, int64_t KW,
-                               const float *bias, float *y, int64_t oy0, int64_t oy1, int64_t OW, int64_t sh, int64_t sw,
+static void depthwise_portable(const float *x, int64_t H, int64_t W, int64_t C, int64_t CN, const float *w, int64_t KH,
+                               int64_t KW, const float *bias, float *y, int64_t oy0, int64_t oy1, int64_t OW, int64_t sh, int64_t sw,
                                int64_t dh, int64_t dw, int64_t pt, int64_t pl, int act, float p0, float p1) {
     for (int64_t oy = oy0; oy < oy1; oy++)
         for (int64_t ox = 0; ox < OW; ox++) {
             float *out = y + (oy * OW + ox) * C;
-            for (int64_t c = 0; c < C; c++) out[c] = bias ? bias[c] : 0;
+            for (int64_t c = 0; c < CN; c++) out[c] = bias ? bias[c] : 0;
             for (int64_t ky = 0; ky < KH; ky++) {
                 int64_t iy = oy * sh - pt + ky * dh;
                 if (iy < 0 || iy >= H) continue;
@@ -44,11 +44,11 @@ static void depthwise_portable(const float *x, int64_t H, int64_t W, int64_t C, 
                     int64_t ix = ox * sw - pl + kx * dw;
                     if (ix < 0 || ix >= W) continue;
                     const float *in = x + (iy * W + ix) * C, *k = w + (ky * KW + kx) * C;
-                    for (int64_t c = 0; c < C; c++) out[c] += in[c] * k[c];
+                    for (int64_t c = 0; c < CN; c++) out[c] += in[c] * k[c];
                 }
             }
             if (act != MLK_ACT_NONE)
-                for (int64_t c = 0; c < C; c++) out[c] = act_scalar(out[c], act, p0, p1);
+                for (int64_t c = 0; c < CN; c++) out[c] = act_scalar(out[c], act, p0, p1);
         }
 }
 
@@ -573,18 +573,27 @@ void mlk_bias_act(float *y, int64_t rows, int64_t cols, const float *bias, int a
 void mlk_depthwise(const float *x, int64_t H, int64_t W, int64_t C, const float *w, int64_t KH, int64_t KW,
                    const float *bias, float *y, int64_t oy0, int64_t oy1, int64_t OW, int64_t sh, int64_t sw,
                    int64_t dh, int64_t dw, int64_t pt, int64_t pl, int act, float p0, float p1) {
+    mlk_depthwise_channels(x, H, W, C, w, KH, KW, bias, y, oy0, oy1, OW, sh, sw, dh, dw, pt, pl, act, p0, p1, 0, C);
+}
+
+void mlk_depthwise_channels(const float *x, int64_t H, int64_t W, int64_t C, const float *w, int64_t KH, int64_t KW,
+                            const float *bias, float *y, int64_t oy0, int64_t oy1, int64_t OW, int64_t sh, int64_t sw,
+                            int64_t dh, int64_t dw, int64_t pt, int64_t pl, int act, float p0, float p1,
+                            int64_t ch0, int64_t ch1) {
 #if defined(__x86_64__)
     if (fast()) {
-        // Channel slices of 64: the slice's weights (KH·KW·64 floats) stay in L1 while every pixel uses them.
-        for (int64_t c0 = 0; c0 < C; c0 += 64) {
-            int64_t cn = C - c0 < 64 ? C - c0 : 64;
+        // Channel slices of 64 (from channel 0, whatever ch0): the slice's weights (KH·KW·64 floats) stay in L1
+        // while every pixel uses them.
+        for (int64_t c0 = ch0; c0 < ch1; c0 += 64) {
+            int64_t cn = ch1 - c0 < 64 ? ch1 - c0 : 64;
             depthwise_avx2(x + c0, H, W, C, cn, w + c0, KH, KW, bias ? bias + c0 : NULL, y + c0, oy0, oy1, OW, sh, sw,
                            dh, dw, pt, pl, act, p0, p1);
         }
         return;
     }
 #endif
-    depthwise_portable(x, H, W, C, w, KH, KW, bias, y, oy0, oy1, OW, sh, sw, dh, dw, pt, pl, act, p0, p1);
+    depthwise_portable(x + ch0, H, W, C, ch1 - ch0, w + ch0, KH, KW, bias ? bias + ch0 : NULL, y + ch0, oy0, oy1, OW,
+                       sh, sw, dh, dw, pt, pl, act, p0, p1);
 }
 
 void mlk_add_act(const float *a, const float *b, float *y, int64_t n, int act, float p0, float p1) {
@@ -625,12 +634,14 @@ void mlk_im2col(const float *x, int64_t H, int64_t W, int64_t C, int64_t c0, int
 int64_t mlk_packed_count(int64_t K, int64_t N) { return ((N + 15) / 16) * 16 * K; }
 
 void mlk_pack(const float *w, int64_t K, int64_t N, float *packed) {
-    for (int64_t p = 0; p < (N + 15) / 16; p++)
-        for (int64_t k = 0; k < K; k++)
-            for (int64_t j = 0; j < 16; j++) {
-                int64_t n = p * 16 + j;
-                packed[(p * K + k) * 16 + j] = n < N ? w[k * N + n] : 0;
-            }
+    // Row by row, so w (often a memory-mapped file) is read in order; each row's 16-column pieces are copied whole.
+    for (int64_t k = 0; k < K; k++)
+        for (int64_t p = 0; p < (N + 15) / 16; p++) {
+            int64_t cols = N - p * 16 < 16 ? N - p * 16 : 16;
+            float *dst = packed + (p * K + k) * 16;
+            memcpy(dst, w + k * N + p * 16, (size_t)cols * sizeof(float));
+            for (int64_t j = cols; j < 16; j++) dst[j] = 0;
+        }
 }
 
 void mlk_gemm_packed(const float *a, int64_t lda, const float *packed, int64_t m0, int64_t m1, int64_t N, int64_t K,

@@ -10,6 +10,13 @@ final class Buffer: @unchecked Sendable {
         pointer.initialize(repeating: 0, count: max(count, 1))
     }
 
+    /// `count` floats the caller writes in full before any is read (no zero-fill first).
+    init(uninitialized count: Int) {
+        self.count = count
+        let raw = UnsafeMutableRawPointer.allocate(byteCount: max(count, 1) &* 4, alignment: 64)
+        pointer = raw.bindMemory(to: Float.self, capacity: max(count, 1))
+    }
+
     /// A copy of `values` (written once: no zero-fill first).
     init(_ values: [Float]) {
         count = values.count

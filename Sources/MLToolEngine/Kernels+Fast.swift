@@ -37,14 +37,18 @@ enum Fast {
     }
 
     /// Runs `body` over [0, n) split into contiguous ranges (multiples of `align`) on `threads` threads. There are
-    /// up to 3 ranges per thread, handed out as threads come free, so a thread the OS delays does not hold the
-    /// others up. Each output element is computed by exactly one range, so results do not depend on the split.
+    /// up to 3 ranges per thread, as even as the alignment allows (sizes differ by at most one `align`), handed out
+    /// as threads come free, so a thread the OS delays does not hold the others up. Each output element is
+    /// computed by exactly one range, so results do not depend on the split.
     static func parallel(_ n: Int, parts threads: Int, align: Int = 1, _ body: @escaping @Sendable (Int, Int) -> Void) {
-        let parts = min(threads > 1 ? threads * 3 : 1, (n + align - 1) / align)
+        let units = (n + align - 1) / align
+        let parts = min(threads > 1 ? threads * 3 : 1, units)
         if parts <= 1 { body(0, n); return }
-        let chunk = ((n + parts - 1) / parts + align - 1) / align * align
-        WorkerPool.shared(helpers: threads - 1).run((n + chunk - 1) / chunk) { i in
-            let lo = i * chunk, hi = min(n, lo + chunk)
+        WorkerPool.shared(helpers: threads - 1).run(parts) { i in
+            // The larger ranges first: the last ones, taken by whichever thread is free, are the shorter.
+            let (q, r) = units.quotientAndRemainder(dividingBy: parts)
+            let u0 = i &* q &+ min(i, r), u1 = u0 &+ q &+ (i < r ? 1 : 0)
+            let lo = min(n, u0 &* align), hi = min(n, u1 &* align)
             if lo < hi { body(lo, hi) }
         }
     }
@@ -202,10 +206,25 @@ enum Fast {
             }
             return
         }
-        // Every conv without int8 weights has its float weights loaded (Program.compile).
-        nonisolated(unsafe) let wt = UnsafePointer(s.weight!.pointer)
+        // Every conv without int8 weights has either packed weights (groups == 1) or its float weights loaded
+        // (Program.compile).
         if isDepthwise(s, xs) {
+            nonisolated(unsafe) let wt = UnsafePointer(s.weight!.pointer)
             let parts = oh * ow * c * kh * kw >= parallelThreshold ? threads : 1
+            // Few output rows (7×7 layers) split unevenly: split slices of 64 channels instead.
+            let slices = (c + 63) / 64
+            if parts > 1 && oh < 6 &* parts && slices >= 6 &* parts {
+                for b in 0..<batch {
+                    nonisolated(unsafe) let xb = x + b &* h &* w &* c, yb = y + b &* oh &* ow &* oc
+                    parallel(slices, parts: parts) { lo, hi in
+                        mlk_depthwise_channels(xb, Int64(h), Int64(w), Int64(c), wt, Int64(kh), Int64(kw), bias,
+                                               yb, 0, Int64(oh), Int64(ow), Int64(st[0]), Int64(st[1]),
+                                               Int64(dl[0]), Int64(dl[1]), Int64(pd[0]), Int64(pd[1]), act.code, act.p0,
+                                               act.p1, Int64(lo &* 64), Int64(min(c, hi &* 64)))
+                    }
+                }
+                return
+            }
             for b in 0..<batch {
                 nonisolated(unsafe) let xb = x + b &* h &* w &* c, yb = y + b &* oh &* ow &* oc
                 parallel(oh, parts: parts) { lo, hi in
@@ -243,6 +262,7 @@ enum Fast {
             }
             return
         }
+        let wt = UnsafePointer(s.weight!.pointer)
         if readsInputDirectly(s) {
             // Grouped 1×1 convs read their channel slice in place through lda.
             for g in 0..<s.groups {

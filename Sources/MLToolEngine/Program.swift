@@ -134,9 +134,12 @@ struct Program: Sendable {
         func gemmWeight(_ t: StoredTensor, k: Int, n: Int, gemm: Bool) throws {
             if purpose == .validate { return }
             if gemm, let q = quantized(t, k: k, n: n) { s.qweights = q; return }
+            // Fast mode reads only the packed form: float32 weights are packed straight from their stored
+            // (memory-mapped) bytes, with no copy in between.
+            if gemm && purpose == .fast, let packed = Self.packStored(t, k: k, n: n) { s.packed = packed; return }
             let w = Buffer(try load(t, node))
             s.weight = w
-            if gemm && purpose == .fast { s.packed = Self.pack(w, k: k, n: n) }
+            if gemm && purpose == .fast { s.packed = Self.pack(w.pointer, k: k, n: n) }
         }
         guard node.outputs.count == 1 else {
             throw EngineError.invalidAttribute(node: node.name, attribute: "outputs", expected: "1 output", actual: "\(node.outputs.count)")
@@ -229,11 +232,21 @@ struct Program: Sendable {
         return QuantizedWeights(t, k: k, n: n)
     }
 
-    /// w (k, n) packed into 16-column panels for `mlk_gemm_packed`.
-    private static func pack(_ w: Buffer, k: Int, n: Int) -> Buffer {
-        let packed = Buffer(count: Int(mlk_packed_count(Int64(k), Int64(n))))
-        mlk_pack(w.pointer, Int64(k), Int64(n), packed.pointer)
+    /// w (k, n) packed into 16-column panels for `mlk_gemm_packed` (which writes every element, padding included).
+    private static func pack(_ w: UnsafePointer<Float>, k: Int, n: Int) -> Buffer {
+        let packed = Buffer(uninitialized: Int(mlk_packed_count(Int64(k), Int64(n))))
+        mlk_pack(w, Int64(k), Int64(n), packed.pointer)
         return packed
+    }
+
+    /// `t` (k·n float32 values) packed from its stored bytes in place; nil when it is stored in another form, its
+    /// bytes are short or misaligned (then it is loaded, which reports what is wrong).
+    private static func packStored(_ t: StoredTensor, k: Int, n: Int) -> Buffer? {
+        guard t.dtype == .f32, let count = try? Checked.elementCount(t.shape), count == k &* n,
+              case let (bytes, overflow) = count.multipliedReportingOverflow(by: 4), !overflow, t.bytes.count >= bytes,
+              let base = t.bytes.buffer.baseAddress, Int(bitPattern: base) % MemoryLayout<Float>.alignment == 0
+        else { return nil }
+        return pack(base.assumingMemoryBound(to: Float.self), k: k, n: n)
     }
 
     private func bias(_ node: Node, _ i: Int, count: Int, _ tensors: [String: StoredTensor]) throws -> Buffer {

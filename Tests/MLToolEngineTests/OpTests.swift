@@ -8,6 +8,7 @@ enum OpCase: String, CaseIterable, CustomTestStringConvertible {
     case conv3x3, conv1x1, conv1x1Wide, conv1x1Stride2, conv5x5AsymPad, convStride2Odd, convDilation2, convGroups2, convGroups2x1x1
     case depthwise3x3, depthwise5x5Stride2, depthwiseDilated, depthwiseOddChannels, depthwiseMultiplier2
     case depthwiseWide, depthwiseWideOdd, depthwiseRow3x3, depthwiseRow5x5, depthwiseRowStride2, depthwiseRow5x5Stride2
+    case depthwiseManyChannels, conv1x1SplitRows, conv1x1SplitColumns
     case convNoBias, convRelu6, convLeaky, convHardSwish, convSigmoid
     case dense, denseFromRank4, matMul, matMulRank3, batchNorm
     case relu, clip, leakyRelu, sigmoid, hardSigmoid, hardSwish, swish, tanh, identity
@@ -64,6 +65,15 @@ enum OpCase: String, CaseIterable, CustomTestStringConvertible {
         case .depthwiseRow5x5Stride2:
             inShape = [1, 9, 44, 80]; g.inputs[0].shape = [-1, 9, 44, 80]
             out = g.conv(x, cin: 80, cout: 80, k: (5, 5), stride: 2, pads: [1, 2, 2, 1], groups: 80, act: .relu6)
+        case .depthwiseManyChannels:   // few rows, many channels: split across threads by slices of 64 channels
+            inShape = [1, 7, 7, 1000]; g.inputs[0].shape = [-1, 7, 7, 1000]
+            out = g.conv(x, cin: 1000, cout: 1000, k: (5, 5), pads: [2, 2, 2, 2], groups: 1000, act: .relu6)
+        case .conv1x1SplitRows:   // 196 rows: split across threads in ranges of 8 rows
+            inShape = [1, 14, 14, 40]; g.inputs[0].shape = [-1, 14, 14, 40]
+            out = g.conv(x, cin: 40, cout: 240, k: (1, 1), act: .relu6)
+        case .conv1x1SplitColumns:   // 49 rows: split across threads in groups of 48 output channels
+            inShape = [1, 7, 7, 64]; g.inputs[0].shape = [-1, 7, 7, 64]
+            out = g.conv(x, cin: 64, cout: 330, k: (1, 1))
         case .depthwiseMultiplier2: out = g.conv(x, cin: 6, cout: 12, k: (3, 3), pads: [1, 1, 1, 1], groups: 6)
         case .convNoBias: out = g.conv(x, cin: 6, cout: 3, k: (2, 2), bias: false)
         case .convRelu6: out = g.conv(x, cin: 6, cout: 12, k: (3, 3), stride: 2, pads: [0, 0, 1, 1], act: .relu6)
@@ -143,6 +153,18 @@ enum OpCase: String, CaseIterable, CustomTestStringConvertible {
             #expect(r.data.allSatisfy { $0.isFinite })
         }
     }
+
+    /// Ops split across threads (by rows, columns or channel slices) give the same bits as on one thread.
+    @Test(arguments: [OpCase.depthwiseManyChannels, .conv1x1SplitRows, .conv1x1SplitColumns])
+    func splitAcrossThreadsIsBitIdentical(_ c: OpCase) throws {
+        let (model, input) = c.build()
+        let name = model.metadata.graph!.outputs[0]
+        let (one, two) = try KernelLevelLock.shared.reading {
+            (try Engine(model: model, threads: 1).run(["x": input])[name], try Engine(model: model, threads: 2).run(["x": input])[name])
+        }
+        let a = try #require(one), b = try #require(two)
+        #expect(a.data.map(\.bitPattern) == b.data.map(\.bitPattern), "\(c)")
+    }
 }
 
 /// Every kernel variant this CPU can run (portable C, AVX2+FMA, AVX-512) against the reference, on the op cases
@@ -159,7 +181,7 @@ enum OpCase: String, CaseIterable, CustomTestStringConvertible {
         let cases: [OpCase] = [.conv3x3, .conv1x1, .conv1x1Wide, .conv5x5AsymPad, .convStride2Odd, .convSigmoid, .convLeaky,
                                .depthwise3x3, .depthwise5x5Stride2, .depthwiseDilated, .depthwiseOddChannels, .depthwiseWide,
                                .depthwiseWideOdd, .depthwiseRow3x3, .depthwiseRow5x5, .depthwiseRowStride2,
-                               .depthwiseRow5x5Stride2,
+                               .depthwiseRow5x5Stride2, .depthwiseManyChannels, .conv1x1SplitRows, .conv1x1SplitColumns,
                                .dense, .addSame, .addFusedRelu, .relu, .hardSwish]
         var levels: [Int32] = []
         for level in Int32(0)...best {

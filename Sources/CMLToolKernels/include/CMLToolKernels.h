@@ -39,6 +39,13 @@ void mlk_depthwise(const float *x, int64_t H, int64_t W, int64_t C,
                    int64_t sh, int64_t sw, int64_t dh, int64_t dw, int64_t pt, int64_t pl,
                    int act, float p0, float p1);
 
+/// `mlk_depthwise` for channels [ch0, ch1) only (ch0 a multiple of 64 for results identical to `mlk_depthwise`'s).
+void mlk_depthwise_channels(const float *x, int64_t H, int64_t W, int64_t C,
+                            const float *w, int64_t KH, int64_t KW, const float *bias,
+                            float *y, int64_t oy0, int64_t oy1, int64_t OW,
+                            int64_t sh, int64_t sw, int64_t dh, int64_t dw, int64_t pt, int64_t pl,
+                            int act, float p0, float p1, int64_t ch0, int64_t ch1);
+
 /// im2col of one image for one channel group: x (H, W, C) → cols (OH·OW, KH·KW·cg), reading channels [c0, c0+cg).
 /// Padding reads as 0.
 void mlk_im2col(const float *x, int64_t H, int64_t W, int64_t C, int64_t c0, int64_t cg,
