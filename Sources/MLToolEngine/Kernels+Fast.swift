@@ -208,8 +208,10 @@ enum Fast {
         }
         // Every conv without int8 weights has either packed weights (groups == 1) or its float weights loaded
         // (Program.compile).
-        if isDepthwise(s, xs) {
-            nonisolated(unsafe) let wt = UnsafePointer(s.weight!.pointer)
+        // A one-channel conv with groups == 1 is also "depthwise" by shape, but its weights were packed for the GEMM
+        // below instead of loaded.
+        if isDepthwise(s, xs), let depthwiseWeights = s.weight {
+            nonisolated(unsafe) let wt = UnsafePointer(depthwiseWeights.pointer)
             let parts = oh * ow * c * kh * kw >= parallelThreshold ? threads : 1
             // Few output rows (7×7 layers) split unevenly: split slices of 64 channels instead.
             let slices = (c + 63) / 64
@@ -262,7 +264,10 @@ enum Fast {
             }
             return
         }
-        let wt = UnsafePointer(s.weight!.pointer)
+        guard let groupedWeights = s.weight else {
+            preconditionFailure("conv '\(s.name)': neither packed nor loaded weights (Program.compile)")
+        }
+        let wt = UnsafePointer(groupedWeights.pointer)
         if readsInputDirectly(s) {
             // Grouped 1×1 convs read their channel slice in place through lda.
             for g in 0..<s.groups {

@@ -136,7 +136,12 @@ struct Program: Sendable {
             if gemm, let q = quantized(t, k: k, n: n) { s.qweights = q; return }
             // Fast mode reads only the packed form: float32 weights are packed straight from their stored
             // (memory-mapped) bytes, with no copy in between.
-            if gemm && purpose == .fast, let packed = Self.packStored(t, k: k, n: n) { s.packed = packed; return }
+            // A one-channel 1 → 1 conv is depthwise by shape and runs the depthwise kernel on float weights.
+            let depthwiseShaped = t.shape.count == 4 && t.shape[2] == 1 && t.shape[3] == 1
+            if gemm && purpose == .fast && !depthwiseShaped, let packed = Self.packStored(t, k: k, n: n) {
+                s.packed = packed
+                return
+            }
             let w = Buffer(try load(t, node))
             s.weight = w
             if gemm && purpose == .fast { s.packed = Self.pack(w.pointer, k: k, n: n) }

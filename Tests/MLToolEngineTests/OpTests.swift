@@ -8,7 +8,7 @@ enum OpCase: String, CaseIterable, CustomTestStringConvertible {
     case conv3x3, conv1x1, conv1x1Wide, conv1x1Stride2, conv5x5AsymPad, convStride2Odd, convDilation2, convGroups2, convGroups2x1x1
     case depthwise3x3, depthwise5x5Stride2, depthwiseDilated, depthwiseOddChannels, depthwiseMultiplier2
     case depthwiseWide, depthwiseWideOdd, depthwiseRow3x3, depthwiseRow5x5, depthwiseRowStride2, depthwiseRow5x5Stride2
-    case depthwiseManyChannels, conv1x1SplitRows, conv1x1SplitColumns
+    case depthwiseManyChannels, conv1x1SplitRows, conv1x1SplitColumns, convOneChannel, convOneChannelIn, convOneToOneStem
     case convNoBias, convRelu6, convLeaky, convHardSwish, convSigmoid
     case dense, denseFromRank4, matMul, matMulRank3, batchNorm
     case relu, clip, leakyRelu, sigmoid, hardSigmoid, hardSwish, swish, tanh, identity
@@ -74,6 +74,15 @@ enum OpCase: String, CaseIterable, CustomTestStringConvertible {
         case .conv1x1SplitColumns:   // 49 rows: split across threads in groups of 48 output channels
             inShape = [1, 7, 7, 64]; g.inputs[0].shape = [-1, 7, 7, 64]
             out = g.conv(x, cin: 64, cout: 330, k: (1, 1))
+        case .convOneChannel:   // groups == 1 == channels: depthwise by shape, but packed for the GEMM
+            inShape = [2, 9, 7, 1]; g.inputs[0].shape = [-1, 9, 7, 1]
+            out = g.conv(x, cin: 1, cout: 1, k: (3, 3), pads: [1, 1, 1, 1])
+        case .convOneChannelIn:   // grayscale stem: 1 → 8 channels
+            inShape = [2, 9, 7, 1]; g.inputs[0].shape = [-1, 9, 7, 1]
+            out = g.conv(x, cin: 1, cout: 8, k: (3, 3), stride: 2, pads: [1, 1, 1, 1], act: .relu6)
+        case .convOneToOneStem:   // 1 → 1 with stride 2 and asymmetric pads
+            inShape = [1, 12, 10, 1]; g.inputs[0].shape = [-1, 12, 10, 1]
+            out = g.conv(x, cin: 1, cout: 1, k: (3, 3), stride: 2, pads: [0, 0, 1, 1])
         case .depthwiseMultiplier2: out = g.conv(x, cin: 6, cout: 12, k: (3, 3), pads: [1, 1, 1, 1], groups: 6)
         case .convNoBias: out = g.conv(x, cin: 6, cout: 3, k: (2, 2), bias: false)
         case .convRelu6: out = g.conv(x, cin: 6, cout: 12, k: (3, 3), stride: 2, pads: [0, 0, 1, 1], act: .relu6)
