@@ -18,4 +18,18 @@ static inline float act_scalar(float v, int act, float p0, float p1) {
     }
 }
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+/* The activations AVX-512 epilogues fuse (ReLU, clip, leaky ReLU); callers run act_scalar for the others. */
+__attribute__((target("avx512f,avx2,fma"))) static inline __m512 mlk_act16(__m512 v, int act, float p0, float p1) {
+    switch (act) {
+    case MLK_ACT_RELU: return _mm512_max_ps(v, _mm512_setzero_ps());
+    case MLK_ACT_CLIP: return _mm512_min_ps(_mm512_max_ps(v, _mm512_set1_ps(p0)), _mm512_set1_ps(p1));
+    case MLK_ACT_LEAKY:
+        return _mm512_mask_mul_ps(v, _mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_LT_OQ), v, _mm512_set1_ps(p0));
+    default: return v;
+    }
+}
+#endif
+
 #endif

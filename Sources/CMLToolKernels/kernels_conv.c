@@ -39,16 +39,6 @@ void mlk_im2col_rows(const float *x, int64_t H, int64_t W, int64_t C, int64_t KH
 #include "act.h"
 #define MLK_C512 __attribute__((target("avx512f,avx2,fma")))
 
-MLK_C512 static inline __m512 cact16(__m512 v, int act, float p0, float p1) {
-    switch (act) {
-    case MLK_ACT_RELU: return _mm512_max_ps(v, _mm512_setzero_ps());
-    case MLK_ACT_CLIP: return _mm512_min_ps(_mm512_max_ps(v, _mm512_set1_ps(p0)), _mm512_set1_ps(p1));
-    case MLK_ACT_LEAKY:
-        return _mm512_mask_mul_ps(v, _mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_LT_OQ), v, _mm512_set1_ps(p0));
-    default: return v;
-    }
-}
-
 // R pixels (consecutive ox of one output row, all taps inside) × 2 panels (N ≤ 32). base[i] points at pixel i's
 // first tap; a tap row is `run` floats, rows `rowStride` apart.
 static inline __attribute__((always_inline)) MLK_C512 void
@@ -70,7 +60,7 @@ ctile(int R, const float *const *base, int64_t KH, int64_t run, int64_t rowStrid
     for (int i = 0; i < R; i++)
         for (int j = 0; j < P; j++) {
             __m512 v = _mm512_add_ps(c[i][j], b[j]);
-            if (act <= MLK_ACT_LEAKY) { _mm512_mask_storeu_ps(out[i] + 16 * j, mask[j], cact16(v, act, p0, p1)); continue; }
+            if (act <= MLK_ACT_LEAKY) { _mm512_mask_storeu_ps(out[i] + 16 * j, mask[j], mlk_act16(v, act, p0, p1)); continue; }
             _mm512_mask_storeu_ps(out[i] + 16 * j, mask[j], v);
             for (int64_t q = 0; q < nv[j]; q++) out[i][16 * j + q] = act_scalar(out[i][16 * j + q], act, p0, p1);
         }

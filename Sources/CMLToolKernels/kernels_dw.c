@@ -8,16 +8,6 @@
 #include <immintrin.h>
 #define MLK_DW512 __attribute__((target("avx512f,avx2,fma")))
 
-MLK_DW512 static inline __m512 dact16(__m512 v, int act, float p0, float p1) {
-    switch (act) {
-    case MLK_ACT_RELU: return _mm512_max_ps(v, _mm512_setzero_ps());
-    case MLK_ACT_CLIP: return _mm512_min_ps(_mm512_max_ps(v, _mm512_set1_ps(p0)), _mm512_set1_ps(p1));
-    case MLK_ACT_LEAKY:
-        return _mm512_mask_mul_ps(v, _mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_LT_OQ), v, _mm512_set1_ps(p0));
-    default: return v;
-    }
-}
-
 static inline __attribute__((always_inline)) MLK_DW512 void
 dw8(int KW, int SW, const float *base, int64_t W, int64_t C, int64_t CN, const float *w, int64_t ky0, int64_t ky1, int64_t dh,
     const float *bias, float *out, int act, float p0, float p1) {
@@ -42,7 +32,7 @@ dw8(int KW, int SW, const float *base, int64_t W, int64_t C, int64_t CN, const f
             }
         }
         if (act <= MLK_ACT_LEAKY) {
-            for (int o = 0; o < 8; o++) _mm512_storeu_ps(out + o * C + c, dact16(acc[o], act, p0, p1));
+            for (int o = 0; o < 8; o++) _mm512_storeu_ps(out + o * C + c, mlk_act16(acc[o], act, p0, p1));
         } else {
             for (int o = 0; o < 8; o++) _mm512_storeu_ps(out + o * C + c, acc[o]);
         }

@@ -12,16 +12,6 @@
 #define MLK_G512 __attribute__((target("avx512f,avx2,fma")))
 #define MLK_GINLINE static inline __attribute__((always_inline))
 
-MLK_G512 static inline __m512 gact16(__m512 v, int act, float p0, float p1) {
-    switch (act) {
-    case MLK_ACT_RELU: return _mm512_max_ps(v, _mm512_setzero_ps());
-    case MLK_ACT_CLIP: return _mm512_min_ps(_mm512_max_ps(v, _mm512_set1_ps(p0)), _mm512_set1_ps(p1));
-    case MLK_ACT_LEAKY:
-        return _mm512_mask_mul_ps(v, _mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_LT_OQ), v, _mm512_set1_ps(p0));
-    default: return v;
-    }
-}
-
 // R rows × P panels; rows past `rows` repeat row 0 (computed, never stored).
 MLK_GINLINE MLK_G512 void gtile(int R, int P, const float *a, int64_t lda, int64_t m, int rows, const float *bp,
                                  int64_t K, const __m512 *b, const __mmask16 *mask, const int64_t *nv, float *y,
@@ -42,7 +32,7 @@ MLK_GINLINE MLK_G512 void gtile(int R, int P, const float *a, int64_t lda, int64
         float *yr = y + (m + i) * ldy;
         for (int j = 0; j < P; j++) {
             __m512 v = _mm512_add_ps(c[i][j], b[j]);
-            if (act <= MLK_ACT_LEAKY) { _mm512_mask_storeu_ps(yr + 16 * j, mask[j], gact16(v, act, p0, p1)); continue; }
+            if (act <= MLK_ACT_LEAKY) { _mm512_mask_storeu_ps(yr + 16 * j, mask[j], mlk_act16(v, act, p0, p1)); continue; }
             _mm512_mask_storeu_ps(yr + 16 * j, mask[j], v);
             for (int64_t t = 0; t < nv[j]; t++) yr[16 * j + t] = act_scalar(yr[16 * j + t], act, p0, p1);
         }

@@ -252,22 +252,12 @@ MLK_Q_AVXVNNI static void qgemm_avxvnni(const uint8_t *q, int64_t ldq, const flo
 
 // ---- AVX-512 VNNI: R ≤ 8 rows × P ≤ 3 panels (48 columns), 24 accumulators ----
 
-MLK_Q_VNNI512 static inline __m512 qact16(__m512 v, int act, float p0, float p1) {
-    switch (act) {
-    case MLK_ACT_RELU: return _mm512_max_ps(v, _mm512_setzero_ps());
-    case MLK_ACT_CLIP: return _mm512_min_ps(_mm512_max_ps(v, _mm512_set1_ps(p0)), _mm512_set1_ps(p1));
-    case MLK_ACT_LEAKY:
-        return _mm512_mask_mul_ps(v, _mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_LT_OQ), v, _mm512_set1_ps(p0));
-    default: return v;
-    }
-}
-
 // Epilogue of one 16-column panel row; cs, ws and b are the panel's column sums, weight scales and bias.
 MLK_Q_VNNI512 static inline void qstore16(float *yr, __m512i acc, int32_t zp, __m512i cs, float as, __m512 ws,
                                           __m512 b, __mmask16 mask, int64_t nv, int act, float p0, float p1) {
     __m512i c = _mm512_sub_epi32(acc, _mm512_mullo_epi32(_mm512_set1_epi32(zp), cs));
     __m512 v = _mm512_fmadd_ps(_mm512_cvtepi32_ps(c), _mm512_mul_ps(_mm512_set1_ps(as), ws), b);
-    if (act <= MLK_ACT_LEAKY) { _mm512_mask_storeu_ps(yr, mask, qact16(v, act, p0, p1)); return; }
+    if (act <= MLK_ACT_LEAKY) { _mm512_mask_storeu_ps(yr, mask, mlk_act16(v, act, p0, p1)); return; }
     _mm512_mask_storeu_ps(yr, mask, v);
     for (int64_t j = 0; j < nv; j++) yr[j] = act_scalar(yr[j], act, p0, p1);
 }
