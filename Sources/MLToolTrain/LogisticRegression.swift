@@ -65,7 +65,7 @@ public enum LogisticRegression {
             // With SGD every L2 value starts from zero, so the values run side by side, one thread each: the
             // result does not depend on the thread count.
             let starts: (([Double], [Int32], [Double]?) -> [[Float]])? = options.sgdEpochs == 0 ? nil : { grid, y, w in
-                let results = SharedResults<[Float]>(count: grid.count)
+                let results = Slots<[Float]>(count: grid.count)
                 DispatchQueue.concurrentPerform(iterations: grid.count) { i in
                     let sgd = SoftmaxSGD(matrix: train, labels: y, rowWeights: w, classes: classes, l2: grid[i],
                                          epochs: options.sgdEpochs, learningRate: options.sgdLearningRate,
@@ -235,18 +235,4 @@ public enum LogisticRegression {
         let sum = sw.reduce(0, +)
         return sw.map { $0 / sum }
     }
-}
-
-/// One slot per concurrent task; each task writes only its own slot, and the slots are read after the tasks end.
-final class SharedResults<T>: @unchecked Sendable {
-    private let slots: UnsafeMutablePointer<T?>
-    private let count: Int
-    init(count: Int) {
-        self.count = count
-        slots = .allocate(capacity: count)
-        slots.initialize(repeating: nil, count: count)
-    }
-    deinit { slots.deinitialize(count: count); slots.deallocate() }
-    func set(_ i: Int, _ value: T) { slots[i] = value }
-    var values: [T] { (0..<count).compactMap { slots[$0] } }
 }
