@@ -6,20 +6,8 @@ import Testing
 @Suite struct SoftmaxSGDTests {
     /// Sparse rows with L2-normalised values, the class leaking into a few columns (like TF-IDF text).
     func problem(rows: Int, cols: Int, classes: Int, seed: UInt64) throws -> (CSRMatrix, [Int]) {
-        var rng = SplitMix64(seed: seed)
-        var offsets = [0], columns: [Int32] = [], values: [Float] = [], labels: [Int] = []
-        for r in 0..<rows {
-            let y = r % classes
-            labels.append(y)
-            var row: [Float] = []
-            for c in 0..<cols where rng.nextUnit() < 0.08 || (c % classes == y && rng.nextUnit() < 0.25) {
-                columns.append(Int32(c)); row.append(rng.nextUnit() + 0.2)
-            }
-            let norm = row.reduce(0) { $0 + $1 * $1 }.squareRoot()
-            values += row.map { $0 / max(norm, 1e-6) }
-            offsets.append(columns.count)
-        }
-        return (try CSRMatrix(rows: rows, cols: cols, rowOffsets: offsets, columns: columns, values: values), labels)
+        try sparseProblem(rows: rows, cols: cols, classes: classes, seed: seed, density: 0.08, leak: 0.25, offset: 0.2,
+                          normalise: true)
     }
 
     func sgd(_ x: SparseRows, _ labels: [Int], classes: Int, l2: Double, epochs: Int = 3,

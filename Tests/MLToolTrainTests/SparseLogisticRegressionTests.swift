@@ -6,17 +6,8 @@ import Testing
 @Suite struct SparseLogisticRegressionTests {
     /// A random sparse problem: about 10% non-zeros, the class leaking into a few columns.
     func problem(rows: Int, cols: Int, classes: Int, seed: UInt64) throws -> (CSRMatrix, [Int]) {
-        var rng = SplitMix64(seed: seed)
-        var offsets = [0], columns: [Int32] = [], values: [Float] = [], labels: [Int] = []
-        for r in 0..<rows {
-            let y = r % classes
-            labels.append(y)
-            for c in 0..<cols where rng.nextUnit() < 0.1 || (c % classes == y && rng.nextUnit() < 0.3) {
-                columns.append(Int32(c)); values.append(rng.nextUnit() + 0.5)
-            }
-            offsets.append(columns.count)
-        }
-        return (try CSRMatrix(rows: rows, cols: cols, rowOffsets: offsets, columns: columns, values: values), labels)
+        try sparseProblem(rows: rows, cols: cols, classes: classes, seed: seed, density: 0.1, leak: 0.3, offset: 0.5,
+                          normalise: false)
     }
 
     @Test func sparseFitMatchesDenseFit() throws {

@@ -1,5 +1,6 @@
 import Foundation
 import MLToolCore
+import MLToolData
 import Testing
 
 /// |a − b| ≤ atol + rtol·|b| elementwise, reporting the worst element.
@@ -63,4 +64,24 @@ struct LogRegFixture: Decodable {
         guard let data = try? Data(contentsOf: url) else { return nil }
         return try? JSONDecoder().decode(LogRegFixture.self, from: data)
     }()
+}
+
+/// A random sparse problem: each column non-zero with probability `density`, or `leak` in the columns of the row's
+/// class; values uniform in [offset, offset + 1); rows L2-normalised (like TF-IDF text) when `normalise`.
+func sparseProblem(rows: Int, cols: Int, classes: Int, seed: UInt64, density: Float, leak: Float, offset: Float,
+                   normalise: Bool) throws -> (CSRMatrix, [Int]) {
+    var rng = SplitMix64(seed: seed)
+    var offsets = [0], columns: [Int32] = [], values: [Float] = [], labels: [Int] = []
+    for r in 0..<rows {
+        let y = r % classes
+        labels.append(y)
+        var row: [Float] = []
+        for c in 0..<cols where rng.nextUnit() < density || (c % classes == y && rng.nextUnit() < leak) {
+            columns.append(Int32(c)); row.append(rng.nextUnit() + offset)
+        }
+        let norm = normalise ? row.reduce(0) { $0 + $1 * $1 }.squareRoot() : 1
+        values += normalise ? row.map { $0 / max(norm, 1e-6) } : row
+        offsets.append(columns.count)
+    }
+    return (try CSRMatrix(rows: rows, cols: cols, rowOffsets: offsets, columns: columns, values: values), labels)
 }
