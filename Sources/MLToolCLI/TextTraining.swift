@@ -65,6 +65,14 @@ struct TextTraining {
 
     func run() throws {
         let started = Date()
+        var lap = started
+        let tracing = ProcessInfo.processInfo.environment["MLTOOL_PHASES"] != nil
+        func phase(_ name: String) {
+            guard tracing else { return }
+            let now = Date()
+            note(String(format: "phase %-12@ %6.1f ms", name, now.timeIntervalSince(lap) * 1000))
+            lap = now
+        }
         let dataPath = args.positionals[0]
         let out = args.string("--out") ?? "model.bin"
         let textColumn = args.string("--text-column") ?? "text", labelColumn = args.string("--label-column") ?? "label"
@@ -73,6 +81,7 @@ struct TextTraining {
         Self.noteSkipped(dataset)
         for w in try dataset.preflight() { note("mltool: warning: \(w)") }
         let testSet = try args.string("--test").map { try TextDataset.load($0, textColumn: textColumn, labelColumn: labelColumn) }
+        phase("load")
         if let t = testSet {
             Self.noteSkipped(t)
             let unknown = Set(t.items.map(\.label)).subtracting(dataset.labels)
@@ -132,57 +141,58 @@ struct TextTraining {
         let fitStart = Date()
         // Every document is tokenized once; vocabularies, idf and rows for each subset come from the term ids.
         let corpus = try TermCorpus(documents: (train + validation + holdout).map(\.text), config: config)
+        phase("corpus")
         let trainRows = Array(0..<train.count), validationRows = Array(train.count..<(train.count + validation.count))
         let holdoutRows = Array((train.count + validation.count)..<corpus.documentCount)
         // The search only has to rank the strengths: a shorter L-BFGS budget per value (if any), and a full fit
-        // of the winner on all the training documents, with their own vocabulary.
+        // of the winner on all the training documents.
         var search = options
         let refits = options.l2 == .auto && !validation.isEmpty
         if refits { search.maxIterations = min(options.maxIterations, 30) }
-        let allRows = trainRows + validationRows
-        // Independent work side by side (two cores): the results do not depend on it.
-        let (searchData, refitData) = try Self.concurrently({
-            let fitted = corpus.vectorizer(fittedOn: trainRows)
-            return (fitted, corpus.rows(trainRows, fitted),
-                    validationRows.isEmpty ? nil : corpus.rows(validationRows, fitted))
-        }, { () -> (TermCorpus.Fitted, CSRMatrix)? in
-            guard refits else { return nil }
-            let fitted = corpus.vectorizer(fittedOn: allRows)
-            return (fitted, corpus.rows(allRows, fitted))
-        })
-        guard searchData.0.vectorizer.featureCount > 0 else {
+        // One vocabulary and idf, from the documents the final model learns from: training + validation when the
+        // winner is refitted on both (the validation texts then count towards document frequencies, never their
+        // labels), else training alone. The search trains on the first rows of that matrix, the training documents.
+        let fitRows = refits ? trainRows + validationRows : trainRows
+        let fitted = corpus.vectorizer(fittedOn: fitRows)
+        phase("vocabulary")
+        guard fitted.vectorizer.featureCount > 0 else {
             throw CLIError.badInput(file: dataPath, reason: "the training documents contain no words")
         }
-        let featureSeconds = Date().timeIntervalSince(fitStart)
-        var head = try LogisticRegression.fit(
-            sparse: searchData.1, labels: y(train), classes: labels.count,
-            validation: searchData.2.map { ($0, y(validation)) }, options: search, progress: progress)
-        let fitted = refitData?.0 ?? searchData.0
-        let trainCount = refits ? allRows.count : train.count
-        // The refit on one core; the holdout rows and the split manifest on the other.
-        var refit = options
-        refit.l2 = .fixed(head.chosenL2)
-        let refitOptions = refit, yAll = y(train + validation), classCount = labels.count
+        let trainCount = fitRows.count
         let source = testSet?.source ?? dataset.source, validationCount = validation.count, seed = seed
         let heldOut = holdout
         let storeVocabulary = config.vocabularyTensor != nil
-        let (refitted, (holdoutMatrix, manifest, vocabularyBytes)) = try Self.concurrently({ () -> LogisticRegressionModel? in
-            guard let refitData else { return nil }
-            // The validation split chose the strength; the final model learns from training + validation documents.
-            return try LogisticRegression.fit(sparse: refitData.1, labels: yAll, classes: classCount, validation: nil,
-                                              options: refitOptions, progress: nil)
+        // Independent work side by side (two cores): the results do not depend on it.
+        let (fitMatrix, (holdoutMatrix, separateValidation, manifest, vocabularyBytes)) = try Self.concurrently({
+            corpus.rows(fitRows, fitted)
         }, {
             (holdoutRows.isEmpty ? nil : corpus.rows(holdoutRows, fitted),
+             refits || validationRows.isEmpty ? nil : corpus.rows(validationRows, fitted),
              try Self.manifest(heldOut, source: source, trainCount: trainCount, validationCount: validationCount,
                                seed: seed),
              storeVocabulary ? fitted.vectorizer.vocabularyBytes() : [])
         })
-        if var refitted {
+        let trainMatrix = refits ? fitMatrix.rows(0..<train.count) : fitMatrix
+        let validationMatrix = refits ? fitMatrix.rows(train.count..<fitMatrix.rows) : separateValidation
+        phase("vectorize")
+        let featureSeconds = Date().timeIntervalSince(fitStart)
+        var head = try LogisticRegression.fit(
+            sparse: trainMatrix, labels: y(train), classes: labels.count,
+            validation: validationMatrix.map { ($0, y(validation)) }, options: search, progress: progress)
+        phase("search")
+        if refits {
+            // The validation split chose the strength; the final model learns from training + validation documents.
+            var refit = options
+            refit.l2 = .fixed(head.chosenL2)
+            var refitted = try LogisticRegression.fit(sparse: fitMatrix, labels: y(train + validation),
+                                                      classes: labels.count, validation: nil, options: refit,
+                                                      progress: nil)
             refitted.validationAccuracy = head.validationAccuracy
             head = refitted
         }
         let vectorizer = fitted.vectorizer
         let fitSeconds = Date().timeIntervalSince(fitStart)
+        phase("refit")
 
         // Metrics through the model on the rows predict would compute (the same bits as `vectorizer.transform`);
         // the first rows of the refit's matrix are the training documents.
@@ -200,10 +210,11 @@ struct TextTraining {
             return Double(correct) / Double(items.count)
         }
         var metrics = [String: Double]()
-        metrics["train.accuracy"] = try accuracy(train, refitData?.1 ?? searchData.1)
+        metrics["train.accuracy"] = try accuracy(train, fitMatrix)
         metrics["validation.accuracy"] = head.validationAccuracy
         metrics["holdout.accuracy"] = try accuracy(holdout, holdoutMatrix)
         metrics["l2"] = head.chosenL2
+        phase("metrics")
 
         // The model: no graph; the text section names the tensors.
         var md = ModelMetadata(task: .textClassifier, labels: labels)
@@ -224,6 +235,7 @@ struct TextTraining {
         tensors.append(StoredTensor(name: config.biasTensor, tensor: Tensor(shape: [k], data: head.bias)))
         let inputs = [dataset.source] + (testSet.map { [$0.source] } ?? [])
         try ModelFile.write(Model(metadata: md, tensors: tensors), to: out, inputs: inputs)
+        phase("write")
 
         func pct(_ v: Double?) -> String { v.map { String(format: "%.4f", $0) } ?? "-" }
         print("trained \(k) classes on \(train.count) documents (\(validation.count) validation, \(holdout.count) holdout)")

@@ -72,6 +72,14 @@ public struct CSRMatrix: Sendable, Equatable {
         return CSRMatrix(unchecked: offsets.count - 1, cols: cols, rowOffsets: offsets, columns: cols32, values: vals)
     }
 
+    /// The contiguous rows `range` (clamped to the matrix), sharing nothing with it.
+    public func rows(_ range: Range<Int>) -> CSRMatrix {
+        let r = range.clamped(to: 0..<rows)
+        let lo = rowOffsets[r.lowerBound], hi = rowOffsets[r.upperBound]
+        return CSRMatrix(unchecked: r.count, cols: cols, rowOffsets: rowOffsets[r.lowerBound...r.upperBound].map { $0 - lo },
+                         columns: Array(columns[lo..<hi]), values: Array(values[lo..<hi]))
+    }
+
     /// For builders that produce valid arrays by construction.
     init(unchecked rows: Int, cols: Int, rowOffsets: [Int], columns: [Int32], values: [Float]) {
         self.rows = rows; self.cols = cols; self.rowOffsets = rowOffsets; self.columns = columns; self.values = values

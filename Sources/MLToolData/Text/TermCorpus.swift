@@ -98,44 +98,26 @@ public struct TermCorpus: Sendable {
                 }
             }
         } else {
-            var termDF = [Int](repeating: 0, count: termCount)
-            var lastSeen = [Int](repeating: -1, count: termCount)
-            for (position, doc) in indices.enumerated() {
-                for i in documentOffsets[doc]..<documentOffsets[doc + 1] {
-                    let t = Int(termIDs[i])
-                    if lastSeen[t] != position { lastSeen[t] = position; termDF[t] += 1 }
-                }
-            }
-            let kept = (0..<termCount).filter { termDF[$0] >= config.minCount }
-            // The kept terms' bytes in one arena, sorted by memcmp (UTF-8 byte order, shorter prefix first).
-            var arena: [UInt8] = [], starts = [0]
-            starts.reserveCapacity(kept.count + 1)
-            for t in kept { table.appendBytes(of: t, to: &arena); starts.append(arena.count) }
-            var order: [Int] = []
-            arena.withUnsafeBufferPointer { a in
-                let base = a.baseAddress ?? UnsafePointer(bitPattern: 1)!
-                // The first 8 bytes big-endian (zero-padded; terms hold no zero bytes) decide most comparisons.
-                var keyed = kept.indices.map { i -> (UInt64, Int) in
-                    var key: UInt64 = 0
-                    for b in 0..<8 {
-                        key <<= 8
-                        if starts[i] + b < starts[i + 1] { key |= UInt64(base[starts[i] + b]) }
+            // Document frequencies: a term counts once per document (`lastSeen` holds the last one it was in).
+            var termDF = [Int32](repeating: 0, count: termCount)
+            var lastSeen = [Int32](repeating: -1, count: termCount)
+            termIDs.withUnsafeBufferPointer { ids in
+                termDF.withUnsafeMutableBufferPointer { df in
+                    lastSeen.withUnsafeMutableBufferPointer { last in
+                        for (position, doc) in indices.enumerated() {
+                            let p = Int32(truncatingIfNeeded: position)
+                            for i in documentOffsets[doc]..<documentOffsets[doc + 1] {
+                                let t = Int(ids[i])
+                                if last[t] != p { last[t] = p; df[t] &+= 1 }
+                            }
+                        }
                     }
-                    return (key, i)
                 }
-                keyed.sort { x, y in
-                    if x.0 != y.0 { return x.0 < y.0 }
-                    let i = x.1, j = y.1
-                    let li = starts[i + 1] - starts[i], lj = starts[j + 1] - starts[j]
-                    let c = memcmp(base + starts[i], base + starts[j], min(li, lj))
-                    return c != 0 ? c < 0 : li < lj
-                }
-                order = keyed.map(\.1)
-                vocabulary = order.map { String(decoding: UnsafeBufferPointer(start: base + starts[$0],
-                                                                              count: starts[$0 + 1] - starts[$0]),
-                                                as: UTF8.self) }
             }
-            df = order.map { termDF[kept[$0]] }
+            let kept = (0..<termCount).filter { Int(termDF[$0]) >= config.minCount }
+            let order: [Int]
+            (order, vocabulary) = table.sortedByBytes(kept, maxWords: config.wordNgrams[1])
+            df = order.map { Int(termDF[kept[$0]]) }
             for (column, k) in order.enumerated() { columnOfTerm[kept[k]] = Int32(column) }
         }
         var idf: [Float] = []
@@ -265,6 +247,76 @@ enum TermTable: Sendable {
         }
     }
 
+    /// The positions of `terms` sorted by their bytes (memcmp order, a prefix first), as scikit-learn sorts its
+    /// vocabulary, and the terms as Strings in that order.
+    ///
+    /// Word n-grams up to 2 words compare as (rank of the first word, rank of the second word, a unigram first):
+    /// every byte of a word is above the space that joins two words, so "ab" < "ab c" < "abc" both ways. Only the
+    /// words are sorted as bytes.
+    func sortedByBytes(_ terms: [Int], maxWords: Int) -> (order: [Int], strings: [String]) {
+        guard case .trie(let t) = self, maxWords <= 2 else {
+            // Longer n-grams and string tables: the terms' bytes in one arena, sorted as bytes.
+            var arena: [UInt8] = [], starts = [0]
+            starts.reserveCapacity(terms.count + 1)
+            for term in terms { appendBytes(of: term, to: &arena); starts.append(arena.count) }
+            return arena.withUnsafeBufferPointer { a in
+                let order = Self.sortedByBytes(a.baseAddress, starts: starts, ids: Array(terms.indices))
+                return (order, order.map { i in
+                    String(decoding: UnsafeBufferPointer(rebasing: a[starts[i]..<starts[i + 1]]), as: UTF8.self)
+                })
+            }
+        }
+        let words = t.words
+        return words.arena.withUnsafeBufferPointer { a in
+            let order = Self.sortedByBytes(a.baseAddress, starts: words.starts, ids: Array(0..<words.count))
+            var rank = [UInt32](repeating: 0, count: order.count)
+            for (r, w) in order.enumerated() { rank[w] = UInt32(r) }
+            // (first word rank, second word rank + 1 or 0 for a unigram) is unique per term.
+            var keyed = terms.indices.map { i -> (UInt64, Int) in
+                let term = terms[i], p = Int(t.parent[term]), w = Int(t.word[term])
+                if p < 0 { return (UInt64(rank[w]) << 32, i) }
+                return (UInt64(rank[Int(t.word[p])]) << 32 | UInt64(rank[w] &+ 1), i)
+            }
+            keyed.sort { $0.0 < $1.0 }
+            var scratch = [UInt8]()
+            let strings = keyed.map { key, i -> String in
+                let term = terms[i], p = Int(t.parent[term])
+                func bytes(_ w: Int) -> UnsafeBufferPointer<UInt8> {
+                    UnsafeBufferPointer(rebasing: a[words.starts[w]..<words.starts[w + 1]])
+                }
+                if p < 0 { return String(decoding: bytes(Int(t.word[term])), as: UTF8.self) }
+                scratch.removeAll(keepingCapacity: true)
+                scratch.append(contentsOf: bytes(Int(t.word[p])))
+                scratch.append(0x20)
+                scratch.append(contentsOf: bytes(Int(t.word[term])))
+                return String(decoding: scratch, as: UTF8.self)
+            }
+            return (keyed.map(\.1), strings)
+        }
+    }
+
+    /// `ids` sorted by the byte strings `base[starts[i]..<starts[i + 1]]` (memcmp order, a prefix first).
+    static func sortedByBytes(_ base: UnsafePointer<UInt8>?, starts: [Int], ids: [Int]) -> [Int] {
+        guard let base else { return ids }
+        // The first 8 bytes big-endian (zero-padded; terms hold no zero bytes) decide most comparisons.
+        var keyed = ids.map { i -> (UInt64, Int) in
+            var key: UInt64 = 0
+            for b in 0..<8 {
+                key <<= 8
+                if starts[i] + b < starts[i + 1] { key |= UInt64(base[starts[i] + b]) }
+            }
+            return (key, i)
+        }
+        keyed.sort { x, y in
+            if x.0 != y.0 { return x.0 < y.0 }
+            let i = x.1, j = y.1
+            let li = starts[i + 1] - starts[i], lj = starts[j + 1] - starts[j]
+            let c = memcmp(base + starts[i], base + starts[j], min(li, lj))
+            return c != 0 ? c < 0 : li < lj
+        }
+        return keyed.map(\.1)
+    }
+
     /// The term's UTF-8 bytes (words joined by one space).
     func bytes(of term: Int) -> [UInt8] {
         var out: [UInt8] = []
@@ -362,84 +414,125 @@ struct WordTable: Sendable {
 }
 
 /// Tokenizes documents into n-gram term ids (the fast path of `TermCorpus`).
+///
+/// A unigram's term id is looked up by word id in an array; an n-gram (n ≥ 2) is the child of its first n − 1
+/// words' term in `children`, so each word position costs one array read and (max n − 1) hash probes.
 struct TrieBuilder {
     let tokenizer: TextTokenizer
+    let lowercase: Bool, hasStopWords: Bool
+    let minN: Int, maxN: Int
     var words = WordTable()
     /// Per word id: dropped as a stop word.
     var stop: [Bool] = []
+    /// Per word id: the term id of the word alone (−1: not a term yet).
+    var unigram: [Int32] = []
     var children = IDTable()
     var parent: [Int32] = []
     var word: [Int32] = []
-    /// Scratch: the current document's word ids.
+    /// Scratch: the current document's word ids, and the bytes of the word being read.
     var docWords: [Int32] = []
+    var wordBytes: [UInt8] = []
 
-    init(tokenizer: TextTokenizer) { self.tokenizer = tokenizer }
+    init(tokenizer: TextTokenizer) {
+        self.tokenizer = tokenizer
+        lowercase = tokenizer.config.lowercase
+        hasStopWords = !tokenizer.config.stopWords.isEmpty
+        minN = tokenizer.config.wordNgrams[0]
+        maxN = tokenizer.config.wordNgrams[1]
+    }
 
-    mutating func internWord(_ bytes: UnsafePointer<UInt8>, _ length: Int) {
+    /// The id of word `bytes[0..<length]`, interned (with its stop-word flag) when new.
+    mutating func wordID(_ bytes: UnsafePointer<UInt8>, _ length: Int) -> Int32 {
         let (id, isNew) = words.intern(bytes, length)
         if isNew {
-            stop.append(tokenizer.isStopWord(String(decoding: UnsafeBufferPointer(start: bytes, count: length),
-                                                    as: UTF8.self)))
+            stop.append(hasStopWords && tokenizer.isStopWord(String(decoding: UnsafeBufferPointer(start: bytes, count: length),
+                                                                    as: UTF8.self)))
+            unigram.append(-1)
         }
+        return id
+    }
+
+    mutating func internWord(_ bytes: UnsafePointer<UInt8>, _ length: Int) {
+        let id = wordID(bytes, length)
         if !stop[Int(id)] { docWords.append(id) }
     }
 
-    /// Appends the document's terms (every n-gram, as `TextTokenizer.terms` lists them) to `ids`.
+    /// Appends the document's terms (every n-gram that `TextTokenizer.terms` lists, by start then length) to `ids`.
     mutating func appendTerms(of doc: String, into ids: inout [Int32]) {
         docWords.removeAll(keepingCapacity: true)
         var text = doc
+        let n = text.utf8.count
+        if wordBytes.count < n { wordBytes = [UInt8](repeating: 0, count: max(n, 2 * wordBytes.count)) }
+        var scratch = wordBytes
+        wordBytes = []  // `scratch` holds the only reference while words are interned
         let ascii = text.withUTF8 { u in
-            for b in u where b >= 0x80 { return false }
-            return true
+            guard let p = u.baseAddress else { return true }
+            return Self.tokenizeASCII(p, u.count, lowercase: lowercase, into: &scratch, &self)
         }
-        if ascii {
-            let lower = tokenizer.config.lowercase
-            text.withUTF8 { u in
-                guard let p = u.baseAddress else { return }
-                let n = u.count
-                // Words are lower-cased into `word` (no longer than the document).
-                let word = UnsafeMutablePointer<UInt8>.allocate(capacity: n)
-                defer { word.deallocate() }
-                var length = 0, i = 0
-                while i < n {
-                    var b = p[i]
-                    if Self.isAlphanumeric(b) {
-                        if lower && b >= 0x41 && b <= 0x5A { b |= 0x20 }
-                        word[length] = b
-                        length &+= 1
-                    } else if b == 0x27, length > 0, i + 1 < n, Self.isAlphanumeric(p[i + 1]) {
-                        word[length] = b
-                        length &+= 1
-                    } else if length > 0 {
-                        internWord(word, length)
-                        length = 0
-                    }
-                    i &+= 1
-                }
-                if length > 0 { internWord(word, length) }
-            }
-        } else {
+        wordBytes = scratch
+        if !ascii {
             // `words` has already dropped the stop words; the flags agree for the ones that remain.
+            docWords.removeAll(keepingCapacity: true)
             for w in tokenizer.words(doc) {
                 var w = w
                 w.withUTF8 { internWord($0.baseAddress!, $0.count) }
             }
         }
-        let lo = tokenizer.config.wordNgrams[0], hi = tokenizer.config.wordNgrams[1]
-        let count = docWords.count
-        // By length then start, the order of `terms` (counts do not depend on it, but ids stay reproducible).
-        for n in lo...hi where n <= count {
-            for start in 0...(count - n) {
-                var node: Int32 = -1
-                for w in docWords[start..<(start + n)] { node = child(node, w) }
-                ids.append(node)
+        let dw = docWords, count = dw.count, minN = minN, maxN = maxN
+        for start in 0..<count {
+            var node = child(-1, dw[start])
+            if minN == 1 { ids.append(node) }
+            var length = 1
+            while length < maxN && start + length < count {
+                node = child(node, dw[start + length])
+                length += 1
+                if length >= minN { ids.append(node) }
             }
         }
     }
 
+    /// Words of the ASCII text `p[0..<n]` (lower-cased into `scratch`) interned into `builder`; false, with nothing
+    /// interned, when the text is not pure ASCII (NFKC leaves ASCII unchanged, so bytes are the normal form).
+    static func tokenizeASCII(_ p: UnsafePointer<UInt8>, _ n: Int, lowercase: Bool, into scratch: inout [UInt8],
+                              _ builder: inout TrieBuilder) -> Bool {
+        var i = 0
+        while i < n { if p[i] >= 0x80 { return false }; i &+= 1 }
+        scratch.withUnsafeMutableBufferPointer { buffer in
+            guard let word = buffer.baseAddress else { return }
+            var length = 0
+            i = 0
+            while i < n {
+                var b = p[i]
+                if isAlphanumeric(b) {
+                    if lowercase && b >= 0x41 && b <= 0x5A { b |= 0x20 }
+                    word[length] = b
+                    length &+= 1
+                } else if b == 0x27, length > 0, i &+ 1 < n, isAlphanumeric(p[i &+ 1]) {
+                    word[length] = b
+                    length &+= 1
+                } else if length > 0 {
+                    builder.internWord(word, length)
+                    length = 0
+                }
+                i &+= 1
+            }
+            if length > 0 { builder.internWord(word, length) }
+        }
+        return true
+    }
+
     /// The term `node` + " " + word `w` (node −1: the word alone).
     mutating func child(_ node: Int32, _ w: Int32) -> Int32 {
-        let key = UInt64(UInt32(bitPattern: node &+ 1)) << 32 | UInt64(UInt32(bitPattern: w))
+        if node < 0 {
+            let t = unigram[Int(w)]
+            if t >= 0 { return t }
+            let id = Int32(parent.count)
+            unigram[Int(w)] = id
+            parent.append(-1)
+            word.append(w)
+            return id
+        }
+        let key = UInt64(UInt32(bitPattern: node)) << 32 | UInt64(UInt32(bitPattern: w))
         let (id, isNew) = children.findOrInsert(key, Int32(parent.count))
         if isNew {
             parent.append(node)
@@ -454,9 +547,7 @@ struct TrieBuilder {
         other.words.arena.withUnsafeBufferPointer { arena in
             for w in 0..<other.words.count {
                 let start = other.words.starts[w], length = other.words.starts[w + 1] - start
-                let (id, isNew) = words.intern(arena.baseAddress! + start, length)
-                if isNew { stop.append(other.stop[w]) }
-                wordMap[w] = id
+                wordMap[w] = wordID(arena.baseAddress! + start, length)
             }
         }
         // A term's parent has a smaller id than the term, so it is mapped first.

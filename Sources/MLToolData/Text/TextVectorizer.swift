@@ -18,15 +18,32 @@ public struct TextVectorizer: Sendable, Equatable {
     public let idf: [Float]
     /// Columns of the rows `transform` makes.
     public let featureCount: Int
-    private let index: [String: Int32]
+    /// Term → column, built on the first `transform` (training never needs it: it maps term ids to columns).
+    private let index: LazyIndex
 
     init(config: TextConfig, vocabulary: [String], idf: [Float]) {
         self.config = config; self.vocabulary = vocabulary; self.idf = idf
         self.featureCount = config.hashBits.map { 1 << $0 } ?? vocabulary.count
-        var index: [String: Int32] = [:]
-        index.reserveCapacity(vocabulary.count)
-        for (i, term) in vocabulary.enumerated() { index[term] = Int32(i) }
-        self.index = index
+        self.index = LazyIndex()
+    }
+
+    /// A dictionary computed from `vocabulary` once, under a lock; it takes no part in equality.
+    final class LazyIndex: @unchecked Sendable, Equatable {
+        private let lock = NSLock()
+        private var built: [String: Int32]?
+
+        func get(_ vocabulary: [String]) -> [String: Int32] {
+            lock.lock()
+            defer { lock.unlock() }
+            if let built { return built }
+            var index: [String: Int32] = [:]
+            index.reserveCapacity(vocabulary.count)
+            for (i, term) in vocabulary.enumerated() { index[term] = Int32(i) }
+            built = index
+            return index
+        }
+
+        static func == (a: LazyIndex, b: LazyIndex) -> Bool { true }
     }
 
     /// Learns the vocabulary (unless hashing) and idf from training documents.
@@ -100,6 +117,7 @@ public struct TextVectorizer: Sendable, Equatable {
     /// One weighted row per document; terms outside the vocabulary are ignored.
     public func transform(_ documents: [String]) throws -> CSRMatrix {
         let tokenizer = try TextTokenizer(config: config)
+        let index = config.hashBits == nil ? self.index.get(vocabulary) : [:]
         var offsets = [0], columns: [Int32] = [], values: [Float] = []
         for doc in documents {
             var counts: [Int32: Int] = [:]
