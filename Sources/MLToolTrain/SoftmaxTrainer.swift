@@ -44,12 +44,15 @@ struct SoftmaxTrainer<Matrix: FeatureMatrix> {
     func fit(from theta0: [Float], stochastic: Bool = false, history: inout [IterationRecord]) -> Outcome {
         let n = Double(objective.matrix.rows)
         if stochastic && options.maxIterations == 0 {
-            let e = theta0.withUnsafeBufferPointer { objective.evaluate($0.baseAddress!, gradient: nil) }
+            // With a validation split the choice rests on it alone; the training loss is then left out (NaN), and
+            // a refit without one measures its own.
             let scored = score(theta0)
+            let e = scored != nil ? SoftmaxObjective<Matrix>.Evaluation(loss: .nan, correct: 0)
+                : theta0.withUnsafeBufferPointer { objective.evaluate($0.baseAddress!, gradient: nil) }
             let elapsed = ContinuousClock.now - start
             let r = IterationRecord(
                 l2: objective.l2, iteration: 0, loss: e.loss, gradientNorm: .infinity,
-                trainAccuracy: Double(e.correct) / n, validationAccuracy: scored?.accuracy,
+                trainAccuracy: scored != nil ? .nan : Double(e.correct) / n, validationAccuracy: scored?.accuracy,
                 validationLoss: scored?.loss,
                 elapsed: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) * 1e-18)
             history.append(r)

@@ -46,6 +46,42 @@ import Testing
         try check(TextConfig(minCount: 2), documents: docs, split: 2000)
     }
 
+    /// 4096+ documents: `rows` builds two halves side by side and joins them.
+    @Test func rowsBuiltInHalvesMatchTheReference() throws {
+        let docs = Self.documents(5300, seed: 8)
+        try check(TextConfig(minCount: 2), documents: docs, split: 4400)
+    }
+
+    /// The radix sort of a row's columns against the standard library's sort: short and long rows, and limits that
+    /// need one to four digit passes.
+    @Test func sortColumnsMatchesSorted() {
+        var rng = SplitMix64(seed: 9)
+        let scratch = UnsafeMutablePointer<Int32>.allocate(capacity: 4096)
+        let counts = UnsafeMutablePointer<Int>.allocate(capacity: 256)
+        defer { scratch.deallocate(); counts.deallocate() }
+        for limit in [2, 200, 255, 256, 70_000, 152_204, 1 << 24, Int(Int32.max)] {
+            for n in [0, 1, 2, 31, 32, 33, 150, 1000] where n <= limit {
+                var set = Set<Int32>()
+                while set.count < n { set.insert(Int32(truncatingIfNeeded: rng.next() % UInt64(limit))) }
+                var values = Array(set)
+                values.withUnsafeMutableBufferPointer {
+                    sortColumns($0.baseAddress!, n, limit: limit, scratch: scratch, counts: counts)
+                }
+                #expect(values == set.sorted(), "limit \(limit), \(n) values")
+            }
+        }
+    }
+
+    @Test func contiguousRowsOfAMatrix() throws {
+        let m = try CSRMatrix(rows: 4, cols: 5, rowOffsets: [0, 2, 2, 5, 6], columns: [0, 3, 1, 2, 4, 0],
+                              values: [1, 2, 3, 4, 5, 6])
+        let middle = m.rows(1..<3)
+        #expect(middle == (try CSRMatrix(rows: 2, cols: 5, rowOffsets: [0, 0, 3], columns: [1, 2, 4], values: [3, 4, 5])))
+        #expect(m.rows(0..<4) == m)
+        #expect(m.rows(3..<9).rowOffsets == [0, 1])
+        #expect(m.rows(2..<2).rows == 0)
+    }
+
     @Test func longerNgramsStopWordsAndMinCountMatch() throws {
         var c = TextConfig(wordNgrams: [1, 3], minCount: 3)
         c.stopWords = ["the", "IT’S", "über"]

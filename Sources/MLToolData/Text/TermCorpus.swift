@@ -33,10 +33,14 @@ public struct TermCorpus: Sendable {
             let parts = documents.count >= 2000 ? 2 : 1
             let results = Slots<(TrieBuilder, [Int32], [Int])>(count: parts)
             DispatchQueue.concurrentPerform(iterations: parts) { part in
-                var builder = TrieBuilder(tokenizer: tokenizer)
+                let slice = documents[(part * documents.count / parts)..<((part + 1) * documents.count / parts)]
+                // Distinct terms grow with the text: about one per 17 bytes on the Debian descriptions (1-2-grams).
+                let bytes = slice.reduce(0) { $0 &+ $1.utf8.count }
+                var builder = TrieBuilder(tokenizer: tokenizer, expectedTerms: bytes / 16)
                 var partIDs: [Int32] = [], ends: [Int] = []
-                ends.reserveCapacity(documents.count / parts + 1)
-                for doc in documents[(part * documents.count / parts)..<((part + 1) * documents.count / parts)] {
+                ends.reserveCapacity(slice.count + 1)
+                partIDs.reserveCapacity(bytes / 4)
+                for doc in slice {
                     builder.appendTerms(of: doc, into: &partIDs)
                     ends.append(partIDs.count)
                 }
@@ -130,7 +134,25 @@ public struct TermCorpus: Sendable {
     }
 
     /// The rows of the documents at `indices`: bit-identical to `fitted.vectorizer.transform` of their texts.
+    /// Above 4096 documents, two halves are built side by side and joined.
     public func rows(_ indices: [Int], _ fitted: Fitted) -> CSRMatrix {
+        guard indices.count >= 4096 else { return rows(indices[...], fitted) }
+        let half = indices.count / 2
+        let parts = Slots<CSRMatrix>(count: 2)
+        DispatchQueue.concurrentPerform(iterations: 2) { p in
+            parts.set(p, rows(p == 0 ? indices[..<half] : indices[half...], fitted))
+        }
+        let done = parts.values
+        let (a, b) = (done[0], done[1])
+        var offsets = a.rowOffsets
+        offsets.reserveCapacity(indices.count + 1)
+        let base = a.nonZeros
+        for o in b.rowOffsets.dropFirst() { offsets.append(o &+ base) }
+        return CSRMatrix(unchecked: indices.count, cols: a.cols, rowOffsets: offsets, columns: a.columns + b.columns,
+                         values: a.values + b.values)
+    }
+
+    func rows(_ indices: ArraySlice<Int>, _ fitted: Fitted) -> CSRMatrix {
         let v = fitted.vectorizer
         enum Weighting { case binary, count, tfidf }
         let weighting: Weighting = config.weighting == "binary" ? .binary : config.weighting == "count" ? .count : .tfidf
@@ -150,8 +172,10 @@ public struct TermCorpus: Sendable {
         let counts = UnsafeMutablePointer<Int32>.allocate(capacity: max(v.featureCount, 1))
         counts.initialize(repeating: 0, count: max(v.featureCount, 1))
         let seen = UnsafeMutablePointer<Int32>.allocate(capacity: max(longest, 1))
+        let sortScratch = UnsafeMutablePointer<Int32>.allocate(capacity: max(longest, 1))
+        let buckets = UnsafeMutablePointer<Int>.allocate(capacity: 256)
         let row = UnsafeMutablePointer<Double>.allocate(capacity: max(longest, 1))
-        defer { counts.deallocate(); seen.deallocate(); row.deallocate() }
+        defer { counts.deallocate(); seen.deallocate(); sortScratch.deallocate(); buckets.deallocate(); row.deallocate() }
         termIDs.withUnsafeBufferPointer { ids in
             fitted.columnOfTerm.withUnsafeBufferPointer { columnOf in
                 v.idf.withUnsafeBufferPointer { idf in
@@ -163,7 +187,7 @@ public struct TermCorpus: Sendable {
                             if counts[Int(c)] == 0 { seen[m] = c; m &+= 1 }
                             counts[Int(c)] &+= 1
                         }
-                        sortInt32(seen, m)
+                        sortColumns(seen, m, limit: v.featureCount, scratch: sortScratch, counts: buckets)
                         // The arithmetic of `TextVectorizer.transform`, in the same order.
                         var sq = 0.0
                         for j in 0..<m {
@@ -196,36 +220,39 @@ public struct TermCorpus: Sendable {
     }
 }
 
-/// Sorts `p[0..<n]` ascending: insertion sort for short runs, quicksort (median of three) above.
-func sortInt32(_ p: UnsafeMutablePointer<Int32>, _ n: Int) {
-    var lo = 0, hi = n - 1
-    while hi - lo >= 16 {
-        let mid = lo + (hi - lo) / 2
-        if p[mid] < p[lo] { p.swapAt(mid, lo) }
-        if p[hi] < p[lo] { p.swapAt(hi, lo) }
-        if p[hi] < p[mid] { p.swapAt(hi, mid) }
-        let pivot = p[mid]
-        var i = lo, j = hi
-        while i <= j {
-            while p[i] < pivot { i += 1 }
-            while p[j] > pivot { j -= 1 }
-            if i <= j { p.swapAt(i, j); i += 1; j -= 1 }
-        }
-        // Recurse into the smaller side, loop on the larger.
-        if j - lo < hi - i { sortInt32(p + lo, j - lo + 1); lo = i } else { sortInt32(p + i, hi - i + 1); hi = j }
-    }
-    if hi > lo {
-        for i in (lo + 1)...hi {
+/// Sorts the distinct values `p[0..<n]`, all in `0..<limit`, ascending: insertion sort below 32 values, else an LSD
+/// radix sort on digits of up to 8 bits (as many as `limit` needs), which has no data-dependent branches.
+/// `scratch` holds n values and `counts` 256.
+func sortColumns(_ p: UnsafeMutablePointer<Int32>, _ n: Int, limit: Int, scratch: UnsafeMutablePointer<Int32>,
+                 counts: UnsafeMutablePointer<Int>) {
+    if n < 32 {
+        if n < 2 { return }
+        for i in 1..<n {
             let x = p[i]
-            var j = i - 1
-            while j >= lo && p[j] > x { p[j + 1] = p[j]; j -= 1 }
-            p[j + 1] = x
+            var j = i &- 1
+            while j >= 0 && p[j] > x { p[j &+ 1] = p[j]; j &-= 1 }
+            p[j &+ 1] = x
         }
+        return
     }
-}
-
-extension UnsafeMutablePointer where Pointee == Int32 {
-    @inline(__always) func swapAt(_ i: Int, _ j: Int) { let t = self[i]; self[i] = self[j]; self[j] = t }
+    let bits = max(Int.bitWidth - (max(limit, 2) &- 1).leadingZeroBitCount, 1)
+    let passes = (bits + 7) / 8, digit = (bits + passes - 1) / passes
+    let buckets = 1 << digit, mask = Int32(buckets - 1)
+    var src = p, dst = scratch
+    for pass in 0..<passes {
+        let shift = Int32(pass * digit)
+        counts.initialize(repeating: 0, count: buckets)
+        for i in 0..<n { counts[Int((src[i] >> shift) & mask)] &+= 1 }
+        var sum = 0
+        for b in 0..<buckets { let c = counts[b]; counts[b] = sum; sum &+= c }
+        for i in 0..<n {
+            let v = src[i], b = Int((v >> shift) & mask)
+            dst[counts[b]] = v
+            counts[b] &+= 1
+        }
+        swap(&src, &dst)
+    }
+    if src != p { p.update(from: src, count: n) }
 }
 
 /// How term ids map back to term text.
@@ -361,16 +388,16 @@ enum TermTable: Sendable {
     }
 }
 
-/// Interns words (UTF-8 byte strings) as dense ids: open addressing on FNV-1a, bytes kept in one arena.
+/// Interns words (UTF-8 byte strings) as dense ids: open addressing on FNV-1a, bytes kept in one arena. A slot holds
+/// the low 32 bits of the hash and id + 1 (0: empty), so a probe compares hashes without reading the arena.
 struct WordTable: Sendable {
     private(set) var arena: [UInt8] = []
     private(set) var starts: [Int] = [0]
-    private var slots: [Int32]
-    private var hashes: [UInt64] = []
+    private var slots: [UInt64]
     private var mask: Int
 
     init() {
-        slots = [Int32](repeating: -1, count: 1 << 12)
+        slots = [UInt64](repeating: 0, count: 1 << 12)
         mask = (1 << 12) - 1
     }
 
@@ -382,33 +409,37 @@ struct WordTable: Sendable {
     mutating func intern(_ bytes: UnsafePointer<UInt8>, _ length: Int) -> (id: Int32, isNew: Bool) {
         var h: UInt64 = 0xcbf2_9ce4_8422_2325
         for i in 0..<length { h = (h ^ UInt64(bytes[i])) &* 0x0000_0100_0000_01B3 }
+        let tag = h & 0xFFFF_FFFF
         var slot = Int(truncatingIfNeeded: h) & mask
         while true {
-            let id = Int(slots[slot])
-            if id < 0 { break }
-            if hashes[id] == h && starts[id + 1] - starts[id] == length {
-                let same = arena.withUnsafeBufferPointer { memcmp($0.baseAddress! + starts[id], bytes, length) == 0 }
-                if same { return (Int32(id), false) }
+            let entry = slots[slot]
+            if entry == 0 { break }
+            if entry >> 32 == tag {
+                let id = Int(entry & 0xFFFF_FFFF) &- 1
+                let start = starts[id]
+                if starts[id &+ 1] &- start == length {
+                    let same = arena.withUnsafeBufferPointer { memcmp($0.baseAddress! + start, bytes, length) == 0 }
+                    if same { return (Int32(id), false) }
+                }
             }
             slot = (slot &+ 1) & mask
         }
-        let id = Int32(count)
-        slots[slot] = id
-        hashes.append(h)
+        let id = count
+        slots[slot] = tag << 32 | UInt64(id &+ 1)
         arena.append(contentsOf: UnsafeBufferPointer(start: bytes, count: length))
         starts.append(arena.count)
         if count * 2 > mask { grow() }
-        return (id, true)
+        return (Int32(id), true)
     }
 
     private mutating func grow() {
-        let size = (mask + 1) * 2
-        slots = [Int32](repeating: -1, count: size)
-        mask = size - 1
-        for id in 0..<count {
-            var slot = Int(truncatingIfNeeded: hashes[id]) & mask
-            while slots[slot] >= 0 { slot = (slot &+ 1) & mask }
-            slots[slot] = Int32(id)
+        let old = slots
+        slots = [UInt64](repeating: 0, count: old.count * 2)
+        mask = slots.count - 1
+        for entry in old where entry != 0 {
+            var slot = Int(truncatingIfNeeded: entry >> 32) & mask
+            while slots[slot] != 0 { slot = (slot &+ 1) & mask }
+            slots[slot] = entry
         }
     }
 }
@@ -433,8 +464,9 @@ struct TrieBuilder {
     var docWords: [Int32] = []
     var wordBytes: [UInt8] = []
 
-    init(tokenizer: TextTokenizer) {
+    init(tokenizer: TextTokenizer, expectedTerms: Int = 0) {
         self.tokenizer = tokenizer
+        children = IDTable(expected: expectedTerms)
         lowercase = tokenizer.config.lowercase
         hasStopWords = !tokenizer.config.stopWords.isEmpty
         minN = tokenizer.config.wordNgrams[0]
@@ -567,46 +599,53 @@ struct TrieBuilder {
 }
 
 /// UInt64 keys (never UInt64.max) to Int32 values: open addressing with a multiplicative hash, for the n-gram trie.
+/// A slot is two words, key then value, so that a probe reads one cache line.
 struct IDTable: Sendable {
-    private var keys: [UInt64]
-    private var values: [Int32]
+    private var slots: [UInt64]
     private var shift: UInt64
     private(set) var count = 0
 
-    init() {
-        keys = [UInt64](repeating: .max, count: 1 << 14)
-        values = [Int32](repeating: 0, count: 1 << 14)
-        shift = 64 - 14
+    /// Room for `expected` keys before the first growth.
+    init(expected: Int = 8192) {
+        var log2 = 14
+        while (1 << log2) < 2 * expected && log2 < 40 { log2 += 1 }
+        slots = Self.empty(1 << log2)
+        shift = UInt64(64 - log2)
+    }
+
+    private static func empty(_ capacity: Int) -> [UInt64] {
+        var s = [UInt64](repeating: 0, count: 2 * capacity)
+        for i in stride(from: 0, to: s.count, by: 2) { s[i] = .max }
+        return s
     }
 
     /// The value of `key`, inserting `value` when the key is new (`isNew` tells).
     mutating func findOrInsert(_ key: UInt64, _ value: Int32) -> (value: Int32, isNew: Bool) {
-        let mask = keys.count - 1
+        let mask = slots.count / 2 - 1
         var slot = Int(truncatingIfNeeded: (key &* 0x9E37_79B9_7F4A_7C15) >> shift)
         while true {
-            let k = keys[slot]
-            if k == key { return (values[slot], false) }
+            let k = slots[2 &* slot]
+            if k == key { return (Int32(truncatingIfNeeded: slots[2 &* slot &+ 1]), false) }
             if k == .max { break }
             slot = (slot &+ 1) & mask
         }
-        keys[slot] = key
-        values[slot] = value
+        slots[2 &* slot] = key
+        slots[2 &* slot &+ 1] = UInt64(UInt32(bitPattern: value))
         count += 1
-        if count * 2 > keys.count { grow() }
+        if count * 2 > slots.count / 2 { grow() }
         return (value, true)
     }
 
     private mutating func grow() {
-        let oldKeys = keys, oldValues = values
-        keys = [UInt64](repeating: .max, count: oldKeys.count * 2)
-        values = [Int32](repeating: 0, count: oldKeys.count * 2)
+        let old = slots
+        slots = Self.empty(old.count)  // twice the slots: `old.count` words hold old.count / 2
         shift -= 1
-        let mask = keys.count - 1
-        for (i, key) in oldKeys.enumerated() where key != .max {
-            var slot = Int(truncatingIfNeeded: (key &* 0x9E37_79B9_7F4A_7C15) >> shift)
-            while keys[slot] != .max { slot = (slot &+ 1) & mask }
-            keys[slot] = key
-            values[slot] = oldValues[i]
+        let mask = slots.count / 2 - 1
+        for i in stride(from: 0, to: old.count, by: 2) where old[i] != .max {
+            var slot = Int(truncatingIfNeeded: (old[i] &* 0x9E37_79B9_7F4A_7C15) >> shift)
+            while slots[2 &* slot] != .max { slot = (slot &+ 1) & mask }
+            slots[2 &* slot] = old[i]
+            slots[2 &* slot &+ 1] = old[i &+ 1]
         }
     }
 }
