@@ -77,10 +77,15 @@ struct TextTraining {
         let out = args.string("--out") ?? "model.bin"
         let textColumn = args.string("--text-column") ?? "text", labelColumn = args.string("--label-column") ?? "label"
         let config = try config()
-        let dataset = try TextDataset.load(dataPath, textColumn: textColumn, labelColumn: labelColumn)
+        // The training and test files are read side by side; a problem in the training data is reported first.
+        let testPath = args.string("--test")
+        let (dataset, testSet) = try Self.concurrently({
+            try TextDataset.load(dataPath, textColumn: textColumn, labelColumn: labelColumn)
+        }, {
+            try testPath.map { try TextDataset.load($0, textColumn: textColumn, labelColumn: labelColumn) }
+        })
         Self.noteSkipped(dataset)
         for w in try dataset.preflight() { note("mltool: warning: \(w)") }
-        let testSet = try args.string("--test").map { try TextDataset.load($0, textColumn: textColumn, labelColumn: labelColumn) }
         phase("load")
         if let t = testSet {
             Self.noteSkipped(t)
@@ -149,11 +154,15 @@ struct TextTraining {
         phase("corpus")
         let trainRows = Array(0..<train.count), validationRows = Array(train.count..<(train.count + validation.count))
         let holdoutRows = Array((train.count + validation.count)..<corpus.documentCount)
-        // The search only has to rank the strengths: a shorter L-BFGS budget per value (if any), and a full fit
-        // of the winner on all the training documents.
+        // The search only has to rank the strengths: 3 of every 5 SGD epochs and at most 30 L-BFGS iterations per
+        // value, then a full fit of the winner on all the training documents. (On the Debian descriptions 3 and 5
+        // epochs pick the same strength.)
         var search = options
         let refits = options.l2 == .auto && !validation.isEmpty
-        if refits { search.maxIterations = min(options.maxIterations, 30) }
+        if refits {
+            search.maxIterations = min(options.maxIterations, 30)
+            if search.sgdEpochs > 1 { search.sgdEpochs = (3 * search.sgdEpochs + 4) / 5 }
+        }
         // One vocabulary and idf, from the documents the final model learns from: training + validation when the
         // winner is refitted on both (the validation texts then count towards document frequencies, never their
         // labels), else training alone. The search trains on the first rows of that matrix, the training documents.
@@ -170,8 +179,6 @@ struct TextTraining {
             : refits ? fitMatrix.rows(train.count..<fitMatrix.rows) : corpus.rows(validationRows, fitted)
         phase("vectorize")
         let featureSeconds = Date().timeIntervalSince(fitStart)
-        // The search only ranks the strengths: 3 of 5 epochs (the same share of other counts) per value.
-        if refits && search.sgdEpochs > 1 { search.sgdEpochs = (3 * search.sgdEpochs + 4) / 5 }
         var head = try LogisticRegression.fit(
             sparse: trainMatrix, labels: y(train), classes: labels.count,
             validation: validationMatrix.map { ($0, y(validation)) }, options: search, progress: progress)
