@@ -8,8 +8,8 @@ struct SharedPointer<T>: @unchecked Sendable {
 
 /// The weighted, L2-regularised softmax cross-entropy of a parameter vector θ = [W (d×k row-major), b (k)].
 ///
-/// Rows are processed in fixed blocks and fixed chunks, and partial sums are added in chunk order, so the result
-/// does not depend on how many threads ran the chunks.
+/// Rows are processed in fixed chunks (or fixed groups, for dense rows), and partial sums are added in chunk order,
+/// so the result does not depend on how many threads ran the chunks.
 struct SoftmaxObjective<Matrix: FeatureMatrix> {
     let matrix: Matrix
     let labels: [Int32]
@@ -18,7 +18,7 @@ struct SoftmaxObjective<Matrix: FeatureMatrix> {
     let classes: Int
     var l2: Double
 
-    static var blockRows: Int { 4096 }
+    /// Rows per task of the softmax; partial sums are added in chunk order.
     static var chunkRows: Int { 128 }
 
     var parameterCount: Int { matrix.cols * classes + classes }
@@ -33,46 +33,38 @@ struct SoftmaxObjective<Matrix: FeatureMatrix> {
     /// J(θ), and ∇J(θ) into `gradient` when it is given.
     func evaluate(_ theta: UnsafePointer<Float>, gradient: UnsafeMutablePointer<Float>?) -> Evaluation {
         if Matrix.fusesRowBlocks { return evaluateFused(theta, gradient: gradient) }
-        let n = matrix.rows, d = matrix.cols, k = classes
-        let bias = theta + d &* k
-        if let gradient { gradient.initialize(repeating: 0, count: d &* k &+ k) }
-        let blockCap = min(Self.blockRows, max(n, 1))
-        let z = UnsafeMutablePointer<Float>.allocate(capacity: blockCap &* k)
+        // Sparse rows: the logits of all rows (n × k floats, small next to the non-zeros), turned into ∂CE/∂z in
+        // place, then one transposed product over all rows.
+        let n = matrix.rows, k = classes
+        let bias = theta + matrix.cols &* k
+        let z = UnsafeMutablePointer<Float>.allocate(capacity: max(n &* k, 1))
         defer { z.deallocate() }
-        let maxChunks = (blockCap + Self.chunkRows - 1) / Self.chunkRows
+        matrix.forward(rows: 0..<n, weights: theta, classes: k, into: z)
+        let chunkRows = Self.chunkRows
+        let chunks = (n + chunkRows - 1) / chunkRows
         // Per chunk: [loss, correct, bias gradient (k)].
         let stride = 2 &+ k
-        let partial = UnsafeMutablePointer<Double>.allocate(capacity: maxChunks &* stride)
+        let partial = UnsafeMutablePointer<Double>.allocate(capacity: max(chunks &* stride, 1))
         defer { partial.deallocate() }
+        let zs = SharedPointer(p: z), ps = SharedPointer(p: partial)
+        let bs = SharedPointer(p: UnsafeMutablePointer(mutating: bias))
+        let wantGradient = gradient != nil
+        withRows { rows in
+            DispatchQueue.concurrentPerform(iterations: chunks) { c in
+                let r0 = c &* chunkRows, r1 = min(r0 &+ chunkRows, n)
+                let out = ps.p + c &* stride
+                out.initialize(repeating: 0, count: stride)
+                rows.softmax(zs.p + r0 &* k, rows: r0..<r1, bias: bs.p, classes: k, gradient: wantGradient, into: out)
+            }
+        }
         var loss = 0.0, correct = 0
         var biasGrad = [Double](repeating: 0, count: k)
-
-        var start = 0
-        while start < n {
-            let end = min(start + Self.blockRows, n)
-            matrix.forward(rows: start..<end, weights: theta, classes: k, into: z)
-            let chunkRows = Self.chunkRows, blockStart = start
-            let chunks = (end - start + chunkRows - 1) / chunkRows
-            let zs = SharedPointer(p: z), ps = SharedPointer(p: partial)
-            let bs = SharedPointer(p: UnsafeMutablePointer(mutating: bias))
-            let wantGradient = gradient != nil
-            withRows { rows in
-                DispatchQueue.concurrentPerform(iterations: chunks) { c in
-                    let r0 = blockStart &+ c &* chunkRows, r1 = min(r0 &+ chunkRows, end)
-                    let out = ps.p + c &* stride
-                    out.initialize(repeating: 0, count: stride)
-                    rows.softmax(zs.p + (r0 &- blockStart) &* k, rows: r0..<r1, bias: bs.p, classes: k,
-                                 gradient: wantGradient, into: out)
-                }
-            }
-            for c in 0..<chunks {
-                let out = partial + c &* stride
-                loss += out[0]; correct += Int(out[1])
-                for j in 0..<k { biasGrad[j] += out[2 &+ j] }
-            }
-            if let gradient { matrix.accumulateTransposed(rows: start..<end, g: z, classes: k, into: gradient) }
-            start = end
+        for c in 0..<chunks {
+            let out = partial + c &* stride
+            loss += out[0]; correct += Int(out[1])
+            for j in 0..<k { biasGrad[j] += out[2 &+ j] }
         }
+        if let gradient { matrix.transposedProduct(g: z, classes: k, into: gradient) }
         return finish(theta, gradient: gradient, loss: loss, correct: correct, biasGrad: biasGrad)
     }
 
