@@ -87,6 +87,33 @@ import Testing
         }
     }
 
+    /// The AVX2 forward (one pass over each row, up to 24 classes at once, masked tails) rounds like a plain loop of
+    /// fused multiply-adds in the row's order: the same bits, for the class counts of the gather test.
+    @Test(arguments: [2, 5, 8, 20, 24, 29, 53])
+    func avx2ForwardIsAPlainFusedLoop(classes k: Int) throws {
+        guard SoftmaxSGD.bestLevel >= 1 else { return }
+        let n = 120, d = 90
+        let (x, _) = try problem(rows: n, cols: d, classes: k, seed: 80 + UInt64(k))
+        var rng = SplitMix64(seed: 81)
+        let w = (0..<(d * k)).map { _ in rng.nextUnit() * 2 - 1 }
+        var reference = [Float](repeating: 0, count: (n - 7) * k)
+        for r in 7..<n {
+            for q in x.rowOffsets[r]..<x.rowOffsets[r + 1] {
+                let c = Int(x.columns[q])
+                for j in 0..<k { reference[(r - 7) * k + j].addProduct(x.values[q], w[c * k + j]) }
+            }
+        }
+        var out = [Float](repeating: .nan, count: (n - 7) * k)
+        SparseRows.with(x) { rows in
+            w.withUnsafeBufferPointer { wp in
+                out.withUnsafeMutableBufferPointer { op in
+                    rows.forward(rows: 7..<n, weights: wp.baseAddress!, classes: k, into: op.baseAddress!, level: 1)
+                }
+            }
+        }
+        #expect(firstDifference(out, reference) == nil, "\(k) classes")
+    }
+
     /// The whole objective (loss, accuracy, gradient) is the same with and without the columns.
     @Test(arguments: [false, true])
     func objectiveIsTheSameWithColumns(weighted: Bool) throws {
