@@ -135,12 +135,25 @@ struct SoftmaxObjective<Matrix: FeatureMatrix> {
         let dk = matrix.cols &* classes
         var loss = loss
         if l2 != 0 {
-            var sq = 0.0
-            for i in 0..<dk { sq += Double(theta[i]) * Double(theta[i]) }
-            loss += 0.5 * l2 * sq
-            if let gradient {
-                for i in 0..<dk { gradient[i] = Float(Double(gradient[i]) + l2 * Double(theta[i])) }
+            let l2 = self.l2, ts = SharedPointer(p: UnsafeMutablePointer(mutating: theta))
+            let gs = gradient.map { SharedPointer(p: $0) }
+            // ‖W‖² as 512-element blocks added in order (`sumOfBlocks`: parallel, the same bits on any thread
+            // count), four Double lanes within a block; the gradient's λW term in the same pass.
+            let sq = sumOfBlocks(dk) { start, end in
+                let t = ts.p
+                var acc = SIMD4<Double>()
+                var i = start
+                while i &+ 4 <= end {
+                    let v = SIMD4<Double>(Double(t[i]), Double(t[i &+ 1]), Double(t[i &+ 2]), Double(t[i &+ 3]))
+                    acc += v * v
+                    i &+= 4
+                }
+                var block = acc.sum()
+                while i < end { block += Double(t[i]) * Double(t[i]); i &+= 1 }
+                if let g = gs?.p { for j in start..<end { g[j] = Float(Double(g[j]) + l2 * Double(t[j])) } }
+                return block
             }
+            loss += 0.5 * l2 * sq
         }
         if let gradient { for j in 0..<classes { gradient[dk &+ j] = Float(biasGrad[j]) } }
         return Evaluation(loss: loss, correct: correct)
