@@ -94,6 +94,18 @@ MLT_AVX2 static void epoch_avx2(const int64_t *offsets, const int32_t *columns, 
                 _mm256_store_ps(z + 8 * c, s);
             }
         }
+        // Prefetches the rows of V (too big for the caches) that the next row reads, while this row's softmax and
+        // update run: the out-of-order window does not reach that far. Debian descriptions, 20 epochs: fit 1.80 → 1.65 s (best of
+        // 5, interleaved); same bits.
+        if (i + 1 < count) {
+            const int64_t rn = order[i + 1];
+            for (int64_t q = offsets[rn]; q < offsets[rn + 1]; q++) {
+                const char *p = (const char *)(v + (int64_t)columns[q] * kp);
+                _mm_prefetch(p, _MM_HINT_T0);
+                _mm_prefetch(p + 48, _MM_HINT_T0);
+                _mm_prefetch(p + 4 * kp - 1, _MM_HINT_T0);
+            }
+        }
         float af = (float)*a;
         for (int32_t j = 0; j < k; j++) z[j] = z[j] * af + (float)bias[j];
         softmax_gradient(z, g, k, labels[r], row_scale ? (float)row_scale[r] : 1.0f);
