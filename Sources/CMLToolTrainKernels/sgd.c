@@ -94,6 +94,18 @@ MLT_AVX2 static void epoch_avx2(const int64_t *offsets, const int32_t *columns, 
                 _mm256_store_ps(z + 8 * c, s);
             }
         }
+        // Prefetches the rows of V (too big for the caches) that the next row reads, while this row's softmax and
+        // update run: the out-of-order window does not reach that far. Debian descriptions, 20 epochs: fit 1.80 → 1.65 s (best of
+        // 5, interleaved); same bits.
+        if (i + 1 < count) {
+            const int64_t rn = order[i + 1];
+            for (int64_t q = offsets[rn]; q < offsets[rn + 1]; q++) {
+                const char *p = (const char *)(v + (int64_t)columns[q] * kp);
+                _mm_prefetch(p, _MM_HINT_T0);
+                _mm_prefetch(p + 48, _MM_HINT_T0);
+                _mm_prefetch(p + 4 * kp - 1, _MM_HINT_T0);
+            }
+        }
         float af = (float)*a;
         for (int32_t j = 0; j < k; j++) z[j] = z[j] * af + (float)bias[j];
         softmax_gradient(z, g, k, labels[r], row_scale ? (float)row_scale[r] : 1.0f);
@@ -111,49 +123,6 @@ MLT_AVX2 static void epoch_avx2(const int64_t *offsets, const int32_t *columns, 
     }
 }
 #endif
-
-static void forward_portable(const int64_t *offsets, const int32_t *columns, const float *values, int64_t row0,
-                             int64_t row1, const float *w, int32_t k, float *out) {
-    for (int64_t r = row0; r < row1; r++) {
-        float *dst = out + (r - row0) * k;
-        for (int32_t j = 0; j < k; j++) dst[j] = 0;
-        for (int64_t q = offsets[r]; q < offsets[r + 1]; q++) {
-            const float x = values[q], *src = w + (int64_t)columns[q] * k;
-            for (int32_t j = 0; j < k; j++) dst[j] += x * src[j];
-        }
-    }
-}
-
-#if defined(__x86_64__)
-MLT_AVX2 static void forward_avx2(const int64_t *offsets, const int32_t *columns, const float *values, int64_t row0,
-                                  int64_t row1, const float *w, int32_t k, float *out) {
-    const int32_t k8 = k & ~7;
-    for (int64_t r = row0; r < row1; r++) {
-        float *dst = out + (r - row0) * k;
-        const int64_t lo = offsets[r], hi = offsets[r + 1];
-        for (int32_t c = 0; c < k8; c += 8) {
-            __m256 s = _mm256_setzero_ps();
-            for (int64_t q = lo; q < hi; q++) {
-                s = _mm256_fmadd_ps(_mm256_broadcast_ss(values + q), _mm256_loadu_ps(w + (int64_t)columns[q] * k + c), s);
-            }
-            _mm256_storeu_ps(dst + c, s);
-        }
-        for (int32_t j = k8; j < k; j++) {
-            float s = 0;
-            for (int64_t q = lo; q < hi; q++) s = fmaf(values[q], w[(int64_t)columns[q] * k + j], s);
-            dst[j] = s;
-        }
-    }
-}
-#endif
-
-void mlt_sparse_forward(const int64_t *offsets, const int32_t *columns, const float *values, int64_t row0,
-                        int64_t row1, const float *w, int32_t k, float *out, int level) {
-#if defined(__x86_64__)
-    if (mlt_simd_level(level) == 1) { forward_avx2(offsets, columns, values, row0, row1, w, k, out); return; }
-#endif
-    forward_portable(offsets, columns, values, row0, row1, w, k, out);
-}
 
 void mlt_sgd_epoch(const int64_t *offsets, const int32_t *columns, const float *values, const int32_t *labels,
                    const double *row_scale, const int64_t *order, int64_t count, int64_t cols, int32_t k,

@@ -4,7 +4,8 @@ import COpenBLAS
 /// views valid only inside the `withUnsafe…` scope that made them.
 protocol FeatureMatrix: Sendable {
     /// Whether `SoftmaxObjective` should run forward, softmax and gradient product block by block, each group of
-    /// rows into its own partial gradient (dense rows: the block stays in cache), rather than a full pass each.
+    /// rows into its own partial gradient (dense rows: the block stays in cache), rather than `forward` over all
+    /// rows, then `transposedProduct` (sparse rows).
     static var fusesRowBlocks: Bool { get }
     var rows: Int { get }
     var cols: Int { get }
@@ -13,6 +14,8 @@ protocol FeatureMatrix: Sendable {
     /// grad (cols × k) += X[rows]ᵀ · g, with g (count × k). Must sum in an order that does not depend on threads.
     func accumulateTransposed(rows: Range<Int>, g: UnsafePointer<Float>, classes: Int,
                               into grad: UnsafeMutablePointer<Float>)
+    /// grad (cols × k) = Xᵀ · g over all rows, with g (rows × k); each element summed from 0 in row order.
+    func transposedProduct(g: UnsafePointer<Float>, classes: Int, into grad: UnsafeMutablePointer<Float>)
 }
 
 /// A dense n × d row-major matrix; the products are OpenBLAS `sgemm` calls (single-threaded: the objective runs
@@ -35,5 +38,10 @@ struct DenseRows: FeatureMatrix, @unchecked Sendable {
         guard !r.isEmpty else { return }
         cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, Int32(cols), Int32(classes), Int32(r.count),
                     1, base + r.lowerBound &* cols, Int32(cols), g, Int32(classes), 1, grad, Int32(classes))
+    }
+
+    func transposedProduct(g: UnsafePointer<Float>, classes: Int, into grad: UnsafeMutablePointer<Float>) {
+        grad.initialize(repeating: 0, count: cols &* classes)
+        accumulateTransposed(rows: 0..<rows, g: g, classes: classes, into: grad)
     }
 }

@@ -61,7 +61,8 @@ public enum LogisticRegression {
             throw TrainError.invalidOption(name: "sgd", value: "\(options.sgdEpochs) epochs, rate \(options.sgdLearningRate)",
                                            expected: "epochs ≥ 0 and a finite rate > 0")
         }
-        return try SparseRows.with(x) { train in
+        // The columns of x make the gradient's product a gather (see SparseColumns); only L-BFGS needs it.
+        return try SparseRows.with(x, transposed: options.maxIterations > 0) { train in
             // With SGD every L2 value starts from zero, so the values run side by side, one thread each: the
             // result does not depend on the thread count.
             let starts: (([Double], [Int32], [Double]?) -> [[Float]])? = options.sgdEpochs == 0 ? nil : { grid, y, w in

@@ -8,8 +8,8 @@ struct SharedPointer<T>: @unchecked Sendable {
 
 /// The weighted, L2-regularised softmax cross-entropy of a parameter vector θ = [W (d×k row-major), b (k)].
 ///
-/// Rows are processed in fixed blocks and fixed chunks, and partial sums are added in chunk order, so the result
-/// does not depend on how many threads ran the chunks.
+/// Rows are processed in fixed chunks (or fixed groups, for dense rows), and partial sums are added in chunk order,
+/// so the result does not depend on how many threads ran the chunks.
 struct SoftmaxObjective<Matrix: FeatureMatrix> {
     let matrix: Matrix
     let labels: [Int32]
@@ -18,7 +18,7 @@ struct SoftmaxObjective<Matrix: FeatureMatrix> {
     let classes: Int
     var l2: Double
 
-    static var blockRows: Int { 4096 }
+    /// Rows per task of the softmax; partial sums are added in chunk order.
     static var chunkRows: Int { 128 }
 
     var parameterCount: Int { matrix.cols * classes + classes }
@@ -33,46 +33,38 @@ struct SoftmaxObjective<Matrix: FeatureMatrix> {
     /// J(θ), and ∇J(θ) into `gradient` when it is given.
     func evaluate(_ theta: UnsafePointer<Float>, gradient: UnsafeMutablePointer<Float>?) -> Evaluation {
         if Matrix.fusesRowBlocks { return evaluateFused(theta, gradient: gradient) }
-        let n = matrix.rows, d = matrix.cols, k = classes
-        let bias = theta + d &* k
-        if let gradient { gradient.initialize(repeating: 0, count: d &* k &+ k) }
-        let blockCap = min(Self.blockRows, max(n, 1))
-        let z = UnsafeMutablePointer<Float>.allocate(capacity: blockCap &* k)
+        // Sparse rows: the logits of all rows (n × k floats, small next to the non-zeros), turned into ∂CE/∂z in
+        // place, then one transposed product over all rows.
+        let n = matrix.rows, k = classes
+        let bias = theta + matrix.cols &* k
+        let z = UnsafeMutablePointer<Float>.allocate(capacity: max(n &* k, 1))
         defer { z.deallocate() }
-        let maxChunks = (blockCap + Self.chunkRows - 1) / Self.chunkRows
+        matrix.forward(rows: 0..<n, weights: theta, classes: k, into: z)
+        let chunkRows = Self.chunkRows
+        let chunks = (n + chunkRows - 1) / chunkRows
         // Per chunk: [loss, correct, bias gradient (k)].
         let stride = 2 &+ k
-        let partial = UnsafeMutablePointer<Double>.allocate(capacity: maxChunks &* stride)
+        let partial = UnsafeMutablePointer<Double>.allocate(capacity: max(chunks &* stride, 1))
         defer { partial.deallocate() }
+        let zs = SharedPointer(p: z), ps = SharedPointer(p: partial)
+        let bs = SharedPointer(p: UnsafeMutablePointer(mutating: bias))
+        let wantGradient = gradient != nil
+        withRows { rows in
+            DispatchQueue.concurrentPerform(iterations: chunks) { c in
+                let r0 = c &* chunkRows, r1 = min(r0 &+ chunkRows, n)
+                let out = ps.p + c &* stride
+                out.initialize(repeating: 0, count: stride)
+                rows.softmax(zs.p + r0 &* k, rows: r0..<r1, bias: bs.p, classes: k, gradient: wantGradient, into: out)
+            }
+        }
         var loss = 0.0, correct = 0
         var biasGrad = [Double](repeating: 0, count: k)
-
-        var start = 0
-        while start < n {
-            let end = min(start + Self.blockRows, n)
-            matrix.forward(rows: start..<end, weights: theta, classes: k, into: z)
-            let chunkRows = Self.chunkRows, blockStart = start
-            let chunks = (end - start + chunkRows - 1) / chunkRows
-            let zs = SharedPointer(p: z), ps = SharedPointer(p: partial)
-            let bs = SharedPointer(p: UnsafeMutablePointer(mutating: bias))
-            let wantGradient = gradient != nil
-            withRows { rows in
-                DispatchQueue.concurrentPerform(iterations: chunks) { c in
-                    let r0 = blockStart &+ c &* chunkRows, r1 = min(r0 &+ chunkRows, end)
-                    let out = ps.p + c &* stride
-                    out.initialize(repeating: 0, count: stride)
-                    rows.softmax(zs.p + (r0 &- blockStart) &* k, rows: r0..<r1, bias: bs.p, classes: k,
-                                 gradient: wantGradient, into: out)
-                }
-            }
-            for c in 0..<chunks {
-                let out = partial + c &* stride
-                loss += out[0]; correct += Int(out[1])
-                for j in 0..<k { biasGrad[j] += out[2 &+ j] }
-            }
-            if let gradient { matrix.accumulateTransposed(rows: start..<end, g: z, classes: k, into: gradient) }
-            start = end
+        for c in 0..<chunks {
+            let out = partial + c &* stride
+            loss += out[0]; correct += Int(out[1])
+            for j in 0..<k { biasGrad[j] += out[2 &+ j] }
         }
+        if let gradient { matrix.transposedProduct(g: z, classes: k, into: gradient) }
         return finish(theta, gradient: gradient, loss: loss, correct: correct, biasGrad: biasGrad)
     }
 
@@ -143,12 +135,25 @@ struct SoftmaxObjective<Matrix: FeatureMatrix> {
         let dk = matrix.cols &* classes
         var loss = loss
         if l2 != 0 {
-            var sq = 0.0
-            for i in 0..<dk { sq += Double(theta[i]) * Double(theta[i]) }
-            loss += 0.5 * l2 * sq
-            if let gradient {
-                for i in 0..<dk { gradient[i] = Float(Double(gradient[i]) + l2 * Double(theta[i])) }
+            let l2 = self.l2, ts = SharedPointer(p: UnsafeMutablePointer(mutating: theta))
+            let gs = gradient.map { SharedPointer(p: $0) }
+            // ‖W‖² as 512-element blocks added in order (`sumOfBlocks`: parallel, the same bits on any thread
+            // count), four Double lanes within a block; the gradient's λW term in the same pass.
+            let sq = sumOfBlocks(dk) { start, end in
+                let t = ts.p
+                var acc = SIMD4<Double>()
+                var i = start
+                while i &+ 4 <= end {
+                    let v = SIMD4<Double>(Double(t[i]), Double(t[i &+ 1]), Double(t[i &+ 2]), Double(t[i &+ 3]))
+                    acc += v * v
+                    i &+= 4
+                }
+                var block = acc.sum()
+                while i < end { block += Double(t[i]) * Double(t[i]); i &+= 1 }
+                if let g = gs?.p { for j in start..<end { g[j] = Float(Double(g[j]) + l2 * Double(t[j])) } }
+                return block
             }
+            loss += 0.5 * l2 * sq
         }
         if let gradient { for j in 0..<classes { gradient[dk &+ j] = Float(biasGrad[j]) } }
         return Evaluation(loss: loss, correct: correct)

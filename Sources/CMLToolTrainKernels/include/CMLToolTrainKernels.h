@@ -23,4 +23,12 @@ void mlt_sgd_epoch(const int64_t *offsets, const int32_t *columns, const float *
 /// cols × k row-major). Each output is summed in the row's column order.
 void mlt_sparse_forward(const int64_t *offsets, const int32_t *columns, const float *values, int64_t row0,
                         int64_t row1, const float *w, int32_t k, float *out, int level);
+
+/// The transposed product of a CSC matrix (the columns of X: column c holds the non-zeros
+/// col_offsets[c]..<col_offsets[c + 1], `rows` increasing) with g (n × k row-major), for columns col0..<col1:
+///   out[(c − col0)·k + j] = Σ_q values[q] · g[rows[q]·k + j]
+/// summed from 0 in the order of q, each term rounded before it is added (no fused multiply-add): every level gives
+/// the bits of the plain loop. Columns are independent, so callers may split them across threads freely.
+void mlt_sparse_transposed(const int64_t *col_offsets, const int32_t *rows, const float *values, int64_t col0,
+                           int64_t col1, const float *g, int32_t k, float *out, int level);
 #endif
