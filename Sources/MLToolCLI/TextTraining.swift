@@ -169,7 +169,7 @@ struct TextTraining {
         let fitRows = refits ? trainRows + validationRows : trainRows
         let fitted = corpus.vectorizer(fittedOn: fitRows)
         phase("vocabulary")
-        guard fitted.vectorizer.featureCount > 0 else {
+        guard fitted.featureCount > 0 else {
             throw CLIError.badInput(file: dataPath, reason: "the training documents contain no words")
         }
         let trainCount = fitRows.count
@@ -199,13 +199,12 @@ struct TextTraining {
             (holdoutRows.isEmpty ? nil : corpus.rows(holdoutRows, fitted),
              try Self.manifest(heldOut, source: source, trainCount: trainCount, validationCount: validationCount,
                                seed: seed),
-             storeVocabulary ? fitted.vectorizer.vocabularyBytes() : [])
+             storeVocabulary ? fitted.vocabularyBytes() : [])
         })
         if var refitted {
             refitted.validationAccuracy = head.validationAccuracy
             head = refitted
         }
-        let vectorizer = fitted.vectorizer
         let fitSeconds = Date().timeIntervalSince(fitStart)
         phase("refit")
 
@@ -239,13 +238,13 @@ struct TextTraining {
         md.metrics = metrics
         md.provenance = Provenance(seed: seed, command: "mltool train " + CommandLine.arguments.dropFirst(2).joined(separator: " "))
         md.split = manifest
-        let k = labels.count, d = vectorizer.featureCount
+        let k = labels.count, d = fitted.featureCount
         var tensors = [StoredTensor]()
         if let name = config.vocabularyTensor {
             tensors.append(StoredTensor(name: name, dtype: .u8, shape: [vocabularyBytes.count],
                                         bytes: TensorBytes(copying: vocabularyBytes)))
         }
-        if let name = config.idfTensor { tensors.append(StoredTensor(name: name, tensor: Tensor(shape: [d], data: vectorizer.idf))) }
+        if let name = config.idfTensor { tensors.append(StoredTensor(name: name, tensor: Tensor(shape: [d], data: fitted.idf))) }
         tensors.append(StoredTensor(name: config.weightsTensor, tensor: Tensor(shape: [d, k], data: head.weights)))
         tensors.append(StoredTensor(name: config.biasTensor, tensor: Tensor(shape: [k], data: head.bias)))
         let inputs = [dataset.source] + (testSet.map { [$0.source] } ?? [])

@@ -28,11 +28,13 @@ import Testing
         #expect(corpus.documentCount == documents.count)
         let trainIDs = Array(0..<split), testIDs = Array(split..<documents.count)
         let fitted = corpus.vectorizer(fittedOn: trainIDs)
+        let made = fitted.makeVectorizer()
+        #expect(fitted.vocabularyBytes() == made.vocabularyBytes(), sourceLocation: sourceLocation)
         let reference = try TextVectorizer.fit(documents: Array(documents[..<split]), config: config)
-        #expect(fitted.vectorizer.vocabulary == reference.vocabulary, sourceLocation: sourceLocation)
-        #expect(fitted.vectorizer.idf.map(\.bitPattern) == reference.idf.map(\.bitPattern),
-                sourceLocation: sourceLocation)
-        #expect(fitted.vectorizer.featureCount == reference.featureCount, sourceLocation: sourceLocation)
+        #expect(made.vocabulary == reference.vocabulary, sourceLocation: sourceLocation)
+        #expect(fitted.idf.map(\.bitPattern) == reference.idf.map(\.bitPattern), sourceLocation: sourceLocation)
+        #expect(made.idf.map(\.bitPattern) == reference.idf.map(\.bitPattern), sourceLocation: sourceLocation)
+        #expect(fitted.featureCount == reference.featureCount, sourceLocation: sourceLocation)
         for (ids, texts) in [(trainIDs, Array(documents[..<split])), (testIDs, Array(documents[split...]))] {
             let fast = corpus.rows(ids, fitted), slow = try reference.transform(texts)
             #expect(fast.rowOffsets == slow.rowOffsets, sourceLocation: sourceLocation)
@@ -112,6 +114,7 @@ import Testing
         let fitted = corpus.vectorizer(fittedOn: [0, 1, 2, 3])
         let rows = corpus.rows([0, 1, 2, 3], fitted)
         #expect(rows.rowOffsets == [0, 0, 0, 3, 6])
-        #expect(fitted.vectorizer.vocabulary == ["one", "one two", "three", "two", "two three"])
+        #expect(fitted.makeVectorizer().vocabulary == ["one", "one two", "three", "two", "two three"])
+        #expect(fitted.vocabularyBytes() == Array("one\none two\nthree\ntwo\ntwo three".utf8))
     }
 }

@@ -79,10 +79,25 @@ public struct TermCorpus: Sendable {
         termIDs = ids
     }
 
-    /// A vectorizer fitted on the documents at `indices`, with the column of every term id (−1: not a feature).
+    /// A vocabulary (or hash settings) and idf fitted on some documents, with the column of every term id (−1: not
+    /// a feature). Training needs only the columns, counts and idf; the vocabulary's text is made on request.
     public struct Fitted: Sendable {
-        public let vectorizer: TextVectorizer
+        public let config: TextConfig
+        public let featureCount: Int
+        /// One per column with "tfidf", empty otherwise.
+        public let idf: [Float]
         let columnOfTerm: [Int32]
+        /// The term id of each column, in column order (empty with hashing).
+        let columnTerms: [Int]
+        let table: TermTable
+
+        /// The vocabulary as a model stores it: the column names joined by "\n" (`TextVectorizer.vocabularyBytes`).
+        public func vocabularyBytes() -> [UInt8] { table.joinedBytes(columnTerms, separator: 0x0A) }
+
+        /// The equivalent `TextVectorizer` (it holds every column name as a String).
+        public func makeVectorizer() -> TextVectorizer {
+            TextVectorizer(config: config, vocabulary: table.strings(columnTerms), idf: idf)
+        }
     }
 
     /// The same vocabulary and idf as `TextVectorizer.fit` on those documents' texts.
@@ -90,7 +105,7 @@ public struct TermCorpus: Sendable {
         let termCount = table.count
         var columnOfTerm = [Int32](repeating: -1, count: termCount)
         var df: [Int]
-        var vocabulary: [String] = []
+        var columnTerms: [Int] = []
         if let bits = config.hashBits {
             for t in 0..<termCount { columnOfTerm[t] = Int32(TextVectorizer.hashColumn(table.bytes(of: t), bits: bits)) }
             df = [Int](repeating: 0, count: 1 << bits)
@@ -119,18 +134,17 @@ public struct TermCorpus: Sendable {
                 }
             }
             let kept = (0..<termCount).filter { Int(termDF[$0]) >= config.minCount }
-            let order: [Int]
-            (order, vocabulary) = table.sortedByBytes(kept, maxWords: config.wordNgrams[1])
-            df = order.map { Int(termDF[kept[$0]]) }
-            for (column, k) in order.enumerated() { columnOfTerm[kept[k]] = Int32(column) }
+            columnTerms = table.byteOrder(kept, maxWords: config.wordNgrams[1]).map { kept[$0] }
+            df = columnTerms.map { Int(termDF[$0]) }
+            for (column, t) in columnTerms.enumerated() { columnOfTerm[t] = Int32(column) }
         }
         var idf: [Float] = []
         if config.weighting == "tfidf" {
             let n = indices.count
             idf = df.map { Float(log(Double(1 + n) / Double(1 + $0)) + 1) }
         }
-        return Fitted(vectorizer: TextVectorizer(config: config, vocabulary: vocabulary, idf: idf),
-                      columnOfTerm: columnOfTerm)
+        return Fitted(config: config, featureCount: config.hashBits.map { 1 << $0 } ?? columnTerms.count, idf: idf,
+                      columnOfTerm: columnOfTerm, columnTerms: columnTerms, table: table)
     }
 
     /// The rows of the documents at `indices`: bit-identical to `fitted.vectorizer.transform` of their texts.
@@ -153,7 +167,7 @@ public struct TermCorpus: Sendable {
     }
 
     func rows(_ indices: ArraySlice<Int>, _ fitted: Fitted) -> CSRMatrix {
-        let v = fitted.vectorizer
+        let v = fitted
         enum Weighting { case binary, count, tfidf }
         let weighting: Weighting = config.weighting == "binary" ? .binary : config.weighting == "count" ? .count : .tfidf
         let sublinear = config.sublinearTF, normalize = config.l2Normalize
@@ -275,50 +289,52 @@ enum TermTable: Sendable {
     }
 
     /// The positions of `terms` sorted by their bytes (memcmp order, a prefix first), as scikit-learn sorts its
-    /// vocabulary, and the terms as Strings in that order.
+    /// vocabulary.
     ///
     /// Word n-grams up to 2 words compare as (rank of the first word, rank of the second word, a unigram first):
     /// every byte of a word is above the space that joins two words, so "ab" < "ab c" < "abc" both ways. Only the
     /// words are sorted as bytes.
-    func sortedByBytes(_ terms: [Int], maxWords: Int) -> (order: [Int], strings: [String]) {
+    func byteOrder(_ terms: [Int], maxWords: Int) -> [Int] {
         guard case .trie(let t) = self, maxWords <= 2 else {
             // Longer n-grams and string tables: the terms' bytes in one arena, sorted as bytes.
             var arena: [UInt8] = [], starts = [0]
             starts.reserveCapacity(terms.count + 1)
             for term in terms { appendBytes(of: term, to: &arena); starts.append(arena.count) }
-            return arena.withUnsafeBufferPointer { a in
-                let order = Self.sortedByBytes(a.baseAddress, starts: starts, ids: Array(terms.indices))
-                return (order, order.map { i in
-                    String(decoding: UnsafeBufferPointer(rebasing: a[starts[i]..<starts[i + 1]]), as: UTF8.self)
-                })
-            }
+            return arena.withUnsafeBufferPointer { Self.sortedByBytes($0.baseAddress, starts: starts, ids: Array(terms.indices)) }
         }
         let words = t.words
-        return words.arena.withUnsafeBufferPointer { a in
-            let order = Self.sortedByBytes(a.baseAddress, starts: words.starts, ids: Array(0..<words.count))
-            var rank = [UInt32](repeating: 0, count: order.count)
-            for (r, w) in order.enumerated() { rank[w] = UInt32(r) }
-            // (first word rank, second word rank + 1 or 0 for a unigram) is unique per term.
-            var keyed = terms.indices.map { i -> (UInt64, Int) in
-                let term = terms[i], p = Int(t.parent[term]), w = Int(t.word[term])
-                if p < 0 { return (UInt64(rank[w]) << 32, i) }
-                return (UInt64(rank[Int(t.word[p])]) << 32 | UInt64(rank[w] &+ 1), i)
-            }
-            keyed.sort { $0.0 < $1.0 }
-            var scratch = [UInt8]()
-            let strings = keyed.map { key, i -> String in
-                let term = terms[i], p = Int(t.parent[term])
-                func bytes(_ w: Int) -> UnsafeBufferPointer<UInt8> {
-                    UnsafeBufferPointer(rebasing: a[words.starts[w]..<words.starts[w + 1]])
-                }
-                if p < 0 { return String(decoding: bytes(Int(t.word[term])), as: UTF8.self) }
-                scratch.removeAll(keepingCapacity: true)
-                scratch.append(contentsOf: bytes(Int(t.word[p])))
-                scratch.append(0x20)
-                scratch.append(contentsOf: bytes(Int(t.word[term])))
-                return String(decoding: scratch, as: UTF8.self)
-            }
-            return (keyed.map(\.1), strings)
+        let order = words.arena.withUnsafeBufferPointer {
+            Self.sortedByBytes($0.baseAddress, starts: words.starts, ids: Array(0..<words.count))
+        }
+        var rank = [UInt32](repeating: 0, count: order.count)
+        for (r, w) in order.enumerated() { rank[w] = UInt32(r) }
+        // (first word rank, second word rank + 1 or 0 for a unigram) is unique per term.
+        var keyed = terms.indices.map { i -> (UInt64, Int) in
+            let term = terms[i], p = Int(t.parent[term]), w = Int(t.word[term])
+            if p < 0 { return (UInt64(rank[w]) << 32, i) }
+            return (UInt64(rank[Int(t.word[p])]) << 32 | UInt64(rank[w] &+ 1), i)
+        }
+        keyed.sort { $0.0 < $1.0 }
+        return keyed.map(\.1)
+    }
+
+    /// The terms' bytes, one after another with `separator` between two.
+    func joinedBytes(_ terms: [Int], separator: UInt8) -> [UInt8] {
+        var out: [UInt8] = []
+        for (i, term) in terms.enumerated() {
+            if i > 0 { out.append(separator) }
+            appendBytes(of: term, to: &out)
+        }
+        return out
+    }
+
+    /// The terms as Strings.
+    func strings(_ terms: [Int]) -> [String] {
+        var scratch: [UInt8] = []
+        return terms.map { term in
+            scratch.removeAll(keepingCapacity: true)
+            appendBytes(of: term, to: &scratch)
+            return String(decoding: scratch, as: UTF8.self)
         }
     }
 
