@@ -46,6 +46,12 @@ import Testing
     @Test func defaultConfigMatchesTheReferenceAcrossTheMergedHalves() throws {
         let docs = Self.documents(2400, seed: 3)
         try check(TextConfig(minCount: 2), documents: docs, split: 2000)
+        // Two word streams and two n-gram parts with stop words and longer n-grams, with and without unigrams.
+        var c = TextConfig(wordNgrams: [1, 3], minCount: 2)
+        c.stopWords = ["the", "IT’S", "über", "fast"]
+        try check(c, documents: docs, split: 2100)
+        c.wordNgrams = [2, 4]
+        try check(c, documents: docs, split: 2100)
     }
 
     /// 4096+ documents: `rows` builds two halves side by side and joins them.

@@ -28,36 +28,7 @@ public struct TermCorpus: Sendable {
         var offsets = [0], ids: [Int32] = []
         offsets.reserveCapacity(documents.count + 1)
         if config.charNgrams == nil && config.normalization == "nfkc" {
-            // Two halves tokenized side by side, the second merged into the first. Ids depend on the split, but
-            // nothing built from them does: vocabularies are sorted by bytes, rows by column.
-            let parts = documents.count >= 2000 ? 2 : 1
-            let results = Slots<(TrieBuilder, [Int32], [Int])>(count: parts)
-            DispatchQueue.concurrentPerform(iterations: parts) { part in
-                let slice = documents[(part * documents.count / parts)..<((part + 1) * documents.count / parts)]
-                // Distinct terms grow with the text: about one per 17 bytes on the Debian descriptions (1-2-grams).
-                let bytes = slice.reduce(0) { $0 &+ $1.utf8.count }
-                var builder = TrieBuilder(tokenizer: tokenizer, expectedTerms: bytes / 16)
-                var partIDs: [Int32] = [], ends: [Int] = []
-                ends.reserveCapacity(slice.count + 1)
-                partIDs.reserveCapacity(bytes / 4)
-                for doc in slice {
-                    builder.appendTerms(of: doc, into: &partIDs)
-                    ends.append(partIDs.count)
-                }
-                results.set(part, (builder, partIDs, ends))
-            }
-            let done = results.values
-            var builder = done[0].0
-            ids = done[0].1
-            offsets += done[0].2
-            for (other, otherIDs, ends) in done.dropFirst() {
-                let map = builder.merge(other)
-                let base = ids.count
-                ids.reserveCapacity(base + otherIDs.count)
-                for t in otherIDs { ids.append(map[Int(t)]) }
-                offsets += ends.map { $0 + base }
-            }
-            table = .trie(builder.finish())
+            (offsets, ids, table) = Self.buildTrie(documents, tokenizer: tokenizer)
         } else {
             var index: [String: Int32] = [:], strings: [String] = []
             for doc in documents {
@@ -77,6 +48,66 @@ public struct TermCorpus: Sendable {
         }
         documentOffsets = offsets
         termIDs = ids
+    }
+
+    /// The fast path, on two cores for 2000+ documents. Ids depend on the split, but nothing built from them does:
+    /// vocabularies are sorted by bytes, rows by column.
+    ///
+    /// 1. Words: each half of the documents becomes a stream of word ids; the second half's words are then interned
+    ///    in the first half's table.
+    /// 2. N-grams: each part builds the n-grams that start with its words (a word's part is a hash of its id), over
+    ///    all the documents, so the parts share no term and need no merging.
+    /// 3. A document's term ids are part 0's, then part 1's (offset by part 0's term count).
+    static func buildTrie(_ documents: [String], tokenizer: TextTokenizer) -> ([Int], [Int32], TermTable) {
+        let parts = documents.count >= 2000 ? 2 : 1
+        let n = documents.count
+        let streams = Slots<WordStream>(count: parts)
+        DispatchQueue.concurrentPerform(iterations: parts) { part in
+            var stream = WordStream(tokenizer: tokenizer)
+            for doc in documents[(part * n / parts)..<((part + 1) * n / parts)] { stream.append(doc) }
+            streams.set(part, stream)
+        }
+        var first = streams.values[0]
+        for other in streams.values.dropFirst() { first.absorb(other) }
+        let words = first
+        let termParts = Slots<NgramBuilder>(count: parts)
+        DispatchQueue.concurrentPerform(iterations: parts) { part in
+            // About one distinct term per 7.5 words on the Debian descriptions (1–2-grams): start at half that,
+            // so the table grows at most once and stays small enough for the cache.
+            var builder = NgramBuilder(wordCount: words.table.count, minN: tokenizer.config.wordNgrams[0],
+                                       maxN: tokenizer.config.wordNgrams[1], part: part, parts: parts,
+                                       expectedTerms: words.ids.count / (16 * parts))
+            builder.build(words)
+            termParts.set(part, builder)
+        }
+        let built = termParts.values
+        // Term ids of part p start after the terms of the parts before it.
+        var base = [Int32](repeating: 0, count: parts)
+        for p in 1..<max(parts, 1) { base[p] = base[p - 1] &+ Int32(built[p - 1].parent.count) }
+        var offsets = [Int](repeating: 0, count: n + 1)
+        for d in 0..<n {
+            var length = 0
+            for b in built { length &+= b.ends[d &+ 1] &- b.ends[d] }
+            offsets[d &+ 1] = offsets[d] &+ length
+        }
+        var ids = [Int32](repeating: 0, count: offsets[n])
+        ids.withUnsafeMutableBufferPointer { out in
+            for (p, b) in built.enumerated() {
+                b.ids.withUnsafeBufferPointer { src in
+                    for d in 0..<n {
+                        var o = offsets[d]  // after the terms of the earlier parts in this document
+                        for q in 0..<p { o &+= built[q].ends[d &+ 1] &- built[q].ends[d] }
+                        for i in b.ends[d]..<b.ends[d &+ 1] { out[o] = src[i] &+ base[p]; o &+= 1 }
+                    }
+                }
+            }
+        }
+        var parent: [Int32] = [], word: [Int32] = []
+        for (p, b) in built.enumerated() {
+            parent += b.parent.map { $0 < 0 ? $0 : $0 &+ base[p] }
+            word += b.word
+        }
+        return (offsets, ids, .trie(TermTable.Trie(parent: parent, word: word, words: words.table)))
     }
 
     /// A vocabulary (or hash settings) and idf fitted on some documents, with the column of every term id (−1: not
@@ -460,59 +491,50 @@ struct WordTable: Sendable {
     }
 }
 
-/// Tokenizes documents into n-gram term ids (the fast path of `TermCorpus`).
-///
-/// A unigram's term id is looked up by word id in an array; an n-gram (n ≥ 2) is the child of its first n − 1
-/// words' term in `children`, so each word position costs one array read and (max n − 1) hash probes.
-struct TrieBuilder {
+/// Documents as one stream of word ids (the first step of `TermCorpus.buildTrie`): words are interned on their
+/// UTF-8 bytes; a pure-ASCII document is tokenized on its bytes (NFKC leaves ASCII unchanged), others through
+/// `TextTokenizer.words`. Stop words are left out of the stream.
+struct WordStream {
     let tokenizer: TextTokenizer
     let lowercase: Bool, hasStopWords: Bool
-    let minN: Int, maxN: Int
-    var words = WordTable()
+    var table = WordTable()
     /// Per word id: dropped as a stop word.
     var stop: [Bool] = []
-    /// Per word id: the term id of the word alone (−1: not a term yet).
-    var unigram: [Int32] = []
-    var children = IDTable()
-    var parent: [Int32] = []
-    var word: [Int32] = []
-    /// Scratch: the current document's word ids, and the bytes of the word being read.
-    var docWords: [Int32] = []
+    /// Word ids of document i: `ids[ends[i]..<ends[i + 1]]`.
+    var ids: [Int32] = []
+    var ends: [Int] = [0]
+    /// Scratch: the bytes of the word being read.
     var wordBytes: [UInt8] = []
 
-    init(tokenizer: TextTokenizer, expectedTerms: Int = 0) {
+    init(tokenizer: TextTokenizer) {
         self.tokenizer = tokenizer
-        children = IDTable(expected: expectedTerms)
         lowercase = tokenizer.config.lowercase
         hasStopWords = !tokenizer.config.stopWords.isEmpty
-        minN = tokenizer.config.wordNgrams[0]
-        maxN = tokenizer.config.wordNgrams[1]
     }
 
     /// The id of word `bytes[0..<length]`, interned (with its stop-word flag) when new.
     mutating func wordID(_ bytes: UnsafePointer<UInt8>, _ length: Int) -> Int32 {
-        let (id, isNew) = words.intern(bytes, length)
+        let (id, isNew) = table.intern(bytes, length)
         if isNew {
             stop.append(hasStopWords && tokenizer.isStopWord(String(decoding: UnsafeBufferPointer(start: bytes, count: length),
                                                                     as: UTF8.self)))
-            unigram.append(-1)
         }
         return id
     }
 
     mutating func internWord(_ bytes: UnsafePointer<UInt8>, _ length: Int) {
         let id = wordID(bytes, length)
-        if !stop[Int(id)] { docWords.append(id) }
+        if !stop[Int(id)] { ids.append(id) }
     }
 
-    /// Appends the document's terms (every n-gram that `TextTokenizer.terms` lists, by start then length) to `ids`.
-    mutating func appendTerms(of doc: String, into ids: inout [Int32]) {
-        docWords.removeAll(keepingCapacity: true)
+    /// Appends the words of `doc` as one more document.
+    mutating func append(_ doc: String) {
         var text = doc
         let n = text.utf8.count
         if wordBytes.count < n { wordBytes = [UInt8](repeating: 0, count: max(n, 2 * wordBytes.count)) }
         var scratch = wordBytes
         wordBytes = []  // `scratch` holds the only reference while words are interned
+        let start = ids.count
         let ascii = text.withUTF8 { u in
             guard let p = u.baseAddress else { return true }
             return Self.tokenizeASCII(p, u.count, lowercase: lowercase, into: &scratch, &self)
@@ -520,29 +542,19 @@ struct TrieBuilder {
         wordBytes = scratch
         if !ascii {
             // `words` has already dropped the stop words; the flags agree for the ones that remain.
-            docWords.removeAll(keepingCapacity: true)
+            ids.removeSubrange(start...)
             for w in tokenizer.words(doc) {
                 var w = w
                 w.withUTF8 { internWord($0.baseAddress!, $0.count) }
             }
         }
-        let dw = docWords, count = dw.count, minN = minN, maxN = maxN
-        for start in 0..<count {
-            var node = child(-1, dw[start])
-            if minN == 1 { ids.append(node) }
-            var length = 1
-            while length < maxN && start + length < count {
-                node = child(node, dw[start + length])
-                length += 1
-                if length >= minN { ids.append(node) }
-            }
-        }
+        ends.append(ids.count)
     }
 
-    /// Words of the ASCII text `p[0..<n]` (lower-cased into `scratch`) interned into `builder`; false, with nothing
-    /// interned, when the text is not pure ASCII (NFKC leaves ASCII unchanged, so bytes are the normal form).
+    /// Words of the ASCII text `p[0..<n]` (lower-cased into `scratch`) interned into `stream`; false, with nothing
+    /// interned, when the text is not pure ASCII.
     static func tokenizeASCII(_ p: UnsafePointer<UInt8>, _ n: Int, lowercase: Bool, into scratch: inout [UInt8],
-                              _ builder: inout TrieBuilder) -> Bool {
+                              _ stream: inout WordStream) -> Bool {
         var i = 0
         while i < n { if p[i] >= 0x80 { return false }; i &+= 1 }
         scratch.withUnsafeMutableBufferPointer { buffer in
@@ -559,14 +571,82 @@ struct TrieBuilder {
                     word[length] = b
                     length &+= 1
                 } else if length > 0 {
-                    builder.internWord(word, length)
+                    stream.internWord(word, length)
                     length = 0
                 }
                 i &+= 1
             }
-            if length > 0 { builder.internWord(word, length) }
+            if length > 0 { stream.internWord(word, length) }
         }
         return true
+    }
+
+    /// Appends `other`'s documents, its words interned in this table.
+    mutating func absorb(_ other: WordStream) {
+        var map = [Int32](repeating: 0, count: other.table.count)
+        other.table.arena.withUnsafeBufferPointer { arena in
+            for w in 0..<other.table.count {
+                let start = other.table.starts[w]
+                map[w] = wordID(arena.baseAddress! + start, other.table.starts[w + 1] - start)
+            }
+        }
+        let base = ids.count
+        ids.reserveCapacity(base + other.ids.count)
+        for w in other.ids { ids.append(map[Int(w)]) }
+        ends += other.ends.dropFirst().map { $0 + base }
+    }
+
+    static func isAlphanumeric(_ b: UInt8) -> Bool {
+        (b >= 0x30 && b <= 0x39) || (b >= 0x41 && b <= 0x5A) || (b >= 0x61 && b <= 0x7A)
+    }
+}
+
+/// The n-grams (`minN`…`maxN` words) of a word stream that start with the words of one part (the second step of
+/// `TermCorpus.buildTrie`), as terms of a trie: a unigram's term id is looked up by word id in an array, an n-gram
+/// (n ≥ 2) is the child of its first n − 1 words' term in a hash table.
+struct NgramBuilder {
+    let minN: Int, maxN: Int
+    let part: Int, parts: Int
+    /// Per word id: the term id of the word alone (−1: not a term yet).
+    var unigram: [Int32]
+    var children: IDTable
+    var parent: [Int32] = []
+    var word: [Int32] = []
+    /// Term ids of document i: `ids[ends[i]..<ends[i + 1]]` (this part's terms only).
+    var ids: [Int32] = []
+    var ends: [Int] = [0]
+
+    init(wordCount: Int, minN: Int, maxN: Int, part: Int, parts: Int, expectedTerms: Int) {
+        self.minN = minN; self.maxN = maxN; self.part = part; self.parts = parts
+        unigram = [Int32](repeating: -1, count: wordCount)
+        children = IDTable(expected: expectedTerms)
+    }
+
+    /// The part a word belongs to: a multiplicative hash of its id, so parts get a similar share of frequent words.
+    static func part(of w: Int32, parts: Int) -> Int {
+        parts == 1 ? 0 : Int((UInt32(bitPattern: w) &* 0x9E37_79B9) >> 16) % parts
+    }
+
+    /// Every n-gram of `stream` that starts with a word of this part, by document, then start, then length.
+    mutating func build(_ stream: WordStream) {
+        ids.reserveCapacity(stream.ids.count * (maxN - minN + 1) / parts + 16)
+        ends.reserveCapacity(stream.ends.count)
+        stream.ids.withUnsafeBufferPointer { words in
+            for d in 0..<(stream.ends.count - 1) {
+                let lo = stream.ends[d], hi = stream.ends[d + 1]
+                for start in lo..<hi where Self.part(of: words[start], parts: parts) == part {
+                    var node = child(-1, words[start])
+                    if minN == 1 { ids.append(node) }
+                    var length = 1
+                    while length < maxN && start &+ length < hi {
+                        node = child(node, words[start &+ length])
+                        length &+= 1
+                        if length >= minN { ids.append(node) }
+                    }
+                }
+                ends.append(ids.count)
+            }
+        }
     }
 
     /// The term `node` + " " + word `w` (node −1: the word alone).
@@ -587,30 +667,6 @@ struct TrieBuilder {
             word.append(w)
         }
         return id
-    }
-
-    /// Adds `other`'s words and terms to this builder; returns the id here of each of `other`'s term ids.
-    mutating func merge(_ other: TrieBuilder) -> [Int32] {
-        var wordMap = [Int32](repeating: 0, count: other.words.count)
-        other.words.arena.withUnsafeBufferPointer { arena in
-            for w in 0..<other.words.count {
-                let start = other.words.starts[w], length = other.words.starts[w + 1] - start
-                wordMap[w] = wordID(arena.baseAddress! + start, length)
-            }
-        }
-        // A term's parent has a smaller id than the term, so it is mapped first.
-        var termMap = [Int32](repeating: 0, count: other.parent.count)
-        for t in 0..<other.parent.count {
-            let p = other.parent[t]
-            termMap[t] = child(p < 0 ? -1 : termMap[Int(p)], wordMap[Int(other.word[t])])
-        }
-        return termMap
-    }
-
-    func finish() -> TermTable.Trie { TermTable.Trie(parent: parent, word: word, words: words) }
-
-    static func isAlphanumeric(_ b: UInt8) -> Bool {
-        (b >= 0x30 && b <= 0x39) || (b >= 0x41 && b <= 0x5A) || (b >= 0x61 && b <= 0x7A)
     }
 }
 
