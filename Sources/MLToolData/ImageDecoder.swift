@@ -48,6 +48,25 @@ public enum ImageDecoder {
             throw DataError.cannotRead(file: path, reason: String(cString: strerror(errno)))
         }
         defer { fclose(f) }
+        // One read into an array of the file's size; a file that changes while it is read is still read to its end.
+        var info = stat()
+        if fstat(fileno(f), &info) == 0, info.st_size > 0, info.st_size < Int.max / 2 {
+            let size = Int(info.st_size)
+            var failed = false
+            var out = [UInt8](unsafeUninitializedCapacity: size) { buffer, count in
+                count = fread(buffer.baseAddress, 1, size, f)
+                failed = count < size && ferror(f) != 0
+            }
+            if failed { throw DataError.cannotRead(file: path, reason: String(cString: strerror(errno))) }
+            if out.count < size { return out }
+            out += try readRest(f, path: path)
+            return out
+        }
+        return try readRest(f, path: path)
+    }
+
+    /// The bytes from `f`'s position to its end, in 64 KiB reads.
+    private static func readRest(_ f: UnsafeMutablePointer<FILE>, path: String) throws -> [UInt8] {
         var out = [UInt8]()
         var chunk = [UInt8](repeating: 0, count: 1 << 16)
         while true {
