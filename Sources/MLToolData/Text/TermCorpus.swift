@@ -90,17 +90,23 @@ public struct TermCorpus: Sendable {
             for b in built { length &+= b.ends[d &+ 1] &- b.ends[d] }
             offsets[d &+ 1] = offsets[d] &+ length
         }
-        var ids = [Int32](repeating: 0, count: offsets[n])
-        ids.withUnsafeMutableBufferPointer { out in
-            for (p, b) in built.enumerated() {
-                b.ids.withUnsafeBufferPointer { src in
-                    for d in 0..<n {
-                        var o = offsets[d]  // after the terms of the earlier parts in this document
-                        for q in 0..<p { o &+= built[q].ends[d &+ 1] &- built[q].ends[d] }
-                        for i in b.ends[d]..<b.ends[d &+ 1] { out[o] = src[i] &+ base[p]; o &+= 1 }
+        let total = offsets[n], starts = offsets, bases = base
+        let ids = [Int32](unsafeUninitializedCapacity: total) { out, count in
+            // Documents in `parts` ranges side by side; every position is written once.
+            let shared = SharedBuffer(p: out.baseAddress)
+            DispatchQueue.concurrentPerform(iterations: parts) { r in
+                guard let out = shared.p else { return }
+                for (p, b) in built.enumerated() {
+                    b.ids.withUnsafeBufferPointer { src in
+                        for d in (r * n / parts)..<((r + 1) * n / parts) {
+                            var o = starts[d]  // after the terms of the earlier parts in this document
+                            for q in 0..<p { o &+= built[q].ends[d &+ 1] &- built[q].ends[d] }
+                            for i in b.ends[d]..<b.ends[d &+ 1] { out[o] = src[i] &+ bases[p]; o &+= 1 }
+                        }
                     }
                 }
             }
+            count = total
         }
         var parent: [Int32] = [], word: [Int32] = []
         for (p, b) in built.enumerated() {
@@ -739,6 +745,11 @@ struct IDTable: Sendable {
             slots[2 &* slot &+ 1] = old[i &+ 1]
         }
     }
+}
+
+/// A buffer that the tasks of one `concurrentPerform` write at disjoint positions.
+struct SharedBuffer: @unchecked Sendable {
+    let p: UnsafeMutablePointer<Int32>?
 }
 
 /// One slot per concurrent task; each task writes only its own slot, and the slots are read after the tasks end.
