@@ -18,71 +18,80 @@ __attribute__((target("avx2"))) static inline __m256i first_lanes(int32_t n) {
 }
 #endif
 
-static void forward_portable(const int64_t *offsets, const int32_t *columns, const float *values, int64_t row0,
-                             int64_t row1, const float *w, int32_t k, float *out) {
-    for (int64_t r = row0; r < row1; r++) {
-        float *dst = out + (r - row0) * k;
+// Both products have one shape: out[(r - first)·k + j] = Σ values[q] · dense[index[q]·k + j] over the non-zeros q of
+// line r (a row of X with dense = W, or a column of X with dense = G), for r in first..<last.
+static void product_portable(const int64_t *offsets, const int32_t *index, const float *values, int64_t first,
+                             int64_t last, const float *dense, int32_t k, float *out) {
+    for (int64_t r = first; r < last; r++) {
+        float *dst = out + (r - first) * k;
         for (int32_t j = 0; j < k; j++) dst[j] = 0;
         for (int64_t q = offsets[r]; q < offsets[r + 1]; q++) {
-            const float x = values[q], *src = w + (int64_t)columns[q] * k;
+            const float x = values[q], *src = dense + (int64_t)index[q] * k;
             for (int32_t j = 0; j < k; j++) dst[j] += x * src[j];
         }
     }
 }
 
 #if defined(__x86_64__)
-// Classes j0..<j0+8·nv of rows row0..<row1 in one pass over each row's non-zeros, nv ≤ 3 accumulators, the last
-// vector masked by `tail`. Each lane computes s = fmaf(x, w, s) in the row's order. (One pass, not one per 8
-// classes: the row's misses on W overlap; Debian descriptions, 20 classes: 12 → 5.7 ms. Software prefetch of the
-// rows of W a few non-zeros ahead made it slower, 6.0-6.8 ms.)
-__attribute__((target("avx2,fma"), always_inline))
-static inline void forward_block(const int64_t *offsets, const int32_t *columns, const float *values, int64_t row0,
-                                 int64_t row1, const float *w, int32_t k, float *out, int32_t j0, const int nv,
-                                 __m256i tail) {
-    for (int64_t r = row0; r < row1; r++) {
-        __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps(), s2 = _mm256_setzero_ps();
-        const int64_t lo = offsets[r], hi = offsets[r + 1];
-        for (int64_t q = lo; q < hi; q++) {
-            const float *src = w + (int64_t)columns[q] * k + j0;
-            const __m256 x = _mm256_broadcast_ss(values + q);
-            if (nv == 1) {
-                s0 = _mm256_fmadd_ps(x, _mm256_maskload_ps(src, tail), s0);
-            } else if (nv == 2) {
-                s0 = _mm256_fmadd_ps(x, _mm256_loadu_ps(src), s0);
-                s1 = _mm256_fmadd_ps(x, _mm256_maskload_ps(src + 8, tail), s1);
-            } else {
-                s0 = _mm256_fmadd_ps(x, _mm256_loadu_ps(src), s0);
-                s1 = _mm256_fmadd_ps(x, _mm256_loadu_ps(src + 8), s1);
-                s2 = _mm256_fmadd_ps(x, _mm256_maskload_ps(src + 16, tail), s2);
-            }
-        }
-        float *dst = out + (r - row0) * k + j0;
-        if (nv == 1) {
-            _mm256_maskstore_ps(dst, tail, s0);
-        } else if (nv == 2) {
-            _mm256_storeu_ps(dst, s0);
-            _mm256_maskstore_ps(dst + 8, tail, s1);
-        } else {
-            _mm256_storeu_ps(dst, s0);
-            _mm256_storeu_ps(dst + 8, s1);
-            _mm256_maskstore_ps(dst + 16, tail, s2);
-        }
-    }
-}
+#define MLT_FMA(s, x, v) _mm256_fmadd_ps(x, v, s)
+#define MLT_MUL_ADD(s, x, v) _mm256_add_ps(s, _mm256_mul_ps(x, v))
 
-__attribute__((target("avx2,fma")))
-static void forward_avx2(const int64_t *offsets, const int32_t *columns, const float *values, int64_t row0,
-                         int64_t row1, const float *w, int32_t k, float *out) {
-    // Blocks of up to 24 classes (three registers); each block is one pass over the rows' non-zeros.
-    for (int32_t j0 = 0; j0 < k; j0 += 24) {
-        const int32_t width = k - j0 < 24 ? k - j0 : 24;
-        const int nv = (width + 7) / 8;
-        const __m256i tail = first_lanes(width - 8 * (nv - 1));
-        if (nv == 1) forward_block(offsets, columns, values, row0, row1, w, k, out, j0, 1, tail);
-        else if (nv == 2) forward_block(offsets, columns, values, row0, row1, w, k, out, j0, 2, tail);
-        else forward_block(offsets, columns, values, row0, row1, w, k, out, j0, 3, tail);
+// The AVX2 product, one body for two kernels: `name` with the target `features` accumulating with ACC. Classes are
+// taken in blocks of up to 24 (three registers, the last vector masked), each block in one pass over every line's
+// non-zeros, in the line's order.
+#define MLT_PRODUCT_AVX2(name, features, ACC)                                                                       \
+    __attribute__((target(features), always_inline)) static inline void name##_block(                               \
+        const int64_t *offsets, const int32_t *index, const float *values, int64_t first, int64_t last,             \
+        const float *dense, int32_t k, float *out, int32_t j0, const int nv, __m256i tail) {                        \
+        for (int64_t r = first; r < last; r++) {                                                                    \
+            __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps(), s2 = _mm256_setzero_ps();                    \
+            for (int64_t q = offsets[r]; q < offsets[r + 1]; q++) {                                                 \
+                const float *src = dense + (int64_t)index[q] * k + j0;                                              \
+                const __m256 x = _mm256_broadcast_ss(values + q);                                                   \
+                if (nv == 1) {                                                                                      \
+                    s0 = ACC(s0, x, _mm256_maskload_ps(src, tail));                                                 \
+                } else if (nv == 2) {                                                                               \
+                    s0 = ACC(s0, x, _mm256_loadu_ps(src));                                                          \
+                    s1 = ACC(s1, x, _mm256_maskload_ps(src + 8, tail));                                             \
+                } else {                                                                                            \
+                    s0 = ACC(s0, x, _mm256_loadu_ps(src));                                                          \
+                    s1 = ACC(s1, x, _mm256_loadu_ps(src + 8));                                                      \
+                    s2 = ACC(s2, x, _mm256_maskload_ps(src + 16, tail));                                            \
+                }                                                                                                   \
+            }                                                                                                       \
+            float *dst = out + (r - first) * k + j0;                                                                \
+            if (nv == 1) {                                                                                          \
+                _mm256_maskstore_ps(dst, tail, s0);                                                                 \
+            } else if (nv == 2) {                                                                                   \
+                _mm256_storeu_ps(dst, s0);                                                                          \
+                _mm256_maskstore_ps(dst + 8, tail, s1);                                                             \
+            } else {                                                                                                \
+                _mm256_storeu_ps(dst, s0);                                                                          \
+                _mm256_storeu_ps(dst + 8, s1);                                                                      \
+                _mm256_maskstore_ps(dst + 16, tail, s2);                                                            \
+            }                                                                                                       \
+        }                                                                                                           \
+    }                                                                                                               \
+    __attribute__((target(features))) static void name(const int64_t *offsets, const int32_t *index,              \
+                                                        const float *values, int64_t first, int64_t last,           \
+                                                        const float *dense, int32_t k, float *out) {                \
+        for (int32_t j0 = 0; j0 < k; j0 += 24) {                                                                    \
+            const int32_t width = k - j0 < 24 ? k - j0 : 24;                                                        \
+            const int nv = (width + 7) / 8;                                                                         \
+            const __m256i tail = first_lanes(width - 8 * (nv - 1));                                                 \
+            if (nv == 1) name##_block(offsets, index, values, first, last, dense, k, out, j0, 1, tail);              \
+            else if (nv == 2) name##_block(offsets, index, values, first, last, dense, k, out, j0, 2, tail);        \
+            else name##_block(offsets, index, values, first, last, dense, k, out, j0, 3, tail);                     \
+        }                                                                                                           \
     }
-}
+
+// Forward: s = fmaf(x, w, s) per lane. (One pass per row, not one per 8 classes: the row's misses on W overlap;
+// Debian descriptions, 20 classes: 12 → 5.7 ms. Software prefetch of the rows of W a few non-zeros ahead made it
+// slower, 6.0-6.8 ms.)
+MLT_PRODUCT_AVX2(forward_avx2, "avx2,fma", MLT_FMA)
+// Xᵀ·G: multiply, then add (no FMA: the target has no "fma"), so that every lane rounds like the scatter loop it
+// replaces.
+MLT_PRODUCT_AVX2(transposed_avx2, "avx2", MLT_MUL_ADD)
 #endif
 
 void mlt_sparse_forward(const int64_t *offsets, const int32_t *columns, const float *values, int64_t row0,
@@ -90,78 +99,13 @@ void mlt_sparse_forward(const int64_t *offsets, const int32_t *columns, const fl
 #if defined(__x86_64__)
     if (mlt_simd_level(level) == 1) { forward_avx2(offsets, columns, values, row0, row1, w, k, out); return; }
 #endif
-    forward_portable(offsets, columns, values, row0, row1, w, k, out);
+    product_portable(offsets, columns, values, row0, row1, w, k, out);
 }
-
-static void transposed_portable(const int64_t *col_offsets, const int32_t *rows, const float *values, int64_t col0,
-                                int64_t col1, const float *g, int32_t k, float *out) {
-    for (int64_t c = col0; c < col1; c++) {
-        float *dst = out + (c - col0) * k;
-        for (int32_t j = 0; j < k; j++) dst[j] = 0;
-        for (int64_t q = col_offsets[c]; q < col_offsets[c + 1]; q++) {
-            const float x = values[q], *src = g + (int64_t)rows[q] * k;
-            for (int32_t j = 0; j < k; j++) dst[j] += x * src[j];
-        }
-    }
-}
-
-#if defined(__x86_64__)
-// Classes j0..<j0+8·nv of columns col0..<col1, nv ≤ 3 accumulators; the last vector is masked by `tail`. Multiply,
-// then add (no FMA: AVX2 without "fma"), so that every lane rounds like the scatter loop it replaces.
-__attribute__((target("avx2"), always_inline))
-static inline void transposed_block(const int64_t *col_offsets, const int32_t *rows, const float *values,
-                                    int64_t col0, int64_t col1, const float *g, int32_t k, float *out, int32_t j0,
-                                    const int nv, __m256i tail) {
-    for (int64_t c = col0; c < col1; c++) {
-        __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps(), s2 = _mm256_setzero_ps();
-        const int64_t lo = col_offsets[c], hi = col_offsets[c + 1];
-        for (int64_t q = lo; q < hi; q++) {
-            const float *src = g + (int64_t)rows[q] * k + j0;
-            const __m256 x = _mm256_broadcast_ss(values + q);
-            if (nv == 1) {
-                s0 = _mm256_add_ps(s0, _mm256_mul_ps(x, _mm256_maskload_ps(src, tail)));
-            } else if (nv == 2) {
-                s0 = _mm256_add_ps(s0, _mm256_mul_ps(x, _mm256_loadu_ps(src)));
-                s1 = _mm256_add_ps(s1, _mm256_mul_ps(x, _mm256_maskload_ps(src + 8, tail)));
-            } else {
-                s0 = _mm256_add_ps(s0, _mm256_mul_ps(x, _mm256_loadu_ps(src)));
-                s1 = _mm256_add_ps(s1, _mm256_mul_ps(x, _mm256_loadu_ps(src + 8)));
-                s2 = _mm256_add_ps(s2, _mm256_mul_ps(x, _mm256_maskload_ps(src + 16, tail)));
-            }
-        }
-        float *dst = out + (c - col0) * k + j0;
-        if (nv == 1) {
-            _mm256_maskstore_ps(dst, tail, s0);
-        } else if (nv == 2) {
-            _mm256_storeu_ps(dst, s0);
-            _mm256_maskstore_ps(dst + 8, tail, s1);
-        } else {
-            _mm256_storeu_ps(dst, s0);
-            _mm256_storeu_ps(dst + 8, s1);
-            _mm256_maskstore_ps(dst + 16, tail, s2);
-        }
-    }
-}
-
-__attribute__((target("avx2")))
-static void transposed_avx2(const int64_t *col_offsets, const int32_t *rows, const float *values, int64_t col0,
-                            int64_t col1, const float *g, int32_t k, float *out) {
-    // Blocks of up to 24 classes (three registers); each block is one pass over the columns' non-zeros.
-    for (int32_t j0 = 0; j0 < k; j0 += 24) {
-        const int32_t width = k - j0 < 24 ? k - j0 : 24;
-        const int nv = (width + 7) / 8;
-        const __m256i tail = first_lanes(width - 8 * (nv - 1));
-        if (nv == 1) transposed_block(col_offsets, rows, values, col0, col1, g, k, out, j0, 1, tail);
-        else if (nv == 2) transposed_block(col_offsets, rows, values, col0, col1, g, k, out, j0, 2, tail);
-        else transposed_block(col_offsets, rows, values, col0, col1, g, k, out, j0, 3, tail);
-    }
-}
-#endif
 
 void mlt_sparse_transposed(const int64_t *col_offsets, const int32_t *rows, const float *values, int64_t col0,
                            int64_t col1, const float *g, int32_t k, float *out, int level) {
 #if defined(__x86_64__)
     if (mlt_simd_level(level) == 1) { transposed_avx2(col_offsets, rows, values, col0, col1, g, k, out); return; }
 #endif
-    transposed_portable(col_offsets, rows, values, col0, col1, g, k, out);
+    product_portable(col_offsets, rows, values, col0, col1, g, k, out);
 }
