@@ -28,11 +28,17 @@ final class HDF5File {
     static let maxStrings = 1 << 20
     static let maxTextBytes = 1 << 28
     private static let lock = NSLock()
+    /// libhdf5 must not tear itself down at process exit: after some malformed files its shutdown cannot finish and
+    /// prints "HDF5: infinite loop closing library" (HDFGroup/hdf5#6677). mltool only reads, and every file it opens
+    /// is closed inside `read`, so there is nothing to flush; the OS reclaims the rest. It must run before any other
+    /// HDF5 call, so every entry point below evaluates it first (under the lock).
+    private static let noTeardownAtExit: Void = { _ = H5dont_atexit() }()
 
     /// Opens `path` read-only, runs `body`, then closes everything; errors are `ImportError`s naming the file.
     static func read<T>(path: String, _ body: (HDF5File) throws -> T) throws -> T {
         lock.lock()
         defer { lock.unlock() }
+        _ = noTeardownAtExit
         let file = try HDF5File(path: path)
         defer { file.close() }
         return try body(file)
@@ -42,6 +48,7 @@ final class HDF5File {
     static func isHDF5(path: String) -> Bool {
         lock.lock()
         defer { lock.unlock() }
+        _ = noTeardownAtExit
         shim_H5_silence_errors()
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), !isDirectory.boolValue else {
