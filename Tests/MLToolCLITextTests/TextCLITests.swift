@@ -76,6 +76,25 @@ struct Scratch {
         #expect(summary.strongestFeatures?["weather"]?.count == 5)
     }
 
+    /// `--l2 auto` ranks 0.1/n and 0.01/n on the validation split (n training documents); with no validation split
+    /// it takes 0.1/n.
+    @Test func automaticL2ForText() throws {
+        let s = try Scratch(); defer { s.remove() }
+        try Corpus.writeCSV(s.path + "/data.csv")
+        let out = s.path + "/m.bin"
+        #expect(train([s.path + "/data.csv", "-o", out, "--validation", "none"]) == .ok)
+        var m = try ModelFile.read(path: out)
+        let n = try #require(m.metadata.split?.trainCount)
+        #expect(m.metadata.split?.validationCount == 0)
+        #expect(m.metadata.metrics["l2"] == 0.1 / Double(n))
+        #expect(train([s.path + "/data.csv", "-o", out, "--validation", "0.25"]) == .ok)
+        m = try ModelFile.read(path: out)
+        let split = try #require(m.metadata.split)
+        let searched = Double(split.trainCount - split.validationCount)
+        #expect(split.validationCount > 0)
+        #expect([0.1 / searched, 0.01 / searched].contains(try #require(m.metadata.metrics["l2"])))
+    }
+
     @Test func sameSeedGivesAByteIdenticalModel() throws {
         let s = try Scratch(); defer { s.remove() }
         try Corpus.writeCSV(s.path + "/data.csv")
