@@ -56,7 +56,7 @@ struct ModelSummary: Encodable {
         name = md.name
         inputs = md.graph?.inputs.map { IO(name: $0.name, shape: $0.shape) } ?? []
         outputs = md.graph.map { g in
-            let shapes = ModelSummary.outputShapes(model, g)
+            let shapes = ModelSummary.outputShapes(model)
             return g.outputs.map { IO(name: $0, shape: shapes[$0] ?? []) }
         } ?? []
         outputKind = md.outputKind
@@ -81,16 +81,9 @@ struct ModelSummary: Encodable {
         }
     }
 
-    /// Output shapes for a batch of one, found by running the graph once on zeros (nil shapes when it cannot run).
-    static func outputShapes(_ model: Model, _ graph: Graph) -> [String: [Int]] {
-        guard let engine = try? Engine(model: model, threads: 1) else { return [:] }
-        var inputs = [String: Tensor]()
-        for i in graph.inputs {
-            guard let shape = engine.inputShape(i.name, batch: 1) else { return [:] }
-            inputs[i.name] = Tensor(zeros: shape)
-        }
-        guard let out = try? engine.run(inputs) else { return [:] }
-        return out.mapValues { $0.shape }
+    /// Output shapes for a batch of one, by shape inference (empty when the graph does not check out).
+    static func outputShapes(_ model: Model) -> [String: [Int]] {
+        (try? Engine.outputShapes(model: model, batch: 1)) ?? [:]
     }
 
     func json() throws -> String {

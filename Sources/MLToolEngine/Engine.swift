@@ -90,6 +90,17 @@ public final class Engine: @unchecked Sendable {
         }
     }
 
+    /// The graph outputs' shapes for a batch of `batch`, by shape inference on the validated graph: nothing runs and
+    /// no weights are packed.
+    public static func outputShapes(model: Model, batch: Int = 1) throws -> [String: [Int]] {
+        guard let graph = model.metadata.graph else { throw EngineError.noGraph }
+        let p = try Program(graph: graph, tensors: model.tensorsByName, purpose: .validate)
+        let shapes = try p.shapes(inputs: Self.shapes(of: p, batch: batch), steps: Array(p.steps.indices))
+        var out: [String: [Int]] = [:]
+        for name in p.outputs { if let id = p.ids[name], let s = shapes[id] { out[name] = s } }
+        return out
+    }
+
     /// Names of the graph inputs, in order.
     public var inputNames: [String] { program.inputs.map(\.name) }
 

@@ -106,6 +106,21 @@ func mobileNetLike(seed: UInt64 = 7, size: Int = 17) -> Model {
         #expect(engine.inputShape("y", batch: 1) == nil)
     }
 
+    /// Shape inference alone gives the shapes a run produces.
+    @Test func outputShapesWithoutRunning() throws {
+        let model = mobileNetLike()
+        let engine = try Engine(model: model, threads: 1)
+        for batch in [1, 3] {
+            let input = Tensor(zeros: try #require(engine.inputShape("x", batch: batch)))
+            let ran = try engine.run(["x": input]).mapValues(\.shape)
+            #expect(try Engine.outputShapes(model: model, batch: batch) == ran)
+            #expect(ran == ["probs:0": [batch, 10]])
+        }
+        #expect(throws: EngineError.noGraph) {
+            try Engine.outputShapes(model: Model(metadata: ModelMetadata(task: .textClassifier), tensors: []))
+        }
+    }
+
     @Test func badRunInputs() throws {
         let engine = try Engine(model: mobileNetLike())
         #expect(throws: EngineError.missingInput(name: "x")) { try engine.run([:]) }
