@@ -538,7 +538,7 @@ def part_load(a, res):
     setup = min(t["setup_ms"] for t in timings) / 1000
     info, version = min(info_s), min(version_s)
     print(f"  mltool info {info * 1000:.1f} ms wall (process start alone: `mltool --version` {version * 1000:.1f} ms; "
-          f"info also builds the engine and runs it once for the output shapes); in-process: model load "
+          f"info also checks the graph and infers its output shapes); in-process: model load "
           f"{load * 1000:.1f} ms, engine set-up (weight packing) {setup * 1000:.1f} ms", flush=True)
     row("5", "model load (mmap, checksums, metadata)", "ORT InferenceSession()", min(ort_s), load, "s", True,
         note="in-process, as the session is")
