@@ -32,6 +32,18 @@ static void rescale(float *v, int64_t n, double *a) {
     *a = 1;
 }
 
+// The middle of one step, shared by the kernels: the row's logits z = a·(x·V) + b, their softmax gradient into g, the
+// lazy decay a ← a·(1 − ηλ) (V rescaled when a gets small); returns the step η/a that the update of V takes.
+static inline float row_gradient(float *z, float *g, int32_t k, int32_t y, float scale, const double *bias, double *a,
+                                 double eta, double l2, float *v, int64_t count) {
+    float af = (float)*a;
+    for (int32_t j = 0; j < k; j++) z[j] = z[j] * af + (float)bias[j];
+    softmax_gradient(z, g, k, y, scale);
+    *a *= 1 - eta * l2;
+    if (*a < 1e-4) rescale(v, count, a);
+    return (float)(eta / *a);
+}
+
 static void epoch_portable(const int64_t *offsets, const int32_t *columns, const float *values,
                            const int32_t *labels, const double *row_scale, const int64_t *order, int64_t count,
                            int64_t cols, int32_t k, int32_t kp, float *v, double *bias, double *a, double *t,
@@ -47,12 +59,8 @@ static void epoch_portable(const int64_t *offsets, const int32_t *columns, const
             const float x = values[q], *w = v + (int64_t)columns[q] * kp;
             for (int32_t j = 0; j < kp; j++) z[j] += x * w[j];
         }
-        float af = (float)*a;
-        for (int32_t j = 0; j < k; j++) z[j] = z[j] * af + (float)bias[j];
-        softmax_gradient(z, g, k, labels[r], row_scale ? (float)row_scale[r] : 1.0f);
-        *a *= 1 - eta * l2;
-        if (*a < 1e-4) rescale(v, cols * kp, a);
-        float step = (float)(eta / *a);
+        const float step = row_gradient(z, g, k, labels[r], row_scale ? (float)row_scale[r] : 1.0f, bias, a, eta, l2,
+                                        v, cols * kp);
         for (int64_t q = lo; q < hi; q++) {
             const float x = step * values[q];
             float *w = v + (int64_t)columns[q] * kp;
@@ -106,12 +114,8 @@ MLT_AVX2 static void epoch_avx2(const int64_t *offsets, const int32_t *columns, 
                 _mm_prefetch(p + 4 * kp - 1, _MM_HINT_T0);
             }
         }
-        float af = (float)*a;
-        for (int32_t j = 0; j < k; j++) z[j] = z[j] * af + (float)bias[j];
-        softmax_gradient(z, g, k, labels[r], row_scale ? (float)row_scale[r] : 1.0f);
-        *a *= 1 - eta * l2;
-        if (*a < 1e-4) rescale(v, cols * kp, a);
-        float step = (float)(eta / *a);
+        const float step = row_gradient(z, g, k, labels[r], row_scale ? (float)row_scale[r] : 1.0f, bias, a, eta, l2,
+                                        v, cols * kp);
         for (int64_t q = lo; q < hi; q++) {
             __m256 x = _mm256_set1_ps(-step * values[q]);
             float *w = v + (int64_t)columns[q] * kp;
