@@ -57,15 +57,8 @@ struct SoftmaxObjective<Matrix: FeatureMatrix> {
                 rows.softmax(zs.p + r0 &* k, rows: r0..<r1, bias: bs.p, classes: k, gradient: wantGradient, into: out)
             }
         }
-        var loss = 0.0, correct = 0
-        var biasGrad = [Double](repeating: 0, count: k)
-        for c in 0..<chunks {
-            let out = partial + c &* stride
-            loss += out[0]; correct += Int(out[1])
-            for j in 0..<k { biasGrad[j] += out[2 &+ j] }
-        }
         if let gradient { matrix.transposedProduct(g: z, classes: k, into: gradient) }
-        return finish(theta, gradient: gradient, loss: loss, correct: correct, biasGrad: biasGrad)
+        return finish(theta, gradient: gradient, partials: partial, count: chunks)
     }
 
     /// Rows per group of the fused path: a group's tasks stay on one thread; depends on n only (not on threads).
@@ -113,27 +106,28 @@ struct SoftmaxObjective<Matrix: FeatureMatrix> {
                 }
             }
         }
-        var loss = 0.0, correct = 0
-        var biasGrad = [Double](repeating: 0, count: k)
-        for g in 0..<groups {
-            let out = partial + g &* stride
-            loss += out[0]; correct += Int(out[1])
-            for j in 0..<k { biasGrad[j] += out[2 &+ j] }
-        }
         if let gradient {
             for g in 1..<max(groups, 1) {
                 let src = grads + (g &- 1) &* dk
                 for i in 0..<dk { gradient[i] += src[i] }
             }
         }
-        return finish(theta, gradient: gradient, loss: loss, correct: correct, biasGrad: biasGrad)
+        return finish(theta, gradient: gradient, partials: partial, count: groups)
     }
 
-    /// Adds the L2 term and writes the bias gradient.
-    private func finish(_ theta: UnsafePointer<Float>, gradient: UnsafeMutablePointer<Float>?, loss: Double,
-                        correct: Int, biasGrad: [Double]) -> Evaluation {
+    /// Adds up the `count` partials ([loss, correct, bias gradient (k)] each, in order), adds the L2 term and writes
+    /// the bias gradient.
+    private func finish(_ theta: UnsafePointer<Float>, gradient: UnsafeMutablePointer<Float>?,
+                        partials: UnsafePointer<Double>, count: Int) -> Evaluation {
+        let k = classes
+        var loss = 0.0, correct = 0
+        var biasGrad = [Double](repeating: 0, count: k)
+        for c in 0..<count {
+            let out = partials + c &* (2 &+ k)
+            loss += out[0]; correct += Int(out[1])
+            for j in 0..<k { biasGrad[j] += out[2 &+ j] }
+        }
         let dk = matrix.cols &* classes
-        var loss = loss
         if l2 != 0 {
             let l2 = self.l2, ts = SharedPointer(p: UnsafeMutablePointer(mutating: theta))
             let gs = gradient.map { SharedPointer(p: $0) }
