@@ -21,7 +21,9 @@ let package = Package(
         .target(name: "CCoreMLProto", dependencies: ["CProtobufC"], exclude: ["coreml_subset.proto"]),
         .target(name: "MLToolCore"),
         .target(name: "MLToolFormat", dependencies: ["MLToolCore"]),
-        .target(name: "MLToolImport", dependencies: ["MLToolCore", "MLToolFormat", "CHDF5", "CProtobufC", "COnnxProto", "CCoreMLProto"]),
+        // libhdf5 runs only in a sandboxed child process (docs/SECURITY.md); MLToolImport talks to it over a socket.
+        .target(name: "CMLToolHDF5Sandbox", dependencies: ["CHDF5"]),
+        .target(name: "MLToolImport", dependencies: ["MLToolCore", "MLToolFormat", "CMLToolHDF5Sandbox", "CProtobufC", "COnnxProto", "CCoreMLProto"]),
         .target(name: "CMLToolKernels"),
         .target(name: "MLToolEngine", dependencies: ["MLToolCore", "COpenBLAS", "CMLToolKernels"]),
         .target(name: "MLToolData", dependencies: ["MLToolCore", "CTurboJPEG", "CPNG"]),

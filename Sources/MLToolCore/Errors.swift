@@ -5,6 +5,7 @@ public enum ExitStatus: Int32, Sendable {
     case dataError = 65    // EX_DATAERR: input data was malformed
     case noInput = 66      // EX_NOINPUT: an input file did not exist or was unreadable
     case software = 70     // EX_SOFTWARE: internal error
+    case osError = 71      // EX_OSERR: the operating system refused something mltool needs (e.g. a sandbox)
     case cannotCreate = 73 // EX_CANTCREAT: an output file could not be created
     case ioError = 74      // EX_IOERR: an error while doing I/O
 }

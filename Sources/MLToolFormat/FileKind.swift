@@ -19,7 +19,21 @@ import Foundation
 public enum FileKind: String, Sendable, Equatable, CaseIterable {
     case mltool, onnx, hdf5, coreml, unknown
 
-    static let hdf5Signature: [UInt8] = [0x89, 0x48, 0x44, 0x46, 0x0D, 0x0A, 0x1A, 0x0A]
+    /// The HDF5 format signature.
+    public static let hdf5Signature: [UInt8] = [0x89, 0x48, 0x44, 0x46, 0x0D, 0x0A, 0x1A, 0x0A]
+
+    /// Where an HDF5 signature may start in a file of `size` bytes: 0, 512, 1024, 2048, … (where libhdf5 looks).
+    public static func hdf5SignatureOffsets(fileSize size: Int) -> [Int] {
+        var offsets: [Int] = []
+        var at = 0
+        while at <= size - hdf5Signature.count {
+            offsets.append(at)
+            let (next, overflow) = (at == 0 ? 256 : at).multipliedReportingOverflow(by: 2)
+            if overflow { break }
+            at = next
+        }
+        return offsets
+    }
 
     /// Detects the kind of the file (or .mlpackage directory) at `path`; throws `FormatError.cannotOpen` when it
     /// does not exist or cannot be read.
@@ -41,10 +55,8 @@ public enum FileKind: String, Sendable, Equatable, CaseIterable {
     /// Detects the kind of a file held in memory.
     public static func detect(bytes: UnsafeRawBufferPointer) -> FileKind {
         if bytes.count >= 8, bytes.prefix(8).elementsEqual(FileHeader.magic) { return .mltool }
-        var at = 0
-        while at <= bytes.count - 8 {
-            if bytes[at..<(at + 8)].elementsEqual(hdf5Signature) { return .hdf5 }
-            at = at == 0 ? 512 : at * 2
+        for at in hdf5SignatureOffsets(fileSize: bytes.count) where bytes[at..<(at + 8)].elementsEqual(hdf5Signature) {
+            return .hdf5
         }
         return protobufKind(bytes)
     }

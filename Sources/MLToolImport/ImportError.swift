@@ -23,10 +23,15 @@ public enum ImportError: MLToolError, Equatable {
     case malformed(file: String, reason: String)
     /// The file does not exist or cannot be read.
     case unreadable(file: String, reason: String)
+    /// The sandbox an untrusted parser must run in could not be set up; the file was not read.
+    case isolation(file: String, reason: String)
 
     public var exitStatus: ExitStatus {
-        if case .unreadable = self { return .noInput }
-        return .dataError
+        switch self {
+        case .unreadable: return .noInput
+        case .isolation: return .osError
+        default: return .dataError
+        }
     }
 
     public var description: String {
@@ -46,6 +51,8 @@ public enum ImportError: MLToolError, Equatable {
             return "\(file): not a valid model: \(reason)"
         case let .unreadable(file, reason):
             return "\(file): cannot read: \(reason)"
+        case let .isolation(file, reason):
+            return "\(file): not read: \(reason)"
         }
     }
 }

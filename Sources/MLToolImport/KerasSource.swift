@@ -14,14 +14,14 @@ struct KerasSource {
     init(file h5: HDF5File) throws {
         file = h5.name
         let root = h5.root
-        guard h5.hasAttribute("model_config", of: root) else {
+        guard let configText = try h5.optionalString("model_config", of: root) else {
             throw ImportError.invalid(file: file, place: "/ attribute 'model_config'",
                                       expected: "a full model saved with model.save()",
                                       actual: "no model config (a weights-only file?)")
         }
-        config = try KerasModelConfig.parse(h5.string("model_config", of: root), file: file)
-        kerasVersion = h5.hasAttribute("keras_version", of: root) ? try? h5.string("keras_version", of: root) : nil
-        backend = h5.hasAttribute("backend", of: root) ? try? h5.string("backend", of: root) : nil
+        config = try KerasModelConfig.parse(configText, file: file)
+        kerasVersion = (try? h5.optionalString("keras_version", of: root)) ?? nil
+        backend = (try? h5.optionalString("backend", of: root)) ?? nil
         if let v = kerasVersion, let major = Int(v.prefix { $0.isNumber }) {
             kerasMajor = major
         } else {
@@ -87,23 +87,28 @@ struct KerasSource {
     /// root for files that keep them there). A nested model's group holds the weights of all its layers, each
     /// named "<inner layer>/<weight>".
     private mutating func readWeights(_ h5: HDF5File) throws {
-        let base = try h5.exists("model_weights", in: h5.root) ? try h5.open("model_weights", in: h5.root) : h5.root
-        let listed: Set<String>? = h5.hasAttribute("layer_names", of: base)
-            ? Set(try h5.strings("layer_names", of: base)) : nil
-        for layer in config.layers where layer.className != "InputLayer" {
-            if let listed, !listed.contains(layer.weightGroup) { continue }
-            guard try h5.exists(layer.weightGroup, in: base) else { continue }
-            let group = try h5.open(layer.weightGroup, in: base)
-            guard h5.isGroup(group), h5.hasAttribute("weight_names", of: group) else { continue }
-            var weights = KerasLayerWeights()
-            for name in try h5.strings("weight_names", of: group) {
+        // Three pipelined exchanges with the sandboxed reader (HDF5File): every layer's group, every group's
+        // weight names, every weight.
+        let base = try h5.openIfPresent("model_weights", in: h5.root) ?? h5.root
+        let listed: Set<String>? = try h5.optionalStrings("layer_names", of: base).map(Set.init)
+        let layers = config.layers.filter { $0.className != "InputLayer" && listed?.contains($0.weightGroup) != false }
+        let groups = try h5.openIfPresent(layers.map(\.weightGroup), in: base)
+        let found = zip(layers, groups).compactMap { layer, group in group.flatMap { h5.isGroup($0) ? (layer, $0) : nil } }
+        let names = try h5.optionalStrings("weight_names", ofEach: found.map(\.1))
+        var wanted: [(layer: String, name: String, group: HDF5File.Object)] = []
+        for ((layer, group), list) in zip(found, names) {
+            guard let list else { continue }
+            weights[layer.name] = KerasLayerWeights()
+            for name in list {
                 if let inner = layer.nestedName, name.split(separator: "/").dropLast().last.map(String.init) != inner {
                     continue
                 }
-                let (shape, data) = try h5.readFloats(h5.open(name, in: group))
-                weights.entries.append(.init(name: name, shape: shape, data: data))
+                wanted.append((layer.name, name, group))
             }
-            self.weights[layer.name] = weights
+        }
+        let values = try h5.readFloats(wanted.map { ($0.name, $0.group) })
+        for (item, (shape, data)) in zip(wanted, values) {
+            weights[item.layer]?.entries.append(.init(name: item.name, shape: shape, data: data))
         }
     }
 }

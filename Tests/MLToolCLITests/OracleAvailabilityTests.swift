@@ -34,7 +34,7 @@ import Testing
             #expect(FileManager.default.fileExists(atPath: Self.root.appendingPathComponent(f).path), "missing \(f)")
         }
         #expect(ProcessInfo.processInfo.environment["MLTOOL_BIN"] != nil, "MLTOOL_BIN is not set")
-        for tool in ["python3", "chromium"] { #expect(Self.onPath(tool), "\(tool) is not on PATH") }
+        for tool in ["python3", "chromium", "strace"] { #expect(Self.onPath(tool), "\(tool) is not on PATH") }
         for module in ["numpy", "onnx", "onnxruntime", "sklearn", "coremltools", "PIL", "skimage"] {
             #expect(Self.pythonImports(module), "python3 cannot import \(module)")
         }
