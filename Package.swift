@@ -1,13 +1,15 @@
 // swift-tools-version:6.0
 // mltool: Create ML and coremltools for Linux. Targets depend in one direction:
 //   C system libraries ← MLToolCore ← MLToolFormat ← MLToolImport
-//   MLToolCore ← MLToolEngine, MLToolData, MLToolTrain ← MLToolCLI ← mltool (only @main)
+//   MLToolCore ← MLToolEngine, MLToolData, MLToolTrain, MLToolEval, MLToolQuant, MLToolExport
+//   all of them ← MLTool (the library product: pipelines and classifiers) ← MLToolCLI ← mltool (only @main)
 import PackageDescription
 
 let package = Package(
     name: "mltool",
     products: [
         .executable(name: "mltool", targets: ["mltool"]),
+        .library(name: "MLTool", targets: ["MLTool"]),
     ],
     targets: [
         // Debian's C libraries (see ../shared/docs/PLATFORM.md); each shim.h includes a path that needs no -I.
@@ -32,13 +34,17 @@ let package = Package(
         .target(name: "MLToolEval", dependencies: ["MLToolCore", "MLToolFormat"]),
         .target(name: "MLToolQuant", dependencies: ["MLToolCore"]),
         .target(name: "MLToolExport", dependencies: ["MLToolCore", "CProtobufC", "COnnxProto", "CCoreMLProto"]),
-        .target(name: "MLToolCLI", dependencies: [
+        // The library product: the pipelines (train, evaluate, quantize, import, export) and the classifiers, over
+        // the targets above; it re-exports them, so `import MLTool` is all a program needs.
+        .target(name: "MLTool", dependencies: [
             "MLToolCore", "MLToolFormat", "MLToolImport", "MLToolEngine", "MLToolData", "MLToolTrain", "MLToolEval", "MLToolQuant", "MLToolExport",
         ]),
+        // The command line: parses, calls one library entry, prints. Imports only Foundation and MLTool.
+        .target(name: "MLToolCLI", dependencies: ["MLTool"]),
         .executableTarget(name: "mltool", dependencies: ["MLToolCLI"]),
 
         .testTarget(name: "MLToolCoreTests", dependencies: ["MLToolCore"]),
-        .testTarget(name: "MLToolCLITests", dependencies: ["MLToolCore", "MLToolFormat", "MLToolEngine"]),
+        .testTarget(name: "MLToolCLITests", dependencies: ["MLTool"], exclude: ["Snapshots"]),
         .testTarget(name: "MLToolEvalTests", dependencies: ["MLToolEval"]),
         .testTarget(name: "MLToolQuantTests", dependencies: ["MLToolQuant"]),
         .testTarget(name: "MLToolFormatTests", dependencies: ["MLToolFormat", "MLToolCore"], exclude: ["reference_reader.py"]),
@@ -49,6 +55,6 @@ let package = Package(
         .testTarget(name: "MLToolTextTests", dependencies: ["MLToolData"]),
         .testTarget(name: "MLToolExportTests", dependencies: ["MLToolExport", "MLToolImport", "MLToolEngine", "MLToolFormat", "MLToolData", "MLToolQuant", "MLToolCore", "CPNG"]),
         .testTarget(name: "MLToolReportTests", dependencies: ["MLToolEval", "MLToolData", "MLToolCore"]),
-        .testTarget(name: "MLToolCLITextTests", dependencies: ["MLToolCLI", "MLToolCore", "MLToolData", "MLToolFormat"]),
+        .testTarget(name: "MLToolCLITextTests", dependencies: ["MLToolCLI", "MLTool"]),
     ]
 )

@@ -1,4 +1,5 @@
-import MLToolCore
+import Foundation
+import MLTool
 
 /// One option a command accepts. `value` names the option's argument (nil for a flag). `repeats` lets it be given
 /// more than once.

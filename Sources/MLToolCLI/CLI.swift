@@ -1,5 +1,5 @@
 import Foundation
-import MLToolCore
+import MLTool
 
 /// The `mltool` command line: dispatches to one `CommandSpec` per subcommand (one file each).
 public enum CLI {
@@ -8,7 +8,7 @@ public enum CLI {
 
     static var overview: String {
         var s = """
-        mltool \(MLTool.version): import, train, evaluate, quantize and export classifiers on the CPU.
+        mltool \(MLToolInfo.version): import, train, evaluate, quantize and export classifiers on the CPU.
 
         USAGE: mltool <command> [options]
 
@@ -36,7 +36,7 @@ public enum CLI {
             print(overview, terminator: "")
             return .ok
         case "--version":
-            print("mltool \(MLTool.version)")
+            print("mltool \(MLToolInfo.version)")
             return .ok
         case "help":
             guard arguments.count > 1 else { print(overview, terminator: ""); return .ok }
@@ -60,6 +60,9 @@ public enum CLI {
             let parsed = try command.parse(rest)
             try command.run(parsed)
             return .ok
+        } catch PipelineError.invalidParameter(_, let reason) {
+            // A parameter the library refused came from this command's options: a usage error of the command.
+            return fail(CLIError.usage(command: command.name, message: reason))
         } catch {
             return fail(error)
         }

@@ -1,8 +1,5 @@
 import Foundation
-import MLToolCore
-import MLToolData
-import MLToolEval
-import MLToolFormat
+import MLTool
 
 extension CLI {
     static let eval = CommandSpec(
@@ -33,33 +30,16 @@ extension CLI {
             else { throw CLIError.usage(command: "eval", message: "unexpected argument '\(p)'") }
         }
         if modelPaths.isEmpty { modelPaths = ["model.bin"] }
-        let models = try modelPaths.map { try ModelLoading.load($0) }
-        let labels = models[0].metadata.labels
-        guard !labels.isEmpty else {
-            throw CLIError.badInput(file: modelPaths[0], reason: "the model has no class labels to evaluate against")
-        }
-        if models.count == 2 && models[1].metadata.labels != labels {
-            throw CLIError.badInput(file: modelPaths[1], reason: "its labels differ from \(modelPaths[0])'s; cannot compare")
-        }
-        let items = try dataPath.map { try loadItems($0, task: models[0].metadata.task) }
-            ?? Evaluation.recordedHoldout(models[0], modelPath: modelPaths[0], skipMissing: args.has("--skip-missing"))
-        let truth = try Evaluation.truth(items, labels: labels, modelPath: modelPaths[0])
-        let threads = try args.int("--threads", default: 0)
-        let topK = try args.int("--top", default: 5)
-        var probs = [[Float]]()
-        var reports = [EvaluationReport]()
-        for (m, p) in zip(models, modelPaths) {
-            let pr = try Evaluation.probabilities(m, modelPath: p, items: items, threads: threads, quiet: args.has("--quiet"))
-            probs.append(pr)
-            reports.append(Metrics.evaluate(truth: truth, probabilities: pr, labels: labels, topK: topK))
-        }
-        let comparison = models.count == 2 ? ModelComparison.compare(probs[0], probs[1], classes: labels.count) : nil
-        let source = dataPath ?? "recorded holdout"
+        var parameters = Evaluator.Parameters()
+        parameters.threads = try args.int("--threads", default: parameters.threads)
+        parameters.topK = try args.int("--top", default: parameters.topK)
+        parameters.skipMissing = args.has("--skip-missing")
+        let quiet = args.has("--quiet")
+        let r = try Evaluator(modelPaths: modelPaths, dataPath: dataPath, parameters: parameters)
+            .run(progress: EventPrinter(quiet: quiet).handle)
         if let reportPath = args.string("--report") {
-            try Evaluation.writeReport(to: reportPath, models: models, modelPaths: modelPaths, items: items, truth: truth,
-                                       probabilities: probs, reports: reports, comparison: comparison,
-                                       dataSource: source, dataPath: dataPath)
-            if !args.has("--quiet") { note("mltool: wrote \(reportPath)") }
+            try r.writeReport(to: reportPath)
+            if !quiet { note("mltool: wrote \(reportPath)") }
         }
         if args.has("--json") {
             struct Out: Encodable {
@@ -67,19 +47,20 @@ extension CLI {
             }
             let e = JSONEncoder()
             e.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-            print(String(decoding: try e.encode(Out(data: source, models: modelPaths, reports: reports, comparison: comparison)),
+            print(String(decoding: try e.encode(Out(data: r.source, models: modelPaths, reports: r.reports, comparison: r.comparison)),
                          as: UTF8.self))
             return
         }
-        for (r, p) in zip(reports, modelPaths) { print(r.text(title: "\(p) on \(source)")) }
-        if let c = comparison {
+        for (report, p) in zip(r.reports, modelPaths) { print(report.text(title: "\(p) on \(r.source)")) }
+        if let c = r.comparison {
+            let k = r.models[0].metadata.labels.count, labels = r.models[0].metadata.labels
             print(String(format: "comparison: top-1 agreement %.4f, mean KL(A‖B) %.5f nats, accuracy %.4f → %.4f (%+.2f points)",
-                         c.agreement, c.meanKL, reports[0].accuracy, reports[1].accuracy,
-                         (reports[1].accuracy - reports[0].accuracy) * 100))
+                         c.agreement, c.meanKL, r.reports[0].accuracy, r.reports[1].accuracy,
+                         (r.reports[1].accuracy - r.reports[0].accuracy) * 100))
             for i in c.disagreements.prefix(10) {
-                let a = Metrics.argmax(Array(probs[0][(i * labels.count)..<((i + 1) * labels.count)]))
-                let b = Metrics.argmax(Array(probs[1][(i * labels.count)..<((i + 1) * labels.count)]))
-                print("  \(items[i].path): true \(items[i].label), A \(labels[a]), B \(labels[b])")
+                let a = Metrics.argmax(Array(r.probabilities[0][(i * k)..<((i + 1) * k)]))
+                let b = Metrics.argmax(Array(r.probabilities[1][(i * k)..<((i + 1) * k)]))
+                print("  \(r.items[i].path): true \(r.items[i].label), A \(labels[a]), B \(labels[b])")
             }
             if c.disagreements.count > 10 { print("  … \(c.disagreements.count - 10) more") }
         }
@@ -88,17 +69,5 @@ extension CLI {
     static func isDirectory(_ p: String) -> Bool {
         var d: ObjCBool = false
         return FileManager.default.fileExists(atPath: p, isDirectory: &d) && d.boolValue
-    }
-
-    /// Items of a label-folder tree or a CSV (text data for text models: `.txt` folders, CSV/TSV/JSON Lines).
-    static func loadItems(_ path: String, task: ModelMetadata.Task? = nil) throws -> [LabeledItem] {
-        guard FileManager.default.fileExists(atPath: path) else {
-            throw CLIError.missingInput(file: path, reason: "no such file or directory")
-        }
-        if task == .textClassifier {
-            return try TextDataset.load(path).items.map { LabeledItem(path: $0.reference, label: $0.label, text: $0.text) }
-        }
-        let dataset = try ImageDataset.load(path)
-        return dataset.items.map { LabeledItem(path: $0.path, label: $0.label) }
     }
 }

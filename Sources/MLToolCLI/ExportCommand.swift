@@ -1,7 +1,5 @@
 import Foundation
-import MLToolCore
-import MLToolExport
-import MLToolFormat
+import MLTool
 
 extension CLI {
     static let export = CommandSpec(
@@ -27,18 +25,10 @@ extension CLI {
         guard let format = args.string("--to"), ["onnx", "coreml"].contains(format) else {
             throw CLIError.usage(command: "export", message: "--to onnx or --to coreml is required")
         }
-        let model = try ModelLoading.load(path)
-        let ext = format == "onnx" ? ".onnx" : ".mlmodel"
-        let out = args.string("--out") ?? (URL(fileURLWithPath: path).deletingPathExtension().path + ext)
-        let bytes: [UInt8], notes: [String]
-        switch format {
-        case "onnx":
-            let r = try ONNXExporter.export(model, name: path)
-            (bytes, notes) = (r.bytes, r.notes)
-        default:
-            let r = try CoreMLExporter.export(model, name: path)
-            (bytes, notes) = (r.bytes, r.notes)
-        }
+        let model = try ModelLoader.load(path)
+        let target = format == "onnx" ? ModelExport.Format.onnx : .coreml
+        let out = args.string("--out") ?? (URL(fileURLWithPath: path).deletingPathExtension().path + target.fileExtension)
+        let (bytes, notes) = try { let r = try ModelExport.export(model, name: path, format: target); return (r.bytes, r.notes) }()
         try AtomicFile.write(bytes, to: out, inputs: [path])
         for n in notes { note("mltool: note: \(n)") }
         print("wrote \(out): \(bytes.count) bytes (\(format))")

@@ -1,7 +1,5 @@
 import Foundation
-import MLToolCore
-import MLToolFormat
-import MLToolImport
+import MLTool
 
 extension CLI {
     static let importCommand = CommandSpec(
@@ -47,19 +45,7 @@ extension CLI {
             while options.labels.last == "" { options.labels.removeLast() }
             inputs.append(labelsPath)
         }
-        let model: Model
-        switch try FileKind.detect(path: src) {
-        case .onnx: model = try ONNXImporter.importModel(path: src, options: options)
-        case .hdf5: model = try KerasImporter.importModel(path: src, options: options)
-        case .mltool: throw CLIError.badInput(file: src, reason: "already an mltool model")
-        case .coreml:
-            // The specification carries its own preprocessing (image scaler) and class labels.
-            guard options.image == nil, options.labels.isEmpty, options.featureTensor == nil else {
-                throw CLIError.usage(command: "import", message: "a Core ML model records its own preprocessing and labels; drop the preprocessing, --labels and --feature-tensor options")
-            }
-            model = try CoreMLImporter.importModel(path: src)
-        case .unknown: throw CLIError.badInput(file: src, reason: "neither ONNX, Keras HDF5 nor Core ML (recognised by content)")
-        }
+        let model = try ModelImport.importModel(path: src, options: options)
         let ext = (src as NSString).pathExtension
         let out = args.string("--out") ?? (ext.isEmpty ? src : String(src.dropLast(ext.count + 1))) + ".bin"
         try ModelFile.write(model, to: out, inputs: inputs)

@@ -1,6 +1,5 @@
 import Foundation
-import MLToolCore
-import MLToolData
+import MLTool
 
 extension CLI {
     static let predict = CommandSpec(
@@ -24,57 +23,73 @@ extension CLI {
         }
         let k = try args.int("--top", default: 3)
         guard k >= 1 else { throw CLIError.usage(command: "predict", message: "--top must be ≥ 1") }
-        let model = try ModelLoading.load(modelPath)
+        let model = try ModelLoader.load(modelPath)
         let json = args.has("--json")
         let isText = model.metadata.task == .textClassifier
         let inputs = try DirectoryWalk.expand(given, keep: { !isText || $0.lowercased().hasSuffix(".txt") })
         guard !inputs.isEmpty || args.has("--text") else {
             throw CLIError.missingInput(file: given[0], reason: "the folder holds no \(isText ? ".txt " : "")files to classify")
         }
-        if isText {
-            return try TextPrediction.predict(model, modelPath: modelPath, files: inputs, texts: args.strings("--text"),
-                                              k: k, json: json)
-        }
-        if args.has("--text") {
+        if !isText && args.has("--text") {
             throw CLIError.usage(command: "predict", message: "--text needs a text model; \(modelPath) is a \(model.metadata.task.rawValue) model")
         }
-        let classifier = try ImageClassifier(model: model, path: modelPath, threads: try args.int("--threads", default: 0))
         var failures = [Error]()
-        var batch = [(String, [Float])]()
-        func flush() throws {
-            let rows = try classifier.run(batch.map { $0.1 })
-            for (item, row) in zip(batch, rows) {
-                printPrediction(file: item.0, row: row, labels: classifier.labels, k: k, json: json)
-            }
-            batch.removeAll()
+        func failed(_ error: Error) {
+            failures.append(error)
+            note("mltool: error: \((error as? MLToolError)?.description ?? "\(error)")")
         }
-        for file in inputs {
-            do {
-                let image = try ImageDecoder.decode(path: file)
-                batch.append((file, try classifier.input(for: image)))
-            } catch {
-                failures.append(error)
-                note("mltool: error: \((error as? MLToolError)?.description ?? "\(error)")")
+        let options = ClassificationOptions(maximumCount: k)
+        if isText {
+            let classifier = try TextClassifier(model: model, path: modelPath)
+            var texts = [(name: String, isFile: Bool, text: String)]()
+            for file in inputs {
+                do { texts.append((file, true, try TextDataset.readDocument(file))) } catch { failed(error) }
             }
-            if batch.count == 16 { try flush() }
+            texts += args.strings("--text").map { ($0, false, $0) }
+            let probs = try classifier.probabilities(texts.map(\.text))
+            let n = classifier.labels.count
+            for (i, t) in texts.enumerated() {
+                let ranked = Classification.ranked(Array(probs[(i * n)..<((i + 1) * n)]), labels: classifier.labels, options: options)
+                if t.isFile {
+                    printPrediction(t.name, ranked, json: json)
+                } else {
+                    printPrediction(t.name, ranked, json: json, key: "text", title: "\"" + snippet(t.name) + "\"")
+                }
+            }
+        } else {
+            let classifier = try ImageClassifier(model: model, path: modelPath, threads: try args.int("--threads", default: 0))
+            // Batches of 16 files: each batch decodes on every core and is one run of the network.
+            for start in stride(from: 0, to: inputs.count, by: 16) {
+                let files = Array(inputs[start..<min(inputs.count, start + 16)])
+                let results = classifier.classify(batch: files.map { .path($0) }, options: options)
+                for (file, result) in zip(files, results) {
+                    switch result {
+                    case .success(let ranked): printPrediction(file, ranked, json: json)
+                    case .failure(let error): failed(error)
+                    }
+                }
+            }
         }
-        try flush()
         if let first = failures.first {
-            if failures.count == inputs.count { throw first }
-            throw CLIError.badInput(file: "predict", reason: "\(failures.count) of \(inputs.count) inputs could not be read")
+            if failures.count == inputs.count && !args.has("--text") { throw first }
+            throw CLIError.badInput(file: "predict", reason: "\(failures.count) of \(inputs.count) \(isText ? "files" : "inputs") could not be read")
         }
     }
 
-    static func printPrediction(file: String, row: [Float], labels: [String], k: Int, json: Bool, key: String = "file",
+    static func printPrediction(_ name: String, _ ranked: [Classification], json: Bool, key: String = "file",
                                 title: String? = nil) {
-        let top = ImageClassifier.top(row, k)
-        func name(_ i: Int) -> String { i < labels.count ? labels[i] : String(i) }
         if json {
-            let items = top.map { "{\"label\": \(jsonString(name($0.0))), \"index\": \($0.0), \"probability\": \($0.1)}" }
-            print("{\"\(key)\": \(jsonString(file)), \"top\": [\(items.joined(separator: ", "))]}")
+            let items = ranked.map { "{\"label\": \(jsonString($0.identifier)), \"index\": \($0.index), \"probability\": \($0.confidence)}" }
+            print("{\"\(key)\": \(jsonString(name)), \"top\": [\(items.joined(separator: ", "))]}")
         } else {
-            print(title ?? file)
-            for (i, p) in top { print(String(format: "  %7.4f  %@", p, name(i))) }
+            print(title ?? name)
+            for c in ranked { print(String(format: "  %7.4f  %@", c.confidence, c.identifier)) }
         }
+    }
+
+    /// The first line of `text`, at most 60 characters, for display.
+    static func snippet(_ text: String) -> String {
+        let line = text.split(whereSeparator: \.isNewline).first.map(String.init) ?? ""
+        return line.count > 60 ? String(line.prefix(59)) + "…" : line
     }
 }

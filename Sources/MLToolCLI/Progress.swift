@@ -1,4 +1,5 @@
 import Foundation
+import MLTool
 
 /// Progress on stderr for long work: on a terminal a bar with count, rate and ETA redrawn in place; otherwise a
 /// plain line every few seconds. Silent when `quiet`, and silent for work that ends within ~2 s.
@@ -73,4 +74,58 @@ func jsonString(_ s: String) -> String {
     e.outputFormatting = [.withoutEscapingSlashes]
     let data = (try? e.encode(s)) ?? Data("\"\"".utf8)
     return String(decoding: data, as: UTF8.self)
+}
+
+/// Prints a pipeline's events on stderr: warnings always; notes, status lines, progress bars, the feature summary
+/// and the optimiser table unless quiet; phase times when MLTOOL_PHASES is set.
+final class EventPrinter: @unchecked Sendable {
+    private let quiet: Bool
+    private let row: (IterationRecord) -> String
+    private var bars: [String: Progress] = [:]
+    private let phases = ProcessInfo.processInfo.environment["MLTOOL_PHASES"] != nil
+    private let lock = NSLock()
+
+    /// `row` formats one line of the optimiser table (printed every 10th iteration).
+    init(quiet: Bool, row: @escaping (IterationRecord) -> String = EventPrinter.imageRow) {
+        self.quiet = quiet; self.row = row
+    }
+
+    func handle(_ event: PipelineEvent) {
+        lock.lock(); defer { lock.unlock() }
+        switch event {
+        case .warning(let w): note("mltool: warning: \(w)")
+        case .note(let n): if !quiet { note("mltool: note: \(n)") }
+        case .status(let s): if !quiet { note(s) }
+        case let .progress(label, advanced, total):
+            let bar = bars[label] ?? Progress(label, total: total, quiet: quiet)
+            bars[label] = bar
+            bar.advance(advanced)
+        case .progressFinished(let label): bars.removeValue(forKey: label)?.finish()
+        case .skippedImages(let failures):
+            note("mltool: \(failures.count) image\(failures.count == 1 ? "" : "s") skipped:")
+            for f in failures.prefix(20) { note("  \(f.description)") }
+            if failures.count > 20 { note("  … and \(failures.count - 20) more") }
+        case let .skippedDocuments(source, count):
+            note("mltool: \(source): \(count) empty document\(count == 1 ? "" : "s") skipped")
+        case let .featuresReady(extracted, cached, seconds):
+            if !quiet { note(String(format: "features: %d extracted, %d from cache, %.1f s", extracted, cached, seconds)) }
+        case .fitStarted: if !quiet { note("  l2        iter        loss   train acc   valid acc   seconds") }
+        case .iteration(let r): if !quiet && r.iteration % 10 == 0 { note(row(r)) }
+        case let .phase(name, seconds): if phases { note(String(format: "phase %-12@ %6.1f ms", name, seconds * 1000)) }
+        }
+    }
+
+    static func imageRow(_ r: IterationRecord) -> String {
+        String(format: "  %-8.0e  %4d  %10.5f  %10.4f  %10@  %7.2f", r.l2, r.iteration, r.loss, r.trainAccuracy,
+               r.validationAccuracy.map { String(format: "%.4f", $0) } ?? "-", r.elapsed)
+    }
+
+    static func textRow(_ r: IterationRecord) -> String {
+        func cell(_ v: Double?, _ format: String) -> String {
+            let text = v.flatMap { $0.isNaN ? nil : String(format: format, $0) } ?? "-"
+            return String(repeating: " ", count: max(0, 10 - text.count)) + text
+        }
+        return String(format: "  %-8.0e  %4d  ", r.l2, r.iteration) + cell(r.loss, "%.5f") + "  "
+            + cell(r.trainAccuracy, "%.4f") + "  " + cell(r.validationAccuracy, "%.4f") + String(format: "  %7.2f", r.elapsed)
+    }
 }

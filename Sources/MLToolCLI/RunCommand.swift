@@ -1,7 +1,5 @@
 import Foundation
-import MLToolCore
-import MLToolEngine
-import MLToolFormat
+import MLTool
 
 extension CLI {
     static let runCommand = CommandSpec(
@@ -23,8 +21,8 @@ extension CLI {
         }
         let path = args.positionals[0]
         let files = args.strings("--input")
-        let model = try ModelLoading.load(path)
-        let graph = try ModelLoading.graph(model, path)
+        let model = try ModelLoader.load(path)
+        let graph = try ModelLoader.graph(model, path)
         guard files.count == graph.inputs.count else {
             throw CLIError.usage(command: "run", message: "the model has \(graph.inputs.count) input(s) (\(graph.inputs.map { $0.name }.joined(separator: ", "))), got \(files.count) --input")
         }
@@ -53,25 +51,5 @@ extension CLI {
             print("\(name) \(t.shape): " + t.data.prefix(8).map { String(format: "%.6g", $0) }.joined(separator: " ")
                   + (t.count > 8 ? " …" : ""))
         }
-    }
-}
-
-/// Layout helpers for the CLI's tensor I/O.
-enum Layout {
-    /// A copy of `t` with its axes permuted (`out.shape[i] = t.shape[perm[i]]`).
-    static func transpose(_ t: Tensor, _ perm: [Int]) -> Tensor {
-        let shape = perm.map { t.shape[$0] }
-        var inStrides = [Int](repeating: 1, count: t.rank)
-        for i in stride(from: t.rank - 2, through: 0, by: -1) { inStrides[i] = inStrides[i + 1] * t.shape[i + 1] }
-        var out = [Float](repeating: 0, count: t.count)
-        var idx = [Int](repeating: 0, count: t.rank)
-        for o in 0..<t.count {
-            var src = 0
-            for a in 0..<t.rank { src += idx[a] * inStrides[perm[a]] }
-            out[o] = t.data[src]
-            var a = t.rank - 1
-            while a >= 0 { idx[a] += 1; if idx[a] < shape[a] { break }; idx[a] = 0; a -= 1 }
-        }
-        return Tensor(shape: shape, data: out)
     }
 }

@@ -1,9 +1,10 @@
 import Foundation
-import MLToolCore
-import MLToolData
-import MLToolTrain
+import MLTool
 
 extension CLI {
+    /// The defaults the help shows are the trainers' own.
+    private static let image = ImageClassifierParameters(), text = TextClassifierParameters()
+
     static let train = CommandSpec(
         name: "train", abstract: "Train an image or text classifier from label folders or a CSV.",
         arguments: "DATA",
@@ -24,26 +25,26 @@ extension CLI {
         options: [
             OptionSpec("--out", short: "-o", value: "PATH", help: "Output model (default ./model.bin)."),
             OptionSpec("--test", value: "DIR|CSV", help: "Held-out test data (instead of --holdout)."),
-            OptionSpec("--holdout", value: "F", help: "Fraction held out for testing (default 0.2)."),
+            OptionSpec("--holdout", value: "F", help: "Fraction held out for testing (default \(image.holdoutFraction))."),
             OptionSpec("--validation", value: "auto|F|none", help: "Validation split (default auto: Create ML's rule)."),
-            OptionSpec("--seed", value: "N", help: "Seed for splits and augmentation (default 42)."),
+            OptionSpec("--seed", value: "N", help: "Seed for splits and augmentation (default \(image.seed))."),
             OptionSpec("--extractor", value: "MODEL", help: "Feature extractor (default models/efficientnet-lite0.bin)."),
             OptionSpec("--feature-layer", value: "NAME", help: "Extractor tensor to use as features."),
             OptionSpec("--l2", value: "auto|X", help: "L2 strength, or auto (chosen on validation; default)."),
-            OptionSpec("--max-iterations", value: "N", help: "L-BFGS iterations per L2 value (default 500; text 0: SGD only)."),
-            OptionSpec("--epochs", value: "N", help: "Text: seeded SGD epochs (default 5), before any L-BFGS iterations."),
+            OptionSpec("--max-iterations", value: "N", help: "L-BFGS iterations per L2 value (default \(image.maxIterations); text \(text.maxIterations): SGD only)."),
+            OptionSpec("--epochs", value: "N", help: "Text: seeded SGD epochs (default \(text.epochs)), before any L-BFGS iterations."),
             OptionSpec("--early-stopping", value: "N", help: "Stop after N iterations without validation improvement."),
             OptionSpec("--balance", help: "Weight classes inversely to their frequency."),
             OptionSpec("--augment", value: "LIST", help: "Augment training images: flip,crop,rotate,exposure,blur,noise."),
             OptionSpec("--path-column", value: "NAME", help: "CSV column with image paths (default path)."),
             OptionSpec("--label-column", value: "NAME", help: "CSV column with labels (default label)."),
             OptionSpec("--strict", help: "Stop at the first image that cannot be decoded."),
-            OptionSpec("--max-pixels", value: "N", help: "Refuse larger images (default 64000000)."),
+            OptionSpec("--max-pixels", value: "N", help: "Refuse larger images (default \(image.maxPixels))."),
             OptionSpec("--task", value: "image|text", help: "Override the task told from DATA's content."),
             OptionSpec("--text-column", value: "NAME", help: "Text: CSV column with the documents (default text)."),
-            OptionSpec("--ngrams", value: "MIN-MAX", help: "Text: word n-gram lengths (default 1-2)."),
+            OptionSpec("--ngrams", value: "MIN-MAX", help: "Text: word n-gram lengths (default \(text.wordNgrams.map(String.init).joined(separator: "-")))."),
             OptionSpec("--char-ngrams", value: "MIN-MAX", help: "Text: also character n-grams, e.g. 3-5 (default off)."),
-            OptionSpec("--min-count", value: "N", help: "Text: keep terms found in at least N documents (default 2)."),
+            OptionSpec("--min-count", value: "N", help: "Text: keep terms found in at least N documents (default \(text.minCount))."),
             OptionSpec("--weighting", value: "tfidf|count|binary", help: "Text: feature weighting (default tfidf)."),
             OptionSpec("--hash-bits", value: "N", help: "Text: hash terms into 2^N buckets instead of a vocabulary."),
             OptionSpec("--stop-words", value: "FILE", help: "Text: words to drop, one per line (default none)."),
@@ -54,13 +55,123 @@ extension CLI {
         guard args.positionals.count == 1 else {
             throw CLIError.usage(command: "train", message: "expected one DATA folder or CSV")
         }
-        let task = args.string("--task") ?? (TextDataset.looksLikeText(args.positionals[0],
-                                                                      textColumn: args.string("--text-column") ?? "text") ? "text" : "image")
-        switch task {
-        case "text": try TextTraining(args: args).run()
-        case "image": try ImageTraining(args: args).run()
+        let data = TrainingData.path(args.positionals[0], pathColumn: args.string("--path-column") ?? "path",
+                                     textColumn: args.string("--text-column") ?? "text",
+                                     labelColumn: args.string("--label-column") ?? "label")
+        switch args.string("--task") ?? (data.isText ? "text" : "image") {
+        case "text": try trainText(args, data)
+        case "image": try trainImage(args, data)
         default: throw CLIError.usage(command: "train", message: "--task must be image or text")
         }
+    }
+
+    /// Options that only mean something for images.
+    static let imageOnlyOptions = ["--extractor", "--feature-layer", "--augment", "--path-column", "--strict", "--max-pixels"]
+
+    static func trainImage(_ args: ParsedArguments, _ data: TrainingData) throws {
+        let started = Date()
+        var p = ImageClassifierParameters()
+        p.seed = try seed(args, default: p.seed)
+        p.validation = try ValidationRule.parse(args.string("--validation") ?? "auto")
+        p.extractor = args.string("--extractor")
+        p.featureLayer = args.string("--feature-layer")
+        p.l2 = try l2Option(args)
+        p.maxIterations = try args.int("--max-iterations", default: p.maxIterations)
+        p.balanceClasses = args.has("--balance")
+        p.earlyStoppingPatience = try args.string("--early-stopping").map { _ in try args.int("--early-stopping", default: 20) }
+        p.augmentations = try args.string("--augment").map { try Augmentation.parseList($0) } ?? []
+        p.strict = args.has("--strict")
+        p.maxPixels = try args.int("--max-pixels", default: p.maxPixels)
+        p.threads = try args.int("--threads", default: p.threads)
+        let test = args.string("--test").map { TrainingData.path($0, pathColumn: data.pathColumn, labelColumn: data.labelColumn) }
+        if test == nil { p.holdoutFraction = try holdout(args, default: p.holdoutFraction) }
+        let out = args.string("--out") ?? "model.bin"
+        p.name = URL(fileURLWithPath: out).deletingPathExtension().lastPathComponent
+        let printer = EventPrinter(quiet: args.has("--quiet"), row: EventPrinter.imageRow)
+        let r = try ImageClassifierTrainer(data: data, testData: test, parameters: p).train(progress: printer.handle)
+        try r.write(to: out)
+        print("trained \(r.model.metadata.labels.count) classes on \(r.trainCount) images (\(r.validationCount) validation, \(r.holdoutCount) holdout)")
+        print(accuracyLine(r))
+        print(String(format: "  l2 %.0e, %d iterations (%@)", r.l2, r.iterations, r.stopReason.rawValue))
+        print(String(format: "  seconds    features %.1f (%d extracted), head %.2f, total %.1f", r.featureSeconds, r.extractedCount,
+                     r.fitSeconds, Date().timeIntervalSince(started)))
+        print("  wrote      \(out)")
+    }
+
+    static func trainText(_ args: ParsedArguments, _ data: TrainingData) throws {
+        let started = Date()
+        if let o = imageOnlyOptions.first(where: args.has) {
+            throw CLIError.usage(command: "train", message: "\(o) applies to image data; \(args.positionals[0]) is text")
+        }
+        var p = TextClassifierParameters()
+        p.seed = try seed(args, default: p.seed)
+        p.validation = try ValidationRule.parse(args.string("--validation") ?? "auto")
+        p.wordNgrams = try range(args, "--ngrams") ?? p.wordNgrams
+        p.charNgrams = try range(args, "--char-ngrams")
+        p.minCount = try args.int("--min-count", default: p.minCount)
+        guard p.minCount >= 1 else { throw CLIError.usage(command: "train", message: "--min-count must be ≥ 1") }
+        p.weighting = args.string("--weighting") ?? p.weighting
+        guard ["tfidf", "count", "binary"].contains(p.weighting) else {
+            throw CLIError.usage(command: "train", message: "--weighting must be tfidf, count or binary")
+        }
+        if args.has("--hash-bits") {
+            let bits = try args.int("--hash-bits", default: 20)
+            guard (1...24).contains(bits) else { throw CLIError.usage(command: "train", message: "--hash-bits must be in 1...24") }
+            p.hashBits = bits
+        }
+        if let file = args.string("--stop-words") {
+            p.stopWords = try TextDataset.readDocument(file).split(whereSeparator: \.isNewline)
+                .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty && !$0.hasPrefix("#") }
+        }
+        p.l2 = try l2Option(args)
+        p.epochs = try args.int("--epochs", default: p.epochs)
+        p.maxIterations = try args.int("--max-iterations", default: p.maxIterations)
+        p.balanceClasses = args.has("--balance")
+        p.earlyStoppingPatience = try args.string("--early-stopping").map { _ in try args.int("--early-stopping", default: 20) }
+        let test = args.string("--test").map { TrainingData.path($0, textColumn: data.textColumn, labelColumn: data.labelColumn) }
+        if test == nil { p.holdoutFraction = try holdout(args, default: p.holdoutFraction) }
+        let out = args.string("--out") ?? "model.bin"
+        p.name = URL(fileURLWithPath: out).deletingPathExtension().lastPathComponent
+        let printer = EventPrinter(quiet: args.has("--quiet"), row: EventPrinter.textRow)
+        let r = try TextClassifierTrainer(data: data, testData: test, parameters: p).train(progress: printer.handle)
+        try r.write(to: out)
+        printer.handle(.phase("write", seconds: Date().timeIntervalSince(started) - r.totalSeconds))
+        let config = r.model.metadata.text ?? TextConfig()
+        print("trained \(r.model.metadata.labels.count) classes on \(r.trainCount) documents (\(r.validationCount) validation, \(r.holdoutCount) holdout)")
+        print("  features   \(r.featureCount ?? 0) \(config.hashBits == nil ? "terms" : "hashed buckets"), \(config.weighting), word n-grams \(config.wordNgrams)\(config.charNgrams.map { ", char n-grams \($0)" } ?? "")")
+        print(accuracyLine(r))
+        print(String(format: "  l2 %.0e, %d iterations (%@)", r.l2, r.iterations, r.stopReason.rawValue))
+        print(String(format: "  seconds    features %.2f, fit %.2f, total %.2f", r.featureSeconds, r.fitSeconds,
+                     Date().timeIntervalSince(started)))
+        print("  wrote      \(out)")
+    }
+
+    static func accuracyLine(_ r: TrainingResult) -> String {
+        func pct(_ v: Double?) -> String { v.map { String(format: "%.4f", $0) } ?? "-" }
+        return "  accuracy   train \(pct(r.metrics["train.accuracy"])), validation \(pct(r.metrics["validation.accuracy"])), holdout \(pct(r.metrics["holdout.accuracy"]))"
+    }
+
+    static func seed(_ args: ParsedArguments, default d: UInt64) throws -> UInt64 {
+        let s = try args.int("--seed", default: Int(d))
+        guard s >= 0 else { throw CLIError.usage(command: "train", message: "--seed must be ≥ 0") }
+        return UInt64(s)
+    }
+
+    static func holdout(_ args: ParsedArguments, default d: Double) throws -> Double {
+        let fraction = try args.double("--holdout", default: d)
+        guard fraction >= 0, fraction < 1 else { throw CLIError.usage(command: "train", message: "--holdout must be in [0, 1)") }
+        return fraction
+    }
+
+    /// `--ngrams MIN-MAX` and the like.
+    static func range(_ args: ParsedArguments, _ name: String) throws -> [Int]? {
+        guard let text = args.string(name) else { return nil }
+        let parts = text.split(separator: "-", omittingEmptySubsequences: false).map { Int($0) }
+        guard (1...2).contains(parts.count), let lo = parts[0], let hi = parts.count == 2 ? parts[1] : lo,
+              lo >= 1, lo <= hi, hi <= 32 else {
+            throw CLIError.usage(command: "train", message: "\(name): '\(text)', expected N or MIN-MAX with 1 ≤ MIN ≤ MAX ≤ 32")
+        }
+        return [lo, hi]
     }
 }
 

@@ -114,7 +114,7 @@ public struct Provenance: Codable, Equatable, Sendable {
     /// Seconds per phase (e.g. "extract", "train").
     public var timings: [String: Double]
 
-    public init(toolVersion: String = MLTool.version, sources: [Source] = [], seed: UInt64? = nil,
+    public init(toolVersion: String = MLToolInfo.version, sources: [Source] = [], seed: UInt64? = nil,
                 command: String? = nil, timings: [String: Double] = [:]) {
         self.toolVersion = toolVersion; self.sources = sources; self.seed = seed; self.command = command
         self.timings = timings
@@ -143,6 +143,7 @@ public struct SplitManifest: Codable, Equatable, Sendable {
     }
 }
 
-public enum MLTool {
+/// Facts about this build of mltool. (Not named `MLTool`: that is the library module's name.)
+public enum MLToolInfo {
     public static let version = "0.1.0"
 }

@@ -41,7 +41,7 @@ public enum CoreMLExporter {
         p.author = md.author ?? ""
         p.license = md.license ?? ""
         p.version = md.version ?? ""
-        p.shortDescription = md.description ?? "\(md.name ?? "image classifier") (exported by mltool \(MLTool.version))"
+        p.shortDescription = md.description ?? "\(md.name ?? "image classifier") (exported by mltool \(MLToolInfo.version))"
         p.metadata = ExportMetadata.pairs(md, notes: lowering.notes, inputLayout: "Core ML image (preprocessing applied by the image scaler)")
         return ExportResult(bytes: try CoreMLWriter.pack(p, modelName: name), notes: lowering.notes)
     }

@@ -19,7 +19,7 @@ enum ExportMetadata {
             out.append(("preprocessing.json", json(p)))
         }
         out.append(("provenance", json(md.provenance)))
-        out.append(("exported_by", "mltool \(MLTool.version)"))
+        out.append(("exported_by", "mltool \(MLToolInfo.version)"))
         out.append(("weights", notes.isEmpty ? "as stored in the source model" : notes.joined(separator: "; ")))
         return out
     }

@@ -19,7 +19,7 @@ public enum ONNXExporter {
         try lowering.lower()
         var program = lowering.program
         program.graphName = md.name ?? "mltool"
-        program.docString = md.description ?? "exported by mltool \(MLTool.version)"
+        program.docString = md.description ?? "exported by mltool \(MLToolInfo.version)"
         var notes = lowering.notes
         if lowering.int8Weights > 0 {
             notes.append("\(lowering.int8Weights) int8 weight tensors as int8 initializers + DequantizeLinear (per output channel); "

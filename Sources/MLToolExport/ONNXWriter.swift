@@ -58,7 +58,7 @@ enum ONNXWriter {
         onnx__model_proto__init(&model)
         model.has_ir_version = 1; model.ir_version = ONNXProgram.irVersion
         model.producer_name = arena.string("mltool")
-        model.producer_version = arena.string(MLTool.version)
+        model.producer_version = arena.string(MLToolInfo.version)
         model.has_model_version = 1; model.model_version = p.modelVersion
         model.doc_string = arena.string(p.docString)
         model.graph = arena.new(graph)

@@ -28,7 +28,8 @@ public enum MixedPrecision {
             var best: (gain: Double, name: String, to: Int, cost: Int)?
             for c in candidates {
                 let now = level[c.name] ?? bits
-                guard let to = [1: 2, 2: 4, 4: 6, 6: 8][now] else { continue }
+                let to = QuantizeOptions.Mode.palette.nextBits(after: now)
+                guard to <= 8 else { continue }
                 let cost = paletteBytes(elements: c.elements, tables: c.tables, bits: to)
                     - paletteBytes(elements: c.elements, tables: c.tables, bits: now)
                 guard cost > 0, cost <= left, let s = sensitivity[c.name], s > 0 else { continue }

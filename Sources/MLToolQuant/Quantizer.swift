@@ -3,7 +3,21 @@ import MLToolCore
 
 /// How to compress weights.
 public struct QuantizeOptions: Sendable {
-    public enum Mode: String, Sendable { case linear, palette, fp16 }
+    public enum Mode: String, Sendable {
+        case linear, palette, fp16
+
+        /// The next, larger bit width for a tensor backed off from `bits` (32 = float): palettes climb
+        /// 1 → 2 → 4 → 6 → 8, then float; linear and fp16 go straight to float. The one bit ladder (the accuracy
+        /// gate and the size budget both climb it).
+        public func nextBits(after bits: Int) -> Int {
+            switch self {
+            case .palette: return Self.paletteLadder[bits] ?? 32
+            case .linear, .fp16: return 32
+            }
+        }
+
+        private static let paletteLadder = [1: 2, 2: 4, 4: 6, 6: 8]
+    }
     public var mode: Mode
     /// 8 for linear; 1, 2, 4, 6 or 8 for palette; 16 for fp16.
     public var bits: Int

@@ -1,7 +1,5 @@
 import Foundation
-import MLToolCore
-import MLToolData
-import MLToolFormat
+import MLTool
 import Testing
 @testable import MLToolCLI
 
@@ -61,7 +59,7 @@ struct Scratch {
         #expect(m.metadata.split?.holdout.allSatisfy { $0.path.hasSuffix(".txt") } == true)
         #expect(m.tensor(named: "text.vocabulary")?.dtype == .u8)
         let texts = ["a storm and rain in the forecast", "bake bread with butter", "the striker scored a goal"]
-        let p = try TextPrediction.probabilities(m, modelPath: model, texts: texts)
+        let p = try TextClassifier(model: m, path: model).probabilities(texts)
         for (i, want) in [2, 0, 1].enumerated() {
             let row = Array(p[(i * 3)..<(i * 3 + 3)])
             #expect(row.firstIndex(of: row.max()!) == want, "\(texts[i]): \(row)")
@@ -120,7 +118,7 @@ struct Scratch {
         #expect(split.root == s.path)
         #expect(split.holdout.count == 6)
         #expect(split.holdout.allSatisfy { $0.path.hasPrefix("data.csv#row=") })
-        let items = try Evaluation.recordedHoldout(m, modelPath: model, skipMissing: false)
+        let items = try Evaluation.recordedHoldout(m, modelPath: model, skipMissing: false).items
         #expect(items.count == 6)
         #expect(items.allSatisfy { $0.text?.contains("line two") == true })
         #expect(CLI.run(arguments: ["eval", model, "--quiet", "--json"]) == .ok)
@@ -151,7 +149,7 @@ struct Scratch {
         #expect(q.tensor(named: "text.weights")?.dtype == .int8)
         #expect(q.tensor(named: "text.vocabulary") == nil)
         #expect(CLI.run(arguments: ["eval", s.path + "/m.int8.bin", "--quiet"]) == .ok)
-        let p = try TextPrediction.probabilities(q, modelPath: "q", texts: ["bake bread with butter"])
+        let p = try TextClassifier(model: q, path: "q").probabilities(["bake bread with butter"])
         #expect(p.firstIndex(of: p.max()!) == 0)
     }
 

@@ -1,0 +1,46 @@
+import Foundation
+import MLToolCore
+import MLToolExport
+import MLToolFormat
+import MLToolImport
+
+/// Networks from other frameworks in, models for other runtimes out.
+public enum ModelImport {
+    /// Imports an ONNX, Keras HDF5 or Core ML file (recognised by content) with `options` recorded in the model.
+    /// A Core ML model records its own preprocessing and labels, so `options` must be empty for one.
+    public static func importModel(path: String, options: ImportOptions = ImportOptions()) throws -> Model {
+        switch try FileKind.detect(path: path) {
+        case .onnx: return try ONNXImporter.importModel(path: path, options: options)
+        case .hdf5: return try KerasImporter.importModel(path: path, options: options)
+        case .mltool: throw PipelineError.badInput(file: path, reason: "already an mltool model")
+        case .coreml:
+            guard options.image == nil, options.labels.isEmpty, options.featureTensor == nil else {
+                throw PipelineError.invalidParameter(name: "options", reason: "a Core ML model records its own preprocessing and labels; drop the preprocessing, --labels and --feature-tensor options")
+            }
+            return try CoreMLImporter.importModel(path: path)
+        case .unknown: throw PipelineError.badInput(file: path, reason: "neither ONNX, Keras HDF5 nor Core ML (recognised by content)")
+        }
+    }
+}
+
+/// Writing models for other runtimes.
+public enum ModelExport {
+    public enum Format: String, Sendable, CaseIterable {
+        /// One ONNX graph (opset 13) for ONNX Runtime.
+        case onnx
+        /// A Core ML NeuralNetworkClassifier (specification version 5).
+        case coreml
+
+        /// The file extension of the format.
+        public var fileExtension: String { self == .onnx ? ".onnx" : ".mlmodel" }
+    }
+
+    /// The bytes of `model` in `format`, with notes on what could not be carried over exactly. `name` names the
+    /// model in errors.
+    public static func export(_ model: Model, name: String, format: Format) throws -> ExportResult {
+        switch format {
+        case .onnx: return try ONNXExporter.export(model, name: name)
+        case .coreml: return try CoreMLExporter.export(model, name: name)
+        }
+    }
+}

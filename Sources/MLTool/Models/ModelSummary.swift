@@ -1,0 +1,115 @@
+import Foundation
+import MLToolCore
+import MLToolEngine
+import MLToolFormat
+
+/// What a model is, in one value (`mltool info` prints it): task, inputs and outputs with their shapes,
+/// preprocessing, labels, sizes per dtype and per file section, provenance and recorded metrics.
+public struct ModelSummary: Encodable, Sendable {
+    public struct IO: Encodable, Sendable { public var name: String; public var shape: [Int] }
+    public struct Section: Encodable, Sendable { public var name: String; public var offset: Int; public var bytes: Int }
+    public var task: String
+    public var name: String?
+    public var inputs: [IO]
+    public var outputs: [IO]
+    public var outputKind: String?
+    public var featureTensor: String?
+    public var preprocessing: ImagePreprocessing?
+    public var text: TextConfig?
+    public var labelCount: Int
+    public var labels: [String]
+    public var parameters: Int
+    public var tensors: Int
+    public var bytesPerDType: [String: Int]
+    public var sections: [Section]
+    public var fileBytes: Int?
+    public var provenance: Provenance
+    public var metrics: [String: Double]
+    public var holdoutItems: Int?
+    /// Text models: vocabulary size (or hashed buckets) and the strongest features of each class.
+    public var textFeatures: Int?
+    public var strongestFeatures: [String: [String]]?
+
+    /// The summary of the model file at `path` (its section layout when it is a native file).
+    public init(path: String) throws {
+        let model = try ModelLoader.load(path)
+        let layout = (try? FileKind.detect(path: path)) == .mltool ? try ModelFile.layout(path: path) : nil
+        self.init(model: model, layout: layout)
+    }
+
+    public init(model: Model, layout: FileLayout?) {
+        let md = model.metadata
+        task = md.task.rawValue
+        name = md.name
+        inputs = md.graph?.inputs.map { IO(name: $0.name, shape: $0.shape) } ?? []
+        outputs = md.graph.map { g in
+            let shapes = ModelSummary.outputShapes(model)
+            return g.outputs.map { IO(name: $0, shape: shapes[$0] ?? []) }
+        } ?? []
+        outputKind = md.outputKind
+        featureTensor = md.featureTensor
+        preprocessing = md.image
+        text = md.text
+        labelCount = md.labels.count
+        labels = md.labels
+        parameters = model.parameterCount
+        tensors = model.tensors.count
+        var perDType = [String: Int]()
+        for t in model.tensors { perDType[t.dtype.name, default: 0] += t.bytes.count }
+        bytesPerDType = perDType
+        sections = layout?.sections.map { Section(name: $0.name, offset: $0.offset, bytes: $0.length) } ?? []
+        fileBytes = layout?.fileSize
+        provenance = md.provenance
+        metrics = md.metrics
+        holdoutItems = md.split?.holdout.count
+        if md.task == .textClassifier, let c = try? TextClassifier(model: model, path: md.name ?? "model") {
+            textFeatures = c.vectorizer.featureCount
+            strongestFeatures = Dictionary(uniqueKeysWithValues: zip(c.labels, c.strongestFeatures(5).map { $0.map(\.feature) }))
+        }
+    }
+
+    /// Output shapes for a batch of one, by shape inference (empty when the graph does not check out).
+    public static func outputShapes(_ model: Model) -> [String: [Int]] {
+        (try? Engine.outputShapes(model: model, batch: 1)) ?? [:]
+    }
+
+    public func json() throws -> String {
+        let e = JSONEncoder()
+        e.outputFormatting = [.sortedKeys]
+        return String(decoding: try e.encode(self), as: UTF8.self)
+    }
+
+    public func text(path: String) -> String {
+        var s = "\(path)\n"
+        s += "  task          \(task)\(name.map { " (\($0))" } ?? "")\n"
+        for i in inputs { s += "  input         \(i.name) \(i.shape)\n" }
+        for (i, o) in outputs.enumerated() {
+            s += "  output        \(o.name) \(o.shape)\(i == 0 ? outputKind.map { " (\($0))" } ?? "" : "")\n"
+        }
+        if let f = featureTensor { s += "  features      \(f)\n" }
+        if let p = preprocessing {
+            s += "  preprocessing \(p.width)×\(p.height) \(p.colorOrder), value = (pixel·\(p.scale) + \(p.bias) − \(p.mean)) / \(p.std)\n"
+            s += "                resize \(p.resize)\(p.resizeTo.map { " \($0)" } ?? ""), crop \(p.crop)\n"
+        }
+        if let t = text {
+            s += "  text          word n-grams \(t.wordNgrams)\(t.charNgrams.map { ", char n-grams \($0)" } ?? ""), \(t.weighting)\(t.hashBits.map { ", hashed 2^\($0)" } ?? "")\n"
+        }
+        if let n = textFeatures { s += "  vocabulary    \(n) \(text?.hashBits == nil ? "terms" : "hashed buckets")\n" }
+        for label in labels { if let f = strongestFeatures?[label] { s += "  strongest     \(label): \(f.joined(separator: ", "))\n" } }
+        if labelCount > 0 {
+            let first = labels.prefix(5).map { "\"\($0)\"" }.joined(separator: ", ")
+            s += "  labels        \(labelCount): \(first)\(labelCount > 5 ? ", …" : "")\n"
+        }
+        s += "  parameters    \(parameters) in \(tensors) tensors\n"
+        for (d, b) in bytesPerDType.sorted(by: { $0.key < $1.key }) {
+            s += "  \(d.padding(toLength: 14, withPad: " ", startingAt: 0))\(b) bytes\n"
+        }
+        for sec in sections { s += "  section       \(sec.name): \(sec.bytes) bytes at \(sec.offset)\n" }
+        if let f = fileBytes { s += "  file          \(f) bytes\n" }
+        s += "  tool          mltool \(provenance.toolVersion)\(provenance.seed.map { ", seed \($0)" } ?? "")\n"
+        for src in provenance.sources { s += "  source        \(src.path) sha256 \(src.sha256.prefix(16))…\n" }
+        for (k, v) in metrics.sorted(by: { $0.key < $1.key }) { s += "  metric        \(k) = \(String(format: "%.4f", v))\n" }
+        if let h = holdoutItems { s += "  holdout       \(h) items recorded\n" }
+        return s
+    }
+}

@@ -1,0 +1,290 @@
+import Foundation
+import MLToolCore
+import MLToolData
+import MLToolEval
+import MLToolFormat
+import MLToolQuant
+
+/// How a model is compressed. These defaults are the only ones: `mltool quantize` reads them from here.
+public struct QuantizationParameters: Sendable {
+    /// Linear (int8), palette (k-means look-up tables of 1, 2, 4, 6 or 8 bits) or fp16.
+    public var mode: QuantizeOptions.Mode = .linear
+    public var bits = 8
+    /// Linear: one scale per tensor instead of per output channel.
+    public var perTensor = false
+    /// Linear: min/max range with a zero point instead of symmetric.
+    public var asymmetric = false
+    /// Palette: one look-up table per this many output channels (nil: per tensor, with per-channel scales).
+    public var groupSize: Int?
+    /// Tensors smaller than this stay float.
+    public var minElements = 2048
+    /// The accuracy gate: the largest drop allowed, in percentage points (nil: report only).
+    public var maxDrop: Double?
+    /// Palettes: raise the most sensitive tensors while the file stays at most this % of the float model's.
+    public var maxSize: Double?
+    /// Evaluate on this data (a label-folder tree or a table) instead of the recorded holdout.
+    public var data: String?
+    /// Calibration images (default: `data`, else the recorded holdout).
+    public var calibration: String?
+    /// Calibration images used, spread over the calibration data.
+    public var calibrationCount = 32
+    /// Calibrate (bias correction, and GPTQ-style error feedback for palettes). Off: float biases, plain palettes.
+    public var biasCorrection = true
+    /// Measure the accuracy of both models (the gate needs it).
+    public var evaluate = true
+    /// k-means seed.
+    public var seed: UInt64 = 42
+    /// Threads (0: all cores).
+    public var threads = 0
+
+    public init() {}
+
+    /// Parameters for `bits` (and an explicit `mode`, when given): 16 means fp16, 8 linear, fewer bits palettes.
+    public init(bits: Int?, mode: QuantizeOptions.Mode?) {
+        var b = bits ?? (mode == .fp16 ? 16 : 8)
+        let m = mode ?? (b == 16 ? .fp16 : (b == 8 ? .linear : .palette))
+        if m == .fp16 { b = 16 }
+        self.mode = m
+        self.bits = b
+    }
+
+    /// The file name suffix of the output ("int8", "fp16", "pal4").
+    public var suffix: String { mode == .fp16 ? "fp16" : (mode == .linear ? "int\(bits)" : "pal\(bits)") }
+
+    /// `model.bin` → `model.int8.bin` (never the input's own name).
+    public func defaultOutput(for path: String) -> String {
+        (path.hasSuffix(".bin") ? String(path.dropLast(4)) : path) + ".\(suffix).bin"
+    }
+}
+
+/// What quantization did, tensor by tensor, and what the gate measured.
+public struct QuantizeReport: Encodable, Sendable {
+    public var model: String
+    public var output: String
+    public var mode: String
+    public var bits: Int
+    public var tensors: [TensorQuantReport]
+    public var fileBytesBefore: Int
+    public var fileBytesAfter: Int
+    public var calibration: String?
+    public var mixedPrecision: String?
+    public var gate: GateResult?
+    public var seconds: Double
+}
+
+/// The accuracy gate's verdict: both models on the same items.
+public struct GateResult: Encodable, Sendable {
+    public var items: Int
+    /// Evaluation items used for calibration and so left out of the gate.
+    public var calibrationLeftOut: Int
+    public var floatAccuracy: Double
+    public var quantizedAccuracy: Double
+    public var agreement: Double
+    public var meanKL: Double
+    public var backedOff: [String]
+    public var backOffOrder: String?
+
+    /// Accuracy lost, in percentage points.
+    public var drop: Double { (floatAccuracy - quantizedAccuracy) * 100 }
+}
+
+/// Compresses a model's weights and reports what it cost (coremltools' `linear_quantize_weights` /
+/// `palettize_weights`, with the evaluation they leave to the user done here). Stages: load → items (recorded
+/// holdout or `data`) → calibrate (bias correction, error feedback) → compress → size budget (`maxSize`) →
+/// accuracy gate (`maxDrop`: back off the most sensitive tensors until the drop fits) → report.
+public struct QuantizationPipeline: Sendable {
+    public var modelPath: String
+    /// Where the result will be written (named in the report); `QuantizationOutcome.write` writes it.
+    public var output: String
+    public var parameters: QuantizationParameters
+
+    public init(modelPath: String, output: String? = nil, parameters: QuantizationParameters = .init()) {
+        self.modelPath = modelPath
+        self.output = output ?? parameters.defaultOutput(for: modelPath)
+        self.parameters = parameters
+    }
+
+    /// The quantized model and its report.
+    public struct Outcome: Sendable {
+        public var model: Model
+        public var report: QuantizeReport
+        /// Writes the quantized model (never over the float model).
+        public func write(to path: String? = nil) throws {
+            try ModelFile.write(model, to: path ?? report.output, inputs: [report.model])
+        }
+    }
+
+    public func run(progress: ((PipelineEvent) -> Void)? = nil) throws -> Outcome {
+        let p = parameters, path = modelPath, out = output
+        let emit = progress ?? { _ in }
+        let mode = p.mode, bits = p.bits
+        var options = QuantizeOptions(mode: mode, bits: bits, perTensor: p.perTensor, asymmetric: p.asymmetric,
+                                      groupSize: p.groupSize, minElements: p.minElements, seed: p.seed)
+        let model = try ModelLoader.load(path)
+        let threads = p.threads
+        let started = Date()
+        let isImage = model.metadata.image != nil && model.metadata.graph != nil
+        // The evaluation items: `data`, else the recorded holdout.
+        var items: [LabeledItem]? = try p.data.map { try Evaluation.loadItems($0, task: model.metadata.task) }
+            ?? (p.evaluate && model.metadata.split?.holdout.isEmpty == false
+                ? try Evaluation.recordedHoldout(model, modelPath: path, skipMissing: false).items : nil)
+
+        // Calibration (image models; fp16 needs none): bias correction, and error feedback for palettes.
+        var calibration: QuantizeCalibration?
+        if isImage && mode != .fp16 && p.biasCorrection {
+            let count = p.calibrationCount
+            guard count >= 1 else {
+                throw PipelineError.invalidParameter(name: "calibrationCount", reason: "--calibration-count must be ≥ 1")
+            }
+            // Without evaluation the holdout was not resolved above; files that are gone are then skipped here.
+            var holdout: Evaluation.Holdout?
+            if items == nil && model.metadata.split?.holdout.isEmpty == false {
+                holdout = try? Evaluation.recordedHoldout(model, modelPath: path, skipMissing: true)
+                if let h = holdout, !h.problems.isEmpty { emit(.warning(h.skippedText)) }
+            }
+            let source: (String, [LabeledItem])? = try p.calibration.map { ($0, try Evaluation.loadItems($0, task: model.metadata.task)) }
+                ?? items.map { (p.data != nil ? "--data" : "holdout", $0) } ?? holdout.map { ("holdout", $0.items) }
+            // Drawn from the evaluated items: at most half of them, so that the gate keeps the rest.
+            let fromEvaluated = p.calibration == nil && items != nil
+            let useCount = fromEvaluated && (items?.count ?? 0) >= 2 ? min(count, (items?.count ?? 0) / 2) : count
+            if let (name, calItems) = source, !calItems.isEmpty {
+                calibration = try QuantizeCalibration(model: model, modelPath: path, items: calItems, count: useCount,
+                                                      source: name, threads: threads)
+            } else {
+                emit(.note("no calibration images (no holdout, --data or --calibration): no bias correction or error feedback"))
+            }
+        }
+        // Calibration images drawn from the evaluation items are left out of the gate, which then scores only
+        // images the compression never saw.
+        var calibrationLeftOut = 0
+        if let calibration, p.calibration == nil, let all = items {
+            let kept = all.filter { !calibration.paths.contains($0.path) }
+            if !kept.isEmpty {
+                items = kept
+                calibrationLeftOut = all.count - kept.count
+            }
+        }
+        var corrected = 0
+        if let calibration, mode == .palette {
+            options.errorFeedback = calibration.errorFeedbackFactors()
+        }
+        func compress(_ options: QuantizeOptions) throws -> (Model, [TensorQuantReport]) {
+            var (q, r) = try Quantizer.quantize(model, options)
+            if let calibration { corrected = try calibration.correctBiases(original: model, quantized: &q) }
+            return (q, r)
+        }
+        var (quantized, reports) = try compress(options)
+
+        // Mixed precision within a size budget: raise the most sensitive tensors per byte while the file fits.
+        var raised: String?
+        let floatFileBytes = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0
+        if let maxSize = p.maxSize {
+            guard mode == .palette, let calibration, !model.metadata.labels.isEmpty else {
+                throw PipelineError.invalidParameter(name: "maxSize", reason: "--max-size needs a palette mode and calibration images of a classifier")
+            }
+            let budget = Int(Double(floatFileBytes) * maxSize / 100)
+            var size = try ModelFile.serialize(quantized).count
+            if size < budget {
+                let names = reports.filter { $0.skipped == nil }.map(\.name)
+                emit(.status("size budget: measuring the sensitivity of \(names.count) tensors on \(calibration.source)"))
+                let kl = try calibration.sensitivity(original: model, quantized: quantized, tensors: names, modelPath: path,
+                                                     classes: model.metadata.labels.count)
+                let q = quantized.tensorsByName
+                let candidates = names.map { n in
+                    MixedPrecision.Candidate(name: n, elements: q[n]?.elementCount ?? 0,
+                                             tables: max(1, (q[n]?.quant?.lut?.count ?? 0) >> bits), sensitivity: kl[n] ?? 0)
+                }
+                var room = budget - size
+                while room > 0 {
+                    let levels = MixedPrecision.allocate(candidates, bits: bits, room: room)
+                    guard !levels.isEmpty else { break }
+                    var o = options
+                    for (n, b) in levels { o.bitsOverride[n] = b }
+                    let (q2, r2) = try compress(o)
+                    let s2 = try ModelFile.serialize(q2).count
+                    // The byte estimate ignores alignment and JSON; when it falls short, shrink the room and retry.
+                    guard s2 <= budget else { room -= s2 - budget + 64; continue }
+                    (quantized, reports, options, size) = (q2, r2, o, s2)
+                    raised = "\(levels.count) tensors raised within \(String(format: "%g", maxSize))% (most sensitive per byte first): "
+                        + levels.sorted { $0.key < $1.key }.map { "\($0.key) → \($0.value) bits" }.joined(separator: ", ")
+                    break
+                }
+            } else {
+                emit(.status(String(format: "size budget: the file is already %.1f%% > --max-size %g%%; nothing raised",
+                                    Double(size) / Double(max(floatFileBytes, 1)) * 100, maxSize)))
+            }
+        }
+
+        // The accuracy gate.
+        var gate: GateResult?
+        if p.evaluate {
+            if let items, !model.metadata.labels.isEmpty {
+                let truth = try Evaluation.truth(items, labels: model.metadata.labels, modelPath: path)
+                let k = model.metadata.labels.count
+                func probabilities(_ m: Model, _ name: String) throws -> [Float] {
+                    defer { emit(.progressFinished(label: "evaluating")) }
+                    return try Evaluation.probabilities(m, modelPath: name, items: items, threads: threads, progress: { n, total in
+                        emit(.progress(label: "evaluating", advanced: n, total: total))
+                    })
+                }
+                let floatProbs = try probabilities(model, path)
+                let floatAcc = Metrics.evaluate(truth: truth, probabilities: floatProbs, labels: model.metadata.labels).accuracy
+                func measure(_ m: Model) throws -> GateResult {
+                    let pr = try probabilities(m, out)
+                    let r = Metrics.evaluate(truth: truth, probabilities: pr, labels: model.metadata.labels)
+                    let c = ModelComparison.compare(floatProbs, pr, classes: k)
+                    return GateResult(items: items.count, calibrationLeftOut: calibrationLeftOut,
+                                      floatAccuracy: floatAcc, quantizedAccuracy: r.accuracy,
+                                      agreement: c.agreement, meanKL: c.meanKL, backedOff: [], backOffOrder: nil)
+                }
+                var result = try measure(quantized)
+                var backOffBy = "worst SNR first"
+                if let maxDrop = p.maxDrop {
+                    // Back off the worst tensors to more bits, a few at a time, until within the drop. Worst: the
+                    // largest output change on the calibration images when quantized alone (measured), else the
+                    // lowest weight SNR (which error feedback lowers on purpose, so it is only the fallback).
+                    var order = reports.filter { $0.skipped == nil }.sorted { ($0.snrDB ?? .infinity) < ($1.snrDB ?? .infinity) }
+                    if let calibration, result.drop > maxDrop {
+                        emit(.status("gate: measuring the sensitivity of \(order.count) tensors on \(calibration.source)"))
+                        let kl = try calibration.sensitivity(original: model, quantized: quantized, tensors: order.map(\.name),
+                                                             modelPath: path, classes: k)
+                        order.sort { (kl[$0.name] ?? 0) > (kl[$1.name] ?? 0) }
+                        backOffBy = "largest output change on \(calibration.source) first"
+                    }
+                    while result.drop > maxDrop {
+                        guard !order.isEmpty else {
+                            throw PipelineError.badInput(file: path, reason: String(
+                                format: "accuracy gate failed: even with every tensor backed off the drop is %.2f points > --max-drop %.2f; nothing written",
+                                result.drop, maxDrop))
+                        }
+                        let step = max(1, order.count / 8)
+                        for r in order.prefix(step) {
+                            let next = mode.nextBits(after: options.bitsOverride[r.name] ?? bits)
+                            options.bitsOverride[r.name] = next
+                            result.backedOff.append("\(r.name) → \(next >= 32 ? "float" : "\(next) bits")")
+                        }
+                        order = Array(order.dropFirst(step)).filter { (options.bitsOverride[$0.name] ?? bits) < 32 }
+                        let backed = result.backedOff
+                        (quantized, reports) = try compress(options)
+                        result = try measure(quantized)
+                        result.backedOff = backed
+                        emit(.status(String(format: "gate: backed off %d tensors, drop now %.2f points", backed.count, result.drop)))
+                    }
+                }
+                result.backOffOrder = result.backedOff.isEmpty ? nil : backOffBy
+                gate = result
+            } else {
+                emit(.note("no recorded holdout and no --data: weights compressed without an accuracy check"))
+            }
+        }
+        let report = QuantizeReport(model: path, output: out, mode: mode.rawValue, bits: bits, tensors: reports,
+                                    fileBytesBefore: floatFileBytes, fileBytesAfter: try ModelFile.serialize(quantized).count,
+                                    calibration: calibration.map {
+                                        let fed = reports.filter { $0.mode.hasSuffix("+gptq") }.count
+                                        return "\($0.source): \(corrected) biases corrected"
+                                            + (fed > 0 ? ", error feedback (GPTQ) on \(fed) tensors" : "")
+                                    }, mixedPrecision: raised, gate: gate,
+                                    seconds: Date().timeIntervalSince(started))
+        return Outcome(model: quantized, report: report)
+    }
+}
