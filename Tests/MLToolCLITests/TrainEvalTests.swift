@@ -32,7 +32,7 @@ struct TrainEvalTests {
         let entries = FileManager.default.enumerator(atPath: dir.file("cache"))?.compactMap { $0 as? String }
             .filter { !$0.hasSuffix("/") && FileManager.default.fileExists(atPath: dir.file("cache/" + $0)) && !$0.contains("tmp") }
             .sorted() ?? []
-        let files = entries.filter { var d: ObjCBool = false; FileManager.default.fileExists(atPath: dir.file("cache/" + $0), isDirectory: &d); return !d.boolValue }
+        let files = entries.filter { var d: ObjCBool = false; _ = FileManager.default.fileExists(atPath: dir.file("cache/" + $0), isDirectory: &d); return !d.boolValue }
         #expect(files.count == 20)
         for f in files.enumerated() where f.offset % 3 == 0 { try FileManager.default.removeItem(atPath: dir.file("cache/" + f.element)) }
         let partial = try Tool.run(["train", "images/"], in: dir.path, env: env)

@@ -114,7 +114,7 @@ import Testing
             refLoss += 0.5 * l2 * Double(theta[i]) * Double(theta[i])
             refGrad[i] += l2 * Double(theta[i])
         }
-        try data.x.withUnsafeBufferPointer { xp in
+        data.x.withUnsafeBufferPointer { xp in
             let objective = SoftmaxObjective(
                 matrix: DenseRows(base: xp.baseAddress!, rows: n, cols: d), labels: data.labels.map(Int32.init),
                 rowWeights: rowWeights, classes: k, l2: l2)

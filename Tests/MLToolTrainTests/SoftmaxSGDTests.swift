@@ -25,7 +25,7 @@ import Testing
         var rng = SplitMix64(seed: 5)
         let raw = (0..<500).map { _ in Double(rng.nextUnit()) + 0.5 }
         let weights = raw.map { $0 / raw.reduce(0, +) }
-        try SparseRows.with(x) { rows in
+        SparseRows.with(x) { rows in
             for (l2, w) in [(1e-3, nil), (0.5, weights)] as [(Double, [Double]?)] {
                 let s = sgd(rows, labels, classes: classes, l2: l2, weights: w)
                 let reference = s.run(level: nil)
@@ -48,7 +48,7 @@ import Testing
         let (x, _) = try problem(rows: 300, cols: 90, classes: classes, seed: 40 + UInt64(classes))
         var rng = SplitMix64(seed: 41)
         let w = (0..<(90 * classes)).map { _ in rng.nextUnit() * 2 - 1 }
-        try SparseRows.with(x) { rows in
+        SparseRows.with(x) { rows in
             func run(_ level: Int32?) -> [Float] {
                 var out = [Float](repeating: .nan, count: 250 * classes)
                 w.withUnsafeBufferPointer { wp in
@@ -74,7 +74,7 @@ import Testing
 
     @Test func sameSeedSameBitsOtherSeedOtherOrder() throws {
         let (x, labels) = try problem(rows: 300, cols: 50, classes: 4, seed: 2)
-        try SparseRows.with(x) { rows in
+        SparseRows.with(x) { rows in
             var s = sgd(rows, labels, classes: 4, l2: 1e-3)
             let a = s.run(), b = s.run()
             #expect(a.map(\.bitPattern) == b.map(\.bitPattern))
