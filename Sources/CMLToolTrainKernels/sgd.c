@@ -1,19 +1,11 @@
 // See include/CMLToolTrainKernels.h.
 #include "CMLToolTrainKernels.h"
+#include "CMLToolCPU.h"
 #include <math.h>
 #if defined(__x86_64__)
 #include <immintrin.h>
 #define MLT_AVX2 __attribute__((target("avx2,fma")))
 #endif
-
-int mlt_simd_level(int level) {
-#if defined(__x86_64__)
-    int best = (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) ? 1 : 0;
-#else
-    int best = 0;
-#endif
-    return (level < 0 || level > best) ? best : level;
-}
 
 // Softmax of z (k values, already a·x·V + b) into g, minus the one-hot label, times `scale`.
 static inline void softmax_gradient(float *z, float *g, int32_t k, int32_t y, float scale) {
@@ -133,7 +125,7 @@ void mlt_sgd_epoch(const int64_t *offsets, const int32_t *columns, const float *
                    int32_t kp, float *v, double *bias, double *a, double *t, double eta0, double total, double l2,
                    int level) {
 #if defined(__x86_64__)
-    if (mlt_simd_level(level) == 1) {
+    if (mlk_cpu_resolve(level) >= MLK_CPU_AVX2) {
         epoch_avx2(offsets, columns, values, labels, row_scale, order, count, cols, k, kp, v, bias, a, t, eta0,
                    total, l2);
         return;

@@ -4,6 +4,7 @@
 //   MB, cache-resident) and written once, instead of scattering every non-zero into the d × k gradient (tens of
 //   MB, one cache miss each).
 #include "CMLToolTrainKernels.h"
+#include "CMLToolCPU.h"
 #if defined(__x86_64__)
 #include <immintrin.h>
 #endif
@@ -97,7 +98,7 @@ MLT_PRODUCT_AVX2(transposed_avx2, "avx2", MLT_MUL_ADD)
 void mlt_sparse_forward(const int64_t *offsets, const int32_t *columns, const float *values, int64_t row0,
                         int64_t row1, const float *w, int32_t k, float *out, int level) {
 #if defined(__x86_64__)
-    if (mlt_simd_level(level) == 1) { forward_avx2(offsets, columns, values, row0, row1, w, k, out); return; }
+    if (mlk_cpu_resolve(level) >= MLK_CPU_AVX2) { forward_avx2(offsets, columns, values, row0, row1, w, k, out); return; }
 #endif
     product_portable(offsets, columns, values, row0, row1, w, k, out);
 }
@@ -105,7 +106,7 @@ void mlt_sparse_forward(const int64_t *offsets, const int32_t *columns, const fl
 void mlt_sparse_transposed(const int64_t *col_offsets, const int32_t *rows, const float *values, int64_t col0,
                            int64_t col1, const float *g, int32_t k, float *out, int level) {
 #if defined(__x86_64__)
-    if (mlt_simd_level(level) == 1) { transposed_avx2(col_offsets, rows, values, col0, col1, g, k, out); return; }
+    if (mlk_cpu_resolve(level) >= MLK_CPU_AVX2) { transposed_avx2(col_offsets, rows, values, col0, col1, g, k, out); return; }
 #endif
     product_portable(col_offsets, rows, values, col0, col1, g, k, out);
 }

@@ -1,3 +1,4 @@
+import CMLToolCPU
 import CMLToolKernels
 import COpenBLAS
 import Foundation
@@ -77,9 +78,13 @@ public final class Engine: @unchecked Sendable {
         case "off", "0": return .off
         case "auto", "1": return .auto
         case "all": return .all
-        default: return mlk_int8_level() >= 3 ? .auto : .off
+        default: return mlk_cpu_has(Int32(MLK_CPU_AVX512_VNNI)) != 0 ? .auto : .off
         }
     }
+
+    /// The CPU level the kernels run at (see CMLToolCPU): "portable", "avx2", "avx2-vnni", "avx512" or "avx512-vnni" —
+    /// the best this CPU has, or the lower one `MLTOOL_CPU_LEVEL` asks for.
+    public static var cpuLevel: String { String(cString: mlk_cpu_level_name(mlk_cpu_level())) }
 
     /// The fewest weights a layer needs to run on int8 kernels; nil: none does.
     static func int8Minimum(_ c: Int8Compute) -> Int? {

@@ -1,3 +1,4 @@
+import CMLToolCPU
 import CMLToolTrainKernels
 import Foundation
 import MLToolCore
@@ -25,8 +26,8 @@ struct SoftmaxSGD {
     var learningRate: Double
     var seed: UInt64
 
-    /// The kernel level `run(level: -1)` uses on this CPU: 0 portable C, 1 AVX2+FMA.
-    static var bestLevel: Int32 { mlt_simd_level(-1) }
+    /// The kernel level `run(level: -1)` uses: the current CMLToolCPU level (0 portable C, ≥ 1 AVX2+FMA).
+    static var bestLevel: Int32 { mlk_cpu_level() }
 
     /// Small problems get at least this many steps (more epochs), so a handful of rows still converges.
     static var minimumSteps: Int { 50_000 }

@@ -1,3 +1,4 @@
+import CMLToolCPU
 import Foundation
 import MLToolCore
 import MLToolEngine
@@ -115,4 +116,21 @@ final class KernelLevelLock: @unchecked Sendable {
         pthread_rwlock_wrlock(lock); defer { pthread_rwlock_unlock(lock) }
         return try body()
     }
+}
+
+/// Runs `body` at every CPU level this machine has (CMLToolCPU: portable C, AVX2, AVX-VNNI, AVX-512, AVX-512 VNNI), the
+/// process-wide level set to each in turn, then restored; returns the levels run. Call it under
+/// `KernelLevelLock.shared.writing`.
+@discardableResult
+func forEachCPULevel(_ body: (Int32) throws -> Void) rethrows -> [Int32] {
+    let start = mlk_set_cpu_level(-1)
+    defer { _ = mlk_set_cpu_level(start) }
+    var levels: [Int32] = []
+    for level in Int32(0)...mlk_cpu_detected() {
+        _ = mlk_set_cpu_level(level)
+        guard mlk_cpu_level() == level, mlk_cpu_has(level) != 0 else { continue }
+        levels.append(level)
+        try body(level)
+    }
+    return levels
 }

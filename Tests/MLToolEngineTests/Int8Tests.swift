@@ -62,20 +62,14 @@ func int8Network() throws -> Model {
     return model
 }
 
-/// The int8 level is process-wide like the SIMD level: these run serialized, under the same lock.
+/// The CPU level is process-wide: these run serialized, under the same lock as the other level tests.
 @Suite(.serialized) struct Int8Tests {
     static let shapes: [(m: Int, n: Int, k: Int)] = [(1, 10, 1280), (13, 17, 5), (9, 33, 27), (50, 49, 3), (8, 48, 64),
                                                      (3, 1, 1), (17, 100, 130), (70, 16, 24)]
 
     @Test func everyInt8LevelMatchesTheScalarReferenceExactly() throws {
         try KernelLevelLock.shared.writing {
-            let best = mlk_set_int8_level(-1)
-            defer { _ = mlk_set_int8_level(best) }
-            var levels: [Int32] = []
-            for level in Int32(0)...best {
-                _ = mlk_set_int8_level(level)
-                guard mlk_int8_level() == level else { continue }
-                levels.append(level)
+            let levels = try forEachCPULevel { level in
                 for (si, (m, n, k)) in Self.shapes.enumerated() {
                     var g = GraphBuilder(seed: UInt64(si + 1), input: [])
                     // Rows shifted by their index: all-positive, all-negative and mixed rows.
@@ -143,8 +137,6 @@ func int8Network() throws -> Model {
         var g = GraphBuilder(seed: 8, input: [])
         let input = g.input([3, 15, 13, 3])
         try KernelLevelLock.shared.writing {
-            let best = mlk_set_int8_level(-1)
-            defer { _ = mlk_set_int8_level(best) }
             let float = try #require(try Engine(model: model, threads: 1, int8Compute: .off).run(["x": input]).values.first)
             let ref = try #require(try Engine(model: model, threads: 1, mode: .reference).run(["x": input]).values.first)
             #expect(maxError(float, ref) <= fastTolerance)
@@ -153,9 +145,7 @@ func int8Network() throws -> Model {
             let all = try #require(try Engine(model: model, threads: 1, int8Compute: .all).run(["x": input]).values.first)
             #expect(auto.data != float.data && auto.data != all.data)
             var first: Tensor?
-            for level in Int32(0)...best {
-                _ = mlk_set_int8_level(level)
-                guard mlk_int8_level() == level else { continue }
+            try forEachCPULevel { level in
                 for threads in [1, 2] {
                     let engine = try Engine(model: model, threads: threads, int8Compute: .all)
                     let y = try #require(try engine.run(["x": input]).values.first)

@@ -1,6 +1,8 @@
-// Hot CPU kernels for MLToolEngine. Each has a portable C version and AVX2+FMA (and, for GEMM and depthwise,
-// AVX-512F) versions compiled with per-function target attributes; the choice is made once at run time from the
-// CPU's features (__builtin_cpu_supports), so the binary runs, slower, on any x86-64 (or other) CPU.
+// Hot CPU kernels for MLToolEngine, one file per op family: gemm.c, conv.c (im2col, stem), depthwise.c,
+// elementwise.c, qgemm.c (int8). Each op has a portable C version and AVX2+FMA (and, for GEMM, depthwise and int8,
+// AVX-512 / VNNI) versions side by side, compiled with per-function target attributes (isa.h); every call picks the
+// best variant the current CPU level allows (CMLToolCPU: one feature table, MLTOOL_CPU_LEVEL to force a lower level),
+// so the binary runs, slower, on any x86-64 (or other) CPU.
 #ifndef CMLTOOLKERNELS_H
 #define CMLTOOLKERNELS_H
 #include <stdint.h>
@@ -18,33 +20,28 @@ enum {
     MLK_ACT_TANH = 8
 };
 
-/// 1 when the fast AVX2+FMA kernels are in use.
-int mlk_uses_avx2_fma(void);
-
-/// The kernels in use: 0 portable C, 1 AVX2+FMA, 2 AVX-512F.
-int mlk_simd_level(void);
-
-/// Uses at most `level` (clamped to what the CPU has; -1 = the best it has) and returns the previous level. For
-/// tests, which run every kernel variant the machine can run.
-int mlk_set_simd_level(int level);
+// ---- element-wise (elementwise.c) ----
 
 /// y (rows, cols) row-major: y[r][c] = act(y[r][c] + bias[c]); bias may be NULL.
 void mlk_bias_act(float *y, int64_t rows, int64_t cols, const float *bias, int act, float p0, float p1);
 
-/// Depthwise convolution of one image, channel multiplier 1, output rows [oy0, oy1).
-/// x (H, W, C), w (KH, KW, C), bias (C) or NULL, y (OH, OW, C); pads top/left; activation fused.
-void mlk_depthwise(const float *x, int64_t H, int64_t W, int64_t C,
-                   const float *w, int64_t KH, int64_t KW, const float *bias,
-                   float *y, int64_t oy0, int64_t oy1, int64_t OW,
-                   int64_t sh, int64_t sw, int64_t dh, int64_t dw, int64_t pt, int64_t pl,
-                   int act, float p0, float p1);
+/// y[i] = act(a[i] + b[i]) for n elements.
+void mlk_add_act(const float *a, const float *b, float *y, int64_t n, int act, float p0, float p1);
 
-/// `mlk_depthwise` for channels [ch0, ch1) only (ch0 a multiple of 64 for results identical to `mlk_depthwise`'s).
-void mlk_depthwise_channels(const float *x, int64_t H, int64_t W, int64_t C,
-                            const float *w, int64_t KH, int64_t KW, const float *bias,
-                            float *y, int64_t oy0, int64_t oy1, int64_t OW,
-                            int64_t sh, int64_t sw, int64_t dh, int64_t dw, int64_t pt, int64_t pl,
-                            int act, float p0, float p1, int64_t ch0, int64_t ch1);
+// ---- GEMM on packed weights (gemm.c) ----
+
+/// Floats needed to pack a (K, N) matrix into 16-column panels.
+int64_t mlk_packed_count(int64_t K, int64_t N);
+
+/// Packs w (K, N) row-major into panels of 16 columns: panel p holds w[k][16p ..< 16p+16] for every k, zero-padded.
+void mlk_pack(const float *w, int64_t K, int64_t N, float *packed);
+
+/// Rows [m0, m1) of y (M, N; row stride ldy) = act(a (M, K; row stride lda) · B + bias), B packed by mlk_pack;
+/// bias may be NULL. Callers split rows across threads; each row's result does not depend on the split.
+void mlk_gemm_packed(const float *a, int64_t lda, const float *packed, int64_t m0, int64_t m1, int64_t N, int64_t K,
+                     const float *bias, float *y, int64_t ldy, int act, float p0, float p1);
+
+// ---- convolution around the GEMM (conv.c) ----
 
 /// im2col of one image for one channel group: x (H, W, C) → cols (OH·OW, KH·KW·cg), reading channels [c0, c0+cg).
 /// Padding reads as 0.
@@ -69,32 +66,30 @@ void mlk_conv_rows(const float *x, int64_t H, int64_t W, int64_t C, int64_t KH, 
                    int64_t N, int64_t OW, int64_t p0, int64_t p1, int64_t sh, int64_t sw, int64_t dh, int64_t dw,
                    int64_t pt, int64_t pl, const float *bias, float *y, float *cols, int act, float a0, float a1);
 
-/// Floats needed to pack a (K, N) matrix into 16-column panels.
-int64_t mlk_packed_count(int64_t K, int64_t N);
+// ---- depthwise convolution (depthwise.c) ----
 
-/// Packs w (K, N) row-major into panels of 16 columns: panel p holds w[k][16p ..< 16p+16] for every k, zero-padded.
-void mlk_pack(const float *w, int64_t K, int64_t N, float *packed);
+/// Depthwise convolution of one image, channel multiplier 1, output rows [oy0, oy1).
+/// x (H, W, C), w (KH, KW, C), bias (C) or NULL, y (OH, OW, C); pads top/left; activation fused.
+void mlk_depthwise(const float *x, int64_t H, int64_t W, int64_t C,
+                   const float *w, int64_t KH, int64_t KW, const float *bias,
+                   float *y, int64_t oy0, int64_t oy1, int64_t OW,
+                   int64_t sh, int64_t sw, int64_t dh, int64_t dw, int64_t pt, int64_t pl,
+                   int act, float p0, float p1);
 
-/// Rows [m0, m1) of y (M, N; row stride ldy) = act(a (M, K; row stride lda) · B + bias), B packed by mlk_pack;
-/// bias may be NULL. Callers split rows across threads; each row's result does not depend on the split.
-void mlk_gemm_packed(const float *a, int64_t lda, const float *packed, int64_t m0, int64_t m1, int64_t N, int64_t K,
-                     const float *bias, float *y, int64_t ldy, int act, float p0, float p1);
+/// `mlk_depthwise` for channels [ch0, ch1) only (ch0 a multiple of 64 for results identical to `mlk_depthwise`'s).
+void mlk_depthwise_channels(const float *x, int64_t H, int64_t W, int64_t C,
+                            const float *w, int64_t KH, int64_t KW, const float *bias,
+                            float *y, int64_t oy0, int64_t oy1, int64_t OW,
+                            int64_t sh, int64_t sw, int64_t dh, int64_t dw, int64_t pt, int64_t pl,
+                            int act, float p0, float p1, int64_t ch0, int64_t ch1);
 
-/// y[i] = act(a[i] + b[i]) for n elements.
-void mlk_add_act(const float *a, const float *b, float *y, int64_t n, int act, float p0, float p1);
 
-
-// ---- int8 GEMM (kernels_int8.c) ----
+// ---- int8 GEMM (qgemm.c) ----
 // y = act(A · W + bias) with W int8 per output column (real w[k][n] = wscale[n] · W[k][n]) and A quantized per row to
 // u8 on the fly (real a[m][k] ≈ ascale[m] · (Q[m][k] − zp[m])). The int32 sums are exact, so every variant gives
 // bit-identical results: y[m][n] = act(fma(float(Σ Q·W − zp[m]·colsum[n]), ascale[m]·wscale[n], bias[n])).
 
-/// The int8 kernels in use: 0 portable C, 1 AVX2 (vpmaddwd on 16-bit values), 2 AVX-VNNI (256-bit vpdpbusd),
-/// 3 AVX-512 VNNI.
-int mlk_int8_level(void);
-
-/// Uses at most `level` (clamped to what the CPU has; -1 = the best it has) and returns the previous level.
-int mlk_set_int8_level(int level);
+// Variants: portable C, AVX2 (vpmaddwd on 16-bit values), AVX-VNNI (256-bit vpdpbusd), AVX-512 VNNI.
 
 /// Bytes of one packed 16-column panel of a (K, N) int8 matrix: K rounded up to 4, times 16.
 int64_t mlk_qpanel_bytes(int64_t K);

@@ -1,11 +1,9 @@
 // Hot loops of MLToolTrain. Each has a portable C version and an AVX2+FMA version compiled with a per-function
-// target attribute; `level` picks one (-1: the best the CPU has), so the binary runs, slower, on any x86-64 CPU.
+// target attribute; `level` (a CMLToolCPU level) picks one: -1 takes the current level (the best the CPU has, or
+// what MLTOOL_CPU_LEVEL asks), so the binary runs, slower, on any x86-64 CPU.
 #ifndef CMLTOOLTRAINKERNELS_H
 #define CMLTOOLTRAINKERNELS_H
 #include <stdint.h>
-
-/// The kernel level `level` resolves to on this CPU: 0 portable C, 1 AVX2+FMA.
-int mlt_simd_level(int level);
 
 /// One epoch of SGD on the L2-regularised softmax cross-entropy, over the CSR rows listed in `order`.
 ///

@@ -2,13 +2,11 @@
 // Products are summed exactly in int32 by every variant, and the float epilogue is the same fused multiply-add in
 // each, so the portable, AVX2, AVX-VNNI and AVX-512 VNNI versions give bit-identical outputs.
 #include "CMLToolKernels.h"
+#include "isa.h"
+#include "vec.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include "act.h"
-#if defined(__x86_64__)
-#include <immintrin.h>
-#endif
 
 int64_t mlk_qpanel_bytes(int64_t K) { return (K + 3) / 4 * 64; }
 
@@ -84,17 +82,13 @@ static void qgemm_portable(const uint8_t *q, int64_t ldq, const float *ascale, c
     }
 }
 
-#if defined(__x86_64__)
-#define MLK_Q_AVX2 __attribute__((target("avx2,fma")))
-#define MLK_Q_AVXVNNI __attribute__((target("avx2,fma,avxvnni")))
-#define MLK_Q_VNNI512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma")))
-#define MLK_INLINE static inline __attribute__((always_inline))
+#if MLK_X86
 
 static inline int32_t load32(const uint8_t *p) { int32_t v; memcpy(&v, p, 4); return v; }
 
 // ---- AVX2: min/max and quantization of rows (used by every SIMD level) ----
 
-MLK_Q_AVX2 static void quantize_rows_avx2(const float *a, int64_t lda, int64_t m0, int64_t m1, int64_t K, uint8_t *q,
+MLK_AVX2 static void quantize_rows_avx2(const float *a, int64_t lda, int64_t m0, int64_t m1, int64_t K, uint8_t *q,
                                           int64_t ldq, float *scale, int32_t *zp) {
     for (int64_t m = m0; m < m1; m++) {
         const float *r = a + m * lda;
@@ -131,7 +125,7 @@ MLK_Q_AVX2 static void quantize_rows_avx2(const float *a, int64_t lda, int64_t m
 
 // Epilogue of 8 columns: int32 sums → float, zero-point correction, scales, bias, activation; nv < 8 stores only the
 // first nv (colsum and wscale are padded to 16 values, bias is not).
-MLK_Q_AVX2 static inline void qstore8(float *yr, __m256i acc, int32_t zp, const int32_t *cs, float as, const float *ws,
+MLK_AVX2 static inline void qstore8(float *yr, __m256i acc, int32_t zp, const int32_t *cs, float as, const float *ws,
                                       const float *bias, int64_t nv, int act, float p0, float p1) {
     __m256i c = _mm256_sub_epi32(acc, _mm256_mullo_epi32(_mm256_set1_epi32(zp), _mm256_loadu_si256((const __m256i *)cs)));
     __m256 s = _mm256_mul_ps(_mm256_set1_ps(as), _mm256_loadu_ps(ws));
@@ -155,7 +149,7 @@ MLK_Q_AVX2 static inline void qstore8(float *yr, __m256i acc, int32_t zp, const 
 // R rows × 8 columns (half a panel). For 4 k values and 4 columns one 16-lane vector holds w[k][c] as
 // (c0k0 c0k1 c0k2 c0k3 c1k0 …); the row's 4 activations are repeated to match, and vpmaddwd leaves two partial
 // sums per column, added pairwise at the end.
-MLK_INLINE MLK_Q_AVX2 void qtile_avx2(int R, const uint8_t *const *r, const int8_t *bp, int64_t groups, __m256i *out) {
+MLK_INLINE MLK_AVX2 void qtile_avx2(int R, const uint8_t *const *r, const int8_t *bp, int64_t groups, __m256i *out) {
     const __m256i spread = _mm256_setr_epi8(0, -1, 1, -1, 2, -1, 3, -1, 0, -1, 1, -1, 2, -1, 3, -1,
                                             0, -1, 1, -1, 2, -1, 3, -1, 0, -1, 1, -1, 2, -1, 3, -1);
     __m256i c[4][2];
@@ -173,7 +167,7 @@ MLK_INLINE MLK_Q_AVX2 void qtile_avx2(int R, const uint8_t *const *r, const int8
         out[i] = _mm256_permute4x64_epi64(_mm256_hadd_epi32(c[i][0], c[i][1]), _MM_SHUFFLE(3, 1, 2, 0));
 }
 
-MLK_Q_AVX2 static void qgemm_avx2(const uint8_t *q, int64_t ldq, const float *ascale, const int32_t *zp,
+MLK_AVX2 static void qgemm_avx2(const uint8_t *q, int64_t ldq, const float *ascale, const int32_t *zp,
                                   const int8_t *packed, const int32_t *colsum, const float *wscale, int64_t m0,
                                   int64_t m1, int64_t N, int64_t K, const float *bias, float *y, int64_t ldy, int act,
                                   float p0, float p1) {
@@ -201,7 +195,7 @@ MLK_Q_AVX2 static void qgemm_avx2(const uint8_t *q, int64_t ldq, const float *as
 
 // ---- AVX-VNNI (256-bit vpdpbusd): R ≤ 6 rows × 16 columns ----
 
-MLK_INLINE MLK_Q_AVXVNNI void qtile_avxvnni(int R, const uint8_t *const *r, const int8_t *bp, int64_t groups,
+MLK_INLINE MLK_AVX2_VNNI void qtile_avxvnni(int R, const uint8_t *const *r, const int8_t *bp, int64_t groups,
                                              __m256i *out) {
     __m256i c[6][2];
     for (int i = 0; i < R; i++) { c[i][0] = _mm256_setzero_si256(); c[i][1] = _mm256_setzero_si256(); }
@@ -217,7 +211,7 @@ MLK_INLINE MLK_Q_AVXVNNI void qtile_avxvnni(int R, const uint8_t *const *r, cons
     for (int i = 0; i < R; i++) { out[2 * i] = c[i][0]; out[2 * i + 1] = c[i][1]; }
 }
 
-MLK_Q_AVXVNNI static void qgemm_avxvnni(const uint8_t *q, int64_t ldq, const float *ascale, const int32_t *zp,
+MLK_AVX2_VNNI static void qgemm_avxvnni(const uint8_t *q, int64_t ldq, const float *ascale, const int32_t *zp,
                                         const int8_t *packed, const int32_t *colsum, const float *wscale, int64_t m0,
                                         int64_t m1, int64_t N, int64_t K, const float *bias, float *y, int64_t ldy,
                                         int act, float p0, float p1) {
@@ -253,7 +247,7 @@ MLK_Q_AVXVNNI static void qgemm_avxvnni(const uint8_t *q, int64_t ldq, const flo
 // ---- AVX-512 VNNI: R ≤ 8 rows × P ≤ 3 panels (48 columns), 24 accumulators ----
 
 // Epilogue of one 16-column panel row; cs, ws and b are the panel's column sums, weight scales and bias.
-MLK_Q_VNNI512 static inline void qstore16(float *yr, __m512i acc, int32_t zp, __m512i cs, float as, __m512 ws,
+MLK_AVX512_VNNI static inline void qstore16(float *yr, __m512i acc, int32_t zp, __m512i cs, float as, __m512 ws,
                                           __m512 b, __mmask16 mask, int64_t nv, int act, float p0, float p1) {
     __m512i c = _mm512_sub_epi32(acc, _mm512_mullo_epi32(_mm512_set1_epi32(zp), cs));
     __m512 v = _mm512_fmadd_ps(_mm512_cvtepi32_ps(c), _mm512_mul_ps(_mm512_set1_ps(as), ws), b);
@@ -263,7 +257,7 @@ MLK_Q_VNNI512 static inline void qstore16(float *yr, __m512i acc, int32_t zp, __
 }
 
 // Quantization of rows with AVX-512: full vectors unmasked, one masked tail.
-MLK_Q_VNNI512 static void quantize_rows_avx512(const float *a, int64_t lda, int64_t m0, int64_t m1, int64_t K,
+MLK_AVX512_VNNI static void quantize_rows_avx512(const float *a, int64_t lda, int64_t m0, int64_t m1, int64_t K,
                                                uint8_t *q, int64_t ldq, float *scale, int32_t *zp) {
     int64_t K16 = K & ~(int64_t)15;
     __mmask16 tail = (__mmask16)((1u << (K - K16)) - 1);
@@ -299,7 +293,7 @@ MLK_Q_VNNI512 static void quantize_rows_avx512(const float *a, int64_t lda, int6
     }
 }
 
-MLK_INLINE MLK_Q_VNNI512 void qtile_vnni512(int R, int P, const uint8_t *const *r, const int8_t *bp, int64_t pstride,
+MLK_INLINE MLK_AVX512_VNNI void qtile_vnni512(int R, int P, const uint8_t *const *r, const int8_t *bp, int64_t pstride,
                                              int64_t groups, __m512i *out) {
     __m512i c[8][3];
     for (int i = 0; i < R; i++) for (int j = 0; j < P; j++) c[i][j] = _mm512_setzero_si512();
@@ -320,7 +314,7 @@ MLK_INLINE MLK_Q_VNNI512 void qtile_vnni512(int R, int P, const uint8_t *const *
     else qtile_vnni512(R, 1, r, bp, pstride, groups, acc); \
     break;
 
-MLK_Q_VNNI512 static void qgemm_vnni512(const uint8_t *q, int64_t ldq, const float *ascale, const int32_t *zp,
+MLK_AVX512_VNNI static void qgemm_vnni512(const uint8_t *q, int64_t ldq, const float *ascale, const int32_t *zp,
                                         const int8_t *packed, const int32_t *colsum, const float *wscale, int64_t m0,
                                         int64_t m1, int64_t N, int64_t K, const float *bias, float *y, int64_t ldy,
                                         int act, float p0, float p1) {
@@ -365,40 +359,11 @@ MLK_Q_VNNI512 static void qgemm_vnni512(const uint8_t *q, int64_t ldq, const flo
 
 // ---- dispatch ----
 
-static int qdetect(void) {
-#if defined(__x86_64__)
-    __builtin_cpu_init();
-    if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) return 0;
-    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-        __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni")) return 3;
-    if (__builtin_cpu_supports("avxvnni")) return 2;
-    return 1;
-#else
-    return 0;
-#endif
-}
-
-static int qlevel_state = -1;
-static inline int qlevel(void) {
-    int s = __atomic_load_n(&qlevel_state, __ATOMIC_RELAXED);
-    if (s < 0) { s = qdetect(); __atomic_store_n(&qlevel_state, s, __ATOMIC_RELAXED); }
-    return s;
-}
-
-int mlk_int8_level(void) { return qlevel(); }
-
-int mlk_set_int8_level(int level) {
-    int detected = qdetect(), old = qlevel();
-    int l = level < 0 || level > detected ? detected : level;
-    __atomic_store_n(&qlevel_state, l, __ATOMIC_RELAXED);
-    return old;
-}
-
 void mlk_quantize_rows(const float *a, int64_t lda, int64_t m0, int64_t m1, int64_t K, uint8_t *q, int64_t ldq,
                        float *scale, int32_t *zp) {
-#if defined(__x86_64__)
-    if (qlevel() == 3) { quantize_rows_avx512(a, lda, m0, m1, K, q, ldq, scale, zp); return; }
-    if (qlevel() >= 1) { quantize_rows_avx2(a, lda, m0, m1, K, q, ldq, scale, zp); return; }
+#if MLK_X86
+    if (mlk_cpu_has(MLK_CPU_AVX512_VNNI)) { quantize_rows_avx512(a, lda, m0, m1, K, q, ldq, scale, zp); return; }
+    if (mlk_cpu_has(MLK_CPU_AVX2)) { quantize_rows_avx2(a, lda, m0, m1, K, q, ldq, scale, zp); return; }
 #endif
     quantize_rows_portable(a, lda, m0, m1, K, q, ldq, scale, zp);
 }
@@ -407,13 +372,10 @@ void mlk_qgemm(const uint8_t *q, int64_t ldq, const float *ascale, const int32_t
                const int32_t *colsum, const float *wscale, int64_t m0, int64_t m1, int64_t N, int64_t K,
                const float *bias, float *y, int64_t ldy, int act, float p0, float p1) {
     if (m1 <= m0 || N <= 0) return;
-#if defined(__x86_64__)
-    switch (qlevel()) {
-    case 3: qgemm_vnni512(q, ldq, ascale, zp, packed, colsum, wscale, m0, m1, N, K, bias, y, ldy, act, p0, p1); return;
-    case 2: qgemm_avxvnni(q, ldq, ascale, zp, packed, colsum, wscale, m0, m1, N, K, bias, y, ldy, act, p0, p1); return;
-    case 1: qgemm_avx2(q, ldq, ascale, zp, packed, colsum, wscale, m0, m1, N, K, bias, y, ldy, act, p0, p1); return;
-    default: break;
-    }
+#if MLK_X86
+    if (mlk_cpu_has(MLK_CPU_AVX512_VNNI)) { qgemm_vnni512(q, ldq, ascale, zp, packed, colsum, wscale, m0, m1, N, K, bias, y, ldy, act, p0, p1); return; }
+    if (mlk_cpu_has(MLK_CPU_AVX2_VNNI)) { qgemm_avxvnni(q, ldq, ascale, zp, packed, colsum, wscale, m0, m1, N, K, bias, y, ldy, act, p0, p1); return; }
+    if (mlk_cpu_has(MLK_CPU_AVX2)) { qgemm_avx2(q, ldq, ascale, zp, packed, colsum, wscale, m0, m1, N, K, bias, y, ldy, act, p0, p1); return; }
 #endif
     qgemm_portable(q, ldq, ascale, zp, packed, colsum, wscale, m0, m1, N, K, bias, y, ldy, act, p0, p1);
 }

@@ -1,6 +1,38 @@
-// Convolution helpers beside the GEMM: see include/CMLToolKernels.h.
+// Convolution helpers around the GEMM: im2col (one group, or rows of all channels) and the groups-1 conv of output
+// rows, whose interior pixels a stem reads in place on AVX-512 (same products, same order, same bits as im2col +
+// GEMM).
 #include "CMLToolKernels.h"
+#include "isa.h"
+#include "vec.h"
 #include <string.h>
+
+void mlk_im2col(const float *x, int64_t H, int64_t W, int64_t C, int64_t c0, int64_t cg,
+                int64_t KH, int64_t KW, float *cols, int64_t OH, int64_t OW,
+                int64_t sh, int64_t sw, int64_t dh, int64_t dw, int64_t pt, int64_t pl) {
+    int64_t K = KH * KW * cg;
+    for (int64_t oy = 0; oy < OH; oy++)
+        for (int64_t ox = 0; ox < OW; ox++) {
+            float *row = cols + (oy * OW + ox) * K;
+            int64_t ix0 = ox * sw - pl;
+            // All channels, no dilation, the whole kernel row inside: the row's taps are one contiguous run.
+            int whole = cg == C && dw == 1 && ix0 >= 0 && ix0 + KW <= W;
+            for (int64_t ky = 0; ky < KH; ky++) {
+                int64_t iy = oy * sh - pt + ky * dh;
+                if (whole) {
+                    float *dst = row + ky * KW * cg;
+                    if (iy < 0 || iy >= H) memset(dst, 0, (size_t)(KW * C) * sizeof(float));
+                    else memcpy(dst, x + (iy * W + ix0) * C, (size_t)(KW * C) * sizeof(float));
+                    continue;
+                }
+                for (int64_t kx = 0; kx < KW; kx++) {
+                    int64_t ix = ox * sw - pl + kx * dw;
+                    float *dst = row + (ky * KW + kx) * cg;
+                    if (iy < 0 || iy >= H || ix < 0 || ix >= W) memset(dst, 0, (size_t)cg * sizeof(float));
+                    else memcpy(dst, x + (iy * W + ix) * C + c0, (size_t)cg * sizeof(float));
+                }
+            }
+        }
+}
 
 void mlk_im2col_rows(const float *x, int64_t H, int64_t W, int64_t C, int64_t KH, int64_t KW, float *cols,
                      int64_t OW, int64_t p0, int64_t p1, int64_t sh, int64_t sw, int64_t dh, int64_t dw, int64_t pt,
@@ -34,14 +66,11 @@ void mlk_im2col_rows(const float *x, int64_t H, int64_t W, int64_t C, int64_t KH
 // The GEMM of the im2col path with the im2col row read in place: for an output pixel whose taps all lie inside
 // the image, the row is KH runs of KW·C contiguous floats of the input. Same products in the same k order, from
 // 0, then + bias, as mlk_gemm_packed on the im2col rows: identical results, without writing and reading the rows.
-#if defined(__x86_64__)
-#include <immintrin.h>
-#include "act.h"
-#define MLK_C512 __attribute__((target("avx512f,avx2,fma")))
+#if MLK_X86
 
 // R pixels (consecutive ox of one output row, all taps inside) × 2 panels (N ≤ 32). base[i] points at pixel i's
 // first tap; a tap row is `run` floats, rows `rowStride` apart.
-static inline __attribute__((always_inline)) MLK_C512 void
+MLK_INLINE MLK_AVX512 void
 ctile(int R, const float *const *base, int64_t KH, int64_t run, int64_t rowStride, const float *packed, int64_t K,
       int P, const __m512 *b, const __mmask16 *mask, const int64_t *nv, float *const *out, int act, float p0, float p1) {
     __m512 c[8][2];
@@ -67,7 +96,7 @@ ctile(int R, const float *const *base, int64_t KH, int64_t run, int64_t rowStrid
 }
 
 // Output pixels [ox0, ox1) of row oy, every tap inside the image (the caller checks).
-MLK_C512 static void conv_direct_avx512(const float *x, int64_t W, int64_t C, int64_t KH, int64_t KW,
+MLK_AVX512 static void conv_direct_avx512(const float *x, int64_t W, int64_t C, int64_t KH, int64_t KW,
                                         const float *packed, int64_t N, int64_t OW, int64_t oy, int64_t ox0,
                                         int64_t ox1, int64_t sh, int64_t sw, int64_t pt, int64_t pl, const float *bias,
                                         float *y, int act, float p0, float p1) {
@@ -107,8 +136,8 @@ MLK_C512 static void conv_direct_avx512(const float *x, int64_t W, int64_t C, in
 #endif
 
 int mlk_conv_direct_eligible(int64_t C, int64_t KW, int64_t N, int64_t dh, int64_t dw) {
-#if defined(__x86_64__)
-    return mlk_simd_level() == 2 && dh == 1 && dw == 1 && N <= 32 && KW * C <= 64;
+#if MLK_X86
+    return mlk_cpu_has(MLK_CPU_AVX512) && dh == 1 && dw == 1 && N <= 32 && KW * C <= 64;
 #else
     (void)C; (void)KW; (void)N; (void)dh; (void)dw;
     return 0;
@@ -136,7 +165,7 @@ void mlk_conv_rows(const float *x, int64_t H, int64_t W, int64_t C, int64_t KH, 
                 mlk_im2col_rows(x, H, W, C, KH, KW, cols, OW, p, oy * OW + a, sh, sw, dh, dw, pt, pl);
                 mlk_gemm_packed(cols, K, packed, p, oy * OW + a, N, K, bias, y, N, act, a0, a1);
             }
-#if defined(__x86_64__)
+#if MLK_X86
             conv_direct_avx512(x, W, C, KH, KW, packed, N, OW, oy, a, b, sh, sw, pt, pl, bias, y, act, a0, a1);
 #endif
             if (b < end) {

@@ -1,0 +1,343 @@
+// Depthwise convolution (channel multiplier 1), NHWC: portable C, AVX2 + FMA and AVX-512 side by side. Every variant
+// sums from the bias over ky, then kx, in order.
+#include "CMLToolKernels.h"
+#include "isa.h"
+#include "vec.h"
+
+// ---- portable ----
+
+static void depthwise_portable(const float *x, int64_t H, int64_t W, int64_t C, int64_t CN, const float *w, int64_t KH,
+                               int64_t KW, const float *bias, float *y, int64_t oy0, int64_t oy1, int64_t OW, int64_t sh, int64_t sw,
+                               int64_t dh, int64_t dw, int64_t pt, int64_t pl, int act, float p0, float p1) {
+    for (int64_t oy = oy0; oy < oy1; oy++)
+        for (int64_t ox = 0; ox < OW; ox++) {
+            float *out = y + (oy * OW + ox) * C;
+            for (int64_t c = 0; c < CN; c++) out[c] = bias ? bias[c] : 0;
+            for (int64_t ky = 0; ky < KH; ky++) {
+                int64_t iy = oy * sh - pt + ky * dh;
+                if (iy < 0 || iy >= H) continue;
+                for (int64_t kx = 0; kx < KW; kx++) {
+                    int64_t ix = ox * sw - pl + kx * dw;
+                    if (ix < 0 || ix >= W) continue;
+                    const float *in = x + (iy * W + ix) * C, *k = w + (ky * KW + kx) * C;
+                    for (int64_t c = 0; c < CN; c++) out[c] += in[c] * k[c];
+                }
+            }
+            if (act != MLK_ACT_NONE)
+                for (int64_t c = 0; c < CN; c++) out[c] = act_scalar(out[c], act, p0, p1);
+        }
+}
+
+#if MLK_X86
+// ---- AVX2 + FMA ----
+
+// Four horizontally adjacent interior output pixels (every kx tap inside the row), C a multiple of 8. Eight (or
+// four) independent accumulators hide the FMA latency that a single pixel's 9–25 chained taps would expose.
+MLK_AVX2 static void depthwise4_avx2(const float *base, int64_t W, int64_t C, int64_t CN, const float *w, int64_t KW,
+                                     int64_t ky0, int64_t ky1, int64_t sw, int64_t dh, int64_t dw, const float *bias,
+                                     float *out, int act, float p0, float p1) {
+    int vec = act <= MLK_ACT_LEAKY;
+    __m256 lo = _mm256_set1_ps(p0), hi = _mm256_set1_ps(p1);
+    int64_t ps = sw * C;
+    int64_t c = 0;
+    for (; c + 16 <= CN; c += 16) {
+        __m256 b0 = bias ? _mm256_loadu_ps(bias + c) : _mm256_setzero_ps();
+        __m256 b1 = bias ? _mm256_loadu_ps(bias + c + 8) : _mm256_setzero_ps();
+        __m256 a00 = b0, a01 = b1, a10 = b0, a11 = b1, a20 = b0, a21 = b1, a30 = b0, a31 = b1;
+        for (int64_t ky = ky0; ky < ky1; ky++) {
+            const float *in = base + ky * dh * W * C + c;
+            const float *k = w + ky * KW * C + c;
+            for (int64_t kx = 0; kx < KW; kx++) {
+                const float *ip = in + kx * dw * C, *kp = k + kx * C;
+                __m256 w0 = _mm256_loadu_ps(kp), w1 = _mm256_loadu_ps(kp + 8);
+                a00 = _mm256_fmadd_ps(_mm256_loadu_ps(ip), w0, a00);
+                a01 = _mm256_fmadd_ps(_mm256_loadu_ps(ip + 8), w1, a01);
+                a10 = _mm256_fmadd_ps(_mm256_loadu_ps(ip + ps), w0, a10);
+                a11 = _mm256_fmadd_ps(_mm256_loadu_ps(ip + ps + 8), w1, a11);
+                a20 = _mm256_fmadd_ps(_mm256_loadu_ps(ip + 2 * ps), w0, a20);
+                a21 = _mm256_fmadd_ps(_mm256_loadu_ps(ip + 2 * ps + 8), w1, a21);
+                a30 = _mm256_fmadd_ps(_mm256_loadu_ps(ip + 3 * ps), w0, a30);
+                a31 = _mm256_fmadd_ps(_mm256_loadu_ps(ip + 3 * ps + 8), w1, a31);
+            }
+        }
+        if (vec) {
+            a00 = act8(a00, act, lo, hi); a01 = act8(a01, act, lo, hi); a10 = act8(a10, act, lo, hi);
+            a11 = act8(a11, act, lo, hi); a20 = act8(a20, act, lo, hi); a21 = act8(a21, act, lo, hi);
+            a30 = act8(a30, act, lo, hi); a31 = act8(a31, act, lo, hi);
+        }
+        _mm256_storeu_ps(out + c, a00); _mm256_storeu_ps(out + c + 8, a01);
+        _mm256_storeu_ps(out + C + c, a10); _mm256_storeu_ps(out + C + c + 8, a11);
+        _mm256_storeu_ps(out + 2 * C + c, a20); _mm256_storeu_ps(out + 2 * C + c + 8, a21);
+        _mm256_storeu_ps(out + 3 * C + c, a30); _mm256_storeu_ps(out + 3 * C + c + 8, a31);
+    }
+    for (; c < CN; c += 8) {
+        __m256 b0 = bias ? _mm256_loadu_ps(bias + c) : _mm256_setzero_ps();
+        __m256 a0 = b0, a1 = b0, a2 = b0, a3 = b0;
+        for (int64_t ky = ky0; ky < ky1; ky++) {
+            const float *in = base + ky * dh * W * C + c;
+            const float *k = w + ky * KW * C + c;
+            for (int64_t kx = 0; kx < KW; kx++) {
+                const float *ip = in + kx * dw * C;
+                __m256 w0 = _mm256_loadu_ps(k + kx * C);
+                a0 = _mm256_fmadd_ps(_mm256_loadu_ps(ip), w0, a0);
+                a1 = _mm256_fmadd_ps(_mm256_loadu_ps(ip + ps), w0, a1);
+                a2 = _mm256_fmadd_ps(_mm256_loadu_ps(ip + 2 * ps), w0, a2);
+                a3 = _mm256_fmadd_ps(_mm256_loadu_ps(ip + 3 * ps), w0, a3);
+            }
+        }
+        if (vec) { a0 = act8(a0, act, lo, hi); a1 = act8(a1, act, lo, hi); a2 = act8(a2, act, lo, hi); a3 = act8(a3, act, lo, hi); }
+        _mm256_storeu_ps(out + c, a0); _mm256_storeu_ps(out + C + c, a1);
+        _mm256_storeu_ps(out + 2 * C + c, a2); _mm256_storeu_ps(out + 3 * C + c, a3);
+    }
+    if (!vec) for (int64_t j = 0; j < 4; j++) for (int64_t i = 0; i < CN; i++) out[j * C + i] = act_scalar(out[j * C + i], act, p0, p1);
+}
+
+// ---- AVX-512 ----
+
+// One output pixel with a clipped tap range (image borders), C a multiple of 16: four channel blocks at a time give
+// four independent FMA chains.
+MLK_AVX512 static void depthwise1_avx512(const float *base, int64_t W, int64_t C, int64_t CN, const float *w, int64_t KW,
+                                         int64_t ky0, int64_t ky1, int64_t kx0, int64_t kx1, int64_t dh, int64_t dw,
+                                         const float *bias, float *out, int act, float p0, float p1) {
+    int vec = act <= MLK_ACT_LEAKY;
+    __m512 lo = _mm512_set1_ps(p0), hi = _mm512_set1_ps(p1);
+    int64_t c = 0;
+    for (; c + 64 <= CN; c += 64) {
+        __m512 a0 = bias ? _mm512_loadu_ps(bias + c) : _mm512_setzero_ps();
+        __m512 a1 = bias ? _mm512_loadu_ps(bias + c + 16) : _mm512_setzero_ps();
+        __m512 a2 = bias ? _mm512_loadu_ps(bias + c + 32) : _mm512_setzero_ps();
+        __m512 a3 = bias ? _mm512_loadu_ps(bias + c + 48) : _mm512_setzero_ps();
+        for (int64_t ky = ky0; ky < ky1; ky++)
+            for (int64_t kx = kx0; kx < kx1; kx++) {
+                const float *ip = base + (ky * dh * W + kx * dw) * C + c, *kp = w + (ky * KW + kx) * C + c;
+                a0 = _mm512_fmadd_ps(_mm512_loadu_ps(ip), _mm512_loadu_ps(kp), a0);
+                a1 = _mm512_fmadd_ps(_mm512_loadu_ps(ip + 16), _mm512_loadu_ps(kp + 16), a1);
+                a2 = _mm512_fmadd_ps(_mm512_loadu_ps(ip + 32), _mm512_loadu_ps(kp + 32), a2);
+                a3 = _mm512_fmadd_ps(_mm512_loadu_ps(ip + 48), _mm512_loadu_ps(kp + 48), a3);
+            }
+        if (vec) { a0 = act16(a0, act, lo, hi); a1 = act16(a1, act, lo, hi); a2 = act16(a2, act, lo, hi); a3 = act16(a3, act, lo, hi); }
+        _mm512_storeu_ps(out + c, a0); _mm512_storeu_ps(out + c + 16, a1);
+        _mm512_storeu_ps(out + c + 32, a2); _mm512_storeu_ps(out + c + 48, a3);
+    }
+    for (; c < CN; c += 16) {
+        __m512 a0 = bias ? _mm512_loadu_ps(bias + c) : _mm512_setzero_ps();
+        for (int64_t ky = ky0; ky < ky1; ky++)
+            for (int64_t kx = kx0; kx < kx1; kx++)
+                a0 = _mm512_fmadd_ps(_mm512_loadu_ps(base + (ky * dh * W + kx * dw) * C + c),
+                                     _mm512_loadu_ps(w + (ky * KW + kx) * C + c), a0);
+        if (vec) a0 = act16(a0, act, lo, hi);
+        _mm512_storeu_ps(out + c, a0);
+    }
+    if (!vec) for (int64_t i = 0; i < CN; i++) out[i] = act_scalar(out[i], act, p0, p1);
+}
+
+// Four interior output pixels, C a multiple of 16 (see depthwise4_avx2).
+MLK_AVX512 static void depthwise4_avx512(const float *base, int64_t W, int64_t C, int64_t CN, const float *w, int64_t KW,
+                                         int64_t ky0, int64_t ky1, int64_t sw, int64_t dh, int64_t dw, const float *bias,
+                                         float *out, int act, float p0, float p1) {
+    int vec = act <= MLK_ACT_LEAKY;
+    __m512 lo = _mm512_set1_ps(p0), hi = _mm512_set1_ps(p1);
+    int64_t ps = sw * C;
+    int64_t c = 0;
+    for (; c + 32 <= CN; c += 32) {
+        __m512 b0 = bias ? _mm512_loadu_ps(bias + c) : _mm512_setzero_ps();
+        __m512 b1 = bias ? _mm512_loadu_ps(bias + c + 16) : _mm512_setzero_ps();
+        __m512 a00 = b0, a01 = b1, a10 = b0, a11 = b1, a20 = b0, a21 = b1, a30 = b0, a31 = b1;
+        for (int64_t ky = ky0; ky < ky1; ky++) {
+            const float *in = base + ky * dh * W * C + c;
+            const float *k = w + ky * KW * C + c;
+            for (int64_t kx = 0; kx < KW; kx++) {
+                const float *ip = in + kx * dw * C, *kp = k + kx * C;
+                __m512 w0 = _mm512_loadu_ps(kp), w1 = _mm512_loadu_ps(kp + 16);
+                a00 = _mm512_fmadd_ps(_mm512_loadu_ps(ip), w0, a00);
+                a01 = _mm512_fmadd_ps(_mm512_loadu_ps(ip + 16), w1, a01);
+                a10 = _mm512_fmadd_ps(_mm512_loadu_ps(ip + ps), w0, a10);
+                a11 = _mm512_fmadd_ps(_mm512_loadu_ps(ip + ps + 16), w1, a11);
+                a20 = _mm512_fmadd_ps(_mm512_loadu_ps(ip + 2 * ps), w0, a20);
+                a21 = _mm512_fmadd_ps(_mm512_loadu_ps(ip + 2 * ps + 16), w1, a21);
+                a30 = _mm512_fmadd_ps(_mm512_loadu_ps(ip + 3 * ps), w0, a30);
+                a31 = _mm512_fmadd_ps(_mm512_loadu_ps(ip + 3 * ps + 16), w1, a31);
+            }
+        }
+        if (vec) {
+            a00 = act16(a00, act, lo, hi); a01 = act16(a01, act, lo, hi); a10 = act16(a10, act, lo, hi);
+            a11 = act16(a11, act, lo, hi); a20 = act16(a20, act, lo, hi); a21 = act16(a21, act, lo, hi);
+            a30 = act16(a30, act, lo, hi); a31 = act16(a31, act, lo, hi);
+        }
+        _mm512_storeu_ps(out + c, a00); _mm512_storeu_ps(out + c + 16, a01);
+        _mm512_storeu_ps(out + C + c, a10); _mm512_storeu_ps(out + C + c + 16, a11);
+        _mm512_storeu_ps(out + 2 * C + c, a20); _mm512_storeu_ps(out + 2 * C + c + 16, a21);
+        _mm512_storeu_ps(out + 3 * C + c, a30); _mm512_storeu_ps(out + 3 * C + c + 16, a31);
+    }
+    for (; c < CN; c += 16) {
+        __m512 b0 = bias ? _mm512_loadu_ps(bias + c) : _mm512_setzero_ps();
+        __m512 a0 = b0, a1 = b0, a2 = b0, a3 = b0;
+        for (int64_t ky = ky0; ky < ky1; ky++) {
+            const float *in = base + ky * dh * W * C + c;
+            const float *k = w + ky * KW * C + c;
+            for (int64_t kx = 0; kx < KW; kx++) {
+                const float *ip = in + kx * dw * C;
+                __m512 w0 = _mm512_loadu_ps(k + kx * C);
+                a0 = _mm512_fmadd_ps(_mm512_loadu_ps(ip), w0, a0);
+                a1 = _mm512_fmadd_ps(_mm512_loadu_ps(ip + ps), w0, a1);
+                a2 = _mm512_fmadd_ps(_mm512_loadu_ps(ip + 2 * ps), w0, a2);
+                a3 = _mm512_fmadd_ps(_mm512_loadu_ps(ip + 3 * ps), w0, a3);
+            }
+        }
+        if (vec) { a0 = act16(a0, act, lo, hi); a1 = act16(a1, act, lo, hi); a2 = act16(a2, act, lo, hi); a3 = act16(a3, act, lo, hi); }
+        _mm512_storeu_ps(out + c, a0); _mm512_storeu_ps(out + C + c, a1);
+        _mm512_storeu_ps(out + 2 * C + c, a2); _mm512_storeu_ps(out + 3 * C + c, a3);
+    }
+    if (!vec) for (int64_t j = 0; j < 4; j++) for (int64_t i = 0; i < CN; i++) out[j * C + i] = act_scalar(out[j * C + i], act, p0, p1);
+}
+
+// Eight adjacent interior output pixels, horizontal stride 1 or 2, no dilation, 3×3 or 5×5: each input vector of a
+// kernel row is loaded once and used for every output it touches, so a row of taps costs 7·stride + KW input loads
+// instead of 8 · KW. Returns 0 (and does nothing) unless C is a multiple of 16 and the shape is one of those.
+MLK_INLINE MLK_AVX512 void
+dw8(int KW, int SW, const float *base, int64_t W, int64_t C, int64_t CN, const float *w, int64_t ky0, int64_t ky1, int64_t dh,
+    const float *bias, float *out, int act, float p0, float p1) {
+    for (int64_t c = 0; c < CN; c += 16) {
+        __m512 b = bias ? _mm512_loadu_ps(bias + c) : _mm512_setzero_ps();
+        __m512 acc[8];
+        for (int o = 0; o < 8; o++) acc[o] = b;
+        for (int64_t ky = ky0; ky < ky1; ky++) {
+            const float *in = base + ky * dh * W * C + c;
+            __m512 wv[5];
+            for (int kx = 0; kx < KW; kx++) wv[kx] = _mm512_loadu_ps(w + (ky * KW + kx) * C + c);
+#pragma clang loop unroll(full)
+            for (int j = 0; j < 7 * SW + KW; j++) {
+                __m512 v = _mm512_loadu_ps(in + j * C);
+                // Input column j feeds output o = (j − kx) / SW; kx descending gives each output its taps in
+                // ascending kx.
+#pragma clang loop unroll(full)
+                for (int kx = KW - 1; kx >= 0; kx--) {
+                    int o = (j - kx) / SW;
+                    if (j >= kx && (j - kx) % SW == 0 && o < 8) acc[o] = _mm512_fmadd_ps(v, wv[kx], acc[o]);
+                }
+            }
+        }
+        if (act <= MLK_ACT_LEAKY) {
+            for (int o = 0; o < 8; o++) _mm512_storeu_ps(out + o * C + c, mlk_act16(acc[o], act, p0, p1));
+        } else {
+            for (int o = 0; o < 8; o++) _mm512_storeu_ps(out + o * C + c, acc[o]);
+        }
+    }
+    if (act > MLK_ACT_LEAKY)
+        for (int o = 0; o < 8; o++) for (int64_t i = 0; i < CN; i++) out[o * C + i] = act_scalar(out[o * C + i], act, p0, p1);
+}
+
+MLK_AVX512 static int depthwise8_avx512(const float *base, int64_t W, int64_t C, int64_t CN, const float *w, int64_t KW,
+                                    int64_t sw, int64_t ky0, int64_t ky1, int64_t dh, const float *bias, float *out,
+                                    int act, float p0, float p1) {
+    if (CN % 16 != 0) return 0;
+    if (KW == 3 && sw == 1) { dw8(3, 1, base, W, C, CN, w, ky0, ky1, dh, bias, out, act, p0, p1); return 1; }
+    if (KW == 5 && sw == 1) { dw8(5, 1, base, W, C, CN, w, ky0, ky1, dh, bias, out, act, p0, p1); return 1; }
+    if (KW == 3 && sw == 2) { dw8(3, 2, base, W, C, CN, w, ky0, ky1, dh, bias, out, act, p0, p1); return 1; }
+    if (KW == 5 && sw == 2) { dw8(5, 2, base, W, C, CN, w, ky0, ky1, dh, bias, out, act, p0, p1); return 1; }
+    return 0;
+}
+
+// ---- the AVX2 driver: per output pixel, the widest kernel that fits (8 or 4 pixels, AVX-512 when allowed) ----
+
+MLK_AVX2 static void depthwise_avx2(const float *x, int64_t H, int64_t W, int64_t C, int64_t CN, const float *w, int64_t KH, int64_t KW,
+                                    const float *bias, float *y, int64_t oy0, int64_t oy1, int64_t OW, int64_t sh, int64_t sw,
+                                    int64_t dh, int64_t dw, int64_t pt, int64_t pl, int act, float p0, float p1) {
+    int vec = act <= MLK_ACT_LEAKY;
+    __m256 lo = _mm256_set1_ps(p0), hi = _mm256_set1_ps(p1);
+    int64_t C8 = CN & ~(int64_t)7;
+    int use512 = mlk_cpu_has(MLK_CPU_AVX512);
+    for (int64_t oy = oy0; oy < oy1; oy++) {
+        // Valid kernel rows for this output row: iy = oy·sh − pt + ky·dh in [0, H).
+        int64_t ky0 = 0, ky1 = KH;
+        while (ky0 < KH && oy * sh - pt + ky0 * dh < 0) ky0++;
+        while (ky1 > ky0 && oy * sh - pt + (ky1 - 1) * dh >= H) ky1--;
+        for (int64_t ox = 0; ox < OW; ox++) {
+            if (use512 && sw <= 2 && dw == 1 && ox + 8 <= OW && ox * sw - pl >= 0 && (ox + 7) * sw - pl + KW - 1 < W &&
+                depthwise8_avx512(x + ((oy * sh - pt) * W + (ox * sw - pl)) * C, W, C, CN, w, KW, sw, ky0, ky1, dh,
+                                      bias, y + (oy * OW + ox) * C, act, p0, p1)) {
+                ox += 7;
+                continue;
+            }
+            if (C8 == CN && ox + 4 <= OW && ox * sw - pl >= 0 && (ox + 3) * sw - pl + (KW - 1) * dw < W) {
+                (use512 && CN % 16 == 0 ? depthwise4_avx512 : depthwise4_avx2)(x + ((oy * sh - pt) * W + (ox * sw - pl)) * C, W, C, CN, w, KW, ky0, ky1, sw, dh, dw, bias,
+                                y + (oy * OW + ox) * C, act, p0, p1);
+                ox += 3;
+                continue;
+            }
+            int64_t kx0 = 0, kx1 = KW;
+            while (kx0 < KW && ox * sw - pl + kx0 * dw < 0) kx0++;
+            while (kx1 > kx0 && ox * sw - pl + (kx1 - 1) * dw >= W) kx1--;
+            float *out = y + (oy * OW + ox) * C;
+            const float *base = x + ((oy * sh - pt) * W + (ox * sw - pl)) * C;
+            if (use512 && CN % 16 == 0) {
+                depthwise1_avx512(base, W, C, CN, w, KW, ky0, ky1, kx0, kx1, dh, dw, bias, out, act, p0, p1);
+                continue;
+            }
+            int64_t c = 0;
+            // Two 8-lane blocks at a time keep two FMA chains in flight.
+            for (; c + 16 <= C8; c += 16) {
+                __m256 a0 = bias ? _mm256_loadu_ps(bias + c) : _mm256_setzero_ps();
+                __m256 a1 = bias ? _mm256_loadu_ps(bias + c + 8) : _mm256_setzero_ps();
+                for (int64_t ky = ky0; ky < ky1; ky++) {
+                    const float *in = base + (ky * dh * W) * C + c;
+                    const float *k = w + ky * KW * C + c;
+                    for (int64_t kx = kx0; kx < kx1; kx++) {
+                        const float *ip = in + kx * dw * C, *kp = k + kx * C;
+                        a0 = _mm256_fmadd_ps(_mm256_loadu_ps(ip), _mm256_loadu_ps(kp), a0);
+                        a1 = _mm256_fmadd_ps(_mm256_loadu_ps(ip + 8), _mm256_loadu_ps(kp + 8), a1);
+                    }
+                }
+                if (vec) { a0 = act8(a0, act, lo, hi); a1 = act8(a1, act, lo, hi); }
+                _mm256_storeu_ps(out + c, a0);
+                _mm256_storeu_ps(out + c + 8, a1);
+            }
+            for (; c < C8; c += 8) {
+                __m256 a0 = bias ? _mm256_loadu_ps(bias + c) : _mm256_setzero_ps();
+                for (int64_t ky = ky0; ky < ky1; ky++)
+                    for (int64_t kx = kx0; kx < kx1; kx++)
+                        a0 = _mm256_fmadd_ps(_mm256_loadu_ps(base + (ky * dh * W + kx * dw) * C + c),
+                                             _mm256_loadu_ps(w + (ky * KW + kx) * C + c), a0);
+                if (vec) a0 = act8(a0, act, lo, hi);
+                _mm256_storeu_ps(out + c, a0);
+            }
+            for (; c < CN; c++) {
+                float a = bias ? bias[c] : 0;
+                for (int64_t ky = ky0; ky < ky1; ky++)
+                    for (int64_t kx = kx0; kx < kx1; kx++)
+                        a += base[(ky * dh * W + kx * dw) * C + c] * w[(ky * KW + kx) * C + c];
+                out[c] = vec ? act_scalar(a, act, p0, p1) : a;
+            }
+            if (!vec) for (c = 0; c < CN; c++) out[c] = act_scalar(out[c], act, p0, p1);
+        }
+    }
+}
+#endif
+
+// ---- dispatch ----
+
+void mlk_depthwise(const float *x, int64_t H, int64_t W, int64_t C, const float *w, int64_t KH, int64_t KW,
+                   const float *bias, float *y, int64_t oy0, int64_t oy1, int64_t OW, int64_t sh, int64_t sw,
+                   int64_t dh, int64_t dw, int64_t pt, int64_t pl, int act, float p0, float p1) {
+    mlk_depthwise_channels(x, H, W, C, w, KH, KW, bias, y, oy0, oy1, OW, sh, sw, dh, dw, pt, pl, act, p0, p1, 0, C);
+}
+
+void mlk_depthwise_channels(const float *x, int64_t H, int64_t W, int64_t C, const float *w, int64_t KH, int64_t KW,
+                            const float *bias, float *y, int64_t oy0, int64_t oy1, int64_t OW, int64_t sh, int64_t sw,
+                            int64_t dh, int64_t dw, int64_t pt, int64_t pl, int act, float p0, float p1,
+                            int64_t ch0, int64_t ch1) {
+#if MLK_X86
+    if (mlk_cpu_has(MLK_CPU_AVX2)) {
+        // Channel slices of 64 (from channel 0, whatever ch0): the slice's weights (KH·KW·64 floats) stay in L1
+        // while every pixel uses them.
+        for (int64_t c0 = ch0; c0 < ch1; c0 += 64) {
+            int64_t cn = ch1 - c0 < 64 ? ch1 - c0 : 64;
+            depthwise_avx2(x + c0, H, W, C, cn, w + c0, KH, KW, bias ? bias + c0 : NULL, y + c0, oy0, oy1, OW, sh, sw,
+                           dh, dw, pt, pl, act, p0, p1);
+        }
+        return;
+    }
+#endif
+    depthwise_portable(x + ch0, H, W, C, ch1 - ch0, w + ch0, KH, KW, bias ? bias + ch0 : NULL, y + ch0, oy0, oy1, OW,
+                       sh, sw, dh, dw, pt, pl, act, p0, p1);
+}

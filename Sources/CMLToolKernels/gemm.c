@@ -1,0 +1,282 @@
+// Float GEMM on weights packed into 16-column panels: y = act(a · B + bias). Portable C, AVX2 + FMA (6 × 16 tiles) and
+// AVX-512 (8 × 48 tiles, and narrow tiles for 16–96 columns) side by side. Each output is Σ_k a·b in k order from
+// 0, then + bias, whatever the tile, so a row's result does not depend on how rows are split.
+#include "CMLToolKernels.h"
+#include "isa.h"
+#include "vec.h"
+#include <string.h>
+
+// ---- packing ----
+
+int64_t mlk_packed_count(int64_t K, int64_t N) { return ((N + 15) / 16) * 16 * K; }
+
+void mlk_pack(const float *w, int64_t K, int64_t N, float *packed) {
+    // Row by row, so w (often a memory-mapped file) is read in order; each row's 16-column pieces are copied whole.
+    for (int64_t k = 0; k < K; k++)
+        for (int64_t p = 0; p < (N + 15) / 16; p++) {
+            int64_t cols = N - p * 16 < 16 ? N - p * 16 : 16;
+            float *dst = packed + (p * K + k) * 16;
+            memcpy(dst, w + k * N + p * 16, (size_t)cols * sizeof(float));
+            for (int64_t j = cols; j < 16; j++) dst[j] = 0;
+        }
+}
+
+// ---- portable ----
+
+static void gemm_portable(const float *a, int64_t lda, const float *packed, int64_t m0, int64_t m1, int64_t N, int64_t K,
+                          const float *bias, float *y, int64_t ldy, int act, float p0, float p1) {
+    for (int64_t m = m0; m < m1; m++) {
+        const float *ar = a + m * lda;
+        float *yr = y + m * ldy;
+        for (int64_t n0 = 0; n0 < N; n0 += 16) {
+            const float *bp = packed + (n0 / 16) * K * 16;
+            float acc[16] = {0};
+            for (int64_t k = 0; k < K; k++) {
+                float av = ar[k];
+                for (int j = 0; j < 16; j++) acc[j] += av * bp[k * 16 + j];
+            }
+            for (int64_t j = 0; j < 16 && n0 + j < N; j++)
+                yr[n0 + j] = act_scalar(acc[j] + (bias ? bias[n0 + j] : 0), act, p0, p1);
+        }
+    }
+}
+
+#if MLK_X86
+// ---- AVX2 + FMA ----
+
+// 6 rows × 16 columns of y per micro-tile: 12 accumulators, 2 B vectors, 1 broadcast.
+MLK_AVX2 static void gemm_avx2(const float *a, int64_t lda, const float *packed, int64_t m0, int64_t m1, int64_t N, int64_t K,
+                               const float *bias, float *y, int64_t ldy, int act, float p0, float p1) {
+    int vec = act <= MLK_ACT_LEAKY;
+    __m256 lo = _mm256_set1_ps(p0), hi = _mm256_set1_ps(p1);
+    int64_t panels = (N + 15) / 16;
+    // Rows in chunks whose A block stays in L2 while every B panel passes over it.
+    int64_t mc = K > 0 ? (384 * 1024 / 4) / K : 256;
+    mc = mc < 6 ? 6 : (mc > 512 ? 512 : mc);
+    mc -= mc % 6;
+    for (int64_t mb = m0; mb < m1; mb += mc) {
+        int64_t me = mb + mc < m1 ? mb + mc : m1;
+        for (int64_t p = 0; p < panels; p++) {
+            const float *bp = packed + p * K * 16;
+            int64_t n0 = p * 16, nv = N - n0 < 16 ? N - n0 : 16;
+            __m256 b0 = bias && nv == 16 ? _mm256_loadu_ps(bias + n0) : _mm256_setzero_ps();
+            __m256 b1 = bias && nv == 16 ? _mm256_loadu_ps(bias + n0 + 8) : _mm256_setzero_ps();
+            for (int64_t m = mb; m < me; m += 6) {
+                int64_t rows = me - m < 6 ? me - m : 6;
+                // Rows past the end repeat the last row: computed, never stored.
+                const float *r0 = a + m * lda;
+                const float *r1 = a + (m + (rows > 1 ? 1 : 0)) * lda;
+                const float *r2 = a + (m + (rows > 2 ? 2 : 0)) * lda;
+                const float *r3 = a + (m + (rows > 3 ? 3 : 0)) * lda;
+                const float *r4 = a + (m + (rows > 4 ? 4 : 0)) * lda;
+                const float *r5 = a + (m + (rows > 5 ? 5 : 0)) * lda;
+                __m256 c00 = _mm256_setzero_ps(), c01 = _mm256_setzero_ps(), c10 = _mm256_setzero_ps(), c11 = _mm256_setzero_ps();
+                __m256 c20 = _mm256_setzero_ps(), c21 = _mm256_setzero_ps(), c30 = _mm256_setzero_ps(), c31 = _mm256_setzero_ps();
+                __m256 c40 = _mm256_setzero_ps(), c41 = _mm256_setzero_ps(), c50 = _mm256_setzero_ps(), c51 = _mm256_setzero_ps();
+                const float *b = bp;
+                for (int64_t k = 0; k < K; k++, b += 16) {
+                    __m256 w0 = _mm256_load_ps(b), w1 = _mm256_load_ps(b + 8);
+                    __m256 v;
+                    v = _mm256_broadcast_ss(r0 + k); c00 = _mm256_fmadd_ps(v, w0, c00); c01 = _mm256_fmadd_ps(v, w1, c01);
+                    v = _mm256_broadcast_ss(r1 + k); c10 = _mm256_fmadd_ps(v, w0, c10); c11 = _mm256_fmadd_ps(v, w1, c11);
+                    v = _mm256_broadcast_ss(r2 + k); c20 = _mm256_fmadd_ps(v, w0, c20); c21 = _mm256_fmadd_ps(v, w1, c21);
+                    v = _mm256_broadcast_ss(r3 + k); c30 = _mm256_fmadd_ps(v, w0, c30); c31 = _mm256_fmadd_ps(v, w1, c31);
+                    v = _mm256_broadcast_ss(r4 + k); c40 = _mm256_fmadd_ps(v, w0, c40); c41 = _mm256_fmadd_ps(v, w1, c41);
+                    v = _mm256_broadcast_ss(r5 + k); c50 = _mm256_fmadd_ps(v, w0, c50); c51 = _mm256_fmadd_ps(v, w1, c51);
+                }
+                __m256 acc[12] = {c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51};
+                for (int64_t r = 0; r < rows; r++) {
+                    float *yr = y + (m + r) * ldy + n0;
+                    __m256 v0 = _mm256_add_ps(acc[2 * r], b0), v1 = _mm256_add_ps(acc[2 * r + 1], b1);
+                    if (vec && nv == 16) { v0 = act8(v0, act, lo, hi); v1 = act8(v1, act, lo, hi); }
+                    if (nv == 16) {
+                        _mm256_storeu_ps(yr, v0);
+                        _mm256_storeu_ps(yr + 8, v1);
+                    } else {
+                        float t[16];
+                        _mm256_storeu_ps(t, v0);
+                        _mm256_storeu_ps(t + 8, v1);
+                        for (int64_t j = 0; j < nv; j++) {
+                            float v = t[j] + (bias ? bias[n0 + j] : 0);
+                            yr[j] = vec ? act_scalar(v, act, p0, p1) : v;
+                        }
+                    }
+                    if (!vec) for (int64_t j = 0; j < nv; j++) yr[j] = act_scalar(yr[j], act, p0, p1);
+                }
+            }
+        }
+    }
+}
+
+// ---- AVX-512 ----
+
+// Stores rows of one 16-column panel: bias, vectorisable activation, masked tail, scalar activation for the rest.
+MLK_AVX512 static inline void store16(float *yr, __m512 v, __m512 b, int64_t nv, int act, float p0, float p1,
+                                      __m512 lo, __m512 hi) {
+    __mmask16 m = nv >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << nv) - 1);
+    v = _mm512_add_ps(v, b);
+    if (act <= MLK_ACT_LEAKY) { _mm512_mask_storeu_ps(yr, m, act16(v, act, lo, hi)); return; }
+    _mm512_mask_storeu_ps(yr, m, v);
+    for (int64_t j = 0; j < nv; j++) yr[j] = act_scalar(yr[j], act, p0, p1);
+}
+
+// 8 rows × 48 columns (three 16-column panels) per micro-tile, 24 accumulators; 8 × 32 or 8 × 16 for the last
+// panels. A is read in place through 8 row pointers (packing it costs as much as the FMAs when N is small); rows
+// past the end repeat row 0, are computed and never stored.
+#define MLK_R(i) __m512 c##i##0 = _mm512_setzero_ps(), c##i##1 = _mm512_setzero_ps(), c##i##2 = _mm512_setzero_ps();
+#define MLK_F3(i) { __m512 v = _mm512_set1_ps(r##i[k]); c##i##0 = _mm512_fmadd_ps(v, w0, c##i##0); \
+                    c##i##1 = _mm512_fmadd_ps(v, w1, c##i##1); c##i##2 = _mm512_fmadd_ps(v, w2, c##i##2); }
+#define MLK_F2(i) { __m512 v = _mm512_set1_ps(r##i[k]); c##i##0 = _mm512_fmadd_ps(v, w0, c##i##0); c##i##1 = _mm512_fmadd_ps(v, w1, c##i##1); }
+#define MLK_F1(i) { c##i##0 = _mm512_fmadd_ps(_mm512_set1_ps(r##i[k]), w0, c##i##0); }
+#define MLK_S(i) if (i < rows) { float *yr = y + (m + i) * ldy + n0; store16(yr, c##i##0, b0, nv[0], act, p0, p1, lo, hi); \
+                                 if (np > 1) store16(yr + 16, c##i##1, b1, nv[1], act, p0, p1, lo, hi); \
+                                 if (np > 2) store16(yr + 32, c##i##2, b2, nv[2], act, p0, p1, lo, hi); }
+#define MLK_P(i) const float *r##i = a + (m + (i < rows ? i : 0)) * lda;
+#define MLK_ALL(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
+
+MLK_AVX512 static void gemm_avx512(const float *a, int64_t lda, const float *packed, int64_t m0, int64_t m1, int64_t N,
+                                   int64_t K, const float *bias, float *y, int64_t ldy, int act, float p0, float p1) {
+    __m512 lo = _mm512_set1_ps(p0), hi = _mm512_set1_ps(p1);
+    int64_t panels = (N + 15) / 16;
+    // Rows in chunks whose A block stays in L2 while every B panel passes over it.
+    int64_t mc = K > 0 ? (256 * 1024 / 4) / K : 256;
+    mc = mc < 8 ? 8 : (mc > 512 ? 512 : mc);
+    mc -= mc % 8;
+    for (int64_t mb = m0; mb < m1; mb += mc) {
+        int64_t me = mb + mc < m1 ? mb + mc : m1;
+        for (int64_t p = 0; p < panels; p += 3) {
+            int np = panels - p < 3 ? (int)(panels - p) : 3;
+            const float *bp0 = packed + p * K * 16, *bp1 = bp0 + K * 16, *bp2 = bp1 + K * 16;
+            int64_t n0 = p * 16, nv[3];
+            __m512 bb[3];
+            for (int j = 0; j < 3; j++) {
+                int64_t left = N - n0 - 16 * j;
+                nv[j] = j < np ? (left < 16 ? left : 16) : 0;
+                bb[j] = bias && j < np ? _mm512_maskz_loadu_ps((__mmask16)((1u << nv[j]) - 1), bias + n0 + 16 * j)
+                                       : _mm512_setzero_ps();
+            }
+            __m512 b0 = bb[0], b1 = bb[1], b2 = bb[2];
+            for (int64_t m = mb; m < me; m += 8) {
+                int64_t rows = me - m < 8 ? me - m : 8;
+                if (rows == 1) {
+                    // A lone row (a dense layer on one image): one accumulator per panel, no wasted rows.
+                    const float *r0 = a + m * lda;
+                    __m512 c00 = _mm512_setzero_ps(), c01 = _mm512_setzero_ps(), c02 = _mm512_setzero_ps();
+                    for (int64_t k = 0; k < K; k++) {
+                        __m512 v = _mm512_set1_ps(r0[k]);
+                        c00 = _mm512_fmadd_ps(v, _mm512_load_ps(bp0 + k * 16), c00);
+                        if (np > 1) c01 = _mm512_fmadd_ps(v, _mm512_load_ps(bp1 + k * 16), c01);
+                        if (np > 2) c02 = _mm512_fmadd_ps(v, _mm512_load_ps(bp2 + k * 16), c02);
+                    }
+                    float *yr = y + m * ldy + n0;
+                    store16(yr, c00, b0, nv[0], act, p0, p1, lo, hi);
+                    if (np > 1) store16(yr + 16, c01, b1, nv[1], act, p0, p1, lo, hi);
+                    if (np > 2) store16(yr + 32, c02, b2, nv[2], act, p0, p1, lo, hi);
+                    continue;
+                }
+                MLK_ALL(MLK_P)
+                MLK_ALL(MLK_R)
+                if (np == 3) {
+                    for (int64_t k = 0; k < K; k++) {
+                        __m512 w0 = _mm512_load_ps(bp0 + k * 16), w1 = _mm512_load_ps(bp1 + k * 16), w2 = _mm512_load_ps(bp2 + k * 16);
+                        MLK_ALL(MLK_F3)
+                    }
+                } else if (np == 2) {
+                    for (int64_t k = 0; k < K; k++) {
+                        __m512 w0 = _mm512_load_ps(bp0 + k * 16), w1 = _mm512_load_ps(bp1 + k * 16);
+                        MLK_ALL(MLK_F2)
+                    }
+                } else {
+                    for (int64_t k = 0; k < K; k++) {
+                        __m512 w0 = _mm512_load_ps(bp0 + k * 16);
+                        MLK_ALL(MLK_F1)
+                    }
+                }
+                MLK_ALL(MLK_S)
+            }
+        }
+    }
+}
+
+// Narrow tiles.
+// gemm_avx512's 8-row × 48-column tile fits wide layers; a layer with 16–96 output channels and many pixels (the
+// 112×112 and 56×56 stages of a MobileNet-style network) wastes it: 16 columns leave 8 accumulators (FMA latency
+// shows), 96 columns make two passes over every input row and write each output row in two halves. Here the
+// tile is R rows × P panels with R·P ≤ 24 chosen from N, so a row's outputs are written in one pass. Every output
+// is still Σ_k a·b in k order from 0, then + bias: the same value whatever the tile, as in gemm_avx512.
+// R rows × P panels; rows past `rows` repeat row 0 (computed, never stored).
+MLK_INLINE MLK_AVX512 void gtile(int R, int P, const float *a, int64_t lda, int64_t m, int rows, const float *bp,
+                                 int64_t K, const __m512 *b, const __mmask16 *mask, const int64_t *nv, float *y,
+                                 int64_t ldy, int act, float p0, float p1) {
+    const float *r[16];
+    for (int i = 0; i < R; i++) r[i] = a + (m + (i < rows ? i : 0)) * lda;
+    __m512 c[16][6];
+    for (int i = 0; i < R; i++) for (int j = 0; j < P; j++) c[i][j] = _mm512_setzero_ps();
+    for (int64_t k = 0; k < K; k++) {
+        __m512 w[6];
+        for (int j = 0; j < P; j++) w[j] = _mm512_load_ps(bp + (j * K + k) * 16);
+        for (int i = 0; i < R; i++) {
+            __m512 v = _mm512_set1_ps(r[i][k]);
+            for (int j = 0; j < P; j++) c[i][j] = _mm512_fmadd_ps(v, w[j], c[i][j]);
+        }
+    }
+    for (int i = 0; i < R && i < rows; i++) {
+        float *yr = y + (m + i) * ldy;
+        for (int j = 0; j < P; j++) {
+            __m512 v = _mm512_add_ps(c[i][j], b[j]);
+            if (act <= MLK_ACT_LEAKY) { _mm512_mask_storeu_ps(yr + 16 * j, mask[j], mlk_act16(v, act, p0, p1)); continue; }
+            _mm512_mask_storeu_ps(yr + 16 * j, mask[j], v);
+            for (int64_t t = 0; t < nv[j]; t++) yr[16 * j + t] = act_scalar(yr[16 * j + t], act, p0, p1);
+        }
+    }
+}
+
+#define MLK_GT(R, P) MLK_AVX512 static void gemm_narrow_##R##x##P(const float *a, int64_t lda, const float *bp, int64_t m0, \
+    int64_t m1, int64_t K, const __m512 *b, const __mmask16 *mask, const int64_t *nv, float *y, int64_t ldy, int act, \
+    float p0, float p1) { \
+    int64_t m = m0; \
+    for (; m + R <= m1; m += R) gtile(R, P, a, lda, m, R, bp, K, b, mask, nv, y, ldy, act, p0, p1); \
+    for (; m < m1; m++) gtile(1, P, a, lda, m, 1, bp, K, b, mask, nv, y, ldy, act, p0, p1); \
+}
+MLK_GT(16, 1)
+MLK_GT(4, 5)
+MLK_GT(4, 6)
+#undef MLK_GT
+
+MLK_AVX512 static int gemm_narrow_avx512(const float *a, int64_t lda, const float *packed, int64_t m0, int64_t m1, int64_t N,
+                           int64_t K, const float *bias, float *y, int64_t ldy, int act, float p0, float p1) {
+    int64_t panels = (N + 15) / 16;
+    // 2–4 panels: kernels.c's 8 × 48 tile does as well (measured: a 12 × 2 tile here ran at a third of its speed).
+    if (panels > 6 || (panels > 1 && panels < 5)) return 0;
+    __m512 b[6];
+    __mmask16 mask[6];
+    int64_t nv[6];
+    for (int j = 0; j < panels; j++) {
+        int64_t left = N - 16 * j;
+        nv[j] = left < 16 ? left : 16;
+        mask[j] = (__mmask16)((1u << nv[j]) - 1);
+        b[j] = bias ? _mm512_maskz_loadu_ps(mask[j], bias + 16 * j) : _mm512_setzero_ps();
+    }
+    switch (panels) {
+    case 1: gemm_narrow_16x1(a, lda, packed, m0, m1, K, b, mask, nv, y, ldy, act, p0, p1); break;
+    case 5: gemm_narrow_4x5(a, lda, packed, m0, m1, K, b, mask, nv, y, ldy, act, p0, p1); break;
+    default: gemm_narrow_4x6(a, lda, packed, m0, m1, K, b, mask, nv, y, ldy, act, p0, p1); break;
+    }
+    return 1;
+}
+#endif
+
+// ---- dispatch ----
+
+void mlk_gemm_packed(const float *a, int64_t lda, const float *packed, int64_t m0, int64_t m1, int64_t N, int64_t K,
+                     const float *bias, float *y, int64_t ldy, int act, float p0, float p1) {
+#if MLK_X86
+    if (mlk_cpu_has(MLK_CPU_AVX512)) {
+        if (gemm_narrow_avx512(a, lda, packed, m0, m1, N, K, bias, y, ldy, act, p0, p1)) return;
+        gemm_avx512(a, lda, packed, m0, m1, N, K, bias, y, ldy, act, p0, p1);
+        return;
+    }
+    if (mlk_cpu_has(MLK_CPU_AVX2)) { gemm_avx2(a, lda, packed, m0, m1, N, K, bias, y, ldy, act, p0, p1); return; }
+#endif
+    gemm_portable(a, lda, packed, m0, m1, N, K, bias, y, ldy, act, p0, p1);
+}
