@@ -6,8 +6,13 @@ bench/results.json. Every timing is the best of N runs, peer and mltool runs int
 same machine load; the load average is printed before and after. Ratios read "times faster than the peer"
 (> 1 means mltool wins), accuracies stand beside the times.
 
+First the machine's own ceiling: sgemm 1024³ of mltool's packed kernel and of OpenBLAS on 1 and 2 threads (`mltool
+bench --ceiling`); rows that do float work are then also reported as a fraction of the better of the two at their
+thread count. The CPU model, its flags and the kernel level that ran are recorded.
+
 Parts: 1 extractor throughput, 2 Fashion-MNIST small end to end, 3 head training alone, 4 text training,
-5 model load, 6 int8 / palettized vs float, 7 (--full) peak memory of `mltool train` on 60,000 images.
+5 model load, 6 int8 / palettized vs float, 7 (--full) peak memory of `mltool train` on 60,000 images,
+8 ResNet-18 (random weights, bench/make_resnet18.py) at batch 1 against onnxruntime.
 """
 import argparse
 import csv
@@ -27,8 +32,7 @@ import time
 import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-CEILING_GFLOPS = 130.0  # OpenBLAS SGEMM on this CPU class, 2 threads (issue 9)
-NOMINAL_CEILING = 300  # images/s: issue 9's 130 GFLOP/s over 0.4 G (multiply-adds, not FLOPs)
+CEILING = {}  # threads → GFLOP/s: the better of mltool's packed sgemm and OpenBLAS's on this machine (part 0)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -92,16 +96,21 @@ ORT_SPINNING = [True]  # onnxruntime's pool setting for part 2: whichever won pa
 
 
 def row(part, case, peer, peer_value, mltool_value, unit, lower_is_better, peer_acc=None, mltool_acc=None,
-        note=""):
-    """Records one comparison; ratio = how many times faster (or higher) mltool is than the peer."""
+        note="", gflops=None, threads=None):
+    """Records one comparison; ratio = how many times faster (or higher) mltool is than the peer. `gflops`: the float
+    work mltool did per second in this row, reported as a fraction of the machine's ceiling at `threads`."""
     ratio = None
     if peer_value and mltool_value:
         ratio = peer_value / mltool_value if lower_is_better else mltool_value / peer_value
+    ceiling = CEILING.get(threads or 1)
+    fraction = gflops / ceiling if gflops and ceiling else None
     r = dict(part=part, case=case, peer=peer, peer_value=peer_value, mltool_value=mltool_value, unit=unit,
-             ratio=ratio, peer_accuracy=peer_acc, mltool_accuracy=mltool_acc, note=note)
+             ratio=ratio, peer_accuracy=peer_acc, mltool_accuracy=mltool_acc, note=note, mltool_gflops=gflops,
+             fraction_of_ceiling=fraction)
     ROWS.append(r)
     print(f"  {case:<44} {peer:<30} {fmt(peer_value)} vs mltool {fmt(mltool_value)} {unit}"
-          f"  ratio {fmt(ratio)}{acc_text(peer_acc, mltool_acc)}", flush=True)
+          f"  ratio {fmt(ratio)}{acc_text(peer_acc, mltool_acc)}"
+          + (f"  ({gflops:.0f} GFLOP/s, {fraction:.0%} of ceiling)" if fraction else ""), flush=True)
 
 
 def fmt(v):
@@ -119,9 +128,10 @@ def acc_text(a, b):
 
 
 def print_table():
-    head = ("part", "case", "peer", "peer", "mltool", "unit", "ratio", "acc peer", "acc mltool", "note")
+    head = ("part", "case", "peer", "peer", "mltool", "unit", "ratio", "of ceiling", "acc peer", "acc mltool", "note")
     lines = [head] + [(r["part"], r["case"], r["peer"], fmt(r["peer_value"]), fmt(r["mltool_value"]), r["unit"],
-                       (fmt(r["ratio"]) + "×") if r["ratio"] else "-", fmt(r["peer_accuracy"]),
+                       (fmt(r["ratio"]) + "×") if r["ratio"] else "-",
+                       f"{r['fraction_of_ceiling']:.0%}" if r["fraction_of_ceiling"] else "-", fmt(r["peer_accuracy"]),
                        fmt(r["mltool_accuracy"]), r["note"]) for r in ROWS]
     widths = [max(len(str(l[i])) for l in lines) for i in range(len(head))]
     print()
@@ -129,7 +139,9 @@ def print_table():
         print("  ".join(str(c).ljust(w) for c, w in zip(l, widths)).rstrip())
         if i == 0:
             print("  ".join("-" * w for w in widths))
-    print("ratio: times faster (or more throughput) than the peer; > 1 means mltool wins.")
+    print("ratio: times faster (or more throughput) than the peer; > 1 means mltool wins. of ceiling: mltool's GFLOP/s "
+          "over the machine's sgemm ceiling at the row's thread count (" +
+          ", ".join(f"{t} thread{'s' if t > 1 else ''} {g:.0f} GFLOP/s" for t, g in sorted(CEILING.items())) + ").")
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -172,66 +184,109 @@ def ort_session(onnx_path, threads, spinning=True):
     return ort.InferenceSession(onnx_path, so, providers=["CPUExecutionProvider"])
 
 
-def ort_bench(onnx_path, batch, threads, seconds, spinning=True):
+def ort_bench(onnx_path, batch, threads, seconds, spinning=True, output="features"):
     """Same protocol as `mltool bench`: one warm-up, then runs for `seconds`; images/s over the runs, median latency."""
     s = ort_session(onnx_path, threads, spinning)
     name = s.get_inputs()[0].name
     x = np.random.default_rng(1).uniform(-1, 1, (batch, 3, 224, 224)).astype(np.float32)
-    s.run(["features"], {name: x})
+    s.run([output], {name: x})
     lat = []
     start = time.perf_counter()
     while time.perf_counter() - start < seconds or len(lat) < 3:
         t0 = time.perf_counter()
-        s.run(["features"], {name: x})
+        s.run([output], {name: x})
         lat.append(time.perf_counter() - t0)
     return dict(images_per_second=batch * len(lat) / sum(lat), latency_median_ms=statistics.median(lat) * 1000,
                 spinning=spinning)
 
 
-def mltool_bench(a, model, batch, threads, seconds):
+def mltool_bench(a, model, batch, threads, seconds, env=None):
     r = run([a.mltool, "bench", model, "--batch", str(batch), "--threads", str(threads), "--seconds", str(seconds),
-             "--json"])
-    return json.loads(r.stdout)
+             "--json"], env=env)
+    out = json.loads(r.stdout)
+    out["max_rss"] = r.max_rss
+    return out
+
+
+def spread(values):
+    return dict(min=min(values), median=statistics.median(values), max=max(values), all=values)
+
+
+def side_by_side(a, part, label, onnx_path, model, configs, output, res_key, res):
+    """mltool against onnxruntime on one network, for each (batch, threads): `a.repeat` interleaved repetitions, the
+    best of each side in the table, and every repetition's pair (and their same-run ratios) in the JSON."""
+    flops = graph_flops(onnx_path)
+    print(f"  graph: {flops / 1e9:.3f} GFLOP per image (Conv and Gemm nodes, 2 × multiply-adds)", flush=True)
+    res[res_key] = dict(gflop_per_image=flops / 1e9, runs=[])
+    for batch, threads in configs:
+        best_o, best_m, pairs = None, None, []
+        for _ in range(a.repeat):
+            # onnxruntime's best configuration: with 2 threads its pool spins by default, which loses on a
+            # loaded machine, so the non-spinning pool is measured too and the faster one kept
+            rep_o = None
+            for spinning in ((True, False) if threads > 1 else (True,)):
+                o = ort_bench(onnx_path, batch, threads, a.seconds, spinning, output)
+                if rep_o is None or o["images_per_second"] > rep_o["images_per_second"]:
+                    rep_o = o
+            m = mltool_bench(a, model, batch, threads, a.seconds)
+            pairs.append((rep_o["images_per_second"], m["images_per_second"]))
+            if best_o is None or rep_o["images_per_second"] > best_o["images_per_second"]:
+                best_o = rep_o
+            if best_m is None or m["images_per_second"] > best_m["images_per_second"]:
+                best_m = m
+        gflops = best_m["images_per_second"] * flops / 1e9
+        ratios = [m / o for o, m in pairs]
+        print(f"    {label} batch {batch}, {threads} thread(s): mltool {gflops:.0f} GFLOP/s, onnxruntime "
+              f"{best_o['images_per_second'] * flops / 1e9:.0f}; per repetition mltool "
+              f"{', '.join(f'{m:.0f}' for _, m in pairs)} vs onnxruntime {', '.join(f'{o:.0f}' for o, _ in pairs)} "
+              f"images/s, same-run ratios {min(ratios):.2f}–{max(ratios):.2f}× (median {statistics.median(ratios):.2f}×)",
+              flush=True)
+        res[res_key]["runs"].append(dict(batch=batch, threads=threads, onnxruntime=best_o, mltool=best_m,
+                                         mltool_gflops=gflops, ceiling_gflops=CEILING.get(threads),
+                                         onnxruntime_images_per_second=spread([o for o, _ in pairs]),
+                                         mltool_images_per_second=spread([m for _, m in pairs]),
+                                         same_run_ratio=spread(ratios)))
+        peer = "onnxruntime" + ("" if best_o["spinning"] else " (no spinning)")
+        th = f"{threads} thread{'s' if threads > 1 else ''}"
+        row(part, f"{label} batch {batch}, {th}", peer, best_o["images_per_second"], best_m["images_per_second"],
+            "images/s", False, note=f"same-run ratios {min(ratios):.2f}–{max(ratios):.2f}×", gflops=gflops,
+            threads=threads)
+        if batch == 1:
+            row(part, f"{label} median latency batch 1, {th}", peer, best_o["latency_median_ms"],
+                best_m["latency_median_ms"], "ms", True)
+        if part == "1" and batch == 32 and threads == 2:
+            ORT_SPINNING[0] = best_o["spinning"]  # the end-to-end pipeline uses the faster pool
+
+
+def part_ceiling(a, res):
+    section("0. the machine's ceiling: sgemm 1024³, mltool's packed kernel and OpenBLAS")
+    r = json.loads(run([a.mltool, "bench", "--ceiling", "--seconds", "2", "--json"]).stdout)
+    for m in r["ceiling"]:
+        CEILING[m["threads"]] = max(CEILING.get(m["threads"], 0), m["gflops"])
+        print(f"  {m['kernel']:<14} {m['threads']} thread{'s' if m['threads'] > 1 else ''}: {m['gflops']:.1f} GFLOP/s",
+              flush=True)
+    res["ceiling"] = dict(sgemm_size=r["sgemm_size"], cpu_level=r["cpu_level"], measurements=r["ceiling"],
+                          gflops_by_threads=CEILING)
+    res["machine"]["cpu_level"] = r["cpu_level"]
+    print(f"  kernels at CPU level {r['cpu_level']}; ceiling = the better of the two at each thread count", flush=True)
 
 
 def part_extractor(a, res):
     section("1. extractor throughput: EfficientNet-Lite0 224×224, random inputs")
-    flops = graph_flops(a.onnx)
-    ceiling = CEILING_GFLOPS * 1e9 / flops
-    print(f"  graph: {flops / 1e9:.3f} GFLOP per image counted from the Conv and Gemm nodes (the issue's 0.4 is the "
-          f"multiply-add count); at {CEILING_GFLOPS:.0f} GFLOP/s the ceiling is {ceiling:.0f} images/s, not "
-          f"{NOMINAL_CEILING}", flush=True)
-    res["extractor"] = dict(gflop_per_image=flops / 1e9, ceiling_images_per_second=ceiling, runs=[])
-    for batch in (1, 32):
-        for threads in (1, 2):
-            best_o, best_m = None, None
-            for _ in range(a.repeat):
-                # onnxruntime's best configuration: with 2 threads its pool spins by default, which loses on a
-                # loaded machine, so the non-spinning pool is measured too and the faster one kept
-                for spinning in ((True, False) if threads > 1 else (True,)):
-                    o = ort_bench(a.onnx, batch, threads, a.seconds, spinning)
-                    if best_o is None or o["images_per_second"] > best_o["images_per_second"]:
-                        best_o = o
-                m = mltool_bench(a, a.model, batch, threads, a.seconds)
-                if best_m is None or m["images_per_second"] > best_m["images_per_second"]:
-                    best_m = m
-            frac = best_m["images_per_second"] / ceiling
-            gflops = best_m["images_per_second"] * flops / 1e9
-            print(f"    mltool {gflops:.0f} GFLOP/s = {frac:.0%} of {ceiling:.0f} images/s "
-                  f"({best_m['images_per_second'] / NOMINAL_CEILING:.0%} of the issue's {NOMINAL_CEILING}); "
-                  f"onnxruntime {best_o['images_per_second'] * flops / 1e9:.0f} GFLOP/s", flush=True)
-            res["extractor"]["runs"].append(dict(batch=batch, threads=threads, onnxruntime=best_o, mltool=best_m,
-                                                 mltool_fraction_of_ceiling=frac, mltool_gflops=gflops,
-                                                 mltool_fraction_of_nominal_300=best_m["images_per_second"] / NOMINAL_CEILING))
-            peer = "onnxruntime" + ("" if best_o["spinning"] else " (no spinning)")
-            if batch == 32 and threads == 2:
-                ORT_SPINNING[0] = best_o["spinning"]  # the end-to-end pipeline uses the faster pool
-            row("1", f"throughput batch {batch}, {threads} thread{'s' if threads > 1 else ''}", peer,
-                best_o["images_per_second"], best_m["images_per_second"], "images/s", False,
-                note=f"{gflops:.0f} GFLOP/s, {frac:.0%} of ceiling")
-            if batch == 1:
-                row("1", f"median latency batch 1, {threads} thread{'s' if threads > 1 else ''}", peer,
-                    best_o["latency_median_ms"], best_m["latency_median_ms"], "ms", True)
+    side_by_side(a, "1", "EfficientNet-Lite0", a.onnx, a.model, [(1, 1), (1, 2), (32, 1), (32, 2)], "features",
+                 "extractor", res)
+
+
+def part_resnet(a, res):
+    section("8. ResNet-18 (random weights, bench/make_resnet18.py), batch 1")
+    work = os.path.join(ROOT, ".build/bench")
+    os.makedirs(work, exist_ok=True)
+    onnx_path, model = os.path.join(work, "resnet18.onnx"), os.path.join(work, "resnet18.bin")
+    if not os.path.exists(onnx_path):
+        run([sys.executable, os.path.join(ROOT, "bench/make_resnet18.py"), "--out", onnx_path])
+    if not os.path.exists(model) or os.path.getmtime(model) < os.path.getmtime(onnx_path):
+        run([a.mltool, "import", onnx_path, "-o", model])
+    side_by_side(a, "8", "ResNet-18", onnx_path, model, [(1, 1), (1, 2)], "logits", "resnet18", res)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -363,9 +418,11 @@ def part_images(a, res):
         print(f"  mltool warm: features {warm['feature_seconds']} s ({warm['extracted']} extracted), "
               f"head {warm['head_seconds']} s (head in each warm run: {heads})", flush=True)
         peer = "onnxruntime + sklearn LR" + ("" if ORT_SPINNING[0] else " (no spinning)")
-        row("2", "2000+1000 images, cold cache", peer, best_ort[0], best_cold["seconds"], "s",
-            True, best_ort[1], best_cold["accuracy"])
-        row("2", "2000+1000 images, warm cache", peer, best_ort[0], warm["seconds"], "s", True,
+        images = len(train_items) + len(test_items)
+        row("2", f"{images} images, cold cache", peer, best_ort[0], best_cold["seconds"], "s",
+            True, best_ort[1], best_cold["accuracy"], gflops=images * graph_flops(a.onnx) / 1e9 / best_cold["seconds"],
+            threads=os.cpu_count())
+        row("2", f"{images} images, warm cache", peer, best_ort[0], warm["seconds"], "s", True,
             best_ort[1], warm["accuracy"], note="target ≤ 2 s")
         res["fashion_mnist_small"] = dict(
             onnxruntime_sklearn=dict(seconds=best_ort[0], accuracy=best_ort[1]),
@@ -550,11 +607,12 @@ def part_load(a, res):
 
 
 def part_quant(a, res):
-    section("6. int8 and 4-bit palettized vs float, in mltool")
+    section("6. int8 and 4- and 6-bit palettized vs float, in mltool")
     work = tempfile.mkdtemp(prefix="mltool-bench-quant-")
+    flops = graph_flops(a.onnx)
     try:
         models = {"float": a.model}
-        for bits, name in ((8, "int8"), (4, "palette4")):
+        for bits, name in ((8, "int8"), (4, "palette4"), (6, "palette6")):
             out = os.path.join(work, f"{name}.bin")
             r = run([a.mltool, "quantize", a.model, "--bits", str(bits), "--no-eval", "-o", out, "--quiet"])
             models[name] = out
@@ -562,17 +620,31 @@ def part_quant(a, res):
                   f"quantize {r.seconds:.1f} s", flush=True)
         res["quantized"] = {}
         for batch, threads in ((1, 1), (32, 2)):
-            best = {}
+            best, reps = {}, {name: [] for name in models}
             for _ in range(a.repeat):
                 for name, path in models.items():
                     m = mltool_bench(a, path, batch, threads, a.seconds)
+                    reps[name].append(m["images_per_second"])
                     if name not in best or m["images_per_second"] > best[name]["images_per_second"]:
                         best[name] = m
-            for name in ("int8", "palette4"):
-                row("6", f"{name} batch {batch}, {threads} thread{'s' if threads > 1 else ''}", "mltool float",
-                    best["float"]["images_per_second"], best[name]["images_per_second"], "images/s", False,
-                    note="target int8 ≥ 1.3×" if name == "int8" else "")
-            res["quantized"][f"batch{batch}_threads{threads}"] = best
+            th = f"{threads} thread{'s' if threads > 1 else ''}"
+            for name in ("int8", "palette4", "palette6"):
+                ratios = [q / f for q, f in zip(reps[name], reps["float"])]
+                row("6", f"{name} batch {batch}, {th}", "mltool float", best["float"]["images_per_second"],
+                    best[name]["images_per_second"], "images/s", False,
+                    note=("target ≥ 1.3× (AVX2), 1.5× (VNNI); " if name == "int8" else "target ≥ 1.0×; ") +
+                    f"same-run ratios {min(ratios):.2f}–{max(ratios):.2f}×",
+                    gflops=best[name]["images_per_second"] * flops / 1e9, threads=threads)
+            res["quantized"][f"batch{batch}_threads{threads}"] = dict(best=best, images_per_second=reps)
+            if batch == 1:
+                # Resident memory of a whole `mltool bench` process at batch 1 (peak RSS: model, packed weights,
+                # arenas, code); the palettes' target is at most 40% of float's.
+                rss = {name: m["max_rss"] / 2**20 for name, m in best.items()}
+                for name in ("int8", "palette4", "palette6"):
+                    row("6", f"peak RSS, {name} vs float (batch 1)", "mltool float", rss["float"], rss[name], "MiB",
+                        True, note=f"{rss[name] / rss['float']:.0%} of float" +
+                        ("; target ≤ 40%" if name.startswith("palette") else ""))
+                res["quantized"]["peak_rss_mib_batch1"] = rss
         res["quantized"]["sizes"] = {k: os.path.getsize(v) for k, v in models.items()}
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -631,9 +703,9 @@ def machine():
             if line.startswith("model name") and cpu is None:
                 cpu = line.split(":", 1)[1].strip()
             if line.startswith("flags") and not flags:
-                flags = line
-    return dict(cpu=cpu, cores=os.cpu_count(), avx2=" avx2" in flags, fma=" fma" in flags,
-                kernel=platform.release())
+                flags = line.split(":", 1)[1].split()
+    simd = [f for f in flags if f.startswith(("avx", "fma", "amx", "sse4", "f16c"))]
+    return dict(cpu=cpu, cores=os.cpu_count(), simd_flags=simd, flags=flags, linux=platform.release())
 
 
 def main():
@@ -644,24 +716,26 @@ def main():
     ap.add_argument("--repeat", type=int, default=3, help="best of N for the quick timings (default 3)")
     ap.add_argument("--repeat-slow", type=int, default=2, help="best of N for cold end-to-end runs (default 2)")
     ap.add_argument("--seconds", type=float, default=3, help="seconds per throughput measurement (default 3)")
-    ap.add_argument("--parts", default="1,2,4,5,6", help="which parts to run (3 comes with 2; default 1,2,4,5,6)")
+    ap.add_argument("--parts", default="1,2,4,5,6,8",
+                    help="which parts to run (3 comes with 2; default 1,2,4,5,6,8; the ceiling always runs first)")
     ap.add_argument("--full", action="store_true", help="also part 7: train on all 60,000 images (~10 min)")
     ap.add_argument("--out", default=os.path.join(ROOT, "bench/results.json"))
     a = ap.parse_args()
     for p in (a.mltool, a.model, a.onnx):
         if not os.path.exists(p):
             sys.exit(f"bench: {p} is missing: run `make setup models build` first")
-    parts = set(a.parts.split(","))
+    parts = set(a.parts.split(",")) | {"0"}
     if a.full:
         parts.add("7")
     res = dict(date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
                machine=machine(), versions=versions(a), settings=dict(repeat=a.repeat, repeat_slow=a.repeat_slow,
                                                                       seconds=a.seconds, parts=sorted(parts)))
     res["load_before"] = loadavg()
-    print(f"mltool bench {res['date']}: {res['machine']['cpu']}, {res['machine']['cores']} cores; "
-          f"load average {res['load_before']}")
+    print(f"mltool bench {res['date']}: {res['machine']['cpu']}, {res['machine']['cores']} cores "
+          f"({' '.join(res['machine']['simd_flags'])}); load average {res['load_before']}")
     print("versions: " + ", ".join(f"{k} {v}" for k, v in res["versions"].items()))
-    steps = [("1", part_extractor), ("2", part_images), ("4", part_text), ("5", part_load), ("6", part_quant),
+    steps = [("0", part_ceiling), ("1", part_extractor), ("8", part_resnet), ("2", part_images), ("4", part_text),
+             ("5", part_load), ("6", part_quant),
              ("7", part_memory)]
     for key, fn in steps:
         if key in parts:

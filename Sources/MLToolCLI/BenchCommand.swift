@@ -10,8 +10,31 @@ extension CLI {
             OptionSpec("--threads", value: "T", help: "Threads (default: all cores)."),
             OptionSpec("--seconds", value: "S", help: "Measure for about S seconds (default 5)."),
             OptionSpec("--json", help: "Print one JSON object."),
+            OptionSpec("--ceiling", help: "Measure the machine's float ceiling instead (no MODEL): sgemm 1024³ of mltool's packed kernel and of OpenBLAS, on 1 and 2 threads (or T)."),
         ]
     ) { args in
+        if args.has("--ceiling") {
+            guard args.positionals.isEmpty else {
+                throw CLIError.usage(command: "bench", message: "--ceiling takes no MODEL")
+            }
+            let threads = try args.int("--threads", default: 0)
+            let seconds = try args.double("--seconds", default: 1)
+            guard threads >= 0, seconds > 0 else {
+                throw CLIError.usage(command: "bench", message: "--threads ≥ 0 and --seconds > 0")
+            }
+            let rows = GemmCeiling.measure(GemmCeiling.Parameters(threads: threads == 0 ? [1, 2] : [threads], seconds: seconds))
+            if args.has("--json") {
+                let items = rows.map { String(format: "{\"kernel\": %@, \"threads\": %d, \"gflops\": %.2f}", jsonString($0.kernel), $0.threads, $0.gflops) }
+                print("{\"cpu_level\": \(jsonString(Engine.cpuLevel)), \"sgemm_size\": 1024, \"ceiling\": [\(items.joined(separator: ", "))]}")
+            } else {
+                print("sgemm 1024³, CPU level \(Engine.cpuLevel)")
+                for r in rows {
+                    let label = r.kernel.padding(toLength: 14, withPad: " ", startingAt: 0) + " \(r.threads) thread\(r.threads == 1 ? "" : "s")"
+                    print("  \(label)  " + String(format: "%.1f GFLOP/s", r.gflops))
+                }
+            }
+            return
+        }
         guard args.positionals.count == 1 else {
             throw CLIError.usage(command: "bench", message: "expected one MODEL")
         }
@@ -22,14 +45,15 @@ extension CLI {
         bench.seconds = try args.double("--seconds", default: bench.seconds)
         let r = try bench.run()
         if args.has("--json") {
-            print(String(format: "{\"model\": %@, \"batch\": %d, \"threads\": %d, \"runs\": %d, \"images_per_second\": %.3f, \"latency_median_ms\": %.3f, \"latency_p90_ms\": %.3f, \"load_ms\": %.3f, \"setup_ms\": %.3f}",
-                         jsonString(path), r.batch, r.threads, r.runs, r.imagesPerSecond, r.latencyMedian * 1000, r.latencyP90 * 1000, r.load * 1000, r.setup * 1000))
+            print(String(format: "{\"model\": %@, \"batch\": %d, \"threads\": %d, \"runs\": %d, \"images_per_second\": %.3f, \"latency_median_ms\": %.3f, \"latency_p90_ms\": %.3f, \"load_ms\": %.3f, \"setup_ms\": %.3f, \"cpu_level\": %@}",
+                         jsonString(path), r.batch, r.threads, r.runs, r.imagesPerSecond, r.latencyMedian * 1000, r.latencyP90 * 1000, r.load * 1000, r.setup * 1000, jsonString(Engine.cpuLevel)))
         } else {
             print("\(path): batch \(r.batch), \(r.threads) thread\(r.threads == 1 ? "" : "s"), \(r.runs) runs")
             print(String(format: "  throughput     %.1f images/s", r.imagesPerSecond))
             print(String(format: "  latency        median %.2f ms, p90 %.2f ms per batch", r.latencyMedian * 1000, r.latencyP90 * 1000))
             print(String(format: "  model load     %.1f ms (read, checksums, metadata)", r.load * 1000))
             print(String(format: "  engine set-up  %.1f ms", r.setup * 1000))
+            print("  kernels        \(Engine.cpuLevel)")
         }
     }
 }
