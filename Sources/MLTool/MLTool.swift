@@ -18,5 +18,6 @@
 @_exported import MLToolExport
 @_exported import MLToolFormat
 @_exported import MLToolImport
+@_exported import MLToolNL
 @_exported import MLToolQuant
 @_exported import MLToolTrain

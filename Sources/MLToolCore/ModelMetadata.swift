@@ -6,6 +6,8 @@ public struct ModelMetadata: Codable, Equatable, Sendable {
         case network
         case imageClassifier
         case textClassifier
+        /// One tag per word of a text (`tagger` holds its settings).
+        case wordTagger
     }
 
     public var task: Task
@@ -14,7 +16,7 @@ public struct ModelMetadata: Codable, Equatable, Sendable {
     public var author: String?
     public var license: String?
     public var version: String?
-    /// The computation; nil for models that are not a graph (text classifiers keep their weights in `text`).
+    /// The computation; nil for models that are not a graph (text models name their tensors in `text` or `tagger`).
     public var graph: Graph?
     /// Class names, in output index order; empty when the model has none.
     public var labels: [String]
@@ -24,6 +26,8 @@ public struct ModelMetadata: Codable, Equatable, Sendable {
     public var featureTensor: String?
     public var image: ImagePreprocessing?
     public var text: TextConfig?
+    /// A word tagger's settings (task `wordTagger`).
+    public var tagger: TaggerConfig?
     public var provenance: Provenance
     /// Stored metrics (e.g. "holdout.accuracy").
     public var metrics: [String: Double]

@@ -15,7 +15,8 @@
 // Checksums: XXH64, seed 0, per section (header, metadata, data) and over the whole file; all verified on load.
 // Validation is total: sizes overflow-checked, sections placed exactly, no holes or overlaps, non-zero padding
 // rejected, unique names (1-1024 bytes), rank ≤ 8, length = ceil(elements · bits / 8), quant params consistent with
-// the dtype, graph names resolvable. Caps: metadata ≤ 256 MiB, ≤ 1,000,000 tensors, ≤ 1,000,000 nodes.
+// the dtype, graph names resolvable, a word tagger's five tensors of the right dtype and shape with sorted keys.
+// Caps: metadata ≤ 256 MiB, ≤ 1,000,000 tensors, ≤ 1,000,000 nodes.
 // Version changes only for structural changes; unknown versions are rejected.
 // Reading maps the file (PROT_READ, MAP_PRIVATE): tensors are views into the mapping, no copy.
 // Writing is atomic (temp file in the target directory, fsync, rename, fsync of the directory) and refuses to
@@ -240,6 +241,8 @@ public enum ModelFile {
         }
         // 12. Names the graph and metadata refer to.
         try validateReferences(document.metadata, tensorNames: firstIndex, file: file)
+        // 13. Word taggers.
+        try validateTagger(document.metadata, tensors: tensors, file: file)
         return Model(metadata: document.metadata, tensors: tensors)
     }
 
@@ -286,6 +289,7 @@ public enum ModelFile {
             offset = try Checked.alignUp(offset + e.length, to: FileHeader.alignment, file: file)
         }
         try validateReferences(model.metadata, tensorNames: firstIndex, file: file)
+        try validateTagger(model.metadata, tensors: model.tensors, file: file)
         let json: [UInt8]
         do {
             let document = MetadataDocument(metadata: model.metadata, tensors: entries)

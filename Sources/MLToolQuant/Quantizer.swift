@@ -77,7 +77,8 @@ public enum QuantError: MLToolError {
 /// Compresses the weights of a model: linear int8 (per channel or per tensor), fp16, or k-means palettes.
 public enum Quantizer {
     /// The weights worth compressing and the axis of their output channels: conv and dense weights of the graph
-    /// (the last axis in the IR layout) and a text model's weight matrix (its last axis, the classes).
+    /// (the last axis in the IR layout), a text model's weight matrix (its last axis, the classes) and a word
+    /// tagger's (its last axis, the tags).
     public static func weightAxes(of model: Model) -> [String: Int] {
         var out = [String: Int]()
         let byName = model.tensorsByName
@@ -86,6 +87,7 @@ public enum Quantizer {
             out[t.name] = t.shape.count - 1
         }
         if let w = model.metadata.text?.weightsTensor, let t = byName[w] { out[w] = t.shape.count - 1 }
+        if let w = model.metadata.tagger?.weightsTensor, let t = byName[w] { out[w] = t.shape.count - 1 }
         return out
     }
 

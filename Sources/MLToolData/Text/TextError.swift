@@ -22,6 +22,18 @@ public enum TextError: MLToolError, Equatable {
     case tooFewClasses(source: String, labels: [String])
     /// Classes with fewer documents than required, as "label (count)".
     case classesTooSmall(source: String, classes: [String], minimum: Int)
+    /// Tagged data: a sentence starting at `line` with no tokens (only comments, or only multiword-token lines).
+    case emptySentence(file: String, line: Int)
+    /// Tagged data: a token with no tag (`column` names the missing tag, e.g. "UPOS" or "tag").
+    case missingTag(file: String, line: Int, token: String, column: String)
+    /// A CoNLL-U token line without exactly 10 tab-separated fields.
+    case columnCount(file: String, line: Int, expected: Int, actual: Int)
+    /// A CoNLL-U field that does not parse (`field` names it, e.g. "ID").
+    case badField(file: String, line: Int, field: String, value: String, expected: String)
+    /// Tagged JSON: a sentence whose token and label arrays differ in length.
+    case lengthMismatch(file: String, sentence: Int, tokens: Int, labels: Int)
+    /// Tagged JSON that is not an array of objects with string arrays (`place` says where).
+    case jsonStructure(file: String, place: String, message: String)
 
     public var exitStatus: ExitStatus {
         switch self {
@@ -52,6 +64,18 @@ public enum TextError: MLToolError, Equatable {
             return "\(source): found \(found); need at least 2"
         case let .classesTooSmall(source, classes, minimum):
             return "\(source): every class needs at least \(minimum) documents: \(classes.joined(separator: ", "))"
+        case let .emptySentence(file, line):
+            return "\(file):\(line): a sentence with no tokens"
+        case let .missingTag(file, line, token, column):
+            return "\(file):\(line): token '\(token)' has no \(column)"
+        case let .columnCount(file, line, expected, actual):
+            return "\(file):\(line): \(actual) tab-separated field\(actual == 1 ? "" : "s"), expected \(expected)"
+        case let .badField(file, line, field, value, expected):
+            return "\(file):\(line): \(field) '\(value)', expected \(expected)"
+        case let .lengthMismatch(file, sentence, tokens, labels):
+            return "\(file): sentence \(sentence): \(tokens) token\(tokens == 1 ? "" : "s") but \(labels) label\(labels == 1 ? "" : "s")"
+        case let .jsonStructure(file, place, message):
+            return "\(file): \(place): \(message)"
         }
     }
 }
