@@ -29,8 +29,3 @@ struct TempDir {
     }
     func remove() { try? FileManager.default.removeItem(atPath: path) }
 }
-
-/// The largest per-channel difference between two equally sized images.
-func maxDifference(_ a: [UInt8], _ b: [UInt8]) -> Int {
-    zip(a, b).map { abs(Int($0) - Int($1)) }.max() ?? 0
-}

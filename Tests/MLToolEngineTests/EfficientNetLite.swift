@@ -2,6 +2,7 @@ import Foundation
 import MLToolCore
 import Testing
 import MLToolEngine
+import MLToolTestSupport
 
 extension GraphBuilder {
     /// An EfficientNet-Lite0-shaped network with random weights: 3×3/2 stem, 16 MBConv blocks (1×1 expand, k×k
@@ -53,12 +54,12 @@ extension GraphBuilder {
         let (fast, ref) = try bothModes(model, ["images": input], outputs: ["features:0", "probs:0"], threads: 2)
         let f = try #require(fast["features:0"]), r = try #require(ref["features:0"])
         #expect(f.shape == [2, 1280])
-        #expect(maxError(f, r) <= fastTolerance * 10)
-        #expect(maxError(try #require(fast["probs:0"]), try #require(ref["probs:0"])) <= fastTolerance)
+        assertClose(f, r, rtol: fastTolerance * 10, atol: fastTolerance * 10)
+        assertClose(try #require(fast["probs:0"]), try #require(ref["probs:0"]), rtol: fastTolerance, atol: fastTolerance)
         // One image with 2 threads splits single ops (GEMM rows, depthwise rows) across threads instead.
         let one = Tensor(shape: [1, 48, 48, 3], data: Array(input.data[..<(48 * 48 * 3)]))
         let (f1, r1) = try bothModes(model, ["images": one], outputs: ["features:0"], threads: 2)
-        #expect(maxError(try #require(f1["features:0"]), try #require(r1["features:0"])) <= fastTolerance * 10)
+        assertClose(try #require(f1["features:0"]), try #require(r1["features:0"]), rtol: fastTolerance * 10, atol: fastTolerance * 10)
         let again = try Engine(model: model, threads: 2).run(["images": one], outputs: ["features:0"])
         #expect(again["features:0"] == f1["features:0"])
     }

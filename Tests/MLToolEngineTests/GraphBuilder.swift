@@ -74,19 +74,9 @@ struct GraphBuilder {
     mutating func input(_ shape: [Int]) -> Tensor { Tensor(shape: shape, data: values(shape.reduce(1, *))) }
 }
 
-/// The largest |a − b| relative to max(1, |b|): what "close" means in these tests.
-func maxError(_ a: Tensor, _ b: Tensor) -> Float {
-    guard a.shape == b.shape else { return .infinity }
-    var e: Float = 0
-    for (x, y) in zip(a.data, b.data) {
-        if x.isNaN != y.isNaN { return .infinity }
-        e = max(e, abs(x - y) / max(1, abs(y)))
-    }
-    return e
-}
-
-/// Fast-path tolerance: float sums in a different order (GEMM blocking, FMA) differ by a few ulps per term.
-let fastTolerance: Float = 1e-4
+/// Fast-path tolerance (as rtol and atol of `assertClose`): float sums in a different order (GEMM blocking, FMA)
+/// differ by a few ulps per term.
+let fastTolerance = 1e-4
 
 /// Runs `model` in both modes and returns (fast, reference) outputs for `outputs`.
 func bothModes(_ model: Model, _ inputs: [String: Tensor], outputs: [String]? = nil, threads: Int = 1) throws

@@ -3,6 +3,7 @@ import Foundation
 import MLToolCore
 import Testing
 import MLToolEngine
+import MLToolTestSupport
 
 /// Plain scalar reference of the int8 path: rows of `a` (m, k) quantized to u8, an exact int32 dot product with the
 /// int8 weights w (k, n), and the documented epilogue.
@@ -119,15 +120,16 @@ func int8Network() throws -> Model {
             #expect(mismatches == 0, "level \(level), \(m)×\(n)×\(k), act \(act.code): \(mismatches) values differ")
             // And the int8 result is close to the float product it approximates.
             if ai == 0 {
-                var worst: Float = 0, top: Float = 0
+                var float = [Float](repeating: 0, count: m * n)
                 for i in 0..<m {
                     for j in 0..<n {
                         var e = bias[j]
                         for t in 0..<k { e += a[i * k + t] * Float(w[t * n + j]) * ws[j] }
-                        worst = max(worst, abs(e - y[i * n + j])); top = max(top, abs(e))
+                        float[i * n + j] = e
                     }
                 }
-                #expect(worst <= 0.02 * max(top, 1), "level \(level), \(m)×\(n)×\(k): error \(worst) of \(top)")
+                let top = Double(float.map(abs).max() ?? 0)
+                assertClose(y, float, atol: 0.02 * max(top, 1), "level \(level), \(m)×\(n)×\(k) vs the float product")
             }
         }
     }
@@ -139,7 +141,7 @@ func int8Network() throws -> Model {
         try KernelLevelLock.shared.writing {
             let float = try #require(try Engine(model: model, threads: 1, int8Compute: .off).run(["x": input]).values.first)
             let ref = try #require(try Engine(model: model, threads: 1, mode: .reference).run(["x": input]).values.first)
-            #expect(maxError(float, ref) <= fastTolerance)
+            assertClose(float, ref, rtol: fastTolerance, atol: fastTolerance, "int8 weights, float compute")
             // `.auto` keeps the small layers (here all but the 24 → 100 conv) in float: between the two.
             let auto = try #require(try Engine(model: model, threads: 1, int8Compute: .auto).run(["x": input]).values.first)
             let all = try #require(try Engine(model: model, threads: 1, int8Compute: .all).run(["x": input]).values.first)
@@ -150,9 +152,8 @@ func int8Network() throws -> Model {
                     let engine = try Engine(model: model, threads: threads, int8Compute: .all)
                     let y = try #require(try engine.run(["x": input]).values.first)
                     #expect(y.shape == [3, 7])
-                    let scale = float.data.map(abs).max() ?? 1
-                    let e = zip(y.data, float.data).map { abs($0 - $1) }.max() ?? 0
-                    #expect(e <= 0.03 * scale, "level \(level), \(threads) threads: int8 differs from float by \(e) of \(scale)")
+                    let scale = Double(float.data.map(abs).max() ?? 1)
+                    assertClose(y, float, atol: 0.03 * scale, "level \(level), \(threads) threads: int8 vs float compute")
                     #expect(y.data != float.data, "int8 compute left the float path's output unchanged")
                     if let f = first { #expect(y.data == f.data, "level \(level), \(threads) threads: not bit-identical") }
                     first = first ?? y
@@ -177,6 +178,6 @@ func int8Network() throws -> Model {
         let input = g.input([2, 15, 13, 3])
         let a = try #require(try Engine(model: model, threads: 1, int8Compute: .all).run(["x": input]).values.first)
         let b = try #require(try Engine(model: model, threads: 1, mode: .reference).run(["x": input]).values.first)
-        #expect(maxError(a, b) <= fastTolerance)
+        assertClose(a, b, rtol: fastTolerance, atol: fastTolerance, "asymmetric int8 weights, dequantized")
     }
 }

@@ -2,6 +2,7 @@ import Foundation
 import MLToolCore
 import MLToolEngine
 import Testing
+import MLToolTestSupport
 
 /// Single ops checked against onnxruntime's outputs, stored by Fixtures/make_ort_fixtures.py (already translated to
 /// the IR layout), in both engine modes.
@@ -45,8 +46,7 @@ import Testing
         let expected = Tensor(shape: c.expected.shape, data: c.expected.data)
         for mode in [Engine.Mode.reference, .fast] {
             let y = try #require(try Engine(model: model, threads: 2, mode: mode).run(["x": input])["y"])
-            #expect(y.shape == expected.shape, "\(c.name) \(mode)")
-            #expect(maxError(y, expected) <= 2e-5, "\(c.name) \(mode): max error \(maxError(y, expected))")
+            assertClose(y, expected, rtol: 2e-5, atol: 2e-5, "\(c.name) \(mode)")
         }
     }
 }

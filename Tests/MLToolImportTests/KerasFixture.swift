@@ -1,5 +1,6 @@
 import Foundation
 import MLToolCore
+import MLToolTestSupport
 import Testing
 
 /// The Keras fixtures of Tests/Fixtures/keras (written by make_fixtures.py with real Keras) and their expected values.
@@ -23,17 +24,9 @@ enum KerasFixture {
         return (try tensor("input"), try tensor("output"))
     }
 
-    /// Every element within rtol·|expected| + atol, with the worst element named on failure.
-    static func expectClose(_ got: Tensor, _ want: Tensor, rtol: Float = 1e-4, atol: Float = 1e-5,
-                            _ what: String, sourceLocation: SourceLocation = #_sourceLocation) {
-        #expect(got.shape == want.shape, "\(what): shape", sourceLocation: sourceLocation)
-        guard got.shape == want.shape else { return }
-        var worst = (index: -1, excess: Float(0))
-        for i in 0..<got.count {
-            let excess = abs(got.data[i] - want.data[i]) - (atol + rtol * abs(want.data[i]))
-            if !(excess <= 0), worst.index < 0 || !(excess <= worst.excess) { worst = (i, excess) }
-        }
-        #expect(worst.index < 0, "\(what): element \(worst.index) is \(worst.index >= 0 ? got.data[worst.index] : 0), expected \(worst.index >= 0 ? want.data[worst.index] : 0)", sourceLocation: sourceLocation)
+    /// `assertClose` at the Keras tests' tolerance: rtol 1e-4, atol 1e-5.
+    static func expectClose(_ got: Tensor, _ want: Tensor, _ what: String, sourceLocation: SourceLocation = #_sourceLocation) {
+        assertClose(got, want, rtol: 1e-4, atol: 1e-5, what, sourceLocation: sourceLocation)
     }
 
     /// The message of the error `body` throws (nil when it does not throw).

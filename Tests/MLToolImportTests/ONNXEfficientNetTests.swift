@@ -1,6 +1,7 @@
 import Foundation
 import MLToolCore
 import MLToolEngine
+import MLToolTestSupport
 import Testing
 @testable import MLToolImport
 
@@ -67,10 +68,10 @@ import Testing
             let x = ONNXFixtures.toNHWC(try Self.raw("\(photo).input", shape: [1, 3, 224, 224]))
             let out = try engine.run(["input": x], outputs: ["logits", "features"])
             let logits = try #require(out["logits"]), features = try #require(out["features"])
-            let worstLogits = ONNXFixtures.closeness(logits, try Self.raw("\(photo).logits", shape: [1, 1000]), rtol: 1e-4, atol: 1e-4)
-            let worstFeatures = ONNXFixtures.closeness(features, try Self.raw("\(photo).features", shape: [1, 1280]), rtol: 1e-4, atol: 1e-4)
-            #expect(worstLogits <= 1, "\(photo): logits differ from onnxruntime (worst \(worstLogits))")
-            #expect(worstFeatures <= 1, "\(photo): features differ from onnxruntime (worst \(worstFeatures))")
+            assertClose(logits, try Self.raw("\(photo).logits", shape: [1, 1000]), rtol: 1e-4, atol: 1e-4,
+                        "\(photo): logits vs onnxruntime")
+            assertClose(features, try Self.raw("\(photo).features", shape: [1, 1280]), rtol: 1e-4, atol: 1e-4,
+                        "\(photo): features vs onnxruntime")
             let top1 = logits.data.indices.max { logits.data[$0] < logits.data[$1] }
             let expectedTop1 = (summary?[photo]?["top5"] as? [Int])?.first
             #expect(top1 == expectedTop1, "\(photo): top-1 \(top1 ?? -1), onnxruntime \(expectedTop1 ?? -1)")

@@ -1,6 +1,7 @@
 import Foundation
 import MLToolCore
 import MLToolEngine
+import MLToolTestSupport
 import Testing
 @testable import MLToolImport
 
@@ -22,8 +23,7 @@ import Testing
         for o in c.outputs {
             let expected = try ONNXFixtures.load(o)
             let actual = ONNXFixtures.toNCHW(try #require(got[o.name]))
-            let worst = ONNXFixtures.closeness(actual, expected, rtol: 1e-4, atol: 1e-5)
-            #expect(worst <= 1, "\(model) \(mode) output '\(o.name)': shape \(actual.shape) vs \(expected.shape), worst \(worst)")
+            assertClose(actual, expected, rtol: 1e-4, atol: 1e-5, "\(model) \(mode) output '\(o.name)'")
         }
     }
 

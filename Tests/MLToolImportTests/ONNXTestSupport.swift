@@ -50,12 +50,4 @@ enum ONNXFixtures {
         }
         return Tensor(shape: shape, data: out)
     }
-
-    /// The largest |a − b| / (atol + rtol·|b|); ≤ 1 means close.
-    static func closeness(_ a: Tensor, _ b: Tensor, rtol: Float, atol: Float) -> Float {
-        guard a.shape == b.shape else { return .infinity }
-        var worst: Float = 0
-        for (x, y) in zip(a.data, b.data) { worst = max(worst, abs(x - y) / (atol + rtol * abs(y))) }
-        return worst
-    }
 }

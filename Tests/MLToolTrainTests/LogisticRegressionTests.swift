@@ -1,5 +1,6 @@
 import Foundation
 import MLToolCore
+import MLToolTestSupport
 import Testing
 @testable import MLToolTrain
 

@@ -1,5 +1,6 @@
 import MLToolCore
 import MLToolData
+import MLToolTestSupport
 import Testing
 @testable import MLToolTrain
 
@@ -29,6 +30,7 @@ import Testing
             for (l2, w) in [(1e-3, nil), (0.5, weights)] as [(Double, [Double]?)] {
                 let s = sgd(rows, labels, classes: classes, l2: l2, weights: w)
                 let reference = s.run(level: nil)
+                #expect(reference.allSatisfy { $0.isFinite }, "l2 \(l2), \(classes) classes: the reference diverged")
                 // Portable C does the same float operations as the Swift loops: the same bits.
                 let portable = s.run(level: 0)
                 #expect(portable.map(\.bitPattern) == reference.map(\.bitPattern), "l2 \(l2), \(classes) classes")
@@ -65,6 +67,8 @@ import Testing
                 return out
             }
             let reference = run(nil)
+            // The outputs start as NaN: equal bits alone would accept a kernel and a reference that both wrote nothing.
+            #expect(reference.allSatisfy { $0.isFinite }, "the reference left outputs unwritten")
             #expect(run(0).map(\.bitPattern) == reference.map(\.bitPattern))
             if SoftmaxSGD.bestLevel >= 1 {
                 assertClose(run(1), reference.map(Double.init), rtol: 1e-5, atol: 1e-5, "AVX2 forward")

@@ -1,5 +1,6 @@
 import MLToolCore
 import MLToolData
+import MLToolTestSupport
 import Testing
 @testable import MLToolTrain
 

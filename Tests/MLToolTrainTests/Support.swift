@@ -1,20 +1,6 @@
 import Foundation
 import MLToolCore
 import MLToolData
-import Testing
-
-/// |a − b| ≤ atol + rtol·|b| elementwise, reporting the worst element.
-func assertClose(_ a: [Float], _ b: [Double], rtol: Double = 0, atol: Double, _ what: String,
-                 sourceLocation: SourceLocation = #_sourceLocation) {
-    #expect(a.count == b.count, "\(what): \(a.count) values, expected \(b.count)", sourceLocation: sourceLocation)
-    var worst = 0.0, at = 0
-    for i in 0..<min(a.count, b.count) {
-        let excess = abs(Double(a[i]) - b[i]) - (atol + rtol * abs(b[i]))
-        if excess > worst { worst = excess; at = i }
-    }
-    #expect(worst == 0, "\(what)[\(at)]: \(a.isEmpty ? 0 : a[at]) vs \(b.isEmpty ? 0 : b[at])",
-            sourceLocation: sourceLocation)
-}
 
 /// A standard normal sample (Box–Muller on SplitMix64).
 func gaussian(_ rng: inout SplitMix64) -> Float {
