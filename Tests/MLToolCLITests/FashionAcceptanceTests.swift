@@ -19,12 +19,15 @@ enum FashionDemo {
 struct FashionAcceptanceTests {
     static let demo = FashionDemo.directory
 
+    /// The accuracy `mltool eval --json` reports; throws (failing the test) when eval fails or reports none.
     static func accuracy(_ model: String) throws -> Double {
         let r = try Tool.run(["eval", model, "--json", "--quiet"])
-        #expect(r.status == 0, "\(r.stderr)")
+        try #require(r.status == 0, "eval \(model): \(r.stderr)")
         let obj = try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any]
         let reports = obj?["reports"] as? [[String: Any]]
-        return reports?.first?["accuracy"] as? Double ?? -1
+        let accuracy = try #require(reports?.first?["accuracy"] as? Double, "eval \(model) --json reports no accuracy: \(r.stdout)")
+        try #require(accuracy.isFinite && accuracy > 0.5, "eval \(model): accuracy \(accuracy)")
+        return accuracy
     }
 
     static func size(_ path: String) -> Double {

@@ -1,5 +1,6 @@
 import Foundation
 import MLToolCore
+import MLToolEngine
 import Testing
 @testable import MLToolImport
 
@@ -112,12 +113,22 @@ import Testing
         #expect(failures.isEmpty, "prefixes that imported or failed badly: \(failures)")
     }
 
-    /// Seeded random byte corruptions of real models: each must import or throw an MLToolError, never trap.
+    /// What a corrupted file may do: be refused by the importer with an ImportError naming the file, or import to a
+    /// model that the engine either runs (to outputs of the right shapes) or refuses with an EngineError.
+    enum CorruptionOutcome: String, CaseIterable {
+        case refused = "refused at import", ran = "imported and ran", engineRefused = "imported, engine refused"
+    }
+
+    /// Seeded random byte corruptions of real models: each outcome must be one of `CorruptionOutcome` (never a trap,
+    /// another error type, a message without the file, or an output of another shape), and both a clean refusal and
+    /// a correct load must occur among the 150 rounds.
     @Test(arguments: ["residual_cnn.onnx", "flatten_nchw.onnx", "softmax_legacy.onnx", "qdq_weights.onnx", "pytorch/torch_residual_cnn.onnx"])
-    func corruptedBytesNeverCrash(model: String) throws {
+    func corruptedBytesAreRefusedOrLoadCorrectly(model: String) throws {
         let bytes = try Array(Data(contentsOf: URL(fileURLWithPath: ONNXFixtures.path(model))))
+        let original = try ONNXImporter.importModel(path: ONNXFixtures.path(model), options: ImportOptions())
+        let shapes = try Engine.outputShapes(model: original)
         var rng = SplitMix64(seed: 0x0BAD_F11E)
-        var outcomes: [String: Int] = [:]
+        var outcomes: [CorruptionOutcome: Int] = [:], bad: [String] = []
         for round in 0..<150 {
             var b = bytes
             for _ in 0..<(1 + Int(rng.next() % 4)) {
@@ -125,15 +136,37 @@ import Testing
                 b[i] = round % 3 == 0 ? UInt8(truncatingIfNeeded: rng.next()) : b[i] ^ (1 << UInt8(rng.next() % 8))
             }
             let p = try Self.temporaryFile("corrupt-\(model.replacingOccurrences(of: "/", with: "_"))", b)
+            let imported: Model
             do {
-                _ = try ONNXImporter.importModel(path: p, options: ImportOptions())
-                outcomes["imported", default: 0] += 1
-            } catch let e as MLToolError {
-                outcomes["\(type(of: e))", default: 0] += 1
+                imported = try ONNXImporter.importModel(path: p, options: ImportOptions())
+            } catch let e as ImportError {
+                if e.description.hasPrefix(p + ": ") { outcomes[.refused, default: 0] += 1 } else { bad.append("round \(round): '\(e)' does not name the file") }
+                continue
+            } catch {
+                bad.append("round \(round): import threw \(type(of: error)): \(error)")
+                continue
+            }
+            do {
+                let engine = try Engine(model: imported, threads: 1)
+                var feeds: [String: Tensor] = [:]
+                for name in engine.inputNames { feeds[name] = Tensor(zeros: try #require(engine.inputShape(name, batch: 1))) }
+                let out = try engine.run(feeds)
+                let got = out.mapValues(\.shape), want = shapes.filter { out[$0.key] != nil }
+                if got == want && got.count == shapes.count {
+                    outcomes[.ran, default: 0] += 1
+                } else {
+                    bad.append("round \(round): imported with outputs \(got), the original has \(shapes)")
+                }
+            } catch is EngineError {
+                outcomes[.engineRefused, default: 0] += 1
+            } catch {
+                bad.append("round \(round): the engine threw \(type(of: error)): \(error)")
             }
         }
-        #expect(outcomes.values.reduce(0, +) == 150)
-        print("\(model) corruptions: \(outcomes)")
+        print("\(model) corruptions: " + CorruptionOutcome.allCases.map { "\($0.rawValue) \(outcomes[$0] ?? 0)" }.joined(separator: ", "))
+        #expect(bad.isEmpty, "\(bad.count) bad outcomes:\n\(bad.prefix(10).joined(separator: "\n"))")
+        #expect((outcomes[.refused] ?? 0) > 0, "no corruption of \(model) was refused")
+        #expect((outcomes[.ran] ?? 0) > 0, "no corruption of \(model) loaded and ran")
     }
 
     static func temporaryFile(_ name: String, _ bytes: [UInt8]) throws -> String {

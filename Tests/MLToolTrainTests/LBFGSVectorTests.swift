@@ -1,3 +1,4 @@
+import Foundation
 import MLToolCore
 import Testing
 @testable import MLToolTrain
@@ -20,9 +21,25 @@ import Testing
         return total
     }
 
+    /// What the tests below rely on: a vector of `n` really is split, into three full chunks and a ragged end that
+    /// cover it once, and chunks hold whole summation blocks.
+    @Test func longVectorsRunAsSeveralChunks() {
+        final class Ranges: @unchecked Sendable {
+            let lock = NSLock()
+            var all: [Range<Int>] = []
+            func add(_ r: Range<Int>) { lock.lock(); all.append(r); lock.unlock() }
+        }
+        let seen = Ranges()
+        forEachChunk(n) { seen.add($0) }
+        let ranges = seen.all.sorted { $0.lowerBound < $1.lowerBound }
+        #expect(ranges.map(\.count) == [vectorChunk, vectorChunk, vectorChunk, 1234], "\(ranges)")
+        #expect(ranges.first?.lowerBound == 0 && ranges.last?.upperBound == n
+                && zip(ranges, ranges.dropFirst()).allSatisfy { $0.upperBound == $1.lowerBound }, "\(ranges)")
+        #expect(vectorChunk % sumBlock == 0)
+    }
+
     @Test func sumsMatchTheOneTaskBlocks() {
         let a = vector(seed: 1), b = vector(seed: 2), c = vector(seed: 3)
-        #expect(n / vectorChunk >= 3 && vectorChunk % sumBlock == 0)
         let reference = blockwise { dot(Array(a[$0]), Array(b[$0])) }
         #expect(dot(a, b).bitPattern == reference.bitPattern)
 

@@ -87,31 +87,48 @@ import Testing
         }
     }
 
-    /// The AVX2 forward (one pass over each row, up to 24 classes at once, masked tails) rounds like a plain loop of
-    /// fused multiply-adds in the row's order: the same bits, for the class counts of the gather test.
+    /// The forward kernels round like plain loops in the row's order: portable C like `+= x·w` (on every machine),
+    /// AVX2 (one pass over each row, up to 24 classes at once, masked tails) like fused multiply-adds (where the CPU
+    /// has it): the same bits, for the class counts of the gather test.
     @Test(arguments: [2, 5, 8, 20, 24, 29, 53])
-    func avx2ForwardIsAPlainFusedLoop(classes k: Int) throws {
-        guard SoftmaxSGD.bestLevel >= 1 else { return }
+    func forwardIsAPlainLoopAtEveryLevel(classes k: Int) throws {
         let n = 120, d = 90
         let (x, _) = try problem(rows: n, cols: d, classes: k, seed: 80 + UInt64(k))
         var rng = SplitMix64(seed: 81)
         let w = (0..<(d * k)).map { _ in rng.nextUnit() * 2 - 1 }
-        var reference = [Float](repeating: 0, count: (n - 7) * k)
-        for r in 7..<n {
-            for q in x.rowOffsets[r]..<x.rowOffsets[r + 1] {
-                let c = Int(x.columns[q])
-                for j in 0..<k { reference[(r - 7) * k + j].addProduct(x.values[q], w[c * k + j]) }
-            }
-        }
-        var out = [Float](repeating: .nan, count: (n - 7) * k)
-        SparseRows.with(x) { rows in
-            w.withUnsafeBufferPointer { wp in
-                out.withUnsafeMutableBufferPointer { op in
-                    rows.forward(rows: 7..<n, weights: wp.baseAddress!, classes: k, into: op.baseAddress!, level: 1)
+        func plainLoop(fused: Bool) -> [Float] {
+            var reference = [Float](repeating: 0, count: (n - 7) * k)
+            for r in 7..<n {
+                for q in x.rowOffsets[r]..<x.rowOffsets[r + 1] {
+                    let c = Int(x.columns[q])
+                    for j in 0..<k {
+                        if fused {
+                            reference[(r - 7) * k + j].addProduct(x.values[q], w[c * k + j])
+                        } else {
+                            reference[(r - 7) * k + j] += x.values[q] * w[c * k + j]
+                        }
+                    }
                 }
             }
+            return reference
         }
-        #expect(firstDifference(out, reference) == nil, "\(k) classes")
+        func forward(level: Int32) -> [Float] {
+            var out = [Float](repeating: .nan, count: (n - 7) * k)
+            SparseRows.with(x) { rows in
+                w.withUnsafeBufferPointer { wp in
+                    out.withUnsafeMutableBufferPointer { op in
+                        rows.forward(rows: 7..<n, weights: wp.baseAddress!, classes: k, into: op.baseAddress!, level: level)
+                    }
+                }
+            }
+            return out
+        }
+        let unfused = plainLoop(fused: false)
+        #expect(unfused.allSatisfy { $0.isFinite } && unfused.contains { $0 != 0 })
+        #expect(firstDifference(forward(level: 0), unfused) == nil, "portable, \(k) classes")
+        if SoftmaxSGD.bestLevel >= 1 {
+            #expect(firstDifference(forward(level: 1), plainLoop(fused: true)) == nil, "AVX2, \(k) classes")
+        }
     }
 
     /// The whole objective (loss, accuracy, gradient) is the same with and without the columns.
