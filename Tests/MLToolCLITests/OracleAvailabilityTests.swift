@@ -1,12 +1,15 @@
 import Foundation
+import MLToolTestSupport
 import Testing
 
 /// Oracle tests skip loudly when their oracle is missing. `make test` (and so CI) sets MLTOOL_REQUIRE_ORACLES=1
-/// after installing every oracle: then a missing one is a failure here, so nothing is skipped silently in CI.
+/// after installing every oracle: then a missing one is a failure here, so nothing is skipped silently in CI. (Tests
+/// outside this target report their own missing oracles through `Oracles.missing`, which fails under the same
+/// variable.)
 @Suite struct OracleAvailabilityTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent()
-    static let required = ProcessInfo.processInfo.environment["MLTOOL_REQUIRE_ORACLES"] == "1"
+    static let required = Oracles.required
 
     static func onPath(_ tool: String) -> Bool {
         (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":").contains {
@@ -27,15 +30,21 @@ import Testing
 
     @Test(.enabled(if: required, "MLTOOL_REQUIRE_ORACLES is not set: oracle tests may skip (they say so)"))
     func everyOracleIsPresent() {
+        let env = ProcessInfo.processInfo.environment
+        let conformance = env["MLTOOL_ONNX_CONFORMANCE"] ?? Self.root.appendingPathComponent(".build/onnx-conformance").path
         let files = ["models/efficientnet-lite0.onnx", "models/efficientnet-lite0.bin",
-                     "models/efficientnet-lite0-reference/reference.json", ".build/onnx-conformance/manifest.json",
-                     ".build/demo/model.bin", ".build/demo/model.int8.bin"]
-        for f in files {
-            #expect(FileManager.default.fileExists(atPath: Self.root.appendingPathComponent(f).path), "missing \(f)")
-        }
-        #expect(ProcessInfo.processInfo.environment["MLTOOL_BIN"] != nil, "MLTOOL_BIN is not set")
+                     "models/efficientnet-lite0-reference/reference.json",
+                     ".build/demo/model.bin", ".build/demo/model.int8.bin"].map { Self.root.appendingPathComponent($0).path }
+            + [conformance + "/manifest.json", conformance + "/unclaimed.json"]
+        for f in files { #expect(FileManager.default.fileExists(atPath: f), "missing \(f)") }
+        #expect(Oracles.mltoolBinary != nil, "\(Oracles.mltoolBinaryProblem)")
+        #expect(Tool.available, "MLToolCLITests would skip: \(Oracles.mltoolBinaryProblem)")
+        #expect(Photos.paths != nil, "PhotoPredictTests: \(Photos.problem)")
+        // KerasApplicationsTests checks the files themselves; here only that `make test` pointed it at them.
+        let keras = env["MLTOOL_KERAS_APPS_DIR"] ?? ""
+        #expect(!keras.isEmpty && FileManager.default.fileExists(atPath: keras), "MLTOOL_KERAS_APPS_DIR='\(keras)' is not a directory")
         for tool in ["python3", "chromium", "strace"] { #expect(Self.onPath(tool), "\(tool) is not on PATH") }
-        for module in ["numpy", "onnx", "onnxruntime", "sklearn", "coremltools", "PIL", "skimage"] {
+        for module in ["numpy", "onnx", "onnxruntime", "sklearn", "coremltools", "PIL", "skimage", "seqeval", "jax"] {
             #expect(Self.pythonImports(module), "python3 cannot import \(module)")
         }
     }

@@ -1,20 +1,22 @@
 import Foundation
+import MLToolTestSupport
 import Testing
 
 /// `mltool predict models/efficientnet-lite0.bin photo`, with mltool's own decoding and resizing, gives the same top-1
 /// class as onnxruntime with PIL preprocessing (recipes/efficientnet_lite0.py wrote those into reference.json) on the
-/// six photos that ship in scikit-image and scikit-learn.
-@Suite(.enabled(if: Tool.available && Photos.paths != nil, "needs MLTOOL_BIN, make models and the photos"))
-struct PhotoPredictTests {
-    static let root = Photos.root
+/// six photos that ship in scikit-image and scikit-learn. Under MLTOOL_REQUIRE_ORACLES=1 a missing photo, model or
+/// binary is a failure.
+@Suite struct PhotoPredictTests {
     static let photos = Photos.paths
 
     @Test func sameTopOneAsOnnxruntimeWithPIL() throws {
-        let photos = try #require(Self.photos)
-        let refData = try Data(contentsOf: URL(fileURLWithPath: Self.root + "/models/efficientnet-lite0-reference/reference.json"))
+        guard Tool.available else { return Oracles.missing("PhotoPredictTests: \(Oracles.mltoolBinaryProblem)") }
+        guard let photos = Self.photos else { return Oracles.missing("PhotoPredictTests: \(Photos.problem)") }
+        let refData = try Data(contentsOf: URL(fileURLWithPath: Photos.reference))
         let reference = try #require(try JSONSerialization.jsonObject(with: refData) as? [String: [String: Any]])
         let names = photos.keys.sorted()
-        let r = try Tool.run(["predict", Self.root + "/models/efficientnet-lite0.bin"] + names.map { photos[$0]! } + ["--json", "--top", "1"])
+        #expect(names == Photos.names.sorted())
+        let r = try Tool.run(["predict", Photos.model] + names.map { photos[$0]! } + ["--json", "--top", "1"])
         #expect(r.status == 0, "\(r.stderr)")
         let lines = r.stdout.split(separator: "\n")
         #expect(lines.count == 6)
@@ -30,7 +32,30 @@ struct PhotoPredictTests {
 
 enum Photos {
     static let root = OracleAvailabilityTests.root.path
+    static let names = ["chelsea", "coffee", "rocket", "astronaut", "china", "flower"]
+    static let reference = root + "/models/efficientnet-lite0-reference/reference.json"
+    static let model = root + "/models/efficientnet-lite0.bin"
+
+    /// Why `paths` is nil.
+    static var problem: String {
+        let found = located()
+        let missing = names.filter { found[$0] == nil }
+        var parts = missing.isEmpty ? [] : ["photos not found: \(missing.joined(separator: ", ")) (pip install scikit-image scikit-learn)"]
+        for f in [model, reference] where !FileManager.default.fileExists(atPath: f) { parts.append("no \(f) (make models)") }
+        return parts.joined(separator: "; ")
+    }
+
+    /// The six photos by name, when all six, the model and its onnxruntime reference are present.
     static let paths: [String: String]? = {
+        let map = located()
+        guard map.count == 6, FileManager.default.fileExists(atPath: model), FileManager.default.fileExists(atPath: reference) else {
+            return nil
+        }
+        return map
+    }()
+
+    /// The photos python3 finds in scikit-image's and scikit-learn's data folders.
+    static func located() -> [String: String] {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         p.arguments = ["python3", "-c", """
@@ -44,7 +69,7 @@ enum Photos {
         let out = Pipe()
         p.standardOutput = out
         p.standardError = FileHandle.nullDevice
-        guard (try? p.run()) != nil else { return nil }
+        guard (try? p.run()) != nil else { return [:] }
         let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         p.waitUntilExit()
         var map = [String: String]()
@@ -52,12 +77,6 @@ enum Photos {
             let parts = line.split(separator: " ", maxSplits: 1).map(String.init)
             if parts.count == 2, FileManager.default.fileExists(atPath: parts[1]) { map[parts[0]] = parts[1] }
         }
-        let reference = root + "/models/efficientnet-lite0-reference/reference.json"
-        guard map.count == 6, FileManager.default.fileExists(atPath: root + "/models/efficientnet-lite0.bin"),
-              FileManager.default.fileExists(atPath: reference) else {
-            print("PhotoPredictTests: SKIPPED: photos (scikit-image, scikit-learn) or make models output missing")
-            return nil
-        }
         return map
-    }()
+    }
 }

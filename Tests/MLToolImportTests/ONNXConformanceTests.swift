@@ -1,6 +1,7 @@
 import Foundation
 import MLToolCore
 import MLToolEngine
+import MLToolTestSupport
 import Testing
 @testable import MLToolImport
 
@@ -8,15 +9,22 @@ import Testing
 /// .build/onnx-conformance, or $MLTOOL_ONNX_CONFORMANCE), through import + engine at rtol 1e-3 / atol 1e-5.
 /// Prints a per-op table. Every case must pass, except those the manifest marks "unclaimed" (a variant mltool does
 /// not claim, such as training-mode BatchNormalization): those must be refused at import with a clean ImportError.
+/// A missing directory (the default or $MLTOOL_ONNX_CONFORMANCE) is a failure under MLTOOL_REQUIRE_ORACLES=1.
 @Suite struct ONNXConformanceTests {
     static let directory: String = ProcessInfo.processInfo.environment["MLTOOL_ONNX_CONFORMANCE"]
         ?? URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent().appendingPathComponent(".build/onnx-conformance").path
-    static let available: Bool = {
-        let ok = FileManager.default.fileExists(atPath: directory + "/manifest.json")
-        if !ok { print("ONNXConformanceTests: SKIPPED: no \(directory)/manifest.json (run python3 Tests/Fixtures/onnx/make_conformance.py)") }
-        return ok
-    }()
+
+    /// The manifest named `file`, or nil after `Oracles.missing` says why.
+    static func manifest(_ file: String, sourceLocation: SourceLocation = #_sourceLocation) throws -> Data? {
+        let path = directory + "/" + file
+        guard FileManager.default.fileExists(atPath: path) else {
+            Oracles.missing("ONNXConformanceTests: no \(path) (python3 Tests/Fixtures/onnx/make_conformance.py --out \(directory))",
+                            sourceLocation: sourceLocation)
+            return nil
+        }
+        return try Data(contentsOf: URL(fileURLWithPath: path))
+    }
 
     struct Case: Decodable {
         let name: String; let op: String; let model: String
@@ -54,9 +62,8 @@ import Testing
                 let expected = try load(o)
                 guard let g = got[o.name] else { return (.mismatch, "no output \(o.name)") }
                 let actual = ONNXFixtures.toNCHW(g)
-                let worst = ONNXFixtures.closeness(actual, expected, rtol: c.rtol, atol: c.atol)
-                if !(worst <= 1) {
-                    return (.mismatch, "output \(o.name): shape \(actual.shape) vs \(expected.shape), worst \(worst)")
+                if let m = Closeness.mismatch(actual, expected, rtol: Double(c.rtol), atol: Double(c.atol)) {
+                    return (.mismatch, "output \(o.name): \(m)")
                 }
             }
             return (.pass, "")
@@ -67,9 +74,8 @@ import Testing
         }
     }
 
-    @Test(.enabled(if: available, "needs .build/onnx-conformance (make_conformance.py)"))
-    func backendCases() throws {
-        let data = try Data(contentsOf: URL(fileURLWithPath: Self.directory + "/manifest.json"))
+    @Test func backendCases() throws {
+        guard let data = try Self.manifest("manifest.json") else { return }
         let cases = try JSONDecoder().decode([Case].self, from: data)
         var table: [String: [Outcome: Int]] = [:], unclaimedCounts: [String: Int] = [:]
         var notes: [String] = [], failures: [String] = [], unclaimedNotes: [String] = []
@@ -108,9 +114,8 @@ import Testing
 
     /// Cases for ops we do not claim: the import fails with an ImportError (the "unsupported" one listing the ops,
     /// or a clean refusal of the file such as an opset we do not implement), never a crash or another error.
-    @Test(.enabled(if: available, "needs .build/onnx-conformance (make_conformance.py)"))
-    func unclaimedOpsAreRefusedCleanly() throws {
-        let data = try Data(contentsOf: URL(fileURLWithPath: Self.directory + "/unclaimed.json"))
+    @Test func unclaimedOpsAreRefusedCleanly() throws {
+        guard let data = try Self.manifest("unclaimed.json") else { return }
         let cases = try JSONDecoder().decode([Unclaimed].self, from: data)
         var unsupported = 0, otherRefusals: [String: Int] = [:], bad: [String] = []
         for c in cases {
@@ -131,5 +136,8 @@ import Testing
         }
         print("unclaimed-op cases: \(cases.count); unsupported error: \(unsupported); other clean refusals: \(otherRefusals)")
         #expect(bad.isEmpty, "\(bad.joined(separator: "\n"))")
+        // An empty or truncated list must not pass: onnx 1.23 has 1,173 such cases, nearly all refused as unsupported.
+        #expect(cases.count > 1000, "only \(cases.count) unclaimed-op cases in \(Self.directory)/unclaimed.json")
+        #expect(unsupported > cases.count * 9 / 10, "\(unsupported) of \(cases.count) refused as unsupported ops")
     }
 }

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
-"""Writes keras.applications networks (random, seeded weights) plus Keras's own outputs to DIR, for the opt-in
-KerasApplicationsTests (too large to commit: 2-17 MB each).
+"""Writes keras.applications networks (random, seeded weights) plus Keras's own outputs to DIR, for
+KerasApplicationsTests (too large to commit: 2-17 MB each). `make test` runs the Keras 3 line into
+.build/keras-applications (pip keras + jax, in the Makefile's PIP_PACKAGES); the Keras 2 line is by hand (tensorflow).
 
-    KERAS_BACKEND=jax /tmp/keras-venv/bin/python make_applications.py DIR        # Keras 3
+    KERAS_BACKEND=jax python3 make_applications.py DIR                           # Keras 3
     TF_USE_LEGACY_KERAS=1 /tmp/tf-venv/bin/python make_applications.py DIR       # Keras 2 (tf_keras)
     MLTOOL_KERAS_APPS_DIR=DIR swift test --filter KerasApplicationsTests
 
