@@ -1,5 +1,6 @@
 import Foundation
 import MLTool
+import MLToolTestSupport
 import Testing
 @testable import MLToolCLI
 
@@ -139,6 +140,8 @@ struct Scratch {
         #expect(error.contains("\(s.path)/data.csv#row=\(row)"))
     }
 
+    /// The int8 text model evaluates like the float one: `eval` runs, and on every corpus document (and a new text)
+    /// it gives the float model's label with probabilities within 0.02.
     @Test func quantizedTextModelEvaluates() throws {
         let s = try Scratch(); defer { s.remove() }
         try Corpus.writeFolder(s.path + "/texts")
@@ -149,8 +152,16 @@ struct Scratch {
         #expect(q.tensor(named: "text.weights")?.dtype == .int8)
         #expect(q.tensor(named: "text.vocabulary") == nil)
         #expect(CLI.run(arguments: ["eval", s.path + "/m.int8.bin", "--quiet"]) == .ok)
-        let p = try TextClassifier(model: q, path: "q").probabilities(["bake bread with butter"])
-        #expect(p.firstIndex(of: p.max()!) == 0)
+        let texts = Corpus.topics.flatMap { t in (0..<8).map { Corpus.document(t.words, $0) } } + ["bake bread with butter"]
+        let k = Corpus.topics.count
+        let pq = try TextClassifier(model: q, path: "q").probabilities(texts)
+        let pf = try TextClassifier(model: try ModelFile.read(path: model), path: model).probabilities(texts)
+        assertClose(pq, pf, atol: 0.02, "int8 vs float probabilities")
+        func labels(_ p: [Float]) -> [Int] {
+            (0..<(p.count / k)).map { i in (0..<k).max { p[i * k + $0] < p[i * k + $1] }! }
+        }
+        #expect(labels(pq) == labels(pf) && labels(pq).count == texts.count)
+        #expect(labels(pq).last == 0, "bake bread with butter is cooking")
     }
 
     @Test func usageAndDataErrors() throws {

@@ -1,6 +1,7 @@
 import MLToolCore
 import Testing
-import MLToolEngine
+@testable import MLToolEngine
+import MLToolTestSupport
 
 /// A MobileNet-style network: conv-bn-relu6 stem, inverted residual blocks (1×1 expand, depthwise, 1×1 project,
 /// residual add) with standalone batchNorm and activation nodes for the passes to fold, global pool, dense, softmax.
@@ -38,7 +39,7 @@ func mobileNetLike(seed: UInt64 = 7, size: Int = 17) -> Model {
             let (fast, ref) = try bothModes(model, ["x": input], threads: threads)
             let f = try #require(fast["probs:0"]), r = try #require(ref["probs:0"])
             #expect(f.shape == [3, 10])
-            #expect(maxError(f, r) <= fastTolerance)
+            assertClose(f, r, rtol: fastTolerance, atol: fastTolerance)
             for row in 0..<3 { #expect(abs(r.data[row * 10..<row * 10 + 10].reduce(0, +) - 1) < 1e-5) }
         }
     }
@@ -57,7 +58,7 @@ func mobileNetLike(seed: UInt64 = 7, size: Int = 17) -> Model {
         let input = rng.input([2, 17, 17, 3])
         let a = try Engine(model: model, mode: .reference).run(["x": input])
         let b = try Engine(model: optimized, mode: .reference).run(["x": input])
-        #expect(maxError(try #require(b["probs:0"]), try #require(a["probs:0"])) <= fastTolerance)
+        assertClose(try #require(b["probs:0"]), try #require(a["probs:0"]), rtol: fastTolerance, atol: fastTolerance)
     }
 
     @Test func runsUpToAnInnerTensor() throws {
@@ -69,12 +70,12 @@ func mobileNetLike(seed: UInt64 = 7, size: Int = 17) -> Model {
         #expect(out["features:0"]?.shape == [2, 32])
         #expect(out["pool:0"]?.shape == [2, 1, 1, 32])
         let ref = try Engine(model: model, mode: .reference).run(["x": input], outputs: ["features:0"])
-        #expect(maxError(try #require(out["features:0"]), try #require(ref["features:0"])) <= fastTolerance)
+        assertClose(try #require(out["features:0"]), try #require(ref["features:0"]), rtol: fastTolerance, atol: fastTolerance)
         // A tensor the passes fused away (the conv output before its batchNorm) is still reachable.
         let stem = model.metadata.graph!.nodes[0].outputs[0]
         let inner = try engine.run(["x": input], outputs: [stem])
         let innerRef = try Engine(model: model, mode: .reference).run(["x": input], outputs: [stem])
-        #expect(maxError(try #require(inner[stem]), try #require(innerRef[stem])) <= fastTolerance)
+        assertClose(try #require(inner[stem]), try #require(innerRef[stem]), rtol: fastTolerance, atol: fastTolerance)
         #expect(throws: EngineError.unknownOutput(name: "nope")) { try engine.run(["x": input], outputs: ["nope"]) }
     }
 
@@ -92,7 +93,7 @@ func mobileNetLike(seed: UInt64 = 7, size: Int = 17) -> Model {
         for i in 0..<5 {
             let one = Tensor(shape: [1, 17, 17, 3], data: Array(input.data[i * 867..<(i + 1) * 867]))
             let y = try #require(try engine.run(["x": one])["probs:0"])
-            #expect(maxError(y, Tensor(shape: [1, 10], data: Array(all.data[i * 10..<i * 10 + 10]))) <= fastTolerance)
+            assertClose(y, Tensor(shape: [1, 10], data: Array(all.data[i * 10..<i * 10 + 10])), rtol: fastTolerance, atol: fastTolerance)
         }
         let single = try #require(try Engine(model: model, threads: 1).run(["x": input])["probs:0"])
         #expect(single == all)
@@ -204,6 +205,11 @@ func mobileNetLike(seed: UInt64 = 7, size: Int = 17) -> Model {
         let input = g.input([2, c.h, c.w, c.cin])
         // Asking for the expanded tensor too keeps it stored, so that plan runs the two convs one after the other.
         let fusedModel = g.model(outputs: [out]), unfusedModel = g.model(outputs: [out, mid])
+        for threads in [1, 2] {
+            #expect(try Self.fusedPairs(fusedModel, outputs: [out], image: [1, c.h, c.w, c.cin], threads: threads) == 1,
+                    "\(c), \(threads) threads: the engine's plan does not fuse the pair")
+            #expect(try Self.fusedPairs(unfusedModel, outputs: [out, mid], image: [1, c.h, c.w, c.cin], threads: threads) == 0)
+        }
         // Bit-for-bit comparisons: no SIMD-level switch in between.
         try KernelLevelLock.shared.reading { try compare(c, fusedModel, unfusedModel, input, out) }
         // The same with the 1×1 conv's weights int8 (int8 compute quantizes each band's rows as unfused would).
@@ -222,6 +228,17 @@ func mobileNetLike(seed: UInt64 = 7, size: Int = 17) -> Model {
         }
     }
 
+    /// How many step pairs run fused in the plan the fast engine builds for `model` and `outputs` on one image (a
+    /// batch of such graphs runs image by image), as `Engine.runFast` builds it.
+    static func fusedPairs(_ model: Model, outputs: [String], image: [Int], threads: Int) throws -> Int {
+        let optimized = try GraphPasses.optimize(model)
+        let p = try Program(graph: try #require(optimized.metadata.graph), tensors: optimized.tensorsByName)
+        let targets = try outputs.map { try #require(p.ids[$0], "\($0) is not in the optimized graph") }
+        let plan = try Plan(program: p, inputShapes: [p.inputIds[0]: image], steps: p.needed(targets), targets: targets,
+                            threads: threads)
+        return plan.fused.count
+    }
+
     func compare(_ c: (h: Int, w: Int, cin: Int, cmid: Int, k: Int, stride: Int, pads: [Int]), _ fusedModel: Model,
                  _ unfusedModel: Model, _ input: Tensor, _ out: String) throws {
         for threads in [1, 2] {
@@ -234,7 +251,7 @@ func mobileNetLike(seed: UInt64 = 7, size: Int = 17) -> Model {
             let differ1 = zip(single.data, fused.data).filter { $0 != $1 }.count
             #expect(differ1 == 0, "\(c), \(threads) threads: batch of 1 differs from the batch's first image in \(differ1) values")
             let ref = try #require(try Engine(model: fusedModel, threads: 1, mode: .reference).run(["x": input])[out])
-            #expect(maxError(fused, ref) <= fastTolerance)
+            assertClose(fused, ref, rtol: fastTolerance, atol: fastTolerance)
         }
     }
 }

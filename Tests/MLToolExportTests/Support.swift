@@ -2,6 +2,7 @@ import CPNG
 import Foundation
 import MLToolCore
 import MLToolEngine
+import MLToolTestSupport
 import Testing
 
 /// Paths in the source tree.
@@ -15,20 +16,16 @@ enum Paths {
     }
 }
 
-/// Prints why a test did not run, where `swift test` output shows it.
 /// Says why a test did not run. Under MLTOOL_REQUIRE_ORACLES=1 (`make test`, CI) a skip is a failure instead.
-func skip(_ why: String) {
-    if ProcessInfo.processInfo.environment["MLTOOL_REQUIRE_ORACLES"] == "1" {
-        Issue.record("not run, but MLTOOL_REQUIRE_ORACLES=1: \(why)")
-    } else {
-        print("SKIPPED: \(why)")
-    }
+func skip(_ why: String, sourceLocation: SourceLocation = #_sourceLocation) {
+    Oracles.missing(why, sourceLocation: sourceLocation)
 }
 
 /// A small image classifier built in code: conv (stride 2, asymmetric pads, relu6) → depthwise conv (hard-swish) →
 /// + per-channel constant → max pool → batch norm → global average pool → reshape → dense → softmax.
-/// With `mapHead`, the dense layer reads the pooled feature map directly (a flatten in NHWC order).
-func tinyClassifier(seed: UInt64 = 7, mapHead: Bool = false) -> Model {
+/// With `mapHead`, the dense layer reads the pooled feature map directly (a flatten in NHWC order). `channels` (8)
+/// sets the width of every layer but the head.
+func tinyClassifier(seed: UInt64 = 7, mapHead: Bool = false, channels c: Int = 8) -> Model {
     var rng = SplitMix64(seed: seed)
     var tensors = [StoredTensor]()
     func weight(_ name: String, _ shape: [Int], scale: Float, offset: Float = 0) {
@@ -36,18 +33,18 @@ func tinyClassifier(seed: UInt64 = 7, mapHead: Bool = false) -> Model {
         let v = (0..<n).map { _ in (rng.nextUnit() * 2 - 1) * scale + offset }
         tensors.append(StoredTensor(name: name, tensor: Tensor(shape: shape, data: v)))
     }
-    weight("conv1.w", [3, 3, 3, 8], scale: 0.5); weight("conv1.b", [8], scale: 0.1)
-    weight("dw.w", [3, 3, 1, 8], scale: 0.5); weight("dw.b", [8], scale: 0.1)
-    weight("shift", [8], scale: 0.3)
-    weight("bn.scale", [8], scale: 0.2, offset: 1); weight("bn.bias", [8], scale: 0.1)
-    weight("bn.mean", [8], scale: 0.1); weight("bn.var", [8], scale: 0.2, offset: 1)
-    let headIn = mapHead ? 3 * 3 * 8 : 8
+    weight("conv1.w", [3, 3, 3, c], scale: 0.5); weight("conv1.b", [c], scale: 0.1)
+    weight("dw.w", [3, 3, 1, c], scale: 0.5); weight("dw.b", [c], scale: 0.1)
+    weight("shift", [c], scale: 0.3)
+    weight("bn.scale", [c], scale: 0.2, offset: 1); weight("bn.bias", [c], scale: 0.1)
+    weight("bn.mean", [c], scale: 0.1); weight("bn.var", [c], scale: 0.2, offset: 1)
+    let headIn = mapHead ? 3 * 3 * c : c
     weight("fc.w", [headIn, 3], scale: 1); weight("fc.b", [3], scale: 0.1)
     var nodes = [
         Node(name: "conv1", op: .conv, inputs: ["input", "conv1.w", "conv1.b"], outputs: ["c1"],
              attributes: Attributes(strides: [2, 2], pads: [0, 0, 1, 1], groups: 1, activation: .relu6)),
         Node(name: "dw", op: .conv, inputs: ["c1", "dw.w", "dw.b"], outputs: ["c2"],
-             attributes: Attributes(strides: [1, 1], pads: [1, 1, 1, 1], groups: 8, activation: Activation(op: .hardSwish))),
+             attributes: Attributes(strides: [1, 1], pads: [1, 1, 1, 1], groups: c, activation: Activation(op: .hardSwish))),
         Node(name: "shift", op: .add, inputs: ["c2", "shift"], outputs: ["c3"]),
         Node(name: "pool", op: .maxPool, inputs: ["c3"], outputs: ["p"], attributes: Attributes(kernel: [2, 2], strides: [2, 2], pads: [0, 0, 0, 0])),
         Node(name: "bn", op: .batchNorm, inputs: ["p", "bn.scale", "bn.bias", "bn.mean", "bn.var"], outputs: ["b"],
@@ -58,7 +55,7 @@ func tinyClassifier(seed: UInt64 = 7, mapHead: Bool = false) -> Model {
     } else {
         nodes += [
             Node(name: "gap", op: .globalAvgPool, inputs: ["b"], outputs: ["g"]),
-            Node(name: "flat", op: .reshape, inputs: ["g"], outputs: ["features"], attributes: Attributes(shape: [-1, 8])),
+            Node(name: "flat", op: .reshape, inputs: ["g"], outputs: ["features"], attributes: Attributes(shape: [-1, c])),
             Node(name: "fc", op: .dense, inputs: ["features", "fc.w", "fc.b"], outputs: ["logits"]),
         ]
     }
@@ -100,12 +97,6 @@ func nchw(_ t: Tensor) -> Tensor {
         out[((b * c + ch) * h + y) * w + x] = t.data[((b * h + y) * w + x) * c + ch]
     } } } }
     return Tensor(shape: [n, c, h, w], data: out)
-}
-
-/// The largest |a − b|.
-func maxDifference(_ a: [Float], _ b: [Float]) -> Float {
-    #expect(a.count == b.count, "\(a.count) values vs \(b.count)")
-    return zip(a, b).map { abs($0 - $1) }.max() ?? 0
 }
 
 // MARK: NPY (version 1.0, little-endian float32, C order)
@@ -162,10 +153,10 @@ func json(_ text: String) throws -> [String: Any] {
 
 // MARK: The mltool binary
 
-/// Runs the built binary (MLTOOL_BIN); nil (after printing why) when it is not set.
+/// Runs the built binary (MLTOOL_BIN); nil (after `skip` says why) when it is not an executable file.
 func mltool(_ args: [String]) throws -> (status: Int32, stdout: String, stderr: String)? {
-    guard let bin = ProcessInfo.processInfo.environment["MLTOOL_BIN"], !bin.isEmpty else {
-        skip("MLTOOL_BIN is not set (make test sets it to the release binary)")
+    guard let bin = Oracles.mltoolBinary else {
+        skip(Oracles.mltoolBinaryProblem)
         return nil
     }
     let p = Process()

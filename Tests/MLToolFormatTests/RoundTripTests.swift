@@ -94,11 +94,34 @@ import MLToolCore
         let read = try ModelFile.read(path: path)
         #expect(sameModel(model, read))
         #expect(try ModelFile.serialize(read) == ModelFile.serialize(model))
-        // Each non-empty tensor is a 64-byte aligned view into one mapping.
+        // Each non-empty tensor is a 64-byte aligned view into one mapping of the file (not a copy): its bytes lie
+        // in an address range the kernel lists for model.bin in /proc/self/maps.
+        let mapped = Self.mappings(of: path)
+        #expect(!mapped.isEmpty, "model.bin is not mapped")
+        var tensors = 0
         for t in read.tensors where t.bytes.count > 0 {
-            #expect(Int(bitPattern: t.bytes.buffer.baseAddress) % 64 == 0)
+            let start = UInt(bitPattern: t.bytes.buffer.baseAddress), end = start + UInt(t.bytes.count)
+            #expect(start % 64 == 0)
+            #expect(mapped.contains { $0.contains(start) && end <= $0.upperBound }, "\(t.name) is not inside the mapping")
+            tensors += 1
         }
+        #expect(tensors > 0)
         #expect(try FileManager.default.contentsOfDirectory(atPath: dir) == ["model.bin"])
+    }
+
+    /// The address ranges this process has mapped from `path` (Linux /proc/self/maps).
+    static func mappings(of path: String) -> [Range<UInt>] {
+        // Read to the end: /proc files report a size of 0, which String(contentsOfFile:) would take at its word.
+        guard let h = FileHandle(forReadingAtPath: "/proc/self/maps") else { return [] }
+        let maps = String(decoding: h.readDataToEndOfFile(), as: UTF8.self)
+        let real = URL(fileURLWithPath: path).resolvingSymlinksInPath().path
+        return maps.split(separator: "\n").compactMap { line in
+            // start-end perms offset dev inode path
+            let fields = line.split(separator: " ", maxSplits: 5, omittingEmptySubsequences: true)
+            guard fields.count == 6, fields[5].trimmingCharacters(in: .whitespaces) == real else { return nil }
+            let bounds = fields[0].split(separator: "-").compactMap { UInt($0, radix: 16) }
+            return bounds.count == 2 ? bounds[0]..<bounds[1] : nil
+        }
     }
 
     @Test func tensorsOutliveTheModelValue() throws {

@@ -41,7 +41,7 @@ import Testing
         #expect(html.hasPrefix("<!DOCTYPE html>") && html.hasSuffix("</html>\n"))
     }
 
-    @Test func manyClassesShowTheMostConfusedSubset() throws {
+    @Test func manyClassesShowTheMostConfusedAndLowestF1Subsets() throws {
         let k = 1000
         let report = try ReportFixture.report(k: k, n: 3000)
         let html = report.html()
@@ -62,6 +62,17 @@ import Testing
         let worst = r.classesWorstF1(limit: limit)
         #expect(worst.map { r.perClass[$0].f1 } == worst.map { r.perClass[$0].f1 }.sorted())
         #expect(Set(worst).count == limit)
+        // They are the lowest: no class left out has a lower F1 than the highest one shown.
+        let highestShown = worst.map { r.perClass[$0].f1 }.max() ?? 0
+        #expect((0..<k).filter { !worst.contains($0) }.allSatisfy { r.perClass[$0].f1 >= highestShown })
+        #expect(Set(worst) != Set(chosen), "the two charts show different subsets here, so each choice is tested")
+        // The page's per-class bars are those classes, lowest first.
+        let bars = html.components(separatedBy: "<h2>Per-class precision and recall").last ?? ""
+        let rowLabel = try NSRegularExpression(pattern: #"dominant-baseline="central"><title>([^<]*)</title>"#)
+        let shown = rowLabel.matches(in: bars, range: NSRange(bars.startIndex..., in: bars)).map {
+            String(bars[Range($0.range(at: 1), in: bars)!])
+        }
+        #expect(shown == worst.map { HTMLText.escape(r.perClass[$0].label) }, "bars show \(shown.prefix(5))…")
         // A subset keeps whole-row totals.
         let svg = ConfusionMatrixSVG.subset(r.confusion, labels: r.perClass.map(\.label), classes: [chosen[0]])
         #expect(svg.rowTotals == [r.perClass[chosen[0]].support])
