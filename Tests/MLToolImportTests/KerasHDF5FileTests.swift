@@ -73,37 +73,4 @@ import Testing
                 == "hdf5_cases.h5: /virtual: refused: virtual dataset (mapped from other datasets or files); only data stored in the file is read")
         }
     }
-
-    /// libhdf5 (serial) is not thread-safe: concurrent readers must be serialised by `HDF5File.read`. Eight readers
-    /// on as many threads as the machine gives; each holds the file a few milliseconds; at most one is ever inside.
-    @Test func concurrentReadersAreSerialised() throws {
-        final class Meter: @unchecked Sendable {
-            let lock = NSLock()
-            var inside = 0, most = 0, entries = 0
-            func enter() { lock.lock(); inside += 1; entries += 1; most = max(most, inside); lock.unlock() }
-            func leave() { lock.lock(); inside -= 1; lock.unlock() }
-        }
-        let meter = Meter(), path = path
-        let results = ResultSlots(8)
-        DispatchQueue.concurrentPerform(iterations: 8) { i in
-            results.set(i, Result {
-                try HDF5File.read(path: path) { f in
-                    meter.enter(); defer { meter.leave() }
-                    let data = try f.readFloats(f.open("g/f32", in: f.root)).data
-                    Thread.sleep(forTimeInterval: 0.003)   // the window an unserialised reader would overlap in
-                    return data
-                }
-            })
-        }
-        for r in results.all { #expect(try r.get() == [0, 0.25, 0.5, 0.75, 1, 1.25]) }
-        #expect(meter.entries == 8 && meter.most == 1, "\(meter.most) readers were inside HDF5File.read at once")
-    }
-
-    /// Results written by concurrent iterations, one slot each.
-    final class ResultSlots: @unchecked Sendable {
-        let lock = NSLock()
-        var all: [Result<[Float], any Error>]
-        init(_ n: Int) { all = Array(repeating: .success([]), count: n) }
-        func set(_ i: Int, _ r: Result<[Float], any Error>) { lock.lock(); all[i] = r; lock.unlock() }
-    }
 }
