@@ -52,6 +52,192 @@ void   core_ml__specification__model__free_unpacked
   assert(message->base.descriptor == &core_ml__specification__model__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   core_ml__specification__pipeline__init
+                     (CoreML__Specification__Pipeline         *message)
+{
+  static const CoreML__Specification__Pipeline init_value = CORE_ML__SPECIFICATION__PIPELINE__INIT;
+  *message = init_value;
+}
+size_t core_ml__specification__pipeline__get_packed_size
+                     (const CoreML__Specification__Pipeline *message)
+{
+  assert(message->base.descriptor == &core_ml__specification__pipeline__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t core_ml__specification__pipeline__pack
+                     (const CoreML__Specification__Pipeline *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &core_ml__specification__pipeline__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t core_ml__specification__pipeline__pack_to_buffer
+                     (const CoreML__Specification__Pipeline *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &core_ml__specification__pipeline__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+CoreML__Specification__Pipeline *
+       core_ml__specification__pipeline__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (CoreML__Specification__Pipeline *)
+     protobuf_c_message_unpack (&core_ml__specification__pipeline__descriptor,
+                                allocator, len, data);
+}
+void   core_ml__specification__pipeline__free_unpacked
+                     (CoreML__Specification__Pipeline *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &core_ml__specification__pipeline__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   core_ml__specification__pipeline_classifier__init
+                     (CoreML__Specification__PipelineClassifier         *message)
+{
+  static const CoreML__Specification__PipelineClassifier init_value = CORE_ML__SPECIFICATION__PIPELINE_CLASSIFIER__INIT;
+  *message = init_value;
+}
+size_t core_ml__specification__pipeline_classifier__get_packed_size
+                     (const CoreML__Specification__PipelineClassifier *message)
+{
+  assert(message->base.descriptor == &core_ml__specification__pipeline_classifier__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t core_ml__specification__pipeline_classifier__pack
+                     (const CoreML__Specification__PipelineClassifier *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &core_ml__specification__pipeline_classifier__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t core_ml__specification__pipeline_classifier__pack_to_buffer
+                     (const CoreML__Specification__PipelineClassifier *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &core_ml__specification__pipeline_classifier__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+CoreML__Specification__PipelineClassifier *
+       core_ml__specification__pipeline_classifier__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (CoreML__Specification__PipelineClassifier *)
+     protobuf_c_message_unpack (&core_ml__specification__pipeline_classifier__descriptor,
+                                allocator, len, data);
+}
+void   core_ml__specification__pipeline_classifier__free_unpacked
+                     (CoreML__Specification__PipelineClassifier *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &core_ml__specification__pipeline_classifier__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   core_ml__specification__pipeline_regressor__init
+                     (CoreML__Specification__PipelineRegressor         *message)
+{
+  static const CoreML__Specification__PipelineRegressor init_value = CORE_ML__SPECIFICATION__PIPELINE_REGRESSOR__INIT;
+  *message = init_value;
+}
+size_t core_ml__specification__pipeline_regressor__get_packed_size
+                     (const CoreML__Specification__PipelineRegressor *message)
+{
+  assert(message->base.descriptor == &core_ml__specification__pipeline_regressor__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t core_ml__specification__pipeline_regressor__pack
+                     (const CoreML__Specification__PipelineRegressor *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &core_ml__specification__pipeline_regressor__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t core_ml__specification__pipeline_regressor__pack_to_buffer
+                     (const CoreML__Specification__PipelineRegressor *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &core_ml__specification__pipeline_regressor__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+CoreML__Specification__PipelineRegressor *
+       core_ml__specification__pipeline_regressor__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (CoreML__Specification__PipelineRegressor *)
+     protobuf_c_message_unpack (&core_ml__specification__pipeline_regressor__descriptor,
+                                allocator, len, data);
+}
+void   core_ml__specification__pipeline_regressor__free_unpacked
+                     (CoreML__Specification__PipelineRegressor *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &core_ml__specification__pipeline_regressor__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   core_ml__specification__non_maximum_suppression__pick_top__init
+                     (CoreML__Specification__NonMaximumSuppression__PickTop         *message)
+{
+  static const CoreML__Specification__NonMaximumSuppression__PickTop init_value = CORE_ML__SPECIFICATION__NON_MAXIMUM_SUPPRESSION__PICK_TOP__INIT;
+  *message = init_value;
+}
+void   core_ml__specification__non_maximum_suppression__init
+                     (CoreML__Specification__NonMaximumSuppression         *message)
+{
+  static const CoreML__Specification__NonMaximumSuppression init_value = CORE_ML__SPECIFICATION__NON_MAXIMUM_SUPPRESSION__INIT;
+  *message = init_value;
+}
+size_t core_ml__specification__non_maximum_suppression__get_packed_size
+                     (const CoreML__Specification__NonMaximumSuppression *message)
+{
+  assert(message->base.descriptor == &core_ml__specification__non_maximum_suppression__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t core_ml__specification__non_maximum_suppression__pack
+                     (const CoreML__Specification__NonMaximumSuppression *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &core_ml__specification__non_maximum_suppression__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t core_ml__specification__non_maximum_suppression__pack_to_buffer
+                     (const CoreML__Specification__NonMaximumSuppression *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &core_ml__specification__non_maximum_suppression__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+CoreML__Specification__NonMaximumSuppression *
+       core_ml__specification__non_maximum_suppression__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (CoreML__Specification__NonMaximumSuppression *)
+     protobuf_c_message_unpack (&core_ml__specification__non_maximum_suppression__descriptor,
+                                allocator, len, data);
+}
+void   core_ml__specification__non_maximum_suppression__free_unpacked
+                     (CoreML__Specification__NonMaximumSuppression *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &core_ml__specification__non_maximum_suppression__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   core_ml__specification__model_description__init
                      (CoreML__Specification__ModelDescription         *message)
 {
@@ -598,6 +784,51 @@ void   core_ml__specification__neural_network__free_unpacked
   assert(message->base.descriptor == &core_ml__specification__neural_network__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   core_ml__specification__neural_network_regressor__init
+                     (CoreML__Specification__NeuralNetworkRegressor         *message)
+{
+  static const CoreML__Specification__NeuralNetworkRegressor init_value = CORE_ML__SPECIFICATION__NEURAL_NETWORK_REGRESSOR__INIT;
+  *message = init_value;
+}
+size_t core_ml__specification__neural_network_regressor__get_packed_size
+                     (const CoreML__Specification__NeuralNetworkRegressor *message)
+{
+  assert(message->base.descriptor == &core_ml__specification__neural_network_regressor__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t core_ml__specification__neural_network_regressor__pack
+                     (const CoreML__Specification__NeuralNetworkRegressor *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &core_ml__specification__neural_network_regressor__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t core_ml__specification__neural_network_regressor__pack_to_buffer
+                     (const CoreML__Specification__NeuralNetworkRegressor *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &core_ml__specification__neural_network_regressor__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+CoreML__Specification__NeuralNetworkRegressor *
+       core_ml__specification__neural_network_regressor__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (CoreML__Specification__NeuralNetworkRegressor *)
+     protobuf_c_message_unpack (&core_ml__specification__neural_network_regressor__descriptor,
+                                allocator, len, data);
+}
+void   core_ml__specification__neural_network_regressor__free_unpacked
+                     (CoreML__Specification__NeuralNetworkRegressor *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &core_ml__specification__neural_network_regressor__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   core_ml__specification__neural_network_classifier__init
                      (CoreML__Specification__NeuralNetworkClassifier         *message)
 {
@@ -686,6 +917,51 @@ void   core_ml__specification__neural_network_preprocessing__free_unpacked
   if(!message)
     return;
   assert(message->base.descriptor == &core_ml__specification__neural_network_preprocessing__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   core_ml__specification__neural_network_mean_image__init
+                     (CoreML__Specification__NeuralNetworkMeanImage         *message)
+{
+  static const CoreML__Specification__NeuralNetworkMeanImage init_value = CORE_ML__SPECIFICATION__NEURAL_NETWORK_MEAN_IMAGE__INIT;
+  *message = init_value;
+}
+size_t core_ml__specification__neural_network_mean_image__get_packed_size
+                     (const CoreML__Specification__NeuralNetworkMeanImage *message)
+{
+  assert(message->base.descriptor == &core_ml__specification__neural_network_mean_image__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t core_ml__specification__neural_network_mean_image__pack
+                     (const CoreML__Specification__NeuralNetworkMeanImage *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &core_ml__specification__neural_network_mean_image__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t core_ml__specification__neural_network_mean_image__pack_to_buffer
+                     (const CoreML__Specification__NeuralNetworkMeanImage *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &core_ml__specification__neural_network_mean_image__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+CoreML__Specification__NeuralNetworkMeanImage *
+       core_ml__specification__neural_network_mean_image__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (CoreML__Specification__NeuralNetworkMeanImage *)
+     protobuf_c_message_unpack (&core_ml__specification__neural_network_mean_image__descriptor,
+                                allocator, len, data);
+}
+void   core_ml__specification__neural_network_mean_image__free_unpacked
+                     (CoreML__Specification__NeuralNetworkMeanImage *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &core_ml__specification__neural_network_mean_image__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
 void   core_ml__specification__neural_network_image_scaler__init
@@ -1504,6 +1780,321 @@ void   core_ml__specification__activation_sigmoid_hard__free_unpacked
   assert(message->base.descriptor == &core_ml__specification__activation_sigmoid_hard__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   core_ml__specification__activation_thresholded_re_lu__init
+                     (CoreML__Specification__ActivationThresholdedReLU         *message)
+{
+  static const CoreML__Specification__ActivationThresholdedReLU init_value = CORE_ML__SPECIFICATION__ACTIVATION_THRESHOLDED_RE_LU__INIT;
+  *message = init_value;
+}
+size_t core_ml__specification__activation_thresholded_re_lu__get_packed_size
+                     (const CoreML__Specification__ActivationThresholdedReLU *message)
+{
+  assert(message->base.descriptor == &core_ml__specification__activation_thresholded_re_lu__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t core_ml__specification__activation_thresholded_re_lu__pack
+                     (const CoreML__Specification__ActivationThresholdedReLU *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &core_ml__specification__activation_thresholded_re_lu__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t core_ml__specification__activation_thresholded_re_lu__pack_to_buffer
+                     (const CoreML__Specification__ActivationThresholdedReLU *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &core_ml__specification__activation_thresholded_re_lu__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+CoreML__Specification__ActivationThresholdedReLU *
+       core_ml__specification__activation_thresholded_re_lu__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (CoreML__Specification__ActivationThresholdedReLU *)
+     protobuf_c_message_unpack (&core_ml__specification__activation_thresholded_re_lu__descriptor,
+                                allocator, len, data);
+}
+void   core_ml__specification__activation_thresholded_re_lu__free_unpacked
+                     (CoreML__Specification__ActivationThresholdedReLU *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &core_ml__specification__activation_thresholded_re_lu__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   core_ml__specification__activation_pre_lu__init
+                     (CoreML__Specification__ActivationPReLU         *message)
+{
+  static const CoreML__Specification__ActivationPReLU init_value = CORE_ML__SPECIFICATION__ACTIVATION_PRE_LU__INIT;
+  *message = init_value;
+}
+size_t core_ml__specification__activation_pre_lu__get_packed_size
+                     (const CoreML__Specification__ActivationPReLU *message)
+{
+  assert(message->base.descriptor == &core_ml__specification__activation_pre_lu__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t core_ml__specification__activation_pre_lu__pack
+                     (const CoreML__Specification__ActivationPReLU *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &core_ml__specification__activation_pre_lu__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t core_ml__specification__activation_pre_lu__pack_to_buffer
+                     (const CoreML__Specification__ActivationPReLU *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &core_ml__specification__activation_pre_lu__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+CoreML__Specification__ActivationPReLU *
+       core_ml__specification__activation_pre_lu__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (CoreML__Specification__ActivationPReLU *)
+     protobuf_c_message_unpack (&core_ml__specification__activation_pre_lu__descriptor,
+                                allocator, len, data);
+}
+void   core_ml__specification__activation_pre_lu__free_unpacked
+                     (CoreML__Specification__ActivationPReLU *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &core_ml__specification__activation_pre_lu__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   core_ml__specification__activation_scaled_tanh__init
+                     (CoreML__Specification__ActivationScaledTanh         *message)
+{
+  static const CoreML__Specification__ActivationScaledTanh init_value = CORE_ML__SPECIFICATION__ACTIVATION_SCALED_TANH__INIT;
+  *message = init_value;
+}
+size_t core_ml__specification__activation_scaled_tanh__get_packed_size
+                     (const CoreML__Specification__ActivationScaledTanh *message)
+{
+  assert(message->base.descriptor == &core_ml__specification__activation_scaled_tanh__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t core_ml__specification__activation_scaled_tanh__pack
+                     (const CoreML__Specification__ActivationScaledTanh *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &core_ml__specification__activation_scaled_tanh__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t core_ml__specification__activation_scaled_tanh__pack_to_buffer
+                     (const CoreML__Specification__ActivationScaledTanh *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &core_ml__specification__activation_scaled_tanh__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+CoreML__Specification__ActivationScaledTanh *
+       core_ml__specification__activation_scaled_tanh__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (CoreML__Specification__ActivationScaledTanh *)
+     protobuf_c_message_unpack (&core_ml__specification__activation_scaled_tanh__descriptor,
+                                allocator, len, data);
+}
+void   core_ml__specification__activation_scaled_tanh__free_unpacked
+                     (CoreML__Specification__ActivationScaledTanh *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &core_ml__specification__activation_scaled_tanh__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   core_ml__specification__activation_elu__init
+                     (CoreML__Specification__ActivationELU         *message)
+{
+  static const CoreML__Specification__ActivationELU init_value = CORE_ML__SPECIFICATION__ACTIVATION_ELU__INIT;
+  *message = init_value;
+}
+size_t core_ml__specification__activation_elu__get_packed_size
+                     (const CoreML__Specification__ActivationELU *message)
+{
+  assert(message->base.descriptor == &core_ml__specification__activation_elu__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t core_ml__specification__activation_elu__pack
+                     (const CoreML__Specification__ActivationELU *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &core_ml__specification__activation_elu__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t core_ml__specification__activation_elu__pack_to_buffer
+                     (const CoreML__Specification__ActivationELU *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &core_ml__specification__activation_elu__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+CoreML__Specification__ActivationELU *
+       core_ml__specification__activation_elu__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (CoreML__Specification__ActivationELU *)
+     protobuf_c_message_unpack (&core_ml__specification__activation_elu__descriptor,
+                                allocator, len, data);
+}
+void   core_ml__specification__activation_elu__free_unpacked
+                     (CoreML__Specification__ActivationELU *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &core_ml__specification__activation_elu__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   core_ml__specification__activation_softsign__init
+                     (CoreML__Specification__ActivationSoftsign         *message)
+{
+  static const CoreML__Specification__ActivationSoftsign init_value = CORE_ML__SPECIFICATION__ACTIVATION_SOFTSIGN__INIT;
+  *message = init_value;
+}
+size_t core_ml__specification__activation_softsign__get_packed_size
+                     (const CoreML__Specification__ActivationSoftsign *message)
+{
+  assert(message->base.descriptor == &core_ml__specification__activation_softsign__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t core_ml__specification__activation_softsign__pack
+                     (const CoreML__Specification__ActivationSoftsign *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &core_ml__specification__activation_softsign__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t core_ml__specification__activation_softsign__pack_to_buffer
+                     (const CoreML__Specification__ActivationSoftsign *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &core_ml__specification__activation_softsign__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+CoreML__Specification__ActivationSoftsign *
+       core_ml__specification__activation_softsign__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (CoreML__Specification__ActivationSoftsign *)
+     protobuf_c_message_unpack (&core_ml__specification__activation_softsign__descriptor,
+                                allocator, len, data);
+}
+void   core_ml__specification__activation_softsign__free_unpacked
+                     (CoreML__Specification__ActivationSoftsign *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &core_ml__specification__activation_softsign__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   core_ml__specification__activation_softplus__init
+                     (CoreML__Specification__ActivationSoftplus         *message)
+{
+  static const CoreML__Specification__ActivationSoftplus init_value = CORE_ML__SPECIFICATION__ACTIVATION_SOFTPLUS__INIT;
+  *message = init_value;
+}
+size_t core_ml__specification__activation_softplus__get_packed_size
+                     (const CoreML__Specification__ActivationSoftplus *message)
+{
+  assert(message->base.descriptor == &core_ml__specification__activation_softplus__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t core_ml__specification__activation_softplus__pack
+                     (const CoreML__Specification__ActivationSoftplus *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &core_ml__specification__activation_softplus__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t core_ml__specification__activation_softplus__pack_to_buffer
+                     (const CoreML__Specification__ActivationSoftplus *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &core_ml__specification__activation_softplus__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+CoreML__Specification__ActivationSoftplus *
+       core_ml__specification__activation_softplus__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (CoreML__Specification__ActivationSoftplus *)
+     protobuf_c_message_unpack (&core_ml__specification__activation_softplus__descriptor,
+                                allocator, len, data);
+}
+void   core_ml__specification__activation_softplus__free_unpacked
+                     (CoreML__Specification__ActivationSoftplus *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &core_ml__specification__activation_softplus__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   core_ml__specification__activation_parametric_softplus__init
+                     (CoreML__Specification__ActivationParametricSoftplus         *message)
+{
+  static const CoreML__Specification__ActivationParametricSoftplus init_value = CORE_ML__SPECIFICATION__ACTIVATION_PARAMETRIC_SOFTPLUS__INIT;
+  *message = init_value;
+}
+size_t core_ml__specification__activation_parametric_softplus__get_packed_size
+                     (const CoreML__Specification__ActivationParametricSoftplus *message)
+{
+  assert(message->base.descriptor == &core_ml__specification__activation_parametric_softplus__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t core_ml__specification__activation_parametric_softplus__pack
+                     (const CoreML__Specification__ActivationParametricSoftplus *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &core_ml__specification__activation_parametric_softplus__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t core_ml__specification__activation_parametric_softplus__pack_to_buffer
+                     (const CoreML__Specification__ActivationParametricSoftplus *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &core_ml__specification__activation_parametric_softplus__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+CoreML__Specification__ActivationParametricSoftplus *
+       core_ml__specification__activation_parametric_softplus__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (CoreML__Specification__ActivationParametricSoftplus *)
+     protobuf_c_message_unpack (&core_ml__specification__activation_parametric_softplus__descriptor,
+                                allocator, len, data);
+}
+void   core_ml__specification__activation_parametric_softplus__free_unpacked
+                     (CoreML__Specification__ActivationParametricSoftplus *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &core_ml__specification__activation_parametric_softplus__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   core_ml__specification__activation_params__init
                      (CoreML__Specification__ActivationParams         *message)
 {
@@ -2062,7 +2653,1588 @@ void   core_ml__specification__clip_layer_params__free_unpacked
   assert(message->base.descriptor == &core_ml__specification__clip_layer_params__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
-static const ProtobufCFieldDescriptor core_ml__specification__model__field_descriptors[4] =
+void   core_ml__specification__upsample_layer_params__init
+                     (CoreML__Specification__UpsampleLayerParams         *message)
+{
+  static const CoreML__Specification__UpsampleLayerParams init_value = CORE_ML__SPECIFICATION__UPSAMPLE_LAYER_PARAMS__INIT;
+  *message = init_value;
+}
+size_t core_ml__specification__upsample_layer_params__get_packed_size
+                     (const CoreML__Specification__UpsampleLayerParams *message)
+{
+  assert(message->base.descriptor == &core_ml__specification__upsample_layer_params__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t core_ml__specification__upsample_layer_params__pack
+                     (const CoreML__Specification__UpsampleLayerParams *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &core_ml__specification__upsample_layer_params__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t core_ml__specification__upsample_layer_params__pack_to_buffer
+                     (const CoreML__Specification__UpsampleLayerParams *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &core_ml__specification__upsample_layer_params__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+CoreML__Specification__UpsampleLayerParams *
+       core_ml__specification__upsample_layer_params__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (CoreML__Specification__UpsampleLayerParams *)
+     protobuf_c_message_unpack (&core_ml__specification__upsample_layer_params__descriptor,
+                                allocator, len, data);
+}
+void   core_ml__specification__upsample_layer_params__free_unpacked
+                     (CoreML__Specification__UpsampleLayerParams *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &core_ml__specification__upsample_layer_params__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   core_ml__specification__unary_function_layer_params__init
+                     (CoreML__Specification__UnaryFunctionLayerParams         *message)
+{
+  static const CoreML__Specification__UnaryFunctionLayerParams init_value = CORE_ML__SPECIFICATION__UNARY_FUNCTION_LAYER_PARAMS__INIT;
+  *message = init_value;
+}
+size_t core_ml__specification__unary_function_layer_params__get_packed_size
+                     (const CoreML__Specification__UnaryFunctionLayerParams *message)
+{
+  assert(message->base.descriptor == &core_ml__specification__unary_function_layer_params__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t core_ml__specification__unary_function_layer_params__pack
+                     (const CoreML__Specification__UnaryFunctionLayerParams *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &core_ml__specification__unary_function_layer_params__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t core_ml__specification__unary_function_layer_params__pack_to_buffer
+                     (const CoreML__Specification__UnaryFunctionLayerParams *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &core_ml__specification__unary_function_layer_params__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+CoreML__Specification__UnaryFunctionLayerParams *
+       core_ml__specification__unary_function_layer_params__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (CoreML__Specification__UnaryFunctionLayerParams *)
+     protobuf_c_message_unpack (&core_ml__specification__unary_function_layer_params__descriptor,
+                                allocator, len, data);
+}
+void   core_ml__specification__unary_function_layer_params__free_unpacked
+                     (CoreML__Specification__UnaryFunctionLayerParams *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &core_ml__specification__unary_function_layer_params__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   core_ml__specification__average_layer_params__init
+                     (CoreML__Specification__AverageLayerParams         *message)
+{
+  static const CoreML__Specification__AverageLayerParams init_value = CORE_ML__SPECIFICATION__AVERAGE_LAYER_PARAMS__INIT;
+  *message = init_value;
+}
+size_t core_ml__specification__average_layer_params__get_packed_size
+                     (const CoreML__Specification__AverageLayerParams *message)
+{
+  assert(message->base.descriptor == &core_ml__specification__average_layer_params__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t core_ml__specification__average_layer_params__pack
+                     (const CoreML__Specification__AverageLayerParams *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &core_ml__specification__average_layer_params__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t core_ml__specification__average_layer_params__pack_to_buffer
+                     (const CoreML__Specification__AverageLayerParams *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &core_ml__specification__average_layer_params__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+CoreML__Specification__AverageLayerParams *
+       core_ml__specification__average_layer_params__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (CoreML__Specification__AverageLayerParams *)
+     protobuf_c_message_unpack (&core_ml__specification__average_layer_params__descriptor,
+                                allocator, len, data);
+}
+void   core_ml__specification__average_layer_params__free_unpacked
+                     (CoreML__Specification__AverageLayerParams *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &core_ml__specification__average_layer_params__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   core_ml__specification__max_layer_params__init
+                     (CoreML__Specification__MaxLayerParams         *message)
+{
+  static const CoreML__Specification__MaxLayerParams init_value = CORE_ML__SPECIFICATION__MAX_LAYER_PARAMS__INIT;
+  *message = init_value;
+}
+size_t core_ml__specification__max_layer_params__get_packed_size
+                     (const CoreML__Specification__MaxLayerParams *message)
+{
+  assert(message->base.descriptor == &core_ml__specification__max_layer_params__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t core_ml__specification__max_layer_params__pack
+                     (const CoreML__Specification__MaxLayerParams *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &core_ml__specification__max_layer_params__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t core_ml__specification__max_layer_params__pack_to_buffer
+                     (const CoreML__Specification__MaxLayerParams *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &core_ml__specification__max_layer_params__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+CoreML__Specification__MaxLayerParams *
+       core_ml__specification__max_layer_params__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (CoreML__Specification__MaxLayerParams *)
+     protobuf_c_message_unpack (&core_ml__specification__max_layer_params__descriptor,
+                                allocator, len, data);
+}
+void   core_ml__specification__max_layer_params__free_unpacked
+                     (CoreML__Specification__MaxLayerParams *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &core_ml__specification__max_layer_params__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   core_ml__specification__min_layer_params__init
+                     (CoreML__Specification__MinLayerParams         *message)
+{
+  static const CoreML__Specification__MinLayerParams init_value = CORE_ML__SPECIFICATION__MIN_LAYER_PARAMS__INIT;
+  *message = init_value;
+}
+size_t core_ml__specification__min_layer_params__get_packed_size
+                     (const CoreML__Specification__MinLayerParams *message)
+{
+  assert(message->base.descriptor == &core_ml__specification__min_layer_params__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t core_ml__specification__min_layer_params__pack
+                     (const CoreML__Specification__MinLayerParams *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &core_ml__specification__min_layer_params__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t core_ml__specification__min_layer_params__pack_to_buffer
+                     (const CoreML__Specification__MinLayerParams *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &core_ml__specification__min_layer_params__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+CoreML__Specification__MinLayerParams *
+       core_ml__specification__min_layer_params__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (CoreML__Specification__MinLayerParams *)
+     protobuf_c_message_unpack (&core_ml__specification__min_layer_params__descriptor,
+                                allocator, len, data);
+}
+void   core_ml__specification__min_layer_params__free_unpacked
+                     (CoreML__Specification__MinLayerParams *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &core_ml__specification__min_layer_params__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   core_ml__specification__load_constant_layer_params__init
+                     (CoreML__Specification__LoadConstantLayerParams         *message)
+{
+  static const CoreML__Specification__LoadConstantLayerParams init_value = CORE_ML__SPECIFICATION__LOAD_CONSTANT_LAYER_PARAMS__INIT;
+  *message = init_value;
+}
+size_t core_ml__specification__load_constant_layer_params__get_packed_size
+                     (const CoreML__Specification__LoadConstantLayerParams *message)
+{
+  assert(message->base.descriptor == &core_ml__specification__load_constant_layer_params__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t core_ml__specification__load_constant_layer_params__pack
+                     (const CoreML__Specification__LoadConstantLayerParams *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &core_ml__specification__load_constant_layer_params__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t core_ml__specification__load_constant_layer_params__pack_to_buffer
+                     (const CoreML__Specification__LoadConstantLayerParams *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &core_ml__specification__load_constant_layer_params__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+CoreML__Specification__LoadConstantLayerParams *
+       core_ml__specification__load_constant_layer_params__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (CoreML__Specification__LoadConstantLayerParams *)
+     protobuf_c_message_unpack (&core_ml__specification__load_constant_layer_params__descriptor,
+                                allocator, len, data);
+}
+void   core_ml__specification__load_constant_layer_params__free_unpacked
+                     (CoreML__Specification__LoadConstantLayerParams *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &core_ml__specification__load_constant_layer_params__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   core_ml__specification__reshape_layer_params__init
+                     (CoreML__Specification__ReshapeLayerParams         *message)
+{
+  static const CoreML__Specification__ReshapeLayerParams init_value = CORE_ML__SPECIFICATION__RESHAPE_LAYER_PARAMS__INIT;
+  *message = init_value;
+}
+size_t core_ml__specification__reshape_layer_params__get_packed_size
+                     (const CoreML__Specification__ReshapeLayerParams *message)
+{
+  assert(message->base.descriptor == &core_ml__specification__reshape_layer_params__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t core_ml__specification__reshape_layer_params__pack
+                     (const CoreML__Specification__ReshapeLayerParams *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &core_ml__specification__reshape_layer_params__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t core_ml__specification__reshape_layer_params__pack_to_buffer
+                     (const CoreML__Specification__ReshapeLayerParams *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &core_ml__specification__reshape_layer_params__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+CoreML__Specification__ReshapeLayerParams *
+       core_ml__specification__reshape_layer_params__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (CoreML__Specification__ReshapeLayerParams *)
+     protobuf_c_message_unpack (&core_ml__specification__reshape_layer_params__descriptor,
+                                allocator, len, data);
+}
+void   core_ml__specification__reshape_layer_params__free_unpacked
+                     (CoreML__Specification__ReshapeLayerParams *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &core_ml__specification__reshape_layer_params__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   core_ml__specification__permute_layer_params__init
+                     (CoreML__Specification__PermuteLayerParams         *message)
+{
+  static const CoreML__Specification__PermuteLayerParams init_value = CORE_ML__SPECIFICATION__PERMUTE_LAYER_PARAMS__INIT;
+  *message = init_value;
+}
+size_t core_ml__specification__permute_layer_params__get_packed_size
+                     (const CoreML__Specification__PermuteLayerParams *message)
+{
+  assert(message->base.descriptor == &core_ml__specification__permute_layer_params__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t core_ml__specification__permute_layer_params__pack
+                     (const CoreML__Specification__PermuteLayerParams *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &core_ml__specification__permute_layer_params__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t core_ml__specification__permute_layer_params__pack_to_buffer
+                     (const CoreML__Specification__PermuteLayerParams *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &core_ml__specification__permute_layer_params__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+CoreML__Specification__PermuteLayerParams *
+       core_ml__specification__permute_layer_params__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (CoreML__Specification__PermuteLayerParams *)
+     protobuf_c_message_unpack (&core_ml__specification__permute_layer_params__descriptor,
+                                allocator, len, data);
+}
+void   core_ml__specification__permute_layer_params__free_unpacked
+                     (CoreML__Specification__PermuteLayerParams *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &core_ml__specification__permute_layer_params__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   core_ml__specification__add_broadcastable_layer_params__init
+                     (CoreML__Specification__AddBroadcastableLayerParams         *message)
+{
+  static const CoreML__Specification__AddBroadcastableLayerParams init_value = CORE_ML__SPECIFICATION__ADD_BROADCASTABLE_LAYER_PARAMS__INIT;
+  *message = init_value;
+}
+size_t core_ml__specification__add_broadcastable_layer_params__get_packed_size
+                     (const CoreML__Specification__AddBroadcastableLayerParams *message)
+{
+  assert(message->base.descriptor == &core_ml__specification__add_broadcastable_layer_params__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t core_ml__specification__add_broadcastable_layer_params__pack
+                     (const CoreML__Specification__AddBroadcastableLayerParams *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &core_ml__specification__add_broadcastable_layer_params__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t core_ml__specification__add_broadcastable_layer_params__pack_to_buffer
+                     (const CoreML__Specification__AddBroadcastableLayerParams *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &core_ml__specification__add_broadcastable_layer_params__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+CoreML__Specification__AddBroadcastableLayerParams *
+       core_ml__specification__add_broadcastable_layer_params__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (CoreML__Specification__AddBroadcastableLayerParams *)
+     protobuf_c_message_unpack (&core_ml__specification__add_broadcastable_layer_params__descriptor,
+                                allocator, len, data);
+}
+void   core_ml__specification__add_broadcastable_layer_params__free_unpacked
+                     (CoreML__Specification__AddBroadcastableLayerParams *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &core_ml__specification__add_broadcastable_layer_params__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   core_ml__specification__divide_broadcastable_layer_params__init
+                     (CoreML__Specification__DivideBroadcastableLayerParams         *message)
+{
+  static const CoreML__Specification__DivideBroadcastableLayerParams init_value = CORE_ML__SPECIFICATION__DIVIDE_BROADCASTABLE_LAYER_PARAMS__INIT;
+  *message = init_value;
+}
+size_t core_ml__specification__divide_broadcastable_layer_params__get_packed_size
+                     (const CoreML__Specification__DivideBroadcastableLayerParams *message)
+{
+  assert(message->base.descriptor == &core_ml__specification__divide_broadcastable_layer_params__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t core_ml__specification__divide_broadcastable_layer_params__pack
+                     (const CoreML__Specification__DivideBroadcastableLayerParams *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &core_ml__specification__divide_broadcastable_layer_params__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t core_ml__specification__divide_broadcastable_layer_params__pack_to_buffer
+                     (const CoreML__Specification__DivideBroadcastableLayerParams *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &core_ml__specification__divide_broadcastable_layer_params__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+CoreML__Specification__DivideBroadcastableLayerParams *
+       core_ml__specification__divide_broadcastable_layer_params__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (CoreML__Specification__DivideBroadcastableLayerParams *)
+     protobuf_c_message_unpack (&core_ml__specification__divide_broadcastable_layer_params__descriptor,
+                                allocator, len, data);
+}
+void   core_ml__specification__divide_broadcastable_layer_params__free_unpacked
+                     (CoreML__Specification__DivideBroadcastableLayerParams *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &core_ml__specification__divide_broadcastable_layer_params__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   core_ml__specification__multiply_broadcastable_layer_params__init
+                     (CoreML__Specification__MultiplyBroadcastableLayerParams         *message)
+{
+  static const CoreML__Specification__MultiplyBroadcastableLayerParams init_value = CORE_ML__SPECIFICATION__MULTIPLY_BROADCASTABLE_LAYER_PARAMS__INIT;
+  *message = init_value;
+}
+size_t core_ml__specification__multiply_broadcastable_layer_params__get_packed_size
+                     (const CoreML__Specification__MultiplyBroadcastableLayerParams *message)
+{
+  assert(message->base.descriptor == &core_ml__specification__multiply_broadcastable_layer_params__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t core_ml__specification__multiply_broadcastable_layer_params__pack
+                     (const CoreML__Specification__MultiplyBroadcastableLayerParams *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &core_ml__specification__multiply_broadcastable_layer_params__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t core_ml__specification__multiply_broadcastable_layer_params__pack_to_buffer
+                     (const CoreML__Specification__MultiplyBroadcastableLayerParams *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &core_ml__specification__multiply_broadcastable_layer_params__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+CoreML__Specification__MultiplyBroadcastableLayerParams *
+       core_ml__specification__multiply_broadcastable_layer_params__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (CoreML__Specification__MultiplyBroadcastableLayerParams *)
+     protobuf_c_message_unpack (&core_ml__specification__multiply_broadcastable_layer_params__descriptor,
+                                allocator, len, data);
+}
+void   core_ml__specification__multiply_broadcastable_layer_params__free_unpacked
+                     (CoreML__Specification__MultiplyBroadcastableLayerParams *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &core_ml__specification__multiply_broadcastable_layer_params__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   core_ml__specification__subtract_broadcastable_layer_params__init
+                     (CoreML__Specification__SubtractBroadcastableLayerParams         *message)
+{
+  static const CoreML__Specification__SubtractBroadcastableLayerParams init_value = CORE_ML__SPECIFICATION__SUBTRACT_BROADCASTABLE_LAYER_PARAMS__INIT;
+  *message = init_value;
+}
+size_t core_ml__specification__subtract_broadcastable_layer_params__get_packed_size
+                     (const CoreML__Specification__SubtractBroadcastableLayerParams *message)
+{
+  assert(message->base.descriptor == &core_ml__specification__subtract_broadcastable_layer_params__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t core_ml__specification__subtract_broadcastable_layer_params__pack
+                     (const CoreML__Specification__SubtractBroadcastableLayerParams *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &core_ml__specification__subtract_broadcastable_layer_params__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t core_ml__specification__subtract_broadcastable_layer_params__pack_to_buffer
+                     (const CoreML__Specification__SubtractBroadcastableLayerParams *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &core_ml__specification__subtract_broadcastable_layer_params__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+CoreML__Specification__SubtractBroadcastableLayerParams *
+       core_ml__specification__subtract_broadcastable_layer_params__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (CoreML__Specification__SubtractBroadcastableLayerParams *)
+     protobuf_c_message_unpack (&core_ml__specification__subtract_broadcastable_layer_params__descriptor,
+                                allocator, len, data);
+}
+void   core_ml__specification__subtract_broadcastable_layer_params__free_unpacked
+                     (CoreML__Specification__SubtractBroadcastableLayerParams *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &core_ml__specification__subtract_broadcastable_layer_params__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   core_ml__specification__softmax_ndlayer_params__init
+                     (CoreML__Specification__SoftmaxNDLayerParams         *message)
+{
+  static const CoreML__Specification__SoftmaxNDLayerParams init_value = CORE_ML__SPECIFICATION__SOFTMAX_NDLAYER_PARAMS__INIT;
+  *message = init_value;
+}
+size_t core_ml__specification__softmax_ndlayer_params__get_packed_size
+                     (const CoreML__Specification__SoftmaxNDLayerParams *message)
+{
+  assert(message->base.descriptor == &core_ml__specification__softmax_ndlayer_params__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t core_ml__specification__softmax_ndlayer_params__pack
+                     (const CoreML__Specification__SoftmaxNDLayerParams *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &core_ml__specification__softmax_ndlayer_params__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t core_ml__specification__softmax_ndlayer_params__pack_to_buffer
+                     (const CoreML__Specification__SoftmaxNDLayerParams *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &core_ml__specification__softmax_ndlayer_params__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+CoreML__Specification__SoftmaxNDLayerParams *
+       core_ml__specification__softmax_ndlayer_params__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (CoreML__Specification__SoftmaxNDLayerParams *)
+     protobuf_c_message_unpack (&core_ml__specification__softmax_ndlayer_params__descriptor,
+                                allocator, len, data);
+}
+void   core_ml__specification__softmax_ndlayer_params__free_unpacked
+                     (CoreML__Specification__SoftmaxNDLayerParams *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &core_ml__specification__softmax_ndlayer_params__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   core_ml__specification__concat_ndlayer_params__init
+                     (CoreML__Specification__ConcatNDLayerParams         *message)
+{
+  static const CoreML__Specification__ConcatNDLayerParams init_value = CORE_ML__SPECIFICATION__CONCAT_NDLAYER_PARAMS__INIT;
+  *message = init_value;
+}
+size_t core_ml__specification__concat_ndlayer_params__get_packed_size
+                     (const CoreML__Specification__ConcatNDLayerParams *message)
+{
+  assert(message->base.descriptor == &core_ml__specification__concat_ndlayer_params__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t core_ml__specification__concat_ndlayer_params__pack
+                     (const CoreML__Specification__ConcatNDLayerParams *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &core_ml__specification__concat_ndlayer_params__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t core_ml__specification__concat_ndlayer_params__pack_to_buffer
+                     (const CoreML__Specification__ConcatNDLayerParams *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &core_ml__specification__concat_ndlayer_params__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+CoreML__Specification__ConcatNDLayerParams *
+       core_ml__specification__concat_ndlayer_params__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (CoreML__Specification__ConcatNDLayerParams *)
+     protobuf_c_message_unpack (&core_ml__specification__concat_ndlayer_params__descriptor,
+                                allocator, len, data);
+}
+void   core_ml__specification__concat_ndlayer_params__free_unpacked
+                     (CoreML__Specification__ConcatNDLayerParams *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &core_ml__specification__concat_ndlayer_params__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   core_ml__specification__transpose_layer_params__init
+                     (CoreML__Specification__TransposeLayerParams         *message)
+{
+  static const CoreML__Specification__TransposeLayerParams init_value = CORE_ML__SPECIFICATION__TRANSPOSE_LAYER_PARAMS__INIT;
+  *message = init_value;
+}
+size_t core_ml__specification__transpose_layer_params__get_packed_size
+                     (const CoreML__Specification__TransposeLayerParams *message)
+{
+  assert(message->base.descriptor == &core_ml__specification__transpose_layer_params__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t core_ml__specification__transpose_layer_params__pack
+                     (const CoreML__Specification__TransposeLayerParams *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &core_ml__specification__transpose_layer_params__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t core_ml__specification__transpose_layer_params__pack_to_buffer
+                     (const CoreML__Specification__TransposeLayerParams *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &core_ml__specification__transpose_layer_params__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+CoreML__Specification__TransposeLayerParams *
+       core_ml__specification__transpose_layer_params__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (CoreML__Specification__TransposeLayerParams *)
+     protobuf_c_message_unpack (&core_ml__specification__transpose_layer_params__descriptor,
+                                allocator, len, data);
+}
+void   core_ml__specification__transpose_layer_params__free_unpacked
+                     (CoreML__Specification__TransposeLayerParams *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &core_ml__specification__transpose_layer_params__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   core_ml__specification__load_constant_ndlayer_params__init
+                     (CoreML__Specification__LoadConstantNDLayerParams         *message)
+{
+  static const CoreML__Specification__LoadConstantNDLayerParams init_value = CORE_ML__SPECIFICATION__LOAD_CONSTANT_NDLAYER_PARAMS__INIT;
+  *message = init_value;
+}
+size_t core_ml__specification__load_constant_ndlayer_params__get_packed_size
+                     (const CoreML__Specification__LoadConstantNDLayerParams *message)
+{
+  assert(message->base.descriptor == &core_ml__specification__load_constant_ndlayer_params__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t core_ml__specification__load_constant_ndlayer_params__pack
+                     (const CoreML__Specification__LoadConstantNDLayerParams *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &core_ml__specification__load_constant_ndlayer_params__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t core_ml__specification__load_constant_ndlayer_params__pack_to_buffer
+                     (const CoreML__Specification__LoadConstantNDLayerParams *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &core_ml__specification__load_constant_ndlayer_params__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+CoreML__Specification__LoadConstantNDLayerParams *
+       core_ml__specification__load_constant_ndlayer_params__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (CoreML__Specification__LoadConstantNDLayerParams *)
+     protobuf_c_message_unpack (&core_ml__specification__load_constant_ndlayer_params__descriptor,
+                                allocator, len, data);
+}
+void   core_ml__specification__load_constant_ndlayer_params__free_unpacked
+                     (CoreML__Specification__LoadConstantNDLayerParams *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &core_ml__specification__load_constant_ndlayer_params__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   core_ml__specification__squeeze_layer_params__init
+                     (CoreML__Specification__SqueezeLayerParams         *message)
+{
+  static const CoreML__Specification__SqueezeLayerParams init_value = CORE_ML__SPECIFICATION__SQUEEZE_LAYER_PARAMS__INIT;
+  *message = init_value;
+}
+size_t core_ml__specification__squeeze_layer_params__get_packed_size
+                     (const CoreML__Specification__SqueezeLayerParams *message)
+{
+  assert(message->base.descriptor == &core_ml__specification__squeeze_layer_params__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t core_ml__specification__squeeze_layer_params__pack
+                     (const CoreML__Specification__SqueezeLayerParams *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &core_ml__specification__squeeze_layer_params__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t core_ml__specification__squeeze_layer_params__pack_to_buffer
+                     (const CoreML__Specification__SqueezeLayerParams *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &core_ml__specification__squeeze_layer_params__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+CoreML__Specification__SqueezeLayerParams *
+       core_ml__specification__squeeze_layer_params__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (CoreML__Specification__SqueezeLayerParams *)
+     protobuf_c_message_unpack (&core_ml__specification__squeeze_layer_params__descriptor,
+                                allocator, len, data);
+}
+void   core_ml__specification__squeeze_layer_params__free_unpacked
+                     (CoreML__Specification__SqueezeLayerParams *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &core_ml__specification__squeeze_layer_params__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   core_ml__specification__expand_dims_layer_params__init
+                     (CoreML__Specification__ExpandDimsLayerParams         *message)
+{
+  static const CoreML__Specification__ExpandDimsLayerParams init_value = CORE_ML__SPECIFICATION__EXPAND_DIMS_LAYER_PARAMS__INIT;
+  *message = init_value;
+}
+size_t core_ml__specification__expand_dims_layer_params__get_packed_size
+                     (const CoreML__Specification__ExpandDimsLayerParams *message)
+{
+  assert(message->base.descriptor == &core_ml__specification__expand_dims_layer_params__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t core_ml__specification__expand_dims_layer_params__pack
+                     (const CoreML__Specification__ExpandDimsLayerParams *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &core_ml__specification__expand_dims_layer_params__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t core_ml__specification__expand_dims_layer_params__pack_to_buffer
+                     (const CoreML__Specification__ExpandDimsLayerParams *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &core_ml__specification__expand_dims_layer_params__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+CoreML__Specification__ExpandDimsLayerParams *
+       core_ml__specification__expand_dims_layer_params__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (CoreML__Specification__ExpandDimsLayerParams *)
+     protobuf_c_message_unpack (&core_ml__specification__expand_dims_layer_params__descriptor,
+                                allocator, len, data);
+}
+void   core_ml__specification__expand_dims_layer_params__free_unpacked
+                     (CoreML__Specification__ExpandDimsLayerParams *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &core_ml__specification__expand_dims_layer_params__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   core_ml__specification__flatten_to2_dlayer_params__init
+                     (CoreML__Specification__FlattenTo2DLayerParams         *message)
+{
+  static const CoreML__Specification__FlattenTo2DLayerParams init_value = CORE_ML__SPECIFICATION__FLATTEN_TO2_DLAYER_PARAMS__INIT;
+  *message = init_value;
+}
+size_t core_ml__specification__flatten_to2_dlayer_params__get_packed_size
+                     (const CoreML__Specification__FlattenTo2DLayerParams *message)
+{
+  assert(message->base.descriptor == &core_ml__specification__flatten_to2_dlayer_params__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t core_ml__specification__flatten_to2_dlayer_params__pack
+                     (const CoreML__Specification__FlattenTo2DLayerParams *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &core_ml__specification__flatten_to2_dlayer_params__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t core_ml__specification__flatten_to2_dlayer_params__pack_to_buffer
+                     (const CoreML__Specification__FlattenTo2DLayerParams *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &core_ml__specification__flatten_to2_dlayer_params__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+CoreML__Specification__FlattenTo2DLayerParams *
+       core_ml__specification__flatten_to2_dlayer_params__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (CoreML__Specification__FlattenTo2DLayerParams *)
+     protobuf_c_message_unpack (&core_ml__specification__flatten_to2_dlayer_params__descriptor,
+                                allocator, len, data);
+}
+void   core_ml__specification__flatten_to2_dlayer_params__free_unpacked
+                     (CoreML__Specification__FlattenTo2DLayerParams *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &core_ml__specification__flatten_to2_dlayer_params__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   core_ml__specification__reshape_static_layer_params__init
+                     (CoreML__Specification__ReshapeStaticLayerParams         *message)
+{
+  static const CoreML__Specification__ReshapeStaticLayerParams init_value = CORE_ML__SPECIFICATION__RESHAPE_STATIC_LAYER_PARAMS__INIT;
+  *message = init_value;
+}
+size_t core_ml__specification__reshape_static_layer_params__get_packed_size
+                     (const CoreML__Specification__ReshapeStaticLayerParams *message)
+{
+  assert(message->base.descriptor == &core_ml__specification__reshape_static_layer_params__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t core_ml__specification__reshape_static_layer_params__pack
+                     (const CoreML__Specification__ReshapeStaticLayerParams *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &core_ml__specification__reshape_static_layer_params__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t core_ml__specification__reshape_static_layer_params__pack_to_buffer
+                     (const CoreML__Specification__ReshapeStaticLayerParams *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &core_ml__specification__reshape_static_layer_params__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+CoreML__Specification__ReshapeStaticLayerParams *
+       core_ml__specification__reshape_static_layer_params__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (CoreML__Specification__ReshapeStaticLayerParams *)
+     protobuf_c_message_unpack (&core_ml__specification__reshape_static_layer_params__descriptor,
+                                allocator, len, data);
+}
+void   core_ml__specification__reshape_static_layer_params__free_unpacked
+                     (CoreML__Specification__ReshapeStaticLayerParams *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &core_ml__specification__reshape_static_layer_params__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   core_ml__specification__reduce_mean_layer_params__init
+                     (CoreML__Specification__ReduceMeanLayerParams         *message)
+{
+  static const CoreML__Specification__ReduceMeanLayerParams init_value = CORE_ML__SPECIFICATION__REDUCE_MEAN_LAYER_PARAMS__INIT;
+  *message = init_value;
+}
+size_t core_ml__specification__reduce_mean_layer_params__get_packed_size
+                     (const CoreML__Specification__ReduceMeanLayerParams *message)
+{
+  assert(message->base.descriptor == &core_ml__specification__reduce_mean_layer_params__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t core_ml__specification__reduce_mean_layer_params__pack
+                     (const CoreML__Specification__ReduceMeanLayerParams *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &core_ml__specification__reduce_mean_layer_params__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t core_ml__specification__reduce_mean_layer_params__pack_to_buffer
+                     (const CoreML__Specification__ReduceMeanLayerParams *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &core_ml__specification__reduce_mean_layer_params__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+CoreML__Specification__ReduceMeanLayerParams *
+       core_ml__specification__reduce_mean_layer_params__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (CoreML__Specification__ReduceMeanLayerParams *)
+     protobuf_c_message_unpack (&core_ml__specification__reduce_mean_layer_params__descriptor,
+                                allocator, len, data);
+}
+void   core_ml__specification__reduce_mean_layer_params__free_unpacked
+                     (CoreML__Specification__ReduceMeanLayerParams *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &core_ml__specification__reduce_mean_layer_params__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   core_ml__specification__clamped_re_lulayer_params__init
+                     (CoreML__Specification__ClampedReLULayerParams         *message)
+{
+  static const CoreML__Specification__ClampedReLULayerParams init_value = CORE_ML__SPECIFICATION__CLAMPED_RE_LULAYER_PARAMS__INIT;
+  *message = init_value;
+}
+size_t core_ml__specification__clamped_re_lulayer_params__get_packed_size
+                     (const CoreML__Specification__ClampedReLULayerParams *message)
+{
+  assert(message->base.descriptor == &core_ml__specification__clamped_re_lulayer_params__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t core_ml__specification__clamped_re_lulayer_params__pack
+                     (const CoreML__Specification__ClampedReLULayerParams *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &core_ml__specification__clamped_re_lulayer_params__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t core_ml__specification__clamped_re_lulayer_params__pack_to_buffer
+                     (const CoreML__Specification__ClampedReLULayerParams *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &core_ml__specification__clamped_re_lulayer_params__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+CoreML__Specification__ClampedReLULayerParams *
+       core_ml__specification__clamped_re_lulayer_params__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (CoreML__Specification__ClampedReLULayerParams *)
+     protobuf_c_message_unpack (&core_ml__specification__clamped_re_lulayer_params__descriptor,
+                                allocator, len, data);
+}
+void   core_ml__specification__clamped_re_lulayer_params__free_unpacked
+                     (CoreML__Specification__ClampedReLULayerParams *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &core_ml__specification__clamped_re_lulayer_params__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   core_ml__specification__milprogram__functions_entry__init
+                     (CoreML__Specification__MILProgram__FunctionsEntry         *message)
+{
+  static const CoreML__Specification__MILProgram__FunctionsEntry init_value = CORE_ML__SPECIFICATION__MILPROGRAM__FUNCTIONS_ENTRY__INIT;
+  *message = init_value;
+}
+void   core_ml__specification__milprogram__init
+                     (CoreML__Specification__MILProgram         *message)
+{
+  static const CoreML__Specification__MILProgram init_value = CORE_ML__SPECIFICATION__MILPROGRAM__INIT;
+  *message = init_value;
+}
+size_t core_ml__specification__milprogram__get_packed_size
+                     (const CoreML__Specification__MILProgram *message)
+{
+  assert(message->base.descriptor == &core_ml__specification__milprogram__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t core_ml__specification__milprogram__pack
+                     (const CoreML__Specification__MILProgram *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &core_ml__specification__milprogram__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t core_ml__specification__milprogram__pack_to_buffer
+                     (const CoreML__Specification__MILProgram *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &core_ml__specification__milprogram__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+CoreML__Specification__MILProgram *
+       core_ml__specification__milprogram__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (CoreML__Specification__MILProgram *)
+     protobuf_c_message_unpack (&core_ml__specification__milprogram__descriptor,
+                                allocator, len, data);
+}
+void   core_ml__specification__milprogram__free_unpacked
+                     (CoreML__Specification__MILProgram *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &core_ml__specification__milprogram__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   core_ml__specification__milfunction__block_specializations_entry__init
+                     (CoreML__Specification__MILFunction__BlockSpecializationsEntry         *message)
+{
+  static const CoreML__Specification__MILFunction__BlockSpecializationsEntry init_value = CORE_ML__SPECIFICATION__MILFUNCTION__BLOCK_SPECIALIZATIONS_ENTRY__INIT;
+  *message = init_value;
+}
+void   core_ml__specification__milfunction__init
+                     (CoreML__Specification__MILFunction         *message)
+{
+  static const CoreML__Specification__MILFunction init_value = CORE_ML__SPECIFICATION__MILFUNCTION__INIT;
+  *message = init_value;
+}
+size_t core_ml__specification__milfunction__get_packed_size
+                     (const CoreML__Specification__MILFunction *message)
+{
+  assert(message->base.descriptor == &core_ml__specification__milfunction__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t core_ml__specification__milfunction__pack
+                     (const CoreML__Specification__MILFunction *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &core_ml__specification__milfunction__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t core_ml__specification__milfunction__pack_to_buffer
+                     (const CoreML__Specification__MILFunction *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &core_ml__specification__milfunction__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+CoreML__Specification__MILFunction *
+       core_ml__specification__milfunction__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (CoreML__Specification__MILFunction *)
+     protobuf_c_message_unpack (&core_ml__specification__milfunction__descriptor,
+                                allocator, len, data);
+}
+void   core_ml__specification__milfunction__free_unpacked
+                     (CoreML__Specification__MILFunction *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &core_ml__specification__milfunction__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   core_ml__specification__milblock__init
+                     (CoreML__Specification__MILBlock         *message)
+{
+  static const CoreML__Specification__MILBlock init_value = CORE_ML__SPECIFICATION__MILBLOCK__INIT;
+  *message = init_value;
+}
+size_t core_ml__specification__milblock__get_packed_size
+                     (const CoreML__Specification__MILBlock *message)
+{
+  assert(message->base.descriptor == &core_ml__specification__milblock__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t core_ml__specification__milblock__pack
+                     (const CoreML__Specification__MILBlock *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &core_ml__specification__milblock__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t core_ml__specification__milblock__pack_to_buffer
+                     (const CoreML__Specification__MILBlock *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &core_ml__specification__milblock__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+CoreML__Specification__MILBlock *
+       core_ml__specification__milblock__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (CoreML__Specification__MILBlock *)
+     protobuf_c_message_unpack (&core_ml__specification__milblock__descriptor,
+                                allocator, len, data);
+}
+void   core_ml__specification__milblock__free_unpacked
+                     (CoreML__Specification__MILBlock *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &core_ml__specification__milblock__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   core_ml__specification__milargument__binding__init
+                     (CoreML__Specification__MILArgument__Binding         *message)
+{
+  static const CoreML__Specification__MILArgument__Binding init_value = CORE_ML__SPECIFICATION__MILARGUMENT__BINDING__INIT;
+  *message = init_value;
+}
+void   core_ml__specification__milargument__init
+                     (CoreML__Specification__MILArgument         *message)
+{
+  static const CoreML__Specification__MILArgument init_value = CORE_ML__SPECIFICATION__MILARGUMENT__INIT;
+  *message = init_value;
+}
+size_t core_ml__specification__milargument__get_packed_size
+                     (const CoreML__Specification__MILArgument *message)
+{
+  assert(message->base.descriptor == &core_ml__specification__milargument__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t core_ml__specification__milargument__pack
+                     (const CoreML__Specification__MILArgument *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &core_ml__specification__milargument__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t core_ml__specification__milargument__pack_to_buffer
+                     (const CoreML__Specification__MILArgument *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &core_ml__specification__milargument__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+CoreML__Specification__MILArgument *
+       core_ml__specification__milargument__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (CoreML__Specification__MILArgument *)
+     protobuf_c_message_unpack (&core_ml__specification__milargument__descriptor,
+                                allocator, len, data);
+}
+void   core_ml__specification__milargument__free_unpacked
+                     (CoreML__Specification__MILArgument *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &core_ml__specification__milargument__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   core_ml__specification__miloperation__inputs_entry__init
+                     (CoreML__Specification__MILOperation__InputsEntry         *message)
+{
+  static const CoreML__Specification__MILOperation__InputsEntry init_value = CORE_ML__SPECIFICATION__MILOPERATION__INPUTS_ENTRY__INIT;
+  *message = init_value;
+}
+void   core_ml__specification__miloperation__attributes_entry__init
+                     (CoreML__Specification__MILOperation__AttributesEntry         *message)
+{
+  static const CoreML__Specification__MILOperation__AttributesEntry init_value = CORE_ML__SPECIFICATION__MILOPERATION__ATTRIBUTES_ENTRY__INIT;
+  *message = init_value;
+}
+void   core_ml__specification__miloperation__init
+                     (CoreML__Specification__MILOperation         *message)
+{
+  static const CoreML__Specification__MILOperation init_value = CORE_ML__SPECIFICATION__MILOPERATION__INIT;
+  *message = init_value;
+}
+size_t core_ml__specification__miloperation__get_packed_size
+                     (const CoreML__Specification__MILOperation *message)
+{
+  assert(message->base.descriptor == &core_ml__specification__miloperation__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t core_ml__specification__miloperation__pack
+                     (const CoreML__Specification__MILOperation *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &core_ml__specification__miloperation__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t core_ml__specification__miloperation__pack_to_buffer
+                     (const CoreML__Specification__MILOperation *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &core_ml__specification__miloperation__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+CoreML__Specification__MILOperation *
+       core_ml__specification__miloperation__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (CoreML__Specification__MILOperation *)
+     protobuf_c_message_unpack (&core_ml__specification__miloperation__descriptor,
+                                allocator, len, data);
+}
+void   core_ml__specification__miloperation__free_unpacked
+                     (CoreML__Specification__MILOperation *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &core_ml__specification__miloperation__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   core_ml__specification__milnamed_value_type__init
+                     (CoreML__Specification__MILNamedValueType         *message)
+{
+  static const CoreML__Specification__MILNamedValueType init_value = CORE_ML__SPECIFICATION__MILNAMED_VALUE_TYPE__INIT;
+  *message = init_value;
+}
+size_t core_ml__specification__milnamed_value_type__get_packed_size
+                     (const CoreML__Specification__MILNamedValueType *message)
+{
+  assert(message->base.descriptor == &core_ml__specification__milnamed_value_type__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t core_ml__specification__milnamed_value_type__pack
+                     (const CoreML__Specification__MILNamedValueType *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &core_ml__specification__milnamed_value_type__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t core_ml__specification__milnamed_value_type__pack_to_buffer
+                     (const CoreML__Specification__MILNamedValueType *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &core_ml__specification__milnamed_value_type__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+CoreML__Specification__MILNamedValueType *
+       core_ml__specification__milnamed_value_type__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (CoreML__Specification__MILNamedValueType *)
+     protobuf_c_message_unpack (&core_ml__specification__milnamed_value_type__descriptor,
+                                allocator, len, data);
+}
+void   core_ml__specification__milnamed_value_type__free_unpacked
+                     (CoreML__Specification__MILNamedValueType *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &core_ml__specification__milnamed_value_type__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   core_ml__specification__milvalue_type__init
+                     (CoreML__Specification__MILValueType         *message)
+{
+  static const CoreML__Specification__MILValueType init_value = CORE_ML__SPECIFICATION__MILVALUE_TYPE__INIT;
+  *message = init_value;
+}
+size_t core_ml__specification__milvalue_type__get_packed_size
+                     (const CoreML__Specification__MILValueType *message)
+{
+  assert(message->base.descriptor == &core_ml__specification__milvalue_type__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t core_ml__specification__milvalue_type__pack
+                     (const CoreML__Specification__MILValueType *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &core_ml__specification__milvalue_type__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t core_ml__specification__milvalue_type__pack_to_buffer
+                     (const CoreML__Specification__MILValueType *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &core_ml__specification__milvalue_type__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+CoreML__Specification__MILValueType *
+       core_ml__specification__milvalue_type__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (CoreML__Specification__MILValueType *)
+     protobuf_c_message_unpack (&core_ml__specification__milvalue_type__descriptor,
+                                allocator, len, data);
+}
+void   core_ml__specification__milvalue_type__free_unpacked
+                     (CoreML__Specification__MILValueType *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &core_ml__specification__milvalue_type__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   core_ml__specification__miltensor_type__init
+                     (CoreML__Specification__MILTensorType         *message)
+{
+  static const CoreML__Specification__MILTensorType init_value = CORE_ML__SPECIFICATION__MILTENSOR_TYPE__INIT;
+  *message = init_value;
+}
+size_t core_ml__specification__miltensor_type__get_packed_size
+                     (const CoreML__Specification__MILTensorType *message)
+{
+  assert(message->base.descriptor == &core_ml__specification__miltensor_type__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t core_ml__specification__miltensor_type__pack
+                     (const CoreML__Specification__MILTensorType *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &core_ml__specification__miltensor_type__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t core_ml__specification__miltensor_type__pack_to_buffer
+                     (const CoreML__Specification__MILTensorType *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &core_ml__specification__miltensor_type__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+CoreML__Specification__MILTensorType *
+       core_ml__specification__miltensor_type__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (CoreML__Specification__MILTensorType *)
+     protobuf_c_message_unpack (&core_ml__specification__miltensor_type__descriptor,
+                                allocator, len, data);
+}
+void   core_ml__specification__miltensor_type__free_unpacked
+                     (CoreML__Specification__MILTensorType *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &core_ml__specification__miltensor_type__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   core_ml__specification__mildimension__constant_dimension__init
+                     (CoreML__Specification__MILDimension__ConstantDimension         *message)
+{
+  static const CoreML__Specification__MILDimension__ConstantDimension init_value = CORE_ML__SPECIFICATION__MILDIMENSION__CONSTANT_DIMENSION__INIT;
+  *message = init_value;
+}
+void   core_ml__specification__mildimension__unknown_dimension__init
+                     (CoreML__Specification__MILDimension__UnknownDimension         *message)
+{
+  static const CoreML__Specification__MILDimension__UnknownDimension init_value = CORE_ML__SPECIFICATION__MILDIMENSION__UNKNOWN_DIMENSION__INIT;
+  *message = init_value;
+}
+void   core_ml__specification__mildimension__init
+                     (CoreML__Specification__MILDimension         *message)
+{
+  static const CoreML__Specification__MILDimension init_value = CORE_ML__SPECIFICATION__MILDIMENSION__INIT;
+  *message = init_value;
+}
+size_t core_ml__specification__mildimension__get_packed_size
+                     (const CoreML__Specification__MILDimension *message)
+{
+  assert(message->base.descriptor == &core_ml__specification__mildimension__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t core_ml__specification__mildimension__pack
+                     (const CoreML__Specification__MILDimension *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &core_ml__specification__mildimension__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t core_ml__specification__mildimension__pack_to_buffer
+                     (const CoreML__Specification__MILDimension *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &core_ml__specification__mildimension__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+CoreML__Specification__MILDimension *
+       core_ml__specification__mildimension__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (CoreML__Specification__MILDimension *)
+     protobuf_c_message_unpack (&core_ml__specification__mildimension__descriptor,
+                                allocator, len, data);
+}
+void   core_ml__specification__mildimension__free_unpacked
+                     (CoreML__Specification__MILDimension *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &core_ml__specification__mildimension__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   core_ml__specification__milvalue__immediate_value__init
+                     (CoreML__Specification__MILValue__ImmediateValue         *message)
+{
+  static const CoreML__Specification__MILValue__ImmediateValue init_value = CORE_ML__SPECIFICATION__MILVALUE__IMMEDIATE_VALUE__INIT;
+  *message = init_value;
+}
+void   core_ml__specification__milvalue__blob_file_value__init
+                     (CoreML__Specification__MILValue__BlobFileValue         *message)
+{
+  static const CoreML__Specification__MILValue__BlobFileValue init_value = CORE_ML__SPECIFICATION__MILVALUE__BLOB_FILE_VALUE__INIT;
+  *message = init_value;
+}
+void   core_ml__specification__milvalue__init
+                     (CoreML__Specification__MILValue         *message)
+{
+  static const CoreML__Specification__MILValue init_value = CORE_ML__SPECIFICATION__MILVALUE__INIT;
+  *message = init_value;
+}
+size_t core_ml__specification__milvalue__get_packed_size
+                     (const CoreML__Specification__MILValue *message)
+{
+  assert(message->base.descriptor == &core_ml__specification__milvalue__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t core_ml__specification__milvalue__pack
+                     (const CoreML__Specification__MILValue *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &core_ml__specification__milvalue__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t core_ml__specification__milvalue__pack_to_buffer
+                     (const CoreML__Specification__MILValue *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &core_ml__specification__milvalue__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+CoreML__Specification__MILValue *
+       core_ml__specification__milvalue__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (CoreML__Specification__MILValue *)
+     protobuf_c_message_unpack (&core_ml__specification__milvalue__descriptor,
+                                allocator, len, data);
+}
+void   core_ml__specification__milvalue__free_unpacked
+                     (CoreML__Specification__MILValue *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &core_ml__specification__milvalue__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   core_ml__specification__miltensor_value__repeated_floats__init
+                     (CoreML__Specification__MILTensorValue__RepeatedFloats         *message)
+{
+  static const CoreML__Specification__MILTensorValue__RepeatedFloats init_value = CORE_ML__SPECIFICATION__MILTENSOR_VALUE__REPEATED_FLOATS__INIT;
+  *message = init_value;
+}
+void   core_ml__specification__miltensor_value__repeated_doubles__init
+                     (CoreML__Specification__MILTensorValue__RepeatedDoubles         *message)
+{
+  static const CoreML__Specification__MILTensorValue__RepeatedDoubles init_value = CORE_ML__SPECIFICATION__MILTENSOR_VALUE__REPEATED_DOUBLES__INIT;
+  *message = init_value;
+}
+void   core_ml__specification__miltensor_value__repeated_ints__init
+                     (CoreML__Specification__MILTensorValue__RepeatedInts         *message)
+{
+  static const CoreML__Specification__MILTensorValue__RepeatedInts init_value = CORE_ML__SPECIFICATION__MILTENSOR_VALUE__REPEATED_INTS__INIT;
+  *message = init_value;
+}
+void   core_ml__specification__miltensor_value__repeated_long_ints__init
+                     (CoreML__Specification__MILTensorValue__RepeatedLongInts         *message)
+{
+  static const CoreML__Specification__MILTensorValue__RepeatedLongInts init_value = CORE_ML__SPECIFICATION__MILTENSOR_VALUE__REPEATED_LONG_INTS__INIT;
+  *message = init_value;
+}
+void   core_ml__specification__miltensor_value__repeated_bools__init
+                     (CoreML__Specification__MILTensorValue__RepeatedBools         *message)
+{
+  static const CoreML__Specification__MILTensorValue__RepeatedBools init_value = CORE_ML__SPECIFICATION__MILTENSOR_VALUE__REPEATED_BOOLS__INIT;
+  *message = init_value;
+}
+void   core_ml__specification__miltensor_value__repeated_strings__init
+                     (CoreML__Specification__MILTensorValue__RepeatedStrings         *message)
+{
+  static const CoreML__Specification__MILTensorValue__RepeatedStrings init_value = CORE_ML__SPECIFICATION__MILTENSOR_VALUE__REPEATED_STRINGS__INIT;
+  *message = init_value;
+}
+void   core_ml__specification__miltensor_value__repeated_bytes__init
+                     (CoreML__Specification__MILTensorValue__RepeatedBytes         *message)
+{
+  static const CoreML__Specification__MILTensorValue__RepeatedBytes init_value = CORE_ML__SPECIFICATION__MILTENSOR_VALUE__REPEATED_BYTES__INIT;
+  *message = init_value;
+}
+void   core_ml__specification__miltensor_value__init
+                     (CoreML__Specification__MILTensorValue         *message)
+{
+  static const CoreML__Specification__MILTensorValue init_value = CORE_ML__SPECIFICATION__MILTENSOR_VALUE__INIT;
+  *message = init_value;
+}
+size_t core_ml__specification__miltensor_value__get_packed_size
+                     (const CoreML__Specification__MILTensorValue *message)
+{
+  assert(message->base.descriptor == &core_ml__specification__miltensor_value__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t core_ml__specification__miltensor_value__pack
+                     (const CoreML__Specification__MILTensorValue *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &core_ml__specification__miltensor_value__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t core_ml__specification__miltensor_value__pack_to_buffer
+                     (const CoreML__Specification__MILTensorValue *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &core_ml__specification__miltensor_value__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+CoreML__Specification__MILTensorValue *
+       core_ml__specification__miltensor_value__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (CoreML__Specification__MILTensorValue *)
+     protobuf_c_message_unpack (&core_ml__specification__miltensor_value__descriptor,
+                                allocator, len, data);
+}
+void   core_ml__specification__miltensor_value__free_unpacked
+                     (CoreML__Specification__MILTensorValue *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &core_ml__specification__miltensor_value__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+static const ProtobufCFieldDescriptor core_ml__specification__model__field_descriptors[10] =
 {
   {
     "specificationVersion",
@@ -2084,6 +4256,54 @@ static const ProtobufCFieldDescriptor core_ml__specification__model__field_descr
     0,   /* quantifier_offset */
     offsetof(CoreML__Specification__Model, description),
     &core_ml__specification__model_description__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "pipelineClassifier",
+    200,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__Model, pipelineclassifier),
+    &core_ml__specification__pipeline_classifier__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "pipelineRegressor",
+    201,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__Model, pipelineregressor),
+    &core_ml__specification__pipeline_regressor__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "pipeline",
+    202,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__Model, pipeline),
+    &core_ml__specification__pipeline__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "neuralNetworkRegressor",
+    303,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__Model, neuralnetworkregressor),
+    &core_ml__specification__neural_network_regressor__descriptor,
     NULL,
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
@@ -2112,19 +4332,53 @@ static const ProtobufCFieldDescriptor core_ml__specification__model__field_descr
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "mlProgram",
+    502,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__Model, mlprogram),
+    &core_ml__specification__milprogram__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "nonMaximumSuppression",
+    610,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__Model, nonmaximumsuppression),
+    &core_ml__specification__non_maximum_suppression__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned core_ml__specification__model__field_indices_by_name[] = {
   1,   /* field[1] = description */
-  3,   /* field[3] = neuralNetwork */
-  2,   /* field[2] = neuralNetworkClassifier */
+  8,   /* field[8] = mlProgram */
+  7,   /* field[7] = neuralNetwork */
+  6,   /* field[6] = neuralNetworkClassifier */
+  5,   /* field[5] = neuralNetworkRegressor */
+  9,   /* field[9] = nonMaximumSuppression */
+  4,   /* field[4] = pipeline */
+  2,   /* field[2] = pipelineClassifier */
+  3,   /* field[3] = pipelineRegressor */
   0,   /* field[0] = specificationVersion */
 };
-static const ProtobufCIntRange core_ml__specification__model__number_ranges[3 + 1] =
+static const ProtobufCIntRange core_ml__specification__model__number_ranges[7 + 1] =
 {
   { 1, 0 },
-  { 403, 2 },
-  { 500, 3 },
-  { 0, 4 }
+  { 200, 2 },
+  { 303, 5 },
+  { 403, 6 },
+  { 500, 7 },
+  { 502, 8 },
+  { 610, 9 },
+  { 0, 10 }
 };
 const ProtobufCMessageDescriptor core_ml__specification__model__descriptor =
 {
@@ -2134,11 +4388,348 @@ const ProtobufCMessageDescriptor core_ml__specification__model__descriptor =
   "CoreML__Specification__Model",
   "CoreML.Specification",
   sizeof(CoreML__Specification__Model),
-  4,
+  10,
   core_ml__specification__model__field_descriptors,
   core_ml__specification__model__field_indices_by_name,
-  3,  core_ml__specification__model__number_ranges,
+  7,  core_ml__specification__model__number_ranges,
   (ProtobufCMessageInit) core_ml__specification__model__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor core_ml__specification__pipeline__field_descriptors[2] =
+{
+  {
+    "models",
+    1,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(CoreML__Specification__Pipeline, n_models),
+    offsetof(CoreML__Specification__Pipeline, models),
+    &core_ml__specification__model__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "names",
+    2,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_STRING,
+    offsetof(CoreML__Specification__Pipeline, n_names),
+    offsetof(CoreML__Specification__Pipeline, names),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned core_ml__specification__pipeline__field_indices_by_name[] = {
+  0,   /* field[0] = models */
+  1,   /* field[1] = names */
+};
+static const ProtobufCIntRange core_ml__specification__pipeline__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor core_ml__specification__pipeline__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "CoreML.Specification.Pipeline",
+  "Pipeline",
+  "CoreML__Specification__Pipeline",
+  "CoreML.Specification",
+  sizeof(CoreML__Specification__Pipeline),
+  2,
+  core_ml__specification__pipeline__field_descriptors,
+  core_ml__specification__pipeline__field_indices_by_name,
+  1,  core_ml__specification__pipeline__number_ranges,
+  (ProtobufCMessageInit) core_ml__specification__pipeline__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor core_ml__specification__pipeline_classifier__field_descriptors[1] =
+{
+  {
+    "pipeline",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__PipelineClassifier, pipeline),
+    &core_ml__specification__pipeline__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned core_ml__specification__pipeline_classifier__field_indices_by_name[] = {
+  0,   /* field[0] = pipeline */
+};
+static const ProtobufCIntRange core_ml__specification__pipeline_classifier__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor core_ml__specification__pipeline_classifier__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "CoreML.Specification.PipelineClassifier",
+  "PipelineClassifier",
+  "CoreML__Specification__PipelineClassifier",
+  "CoreML.Specification",
+  sizeof(CoreML__Specification__PipelineClassifier),
+  1,
+  core_ml__specification__pipeline_classifier__field_descriptors,
+  core_ml__specification__pipeline_classifier__field_indices_by_name,
+  1,  core_ml__specification__pipeline_classifier__number_ranges,
+  (ProtobufCMessageInit) core_ml__specification__pipeline_classifier__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor core_ml__specification__pipeline_regressor__field_descriptors[1] =
+{
+  {
+    "pipeline",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__PipelineRegressor, pipeline),
+    &core_ml__specification__pipeline__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned core_ml__specification__pipeline_regressor__field_indices_by_name[] = {
+  0,   /* field[0] = pipeline */
+};
+static const ProtobufCIntRange core_ml__specification__pipeline_regressor__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor core_ml__specification__pipeline_regressor__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "CoreML.Specification.PipelineRegressor",
+  "PipelineRegressor",
+  "CoreML__Specification__PipelineRegressor",
+  "CoreML.Specification",
+  sizeof(CoreML__Specification__PipelineRegressor),
+  1,
+  core_ml__specification__pipeline_regressor__field_descriptors,
+  core_ml__specification__pipeline_regressor__field_indices_by_name,
+  1,  core_ml__specification__pipeline_regressor__number_ranges,
+  (ProtobufCMessageInit) core_ml__specification__pipeline_regressor__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor core_ml__specification__non_maximum_suppression__pick_top__field_descriptors[1] =
+{
+  {
+    "perClass",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__NonMaximumSuppression__PickTop, perclass),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned core_ml__specification__non_maximum_suppression__pick_top__field_indices_by_name[] = {
+  0,   /* field[0] = perClass */
+};
+static const ProtobufCIntRange core_ml__specification__non_maximum_suppression__pick_top__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor core_ml__specification__non_maximum_suppression__pick_top__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "CoreML.Specification.NonMaximumSuppression.PickTop",
+  "PickTop",
+  "CoreML__Specification__NonMaximumSuppression__PickTop",
+  "CoreML.Specification",
+  sizeof(CoreML__Specification__NonMaximumSuppression__PickTop),
+  1,
+  core_ml__specification__non_maximum_suppression__pick_top__field_descriptors,
+  core_ml__specification__non_maximum_suppression__pick_top__field_indices_by_name,
+  1,  core_ml__specification__non_maximum_suppression__pick_top__number_ranges,
+  (ProtobufCMessageInit) core_ml__specification__non_maximum_suppression__pick_top__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor core_ml__specification__non_maximum_suppression__field_descriptors[11] =
+{
+  {
+    "pickTop",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__NonMaximumSuppression, picktop),
+    &core_ml__specification__non_maximum_suppression__pick_top__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "stringClassLabels",
+    100,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__NonMaximumSuppression, stringclasslabels),
+    &core_ml__specification__string_vector__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "int64ClassLabels",
+    101,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__NonMaximumSuppression, int64classlabels),
+    &core_ml__specification__int64_vector__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "iouThreshold",
+    110,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_DOUBLE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__NonMaximumSuppression, iouthreshold),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "confidenceThreshold",
+    111,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_DOUBLE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__NonMaximumSuppression, confidencethreshold),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "confidenceInputFeatureName",
+    200,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__NonMaximumSuppression, confidenceinputfeaturename),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "coordinatesInputFeatureName",
+    201,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__NonMaximumSuppression, coordinatesinputfeaturename),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "iouThresholdInputFeatureName",
+    202,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__NonMaximumSuppression, iouthresholdinputfeaturename),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "confidenceThresholdInputFeatureName",
+    203,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__NonMaximumSuppression, confidencethresholdinputfeaturename),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "confidenceOutputFeatureName",
+    210,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__NonMaximumSuppression, confidenceoutputfeaturename),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "coordinatesOutputFeatureName",
+    211,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__NonMaximumSuppression, coordinatesoutputfeaturename),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned core_ml__specification__non_maximum_suppression__field_indices_by_name[] = {
+  5,   /* field[5] = confidenceInputFeatureName */
+  9,   /* field[9] = confidenceOutputFeatureName */
+  4,   /* field[4] = confidenceThreshold */
+  8,   /* field[8] = confidenceThresholdInputFeatureName */
+  6,   /* field[6] = coordinatesInputFeatureName */
+  10,   /* field[10] = coordinatesOutputFeatureName */
+  2,   /* field[2] = int64ClassLabels */
+  3,   /* field[3] = iouThreshold */
+  7,   /* field[7] = iouThresholdInputFeatureName */
+  0,   /* field[0] = pickTop */
+  1,   /* field[1] = stringClassLabels */
+};
+static const ProtobufCIntRange core_ml__specification__non_maximum_suppression__number_ranges[5 + 1] =
+{
+  { 1, 0 },
+  { 100, 1 },
+  { 110, 3 },
+  { 200, 5 },
+  { 210, 9 },
+  { 0, 11 }
+};
+const ProtobufCMessageDescriptor core_ml__specification__non_maximum_suppression__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "CoreML.Specification.NonMaximumSuppression",
+  "NonMaximumSuppression",
+  "CoreML__Specification__NonMaximumSuppression",
+  "CoreML.Specification",
+  sizeof(CoreML__Specification__NonMaximumSuppression),
+  11,
+  core_ml__specification__non_maximum_suppression__field_descriptors,
+  core_ml__specification__non_maximum_suppression__field_indices_by_name,
+  5,  core_ml__specification__non_maximum_suppression__number_ranges,
+  (ProtobufCMessageInit) core_ml__specification__non_maximum_suppression__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
 static const ProtobufCFieldDescriptor core_ml__specification__model_description__field_descriptors[5] =
@@ -2822,7 +5413,7 @@ const ProtobufCMessageDescriptor core_ml__specification__int64_vector__descripto
   (ProtobufCMessageInit) core_ml__specification__int64_vector__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor core_ml__specification__neural_network__field_descriptors[2] =
+static const ProtobufCFieldDescriptor core_ml__specification__neural_network__field_descriptors[4] =
 {
   {
     "layers",
@@ -2848,15 +5439,42 @@ static const ProtobufCFieldDescriptor core_ml__specification__neural_network__fi
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "arrayInputShapeMapping",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT32,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__NeuralNetwork, arrayinputshapemapping),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "imageInputShapeMapping",
+    6,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT32,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__NeuralNetwork, imageinputshapemapping),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned core_ml__specification__neural_network__field_indices_by_name[] = {
+  2,   /* field[2] = arrayInputShapeMapping */
+  3,   /* field[3] = imageInputShapeMapping */
   0,   /* field[0] = layers */
   1,   /* field[1] = preprocessing */
 };
-static const ProtobufCIntRange core_ml__specification__neural_network__number_ranges[1 + 1] =
+static const ProtobufCIntRange core_ml__specification__neural_network__number_ranges[2 + 1] =
 {
   { 1, 0 },
-  { 0, 2 }
+  { 5, 2 },
+  { 0, 4 }
 };
 const ProtobufCMessageDescriptor core_ml__specification__neural_network__descriptor =
 {
@@ -2866,14 +5484,92 @@ const ProtobufCMessageDescriptor core_ml__specification__neural_network__descrip
   "CoreML__Specification__NeuralNetwork",
   "CoreML.Specification",
   sizeof(CoreML__Specification__NeuralNetwork),
-  2,
+  4,
   core_ml__specification__neural_network__field_descriptors,
   core_ml__specification__neural_network__field_indices_by_name,
-  1,  core_ml__specification__neural_network__number_ranges,
+  2,  core_ml__specification__neural_network__number_ranges,
   (ProtobufCMessageInit) core_ml__specification__neural_network__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor core_ml__specification__neural_network_classifier__field_descriptors[5] =
+static const ProtobufCFieldDescriptor core_ml__specification__neural_network_regressor__field_descriptors[4] =
+{
+  {
+    "layers",
+    1,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(CoreML__Specification__NeuralNetworkRegressor, n_layers),
+    offsetof(CoreML__Specification__NeuralNetworkRegressor, layers),
+    &core_ml__specification__neural_network_layer__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "preprocessing",
+    2,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(CoreML__Specification__NeuralNetworkRegressor, n_preprocessing),
+    offsetof(CoreML__Specification__NeuralNetworkRegressor, preprocessing),
+    &core_ml__specification__neural_network_preprocessing__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "arrayInputShapeMapping",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT32,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__NeuralNetworkRegressor, arrayinputshapemapping),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "imageInputShapeMapping",
+    6,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT32,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__NeuralNetworkRegressor, imageinputshapemapping),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned core_ml__specification__neural_network_regressor__field_indices_by_name[] = {
+  2,   /* field[2] = arrayInputShapeMapping */
+  3,   /* field[3] = imageInputShapeMapping */
+  0,   /* field[0] = layers */
+  1,   /* field[1] = preprocessing */
+};
+static const ProtobufCIntRange core_ml__specification__neural_network_regressor__number_ranges[2 + 1] =
+{
+  { 1, 0 },
+  { 5, 2 },
+  { 0, 4 }
+};
+const ProtobufCMessageDescriptor core_ml__specification__neural_network_regressor__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "CoreML.Specification.NeuralNetworkRegressor",
+  "NeuralNetworkRegressor",
+  "CoreML__Specification__NeuralNetworkRegressor",
+  "CoreML.Specification",
+  sizeof(CoreML__Specification__NeuralNetworkRegressor),
+  4,
+  core_ml__specification__neural_network_regressor__field_descriptors,
+  core_ml__specification__neural_network_regressor__field_indices_by_name,
+  2,  core_ml__specification__neural_network_regressor__number_ranges,
+  (ProtobufCMessageInit) core_ml__specification__neural_network_regressor__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor core_ml__specification__neural_network_classifier__field_descriptors[7] =
 {
   {
     "layers",
@@ -2895,6 +5591,30 @@ static const ProtobufCFieldDescriptor core_ml__specification__neural_network_cla
     offsetof(CoreML__Specification__NeuralNetworkClassifier, n_preprocessing),
     offsetof(CoreML__Specification__NeuralNetworkClassifier, preprocessing),
     &core_ml__specification__neural_network_preprocessing__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "arrayInputShapeMapping",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT32,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__NeuralNetworkClassifier, arrayinputshapemapping),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "imageInputShapeMapping",
+    6,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT32,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__NeuralNetworkClassifier, imageinputshapemapping),
+    NULL,
     NULL,
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
@@ -2937,18 +5657,21 @@ static const ProtobufCFieldDescriptor core_ml__specification__neural_network_cla
   },
 };
 static const unsigned core_ml__specification__neural_network_classifier__field_indices_by_name[] = {
-  3,   /* field[3] = int64ClassLabels */
-  4,   /* field[4] = labelProbabilityLayerName */
+  2,   /* field[2] = arrayInputShapeMapping */
+  3,   /* field[3] = imageInputShapeMapping */
+  5,   /* field[5] = int64ClassLabels */
+  6,   /* field[6] = labelProbabilityLayerName */
   0,   /* field[0] = layers */
   1,   /* field[1] = preprocessing */
-  2,   /* field[2] = stringClassLabels */
+  4,   /* field[4] = stringClassLabels */
 };
-static const ProtobufCIntRange core_ml__specification__neural_network_classifier__number_ranges[3 + 1] =
+static const ProtobufCIntRange core_ml__specification__neural_network_classifier__number_ranges[4 + 1] =
 {
   { 1, 0 },
-  { 100, 2 },
-  { 200, 4 },
-  { 0, 5 }
+  { 5, 2 },
+  { 100, 4 },
+  { 200, 6 },
+  { 0, 7 }
 };
 const ProtobufCMessageDescriptor core_ml__specification__neural_network_classifier__descriptor =
 {
@@ -2958,14 +5681,14 @@ const ProtobufCMessageDescriptor core_ml__specification__neural_network_classifi
   "CoreML__Specification__NeuralNetworkClassifier",
   "CoreML.Specification",
   sizeof(CoreML__Specification__NeuralNetworkClassifier),
-  5,
+  7,
   core_ml__specification__neural_network_classifier__field_descriptors,
   core_ml__specification__neural_network_classifier__field_indices_by_name,
-  3,  core_ml__specification__neural_network_classifier__number_ranges,
+  4,  core_ml__specification__neural_network_classifier__number_ranges,
   (ProtobufCMessageInit) core_ml__specification__neural_network_classifier__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor core_ml__specification__neural_network_preprocessing__field_descriptors[2] =
+static const ProtobufCFieldDescriptor core_ml__specification__neural_network_preprocessing__field_descriptors[3] =
 {
   {
     "featureName",
@@ -2991,16 +5714,29 @@ static const ProtobufCFieldDescriptor core_ml__specification__neural_network_pre
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "meanImage",
+    11,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__NeuralNetworkPreprocessing, meanimage),
+    &core_ml__specification__neural_network_mean_image__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned core_ml__specification__neural_network_preprocessing__field_indices_by_name[] = {
   0,   /* field[0] = featureName */
+  2,   /* field[2] = meanImage */
   1,   /* field[1] = scaler */
 };
 static const ProtobufCIntRange core_ml__specification__neural_network_preprocessing__number_ranges[2 + 1] =
 {
   { 1, 0 },
   { 10, 1 },
-  { 0, 2 }
+  { 0, 3 }
 };
 const ProtobufCMessageDescriptor core_ml__specification__neural_network_preprocessing__descriptor =
 {
@@ -3010,11 +5746,49 @@ const ProtobufCMessageDescriptor core_ml__specification__neural_network_preproce
   "CoreML__Specification__NeuralNetworkPreprocessing",
   "CoreML.Specification",
   sizeof(CoreML__Specification__NeuralNetworkPreprocessing),
-  2,
+  3,
   core_ml__specification__neural_network_preprocessing__field_descriptors,
   core_ml__specification__neural_network_preprocessing__field_indices_by_name,
   2,  core_ml__specification__neural_network_preprocessing__number_ranges,
   (ProtobufCMessageInit) core_ml__specification__neural_network_preprocessing__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor core_ml__specification__neural_network_mean_image__field_descriptors[1] =
+{
+  {
+    "meanImage",
+    1,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_FLOAT,
+    offsetof(CoreML__Specification__NeuralNetworkMeanImage, n_meanimage),
+    offsetof(CoreML__Specification__NeuralNetworkMeanImage, meanimage),
+    NULL,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_PACKED,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned core_ml__specification__neural_network_mean_image__field_indices_by_name[] = {
+  0,   /* field[0] = meanImage */
+};
+static const ProtobufCIntRange core_ml__specification__neural_network_mean_image__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor core_ml__specification__neural_network_mean_image__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "CoreML.Specification.NeuralNetworkMeanImage",
+  "NeuralNetworkMeanImage",
+  "CoreML__Specification__NeuralNetworkMeanImage",
+  "CoreML.Specification",
+  sizeof(CoreML__Specification__NeuralNetworkMeanImage),
+  1,
+  core_ml__specification__neural_network_mean_image__field_descriptors,
+  core_ml__specification__neural_network_mean_image__field_indices_by_name,
+  1,  core_ml__specification__neural_network_mean_image__number_ranges,
+  (ProtobufCMessageInit) core_ml__specification__neural_network_mean_image__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
 static const ProtobufCFieldDescriptor core_ml__specification__neural_network_image_scaler__field_descriptors[5] =
@@ -3109,7 +5883,7 @@ const ProtobufCMessageDescriptor core_ml__specification__neural_network_image_sc
   (ProtobufCMessageInit) core_ml__specification__neural_network_image_scaler__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor core_ml__specification__neural_network_layer__field_descriptors[17] =
+static const ProtobufCFieldDescriptor core_ml__specification__neural_network_layer__field_descriptors[39] =
 {
   {
     "name",
@@ -3232,6 +6006,30 @@ static const ProtobufCFieldDescriptor core_ml__specification__neural_network_lay
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
   {
+    "upsample",
+    210,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__NeuralNetworkLayer, upsample),
+    &core_ml__specification__upsample_layer_params__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "unary",
+    220,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__NeuralNetworkLayer, unary),
+    &core_ml__specification__unary_function_layer_params__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
     "add",
     230,
     PROTOBUF_C_LABEL_NONE,
@@ -3251,6 +6049,18 @@ static const ProtobufCFieldDescriptor core_ml__specification__neural_network_lay
     0,   /* quantifier_offset */
     offsetof(CoreML__Specification__NeuralNetworkLayer, multiply),
     &core_ml__specification__multiply_layer_params__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "average",
+    240,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__NeuralNetworkLayer, average),
+    &core_ml__specification__average_layer_params__descriptor,
     NULL,
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
@@ -3280,6 +6090,54 @@ static const ProtobufCFieldDescriptor core_ml__specification__neural_network_lay
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
   {
+    "max",
+    260,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__NeuralNetworkLayer, max),
+    &core_ml__specification__max_layer_params__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "min",
+    261,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__NeuralNetworkLayer, min),
+    &core_ml__specification__min_layer_params__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "loadConstant",
+    290,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__NeuralNetworkLayer, loadconstant),
+    &core_ml__specification__load_constant_layer_params__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "reshape",
+    300,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__NeuralNetworkLayer, reshape),
+    &core_ml__specification__reshape_layer_params__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
     "flatten",
     301,
     PROTOBUF_C_LABEL_NONE,
@@ -3287,6 +6145,18 @@ static const ProtobufCFieldDescriptor core_ml__specification__neural_network_lay
     0,   /* quantifier_offset */
     offsetof(CoreML__Specification__NeuralNetworkLayer, flatten),
     &core_ml__specification__flatten_layer_params__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "permute",
+    310,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__NeuralNetworkLayer, permute),
+    &core_ml__specification__permute_layer_params__descriptor,
     NULL,
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
@@ -3315,27 +6185,217 @@ static const ProtobufCFieldDescriptor core_ml__specification__neural_network_lay
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "addBroadcastable",
+    880,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__NeuralNetworkLayer, addbroadcastable),
+    &core_ml__specification__add_broadcastable_layer_params__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "divideBroadcastable",
+    890,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__NeuralNetworkLayer, dividebroadcastable),
+    &core_ml__specification__divide_broadcastable_layer_params__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "multiplyBroadcastable",
+    900,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__NeuralNetworkLayer, multiplybroadcastable),
+    &core_ml__specification__multiply_broadcastable_layer_params__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "subtractBroadcastable",
+    905,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__NeuralNetworkLayer, subtractbroadcastable),
+    &core_ml__specification__subtract_broadcastable_layer_params__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "softmaxND",
+    950,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__NeuralNetworkLayer, softmaxnd),
+    &core_ml__specification__softmax_ndlayer_params__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "concatND",
+    980,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__NeuralNetworkLayer, concatnd),
+    &core_ml__specification__concat_ndlayer_params__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "transpose",
+    985,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__NeuralNetworkLayer, transpose),
+    &core_ml__specification__transpose_layer_params__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "loadConstantND",
+    1070,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__NeuralNetworkLayer, loadconstantnd),
+    &core_ml__specification__load_constant_ndlayer_params__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "squeeze",
+    1120,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__NeuralNetworkLayer, squeeze),
+    &core_ml__specification__squeeze_layer_params__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "expandDims",
+    1125,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__NeuralNetworkLayer, expanddims),
+    &core_ml__specification__expand_dims_layer_params__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "flattenTo2D",
+    1130,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__NeuralNetworkLayer, flattento2d),
+    &core_ml__specification__flatten_to2_dlayer_params__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "reshapeStatic",
+    1140,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__NeuralNetworkLayer, reshapestatic),
+    &core_ml__specification__reshape_static_layer_params__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "reduceMean",
+    1280,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__NeuralNetworkLayer, reducemean),
+    &core_ml__specification__reduce_mean_layer_params__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "clampedReLU",
+    1460,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__NeuralNetworkLayer, clampedrelu),
+    &core_ml__specification__clamped_re_lulayer_params__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned core_ml__specification__neural_network_layer__field_indices_by_name[] = {
   5,   /* field[5] = activation */
-  10,   /* field[10] = add */
+  12,   /* field[12] = add */
+  25,   /* field[25] = addBroadcastable */
+  14,   /* field[14] = average */
   7,   /* field[7] = batchnorm */
-  13,   /* field[13] = bias */
-  16,   /* field[16] = clip */
-  15,   /* field[15] = concat */
+  16,   /* field[16] = bias */
+  38,   /* field[38] = clampedReLU */
+  24,   /* field[24] = clip */
+  23,   /* field[23] = concat */
+  30,   /* field[30] = concatND */
   3,   /* field[3] = convolution */
-  14,   /* field[14] = flatten */
+  26,   /* field[26] = divideBroadcastable */
+  34,   /* field[34] = expandDims */
+  21,   /* field[21] = flatten */
+  35,   /* field[35] = flattenTo2D */
   6,   /* field[6] = innerProduct */
   1,   /* field[1] = input */
-  11,   /* field[11] = multiply */
+  19,   /* field[19] = loadConstant */
+  32,   /* field[32] = loadConstantND */
+  17,   /* field[17] = max */
+  18,   /* field[18] = min */
+  13,   /* field[13] = multiply */
+  27,   /* field[27] = multiplyBroadcastable */
   0,   /* field[0] = name */
   2,   /* field[2] = output */
   9,   /* field[9] = padding */
+  22,   /* field[22] = permute */
   4,   /* field[4] = pooling */
-  12,   /* field[12] = scale */
+  37,   /* field[37] = reduceMean */
+  20,   /* field[20] = reshape */
+  36,   /* field[36] = reshapeStatic */
+  15,   /* field[15] = scale */
   8,   /* field[8] = softmax */
+  29,   /* field[29] = softmaxND */
+  33,   /* field[33] = squeeze */
+  28,   /* field[28] = subtractBroadcastable */
+  31,   /* field[31] = transpose */
+  11,   /* field[11] = unary */
+  10,   /* field[10] = upsample */
 };
-static const ProtobufCIntRange core_ml__specification__neural_network_layer__number_ranges[14 + 1] =
+static const ProtobufCIntRange core_ml__specification__neural_network_layer__number_ranges[34 + 1] =
 {
   { 1, 0 },
   { 100, 3 },
@@ -3345,13 +6405,33 @@ static const ProtobufCIntRange core_ml__specification__neural_network_layer__num
   { 160, 7 },
   { 175, 8 },
   { 200, 9 },
-  { 230, 10 },
-  { 245, 12 },
-  { 250, 13 },
-  { 301, 14 },
-  { 320, 15 },
-  { 660, 16 },
-  { 0, 17 }
+  { 210, 10 },
+  { 220, 11 },
+  { 230, 12 },
+  { 240, 14 },
+  { 245, 15 },
+  { 250, 16 },
+  { 260, 17 },
+  { 290, 19 },
+  { 300, 20 },
+  { 310, 22 },
+  { 320, 23 },
+  { 660, 24 },
+  { 880, 25 },
+  { 890, 26 },
+  { 900, 27 },
+  { 905, 28 },
+  { 950, 29 },
+  { 980, 30 },
+  { 985, 31 },
+  { 1070, 32 },
+  { 1120, 33 },
+  { 1125, 34 },
+  { 1130, 35 },
+  { 1140, 36 },
+  { 1280, 37 },
+  { 1460, 38 },
+  { 0, 39 }
 };
 const ProtobufCMessageDescriptor core_ml__specification__neural_network_layer__descriptor =
 {
@@ -3361,10 +6441,10 @@ const ProtobufCMessageDescriptor core_ml__specification__neural_network_layer__d
   "CoreML__Specification__NeuralNetworkLayer",
   "CoreML.Specification",
   sizeof(CoreML__Specification__NeuralNetworkLayer),
-  17,
+  39,
   core_ml__specification__neural_network_layer__field_descriptors,
   core_ml__specification__neural_network_layer__field_indices_by_name,
-  14,  core_ml__specification__neural_network_layer__number_ranges,
+  34,  core_ml__specification__neural_network_layer__number_ranges,
   (ProtobufCMessageInit) core_ml__specification__neural_network_layer__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
@@ -3817,7 +6897,7 @@ const ProtobufCMessageDescriptor core_ml__specification__valid_padding__descript
   (ProtobufCMessageInit) core_ml__specification__valid_padding__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor core_ml__specification__convolution_layer_params__field_descriptors[12] =
+static const ProtobufCFieldDescriptor core_ml__specification__convolution_layer_params__field_descriptors[13] =
 {
   {
     "outputChannels",
@@ -3963,6 +7043,18 @@ static const ProtobufCFieldDescriptor core_ml__specification__convolution_layer_
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "outputShape",
+    100,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_UINT64,
+    offsetof(CoreML__Specification__ConvolutionLayerParams, n_outputshape),
+    offsetof(CoreML__Specification__ConvolutionLayerParams, outputshape),
+    NULL,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_PACKED,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned core_ml__specification__convolution_layer_params__field_indices_by_name[] = {
   11,   /* field[11] = bias */
@@ -3973,12 +7065,13 @@ static const unsigned core_ml__specification__convolution_layer_params__field_in
   3,   /* field[3] = kernelSize */
   2,   /* field[2] = nGroups */
   0,   /* field[0] = outputChannels */
+  12,   /* field[12] = outputShape */
   7,   /* field[7] = same */
   4,   /* field[4] = stride */
   6,   /* field[6] = valid */
   10,   /* field[10] = weights */
 };
-static const ProtobufCIntRange core_ml__specification__convolution_layer_params__number_ranges[9 + 1] =
+static const ProtobufCIntRange core_ml__specification__convolution_layer_params__number_ranges[10 + 1] =
 {
   { 1, 0 },
   { 10, 2 },
@@ -3989,7 +7082,8 @@ static const ProtobufCIntRange core_ml__specification__convolution_layer_params_
   { 60, 8 },
   { 70, 9 },
   { 90, 10 },
-  { 0, 12 }
+  { 100, 12 },
+  { 0, 13 }
 };
 const ProtobufCMessageDescriptor core_ml__specification__convolution_layer_params__descriptor =
 {
@@ -3999,10 +7093,10 @@ const ProtobufCMessageDescriptor core_ml__specification__convolution_layer_param
   "CoreML__Specification__ConvolutionLayerParams",
   "CoreML.Specification",
   sizeof(CoreML__Specification__ConvolutionLayerParams),
-  12,
+  13,
   core_ml__specification__convolution_layer_params__field_descriptors,
   core_ml__specification__convolution_layer_params__field_indices_by_name,
-  9,  core_ml__specification__convolution_layer_params__number_ranges,
+  10,  core_ml__specification__convolution_layer_params__number_ranges,
   (ProtobufCMessageInit) core_ml__specification__convolution_layer_params__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
@@ -4334,7 +7428,259 @@ const ProtobufCMessageDescriptor core_ml__specification__activation_sigmoid_hard
   (ProtobufCMessageInit) core_ml__specification__activation_sigmoid_hard__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor core_ml__specification__activation_params__field_descriptors[6] =
+static const ProtobufCFieldDescriptor core_ml__specification__activation_thresholded_re_lu__field_descriptors[1] =
+{
+  {
+    "alpha",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_FLOAT,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__ActivationThresholdedReLU, alpha),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned core_ml__specification__activation_thresholded_re_lu__field_indices_by_name[] = {
+  0,   /* field[0] = alpha */
+};
+static const ProtobufCIntRange core_ml__specification__activation_thresholded_re_lu__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor core_ml__specification__activation_thresholded_re_lu__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "CoreML.Specification.ActivationThresholdedReLU",
+  "ActivationThresholdedReLU",
+  "CoreML__Specification__ActivationThresholdedReLU",
+  "CoreML.Specification",
+  sizeof(CoreML__Specification__ActivationThresholdedReLU),
+  1,
+  core_ml__specification__activation_thresholded_re_lu__field_descriptors,
+  core_ml__specification__activation_thresholded_re_lu__field_indices_by_name,
+  1,  core_ml__specification__activation_thresholded_re_lu__number_ranges,
+  (ProtobufCMessageInit) core_ml__specification__activation_thresholded_re_lu__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor core_ml__specification__activation_pre_lu__field_descriptors[1] =
+{
+  {
+    "alpha",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__ActivationPReLU, alpha),
+    &core_ml__specification__weight_params__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned core_ml__specification__activation_pre_lu__field_indices_by_name[] = {
+  0,   /* field[0] = alpha */
+};
+static const ProtobufCIntRange core_ml__specification__activation_pre_lu__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor core_ml__specification__activation_pre_lu__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "CoreML.Specification.ActivationPReLU",
+  "ActivationPReLU",
+  "CoreML__Specification__ActivationPReLU",
+  "CoreML.Specification",
+  sizeof(CoreML__Specification__ActivationPReLU),
+  1,
+  core_ml__specification__activation_pre_lu__field_descriptors,
+  core_ml__specification__activation_pre_lu__field_indices_by_name,
+  1,  core_ml__specification__activation_pre_lu__number_ranges,
+  (ProtobufCMessageInit) core_ml__specification__activation_pre_lu__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor core_ml__specification__activation_scaled_tanh__field_descriptors[2] =
+{
+  {
+    "alpha",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_FLOAT,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__ActivationScaledTanh, alpha),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "beta",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_FLOAT,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__ActivationScaledTanh, beta),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned core_ml__specification__activation_scaled_tanh__field_indices_by_name[] = {
+  0,   /* field[0] = alpha */
+  1,   /* field[1] = beta */
+};
+static const ProtobufCIntRange core_ml__specification__activation_scaled_tanh__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor core_ml__specification__activation_scaled_tanh__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "CoreML.Specification.ActivationScaledTanh",
+  "ActivationScaledTanh",
+  "CoreML__Specification__ActivationScaledTanh",
+  "CoreML.Specification",
+  sizeof(CoreML__Specification__ActivationScaledTanh),
+  2,
+  core_ml__specification__activation_scaled_tanh__field_descriptors,
+  core_ml__specification__activation_scaled_tanh__field_indices_by_name,
+  1,  core_ml__specification__activation_scaled_tanh__number_ranges,
+  (ProtobufCMessageInit) core_ml__specification__activation_scaled_tanh__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor core_ml__specification__activation_elu__field_descriptors[1] =
+{
+  {
+    "alpha",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_FLOAT,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__ActivationELU, alpha),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned core_ml__specification__activation_elu__field_indices_by_name[] = {
+  0,   /* field[0] = alpha */
+};
+static const ProtobufCIntRange core_ml__specification__activation_elu__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor core_ml__specification__activation_elu__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "CoreML.Specification.ActivationELU",
+  "ActivationELU",
+  "CoreML__Specification__ActivationELU",
+  "CoreML.Specification",
+  sizeof(CoreML__Specification__ActivationELU),
+  1,
+  core_ml__specification__activation_elu__field_descriptors,
+  core_ml__specification__activation_elu__field_indices_by_name,
+  1,  core_ml__specification__activation_elu__number_ranges,
+  (ProtobufCMessageInit) core_ml__specification__activation_elu__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+#define core_ml__specification__activation_softsign__field_descriptors NULL
+#define core_ml__specification__activation_softsign__field_indices_by_name NULL
+#define core_ml__specification__activation_softsign__number_ranges NULL
+const ProtobufCMessageDescriptor core_ml__specification__activation_softsign__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "CoreML.Specification.ActivationSoftsign",
+  "ActivationSoftsign",
+  "CoreML__Specification__ActivationSoftsign",
+  "CoreML.Specification",
+  sizeof(CoreML__Specification__ActivationSoftsign),
+  0,
+  core_ml__specification__activation_softsign__field_descriptors,
+  core_ml__specification__activation_softsign__field_indices_by_name,
+  0,  core_ml__specification__activation_softsign__number_ranges,
+  (ProtobufCMessageInit) core_ml__specification__activation_softsign__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+#define core_ml__specification__activation_softplus__field_descriptors NULL
+#define core_ml__specification__activation_softplus__field_indices_by_name NULL
+#define core_ml__specification__activation_softplus__number_ranges NULL
+const ProtobufCMessageDescriptor core_ml__specification__activation_softplus__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "CoreML.Specification.ActivationSoftplus",
+  "ActivationSoftplus",
+  "CoreML__Specification__ActivationSoftplus",
+  "CoreML.Specification",
+  sizeof(CoreML__Specification__ActivationSoftplus),
+  0,
+  core_ml__specification__activation_softplus__field_descriptors,
+  core_ml__specification__activation_softplus__field_indices_by_name,
+  0,  core_ml__specification__activation_softplus__number_ranges,
+  (ProtobufCMessageInit) core_ml__specification__activation_softplus__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor core_ml__specification__activation_parametric_softplus__field_descriptors[2] =
+{
+  {
+    "alpha",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__ActivationParametricSoftplus, alpha),
+    &core_ml__specification__weight_params__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "beta",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__ActivationParametricSoftplus, beta),
+    &core_ml__specification__weight_params__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned core_ml__specification__activation_parametric_softplus__field_indices_by_name[] = {
+  0,   /* field[0] = alpha */
+  1,   /* field[1] = beta */
+};
+static const ProtobufCIntRange core_ml__specification__activation_parametric_softplus__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor core_ml__specification__activation_parametric_softplus__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "CoreML.Specification.ActivationParametricSoftplus",
+  "ActivationParametricSoftplus",
+  "CoreML__Specification__ActivationParametricSoftplus",
+  "CoreML.Specification",
+  sizeof(CoreML__Specification__ActivationParametricSoftplus),
+  2,
+  core_ml__specification__activation_parametric_softplus__field_descriptors,
+  core_ml__specification__activation_parametric_softplus__field_indices_by_name,
+  1,  core_ml__specification__activation_parametric_softplus__number_ranges,
+  (ProtobufCMessageInit) core_ml__specification__activation_parametric_softplus__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor core_ml__specification__activation_params__field_descriptors[13] =
 {
   {
     "linear",
@@ -4373,6 +7719,30 @@ static const ProtobufCFieldDescriptor core_ml__specification__activation_params_
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
   {
+    "thresholdedReLU",
+    20,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__ActivationParams, thresholdedrelu),
+    &core_ml__specification__activation_thresholded_re_lu__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "PReLU",
+    25,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__ActivationParams, prelu),
+    &core_ml__specification__activation_pre_lu__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
     "tanh",
     30,
     PROTOBUF_C_LABEL_NONE,
@@ -4380,6 +7750,18 @@ static const ProtobufCFieldDescriptor core_ml__specification__activation_params_
     0,   /* quantifier_offset */
     offsetof(CoreML__Specification__ActivationParams, tanh),
     &core_ml__specification__activation_tanh__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "scaledTanh",
+    31,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__ActivationParams, scaledtanh),
+    &core_ml__specification__activation_scaled_tanh__descriptor,
     NULL,
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
@@ -4408,23 +7790,83 @@ static const ProtobufCFieldDescriptor core_ml__specification__activation_params_
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "ELU",
+    50,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__ActivationParams, elu),
+    &core_ml__specification__activation_elu__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "softsign",
+    60,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__ActivationParams, softsign),
+    &core_ml__specification__activation_softsign__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "softplus",
+    70,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__ActivationParams, softplus),
+    &core_ml__specification__activation_softplus__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "parametricSoftplus",
+    71,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__ActivationParams, parametricsoftplus),
+    &core_ml__specification__activation_parametric_softplus__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned core_ml__specification__activation_params__field_indices_by_name[] = {
+  9,   /* field[9] = ELU */
+  4,   /* field[4] = PReLU */
   1,   /* field[1] = ReLU */
   2,   /* field[2] = leakyReLU */
   0,   /* field[0] = linear */
-  4,   /* field[4] = sigmoid */
-  5,   /* field[5] = sigmoidHard */
-  3,   /* field[3] = tanh */
+  12,   /* field[12] = parametricSoftplus */
+  6,   /* field[6] = scaledTanh */
+  7,   /* field[7] = sigmoid */
+  8,   /* field[8] = sigmoidHard */
+  11,   /* field[11] = softplus */
+  10,   /* field[10] = softsign */
+  5,   /* field[5] = tanh */
+  3,   /* field[3] = thresholdedReLU */
 };
-static const ProtobufCIntRange core_ml__specification__activation_params__number_ranges[5 + 1] =
+static const ProtobufCIntRange core_ml__specification__activation_params__number_ranges[10 + 1] =
 {
   { 5, 0 },
   { 10, 1 },
   { 15, 2 },
-  { 30, 3 },
-  { 40, 4 },
-  { 0, 6 }
+  { 20, 3 },
+  { 25, 4 },
+  { 30, 5 },
+  { 40, 7 },
+  { 50, 9 },
+  { 60, 10 },
+  { 70, 11 },
+  { 0, 13 }
 };
 const ProtobufCMessageDescriptor core_ml__specification__activation_params__descriptor =
 {
@@ -4434,10 +7876,10 @@ const ProtobufCMessageDescriptor core_ml__specification__activation_params__desc
   "CoreML__Specification__ActivationParams",
   "CoreML.Specification",
   sizeof(CoreML__Specification__ActivationParams),
-  6,
+  13,
   core_ml__specification__activation_params__field_descriptors,
   core_ml__specification__activation_params__field_indices_by_name,
-  5,  core_ml__specification__activation_params__number_ranges,
+  10,  core_ml__specification__activation_params__number_ranges,
   (ProtobufCMessageInit) core_ml__specification__activation_params__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
@@ -5177,5 +8619,2275 @@ const ProtobufCMessageDescriptor core_ml__specification__clip_layer_params__desc
   core_ml__specification__clip_layer_params__field_indices_by_name,
   1,  core_ml__specification__clip_layer_params__number_ranges,
   (ProtobufCMessageInit) core_ml__specification__clip_layer_params__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor core_ml__specification__upsample_layer_params__field_descriptors[4] =
+{
+  {
+    "scalingFactor",
+    1,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_UINT64,
+    offsetof(CoreML__Specification__UpsampleLayerParams, n_scalingfactor),
+    offsetof(CoreML__Specification__UpsampleLayerParams, scalingfactor),
+    NULL,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_PACKED,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "mode",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT32,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__UpsampleLayerParams, mode),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "linearUpsampleMode",
+    6,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT32,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__UpsampleLayerParams, linearupsamplemode),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "fractionalScalingFactor",
+    7,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_FLOAT,
+    offsetof(CoreML__Specification__UpsampleLayerParams, n_fractionalscalingfactor),
+    offsetof(CoreML__Specification__UpsampleLayerParams, fractionalscalingfactor),
+    NULL,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_PACKED,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned core_ml__specification__upsample_layer_params__field_indices_by_name[] = {
+  3,   /* field[3] = fractionalScalingFactor */
+  2,   /* field[2] = linearUpsampleMode */
+  1,   /* field[1] = mode */
+  0,   /* field[0] = scalingFactor */
+};
+static const ProtobufCIntRange core_ml__specification__upsample_layer_params__number_ranges[2 + 1] =
+{
+  { 1, 0 },
+  { 5, 1 },
+  { 0, 4 }
+};
+const ProtobufCMessageDescriptor core_ml__specification__upsample_layer_params__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "CoreML.Specification.UpsampleLayerParams",
+  "UpsampleLayerParams",
+  "CoreML__Specification__UpsampleLayerParams",
+  "CoreML.Specification",
+  sizeof(CoreML__Specification__UpsampleLayerParams),
+  4,
+  core_ml__specification__upsample_layer_params__field_descriptors,
+  core_ml__specification__upsample_layer_params__field_indices_by_name,
+  2,  core_ml__specification__upsample_layer_params__number_ranges,
+  (ProtobufCMessageInit) core_ml__specification__upsample_layer_params__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor core_ml__specification__unary_function_layer_params__field_descriptors[5] =
+{
+  {
+    "type",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT32,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__UnaryFunctionLayerParams, type),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "alpha",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_FLOAT,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__UnaryFunctionLayerParams, alpha),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "epsilon",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_FLOAT,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__UnaryFunctionLayerParams, epsilon),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "shift",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_FLOAT,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__UnaryFunctionLayerParams, shift),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "scale",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_FLOAT,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__UnaryFunctionLayerParams, scale),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned core_ml__specification__unary_function_layer_params__field_indices_by_name[] = {
+  1,   /* field[1] = alpha */
+  2,   /* field[2] = epsilon */
+  4,   /* field[4] = scale */
+  3,   /* field[3] = shift */
+  0,   /* field[0] = type */
+};
+static const ProtobufCIntRange core_ml__specification__unary_function_layer_params__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 5 }
+};
+const ProtobufCMessageDescriptor core_ml__specification__unary_function_layer_params__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "CoreML.Specification.UnaryFunctionLayerParams",
+  "UnaryFunctionLayerParams",
+  "CoreML__Specification__UnaryFunctionLayerParams",
+  "CoreML.Specification",
+  sizeof(CoreML__Specification__UnaryFunctionLayerParams),
+  5,
+  core_ml__specification__unary_function_layer_params__field_descriptors,
+  core_ml__specification__unary_function_layer_params__field_indices_by_name,
+  1,  core_ml__specification__unary_function_layer_params__number_ranges,
+  (ProtobufCMessageInit) core_ml__specification__unary_function_layer_params__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+#define core_ml__specification__average_layer_params__field_descriptors NULL
+#define core_ml__specification__average_layer_params__field_indices_by_name NULL
+#define core_ml__specification__average_layer_params__number_ranges NULL
+const ProtobufCMessageDescriptor core_ml__specification__average_layer_params__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "CoreML.Specification.AverageLayerParams",
+  "AverageLayerParams",
+  "CoreML__Specification__AverageLayerParams",
+  "CoreML.Specification",
+  sizeof(CoreML__Specification__AverageLayerParams),
+  0,
+  core_ml__specification__average_layer_params__field_descriptors,
+  core_ml__specification__average_layer_params__field_indices_by_name,
+  0,  core_ml__specification__average_layer_params__number_ranges,
+  (ProtobufCMessageInit) core_ml__specification__average_layer_params__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+#define core_ml__specification__max_layer_params__field_descriptors NULL
+#define core_ml__specification__max_layer_params__field_indices_by_name NULL
+#define core_ml__specification__max_layer_params__number_ranges NULL
+const ProtobufCMessageDescriptor core_ml__specification__max_layer_params__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "CoreML.Specification.MaxLayerParams",
+  "MaxLayerParams",
+  "CoreML__Specification__MaxLayerParams",
+  "CoreML.Specification",
+  sizeof(CoreML__Specification__MaxLayerParams),
+  0,
+  core_ml__specification__max_layer_params__field_descriptors,
+  core_ml__specification__max_layer_params__field_indices_by_name,
+  0,  core_ml__specification__max_layer_params__number_ranges,
+  (ProtobufCMessageInit) core_ml__specification__max_layer_params__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+#define core_ml__specification__min_layer_params__field_descriptors NULL
+#define core_ml__specification__min_layer_params__field_indices_by_name NULL
+#define core_ml__specification__min_layer_params__number_ranges NULL
+const ProtobufCMessageDescriptor core_ml__specification__min_layer_params__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "CoreML.Specification.MinLayerParams",
+  "MinLayerParams",
+  "CoreML__Specification__MinLayerParams",
+  "CoreML.Specification",
+  sizeof(CoreML__Specification__MinLayerParams),
+  0,
+  core_ml__specification__min_layer_params__field_descriptors,
+  core_ml__specification__min_layer_params__field_indices_by_name,
+  0,  core_ml__specification__min_layer_params__number_ranges,
+  (ProtobufCMessageInit) core_ml__specification__min_layer_params__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor core_ml__specification__load_constant_layer_params__field_descriptors[2] =
+{
+  {
+    "shape",
+    1,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_UINT64,
+    offsetof(CoreML__Specification__LoadConstantLayerParams, n_shape),
+    offsetof(CoreML__Specification__LoadConstantLayerParams, shape),
+    NULL,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_PACKED,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "data",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__LoadConstantLayerParams, data),
+    &core_ml__specification__weight_params__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned core_ml__specification__load_constant_layer_params__field_indices_by_name[] = {
+  1,   /* field[1] = data */
+  0,   /* field[0] = shape */
+};
+static const ProtobufCIntRange core_ml__specification__load_constant_layer_params__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor core_ml__specification__load_constant_layer_params__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "CoreML.Specification.LoadConstantLayerParams",
+  "LoadConstantLayerParams",
+  "CoreML__Specification__LoadConstantLayerParams",
+  "CoreML.Specification",
+  sizeof(CoreML__Specification__LoadConstantLayerParams),
+  2,
+  core_ml__specification__load_constant_layer_params__field_descriptors,
+  core_ml__specification__load_constant_layer_params__field_indices_by_name,
+  1,  core_ml__specification__load_constant_layer_params__number_ranges,
+  (ProtobufCMessageInit) core_ml__specification__load_constant_layer_params__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor core_ml__specification__reshape_layer_params__field_descriptors[2] =
+{
+  {
+    "targetShape",
+    1,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_INT64,
+    offsetof(CoreML__Specification__ReshapeLayerParams, n_targetshape),
+    offsetof(CoreML__Specification__ReshapeLayerParams, targetshape),
+    NULL,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_PACKED,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "mode",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT32,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__ReshapeLayerParams, mode),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned core_ml__specification__reshape_layer_params__field_indices_by_name[] = {
+  1,   /* field[1] = mode */
+  0,   /* field[0] = targetShape */
+};
+static const ProtobufCIntRange core_ml__specification__reshape_layer_params__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor core_ml__specification__reshape_layer_params__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "CoreML.Specification.ReshapeLayerParams",
+  "ReshapeLayerParams",
+  "CoreML__Specification__ReshapeLayerParams",
+  "CoreML.Specification",
+  sizeof(CoreML__Specification__ReshapeLayerParams),
+  2,
+  core_ml__specification__reshape_layer_params__field_descriptors,
+  core_ml__specification__reshape_layer_params__field_indices_by_name,
+  1,  core_ml__specification__reshape_layer_params__number_ranges,
+  (ProtobufCMessageInit) core_ml__specification__reshape_layer_params__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor core_ml__specification__permute_layer_params__field_descriptors[1] =
+{
+  {
+    "axis",
+    1,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_UINT64,
+    offsetof(CoreML__Specification__PermuteLayerParams, n_axis),
+    offsetof(CoreML__Specification__PermuteLayerParams, axis),
+    NULL,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_PACKED,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned core_ml__specification__permute_layer_params__field_indices_by_name[] = {
+  0,   /* field[0] = axis */
+};
+static const ProtobufCIntRange core_ml__specification__permute_layer_params__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor core_ml__specification__permute_layer_params__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "CoreML.Specification.PermuteLayerParams",
+  "PermuteLayerParams",
+  "CoreML__Specification__PermuteLayerParams",
+  "CoreML.Specification",
+  sizeof(CoreML__Specification__PermuteLayerParams),
+  1,
+  core_ml__specification__permute_layer_params__field_descriptors,
+  core_ml__specification__permute_layer_params__field_indices_by_name,
+  1,  core_ml__specification__permute_layer_params__number_ranges,
+  (ProtobufCMessageInit) core_ml__specification__permute_layer_params__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+#define core_ml__specification__add_broadcastable_layer_params__field_descriptors NULL
+#define core_ml__specification__add_broadcastable_layer_params__field_indices_by_name NULL
+#define core_ml__specification__add_broadcastable_layer_params__number_ranges NULL
+const ProtobufCMessageDescriptor core_ml__specification__add_broadcastable_layer_params__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "CoreML.Specification.AddBroadcastableLayerParams",
+  "AddBroadcastableLayerParams",
+  "CoreML__Specification__AddBroadcastableLayerParams",
+  "CoreML.Specification",
+  sizeof(CoreML__Specification__AddBroadcastableLayerParams),
+  0,
+  core_ml__specification__add_broadcastable_layer_params__field_descriptors,
+  core_ml__specification__add_broadcastable_layer_params__field_indices_by_name,
+  0,  core_ml__specification__add_broadcastable_layer_params__number_ranges,
+  (ProtobufCMessageInit) core_ml__specification__add_broadcastable_layer_params__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+#define core_ml__specification__divide_broadcastable_layer_params__field_descriptors NULL
+#define core_ml__specification__divide_broadcastable_layer_params__field_indices_by_name NULL
+#define core_ml__specification__divide_broadcastable_layer_params__number_ranges NULL
+const ProtobufCMessageDescriptor core_ml__specification__divide_broadcastable_layer_params__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "CoreML.Specification.DivideBroadcastableLayerParams",
+  "DivideBroadcastableLayerParams",
+  "CoreML__Specification__DivideBroadcastableLayerParams",
+  "CoreML.Specification",
+  sizeof(CoreML__Specification__DivideBroadcastableLayerParams),
+  0,
+  core_ml__specification__divide_broadcastable_layer_params__field_descriptors,
+  core_ml__specification__divide_broadcastable_layer_params__field_indices_by_name,
+  0,  core_ml__specification__divide_broadcastable_layer_params__number_ranges,
+  (ProtobufCMessageInit) core_ml__specification__divide_broadcastable_layer_params__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+#define core_ml__specification__multiply_broadcastable_layer_params__field_descriptors NULL
+#define core_ml__specification__multiply_broadcastable_layer_params__field_indices_by_name NULL
+#define core_ml__specification__multiply_broadcastable_layer_params__number_ranges NULL
+const ProtobufCMessageDescriptor core_ml__specification__multiply_broadcastable_layer_params__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "CoreML.Specification.MultiplyBroadcastableLayerParams",
+  "MultiplyBroadcastableLayerParams",
+  "CoreML__Specification__MultiplyBroadcastableLayerParams",
+  "CoreML.Specification",
+  sizeof(CoreML__Specification__MultiplyBroadcastableLayerParams),
+  0,
+  core_ml__specification__multiply_broadcastable_layer_params__field_descriptors,
+  core_ml__specification__multiply_broadcastable_layer_params__field_indices_by_name,
+  0,  core_ml__specification__multiply_broadcastable_layer_params__number_ranges,
+  (ProtobufCMessageInit) core_ml__specification__multiply_broadcastable_layer_params__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+#define core_ml__specification__subtract_broadcastable_layer_params__field_descriptors NULL
+#define core_ml__specification__subtract_broadcastable_layer_params__field_indices_by_name NULL
+#define core_ml__specification__subtract_broadcastable_layer_params__number_ranges NULL
+const ProtobufCMessageDescriptor core_ml__specification__subtract_broadcastable_layer_params__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "CoreML.Specification.SubtractBroadcastableLayerParams",
+  "SubtractBroadcastableLayerParams",
+  "CoreML__Specification__SubtractBroadcastableLayerParams",
+  "CoreML.Specification",
+  sizeof(CoreML__Specification__SubtractBroadcastableLayerParams),
+  0,
+  core_ml__specification__subtract_broadcastable_layer_params__field_descriptors,
+  core_ml__specification__subtract_broadcastable_layer_params__field_indices_by_name,
+  0,  core_ml__specification__subtract_broadcastable_layer_params__number_ranges,
+  (ProtobufCMessageInit) core_ml__specification__subtract_broadcastable_layer_params__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor core_ml__specification__softmax_ndlayer_params__field_descriptors[1] =
+{
+  {
+    "axis",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__SoftmaxNDLayerParams, axis),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned core_ml__specification__softmax_ndlayer_params__field_indices_by_name[] = {
+  0,   /* field[0] = axis */
+};
+static const ProtobufCIntRange core_ml__specification__softmax_ndlayer_params__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor core_ml__specification__softmax_ndlayer_params__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "CoreML.Specification.SoftmaxNDLayerParams",
+  "SoftmaxNDLayerParams",
+  "CoreML__Specification__SoftmaxNDLayerParams",
+  "CoreML.Specification",
+  sizeof(CoreML__Specification__SoftmaxNDLayerParams),
+  1,
+  core_ml__specification__softmax_ndlayer_params__field_descriptors,
+  core_ml__specification__softmax_ndlayer_params__field_indices_by_name,
+  1,  core_ml__specification__softmax_ndlayer_params__number_ranges,
+  (ProtobufCMessageInit) core_ml__specification__softmax_ndlayer_params__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor core_ml__specification__concat_ndlayer_params__field_descriptors[2] =
+{
+  {
+    "axis",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__ConcatNDLayerParams, axis),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "interleave",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__ConcatNDLayerParams, interleave),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned core_ml__specification__concat_ndlayer_params__field_indices_by_name[] = {
+  0,   /* field[0] = axis */
+  1,   /* field[1] = interleave */
+};
+static const ProtobufCIntRange core_ml__specification__concat_ndlayer_params__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor core_ml__specification__concat_ndlayer_params__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "CoreML.Specification.ConcatNDLayerParams",
+  "ConcatNDLayerParams",
+  "CoreML__Specification__ConcatNDLayerParams",
+  "CoreML.Specification",
+  sizeof(CoreML__Specification__ConcatNDLayerParams),
+  2,
+  core_ml__specification__concat_ndlayer_params__field_descriptors,
+  core_ml__specification__concat_ndlayer_params__field_indices_by_name,
+  1,  core_ml__specification__concat_ndlayer_params__number_ranges,
+  (ProtobufCMessageInit) core_ml__specification__concat_ndlayer_params__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor core_ml__specification__transpose_layer_params__field_descriptors[1] =
+{
+  {
+    "axes",
+    1,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_UINT64,
+    offsetof(CoreML__Specification__TransposeLayerParams, n_axes),
+    offsetof(CoreML__Specification__TransposeLayerParams, axes),
+    NULL,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_PACKED,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned core_ml__specification__transpose_layer_params__field_indices_by_name[] = {
+  0,   /* field[0] = axes */
+};
+static const ProtobufCIntRange core_ml__specification__transpose_layer_params__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor core_ml__specification__transpose_layer_params__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "CoreML.Specification.TransposeLayerParams",
+  "TransposeLayerParams",
+  "CoreML__Specification__TransposeLayerParams",
+  "CoreML.Specification",
+  sizeof(CoreML__Specification__TransposeLayerParams),
+  1,
+  core_ml__specification__transpose_layer_params__field_descriptors,
+  core_ml__specification__transpose_layer_params__field_indices_by_name,
+  1,  core_ml__specification__transpose_layer_params__number_ranges,
+  (ProtobufCMessageInit) core_ml__specification__transpose_layer_params__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor core_ml__specification__load_constant_ndlayer_params__field_descriptors[2] =
+{
+  {
+    "shape",
+    1,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_UINT64,
+    offsetof(CoreML__Specification__LoadConstantNDLayerParams, n_shape),
+    offsetof(CoreML__Specification__LoadConstantNDLayerParams, shape),
+    NULL,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_PACKED,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "data",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__LoadConstantNDLayerParams, data),
+    &core_ml__specification__weight_params__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned core_ml__specification__load_constant_ndlayer_params__field_indices_by_name[] = {
+  1,   /* field[1] = data */
+  0,   /* field[0] = shape */
+};
+static const ProtobufCIntRange core_ml__specification__load_constant_ndlayer_params__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor core_ml__specification__load_constant_ndlayer_params__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "CoreML.Specification.LoadConstantNDLayerParams",
+  "LoadConstantNDLayerParams",
+  "CoreML__Specification__LoadConstantNDLayerParams",
+  "CoreML.Specification",
+  sizeof(CoreML__Specification__LoadConstantNDLayerParams),
+  2,
+  core_ml__specification__load_constant_ndlayer_params__field_descriptors,
+  core_ml__specification__load_constant_ndlayer_params__field_indices_by_name,
+  1,  core_ml__specification__load_constant_ndlayer_params__number_ranges,
+  (ProtobufCMessageInit) core_ml__specification__load_constant_ndlayer_params__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor core_ml__specification__squeeze_layer_params__field_descriptors[2] =
+{
+  {
+    "axes",
+    1,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_INT64,
+    offsetof(CoreML__Specification__SqueezeLayerParams, n_axes),
+    offsetof(CoreML__Specification__SqueezeLayerParams, axes),
+    NULL,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_PACKED,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "squeezeAll",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__SqueezeLayerParams, squeezeall),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned core_ml__specification__squeeze_layer_params__field_indices_by_name[] = {
+  0,   /* field[0] = axes */
+  1,   /* field[1] = squeezeAll */
+};
+static const ProtobufCIntRange core_ml__specification__squeeze_layer_params__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor core_ml__specification__squeeze_layer_params__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "CoreML.Specification.SqueezeLayerParams",
+  "SqueezeLayerParams",
+  "CoreML__Specification__SqueezeLayerParams",
+  "CoreML.Specification",
+  sizeof(CoreML__Specification__SqueezeLayerParams),
+  2,
+  core_ml__specification__squeeze_layer_params__field_descriptors,
+  core_ml__specification__squeeze_layer_params__field_indices_by_name,
+  1,  core_ml__specification__squeeze_layer_params__number_ranges,
+  (ProtobufCMessageInit) core_ml__specification__squeeze_layer_params__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor core_ml__specification__expand_dims_layer_params__field_descriptors[1] =
+{
+  {
+    "axes",
+    1,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_INT64,
+    offsetof(CoreML__Specification__ExpandDimsLayerParams, n_axes),
+    offsetof(CoreML__Specification__ExpandDimsLayerParams, axes),
+    NULL,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_PACKED,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned core_ml__specification__expand_dims_layer_params__field_indices_by_name[] = {
+  0,   /* field[0] = axes */
+};
+static const ProtobufCIntRange core_ml__specification__expand_dims_layer_params__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor core_ml__specification__expand_dims_layer_params__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "CoreML.Specification.ExpandDimsLayerParams",
+  "ExpandDimsLayerParams",
+  "CoreML__Specification__ExpandDimsLayerParams",
+  "CoreML.Specification",
+  sizeof(CoreML__Specification__ExpandDimsLayerParams),
+  1,
+  core_ml__specification__expand_dims_layer_params__field_descriptors,
+  core_ml__specification__expand_dims_layer_params__field_indices_by_name,
+  1,  core_ml__specification__expand_dims_layer_params__number_ranges,
+  (ProtobufCMessageInit) core_ml__specification__expand_dims_layer_params__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor core_ml__specification__flatten_to2_dlayer_params__field_descriptors[1] =
+{
+  {
+    "axis",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__FlattenTo2DLayerParams, axis),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned core_ml__specification__flatten_to2_dlayer_params__field_indices_by_name[] = {
+  0,   /* field[0] = axis */
+};
+static const ProtobufCIntRange core_ml__specification__flatten_to2_dlayer_params__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor core_ml__specification__flatten_to2_dlayer_params__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "CoreML.Specification.FlattenTo2DLayerParams",
+  "FlattenTo2DLayerParams",
+  "CoreML__Specification__FlattenTo2DLayerParams",
+  "CoreML.Specification",
+  sizeof(CoreML__Specification__FlattenTo2DLayerParams),
+  1,
+  core_ml__specification__flatten_to2_dlayer_params__field_descriptors,
+  core_ml__specification__flatten_to2_dlayer_params__field_indices_by_name,
+  1,  core_ml__specification__flatten_to2_dlayer_params__number_ranges,
+  (ProtobufCMessageInit) core_ml__specification__flatten_to2_dlayer_params__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor core_ml__specification__reshape_static_layer_params__field_descriptors[1] =
+{
+  {
+    "targetShape",
+    1,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_INT64,
+    offsetof(CoreML__Specification__ReshapeStaticLayerParams, n_targetshape),
+    offsetof(CoreML__Specification__ReshapeStaticLayerParams, targetshape),
+    NULL,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_PACKED,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned core_ml__specification__reshape_static_layer_params__field_indices_by_name[] = {
+  0,   /* field[0] = targetShape */
+};
+static const ProtobufCIntRange core_ml__specification__reshape_static_layer_params__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor core_ml__specification__reshape_static_layer_params__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "CoreML.Specification.ReshapeStaticLayerParams",
+  "ReshapeStaticLayerParams",
+  "CoreML__Specification__ReshapeStaticLayerParams",
+  "CoreML.Specification",
+  sizeof(CoreML__Specification__ReshapeStaticLayerParams),
+  1,
+  core_ml__specification__reshape_static_layer_params__field_descriptors,
+  core_ml__specification__reshape_static_layer_params__field_indices_by_name,
+  1,  core_ml__specification__reshape_static_layer_params__number_ranges,
+  (ProtobufCMessageInit) core_ml__specification__reshape_static_layer_params__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor core_ml__specification__reduce_mean_layer_params__field_descriptors[3] =
+{
+  {
+    "axes",
+    1,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_INT64,
+    offsetof(CoreML__Specification__ReduceMeanLayerParams, n_axes),
+    offsetof(CoreML__Specification__ReduceMeanLayerParams, axes),
+    NULL,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_PACKED,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "keepDims",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__ReduceMeanLayerParams, keepdims),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "reduceAll",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__ReduceMeanLayerParams, reduceall),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned core_ml__specification__reduce_mean_layer_params__field_indices_by_name[] = {
+  0,   /* field[0] = axes */
+  1,   /* field[1] = keepDims */
+  2,   /* field[2] = reduceAll */
+};
+static const ProtobufCIntRange core_ml__specification__reduce_mean_layer_params__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 3 }
+};
+const ProtobufCMessageDescriptor core_ml__specification__reduce_mean_layer_params__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "CoreML.Specification.ReduceMeanLayerParams",
+  "ReduceMeanLayerParams",
+  "CoreML__Specification__ReduceMeanLayerParams",
+  "CoreML.Specification",
+  sizeof(CoreML__Specification__ReduceMeanLayerParams),
+  3,
+  core_ml__specification__reduce_mean_layer_params__field_descriptors,
+  core_ml__specification__reduce_mean_layer_params__field_indices_by_name,
+  1,  core_ml__specification__reduce_mean_layer_params__number_ranges,
+  (ProtobufCMessageInit) core_ml__specification__reduce_mean_layer_params__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor core_ml__specification__clamped_re_lulayer_params__field_descriptors[2] =
+{
+  {
+    "alpha",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_FLOAT,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__ClampedReLULayerParams, alpha),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "beta",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_FLOAT,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__ClampedReLULayerParams, beta),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned core_ml__specification__clamped_re_lulayer_params__field_indices_by_name[] = {
+  0,   /* field[0] = alpha */
+  1,   /* field[1] = beta */
+};
+static const ProtobufCIntRange core_ml__specification__clamped_re_lulayer_params__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor core_ml__specification__clamped_re_lulayer_params__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "CoreML.Specification.ClampedReLULayerParams",
+  "ClampedReLULayerParams",
+  "CoreML__Specification__ClampedReLULayerParams",
+  "CoreML.Specification",
+  sizeof(CoreML__Specification__ClampedReLULayerParams),
+  2,
+  core_ml__specification__clamped_re_lulayer_params__field_descriptors,
+  core_ml__specification__clamped_re_lulayer_params__field_indices_by_name,
+  1,  core_ml__specification__clamped_re_lulayer_params__number_ranges,
+  (ProtobufCMessageInit) core_ml__specification__clamped_re_lulayer_params__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor core_ml__specification__milprogram__functions_entry__field_descriptors[2] =
+{
+  {
+    "key",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__MILProgram__FunctionsEntry, key),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "value",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__MILProgram__FunctionsEntry, value),
+    &core_ml__specification__milfunction__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned core_ml__specification__milprogram__functions_entry__field_indices_by_name[] = {
+  0,   /* field[0] = key */
+  1,   /* field[1] = value */
+};
+static const ProtobufCIntRange core_ml__specification__milprogram__functions_entry__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor core_ml__specification__milprogram__functions_entry__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "CoreML.Specification.MILProgram.FunctionsEntry",
+  "FunctionsEntry",
+  "CoreML__Specification__MILProgram__FunctionsEntry",
+  "CoreML.Specification",
+  sizeof(CoreML__Specification__MILProgram__FunctionsEntry),
+  2,
+  core_ml__specification__milprogram__functions_entry__field_descriptors,
+  core_ml__specification__milprogram__functions_entry__field_indices_by_name,
+  1,  core_ml__specification__milprogram__functions_entry__number_ranges,
+  (ProtobufCMessageInit) core_ml__specification__milprogram__functions_entry__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor core_ml__specification__milprogram__field_descriptors[2] =
+{
+  {
+    "version",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__MILProgram, version),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "functions",
+    2,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(CoreML__Specification__MILProgram, n_functions),
+    offsetof(CoreML__Specification__MILProgram, functions),
+    &core_ml__specification__milprogram__functions_entry__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned core_ml__specification__milprogram__field_indices_by_name[] = {
+  1,   /* field[1] = functions */
+  0,   /* field[0] = version */
+};
+static const ProtobufCIntRange core_ml__specification__milprogram__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor core_ml__specification__milprogram__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "CoreML.Specification.MILProgram",
+  "MILProgram",
+  "CoreML__Specification__MILProgram",
+  "CoreML.Specification",
+  sizeof(CoreML__Specification__MILProgram),
+  2,
+  core_ml__specification__milprogram__field_descriptors,
+  core_ml__specification__milprogram__field_indices_by_name,
+  1,  core_ml__specification__milprogram__number_ranges,
+  (ProtobufCMessageInit) core_ml__specification__milprogram__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor core_ml__specification__milfunction__block_specializations_entry__field_descriptors[2] =
+{
+  {
+    "key",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__MILFunction__BlockSpecializationsEntry, key),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "value",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__MILFunction__BlockSpecializationsEntry, value),
+    &core_ml__specification__milblock__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned core_ml__specification__milfunction__block_specializations_entry__field_indices_by_name[] = {
+  0,   /* field[0] = key */
+  1,   /* field[1] = value */
+};
+static const ProtobufCIntRange core_ml__specification__milfunction__block_specializations_entry__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor core_ml__specification__milfunction__block_specializations_entry__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "CoreML.Specification.MILFunction.BlockSpecializationsEntry",
+  "BlockSpecializationsEntry",
+  "CoreML__Specification__MILFunction__BlockSpecializationsEntry",
+  "CoreML.Specification",
+  sizeof(CoreML__Specification__MILFunction__BlockSpecializationsEntry),
+  2,
+  core_ml__specification__milfunction__block_specializations_entry__field_descriptors,
+  core_ml__specification__milfunction__block_specializations_entry__field_indices_by_name,
+  1,  core_ml__specification__milfunction__block_specializations_entry__number_ranges,
+  (ProtobufCMessageInit) core_ml__specification__milfunction__block_specializations_entry__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor core_ml__specification__milfunction__field_descriptors[3] =
+{
+  {
+    "inputs",
+    1,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(CoreML__Specification__MILFunction, n_inputs),
+    offsetof(CoreML__Specification__MILFunction, inputs),
+    &core_ml__specification__milnamed_value_type__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "opset",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__MILFunction, opset),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "block_specializations",
+    3,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(CoreML__Specification__MILFunction, n_block_specializations),
+    offsetof(CoreML__Specification__MILFunction, block_specializations),
+    &core_ml__specification__milfunction__block_specializations_entry__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned core_ml__specification__milfunction__field_indices_by_name[] = {
+  2,   /* field[2] = block_specializations */
+  0,   /* field[0] = inputs */
+  1,   /* field[1] = opset */
+};
+static const ProtobufCIntRange core_ml__specification__milfunction__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 3 }
+};
+const ProtobufCMessageDescriptor core_ml__specification__milfunction__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "CoreML.Specification.MILFunction",
+  "MILFunction",
+  "CoreML__Specification__MILFunction",
+  "CoreML.Specification",
+  sizeof(CoreML__Specification__MILFunction),
+  3,
+  core_ml__specification__milfunction__field_descriptors,
+  core_ml__specification__milfunction__field_indices_by_name,
+  1,  core_ml__specification__milfunction__number_ranges,
+  (ProtobufCMessageInit) core_ml__specification__milfunction__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor core_ml__specification__milblock__field_descriptors[3] =
+{
+  {
+    "inputs",
+    1,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(CoreML__Specification__MILBlock, n_inputs),
+    offsetof(CoreML__Specification__MILBlock, inputs),
+    &core_ml__specification__milnamed_value_type__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "outputs",
+    2,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_STRING,
+    offsetof(CoreML__Specification__MILBlock, n_outputs),
+    offsetof(CoreML__Specification__MILBlock, outputs),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "operations",
+    3,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(CoreML__Specification__MILBlock, n_operations),
+    offsetof(CoreML__Specification__MILBlock, operations),
+    &core_ml__specification__miloperation__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned core_ml__specification__milblock__field_indices_by_name[] = {
+  0,   /* field[0] = inputs */
+  2,   /* field[2] = operations */
+  1,   /* field[1] = outputs */
+};
+static const ProtobufCIntRange core_ml__specification__milblock__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 3 }
+};
+const ProtobufCMessageDescriptor core_ml__specification__milblock__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "CoreML.Specification.MILBlock",
+  "MILBlock",
+  "CoreML__Specification__MILBlock",
+  "CoreML.Specification",
+  sizeof(CoreML__Specification__MILBlock),
+  3,
+  core_ml__specification__milblock__field_descriptors,
+  core_ml__specification__milblock__field_indices_by_name,
+  1,  core_ml__specification__milblock__number_ranges,
+  (ProtobufCMessageInit) core_ml__specification__milblock__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor core_ml__specification__milargument__binding__field_descriptors[2] =
+{
+  {
+    "name",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__MILArgument__Binding, name),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "value",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__MILArgument__Binding, value),
+    &core_ml__specification__milvalue__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned core_ml__specification__milargument__binding__field_indices_by_name[] = {
+  0,   /* field[0] = name */
+  1,   /* field[1] = value */
+};
+static const ProtobufCIntRange core_ml__specification__milargument__binding__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor core_ml__specification__milargument__binding__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "CoreML.Specification.MILArgument.Binding",
+  "Binding",
+  "CoreML__Specification__MILArgument__Binding",
+  "CoreML.Specification",
+  sizeof(CoreML__Specification__MILArgument__Binding),
+  2,
+  core_ml__specification__milargument__binding__field_descriptors,
+  core_ml__specification__milargument__binding__field_indices_by_name,
+  1,  core_ml__specification__milargument__binding__number_ranges,
+  (ProtobufCMessageInit) core_ml__specification__milargument__binding__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor core_ml__specification__milargument__field_descriptors[1] =
+{
+  {
+    "arguments",
+    1,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(CoreML__Specification__MILArgument, n_arguments),
+    offsetof(CoreML__Specification__MILArgument, arguments),
+    &core_ml__specification__milargument__binding__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned core_ml__specification__milargument__field_indices_by_name[] = {
+  0,   /* field[0] = arguments */
+};
+static const ProtobufCIntRange core_ml__specification__milargument__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor core_ml__specification__milargument__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "CoreML.Specification.MILArgument",
+  "MILArgument",
+  "CoreML__Specification__MILArgument",
+  "CoreML.Specification",
+  sizeof(CoreML__Specification__MILArgument),
+  1,
+  core_ml__specification__milargument__field_descriptors,
+  core_ml__specification__milargument__field_indices_by_name,
+  1,  core_ml__specification__milargument__number_ranges,
+  (ProtobufCMessageInit) core_ml__specification__milargument__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor core_ml__specification__miloperation__inputs_entry__field_descriptors[2] =
+{
+  {
+    "key",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__MILOperation__InputsEntry, key),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "value",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__MILOperation__InputsEntry, value),
+    &core_ml__specification__milargument__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned core_ml__specification__miloperation__inputs_entry__field_indices_by_name[] = {
+  0,   /* field[0] = key */
+  1,   /* field[1] = value */
+};
+static const ProtobufCIntRange core_ml__specification__miloperation__inputs_entry__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor core_ml__specification__miloperation__inputs_entry__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "CoreML.Specification.MILOperation.InputsEntry",
+  "InputsEntry",
+  "CoreML__Specification__MILOperation__InputsEntry",
+  "CoreML.Specification",
+  sizeof(CoreML__Specification__MILOperation__InputsEntry),
+  2,
+  core_ml__specification__miloperation__inputs_entry__field_descriptors,
+  core_ml__specification__miloperation__inputs_entry__field_indices_by_name,
+  1,  core_ml__specification__miloperation__inputs_entry__number_ranges,
+  (ProtobufCMessageInit) core_ml__specification__miloperation__inputs_entry__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor core_ml__specification__miloperation__attributes_entry__field_descriptors[2] =
+{
+  {
+    "key",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__MILOperation__AttributesEntry, key),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "value",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__MILOperation__AttributesEntry, value),
+    &core_ml__specification__milvalue__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned core_ml__specification__miloperation__attributes_entry__field_indices_by_name[] = {
+  0,   /* field[0] = key */
+  1,   /* field[1] = value */
+};
+static const ProtobufCIntRange core_ml__specification__miloperation__attributes_entry__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor core_ml__specification__miloperation__attributes_entry__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "CoreML.Specification.MILOperation.AttributesEntry",
+  "AttributesEntry",
+  "CoreML__Specification__MILOperation__AttributesEntry",
+  "CoreML.Specification",
+  sizeof(CoreML__Specification__MILOperation__AttributesEntry),
+  2,
+  core_ml__specification__miloperation__attributes_entry__field_descriptors,
+  core_ml__specification__miloperation__attributes_entry__field_indices_by_name,
+  1,  core_ml__specification__miloperation__attributes_entry__number_ranges,
+  (ProtobufCMessageInit) core_ml__specification__miloperation__attributes_entry__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor core_ml__specification__miloperation__field_descriptors[5] =
+{
+  {
+    "type",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__MILOperation, type),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "inputs",
+    2,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(CoreML__Specification__MILOperation, n_inputs),
+    offsetof(CoreML__Specification__MILOperation, inputs),
+    &core_ml__specification__miloperation__inputs_entry__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "outputs",
+    3,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(CoreML__Specification__MILOperation, n_outputs),
+    offsetof(CoreML__Specification__MILOperation, outputs),
+    &core_ml__specification__milnamed_value_type__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "blocks",
+    4,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(CoreML__Specification__MILOperation, n_blocks),
+    offsetof(CoreML__Specification__MILOperation, blocks),
+    &core_ml__specification__milblock__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "attributes",
+    5,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(CoreML__Specification__MILOperation, n_attributes),
+    offsetof(CoreML__Specification__MILOperation, attributes),
+    &core_ml__specification__miloperation__attributes_entry__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned core_ml__specification__miloperation__field_indices_by_name[] = {
+  4,   /* field[4] = attributes */
+  3,   /* field[3] = blocks */
+  1,   /* field[1] = inputs */
+  2,   /* field[2] = outputs */
+  0,   /* field[0] = type */
+};
+static const ProtobufCIntRange core_ml__specification__miloperation__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 5 }
+};
+const ProtobufCMessageDescriptor core_ml__specification__miloperation__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "CoreML.Specification.MILOperation",
+  "MILOperation",
+  "CoreML__Specification__MILOperation",
+  "CoreML.Specification",
+  sizeof(CoreML__Specification__MILOperation),
+  5,
+  core_ml__specification__miloperation__field_descriptors,
+  core_ml__specification__miloperation__field_indices_by_name,
+  1,  core_ml__specification__miloperation__number_ranges,
+  (ProtobufCMessageInit) core_ml__specification__miloperation__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor core_ml__specification__milnamed_value_type__field_descriptors[2] =
+{
+  {
+    "name",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__MILNamedValueType, name),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "type",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__MILNamedValueType, type),
+    &core_ml__specification__milvalue_type__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned core_ml__specification__milnamed_value_type__field_indices_by_name[] = {
+  0,   /* field[0] = name */
+  1,   /* field[1] = type */
+};
+static const ProtobufCIntRange core_ml__specification__milnamed_value_type__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor core_ml__specification__milnamed_value_type__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "CoreML.Specification.MILNamedValueType",
+  "MILNamedValueType",
+  "CoreML__Specification__MILNamedValueType",
+  "CoreML.Specification",
+  sizeof(CoreML__Specification__MILNamedValueType),
+  2,
+  core_ml__specification__milnamed_value_type__field_descriptors,
+  core_ml__specification__milnamed_value_type__field_indices_by_name,
+  1,  core_ml__specification__milnamed_value_type__number_ranges,
+  (ProtobufCMessageInit) core_ml__specification__milnamed_value_type__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor core_ml__specification__milvalue_type__field_descriptors[1] =
+{
+  {
+    "tensorType",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__MILValueType, tensortype),
+    &core_ml__specification__miltensor_type__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned core_ml__specification__milvalue_type__field_indices_by_name[] = {
+  0,   /* field[0] = tensorType */
+};
+static const ProtobufCIntRange core_ml__specification__milvalue_type__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor core_ml__specification__milvalue_type__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "CoreML.Specification.MILValueType",
+  "MILValueType",
+  "CoreML__Specification__MILValueType",
+  "CoreML.Specification",
+  sizeof(CoreML__Specification__MILValueType),
+  1,
+  core_ml__specification__milvalue_type__field_descriptors,
+  core_ml__specification__milvalue_type__field_indices_by_name,
+  1,  core_ml__specification__milvalue_type__number_ranges,
+  (ProtobufCMessageInit) core_ml__specification__milvalue_type__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor core_ml__specification__miltensor_type__field_descriptors[3] =
+{
+  {
+    "dataType",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT32,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__MILTensorType, datatype),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "rank",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__MILTensorType, rank),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "dimensions",
+    3,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(CoreML__Specification__MILTensorType, n_dimensions),
+    offsetof(CoreML__Specification__MILTensorType, dimensions),
+    &core_ml__specification__mildimension__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned core_ml__specification__miltensor_type__field_indices_by_name[] = {
+  0,   /* field[0] = dataType */
+  2,   /* field[2] = dimensions */
+  1,   /* field[1] = rank */
+};
+static const ProtobufCIntRange core_ml__specification__miltensor_type__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 3 }
+};
+const ProtobufCMessageDescriptor core_ml__specification__miltensor_type__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "CoreML.Specification.MILTensorType",
+  "MILTensorType",
+  "CoreML__Specification__MILTensorType",
+  "CoreML.Specification",
+  sizeof(CoreML__Specification__MILTensorType),
+  3,
+  core_ml__specification__miltensor_type__field_descriptors,
+  core_ml__specification__miltensor_type__field_indices_by_name,
+  1,  core_ml__specification__miltensor_type__number_ranges,
+  (ProtobufCMessageInit) core_ml__specification__miltensor_type__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor core_ml__specification__mildimension__constant_dimension__field_descriptors[1] =
+{
+  {
+    "size",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__MILDimension__ConstantDimension, size),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned core_ml__specification__mildimension__constant_dimension__field_indices_by_name[] = {
+  0,   /* field[0] = size */
+};
+static const ProtobufCIntRange core_ml__specification__mildimension__constant_dimension__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor core_ml__specification__mildimension__constant_dimension__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "CoreML.Specification.MILDimension.ConstantDimension",
+  "ConstantDimension",
+  "CoreML__Specification__MILDimension__ConstantDimension",
+  "CoreML.Specification",
+  sizeof(CoreML__Specification__MILDimension__ConstantDimension),
+  1,
+  core_ml__specification__mildimension__constant_dimension__field_descriptors,
+  core_ml__specification__mildimension__constant_dimension__field_indices_by_name,
+  1,  core_ml__specification__mildimension__constant_dimension__number_ranges,
+  (ProtobufCMessageInit) core_ml__specification__mildimension__constant_dimension__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor core_ml__specification__mildimension__unknown_dimension__field_descriptors[1] =
+{
+  {
+    "variadic",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__MILDimension__UnknownDimension, variadic),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned core_ml__specification__mildimension__unknown_dimension__field_indices_by_name[] = {
+  0,   /* field[0] = variadic */
+};
+static const ProtobufCIntRange core_ml__specification__mildimension__unknown_dimension__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor core_ml__specification__mildimension__unknown_dimension__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "CoreML.Specification.MILDimension.UnknownDimension",
+  "UnknownDimension",
+  "CoreML__Specification__MILDimension__UnknownDimension",
+  "CoreML.Specification",
+  sizeof(CoreML__Specification__MILDimension__UnknownDimension),
+  1,
+  core_ml__specification__mildimension__unknown_dimension__field_descriptors,
+  core_ml__specification__mildimension__unknown_dimension__field_indices_by_name,
+  1,  core_ml__specification__mildimension__unknown_dimension__number_ranges,
+  (ProtobufCMessageInit) core_ml__specification__mildimension__unknown_dimension__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor core_ml__specification__mildimension__field_descriptors[2] =
+{
+  {
+    "constant",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__MILDimension, constant),
+    &core_ml__specification__mildimension__constant_dimension__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "unknown",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__MILDimension, unknown),
+    &core_ml__specification__mildimension__unknown_dimension__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned core_ml__specification__mildimension__field_indices_by_name[] = {
+  0,   /* field[0] = constant */
+  1,   /* field[1] = unknown */
+};
+static const ProtobufCIntRange core_ml__specification__mildimension__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor core_ml__specification__mildimension__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "CoreML.Specification.MILDimension",
+  "MILDimension",
+  "CoreML__Specification__MILDimension",
+  "CoreML.Specification",
+  sizeof(CoreML__Specification__MILDimension),
+  2,
+  core_ml__specification__mildimension__field_descriptors,
+  core_ml__specification__mildimension__field_indices_by_name,
+  1,  core_ml__specification__mildimension__number_ranges,
+  (ProtobufCMessageInit) core_ml__specification__mildimension__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor core_ml__specification__milvalue__immediate_value__field_descriptors[1] =
+{
+  {
+    "tensor",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__MILValue__ImmediateValue, tensor),
+    &core_ml__specification__miltensor_value__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned core_ml__specification__milvalue__immediate_value__field_indices_by_name[] = {
+  0,   /* field[0] = tensor */
+};
+static const ProtobufCIntRange core_ml__specification__milvalue__immediate_value__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor core_ml__specification__milvalue__immediate_value__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "CoreML.Specification.MILValue.ImmediateValue",
+  "ImmediateValue",
+  "CoreML__Specification__MILValue__ImmediateValue",
+  "CoreML.Specification",
+  sizeof(CoreML__Specification__MILValue__ImmediateValue),
+  1,
+  core_ml__specification__milvalue__immediate_value__field_descriptors,
+  core_ml__specification__milvalue__immediate_value__field_indices_by_name,
+  1,  core_ml__specification__milvalue__immediate_value__number_ranges,
+  (ProtobufCMessageInit) core_ml__specification__milvalue__immediate_value__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor core_ml__specification__milvalue__blob_file_value__field_descriptors[2] =
+{
+  {
+    "fileName",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__MILValue__BlobFileValue, filename),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "offset",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__MILValue__BlobFileValue, offset),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned core_ml__specification__milvalue__blob_file_value__field_indices_by_name[] = {
+  0,   /* field[0] = fileName */
+  1,   /* field[1] = offset */
+};
+static const ProtobufCIntRange core_ml__specification__milvalue__blob_file_value__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor core_ml__specification__milvalue__blob_file_value__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "CoreML.Specification.MILValue.BlobFileValue",
+  "BlobFileValue",
+  "CoreML__Specification__MILValue__BlobFileValue",
+  "CoreML.Specification",
+  sizeof(CoreML__Specification__MILValue__BlobFileValue),
+  2,
+  core_ml__specification__milvalue__blob_file_value__field_descriptors,
+  core_ml__specification__milvalue__blob_file_value__field_indices_by_name,
+  1,  core_ml__specification__milvalue__blob_file_value__number_ranges,
+  (ProtobufCMessageInit) core_ml__specification__milvalue__blob_file_value__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor core_ml__specification__milvalue__field_descriptors[3] =
+{
+  {
+    "type",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__MILValue, type),
+    &core_ml__specification__milvalue_type__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "immediateValue",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__MILValue, immediatevalue),
+    &core_ml__specification__milvalue__immediate_value__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "blobFileValue",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__MILValue, blobfilevalue),
+    &core_ml__specification__milvalue__blob_file_value__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned core_ml__specification__milvalue__field_indices_by_name[] = {
+  2,   /* field[2] = blobFileValue */
+  1,   /* field[1] = immediateValue */
+  0,   /* field[0] = type */
+};
+static const ProtobufCIntRange core_ml__specification__milvalue__number_ranges[2 + 1] =
+{
+  { 2, 0 },
+  { 5, 2 },
+  { 0, 3 }
+};
+const ProtobufCMessageDescriptor core_ml__specification__milvalue__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "CoreML.Specification.MILValue",
+  "MILValue",
+  "CoreML__Specification__MILValue",
+  "CoreML.Specification",
+  sizeof(CoreML__Specification__MILValue),
+  3,
+  core_ml__specification__milvalue__field_descriptors,
+  core_ml__specification__milvalue__field_indices_by_name,
+  2,  core_ml__specification__milvalue__number_ranges,
+  (ProtobufCMessageInit) core_ml__specification__milvalue__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor core_ml__specification__miltensor_value__repeated_floats__field_descriptors[1] =
+{
+  {
+    "values",
+    1,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_FLOAT,
+    offsetof(CoreML__Specification__MILTensorValue__RepeatedFloats, n_values),
+    offsetof(CoreML__Specification__MILTensorValue__RepeatedFloats, values),
+    NULL,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_PACKED,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned core_ml__specification__miltensor_value__repeated_floats__field_indices_by_name[] = {
+  0,   /* field[0] = values */
+};
+static const ProtobufCIntRange core_ml__specification__miltensor_value__repeated_floats__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor core_ml__specification__miltensor_value__repeated_floats__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "CoreML.Specification.MILTensorValue.RepeatedFloats",
+  "RepeatedFloats",
+  "CoreML__Specification__MILTensorValue__RepeatedFloats",
+  "CoreML.Specification",
+  sizeof(CoreML__Specification__MILTensorValue__RepeatedFloats),
+  1,
+  core_ml__specification__miltensor_value__repeated_floats__field_descriptors,
+  core_ml__specification__miltensor_value__repeated_floats__field_indices_by_name,
+  1,  core_ml__specification__miltensor_value__repeated_floats__number_ranges,
+  (ProtobufCMessageInit) core_ml__specification__miltensor_value__repeated_floats__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor core_ml__specification__miltensor_value__repeated_doubles__field_descriptors[1] =
+{
+  {
+    "values",
+    1,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_DOUBLE,
+    offsetof(CoreML__Specification__MILTensorValue__RepeatedDoubles, n_values),
+    offsetof(CoreML__Specification__MILTensorValue__RepeatedDoubles, values),
+    NULL,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_PACKED,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned core_ml__specification__miltensor_value__repeated_doubles__field_indices_by_name[] = {
+  0,   /* field[0] = values */
+};
+static const ProtobufCIntRange core_ml__specification__miltensor_value__repeated_doubles__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor core_ml__specification__miltensor_value__repeated_doubles__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "CoreML.Specification.MILTensorValue.RepeatedDoubles",
+  "RepeatedDoubles",
+  "CoreML__Specification__MILTensorValue__RepeatedDoubles",
+  "CoreML.Specification",
+  sizeof(CoreML__Specification__MILTensorValue__RepeatedDoubles),
+  1,
+  core_ml__specification__miltensor_value__repeated_doubles__field_descriptors,
+  core_ml__specification__miltensor_value__repeated_doubles__field_indices_by_name,
+  1,  core_ml__specification__miltensor_value__repeated_doubles__number_ranges,
+  (ProtobufCMessageInit) core_ml__specification__miltensor_value__repeated_doubles__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor core_ml__specification__miltensor_value__repeated_ints__field_descriptors[1] =
+{
+  {
+    "values",
+    1,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_INT32,
+    offsetof(CoreML__Specification__MILTensorValue__RepeatedInts, n_values),
+    offsetof(CoreML__Specification__MILTensorValue__RepeatedInts, values),
+    NULL,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_PACKED,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned core_ml__specification__miltensor_value__repeated_ints__field_indices_by_name[] = {
+  0,   /* field[0] = values */
+};
+static const ProtobufCIntRange core_ml__specification__miltensor_value__repeated_ints__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor core_ml__specification__miltensor_value__repeated_ints__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "CoreML.Specification.MILTensorValue.RepeatedInts",
+  "RepeatedInts",
+  "CoreML__Specification__MILTensorValue__RepeatedInts",
+  "CoreML.Specification",
+  sizeof(CoreML__Specification__MILTensorValue__RepeatedInts),
+  1,
+  core_ml__specification__miltensor_value__repeated_ints__field_descriptors,
+  core_ml__specification__miltensor_value__repeated_ints__field_indices_by_name,
+  1,  core_ml__specification__miltensor_value__repeated_ints__number_ranges,
+  (ProtobufCMessageInit) core_ml__specification__miltensor_value__repeated_ints__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor core_ml__specification__miltensor_value__repeated_long_ints__field_descriptors[1] =
+{
+  {
+    "values",
+    1,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_INT64,
+    offsetof(CoreML__Specification__MILTensorValue__RepeatedLongInts, n_values),
+    offsetof(CoreML__Specification__MILTensorValue__RepeatedLongInts, values),
+    NULL,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_PACKED,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned core_ml__specification__miltensor_value__repeated_long_ints__field_indices_by_name[] = {
+  0,   /* field[0] = values */
+};
+static const ProtobufCIntRange core_ml__specification__miltensor_value__repeated_long_ints__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor core_ml__specification__miltensor_value__repeated_long_ints__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "CoreML.Specification.MILTensorValue.RepeatedLongInts",
+  "RepeatedLongInts",
+  "CoreML__Specification__MILTensorValue__RepeatedLongInts",
+  "CoreML.Specification",
+  sizeof(CoreML__Specification__MILTensorValue__RepeatedLongInts),
+  1,
+  core_ml__specification__miltensor_value__repeated_long_ints__field_descriptors,
+  core_ml__specification__miltensor_value__repeated_long_ints__field_indices_by_name,
+  1,  core_ml__specification__miltensor_value__repeated_long_ints__number_ranges,
+  (ProtobufCMessageInit) core_ml__specification__miltensor_value__repeated_long_ints__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor core_ml__specification__miltensor_value__repeated_bools__field_descriptors[1] =
+{
+  {
+    "values",
+    1,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_BOOL,
+    offsetof(CoreML__Specification__MILTensorValue__RepeatedBools, n_values),
+    offsetof(CoreML__Specification__MILTensorValue__RepeatedBools, values),
+    NULL,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_PACKED,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned core_ml__specification__miltensor_value__repeated_bools__field_indices_by_name[] = {
+  0,   /* field[0] = values */
+};
+static const ProtobufCIntRange core_ml__specification__miltensor_value__repeated_bools__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor core_ml__specification__miltensor_value__repeated_bools__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "CoreML.Specification.MILTensorValue.RepeatedBools",
+  "RepeatedBools",
+  "CoreML__Specification__MILTensorValue__RepeatedBools",
+  "CoreML.Specification",
+  sizeof(CoreML__Specification__MILTensorValue__RepeatedBools),
+  1,
+  core_ml__specification__miltensor_value__repeated_bools__field_descriptors,
+  core_ml__specification__miltensor_value__repeated_bools__field_indices_by_name,
+  1,  core_ml__specification__miltensor_value__repeated_bools__number_ranges,
+  (ProtobufCMessageInit) core_ml__specification__miltensor_value__repeated_bools__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor core_ml__specification__miltensor_value__repeated_strings__field_descriptors[1] =
+{
+  {
+    "values",
+    1,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_STRING,
+    offsetof(CoreML__Specification__MILTensorValue__RepeatedStrings, n_values),
+    offsetof(CoreML__Specification__MILTensorValue__RepeatedStrings, values),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned core_ml__specification__miltensor_value__repeated_strings__field_indices_by_name[] = {
+  0,   /* field[0] = values */
+};
+static const ProtobufCIntRange core_ml__specification__miltensor_value__repeated_strings__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor core_ml__specification__miltensor_value__repeated_strings__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "CoreML.Specification.MILTensorValue.RepeatedStrings",
+  "RepeatedStrings",
+  "CoreML__Specification__MILTensorValue__RepeatedStrings",
+  "CoreML.Specification",
+  sizeof(CoreML__Specification__MILTensorValue__RepeatedStrings),
+  1,
+  core_ml__specification__miltensor_value__repeated_strings__field_descriptors,
+  core_ml__specification__miltensor_value__repeated_strings__field_indices_by_name,
+  1,  core_ml__specification__miltensor_value__repeated_strings__number_ranges,
+  (ProtobufCMessageInit) core_ml__specification__miltensor_value__repeated_strings__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor core_ml__specification__miltensor_value__repeated_bytes__field_descriptors[1] =
+{
+  {
+    "values",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__MILTensorValue__RepeatedBytes, values),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned core_ml__specification__miltensor_value__repeated_bytes__field_indices_by_name[] = {
+  0,   /* field[0] = values */
+};
+static const ProtobufCIntRange core_ml__specification__miltensor_value__repeated_bytes__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor core_ml__specification__miltensor_value__repeated_bytes__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "CoreML.Specification.MILTensorValue.RepeatedBytes",
+  "RepeatedBytes",
+  "CoreML__Specification__MILTensorValue__RepeatedBytes",
+  "CoreML.Specification",
+  sizeof(CoreML__Specification__MILTensorValue__RepeatedBytes),
+  1,
+  core_ml__specification__miltensor_value__repeated_bytes__field_descriptors,
+  core_ml__specification__miltensor_value__repeated_bytes__field_indices_by_name,
+  1,  core_ml__specification__miltensor_value__repeated_bytes__number_ranges,
+  (ProtobufCMessageInit) core_ml__specification__miltensor_value__repeated_bytes__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor core_ml__specification__miltensor_value__field_descriptors[7] =
+{
+  {
+    "floats",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__MILTensorValue, floats),
+    &core_ml__specification__miltensor_value__repeated_floats__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "ints",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__MILTensorValue, ints),
+    &core_ml__specification__miltensor_value__repeated_ints__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "bools",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__MILTensorValue, bools),
+    &core_ml__specification__miltensor_value__repeated_bools__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "strings",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__MILTensorValue, strings),
+    &core_ml__specification__miltensor_value__repeated_strings__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "longInts",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__MILTensorValue, longints),
+    &core_ml__specification__miltensor_value__repeated_long_ints__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "doubles",
+    6,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__MILTensorValue, doubles),
+    &core_ml__specification__miltensor_value__repeated_doubles__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "bytes",
+    7,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__MILTensorValue, bytes),
+    &core_ml__specification__miltensor_value__repeated_bytes__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned core_ml__specification__miltensor_value__field_indices_by_name[] = {
+  2,   /* field[2] = bools */
+  6,   /* field[6] = bytes */
+  5,   /* field[5] = doubles */
+  0,   /* field[0] = floats */
+  1,   /* field[1] = ints */
+  4,   /* field[4] = longInts */
+  3,   /* field[3] = strings */
+};
+static const ProtobufCIntRange core_ml__specification__miltensor_value__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 7 }
+};
+const ProtobufCMessageDescriptor core_ml__specification__miltensor_value__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "CoreML.Specification.MILTensorValue",
+  "MILTensorValue",
+  "CoreML__Specification__MILTensorValue",
+  "CoreML.Specification",
+  sizeof(CoreML__Specification__MILTensorValue),
+  7,
+  core_ml__specification__miltensor_value__field_descriptors,
+  core_ml__specification__miltensor_value__field_indices_by_name,
+  1,  core_ml__specification__miltensor_value__number_ranges,
+  (ProtobufCMessageInit) core_ml__specification__miltensor_value__init,
   NULL,NULL,NULL    /* reserved[123] */
 };

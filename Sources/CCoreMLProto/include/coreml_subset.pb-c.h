@@ -16,6 +16,11 @@ PROTOBUF_C__BEGIN_DECLS
 
 
 typedef struct CoreML__Specification__Model CoreML__Specification__Model;
+typedef struct CoreML__Specification__Pipeline CoreML__Specification__Pipeline;
+typedef struct CoreML__Specification__PipelineClassifier CoreML__Specification__PipelineClassifier;
+typedef struct CoreML__Specification__PipelineRegressor CoreML__Specification__PipelineRegressor;
+typedef struct CoreML__Specification__NonMaximumSuppression CoreML__Specification__NonMaximumSuppression;
+typedef struct CoreML__Specification__NonMaximumSuppression__PickTop CoreML__Specification__NonMaximumSuppression__PickTop;
 typedef struct CoreML__Specification__ModelDescription CoreML__Specification__ModelDescription;
 typedef struct CoreML__Specification__Metadata CoreML__Specification__Metadata;
 typedef struct CoreML__Specification__Metadata__UserDefinedEntry CoreML__Specification__Metadata__UserDefinedEntry;
@@ -29,8 +34,10 @@ typedef struct CoreML__Specification__DictionaryFeatureType CoreML__Specificatio
 typedef struct CoreML__Specification__StringVector CoreML__Specification__StringVector;
 typedef struct CoreML__Specification__Int64Vector CoreML__Specification__Int64Vector;
 typedef struct CoreML__Specification__NeuralNetwork CoreML__Specification__NeuralNetwork;
+typedef struct CoreML__Specification__NeuralNetworkRegressor CoreML__Specification__NeuralNetworkRegressor;
 typedef struct CoreML__Specification__NeuralNetworkClassifier CoreML__Specification__NeuralNetworkClassifier;
 typedef struct CoreML__Specification__NeuralNetworkPreprocessing CoreML__Specification__NeuralNetworkPreprocessing;
+typedef struct CoreML__Specification__NeuralNetworkMeanImage CoreML__Specification__NeuralNetworkMeanImage;
 typedef struct CoreML__Specification__NeuralNetworkImageScaler CoreML__Specification__NeuralNetworkImageScaler;
 typedef struct CoreML__Specification__NeuralNetworkLayer CoreML__Specification__NeuralNetworkLayer;
 typedef struct CoreML__Specification__WeightParams CoreML__Specification__WeightParams;
@@ -50,6 +57,13 @@ typedef struct CoreML__Specification__ActivationLeakyReLU CoreML__Specification_
 typedef struct CoreML__Specification__ActivationTanh CoreML__Specification__ActivationTanh;
 typedef struct CoreML__Specification__ActivationSigmoid CoreML__Specification__ActivationSigmoid;
 typedef struct CoreML__Specification__ActivationSigmoidHard CoreML__Specification__ActivationSigmoidHard;
+typedef struct CoreML__Specification__ActivationThresholdedReLU CoreML__Specification__ActivationThresholdedReLU;
+typedef struct CoreML__Specification__ActivationPReLU CoreML__Specification__ActivationPReLU;
+typedef struct CoreML__Specification__ActivationScaledTanh CoreML__Specification__ActivationScaledTanh;
+typedef struct CoreML__Specification__ActivationELU CoreML__Specification__ActivationELU;
+typedef struct CoreML__Specification__ActivationSoftsign CoreML__Specification__ActivationSoftsign;
+typedef struct CoreML__Specification__ActivationSoftplus CoreML__Specification__ActivationSoftplus;
+typedef struct CoreML__Specification__ActivationParametricSoftplus CoreML__Specification__ActivationParametricSoftplus;
 typedef struct CoreML__Specification__ActivationParams CoreML__Specification__ActivationParams;
 typedef struct CoreML__Specification__InnerProductLayerParams CoreML__Specification__InnerProductLayerParams;
 typedef struct CoreML__Specification__BatchnormLayerParams CoreML__Specification__BatchnormLayerParams;
@@ -65,6 +79,55 @@ typedef struct CoreML__Specification__BiasLayerParams CoreML__Specification__Bia
 typedef struct CoreML__Specification__FlattenLayerParams CoreML__Specification__FlattenLayerParams;
 typedef struct CoreML__Specification__ConcatLayerParams CoreML__Specification__ConcatLayerParams;
 typedef struct CoreML__Specification__ClipLayerParams CoreML__Specification__ClipLayerParams;
+typedef struct CoreML__Specification__UpsampleLayerParams CoreML__Specification__UpsampleLayerParams;
+typedef struct CoreML__Specification__UnaryFunctionLayerParams CoreML__Specification__UnaryFunctionLayerParams;
+typedef struct CoreML__Specification__AverageLayerParams CoreML__Specification__AverageLayerParams;
+typedef struct CoreML__Specification__MaxLayerParams CoreML__Specification__MaxLayerParams;
+typedef struct CoreML__Specification__MinLayerParams CoreML__Specification__MinLayerParams;
+typedef struct CoreML__Specification__LoadConstantLayerParams CoreML__Specification__LoadConstantLayerParams;
+typedef struct CoreML__Specification__ReshapeLayerParams CoreML__Specification__ReshapeLayerParams;
+typedef struct CoreML__Specification__PermuteLayerParams CoreML__Specification__PermuteLayerParams;
+typedef struct CoreML__Specification__AddBroadcastableLayerParams CoreML__Specification__AddBroadcastableLayerParams;
+typedef struct CoreML__Specification__DivideBroadcastableLayerParams CoreML__Specification__DivideBroadcastableLayerParams;
+typedef struct CoreML__Specification__MultiplyBroadcastableLayerParams CoreML__Specification__MultiplyBroadcastableLayerParams;
+typedef struct CoreML__Specification__SubtractBroadcastableLayerParams CoreML__Specification__SubtractBroadcastableLayerParams;
+typedef struct CoreML__Specification__SoftmaxNDLayerParams CoreML__Specification__SoftmaxNDLayerParams;
+typedef struct CoreML__Specification__ConcatNDLayerParams CoreML__Specification__ConcatNDLayerParams;
+typedef struct CoreML__Specification__TransposeLayerParams CoreML__Specification__TransposeLayerParams;
+typedef struct CoreML__Specification__LoadConstantNDLayerParams CoreML__Specification__LoadConstantNDLayerParams;
+typedef struct CoreML__Specification__SqueezeLayerParams CoreML__Specification__SqueezeLayerParams;
+typedef struct CoreML__Specification__ExpandDimsLayerParams CoreML__Specification__ExpandDimsLayerParams;
+typedef struct CoreML__Specification__FlattenTo2DLayerParams CoreML__Specification__FlattenTo2DLayerParams;
+typedef struct CoreML__Specification__ReshapeStaticLayerParams CoreML__Specification__ReshapeStaticLayerParams;
+typedef struct CoreML__Specification__ReduceMeanLayerParams CoreML__Specification__ReduceMeanLayerParams;
+typedef struct CoreML__Specification__ClampedReLULayerParams CoreML__Specification__ClampedReLULayerParams;
+typedef struct CoreML__Specification__MILProgram CoreML__Specification__MILProgram;
+typedef struct CoreML__Specification__MILProgram__FunctionsEntry CoreML__Specification__MILProgram__FunctionsEntry;
+typedef struct CoreML__Specification__MILFunction CoreML__Specification__MILFunction;
+typedef struct CoreML__Specification__MILFunction__BlockSpecializationsEntry CoreML__Specification__MILFunction__BlockSpecializationsEntry;
+typedef struct CoreML__Specification__MILBlock CoreML__Specification__MILBlock;
+typedef struct CoreML__Specification__MILArgument CoreML__Specification__MILArgument;
+typedef struct CoreML__Specification__MILArgument__Binding CoreML__Specification__MILArgument__Binding;
+typedef struct CoreML__Specification__MILOperation CoreML__Specification__MILOperation;
+typedef struct CoreML__Specification__MILOperation__InputsEntry CoreML__Specification__MILOperation__InputsEntry;
+typedef struct CoreML__Specification__MILOperation__AttributesEntry CoreML__Specification__MILOperation__AttributesEntry;
+typedef struct CoreML__Specification__MILNamedValueType CoreML__Specification__MILNamedValueType;
+typedef struct CoreML__Specification__MILValueType CoreML__Specification__MILValueType;
+typedef struct CoreML__Specification__MILTensorType CoreML__Specification__MILTensorType;
+typedef struct CoreML__Specification__MILDimension CoreML__Specification__MILDimension;
+typedef struct CoreML__Specification__MILDimension__ConstantDimension CoreML__Specification__MILDimension__ConstantDimension;
+typedef struct CoreML__Specification__MILDimension__UnknownDimension CoreML__Specification__MILDimension__UnknownDimension;
+typedef struct CoreML__Specification__MILValue CoreML__Specification__MILValue;
+typedef struct CoreML__Specification__MILValue__ImmediateValue CoreML__Specification__MILValue__ImmediateValue;
+typedef struct CoreML__Specification__MILValue__BlobFileValue CoreML__Specification__MILValue__BlobFileValue;
+typedef struct CoreML__Specification__MILTensorValue CoreML__Specification__MILTensorValue;
+typedef struct CoreML__Specification__MILTensorValue__RepeatedFloats CoreML__Specification__MILTensorValue__RepeatedFloats;
+typedef struct CoreML__Specification__MILTensorValue__RepeatedDoubles CoreML__Specification__MILTensorValue__RepeatedDoubles;
+typedef struct CoreML__Specification__MILTensorValue__RepeatedInts CoreML__Specification__MILTensorValue__RepeatedInts;
+typedef struct CoreML__Specification__MILTensorValue__RepeatedLongInts CoreML__Specification__MILTensorValue__RepeatedLongInts;
+typedef struct CoreML__Specification__MILTensorValue__RepeatedBools CoreML__Specification__MILTensorValue__RepeatedBools;
+typedef struct CoreML__Specification__MILTensorValue__RepeatedStrings CoreML__Specification__MILTensorValue__RepeatedStrings;
+typedef struct CoreML__Specification__MILTensorValue__RepeatedBytes CoreML__Specification__MILTensorValue__RepeatedBytes;
 
 
 /* --- enums --- */
@@ -77,12 +140,81 @@ struct  CoreML__Specification__Model
   ProtobufCMessage base;
   int32_t specificationversion;
   CoreML__Specification__ModelDescription *description;
+  CoreML__Specification__PipelineClassifier *pipelineclassifier;
+  CoreML__Specification__PipelineRegressor *pipelineregressor;
+  CoreML__Specification__Pipeline *pipeline;
+  CoreML__Specification__NeuralNetworkRegressor *neuralnetworkregressor;
   CoreML__Specification__NeuralNetworkClassifier *neuralnetworkclassifier;
   CoreML__Specification__NeuralNetwork *neuralnetwork;
+  CoreML__Specification__MILProgram *mlprogram;
+  CoreML__Specification__NonMaximumSuppression *nonmaximumsuppression;
 };
 #define CORE_ML__SPECIFICATION__MODEL__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__model__descriptor) \
-    , 0, NULL, NULL, NULL }
+    , 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL }
+
+
+struct  CoreML__Specification__Pipeline
+{
+  ProtobufCMessage base;
+  size_t n_models;
+  CoreML__Specification__Model **models;
+  size_t n_names;
+  char **names;
+};
+#define CORE_ML__SPECIFICATION__PIPELINE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__pipeline__descriptor) \
+    , 0,NULL, 0,NULL }
+
+
+struct  CoreML__Specification__PipelineClassifier
+{
+  ProtobufCMessage base;
+  CoreML__Specification__Pipeline *pipeline;
+};
+#define CORE_ML__SPECIFICATION__PIPELINE_CLASSIFIER__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__pipeline_classifier__descriptor) \
+    , NULL }
+
+
+struct  CoreML__Specification__PipelineRegressor
+{
+  ProtobufCMessage base;
+  CoreML__Specification__Pipeline *pipeline;
+};
+#define CORE_ML__SPECIFICATION__PIPELINE_REGRESSOR__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__pipeline_regressor__descriptor) \
+    , NULL }
+
+
+struct  CoreML__Specification__NonMaximumSuppression__PickTop
+{
+  ProtobufCMessage base;
+  protobuf_c_boolean perclass;
+};
+#define CORE_ML__SPECIFICATION__NON_MAXIMUM_SUPPRESSION__PICK_TOP__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__non_maximum_suppression__pick_top__descriptor) \
+    , 0 }
+
+
+struct  CoreML__Specification__NonMaximumSuppression
+{
+  ProtobufCMessage base;
+  CoreML__Specification__NonMaximumSuppression__PickTop *picktop;
+  CoreML__Specification__StringVector *stringclasslabels;
+  CoreML__Specification__Int64Vector *int64classlabels;
+  double iouthreshold;
+  double confidencethreshold;
+  char *confidenceinputfeaturename;
+  char *coordinatesinputfeaturename;
+  char *iouthresholdinputfeaturename;
+  char *confidencethresholdinputfeaturename;
+  char *confidenceoutputfeaturename;
+  char *coordinatesoutputfeaturename;
+};
+#define CORE_ML__SPECIFICATION__NON_MAXIMUM_SUPPRESSION__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__non_maximum_suppression__descriptor) \
+    , NULL, NULL, NULL, 0, 0, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
 
 
 struct  CoreML__Specification__ModelDescription
@@ -235,6 +367,10 @@ struct  CoreML__Specification__Int64Vector
     , 0,NULL }
 
 
+/*
+ * NeuralNetworkMultiArrayShapeMapping: 0 RANK5_ARRAY_MAPPING, 1 EXACT_ARRAY_MAPPING
+ * NeuralNetworkImageShapeMapping: 0 RANK5_IMAGE_MAPPING, 1 RANK4_IMAGE_MAPPING
+ */
 struct  CoreML__Specification__NeuralNetwork
 {
   ProtobufCMessage base;
@@ -242,10 +378,27 @@ struct  CoreML__Specification__NeuralNetwork
   CoreML__Specification__NeuralNetworkLayer **layers;
   size_t n_preprocessing;
   CoreML__Specification__NeuralNetworkPreprocessing **preprocessing;
+  int32_t arrayinputshapemapping;
+  int32_t imageinputshapemapping;
 };
 #define CORE_ML__SPECIFICATION__NEURAL_NETWORK__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__neural_network__descriptor) \
-    , 0,NULL, 0,NULL }
+    , 0,NULL, 0,NULL, 0, 0 }
+
+
+struct  CoreML__Specification__NeuralNetworkRegressor
+{
+  ProtobufCMessage base;
+  size_t n_layers;
+  CoreML__Specification__NeuralNetworkLayer **layers;
+  size_t n_preprocessing;
+  CoreML__Specification__NeuralNetworkPreprocessing **preprocessing;
+  int32_t arrayinputshapemapping;
+  int32_t imageinputshapemapping;
+};
+#define CORE_ML__SPECIFICATION__NEURAL_NETWORK_REGRESSOR__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__neural_network_regressor__descriptor) \
+    , 0,NULL, 0,NULL, 0, 0 }
 
 
 struct  CoreML__Specification__NeuralNetworkClassifier
@@ -255,13 +408,15 @@ struct  CoreML__Specification__NeuralNetworkClassifier
   CoreML__Specification__NeuralNetworkLayer **layers;
   size_t n_preprocessing;
   CoreML__Specification__NeuralNetworkPreprocessing **preprocessing;
+  int32_t arrayinputshapemapping;
+  int32_t imageinputshapemapping;
   CoreML__Specification__StringVector *stringclasslabels;
   CoreML__Specification__Int64Vector *int64classlabels;
   char *labelprobabilitylayername;
 };
 #define CORE_ML__SPECIFICATION__NEURAL_NETWORK_CLASSIFIER__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__neural_network_classifier__descriptor) \
-    , 0,NULL, 0,NULL, NULL, NULL, (char *)protobuf_c_empty_string }
+    , 0,NULL, 0,NULL, 0, 0, NULL, NULL, (char *)protobuf_c_empty_string }
 
 
 struct  CoreML__Specification__NeuralNetworkPreprocessing
@@ -269,10 +424,22 @@ struct  CoreML__Specification__NeuralNetworkPreprocessing
   ProtobufCMessage base;
   char *featurename;
   CoreML__Specification__NeuralNetworkImageScaler *scaler;
+  CoreML__Specification__NeuralNetworkMeanImage *meanimage;
 };
 #define CORE_ML__SPECIFICATION__NEURAL_NETWORK_PREPROCESSING__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__neural_network_preprocessing__descriptor) \
-    , (char *)protobuf_c_empty_string, NULL }
+    , (char *)protobuf_c_empty_string, NULL, NULL }
+
+
+struct  CoreML__Specification__NeuralNetworkMeanImage
+{
+  ProtobufCMessage base;
+  size_t n_meanimage;
+  float *meanimage;
+};
+#define CORE_ML__SPECIFICATION__NEURAL_NETWORK_MEAN_IMAGE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__neural_network_mean_image__descriptor) \
+    , 0,NULL }
 
 
 struct  CoreML__Specification__NeuralNetworkImageScaler
@@ -304,17 +471,39 @@ struct  CoreML__Specification__NeuralNetworkLayer
   CoreML__Specification__BatchnormLayerParams *batchnorm;
   CoreML__Specification__SoftmaxLayerParams *softmax;
   CoreML__Specification__PaddingLayerParams *padding;
+  CoreML__Specification__UpsampleLayerParams *upsample;
+  CoreML__Specification__UnaryFunctionLayerParams *unary;
   CoreML__Specification__AddLayerParams *add;
   CoreML__Specification__MultiplyLayerParams *multiply;
+  CoreML__Specification__AverageLayerParams *average;
   CoreML__Specification__ScaleLayerParams *scale;
   CoreML__Specification__BiasLayerParams *bias;
+  CoreML__Specification__MaxLayerParams *max;
+  CoreML__Specification__MinLayerParams *min;
+  CoreML__Specification__LoadConstantLayerParams *loadconstant;
+  CoreML__Specification__ReshapeLayerParams *reshape;
   CoreML__Specification__FlattenLayerParams *flatten;
+  CoreML__Specification__PermuteLayerParams *permute;
   CoreML__Specification__ConcatLayerParams *concat;
   CoreML__Specification__ClipLayerParams *clip;
+  CoreML__Specification__AddBroadcastableLayerParams *addbroadcastable;
+  CoreML__Specification__DivideBroadcastableLayerParams *dividebroadcastable;
+  CoreML__Specification__MultiplyBroadcastableLayerParams *multiplybroadcastable;
+  CoreML__Specification__SubtractBroadcastableLayerParams *subtractbroadcastable;
+  CoreML__Specification__SoftmaxNDLayerParams *softmaxnd;
+  CoreML__Specification__ConcatNDLayerParams *concatnd;
+  CoreML__Specification__TransposeLayerParams *transpose;
+  CoreML__Specification__LoadConstantNDLayerParams *loadconstantnd;
+  CoreML__Specification__SqueezeLayerParams *squeeze;
+  CoreML__Specification__ExpandDimsLayerParams *expanddims;
+  CoreML__Specification__FlattenTo2DLayerParams *flattento2d;
+  CoreML__Specification__ReshapeStaticLayerParams *reshapestatic;
+  CoreML__Specification__ReduceMeanLayerParams *reducemean;
+  CoreML__Specification__ClampedReLULayerParams *clampedrelu;
 };
 #define CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__neural_network_layer__descriptor) \
-    , (char *)protobuf_c_empty_string, 0,NULL, 0,NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL }
+    , (char *)protobuf_c_empty_string, 0,NULL, 0,NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL }
 
 
 struct  CoreML__Specification__WeightParams
@@ -390,12 +579,12 @@ struct  CoreML__Specification__BorderAmounts
     , 0,NULL }
 
 
-/*
- * Recognised only so that the importer can refuse them (it implements explicit valid padding).
- */
 struct  CoreML__Specification__SamePadding
 {
   ProtobufCMessage base;
+  /*
+   * SamePaddingMode: 0 BOTTOM_RIGHT_HEAVY, 1 TOP_LEFT_HEAVY
+   */
   int32_t asymmetrymode;
 };
 #define CORE_ML__SPECIFICATION__SAME_PADDING__INIT \
@@ -442,10 +631,12 @@ struct  CoreML__Specification__ConvolutionLayerParams
   protobuf_c_boolean hasbias;
   CoreML__Specification__WeightParams *weights;
   CoreML__Specification__WeightParams *bias;
+  size_t n_outputshape;
+  uint64_t *outputshape;
 };
 #define CORE_ML__SPECIFICATION__CONVOLUTION_LAYER_PARAMS__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__convolution_layer_params__descriptor) \
-    , 0, 0, 0, 0,NULL, 0,NULL, 0,NULL, NULL, NULL, 0, 0, NULL, NULL }
+    , 0, 0, 0, 0,NULL, 0,NULL, 0,NULL, NULL, NULL, 0, 0, NULL, NULL, 0,NULL }
 
 
 struct  CoreML__Specification__PoolingLayerParams
@@ -529,19 +720,96 @@ struct  CoreML__Specification__ActivationSigmoidHard
     , 0, 0 }
 
 
+struct  CoreML__Specification__ActivationThresholdedReLU
+{
+  ProtobufCMessage base;
+  float alpha;
+};
+#define CORE_ML__SPECIFICATION__ACTIVATION_THRESHOLDED_RE_LU__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__activation_thresholded_re_lu__descriptor) \
+    , 0 }
+
+
+struct  CoreML__Specification__ActivationPReLU
+{
+  ProtobufCMessage base;
+  CoreML__Specification__WeightParams *alpha;
+};
+#define CORE_ML__SPECIFICATION__ACTIVATION_PRE_LU__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__activation_pre_lu__descriptor) \
+    , NULL }
+
+
+struct  CoreML__Specification__ActivationScaledTanh
+{
+  ProtobufCMessage base;
+  float alpha;
+  float beta;
+};
+#define CORE_ML__SPECIFICATION__ACTIVATION_SCALED_TANH__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__activation_scaled_tanh__descriptor) \
+    , 0, 0 }
+
+
+struct  CoreML__Specification__ActivationELU
+{
+  ProtobufCMessage base;
+  float alpha;
+};
+#define CORE_ML__SPECIFICATION__ACTIVATION_ELU__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__activation_elu__descriptor) \
+    , 0 }
+
+
+struct  CoreML__Specification__ActivationSoftsign
+{
+  ProtobufCMessage base;
+};
+#define CORE_ML__SPECIFICATION__ACTIVATION_SOFTSIGN__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__activation_softsign__descriptor) \
+     }
+
+
+struct  CoreML__Specification__ActivationSoftplus
+{
+  ProtobufCMessage base;
+};
+#define CORE_ML__SPECIFICATION__ACTIVATION_SOFTPLUS__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__activation_softplus__descriptor) \
+     }
+
+
+struct  CoreML__Specification__ActivationParametricSoftplus
+{
+  ProtobufCMessage base;
+  CoreML__Specification__WeightParams *alpha;
+  CoreML__Specification__WeightParams *beta;
+};
+#define CORE_ML__SPECIFICATION__ACTIVATION_PARAMETRIC_SOFTPLUS__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__activation_parametric_softplus__descriptor) \
+    , NULL, NULL }
+
+
 struct  CoreML__Specification__ActivationParams
 {
   ProtobufCMessage base;
   CoreML__Specification__ActivationLinear *linear;
   CoreML__Specification__ActivationReLU *relu;
   CoreML__Specification__ActivationLeakyReLU *leakyrelu;
+  CoreML__Specification__ActivationThresholdedReLU *thresholdedrelu;
+  CoreML__Specification__ActivationPReLU *prelu;
   CoreML__Specification__ActivationTanh *tanh;
+  CoreML__Specification__ActivationScaledTanh *scaledtanh;
   CoreML__Specification__ActivationSigmoid *sigmoid;
   CoreML__Specification__ActivationSigmoidHard *sigmoidhard;
+  CoreML__Specification__ActivationELU *elu;
+  CoreML__Specification__ActivationSoftsign *softsign;
+  CoreML__Specification__ActivationSoftplus *softplus;
+  CoreML__Specification__ActivationParametricSoftplus *parametricsoftplus;
 };
 #define CORE_ML__SPECIFICATION__ACTIVATION_PARAMS__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__activation_params__descriptor) \
-    , NULL, NULL, NULL, NULL, NULL, NULL }
+    , NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL }
 
 
 struct  CoreML__Specification__InnerProductLayerParams
@@ -707,6 +975,586 @@ struct  CoreML__Specification__ClipLayerParams
     , 0, 0 }
 
 
+struct  CoreML__Specification__UpsampleLayerParams
+{
+  ProtobufCMessage base;
+  size_t n_scalingfactor;
+  uint64_t *scalingfactor;
+  /*
+   * InterpolationMode: 0 NN, 1 BILINEAR
+   */
+  int32_t mode;
+  /*
+   * LinearUpsampleMode: 0 DEFAULT, 1 ALIGN_CORNERS_TRUE, 2 ALIGN_CORNERS_FALSE
+   */
+  int32_t linearupsamplemode;
+  size_t n_fractionalscalingfactor;
+  float *fractionalscalingfactor;
+};
+#define CORE_ML__SPECIFICATION__UPSAMPLE_LAYER_PARAMS__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__upsample_layer_params__descriptor) \
+    , 0,NULL, 0, 0, 0,NULL }
+
+
+struct  CoreML__Specification__UnaryFunctionLayerParams
+{
+  ProtobufCMessage base;
+  /*
+   * Operation: 0 SQRT, 1 RSQRT, 2 INVERSE, 3 POWER, 4 EXP, 5 LOG, 6 ABS, 7 THRESHOLD
+   */
+  int32_t type;
+  float alpha;
+  float epsilon;
+  float shift;
+  float scale;
+};
+#define CORE_ML__SPECIFICATION__UNARY_FUNCTION_LAYER_PARAMS__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__unary_function_layer_params__descriptor) \
+    , 0, 0, 0, 0, 0 }
+
+
+struct  CoreML__Specification__AverageLayerParams
+{
+  ProtobufCMessage base;
+};
+#define CORE_ML__SPECIFICATION__AVERAGE_LAYER_PARAMS__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__average_layer_params__descriptor) \
+     }
+
+
+struct  CoreML__Specification__MaxLayerParams
+{
+  ProtobufCMessage base;
+};
+#define CORE_ML__SPECIFICATION__MAX_LAYER_PARAMS__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__max_layer_params__descriptor) \
+     }
+
+
+struct  CoreML__Specification__MinLayerParams
+{
+  ProtobufCMessage base;
+};
+#define CORE_ML__SPECIFICATION__MIN_LAYER_PARAMS__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__min_layer_params__descriptor) \
+     }
+
+
+struct  CoreML__Specification__LoadConstantLayerParams
+{
+  ProtobufCMessage base;
+  size_t n_shape;
+  uint64_t *shape;
+  CoreML__Specification__WeightParams *data;
+};
+#define CORE_ML__SPECIFICATION__LOAD_CONSTANT_LAYER_PARAMS__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__load_constant_layer_params__descriptor) \
+    , 0,NULL, NULL }
+
+
+struct  CoreML__Specification__ReshapeLayerParams
+{
+  ProtobufCMessage base;
+  size_t n_targetshape;
+  int64_t *targetshape;
+  /*
+   * ReshapeOrder: 0 CHANNEL_FIRST, 1 CHANNEL_LAST
+   */
+  int32_t mode;
+};
+#define CORE_ML__SPECIFICATION__RESHAPE_LAYER_PARAMS__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__reshape_layer_params__descriptor) \
+    , 0,NULL, 0 }
+
+
+struct  CoreML__Specification__PermuteLayerParams
+{
+  ProtobufCMessage base;
+  size_t n_axis;
+  uint64_t *axis;
+};
+#define CORE_ML__SPECIFICATION__PERMUTE_LAYER_PARAMS__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__permute_layer_params__descriptor) \
+    , 0,NULL }
+
+
+struct  CoreML__Specification__AddBroadcastableLayerParams
+{
+  ProtobufCMessage base;
+};
+#define CORE_ML__SPECIFICATION__ADD_BROADCASTABLE_LAYER_PARAMS__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__add_broadcastable_layer_params__descriptor) \
+     }
+
+
+struct  CoreML__Specification__DivideBroadcastableLayerParams
+{
+  ProtobufCMessage base;
+};
+#define CORE_ML__SPECIFICATION__DIVIDE_BROADCASTABLE_LAYER_PARAMS__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__divide_broadcastable_layer_params__descriptor) \
+     }
+
+
+struct  CoreML__Specification__MultiplyBroadcastableLayerParams
+{
+  ProtobufCMessage base;
+};
+#define CORE_ML__SPECIFICATION__MULTIPLY_BROADCASTABLE_LAYER_PARAMS__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__multiply_broadcastable_layer_params__descriptor) \
+     }
+
+
+struct  CoreML__Specification__SubtractBroadcastableLayerParams
+{
+  ProtobufCMessage base;
+};
+#define CORE_ML__SPECIFICATION__SUBTRACT_BROADCASTABLE_LAYER_PARAMS__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__subtract_broadcastable_layer_params__descriptor) \
+     }
+
+
+struct  CoreML__Specification__SoftmaxNDLayerParams
+{
+  ProtobufCMessage base;
+  int64_t axis;
+};
+#define CORE_ML__SPECIFICATION__SOFTMAX_NDLAYER_PARAMS__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__softmax_ndlayer_params__descriptor) \
+    , 0 }
+
+
+struct  CoreML__Specification__ConcatNDLayerParams
+{
+  ProtobufCMessage base;
+  int64_t axis;
+  protobuf_c_boolean interleave;
+};
+#define CORE_ML__SPECIFICATION__CONCAT_NDLAYER_PARAMS__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__concat_ndlayer_params__descriptor) \
+    , 0, 0 }
+
+
+struct  CoreML__Specification__TransposeLayerParams
+{
+  ProtobufCMessage base;
+  size_t n_axes;
+  uint64_t *axes;
+};
+#define CORE_ML__SPECIFICATION__TRANSPOSE_LAYER_PARAMS__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__transpose_layer_params__descriptor) \
+    , 0,NULL }
+
+
+struct  CoreML__Specification__LoadConstantNDLayerParams
+{
+  ProtobufCMessage base;
+  size_t n_shape;
+  uint64_t *shape;
+  CoreML__Specification__WeightParams *data;
+};
+#define CORE_ML__SPECIFICATION__LOAD_CONSTANT_NDLAYER_PARAMS__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__load_constant_ndlayer_params__descriptor) \
+    , 0,NULL, NULL }
+
+
+struct  CoreML__Specification__SqueezeLayerParams
+{
+  ProtobufCMessage base;
+  size_t n_axes;
+  int64_t *axes;
+  protobuf_c_boolean squeezeall;
+};
+#define CORE_ML__SPECIFICATION__SQUEEZE_LAYER_PARAMS__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__squeeze_layer_params__descriptor) \
+    , 0,NULL, 0 }
+
+
+struct  CoreML__Specification__ExpandDimsLayerParams
+{
+  ProtobufCMessage base;
+  size_t n_axes;
+  int64_t *axes;
+};
+#define CORE_ML__SPECIFICATION__EXPAND_DIMS_LAYER_PARAMS__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__expand_dims_layer_params__descriptor) \
+    , 0,NULL }
+
+
+struct  CoreML__Specification__FlattenTo2DLayerParams
+{
+  ProtobufCMessage base;
+  int64_t axis;
+};
+#define CORE_ML__SPECIFICATION__FLATTEN_TO2_DLAYER_PARAMS__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__flatten_to2_dlayer_params__descriptor) \
+    , 0 }
+
+
+struct  CoreML__Specification__ReshapeStaticLayerParams
+{
+  ProtobufCMessage base;
+  size_t n_targetshape;
+  int64_t *targetshape;
+};
+#define CORE_ML__SPECIFICATION__RESHAPE_STATIC_LAYER_PARAMS__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__reshape_static_layer_params__descriptor) \
+    , 0,NULL }
+
+
+struct  CoreML__Specification__ReduceMeanLayerParams
+{
+  ProtobufCMessage base;
+  size_t n_axes;
+  int64_t *axes;
+  protobuf_c_boolean keepdims;
+  protobuf_c_boolean reduceall;
+};
+#define CORE_ML__SPECIFICATION__REDUCE_MEAN_LAYER_PARAMS__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__reduce_mean_layer_params__descriptor) \
+    , 0,NULL, 0, 0 }
+
+
+struct  CoreML__Specification__ClampedReLULayerParams
+{
+  ProtobufCMessage base;
+  float alpha;
+  float beta;
+};
+#define CORE_ML__SPECIFICATION__CLAMPED_RE_LULAYER_PARAMS__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__clamped_re_lulayer_params__descriptor) \
+    , 0, 0 }
+
+
+struct  CoreML__Specification__MILProgram__FunctionsEntry
+{
+  ProtobufCMessage base;
+  char *key;
+  CoreML__Specification__MILFunction *value;
+};
+#define CORE_ML__SPECIFICATION__MILPROGRAM__FUNCTIONS_ENTRY__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__milprogram__functions_entry__descriptor) \
+    , (char *)protobuf_c_empty_string, NULL }
+
+
+/*
+ * ML Program (MIL.proto, package CoreML.Specification.MILSpec).
+ */
+struct  CoreML__Specification__MILProgram
+{
+  ProtobufCMessage base;
+  int64_t version;
+  size_t n_functions;
+  CoreML__Specification__MILProgram__FunctionsEntry **functions;
+};
+#define CORE_ML__SPECIFICATION__MILPROGRAM__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__milprogram__descriptor) \
+    , 0, 0,NULL }
+
+
+struct  CoreML__Specification__MILFunction__BlockSpecializationsEntry
+{
+  ProtobufCMessage base;
+  char *key;
+  CoreML__Specification__MILBlock *value;
+};
+#define CORE_ML__SPECIFICATION__MILFUNCTION__BLOCK_SPECIALIZATIONS_ENTRY__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__milfunction__block_specializations_entry__descriptor) \
+    , (char *)protobuf_c_empty_string, NULL }
+
+
+struct  CoreML__Specification__MILFunction
+{
+  ProtobufCMessage base;
+  size_t n_inputs;
+  CoreML__Specification__MILNamedValueType **inputs;
+  char *opset;
+  size_t n_block_specializations;
+  CoreML__Specification__MILFunction__BlockSpecializationsEntry **block_specializations;
+};
+#define CORE_ML__SPECIFICATION__MILFUNCTION__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__milfunction__descriptor) \
+    , 0,NULL, (char *)protobuf_c_empty_string, 0,NULL }
+
+
+struct  CoreML__Specification__MILBlock
+{
+  ProtobufCMessage base;
+  size_t n_inputs;
+  CoreML__Specification__MILNamedValueType **inputs;
+  size_t n_outputs;
+  char **outputs;
+  size_t n_operations;
+  CoreML__Specification__MILOperation **operations;
+};
+#define CORE_ML__SPECIFICATION__MILBLOCK__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__milblock__descriptor) \
+    , 0,NULL, 0,NULL, 0,NULL }
+
+
+struct  CoreML__Specification__MILArgument__Binding
+{
+  ProtobufCMessage base;
+  char *name;
+  CoreML__Specification__MILValue *value;
+};
+#define CORE_ML__SPECIFICATION__MILARGUMENT__BINDING__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__milargument__binding__descriptor) \
+    , (char *)protobuf_c_empty_string, NULL }
+
+
+struct  CoreML__Specification__MILArgument
+{
+  ProtobufCMessage base;
+  size_t n_arguments;
+  CoreML__Specification__MILArgument__Binding **arguments;
+};
+#define CORE_ML__SPECIFICATION__MILARGUMENT__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__milargument__descriptor) \
+    , 0,NULL }
+
+
+struct  CoreML__Specification__MILOperation__InputsEntry
+{
+  ProtobufCMessage base;
+  char *key;
+  CoreML__Specification__MILArgument *value;
+};
+#define CORE_ML__SPECIFICATION__MILOPERATION__INPUTS_ENTRY__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__miloperation__inputs_entry__descriptor) \
+    , (char *)protobuf_c_empty_string, NULL }
+
+
+struct  CoreML__Specification__MILOperation__AttributesEntry
+{
+  ProtobufCMessage base;
+  char *key;
+  CoreML__Specification__MILValue *value;
+};
+#define CORE_ML__SPECIFICATION__MILOPERATION__ATTRIBUTES_ENTRY__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__miloperation__attributes_entry__descriptor) \
+    , (char *)protobuf_c_empty_string, NULL }
+
+
+struct  CoreML__Specification__MILOperation
+{
+  ProtobufCMessage base;
+  char *type;
+  size_t n_inputs;
+  CoreML__Specification__MILOperation__InputsEntry **inputs;
+  size_t n_outputs;
+  CoreML__Specification__MILNamedValueType **outputs;
+  size_t n_blocks;
+  CoreML__Specification__MILBlock **blocks;
+  size_t n_attributes;
+  CoreML__Specification__MILOperation__AttributesEntry **attributes;
+};
+#define CORE_ML__SPECIFICATION__MILOPERATION__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__miloperation__descriptor) \
+    , (char *)protobuf_c_empty_string, 0,NULL, 0,NULL, 0,NULL, 0,NULL }
+
+
+struct  CoreML__Specification__MILNamedValueType
+{
+  ProtobufCMessage base;
+  char *name;
+  CoreML__Specification__MILValueType *type;
+};
+#define CORE_ML__SPECIFICATION__MILNAMED_VALUE_TYPE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__milnamed_value_type__descriptor) \
+    , (char *)protobuf_c_empty_string, NULL }
+
+
+struct  CoreML__Specification__MILValueType
+{
+  ProtobufCMessage base;
+  /*
+   * listType = 2, tupleType = 3, dictionaryType = 4, stateType = 5: recognised as unknown fields.
+   */
+  CoreML__Specification__MILTensorType *tensortype;
+};
+#define CORE_ML__SPECIFICATION__MILVALUE_TYPE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__milvalue_type__descriptor) \
+    , NULL }
+
+
+struct  CoreML__Specification__MILTensorType
+{
+  ProtobufCMessage base;
+  /*
+   * DataType: 1 BOOL, 2 STRING, 10 FLOAT16, 11 FLOAT32, 12 FLOAT64, 13 BFLOAT16, 21 INT8, 22 INT16, 23 INT32,
+   * 24 INT64, 25 INT4, 31 UINT8, 32 UINT16, 33 UINT32, 34 UINT64, 35 UINT4, 36 UINT2, 37 UINT1, 38 UINT6, 39 UINT3,
+   * 40 FLOAT8E4M3FN, 41 FLOAT8E5M2
+   */
+  int32_t datatype;
+  int64_t rank;
+  size_t n_dimensions;
+  CoreML__Specification__MILDimension **dimensions;
+};
+#define CORE_ML__SPECIFICATION__MILTENSOR_TYPE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__miltensor_type__descriptor) \
+    , 0, 0, 0,NULL }
+
+
+struct  CoreML__Specification__MILDimension__ConstantDimension
+{
+  ProtobufCMessage base;
+  uint64_t size;
+};
+#define CORE_ML__SPECIFICATION__MILDIMENSION__CONSTANT_DIMENSION__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__mildimension__constant_dimension__descriptor) \
+    , 0 }
+
+
+struct  CoreML__Specification__MILDimension__UnknownDimension
+{
+  ProtobufCMessage base;
+  protobuf_c_boolean variadic;
+};
+#define CORE_ML__SPECIFICATION__MILDIMENSION__UNKNOWN_DIMENSION__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__mildimension__unknown_dimension__descriptor) \
+    , 0 }
+
+
+struct  CoreML__Specification__MILDimension
+{
+  ProtobufCMessage base;
+  CoreML__Specification__MILDimension__ConstantDimension *constant;
+  CoreML__Specification__MILDimension__UnknownDimension *unknown;
+};
+#define CORE_ML__SPECIFICATION__MILDIMENSION__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__mildimension__descriptor) \
+    , NULL, NULL }
+
+
+struct  CoreML__Specification__MILValue__ImmediateValue
+{
+  ProtobufCMessage base;
+  /*
+   * tuple = 2, list = 3, dictionary = 4: recognised as unknown fields.
+   */
+  CoreML__Specification__MILTensorValue *tensor;
+};
+#define CORE_ML__SPECIFICATION__MILVALUE__IMMEDIATE_VALUE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__milvalue__immediate_value__descriptor) \
+    , NULL }
+
+
+struct  CoreML__Specification__MILValue__BlobFileValue
+{
+  ProtobufCMessage base;
+  char *filename;
+  uint64_t offset;
+};
+#define CORE_ML__SPECIFICATION__MILVALUE__BLOB_FILE_VALUE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__milvalue__blob_file_value__descriptor) \
+    , (char *)protobuf_c_empty_string, 0 }
+
+
+struct  CoreML__Specification__MILValue
+{
+  ProtobufCMessage base;
+  CoreML__Specification__MILValueType *type;
+  CoreML__Specification__MILValue__ImmediateValue *immediatevalue;
+  CoreML__Specification__MILValue__BlobFileValue *blobfilevalue;
+};
+#define CORE_ML__SPECIFICATION__MILVALUE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__milvalue__descriptor) \
+    , NULL, NULL, NULL }
+
+
+struct  CoreML__Specification__MILTensorValue__RepeatedFloats
+{
+  ProtobufCMessage base;
+  size_t n_values;
+  float *values;
+};
+#define CORE_ML__SPECIFICATION__MILTENSOR_VALUE__REPEATED_FLOATS__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__miltensor_value__repeated_floats__descriptor) \
+    , 0,NULL }
+
+
+struct  CoreML__Specification__MILTensorValue__RepeatedDoubles
+{
+  ProtobufCMessage base;
+  size_t n_values;
+  double *values;
+};
+#define CORE_ML__SPECIFICATION__MILTENSOR_VALUE__REPEATED_DOUBLES__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__miltensor_value__repeated_doubles__descriptor) \
+    , 0,NULL }
+
+
+struct  CoreML__Specification__MILTensorValue__RepeatedInts
+{
+  ProtobufCMessage base;
+  size_t n_values;
+  int32_t *values;
+};
+#define CORE_ML__SPECIFICATION__MILTENSOR_VALUE__REPEATED_INTS__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__miltensor_value__repeated_ints__descriptor) \
+    , 0,NULL }
+
+
+struct  CoreML__Specification__MILTensorValue__RepeatedLongInts
+{
+  ProtobufCMessage base;
+  size_t n_values;
+  int64_t *values;
+};
+#define CORE_ML__SPECIFICATION__MILTENSOR_VALUE__REPEATED_LONG_INTS__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__miltensor_value__repeated_long_ints__descriptor) \
+    , 0,NULL }
+
+
+struct  CoreML__Specification__MILTensorValue__RepeatedBools
+{
+  ProtobufCMessage base;
+  size_t n_values;
+  protobuf_c_boolean *values;
+};
+#define CORE_ML__SPECIFICATION__MILTENSOR_VALUE__REPEATED_BOOLS__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__miltensor_value__repeated_bools__descriptor) \
+    , 0,NULL }
+
+
+struct  CoreML__Specification__MILTensorValue__RepeatedStrings
+{
+  ProtobufCMessage base;
+  size_t n_values;
+  char **values;
+};
+#define CORE_ML__SPECIFICATION__MILTENSOR_VALUE__REPEATED_STRINGS__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__miltensor_value__repeated_strings__descriptor) \
+    , 0,NULL }
+
+
+struct  CoreML__Specification__MILTensorValue__RepeatedBytes
+{
+  ProtobufCMessage base;
+  ProtobufCBinaryData values;
+};
+#define CORE_ML__SPECIFICATION__MILTENSOR_VALUE__REPEATED_BYTES__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__miltensor_value__repeated_bytes__descriptor) \
+    , {0,NULL} }
+
+
+struct  CoreML__Specification__MILTensorValue
+{
+  ProtobufCMessage base;
+  CoreML__Specification__MILTensorValue__RepeatedFloats *floats;
+  CoreML__Specification__MILTensorValue__RepeatedInts *ints;
+  CoreML__Specification__MILTensorValue__RepeatedBools *bools;
+  CoreML__Specification__MILTensorValue__RepeatedStrings *strings;
+  CoreML__Specification__MILTensorValue__RepeatedLongInts *longints;
+  CoreML__Specification__MILTensorValue__RepeatedDoubles *doubles;
+  CoreML__Specification__MILTensorValue__RepeatedBytes *bytes;
+};
+#define CORE_ML__SPECIFICATION__MILTENSOR_VALUE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__miltensor_value__descriptor) \
+    , NULL, NULL, NULL, NULL, NULL, NULL, NULL }
+
+
 /* CoreML__Specification__Model methods */
 void   core_ml__specification__model__init
                      (CoreML__Specification__Model         *message);
@@ -725,6 +1573,85 @@ CoreML__Specification__Model *
                       const uint8_t       *data);
 void   core_ml__specification__model__free_unpacked
                      (CoreML__Specification__Model *message,
+                      ProtobufCAllocator *allocator);
+/* CoreML__Specification__Pipeline methods */
+void   core_ml__specification__pipeline__init
+                     (CoreML__Specification__Pipeline         *message);
+size_t core_ml__specification__pipeline__get_packed_size
+                     (const CoreML__Specification__Pipeline   *message);
+size_t core_ml__specification__pipeline__pack
+                     (const CoreML__Specification__Pipeline   *message,
+                      uint8_t             *out);
+size_t core_ml__specification__pipeline__pack_to_buffer
+                     (const CoreML__Specification__Pipeline   *message,
+                      ProtobufCBuffer     *buffer);
+CoreML__Specification__Pipeline *
+       core_ml__specification__pipeline__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   core_ml__specification__pipeline__free_unpacked
+                     (CoreML__Specification__Pipeline *message,
+                      ProtobufCAllocator *allocator);
+/* CoreML__Specification__PipelineClassifier methods */
+void   core_ml__specification__pipeline_classifier__init
+                     (CoreML__Specification__PipelineClassifier         *message);
+size_t core_ml__specification__pipeline_classifier__get_packed_size
+                     (const CoreML__Specification__PipelineClassifier   *message);
+size_t core_ml__specification__pipeline_classifier__pack
+                     (const CoreML__Specification__PipelineClassifier   *message,
+                      uint8_t             *out);
+size_t core_ml__specification__pipeline_classifier__pack_to_buffer
+                     (const CoreML__Specification__PipelineClassifier   *message,
+                      ProtobufCBuffer     *buffer);
+CoreML__Specification__PipelineClassifier *
+       core_ml__specification__pipeline_classifier__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   core_ml__specification__pipeline_classifier__free_unpacked
+                     (CoreML__Specification__PipelineClassifier *message,
+                      ProtobufCAllocator *allocator);
+/* CoreML__Specification__PipelineRegressor methods */
+void   core_ml__specification__pipeline_regressor__init
+                     (CoreML__Specification__PipelineRegressor         *message);
+size_t core_ml__specification__pipeline_regressor__get_packed_size
+                     (const CoreML__Specification__PipelineRegressor   *message);
+size_t core_ml__specification__pipeline_regressor__pack
+                     (const CoreML__Specification__PipelineRegressor   *message,
+                      uint8_t             *out);
+size_t core_ml__specification__pipeline_regressor__pack_to_buffer
+                     (const CoreML__Specification__PipelineRegressor   *message,
+                      ProtobufCBuffer     *buffer);
+CoreML__Specification__PipelineRegressor *
+       core_ml__specification__pipeline_regressor__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   core_ml__specification__pipeline_regressor__free_unpacked
+                     (CoreML__Specification__PipelineRegressor *message,
+                      ProtobufCAllocator *allocator);
+/* CoreML__Specification__NonMaximumSuppression__PickTop methods */
+void   core_ml__specification__non_maximum_suppression__pick_top__init
+                     (CoreML__Specification__NonMaximumSuppression__PickTop         *message);
+/* CoreML__Specification__NonMaximumSuppression methods */
+void   core_ml__specification__non_maximum_suppression__init
+                     (CoreML__Specification__NonMaximumSuppression         *message);
+size_t core_ml__specification__non_maximum_suppression__get_packed_size
+                     (const CoreML__Specification__NonMaximumSuppression   *message);
+size_t core_ml__specification__non_maximum_suppression__pack
+                     (const CoreML__Specification__NonMaximumSuppression   *message,
+                      uint8_t             *out);
+size_t core_ml__specification__non_maximum_suppression__pack_to_buffer
+                     (const CoreML__Specification__NonMaximumSuppression   *message,
+                      ProtobufCBuffer     *buffer);
+CoreML__Specification__NonMaximumSuppression *
+       core_ml__specification__non_maximum_suppression__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   core_ml__specification__non_maximum_suppression__free_unpacked
+                     (CoreML__Specification__NonMaximumSuppression *message,
                       ProtobufCAllocator *allocator);
 /* CoreML__Specification__ModelDescription methods */
 void   core_ml__specification__model_description__init
@@ -957,6 +1884,25 @@ CoreML__Specification__NeuralNetwork *
 void   core_ml__specification__neural_network__free_unpacked
                      (CoreML__Specification__NeuralNetwork *message,
                       ProtobufCAllocator *allocator);
+/* CoreML__Specification__NeuralNetworkRegressor methods */
+void   core_ml__specification__neural_network_regressor__init
+                     (CoreML__Specification__NeuralNetworkRegressor         *message);
+size_t core_ml__specification__neural_network_regressor__get_packed_size
+                     (const CoreML__Specification__NeuralNetworkRegressor   *message);
+size_t core_ml__specification__neural_network_regressor__pack
+                     (const CoreML__Specification__NeuralNetworkRegressor   *message,
+                      uint8_t             *out);
+size_t core_ml__specification__neural_network_regressor__pack_to_buffer
+                     (const CoreML__Specification__NeuralNetworkRegressor   *message,
+                      ProtobufCBuffer     *buffer);
+CoreML__Specification__NeuralNetworkRegressor *
+       core_ml__specification__neural_network_regressor__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   core_ml__specification__neural_network_regressor__free_unpacked
+                     (CoreML__Specification__NeuralNetworkRegressor *message,
+                      ProtobufCAllocator *allocator);
 /* CoreML__Specification__NeuralNetworkClassifier methods */
 void   core_ml__specification__neural_network_classifier__init
                      (CoreML__Specification__NeuralNetworkClassifier         *message);
@@ -994,6 +1940,25 @@ CoreML__Specification__NeuralNetworkPreprocessing *
                       const uint8_t       *data);
 void   core_ml__specification__neural_network_preprocessing__free_unpacked
                      (CoreML__Specification__NeuralNetworkPreprocessing *message,
+                      ProtobufCAllocator *allocator);
+/* CoreML__Specification__NeuralNetworkMeanImage methods */
+void   core_ml__specification__neural_network_mean_image__init
+                     (CoreML__Specification__NeuralNetworkMeanImage         *message);
+size_t core_ml__specification__neural_network_mean_image__get_packed_size
+                     (const CoreML__Specification__NeuralNetworkMeanImage   *message);
+size_t core_ml__specification__neural_network_mean_image__pack
+                     (const CoreML__Specification__NeuralNetworkMeanImage   *message,
+                      uint8_t             *out);
+size_t core_ml__specification__neural_network_mean_image__pack_to_buffer
+                     (const CoreML__Specification__NeuralNetworkMeanImage   *message,
+                      ProtobufCBuffer     *buffer);
+CoreML__Specification__NeuralNetworkMeanImage *
+       core_ml__specification__neural_network_mean_image__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   core_ml__specification__neural_network_mean_image__free_unpacked
+                     (CoreML__Specification__NeuralNetworkMeanImage *message,
                       ProtobufCAllocator *allocator);
 /* CoreML__Specification__NeuralNetworkImageScaler methods */
 void   core_ml__specification__neural_network_image_scaler__init
@@ -1340,6 +2305,139 @@ CoreML__Specification__ActivationSigmoidHard *
 void   core_ml__specification__activation_sigmoid_hard__free_unpacked
                      (CoreML__Specification__ActivationSigmoidHard *message,
                       ProtobufCAllocator *allocator);
+/* CoreML__Specification__ActivationThresholdedReLU methods */
+void   core_ml__specification__activation_thresholded_re_lu__init
+                     (CoreML__Specification__ActivationThresholdedReLU         *message);
+size_t core_ml__specification__activation_thresholded_re_lu__get_packed_size
+                     (const CoreML__Specification__ActivationThresholdedReLU   *message);
+size_t core_ml__specification__activation_thresholded_re_lu__pack
+                     (const CoreML__Specification__ActivationThresholdedReLU   *message,
+                      uint8_t             *out);
+size_t core_ml__specification__activation_thresholded_re_lu__pack_to_buffer
+                     (const CoreML__Specification__ActivationThresholdedReLU   *message,
+                      ProtobufCBuffer     *buffer);
+CoreML__Specification__ActivationThresholdedReLU *
+       core_ml__specification__activation_thresholded_re_lu__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   core_ml__specification__activation_thresholded_re_lu__free_unpacked
+                     (CoreML__Specification__ActivationThresholdedReLU *message,
+                      ProtobufCAllocator *allocator);
+/* CoreML__Specification__ActivationPReLU methods */
+void   core_ml__specification__activation_pre_lu__init
+                     (CoreML__Specification__ActivationPReLU         *message);
+size_t core_ml__specification__activation_pre_lu__get_packed_size
+                     (const CoreML__Specification__ActivationPReLU   *message);
+size_t core_ml__specification__activation_pre_lu__pack
+                     (const CoreML__Specification__ActivationPReLU   *message,
+                      uint8_t             *out);
+size_t core_ml__specification__activation_pre_lu__pack_to_buffer
+                     (const CoreML__Specification__ActivationPReLU   *message,
+                      ProtobufCBuffer     *buffer);
+CoreML__Specification__ActivationPReLU *
+       core_ml__specification__activation_pre_lu__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   core_ml__specification__activation_pre_lu__free_unpacked
+                     (CoreML__Specification__ActivationPReLU *message,
+                      ProtobufCAllocator *allocator);
+/* CoreML__Specification__ActivationScaledTanh methods */
+void   core_ml__specification__activation_scaled_tanh__init
+                     (CoreML__Specification__ActivationScaledTanh         *message);
+size_t core_ml__specification__activation_scaled_tanh__get_packed_size
+                     (const CoreML__Specification__ActivationScaledTanh   *message);
+size_t core_ml__specification__activation_scaled_tanh__pack
+                     (const CoreML__Specification__ActivationScaledTanh   *message,
+                      uint8_t             *out);
+size_t core_ml__specification__activation_scaled_tanh__pack_to_buffer
+                     (const CoreML__Specification__ActivationScaledTanh   *message,
+                      ProtobufCBuffer     *buffer);
+CoreML__Specification__ActivationScaledTanh *
+       core_ml__specification__activation_scaled_tanh__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   core_ml__specification__activation_scaled_tanh__free_unpacked
+                     (CoreML__Specification__ActivationScaledTanh *message,
+                      ProtobufCAllocator *allocator);
+/* CoreML__Specification__ActivationELU methods */
+void   core_ml__specification__activation_elu__init
+                     (CoreML__Specification__ActivationELU         *message);
+size_t core_ml__specification__activation_elu__get_packed_size
+                     (const CoreML__Specification__ActivationELU   *message);
+size_t core_ml__specification__activation_elu__pack
+                     (const CoreML__Specification__ActivationELU   *message,
+                      uint8_t             *out);
+size_t core_ml__specification__activation_elu__pack_to_buffer
+                     (const CoreML__Specification__ActivationELU   *message,
+                      ProtobufCBuffer     *buffer);
+CoreML__Specification__ActivationELU *
+       core_ml__specification__activation_elu__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   core_ml__specification__activation_elu__free_unpacked
+                     (CoreML__Specification__ActivationELU *message,
+                      ProtobufCAllocator *allocator);
+/* CoreML__Specification__ActivationSoftsign methods */
+void   core_ml__specification__activation_softsign__init
+                     (CoreML__Specification__ActivationSoftsign         *message);
+size_t core_ml__specification__activation_softsign__get_packed_size
+                     (const CoreML__Specification__ActivationSoftsign   *message);
+size_t core_ml__specification__activation_softsign__pack
+                     (const CoreML__Specification__ActivationSoftsign   *message,
+                      uint8_t             *out);
+size_t core_ml__specification__activation_softsign__pack_to_buffer
+                     (const CoreML__Specification__ActivationSoftsign   *message,
+                      ProtobufCBuffer     *buffer);
+CoreML__Specification__ActivationSoftsign *
+       core_ml__specification__activation_softsign__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   core_ml__specification__activation_softsign__free_unpacked
+                     (CoreML__Specification__ActivationSoftsign *message,
+                      ProtobufCAllocator *allocator);
+/* CoreML__Specification__ActivationSoftplus methods */
+void   core_ml__specification__activation_softplus__init
+                     (CoreML__Specification__ActivationSoftplus         *message);
+size_t core_ml__specification__activation_softplus__get_packed_size
+                     (const CoreML__Specification__ActivationSoftplus   *message);
+size_t core_ml__specification__activation_softplus__pack
+                     (const CoreML__Specification__ActivationSoftplus   *message,
+                      uint8_t             *out);
+size_t core_ml__specification__activation_softplus__pack_to_buffer
+                     (const CoreML__Specification__ActivationSoftplus   *message,
+                      ProtobufCBuffer     *buffer);
+CoreML__Specification__ActivationSoftplus *
+       core_ml__specification__activation_softplus__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   core_ml__specification__activation_softplus__free_unpacked
+                     (CoreML__Specification__ActivationSoftplus *message,
+                      ProtobufCAllocator *allocator);
+/* CoreML__Specification__ActivationParametricSoftplus methods */
+void   core_ml__specification__activation_parametric_softplus__init
+                     (CoreML__Specification__ActivationParametricSoftplus         *message);
+size_t core_ml__specification__activation_parametric_softplus__get_packed_size
+                     (const CoreML__Specification__ActivationParametricSoftplus   *message);
+size_t core_ml__specification__activation_parametric_softplus__pack
+                     (const CoreML__Specification__ActivationParametricSoftplus   *message,
+                      uint8_t             *out);
+size_t core_ml__specification__activation_parametric_softplus__pack_to_buffer
+                     (const CoreML__Specification__ActivationParametricSoftplus   *message,
+                      ProtobufCBuffer     *buffer);
+CoreML__Specification__ActivationParametricSoftplus *
+       core_ml__specification__activation_parametric_softplus__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   core_ml__specification__activation_parametric_softplus__free_unpacked
+                     (CoreML__Specification__ActivationParametricSoftplus *message,
+                      ProtobufCAllocator *allocator);
 /* CoreML__Specification__ActivationParams methods */
 void   core_ml__specification__activation_params__init
                      (CoreML__Specification__ActivationParams         *message);
@@ -1577,10 +2675,700 @@ CoreML__Specification__ClipLayerParams *
 void   core_ml__specification__clip_layer_params__free_unpacked
                      (CoreML__Specification__ClipLayerParams *message,
                       ProtobufCAllocator *allocator);
+/* CoreML__Specification__UpsampleLayerParams methods */
+void   core_ml__specification__upsample_layer_params__init
+                     (CoreML__Specification__UpsampleLayerParams         *message);
+size_t core_ml__specification__upsample_layer_params__get_packed_size
+                     (const CoreML__Specification__UpsampleLayerParams   *message);
+size_t core_ml__specification__upsample_layer_params__pack
+                     (const CoreML__Specification__UpsampleLayerParams   *message,
+                      uint8_t             *out);
+size_t core_ml__specification__upsample_layer_params__pack_to_buffer
+                     (const CoreML__Specification__UpsampleLayerParams   *message,
+                      ProtobufCBuffer     *buffer);
+CoreML__Specification__UpsampleLayerParams *
+       core_ml__specification__upsample_layer_params__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   core_ml__specification__upsample_layer_params__free_unpacked
+                     (CoreML__Specification__UpsampleLayerParams *message,
+                      ProtobufCAllocator *allocator);
+/* CoreML__Specification__UnaryFunctionLayerParams methods */
+void   core_ml__specification__unary_function_layer_params__init
+                     (CoreML__Specification__UnaryFunctionLayerParams         *message);
+size_t core_ml__specification__unary_function_layer_params__get_packed_size
+                     (const CoreML__Specification__UnaryFunctionLayerParams   *message);
+size_t core_ml__specification__unary_function_layer_params__pack
+                     (const CoreML__Specification__UnaryFunctionLayerParams   *message,
+                      uint8_t             *out);
+size_t core_ml__specification__unary_function_layer_params__pack_to_buffer
+                     (const CoreML__Specification__UnaryFunctionLayerParams   *message,
+                      ProtobufCBuffer     *buffer);
+CoreML__Specification__UnaryFunctionLayerParams *
+       core_ml__specification__unary_function_layer_params__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   core_ml__specification__unary_function_layer_params__free_unpacked
+                     (CoreML__Specification__UnaryFunctionLayerParams *message,
+                      ProtobufCAllocator *allocator);
+/* CoreML__Specification__AverageLayerParams methods */
+void   core_ml__specification__average_layer_params__init
+                     (CoreML__Specification__AverageLayerParams         *message);
+size_t core_ml__specification__average_layer_params__get_packed_size
+                     (const CoreML__Specification__AverageLayerParams   *message);
+size_t core_ml__specification__average_layer_params__pack
+                     (const CoreML__Specification__AverageLayerParams   *message,
+                      uint8_t             *out);
+size_t core_ml__specification__average_layer_params__pack_to_buffer
+                     (const CoreML__Specification__AverageLayerParams   *message,
+                      ProtobufCBuffer     *buffer);
+CoreML__Specification__AverageLayerParams *
+       core_ml__specification__average_layer_params__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   core_ml__specification__average_layer_params__free_unpacked
+                     (CoreML__Specification__AverageLayerParams *message,
+                      ProtobufCAllocator *allocator);
+/* CoreML__Specification__MaxLayerParams methods */
+void   core_ml__specification__max_layer_params__init
+                     (CoreML__Specification__MaxLayerParams         *message);
+size_t core_ml__specification__max_layer_params__get_packed_size
+                     (const CoreML__Specification__MaxLayerParams   *message);
+size_t core_ml__specification__max_layer_params__pack
+                     (const CoreML__Specification__MaxLayerParams   *message,
+                      uint8_t             *out);
+size_t core_ml__specification__max_layer_params__pack_to_buffer
+                     (const CoreML__Specification__MaxLayerParams   *message,
+                      ProtobufCBuffer     *buffer);
+CoreML__Specification__MaxLayerParams *
+       core_ml__specification__max_layer_params__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   core_ml__specification__max_layer_params__free_unpacked
+                     (CoreML__Specification__MaxLayerParams *message,
+                      ProtobufCAllocator *allocator);
+/* CoreML__Specification__MinLayerParams methods */
+void   core_ml__specification__min_layer_params__init
+                     (CoreML__Specification__MinLayerParams         *message);
+size_t core_ml__specification__min_layer_params__get_packed_size
+                     (const CoreML__Specification__MinLayerParams   *message);
+size_t core_ml__specification__min_layer_params__pack
+                     (const CoreML__Specification__MinLayerParams   *message,
+                      uint8_t             *out);
+size_t core_ml__specification__min_layer_params__pack_to_buffer
+                     (const CoreML__Specification__MinLayerParams   *message,
+                      ProtobufCBuffer     *buffer);
+CoreML__Specification__MinLayerParams *
+       core_ml__specification__min_layer_params__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   core_ml__specification__min_layer_params__free_unpacked
+                     (CoreML__Specification__MinLayerParams *message,
+                      ProtobufCAllocator *allocator);
+/* CoreML__Specification__LoadConstantLayerParams methods */
+void   core_ml__specification__load_constant_layer_params__init
+                     (CoreML__Specification__LoadConstantLayerParams         *message);
+size_t core_ml__specification__load_constant_layer_params__get_packed_size
+                     (const CoreML__Specification__LoadConstantLayerParams   *message);
+size_t core_ml__specification__load_constant_layer_params__pack
+                     (const CoreML__Specification__LoadConstantLayerParams   *message,
+                      uint8_t             *out);
+size_t core_ml__specification__load_constant_layer_params__pack_to_buffer
+                     (const CoreML__Specification__LoadConstantLayerParams   *message,
+                      ProtobufCBuffer     *buffer);
+CoreML__Specification__LoadConstantLayerParams *
+       core_ml__specification__load_constant_layer_params__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   core_ml__specification__load_constant_layer_params__free_unpacked
+                     (CoreML__Specification__LoadConstantLayerParams *message,
+                      ProtobufCAllocator *allocator);
+/* CoreML__Specification__ReshapeLayerParams methods */
+void   core_ml__specification__reshape_layer_params__init
+                     (CoreML__Specification__ReshapeLayerParams         *message);
+size_t core_ml__specification__reshape_layer_params__get_packed_size
+                     (const CoreML__Specification__ReshapeLayerParams   *message);
+size_t core_ml__specification__reshape_layer_params__pack
+                     (const CoreML__Specification__ReshapeLayerParams   *message,
+                      uint8_t             *out);
+size_t core_ml__specification__reshape_layer_params__pack_to_buffer
+                     (const CoreML__Specification__ReshapeLayerParams   *message,
+                      ProtobufCBuffer     *buffer);
+CoreML__Specification__ReshapeLayerParams *
+       core_ml__specification__reshape_layer_params__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   core_ml__specification__reshape_layer_params__free_unpacked
+                     (CoreML__Specification__ReshapeLayerParams *message,
+                      ProtobufCAllocator *allocator);
+/* CoreML__Specification__PermuteLayerParams methods */
+void   core_ml__specification__permute_layer_params__init
+                     (CoreML__Specification__PermuteLayerParams         *message);
+size_t core_ml__specification__permute_layer_params__get_packed_size
+                     (const CoreML__Specification__PermuteLayerParams   *message);
+size_t core_ml__specification__permute_layer_params__pack
+                     (const CoreML__Specification__PermuteLayerParams   *message,
+                      uint8_t             *out);
+size_t core_ml__specification__permute_layer_params__pack_to_buffer
+                     (const CoreML__Specification__PermuteLayerParams   *message,
+                      ProtobufCBuffer     *buffer);
+CoreML__Specification__PermuteLayerParams *
+       core_ml__specification__permute_layer_params__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   core_ml__specification__permute_layer_params__free_unpacked
+                     (CoreML__Specification__PermuteLayerParams *message,
+                      ProtobufCAllocator *allocator);
+/* CoreML__Specification__AddBroadcastableLayerParams methods */
+void   core_ml__specification__add_broadcastable_layer_params__init
+                     (CoreML__Specification__AddBroadcastableLayerParams         *message);
+size_t core_ml__specification__add_broadcastable_layer_params__get_packed_size
+                     (const CoreML__Specification__AddBroadcastableLayerParams   *message);
+size_t core_ml__specification__add_broadcastable_layer_params__pack
+                     (const CoreML__Specification__AddBroadcastableLayerParams   *message,
+                      uint8_t             *out);
+size_t core_ml__specification__add_broadcastable_layer_params__pack_to_buffer
+                     (const CoreML__Specification__AddBroadcastableLayerParams   *message,
+                      ProtobufCBuffer     *buffer);
+CoreML__Specification__AddBroadcastableLayerParams *
+       core_ml__specification__add_broadcastable_layer_params__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   core_ml__specification__add_broadcastable_layer_params__free_unpacked
+                     (CoreML__Specification__AddBroadcastableLayerParams *message,
+                      ProtobufCAllocator *allocator);
+/* CoreML__Specification__DivideBroadcastableLayerParams methods */
+void   core_ml__specification__divide_broadcastable_layer_params__init
+                     (CoreML__Specification__DivideBroadcastableLayerParams         *message);
+size_t core_ml__specification__divide_broadcastable_layer_params__get_packed_size
+                     (const CoreML__Specification__DivideBroadcastableLayerParams   *message);
+size_t core_ml__specification__divide_broadcastable_layer_params__pack
+                     (const CoreML__Specification__DivideBroadcastableLayerParams   *message,
+                      uint8_t             *out);
+size_t core_ml__specification__divide_broadcastable_layer_params__pack_to_buffer
+                     (const CoreML__Specification__DivideBroadcastableLayerParams   *message,
+                      ProtobufCBuffer     *buffer);
+CoreML__Specification__DivideBroadcastableLayerParams *
+       core_ml__specification__divide_broadcastable_layer_params__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   core_ml__specification__divide_broadcastable_layer_params__free_unpacked
+                     (CoreML__Specification__DivideBroadcastableLayerParams *message,
+                      ProtobufCAllocator *allocator);
+/* CoreML__Specification__MultiplyBroadcastableLayerParams methods */
+void   core_ml__specification__multiply_broadcastable_layer_params__init
+                     (CoreML__Specification__MultiplyBroadcastableLayerParams         *message);
+size_t core_ml__specification__multiply_broadcastable_layer_params__get_packed_size
+                     (const CoreML__Specification__MultiplyBroadcastableLayerParams   *message);
+size_t core_ml__specification__multiply_broadcastable_layer_params__pack
+                     (const CoreML__Specification__MultiplyBroadcastableLayerParams   *message,
+                      uint8_t             *out);
+size_t core_ml__specification__multiply_broadcastable_layer_params__pack_to_buffer
+                     (const CoreML__Specification__MultiplyBroadcastableLayerParams   *message,
+                      ProtobufCBuffer     *buffer);
+CoreML__Specification__MultiplyBroadcastableLayerParams *
+       core_ml__specification__multiply_broadcastable_layer_params__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   core_ml__specification__multiply_broadcastable_layer_params__free_unpacked
+                     (CoreML__Specification__MultiplyBroadcastableLayerParams *message,
+                      ProtobufCAllocator *allocator);
+/* CoreML__Specification__SubtractBroadcastableLayerParams methods */
+void   core_ml__specification__subtract_broadcastable_layer_params__init
+                     (CoreML__Specification__SubtractBroadcastableLayerParams         *message);
+size_t core_ml__specification__subtract_broadcastable_layer_params__get_packed_size
+                     (const CoreML__Specification__SubtractBroadcastableLayerParams   *message);
+size_t core_ml__specification__subtract_broadcastable_layer_params__pack
+                     (const CoreML__Specification__SubtractBroadcastableLayerParams   *message,
+                      uint8_t             *out);
+size_t core_ml__specification__subtract_broadcastable_layer_params__pack_to_buffer
+                     (const CoreML__Specification__SubtractBroadcastableLayerParams   *message,
+                      ProtobufCBuffer     *buffer);
+CoreML__Specification__SubtractBroadcastableLayerParams *
+       core_ml__specification__subtract_broadcastable_layer_params__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   core_ml__specification__subtract_broadcastable_layer_params__free_unpacked
+                     (CoreML__Specification__SubtractBroadcastableLayerParams *message,
+                      ProtobufCAllocator *allocator);
+/* CoreML__Specification__SoftmaxNDLayerParams methods */
+void   core_ml__specification__softmax_ndlayer_params__init
+                     (CoreML__Specification__SoftmaxNDLayerParams         *message);
+size_t core_ml__specification__softmax_ndlayer_params__get_packed_size
+                     (const CoreML__Specification__SoftmaxNDLayerParams   *message);
+size_t core_ml__specification__softmax_ndlayer_params__pack
+                     (const CoreML__Specification__SoftmaxNDLayerParams   *message,
+                      uint8_t             *out);
+size_t core_ml__specification__softmax_ndlayer_params__pack_to_buffer
+                     (const CoreML__Specification__SoftmaxNDLayerParams   *message,
+                      ProtobufCBuffer     *buffer);
+CoreML__Specification__SoftmaxNDLayerParams *
+       core_ml__specification__softmax_ndlayer_params__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   core_ml__specification__softmax_ndlayer_params__free_unpacked
+                     (CoreML__Specification__SoftmaxNDLayerParams *message,
+                      ProtobufCAllocator *allocator);
+/* CoreML__Specification__ConcatNDLayerParams methods */
+void   core_ml__specification__concat_ndlayer_params__init
+                     (CoreML__Specification__ConcatNDLayerParams         *message);
+size_t core_ml__specification__concat_ndlayer_params__get_packed_size
+                     (const CoreML__Specification__ConcatNDLayerParams   *message);
+size_t core_ml__specification__concat_ndlayer_params__pack
+                     (const CoreML__Specification__ConcatNDLayerParams   *message,
+                      uint8_t             *out);
+size_t core_ml__specification__concat_ndlayer_params__pack_to_buffer
+                     (const CoreML__Specification__ConcatNDLayerParams   *message,
+                      ProtobufCBuffer     *buffer);
+CoreML__Specification__ConcatNDLayerParams *
+       core_ml__specification__concat_ndlayer_params__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   core_ml__specification__concat_ndlayer_params__free_unpacked
+                     (CoreML__Specification__ConcatNDLayerParams *message,
+                      ProtobufCAllocator *allocator);
+/* CoreML__Specification__TransposeLayerParams methods */
+void   core_ml__specification__transpose_layer_params__init
+                     (CoreML__Specification__TransposeLayerParams         *message);
+size_t core_ml__specification__transpose_layer_params__get_packed_size
+                     (const CoreML__Specification__TransposeLayerParams   *message);
+size_t core_ml__specification__transpose_layer_params__pack
+                     (const CoreML__Specification__TransposeLayerParams   *message,
+                      uint8_t             *out);
+size_t core_ml__specification__transpose_layer_params__pack_to_buffer
+                     (const CoreML__Specification__TransposeLayerParams   *message,
+                      ProtobufCBuffer     *buffer);
+CoreML__Specification__TransposeLayerParams *
+       core_ml__specification__transpose_layer_params__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   core_ml__specification__transpose_layer_params__free_unpacked
+                     (CoreML__Specification__TransposeLayerParams *message,
+                      ProtobufCAllocator *allocator);
+/* CoreML__Specification__LoadConstantNDLayerParams methods */
+void   core_ml__specification__load_constant_ndlayer_params__init
+                     (CoreML__Specification__LoadConstantNDLayerParams         *message);
+size_t core_ml__specification__load_constant_ndlayer_params__get_packed_size
+                     (const CoreML__Specification__LoadConstantNDLayerParams   *message);
+size_t core_ml__specification__load_constant_ndlayer_params__pack
+                     (const CoreML__Specification__LoadConstantNDLayerParams   *message,
+                      uint8_t             *out);
+size_t core_ml__specification__load_constant_ndlayer_params__pack_to_buffer
+                     (const CoreML__Specification__LoadConstantNDLayerParams   *message,
+                      ProtobufCBuffer     *buffer);
+CoreML__Specification__LoadConstantNDLayerParams *
+       core_ml__specification__load_constant_ndlayer_params__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   core_ml__specification__load_constant_ndlayer_params__free_unpacked
+                     (CoreML__Specification__LoadConstantNDLayerParams *message,
+                      ProtobufCAllocator *allocator);
+/* CoreML__Specification__SqueezeLayerParams methods */
+void   core_ml__specification__squeeze_layer_params__init
+                     (CoreML__Specification__SqueezeLayerParams         *message);
+size_t core_ml__specification__squeeze_layer_params__get_packed_size
+                     (const CoreML__Specification__SqueezeLayerParams   *message);
+size_t core_ml__specification__squeeze_layer_params__pack
+                     (const CoreML__Specification__SqueezeLayerParams   *message,
+                      uint8_t             *out);
+size_t core_ml__specification__squeeze_layer_params__pack_to_buffer
+                     (const CoreML__Specification__SqueezeLayerParams   *message,
+                      ProtobufCBuffer     *buffer);
+CoreML__Specification__SqueezeLayerParams *
+       core_ml__specification__squeeze_layer_params__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   core_ml__specification__squeeze_layer_params__free_unpacked
+                     (CoreML__Specification__SqueezeLayerParams *message,
+                      ProtobufCAllocator *allocator);
+/* CoreML__Specification__ExpandDimsLayerParams methods */
+void   core_ml__specification__expand_dims_layer_params__init
+                     (CoreML__Specification__ExpandDimsLayerParams         *message);
+size_t core_ml__specification__expand_dims_layer_params__get_packed_size
+                     (const CoreML__Specification__ExpandDimsLayerParams   *message);
+size_t core_ml__specification__expand_dims_layer_params__pack
+                     (const CoreML__Specification__ExpandDimsLayerParams   *message,
+                      uint8_t             *out);
+size_t core_ml__specification__expand_dims_layer_params__pack_to_buffer
+                     (const CoreML__Specification__ExpandDimsLayerParams   *message,
+                      ProtobufCBuffer     *buffer);
+CoreML__Specification__ExpandDimsLayerParams *
+       core_ml__specification__expand_dims_layer_params__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   core_ml__specification__expand_dims_layer_params__free_unpacked
+                     (CoreML__Specification__ExpandDimsLayerParams *message,
+                      ProtobufCAllocator *allocator);
+/* CoreML__Specification__FlattenTo2DLayerParams methods */
+void   core_ml__specification__flatten_to2_dlayer_params__init
+                     (CoreML__Specification__FlattenTo2DLayerParams         *message);
+size_t core_ml__specification__flatten_to2_dlayer_params__get_packed_size
+                     (const CoreML__Specification__FlattenTo2DLayerParams   *message);
+size_t core_ml__specification__flatten_to2_dlayer_params__pack
+                     (const CoreML__Specification__FlattenTo2DLayerParams   *message,
+                      uint8_t             *out);
+size_t core_ml__specification__flatten_to2_dlayer_params__pack_to_buffer
+                     (const CoreML__Specification__FlattenTo2DLayerParams   *message,
+                      ProtobufCBuffer     *buffer);
+CoreML__Specification__FlattenTo2DLayerParams *
+       core_ml__specification__flatten_to2_dlayer_params__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   core_ml__specification__flatten_to2_dlayer_params__free_unpacked
+                     (CoreML__Specification__FlattenTo2DLayerParams *message,
+                      ProtobufCAllocator *allocator);
+/* CoreML__Specification__ReshapeStaticLayerParams methods */
+void   core_ml__specification__reshape_static_layer_params__init
+                     (CoreML__Specification__ReshapeStaticLayerParams         *message);
+size_t core_ml__specification__reshape_static_layer_params__get_packed_size
+                     (const CoreML__Specification__ReshapeStaticLayerParams   *message);
+size_t core_ml__specification__reshape_static_layer_params__pack
+                     (const CoreML__Specification__ReshapeStaticLayerParams   *message,
+                      uint8_t             *out);
+size_t core_ml__specification__reshape_static_layer_params__pack_to_buffer
+                     (const CoreML__Specification__ReshapeStaticLayerParams   *message,
+                      ProtobufCBuffer     *buffer);
+CoreML__Specification__ReshapeStaticLayerParams *
+       core_ml__specification__reshape_static_layer_params__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   core_ml__specification__reshape_static_layer_params__free_unpacked
+                     (CoreML__Specification__ReshapeStaticLayerParams *message,
+                      ProtobufCAllocator *allocator);
+/* CoreML__Specification__ReduceMeanLayerParams methods */
+void   core_ml__specification__reduce_mean_layer_params__init
+                     (CoreML__Specification__ReduceMeanLayerParams         *message);
+size_t core_ml__specification__reduce_mean_layer_params__get_packed_size
+                     (const CoreML__Specification__ReduceMeanLayerParams   *message);
+size_t core_ml__specification__reduce_mean_layer_params__pack
+                     (const CoreML__Specification__ReduceMeanLayerParams   *message,
+                      uint8_t             *out);
+size_t core_ml__specification__reduce_mean_layer_params__pack_to_buffer
+                     (const CoreML__Specification__ReduceMeanLayerParams   *message,
+                      ProtobufCBuffer     *buffer);
+CoreML__Specification__ReduceMeanLayerParams *
+       core_ml__specification__reduce_mean_layer_params__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   core_ml__specification__reduce_mean_layer_params__free_unpacked
+                     (CoreML__Specification__ReduceMeanLayerParams *message,
+                      ProtobufCAllocator *allocator);
+/* CoreML__Specification__ClampedReLULayerParams methods */
+void   core_ml__specification__clamped_re_lulayer_params__init
+                     (CoreML__Specification__ClampedReLULayerParams         *message);
+size_t core_ml__specification__clamped_re_lulayer_params__get_packed_size
+                     (const CoreML__Specification__ClampedReLULayerParams   *message);
+size_t core_ml__specification__clamped_re_lulayer_params__pack
+                     (const CoreML__Specification__ClampedReLULayerParams   *message,
+                      uint8_t             *out);
+size_t core_ml__specification__clamped_re_lulayer_params__pack_to_buffer
+                     (const CoreML__Specification__ClampedReLULayerParams   *message,
+                      ProtobufCBuffer     *buffer);
+CoreML__Specification__ClampedReLULayerParams *
+       core_ml__specification__clamped_re_lulayer_params__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   core_ml__specification__clamped_re_lulayer_params__free_unpacked
+                     (CoreML__Specification__ClampedReLULayerParams *message,
+                      ProtobufCAllocator *allocator);
+/* CoreML__Specification__MILProgram__FunctionsEntry methods */
+void   core_ml__specification__milprogram__functions_entry__init
+                     (CoreML__Specification__MILProgram__FunctionsEntry         *message);
+/* CoreML__Specification__MILProgram methods */
+void   core_ml__specification__milprogram__init
+                     (CoreML__Specification__MILProgram         *message);
+size_t core_ml__specification__milprogram__get_packed_size
+                     (const CoreML__Specification__MILProgram   *message);
+size_t core_ml__specification__milprogram__pack
+                     (const CoreML__Specification__MILProgram   *message,
+                      uint8_t             *out);
+size_t core_ml__specification__milprogram__pack_to_buffer
+                     (const CoreML__Specification__MILProgram   *message,
+                      ProtobufCBuffer     *buffer);
+CoreML__Specification__MILProgram *
+       core_ml__specification__milprogram__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   core_ml__specification__milprogram__free_unpacked
+                     (CoreML__Specification__MILProgram *message,
+                      ProtobufCAllocator *allocator);
+/* CoreML__Specification__MILFunction__BlockSpecializationsEntry methods */
+void   core_ml__specification__milfunction__block_specializations_entry__init
+                     (CoreML__Specification__MILFunction__BlockSpecializationsEntry         *message);
+/* CoreML__Specification__MILFunction methods */
+void   core_ml__specification__milfunction__init
+                     (CoreML__Specification__MILFunction         *message);
+size_t core_ml__specification__milfunction__get_packed_size
+                     (const CoreML__Specification__MILFunction   *message);
+size_t core_ml__specification__milfunction__pack
+                     (const CoreML__Specification__MILFunction   *message,
+                      uint8_t             *out);
+size_t core_ml__specification__milfunction__pack_to_buffer
+                     (const CoreML__Specification__MILFunction   *message,
+                      ProtobufCBuffer     *buffer);
+CoreML__Specification__MILFunction *
+       core_ml__specification__milfunction__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   core_ml__specification__milfunction__free_unpacked
+                     (CoreML__Specification__MILFunction *message,
+                      ProtobufCAllocator *allocator);
+/* CoreML__Specification__MILBlock methods */
+void   core_ml__specification__milblock__init
+                     (CoreML__Specification__MILBlock         *message);
+size_t core_ml__specification__milblock__get_packed_size
+                     (const CoreML__Specification__MILBlock   *message);
+size_t core_ml__specification__milblock__pack
+                     (const CoreML__Specification__MILBlock   *message,
+                      uint8_t             *out);
+size_t core_ml__specification__milblock__pack_to_buffer
+                     (const CoreML__Specification__MILBlock   *message,
+                      ProtobufCBuffer     *buffer);
+CoreML__Specification__MILBlock *
+       core_ml__specification__milblock__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   core_ml__specification__milblock__free_unpacked
+                     (CoreML__Specification__MILBlock *message,
+                      ProtobufCAllocator *allocator);
+/* CoreML__Specification__MILArgument__Binding methods */
+void   core_ml__specification__milargument__binding__init
+                     (CoreML__Specification__MILArgument__Binding         *message);
+/* CoreML__Specification__MILArgument methods */
+void   core_ml__specification__milargument__init
+                     (CoreML__Specification__MILArgument         *message);
+size_t core_ml__specification__milargument__get_packed_size
+                     (const CoreML__Specification__MILArgument   *message);
+size_t core_ml__specification__milargument__pack
+                     (const CoreML__Specification__MILArgument   *message,
+                      uint8_t             *out);
+size_t core_ml__specification__milargument__pack_to_buffer
+                     (const CoreML__Specification__MILArgument   *message,
+                      ProtobufCBuffer     *buffer);
+CoreML__Specification__MILArgument *
+       core_ml__specification__milargument__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   core_ml__specification__milargument__free_unpacked
+                     (CoreML__Specification__MILArgument *message,
+                      ProtobufCAllocator *allocator);
+/* CoreML__Specification__MILOperation__InputsEntry methods */
+void   core_ml__specification__miloperation__inputs_entry__init
+                     (CoreML__Specification__MILOperation__InputsEntry         *message);
+/* CoreML__Specification__MILOperation__AttributesEntry methods */
+void   core_ml__specification__miloperation__attributes_entry__init
+                     (CoreML__Specification__MILOperation__AttributesEntry         *message);
+/* CoreML__Specification__MILOperation methods */
+void   core_ml__specification__miloperation__init
+                     (CoreML__Specification__MILOperation         *message);
+size_t core_ml__specification__miloperation__get_packed_size
+                     (const CoreML__Specification__MILOperation   *message);
+size_t core_ml__specification__miloperation__pack
+                     (const CoreML__Specification__MILOperation   *message,
+                      uint8_t             *out);
+size_t core_ml__specification__miloperation__pack_to_buffer
+                     (const CoreML__Specification__MILOperation   *message,
+                      ProtobufCBuffer     *buffer);
+CoreML__Specification__MILOperation *
+       core_ml__specification__miloperation__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   core_ml__specification__miloperation__free_unpacked
+                     (CoreML__Specification__MILOperation *message,
+                      ProtobufCAllocator *allocator);
+/* CoreML__Specification__MILNamedValueType methods */
+void   core_ml__specification__milnamed_value_type__init
+                     (CoreML__Specification__MILNamedValueType         *message);
+size_t core_ml__specification__milnamed_value_type__get_packed_size
+                     (const CoreML__Specification__MILNamedValueType   *message);
+size_t core_ml__specification__milnamed_value_type__pack
+                     (const CoreML__Specification__MILNamedValueType   *message,
+                      uint8_t             *out);
+size_t core_ml__specification__milnamed_value_type__pack_to_buffer
+                     (const CoreML__Specification__MILNamedValueType   *message,
+                      ProtobufCBuffer     *buffer);
+CoreML__Specification__MILNamedValueType *
+       core_ml__specification__milnamed_value_type__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   core_ml__specification__milnamed_value_type__free_unpacked
+                     (CoreML__Specification__MILNamedValueType *message,
+                      ProtobufCAllocator *allocator);
+/* CoreML__Specification__MILValueType methods */
+void   core_ml__specification__milvalue_type__init
+                     (CoreML__Specification__MILValueType         *message);
+size_t core_ml__specification__milvalue_type__get_packed_size
+                     (const CoreML__Specification__MILValueType   *message);
+size_t core_ml__specification__milvalue_type__pack
+                     (const CoreML__Specification__MILValueType   *message,
+                      uint8_t             *out);
+size_t core_ml__specification__milvalue_type__pack_to_buffer
+                     (const CoreML__Specification__MILValueType   *message,
+                      ProtobufCBuffer     *buffer);
+CoreML__Specification__MILValueType *
+       core_ml__specification__milvalue_type__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   core_ml__specification__milvalue_type__free_unpacked
+                     (CoreML__Specification__MILValueType *message,
+                      ProtobufCAllocator *allocator);
+/* CoreML__Specification__MILTensorType methods */
+void   core_ml__specification__miltensor_type__init
+                     (CoreML__Specification__MILTensorType         *message);
+size_t core_ml__specification__miltensor_type__get_packed_size
+                     (const CoreML__Specification__MILTensorType   *message);
+size_t core_ml__specification__miltensor_type__pack
+                     (const CoreML__Specification__MILTensorType   *message,
+                      uint8_t             *out);
+size_t core_ml__specification__miltensor_type__pack_to_buffer
+                     (const CoreML__Specification__MILTensorType   *message,
+                      ProtobufCBuffer     *buffer);
+CoreML__Specification__MILTensorType *
+       core_ml__specification__miltensor_type__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   core_ml__specification__miltensor_type__free_unpacked
+                     (CoreML__Specification__MILTensorType *message,
+                      ProtobufCAllocator *allocator);
+/* CoreML__Specification__MILDimension__ConstantDimension methods */
+void   core_ml__specification__mildimension__constant_dimension__init
+                     (CoreML__Specification__MILDimension__ConstantDimension         *message);
+/* CoreML__Specification__MILDimension__UnknownDimension methods */
+void   core_ml__specification__mildimension__unknown_dimension__init
+                     (CoreML__Specification__MILDimension__UnknownDimension         *message);
+/* CoreML__Specification__MILDimension methods */
+void   core_ml__specification__mildimension__init
+                     (CoreML__Specification__MILDimension         *message);
+size_t core_ml__specification__mildimension__get_packed_size
+                     (const CoreML__Specification__MILDimension   *message);
+size_t core_ml__specification__mildimension__pack
+                     (const CoreML__Specification__MILDimension   *message,
+                      uint8_t             *out);
+size_t core_ml__specification__mildimension__pack_to_buffer
+                     (const CoreML__Specification__MILDimension   *message,
+                      ProtobufCBuffer     *buffer);
+CoreML__Specification__MILDimension *
+       core_ml__specification__mildimension__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   core_ml__specification__mildimension__free_unpacked
+                     (CoreML__Specification__MILDimension *message,
+                      ProtobufCAllocator *allocator);
+/* CoreML__Specification__MILValue__ImmediateValue methods */
+void   core_ml__specification__milvalue__immediate_value__init
+                     (CoreML__Specification__MILValue__ImmediateValue         *message);
+/* CoreML__Specification__MILValue__BlobFileValue methods */
+void   core_ml__specification__milvalue__blob_file_value__init
+                     (CoreML__Specification__MILValue__BlobFileValue         *message);
+/* CoreML__Specification__MILValue methods */
+void   core_ml__specification__milvalue__init
+                     (CoreML__Specification__MILValue         *message);
+size_t core_ml__specification__milvalue__get_packed_size
+                     (const CoreML__Specification__MILValue   *message);
+size_t core_ml__specification__milvalue__pack
+                     (const CoreML__Specification__MILValue   *message,
+                      uint8_t             *out);
+size_t core_ml__specification__milvalue__pack_to_buffer
+                     (const CoreML__Specification__MILValue   *message,
+                      ProtobufCBuffer     *buffer);
+CoreML__Specification__MILValue *
+       core_ml__specification__milvalue__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   core_ml__specification__milvalue__free_unpacked
+                     (CoreML__Specification__MILValue *message,
+                      ProtobufCAllocator *allocator);
+/* CoreML__Specification__MILTensorValue__RepeatedFloats methods */
+void   core_ml__specification__miltensor_value__repeated_floats__init
+                     (CoreML__Specification__MILTensorValue__RepeatedFloats         *message);
+/* CoreML__Specification__MILTensorValue__RepeatedDoubles methods */
+void   core_ml__specification__miltensor_value__repeated_doubles__init
+                     (CoreML__Specification__MILTensorValue__RepeatedDoubles         *message);
+/* CoreML__Specification__MILTensorValue__RepeatedInts methods */
+void   core_ml__specification__miltensor_value__repeated_ints__init
+                     (CoreML__Specification__MILTensorValue__RepeatedInts         *message);
+/* CoreML__Specification__MILTensorValue__RepeatedLongInts methods */
+void   core_ml__specification__miltensor_value__repeated_long_ints__init
+                     (CoreML__Specification__MILTensorValue__RepeatedLongInts         *message);
+/* CoreML__Specification__MILTensorValue__RepeatedBools methods */
+void   core_ml__specification__miltensor_value__repeated_bools__init
+                     (CoreML__Specification__MILTensorValue__RepeatedBools         *message);
+/* CoreML__Specification__MILTensorValue__RepeatedStrings methods */
+void   core_ml__specification__miltensor_value__repeated_strings__init
+                     (CoreML__Specification__MILTensorValue__RepeatedStrings         *message);
+/* CoreML__Specification__MILTensorValue__RepeatedBytes methods */
+void   core_ml__specification__miltensor_value__repeated_bytes__init
+                     (CoreML__Specification__MILTensorValue__RepeatedBytes         *message);
+/* CoreML__Specification__MILTensorValue methods */
+void   core_ml__specification__miltensor_value__init
+                     (CoreML__Specification__MILTensorValue         *message);
+size_t core_ml__specification__miltensor_value__get_packed_size
+                     (const CoreML__Specification__MILTensorValue   *message);
+size_t core_ml__specification__miltensor_value__pack
+                     (const CoreML__Specification__MILTensorValue   *message,
+                      uint8_t             *out);
+size_t core_ml__specification__miltensor_value__pack_to_buffer
+                     (const CoreML__Specification__MILTensorValue   *message,
+                      ProtobufCBuffer     *buffer);
+CoreML__Specification__MILTensorValue *
+       core_ml__specification__miltensor_value__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   core_ml__specification__miltensor_value__free_unpacked
+                     (CoreML__Specification__MILTensorValue *message,
+                      ProtobufCAllocator *allocator);
 /* --- per-message closures --- */
 
 typedef void (*CoreML__Specification__Model_Closure)
                  (const CoreML__Specification__Model *message,
+                  void *closure_data);
+typedef void (*CoreML__Specification__Pipeline_Closure)
+                 (const CoreML__Specification__Pipeline *message,
+                  void *closure_data);
+typedef void (*CoreML__Specification__PipelineClassifier_Closure)
+                 (const CoreML__Specification__PipelineClassifier *message,
+                  void *closure_data);
+typedef void (*CoreML__Specification__PipelineRegressor_Closure)
+                 (const CoreML__Specification__PipelineRegressor *message,
+                  void *closure_data);
+typedef void (*CoreML__Specification__NonMaximumSuppression__PickTop_Closure)
+                 (const CoreML__Specification__NonMaximumSuppression__PickTop *message,
+                  void *closure_data);
+typedef void (*CoreML__Specification__NonMaximumSuppression_Closure)
+                 (const CoreML__Specification__NonMaximumSuppression *message,
                   void *closure_data);
 typedef void (*CoreML__Specification__ModelDescription_Closure)
                  (const CoreML__Specification__ModelDescription *message,
@@ -1621,11 +3409,17 @@ typedef void (*CoreML__Specification__Int64Vector_Closure)
 typedef void (*CoreML__Specification__NeuralNetwork_Closure)
                  (const CoreML__Specification__NeuralNetwork *message,
                   void *closure_data);
+typedef void (*CoreML__Specification__NeuralNetworkRegressor_Closure)
+                 (const CoreML__Specification__NeuralNetworkRegressor *message,
+                  void *closure_data);
 typedef void (*CoreML__Specification__NeuralNetworkClassifier_Closure)
                  (const CoreML__Specification__NeuralNetworkClassifier *message,
                   void *closure_data);
 typedef void (*CoreML__Specification__NeuralNetworkPreprocessing_Closure)
                  (const CoreML__Specification__NeuralNetworkPreprocessing *message,
+                  void *closure_data);
+typedef void (*CoreML__Specification__NeuralNetworkMeanImage_Closure)
+                 (const CoreML__Specification__NeuralNetworkMeanImage *message,
                   void *closure_data);
 typedef void (*CoreML__Specification__NeuralNetworkImageScaler_Closure)
                  (const CoreML__Specification__NeuralNetworkImageScaler *message,
@@ -1684,6 +3478,27 @@ typedef void (*CoreML__Specification__ActivationSigmoid_Closure)
 typedef void (*CoreML__Specification__ActivationSigmoidHard_Closure)
                  (const CoreML__Specification__ActivationSigmoidHard *message,
                   void *closure_data);
+typedef void (*CoreML__Specification__ActivationThresholdedReLU_Closure)
+                 (const CoreML__Specification__ActivationThresholdedReLU *message,
+                  void *closure_data);
+typedef void (*CoreML__Specification__ActivationPReLU_Closure)
+                 (const CoreML__Specification__ActivationPReLU *message,
+                  void *closure_data);
+typedef void (*CoreML__Specification__ActivationScaledTanh_Closure)
+                 (const CoreML__Specification__ActivationScaledTanh *message,
+                  void *closure_data);
+typedef void (*CoreML__Specification__ActivationELU_Closure)
+                 (const CoreML__Specification__ActivationELU *message,
+                  void *closure_data);
+typedef void (*CoreML__Specification__ActivationSoftsign_Closure)
+                 (const CoreML__Specification__ActivationSoftsign *message,
+                  void *closure_data);
+typedef void (*CoreML__Specification__ActivationSoftplus_Closure)
+                 (const CoreML__Specification__ActivationSoftplus *message,
+                  void *closure_data);
+typedef void (*CoreML__Specification__ActivationParametricSoftplus_Closure)
+                 (const CoreML__Specification__ActivationParametricSoftplus *message,
+                  void *closure_data);
 typedef void (*CoreML__Specification__ActivationParams_Closure)
                  (const CoreML__Specification__ActivationParams *message,
                   void *closure_data);
@@ -1729,6 +3544,153 @@ typedef void (*CoreML__Specification__ConcatLayerParams_Closure)
 typedef void (*CoreML__Specification__ClipLayerParams_Closure)
                  (const CoreML__Specification__ClipLayerParams *message,
                   void *closure_data);
+typedef void (*CoreML__Specification__UpsampleLayerParams_Closure)
+                 (const CoreML__Specification__UpsampleLayerParams *message,
+                  void *closure_data);
+typedef void (*CoreML__Specification__UnaryFunctionLayerParams_Closure)
+                 (const CoreML__Specification__UnaryFunctionLayerParams *message,
+                  void *closure_data);
+typedef void (*CoreML__Specification__AverageLayerParams_Closure)
+                 (const CoreML__Specification__AverageLayerParams *message,
+                  void *closure_data);
+typedef void (*CoreML__Specification__MaxLayerParams_Closure)
+                 (const CoreML__Specification__MaxLayerParams *message,
+                  void *closure_data);
+typedef void (*CoreML__Specification__MinLayerParams_Closure)
+                 (const CoreML__Specification__MinLayerParams *message,
+                  void *closure_data);
+typedef void (*CoreML__Specification__LoadConstantLayerParams_Closure)
+                 (const CoreML__Specification__LoadConstantLayerParams *message,
+                  void *closure_data);
+typedef void (*CoreML__Specification__ReshapeLayerParams_Closure)
+                 (const CoreML__Specification__ReshapeLayerParams *message,
+                  void *closure_data);
+typedef void (*CoreML__Specification__PermuteLayerParams_Closure)
+                 (const CoreML__Specification__PermuteLayerParams *message,
+                  void *closure_data);
+typedef void (*CoreML__Specification__AddBroadcastableLayerParams_Closure)
+                 (const CoreML__Specification__AddBroadcastableLayerParams *message,
+                  void *closure_data);
+typedef void (*CoreML__Specification__DivideBroadcastableLayerParams_Closure)
+                 (const CoreML__Specification__DivideBroadcastableLayerParams *message,
+                  void *closure_data);
+typedef void (*CoreML__Specification__MultiplyBroadcastableLayerParams_Closure)
+                 (const CoreML__Specification__MultiplyBroadcastableLayerParams *message,
+                  void *closure_data);
+typedef void (*CoreML__Specification__SubtractBroadcastableLayerParams_Closure)
+                 (const CoreML__Specification__SubtractBroadcastableLayerParams *message,
+                  void *closure_data);
+typedef void (*CoreML__Specification__SoftmaxNDLayerParams_Closure)
+                 (const CoreML__Specification__SoftmaxNDLayerParams *message,
+                  void *closure_data);
+typedef void (*CoreML__Specification__ConcatNDLayerParams_Closure)
+                 (const CoreML__Specification__ConcatNDLayerParams *message,
+                  void *closure_data);
+typedef void (*CoreML__Specification__TransposeLayerParams_Closure)
+                 (const CoreML__Specification__TransposeLayerParams *message,
+                  void *closure_data);
+typedef void (*CoreML__Specification__LoadConstantNDLayerParams_Closure)
+                 (const CoreML__Specification__LoadConstantNDLayerParams *message,
+                  void *closure_data);
+typedef void (*CoreML__Specification__SqueezeLayerParams_Closure)
+                 (const CoreML__Specification__SqueezeLayerParams *message,
+                  void *closure_data);
+typedef void (*CoreML__Specification__ExpandDimsLayerParams_Closure)
+                 (const CoreML__Specification__ExpandDimsLayerParams *message,
+                  void *closure_data);
+typedef void (*CoreML__Specification__FlattenTo2DLayerParams_Closure)
+                 (const CoreML__Specification__FlattenTo2DLayerParams *message,
+                  void *closure_data);
+typedef void (*CoreML__Specification__ReshapeStaticLayerParams_Closure)
+                 (const CoreML__Specification__ReshapeStaticLayerParams *message,
+                  void *closure_data);
+typedef void (*CoreML__Specification__ReduceMeanLayerParams_Closure)
+                 (const CoreML__Specification__ReduceMeanLayerParams *message,
+                  void *closure_data);
+typedef void (*CoreML__Specification__ClampedReLULayerParams_Closure)
+                 (const CoreML__Specification__ClampedReLULayerParams *message,
+                  void *closure_data);
+typedef void (*CoreML__Specification__MILProgram__FunctionsEntry_Closure)
+                 (const CoreML__Specification__MILProgram__FunctionsEntry *message,
+                  void *closure_data);
+typedef void (*CoreML__Specification__MILProgram_Closure)
+                 (const CoreML__Specification__MILProgram *message,
+                  void *closure_data);
+typedef void (*CoreML__Specification__MILFunction__BlockSpecializationsEntry_Closure)
+                 (const CoreML__Specification__MILFunction__BlockSpecializationsEntry *message,
+                  void *closure_data);
+typedef void (*CoreML__Specification__MILFunction_Closure)
+                 (const CoreML__Specification__MILFunction *message,
+                  void *closure_data);
+typedef void (*CoreML__Specification__MILBlock_Closure)
+                 (const CoreML__Specification__MILBlock *message,
+                  void *closure_data);
+typedef void (*CoreML__Specification__MILArgument__Binding_Closure)
+                 (const CoreML__Specification__MILArgument__Binding *message,
+                  void *closure_data);
+typedef void (*CoreML__Specification__MILArgument_Closure)
+                 (const CoreML__Specification__MILArgument *message,
+                  void *closure_data);
+typedef void (*CoreML__Specification__MILOperation__InputsEntry_Closure)
+                 (const CoreML__Specification__MILOperation__InputsEntry *message,
+                  void *closure_data);
+typedef void (*CoreML__Specification__MILOperation__AttributesEntry_Closure)
+                 (const CoreML__Specification__MILOperation__AttributesEntry *message,
+                  void *closure_data);
+typedef void (*CoreML__Specification__MILOperation_Closure)
+                 (const CoreML__Specification__MILOperation *message,
+                  void *closure_data);
+typedef void (*CoreML__Specification__MILNamedValueType_Closure)
+                 (const CoreML__Specification__MILNamedValueType *message,
+                  void *closure_data);
+typedef void (*CoreML__Specification__MILValueType_Closure)
+                 (const CoreML__Specification__MILValueType *message,
+                  void *closure_data);
+typedef void (*CoreML__Specification__MILTensorType_Closure)
+                 (const CoreML__Specification__MILTensorType *message,
+                  void *closure_data);
+typedef void (*CoreML__Specification__MILDimension__ConstantDimension_Closure)
+                 (const CoreML__Specification__MILDimension__ConstantDimension *message,
+                  void *closure_data);
+typedef void (*CoreML__Specification__MILDimension__UnknownDimension_Closure)
+                 (const CoreML__Specification__MILDimension__UnknownDimension *message,
+                  void *closure_data);
+typedef void (*CoreML__Specification__MILDimension_Closure)
+                 (const CoreML__Specification__MILDimension *message,
+                  void *closure_data);
+typedef void (*CoreML__Specification__MILValue__ImmediateValue_Closure)
+                 (const CoreML__Specification__MILValue__ImmediateValue *message,
+                  void *closure_data);
+typedef void (*CoreML__Specification__MILValue__BlobFileValue_Closure)
+                 (const CoreML__Specification__MILValue__BlobFileValue *message,
+                  void *closure_data);
+typedef void (*CoreML__Specification__MILValue_Closure)
+                 (const CoreML__Specification__MILValue *message,
+                  void *closure_data);
+typedef void (*CoreML__Specification__MILTensorValue__RepeatedFloats_Closure)
+                 (const CoreML__Specification__MILTensorValue__RepeatedFloats *message,
+                  void *closure_data);
+typedef void (*CoreML__Specification__MILTensorValue__RepeatedDoubles_Closure)
+                 (const CoreML__Specification__MILTensorValue__RepeatedDoubles *message,
+                  void *closure_data);
+typedef void (*CoreML__Specification__MILTensorValue__RepeatedInts_Closure)
+                 (const CoreML__Specification__MILTensorValue__RepeatedInts *message,
+                  void *closure_data);
+typedef void (*CoreML__Specification__MILTensorValue__RepeatedLongInts_Closure)
+                 (const CoreML__Specification__MILTensorValue__RepeatedLongInts *message,
+                  void *closure_data);
+typedef void (*CoreML__Specification__MILTensorValue__RepeatedBools_Closure)
+                 (const CoreML__Specification__MILTensorValue__RepeatedBools *message,
+                  void *closure_data);
+typedef void (*CoreML__Specification__MILTensorValue__RepeatedStrings_Closure)
+                 (const CoreML__Specification__MILTensorValue__RepeatedStrings *message,
+                  void *closure_data);
+typedef void (*CoreML__Specification__MILTensorValue__RepeatedBytes_Closure)
+                 (const CoreML__Specification__MILTensorValue__RepeatedBytes *message,
+                  void *closure_data);
+typedef void (*CoreML__Specification__MILTensorValue_Closure)
+                 (const CoreML__Specification__MILTensorValue *message,
+                  void *closure_data);
 
 /* --- services --- */
 
@@ -1736,6 +3698,11 @@ typedef void (*CoreML__Specification__ClipLayerParams_Closure)
 /* --- descriptors --- */
 
 extern const ProtobufCMessageDescriptor core_ml__specification__model__descriptor;
+extern const ProtobufCMessageDescriptor core_ml__specification__pipeline__descriptor;
+extern const ProtobufCMessageDescriptor core_ml__specification__pipeline_classifier__descriptor;
+extern const ProtobufCMessageDescriptor core_ml__specification__pipeline_regressor__descriptor;
+extern const ProtobufCMessageDescriptor core_ml__specification__non_maximum_suppression__descriptor;
+extern const ProtobufCMessageDescriptor core_ml__specification__non_maximum_suppression__pick_top__descriptor;
 extern const ProtobufCMessageDescriptor core_ml__specification__model_description__descriptor;
 extern const ProtobufCMessageDescriptor core_ml__specification__metadata__descriptor;
 extern const ProtobufCMessageDescriptor core_ml__specification__metadata__user_defined_entry__descriptor;
@@ -1749,8 +3716,10 @@ extern const ProtobufCMessageDescriptor core_ml__specification__dictionary_featu
 extern const ProtobufCMessageDescriptor core_ml__specification__string_vector__descriptor;
 extern const ProtobufCMessageDescriptor core_ml__specification__int64_vector__descriptor;
 extern const ProtobufCMessageDescriptor core_ml__specification__neural_network__descriptor;
+extern const ProtobufCMessageDescriptor core_ml__specification__neural_network_regressor__descriptor;
 extern const ProtobufCMessageDescriptor core_ml__specification__neural_network_classifier__descriptor;
 extern const ProtobufCMessageDescriptor core_ml__specification__neural_network_preprocessing__descriptor;
+extern const ProtobufCMessageDescriptor core_ml__specification__neural_network_mean_image__descriptor;
 extern const ProtobufCMessageDescriptor core_ml__specification__neural_network_image_scaler__descriptor;
 extern const ProtobufCMessageDescriptor core_ml__specification__neural_network_layer__descriptor;
 extern const ProtobufCMessageDescriptor core_ml__specification__weight_params__descriptor;
@@ -1770,6 +3739,13 @@ extern const ProtobufCMessageDescriptor core_ml__specification__activation_leaky
 extern const ProtobufCMessageDescriptor core_ml__specification__activation_tanh__descriptor;
 extern const ProtobufCMessageDescriptor core_ml__specification__activation_sigmoid__descriptor;
 extern const ProtobufCMessageDescriptor core_ml__specification__activation_sigmoid_hard__descriptor;
+extern const ProtobufCMessageDescriptor core_ml__specification__activation_thresholded_re_lu__descriptor;
+extern const ProtobufCMessageDescriptor core_ml__specification__activation_pre_lu__descriptor;
+extern const ProtobufCMessageDescriptor core_ml__specification__activation_scaled_tanh__descriptor;
+extern const ProtobufCMessageDescriptor core_ml__specification__activation_elu__descriptor;
+extern const ProtobufCMessageDescriptor core_ml__specification__activation_softsign__descriptor;
+extern const ProtobufCMessageDescriptor core_ml__specification__activation_softplus__descriptor;
+extern const ProtobufCMessageDescriptor core_ml__specification__activation_parametric_softplus__descriptor;
 extern const ProtobufCMessageDescriptor core_ml__specification__activation_params__descriptor;
 extern const ProtobufCMessageDescriptor core_ml__specification__inner_product_layer_params__descriptor;
 extern const ProtobufCMessageDescriptor core_ml__specification__batchnorm_layer_params__descriptor;
@@ -1785,6 +3761,55 @@ extern const ProtobufCMessageDescriptor core_ml__specification__bias_layer_param
 extern const ProtobufCMessageDescriptor core_ml__specification__flatten_layer_params__descriptor;
 extern const ProtobufCMessageDescriptor core_ml__specification__concat_layer_params__descriptor;
 extern const ProtobufCMessageDescriptor core_ml__specification__clip_layer_params__descriptor;
+extern const ProtobufCMessageDescriptor core_ml__specification__upsample_layer_params__descriptor;
+extern const ProtobufCMessageDescriptor core_ml__specification__unary_function_layer_params__descriptor;
+extern const ProtobufCMessageDescriptor core_ml__specification__average_layer_params__descriptor;
+extern const ProtobufCMessageDescriptor core_ml__specification__max_layer_params__descriptor;
+extern const ProtobufCMessageDescriptor core_ml__specification__min_layer_params__descriptor;
+extern const ProtobufCMessageDescriptor core_ml__specification__load_constant_layer_params__descriptor;
+extern const ProtobufCMessageDescriptor core_ml__specification__reshape_layer_params__descriptor;
+extern const ProtobufCMessageDescriptor core_ml__specification__permute_layer_params__descriptor;
+extern const ProtobufCMessageDescriptor core_ml__specification__add_broadcastable_layer_params__descriptor;
+extern const ProtobufCMessageDescriptor core_ml__specification__divide_broadcastable_layer_params__descriptor;
+extern const ProtobufCMessageDescriptor core_ml__specification__multiply_broadcastable_layer_params__descriptor;
+extern const ProtobufCMessageDescriptor core_ml__specification__subtract_broadcastable_layer_params__descriptor;
+extern const ProtobufCMessageDescriptor core_ml__specification__softmax_ndlayer_params__descriptor;
+extern const ProtobufCMessageDescriptor core_ml__specification__concat_ndlayer_params__descriptor;
+extern const ProtobufCMessageDescriptor core_ml__specification__transpose_layer_params__descriptor;
+extern const ProtobufCMessageDescriptor core_ml__specification__load_constant_ndlayer_params__descriptor;
+extern const ProtobufCMessageDescriptor core_ml__specification__squeeze_layer_params__descriptor;
+extern const ProtobufCMessageDescriptor core_ml__specification__expand_dims_layer_params__descriptor;
+extern const ProtobufCMessageDescriptor core_ml__specification__flatten_to2_dlayer_params__descriptor;
+extern const ProtobufCMessageDescriptor core_ml__specification__reshape_static_layer_params__descriptor;
+extern const ProtobufCMessageDescriptor core_ml__specification__reduce_mean_layer_params__descriptor;
+extern const ProtobufCMessageDescriptor core_ml__specification__clamped_re_lulayer_params__descriptor;
+extern const ProtobufCMessageDescriptor core_ml__specification__milprogram__descriptor;
+extern const ProtobufCMessageDescriptor core_ml__specification__milprogram__functions_entry__descriptor;
+extern const ProtobufCMessageDescriptor core_ml__specification__milfunction__descriptor;
+extern const ProtobufCMessageDescriptor core_ml__specification__milfunction__block_specializations_entry__descriptor;
+extern const ProtobufCMessageDescriptor core_ml__specification__milblock__descriptor;
+extern const ProtobufCMessageDescriptor core_ml__specification__milargument__descriptor;
+extern const ProtobufCMessageDescriptor core_ml__specification__milargument__binding__descriptor;
+extern const ProtobufCMessageDescriptor core_ml__specification__miloperation__descriptor;
+extern const ProtobufCMessageDescriptor core_ml__specification__miloperation__inputs_entry__descriptor;
+extern const ProtobufCMessageDescriptor core_ml__specification__miloperation__attributes_entry__descriptor;
+extern const ProtobufCMessageDescriptor core_ml__specification__milnamed_value_type__descriptor;
+extern const ProtobufCMessageDescriptor core_ml__specification__milvalue_type__descriptor;
+extern const ProtobufCMessageDescriptor core_ml__specification__miltensor_type__descriptor;
+extern const ProtobufCMessageDescriptor core_ml__specification__mildimension__descriptor;
+extern const ProtobufCMessageDescriptor core_ml__specification__mildimension__constant_dimension__descriptor;
+extern const ProtobufCMessageDescriptor core_ml__specification__mildimension__unknown_dimension__descriptor;
+extern const ProtobufCMessageDescriptor core_ml__specification__milvalue__descriptor;
+extern const ProtobufCMessageDescriptor core_ml__specification__milvalue__immediate_value__descriptor;
+extern const ProtobufCMessageDescriptor core_ml__specification__milvalue__blob_file_value__descriptor;
+extern const ProtobufCMessageDescriptor core_ml__specification__miltensor_value__descriptor;
+extern const ProtobufCMessageDescriptor core_ml__specification__miltensor_value__repeated_floats__descriptor;
+extern const ProtobufCMessageDescriptor core_ml__specification__miltensor_value__repeated_doubles__descriptor;
+extern const ProtobufCMessageDescriptor core_ml__specification__miltensor_value__repeated_ints__descriptor;
+extern const ProtobufCMessageDescriptor core_ml__specification__miltensor_value__repeated_long_ints__descriptor;
+extern const ProtobufCMessageDescriptor core_ml__specification__miltensor_value__repeated_bools__descriptor;
+extern const ProtobufCMessageDescriptor core_ml__specification__miltensor_value__repeated_strings__descriptor;
+extern const ProtobufCMessageDescriptor core_ml__specification__miltensor_value__repeated_bytes__descriptor;
 
 PROTOBUF_C__END_DECLS
 

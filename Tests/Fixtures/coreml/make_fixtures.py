@@ -1,0 +1,259 @@
+"""Writes Core ML models converted by coremltools from small seeded PyTorch networks, with torch's own outputs on
+real photos (run once, by hand, from the repository root; the tests need neither torch nor coremltools):
+
+    python3 -m venv --system-site-packages /tmp/cmlenv && /tmp/cmlenv/bin/pip install "torch==2.13.0+cpu"
+    /tmp/cmlenv/bin/python Tests/Fixtures/coreml/make_fixtures.py
+
+Made with torch 2.13.0+cpu and coremltools 9.0 (pip; the python3 that has them must also have scikit-image).
+Each network goes to Tests/Fixtures/coreml/<name>.mlmodel (NeuralNetwork, `convert_to="neuralnetwork"`,
+minimum_deployment_target iOS14) and <name>.mlpackage (ML Program, float32 compute precision so that torch's
+float32 outputs are the reference at 1e-4), both with an RGB image input whose scaler is the network's
+preprocessing, and class labels. Quantized variants come from coremltools' own compressors:
+`quantization_utils.quantize_weights` (NeuralNetwork, 8-bit linear / 4-bit k-means look-up table) and
+`ct.optimize.coreml.linear_quantize_weights` / `palettize_weights` (ML Program, iOS16 constexpr ops).
+
+photos.u8: chelsea, coffee and astronaut from scikit-image, each resized (PIL bilinear) to 64×64, as uint8 NCHW
+(3, 3, 64, 64). <name>.out.f32: torch's float32 logits for the three photos (3, classes), little-endian.
+For the quantized models, <name>.dequant.out.f32 holds the outputs of the same network with every weight replaced
+by its dequantized value as coremltools stored it (dequantized here with numpy, independently of mltool); those
+are matched at 1e-4, and the float network's outputs within the bound the test states.
+manifest.json lists every case.
+"""
+import json
+import os
+import sys
+
+import numpy as np
+import torch
+from torch import nn
+
+import coremltools as ct
+from coremltools.models.neural_network import quantization_utils
+from PIL import Image
+from skimage import data
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SIZE = 64
+LABELS = ["class_%d" % i for i in range(10)]
+SCALE, BIAS = 1 / 127.5, -1.0
+
+
+def photos():
+    out = []
+    for f in (data.chelsea, data.coffee, data.astronaut):
+        im = Image.fromarray(f()).convert("RGB").resize((SIZE, SIZE), Image.BILINEAR)
+        out.append(np.asarray(im).transpose(2, 0, 1))
+    return np.stack(out).astype(np.uint8)
+
+
+def conv_bn(cin, cout, k=3, stride=1, groups=1, act=nn.ReLU, dilation=1):
+    pad = dilation * (k // 2)
+    layers = [nn.Conv2d(cin, cout, k, stride, pad, groups=groups, bias=False, dilation=dilation), nn.BatchNorm2d(cout)]
+    if act is not None:
+        layers.append(act())
+    return nn.Sequential(*layers)
+
+
+class SmallCNN(nn.Module):
+    """conv-BN-ReLU, max pool, dilated conv + PReLU, avg pool, conv + LeakyReLU, nearest ×2 upsample, conv + Hardsigmoid,
+    Tanh/Sigmoid mix, global pool, Linear."""
+    def __init__(self):
+        super().__init__()
+        self.a = conv_bn(3, 8)
+        self.pool = nn.MaxPool2d(2)
+        self.b = nn.Sequential(nn.Conv2d(8, 12, 3, padding=2, dilation=2), nn.PReLU(12))
+        self.avg = nn.AvgPool2d(2)
+        self.c = nn.Sequential(nn.Conv2d(12, 12, 3, padding=1), nn.LeakyReLU(0.1))
+        self.up = nn.Upsample(scale_factor=2, mode="nearest")
+        self.d = nn.Sequential(nn.Conv2d(12, 16, 3, stride=2, padding=1), nn.Hardsigmoid())
+        self.e = nn.Conv2d(16, 16, 1)
+        self.head = nn.Linear(16, 10)
+
+    def forward(self, x):
+        x = self.c(self.avg(self.b(self.pool(self.a(x)))))
+        x = self.d(self.up(x))
+        x = torch.tanh(self.e(x)) * torch.sigmoid(x)
+        return self.head(torch.flatten(nn.functional.adaptive_avg_pool2d(x, 1), 1))
+
+
+class InvertedResidual(nn.Module):
+    def __init__(self, c, expand):
+        super().__init__()
+        h = c * expand
+        self.body = nn.Sequential(conv_bn(c, h, k=1, act=nn.ReLU6), conv_bn(h, h, groups=h, act=nn.ReLU6),
+                                  conv_bn(h, c, k=1, act=None))
+
+    def forward(self, x):
+        return x + self.body(x)
+
+
+class MobileNetStyle(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.stem = conv_bn(3, 16, stride=2, act=nn.Hardswish)
+        self.dw = conv_bn(16, 16, groups=16, stride=2, act=nn.ReLU6)
+        self.pw = conv_bn(16, 24, k=1, act=nn.ReLU6)
+        self.block = InvertedResidual(24, 4)
+        self.dw2 = conv_bn(24, 24, groups=24, act=nn.Hardswish, dilation=2)
+        self.head = nn.Linear(24, 10)
+
+    def forward(self, x):
+        x = self.dw2(self.block(self.pw(self.dw(self.stem(x)))))
+        return self.head(x.mean(dim=(2, 3)))
+
+
+class Residual(nn.Module):
+    def __init__(self, cin, cout, stride):
+        super().__init__()
+        self.a = conv_bn(cin, cout, stride=stride)
+        self.b = conv_bn(cout, cout, act=None)
+        self.short = nn.Identity() if stride == 1 and cin == cout else conv_bn(cin, cout, k=1, stride=stride, act=None)
+
+    def forward(self, x):
+        return torch.relu(self.b(self.a(x)) + self.short(x))
+
+
+class ResNetStyle(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.stem = conv_bn(3, 16, k=3, stride=2)
+        self.pool = nn.MaxPool2d(3, 2, 1)
+        self.blocks = nn.Sequential(Residual(16, 16, 1), Residual(16, 32, 2), Residual(32, 32, 1))
+        self.head = nn.Linear(32, 10)
+
+    def forward(self, x):
+        f = nn.functional.adaptive_avg_pool2d(self.blocks(self.pool(self.stem(x))), 1)
+        return self.head(torch.flatten(f, 1))
+
+
+def seeded(cls, seed):
+    torch.manual_seed(seed)
+    m = cls()
+    # Non-trivial BatchNorm statistics, as after training.
+    for mod in m.modules():
+        if isinstance(mod, nn.BatchNorm2d):
+            mod.running_mean.uniform_(-0.2, 0.2)
+            mod.running_var.uniform_(0.5, 1.5)
+            mod.weight.data.uniform_(0.5, 1.5)
+            mod.bias.data.uniform_(-0.2, 0.2)
+        if isinstance(mod, nn.PReLU):
+            mod.weight.data.uniform_(0.05, 0.4)
+    return m.eval()
+
+
+def image_input():
+    return ct.ImageType(name="image", shape=(1, 3, SIZE, SIZE), scale=SCALE, bias=[BIAS] * 3,
+                        color_layout=ct.colorlayout.RGB)
+
+
+def convert(traced, neural_network, target=None):
+    kwargs = dict(inputs=[image_input()], classifier_config=ct.ClassifierConfig(LABELS))
+    if neural_network:
+        return ct.convert(traced, convert_to="neuralnetwork", minimum_deployment_target=ct.target.iOS14, **kwargs)
+    return ct.convert(traced, convert_to="mlprogram", compute_precision=ct.precision.FLOAT32,
+                      minimum_deployment_target=target or ct.target.iOS15, **kwargs)
+
+
+def write_f32(path, a):
+    np.ascontiguousarray(a, dtype="<f4").tofile(path)
+
+
+def nn_dequantized(spec):
+    """A copy of a NeuralNetwork spec whose quantized weights are float again (numpy, from the spec's own fields)."""
+    from coremltools.proto import Model_pb2
+    out = Model_pb2.Model()
+    out.CopyFrom(spec)
+    nnet = out.neuralNetworkClassifier
+    for layer in nnet.layers:
+        kind = layer.WhichOneof("layer")
+        p = getattr(layer, kind)
+        for field in ("weights", "bias"):
+            if field not in [f.name for f in p.DESCRIPTOR.fields] or not p.HasField(field):
+                continue
+            w = getattr(p, field)
+            if not w.HasField("quantization"):
+                continue
+            q = w.quantization
+            bits = q.numberOfBits
+            channels = p.outputChannels
+            if field == "bias":
+                per = 1
+            elif kind == "convolution":
+                per = p.kernelChannels * p.kernelSize[0] * p.kernelSize[1]
+            else:
+                per = p.inputChannels
+            raw = np.unpackbits(np.frombuffer(w.rawValue, dtype=np.uint8))[: channels * per * bits]
+            codes = raw.reshape(-1, bits).dot(1 << np.arange(bits - 1, -1, -1)).reshape(channels, per)
+            if q.HasField("linearQuantization"):
+                s = np.array(q.linearQuantization.scale, dtype=np.float32)
+                b = np.array(q.linearQuantization.bias, dtype=np.float32)
+                vals = codes.astype(np.float32) * (s[:, None] if len(s) > 1 else s[0]) + (b[:, None] if len(b) > 1 else b[0])
+            else:
+                vals = np.array(q.lookupTableQuantization.floatValue, dtype=np.float32)[codes]
+            w.Clear()
+            w.floatValue.extend(np.asarray(vals, dtype=np.float32).ravel().tolist())
+    return out
+
+
+def patch_kmeans():
+    """coremltools 9.0's NeuralNetwork k-means path hands protobuf a (2^bits, 1) table, which protobuf 6 rejects;
+    flatten it (the values are unchanged)."""
+    original = quantization_utils._get_kmeans_lookup_table_and_weight
+
+    def flat(nbits, weight, *args, **kwargs):
+        lut, wq = original(nbits, weight, *args, **kwargs)
+        return np.asarray(lut).reshape(-1), wq
+
+    quantization_utils._get_kmeans_lookup_table_and_weight = flat
+
+
+def main():
+    patch_kmeans()
+    px = photos()
+    px.tofile(os.path.join(HERE, "photos.u8"))
+    x = torch.from_numpy(px.astype(np.float32) * SCALE + BIAS)
+    cases = []
+    nets = [("small_cnn", SmallCNN, 1), ("mobilenet_style", MobileNetStyle, 2), ("resnet_style", ResNetStyle, 3)]
+    traced = {}
+    for name, cls, seed in nets:
+        m = seeded(cls, seed)
+        with torch.no_grad():
+            y = m(x).numpy()
+        write_f32(os.path.join(HERE, name + ".out.f32"), y)
+        t = torch.jit.trace(m, x[:1])
+        traced[name] = (m, t, y)
+        convert(t, True).save(os.path.join(HERE, name + ".mlmodel"))
+        convert(t, False).save(os.path.join(HERE, name + ".mlpackage"))
+        for ext in ("mlmodel", "mlpackage"):
+            cases.append({"model": name + "." + ext, "reference": name + ".out.f32", "classes": 10, "kind": "float"})
+
+    # Compressed: the ResNet-style net, 8-bit linear and 4-bit palettes, in both formats.
+    m, t, y = traced["resnet_style"]
+    base_nn = convert(t, True)
+    for mode, bits, qname in (("linear", 8, "resnet_linear8"), ("kmeans", 4, "resnet_palette4")):
+        q = quantization_utils.quantize_weights(base_nn, nbits=bits, quantization_mode=mode)
+        spec = q.get_spec() if hasattr(q, "get_spec") else q
+        ct.models.utils.save_spec(spec, os.path.join(HERE, qname + ".mlmodel"))
+        deq = nn_dequantized(spec)
+        ct.models.utils.save_spec(deq, os.path.join(HERE, qname + ".dequant.mlmodel"))
+        cases.append({"model": qname + ".mlmodel", "reference": "resnet_style.out.f32", "classes": 10, "kind": mode + str(bits),
+                      "dequantized": qname + ".dequant.mlmodel"})
+    base_ml = convert(t, False, target=ct.target.iOS16)
+    lin = ct.optimize.coreml.linear_quantize_weights(
+        base_ml, ct.optimize.coreml.OptimizationConfig(
+            global_config=ct.optimize.coreml.OpLinearQuantizerConfig(mode="linear_symmetric", weight_threshold=0)))
+    lin.save(os.path.join(HERE, "resnet_linear8.mlpackage"))
+    pal = ct.optimize.coreml.palettize_weights(
+        base_ml, ct.optimize.coreml.OptimizationConfig(
+            global_config=ct.optimize.coreml.OpPalettizerConfig(mode="kmeans", nbits=4, weight_threshold=0)))
+    pal.save(os.path.join(HERE, "resnet_palette4.mlpackage"))
+    for qname, kind in (("resnet_linear8", "linear8"), ("resnet_palette4", "kmeans4")):
+        cases.append({"model": qname + ".mlpackage", "reference": "resnet_style.out.f32", "classes": 10, "kind": kind})
+    with open(os.path.join(HERE, "manifest.json"), "w") as f:
+        json.dump({"torch": torch.__version__, "coremltools": ct.__version__, "photos": "photos.u8", "size": SIZE,
+                   "scale": SCALE, "bias": BIAS, "labels": LABELS, "cases": cases}, f, indent=1)
+        f.write("\n")
+
+
+if __name__ == "__main__":
+    main()
