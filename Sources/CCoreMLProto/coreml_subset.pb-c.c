@@ -4147,6 +4147,51 @@ void   core_ml__specification__milvalue__free_unpacked
   assert(message->base.descriptor == &core_ml__specification__milvalue__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   core_ml__specification__millist_value__init
+                     (CoreML__Specification__MILListValue         *message)
+{
+  static const CoreML__Specification__MILListValue init_value = CORE_ML__SPECIFICATION__MILLIST_VALUE__INIT;
+  *message = init_value;
+}
+size_t core_ml__specification__millist_value__get_packed_size
+                     (const CoreML__Specification__MILListValue *message)
+{
+  assert(message->base.descriptor == &core_ml__specification__millist_value__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t core_ml__specification__millist_value__pack
+                     (const CoreML__Specification__MILListValue *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &core_ml__specification__millist_value__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t core_ml__specification__millist_value__pack_to_buffer
+                     (const CoreML__Specification__MILListValue *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &core_ml__specification__millist_value__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+CoreML__Specification__MILListValue *
+       core_ml__specification__millist_value__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (CoreML__Specification__MILListValue *)
+     protobuf_c_message_unpack (&core_ml__specification__millist_value__descriptor,
+                                allocator, len, data);
+}
+void   core_ml__specification__millist_value__free_unpacked
+                     (CoreML__Specification__MILListValue *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &core_ml__specification__millist_value__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   core_ml__specification__miltensor_value__repeated_floats__init
                      (CoreML__Specification__MILTensorValue__RepeatedFloats         *message)
 {
@@ -10355,7 +10400,7 @@ const ProtobufCMessageDescriptor core_ml__specification__mildimension__descripto
   (ProtobufCMessageInit) core_ml__specification__mildimension__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor core_ml__specification__milvalue__immediate_value__field_descriptors[1] =
+static const ProtobufCFieldDescriptor core_ml__specification__milvalue__immediate_value__field_descriptors[2] =
 {
   {
     "tensor",
@@ -10369,14 +10414,28 @@ static const ProtobufCFieldDescriptor core_ml__specification__milvalue__immediat
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "list",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__MILValue__ImmediateValue, list),
+    &core_ml__specification__millist_value__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned core_ml__specification__milvalue__immediate_value__field_indices_by_name[] = {
+  1,   /* field[1] = list */
   0,   /* field[0] = tensor */
 };
-static const ProtobufCIntRange core_ml__specification__milvalue__immediate_value__number_ranges[1 + 1] =
+static const ProtobufCIntRange core_ml__specification__milvalue__immediate_value__number_ranges[2 + 1] =
 {
   { 1, 0 },
-  { 0, 1 }
+  { 3, 1 },
+  { 0, 2 }
 };
 const ProtobufCMessageDescriptor core_ml__specification__milvalue__immediate_value__descriptor =
 {
@@ -10386,10 +10445,10 @@ const ProtobufCMessageDescriptor core_ml__specification__milvalue__immediate_val
   "CoreML__Specification__MILValue__ImmediateValue",
   "CoreML.Specification",
   sizeof(CoreML__Specification__MILValue__ImmediateValue),
-  1,
+  2,
   core_ml__specification__milvalue__immediate_value__field_descriptors,
   core_ml__specification__milvalue__immediate_value__field_indices_by_name,
-  1,  core_ml__specification__milvalue__immediate_value__number_ranges,
+  2,  core_ml__specification__milvalue__immediate_value__number_ranges,
   (ProtobufCMessageInit) core_ml__specification__milvalue__immediate_value__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
@@ -10507,6 +10566,44 @@ const ProtobufCMessageDescriptor core_ml__specification__milvalue__descriptor =
   core_ml__specification__milvalue__field_indices_by_name,
   2,  core_ml__specification__milvalue__number_ranges,
   (ProtobufCMessageInit) core_ml__specification__milvalue__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor core_ml__specification__millist_value__field_descriptors[1] =
+{
+  {
+    "values",
+    1,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(CoreML__Specification__MILListValue, n_values),
+    offsetof(CoreML__Specification__MILListValue, values),
+    &core_ml__specification__milvalue__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned core_ml__specification__millist_value__field_indices_by_name[] = {
+  0,   /* field[0] = values */
+};
+static const ProtobufCIntRange core_ml__specification__millist_value__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor core_ml__specification__millist_value__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "CoreML.Specification.MILListValue",
+  "MILListValue",
+  "CoreML__Specification__MILListValue",
+  "CoreML.Specification",
+  sizeof(CoreML__Specification__MILListValue),
+  1,
+  core_ml__specification__millist_value__field_descriptors,
+  core_ml__specification__millist_value__field_indices_by_name,
+  1,  core_ml__specification__millist_value__number_ranges,
+  (ProtobufCMessageInit) core_ml__specification__millist_value__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
 static const ProtobufCFieldDescriptor core_ml__specification__miltensor_value__repeated_floats__field_descriptors[1] =

@@ -23,8 +23,8 @@ extension CLI {
         var modelPaths = [String]()
         var dataPath: String?
         for p in args.positionals {
-            let kind = FileManager.default.fileExists(atPath: p) && !isDirectory(p) ? try FileKind.detect(path: p) : .unknown
-            let isModel = [.mltool, .onnx, .hdf5].contains(kind)
+            let kind = FileManager.default.fileExists(atPath: p) ? try FileKind.detect(path: p) : .unknown
+            let isModel = [.mltool, .onnx, .hdf5, .coreml].contains(kind)
             if isModel && dataPath == nil && modelPaths.count < 2 { modelPaths.append(p) }
             else if dataPath == nil { dataPath = p }
             else { throw CLIError.usage(command: "eval", message: "unexpected argument '\(p)'") }

@@ -1,3 +1,5 @@
+import Foundation
+
 /// The network IR shared by importers, the engine, quantization and exporters.
 ///
 /// Layout convention: every rank-4 activation is NHWC (N, H, W, C). Importers translate their source layout into it
@@ -19,6 +21,8 @@
 /// - concat [axis]; reshape [shape: 0 copies the input dim, -1 is inferred]; flatten [axis] → 2-D;
 ///   transpose [perm]; squeeze [axes]; unsqueeze [axes]
 /// - pad [pads: per axis begin…, end… (2·rank values), mode "constant"|"reflect"|"edge", value]
+/// - unary: elementwise y = f(x) for the function named by `mode` (`UnaryFunction` lists them, with the parameters
+///   alpha / beta each takes)
 public struct Graph: Codable, Equatable, Sendable {
     public var inputs: [GraphInput]
     public var outputs: [String]
@@ -58,6 +62,49 @@ public enum Op: String, Codable, CaseIterable, Sendable {
     case add, sub, mul, div
     case maxPool, avgPool, globalAvgPool, globalMaxPool
     case concat, reshape, flatten, transpose, squeeze, unsqueeze, pad
+    case unary
+}
+
+/// The elementwise functions of the `unary` op, by name (`Attributes.mode`): the one table every reader, kernel and
+/// writer looks up. α and β are `Attributes.alpha` / `beta`.
+public enum UnaryFunction: String, CaseIterable, Sendable {
+    /// x if x > α else 0
+    case thresholdedRelu
+    /// x if x > 0 else α·(eˣ − 1)
+    case elu
+    /// log(1 + eˣ)
+    case softplus
+    /// x / (1 + |x|)
+    case softsign
+    case exp, log, abs
+    /// √x
+    case sqrt
+    /// 1 / √(x + α)
+    case rsqrt
+    /// 1 / (x + α)
+    case reciprocal
+    /// xᵅ
+    case pow
+    /// max(x, α)
+    case threshold
+
+    /// The plain definition (the reference kernel).
+    public func apply(_ x: Float, alpha a: Float) -> Float {
+        switch self {
+        case .thresholdedRelu: return x > a ? x : 0
+        case .elu: return x > 0 ? x : a * (Foundation.exp(x) - 1)
+        case .softplus: return x > 20 ? x : Foundation.log1p(Foundation.exp(x))
+        case .softsign: return x / (1 + Swift.abs(x))
+        case .exp: return Foundation.exp(x)
+        case .log: return Foundation.log(x)
+        case .abs: return Swift.abs(x)
+        case .sqrt: return x.squareRoot()
+        case .rsqrt: return 1 / (x + a).squareRoot()
+        case .reciprocal: return 1 / (x + a)
+        case .pow: return Foundation.pow(x, a)
+        case .threshold: return Swift.max(x, a)
+        }
+    }
 }
 
 /// An activation fused into the op that produces a tensor.

@@ -58,6 +58,7 @@ enum Reference {
                 y[i] = x[0][src]
             }
         case .pad: pad(s, x[0], xs[0], y, ys)
+        case .unary: unary(s, x[0], y, count: n)
         }
     }
 

@@ -78,7 +78,7 @@ extension Program {
         case .batchNorm:
             guard x.last == s.weightShape[0] else { throw bad("input", "last axis \(s.weightShape[0])", x) }
             return x
-        case .relu, .clip, .leakyRelu, .sigmoid, .hardSigmoid, .hardSwish, .swish, .tanh, .identity:
+        case .relu, .clip, .leakyRelu, .sigmoid, .hardSigmoid, .hardSwish, .swish, .tanh, .identity, .unary:
             return x
         case .softmax:
             _ = try axis(s.axis ?? -1, rank: x.count, s)

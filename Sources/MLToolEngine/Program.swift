@@ -21,6 +21,8 @@ struct Step: Sendable {
     var countIncludePad = false
     var padMode = "constant"
     var value: Float = 0
+    /// The function of a `unary` step.
+    var unary: UnaryFunction?
     var weight: Buffer?
     var weightShape: [Int] = []
     var bias: Buffer?
@@ -224,6 +226,14 @@ struct Program: Sendable {
             guard ["constant", "reflect", "edge"].contains(s.padMode) else {
                 throw EngineError.invalidAttribute(node: node.name, attribute: "mode", expected: "constant, reflect or edge", actual: s.padMode)
             }
+        case .unary:
+            try inputCount(1...1)
+            guard let f = UnaryFunction(rawValue: a.mode ?? "") else {
+                throw EngineError.invalidAttribute(node: node.name, attribute: "mode", expected: UnaryFunction.allCases.map(\.rawValue).joined(separator: ", "),
+                                                   actual: a.mode ?? "none")
+            }
+            s.unary = f
+            s.alpha = a.alpha ?? 0
         }
         let dataInputs = [.conv, .dense, .batchNorm].contains(node.op) ? Array(node.inputs.prefix(1)) : node.inputs
         s.inputs = try dataInputs.map { try use($0, node, tensors) }

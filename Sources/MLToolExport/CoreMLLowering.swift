@@ -119,7 +119,7 @@ struct CoreMLLowering {
                 throw unsupported(n, "padding of height and width only")
             }
             add(n.name, [input], [target], .padding(mode: a.mode ?? "constant", value: a.value ?? 0, pads: [p[1], p[2], p[5], p[6]]))
-        case .matMul, .transpose, .unsqueeze:
+        case .matMul, .transpose, .unsqueeze, .unary:
             throw unsupported(n, "a classic Core ML layer (none exists for \(n.op.rawValue))")
         }
         if let act { try activation(act, target, blob(out), n.name + ".activation") }

@@ -158,6 +158,8 @@ struct ONNXLowering {
             }
             let mode = a.mode ?? "constant"
             add("Pad", [x, int64s(pads), floatScalar(a.value ?? 0)], [target], node: n.name, [("mode", .string(mode))])
+        case .unary:
+            try unary(n, x, target)
         }
         if let act { try activation(act, target, out, n.name + ".activation") }
         for o in n.outputs { rank[o] = outRank }
@@ -186,6 +188,34 @@ struct ONNXLowering {
         default:
             throw ExportError.unsupported(model: modelName, format: "ONNX", place: "node '\(name)'",
                                           reason: "'\(a.op.rawValue)' is not an activation")
+        }
+    }
+
+    /// A `unary` node as its ONNX operator (elementwise, so the layout does not matter).
+    private mutating func unary(_ n: Node, _ x: String, _ target: String) throws {
+        let alpha = n.attributes.alpha ?? 0
+        switch UnaryFunction(rawValue: n.attributes.mode ?? "") {
+        case .thresholdedRelu?: add("ThresholdedRelu", [x], [target], node: n.name, [("alpha", .float(alpha))])
+        case .elu?: add("Elu", [x], [target], node: n.name, [("alpha", .float(alpha))])
+        case .softplus?: add("Softplus", [x], [target], node: n.name)
+        case .softsign?: add("Softsign", [x], [target], node: n.name)
+        case .exp?: add("Exp", [x], [target], node: n.name)
+        case .log?: add("Log", [x], [target], node: n.name)
+        case .abs?: add("Abs", [x], [target], node: n.name)
+        case .sqrt?: add("Sqrt", [x], [target], node: n.name)
+        case .pow?: add("Pow", [x, floatScalar(alpha)], [target], node: n.name)
+        case .threshold?: add("Max", [x, floatScalar(alpha)], [target], node: n.name)
+        case .rsqrt?, .reciprocal?:
+            let shifted = fresh(target)
+            add("Add", [x, floatScalar(alpha)], [shifted], node: n.name + ".shift")
+            if n.attributes.mode == UnaryFunction.rsqrt.rawValue {
+                let root = fresh(target)
+                add("Sqrt", [shifted], [root], node: n.name + ".sqrt")
+                add("Reciprocal", [root], [target], node: n.name)
+            } else {
+                add("Reciprocal", [shifted], [target], node: n.name)
+            }
+        case nil: throw unsupported(n, "a known unary function, not '\(n.attributes.mode ?? "")'")
         }
     }
 

@@ -16,11 +16,16 @@ struct ONNXConstant: Equatable {
     var quant: Quant?
 
     /// Linear int8 quantization of a constant: value = scales[c] · (code − zeroPoints[c]), c the index along `axis`
-    /// (one scale for the whole tensor when `axis` is nil).
+    /// (one scale for the whole tensor when `axis` is nil). With `lut` set it is a palette instead: every value is
+    /// an entry of the table of its group (`lutBits` bits per index; groups of `groupSize` slices along `axis`, one
+    /// table for the whole tensor when `axis` is nil), and `scales` / `zeroPoints` are unused.
     struct Quant: Equatable {
         var axis: Int?
         var scales: [Float]
         var zeroPoints: [Int]
+        var lut: [Float]? = nil
+        var lutBits = 0
+        var groupSize = 1
     }
 
     init(shape: [Int], values: [Double], isInteger: Bool = false) {

@@ -23,6 +23,8 @@ struct ONNXFile {
         var inputs: [String]
         var outputs: [String]
         var attributes: [String: Attribute]
+        /// How errors name the node when it was made from another format (a Core ML layer or MIL op).
+        var label: String? = nil
     }
 
     struct ValueInfo {

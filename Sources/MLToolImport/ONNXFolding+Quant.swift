@@ -89,6 +89,7 @@ extension ONNXImporter {
     /// and every value is exactly one of its codes; float32 otherwise.
     static func storedTensor(_ name: String, shape: [Int], values: [Float], quant: ONNXConstant.Quant?) -> StoredTensor {
         let float = StoredTensor(name: name, dtype: .f32, shape: shape, bytes: TensorBytes(floats: values))
+        if let q = quant, q.lut != nil { return paletteTensor(name, shape: shape, values: values, quant: q) ?? float }
         guard let q = quant, q.scales.count == q.zeroPoints.count else { return float }
         let channels = q.axis.map { shape[$0] } ?? 1
         let inner = q.axis.map { shape[($0 + 1)...].reduce(1, *) } ?? 1
@@ -107,5 +108,41 @@ extension ONNXImporter {
         return StoredTensor(name: name, dtype: .int8, shape: shape,
                             quant: QuantParams(axis: q.axis, scales: q.scales, zeroPoints: q.zeroPoints),
                             bytes: TensorBytes(copying: codes))
+    }
+}
+
+extension ONNXImporter {
+    /// Stored palette dtypes by the index width they hold (a 3-, 5- or 7-bit table is stored in the next wider one).
+    static let paletteTypes: [(bits: Int, dtype: DType)] = [(1, .palette1), (2, .palette2), (4, .palette4), (6, .palette6), (8, .palette8)]
+
+    /// A weight whose values all come from its group's look-up table, stored as packed indices into that table
+    /// (padded to the stored width); nil when a value is not in its table or the parameters do not fit the shape.
+    static func paletteTensor(_ name: String, shape: [Int], values: [Float], quant q: ONNXConstant.Quant) -> StoredTensor? {
+        guard let lut = q.lut, let stored = paletteTypes.first(where: { $0.bits >= q.lutBits }), q.lutBits >= 1, q.groupSize >= 1
+        else { return nil }
+        let entries = 1 << q.lutBits, width = 1 << stored.bits
+        let channels = q.axis.map { $0 < shape.count ? shape[$0] : 0 } ?? 1
+        let inner = q.axis.map { $0 < shape.count ? shape[($0 + 1)...].reduce(1, *) : 0 } ?? 1
+        let groups = q.axis == nil ? 1 : (channels + q.groupSize - 1) / q.groupSize
+        guard channels > 0, inner > 0, lut.count == groups * entries else { return nil }
+        // Each group's table, padded with its last entry to the stored width; value → first index holding it.
+        var table: [Float] = []
+        var index: [[UInt32: Int]] = []
+        for g in 0..<groups {
+            let part = Array(lut[(g * entries)..<((g + 1) * entries)])
+            table += part + [Float](repeating: part[entries - 1], count: width - entries)
+            var map: [UInt32: Int] = [:]
+            for (i, v) in part.enumerated() where map[v.bitPattern] == nil { map[v.bitPattern] = i }
+            index.append(map)
+        }
+        var codes = [Int](repeating: 0, count: values.count)
+        for (i, v) in values.enumerated() {
+            let g = q.axis == nil ? 0 : ((i / inner) % channels) / q.groupSize
+            guard let code = index[g][v.bitPattern] else { return nil }
+            codes[i] = code
+        }
+        return StoredTensor(name: name, dtype: stored.dtype, shape: shape,
+                            quant: QuantParams(axis: q.axis, groupSize: q.axis == nil ? nil : q.groupSize, lut: table),
+                            bytes: TensorBytes(copying: PackedBits.pack(codes, bits: stored.bits)))
     }
 }

@@ -109,7 +109,7 @@ struct ONNXGraphBuilder {
 
     // MARK: attributes
 
-    func place(_ node: ONNXFile.Node) -> String { "node '\(node.name)' (\(node.opType))" }
+    func place(_ node: ONNXFile.Node) -> String { node.label ?? "node '\(node.name)' (\(node.opType))" }
 
     func int(_ node: ONNXFile.Node, _ key: String, _ fallback: Int) -> Int { node.attributes[key]?.i ?? fallback }
     func float(_ node: ONNXFile.Node, _ key: String, _ fallback: Float) -> Float { node.attributes[key]?.f ?? fallback }

@@ -120,6 +120,7 @@ typedef struct CoreML__Specification__MILDimension__UnknownDimension CoreML__Spe
 typedef struct CoreML__Specification__MILValue CoreML__Specification__MILValue;
 typedef struct CoreML__Specification__MILValue__ImmediateValue CoreML__Specification__MILValue__ImmediateValue;
 typedef struct CoreML__Specification__MILValue__BlobFileValue CoreML__Specification__MILValue__BlobFileValue;
+typedef struct CoreML__Specification__MILListValue CoreML__Specification__MILListValue;
 typedef struct CoreML__Specification__MILTensorValue CoreML__Specification__MILTensorValue;
 typedef struct CoreML__Specification__MILTensorValue__RepeatedFloats CoreML__Specification__MILTensorValue__RepeatedFloats;
 typedef struct CoreML__Specification__MILTensorValue__RepeatedDoubles CoreML__Specification__MILTensorValue__RepeatedDoubles;
@@ -1430,14 +1431,15 @@ struct  CoreML__Specification__MILDimension
 struct  CoreML__Specification__MILValue__ImmediateValue
 {
   ProtobufCMessage base;
-  /*
-   * tuple = 2, list = 3, dictionary = 4: recognised as unknown fields.
-   */
   CoreML__Specification__MILTensorValue *tensor;
+  /*
+   * tuple = 2, dictionary = 4: recognised as unknown fields.
+   */
+  CoreML__Specification__MILListValue *list;
 };
 #define CORE_ML__SPECIFICATION__MILVALUE__IMMEDIATE_VALUE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__milvalue__immediate_value__descriptor) \
-    , NULL }
+    , NULL, NULL }
 
 
 struct  CoreML__Specification__MILValue__BlobFileValue
@@ -1461,6 +1463,17 @@ struct  CoreML__Specification__MILValue
 #define CORE_ML__SPECIFICATION__MILVALUE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__milvalue__descriptor) \
     , NULL, NULL, NULL }
+
+
+struct  CoreML__Specification__MILListValue
+{
+  ProtobufCMessage base;
+  size_t n_values;
+  CoreML__Specification__MILValue **values;
+};
+#define CORE_ML__SPECIFICATION__MILLIST_VALUE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__millist_value__descriptor) \
+    , 0,NULL }
 
 
 struct  CoreML__Specification__MILTensorValue__RepeatedFloats
@@ -3310,6 +3323,25 @@ CoreML__Specification__MILValue *
 void   core_ml__specification__milvalue__free_unpacked
                      (CoreML__Specification__MILValue *message,
                       ProtobufCAllocator *allocator);
+/* CoreML__Specification__MILListValue methods */
+void   core_ml__specification__millist_value__init
+                     (CoreML__Specification__MILListValue         *message);
+size_t core_ml__specification__millist_value__get_packed_size
+                     (const CoreML__Specification__MILListValue   *message);
+size_t core_ml__specification__millist_value__pack
+                     (const CoreML__Specification__MILListValue   *message,
+                      uint8_t             *out);
+size_t core_ml__specification__millist_value__pack_to_buffer
+                     (const CoreML__Specification__MILListValue   *message,
+                      ProtobufCBuffer     *buffer);
+CoreML__Specification__MILListValue *
+       core_ml__specification__millist_value__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   core_ml__specification__millist_value__free_unpacked
+                     (CoreML__Specification__MILListValue *message,
+                      ProtobufCAllocator *allocator);
 /* CoreML__Specification__MILTensorValue__RepeatedFloats methods */
 void   core_ml__specification__miltensor_value__repeated_floats__init
                      (CoreML__Specification__MILTensorValue__RepeatedFloats         *message);
@@ -3667,6 +3699,9 @@ typedef void (*CoreML__Specification__MILValue__BlobFileValue_Closure)
 typedef void (*CoreML__Specification__MILValue_Closure)
                  (const CoreML__Specification__MILValue *message,
                   void *closure_data);
+typedef void (*CoreML__Specification__MILListValue_Closure)
+                 (const CoreML__Specification__MILListValue *message,
+                  void *closure_data);
 typedef void (*CoreML__Specification__MILTensorValue__RepeatedFloats_Closure)
                  (const CoreML__Specification__MILTensorValue__RepeatedFloats *message,
                   void *closure_data);
@@ -3802,6 +3837,7 @@ extern const ProtobufCMessageDescriptor core_ml__specification__mildimension__un
 extern const ProtobufCMessageDescriptor core_ml__specification__milvalue__descriptor;
 extern const ProtobufCMessageDescriptor core_ml__specification__milvalue__immediate_value__descriptor;
 extern const ProtobufCMessageDescriptor core_ml__specification__milvalue__blob_file_value__descriptor;
+extern const ProtobufCMessageDescriptor core_ml__specification__millist_value__descriptor;
 extern const ProtobufCMessageDescriptor core_ml__specification__miltensor_value__descriptor;
 extern const ProtobufCMessageDescriptor core_ml__specification__miltensor_value__repeated_floats__descriptor;
 extern const ProtobufCMessageDescriptor core_ml__specification__miltensor_value__repeated_doubles__descriptor;

@@ -17,7 +17,8 @@ photos.u8: chelsea, coffee and astronaut from scikit-image, each resized (PIL bi
 For the quantized models, <name>.dequant.out.f32 holds the outputs of the same network with every weight replaced
 by its dequantized value as coremltools stored it (dequantized here with numpy, independently of mltool); those
 are matched at 1e-4, and the float network's outputs within the bound the test states.
-manifest.json lists every case.
+manifest.json lists every case. unsupported.mlmodel / unsupported.mlpackage and detector_pipeline.mlmodel are
+built directly (NeuralNetworkBuilder, the MIL builder, the protobuf messages) for the refusal tests.
 """
 import json
 import os
@@ -207,6 +208,69 @@ def patch_kmeans():
     quantization_utils._get_kmeans_lookup_table_and_weight = flat
 
 
+def unsupported_fixtures():
+    """unsupported.mlmodel (2 LRN, 1 L2 normalization, 1 MVN layer) and unsupported.mlpackage (2 gelu, 1 sin ops):
+    the importer must list every unsupported type at once."""
+    from coremltools.models import datatypes
+    from coremltools.models.neural_network import NeuralNetworkBuilder
+    b = NeuralNetworkBuilder([("x", datatypes.Array(3, 8, 8))], [("y", None)], disable_rank5_shape_mapping=True)
+    b.add_lrn("lrn_a", "x", "a", alpha=1e-4, beta=0.75, local_size=3)
+    b.add_activation("relu", "RELU", "a", "r")
+    b.add_lrn("lrn_b", "r", "b", alpha=1e-4, beta=0.75, local_size=3)
+    b.add_l2_normalize("l2", "b", "c")
+    b.add_mvn("mvn", "c", "y")
+    ct.models.utils.save_spec(b.spec, os.path.join(HERE, "unsupported.mlmodel"))
+
+    from coremltools.converters.mil import Builder as mb
+
+    @mb.program(input_specs=[mb.TensorSpec(shape=(1, 3, 8, 8))])
+    def prog(x):
+        a = mb.gelu(x=x, name="gelu_a")
+        r = mb.relu(x=a, name="relu")
+        c = mb.sin(x=r, name="sine")
+        return mb.gelu(x=c, name="gelu_b")
+
+    ct.convert(prog, convert_to="mlprogram", compute_precision=ct.precision.FLOAT32).save(os.path.join(HERE, "unsupported.mlpackage"))
+
+
+def detector_pipeline():
+    """detector_pipeline.mlmodel: a network (one inner product each for 'confidence' (6, 2) and 'coordinates' (6, 4))
+    followed by a NonMaximumSuppression model, as a pipeline: refused until detectors exist, naming what it found."""
+    from coremltools.models import datatypes
+    from coremltools.models.neural_network import NeuralNetworkBuilder
+    from coremltools.proto import Model_pb2
+    rng = np.random.default_rng(7)
+    b = NeuralNetworkBuilder([("x", datatypes.Array(16))], [("raw_confidence", None), ("raw_coordinates", None)],
+                             disable_rank5_shape_mapping=True)
+    b.add_inner_product("conf", rng.standard_normal((12, 16)).astype(np.float32), None, 16, 12, False, "x", "c12")
+    b.add_reshape_static("conf_shape", "c12", "raw_confidence", [6, 2])
+    b.add_inner_product("box", rng.standard_normal((24, 16)).astype(np.float32), None, 16, 24, False, "x", "b24")
+    b.add_reshape_static("box_shape", "b24", "raw_coordinates", [6, 4])
+    net = b.spec
+    nms = Model_pb2.Model()
+    nms.specificationVersion = 4
+    n = nms.nonMaximumSuppression
+    n.iouThreshold = 0.45
+    n.confidenceThreshold = 0.25
+    n.pickTop.perClass = True
+    n.stringClassLabels.vector.extend(["raccoon", "cat"])
+    n.confidenceInputFeatureName = "raw_confidence"
+    n.coordinatesInputFeatureName = "raw_coordinates"
+    n.confidenceOutputFeatureName = "confidence"
+    n.coordinatesOutputFeatureName = "coordinates"
+    pipe = Model_pb2.Model()
+    pipe.specificationVersion = 4
+    pipe.description.input.add().CopyFrom(net.description.input[0])
+    for name in ("confidence", "coordinates"):
+        o = pipe.description.output.add()
+        o.name = name
+        o.type.multiArrayType.dataType = Model_pb2.ArrayFeatureType.DOUBLE
+    pipe.pipeline.models.add().CopyFrom(net)
+    pipe.pipeline.models.add().CopyFrom(nms)
+    with open(os.path.join(HERE, "detector_pipeline.mlmodel"), "wb") as f:
+        f.write(pipe.SerializeToString())
+
+
 def main():
     patch_kmeans()
     px = photos()
@@ -249,6 +313,8 @@ def main():
     pal.save(os.path.join(HERE, "resnet_palette4.mlpackage"))
     for qname, kind in (("resnet_linear8", "linear8"), ("resnet_palette4", "kmeans4")):
         cases.append({"model": qname + ".mlpackage", "reference": "resnet_style.out.f32", "classes": 10, "kind": kind})
+    unsupported_fixtures()
+    detector_pipeline()
     with open(os.path.join(HERE, "manifest.json"), "w") as f:
         json.dump({"torch": torch.__version__, "coremltools": ct.__version__, "photos": "photos.u8", "size": SIZE,
                    "scale": SCALE, "bias": BIAS, "labels": LABELS, "cases": cases}, f, indent=1)

@@ -1,0 +1,153 @@
+import Foundation
+import MLToolCore
+import MLToolEngine
+import Testing
+@testable import MLToolImport
+
+/// Paths and helpers shared by the Core ML tests: Tests/Fixtures/coreml, made by its make_fixtures.py (torch 2.13 +
+/// coremltools 9; only committed files are read here).
+enum CoreMLFixtures {
+    static let directory: String = {
+        let here = URL(fileURLWithPath: #filePath)
+        return here.deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Fixtures/coreml").path
+    }()
+
+    static func path(_ name: String) -> String { (directory as NSString).appendingPathComponent(name) }
+
+    struct Case: Decodable, Sendable { let model: String; let reference: String; let classes: Int; let kind: String; let dequantized: String? }
+    struct Manifest: Decodable { let torch: String; let coremltools: String; let size: Int; let scale: Float; let bias: Float; let labels: [String]; let cases: [Case] }
+
+    static func manifest() throws -> Manifest {
+        try JSONDecoder().decode(Manifest.self, from: Data(contentsOf: URL(fileURLWithPath: path("manifest.json"))))
+    }
+
+    static func floats(_ name: String, shape: [Int]) throws -> Tensor {
+        let data = try Data(contentsOf: URL(fileURLWithPath: path(name)))
+        let v = data.withUnsafeBytes { raw in
+            (0..<(raw.count / 4)).map { Float(bitPattern: UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: $0 * 4, as: UInt32.self))) }
+        }
+        return Tensor(shape: shape, data: v)
+    }
+
+    /// The three photos (uint8 NCHW 3×3×64×64) through the model's recorded preprocessing, as the IR's NHWC input.
+    static func input(for model: Model) throws -> Tensor {
+        let prep = try #require(model.metadata.image)
+        let data = try Data(contentsOf: URL(fileURLWithPath: path("photos.u8")))
+        let (n, c, h, w) = (3, 3, prep.height, prep.width)
+        #expect(data.count == n * c * h * w)
+        var out = [Float](repeating: 0, count: n * h * w * c)
+        for i in 0..<n { for ch in 0..<c { for y in 0..<h { for x in 0..<w {
+            let pixel = Float(data[((i * c + ch) * h + y) * w + x])
+            out[((i * h + y) * w + x) * c + ch] = (pixel * prep.scale + prep.bias[ch] - prep.mean[ch]) / prep.std[ch]
+        } } } }
+        return Tensor(shape: [n, h, w, c], data: out)
+    }
+
+    /// The model's first output on the photos, (3, classes).
+    static func run(_ model: Model, mode: Engine.Mode = .fast) throws -> Tensor {
+        let engine = try Engine(model: model, threads: 1, mode: mode)
+        let graph = try #require(model.metadata.graph)
+        let out = try engine.run([graph.inputs[0].name: input(for: model)], outputs: [graph.outputs[0]])
+        return try #require(out[graph.outputs[0]])
+    }
+
+    /// The largest |a − b| / (atol + rtol·|b|), infinity on a shape mismatch or a non-finite value.
+    static func closeness(_ a: Tensor, _ b: Tensor, rtol: Float, atol: Float) -> Float {
+        guard a.data.count == b.data.count else { return .infinity }
+        var worst: Float = 0
+        for (x, y) in zip(a.data, b.data) {
+            guard x.isFinite, y.isFinite else { return .infinity }
+            worst = max(worst, abs(x - y) / (atol + rtol * abs(y)))
+        }
+        return worst
+    }
+
+    /// The largest |a − b| over the largest |b| (the error relative to the output's scale).
+    static func relativeToRange(_ a: Tensor, _ b: Tensor) -> Float {
+        guard a.data.count == b.data.count, a.data.allSatisfy(\.isFinite) else { return .infinity }
+        let range = b.data.map(abs).max() ?? 1
+        return zip(a.data, b.data).map { abs($0 - $1) }.max().map { $0 / range } ?? .infinity
+    }
+}
+
+/// Networks converted by coremltools 9 from PyTorch, in both formats (NeuralNetwork .mlmodel, ML Program
+/// .mlpackage), match torch's own outputs on three real photos.
+@Suite struct CoreMLImportTests {
+    static let cases: [String] = (try? CoreMLFixtures.manifest().cases.map(\.model)) ?? []
+
+    @Test(arguments: cases)
+    func matchesTorch(model name: String) throws {
+        let m = try CoreMLFixtures.manifest()
+        let c = try #require(m.cases.first { $0.model == name })
+        let model = try CoreMLImporter.importModel(path: CoreMLFixtures.path(name))
+        // Labels and preprocessing come from the file.
+        #expect(model.metadata.labels == m.labels)
+        let prep = try #require(model.metadata.image)
+        #expect(prep.height == m.size && prep.width == m.size && prep.colorOrder == "rgb")
+        #expect(abs(prep.scale - m.scale) < 1e-7 && prep.bias == [m.bias, m.bias, m.bias], "\(prep)")
+        #expect(model.metadata.graph?.inputs.first?.shape == [-1, m.size, m.size, 3])
+        let expected = try CoreMLFixtures.floats(c.reference, shape: [3, c.classes])
+        let got = try CoreMLFixtures.run(model)
+        #expect(got.shape == [3, c.classes])
+        if c.kind == "float" {
+            let worst = CoreMLFixtures.closeness(got, expected, rtol: 1e-4, atol: 1e-5)
+            #expect(worst <= 1, "\(name): worst \(worst) of rtol 1e-4 / atol 1e-5")
+            let reference = try CoreMLFixtures.run(model, mode: .reference)
+            #expect(CoreMLFixtures.closeness(reference, expected, rtol: 1e-4, atol: 1e-5) <= 1, "\(name) reference kernels")
+        } else {
+            // Quantized weights against torch's float network: the bound is the quantization's, stated per kind
+            // (max |error| over the largest |logit|), measured here: linear 8-bit ≤ 2 %, 4-bit palettes ≤ 15 %.
+            let bound: Float = c.kind.hasSuffix("8") ? 0.02 : 0.15
+            let error = CoreMLFixtures.relativeToRange(got, expected)
+            #expect(error <= bound, "\(name): error \(error) of the output range, bound \(bound)")
+            #expect(error > 0, "\(name): quantized weights reproduce the float network exactly: were they dequantized at all?")
+        }
+    }
+
+    /// coremltools' quantized NeuralNetwork weights, dequantized by mltool, equal the same weights dequantized by
+    /// numpy (the .dequant.mlmodel beside each) to 1e-4: the codes, bit order, scales and tables are read right.
+    @Test(arguments: ["resnet_linear8.mlmodel", "resnet_palette4.mlmodel"])
+    func quantizedWeightsMatchTheirDequantization(model name: String) throws {
+        let q = try CoreMLImporter.importModel(path: CoreMLFixtures.path(name))
+        let f = try CoreMLImporter.importModel(path: CoreMLFixtures.path(name.replacingOccurrences(of: ".mlmodel", with: ".dequant.mlmodel")))
+        let worst = CoreMLFixtures.closeness(try CoreMLFixtures.run(q), try CoreMLFixtures.run(f), rtol: 1e-4, atol: 1e-5)
+        #expect(worst <= 1, "\(name): worst \(worst)")
+    }
+
+    /// Compressed weights stay compressed: 4-bit tables as palettes, the ML Program's int8 codes as int8.
+    @Test func compressedWeightsKeepTheirStorage() throws {
+        for (name, dtype) in [("resnet_palette4.mlmodel", DType.palette4), ("resnet_palette4.mlpackage", .palette4), ("resnet_linear8.mlpackage", .int8)] {
+            let model = try CoreMLImporter.importModel(path: CoreMLFixtures.path(name))
+            let convs = model.metadata.graph?.nodes.filter { $0.op == .conv || $0.op == .dense } ?? []
+            let byName = model.tensorsByName
+            let stored = convs.compactMap { byName[$0.inputs[1]]?.dtype }
+            #expect(stored.count == convs.count && !stored.isEmpty)
+            #expect(stored.allSatisfy { $0 == dtype }, "\(name): \(stored)")
+        }
+    }
+
+    @Test func unsupportedLayersAreListedAtOnce() throws {
+        let path = CoreMLFixtures.path("unsupported.mlmodel")
+        #expect(throws: ImportError.unsupported(file: path, ops: [
+            .init(op: "lrn", count: 2, firstNodes: ["lrn_a", "lrn_b"]), .init(op: "l2normalize", count: 1, firstNodes: ["l2"]),
+            .init(op: "mvn", count: 1, firstNodes: ["mvn"]),
+        ])) { try CoreMLImporter.importModel(path: path) }
+        let package = CoreMLFixtures.path("unsupported.mlpackage")
+        #expect(throws: ImportError.unsupported(file: package + "/Data/com.apple.CoreML/model.mlmodel", ops: [
+            .init(op: "gelu", count: 2, firstNodes: ["gelu_a", "gelu_b"]), .init(op: "sin", count: 1, firstNodes: ["sine"]),
+        ])) { try CoreMLImporter.importModel(path: package) }
+    }
+
+    @Test func detectorPipelinesAreRefusedNamingWhatWasFound() throws {
+        let path = CoreMLFixtures.path("detector_pipeline.mlmodel")
+        do {
+            _ = try CoreMLImporter.importModel(path: path)
+            Issue.record("a detector pipeline was imported")
+        } catch let e as ImportError {
+            #expect(e.description == "\(path): pipeline stage 2 (nonMaximumSuppression): refused: not yet supported: detector pipelines "
+                + "(issue 17); found stages neuralNetwork → nonMaximumSuppression; NMS iou 0.45, confidence 0.25, per class, 2 labels, "
+                + "reads 'raw_confidence' / 'raw_coordinates', writes 'confidence' / 'coordinates'")
+            #expect(e.exitStatus == .dataError)
+        }
+    }
+}
