@@ -297,7 +297,11 @@ struct CoreMLModelImporter {
         md.name = userDefined["name"] ?? ((source as NSString).lastPathComponent as NSString).deletingPathExtension
         md.description = md.description ?? "imported from Core ML"
         md.image = prep
-        let last = g.b.nodes.last { $0.outputs.contains(outputs.first ?? "") }
+        // Scores flattened from (N, C, 1, 1) are probabilities when a softmax made them.
+        var last = g.b.nodes.last { $0.outputs.contains(outputs.first ?? "") }
+        while let n = last, [.flatten, .reshape, .identity].contains(n.op), let x = n.inputs.first {
+            last = g.b.nodes.last { $0.outputs.contains(x) }
+        }
         md.outputKind = last?.op == .softmax ? "probabilities" : "logits"
         let tensors = g.b.weightOrder.compactMap { name -> StoredTensor? in
             guard let w = g.b.weights[name] else { return nil }

@@ -58,12 +58,17 @@ struct CoreMLWeightReader {
                                           actual: "\(ns) scales, \(nb) biases")
             }
             let per = count / channels
+            let quant = linearQuant(scales: (0..<channels).map { s[ns == 1 ? 0 : $0] }, biases: (0..<channels).map { b[nb == 1 ? 0 : $0] },
+                                    bits: bits, perTensor: ns == 1 && nb == 1)
             var c = ONNXConstant(shape: shape, values: (0..<count).map { i in
                 let ch = i / per
+                if let q = quant, q.lut == nil {
+                    // As int8: s·((q − 128) − z), which differs from s·q + b by float rounding only.
+                    return Double(q.scales[ch] * (Float(code(i) - 128) - Float(q.zeroPoints[ch])))
+                }
                 return Double(s[ns == 1 ? 0 : ch] * Float(code(i)) + b[nb == 1 ? 0 : ch])
             })
-            c.quant = linearQuant(scales: (0..<channels).map { s[ns == 1 ? 0 : $0] }, biases: (0..<channels).map { b[nb == 1 ? 0 : $0] },
-                                  bits: bits, perTensor: ns == 1 && nb == 1)
+            c.quant = quant
             return c
         }
         if let lut = q.lookuptablequantization?.pointee {
@@ -79,8 +84,8 @@ struct CoreMLWeightReader {
     }
 
     /// How linear codes s·q + b (q unsigned) are kept: per tensor as a palette (its 2^bits values, exact by
-    /// construction); per channel as int8 q − 128 with zero point −b/s − 128 when that is an integer (the stored
-    /// tensor then checks every value is reproduced exactly, else keeps float32).
+    /// construction); per channel as int8 q − 128 with zero point −b/s − 128 when that is an integer within 1e-4
+    /// (the values are then computed by the int8 formula, equal to Core ML's up to float rounding); else float32.
     func linearQuant(scales: [Float], biases: [Float], bits: Int, perTensor: Bool) -> ONNXConstant.Quant? {
         if perTensor, let s = scales.first, let b = biases.first {
             return .init(axis: nil, scales: [], zeroPoints: [], lut: (0..<(1 << bits)).map { s * Float($0) + b }, lutBits: bits)
@@ -88,8 +93,8 @@ struct CoreMLWeightReader {
         var zeroPoints: [Int] = []
         for (s, b) in zip(scales, biases) {
             guard s != 0, s.isFinite, b.isFinite else { return nil }
-            let z = (-Double(b) / Double(s)).rounded()
-            guard abs(z) < 1000, Double(s) * z == -Double(b) || s * Float(z) == -b else { return nil }
+            let exact = -Double(b) / Double(s), z = exact.rounded()
+            guard abs(z) < 1000, abs(exact - z) <= 1e-4 else { return nil }
             zeroPoints.append(Int(z) - 128)
         }
         guard zeroPoints.allSatisfy({ (-128...127).contains($0) }) else { return nil }
