@@ -5,7 +5,8 @@ real photos (run once, by hand, from the repository root; the tests need neither
     /tmp/cmlenv/bin/python Tests/Fixtures/coreml/make_fixtures.py
 
 Made with torch 2.13.0+cpu and coremltools 9.0 (pip; the python3 that has them must also have scikit-image).
-Each network goes to Tests/Fixtures/coreml/<name>.mlmodel (NeuralNetwork, `convert_to="neuralnetwork"`,
+small_cnn_fp16.mlpackage is the small CNN converted with every default (float16
+weights and compute). Each network goes to Tests/Fixtures/coreml/<name>.mlmodel (NeuralNetwork, `convert_to="neuralnetwork"`,
 minimum_deployment_target iOS14) and <name>.mlpackage (ML Program, float32 compute precision so that torch's
 float32 outputs are the reference at 1e-4), both with an RGB image input whose scaler is the network's
 preprocessing, and class labels. Quantized variants come from coremltools' own compressors:
@@ -208,6 +209,12 @@ def patch_kmeans():
     quantization_utils._get_kmeans_lookup_table_and_weight = flat
 
 
+def fp16_fixture(traced):
+    """small_cnn_fp16.mlpackage: the small CNN converted with coremltools' defaults (ML Program, float16 precision)."""
+    ct.convert(traced, inputs=[image_input()], classifier_config=ct.ClassifierConfig(LABELS)).save(
+        os.path.join(HERE, "small_cnn_fp16.mlpackage"))
+
+
 def unsupported_fixtures():
     """unsupported.mlmodel (2 LRN, 1 L2 normalization, 1 MVN layer) and unsupported.mlpackage (2 gelu, 1 sin ops):
     the importer must list every unsupported type at once."""
@@ -290,6 +297,10 @@ def main():
         convert(t, False).save(os.path.join(HERE, name + ".mlpackage"))
         for ext in ("mlmodel", "mlpackage"):
             cases.append({"model": name + "." + ext, "reference": name + ".out.f32", "classes": 10, "kind": "float"})
+
+    # coremltools' default ML Program: float16 weights and compute (casts around every op); mltool computes in float32.
+    fp16_fixture(traced["small_cnn"][1])
+    cases.append({"model": "small_cnn_fp16.mlpackage", "reference": "small_cnn.out.f32", "classes": 10, "kind": "fp16"})
 
     # Compressed: the ResNet-style net, 8-bit linear and 4-bit palettes, in both formats.
     m, t, y = traced["resnet_style"]
