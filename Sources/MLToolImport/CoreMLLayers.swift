@@ -13,65 +13,65 @@ enum CoreMLLayers {
     typealias Converter = @Sendable (inout CoreMLNeuralNetwork, Layer, [String], String) throws -> Void
 
     static let converters: [String: Converter] = [
-        "convolution": { try $0.convolution($1.convolution!.pointee, $2, $3) },
-        "pooling": { try $0.pooling($1.pooling!.pointee, $2, $3) },
-        "activation": { try $0.activation($1.activation!.pointee, $2, $3) },
-        "innerProduct": { try $0.innerProduct($1.innerproduct!.pointee, $2, $3) },
-        "batchnorm": { try $0.batchnorm($1.batchnorm!.pointee, $2, $3) },
+        "convolution": { try $0.convolution($0.param($1.convolution), $2, $3) },
+        "pooling": { try $0.pooling($0.param($1.pooling), $2, $3) },
+        "activation": { try $0.activation($0.param($1.activation), $2, $3) },
+        "innerProduct": { try $0.innerProduct($0.param($1.innerproduct), $2, $3) },
+        "batchnorm": { try $0.batchnorm($0.param($1.batchnorm), $2, $3) },
         "softmax": { c, _, x, y in try c.g.op("Softmax", [x[0]], y, ["axis": CoreMLGraph.int(try c.channelAxis(x[0]))]) },
-        "padding": { try $0.padding($1.padding!.pointee, $2, $3) },
-        "upsample": { try $0.upsample($1.upsample!.pointee, $2, $3) },
-        "unary": { try $0.unaryFunction($1.unary!.pointee, $2, $3) },
-        "add": { c, l, x, y in try c.sum("Add", x, y, alpha: l.add!.pointee.alpha) },
-        "multiply": { c, l, x, y in try c.sum("Mul", x, y, alpha: l.multiply!.pointee.alpha) },
+        "padding": { try $0.padding($0.param($1.padding), $2, $3) },
+        "upsample": { try $0.upsample($0.param($1.upsample), $2, $3) },
+        "unary": { try $0.unaryFunction($0.param($1.unary), $2, $3) },
+        "add": { c, l, x, y in try c.sum("Add", x, y, alpha: c.param(l.add).alpha) },
+        "multiply": { c, l, x, y in try c.sum("Mul", x, y, alpha: c.param(l.multiply).alpha) },
         "average": { try $0.average($2, $3) },
-        "scale": { try $0.scale($1.scale!.pointee, $2, $3) },
-        "bias": { try $0.bias($1.bias!.pointee, $2, $3) },
-        "loadConstant": { try $0.loadConstant($1.loadconstant!.pointee.data, $1.loadconstant!.pointee.shape, $1.loadconstant!.pointee.n_shape, $3, classic: true) },
-        "reshape": { try $0.reshape($1.reshape!.pointee, $2, $3) },
-        "flatten": { try $0.flatten($1.flatten!.pointee, $2, $3) },
-        "permute": { try $0.permute($1.permute!.pointee, $2, $3) },
+        "scale": { try $0.scale($0.param($1.scale), $2, $3) },
+        "bias": { try $0.bias($0.param($1.bias), $2, $3) },
+        "loadConstant": { try $0.loadConstant($0.param($1.loadconstant).data, $0.param($1.loadconstant).shape, $0.param($1.loadconstant).n_shape, $3, classic: true) },
+        "reshape": { try $0.reshape($0.param($1.reshape), $2, $3) },
+        "flatten": { try $0.flatten($0.param($1.flatten), $2, $3) },
+        "permute": { try $0.permute($0.param($1.permute), $2, $3) },
         "concat": { c, l, x, y in
-            guard l.concat!.pointee.sequenceconcat == 0 else { throw c.g.refused("sequence concat is not supported") }
+            guard try c.param(l.concat).sequenceconcat == 0 else { throw c.g.refused("sequence concat is not supported") }
             try c.g.op("Concat", x, y, ["axis": CoreMLGraph.int(try c.channelAxis(x[0]))])
         },
         "clip": { c, l, x, y in
-            let p = l.clip!.pointee
+            let p = try c.param(l.clip)
             try c.g.op("Clip", [x[0], c.g.scalar(y + ".min", p.minval), c.g.scalar(y + ".max", p.maxval)], y)
         },
         "addBroadcastable": { try $0.g.op("Add", $2, $3) },
         "subtractBroadcastable": { try $0.g.op("Sub", $2, $3) },
         "multiplyBroadcastable": { try $0.g.op("Mul", $2, $3) },
         "divideBroadcastable": { try $0.g.op("Div", $2, $3) },
-        "softmaxND": { c, l, x, y in try c.g.op("Softmax", [x[0]], y, ["axis": CoreMLGraph.int(Int(l.softmaxnd!.pointee.axis))]) },
+        "softmaxND": { c, l, x, y in try c.g.op("Softmax", [x[0]], y, ["axis": CoreMLGraph.int(Int(c.param(l.softmaxnd).axis))]) },
         "concatND": { c, l, x, y in
-            guard l.concatnd!.pointee.interleave == 0 else { throw c.g.refused("interleaved concatenation is not supported") }
-            try c.g.op("Concat", x, y, ["axis": CoreMLGraph.int(Int(l.concatnd!.pointee.axis))])
+            guard try c.param(l.concatnd).interleave == 0 else { throw c.g.refused("interleaved concatenation is not supported") }
+            try c.g.op("Concat", x, y, ["axis": CoreMLGraph.int(Int(c.param(l.concatnd).axis))])
         },
         "transpose": { c, l, x, y in
-            let p = l.transpose!.pointee
+            let p = try c.param(l.transpose)
             try c.g.op("Transpose", [x[0]], y, ["perm": CoreMLGraph.ints((0..<p.n_axes).map { Int(clamping: p.axes[$0]) })])
         },
-        "loadConstantND": { try $0.loadConstant($1.loadconstantnd!.pointee.data, $1.loadconstantnd!.pointee.shape, $1.loadconstantnd!.pointee.n_shape, $3, classic: false) },
+        "loadConstantND": { try $0.loadConstant($0.param($1.loadconstantnd).data, $0.param($1.loadconstantnd).shape, $0.param($1.loadconstantnd).n_shape, $3, classic: false) },
         "squeeze": { c, l, x, y in
-            let p = l.squeeze!.pointee
+            let p = try c.param(l.squeeze)
             let s = try c.g.need(x[0])
             let axes = p.squeezeall != 0 ? s.indices.filter { s[$0] == 1 } : (0..<p.n_axes).map { Int(p.axes[$0]) }
             try c.g.op("Squeeze", [x[0], c.g.ints(y + ".axes", axes)], y)
         },
         "expandDims": { c, l, x, y in
-            let p = l.expanddims!.pointee
+            let p = try c.param(l.expanddims)
             try c.g.op("Unsqueeze", [x[0], c.g.ints(y + ".axes", (0..<p.n_axes).map { Int(p.axes[$0]) })], y)
         },
-        "flattenTo2D": { c, l, x, y in try c.g.op("Flatten", [x[0]], y, ["axis": CoreMLGraph.int(Int(l.flattento2d!.pointee.axis))]) },
+        "flattenTo2D": { c, l, x, y in try c.g.op("Flatten", [x[0]], y, ["axis": CoreMLGraph.int(Int(c.param(l.flattento2d).axis))]) },
         "reshapeStatic": { c, l, x, y in
-            let p = l.reshapestatic!.pointee
+            let p = try c.param(l.reshapestatic)
             try c.g.op("Reshape", [x[0], c.g.ints(y + ".shape", (0..<p.n_targetshape).map { Int(p.targetshape[$0]) })], y)
         },
-        "reduceMean": { try $0.reduceMean($1.reducemean!.pointee, $2, $3) },
+        "reduceMean": { try $0.reduceMean($0.param($1.reducemean), $2, $3) },
         "clampedReLU": { c, l, x, y in
             // min(β, x) for x ≥ 0, min(β, α·x) otherwise: a leaky ReLU clipped above.
-            let p = l.clampedrelu!.pointee, t = c.g.fresh(y + ".leaky")
+            let p = try c.param(l.clampedrelu), t = c.g.fresh(y + ".leaky")
             try c.g.op("LeakyRelu", [x[0]], t, ["alpha": CoreMLGraph.float(p.alpha)])
             try c.g.op("Clip", [t, c.g.scalar(y + ".min", -.greatestFiniteMagnitude), c.g.scalar(y + ".max", p.beta)], y)
         },
@@ -176,6 +176,12 @@ struct CoreMLNeuralNetwork {
     }
 
     // MARK: helpers
+
+    /// The layer's parameters (set: `CoreMLLayers.kind` chose the converter by them).
+    func param<T>(_ p: UnsafeMutablePointer<T>?) throws -> T {
+        guard let p else { throw g.invalid("", expected: "the layer's parameters", actual: "none") }
+        return p.pointee
+    }
 
     /// The channel axis of a blob: 1 for (N, C, …) blobs; the last axis of rank-1 and rank-3 (C, H, W) blobs of
     /// the exact mapping is handled as Core ML does (axis −3 of rank ≥ 3, else the last).
