@@ -31,7 +31,7 @@ let package = Package(
         .target(name: "MLToolEngine", dependencies: ["MLToolCore", "COpenBLAS", "CMLToolCPU", "CMLToolKernels"]),
         .target(name: "MLToolData", dependencies: ["MLToolCore", "CTurboJPEG", "CPNG"]),
         .target(name: "CMLToolTrainKernels", dependencies: ["CMLToolCPU"]),
-        .target(name: "MLToolTrain", dependencies: ["MLToolCore", "MLToolData", "COpenBLAS", "CMLToolCPU", "CMLToolTrainKernels"]),
+        .target(name: "MLToolTrain", dependencies: ["MLToolCore", "COpenBLAS", "CMLToolCPU", "CMLToolTrainKernels"]),
         .target(name: "MLToolEval", dependencies: ["MLToolCore", "MLToolFormat"]),
         .target(name: "MLToolQuant", dependencies: ["MLToolCore"]),
         .target(name: "MLToolExport", dependencies: ["MLToolCore", "CProtobufC", "COnnxProto", "CCoreMLProto"]),

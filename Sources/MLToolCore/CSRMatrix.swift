@@ -11,35 +11,35 @@ public struct CSRMatrix: Sendable, Equatable {
     /// Validates the arrays: offsets, column range and order, finite values.
     public init(rows: Int, cols: Int, rowOffsets: [Int], columns: [Int32], values: [Float]) throws {
         guard rows >= 0, cols >= 0, cols <= Int(Int32.max) else {
-            throw TextError.invalidSparseMatrix(what: "shape", index: 0, expected: "rows ≥ 0, 0 ≤ cols < 2^31",
+            throw CoreError.invalidSparseMatrix(what: "shape", index: 0, expected: "rows ≥ 0, 0 ≤ cols < 2^31",
                                                 actual: "\(rows) × \(cols)")
         }
         guard rowOffsets.count == rows + 1, rowOffsets.first == 0 else {
-            throw TextError.invalidSparseMatrix(what: "rowOffsets", index: 0,
+            throw CoreError.invalidSparseMatrix(what: "rowOffsets", index: 0,
                                                 expected: "\(rows + 1) offsets starting at 0",
                                                 actual: "\(rowOffsets.count) offsets starting at \(rowOffsets.first ?? -1)")
         }
         guard columns.count == values.count, rowOffsets[rows] == columns.count else {
-            throw TextError.invalidSparseMatrix(what: "rowOffsets", index: rows,
+            throw CoreError.invalidSparseMatrix(what: "rowOffsets", index: rows,
                                                 expected: "\(columns.count) (columns) = \(values.count) (values)",
                                                 actual: "\(rowOffsets[rows])")
         }
         for r in 0..<rows {
             let lo = rowOffsets[r], hi = rowOffsets[r + 1]
             guard lo <= hi else {
-                throw TextError.invalidSparseMatrix(what: "rowOffsets", index: r + 1, expected: "≥ \(lo)",
+                throw CoreError.invalidSparseMatrix(what: "rowOffsets", index: r + 1, expected: "≥ \(lo)",
                                                     actual: "\(hi)")
             }
             var previous = -1
             for i in lo..<hi {
                 let c = Int(columns[i])
                 guard c > previous, c < cols else {
-                    throw TextError.invalidSparseMatrix(what: "columns", index: i,
+                    throw CoreError.invalidSparseMatrix(what: "columns", index: i,
                                                         expected: "in \(previous + 1)..<\(cols) (row \(r))",
                                                         actual: "\(c)")
                 }
                 guard values[i].isFinite else {
-                    throw TextError.invalidSparseMatrix(what: "values", index: i, expected: "a finite number",
+                    throw CoreError.invalidSparseMatrix(what: "values", index: i, expected: "a finite number",
                                                         actual: "\(values[i])")
                 }
                 previous = c

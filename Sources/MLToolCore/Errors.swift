@@ -29,6 +29,8 @@ public enum CoreError: MLToolError, Equatable {
     case shapeMismatch(what: String, expected: [Int], actual: [Int])
     /// A file could not be read.
     case cannotRead(file: String, reason: String)
+    /// Arrays that do not form a valid CSR matrix.
+    case invalidSparseMatrix(what: String, index: Int, expected: String, actual: String)
 
     public var exitStatus: ExitStatus {
         switch self {
@@ -52,6 +54,8 @@ public enum CoreError: MLToolError, Equatable {
             return "\(what): shape \(actual), expected \(expected)"
         case let .cannotRead(file, reason):
             return "\(file): cannot read: \(reason)"
+        case let .invalidSparseMatrix(what, index, expected, actual):
+            return "sparse matrix \(what)[\(index)]: \(actual), expected \(expected)"
         }
     }
 }

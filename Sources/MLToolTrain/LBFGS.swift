@@ -1,4 +1,5 @@
 import Dispatch
+import MLToolCore
 
 /// Limited-memory BFGS: the last `capacity` correction pairs (s, y) and the two-loop recursion that turns a gradient
 /// into a quasi-Newton direction. Vectors are Float (memory is 2·capacity·p floats); inner products are Double.

@@ -1,7 +1,6 @@
 import COpenBLAS
 import Dispatch
 import MLToolCore
-import MLToolData
 
 /// Multinomial logistic regression (max-entropy) with L2, fitted by L-BFGS: the classifier head of `mltool train`.
 /// Sparse features may start with seeded SGD epochs (`LogisticRegressionOptions.sgdEpochs`, what text training

@@ -1,6 +1,6 @@
 import COpenBLAS
 import Foundation
-import MLToolData
+import MLToolCore
 
 /// A fitted softmax classifier: probabilities = softmax(x · weights + bias), a plain dense layer.
 public struct LogisticRegressionModel: Sendable, Equatable {

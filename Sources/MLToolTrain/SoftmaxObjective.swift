@@ -1,10 +1,6 @@
 import Dispatch
 import Foundation
-
-/// A pointer that may cross into `concurrentPerform` tasks; each task writes a disjoint range.
-struct SharedPointer<T>: @unchecked Sendable {
-    let p: UnsafeMutablePointer<T>
-}
+import MLToolCore
 
 /// The weighted, L2-regularised softmax cross-entropy of a parameter vector θ = [W (d×k row-major), b (k)].
 ///

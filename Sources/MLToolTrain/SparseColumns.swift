@@ -1,4 +1,4 @@
-import MLToolData
+import MLToolCore
 
 /// The columns of a CSR matrix (its transpose, CSC): column c holds the non-zeros `offsets[c]..<offsets[c + 1]`,
 /// their rows increasing. The gradient's product Xᵀ·G gathers each output row from these, instead of scattering

@@ -1,6 +1,6 @@
 import CMLToolTrainKernels
 import Dispatch
-import MLToolData
+import MLToolCore
 
 /// A CSR matrix seen as training rows, optionally with its columns (the transpose, CSC) for the gradient.
 /// Forward products split rows across threads; the transposed product splits columns; every output element is

@@ -149,11 +149,11 @@ struct VectorizerFixture: Decodable {
     }
 
     @Test func csrValidationNamesTheBadEntry() {
-        #expect(throws: TextError.invalidSparseMatrix(what: "columns", index: 1, expected: "in 3..<4 (row 0)",
+        #expect(throws: CoreError.invalidSparseMatrix(what: "columns", index: 1, expected: "in 3..<4 (row 0)",
                                                       actual: "1")) {
             try CSRMatrix(rows: 1, cols: 4, rowOffsets: [0, 2], columns: [2, 1], values: [1, 1])
         }
-        #expect(throws: TextError.invalidSparseMatrix(what: "rowOffsets", index: 0,
+        #expect(throws: CoreError.invalidSparseMatrix(what: "rowOffsets", index: 0,
                                                       expected: "3 offsets starting at 0",
                                                       actual: "2 offsets starting at 0")) {
             try CSRMatrix(rows: 2, cols: 4, rowOffsets: [0, 0], columns: [], values: [])

@@ -93,9 +93,10 @@ public struct TermCorpus: Sendable {
         let total = offsets[n], starts = offsets, bases = base
         let ids = [Int32](unsafeUninitializedCapacity: total) { out, count in
             // Documents in `parts` ranges side by side; every position is written once.
-            let shared = SharedBuffer(p: out.baseAddress)
+            guard let start = out.baseAddress else { count = 0; return }  // total == 0
+            let shared = SharedPointer(p: start)
             DispatchQueue.concurrentPerform(iterations: parts) { r in
-                guard let out = shared.p else { return }
+                let out = shared.p
                 for (p, b) in built.enumerated() {
                     b.ids.withUnsafeBufferPointer { src in
                         for d in (r * n / parts)..<((r + 1) * n / parts) {

@@ -10,8 +10,6 @@ public enum TextError: MLToolError, Equatable {
     case invalidVocabulary(tensor: String, offset: Int, reason: String)
     /// A stored tensor does not have the size the configuration needs.
     case sizeMismatch(what: String, expected: Int, actual: Int)
-    /// Arrays that do not form a valid CSR matrix.
-    case invalidSparseMatrix(what: String, index: Int, expected: String, actual: String)
     /// A text file is not valid UTF-8: the first bad byte's offset (0-based) and its line (1-based).
     case invalidUTF8(file: String, offset: Int, line: Int)
     /// A JSON Lines record that is not an object with the needed string fields.
@@ -50,8 +48,6 @@ public enum TextError: MLToolError, Equatable {
             return "tensor '\(tensor)' at byte \(offset): \(reason)"
         case let .sizeMismatch(what, expected, actual):
             return "\(what): \(actual) values, expected \(expected)"
-        case let .invalidSparseMatrix(what, index, expected, actual):
-            return "sparse matrix \(what)[\(index)]: \(actual), expected \(expected)"
         case let .invalidUTF8(file, offset, line):
             return "\(file):\(line): invalid UTF-8 at byte offset \(offset)"
         case let .jsonLine(file, line, message):
