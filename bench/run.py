@@ -12,7 +12,8 @@ thread count. The CPU model, its flags and the kernel level that ran are recorde
 
 Parts: 1 extractor throughput, 2 Fashion-MNIST small end to end, 3 head training alone, 4 text training,
 5 model load, 6 int8 / palettized vs float, 7 (--full) peak memory of `mltool train` on 60,000 images,
-8 ResNet-18 (random weights, bench/make_resnet18.py) at batch 1 against onnxruntime.
+8 ResNet-18 (random weights, bench/make_resnet18.py) at batch 1 against onnxruntime, 9 the library's batch
+classification (`ImageClassifier.classify(batch:)`) against one call per image, files decoded in both.
 """
 import argparse
 import csv
@@ -287,6 +288,32 @@ def part_resnet(a, res):
     if not os.path.exists(model) or os.path.getmtime(model) < os.path.getmtime(onnx_path):
         run([a.mltool, "import", onnx_path, "-o", model])
     side_by_side(a, "8", "ResNet-18", onnx_path, model, [(1, 1), (1, 2)], "logits", "resnet18", res)
+
+
+def part_batch(a, res):
+    section("9. classifying files: one library batch call vs one call per image (EfficientNet-Lite0, decode included)")
+    data = os.path.join(ROOT, "datasets/fashion-mnist-small")
+    if not os.path.isdir(os.path.join(data, "test")):
+        run(["bash", "datasets/fashion-mnist.sh", "--small"])
+    work = tempfile.mkdtemp(prefix="mltool-bench-batch-")
+    try:
+        # 256 test images (PNG), the same files for both ways.
+        for path, _ in image_items(os.path.join(data, "test"))[:256]:
+            shutil.copy(path, os.path.join(work, os.path.basename(os.path.dirname(path)) + "-" + os.path.basename(path)))
+        best = None
+        for _ in range(a.repeat):
+            r = json.loads(run([a.mltool, "bench", a.model, "--images", work, "--json"]).stdout)
+            if best is None or r["batch_images_per_second"] > best["batch_images_per_second"]:
+                best = r
+        print(f"  {best['images']} images, {best['threads']} threads: one by one "
+              f"{best['one_by_one_images_per_second']:.1f} images/s, batch {best['batch_images_per_second']:.1f} images/s",
+              flush=True)
+        row("9", f"{best['images']} files, {best['threads']} threads", "one call per image",
+            best["one_by_one_images_per_second"], best["batch_images_per_second"], "images/s", False,
+            threads=best["threads"])
+        res["batch_classification"] = best
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -716,8 +743,8 @@ def main():
     ap.add_argument("--repeat", type=int, default=3, help="best of N for the quick timings (default 3)")
     ap.add_argument("--repeat-slow", type=int, default=2, help="best of N for cold end-to-end runs (default 2)")
     ap.add_argument("--seconds", type=float, default=3, help="seconds per throughput measurement (default 3)")
-    ap.add_argument("--parts", default="1,2,4,5,6,8",
-                    help="which parts to run (3 comes with 2; default 1,2,4,5,6,8; the ceiling always runs first)")
+    ap.add_argument("--parts", default="1,2,4,5,6,8,9",
+                    help="which parts to run (3 comes with 2; default 1,2,4,5,6,8,9; the ceiling always runs first)")
     ap.add_argument("--full", action="store_true", help="also part 7: train on all 60,000 images (~10 min)")
     ap.add_argument("--out", default=os.path.join(ROOT, "bench/results.json"))
     a = ap.parse_args()
@@ -735,7 +762,7 @@ def main():
           f"({' '.join(res['machine']['simd_flags'])}); load average {res['load_before']}")
     print("versions: " + ", ".join(f"{k} {v}" for k, v in res["versions"].items()))
     steps = [("0", part_ceiling), ("1", part_extractor), ("8", part_resnet), ("2", part_images), ("4", part_text),
-             ("5", part_load), ("6", part_quant),
+             ("9", part_batch), ("5", part_load), ("6", part_quant),
              ("7", part_memory)]
     for key, fn in steps:
         if key in parts:

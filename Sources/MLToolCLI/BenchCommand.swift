@@ -10,6 +10,7 @@ extension CLI {
             OptionSpec("--threads", value: "T", help: "Threads (default: all cores)."),
             OptionSpec("--seconds", value: "S", help: "Measure for about S seconds (default 5)."),
             OptionSpec("--json", help: "Print one JSON object."),
+            OptionSpec("--images", value: "DIR", help: "Classify the image files below DIR one call at a time and in one batch call, and compare (images/s)."),
             OptionSpec("--ceiling", help: "Measure the machine's float ceiling instead (no MODEL): sgemm 1024³ of mltool's packed kernel and of OpenBLAS, on 1 and 2 threads (or T)."),
         ]
     ) { args in
@@ -39,6 +40,20 @@ extension CLI {
             throw CLIError.usage(command: "bench", message: "expected one MODEL")
         }
         let path = args.positionals[0]
+        if let folder = args.string("--images") {
+            var bench = ClassificationBenchmark(modelPath: path, images: try DirectoryWalk.expand([folder]))
+            bench.threads = try args.int("--threads", default: bench.threads)
+            let r = try bench.run()
+            if args.has("--json") {
+                print(String(format: "{\"model\": %@, \"images\": %d, \"threads\": %d, \"one_by_one_images_per_second\": %.3f, \"batch_images_per_second\": %.3f}",
+                             jsonString(path), r.images, r.threads, r.oneByOneImagesPerSecond, r.batchImagesPerSecond))
+            } else {
+                print("\(path): \(r.images) images from \(folder), \(r.threads) thread\(r.threads == 1 ? "" : "s")")
+                print(String(format: "  one by one     %.1f images/s", r.oneByOneImagesPerSecond))
+                print(String(format: "  one batch call %.1f images/s (%.2f× one by one)", r.batchImagesPerSecond, r.batchImagesPerSecond / r.oneByOneImagesPerSecond))
+            }
+            return
+        }
         var bench = Benchmark(modelPath: path)
         bench.batch = try args.int("--batch", default: bench.batch)
         bench.threads = try args.int("--threads", default: bench.threads)

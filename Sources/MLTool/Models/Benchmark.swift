@@ -62,3 +62,51 @@ public struct Benchmark: Sendable {
                       load: load, setup: setup)
     }
 }
+
+/// Classifying image files one call at a time against one batch call (`mltool bench MODEL --images DIR`): the same
+/// files, the same classifier, decoding included, best of `repeats` interleaved rounds.
+public struct ClassificationBenchmark: Sendable {
+    public struct Result: Sendable {
+        public var images: Int
+        public var threads: Int
+        /// `classify(contentsOf:)` for each file in turn.
+        public var oneByOneImagesPerSecond: Double
+        /// One `classify(batch:)` over all the files.
+        public var batchImagesPerSecond: Double
+    }
+
+    public var modelPath: String
+    public var images: [String]
+    public var threads = 0
+    public var repeats = 3
+
+    public init(modelPath: String, images: [String]) {
+        self.modelPath = modelPath
+        self.images = images
+    }
+
+    public func run() throws -> Result {
+        guard !images.isEmpty, threads >= 0, repeats >= 1 else {
+            throw PipelineError.invalidParameter(name: "images", reason: "--images needs at least one image, --threads ≥ 0")
+        }
+        let classifier = try ImageClassifier(model: try ModelLoader.load(modelPath), path: modelPath, threads: threads)
+        let urls = images.map { URL(fileURLWithPath: $0) }
+        _ = try classifier.classify(contentsOf: urls[0])  // warm-up: arena and packed weights
+        var single = Double.infinity, batched = Double.infinity
+        for _ in 0..<repeats {
+            try checkCancellation()
+            var t0 = Date()
+            for url in urls { _ = try classifier.classify(contentsOf: url) }
+            single = min(single, Date().timeIntervalSince(t0))
+            t0 = Date()
+            let results = classifier.classify(batch: images.map { .path($0) })
+            batched = min(batched, Date().timeIntervalSince(t0))
+            if let failure = results.first(where: { if case .failure = $0 { true } else { false } }), case .failure(let e) = failure {
+                throw e
+            }
+        }
+        let n = Double(images.count)
+        return Result(images: images.count, threads: threads == 0 ? ProcessInfo.processInfo.activeProcessorCount : threads,
+                      oneByOneImagesPerSecond: n / single, batchImagesPerSecond: n / batched)
+    }
+}
