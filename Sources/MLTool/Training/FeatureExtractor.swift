@@ -54,7 +54,8 @@ public final class FeatureExtractor: @unchecked Sendable {
                     + "Build the default one with `make models` in the mltool source tree, or pass --extractor MODEL "
                     + "(any model imported with `mltool import ... --feature-tensor NAME`), or set MLTOOL_EXTRACTOR.")
         }
-        path = found
+        // Absolute, so the provenance (and so the model's bytes) does not depend on the folder it was trained from.
+        path = URL(fileURLWithPath: found).standardized.path
         model = try ModelLoader.load(found)
         guard let prep = model.metadata.image else {
             throw PipelineError.badInput(file: found, reason: "the extractor records no image preprocessing; re-import it with --input-size and --scale/--bias or --mean/--std")
