@@ -80,8 +80,8 @@ public struct CSRMatrix: Sendable, Equatable {
                          columns: Array(columns[lo..<hi]), values: Array(values[lo..<hi]))
     }
 
-    /// For builders that produce valid arrays by construction.
-    init(unchecked rows: Int, cols: Int, rowOffsets: [Int], columns: [Int32], values: [Float]) {
+    /// For builders that produce valid arrays by construction (inside this package only: callers outside get the checked init).
+    package init(unchecked rows: Int, cols: Int, rowOffsets: [Int], columns: [Int32], values: [Float]) {
         self.rows = rows; self.cols = cols; self.rowOffsets = rowOffsets; self.columns = columns; self.values = values
     }
 }
