@@ -1,4 +1,5 @@
 import MLToolCore
+import MLToolTestSupport
 import Testing
 @testable import MLToolEngine
 
@@ -30,7 +31,7 @@ import Testing
             let f = try #require(fast[name]), r = try #require(ref[name])
             #expect(f.shape == [2, 8, 8, 64])
             #expect(r.data.allSatisfy { $0.isFinite })
-            #expect(maxError(f, r) <= fastTolerance, "\(threads) threads: max error \(maxError(f, r))")
+            assertClose(f, r, rtol: fastTolerance, atol: fastTolerance, "\(threads) threads")
         }
     }
 
