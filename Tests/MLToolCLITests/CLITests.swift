@@ -92,16 +92,16 @@ struct CLIModelTests {
         #expect(["portable", "avx2", "avx2-vnni", "avx512", "avx512-vnni"].contains(b["cpu_level"] as? String ?? ""))
         // MLTOOL_CPU_LEVEL forces a lower level, and the bench says which ran.
         let portable = try Tool.run(["bench", dir.file("m.bin"), "--seconds", "0.1", "--json"], env: ["MLTOOL_CPU_LEVEL": "portable"])
-        let p = try #require(try JSONSerialization.jsonObject(with: Data(portable.stdout.utf8)) as? [String: Any])
-        #expect(p["cpu_level"] as? String == "portable")
+        let forced = try #require(try JSONSerialization.jsonObject(with: Data(portable.stdout.utf8)) as? [String: Any])
+        #expect(forced["cpu_level"] as? String == "portable")
 
         // The machine's ceiling: both kernels at the thread count asked for, positive GFLOP/s.
         let ceiling = try Tool.run(["bench", "--ceiling", "--threads", "1", "--seconds", "0.05", "--json"])
         #expect(ceiling.status == 0)
         let c = try #require(try JSONSerialization.jsonObject(with: Data(ceiling.stdout.utf8)) as? [String: Any])
-        let rows = try #require(c["ceiling"] as? [[String: Any]])
-        #expect(rows.compactMap { $0["kernel"] as? String } == ["mltool packed", "openblas"])
-        #expect(rows.allSatisfy { ($0["threads"] as? Int) == 1 && ($0["gflops"] as? Double ?? 0) > 0 })
+        let kernels = try #require(c["ceiling"] as? [[String: Any]])
+        #expect(kernels.compactMap { $0["kernel"] as? String } == ["mltool packed", "openblas"])
+        #expect(kernels.allSatisfy { ($0["threads"] as? Int) == 1 && ($0["gflops"] as? Double ?? 0) > 0 })
         let withModel = try Tool.run(["bench", "--ceiling", dir.file("m.bin")])
         #expect(withModel.status == 64)
     }
