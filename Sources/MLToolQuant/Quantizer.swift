@@ -60,6 +60,8 @@ public struct TensorQuantReport: Codable, Equatable, Sendable {
 public enum QuantError: MLToolError {
     case invalidOptions(String)
     case unsupportedTensor(name: String, reason: String)
+    /// The accuracy gate cannot be met: every tensor was backed off and the drop is still above the limit.
+    case gateFailed(drop: Double, maxDrop: Double)
 
     public var exitStatus: ExitStatus {
         if case .invalidOptions = self { return .usage }
@@ -70,6 +72,8 @@ public enum QuantError: MLToolError {
         switch self {
         case let .invalidOptions(m): return m
         case let .unsupportedTensor(name, reason): return "tensor '\(name)': \(reason)"
+        case let .gateFailed(drop, maxDrop):
+            return String(format: "accuracy gate failed: even with every tensor backed off the drop is %.2f points > --max-drop %.2f; nothing written", drop, maxDrop)
         }
     }
 }

@@ -175,39 +175,36 @@ public struct QuantizationPipeline: Sendable {
         }
         var (quantized, reports) = try compress(options)
 
+        // The searches (MLToolQuant.QuantizationSearch) ask this pipeline about candidate models.
+        let classes = model.metadata.labels.count
+        var measure: (Model) throws -> GateResult = { _ in throw PipelineError.badInput(file: path, reason: "no evaluation items") }
+        let judge = PipelineJudge(
+            compressBody: compress,
+            sensitivitySource: calibration?.source,
+            sensitivityBody: { quantized, tensors in
+                guard let calibration else { return [:] }
+                return try calibration.sensitivity(original: model, quantized: quantized, tensors: tensors, modelPath: path,
+                                                   classes: classes)
+            },
+            verdictBody: { try measure($0) },
+            emit: emit)
+
         // Mixed precision within a size budget: raise the most sensitive tensors per byte while the file fits.
         var raised: String?
         let floatFileBytes = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0
         if let maxSize = p.maxSize {
-            guard mode == .palette, let calibration, !model.metadata.labels.isEmpty else {
+            guard mode == .palette, calibration != nil, !model.metadata.labels.isEmpty else {
                 throw PipelineError.invalidParameter(name: "maxSize", reason: "--max-size needs a palette mode and calibration images of a classifier")
             }
             let budget = Int(Double(floatFileBytes) * maxSize / 100)
-            var size = try ModelFile.serialize(quantized).count
+            let size = try judge.fileBytes(quantized)
             if size < budget {
-                let names = reports.filter { $0.skipped == nil }.map(\.name)
-                emit(.status("size budget: measuring the sensitivity of \(names.count) tensors on \(calibration.source)"))
-                let kl = try calibration.sensitivity(original: model, quantized: quantized, tensors: names, modelPath: path,
-                                                     classes: model.metadata.labels.count)
-                let q = quantized.tensorsByName
-                let candidates = names.map { n in
-                    MixedPrecision.Candidate(name: n, elements: q[n]?.elementCount ?? 0,
-                                             tables: max(1, (q[n]?.quant?.lut?.count ?? 0) >> bits), sensitivity: kl[n] ?? 0)
-                }
-                var room = budget - size
-                while room > 0 {
-                    let levels = MixedPrecision.allocate(candidates, bits: bits, room: room)
-                    guard !levels.isEmpty else { break }
-                    var o = options
-                    for (n, b) in levels { o.bitsOverride[n] = b }
-                    let (q2, r2) = try compress(o)
-                    let s2 = try ModelFile.serialize(q2).count
-                    // The byte estimate ignores alignment and JSON; when it falls short, shrink the room and retry.
-                    guard s2 <= budget else { room -= s2 - budget + 64; continue }
-                    (quantized, reports, options, size) = (q2, r2, o, s2)
+                let start = QuantizationSearch.State(model: quantized, reports: reports, options: options)
+                let (state, levels) = try QuantizationSearch.fillBudget(start, size: size, budget: budget, judge: judge)
+                if !levels.isEmpty {
+                    (quantized, reports, options) = (state.model, state.reports, state.options)
                     raised = "\(levels.count) tensors raised within \(String(format: "%g", maxSize))% (most sensitive per byte first): "
                         + levels.sorted { $0.key < $1.key }.map { "\($0.key) → \($0.value) bits" }.joined(separator: ", ")
-                    break
                 }
             } else {
                 emit(.status(String(format: "size budget: the file is already %.1f%% > --max-size %g%%; nothing raised",
@@ -220,7 +217,6 @@ public struct QuantizationPipeline: Sendable {
         if p.evaluate {
             if let items, !model.metadata.labels.isEmpty {
                 let truth = try Evaluation.truth(items, labels: model.metadata.labels, modelPath: path)
-                let k = model.metadata.labels.count
                 func probabilities(_ m: Model, _ name: String) throws -> [Float] {
                     defer { emit(.progressFinished(label: "evaluating")) }
                     return try Evaluation.probabilities(m, modelPath: name, items: items, threads: threads, progress: { n, total in
@@ -229,49 +225,28 @@ public struct QuantizationPipeline: Sendable {
                 }
                 let floatProbs = try probabilities(model, path)
                 let floatAcc = Metrics.evaluate(truth: truth, probabilities: floatProbs, labels: model.metadata.labels).accuracy
-                func measure(_ m: Model) throws -> GateResult {
+                measure = { m in
                     let pr = try probabilities(m, out)
                     let r = Metrics.evaluate(truth: truth, probabilities: pr, labels: model.metadata.labels)
-                    let c = ModelComparison.compare(floatProbs, pr, classes: k)
+                    let c = ModelComparison.compare(floatProbs, pr, classes: classes)
                     return GateResult(items: items.count, calibrationLeftOut: calibrationLeftOut,
                                       floatAccuracy: floatAcc, quantizedAccuracy: r.accuracy,
                                       agreement: c.agreement, meanKL: c.meanKL, backedOff: [], backOffOrder: nil)
                 }
                 var result = try measure(quantized)
-                var backOffBy = "worst SNR first"
                 if let maxDrop = p.maxDrop {
-                    // Back off the worst tensors to more bits, a few at a time, until within the drop. Worst: the
-                    // largest output change on the calibration images when quantized alone (measured), else the
-                    // lowest weight SNR (which error feedback lowers on purpose, so it is only the fallback).
-                    var order = reports.filter { $0.skipped == nil }.sorted { ($0.snrDB ?? .infinity) < ($1.snrDB ?? .infinity) }
-                    if let calibration, result.drop > maxDrop {
-                        emit(.status("gate: measuring the sensitivity of \(order.count) tensors on \(calibration.source)"))
-                        let kl = try calibration.sensitivity(original: model, quantized: quantized, tensors: order.map(\.name),
-                                                             modelPath: path, classes: k)
-                        order.sort { (kl[$0.name] ?? 0) > (kl[$1.name] ?? 0) }
-                        backOffBy = "largest output change on \(calibration.source) first"
+                    let start = QuantizationSearch.State(model: quantized, reports: reports, options: options)
+                    let b: QuantizationSearch.BackOff<GateResult>
+                    do {
+                        b = try QuantizationSearch.backOff(start, verdict: result, maxDrop: maxDrop, judge: judge)
+                    } catch let e as QuantError {
+                        throw PipelineError.badInput(file: path, reason: e.description)
                     }
-                    while result.drop > maxDrop {
-                        guard !order.isEmpty else {
-                            throw PipelineError.badInput(file: path, reason: String(
-                                format: "accuracy gate failed: even with every tensor backed off the drop is %.2f points > --max-drop %.2f; nothing written",
-                                result.drop, maxDrop))
-                        }
-                        let step = max(1, order.count / 8)
-                        for r in order.prefix(step) {
-                            let next = mode.nextBits(after: options.bitsOverride[r.name] ?? bits)
-                            options.bitsOverride[r.name] = next
-                            result.backedOff.append("\(r.name) → \(next >= 32 ? "float" : "\(next) bits")")
-                        }
-                        order = Array(order.dropFirst(step)).filter { (options.bitsOverride[$0.name] ?? bits) < 32 }
-                        let backed = result.backedOff
-                        (quantized, reports) = try compress(options)
-                        result = try measure(quantized)
-                        result.backedOff = backed
-                        emit(.status(String(format: "gate: backed off %d tensors, drop now %.2f points", backed.count, result.drop)))
-                    }
+                    (quantized, reports, options) = (b.state.model, b.state.reports, b.state.options)
+                    result = b.verdict
+                    result.backedOff = b.backedOff
+                    result.backOffOrder = b.backedOff.isEmpty ? nil : b.order
                 }
-                result.backOffOrder = result.backedOff.isEmpty ? nil : backOffBy
                 gate = result
             } else {
                 emit(.note("no recorded holdout and no --data: weights compressed without an accuracy check"))
@@ -287,4 +262,21 @@ public struct QuantizationPipeline: Sendable {
                                     seconds: Date().timeIntervalSince(started))
         return Outcome(model: quantized, report: report)
     }
+}
+
+/// The quantize pipeline's answers to `QuantizationSearch`: compress with bias correction, measure sensitivity on
+/// the calibration images and accuracy on the evaluation items.
+private struct PipelineJudge: QuantizationJudge {
+    let compressBody: (QuantizeOptions) throws -> (Model, [TensorQuantReport])
+    let sensitivitySource: String?
+    let sensitivityBody: (Model, [String]) throws -> [String: Double]
+    let verdictBody: (Model) throws -> GateResult
+    let emit: (PipelineEvent) -> Void
+
+    func compress(_ options: QuantizeOptions) throws -> (Model, [TensorQuantReport]) { try compressBody(options) }
+    func fileBytes(_ model: Model) throws -> Int { try ModelFile.serialize(model).count }
+    func sensitivity(_ quantized: Model, tensors: [String]) throws -> [String: Double] { try sensitivityBody(quantized, tensors) }
+    func verdict(_ model: Model) throws -> GateResult { try verdictBody(model) }
+    func drop(_ verdict: GateResult) -> Double { verdict.drop }
+    func status(_ message: String) { emit(.status(message)) }
 }
