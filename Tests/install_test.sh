@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# `make install` as a user would run it (make install-test, part of make test):
+#  - into a scratch PREFIX: PREFIX/bin/mltool and PREFIX/share/mltool/efficientnet-lite0.bin, the same bytes as
+#    models/; that mltool, run from a folder outside the source tree, trains a classifier with the installed
+#    extractor (the model records which one it used), and without that file it fails with exit 66, saying where it
+#    looked;
+#  - staged (DESTDIR, default PREFIX): the same two files under DESTDIR/usr/local.
+# Needs make models and datasets/fashion-mnist.sh --small (the Makefile target runs both first).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+make=${MAKE:-make}
+fashion=datasets/fashion-mnist-small/train
+extractor=efficientnet-lite0.bin
+for needed in models/$extractor $fashion/bag $fashion/trouser; do
+    [ -e "$needed" ] || { echo "install-test: FAILED: $needed is missing (make models, datasets/fashion-mnist.sh --small)"; exit 1; }
+done
+fail() { echo "install-test: FAILED: $*"; exit 1; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+$make --no-print-directory install PREFIX="$tmp/prefix"
+$make --no-print-directory install DESTDIR="$tmp/stage" PREFIX=/usr/local
+for prefix in "$tmp/prefix" "$tmp/stage/usr/local"; do
+    [ -x "$prefix/bin/mltool" ] || fail "$prefix/bin/mltool was not installed"
+    cmp -s "models/$extractor" "$prefix/share/mltool/$extractor" || fail "$prefix/share/mltool/$extractor differs from models/"
+done
+
+# A two-class label-folder tree outside the source tree: the first 20 bags and trousers.
+mkdir -p "$tmp/elsewhere/clothes/bag" "$tmp/elsewhere/clothes/trouser"
+for label in bag trouser; do
+    find "$fashion/$label" -name '*.png' | sort | sed -n '1,20p' | xargs cp -t "$tmp/elsewhere/clothes/$label"
+done
+cd "$tmp/elsewhere"
+mltool="$tmp/prefix/bin/mltool"
+env -u MLTOOL_EXTRACTOR MLTOOL_CACHE="$tmp/cache" "$mltool" train clothes --quiet > train.txt \
+    || fail "mltool train from $tmp/elsewhere: $(cat train.txt)"
+info=$("$mltool" info model.bin)
+grep -q "labels        2: \"bag\", \"trouser\"" <<< "$info" || fail "model.bin: unexpected labels: $info"
+grep -q "source        $tmp/prefix/share/mltool/$extractor " <<< "$info" \
+    || fail "model.bin was not trained with the installed extractor: $info"
+
+rm "$tmp/prefix/share/mltool/$extractor"
+status=0
+out=$(env -u MLTOOL_EXTRACTOR MLTOOL_CACHE="$tmp/cache" "$mltool" train clothes -o other.bin --quiet 2>&1) || status=$?
+[ "$status" = 66 ] || fail "without the installed extractor mltool train exited $status, expected 66: $out"
+grep -q "share/mltool/$extractor" <<< "$out" || fail "the error does not say where mltool looked: $out"
+echo "install-test: PREFIX and DESTDIR installs in place; from another folder, $(head -n 1 train.txt) with PREFIX/share/mltool/$extractor; without it, exit 66"
