@@ -15,7 +15,7 @@ func show(_ file: String, _ classes: [Classification]) throws {
 }
 
 func run(_ arguments: [String]) throws {
-    // 1. The five most probable ImageNet classes of each photo (Vision's VNClassifyImageRequest), in one batch.
+    // 1. The five most probable ImageNet classes of each photo (Vision's VNClassifyImageRequest), run in batches.
     let modelPath = arguments.count == 4 ? arguments[3] : FeatureExtractor.candidates(explicit: nil)
         .first { FileManager.default.fileExists(atPath: $0) } ?? "models/" + FeatureExtractor.defaultFileName
     let imagenet = try ImageClassifier(contentsOf: URL(fileURLWithPath: modelPath))
