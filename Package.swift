@@ -37,10 +37,12 @@ let package = Package(
         .target(name: "MLToolExport", dependencies: ["MLToolCore", "CProtobufC", "COnnxProto", "CCoreMLProto"]),
         // Natural language beyond one label per text: word tagging, language identification (issue 18).
         .target(name: "MLToolNL", dependencies: ["MLToolCore", "MLToolData", "MLToolTrain", "MLToolEval", "MLToolQuant"]),
+        // Object detection: decode, NMS, the detector runner and box drawing (issue 17).
+        .target(name: "MLToolDetect", dependencies: ["MLToolCore", "MLToolEngine", "MLToolData"]),
         // The library product: the pipelines (train, evaluate, quantize, import, export) and the classifiers, over
         // the targets above; it re-exports them, so `import MLTool` is all a program needs.
         .target(name: "MLTool", dependencies: [
-            "MLToolCore", "MLToolFormat", "MLToolImport", "MLToolEngine", "MLToolData", "MLToolTrain", "MLToolEval", "MLToolQuant", "MLToolExport", "MLToolNL",
+            "MLToolCore", "MLToolFormat", "MLToolImport", "MLToolEngine", "MLToolData", "MLToolTrain", "MLToolEval", "MLToolQuant", "MLToolExport", "MLToolNL", "MLToolDetect",
         ]),
         // The command line: parses, calls one library entry, prints. Imports only Foundation and MLTool.
         .target(name: "MLToolCLI", dependencies: ["MLTool"]),
@@ -55,9 +57,10 @@ let package = Package(
         .testTarget(name: "MLToolQuantTests", dependencies: ["MLToolQuant"]),
         .testTarget(name: "MLToolFormatTests", dependencies: ["MLToolFormat", "MLToolCore"], exclude: ["reference_reader.py"]),
         .testTarget(name: "MLToolEngineTests", dependencies: ["MLToolEngine", "MLToolCore", "CMLToolCPU", "CMLToolKernels", "MLToolTestSupport"], exclude: ["Fixtures"]),
-        .testTarget(name: "MLToolImportTests", dependencies: ["MLToolImport", "MLToolCore", "MLToolEngine", "MLToolTestSupport"]),
+        .testTarget(name: "MLToolImportTests", dependencies: ["MLToolImport", "MLToolCore", "MLToolEngine", "MLToolDetect", "MLToolTestSupport"]),
         .testTarget(name: "MLToolDataTests", dependencies: ["MLToolData", "MLToolCore", "MLToolTestSupport"], exclude: ["Fixtures"]),
         .testTarget(name: "MLToolTrainTests", dependencies: ["MLToolTrain", "MLToolData", "MLToolTestSupport"]),
+        .testTarget(name: "MLToolDetectTests", dependencies: ["MLToolDetect", "MLToolImport", "MLToolFormat", "MLToolEngine", "MLToolData", "MLToolCore", "MLToolTestSupport"]),
         .testTarget(name: "MLToolTextTests", dependencies: ["MLToolData"]),
         .testTarget(name: "MLToolExportTests", dependencies: ["MLToolExport", "MLToolImport", "MLToolEngine", "MLToolFormat", "MLToolData", "MLToolQuant", "MLToolCore", "CPNG", "MLToolTestSupport"]),
         .testTarget(name: "MLToolReportTests", dependencies: ["MLToolEval", "MLToolData", "MLToolCore"]),

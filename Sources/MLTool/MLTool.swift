@@ -13,6 +13,7 @@
 // as values, failures as typed errors.
 @_exported import MLToolCore
 @_exported import MLToolData
+@_exported import MLToolDetect
 @_exported import MLToolEngine
 @_exported import MLToolEval
 @_exported import MLToolExport

@@ -23,6 +23,17 @@ import Foundation
 /// - pad [pads: per axis begin…, end… (2·rank values), mode "constant"|"reflect"|"edge", value]
 /// - unary: elementwise y = f(x) for the function named by `mode` (`UnaryFunction` lists them, with the parameters
 ///   alpha / beta each takes)
+/// - pow: x^y elementwise, numpy broadcasting (as add)
+/// - resize: (N,H,W,C) → (N,OH,OW,C) [shape (OH, OW), scales (sh, sw): the factors the coordinate transform divides
+///   by, mode "nearest"|"linear"|"cubic", coordinateMode "half_pixel"|"half_pixel_symmetric"|"pytorch_half_pixel"|
+///   "align_corners"|"asymmetric", nearestMode "round_prefer_floor"|"round_prefer_ceil"|"floor"|"ceil", alpha (the
+///   cubic coefficient, default −0.75), excludeOutside, antialias]: ONNX Resize on the two spatial axes; taps that
+///   fall outside the input take the edge value (or weight 0, renormalised, with excludeOutside)
+/// - slice: [axes, starts, steps, counts]: along each listed axis take `counts[i]` elements starting at
+///   `starts[i]` (0 ≤ start < size when counts[i] > 0) every `steps[i]` (≠ 0, negative runs backwards); other axes
+///   whole
+/// - topK: [axis, k, largest (default true), mode "values"|"indices"]: the k largest (or smallest) values along
+///   `axis`, sorted (ties: lower index first), or their indices as float32 values
 public struct Graph: Codable, Equatable, Sendable {
     public var inputs: [GraphInput]
     public var outputs: [String]
@@ -63,6 +74,7 @@ public enum Op: String, Codable, CaseIterable, Sendable {
     case maxPool, avgPool, globalAvgPool, globalMaxPool
     case concat, reshape, flatten, transpose, squeeze, unsqueeze, pad
     case unary
+    case pow, resize, slice, topK
 }
 
 /// The elementwise functions of the `unary` op, by name (`Attributes.mode`): the one table every reader, kernel and
@@ -142,16 +154,34 @@ public struct Attributes: Codable, Equatable, Sendable {
     public var countIncludePad: Bool?
     public var value: Float?
     public var mode: String?
+    // resize
+    public var scales: [Float]?
+    public var coordinateMode: String?
+    public var nearestMode: String?
+    public var excludeOutside: Bool?
+    public var antialias: Bool?
+    // slice
+    public var starts: [Int]?
+    public var steps: [Int]?
+    public var counts: [Int]?
+    // topK
+    public var k: Int?
+    public var largest: Bool?
 
     public init(kernel: [Int]? = nil, strides: [Int]? = nil, dilations: [Int]? = nil, pads: [Int]? = nil,
                 groups: Int? = nil, activation: Activation? = nil, axis: Int? = nil, axes: [Int]? = nil,
                 perm: [Int]? = nil, shape: [Int]? = nil, min: Float? = nil, max: Float? = nil, alpha: Float? = nil,
                 beta: Float? = nil, epsilon: Float? = nil, ceilMode: Bool? = nil, countIncludePad: Bool? = nil,
-                value: Float? = nil, mode: String? = nil) {
+                value: Float? = nil, mode: String? = nil, scales: [Float]? = nil, coordinateMode: String? = nil,
+                nearestMode: String? = nil, excludeOutside: Bool? = nil, antialias: Bool? = nil, starts: [Int]? = nil,
+                steps: [Int]? = nil, counts: [Int]? = nil, k: Int? = nil, largest: Bool? = nil) {
         self.kernel = kernel; self.strides = strides; self.dilations = dilations; self.pads = pads
         self.groups = groups; self.activation = activation; self.axis = axis; self.axes = axes; self.perm = perm
         self.shape = shape; self.min = min; self.max = max; self.alpha = alpha; self.beta = beta
         self.epsilon = epsilon; self.ceilMode = ceilMode; self.countIncludePad = countIncludePad
         self.value = value; self.mode = mode
+        self.scales = scales; self.coordinateMode = coordinateMode; self.nearestMode = nearestMode
+        self.excludeOutside = excludeOutside; self.antialias = antialias
+        self.starts = starts; self.steps = steps; self.counts = counts; self.k = k; self.largest = largest
     }
 }

@@ -8,6 +8,8 @@ public struct ModelMetadata: Codable, Equatable, Sendable {
         case textClassifier
         /// One tag per word of a text (`tagger` holds its settings).
         case wordTagger
+        /// Boxes with labels and confidences: `detection` says how the graph's outputs become them.
+        case objectDetector
     }
 
     public var task: Task
@@ -28,6 +30,8 @@ public struct ModelMetadata: Codable, Equatable, Sendable {
     public var text: TextConfig?
     /// A word tagger's settings (task `wordTagger`).
     public var tagger: TaggerConfig?
+    /// Object detectors: the decoder and non-maximum suppression after the graph.
+    public var detection: DetectionConfig?
     public var provenance: Provenance
     /// Stored metrics (e.g. "holdout.accuracy").
     public var metrics: [String: Double]
@@ -50,18 +54,28 @@ public struct ImagePreprocessing: Codable, Equatable, Sendable {
     public var bias: [Float]
     public var mean: [Float]
     public var std: [Float]
-    /// "shorter": resize the shorter side to `resizeTo` keeping the aspect ratio; "exact": to height × width.
+    /// "shorter": resize the shorter side to `resizeTo` keeping the aspect ratio; "exact" (or Vision's name
+    /// "scaleFill"): to height × width; "letterbox": fit inside height × width keeping the aspect ratio, centred on
+    /// a canvas of `padValue` (docs/FORMAT.md section 4.2).
     public var resize: String
     /// Length of the shorter side after resizing (used with resize "shorter").
     public var resizeTo: Int?
     /// "center" or "none".
     public var crop: String
+    /// letterbox: the pixel value (0…255, before scale and bias) of the padding; nil means 0.
+    public var padValue: Float?
 
     public init(height: Int, width: Int, colorOrder: String = "rgb", scale: Float = 1, bias: [Float] = [0, 0, 0],
                 mean: [Float] = [0, 0, 0], std: [Float] = [1, 1, 1], resize: String = "exact", resizeTo: Int? = nil,
-                crop: String = "none") {
+                crop: String = "none", padValue: Float? = nil) {
         self.height = height; self.width = width; self.colorOrder = colorOrder; self.scale = scale; self.bias = bias
         self.mean = mean; self.std = std; self.resize = resize; self.resizeTo = resizeTo; self.crop = crop
+        self.padValue = padValue
+    }
+
+    /// Ultralytics' YOLO input: RGB scaled to [0, 1], letterboxed on grey (114) to size × size.
+    public static func yolo(size: Int) -> ImagePreprocessing {
+        ImagePreprocessing(height: size, width: size, scale: 1.0 / 255, resize: "letterbox", padValue: 114)
     }
 
     /// The extractor default: RGB scaled to [-1, 1], 224×224, shorter side to 256 then centre crop.

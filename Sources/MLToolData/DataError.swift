@@ -33,6 +33,11 @@ public enum DataError: MLToolError, Equatable {
     case tooManyBadImages(source: String, bad: Int, total: Int, limitPercent: Int, first: String)
     /// An image preprocessing description that cannot be applied.
     case invalidPreprocessing(what: String)
+    /// An annotation file that cannot be used: malformed, or a field missing or of the wrong kind (`place` is a
+    /// line, an image entry or an object).
+    case badAnnotation(file: String, place: String, expected: String, actual: String)
+    /// More than the allowed share of a data set's objects were skipped; `first` is the first skip.
+    case tooManyBadAnnotations(source: String, skipped: Int, total: Int, limitPercent: Int, first: String)
     /// An argument outside its allowed range (fractions, rules).
     case invalidArgument(what: String, value: String, expected: String)
 
@@ -79,6 +84,10 @@ public enum DataError: MLToolError, Equatable {
             return "\(source): \(bad) of \(total) images could not be decoded (more than \(limitPercent)%); first: \(first)"
         case let .invalidPreprocessing(what):
             return "image preprocessing: \(what)"
+        case let .badAnnotation(file, place, expected, actual):
+            return "\(file): \(place): expected \(expected), found \(actual)"
+        case let .tooManyBadAnnotations(source, skipped, total, limitPercent, first):
+            return "\(source): \(skipped) of \(total) annotations were skipped (more than \(limitPercent)%); first: \(first)"
         case let .invalidArgument(what, value, expected):
             return "\(what): '\(value)', expected \(expected)"
         }

@@ -25,10 +25,14 @@ public struct ImagePreprocessor: Sendable {
         guard ["rgb", "bgr", "gray"].contains(config.colorOrder) else {
             throw bad("colour order '\(config.colorOrder)', expected rgb, bgr or gray")
         }
-        guard ["shorter", "exact"].contains(config.resize) else {
-            throw bad("resize '\(config.resize)', expected shorter or exact")
+        guard ["shorter", "exact", "scaleFill", "letterbox"].contains(config.resize) else {
+            throw bad("resize '\(config.resize)', expected shorter, exact, scaleFill or letterbox")
         }
         guard ["center", "none"].contains(config.crop) else { throw bad("crop '\(config.crop)', expected center or none") }
+        if config.resize == "letterbox" {
+            guard config.crop == "none" else { throw bad("crop '\(config.crop)' with resize letterbox, expected none") }
+            if let v = config.padValue, !(v >= 0 && v <= 255) { throw bad("padValue \(v), expected 0…255") }
+        }
         if let r = config.resizeTo, r <= 0 || r > 1 << 15 { throw bad("resizeTo \(r)") }
         let channels = config.colorOrder == "gray" ? 1 : 3
         for (name, values) in [("bias", config.bias), ("mean", config.mean), ("std", config.std)]
@@ -50,9 +54,15 @@ public struct ImagePreprocessor: Sendable {
         self.lut = lut
     }
 
-    /// The size an image of `width` × `height` is resized to before cropping.
+    /// The size an image of `width` × `height` is resized to before cropping (letterbox: before padding).
     public func resizedSize(width: Int, height: Int) -> (width: Int, height: Int) {
-        if config.resize == "exact" { return (config.width, config.height) }
+        if config.resize == "exact" || config.resize == "scaleFill" { return (config.width, config.height) }
+        if config.resize == "letterbox" {
+            let r = letterboxRatio(width: width, height: height)
+            // Python's round (halves to even), as Ultralytics' letterbox.
+            return (max(1, Int((Double(width) * r).rounded(.toNearestOrEven))),
+                    max(1, Int((Double(height) * r).rounded(.toNearestOrEven))))
+        }
         let target = config.resizeTo ?? max(config.height, config.width)
         if height <= width {
             return (max(1, Int((Double(target) * Double(width) / Double(height)).rounded())), target)
@@ -82,6 +92,9 @@ public struct ImagePreprocessor: Sendable {
             ImageResampler.resize(pixels, width: image.width, height: image.height, channels: channels,
                                   toWidth: rw, toHeight: rh)
         let H = config.height, W = config.width, C = channels
+        if config.resize == "letterbox" {
+            return letterbox(resized, rw: rw, rh: rh, into: buffer)
+        }
         guard rw >= W, rh >= H, config.crop == "center" || (rw == W && rh == H) else {
             throw DataError.invalidPreprocessing(
                 what: "resized image \(rw)×\(rh) cannot give a \(W)×\(H) input with crop '\(config.crop)'")
@@ -104,6 +117,59 @@ public struct ImagePreprocessor: Sendable {
         }
     }
 
+    /// letterbox: r = min(height / h, width / w).
+    func letterboxRatio(width: Int, height: Int) -> Double {
+        min(Double(config.height) / Double(max(height, 1)), Double(config.width) / Double(max(width, 1)))
+    }
+
+    /// The resized `pixels` (rw × rh) centred on the canvas, the rest `padValue`.
+    private func letterbox(_ pixels: [UInt8], rw: Int, rh: Int, into buffer: UnsafeMutableBufferPointer<Float>) {
+        let H = config.height, W = config.width, C = channels
+        let left = max(0, (W - rw) / 2), top = max(0, (H - rh) / 2)
+        let bgr = config.colorOrder == "bgr"
+        let pad = config.padValue ?? 0
+        for c in 0..<C {
+            let value = (pad * config.scale + config.bias[c] - config.mean[c]) / config.std[c]
+            var i = c
+            while i < elementCount { buffer[i] = value; i &+= C }
+        }
+        pixels.withUnsafeBufferPointer { src in
+            lut.withUnsafeBufferPointer { lut in
+                for y in 0..<min(rh, H) {
+                    for x in 0..<min(rw, W) {
+                        let s = (y &* rw &+ x) &* C
+                        let d = ((y &+ top) &* W &+ x &+ left) &* C
+                        for c in 0..<C {
+                            let sc = bgr ? 2 &- c : c
+                            buffer[d &+ c] = lut[c &* 256 &+ Int(src[s &+ sc])]
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// How a `width` × `height` photo maps onto the model input: input = photo · scale + offset per axis.
+    /// Letterbox uses one scale r and the padding (Ultralytics' `scale_boxes`); "shorter" + centre crop the resize
+    /// factors and minus the crop offsets; exact the two resize factors.
+    public func geometry(width: Int, height: Int) -> ImageGeometry {
+        let (rw, rh) = resizedSize(width: width, height: height)
+        let w = Double(max(width, 1)), h = Double(max(height, 1))
+        switch config.resize {
+        case "letterbox":
+            let r = letterboxRatio(width: width, height: height)
+            let padX = ((Double(config.width) - Double(width) * r) / 2 - 0.1).rounded(.toNearestOrEven)
+            let padY = ((Double(config.height) - Double(height) * r) / 2 - 0.1).rounded(.toNearestOrEven)
+            return ImageGeometry(scaleX: r, scaleY: r, offsetX: padX, offsetY: padY, width: width, height: height)
+        case "shorter":
+            let left = Double((rw - config.width) / 2), top = Double((rh - config.height) / 2)
+            return ImageGeometry(scaleX: Double(rw) / w, scaleY: Double(rh) / h, offsetX: config.crop == "center" ? -left : 0,
+                                 offsetY: config.crop == "center" ? -top : 0, width: width, height: height)
+        default:
+            return ImageGeometry(scaleX: Double(rw) / w, scaleY: Double(rh) / h, offsetX: 0, offsetY: 0, width: width, height: height)
+        }
+    }
+
     /// Writes `images` one after another (N × H × W × C) into `buffer`.
     public func processBatch(_ images: [RGBImage], into buffer: UnsafeMutableBufferPointer<Float>) throws {
         let needed = try Checked.mul(images.count, elementCount, what: "batch size")
@@ -120,7 +186,7 @@ public struct ImagePreprocessor: Sendable {
         let c = config
         return "v1 \(c.height)x\(c.width) \(c.colorOrder) scale=\(c.scale.bitPattern) bias=\(c.bias.map(\.bitPattern)) "
             + "mean=\(c.mean.map(\.bitPattern)) std=\(c.std.map(\.bitPattern)) resize=\(c.resize):\(c.resizeTo ?? 0) "
-            + "crop=\(c.crop)"
+            + "crop=\(c.crop)" + (c.padValue.map { " pad=\($0.bitPattern)" } ?? "")
     }
 
     /// RGB → 8-bit luminance with PIL's weights: (19595 R + 38470 G + 7471 B + 32768) >> 16.
@@ -136,5 +202,33 @@ public struct ImagePreprocessor: Sendable {
             }
         }
         return out
+    }
+}
+
+/// The affine map from a photo's pixels to the model input's: input = photo · scale + offset, per axis.
+public struct ImageGeometry: Equatable, Sendable {
+    public var scaleX: Double
+    public var scaleY: Double
+    public var offsetX: Double
+    public var offsetY: Double
+    /// The photo's size.
+    public var width: Int
+    public var height: Int
+
+    public init(scaleX: Double, scaleY: Double, offsetX: Double, offsetY: Double, width: Int, height: Int) {
+        self.scaleX = scaleX; self.scaleY = scaleY; self.offsetX = offsetX; self.offsetY = offsetY
+        self.width = width; self.height = height
+    }
+
+    /// A box in input pixels as photo pixels, clipped to the photo.
+    public func toPhoto(_ b: BoundingBox) -> BoundingBox {
+        let x1 = (b.x - offsetX) / scaleX, y1 = (b.y - offsetY) / scaleY
+        let x2 = (b.maxX - offsetX) / scaleX, y2 = (b.maxY - offsetY) / scaleY
+        return BoundingBox(x1: x1, y1: y1, x2: x2, y2: y2).clipped(width: Double(width), height: Double(height))
+    }
+
+    /// A box in photo pixels as input pixels.
+    public func toInput(_ b: BoundingBox) -> BoundingBox {
+        BoundingBox(x1: b.x * scaleX + offsetX, y1: b.y * scaleY + offsetY, x2: b.maxX * scaleX + offsetX, y2: b.maxY * scaleY + offsetY)
     }
 }

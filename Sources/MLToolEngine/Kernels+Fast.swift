@@ -60,6 +60,8 @@ enum Fast {
     /// `kernel(for:_:)`), so the choice is visible (`Engine.plannedKernels`) and `run` only dispatches.
     enum Kernel: String, Sendable {
         case conv, quantizedDense, packedDense, matMul, activation, addSame, broadcastBinary, transpose, pad
+        /// ONNX Resize and strided slices (`Kernels+Resize.swift`, `Kernels+Slice.swift`).
+        case resize, slice
         /// Max / average pooling over whole channel rows (`pool`).
         case pool
         /// Dilated pooling windows (rare: ONNX only) on the scalar reference kernel.
@@ -77,8 +79,10 @@ enum Fast {
         case .relu, .clip, .leakyRelu, .sigmoid, .hardSigmoid, .hardSwish, .swish, .tanh, .identity,
              .reshape, .flatten, .squeeze, .unsqueeze: return .activation
         case .add where xs[0] == xs[1]: return .addSame
-        case .add, .sub, .mul, .div: return .broadcastBinary
+        case .add, .sub, .mul, .div, .pow: return .broadcastBinary
         case .transpose: return .transpose
+        case .resize: return .resize
+        case .slice: return .slice
         case .pad: return .pad
         case .maxPool, .avgPool: return s.dilations == [1, 1] ? .pool : .dilatedPool
         case .batchNorm: return .batchNorm
@@ -110,6 +114,8 @@ enum Fast {
         case .addSame: mlk_add_act(x[0], x[1], y, Int64(n), s.act.code, s.act.p0, s.act.p1)
         case .broadcastBinary: binary(s, x[0], xs[0], x[1], xs[1], y, ys)
         case .transpose: transpose(s, x[0], xs[0], y, ys)
+        case .resize: resize(s, x[0], xs[0], y, ys)
+        case .slice: slice(s, x[0], xs[0], y, ys)
         case .pad: pad(s, x[0], xs[0], y, ys)
         case .pool: pool(s, x[0], xs[0], y, ys)
         case .dilatedPool: Reference.pool(s, x[0], xs[0], y, ys)

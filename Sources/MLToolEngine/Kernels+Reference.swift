@@ -21,7 +21,7 @@ enum Reference {
         case .relu, .clip, .leakyRelu, .sigmoid, .hardSigmoid, .hardSwish, .swish, .tanh, .identity:
             for i in 0..<n { y[i] = s.act.apply(x[0][i]) }
         case .softmax: softmax(s, x[0], xs[0], y)
-        case .add, .sub, .mul, .div: binary(s, x[0], xs[0], x[1], xs[1], y, ys)
+        case .add, .sub, .mul, .div, .pow: binary(s, x[0], xs[0], x[1], xs[1], y, ys)
         case .maxPool, .avgPool: pool(s, x[0], xs[0], y, ys)
         case .globalAvgPool, .globalMaxPool:
             let (b, hw, c) = (xs[0][0], xs[0][1] * xs[0][2], xs[0][3])
@@ -59,6 +59,9 @@ enum Reference {
             }
         case .pad: pad(s, x[0], xs[0], y, ys)
         case .unary: unary(s, x[0], y, count: n)
+        case .resize: resize(s, x[0], xs[0], y, ys)
+        case .slice: slice(s, x[0], xs[0], y, ys)
+        case .topK: topK(s, x[0], xs[0], y, ys)
         }
     }
 
@@ -149,6 +152,7 @@ enum Reference {
             case .add: v = a[ia] + b[ib]
             case .sub: v = a[ia] - b[ib]
             case .mul: v = a[ia] * b[ib]
+            case .pow: v = Foundation.pow(a[ia], b[ib])
             default: v = a[ia] / b[ib]
             }
             y[i] = s.act.apply(v)

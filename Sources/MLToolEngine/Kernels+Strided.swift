@@ -1,3 +1,4 @@
+import Foundation
 import MLToolCore
 
 /// Fast paths for the index-mapping ops (broadcast binaries, transpose, constant pad): the output is walked one
@@ -45,10 +46,18 @@ extension Fast {
             case .add: for j in 0..<inner { yp[j] = ap[j &* ia] + bp[j &* ib] }
             case .sub: for j in 0..<inner { yp[j] = ap[j &* ia] - bp[j &* ib] }
             case .mul: for j in 0..<inner { yp[j] = ap[j &* ia] * bp[j &* ib] }
+            case .pow: for j in 0..<inner { yp[j] = Self.power(ap[j &* ia], bp[j &* ib]) }
             default: for j in 0..<inner { yp[j] = ap[j &* ia] / bp[j &* ib] }
             }
             if !act.isNone { for j in 0..<inner { yp[j] = act.apply(yp[j]) } }
         }
+    }
+
+    /// x^y, with the exponents detection heads use (2, 1, 0.5) exact and fast.
+    @inline(__always)
+    static func power(_ x: Float, _ y: Float) -> Float {
+        if y == 2 { return x * x }
+        return Foundation.pow(x, y)
     }
 
     static func transpose(_ s: Step, _ x: UnsafePointer<Float>, _ xs: [Int], _ y: UnsafeMutablePointer<Float>, _ ys: [Int]) {

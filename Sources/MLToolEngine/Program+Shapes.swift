@@ -83,7 +83,7 @@ extension Program {
         case .softmax:
             _ = try axis(s.axis ?? -1, rank: x.count, s)
             return x
-        case .add, .sub, .mul, .div:
+        case .add, .sub, .mul, .div, .pow:
             guard let out = broadcast(x, ins[1]) else { throw bad("second input", "broadcastable with \(x)", ins[1]) }
             return out
         case .maxPool, .avgPool:
@@ -156,6 +156,37 @@ extension Program {
             }
             var out: [Int] = [], it = x.makeIterator()
             for i in 0..<rank { out.append(axes.contains(i) ? 1 : it.next()!) }
+            return out
+        case .resize:
+            guard x.count == 4, let spec = s.resize else { throw bad("input", "(N,H,W,C)", x) }
+            guard spec.size.allSatisfy({ $0 > 0 }) || x[0] == 0 || x[3] == 0 else {
+                throw bad("output", "a size > 0 (resize to \(spec.size))", x)
+            }
+            guard x[1] > 0 && x[2] > 0 || spec.size.contains(0) else { throw bad("input", "a non-empty image to resize", x) }
+            return [x[0], spec.size[0], spec.size[1], x[3]]
+        case .slice:
+            var out = x
+            var seen = Set<Int>()
+            for a in s.slices {
+                let ax = try axis(a.axis, rank: x.count, s)
+                guard seen.insert(ax).inserted else {
+                    throw EngineError.invalidAttribute(node: s.name, attribute: "axes", expected: "distinct axes", actual: "\(s.slices.map(\.axis))")
+                }
+                if a.count > 0 {
+                    let (span, o1) = (a.count - 1).multipliedReportingOverflow(by: a.step)
+                    let (last, o2) = a.start.addingReportingOverflow(span)
+                    guard !o1, !o2, a.start < x[ax], last >= 0, last < x[ax] else {
+                        throw bad("input", "axis \(ax) holding \(a.count) elements from \(a.start) every \(a.step)", x)
+                    }
+                }
+                out[ax] = a.count
+            }
+            return out
+        case .topK:
+            let ax = try axis(s.axis ?? -1, rank: x.count, s)
+            guard s.k <= x[ax] else { throw bad("input", "at least k = \(s.k) elements along axis \(ax)", x) }
+            var out = x
+            out[ax] = s.k
             return out
         case .pad:
             guard s.pads.count == 2 * x.count else {

@@ -23,6 +23,14 @@ struct Step: Sendable {
     var value: Float = 0
     /// The function of a `unary` step.
     var unary: UnaryFunction?
+    /// resize: the ONNX Resize settings (see `ResizeSpec`).
+    var resize: ResizeSpec?
+    /// slice: per sliced axis (IR axes), the first index, the step and the count.
+    var slices: [SliceAxis] = []
+    /// topK: k, largest first, and whether the output is the indices.
+    var k = 0
+    var largest = true
+    var indicesOut = false
     var weight: Buffer?
     var weightShape: [Int] = []
     var bias: Buffer?
@@ -202,7 +210,36 @@ struct Program: Sendable {
             try inputCount(1...1)
             s.act = Act(op: node.op, min: a.min, max: a.max, alpha: a.alpha, beta: a.beta)!
         case .softmax: try inputCount(1...1); s.axis = a.axis ?? -1
-        case .add, .sub, .mul, .div: try inputCount(2...2)
+        case .add, .sub, .mul, .div, .pow: try inputCount(2...2)
+        case .resize:
+            try inputCount(1...1)
+            s.resize = try ResizeSpec(node)
+        case .slice:
+            try inputCount(1...1)
+            let axes = try need(a.axes, "axes"), starts = try need(a.starts, "starts")
+            let steps = try need(a.steps, "steps"), counts = try need(a.counts, "counts")
+            guard starts.count == axes.count, steps.count == axes.count, counts.count == axes.count,
+                  Set(axes).count == axes.count, steps.allSatisfy({ $0 != 0 && abs($0) <= Self.maxExtent }),
+                  counts.allSatisfy({ $0 >= 0 }), starts.allSatisfy({ $0 >= 0 }) else {
+                throw EngineError.invalidAttribute(node: node.name, attribute: "axes/starts/steps/counts",
+                                                   expected: "one start ≥ 0, non-zero step and count ≥ 0 per distinct axis",
+                                                   actual: "axes \(axes), starts \(starts), steps \(steps), counts \(counts)")
+            }
+            s.slices = axes.indices.map { SliceAxis(axis: axes[$0], start: starts[$0], step: steps[$0], count: counts[$0]) }
+        case .topK:
+            try inputCount(1...1)
+            s.axis = a.axis ?? -1
+            s.k = try need(a.k, "k")
+            s.largest = a.largest ?? true
+            guard s.k >= 0 else {
+                throw EngineError.invalidAttribute(node: node.name, attribute: "k", expected: "≥ 0", actual: "\(s.k)")
+            }
+            switch a.mode ?? "values" {
+            case "values": s.indicesOut = false
+            case "indices": s.indicesOut = true
+            default:
+                throw EngineError.invalidAttribute(node: node.name, attribute: "mode", expected: "values or indices", actual: a.mode ?? "")
+            }
         case .maxPool, .avgPool:
             try inputCount(1...1)
             s.kernel = try pair(a.kernel, "kernel", default: nil, minimum: 1)

@@ -160,6 +160,8 @@ struct ONNXLowering {
             add("Pad", [x, int64s(pads), floatScalar(a.value ?? 0)], [target], node: n.name, [("mode", .string(mode))])
         case .unary:
             try unary(n, x, target)
+        case .pow, .resize, .slice, .topK:
+            throw unsupported(n, "an ONNX lowering for \(n.op.rawValue) (not yet supported)")
         }
         if let act { try activation(act, target, out, n.name + ".activation") }
         for o in n.outputs { rank[o] = outRank }

@@ -39,6 +39,8 @@ public enum FormatError: MLToolError, Equatable {
     case hole(file: String, tensor: String, offset: Int, expected: Int)
     /// The graph or metadata names something that does not exist, or defines a name twice.
     case badGraph(file: String, node: String, field: String, reason: String)
+    /// The detection settings (or the preprocessing a detector relies on) break docs/FORMAT.md rule 13.
+    case badDetection(file: String, field: String, expected: String, actual: String)
     /// The output path is the same file (device and inode) as one of the command's inputs.
     case overwritesInput(file: String, input: String)
     /// The output could not be written.
@@ -94,6 +96,8 @@ public enum FormatError: MLToolError, Equatable {
             return "\(file): \(what) is at data offset \(offset), expected \(expected) (no gaps allowed)"
         case let .badGraph(file, node, field, reason):
             return "\(file): \(node): \(field): \(reason)"
+        case let .badDetection(file, field, expected, actual):
+            return "\(file): detection: \(field): expected \(expected), found \(actual)"
         case let .overwritesInput(file, input):
             return "\(file): refusing to write: it is the same file as the input \(input)"
         case let .cannotWrite(file, reason):

@@ -172,4 +172,24 @@ extension ModelFile {
             }
         }
     }
+
+    /// Rule 14: a detector's decoder and NMS settings, and the letterbox preprocessing.
+    static func validateDetection(_ m: ModelMetadata, file: String) throws {
+        func bad(_ field: String, _ expected: String, _ actual: String) -> FormatError {
+            .badDetection(file: file, field: field, expected: expected, actual: actual)
+        }
+        if m.task == .objectDetector {
+            guard m.graph != nil else { throw bad("graph", "present for task objectDetector", "absent") }
+            guard m.detection != nil else { throw bad("detection", "present for task objectDetector", "absent") }
+        } else if m.detection != nil {
+            throw bad("detection", "absent for task \(m.task.rawValue)", "present")
+        }
+        if let d = m.detection, let p = d.problem(outputs: m.graph?.outputs ?? [], labels: m.labels) {
+            throw bad(p.field, p.expected, p.actual)
+        }
+        if let i = m.image, i.resize == "letterbox" {
+            guard i.crop == "none" else { throw bad("image.crop", "none with resize letterbox", "'\(i.crop)'") }
+            if let v = i.padValue, !(v >= 0 && v <= 255) { throw bad("image.padValue", "0…255", "\(v)") }
+        }
+    }
 }

@@ -243,6 +243,8 @@ public enum ModelFile {
         try validateReferences(document.metadata, tensorNames: firstIndex, file: file)
         // 13. Word taggers.
         try validateTagger(document.metadata, tensors: tensors, file: file)
+        // 14. Detectors.
+        try validateDetection(document.metadata, file: file)
         return Model(metadata: document.metadata, tensors: tensors)
     }
 
@@ -290,6 +292,7 @@ public enum ModelFile {
         }
         try validateReferences(model.metadata, tensorNames: firstIndex, file: file)
         try validateTagger(model.metadata, tensors: model.tensors, file: file)
+        try validateDetection(model.metadata, file: file)
         let json: [UInt8]
         do {
             let document = MetadataDocument(metadata: model.metadata, tensors: entries)

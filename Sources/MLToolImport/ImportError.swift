@@ -67,9 +67,13 @@ public struct ImportOptions: Sendable {
     public var featureTensor: String?
     /// Fixed input height/width when the source leaves them free.
     public var inputSize: (height: Int, width: Int)?
+    /// Makes the model an object detector: how its outputs become boxes (checked against the graph's output
+    /// shapes). A graph that ends in NonMaxSuppression sets this itself; then it must be nil.
+    public var detection: DetectionConfig?
 
     public init(image: ImagePreprocessing? = nil, labels: [String] = [], featureTensor: String? = nil,
-                inputSize: (height: Int, width: Int)? = nil) {
+                inputSize: (height: Int, width: Int)? = nil, detection: DetectionConfig? = nil) {
         self.image = image; self.labels = labels; self.featureTensor = featureTensor; self.inputSize = inputSize
+        self.detection = detection
     }
 }

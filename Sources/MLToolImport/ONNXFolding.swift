@@ -1,3 +1,4 @@
+import Foundation
 import MLToolCore
 
 /// Constant folding at import time: Constant nodes, and the shape arithmetic PyTorch exports emit
@@ -53,17 +54,87 @@ extension ONNXGraphBuilder {
             let integer = ![1, 10, 11, 16].contains(to)
             return ONNXConstant(shape: x.shape, values: integer ? x.values.map { $0.isNaN ? $0 : $0.rounded(.towardZero) } : x.values,
                                 isInteger: integer)
-        case "Add", "Sub", "Mul", "Div":
-            let a = try c(0), b = try c(1)
-            let integer = a.isInteger && b.isInteger
+        case "Add", "Sub", "Mul", "Div", "Pow", "Min", "Max":
+            let parts = try node.inputs.indices.filter { !node.inputs[$0].isEmpty }.map(c)
+            guard let first = parts.first else { return nil }
+            let integer = parts.allSatisfy(\.isInteger)
             let f: (Double, Double) -> Double
             switch node.opType {
             case "Add": f = (+)
             case "Sub": f = (-)
             case "Mul": f = (*)
+            case "Pow": f = { x, y in integer ? Foundation.pow(x, y).rounded(.towardZero) : Double(Foundation.pow(Float(x), Float(y))) }
+            case "Min": f = { x, y in x.isNaN || y.isNaN ? .nan : Swift.min(x, y) }
+            case "Max": f = { x, y in x.isNaN || y.isNaN ? .nan : Swift.max(x, y) }
             default: f = { x, y in integer ? (x / y).rounded(.towardZero) : x / y }
             }
-            return try elementwise(a, b, node, f)
+            guard parts.count == 2 || ["Min", "Max"].contains(node.opType) else { return nil }
+            var acc = first
+            for p in parts.dropFirst() { acc = try elementwise([acc, p], node) { f($0[0], $0[1]) } }
+            acc.isInteger = integer
+            return acc
+        case "Equal", "Less", "Greater":
+            let a = try c(0), b = try c(1)
+            let f: (Double, Double) -> Bool = node.opType == "Equal" ? { $0 == $1 } : node.opType == "Less" ? { $0 < $1 } : { $0 > $1 }
+            var r = try elementwise([a, b], node) { f($0[0], $0[1]) ? 1 : 0 }
+            r.isInteger = true
+            return r
+        case "Where":
+            var r = try elementwise([c(0), c(1), c(2)], node) { $0[0] != 0 ? $0[1] : $0[2] }
+            r.isInteger = try c(1).isInteger && c(2).isInteger
+            return r
+        case "Not", "Neg", "Floor", "Ceil", "Sqrt":
+            let x = try c(0)
+            let f: (Double) -> Double
+            switch node.opType {
+            case "Not": f = { $0 == 0 ? 1 : 0 }
+            case "Neg": f = { -$0 }
+            case "Floor": f = { $0.rounded(.down) }
+            case "Ceil": f = { $0.rounded(.up) }
+            default: f = { Double(Float($0).squareRoot()) }
+            }
+            return ONNXConstant(shape: x.shape, values: x.values.map(f), isInteger: x.isInteger)
+        case "Range":
+            let start = try c(0), limit = try c(1), delta = try c(2)
+            guard let s0 = start.scalar, let l = limit.scalar, let d = delta.scalar, d != 0, s0.isFinite, l.isFinite, d.isFinite else {
+                throw ImportError.invalid(file: file, place: place(node), expected: "known scalar start, limit and non-zero delta",
+                                          actual: "\(start.values), \(limit.values), \(delta.values)")
+            }
+            let count = Swift.max(((l - s0) / d).rounded(.up), 0)
+            guard count <= Double(1 << 24) else {
+                throw ImportError.invalid(file: file, place: place(node), expected: "a range of at most 2^24 values", actual: "\(count)")
+            }
+            let integer = start.isInteger && limit.isInteger && delta.isInteger
+            let values = (0..<Int(count)).map { i -> Double in
+                integer ? s0 + Double(i) * d : Double(Float(s0) + Float(i) * Float(d))
+            }
+            return ONNXConstant(shape: [values.count], values: values, isInteger: integer)
+        case "ConstantOfShape":
+            let dims = try c(0).ints
+            let shape = try dims.map { d -> Int in
+                guard let d, d >= 0 else {
+                    throw ImportError.invalid(file: file, place: place(node), expected: "a known shape", actual: "\(dims)")
+                }
+                return d
+            }
+            let n = try knownCount(shape, node)
+            guard n <= 1 << 24 else {
+                throw ImportError.invalid(file: file, place: place(node), expected: "a constant of at most 2^24 elements", actual: "\(shape)")
+            }
+            let value = node.attributes["value"]?.t
+            let v = value?.values.first ?? 0
+            return ONNXConstant(shape: shape, values: [Double](repeating: v, count: n), isInteger: value?.isInteger ?? false)
+        case "Expand":
+            let x = try c(0)
+            let target = try c(1).ints.map { $0 ?? -1 }
+            let out = try broadcast(x.shape, target, node)
+            let zeros = ONNXConstant(shape: out.map { Swift.max($0, 1) }, values: [], isInteger: true)
+            guard !out.contains(where: { $0 < 0 }) else {
+                throw ImportError.invalid(file: file, place: "\(place(node)) shape", expected: "known dimensions", actual: "\(target)")
+            }
+            var r = try elementwise([x, zeros], node, shapesOnly: true) { $0[0] }
+            r.isInteger = x.isInteger
+            return r
         case "Unsqueeze", "Squeeze", "Reshape", "Flatten":
             let x = try c(0)
             let out = try reshapedShape(node, input: x.shape)
@@ -124,9 +195,12 @@ extension ONNXGraphBuilder {
         }
     }
 
-    private func elementwise(_ a: ONNXConstant, _ b: ONNXConstant, _ node: ONNXFile.Node,
-                             _ f: (Double, Double) -> Double) throws -> ONNXConstant {
-        let out = try broadcast(a.shape, b.shape, node)
+    /// f applied elementwise to `parts` under numpy broadcasting. With `shapesOnly` the last part's values are
+    /// not read (only its shape takes part in the broadcast: Expand).
+    private func elementwise(_ parts: [ONNXConstant], _ node: ONNXFile.Node, shapesOnly: Bool = false,
+                             _ f: ([Double]) -> Double) throws -> ONNXConstant {
+        var out: [Int] = []
+        for p in parts { out = try broadcast(out, p.shape, node) }
         let r = out.count
         func strides(_ s: [Int]) -> [Int] {
             let p = [Int](repeating: 1, count: r - s.count) + s
@@ -134,21 +208,26 @@ extension ONNXGraphBuilder {
             for i in stride(from: r - 1, through: 0, by: -1) { st[i] = p[i] == 1 ? 0 : acc; acc *= p[i] }
             return st
         }
-        let sa = strides(a.shape), sb = strides(b.shape)
         let n = Self.product(out[...])
         guard n <= 1 << 24 else {
             throw ImportError.invalid(file: file, place: place(node), expected: "a constant of at most 2^24 elements", actual: "\(out)")
         }
+        let read = shapesOnly ? Array(parts.dropLast()) : parts
+        let st = read.map { strides($0.shape) }
         var values = [Double](repeating: 0, count: n)
         var index = [Int](repeating: 0, count: r)
+        var args = [Double](repeating: 0, count: read.count)
         for o in 0..<n {
-            var ia = 0, ib = 0
-            for k in 0..<r { ia += index[k] * sa[k]; ib += index[k] * sb[k] }
-            values[o] = f(a.values[ia], b.values[ib])
+            for (k, p) in read.enumerated() {
+                var i = 0
+                for d in 0..<r { i += index[d] * st[k][d] }
+                args[k] = p.values[i]
+            }
+            values[o] = f(args)
             var k = r - 1
             while k >= 0 { index[k] += 1; if index[k] < out[k] { break }; index[k] = 0; k -= 1 }
         }
-        return ONNXConstant(shape: out, values: values, isInteger: a.isInteger && b.isInteger)
+        return ONNXConstant(shape: out, values: values, isInteger: false)
     }
 
     /// The ONNX output shape of Reshape / Flatten / Squeeze / Unsqueeze applied to `input` (-1 = unknown).

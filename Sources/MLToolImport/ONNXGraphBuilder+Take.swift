@@ -1,6 +1,7 @@
 import MLToolCore
 
-/// Gather and Slice on computed tensors with constant indices. The IR has no gather op: taking indices i₀…iₖ₋₁
+/// Gather and Slice on computed tensors with constant indices. Evenly spaced indices (every Slice, most Gathers)
+/// become an IR `slice` (see `emitSlice`). The IR has no gather op: taking other indices i₀…iₖ₋₁
 /// along an axis of size n is a product with the constant one-hot (n, k) matrix S (S[iⱼ, j] = 1), run as `matMul`
 /// after moving that axis last. Each output is one input value times 1 plus zeros, so it is exact (a NaN or
 /// infinity elsewhere on the row would spread; real networks slice finite activations).
@@ -72,35 +73,23 @@ extension ONNXGraphBuilder {
         }
         let final = Array(x.shape[..<axis]) + idx.shape + Array(x.shape[(axis + 1)...])
         if idx.shape == [indices.count] {
-            return try emitTake(node.name, input: x.name, shape: x.shape, axis: axis, indices: indices, output: out)
+            return try emitSlice(node.name, input: x.name, shape: x.shape, takes: [(axis, indices)], output: out)
         }
         let flat = fresh("\(out).flat")
-        try emitTake(node.name, input: x.name, shape: x.shape, axis: axis, indices: indices, output: flat)
+        try emitSlice(node.name, input: x.name, shape: x.shape, takes: [(axis, indices)], output: flat)
         var flatShape = x.shape
         flatShape[axis] = indices.count
         try emitReshape("\(node.name).shape", input: flat, from: flatShape, to: final, output: out)
     }
 
-    /// Slice on a computed tensor: constant starts / ends / axes / steps (attributes before opset 10), one take per
-    /// sliced axis.
+    /// Slice on a computed tensor: constant starts / ends / axes / steps (attributes before opset 10), one IR slice.
     mutating func slice(_ node: ONNXFile.Node) throws {
         let x = try activation(node)
         guard let out = node.outputs.first, !out.isEmpty else {
             throw ImportError.invalid(file: file, place: place(node), expected: "an output", actual: "none")
         }
         let takes = try sliceTakes(node, shape: x.shape)
-        if takes.isEmpty {
-            emit(node.name, .identity, [x.name], out)
-            shapes[out] = x.shape
-            return
-        }
-        var cur = x.name, shape = x.shape
-        for (k, t) in takes.enumerated() {
-            let next = k == takes.count - 1 ? out : fresh("\(out).\(t.axis)")
-            try emitTake(k == 0 ? node.name : "\(node.name).\(t.axis)", input: cur, shape: shape, axis: t.axis, indices: t.indices, output: next)
-            shape[t.axis] = t.indices.count
-            cur = next
-        }
+        try emitSlice(node.name, input: x.name, shape: x.shape, takes: takes, output: out)
     }
 
     /// What a Slice node takes from a tensor of `shape`: the indices along each axis it changes.

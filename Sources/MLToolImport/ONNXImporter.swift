@@ -26,8 +26,12 @@ public enum ONNXImporter {
         var builder = ONNXGraphBuilder(file: path, opset: onnx.opset, constants: onnx.initializers, reservedNames: reserved)
 
         // The engine computes float32: a graph that takes or gives other element types would silently change meaning.
+        // Index outputs (TopK's indices) are the exception: their integer values come out as float32 (exact < 2^24).
+        let indexOutputs = Set(onnx.nodes.filter { $0.opType == "TopK" }.compactMap { $0.outputs.count > 1 ? $0.outputs[1] : nil })
+            .union(onnx.nodes.filter { $0.opType == "NonMaxSuppression" }.compactMap(\.outputs.first))
         for (kind, values) in [("input", onnx.inputs.filter { onnx.initializers[$0.name] == nil }), ("output", onnx.outputs)] {
             for v in values {
+                if kind == "output", indexOutputs.contains(v.name), v.elemType == 7 || v.elemType == 6 { continue }
                 if let t = v.elemType, t != 1 {
                     throw ImportError.invalid(
                         file: path, place: "graph \(kind) '\(v.name)'", expected: "float32 elements (mltool computes in float32)",
@@ -52,13 +56,38 @@ public enum ONNXImporter {
             builder.shapes[input.name] = shape
             inputs.append(GraphInput(name: input.name, shape: Layout.irShape(shape)))
         }
-        for node in onnx.nodes { try builder.convert(node) }
+        var nms: ONNXFile.Node?
+        for node in onnx.nodes {
+            if node.opType == "NonMaxSuppression" {
+                guard nms == nil else {
+                    throw ImportError.invalid(file: path, place: builder.place(node), expected: "one NonMaxSuppression", actual: "several")
+                }
+                nms = node
+                continue
+            }
+            if let n = nms, node.inputs.contains(where: { n.outputs.contains($0) }) {
+                throw ImportError.invalid(file: path, place: builder.place(node),
+                                          expected: "nothing computed from NonMaxSuppression's selected indices (mltool runs NMS after the graph)",
+                                          actual: "an input '\(node.inputs.first { n.outputs.contains($0) } ?? "")'")
+            }
+            try builder.convert(node)
+        }
         // The batch (first axis) is free unless the graph mixes it with other axes.
         if builder.batchFree {
             for i in inputs.indices where !inputs[i].shape.isEmpty { inputs[i].shape[0] = -1 }
         }
 
-        let outputs = onnx.outputs.map(\.name)
+        var outputs = onnx.outputs.map(\.name)
+        var detection = options.detection
+        if let n = nms {
+            guard options.detection == nil else {
+                throw ImportError.invalid(file: path, place: builder.place(n), expected: "no detection options (the graph's NonMaxSuppression sets them)",
+                                          actual: "detection options")
+            }
+            let (config, tensors) = try builder.detectionFromNMS(n, graphOutputs: outputs)
+            detection = config
+            outputs = tensors
+        }
         for o in outputs where builder.shapes[o] == nil {
             throw ImportError.invalid(file: path, place: "graph output '\(o)'", expected: "a tensor computed from the inputs",
                                       actual: builder.constants[o] != nil ? "a constant" : "undefined")
@@ -67,7 +96,9 @@ public enum ONNXImporter {
             throw ImportError.invalid(file: path, place: "feature tensor", expected: "a tensor computed by the graph",
                                       actual: "'\(f)'")
         }
-        if !options.labels.isEmpty, let first = outputs.first, let classes = builder.shapes[first]?.last, classes >= 0,
+        if let d = detection {
+            try builder.checkDetection(d, outputs: outputs, labels: options.labels, input: inputs.first?.shape ?? [])
+        } else if !options.labels.isEmpty, let first = outputs.first, let classes = builder.shapes[first]?.last, classes >= 0,
            classes != options.labels.count {
             throw ImportError.invalid(file: path, place: "labels", expected: "\(classes) names (one per class of output '\(first)')",
                                       actual: "\(options.labels.count)")
@@ -80,7 +111,7 @@ public enum ONNXImporter {
         // The passes keep every graph output's name: list the feature tensor as an output while they run.
         let protected = outputs + (options.featureTensor.map { outputs.contains($0) ? [] : [$0] } ?? [])
         let graph = Graph(inputs: inputs, outputs: protected, nodes: builder.nodes, sourceLayout: "nchw")
-        var metadata = ModelMetadata(task: options.labels.isEmpty ? .network : .imageClassifier, graph: graph,
+        var metadata = ModelMetadata(task: detection != nil ? .objectDetector : options.labels.isEmpty ? .network : .imageClassifier, graph: graph,
                                      labels: options.labels,
                                      provenance: Provenance(sources: [.init(path: path, sha256: try SHA256.hex(fileAt: path))]))
         metadata.name = ((path as NSString).lastPathComponent as NSString).deletingPathExtension
@@ -89,6 +120,8 @@ public enum ONNXImporter {
         metadata.outputKind = last?.op == .softmax ? "probabilities" : "logits"
         metadata.featureTensor = options.featureTensor
         metadata.image = options.image
+        metadata.detection = detection
+        if detection != nil { metadata.outputKind = nil }
 
         let tensors = builder.weightOrder.compactMap { name -> StoredTensor? in
             guard let w = builder.weights[name] else { return nil }

@@ -44,7 +44,7 @@ import Testing
         let keras = env["MLTOOL_KERAS_APPS_DIR"] ?? ""
         #expect(!keras.isEmpty && FileManager.default.fileExists(atPath: keras), "MLTOOL_KERAS_APPS_DIR='\(keras)' is not a directory")
         for tool in ["python3", "chromium", "strace"] { #expect(Self.onPath(tool), "\(tool) is not on PATH") }
-        for module in ["numpy", "onnx", "onnxruntime", "sklearn", "coremltools", "PIL", "skimage", "seqeval", "jax"] {
+        for module in ["numpy", "onnx", "onnxruntime", "sklearn", "coremltools", "PIL", "skimage", "seqeval", "jax", "pycocotools", "nudenet"] {
             #expect(Self.pythonImports(module), "python3 cannot import \(module)")
         }
     }

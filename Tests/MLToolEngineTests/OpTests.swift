@@ -20,6 +20,9 @@ enum OpCase: String, CaseIterable, CustomTestStringConvertible {
     case globalAvg, globalMax
     case concatChannels, concatAxis1, reshape, flatten, transpose, squeeze, unsqueeze
     case padConstant, padReflect, padEdge
+    case pow, powSquare, resizeNearestUp, resizeNearestDown, resizeNearestCeil, resizeLinearHalfPixel, resizeLinearAlignCorners
+    case resizeLinearPytorch, resizeLinearAntialias, resizeCubic, resizeCubicExclude, resizeCubicAntialias, resizeSymmetric
+    case sliceChannels, sliceStrided, sliceBackwards, sliceTwoAxes, topKValues, topKIndices, topKSmallest
 
     var testDescription: String { rawValue }
 
@@ -145,6 +148,36 @@ enum OpCase: String, CaseIterable, CustomTestStringConvertible {
         case .padConstant: out = g.node(.pad, [x], Attributes(pads: [0, 1, 2, 0, 0, 2, 0, 1], value: 0.5, mode: "constant"))
         case .padReflect: out = g.node(.pad, [x], Attributes(pads: [0, 2, 1, 0, 0, 1, 3, 0], mode: "reflect"))
         case .padEdge: out = g.node(.pad, [x], Attributes(pads: [0, 3, 0, 0, 0, 1, 2, 0], mode: "edge"))
+        case .pow: out = g.node(.pow, [g.node(.sigmoid, [x]), g.constant([6], 0.5, 3)])
+        case .powSquare: out = g.node(.pow, [x, g.constant([1], 2, 2)])
+        case .resizeNearestUp:
+            out = g.node(.resize, [x], Attributes(shape: [14, 18], mode: "nearest", scales: [2, 2], coordinateMode: "asymmetric", nearestMode: "floor"))
+        case .resizeNearestDown:
+            out = g.node(.resize, [x], Attributes(shape: [4, 5], mode: "nearest", coordinateMode: "half_pixel"))
+        case .resizeNearestCeil:
+            out = g.node(.resize, [x], Attributes(shape: [10, 13], mode: "nearest", coordinateMode: "tf_half_pixel_for_nn", nearestMode: "ceil"))
+        case .resizeLinearHalfPixel: out = g.node(.resize, [x], Attributes(shape: [14, 18], mode: "linear", coordinateMode: "half_pixel"))
+        case .resizeLinearAlignCorners:
+            out = g.node(.resize, [x], Attributes(shape: [11, 6], mode: "linear", coordinateMode: "align_corners"))
+        case .resizeLinearPytorch:
+            out = g.node(.resize, [x], Attributes(shape: [1, 20], mode: "linear", coordinateMode: "pytorch_half_pixel"))
+        case .resizeLinearAntialias:
+            out = g.node(.resize, [x], Attributes(shape: [3, 4], mode: "linear", coordinateMode: "half_pixel", antialias: true))
+        case .resizeCubic:
+            out = g.node(.resize, [x], Attributes(shape: [12, 15], alpha: -0.5, mode: "cubic", coordinateMode: "asymmetric"))
+        case .resizeCubicExclude:
+            out = g.node(.resize, [x], Attributes(shape: [12, 15], mode: "cubic", coordinateMode: "half_pixel", excludeOutside: true))
+        case .resizeCubicAntialias:
+            out = g.node(.resize, [x], Attributes(shape: [3, 5], mode: "cubic", coordinateMode: "half_pixel", antialias: true))
+        case .resizeSymmetric:
+            out = g.node(.resize, [x], Attributes(shape: [5, 6], mode: "linear", scales: [0.75, 0.7], coordinateMode: "half_pixel_symmetric"))
+        case .sliceChannels: out = g.node(.slice, [x], Attributes(axes: [3], starts: [2], steps: [1], counts: [3]))
+        case .sliceStrided: out = g.node(.slice, [x], Attributes(axes: [2], starts: [1], steps: [3], counts: [3]))
+        case .sliceBackwards: out = g.node(.slice, [x], Attributes(axes: [-1], starts: [5], steps: [-2], counts: [3]))
+        case .sliceTwoAxes: out = g.node(.slice, [x], Attributes(axes: [1, 3], starts: [6, 0], steps: [-1, 2], counts: [4, 3]))
+        case .topKValues: out = g.node(.topK, [x], Attributes(axis: 2, mode: "values", k: 4))
+        case .topKIndices: out = g.node(.topK, [x], Attributes(axis: -1, mode: "indices", k: 3))
+        case .topKSmallest: out = g.node(.topK, [x], Attributes(axis: 1, mode: "values", k: 7, largest: false))
         }
         let input = g.input(inShape)
         return (g.model(outputs: [out]), input)

@@ -15,6 +15,9 @@ enum Corruption: String, CaseIterable, Sendable {
     case unknownDType, wrongLength, quantOnFloat, int8MissingScales, int8ScaleCount, int8ZeroPointRange
     case int8NonFiniteScale, paletteTailBits, paletteLutSize, paletteAxisOutOfRange, paletteZeroGroupSize
     case unknownNodeInput, unknownGraphOutput, duplicateNodeOutput, nodeOutputShadowsTensor, missingFeatureTensor
+    case detectorWithoutDetection, detectionOnNetwork, unknownDecoder, wrongBoxEncoding, classCountMismatch
+    case headNotAnOutput, zeroStride, badAnchor, anchorsOnAnchorFree, missingRegMax, iouOutOfRange, zeroMaxDetections
+    case scoresLayoutMissing, boxesOnGridDecoder, letterboxCrop, letterboxPadValue
 
     static let file = "corrupt.mlt"
 
@@ -102,6 +105,27 @@ enum Corruption: String, CaseIterable, Sendable {
         case .missingFeatureTensor:
             return .badGraph(file: f, node: "metadata", field: "featureTensor 'pool'",
                              reason: "is not a graph input, a node output or a stored tensor")
+        case .detectorWithoutDetection:
+            return .badDetection(file: f, field: "detection", expected: "present for task objectDetector", actual: "absent")
+        case .detectionOnNetwork: return .badDetection(file: f, field: "detection", expected: "absent for task network", actual: "present")
+        case .unknownDecoder:
+            return .badDetection(file: f, field: "decoder", expected: "anchorGrid, anchorFree or boxes", actual: "'ssd'")
+        case .wrongBoxEncoding:
+            return .badDetection(file: f, field: "boxEncoding", expected: "dfl or ltrb for decoder anchorFree", actual: "'yolov5'")
+        case .classCountMismatch: return .badDetection(file: f, field: "classCount", expected: "3 (one per label)", actual: "2")
+        case .headNotAnOutput: return .badDetection(file: f, field: "heads[1].tensor", expected: "a graph output", actual: "'fc.w'")
+        case .zeroStride: return .badDetection(file: f, field: "heads[0].stride", expected: "1…65536", actual: "0")
+        case .badAnchor:
+            return .badDetection(file: f, field: "heads[0].anchors[1]", expected: "a width and a height, finite and > 0", actual: "[12.0, nan]")
+        case .anchorsOnAnchorFree:
+            return .badDetection(file: f, field: "heads[0].anchors", expected: "absent for decoder anchorFree", actual: "present")
+        case .missingRegMax: return .badDetection(file: f, field: "regMax", expected: "1…4096 for encoding dfl", actual: "absent")
+        case .iouOutOfRange: return .badDetection(file: f, field: "nms.iouThreshold", expected: "0…1", actual: "1.5")
+        case .zeroMaxDetections: return .badDetection(file: f, field: "nms.maxDetections", expected: "1…1000000", actual: "0")
+        case .scoresLayoutMissing: return .badDetection(file: f, field: "boxes.scoresLayout", expected: "nbc or ncb", actual: "absent")
+        case .boxesOnGridDecoder: return .badDetection(file: f, field: "boxes", expected: "absent for decoder anchorGrid", actual: "present")
+        case .letterboxCrop: return .badDetection(file: f, field: "image.crop", expected: "none with resize letterbox", actual: "'center'")
+        case .letterboxPadValue: return .badDetection(file: f, field: "image.padValue", expected: "0…255", actual: "300.0")
         }
     }
 
@@ -212,6 +236,31 @@ enum Corruption: String, CaseIterable, Sendable {
             }
         case .nodeOutputShadowsTensor: return try table { $0.metadata.graph?.nodes[0].outputs = ["q"] }
         case .missingFeatureTensor: return try table { $0.metadata.featureTensor = "pool" }
+        case .detectorWithoutDetection: return try table { $0.metadata.task = .objectDetector }
+        case .detectionOnNetwork: return try table { $0.metadata.detection = .boxes(classes: 3, tensor: "y") }
+        default: return try table { doc in
+            doc.metadata.task = .objectDetector
+            let grid = [DetectionHead(tensor: "y", stride: 8, anchors: [[10, 13], [16, 30]])]
+            var d = DetectionConfig.boxes(classes: 3, tensor: "y")
+            switch self {
+            case .unknownDecoder: d.decoder = "ssd"
+            case .wrongBoxEncoding: d = .anchorFree(classes: 3, heads: [DetectionHead(tensor: "y", stride: 8)]); d.boxEncoding = "yolov5"
+            case .classCountMismatch: d.classCount = 2
+            case .headNotAnOutput: d = .anchorFree(classes: 3, heads: [DetectionHead(tensor: "y", stride: 8), DetectionHead(tensor: "fc.w", stride: 16)])
+            case .zeroStride: d = .anchorGrid(classes: 3, heads: [DetectionHead(tensor: "y", stride: 0, anchors: [[10, 13]])])
+            case .badAnchor: d = .anchorGrid(classes: 3, heads: [DetectionHead(tensor: "y", stride: 8, anchors: [[10, 13], [12, .nan]])])
+            case .anchorsOnAnchorFree: d = .anchorFree(classes: 3, heads: grid)
+            case .missingRegMax: d = .anchorFree(classes: 3, heads: [DetectionHead(tensor: "y", stride: 8)]); d.regMax = nil
+            case .iouOutOfRange: d.nms.iouThreshold = 1.5
+            case .zeroMaxDetections: d.nms.maxDetections = 0
+            case .scoresLayoutMissing: d.boxes?.scoresTensor = "y"
+            case .boxesOnGridDecoder: d = .anchorGrid(classes: 3, heads: grid); d.boxes = BoxesOutput(tensor: "y")
+            case .letterboxCrop: doc.metadata.image = ImagePreprocessing(height: 8, width: 8, resize: "letterbox", crop: "center")
+            case .letterboxPadValue: doc.metadata.image = ImagePreprocessing(height: 8, width: 8, resize: "letterbox", padValue: 300)
+            default: break
+            }
+            doc.metadata.detection = d
+        }
         }
         return b
     }

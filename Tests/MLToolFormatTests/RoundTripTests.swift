@@ -17,6 +17,27 @@ import MLToolCore
         }
     }
 
+    /// A detector's settings (every decoder kind) and letterbox preprocessing survive a write and read unchanged.
+    @Test func detectorSettingsRoundTrip() throws {
+        let configs: [DetectionConfig] = [
+            .anchorGrid(classes: 3, heads: [DetectionHead(tensor: "y", stride: 8, anchors: [[10, 13], [16.5, 30]])], encoding: "yolov3",
+                        nms: NMSSettings(iouThreshold: 0.6, confidenceThreshold: 0.001, perClass: false, maxDetections: 300, maxPerClass: 50)),
+            .anchorFree(classes: 3, heads: [DetectionHead(tensor: "y", stride: 32)], regMax: 16),
+            DetectionConfig(decoder: "boxes", classCount: 3, boxEncoding: "yxyx",
+                            boxes: BoxesOutput(tensor: "y", layout: "nbk", scoresTensor: "y", scoresLayout: "ncb", scoreActivation: "sigmoid", normalized: true)),
+        ]
+        for config in configs {
+            var model = TestModels.small()
+            model.metadata.task = .objectDetector
+            model.metadata.detection = config
+            model.metadata.image = .yolo(size: 320)
+            let bytes = try ModelFile.serialize(model)
+            let read = try ModelFile.read(bytes: bytes, name: "detector.mlt")
+            #expect(read.metadata == model.metadata)
+            #expect(try ModelFile.serialize(read) == bytes)
+        }
+    }
+
     @Test func bfloat16ScalesRoundTripAndHalveTheirText() throws {
         let model = TestModels.compactScales()
         let bytes = try ModelFile.serialize(model)

@@ -11,7 +11,9 @@ mltool imports networks, so inputs that are parameters are made initializers wit
 non-float input, and the weight-like inputs of Conv (W, B), Gemm (B, C), MatMul (B), BatchNormalization, Clip
 (min, max), Reshape, Squeeze/Unsqueeze (axes) and Pad. Remaining inputs and expected outputs are raw little-endian
 float32 files, listed in manifest.json with the op name and the tolerance (rtol 1e-3, atol 1e-5).
-Models of cases whose ops are not claimed go to unclaimed/ (listed in unclaimed.json): importing them must fail
+Integer outputs of TopK (indices) and NonMaxSuppression (selected indices) are kept as claimed cases with float32
+expected values (mltool gives indices as float32). Ops the importer only folds (FOLD_ONLY) are not listed as
+unsupported. Models of cases whose ops are not claimed go to unclaimed/ (listed in unclaimed.json): importing them must fail
 with the clean "unsupported" error. Cases of claimed ops in a variant listed in UNCLAIMED_VARIANTS carry
 "unclaimed": <why> in manifest.json: importing them must fail with a clean error; all other cases must pass.
 """
@@ -28,18 +30,28 @@ from onnx import numpy_helper
 
 CLAIMED = set("""Conv Gemm MatMul BatchNormalization Relu Clip LeakyRelu Sigmoid HardSigmoid HardSwish Tanh Softmax
 Add Sub Mul Div MaxPool AveragePool GlobalAveragePool GlobalMaxPool Concat Reshape Flatten Transpose Squeeze Unsqueeze
-Pad Identity Dropout Constant Shape Gather Cast Slice""".split())
+Pad Identity Dropout Constant Shape Gather Cast Slice
+Resize Upsample Split TopK Pow Expand Range ConstantOfShape NonMaxSuppression""".split())
 # op → input positions that are parameters (made initializers).
 PARAMETER_INPUTS = {
     "Conv": {1, 2}, "Gemm": {1, 2}, "MatMul": {1}, "BatchNormalization": {1, 2, 3, 4}, "Clip": {1, 2},
     "Reshape": {1}, "Squeeze": {1}, "Unsqueeze": {1}, "Pad": {1, 2, 3}, "Dropout": {1, 2},
+    "Resize": {1, 2, 3}, "Upsample": {1}, "Split": {1}, "TopK": {1}, "Expand": {1}, "Range": {0, 1, 2},
+    "NonMaxSuppression": {2, 3, 4},
 }
+# Ops the importer accepts only on constants (folded as shape arithmetic): a case that uses them on its inputs is
+# refused with a clean error naming the node, and they are not listed among a case's unsupported ops.
+FOLD_ONLY = set("Equal Less Greater Where Not Neg Floor Ceil Sqrt Min Max".split())
+# Ops whose integer outputs are indices: mltool gives them as float32 values (exact below 2^24), so their int64
+# expected outputs are compared as float32 instead of making the case an unclaimed variant.
+INDEX_OUTPUT_OPS = {"TopK", "NonMaxSuppression"}
 # Variants of claimed ops that mltool does not claim (case-name pattern → why). Their cases stay in the manifest
 # with "unclaimed": the import must refuse them with a clean error; every other case must pass.
 UNCLAIMED_VARIANTS = [
     (r"^node/test_batchnorm_.*training_mode", "BatchNormalization training_mode=1 (batch statistics, running-mean outputs)"),
     (r"^node/test_training_dropout(_default)?$", "Dropout training_mode=1 with ratio > 0 (a random mask)"),
     (r"^node/test_identity_(sequence|opt)$", "sequence and optional values (mltool graphs carry tensors only)"),
+    (r"^node/test_resize_tf_crop_and_resize", "Resize tf_crop_and_resize (a region of interest with extrapolation)"),
 ]
 DISK_SUITES = ["simple", "pytorch-converted", "pytorch-operator"]
 # Cases of claimed ops whose outputs are not float32 (int, bool, float16, bfloat16, float8…): mltool computes float32,
@@ -90,11 +102,15 @@ def convert(name, model, inputs, outputs):
     ops = {n.op_type for n in g.node}
     if name.endswith("_expanded") or "_expanded_" in name:
         return None, "expanded function body"
-    if not ops <= CLAIMED:
-        return None, "ops " + ",".join(sorted(ops - CLAIMED))
-    if any(o.type.tensor_type.elem_type != onnx.TensorProto.FLOAT for o in g.output):
+    if not ops <= CLAIMED | FOLD_ONLY or ops & FOLD_ONLY:
+        return None, "ops " + ",".join(sorted(ops - CLAIMED - FOLD_ONLY))
+    index_ok = ops & INDEX_OUTPUT_OPS and all(
+        o.type.tensor_type.elem_type in (onnx.TensorProto.FLOAT, onnx.TensorProto.INT64) for o in g.output) and all(
+        np.asarray(o).dtype in (np.float32, np.int64) for o in outputs) and all(
+        g.input[0].type.tensor_type.elem_type == onnx.TensorProto.FLOAT for _ in [0])
+    if not index_ok and any(o.type.tensor_type.elem_type != onnx.TensorProto.FLOAT for o in g.output):
         return None, NON_FLOAT
-    if any(np.asarray(o).dtype != np.float32 for o in outputs):
+    if not index_ok and any(np.asarray(o).dtype != np.float32 for o in outputs):
         return None, "expected outputs in the data set are not float32 arrays"
     init_names = {i.name for i in g.initializer}
     graph_inputs = [i for i in g.input if i.name not in init_names]

@@ -1,0 +1,160 @@
+import Foundation
+import MLToolCore
+
+/// One annotated photo.
+public struct AnnotatedImage: Equatable, Sendable {
+    public var path: String
+    public var width: Int
+    public var height: Int
+    public var objects: [ObjectAnnotation]
+    public init(path: String, width: Int, height: Int, objects: [ObjectAnnotation]) {
+        self.path = path; self.width = width; self.height = height; self.objects = objects
+    }
+}
+
+/// An annotation left out, and why (named skips are reported, like undecodable images).
+public struct AnnotationSkip: Equatable, Sendable, CustomStringConvertible {
+    public enum Reason: String, Sendable {
+        /// The box extends more than a pixel outside the photo.
+        case outsideImage = "box outside the image"
+        /// Width or height ≤ 0.
+        case zeroArea = "zero-area box"
+        /// The annotation names a photo that is not there.
+        case unknownImage = "unknown image"
+    }
+    public var file: String
+    public var place: String
+    public var reason: Reason
+    public var detail: String
+    /// Boxes lost: 1 for a box, all of a photo's boxes for an unknown photo.
+    public var boxes: Int = 1
+    public var description: String { "\(file): \(place): skipped (\(reason.rawValue)): \(detail)" }
+}
+
+/// Annotated photos for object detection, from any of four layouts (`load` recognises them):
+/// - Create ML: a folder holding the photos and one JSON file, an array of {"image", "annotations": [{"label",
+///   "coordinates": {"x", "y", "width", "height"}}]} in pixels with (x, y) the box centre (or that JSON file);
+/// - Pascal VOC: a folder with `annotations/*.xml` (`<size>`, `<object><name>`, `<bndbox>` xmin ymin xmax ymax in
+///   pixels) and the photos in `images/` (or `JPEGImages/`, or next to the XML);
+/// - YOLO: a folder with `images/` and `labels/` (one `<stem>.txt` per photo, lines "class cx cy w h" as fractions
+///   of the photo) and `classes.txt` (or `obj.names`) naming the classes in index order;
+/// - CSV: `filename,width,height,class,xmin,ymin,xmax,ymax` (pixels), photos next to the CSV or in `images/` there
+///   or beside its folder.
+/// Malformed files and missing fields (a label, a coordinate) throw `DataError.badAnnotation` naming the file and
+/// place. Boxes outside the photo (by more than a pixel; within a pixel they are clipped), boxes of zero area and
+/// photos that do not exist are skipped and listed in `skipped`; `checkSkipped` fails when too many are.
+public struct DetectionDataset: Sendable {
+    public enum Format: String, Sendable { case createML, pascalVOC, yolo, csv }
+    public var source: String
+    public var format: Format
+    /// Every class with at least one kept box, sorted.
+    public var labels: [String]
+    /// Photos in a stable order (sorted by path for folders, file order for JSON and CSV).
+    public var images: [AnnotatedImage]
+    public var skipped: [AnnotationSkip]
+    /// Boxes read, kept or skipped.
+    public var annotationCount: Int
+
+    /// How far (pixels) a box may stick out of its photo and still be kept (clipped).
+    public static let outsideTolerance = 1.0
+
+    /// The data set at `path`: a Create ML JSON or CSV file, or a folder in one of the layouts.
+    public static func load(_ path: String) throws -> DetectionDataset {
+        guard FileManager.default.fileExists(atPath: path) else {
+            throw DataError.cannotRead(file: path, reason: "No such file or directory")
+        }
+        guard DirectoryWalk.isDirectory(path) else {
+            if path.lowercased().hasSuffix(".json") { return try createML(json: path) }
+            return try csv(path)
+        }
+        let names = try DirectoryWalk.listing(path)
+        if names.contains("annotations"), DirectoryWalk.isDirectory(path + "/annotations") { return try pascalVOC(path) }
+        if names.contains("labels"), DirectoryWalk.isDirectory(path + "/labels") { return try yolo(path) }
+        let json = names.filter { $0.lowercased().hasSuffix(".json") }
+        if json.count == 1 { return try createML(json: path + "/" + json[0]) }
+        let csvs = names.filter { $0.lowercased().hasSuffix(".csv") }
+        if json.isEmpty, csvs.count == 1 { return try csv(path + "/" + csvs[0]) }
+        throw DataError.badAnnotation(file: path, place: "folder", expected: "annotations/ (Pascal VOC), labels/ (YOLO), one .json (Create ML) or one .csv",
+                                      actual: json.count > 1 ? "\(json.count) JSON files" : "none of them")
+    }
+
+    /// Fails when more than `limitPercent` % of the boxes were skipped (the first skip is quoted).
+    public func checkSkipped(limitPercent: Int = 10) throws {
+        let lost = skipped.reduce(0) { $0 + $1.boxes }
+        guard let first = skipped.first, lost * 100 > max(annotationCount, 1) * limitPercent else { return }
+        throw DataError.tooManyBadAnnotations(source: source, skipped: lost, total: annotationCount,
+                                              limitPercent: limitPercent, first: first.description)
+    }
+
+    /// Boxes per class, in `labels` order.
+    public func counts() -> [(label: String, boxes: Int)] {
+        var n: [String: Int] = [:]
+        for i in images { for o in i.objects { n[o.label, default: 0] += 1 } }
+        return labels.map { ($0, n[$0] ?? 0) }
+    }
+
+    // MARK: shared
+
+    /// Collects photos and skips; `add` validates each box against its photo.
+    struct Builder {
+        let source: String
+        var images: [AnnotatedImage] = []
+        var skipped: [AnnotationSkip] = []
+        var count = 0
+
+        static func describe(_ b: BoundingBox) -> String {
+            func f(_ v: Double) -> String { v == v.rounded() && abs(v) < 1e15 ? String(Int(v)) : String(v) }
+            return "x \(f(b.x))–\(f(b.maxX)), y \(f(b.y))–\(f(b.maxY))"
+        }
+
+        /// The box as kept (clipped within the tolerance), or nil after recording a skip.
+        mutating func check(_ o: ObjectAnnotation, width: Int, height: Int, file: String, place: String) -> ObjectAnnotation? {
+            count += 1
+            let b = o.box
+            guard b.width > 0, b.height > 0, b.x.isFinite, b.y.isFinite, b.width.isFinite, b.height.isFinite else {
+                skipped.append(AnnotationSkip(file: file, place: place, reason: .zeroArea, detail: "'\(o.label)' box \(Self.describe(b))"))
+                return nil
+            }
+            let t = DetectionDataset.outsideTolerance
+            guard b.x >= -t, b.y >= -t, b.maxX <= Double(width) + t, b.maxY <= Double(height) + t else {
+                skipped.append(AnnotationSkip(file: file, place: place, reason: .outsideImage,
+                                              detail: "'\(o.label)' box \(Self.describe(b)) in a \(width)×\(height) image"))
+                return nil
+            }
+            let c = b.clipped(width: Double(width), height: Double(height))
+            guard c.width > 0, c.height > 0 else {
+                skipped.append(AnnotationSkip(file: file, place: place, reason: .zeroArea, detail: "'\(o.label)' box \(Self.describe(b)) after clipping"))
+                return nil
+            }
+            return ObjectAnnotation(label: o.label, box: c)
+        }
+
+        mutating func unknownImage(_ path: String, file: String, place: String, boxes: Int) {
+            count += boxes
+            skipped.append(AnnotationSkip(file: file, place: place, reason: .unknownImage, detail: "no such file: \(path)", boxes: boxes))
+        }
+
+        func dataset(_ format: Format) -> DetectionDataset {
+            let labels = Set(images.flatMap { $0.objects.map(\.label) }).sorted()
+            return DetectionDataset(source: source, format: format, labels: labels, images: images, skipped: skipped, annotationCount: count)
+        }
+    }
+
+    /// The number in `text` (field `what` at `place`), or a badAnnotation error.
+    static func number(_ text: String?, _ what: String, file: String, place: String) throws -> Double {
+        guard let t = text?.trimmingSpaces(), !t.isEmpty else {
+            throw DataError.badAnnotation(file: file, place: place, expected: "a number for \(what)", actual: "nothing")
+        }
+        guard let v = Double(t), v.isFinite else {
+            throw DataError.badAnnotation(file: file, place: place, expected: "a number for \(what)", actual: "'\(t)'")
+        }
+        return v
+    }
+
+    static func label(_ text: String?, file: String, place: String) throws -> String {
+        guard let t = text?.trimmingSpaces(), !t.isEmpty else {
+            throw DataError.badAnnotation(file: file, place: place, expected: "a label", actual: text == nil ? "none" : "an empty label")
+        }
+        return t
+    }
+}

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# Materialise the raccoon detection set (Dat Tran, MIT licence) as two Pascal VOC folders, by the author's split:
+#     OUT/train/images/*.jpg  OUT/train/annotations/*.xml   (160 photos, 173 boxes: data/train_labels.csv)
+#     OUT/test/images/*.jpg   OUT/test/annotations/*.xml    (40 photos, 44 boxes: data/test_labels.csv)
+#     OUT/LICENSE, OUT/README   (the upstream licence and where the files came from)
+# Usage: datasets/raccoon.sh [OUT]      OUT defaults to datasets/raccoon
+# Source: $RACCOON_DIR, else ../shared/datasets/raccoon (a copy of github.com/datitran/raccoon_dataset at commit
+# 9393884), else a clone of that repository (needs git and a network). The files are copied unchanged.
+# Idempotent: a complete tree (OUT/.complete) is left alone; the tree is built in OUT.partial-PID and renamed.
+set -euo pipefail
+
+out=""
+for arg in "$@"; do
+    case "$arg" in
+        -h|--help) sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -*) echo "raccoon.sh: unknown option $arg" >&2; exit 64 ;;
+        *) [ -z "$out" ] || { echo "raccoon.sh: more than one OUT given" >&2; exit 64; }; out="$arg" ;;
+    esac
+done
+here="$(cd "$(dirname "$0")" && pwd)"
+out="${out:-$here/raccoon}"
+if [ -f "$out/.complete" ]; then
+    echo "raccoon: $out is already complete"
+    exit 0
+fi
+if [ -e "$out" ]; then
+    echo "raccoon.sh: $out exists but is not a complete raccoon tree; remove it first" >&2
+    exit 73
+fi
+
+tmp="$out.partial-$$"
+trap 'rm -rf "$tmp" "$tmp.clone"' EXIT
+src="${RACCOON_DIR:-}"
+if [ -z "$src" ]; then
+    for candidate in "$here/../../shared/datasets/raccoon" "$here/../shared/datasets/raccoon" /work/shared/datasets/raccoon; do
+        if [ -f "$candidate/data/train_labels.csv" ]; then src="$candidate"; break; fi
+    done
+fi
+if [ -z "$src" ]; then
+    echo "raccoon: no local copy; cloning github.com/datitran/raccoon_dataset"
+    git clone --quiet https://github.com/datitran/raccoon_dataset.git "$tmp.clone"
+    git -C "$tmp.clone" checkout --quiet 9393884 2>/dev/null || true
+    src="$tmp.clone"
+fi
+for f in data/train_labels.csv data/test_labels.csv LICENSE; do
+    [ -r "$src/$f" ] || { echo "raccoon.sh: $src/$f not found" >&2; exit 66; }
+done
+
+mkdir -p "$tmp"
+for split in train test; do
+    mkdir -p "$tmp/$split/images" "$tmp/$split/annotations"
+    # The photos named in the split's CSV (column 1 after the header), each once.
+    tail -n +2 "$src/data/${split}_labels.csv" | cut -d, -f1 | sort -u | while read -r photo; do
+        stem="${photo%.*}"
+        [ -r "$src/images/$photo" ] || { echo "raccoon.sh: $src/images/$photo not found" >&2; exit 66; }
+        [ -r "$src/annotations/$stem.xml" ] || { echo "raccoon.sh: $src/annotations/$stem.xml not found" >&2; exit 66; }
+        cp "$src/images/$photo" "$tmp/$split/images/"
+        cp "$src/annotations/$stem.xml" "$tmp/$split/annotations/"
+    done
+done
+cp "$src/LICENSE" "$tmp/LICENSE"
+cat > "$tmp/README" <<TXT
+Raccoon detection data set by Dat Tran (MIT licence, LICENSE), github.com/datitran/raccoon_dataset.
+Copied unchanged from $src by datasets/raccoon.sh, split by the author's data/{train,test}_labels.csv.
+TXT
+n_train=$(ls "$tmp/train/images" | wc -l); n_test=$(ls "$tmp/test/images" | wc -l)
+[ "$n_train" = 160 ] && [ "$n_test" = 40 ] || { echo "raccoon.sh: expected 160 + 40 photos, got $n_train + $n_test" >&2; exit 65; }
+echo "raccoon pascal-voc" > "$tmp/.complete"
+mv "$tmp" "$out"
+echo "raccoon: $n_train training and $n_test test photos in $out"
