@@ -85,9 +85,17 @@ extension ONNXGraphBuilder {
     }
 
     mutating func foldOnly(_ node: ONNXFile.Node) throws {
+        // The elementwise ops claimed only for shape arithmetic are, on computed data, ops the engine lacks: they
+        // are reported as unsupported, like any op outside the table.
+        if Self.foldedElementwise.contains(node.opType) {
+            throw ImportError.unsupported(file: file, ops: [ImportError.Unsupported(op: node.opType, count: 1, firstNodes: [node.name])])
+        }
         throw ImportError.invalid(file: file, place: place(node), expected: "constant inputs (folded at import: shape arithmetic, weight dequantization)",
                                   actual: "computed inputs \(node.inputs.filter { shapes[$0] != nil })")
     }
+
+    static let foldedElementwise: Set<String> = ["Range", "ConstantOfShape", "Equal", "Less", "Greater", "Where", "Not",
+                                                  "Neg", "Floor", "Ceil", "Sqrt", "Min", "Max"]
 
     private func output(_ node: ONNXFile.Node) throws -> String {
         guard let o = node.outputs.first, !o.isEmpty else {
