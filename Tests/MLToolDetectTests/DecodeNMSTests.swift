@@ -66,7 +66,9 @@ import Testing
         let sig4: Float = 1 / (1 + exp(-4))
         #expect(c.classIndex == 1 && abs(c.score - 0.5 * sig4) < 1e-6)
         #expect(abs((c.x1 + c.x2) / 2 - 24) < 1e-4 && abs((c.y1 + c.y2) / 2 - 8) < 1e-4)
-        #expect(abs((c.x2 - c.x1) - 120) < 0.01 && abs((c.y2 - c.y1) - 20) < 1e-4)
+        // Width (2σ(10))²·30 ≈ 119.989, height (2σ(0))²·20 = 20.
+        let w = pow(2 / (1 + exp(-10)), 2) * Float(30)
+        #expect(abs((c.x2 - c.x1) - w) < 1e-3 && abs((c.y2 - c.y1) - 20) < 1e-4, "box \(c.x2 - c.x1) × \(c.y2 - c.y1)")
         #expect(c.index == 1)
     }
 
@@ -109,8 +111,10 @@ import Testing
         // The padding is the grey 114 / 255, the picture starts on row 24.
         let image = RGBImage(width: 200, height: 100, pixels: [UInt8](repeating: 255, count: 200 * 100 * 3))
         let x = try p.process(image)
-        #expect(x[0] == Float(114) / 255 && x[(23 * 96) * 3] == Float(114) / 255)
-        #expect(x[(24 * 96) * 3] == 1 && x[(71 * 96 + 95) * 3] == 1 && x[(72 * 96) * 3] == Float(114) / 255)
+        let grey = Float(114) / 255
+        for (i, want) in [(0, grey), ((23 * 96) * 3, grey), ((24 * 96) * 3, 1), ((71 * 96 + 95) * 3, 1), ((72 * 96) * 3, grey)] {
+            #expect(abs(x[i] - want) < 1e-6, "pixel value \(i): \(x[i]), expected \(want)")
+        }
     }
 
     @Test func visionBoxIsNormalisedWithOriginBottomLeft() {
