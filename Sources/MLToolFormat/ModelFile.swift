@@ -15,7 +15,8 @@
 // Checksums: XXH64, seed 0, per section (header, metadata, data) and over the whole file; all verified on load.
 // Validation is total: sizes overflow-checked, sections placed exactly, no holes or overlaps, non-zero padding
 // rejected, unique names (1-1024 bytes), rank ≤ 8, length = ceil(elements · bits / 8), quant params consistent with
-// the dtype, graph names resolvable, a word tagger's five tensors of the right dtype and shape with sorted keys.
+// the dtype, graph names resolvable, a word tagger's five tensors of the right dtype and shape with sorted keys, a
+// detector's decoder and NMS settings within section 4.4's ranges and naming graph outputs.
 // Caps: metadata ≤ 256 MiB, ≤ 1,000,000 tensors, ≤ 1,000,000 nodes.
 // Version changes only for structural changes; unknown versions are rejected.
 // Reading maps the file (PROT_READ, MAP_PRIVATE): tensors are views into the mapping, no copy.

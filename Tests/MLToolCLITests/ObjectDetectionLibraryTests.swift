@@ -27,3 +27,30 @@ import Testing
         }
     }
 }
+
+/// The tiny YOLOv3-style fixture (Tests/Fixtures/detect, made by PyTorch) imported through the library, written,
+/// summarised and run on a fixture photo; TorchDetectorTests check the same boxes against onnxruntime.
+@Suite struct ObjectDetectionFlowTests {
+    static let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("Fixtures/detect").path
+
+    @Test func importSummariseAndDetect() throws {
+        let dir = try TempDir(); defer { dir.cleanup() }
+        let detection = DetectionConfig.boxes(classes: 2, tensor: "boxes", layout: "nbk", objectness: true, nms: NMSSettings())
+        let model = try ModelImport.importModel(path: Self.fixtures + "/tiny_yolov3.onnx", options: ImportOptions(
+            image: .yolo(size: 96), labels: ["square", "disk"], inputSize: (96, 96), detection: detection))
+        try ModelFile.write(model, to: dir.file("det.bin"))
+        let text = try ModelSummary(path: dir.file("det.bin")).text(path: "det.bin")
+        #expect(text.contains("  task          objectDetector"))
+        #expect(text.contains("                resize letterbox, crop none, pad 114.0\n"), "\(text)")
+        #expect(text.contains("  detection     boxes (cxcywh), 2 classes\n"), "\(text)")
+        #expect(text.contains("  nms           IoU 0.45, confidence 0.25, per class, at most 100\n"), "\(text)")
+        let found = try ObjectDetection.detect(modelPath: dir.file("det.bin"), photos: [Self.fixtures + "/test0.png"],
+                                               options: DetectorOptions(threads: 1))
+        #expect(found.count == 1 && found[0].objects.count == 2, "\(found.first?.objects ?? [])")
+        #expect(found[0].objects.allSatisfy { $0.confidence > 0.25 && $0.box.maxX <= 96 && $0.normalizedBox.maxX <= 1 })
+        #expect(throws: PipelineError.missingInput(file: dir.file("none.png"), reason: "no such file")) {
+            try ObjectDetection.detect(modelPath: dir.file("det.bin"), photos: [dir.file("none.png")])
+        }
+    }
+}

@@ -16,6 +16,8 @@ public struct ModelSummary: Encodable, Sendable {
     public var featureTensor: String?
     public var preprocessing: ImagePreprocessing?
     public var text: TextConfig?
+    /// Object detectors: the decoder and NMS settings (docs/FORMAT.md 4.4).
+    public var detection: DetectionConfig?
     public var labelCount: Int
     public var labels: [String]
     public var parameters: Int
@@ -50,6 +52,7 @@ public struct ModelSummary: Encodable, Sendable {
         featureTensor = md.featureTensor
         preprocessing = md.image
         text = md.text
+        detection = md.detection
         labelCount = md.labels.count
         labels = md.labels
         parameters = model.parameterCount
@@ -89,7 +92,14 @@ public struct ModelSummary: Encodable, Sendable {
         if let f = featureTensor { s += "  features      \(f)\n" }
         if let p = preprocessing {
             s += "  preprocessing \(p.width)×\(p.height) \(p.colorOrder), value = (pixel·\(p.scale) + \(p.bias) − \(p.mean)) / \(p.std)\n"
-            s += "                resize \(p.resize)\(p.resizeTo.map { " \($0)" } ?? ""), crop \(p.crop)\n"
+            s += "                resize \(p.resize)\(p.resizeTo.map { " \($0)" } ?? ""), crop \(p.crop)\(p.padValue.map { ", pad \($0)" } ?? "")\n"
+        }
+        if let d = detection {
+            let strides = d.heads.map { ", strides \($0.map(\.stride))" } ?? ""
+            s += "  detection     \(d.decoder) (\(d.boxEncoding)), \(d.classCount) classes\(strides)\(d.regMax.map { ", regMax \($0)" } ?? "")\n"
+            let n = d.nms
+            s += "  nms           IoU \(n.iouThreshold), confidence \(n.confidenceThreshold), \(n.perClass ? "per class" : "across classes"), "
+                + "at most \(n.maxDetections)\n"
         }
         if let t = text {
             s += "  text          word n-grams \(t.wordNgrams)\(t.charNgrams.map { ", char n-grams \($0)" } ?? ""), \(t.weighting)\(t.hashBits.map { ", hashed 2^\($0)" } ?? "")\n"
