@@ -206,13 +206,13 @@ class TinyYOLOv8(nn.Module):
     def __init__(self):
         super().__init__()
         self.p3 = nn.Sequential(ConvS(3, 16, 3, 2), ConvS(16, 32, 3, 2), C2f(32, 32), ConvS(32, 48, 3, 2), C2f(48, 48))
-        self.p4 = nn.Sequential(ConvS(48, 64, 3, 2), C2f(64, 64), SPPF(64))
+        self.p4 = nn.Sequential(ConvS(48, 56, 3, 2), C2f(56, 56), SPPF(56))
         self.up = nn.Upsample(scale_factor=2, mode="bilinear", align_corners=False)
-        self.n3 = C2f(112, 48)
+        self.n3 = C2f(104, 48)
         self.down = ConvS(48, 48, 3, 2)
-        self.n4 = C2f(112, 64)
-        self.box = nn.ModuleList(nn.Sequential(ConvS(c, 32), ConvS(32, 32), nn.Conv2d(32, 4 * REG_MAX, 1)) for c in (48, 64))
-        self.cls = nn.ModuleList(nn.Sequential(ConvS(c, 32), ConvS(32, 32), nn.Conv2d(32, NC, 1)) for c in (48, 64))
+        self.n4 = C2f(104, 56)
+        self.box = nn.ModuleList(nn.Sequential(ConvS(c, 24), ConvS(24, 24), nn.Conv2d(24, 4 * REG_MAX, 1)) for c in (48, 56))
+        self.cls = nn.ModuleList(nn.Sequential(ConvS(c, 24), ConvS(24, 24), nn.Conv2d(24, NC, 1)) for c in (48, 56))
         self.dfl = nn.Conv2d(REG_MAX, 1, 1, bias=False).requires_grad_(False)
         with torch.no_grad():
             self.dfl.weight.copy_(torch.arange(REG_MAX, dtype=torch.float32).view(1, REG_MAX, 1, 1))
@@ -328,6 +328,8 @@ def main():
         path = os.path.join(HERE, name + ".onnx")
         torch.onnx.export(net, (x,), path, input_names=["images"], output_names=outputs, opset_version=OPSET,
                           do_constant_folding=True, dynamic_axes=dynamic)
+        # Committed fixtures stay under 1 MB each.
+        assert os.path.getsize(path) < 1_000_000, f"{path}: {os.path.getsize(path)} bytes, over the 1 MB fixture budget"
         save(os.path.join(HERE, name + ".in.f32"), x.numpy())
         entry = {"model": name + ".onnx", "input": {"name": "images", "shape": list(x.shape), "file": name + ".in.f32"},
                  "outputs": []}
