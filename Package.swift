@@ -53,7 +53,7 @@ let package = Package(
         .testTarget(name: "MLToolTestSupportTests", dependencies: ["MLToolTestSupport", "MLToolCore"]),
         .testTarget(name: "MLToolCoreTests", dependencies: ["MLToolCore"]),
         .testTarget(name: "MLToolCLITests", dependencies: ["MLTool", "MLToolTestSupport"], exclude: ["Snapshots"]),
-        .testTarget(name: "MLToolEvalTests", dependencies: ["MLToolEval"]),
+        .testTarget(name: "MLToolEvalTests", dependencies: ["MLToolEval", "MLToolTestSupport"]),
         .testTarget(name: "MLToolQuantTests", dependencies: ["MLToolQuant"]),
         .testTarget(name: "MLToolFormatTests", dependencies: ["MLToolFormat", "MLToolCore"], exclude: ["reference_reader.py"]),
         .testTarget(name: "MLToolEngineTests", dependencies: ["MLToolEngine", "MLToolCore", "CMLToolCPU", "CMLToolKernels", "MLToolTestSupport"], exclude: ["Fixtures"]),

@@ -1,5 +1,6 @@
 import Foundation
 import MLToolCore
+import MLToolTestSupport
 import Testing
 @testable import MLToolData
 
@@ -149,8 +150,7 @@ import Testing
     // MARK: real data
 
     @Test func raccoonVOCAndCSVAgree() throws {
-        let root = "/work/shared/datasets/raccoon"
-        guard FileManager.default.fileExists(atPath: root + "/annotations") else { print("SKIPPED: \(root) missing"); return }
+        guard let root = SharedDatasets.raccoon else { Oracles.missing("the raccoon set (../shared/datasets/raccoon or RACCOON_DIR)"); return }
         let voc = try DetectionDataset.load(root)
         #expect(voc.format == .pascalVOC && voc.images.count == 200 && voc.labels == ["raccoon"] && voc.skipped.isEmpty)
         #expect(voc.images.reduce(0) { $0 + $1.objects.count } == 217)

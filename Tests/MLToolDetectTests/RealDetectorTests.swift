@@ -3,6 +3,7 @@ import MLToolCore
 import MLToolData
 import MLToolDetect
 import MLToolEngine
+import MLToolTestSupport
 import Testing
 @testable import MLToolImport
 
@@ -43,7 +44,7 @@ import Testing
         return path.isEmpty ? nil : path
     }()
 
-    static let raccoonImages = "/work/shared/datasets/raccoon/images"
+    static let raccoonImages = (SharedDatasets.raccoon ?? "<raccoon set not found: set RACCOON_DIR>") + "/images"
 
     /// The 18 classes of the model, in output order (from its metadata, `names`).
     static let labels = ["FEMALE_GENITALIA_COVERED", "FACE_FEMALE", "BUTTOCKS_EXPOSED", "FEMALE_BREAST_EXPOSED",

@@ -1,5 +1,6 @@
 import Foundation
 import MLToolCore
+import MLToolTestSupport
 import Testing
 @testable import MLToolEval
 
@@ -8,7 +9,7 @@ import Testing
 /// positives of another class, tied scores, and one photo with more than 100 detections.
 @Suite struct DetectionMetricsTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-    static let raccoonCSV = "/work/shared/datasets/raccoon/data/test_labels.csv"
+    static let raccoonCSV = (SharedDatasets.raccoon ?? "<raccoon set not found: set RACCOON_DIR>") + "/data/test_labels.csv"
 
     /// The raccoon test boxes per photo (file order), from the author's CSV.
     static func raccoonTruth() throws -> [[ObjectAnnotation]] {
@@ -87,7 +88,7 @@ import Testing
     @Test(arguments: [UInt64(1), 2, 3])
     func equalsPycocotoolsOnRaccoonTruth(_ seed: UInt64) throws {
         guard FileManager.default.fileExists(atPath: Self.raccoonCSV) else {
-            print("SKIPPED: \(Self.raccoonCSV) is missing"); return
+            Oracles.missing("\(Self.raccoonCSV) is missing"); return
         }
         let truth = try Self.raccoonTruth()
         #expect(truth.count == 40 && truth.flatMap { $0 }.count == 44)

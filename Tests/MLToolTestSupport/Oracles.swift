@@ -31,3 +31,21 @@ public enum Oracles {
         return "MLTOOL_BIN=\(p) is not an executable file"
     }
 }
+
+/// The real data sets beside the repository (../shared/datasets, read-only; see its licences), found from this
+/// source file so that no test names a machine's absolute path.
+public enum SharedDatasets {
+    /// The repository's root.
+    public static let repository = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+    /// The raccoon detection set (200 annotated photos): $RACCOON_DIR, else ../shared/datasets/raccoon next to the
+    /// repository, else datasets/raccoon (which datasets/raccoon.sh materialises); nil when none exists.
+    public static let raccoon: String? = {
+        var candidates = [String]()
+        if let env = ProcessInfo.processInfo.environment["RACCOON_DIR"], !env.isEmpty { candidates.append(env) }
+        candidates.append(repository.appendingPathComponent("../shared/datasets/raccoon").standardized.path)
+        candidates.append(repository.appendingPathComponent("datasets/raccoon").path)
+        return candidates.first { FileManager.default.fileExists(atPath: $0 + "/annotations") }
+    }()
+}
