@@ -12,12 +12,12 @@ import Testing
 /// pip fetches, never committed). On real photos (the raccoon set, scikit-image's astronaut and coffee) its boxes
 /// equal the oracle's: onnxruntime on the same letterboxed input, numpy decode + NMS.
 @Suite struct RealDetectorTests {
-    /// 320n.onnx in the installed nudenet package (found without importing it), or nil.
-    static let modelPath: String? = {
+    /// `relative` inside the installed Python package `module` (found without importing it), or nil.
+    static func pythonPackagePath(_ module: String, _ relative: String) -> String? {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        p.arguments = ["python3", "-c", "import importlib.util, os; s = importlib.util.find_spec('nudenet'); "
-                       + "print(os.path.join(list(s.submodule_search_locations)[0], '320n.onnx') if s else '')"]
+        p.arguments = ["python3", "-c", "import importlib.util, os; s = importlib.util.find_spec('\(module)'); "
+                       + "print(os.path.join(list(s.submodule_search_locations)[0], '\(relative)') if s else '')"]
         let out = Pipe()
         p.standardOutput = out
         p.standardError = FileHandle.nullDevice
@@ -26,23 +26,13 @@ import Testing
         p.waitUntilExit()
         let path = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
         return !path.isEmpty && FileManager.default.fileExists(atPath: path) ? path : nil
-    }()
+    }
+
+    /// 320n.onnx in the installed nudenet package, or nil.
+    static let modelPath = pythonPackagePath("nudenet", "320n.onnx")
 
     /// scikit-image's data folder (astronaut.png, coffee.png), or nil.
-    static let skimageData: String? = {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        p.arguments = ["python3", "-c", "import importlib.util, os; s = importlib.util.find_spec('skimage'); "
-                       + "print(os.path.join(list(s.submodule_search_locations)[0], 'data') if s else '')"]
-        let out = Pipe()
-        p.standardOutput = out
-        p.standardError = FileHandle.nullDevice
-        guard (try? p.run()) != nil else { return nil }
-        let data = out.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        let path = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-        return path.isEmpty ? nil : path
-    }()
+    static let skimageData = pythonPackagePath("skimage", "data")
 
     static let raccoonImages = (SharedDatasets.raccoon ?? "<raccoon set not found: set RACCOON_DIR>") + "/images"
 
