@@ -111,6 +111,11 @@ final class EventPrinter: @unchecked Sendable {
             if !quiet { note(String(format: "features: %d extracted, %d from cache, %.1f s", extracted, cached, seconds)) }
         case .fitStarted: if !quiet { note("  l2        iter        loss   train acc   valid acc   seconds") }
         case .iteration(let r): if !quiet && r.iteration % 10 == 0 { note(row(r)) }
+        case .detectorEpoch(let r):
+            if !quiet {
+                note(String(format: "  epoch %3d/%d  class loss %.4f  box loss %.4f  validation mAP@0.5 %@  %.1f s", r.epoch, r.epochs,
+                            r.classLoss, r.boxLoss, r.validationMAP50.map { String(format: "%.4f", $0) } ?? "-", r.elapsed))
+            }
         case let .phase(name, seconds): if phases { note(String(format: "phase %-12@ %6.1f ms", name, seconds * 1000)) }
         }
     }

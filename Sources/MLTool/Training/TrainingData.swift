@@ -102,6 +102,8 @@ public enum PipelineEvent: Sendable {
     case fitStarted
     /// One optimiser iteration (or SGD epoch).
     case iteration(IterationRecord)
+    /// One epoch of an object detector's training (losses, validation mAP).
+    case detectorEpoch(DetectorEpochRecord)
     /// A stage took `seconds` (for profiling: `MLTOOL_PHASES=1` prints these).
     case phase(String, seconds: Double)
 }
