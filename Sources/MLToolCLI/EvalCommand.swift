@@ -7,7 +7,8 @@ extension CLI {
         arguments: "[MODEL] [MODEL2] [DATA]",
         discussion: """
         MODEL defaults to ./model.bin. DATA defaults to the holdout split recorded in MODEL at training time; its
-        files are re-hashed, and missing or changed ones are reported. DATA may be a label-folder tree or a CSV.
+        files are re-hashed, and missing or changed ones are reported. DATA may be a label-folder tree or a CSV,
+        or for a detector annotated photos (mAP@0.5, mAP@0.5:0.95 as pycocotools defines them, AP per class).
         With two models, both are evaluated on the same items and compared: top-1 agreement, mean KL divergence,
         and the items where they disagree.
         """,
@@ -17,6 +18,7 @@ extension CLI {
             OptionSpec("--report", value: "FILE", help: "Also write a self-contained HTML report (metrics, confusion matrix, mistakes)."),
             OptionSpec("--skip-missing", help: "Evaluate on the holdout files that remain when some are missing."),
             OptionSpec("--threads", value: "T", help: "Threads (default: all cores)."),
+            OptionSpec("--min-confidence", value: "F", help: "Detectors: precision and recall at this confidence (model's default)."),
             OptionSpec("--quiet", short: "-q", help: "No progress output."),
         ]
     ) { args in
@@ -30,6 +32,10 @@ extension CLI {
             else { throw CLIError.usage(command: "eval", message: "unexpected argument '\(p)'") }
         }
         if modelPaths.isEmpty { modelPaths = ["model.bin"] }
+        if modelPaths.count == 1, FileManager.default.fileExists(atPath: modelPaths[0]),
+           DetectorEvaluator.isDetector(try ModelLoader.load(modelPaths[0])) {
+            return try evalDetector(args, modelPaths[0], dataPath)
+        }
         var parameters = Evaluator.Parameters()
         parameters.threads = try args.int("--threads", default: parameters.threads)
         parameters.topK = try args.int("--top", default: parameters.topK)
@@ -63,6 +69,25 @@ extension CLI {
                 print("  \(r.items[i].path): true \(r.items[i].label), A \(labels[a]), B \(labels[b])")
             }
             if c.disagreements.count > 10 { print("  … \(c.disagreements.count - 10) more") }
+        }
+    }
+
+    static func evalDetector(_ args: ParsedArguments, _ modelPath: String, _ dataPath: String?) throws {
+        var p = DetectorEvaluator.Parameters()
+        p.threads = try args.int("--threads", default: p.threads)
+        p.skipMissing = args.has("--skip-missing")
+        p.confidenceThreshold = try args.string("--min-confidence").map { _ in try args.double("--min-confidence", default: 0.25) }
+        let r = try DetectorEvaluator(modelPath: modelPath, dataPath: dataPath, parameters: p).run(progress: EventPrinter(quiet: args.has("--quiet")).handle)
+        if let reportPath = args.string("--report") {
+            try r.writeReport(to: reportPath)
+            if !args.has("--quiet") { note("mltool: wrote \(reportPath)") }
+        }
+        if args.has("--json") {
+            let e = JSONEncoder()
+            e.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+            print(String(decoding: try e.encode(r.evaluation), as: UTF8.self))
+        } else {
+            print(r.text(), terminator: "")
         }
     }
 

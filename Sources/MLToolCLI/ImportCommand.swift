@@ -17,12 +17,16 @@ extension CLI {
             OptionSpec("--bias", value: "B[,B,B]", help: "Then add B (per channel)."),
             OptionSpec("--mean", value: "M,M,M", help: "Subtract a per-channel mean (after scale and bias)."),
             OptionSpec("--std", value: "S,S,S", help: "Divide by a per-channel std."),
-            OptionSpec("--resize", value: "shorter|exact", help: "Resize the shorter side then crop, or to the exact size."),
+            OptionSpec("--resize", value: "shorter|exact|letterbox", help: "Resize the shorter side then crop, to the exact size, or letterbox."),
+            OptionSpec("--pad", value: "V", help: "Letterbox padding pixel value 0…255 (default 114)."),
             OptionSpec("--resize-to", value: "N", help: "Shorter side length for --resize shorter (default size/0.875)."),
             OptionSpec("--crop", value: "center|none", help: "Centre crop after resizing (default center)."),
             OptionSpec("--labels", value: "FILE", help: "Class names, one per line, in output order."),
             OptionSpec("--feature-tensor", value: "NAME", help: "The tensor to use as features for train --extractor."),
-        ]
+            OptionSpec("--task", value: "detect", help: "Import an object detector (with --decoder)."),
+            OptionSpec("--decoder", value: "SPEC", help: "Detector outputs: yolov8[:T], yolov5[:T], boxes:…, anchor-free:…, anchor-grid:… (docs/FORMAT.md 4.4)."),
+            OptionSpec("--classes", value: "N", help: "Detector classes (default: the --labels count)."),
+        ] + detectionOptions
     ) { args in
         guard args.positionals.count == 1 else {
             throw CLIError.usage(command: "import", message: "expected one SRC file")
@@ -45,6 +49,11 @@ extension CLI {
             while options.labels.last == "" { options.labels.removeLast() }
             inputs.append(labelsPath)
         }
+        if args.has("--decoder") || args.string("--task") == "detect" {
+            guard let spec = args.string("--decoder") else { throw CLIError.usage(command: "import", message: "--task detect needs --decoder SPEC") }
+            options.detection = try DetectionSpec.parse(spec, classes: try args.int("--classes", default: options.labels.count),
+                                                        nms: try detectorOptions(args).applied(to: NMSSettings()))
+        }
         let model = try ModelImport.importModel(path: src, options: options)
         let ext = (src as NSString).pathExtension
         let out = args.string("--out") ?? (ext.isEmpty ? src : String(src.dropLast(ext.count + 1))) + ".bin"
@@ -55,7 +64,7 @@ extension CLI {
 
     /// The preprocessing the import options describe, or nil when none was given.
     static func preprocessing(_ args: ParsedArguments) throws -> ImagePreprocessing? {
-        let keys = ["--input-size", "--color", "--scale", "--bias", "--mean", "--std", "--resize", "--resize-to", "--crop"]
+        let keys = ["--input-size", "--color", "--scale", "--bias", "--mean", "--std", "--resize", "--resize-to", "--crop", "--pad"]
         guard keys.contains(where: args.has) else { return nil }
         guard let sizeText = args.string("--input-size") else {
             throw CLIError.usage(command: "import", message: "preprocessing options need --input-size H[xW]")
@@ -82,12 +91,30 @@ extension CLI {
         guard std.allSatisfy({ $0 != 0 }) else { throw CLIError.usage(command: "import", message: "--std must not be 0") }
         let resize = args.string("--resize") ?? "shorter"
         let crop = args.string("--crop") ?? "center"
-        guard ["shorter", "exact"].contains(resize), ["center", "none"].contains(crop) else {
-            throw CLIError.usage(command: "import", message: "--resize must be shorter|exact and --crop center|none")
+        guard ["shorter", "exact", "letterbox"].contains(resize), ["center", "none"].contains(crop) else {
+            throw CLIError.usage(command: "import", message: "--resize must be shorter|exact|letterbox and --crop center|none")
         }
+        let pad = Float(try args.double("--pad", default: 114))
+        guard (0...255).contains(pad) else { throw CLIError.usage(command: "import", message: "--pad must be in 0…255") }
         let resizeTo = try args.int("--resize-to", default: Int((Double(min(h, w)) / 0.875).rounded()))
         return ImagePreprocessing(height: h, width: w, colorOrder: color, scale: Float(try args.double("--scale", default: 1)),
                                   bias: try list("--bias", 0), mean: try list("--mean", 0), std: std, resize: resize,
-                                  resizeTo: resize == "shorter" ? resizeTo : nil, crop: crop)
+                                  resizeTo: resize == "shorter" ? resizeTo : nil, crop: resize == "letterbox" ? "none" : crop,
+                                  padValue: resize == "letterbox" ? pad : nil)
+    }
+
+    /// `--min-confidence`, `--iou`, `--max-objects`, `--class-agnostic` (import records them; predict overrides).
+    static let detectionOptions = [
+        OptionSpec("--min-confidence", value: "F", help: "Detectors: drop boxes scoring at or below F (model's default)."),
+        OptionSpec("--iou", value: "F", help: "Detectors: NMS IoU threshold (model's default)."),
+        OptionSpec("--max-objects", value: "N", help: "Detectors: at most N boxes per photo (model's default)."),
+        OptionSpec("--class-agnostic", help: "Detectors: suppress overlapping boxes across classes."),
+    ]
+
+    static func detectorOptions(_ args: ParsedArguments) throws -> DetectorOptions {
+        DetectorOptions(minConfidence: try args.string("--min-confidence").map { _ in Float(try args.double("--min-confidence", default: 0)) },
+                        iouThreshold: try args.string("--iou").map { _ in Float(try args.double("--iou", default: 0)) },
+                        maxObjects: try args.string("--max-objects").map { _ in try args.int("--max-objects", default: 1) },
+                        perClass: args.has("--class-agnostic") ? false : nil, threads: try args.int("--threads", default: 0))
     }
 }

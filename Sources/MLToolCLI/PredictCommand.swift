@@ -3,16 +3,19 @@ import MLTool
 
 extension CLI {
     static let predict = CommandSpec(
-        name: "predict", abstract: "Classify images (JPEG/PNG) or texts with a model.",
+        name: "predict", abstract: "Classify images (JPEG/PNG) or texts, or find objects in photos, with a model.",
         arguments: "MODEL INPUT...",
         discussion: "Images go through the model's own decoding and preprocessing. Text models take files or --text. "
-            + "A folder stands for every file below it (for text models, every .txt file), in sorted order.",
+            + "A folder stands for every file below it (for text models, every .txt file), in sorted order. "
+            + "A detector prints one line per object: label, confidence, box in pixels (x, y from the top-left, width, "
+            + "height); --json adds Vision's normalised box (origin bottom-left).",
         options: [
             OptionSpec("--top", value: "K", help: "Show the K most probable labels (default 3)."),
             OptionSpec("--text", value: "STRING", repeats: true, help: "Classify this string (text models)."),
             OptionSpec("--json", help: "One JSON object per input, one per line."),
             OptionSpec("--threads", value: "T", help: "Threads (default: all cores)."),
-        ]
+            OptionSpec("--draw", value: "OUT", help: "Detectors: write the photo with boxes drawn (PNG; a folder for several photos)."),
+        ] + detectionOptions
     ) { args in
         guard let modelPath = args.positionals.first else {
             throw CLIError.usage(command: "predict", message: "expected MODEL and at least one INPUT")
@@ -29,6 +32,9 @@ extension CLI {
         let inputs = try DirectoryWalk.expand(given, keep: { !isText || $0.lowercased().hasSuffix(".txt") })
         guard !inputs.isEmpty || args.has("--text") else {
             throw CLIError.missingInput(file: given[0], reason: "the folder holds no \(isText ? ".txt " : "")files to classify")
+        }
+        if DetectorEvaluator.isDetector(model) {
+            return try predictObjects(args, modelPath, inputs, json: json)
         }
         if !isText && args.has("--text") {
             throw CLIError.usage(command: "predict", message: "--text needs a text model; \(modelPath) is a \(model.metadata.task.rawValue) model")
@@ -91,5 +97,30 @@ extension CLI {
     static func snippet(_ text: String) -> String {
         let line = text.split(whereSeparator: \.isNewline).first.map(String.init) ?? ""
         return line.count > 60 ? String(line.prefix(59)) + "…" : line
+    }
+
+    static func predictObjects(_ args: ParsedArguments, _ modelPath: String, _ inputs: [String], json: Bool) throws {
+        let results = try ObjectDetection.detect(modelPath: modelPath, photos: inputs, options: try detectorOptions(args))
+        for r in results {
+            if json {
+                let e = JSONEncoder()
+                e.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+                print(String(decoding: try e.encode(r), as: UTF8.self))
+                continue
+            }
+            print("\(r.path): \(r.objects.count) object\(r.objects.count == 1 ? "" : "s") (\(r.width)×\(r.height))")
+            for o in r.objects {
+                print(String(format: "  %7.4f  %@  x %.1f y %.1f w %.1f h %.1f", o.confidence, o.label, o.box.x, o.box.y, o.box.width, o.box.height))
+            }
+        }
+        guard let out = args.string("--draw") else { return }
+        if results.count == 1 && !isDirectory(out) {
+            try ObjectDetection.drawObjects(results[0], to: out)
+            return
+        }
+        try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true)
+        for r in results {
+            try ObjectDetection.drawObjects(r, to: out + "/" + URL(fileURLWithPath: r.path).deletingPathExtension().lastPathComponent + ".png")
+        }
     }
 }

@@ -54,6 +54,26 @@ public enum BoxDrawing {
         return out
     }
 
+    /// `image` with true boxes drawn as dashed white outlines edged in black (so predictions drawn over them stay
+    /// readable).
+    public static func drawTruth(_ boxes: [BoundingBox], on image: RGBImage) -> RGBImage {
+        var out = image
+        guard image.width > 0, image.height > 0 else { return out }
+        let dash = max(4, (image.width + image.height) / 120)
+        for box in boxes {
+            let x1 = clamp(Int(box.x.rounded()), image.width - 1), y1 = clamp(Int(box.y.rounded()), image.height - 1)
+            let x2 = clamp(Int(box.maxX.rounded()), image.width - 1), y2 = clamp(Int(box.maxY.rounded()), image.height - 1)
+            func dot(_ x: Int, _ y: Int, _ along: Int) {
+                let white = (along / dash) % 2 == 0
+                let c: (r: UInt8, g: UInt8, b: UInt8) = white ? (255, 255, 255) : (0, 0, 0)
+                fill(&out, x, y, x, y, c)
+            }
+            for x in x1...max(x1, x2) { dot(x, y1, x - x1); dot(x, y2, x - x1) }
+            for y in y1...max(y1, y2) { dot(x1, y, y - y1); dot(x2, y, y - y1) }
+        }
+        return out
+    }
+
     private static func clamp(_ v: Int, _ hi: Int) -> Int { min(max(v, 0), max(hi, 0)) }
 
     /// Fills the rectangle [x1, x2] × [y1, y2] (inclusive, already inside the image).

@@ -200,11 +200,26 @@ public struct DetectorHead: Sendable {
         return (loss, g, iou)
     }
 
-    /// Back-propagates `g` (d loss / d outputs) of the forward pass `act` on inputs `x`, and takes one Adam step
-    /// (learning rate `lr`, β 0.9 / 0.999, L2 weight decay `decay` on the weights, not the biases).
-    public mutating func update(_ x: UnsafePointer<Float>, items: Int, _ act: Activations, _ g: UnsafePointer<Float>, lr: Float, decay: Float) {
+    /// The six parameter arrays in order: w1, b1, w2, b2, w3, b3.
+    public var parameters: [[Float]] { [w1, b1, w2, b2, w3, b3] }
+
+    /// Adds `delta` to one parameter (for gradient checks).
+    mutating func perturb(layer: Int, index: Int, by delta: Float) {
+        switch layer {
+        case 0: w1[index] += delta
+        case 1: b1[index] += delta
+        case 2: w2[index] += delta
+        case 3: b2[index] += delta
+        case 4: w3[index] += delta
+        default: b3[index] += delta
+        }
+    }
+
+    /// d(loss)/d(parameters), in `parameters` order, from `g` (d loss / d outputs) of the forward pass `act` on
+    /// inputs `x`.
+    public func gradients(_ x: UnsafePointer<Float>, items: Int, _ act: Activations, _ g: UnsafePointer<Float>) -> [[Float]] {
         let rows = items &* side &* side
-        guard rows > 0 else { return }
+        guard rows > 0 else { return parameters.map { [Float](repeating: 0, count: $0.count) } }
         func weightGradient(_ a: UnsafePointer<Float>, _ k: Int, _ d: UnsafePointer<Float>, _ n: Int) -> [Float] {
             var out = [Float](repeating: 0, count: k &* n)
             cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, Int32(k), Int32(n), Int32(rows), 1, a, Int32(k), d, Int32(n), 0, &out, Int32(n))
@@ -232,6 +247,14 @@ public struct DetectorHead: Sendable {
         var g1 = col2im(gp, items: items)
         for i in g1.indices where act.a1[i] <= 0 { g1[i] = 0 }
         let (gw1, gb1) = g1.withUnsafeBufferPointer { (weightGradient(x, inputs, $0.baseAddress!, reduced), biasGradient($0.baseAddress!, reduced)) }
+        return [gw1, gb1, gw2, gb2, gw3, gb3]
+    }
+
+    /// Back-propagates `g` (d loss / d outputs) of the forward pass `act` on inputs `x`, and takes one Adam step
+    /// (learning rate `lr`, β 0.9 / 0.999, L2 weight decay `decay` on the weights, not the biases).
+    public mutating func update(_ x: UnsafePointer<Float>, items: Int, _ act: Activations, _ g: UnsafePointer<Float>, lr: Float, decay: Float) {
+        guard items &* side &* side > 0 else { return }
+        let grads = gradients(x, items: items, act, g)
         step += 1
         let c1 = 1 - pow(Float(0.9), Float(step)), c2 = 1 - pow(Float(0.999), Float(step))
         func adam(_ p: inout [Float], _ grad: [Float], _ m: Int, weights: Bool) {
@@ -242,11 +265,11 @@ public struct DetectorHead: Sendable {
                 p[i] -= lr * (moments[m][i] / c1) / ((moments[m + 1][i] / c2).squareRoot() + 1e-8)
             }
         }
-        adam(&w1, gw1, 0, weights: true)
-        adam(&b1, gb1, 2, weights: false)
-        adam(&w2, gw2, 4, weights: true)
-        adam(&b2, gb2, 6, weights: false)
-        adam(&w3, gw3, 8, weights: true)
-        adam(&b3, gb3, 10, weights: false)
+        adam(&w1, grads[0], 0, weights: true)
+        adam(&b1, grads[1], 2, weights: false)
+        adam(&w2, grads[2], 4, weights: true)
+        adam(&b2, grads[3], 6, weights: false)
+        adam(&w3, grads[4], 8, weights: true)
+        adam(&b3, grads[5], 10, weights: false)
     }
 }

@@ -36,10 +36,12 @@ public struct ObjectDetectorParameters: Sendable, Equatable {
     public var scaleSplit = 96.0
     /// Cells within this many cells of a box's centre (and inside the box) learn it.
     public var centerRadius = 2.5
-    /// The NMS settings recorded in the model (what `predict` uses unless told otherwise).
-    public var nms = NMSSettings(iouThreshold: 0.45, confidenceThreshold: 0.25, perClass: true, maxDetections: 100)
-    /// The confidence above which detections count for mAP (low-scoring ones matter for the curve).
-    public var evaluationThreshold: Float = 0.001
+    /// The NMS settings recorded in the model (what `predict` uses unless told otherwise). The class scores are
+    /// trained to predict the box's IoU with the object, so 0.5 keeps the boxes that probably match.
+    public var nms = NMSSettings(iouThreshold: 0.45, confidenceThreshold: 0.5, perClass: true, maxDetections: 100)
+    /// The confidence above which detections count for mAP (low-scoring ones matter for the curve); the
+    /// evaluator's default (`DetectorEvaluator.Parameters.minConfidence`), so training and `eval` agree.
+    public var evaluationThreshold: Float = DetectorEvaluator.Parameters().minConfidence
     public var seed: UInt64 = 42
     /// Engine threads for feature extraction; 0 uses every core.
     public var threads = 0

@@ -125,14 +125,22 @@ public struct ObjectDetectorTrainer: Sendable {
         model.metadata.name = p.name
         model.metadata.provenance = Provenance(sources: [Provenance.Source(path: (extractor.path as NSString).lastPathComponent,
                                                                           sha256: extractor.digest)], seed: p.seed)
-        model.metadata.split = SplitManifest(root: nil, holdout: try holdout.map {
-            SplitManifest.Item(path: $0.path, label: $0.objects.map(\.label).joined(separator: ","), sha256: try SHA256.hex(fileAt: $0.path))
+        // The holdout with its boxes (docs/FORMAT.md 4.4), so `mltool eval` needs only the photos.
+        let root = (URL(fileURLWithPath: dataset.source).path as NSString).standardizingPath
+        var isFolder: ObjCBool = false
+        let rootFolder = FileManager.default.fileExists(atPath: root, isDirectory: &isFolder) && isFolder.boolValue
+            ? root : (root as NSString).deletingLastPathComponent
+        model.metadata.split = SplitManifest(root: rootFolder, holdout: try holdout.map {
+            SplitManifest.Item(path: SplitManifest.relative($0.path, to: rootFolder), label: ObjectDetection.holdoutLabel($0.objects),
+                               sha256: try SHA256.hex(fileAt: $0.path))
         }, trainCount: fitPhotos.count, validationCount: validationPhotos.count, seed: p.seed)
         var evaluation: DetectionEvaluation?
         if !evaluationPhotos.isEmpty {
             let t2 = DispatchTime.now().uptimeNanoseconds
-            evaluation = try ObjectDetectorEvaluation.evaluate(model: model, photos: evaluationPhotos,
-                                                               minConfidence: p.evaluationThreshold, threads: p.threads, emit: emit)
+            var e = DetectorEvaluator.Parameters()
+            e.minConfidence = p.evaluationThreshold
+            e.threads = p.threads
+            evaluation = try DetectorEvaluator.evaluate(model: model, photos: evaluationPhotos, parameters: e, emit: emit).0
             emit(.phase("evaluate", seconds: seconds(since: t2)))
             if let e = evaluation {
                 let prefix = testSet == nil ? "holdout" : "test"
@@ -158,22 +166,6 @@ public struct ObjectDetectorTrainer: Sendable {
         for i in stride(from: order.count - 1, to: 0, by: -1) { order.swapAt(i, Int(rng.next() % UInt64(i + 1))) }
         let taken = Set(order.prefix(n))
         return (photos.indices.filter { !taken.contains($0) }.map { photos[$0] }, photos.indices.filter(taken.contains).map { photos[$0] })
-    }
-}
-
-/// Detection evaluation of a model on annotated photos (`mltool eval` and the trainer's holdout).
-public enum ObjectDetectorEvaluation {
-    /// mAP and AP per class of `model` on `photos`, counting detections above `minConfidence`.
-    public static func evaluate(model: Model, photos: [AnnotatedImage], minConfidence: Float, threads: Int,
-                                emit: (PipelineEvent) -> Void = { _ in }) throws -> DetectionEvaluation {
-        let detector = try Detector(model: model, options: DetectorOptions(minConfidence: minConfidence, threads: threads))
-        var found: [[Detection]] = []
-        for photo in photos {
-            found.append(try detector.detect(try ImageDecoder.decode(path: photo.path)).map(\.detection))
-            emit(.progress(label: "evaluating", advanced: 1, total: photos.count))
-        }
-        emit(.progressFinished(label: "evaluating"))
-        return DetectionMetrics.evaluate(truth: photos.map(\.objects), detections: found, labels: detector.labels)
     }
 }
 
