@@ -119,7 +119,8 @@ proto:
 	protoc-c --proto_path=Sources/CCoreMLProto --c_out=$(PROTO_OUT)/CCoreMLProto Sources/CCoreMLProto/coreml_subset.proto
 	mv $(PROTO_OUT)/CCoreMLProto/coreml_subset.pb-c.h $(PROTO_OUT)/CCoreMLProto/include/
 
-## demo: set-up, extractor, Fashion-MNIST small, train, eval, quantize, eval, export
+## demo: set-up, extractor, Fashion-MNIST small, train, eval, quantize, eval, export; then the raccoon detector: train,
+## eval (HTML report), predict --draw
 demo: setup models build
 	bash datasets/fashion-mnist.sh --small
 	@mkdir -p $(DEMO)
@@ -128,6 +129,10 @@ demo: setup models build
 	$(MLTOOL) quantize $(DEMO)/model.bin --bits 8
 	$(MLTOOL) eval $(DEMO)/model.int8.bin
 	$(MLTOOL) export $(DEMO)/model.int8.bin --to onnx -o $(DEMO)/model.int8.onnx
+	bash datasets/raccoon.sh
+	$(MLTOOL) train datasets/raccoon/train --test datasets/raccoon/test -o $(DEMO)/raccoon.bin
+	$(MLTOOL) eval $(DEMO)/raccoon.bin datasets/raccoon/test --report $(DEMO)/raccoon.html
+	$(MLTOOL) predict $(DEMO)/raccoon.bin datasets/raccoon/test/images --draw $(DEMO)/raccoon-boxes --min-confidence 0.5
 	$(MLTOOL) export $(DEMO)/model.int8.bin --to coreml -o $(DEMO)/FashionClassifier.mlmodel
 	@echo; echo "demo: models, report and exports are in $(DEMO)/ (open $(DEMO)/report.html)"
 

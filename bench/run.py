@@ -148,13 +148,17 @@ def print_table():
 # ---------------------------------------------------------------------------------------------------------------
 # 1. Extractor throughput
 
-def graph_flops(onnx_path):
-    """Multiply-adds × 2 of the Conv and Gemm nodes per image (shapes from ONNX shape inference at batch 1)."""
+def graph_flops(onnx_path, size=None):
+    """Multiply-adds × 2 of the Conv and Gemm nodes per image (shapes from ONNX shape inference at batch 1, and at
+    `size` × `size` when the input's height and width are dynamic)."""
     import onnx
     from onnx import shape_inference
     m = onnx.load(onnx_path)
     inp = m.graph.input[0]
     inp.type.tensor_type.shape.dim[0].dim_value = 1
+    if size:
+        inp.type.tensor_type.shape.dim[2].dim_value = size
+        inp.type.tensor_type.shape.dim[3].dim_value = size
     m = shape_inference.infer_shapes(m)
     shapes = {}
     for v in list(m.graph.input) + list(m.graph.value_info) + list(m.graph.output):
@@ -165,6 +169,8 @@ def graph_flops(onnx_path):
         if n.op_type == "Conv":
             w = inits[n.input[1]]  # (Cout, Cin/group, kh, kw)
             out = shapes[n.output[0]]  # (1, Cout, H, W)
+            if len(out) < 4 or 0 in out:
+                continue
             flops += 2 * out[1] * out[2] * out[3] * w[1] * w[2] * w[3]
         elif n.op_type in ("Gemm", "MatMul"):
             w = inits.get(n.input[1])
@@ -185,11 +191,11 @@ def ort_session(onnx_path, threads, spinning=True):
     return ort.InferenceSession(onnx_path, so, providers=["CPUExecutionProvider"])
 
 
-def ort_bench(onnx_path, batch, threads, seconds, spinning=True, output="features"):
+def ort_bench(onnx_path, batch, threads, seconds, spinning=True, output="features", size=224):
     """Same protocol as `mltool bench`: one warm-up, then runs for `seconds`; images/s over the runs, median latency."""
     s = ort_session(onnx_path, threads, spinning)
     name = s.get_inputs()[0].name
-    x = np.random.default_rng(1).uniform(-1, 1, (batch, 3, 224, 224)).astype(np.float32)
+    x = np.random.default_rng(1).uniform(-1, 1, (batch, 3, size, size)).astype(np.float32)
     s.run([output], {name: x})
     lat = []
     start = time.perf_counter()
@@ -213,10 +219,10 @@ def spread(values):
     return dict(min=min(values), median=statistics.median(values), max=max(values), all=values)
 
 
-def side_by_side(a, part, label, onnx_path, model, configs, output, res_key, res):
+def side_by_side(a, part, label, onnx_path, model, configs, output, res_key, res, size=224):
     """mltool against onnxruntime on one network, for each (batch, threads): `a.repeat` interleaved repetitions, the
     best of each side in the table, and every repetition's pair (and their same-run ratios) in the JSON."""
-    flops = graph_flops(onnx_path)
+    flops = graph_flops(onnx_path, size)
     print(f"  graph: {flops / 1e9:.3f} GFLOP per image (Conv and Gemm nodes, 2 × multiply-adds)", flush=True)
     res[res_key] = dict(gflop_per_image=flops / 1e9, runs=[])
     for batch, threads in configs:
@@ -226,7 +232,7 @@ def side_by_side(a, part, label, onnx_path, model, configs, output, res_key, res
             # loaded machine, so the non-spinning pool is measured too and the faster one kept
             rep_o = None
             for spinning in ((True, False) if threads > 1 else (True,)):
-                o = ort_bench(onnx_path, batch, threads, a.seconds, spinning, output)
+                o = ort_bench(onnx_path, batch, threads, a.seconds, spinning, output, size)
                 if rep_o is None or o["images_per_second"] > rep_o["images_per_second"]:
                     rep_o = o
             m = mltool_bench(a, model, batch, threads, a.seconds)
@@ -288,6 +294,54 @@ def part_resnet(a, res):
     if not os.path.exists(model) or os.path.getmtime(model) < os.path.getmtime(onnx_path):
         run([a.mltool, "import", onnx_path, "-o", model])
     side_by_side(a, "8", "ResNet-18", onnx_path, model, [(1, 1), (1, 2)], "logits", "resnet18", res)
+
+
+def python_package_file(package, name):
+    """A file shipped inside an installed Python package, or None."""
+    try:
+        mod = __import__(package)
+    except Exception:
+        return None
+    path = os.path.join(os.path.dirname(mod.__file__), name)
+    return path if os.path.exists(path) else None
+
+
+def part_detect(a, res):
+    section("10. detection: YOLOv8n 320×320 (nudenet's 320n.onnx) batch 1; training a detector on raccoon (cold)")
+    work = os.path.join(ROOT, ".build/bench")
+    os.makedirs(work, exist_ok=True)
+    onnx_path = python_package_file("nudenet", "320n.onnx")
+    if onnx_path is None:
+        print("  skipped YOLOv8n: pip package nudenet is not installed (make setup installs it)", flush=True)
+    else:
+        # The weights are an Ultralytics export (AGPL-3.0): used here as an input that pip installs, never copied
+        # into the repository. Imported as Ultralytics' decoded-boxes output (18 classes).
+        model = os.path.join(work, "yolov8n-320.bin")
+        if not os.path.exists(model) or os.path.getmtime(model) < os.path.getmtime(onnx_path):
+            run([a.mltool, "import", onnx_path, "-o", model, "--task", "detect", "--decoder", "yolov8", "--classes", "18",
+                 "--input-size", "320", "--scale", str(1 / 255), "--resize", "letterbox", "--pad", "114"])
+        side_by_side(a, "10", "YOLOv8n 320", onnx_path, model, [(1, 1), (1, 2)], "output0", "yolov8n", res, size=320)
+    raccoon = os.path.join(ROOT, "datasets/raccoon")
+    if not os.path.exists(os.path.join(raccoon, ".complete")):
+        run(["bash", "datasets/raccoon.sh"])
+    best = None
+    for _ in range(a.repeat_slow):
+        tmp = tempfile.mkdtemp(prefix="mltool-bench-detect-")
+        try:
+            env = dict(os.environ, MLTOOL_CACHE=os.path.join(tmp, "cache"))
+            r = run([a.mltool, "train", os.path.join(raccoon, "train"), "--test", os.path.join(raccoon, "test"),
+                     "-o", os.path.join(tmp, "det.bin"), "--quiet"], env=env)
+            m = re.search(r"@0\.5 ([0-9.]+), @0\.5:0\.95 ([0-9.]+)", r.stdout)
+            if best is None or r.seconds < best[0]:
+                best = (r.seconds, float(m.group(1)) if m else None, float(m.group(2)) if m else None, r.max_rss)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    seconds, map50, map5095, rss = best
+    print(f"  raccoon: train 160 photos + evaluate 40, cold cache: {seconds:.1f} s (budget 180 s), test mAP@0.5 {map50}, "
+          f"mAP@0.5:0.95 {map5095}, peak RSS {rss / 2**20:.0f} MiB", flush=True)
+    row("10", "train a detector on raccoon, cold", "budget 180 s", 180.0, seconds, "s", True, mltool_acc=map50,
+        note=f"test mAP@0.5 {map50}, mAP@0.5:0.95 {map5095}")
+    res["detector_training"] = dict(seconds=seconds, map50=map50, map50to95=map5095, max_rss_bytes=rss)
 
 
 def part_batch(a, res):
@@ -743,8 +797,8 @@ def main():
     ap.add_argument("--repeat", type=int, default=3, help="best of N for the quick timings (default 3)")
     ap.add_argument("--repeat-slow", type=int, default=2, help="best of N for cold end-to-end runs (default 2)")
     ap.add_argument("--seconds", type=float, default=3, help="seconds per throughput measurement (default 3)")
-    ap.add_argument("--parts", default="1,2,4,5,6,8,9",
-                    help="which parts to run (3 comes with 2; default 1,2,4,5,6,8,9; the ceiling always runs first)")
+    ap.add_argument("--parts", default="1,2,4,5,6,8,9,10",
+                    help="which parts to run (3 comes with 2; default 1,2,4,5,6,8,9,10; the ceiling always runs first)")
     ap.add_argument("--full", action="store_true", help="also part 7: train on all 60,000 images (~10 min)")
     ap.add_argument("--out", default=os.path.join(ROOT, "bench/results.json"))
     a = ap.parse_args()
@@ -762,7 +816,7 @@ def main():
           f"({' '.join(res['machine']['simd_flags'])}); load average {res['load_before']}")
     print("versions: " + ", ".join(f"{k} {v}" for k, v in res["versions"].items()))
     steps = [("0", part_ceiling), ("1", part_extractor), ("8", part_resnet), ("2", part_images), ("4", part_text),
-             ("9", part_batch), ("5", part_load), ("6", part_quant),
+             ("9", part_batch), ("10", part_detect), ("5", part_load), ("6", part_quant),
              ("7", part_memory)]
     for key, fn in steps:
         if key in parts:

@@ -110,6 +110,27 @@ public struct DetectorEvaluator: Sendable {
     /// Whether the model at `path` is an object detector.
     public static func isDetector(_ model: Model) -> Bool { model.metadata.detection != nil }
 
+    /// A detector's recorded holdout: its photos (re-hashed) with the boxes the manifest records, and the photos
+    /// that cannot be used (an error unless `skipMissing` and some remain).
+    public static func recordedHoldout(_ model: Model, modelPath: String, skipMissing: Bool) throws -> (photos: [AnnotatedImage], problems: [String]) {
+        guard let split = model.metadata.split, !split.holdout.isEmpty else {
+            throw PipelineError.badInput(file: modelPath, reason: "records no holdout; give annotated DATA to evaluate on")
+        }
+        var photos: [AnnotatedImage] = [], problems: [String] = []
+        let resolver = HoldoutResolver(root: split.root)
+        for (i, item) in split.holdout.enumerated() {
+            let objects = try ObjectDetection.holdoutObjects(item.label, file: modelPath, item: i)
+            switch try resolver.resolve(SplitManifest.Item(path: item.path, label: "", sha256: item.sha256)) {
+            case .item(let resolved): photos.append(AnnotatedImage(path: resolved.path, width: 0, height: 0, objects: objects))
+            case .problem(let p): problems.append(p)
+            }
+        }
+        if let first = problems.first, !skipMissing || photos.isEmpty {
+            throw PipelineError.badInput(file: modelPath, reason: "\(problems.count) of \(split.holdout.count) recorded holdout photos cannot be used (first: \(first)); pass --skip-missing to evaluate on the rest, or give DATA")
+        }
+        return (photos, problems)
+    }
+
     /// The metrics of `model` on `photos` and the detections counted (what `run` and the trainer's holdout use).
     public static func evaluate(model: Model, photos: [AnnotatedImage], parameters: Parameters,
                                 emit: (PipelineEvent) -> Void = { _ in }) throws -> (DetectionEvaluation, [[DetectedObject]]) {
@@ -147,23 +168,10 @@ public struct DetectorEvaluator: Sendable {
             photos = data.images
             source = dataPath
         } else {
-            guard let split = model.metadata.split, !split.holdout.isEmpty else {
-                throw PipelineError.badInput(file: modelPath, reason: "records no holdout; give annotated DATA to evaluate on")
-            }
-            let resolver = HoldoutResolver(root: split.root)
-            for (i, item) in split.holdout.enumerated() {
-                let objects = try ObjectDetection.holdoutObjects(item.label, file: modelPath, item: i)
-                switch try resolver.resolve(SplitManifest.Item(path: item.path, label: "", sha256: item.sha256)) {
-                case .item(let resolved): photos.append(AnnotatedImage(path: resolved.path, width: 0, height: 0, objects: objects))
-                case .problem(let p): problems.append(p)
-                }
-            }
-            if let first = problems.first {
-                guard parameters.skipMissing, !photos.isEmpty else {
-                    throw PipelineError.badInput(file: modelPath, reason: "\(problems.count) of \(split.holdout.count) recorded holdout photos cannot be used (first: \(first)); pass --skip-missing to evaluate on the rest, or give DATA")
-                }
-                emit(.warning("\(problems.count) recorded holdout photos skipped (first: \(first))"))
-            }
+            let holdout = try Self.recordedHoldout(model, modelPath: modelPath, skipMissing: parameters.skipMissing)
+            photos = holdout.photos
+            problems = holdout.problems
+            if let first = problems.first { emit(.warning("\(problems.count) recorded holdout photos skipped (first: \(first))")) }
             source = "recorded holdout"
         }
         let (evaluation, found) = try Self.evaluate(model: model, photos: photos, parameters: parameters, emit: emit)

@@ -72,19 +72,25 @@ public struct QuantizeReport: Encodable, Sendable {
     public var seconds: Double
 }
 
-/// The accuracy gate's verdict: both models on the same items.
+/// The gate's verdict: both models on the same items — accuracy for classifiers, mAP@0.5 for object detectors.
 public struct GateResult: Encodable, Sendable {
+    /// What `floatAccuracy` and `quantizedAccuracy` measure: "accuracy" or "mAP@0.5".
+    public var metric = "accuracy"
     public var items: Int
     /// Evaluation items used for calibration and so left out of the gate.
     public var calibrationLeftOut: Int
     public var floatAccuracy: Double
     public var quantizedAccuracy: Double
-    public var agreement: Double
-    public var meanKL: Double
+    /// Classifiers: top-1 agreement and mean KL divergence of the two models' probabilities.
+    public var agreement: Double?
+    public var meanKL: Double?
+    /// Detectors: mAP@0.5:0.95 of both models.
+    public var floatMAP50to95: Double?
+    public var quantizedMAP50to95: Double?
     public var backedOff: [String]
     public var backOffOrder: String?
 
-    /// Accuracy lost, in percentage points.
+    /// The metric lost, in percentage points.
     public var drop: Double { (floatAccuracy - quantizedAccuracy) * 100 }
 }
 
@@ -124,8 +130,15 @@ public struct QuantizationPipeline: Sendable {
         let threads = p.threads
         let started = Date()
         let isImage = model.metadata.image != nil && model.metadata.graph != nil
-        // The evaluation items: `data`, else the recorded holdout.
-        var items: [LabeledItem]? = try p.data.map { try Evaluation.loadItems($0, task: model.metadata.task) }
+        let isDetector = DetectorEvaluator.isDetector(model)
+        // The evaluation items: `data`, else the recorded holdout; a detector's with their boxes.
+        var photos: [AnnotatedImage]?
+        if isDetector {
+            photos = try p.data.map { try DetectionDataset.load($0).images }
+                ?? (model.metadata.split?.holdout.isEmpty == false ? try DetectorEvaluator.recordedHoldout(model, modelPath: path, skipMissing: !p.evaluate).photos : nil)
+        }
+        var items: [LabeledItem]? = isDetector ? photos.map { $0.map { LabeledItem(path: $0.path, label: "") } }
+            : try p.data.map { try Evaluation.loadItems($0, task: model.metadata.task) }
             ?? (p.evaluate && model.metadata.split?.holdout.isEmpty == false
                 ? try Evaluation.recordedHoldout(model, modelPath: path, skipMissing: false).items : nil)
 
@@ -138,11 +151,14 @@ public struct QuantizationPipeline: Sendable {
             }
             // Without evaluation the holdout was not resolved above; files that are gone are then skipped here.
             var holdout: Evaluation.Holdout?
-            if items == nil && model.metadata.split?.holdout.isEmpty == false {
+            if items == nil && !isDetector && model.metadata.split?.holdout.isEmpty == false {
                 holdout = try? Evaluation.recordedHoldout(model, modelPath: path, skipMissing: true)
                 if let h = holdout, !h.problems.isEmpty { emit(.warning(h.skippedText)) }
             }
-            let source: (String, [LabeledItem])? = try p.calibration.map { ($0, try Evaluation.loadItems($0, task: model.metadata.task)) }
+            let source: (String, [LabeledItem])? = try p.calibration.map {
+                ($0, isDetector ? try DetectionDataset.load($0).images.map { LabeledItem(path: $0.path, label: "") }
+                     : try Evaluation.loadItems($0, task: model.metadata.task))
+            }
                 ?? items.map { (p.data != nil ? "--data" : "holdout", $0) } ?? holdout.map { ("holdout", $0.items) }
             // Drawn from the evaluated items: at most half of them, so that the gate keeps the rest.
             let fromEvaluated = p.calibration == nil && items != nil
@@ -161,6 +177,7 @@ public struct QuantizationPipeline: Sendable {
             let kept = all.filter { !calibration.paths.contains($0.path) }
             if !kept.isEmpty {
                 items = kept
+                photos = photos?.filter { !calibration.paths.contains($0.path) }
                 calibrationLeftOut = all.count - kept.count
             }
         }
@@ -183,6 +200,7 @@ public struct QuantizationPipeline: Sendable {
             sensitivitySource: calibration?.source,
             sensitivityBody: { quantized, tensors in
                 guard let calibration else { return [:] }
+                if isDetector { return try calibration.outputChange(original: model, quantized: quantized, tensors: tensors) }
                 return try calibration.sensitivity(original: model, quantized: quantized, tensors: tensors, modelPath: path,
                                                    classes: classes)
             },
@@ -212,9 +230,40 @@ public struct QuantizationPipeline: Sendable {
             }
         }
 
-        // The accuracy gate.
+        /// `maxDrop`: backs off the most sensitive tensors until the drop fits.
+        func gated(_ first: GateResult) throws -> GateResult {
+            var result = first
+            guard let maxDrop = p.maxDrop else { return result }
+            let start = QuantizationSearch.State(model: quantized, reports: reports, options: options)
+            let b: QuantizationSearch.BackOff<GateResult>
+            do {
+                b = try QuantizationSearch.backOff(start, verdict: result, maxDrop: maxDrop, judge: judge)
+            } catch let e as QuantError {
+                throw PipelineError.badInput(file: path, reason: e.description)
+            }
+            (quantized, reports, options) = (b.state.model, b.state.reports, b.state.options)
+            result = b.verdict
+            result.backedOff = b.backedOff
+            result.backOffOrder = b.backedOff.isEmpty ? nil : b.order
+            return result
+        }
+        // The gate: mAP@0.5 for a detector, accuracy for a classifier.
         var gate: GateResult?
-        if p.evaluate {
+        if p.evaluate, isDetector, let photos, !photos.isEmpty {
+            var e = DetectorEvaluator.Parameters()
+            e.threads = threads
+            func evaluate(_ m: Model) throws -> DetectionEvaluation {
+                try DetectorEvaluator.evaluate(model: m, photos: photos, parameters: e, emit: emit).0
+            }
+            let float = try evaluate(model)
+            measure = { m in
+                let q = try evaluate(m)
+                return GateResult(metric: "mAP@0.5", items: photos.count, calibrationLeftOut: calibrationLeftOut,
+                                  floatAccuracy: float.mAP50, quantizedAccuracy: q.mAP50, agreement: nil, meanKL: nil,
+                                  floatMAP50to95: float.mAP50to95, quantizedMAP50to95: q.mAP50to95, backedOff: [], backOffOrder: nil)
+            }
+            gate = try gated(try measure(quantized))
+        } else if p.evaluate {
             if let items, !model.metadata.labels.isEmpty {
                 let truth = try Evaluation.truth(items, labels: model.metadata.labels, modelPath: path)
                 func probabilities(_ m: Model, _ name: String) throws -> [Float] {
@@ -229,25 +278,12 @@ public struct QuantizationPipeline: Sendable {
                     let pr = try probabilities(m, out)
                     let r = Metrics.evaluate(truth: truth, probabilities: pr, labels: model.metadata.labels)
                     let c = ModelComparison.compare(floatProbs, pr, classes: classes)
-                    return GateResult(items: items.count, calibrationLeftOut: calibrationLeftOut,
+                    return GateResult(metric: "accuracy", items: items.count, calibrationLeftOut: calibrationLeftOut,
                                       floatAccuracy: floatAcc, quantizedAccuracy: r.accuracy,
-                                      agreement: c.agreement, meanKL: c.meanKL, backedOff: [], backOffOrder: nil)
+                                      agreement: c.agreement, meanKL: c.meanKL, floatMAP50to95: nil, quantizedMAP50to95: nil,
+                                      backedOff: [], backOffOrder: nil)
                 }
-                var result = try measure(quantized)
-                if let maxDrop = p.maxDrop {
-                    let start = QuantizationSearch.State(model: quantized, reports: reports, options: options)
-                    let b: QuantizationSearch.BackOff<GateResult>
-                    do {
-                        b = try QuantizationSearch.backOff(start, verdict: result, maxDrop: maxDrop, judge: judge)
-                    } catch let e as QuantError {
-                        throw PipelineError.badInput(file: path, reason: e.description)
-                    }
-                    (quantized, reports, options) = (b.state.model, b.state.reports, b.state.options)
-                    result = b.verdict
-                    result.backedOff = b.backedOff
-                    result.backOffOrder = b.backedOff.isEmpty ? nil : b.order
-                }
-                gate = result
+                gate = try gated(try measure(quantized))
             } else {
                 emit(.note("no recorded holdout and no --data: weights compressed without an accuracy check"))
             }

@@ -151,6 +151,34 @@ public struct QuantizeCalibration: Sendable {
         return out
     }
 
+    /// A detector's version of `sensitivity`: how much each compressed tensor alone moves the raw graph outputs
+    /// (the decoder's inputs), as Σ(quantized − float)² / Σ float² over the calibration images.
+    func outputChange(original: Model, quantized: Model, tensors names: [String]) throws -> [String: Double] {
+        func outputs(_ m: Model) throws -> [Float] {
+            let engine = try Engine(model: m, threads: threads)
+            var all: [Float] = []
+            for image in images {
+                let out = try engine.run([inputName: Tensor(shape: [1] + shape, data: image)])
+                for name in out.keys.sorted() { all += out[name]?.data ?? [] }
+            }
+            return all
+        }
+        let reference = try outputs(original)
+        let energy = max(reference.reduce(0.0) { $0 + Double($1) * Double($1) }, .leastNormalMagnitude)
+        let q = quantized.tensorsByName
+        let biasOf = Dictionary(layers.map { ($0.weight, $0.bias) }, uniquingKeysWith: { a, _ in a })
+        var out = [String: Double]()
+        for name in names {
+            var m = original
+            for (i, t) in m.tensors.enumerated() where t.name == name || t.name == biasOf[name] {
+                if let replacement = q[t.name] { m.tensors[i] = replacement }
+            }
+            let o = try outputs(m)
+            out[name] = zip(reference, o).reduce(0.0) { $0 + Double($1.0 - $1.1) * Double($1.0 - $1.1) } / energy
+        }
+        return out
+    }
+
     /// Bias correction from the float model's input means. Returns the number of biases adjusted.
     func correctBiases(original: Model, quantized: inout Model) throws -> Int {
         try BiasCorrection.apply(original: original, quantized: &quantized, inputMeans: floatMeans)

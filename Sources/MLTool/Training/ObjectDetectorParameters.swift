@@ -1,5 +1,6 @@
 import Foundation
 import MLToolCore
+import MLToolData
 
 /// The settings of an object detector training run (Create ML's `MLObjectDetector.ModelParameters`); these
 /// defaults are the only ones — the CLI's help prints them from here.
@@ -46,7 +47,7 @@ public struct ObjectDetectorParameters: Sendable, Equatable {
     /// Engine threads for feature extraction; 0 uses every core.
     public var threads = 0
     /// The largest photo decoded, in pixels.
-    public var maxPixels = 100_000_000
+    public var maxPixels = ImageDecoder.defaultMaxPixels
     /// The model's name.
     public var name = "detector"
 

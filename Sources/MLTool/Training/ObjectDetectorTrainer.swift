@@ -182,12 +182,13 @@ struct DetectorSamples {
 }
 
 /// The extractor cut at the detector's feature maps, at the detector's input size, with a feature cache.
-final class DetectorFeatureMaps {
+final class DetectorFeatureMaps: @unchecked Sendable {
     let parameters: ObjectDetectorParameters
     let backbone: Model
     let preprocessing: ImagePreprocessing
     let preprocessor: ImagePreprocessor
-    let engine: Engine
+    /// One single-threaded engine per extraction worker.
+    let engines: [Engine]
     let cache: FeatureCache
     let extractorDigest: String
     /// Channels of each map, and floats per photo over all maps.
@@ -220,7 +221,8 @@ final class DetectorFeatureMaps {
         pre.padValue = min(255, max(0, (pre.mean[0] * pre.std[0] - pre.bias[0]) / pre.scale))
         preprocessing = pre
         preprocessor = try ImagePreprocessor(pre)
-        engine = try Engine(model: m, threads: p.threads)
+        let workers = p.threads > 0 ? p.threads : max(1, ProcessInfo.processInfo.activeProcessorCount)
+        engines = try (0..<workers).map { _ in try Engine(model: m, threads: 1) }
         // Each map's shape at batch 1 by shape inference: (1, H, W, C) with H = W = inputSize / stride.
         let shapes = try Engine.outputShapes(model: m, batch: 1)
         mapChannels = try p.featureMaps.map { map in
@@ -244,29 +246,7 @@ final class DetectorFeatureMaps {
                                   distances: p.featureMaps.map { _ in [] }, channels: p.featureMaps.map { _ in 0 },
                                   cells: cellCounts, geometries: [])
         let total = photos.count * (copies + 1)
-        var pending: [(image: RGBImage, objects: [ObjectAnnotation], key: String)] = []
-        func flush() throws {
-            guard !pending.isEmpty else { return }
-            var x = [Float](repeating: 0, count: try Checked.mul(pending.count, preprocessor.elementCount, what: "batch size"))
-            try x.withUnsafeMutableBufferPointer { try preprocessor.processBatch(pending.map(\.image), into: $0) }
-            let s = p.inputSize
-            let result = try engine.run([engine.inputNames[0]: Tensor(shape: [pending.count, s, s, 3], data: x)],
-                                        outputs: p.featureMaps.map(\.tensor))
-            for (k, item) in pending.enumerated() {
-                var row: [Float] = []
-                for map in p.featureMaps {
-                    guard let t = result[map.tensor] else { throw EngineError.noGraph }
-                    let per = t.count / pending.count
-                    row += t.data[(k * per)..<((k + 1) * per)]
-                }
-                try? cache.put(key: item.key, features: row)
-                try add(row, item.image, item.objects)
-            }
-            extracted += pending.count
-            emit(.progress(label: label, advanced: pending.count, total: total))
-            pending.removeAll()
-        }
-        func add(_ row: [Float], _ image: RGBImage, _ objects: [ObjectAnnotation]) throws {
+        func add(_ row: [Float], _ image: (width: Int, height: Int), _ objects: [ObjectAnnotation]) throws {
             let g = preprocessor.geometry(width: image.width, height: image.height)
             let boxes = objects.map { (label: $0.label, box: g.toInput($0.box)) }
             guard row.count == expectedCount else {
@@ -285,29 +265,67 @@ final class DetectorFeatureMaps {
             }
             out.geometries.append(g)
         }
-        for photo in photos {
-            let image = try ImageDecoder.decode(path: photo.path)
-            let hash = try SHA256.hex(fileAt: photo.path)
-            for k in 0...copies {
-                let (img, objects) = k == 0 ? (image, photo.objects)
-                    : DetectionAugmentation.apply(image, photo.objects, seed: p.seed ^ Self.seed(hash) &+ UInt64(k))
-                let key = FeatureCache.key(contentHash: hash, extractor: extractorDigest, preprocessing: preprocessor.digest,
-                                           variant: k == 0 ? "none" : "detect-aug seed=\(p.seed) copy=\(k)")
-                if let row = cache.get(key: key), row.count == expectedCount {
-                    cached += 1
-                    try add(row, img, objects)
-                    emit(.progress(label: label, advanced: 1, total: total))
-                } else {
-                    pending.append((img, objects, key))
-                    if pending.count == 8 { try flush() }
+        // Photos in chunks, one per worker at a time; each worker decodes its photo, makes the augmented copies and
+        // runs the misses through its own single-threaded engine, one image per run: an image's features are then
+        // the same bits whatever else is extracted and however many workers there are, so a cold and a partly warm
+        // cache give the same model.
+        let workers = engines.count
+        var start = 0
+        while start < photos.count {
+            let chunk = Array(photos[start..<min(photos.count, start + workers * 2)])
+            start += chunk.count
+            let slots = Slots<Result<[(row: [Float], size: (width: Int, height: Int), objects: [ObjectAnnotation], cached: Bool)], Error>>(count: chunk.count)
+            DispatchQueue.concurrentPerform(iterations: workers) { w in
+                var i = w
+                while i < chunk.count {
+                    slots.set(i, Result { try extract(chunk[i], copies: copies, engine: engines[w]) })
+                    i += workers
                 }
             }
+            for result in slots.values {
+                for v in try result.get() {
+                    try add(v.row, v.size, v.objects)
+                    if v.cached { cached += 1 } else { extracted += 1 }
+                }
+            }
+            emit(.progress(label: label, advanced: chunk.count * (copies + 1), total: total))
         }
-        try flush()
         emit(.progressFinished(label: label))
         return out
     }
 
+
+    /// One photo and its `copies` augmented variants: features (from the cache, or computed and cached), size and boxes.
+    private func extract(_ photo: AnnotatedImage, copies: Int, engine: Engine) throws
+        -> [(row: [Float], size: (width: Int, height: Int), objects: [ObjectAnnotation], cached: Bool)] {
+        let p = parameters
+        let image = try ImageDecoder.decode(path: photo.path, maxPixels: p.maxPixels)
+        let hash = try SHA256.hex(fileAt: photo.path)
+        var out: [(row: [Float], size: (width: Int, height: Int), objects: [ObjectAnnotation], cached: Bool)] = []
+        for k in 0...copies {
+            let (img, objects) = k == 0 ? (image, photo.objects)
+                : DetectionAugmentation.apply(image, photo.objects, seed: p.seed ^ Self.seed(hash) &+ UInt64(k))
+            let key = FeatureCache.key(contentHash: hash, extractor: extractorDigest, preprocessing: preprocessor.digest,
+                                       variant: k == 0 ? "none" : "detect-aug seed=\(p.seed) copy=\(k)")
+            if let row = cache.get(key: key), row.count == expectedCount {
+                out.append((row, (img.width, img.height), objects, true))
+                continue
+            }
+            var x = [Float](repeating: 0, count: preprocessor.elementCount)
+            try x.withUnsafeMutableBufferPointer { try preprocessor.processBatch([img], into: $0) }
+            let s = p.inputSize
+            let result = try engine.run([engine.inputNames[0]: Tensor(shape: [1, s, s, 3], data: x)], outputs: p.featureMaps.map(\.tensor))
+            var row: [Float] = []
+            row.reserveCapacity(expectedCount)
+            for map in p.featureMaps {
+                guard let t = result[map.tensor] else { throw EngineError.noGraph }
+                row += t.data
+            }
+            try? cache.put(key: key, features: row)
+            out.append((row, (img.width, img.height), objects, false))
+        }
+        return out
+    }
 
     /// A seed from a content hash's first 16 hex digits.
     static func seed(_ hash: String) -> UInt64 { UInt64(hash.prefix(16), radix: 16) ?? 0 }
