@@ -89,7 +89,7 @@ ctile(int R, const float *const *base, int64_t KH, int64_t run, int64_t rowStrid
     for (int i = 0; i < R; i++)
         for (int j = 0; j < P; j++) {
             __m512 v = _mm512_add_ps(c[i][j], b[j]);
-            if (act <= MLK_ACT_LEAKY) { _mm512_mask_storeu_ps(out[i] + 16 * j, mask[j], mlk_act16(v, act, p0, p1)); continue; }
+            if (MLK_ACT_VECTOR(act)) { _mm512_mask_storeu_ps(out[i] + 16 * j, mask[j], mlk_act16(v, act, p0, p1)); continue; }
             _mm512_mask_storeu_ps(out[i] + 16 * j, mask[j], v);
             for (int64_t q = 0; q < nv[j]; q++) out[i][16 * j + q] = act_scalar(out[i][16 * j + q], act, p0, p1);
         }

@@ -36,7 +36,7 @@ static void depthwise_portable(const float *x, int64_t H, int64_t W, int64_t C, 
 MLK_AVX2 static void depthwise4_avx2(const float *base, int64_t W, int64_t C, int64_t CN, const float *w, int64_t KW,
                                      int64_t ky0, int64_t ky1, int64_t sw, int64_t dh, int64_t dw, const float *bias,
                                      float *out, int act, float p0, float p1) {
-    int vec = act <= MLK_ACT_LEAKY;
+    int vec = MLK_ACT_VECTOR(act);
     __m256 lo = _mm256_set1_ps(p0), hi = _mm256_set1_ps(p1);
     int64_t ps = sw * C;
     int64_t c = 0;
@@ -99,7 +99,7 @@ MLK_AVX2 static void depthwise4_avx2(const float *base, int64_t W, int64_t C, in
 MLK_AVX512 static void depthwise1_avx512(const float *base, int64_t W, int64_t C, int64_t CN, const float *w, int64_t KW,
                                          int64_t ky0, int64_t ky1, int64_t kx0, int64_t kx1, int64_t dh, int64_t dw,
                                          const float *bias, float *out, int act, float p0, float p1) {
-    int vec = act <= MLK_ACT_LEAKY;
+    int vec = MLK_ACT_VECTOR(act);
     __m512 lo = _mm512_set1_ps(p0), hi = _mm512_set1_ps(p1);
     int64_t c = 0;
     for (; c + 64 <= CN; c += 64) {
@@ -135,7 +135,7 @@ MLK_AVX512 static void depthwise1_avx512(const float *base, int64_t W, int64_t C
 MLK_AVX512 static void depthwise4_avx512(const float *base, int64_t W, int64_t C, int64_t CN, const float *w, int64_t KW,
                                          int64_t ky0, int64_t ky1, int64_t sw, int64_t dh, int64_t dw, const float *bias,
                                          float *out, int act, float p0, float p1) {
-    int vec = act <= MLK_ACT_LEAKY;
+    int vec = MLK_ACT_VECTOR(act);
     __m512 lo = _mm512_set1_ps(p0), hi = _mm512_set1_ps(p1);
     int64_t ps = sw * C;
     int64_t c = 0;
@@ -217,13 +217,13 @@ dw8(int KW, int SW, const float *base, int64_t W, int64_t C, int64_t CN, const f
                 }
             }
         }
-        if (act <= MLK_ACT_LEAKY) {
+        if (MLK_ACT_VECTOR(act)) {
             for (int o = 0; o < 8; o++) _mm512_storeu_ps(out + o * C + c, mlk_act16(acc[o], act, p0, p1));
         } else {
             for (int o = 0; o < 8; o++) _mm512_storeu_ps(out + o * C + c, acc[o]);
         }
     }
-    if (act > MLK_ACT_LEAKY)
+    if (!MLK_ACT_VECTOR(act))
         for (int o = 0; o < 8; o++) for (int64_t i = 0; i < CN; i++) out[o * C + i] = act_scalar(out[o * C + i], act, p0, p1);
 }
 
@@ -243,7 +243,7 @@ MLK_AVX512 static int depthwise8_avx512(const float *base, int64_t W, int64_t C,
 MLK_AVX2 static void depthwise_avx2(const float *x, int64_t H, int64_t W, int64_t C, int64_t CN, const float *w, int64_t KH, int64_t KW,
                                     const float *bias, float *y, int64_t oy0, int64_t oy1, int64_t OW, int64_t sh, int64_t sw,
                                     int64_t dh, int64_t dw, int64_t pt, int64_t pl, int act, float p0, float p1) {
-    int vec = act <= MLK_ACT_LEAKY;
+    int vec = MLK_ACT_VECTOR(act);
     __m256 lo = _mm256_set1_ps(p0), hi = _mm256_set1_ps(p1);
     int64_t C8 = CN & ~(int64_t)7;
     int use512 = mlk_cpu_has(MLK_CPU_AVX512);

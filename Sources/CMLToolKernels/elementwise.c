@@ -20,7 +20,7 @@ static void add_act_portable(const float *a, const float *b, float *y, int64_t n
 #if MLK_X86
 
 MLK_AVX2 static void bias_act_avx2(float *y, int64_t rows, int64_t cols, const float *bias, int act, float p0, float p1) {
-    int vec = act <= MLK_ACT_LEAKY;
+    int vec = MLK_ACT_VECTOR(act);
     __m256 lo = _mm256_set1_ps(p0), hi = _mm256_set1_ps(p1);
     for (int64_t r = 0; r < rows; r++) {
         float *row = y + r * cols;
@@ -40,7 +40,7 @@ MLK_AVX2 static void bias_act_avx2(float *y, int64_t rows, int64_t cols, const f
 }
 
 MLK_AVX2 static void add_act_avx2(const float *a, const float *b, float *y, int64_t n, int act, float p0, float p1) {
-    int vec = act <= MLK_ACT_LEAKY;
+    int vec = MLK_ACT_VECTOR(act);
     __m256 lo = _mm256_set1_ps(p0), hi = _mm256_set1_ps(p1);
     int64_t i = 0;
     for (; i + 8 <= n; i += 8) {

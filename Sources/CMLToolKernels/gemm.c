@@ -47,7 +47,7 @@ static void gemm_portable(const float *a, int64_t lda, const float *packed, int6
 // 6 rows × 16 columns of y per micro-tile: 12 accumulators, 2 B vectors, 1 broadcast.
 MLK_AVX2 static void gemm_avx2(const float *a, int64_t lda, const float *packed, int64_t m0, int64_t m1, int64_t N, int64_t K,
                                const float *bias, float *y, int64_t ldy, int act, float p0, float p1) {
-    int vec = act <= MLK_ACT_LEAKY;
+    int vec = MLK_ACT_VECTOR(act);
     __m256 lo = _mm256_set1_ps(p0), hi = _mm256_set1_ps(p1);
     int64_t panels = (N + 15) / 16;
     // Rows in chunks whose A block stays in L2 while every B panel passes over it.
@@ -115,7 +115,7 @@ MLK_AVX512 static inline void store16(float *yr, __m512 v, __m512 b, int64_t nv,
                                       __m512 lo, __m512 hi) {
     __mmask16 m = nv >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << nv) - 1);
     v = _mm512_add_ps(v, b);
-    if (act <= MLK_ACT_LEAKY) { _mm512_mask_storeu_ps(yr, m, act16(v, act, lo, hi)); return; }
+    if (MLK_ACT_VECTOR(act)) { _mm512_mask_storeu_ps(yr, m, act16(v, act, lo, hi)); return; }
     _mm512_mask_storeu_ps(yr, m, v);
     for (int64_t j = 0; j < nv; j++) yr[j] = act_scalar(yr[j], act, p0, p1);
 }
@@ -224,7 +224,7 @@ MLK_INLINE MLK_AVX512 void gtile(int R, int P, const float *a, int64_t lda, int6
         float *yr = y + (m + i) * ldy;
         for (int j = 0; j < P; j++) {
             __m512 v = _mm512_add_ps(c[i][j], b[j]);
-            if (act <= MLK_ACT_LEAKY) { _mm512_mask_storeu_ps(yr + 16 * j, mask[j], mlk_act16(v, act, p0, p1)); continue; }
+            if (MLK_ACT_VECTOR(act)) { _mm512_mask_storeu_ps(yr + 16 * j, mask[j], mlk_act16(v, act, p0, p1)); continue; }
             _mm512_mask_storeu_ps(yr + 16 * j, mask[j], v);
             for (int64_t t = 0; t < nv[j]; t++) yr[16 * j + t] = act_scalar(yr[16 * j + t], act, p0, p1);
         }

@@ -251,7 +251,7 @@ MLK_AVX512_VNNI static inline void qstore16(float *yr, __m512i acc, int32_t zp, 
                                           __m512 b, __mmask16 mask, int64_t nv, int act, float p0, float p1) {
     __m512i c = _mm512_sub_epi32(acc, _mm512_mullo_epi32(_mm512_set1_epi32(zp), cs));
     __m512 v = _mm512_fmadd_ps(_mm512_cvtepi32_ps(c), _mm512_mul_ps(_mm512_set1_ps(as), ws), b);
-    if (act <= MLK_ACT_LEAKY) { _mm512_mask_storeu_ps(yr, mask, mlk_act16(v, act, p0, p1)); return; }
+    if (MLK_ACT_VECTOR(act)) { _mm512_mask_storeu_ps(yr, mask, mlk_act16(v, act, p0, p1)); return; }
     _mm512_mask_storeu_ps(yr, mask, v);
     for (int64_t j = 0; j < nv; j++) yr[j] = act_scalar(yr[j], act, p0, p1);
 }

@@ -62,6 +62,8 @@ enum Fast {
         case conv, quantizedDense, packedDense, matMul, activation, addSame, broadcastBinary, transpose, pad
         /// ONNX Resize and strided slices (`Kernels+Resize.swift`, `Kernels+Slice.swift`).
         case resize, slice
+        /// Concatenation as one block copy per input and outer index.
+        case concat
         /// Max / average pooling over whole channel rows (`pool`).
         case pool
         /// Dilated pooling windows (rare: ONNX only) on the scalar reference kernel.
@@ -81,6 +83,7 @@ enum Fast {
         case .add where xs[0] == xs[1]: return .addSame
         case .add, .sub, .mul, .div, .pow: return .broadcastBinary
         case .transpose: return .transpose
+        case .concat: return .concat
         case .resize: return .resize
         case .slice: return .slice
         case .pad: return .pad
@@ -114,6 +117,7 @@ enum Fast {
         case .addSame: mlk_add_act(x[0], x[1], y, Int64(n), s.act.code, s.act.p0, s.act.p1)
         case .broadcastBinary: binary(s, x[0], xs[0], x[1], xs[1], y, ys)
         case .transpose: transpose(s, x[0], xs[0], y, ys)
+        case .concat: concat(s, x, xs, y, ys)
         case .resize: resize(s, x[0], xs[0], y, ys)
         case .slice: slice(s, x[0], xs[0], y, ys)
         case .pad: pad(s, x[0], xs[0], y, ys)

@@ -52,4 +52,20 @@ extension Fast {
             }
         }
     }
+
+    /// Concat along the step's axis: per outer index, each input's contiguous run copied in one block (the reference
+    /// copies element by element). Shapes are checked by shape inference before a plan exists.
+    static func concat(_ s: Step, _ x: [UnsafePointer<Float>], _ xs: [[Int]], _ y: UnsafeMutablePointer<Float>, _ ys: [Int]) {
+        guard let ax = try? Program.axis(s.axis ?? 0, rank: ys.count, s) else { return }
+        var outer = 1, inner = 1
+        for d in 0..<ax { outer &*= ys[d] }
+        for d in (ax + 1)..<ys.count { inner &*= ys[d] }
+        let rowOut = ys[ax] &* inner
+        var offset = 0
+        for (p, sh) in zip(x, xs) {
+            let run = sh[ax] &* inner
+            for o in 0..<outer { (y + (o &* rowOut &+ offset)).update(from: p + o &* run, count: run) }
+            offset &+= run
+        }
+    }
 }

@@ -1,3 +1,4 @@
+import Foundation
 import MLToolCore
 
 /// How one chunk (an image, or the whole batch when the graph mixes images) runs: the value shapes, and a slot
@@ -61,6 +62,32 @@ struct Plan: Sendable {
     }
 }
 
+/// `MLTOOL_PROFILE=1`: seconds per op (and kernel) over every run, printed on stderr when the process exits, to see
+/// where a network's time goes. Off by default; the hot loop only tests a constant.
+enum StepProfile {
+    static let enabled = ProcessInfo.processInfo.environment["MLTOOL_PROFILE"] == "1"
+    nonisolated(unsafe) static var seconds: [String: (Double, Int)] = [:]
+    static let lock = NSLock()
+    static let registered: Bool = {
+        atexit {
+            let rows = StepProfile.seconds.sorted { $0.value.0 > $1.value.0 }
+            let total = rows.reduce(0) { $0 + $1.value.0 }
+            FileHandle.standardError.write(Data(String(format: "profile: %.3f s in %d kinds of step\n", total, rows.count).utf8))
+            for (k, v) in rows {
+                FileHandle.standardError.write(Data(String(format: "  %-40@ %8.3f s %5.1f%%  %6d calls\n", k, v.0, v.0 / max(total, 1e-12) * 100, v.1).utf8))
+            }
+        }
+        return true
+    }()
+
+    static func add(_ key: String, _ s: Double) {
+        lock.lock(); defer { lock.unlock() }
+        _ = registered
+        let v = seconds[key] ?? (0, 0)
+        seconds[key] = (v.0 + s, v.1 + 1)
+    }
+}
+
 /// The memory one worker runs a plan in: slots allocated once, and each step's pointers resolved in advance so the
 /// hot loop neither allocates nor looks anything up.
 final class Arena: @unchecked Sendable {
@@ -82,6 +109,30 @@ final class Arena: @unchecked Sendable {
         outputShapes = plan.steps.map { plan.shapes[p.steps[$0].output]! }
     }
 
+    private func profiled(_ plan: Plan, _ p: Program, threads: Int) {
+        var pos = 0
+        while pos < plan.steps.count {
+            let t0 = DispatchTime.now().uptimeNanoseconds
+            let step = p.steps[plan.steps[pos]]
+            let shape = outputShapes[pos]
+            var key = "\(step.op)"
+            if plan.fused.contains(pos) {
+                key += "+\(p.steps[plan.steps[pos + 1]].op) (fused)"
+                Fused.run(step, p.steps[plan.steps[pos + 1]], inputs[pos][0], inputShapes[pos][0],
+                          outputs[pos + 1], outputShapes[pos + 1], scratch: scratch.pointer, threads: threads)
+                pos += 2
+            } else {
+                key += " [\(plan.kernels[pos])]"
+                if step.op == .conv, let w = inputShapes[pos].dropFirst().first, w.count == 4 { key += " \(w[0])x\(w[1])" + (step.groups > 1 ? " dw" : "") }
+                Fast.run(plan.kernels[pos], step, inputs[pos], inputShapes[pos], outputs[pos], outputShapes[pos],
+                         scratch: scratch.pointer, threads: threads)
+                pos += 1
+            }
+            _ = shape
+            StepProfile.add(key, Double(DispatchTime.now().uptimeNanoseconds - t0) / 1e9)
+        }
+    }
+
     /// The storage of value `v`.
     func pointer(_ v: Int, _ plan: Plan, _ p: Program) -> UnsafeMutablePointer<Float> {
         p.constants[v]?.pointer ?? slots[plan.slot[v]!].pointer
@@ -90,6 +141,7 @@ final class Arena: @unchecked Sendable {
     /// Runs every step of the plan on what the input slots hold.
     /// `threads` > 1 splits single large ops across threads (used when one worker runs the whole batch).
     func run(_ plan: Plan, _ p: Program, threads: Int) {
+        if StepProfile.enabled { return profiled(plan, p, threads: threads) }
         var pos = 0
         while pos < plan.steps.count {
             if plan.fused.contains(pos) {

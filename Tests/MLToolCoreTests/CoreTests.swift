@@ -76,3 +76,29 @@ import Testing
         #expect(try t.floats() == [0.5, -0.5, 2, -6])
     }
 }
+
+/// `GraphPasses.fuseSwish`: x · σ(x) as ONNX exports spell SiLU becomes one swish, then moves into the conv.
+@Suite struct SwishFusionTests {
+    static func graph(extraReader: Bool) -> Model {
+        let conv = Node(name: "conv", op: .conv, inputs: ["x", "w"], outputs: ["c"],
+                        attributes: Attributes(kernel: [1, 1], strides: [1, 1], pads: [0, 0, 0, 0], groups: 1))
+        var nodes = [conv, Node(name: "sig", op: .sigmoid, inputs: ["c"], outputs: ["s"]),
+                     Node(name: "mul", op: .mul, inputs: ["s", "c"], outputs: ["y"])]
+        var outputs = ["y"]
+        if extraReader { nodes.append(Node(name: "other", op: .relu, inputs: ["s"], outputs: ["r"])); outputs.append("r") }
+        let g = Graph(inputs: [GraphInput(name: "x", shape: [-1, 2, 2, 3])], outputs: outputs, nodes: nodes)
+        return Model(metadata: ModelMetadata(task: .imageClassifier, graph: g),
+                     tensors: [StoredTensor(name: "w", tensor: Tensor(shape: [1, 1, 3, 4], data: (0..<12).map { Float($0) / 10 }))])
+    }
+
+    @Test func siluBecomesAFusedSwish() throws {
+        let g = try #require(try GraphPasses.optimize(Self.graph(extraReader: false)).metadata.graph)
+        #expect(g.nodes.count == 1 && g.nodes[0].op == .conv && g.nodes[0].attributes.activation?.op == .swish)
+        #expect(g.nodes[0].outputs == ["y"] && g.outputs == ["y"])
+    }
+
+    @Test func aSigmoidReadElsewhereStays() throws {
+        let g = try #require(try GraphPasses.fuseSwish(Self.graph(extraReader: true)).metadata.graph)
+        #expect(g.nodes.map(\.op) == [.conv, .sigmoid, .mul, .relu])
+    }
+}

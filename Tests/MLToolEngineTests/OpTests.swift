@@ -11,7 +11,7 @@ enum OpCase: String, CaseIterable, CustomTestStringConvertible {
     case depthwise3x3, depthwise5x5Stride2, depthwiseDilated, depthwiseOddChannels, depthwiseMultiplier2
     case depthwiseWide, depthwiseWideOdd, depthwiseRow3x3, depthwiseRow5x5, depthwiseRowStride2, depthwiseRow5x5Stride2
     case depthwiseManyChannels, conv1x1SplitRows, conv1x1SplitColumns, convOneChannel, convOneChannelIn, convOneToOneStem
-    case convNoBias, convRelu6, convLeaky, convHardSwish, convSigmoid
+    case convNoBias, convRelu6, convLeaky, convHardSwish, convSigmoid, convSwish, convSwishWide
     case dense, denseFromRank4, matMul, matMulRank3, batchNorm
     case relu, clip, leakyRelu, sigmoid, hardSigmoid, hardSwish, swish, tanh, identity
     case softmaxLast, softmaxAxis1
@@ -94,6 +94,8 @@ enum OpCase: String, CaseIterable, CustomTestStringConvertible {
         case .convLeaky: out = g.conv(x, cin: 6, cout: 9, k: (1, 1), act: Activation(op: .leakyRelu, alpha: 0.1))
         case .convHardSwish: out = g.conv(x, cin: 6, cout: 9, k: (3, 3), act: Activation(op: .hardSwish))
         case .convSigmoid: out = g.conv(x, cin: 6, cout: 17, k: (1, 1), act: Activation(op: .sigmoid))
+        case .convSwish: out = g.conv(x, cin: 6, cout: 19, k: (3, 3), pads: [1, 1, 1, 1], act: Activation(op: .swish))
+        case .convSwishWide: out = g.conv(x, cin: 6, cout: 48, k: (1, 1), act: Activation(op: .swish))
         case .dense:
             inShape = [3, 13]; g.inputs[0].shape = [-1, 13]
             out = g.dense(x, 13, 10, act: .relu)
@@ -219,6 +221,7 @@ enum OpCase: String, CaseIterable, CustomTestStringConvertible {
 
     func checkEveryLevel() throws {
         let cases: [OpCase] = [.conv3x3, .conv1x1, .conv1x1Wide, .conv5x5AsymPad, .convStride2Odd, .convSigmoid, .convLeaky,
+                               .convSwish, .convSwishWide, .sigmoid, .swish,
                                .depthwise3x3, .depthwise5x5Stride2, .depthwiseDilated, .depthwiseOddChannels, .depthwiseWide,
                                .depthwiseWideOdd, .depthwiseRow3x3, .depthwiseRow5x5, .depthwiseRowStride2,
                                .depthwiseRow5x5Stride2, .depthwiseManyChannels, .conv1x1SplitRows, .conv1x1SplitColumns,

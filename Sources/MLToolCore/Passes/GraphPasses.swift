@@ -4,6 +4,8 @@
 /// - `removeIdentities`: drops identity nodes (ONNX Identity/Dropout map to `identity`) by rewiring their consumers.
 /// - `foldBatchNorm`: folds a batchNorm into the conv/dense that feeds it: w' = w·γ/√(σ²+ε) along the output
 ///   channel, b' = (b−μ)·γ/√(σ²+ε)+β.
+/// - `fuseSwish`: x · σ(x) (a sigmoid feeding only a mul with the sigmoid's own input: SiLU as ONNX exports spell
+///   it) becomes one `swish` node, which `fuseActivations` can then move into the conv that makes x.
 /// - `fuseActivations`: moves a standalone activation into its producer (conv/dense/add/sub/mul/div).
 ///
 /// A rewrite only happens when the intermediate tensor has one consumer and is not a graph output, so every graph
@@ -13,6 +15,7 @@ public enum GraphPasses {
     public static func optimize(_ model: Model) throws -> Model {
         var m = try removeIdentities(model)
         m = try foldBatchNorm(m)
+        m = try fuseSwish(m)
         m = try fuseActivations(m)
         return m
     }
@@ -87,6 +90,34 @@ public enum GraphPasses {
         var m = model
         m.metadata.graph = graph
         m.tensors = pruned(model.tensors + added, graph: graph, original: model)
+        return m
+    }
+
+    /// Rewrites mul(x, sigmoid(x)) (either operand order) as swish(x) when the sigmoid's output is read only by that
+    /// mul and is not a graph output; the mul's output keeps its name.
+    public static func fuseSwish(_ model: Model) throws -> Model {
+        guard var graph = model.metadata.graph else { return model }
+        var nodes = graph.nodes
+        var removed = Set<Int>()
+        let consumers = consumerCounts(graph)
+        let producer = producers(nodes)
+        for (i, mul) in nodes.enumerated() where mul.op == .mul && mul.inputs.count == 2 && mul.outputs.count == 1
+            && mul.attributes.activation == nil {
+            for k in 0..<2 {
+                let gate = mul.inputs[k], x = mul.inputs[1 - k]
+                guard let si = producer[gate], !removed.contains(si) else { continue }
+                let sig = nodes[si]
+                guard sig.op == .sigmoid, sig.inputs == [x], sig.outputs.count == 1, sig.attributes.activation == nil,
+                      consumers[gate, default: 0] == 1, !graph.outputs.contains(gate) else { continue }
+                nodes[i] = Node(name: mul.name, op: .swish, inputs: [x], outputs: mul.outputs)
+                removed.insert(si)
+                break
+            }
+        }
+        guard !removed.isEmpty else { return model }
+        graph.nodes = nodes.enumerated().filter { !removed.contains($0.offset) }.map(\.element)
+        var m = model
+        m.metadata.graph = graph
         return m
     }
 
