@@ -76,12 +76,26 @@ import Testing
         return cmp
     }
 
-    @Test func trainedDetectorExportsToONNX() throws {
-        guard let photos = try Self.raccoonPhotos(16), let root = SharedDatasets.raccoon else { return }
+    /// A detector trained on 12 raccoon photos for 2 epochs (seconds): nil when the set is missing.
+    static let trained: Result<Model, any Error>? = {
+        guard let root = SharedDatasets.raccoon else { return nil }
+        return Result { try train(root: root) }
+    }()
+
+    static func trainedModel() throws -> Model? {
+        guard let r = trained else {
+            Oracles.missing("the raccoon set (../shared/datasets/raccoon or RACCOON_DIR)")
+            return nil
+        }
+        return try r.get()
+    }
+
+    static func train(root: String) throws -> Model {
+        guard let photos = try raccoonPhotos(12) else { throw CocoaError(.fileNoSuchFile) }
         let dir = try TempDir(); defer { dir.cleanup() }
         try FileManager.default.createDirectory(atPath: dir.file("images"), withIntermediateDirectories: true)
         try FileManager.default.createDirectory(atPath: dir.file("annotations"), withIntermediateDirectories: true)
-        for photo in photos.prefix(12) {
+        for photo in photos {
             let name = (photo as NSString).lastPathComponent
             try FileManager.default.createSymbolicLink(atPath: dir.file("images/" + name), withDestinationPath: photo)
             let xml = (name as NSString).deletingPathExtension + ".xml"
@@ -93,13 +107,99 @@ import Testing
         parameters.threads = 2
         // An untrained-looking detector scores low: a low threshold still yields boxes to compare.
         parameters.nms = NMSSettings(iouThreshold: 0.45, confidenceThreshold: 0.01, perClass: true, maxDetections: 20)
-        let model = try ObjectDetectorTrainer(data: dir.path, parameters: parameters).train().model
+        return try ObjectDetectorTrainer(data: dir.path, parameters: parameters).train().model
+    }
+
+    @Test func trainedDetectorExportsToONNX() throws {
+        guard let model = try Self.trainedModel(), let photos = try Self.raccoonPhotos(16) else { return }
         #expect(model.metadata.detection?.decoder == "anchorFree" && model.metadata.detection?.boxEncoding == "ltrb")
         guard let cmp = try Self.compare(model, photos: photos, tag: "trained") else { return }
         #expect(cmp.objects > 0, "the trained detector found nothing to compare")
         #expect(cmp.metadata["labels"] as? String == #"["raccoon"]"#)
         #expect((cmp.metadata["detection"] as? String)?.contains(#""decoder":"anchorFree""#) == true)
         #expect((cmp.metadata["preprocessing"] as? String)?.contains("letterbox to 320×320") == true)
+    }
+
+    /// The Core ML pipeline of the trained detector, read by coremltools: two stages (network, NonMaximumSuppression
+    /// with the detector's thresholds and labels), an image input, the optional threshold inputs, `confidence` and
+    /// `coordinates` with flexible box counts; its decoder layers, evaluated with numpy on the engine's head outputs,
+    /// give every candidate's coordinates (within 1e-5 of the input size) and class scores (1e-5) as `Detector`'s
+    /// decoder does before NMS.
+    @Test func trainedDetectorExportsToCoreML() throws {
+        guard let model = try Self.trainedModel(), let photos = try Self.raccoonPhotos(16) else { return }
+        let config = try #require(model.metadata.detection), image = try #require(model.metadata.image)
+        let dir = try TempDir(); defer { dir.cleanup() }
+        let path = dir.file("det.mlmodel")
+        try Data(try ModelExport.export(model, name: "trained", format: .coreml).bytes).write(to: URL(fileURLWithPath: path))
+        let detector = try Detector(model: model, options: DetectorOptions(threads: 1))
+        let chosen = Array(photos.suffix(3))
+        var requests: [[String: String]] = [], expected: [[DetectionCandidate]] = []
+        var boxes = 0
+        for (i, photo) in chosen.enumerated() {
+            let outputs = try detector.run([try ImageDecoder.decode(path: photo)])
+            var heads: [String: String] = [:]
+            boxes = 0
+            for h in config.heads ?? [] {
+                let t = try #require(outputs[h.tensor])
+                let (gh, gw, ch) = (t.shape[1], t.shape[2], t.shape[3])
+                boxes += gh * gw
+                var chw = [Float](repeating: 0, count: t.data.count)
+                for y in 0..<gh { for x in 0..<gw { for k in 0..<ch { chw[(k * gh + y) * gw + x] = t.data[(y * gw + x) * ch + k] } } }
+                heads[h.tensor] = dir.file("\(i)-\(h.tensor).npy")
+                try NPY.write(chw, shape: [ch, gh, gw], to: dir.file("\(i)-\(h.tensor).npy"))
+            }
+            requests.append(heads)
+            expected.append(try detector.decoder.decode(outputs, item: 0, minScore: 0))
+        }
+        let request = dir.file("request.json")
+        try JSONSerialization.data(withJSONObject: ["photos": requests]).write(to: URL(fileURLWithPath: request))
+        guard let s = try Python.run(Self.tests.appendingPathComponent("Fixtures/export/check_detector_coreml.py").path, [path, request]) else {
+            return
+        }
+        let classes = config.classCount
+        #expect(s["model_type"] as? String == "pipeline")
+        #expect(s["stages"] as? [String] == ["neuralNetwork", "nonMaximumSuppression"])
+        #expect((s["specification_version"] as? Int ?? 0) >= 4)
+        let inputs = s["inputs"] as? [[String: Any]] ?? []
+        #expect(inputs.map { "\($0["name"] ?? ""):\($0["type"] ?? ""):\($0["optional"] ?? "")" }
+            == ["image:imageType:0", "iouThreshold:doubleType:1", "confidenceThreshold:doubleType:1"], "\(inputs)")
+        #expect(inputs.first?["width"] as? Int == image.width && inputs.first?["height"] as? Int == image.height)
+        #expect(inputs.first?["color_space"] as? String == "RGB")
+        let outputs = s["outputs"] as? [[String: Any]] ?? []
+        #expect(outputs.map { $0["name"] as? String ?? "" } == ["confidence", "coordinates"])
+        #expect(outputs.map { $0["data_type"] as? String ?? "" } == ["DOUBLE", "DOUBLE"])
+        #expect(outputs.map { $0["ranges"] as? [[Int]] ?? [] } == [[[0, boxes], [classes, classes]], [[0, boxes], [4, 4]]], "\(outputs)")
+        let net = (s["network_outputs"] as? [[String: Any]] ?? []).map { "\($0["name"] ?? ""):\($0["shape"] ?? "")" }
+        #expect(net == ["raw_confidence:[\(boxes), \(classes)]", "raw_coordinates:[\(boxes), 4]"], "\(net)")
+        let nms = s["nms"] as? [String: Any] ?? [:]
+        #expect(abs((nms["iou_threshold"] as? Double ?? 0) - Double(config.nms.iouThreshold)) < 1e-7)
+        #expect(abs((nms["confidence_threshold"] as? Double ?? 0) - Double(config.nms.confidenceThreshold)) < 1e-7)
+        #expect(nms["per_class"] as? Bool == config.nms.perClass && nms["labels"] as? [String] == ["raccoon"])
+        #expect(nms["confidence_input"] as? String == "raw_confidence" && nms["coordinates_input"] as? String == "raw_coordinates")
+        #expect(nms["iou_input"] as? String == "iouThreshold" && nms["confidence_threshold_input"] as? String == "confidenceThreshold")
+        #expect(nms["confidence_output"] as? String == "confidence" && nms["coordinates_output"] as? String == "coordinates")
+        let md = s["metadata"] as? [String: String] ?? [:]
+        #expect(md["imageCropAndScaleOption"] == "scaleFit" && md["classes"] == "raccoon")
+        let results = s["results"] as? [[String: Any]] ?? []
+        try #require(results.count == chosen.count)
+        var maxCoordinate = 0.0, maxScore = 0.0, compared = 0
+        let (w, h) = (Double(image.width), Double(image.height))
+        for (i, want) in expected.enumerated() {
+            let conf = results[i]["raw_confidence"] as? [[Double]] ?? [], coords = results[i]["raw_coordinates"] as? [[Double]] ?? []
+            #expect(conf.count == boxes && coords.count == boxes && want.count == boxes, "\(want.count) candidates, \(conf.count) rows")
+            guard conf.count == boxes, coords.count == boxes else { continue }
+            for d in want where d.index < boxes {
+                let (x1, y1, x2, y2) = (Double(d.x1), Double(d.y1), Double(d.x2), Double(d.y2))
+                let truth = [(x1 + x2) / 2 / w, (y1 + y2) / 2 / h, (x2 - x1) / w, (y2 - y1) / h]
+                maxCoordinate = max(maxCoordinate, zip(truth, coords[d.index]).map { abs($0 - $1) }.max() ?? .infinity)
+                maxScore = max(maxScore, abs(conf[d.index][d.classIndex] - Double(d.score)))
+                compared += 1
+            }
+        }
+        print("Core ML decoder: \(compared) candidates on \(chosen.count) photos, max coordinate difference \(maxCoordinate) "
+            + "(fractions of the input), max score difference \(maxScore)")
+        #expect(compared == boxes * chosen.count)
+        #expect(maxCoordinate <= 1e-5 && maxScore <= 1e-5, "coordinates differ by \(maxCoordinate), scores by \(maxScore)")
     }
 
     /// The torch fixtures through every decoder: anchor-free DFL heads and YOLOv8's decoded output (tiny_yolov8),
@@ -114,27 +214,27 @@ import Testing
         // YOLOv3's box formula on the same raw heads: other boxes, but the export must still agree with Detector.
         let encodings = name == "tiny_yolov3" && raw ? ["yolov5", "yolov3"] : [""]
         for perClass in [true, false] {
-          for encoding in encodings {
-            let nms = NMSSettings(iouThreshold: 0.45, confidenceThreshold: 0.1, perClass: perClass, maxDetections: 30)
-            var detection: DetectionConfig
-            switch (name, raw) {
-            case ("tiny_yolov3", true):
-                let a = { (s: String) in anchors[s]?.map { $0.map(Float.init) } }
-                detection = .anchorGrid(classes: classes.count, heads: [DetectionHead(tensor: "raw8", stride: 8, anchors: a("8")),
-                                                                        DetectionHead(tensor: "raw16", stride: 16, anchors: a("16"))], nms: nms)
-            case ("tiny_yolov3", false): detection = .boxes(classes: classes.count, tensor: "boxes", layout: "nbk", objectness: true, nms: nms)
-            case (_, true):
-                detection = .anchorFree(classes: classes.count, heads: [DetectionHead(tensor: "raw8", stride: 8), DetectionHead(tensor: "raw16", stride: 16)],
-                                        regMax: manifest["regMax"] as? Int ?? 16, nms: nms)
-            default: detection = .boxes(classes: classes.count, tensor: "output0", layout: "nkb", nms: nms)
+            for encoding in encodings {
+                let nms = NMSSettings(iouThreshold: 0.45, confidenceThreshold: 0.1, perClass: perClass, maxDetections: 30)
+                var detection: DetectionConfig
+                switch (name, raw) {
+                case ("tiny_yolov3", true):
+                    let a = { (s: String) in anchors[s]?.map { $0.map(Float.init) } }
+                    detection = .anchorGrid(classes: classes.count, heads: [DetectionHead(tensor: "raw8", stride: 8, anchors: a("8")),
+                                                                            DetectionHead(tensor: "raw16", stride: 16, anchors: a("16"))], nms: nms)
+                case ("tiny_yolov3", false): detection = .boxes(classes: classes.count, tensor: "boxes", layout: "nbk", objectness: true, nms: nms)
+                case (_, true):
+                    detection = .anchorFree(classes: classes.count, heads: [DetectionHead(tensor: "raw8", stride: 8), DetectionHead(tensor: "raw16", stride: 16)],
+                                            regMax: manifest["regMax"] as? Int ?? 16, nms: nms)
+                default: detection = .boxes(classes: classes.count, tensor: "output0", layout: "nkb", nms: nms)
+                }
+                if !encoding.isEmpty { detection.boxEncoding = encoding }
+                let model = try ModelImport.importModel(path: Self.fixtures + "/\(name).onnx", options: ImportOptions(
+                    image: .yolo(size: size), labels: classes, inputSize: (size, size), detection: detection))
+                let tag = "\(name) \(detection.decoder)/\(detection.boxEncoding) \(perClass ? "per class" : "class-agnostic")"
+                guard let cmp = try Self.compare(model, photos: photos, tag: tag) else { return }
+                #expect(cmp.objects >= 2, "\(tag): too few objects to compare")
             }
-            if !encoding.isEmpty { detection.boxEncoding = encoding }
-            let model = try ModelImport.importModel(path: Self.fixtures + "/\(name).onnx", options: ImportOptions(
-                image: .yolo(size: size), labels: classes, inputSize: (size, size), detection: detection))
-            let tag = "\(name) \(detection.decoder)/\(detection.boxEncoding) \(perClass ? "per class" : "class-agnostic")"
-            guard let cmp = try Self.compare(model, photos: photos, tag: tag) else { return }
-            #expect(cmp.objects >= 2, "\(tag): too few objects to compare")
-          }
         }
     }
 }

@@ -41,7 +41,7 @@ public enum ModelExport {
     public static func export(_ model: Model, name: String, format: Format) throws -> ExportResult {
         switch format {
         case .onnx: return try ONNXExporter.export(model, name: name, headShapes: try headShapes(model))
-        case .coreml: return try CoreMLExporter.export(model, name: name)
+        case .coreml: return try CoreMLExporter.export(model, name: name, headShapes: try headShapes(model))
         }
     }
 
