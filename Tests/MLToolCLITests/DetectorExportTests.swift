@@ -253,9 +253,11 @@ import Testing
         let anchors = manifest["anchors"] as? [String: [[Double]]] ?? [:]
         // YOLOv3's box formula on the same raw heads: other boxes, but the export must still agree with Detector.
         let encodings = name == "tiny_yolov3" && raw ? ["yolov5", "yolov3"] : [""]
-        for perClass in [true, false] {
+        // Class-wise, class-agnostic, and class-wise with at most one box per class.
+        for (perClass, maxPerClass) in [(true, nil), (false, nil), (true, 1 as Int?)] {
             for encoding in encodings {
-                let nms = NMSSettings(iouThreshold: 0.45, confidenceThreshold: 0.1, perClass: perClass, maxDetections: 30)
+                let nms = NMSSettings(iouThreshold: 0.45, confidenceThreshold: 0.1, perClass: perClass, maxDetections: 30,
+                                      maxPerClass: maxPerClass)
                 var detection: DetectionConfig
                 switch (name, raw) {
                 case ("tiny_yolov3", true):
@@ -272,6 +274,7 @@ import Testing
                 let model = try ModelImport.importModel(path: Self.fixtures + "/\(name).onnx", options: ImportOptions(
                     image: .yolo(size: size), labels: classes, inputSize: (size, size), detection: detection))
                 let tag = "\(name) \(detection.decoder)/\(detection.boxEncoding) \(perClass ? "per class" : "class-agnostic")"
+                    + (maxPerClass.map { ", at most \($0) per class" } ?? "")
                 guard let cmp = try Self.compare(model, photos: photos, tag: tag) else { return }
                 #expect(cmp.objects >= 2, "\(tag): too few objects to compare")
                 // Core ML pipelines are written for anchorFree/ltrb only: the others are refused by name.
@@ -280,6 +283,13 @@ import Testing
                     reason: "decoder '\(detection.decoder)' with box encoding '\(detection.boxEncoding)' is not yet supported "
                         + "(Core ML pipelines are written for anchorFree/ltrb; export to ONNX instead)")
                 #expect(throws: refusal) { try ModelExport.export(model, name: tag, format: .coreml) }
+                // Grid heads need their shapes (ModelExport runs the network once to learn them).
+                if let head = detection.heads?.first {
+                    #expect(throws: ExportError.invalid(model: tag, place: "detection.heads[0] '\(head.tensor)'",
+                                                        expected: "a rank-4 graph output (N, H, W, channels)", actual: "no known shape")) {
+                        try ONNXExporter.export(model, name: tag)
+                    }
+                }
             }
         }
     }
