@@ -9,7 +9,7 @@ import MLToolCore
 public enum CoreMLExporter {
     /// Exports `model`; `name` identifies it in errors (usually its path).
     ///
-    /// An object detector (`metadata.detection`, anchorFree/ltrb) becomes a Pipeline instead: a NeuralNetwork (the
+    /// An object detector (`metadata.detection`, anchorFree ltrb or dfl) becomes a Pipeline instead: a NeuralNetwork (the
     /// network and the decoder, `CoreMLDetection.swift`) with outputs `raw_confidence` (B × C) and `raw_coordinates`
     /// (B × 4), then a NonMaximumSuppression model with the detector's IoU and confidence thresholds and labels;
     /// inputs `image`, optional `iouThreshold` and `confidenceThreshold`, outputs `confidence` and `coordinates`

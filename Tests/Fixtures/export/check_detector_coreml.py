@@ -58,6 +58,9 @@ def run_layer(layer, blobs):
         axes = list(layer.permute.axis)
         assert axes[0] == 0, "the sequence axis stays first"
         return np.transpose(x[0][None], axes)[0]
+    if kind == "softmax":
+        e = np.exp(x[0] - x[0].max(axis=0, keepdims=True))
+        return e / e.sum(axis=0, keepdims=True)
     if kind == "concat":
         return np.concatenate(x, axis=0)
     raise ValueError(f"layer type {kind} is not evaluated")
