@@ -27,9 +27,10 @@ public enum ModelImport {
 /// Writing models for other runtimes.
 public enum ModelExport {
     public enum Format: String, Sendable, CaseIterable {
-        /// One ONNX graph (opset 13) for ONNX Runtime.
+        /// One ONNX graph (opset 13) for ONNX Runtime; a detector's ends in its decoder and NonMaxSuppression.
         case onnx
-        /// A Core ML NeuralNetworkClassifier (specification version 5).
+        /// A Core ML NeuralNetworkClassifier (specification version 5); for a detector a pipeline of the network and
+        /// decoder, then a NonMaximumSuppression model.
         case coreml
 
         /// The file extension of the format.
