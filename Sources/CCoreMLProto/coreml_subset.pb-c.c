@@ -469,6 +469,51 @@ void   core_ml__specification__int64_feature_type__free_unpacked
   assert(message->base.descriptor == &core_ml__specification__int64_feature_type__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   core_ml__specification__double_feature_type__init
+                     (CoreML__Specification__DoubleFeatureType         *message)
+{
+  static const CoreML__Specification__DoubleFeatureType init_value = CORE_ML__SPECIFICATION__DOUBLE_FEATURE_TYPE__INIT;
+  *message = init_value;
+}
+size_t core_ml__specification__double_feature_type__get_packed_size
+                     (const CoreML__Specification__DoubleFeatureType *message)
+{
+  assert(message->base.descriptor == &core_ml__specification__double_feature_type__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t core_ml__specification__double_feature_type__pack
+                     (const CoreML__Specification__DoubleFeatureType *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &core_ml__specification__double_feature_type__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t core_ml__specification__double_feature_type__pack_to_buffer
+                     (const CoreML__Specification__DoubleFeatureType *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &core_ml__specification__double_feature_type__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+CoreML__Specification__DoubleFeatureType *
+       core_ml__specification__double_feature_type__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (CoreML__Specification__DoubleFeatureType *)
+     protobuf_c_message_unpack (&core_ml__specification__double_feature_type__descriptor,
+                                allocator, len, data);
+}
+void   core_ml__specification__double_feature_type__free_unpacked
+                     (CoreML__Specification__DoubleFeatureType *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &core_ml__specification__double_feature_type__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   core_ml__specification__string_feature_type__init
                      (CoreML__Specification__StringFeatureType         *message)
 {
@@ -558,6 +603,57 @@ void   core_ml__specification__image_feature_type__free_unpacked
     return;
   assert(message->base.descriptor == &core_ml__specification__image_feature_type__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   core_ml__specification__size_range__init
+                     (CoreML__Specification__SizeRange         *message)
+{
+  static const CoreML__Specification__SizeRange init_value = CORE_ML__SPECIFICATION__SIZE_RANGE__INIT;
+  *message = init_value;
+}
+size_t core_ml__specification__size_range__get_packed_size
+                     (const CoreML__Specification__SizeRange *message)
+{
+  assert(message->base.descriptor == &core_ml__specification__size_range__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t core_ml__specification__size_range__pack
+                     (const CoreML__Specification__SizeRange *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &core_ml__specification__size_range__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t core_ml__specification__size_range__pack_to_buffer
+                     (const CoreML__Specification__SizeRange *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &core_ml__specification__size_range__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+CoreML__Specification__SizeRange *
+       core_ml__specification__size_range__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (CoreML__Specification__SizeRange *)
+     protobuf_c_message_unpack (&core_ml__specification__size_range__descriptor,
+                                allocator, len, data);
+}
+void   core_ml__specification__size_range__free_unpacked
+                     (CoreML__Specification__SizeRange *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &core_ml__specification__size_range__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   core_ml__specification__array_feature_type__shape_range__init
+                     (CoreML__Specification__ArrayFeatureType__ShapeRange         *message)
+{
+  static const CoreML__Specification__ArrayFeatureType__ShapeRange init_value = CORE_ML__SPECIFICATION__ARRAY_FEATURE_TYPE__SHAPE_RANGE__INIT;
+  *message = init_value;
 }
 void   core_ml__specification__array_feature_type__init
                      (CoreML__Specification__ArrayFeatureType         *message)
@@ -5075,7 +5171,7 @@ const ProtobufCMessageDescriptor core_ml__specification__feature_description__de
   (ProtobufCMessageInit) core_ml__specification__feature_description__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor core_ml__specification__feature_type__field_descriptors[6] =
+static const ProtobufCFieldDescriptor core_ml__specification__feature_type__field_descriptors[7] =
 {
   {
     "int64Type",
@@ -5085,6 +5181,18 @@ static const ProtobufCFieldDescriptor core_ml__specification__feature_type__fiel
     0,   /* quantifier_offset */
     offsetof(CoreML__Specification__FeatureType, int64type),
     &core_ml__specification__int64_feature_type__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "doubleType",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__FeatureType, doubletype),
+    &core_ml__specification__double_feature_type__descriptor,
     NULL,
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
@@ -5151,19 +5259,19 @@ static const ProtobufCFieldDescriptor core_ml__specification__feature_type__fiel
   },
 };
 static const unsigned core_ml__specification__feature_type__field_indices_by_name[] = {
-  4,   /* field[4] = dictionaryType */
-  2,   /* field[2] = imageType */
+  5,   /* field[5] = dictionaryType */
+  1,   /* field[1] = doubleType */
+  3,   /* field[3] = imageType */
   0,   /* field[0] = int64Type */
-  5,   /* field[5] = isOptional */
-  3,   /* field[3] = multiArrayType */
-  1,   /* field[1] = stringType */
+  6,   /* field[6] = isOptional */
+  4,   /* field[4] = multiArrayType */
+  2,   /* field[2] = stringType */
 };
-static const ProtobufCIntRange core_ml__specification__feature_type__number_ranges[3 + 1] =
+static const ProtobufCIntRange core_ml__specification__feature_type__number_ranges[2 + 1] =
 {
   { 1, 0 },
-  { 3, 1 },
-  { 1000, 5 },
-  { 0, 6 }
+  { 1000, 6 },
+  { 0, 7 }
 };
 const ProtobufCMessageDescriptor core_ml__specification__feature_type__descriptor =
 {
@@ -5173,10 +5281,10 @@ const ProtobufCMessageDescriptor core_ml__specification__feature_type__descripto
   "CoreML__Specification__FeatureType",
   "CoreML.Specification",
   sizeof(CoreML__Specification__FeatureType),
-  6,
+  7,
   core_ml__specification__feature_type__field_descriptors,
   core_ml__specification__feature_type__field_indices_by_name,
-  3,  core_ml__specification__feature_type__number_ranges,
+  2,  core_ml__specification__feature_type__number_ranges,
   (ProtobufCMessageInit) core_ml__specification__feature_type__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
@@ -5196,6 +5304,24 @@ const ProtobufCMessageDescriptor core_ml__specification__int64_feature_type__des
   core_ml__specification__int64_feature_type__field_indices_by_name,
   0,  core_ml__specification__int64_feature_type__number_ranges,
   (ProtobufCMessageInit) core_ml__specification__int64_feature_type__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+#define core_ml__specification__double_feature_type__field_descriptors NULL
+#define core_ml__specification__double_feature_type__field_indices_by_name NULL
+#define core_ml__specification__double_feature_type__number_ranges NULL
+const ProtobufCMessageDescriptor core_ml__specification__double_feature_type__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "CoreML.Specification.DoubleFeatureType",
+  "DoubleFeatureType",
+  "CoreML__Specification__DoubleFeatureType",
+  "CoreML.Specification",
+  sizeof(CoreML__Specification__DoubleFeatureType),
+  0,
+  core_ml__specification__double_feature_type__field_descriptors,
+  core_ml__specification__double_feature_type__field_indices_by_name,
+  0,  core_ml__specification__double_feature_type__number_ranges,
+  (ProtobufCMessageInit) core_ml__specification__double_feature_type__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
 #define core_ml__specification__string_feature_type__field_descriptors NULL
@@ -5280,7 +5406,96 @@ const ProtobufCMessageDescriptor core_ml__specification__image_feature_type__des
   (ProtobufCMessageInit) core_ml__specification__image_feature_type__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor core_ml__specification__array_feature_type__field_descriptors[2] =
+static const ProtobufCFieldDescriptor core_ml__specification__size_range__field_descriptors[2] =
+{
+  {
+    "lowerBound",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__SizeRange, lowerbound),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "upperBound",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__SizeRange, upperbound),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned core_ml__specification__size_range__field_indices_by_name[] = {
+  0,   /* field[0] = lowerBound */
+  1,   /* field[1] = upperBound */
+};
+static const ProtobufCIntRange core_ml__specification__size_range__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor core_ml__specification__size_range__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "CoreML.Specification.SizeRange",
+  "SizeRange",
+  "CoreML__Specification__SizeRange",
+  "CoreML.Specification",
+  sizeof(CoreML__Specification__SizeRange),
+  2,
+  core_ml__specification__size_range__field_descriptors,
+  core_ml__specification__size_range__field_indices_by_name,
+  1,  core_ml__specification__size_range__number_ranges,
+  (ProtobufCMessageInit) core_ml__specification__size_range__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor core_ml__specification__array_feature_type__shape_range__field_descriptors[1] =
+{
+  {
+    "sizeRanges",
+    1,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(CoreML__Specification__ArrayFeatureType__ShapeRange, n_sizeranges),
+    offsetof(CoreML__Specification__ArrayFeatureType__ShapeRange, sizeranges),
+    &core_ml__specification__size_range__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned core_ml__specification__array_feature_type__shape_range__field_indices_by_name[] = {
+  0,   /* field[0] = sizeRanges */
+};
+static const ProtobufCIntRange core_ml__specification__array_feature_type__shape_range__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor core_ml__specification__array_feature_type__shape_range__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "CoreML.Specification.ArrayFeatureType.ShapeRange",
+  "ShapeRange",
+  "CoreML__Specification__ArrayFeatureType__ShapeRange",
+  "CoreML.Specification",
+  sizeof(CoreML__Specification__ArrayFeatureType__ShapeRange),
+  1,
+  core_ml__specification__array_feature_type__shape_range__field_descriptors,
+  core_ml__specification__array_feature_type__shape_range__field_indices_by_name,
+  1,  core_ml__specification__array_feature_type__shape_range__number_ranges,
+  (ProtobufCMessageInit) core_ml__specification__array_feature_type__shape_range__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor core_ml__specification__array_feature_type__field_descriptors[3] =
 {
   {
     "shape",
@@ -5306,15 +5521,29 @@ static const ProtobufCFieldDescriptor core_ml__specification__array_feature_type
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "shapeRange",
+    31,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__ArrayFeatureType, shaperange),
+    &core_ml__specification__array_feature_type__shape_range__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned core_ml__specification__array_feature_type__field_indices_by_name[] = {
   1,   /* field[1] = dataType */
   0,   /* field[0] = shape */
+  2,   /* field[2] = shapeRange */
 };
-static const ProtobufCIntRange core_ml__specification__array_feature_type__number_ranges[1 + 1] =
+static const ProtobufCIntRange core_ml__specification__array_feature_type__number_ranges[2 + 1] =
 {
   { 1, 0 },
-  { 0, 2 }
+  { 31, 2 },
+  { 0, 3 }
 };
 const ProtobufCMessageDescriptor core_ml__specification__array_feature_type__descriptor =
 {
@@ -5324,10 +5553,10 @@ const ProtobufCMessageDescriptor core_ml__specification__array_feature_type__des
   "CoreML__Specification__ArrayFeatureType",
   "CoreML.Specification",
   sizeof(CoreML__Specification__ArrayFeatureType),
-  2,
+  3,
   core_ml__specification__array_feature_type__field_descriptors,
   core_ml__specification__array_feature_type__field_indices_by_name,
-  1,  core_ml__specification__array_feature_type__number_ranges,
+  2,  core_ml__specification__array_feature_type__number_ranges,
   (ProtobufCMessageInit) core_ml__specification__array_feature_type__init,
   NULL,NULL,NULL    /* reserved[123] */
 };

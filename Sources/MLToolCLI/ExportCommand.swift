@@ -11,6 +11,8 @@ extension CLI {
         channel); palettized weights are stored as float32 (noted in metadata_props 'weights').
         --to coreml writes a Core ML NeuralNetworkClassifier (specification version 5: iOS 14 / macOS 11): an RGB
         image input with the preprocessing as an image scaler, outputs 'classLabel' and a probability dictionary.
+        Object detectors: ONNX gets the decoder and NMS in the graph (outputs detected_boxes, detected_scores,
+        detected_labels); Core ML a pipeline ending in NonMaximumSuppression, for Vision (docs/COREML.md).
         Text classifiers are refused (their tokenizer is not expressible in either format).
         """,
         options: [

@@ -8,13 +8,19 @@ import MLToolCore
 /// f16 weights half floats.
 public enum CoreMLExporter {
     /// Exports `model`; `name` identifies it in errors (usually its path).
-    public static func export(_ model: Model, name: String) throws -> ExportResult {
+    ///
+    /// An object detector (`metadata.detection`, anchorFree ltrb or dfl) becomes a Pipeline instead: a NeuralNetwork (the
+    /// network and the decoder, `CoreMLDetection.swift`) with outputs `raw_confidence` (B × C) and `raw_coordinates`
+    /// (B × 4), then a NonMaximumSuppression model with the detector's IoU and confidence thresholds and labels;
+    /// inputs `image`, optional `iouThreshold` and `confidenceThreshold`, outputs `confidence` and `coordinates`
+    /// (docs/COREML.md says what Vision sees). `headShapes`: each head tensor's IR shape (N, H, W, channels).
+    public static func export(_ model: Model, name: String, headShapes: [String: [Int]] = [:]) throws -> ExportResult {
         let md = model.metadata
         let graph = try ExportResult.graph(
             of: model, name: name, format: "Core ML",
             textReason: "Core ML's built-in text classifier (CoreMLModels.TextClassifier) wraps Apple's own Create ML "
                 + "models; mltool's tokenizer, n-grams and TF-IDF weighting would need a custom layer")
-        guard !md.labels.isEmpty else {
+        guard !md.labels.isEmpty || md.detection != nil else {
             throw ExportError.unsupported(model: name, format: "Core ML", place: "labels",
                                           reason: "a classifier needs class labels (import with --labels)")
         }
@@ -29,7 +35,18 @@ public enum CoreMLExporter {
                                           reason: "an image scaler has one scale for all channels; std \(prep.std) differs per channel")
         }
         var lowering = CoreMLLowering(model: model, name: name, graph: graph)
-        try lowering.lower(probabilities: md.outputKind == "probabilities")
+        var extra: [(String, String)] = []
+        var labels = md.labels
+        if let detection = md.detection {
+            try lowering.lowerDetector(detection, inputWidth: prep.width, inputHeight: prep.height, headShapes: headShapes)
+            if labels.count != detection.classCount { labels = (0..<detection.classCount).map { "class \($0)" } }
+            // The keys Xcode's object detectors carry, and how Vision must scale a photo.
+            extra = [("classes", labels.joined(separator: ",")), ("iouThreshold", "\(detection.nms.iouThreshold)"),
+                     ("confidenceThreshold", "\(detection.nms.confidenceThreshold)"), ("detection", ExportMetadata.json(detection)),
+                     ("imageCropAndScaleOption", prep.resize == "letterbox" ? "scaleFit" : prep.resize == "shorter" ? "centerCrop" : "scaleFill")]
+        } else {
+            try lowering.lower(probabilities: md.outputKind == "probabilities")
+        }
         var p = lowering.program
         p.height = prep.height; p.width = prep.width
         p.colorSpace = ["gray": 10, "bgr": 30][prep.colorOrder] ?? 20
@@ -37,12 +54,12 @@ public enum CoreMLExporter {
         let std = prep.std[0]
         p.channelScale = prep.scale / std
         p.channelBias = (0..<channels).map { (prep.bias[$0] - prep.mean[$0]) / std }
-        p.labels = md.labels
+        p.labels = labels
         p.author = md.author ?? ""
         p.license = md.license ?? ""
         p.version = md.version ?? ""
-        p.shortDescription = md.description ?? "\(md.name ?? "image classifier") (exported by mltool \(MLToolInfo.version))"
-        p.metadata = ExportMetadata.pairs(md, notes: lowering.notes, inputLayout: "Core ML image (preprocessing applied by the image scaler)")
+        p.shortDescription = md.description ?? "\(md.name ?? (md.detection == nil ? "image classifier" : "object detector")) (exported by mltool \(MLToolInfo.version))"
+        p.metadata = ExportMetadata.pairs(md, notes: lowering.notes, inputLayout: "Core ML image (preprocessing applied by the image scaler)") + extra
         return ExportResult(bytes: try CoreMLWriter.pack(p, modelName: name), notes: lowering.notes)
     }
 }

@@ -9,9 +9,9 @@ struct CoreMLLowering {
     let modelName: String
     let graph: Graph
     let tensors: [String: StoredTensor]
-    private(set) var program = CoreMLProgram()
+    var program = CoreMLProgram()
     private(set) var notes: [String] = []
-    private var rank: [String: Int] = [:]
+    var rank: [String: Int] = [:]
     /// IR tensor name → blob name (the input becomes `image`, the probabilities `classLabelProbs`).
     private var blobs: [String: String] = [:]
     private var counter = 0
@@ -33,6 +33,7 @@ struct CoreMLLowering {
         rank[input.name] = 4
         if probabilities { blobs[output] = program.probabilityBlob }
         for node in graph.nodes { try lower(node) }
+        if program.detector != nil { return }
         guard rank[output] != nil else {
             throw ExportError.invalid(model: modelName, place: "graph output '\(output)'", expected: "a computed tensor", actual: "undefined")
         }
@@ -203,14 +204,14 @@ struct CoreMLLowering {
         throw ExportError.invalid(model: modelName, place: "node '\(n.name)' input", expected: "a computed tensor or a weight", actual: "'\(name)'")
     }
 
-    private func blob(_ name: String) -> String { blobs[name] ?? name }
+    func blob(_ name: String) -> String { blobs[name] ?? name }
 
-    private mutating func fresh(_ base: String) -> String {
+    mutating func fresh(_ base: String) -> String {
         counter += 1
         return "\(base)__\(counter)"
     }
 
-    private mutating func add(_ name: String, _ inputs: [String], _ outputs: [String], _ kind: CoreMLProgram.Kind) {
+    mutating func add(_ name: String, _ inputs: [String], _ outputs: [String], _ kind: CoreMLProgram.Kind) {
         program.layers.append(.init(name: name, inputs: inputs, outputs: outputs, kind: kind))
     }
 

@@ -1,4 +1,4 @@
-/// A Core ML NeuralNetworkClassifier as plain Swift values, built by `CoreMLLowering` and packed by `CoreMLWriter`.
+/// A Core ML NeuralNetworkClassifier (or a detector pipeline) as plain Swift values, built by `CoreMLLowering` and packed by `CoreMLWriter`.
 /// Blobs are rank-5 Core ML tensors (C, H, W per image); an IR tensor of rank 2 (N, C) is a (C, 1, 1) blob.
 struct CoreMLProgram {
     /// Weights as Core ML stores them.
@@ -39,6 +39,21 @@ struct CoreMLProgram {
         case bias([Float])
         case flatten(channelLast: Bool)
         case concat
+        /// (C, H, W) target shape, channel-first order.
+        case reshape([Int])
+        /// Output axis i is input axis axes[i] of (Seq, C, H, W).
+        case permute([Int])
+        /// A constant (C, H, W) blob.
+        case loadConstant(shape: [Int], values: [Float])
+    }
+
+    /// The second stage of a detector pipeline: Core ML's NonMaximumSuppression model after the network, whose
+    /// outputs `raw_confidence` (boxes × classes) and `raw_coordinates` (boxes × 4) it reads.
+    struct DetectorStage {
+        var boxes: Int
+        var iouThreshold: Double
+        var confidenceThreshold: Double
+        var perClass: Bool
     }
 
     struct Layer {
@@ -60,6 +75,8 @@ struct CoreMLProgram {
     var probabilityBlob = "classLabelProbs"
     var metadata: [(String, String)] = []
     var author = "", license = "", shortDescription = "", version = ""
+    /// Set for an object detector: the model is written as a pipeline (network → NonMaximumSuppression).
+    var detector: DetectorStage?
 
     /// Core ML 4 (iOS 14, macOS 11): the classic layers used here, quantized and half weights all load there.
     static let specificationVersion: Int32 = 5

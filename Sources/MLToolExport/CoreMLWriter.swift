@@ -12,19 +12,8 @@ enum CoreMLWriter {
         var layers = [Layer]()
         for l in p.layers { layers.append(layer(l, arena)) }
 
-        var scaler = CoreML__Specification__NeuralNetworkImageScaler()
-        core_ml__specification__neural_network_image_scaler__init(&scaler)
-        scaler.channelscale = p.channelScale
-        if p.colorSpace == 10 {
-            scaler.graybias = p.channelBias.first ?? 0
-        } else {
-            let (r, g, b) = p.colorSpace == 30 ? (2, 1, 0) : (0, 1, 2)
-            scaler.redbias = p.channelBias[r]; scaler.greenbias = p.channelBias[g]; scaler.bluebias = p.channelBias[b]
-        }
-        var pre = CoreML__Specification__NeuralNetworkPreprocessing()
-        core_ml__specification__neural_network_preprocessing__init(&pre)
-        pre.featurename = arena.string(p.inputName)
-        pre.scaler = arena.new(scaler)
+        let pre = preprocessing(p, arena)
+        if let d = p.detector { return try pipeline(p, d, layers: layers, preprocessing: pre, arena: arena, modelName: modelName) }
 
         var labels = CoreML__Specification__StringVector()
         core_ml__specification__string_vector__init(&labels)
@@ -67,19 +56,7 @@ enum CoreMLWriter {
         let outputs = [feature(CoreMLProgram.predictedFeatureName, "Most likely class", labelType),
                        feature(p.probabilityBlob, "Probability of each class", probType)]
 
-        var meta = CoreML__Specification__Metadata()
-        core_ml__specification__metadata__init(&meta)
-        meta.shortdescription = arena.string(p.shortDescription)
-        meta.versionstring = arena.string(p.version)
-        meta.author = arena.string(p.author)
-        meta.license = arena.string(p.license)
-        let entries = p.metadata.map { k, v -> CoreML__Specification__Metadata__UserDefinedEntry in
-            var e = CoreML__Specification__Metadata__UserDefinedEntry()
-            core_ml__specification__metadata__user_defined_entry__init(&e)
-            e.key = arena.string(k); e.value = arena.string(v)
-            return e
-        }
-        meta.n_userdefined = entries.count; meta.userdefined = arena.messages(entries)
+        let meta = metadata(p, arena)
 
         var desc = CoreML__Specification__ModelDescription()
         core_ml__specification__model_description__init(&desc)
@@ -95,6 +72,126 @@ enum CoreMLWriter {
         model.description = arena.new(desc)
         model.neuralnetworkclassifier = arena.new(classifier)
 
+        return try serialize(&model, modelName: modelName)
+    }
+
+    /// A detector: Pipeline(NeuralNetwork → NonMaximumSuppression), as Xcode's object detectors are laid out.
+    private static func pipeline(_ p: CoreMLProgram, _ d: CoreMLProgram.DetectorStage, layers: [Layer],
+                                 preprocessing pre: CoreML__Specification__NeuralNetworkPreprocessing, arena: CArena,
+                                 modelName: String) throws -> [UInt8] {
+        let classes = p.labels.count
+        func feature(_ name: String, _ doc: String, _ type: CoreML__Specification__FeatureType,
+                     optional: Bool = false) -> CoreML__Specification__FeatureDescription {
+            var t = type
+            t.isoptional = optional ? 1 : 0
+            var f = CoreML__Specification__FeatureDescription()
+            core_ml__specification__feature_description__init(&f)
+            f.name = arena.string(name); f.shortdescription = arena.string(doc); f.type = arena.new(t)
+            return f
+        }
+        /// A double MultiArray of `shape`; `flexibleRows` lets the first dimension be 0…shape[0].
+        func array(_ shape: [Int], flexibleRows: Bool = false) -> CoreML__Specification__FeatureType {
+            var a = CoreML__Specification__ArrayFeatureType()
+            core_ml__specification__array_feature_type__init(&a)
+            a.n_shape = shape.count; a.shape = arena.array(shape.map(Int64.init))
+            a.datatype = 65600
+            if flexibleRows {
+                let ranges = shape.enumerated().map { i, n -> CoreML__Specification__SizeRange in
+                    var r = CoreML__Specification__SizeRange()
+                    core_ml__specification__size_range__init(&r)
+                    r.lowerbound = i == 0 ? 0 : UInt64(n); r.upperbound = Int64(n)
+                    return r
+                }
+                var range = CoreML__Specification__ArrayFeatureType__ShapeRange()
+                core_ml__specification__array_feature_type__shape_range__init(&range)
+                range.n_sizeranges = ranges.count; range.sizeranges = arena.messages(ranges)
+                a.shaperange = arena.new(range)
+            }
+            var t = CoreML__Specification__FeatureType()
+            core_ml__specification__feature_type__init(&t)
+            t.multiarraytype = arena.new(a)
+            return t
+        }
+        var dbl = CoreML__Specification__DoubleFeatureType()
+        core_ml__specification__double_feature_type__init(&dbl)
+        var doubleType = CoreML__Specification__FeatureType()
+        core_ml__specification__feature_type__init(&doubleType)
+        doubleType.doubletype = arena.new(dbl)
+        var image = CoreML__Specification__ImageFeatureType()
+        core_ml__specification__image_feature_type__init(&image)
+        image.width = Int64(p.width); image.height = Int64(p.height); image.colorspace = p.colorSpace
+        var imageType = CoreML__Specification__FeatureType()
+        core_ml__specification__feature_type__init(&imageType)
+        imageType.imagetype = arena.new(image)
+
+        let imageIn = feature(p.inputName, "\(p.width)×\(p.height) image; scaled by the model's preprocessing", imageType)
+        let rawConfidence = feature(CoreMLLowering.rawConfidence, "Class scores (0…1) of every candidate box", array([d.boxes, classes]))
+        let rawCoordinates = feature(CoreMLLowering.rawCoordinates,
+                                     "Every candidate box: x-centre, y-centre, width, height as fractions of the input image", array([d.boxes, 4]))
+        let iouIn = feature("iouThreshold", "IoU above which the lower-scoring of two boxes is suppressed (default \(d.iouThreshold))",
+                            doubleType, optional: true)
+        let confidenceIn = feature("confidenceThreshold", "Boxes scoring at or below this are dropped (default \(d.confidenceThreshold))",
+                                   doubleType, optional: true)
+        let confidenceOut = feature("confidence", "Class scores of each kept box (boxes × classes)", array([d.boxes, classes], flexibleRows: true))
+        let coordinatesOut = feature("coordinates", "Kept boxes: x-centre, y-centre, width, height as fractions of the input image",
+                                     array([d.boxes, 4], flexibleRows: true))
+        func description(_ inputs: [CoreML__Specification__FeatureDescription],
+                         _ outputs: [CoreML__Specification__FeatureDescription]) -> UnsafeMutablePointer<CoreML__Specification__ModelDescription> {
+            var desc = CoreML__Specification__ModelDescription()
+            core_ml__specification__model_description__init(&desc)
+            desc.n_input = inputs.count; desc.input = arena.messages(inputs)
+            desc.n_output = outputs.count; desc.output = arena.messages(outputs)
+            return arena.new(desc)
+        }
+
+        var network = CoreML__Specification__NeuralNetwork()
+        core_ml__specification__neural_network__init(&network)
+        network.n_layers = layers.count; network.layers = arena.messages(layers)
+        network.n_preprocessing = 1; network.preprocessing = arena.messages([pre])
+        var first = CoreML__Specification__Model()
+        core_ml__specification__model__init(&first)
+        first.specificationversion = CoreMLProgram.specificationVersion
+        first.description = description([imageIn], [rawConfidence, rawCoordinates])
+        first.neuralnetwork = arena.new(network)
+
+        var labels = CoreML__Specification__StringVector()
+        core_ml__specification__string_vector__init(&labels)
+        labels.n_vector = p.labels.count; labels.vector = arena.strings(p.labels)
+        var pick = CoreML__Specification__NonMaximumSuppression__PickTop()
+        core_ml__specification__non_maximum_suppression__pick_top__init(&pick)
+        pick.perclass = d.perClass ? 1 : 0
+        var nms = CoreML__Specification__NonMaximumSuppression()
+        core_ml__specification__non_maximum_suppression__init(&nms)
+        nms.picktop = arena.new(pick)
+        nms.stringclasslabels = arena.new(labels)
+        nms.iouthreshold = d.iouThreshold; nms.confidencethreshold = d.confidenceThreshold
+        nms.confidenceinputfeaturename = arena.string(CoreMLLowering.rawConfidence)
+        nms.coordinatesinputfeaturename = arena.string(CoreMLLowering.rawCoordinates)
+        nms.iouthresholdinputfeaturename = arena.string("iouThreshold")
+        nms.confidencethresholdinputfeaturename = arena.string("confidenceThreshold")
+        nms.confidenceoutputfeaturename = arena.string("confidence")
+        nms.coordinatesoutputfeaturename = arena.string("coordinates")
+        var second = CoreML__Specification__Model()
+        core_ml__specification__model__init(&second)
+        second.specificationversion = CoreMLProgram.specificationVersion
+        second.description = description([rawConfidence, rawCoordinates, iouIn, confidenceIn], [confidenceOut, coordinatesOut])
+        second.nonmaximumsuppression = arena.new(nms)
+
+        var pipe = CoreML__Specification__Pipeline()
+        core_ml__specification__pipeline__init(&pipe)
+        pipe.n_models = 2; pipe.models = arena.messages([first, second])
+        pipe.n_names = 2; pipe.names = arena.strings(["network", "nonMaximumSuppression"])
+        var model = CoreML__Specification__Model()
+        core_ml__specification__model__init(&model)
+        model.specificationversion = CoreMLProgram.specificationVersion
+        let desc = description([imageIn, iouIn, confidenceIn], [confidenceOut, coordinatesOut])
+        desc.pointee.metadata = arena.new(metadata(p, arena))
+        model.description = desc
+        model.pipeline = arena.new(pipe)
+        return try serialize(&model, modelName: modelName)
+    }
+
+    private static func serialize(_ model: inout CoreML__Specification__Model, modelName: String) throws -> [UInt8] {
         let size = core_ml__specification__model__get_packed_size(&model)
         var out = [UInt8](repeating: 0, count: size)
         let written = out.withUnsafeMutableBufferPointer { core_ml__specification__model__pack(&model, $0.baseAddress) }
@@ -102,6 +199,40 @@ enum CoreMLWriter {
             throw ExportError.encoding(model: modelName, format: "Core ML", reason: "packed \(written) of \(size) bytes")
         }
         return out
+    }
+
+    private static func preprocessing(_ p: CoreMLProgram, _ arena: CArena) -> CoreML__Specification__NeuralNetworkPreprocessing {
+        var scaler = CoreML__Specification__NeuralNetworkImageScaler()
+        core_ml__specification__neural_network_image_scaler__init(&scaler)
+        scaler.channelscale = p.channelScale
+        if p.colorSpace == 10 {
+            scaler.graybias = p.channelBias.first ?? 0
+        } else {
+            let (r, g, b) = p.colorSpace == 30 ? (2, 1, 0) : (0, 1, 2)
+            scaler.redbias = p.channelBias[r]; scaler.greenbias = p.channelBias[g]; scaler.bluebias = p.channelBias[b]
+        }
+        var pre = CoreML__Specification__NeuralNetworkPreprocessing()
+        core_ml__specification__neural_network_preprocessing__init(&pre)
+        pre.featurename = arena.string(p.inputName)
+        pre.scaler = arena.new(scaler)
+        return pre
+    }
+
+    private static func metadata(_ p: CoreMLProgram, _ arena: CArena) -> CoreML__Specification__Metadata {
+        var meta = CoreML__Specification__Metadata()
+        core_ml__specification__metadata__init(&meta)
+        meta.shortdescription = arena.string(p.shortDescription)
+        meta.versionstring = arena.string(p.version)
+        meta.author = arena.string(p.author)
+        meta.license = arena.string(p.license)
+        let entries = p.metadata.map { k, v -> CoreML__Specification__Metadata__UserDefinedEntry in
+            var e = CoreML__Specification__Metadata__UserDefinedEntry()
+            core_ml__specification__metadata__user_defined_entry__init(&e)
+            e.key = arena.string(k); e.value = arena.string(v)
+            return e
+        }
+        meta.n_userdefined = entries.count; meta.userdefined = arena.messages(entries)
+        return meta
     }
 
     private static func layer(_ l: CoreMLProgram.Layer, _ arena: CArena) -> Layer {
@@ -235,6 +366,22 @@ enum CoreMLWriter {
             var c = CoreML__Specification__ConcatLayerParams()
             core_ml__specification__concat_layer_params__init(&c)
             layer.concat = arena.new(c)
+        case let .reshape(shape):
+            var r = CoreML__Specification__ReshapeLayerParams()
+            core_ml__specification__reshape_layer_params__init(&r)
+            r.n_targetshape = shape.count; r.targetshape = arena.array(shape.map(Int64.init))
+            layer.reshape = arena.new(r)
+        case let .permute(axes):
+            var pm = CoreML__Specification__PermuteLayerParams()
+            core_ml__specification__permute_layer_params__init(&pm)
+            pm.n_axis = axes.count; pm.axis = u64(axes)
+            layer.permute = arena.new(pm)
+        case let .loadConstant(shape, values):
+            var c = CoreML__Specification__LoadConstantLayerParams()
+            core_ml__specification__load_constant_layer_params__init(&c)
+            c.n_shape = shape.count; c.shape = u64(shape)
+            c.data = weightParams(.float(values), arena)
+            layer.loadconstant = arena.new(c)
         }
         return layer
     }

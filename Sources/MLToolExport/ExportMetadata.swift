@@ -28,6 +28,9 @@ enum ExportMetadata {
     static func sentence(_ p: ImagePreprocessing, layout: String) -> String {
         let resize = p.resize == "shorter"
             ? "resize the shorter side to \(p.resizeTo ?? max(p.height, p.width)) pixels keeping the aspect ratio"
+            : p.resize == "letterbox"
+            ? "letterbox to \(p.height)×\(p.width) (scale by min(\(p.height)/h, \(p.width)/w) keeping the aspect ratio, "
+                + "centre on pixel value \(p.padValue ?? 0))"
             : "resize to \(p.height)×\(p.width)"
         let crop = p.crop == "center" ? ", centre-crop \(p.height)×\(p.width)" : ""
         return "\(resize)\(crop); channels \(p.colorOrder); value = (pixel · \(p.scale) + bias[c] − mean[c]) / std[c] "

@@ -13,12 +13,12 @@ struct ONNXLowering {
     let graph: Graph
     let tensors: [String: StoredTensor]
     let labelCount: Int
-    private(set) var program = ONNXProgram()
+    var program = ONNXProgram()
     private(set) var notes: [String] = []
     /// How many weights stayed int8 behind a DequantizeLinear.
     private(set) var int8Weights = 0
     /// Rank of every activation computed so far.
-    private var rank: [String: Int] = [:]
+    var rank: [String: Int] = [:]
     private var emittedConstants: [String: String] = [:]
     private var counter = 0
 
@@ -102,12 +102,12 @@ struct ONNXLowering {
         case .softmax:
             let axis = try layoutAxis(a.axis ?? -1, rank: xr, n)
             add("Softmax", [x], [target], node: n.name, [("axis", .int(axis))])
-        case .add, .sub, .mul, .div:
+        case .add, .sub, .mul, .div, .pow:
             guard n.inputs.count == 2 else { throw unsupported(n, "two inputs") }
             let rb = try rankOf(n.inputs[1], n)
             outRank = max(xr, rb)
             let lhs = try broadcastOperand(x, xr, outRank), rhs = try broadcastOperand(n.inputs[1], rb, outRank)
-            let op = ["add": "Add", "sub": "Sub", "mul": "Mul", "div": "Div"][n.op.rawValue] ?? ""
+            let op = ["add": "Add", "sub": "Sub", "mul": "Mul", "div": "Div", "pow": "Pow"][n.op.rawValue] ?? ""
             add(op, [lhs, rhs], [target], node: n.name)
         case .maxPool, .avgPool:
             // AveragePool takes dilations only from opset 19; this writer emits opset 13.
@@ -160,11 +160,69 @@ struct ONNXLowering {
             add("Pad", [x, int64s(pads), floatScalar(a.value ?? 0)], [target], node: n.name, [("mode", .string(mode))])
         case .unary:
             try unary(n, x, target)
-        case .pow, .resize, .slice, .topK:
-            throw unsupported(n, "an ONNX lowering for \(n.op.rawValue) (not yet supported)")
+        case .slice:
+            try slice(n, x, xr, target)
+        case .resize:
+            try resize(n, x, xr, target)
+        case .topK:
+            guard let k = a.k, k >= 0 else { throw unsupported(n, "k ≥ 0") }
+            let axis = try layoutAxis(a.axis ?? -1, rank: xr, n)
+            let values = fresh(out), indices = fresh(out)
+            add("TopK", [x, int64s([k])], [values, indices], node: n.name, [
+                ("axis", .int(axis)), ("largest", .int(a.largest == false ? 0 : 1)), ("sorted", .int(1)),
+            ])
+            if a.mode == "indices" {
+                add("Cast", [indices], [target], node: n.name + ".cast", [("to", .int(Int(ONNXProgram.DataType.float)))])
+            } else {
+                add("Identity", [values], [target], node: n.name + ".values")
+            }
         }
         if let act { try activation(act, target, out, n.name + ".activation") }
         for o in n.outputs { rank[o] = outRank }
+    }
+
+    /// A strided slice: per listed axis `counts[i]` elements from `starts[i]` every `steps[i]`.
+    private mutating func slice(_ n: Node, _ x: String, _ xr: Int, _ target: String) throws {
+        let a = n.attributes
+        guard let axes = a.axes, let starts = a.starts, let counts = a.counts, starts.count == axes.count, counts.count == axes.count else {
+            throw unsupported(n, "axes, starts and counts of one length")
+        }
+        let steps = a.steps ?? [Int](repeating: 1, count: axes.count)
+        guard steps.count == axes.count, !steps.contains(0) else { throw unsupported(n, "one non-zero step per axis") }
+        // An end past the front of a backwards slice is written as a large negative number (ONNX clamps it).
+        let ends = (0..<axes.count).map { i -> Int in
+            let end = starts[i] + counts[i] * steps[i]
+            return steps[i] < 0 && end < 0 ? Int(Int32.min) : end
+        }
+        let onnxAxes = try axes.map { try layoutAxis($0, rank: xr, n) }
+        add("Slice", [x, int64s(starts), int64s(ends), int64s(onnxAxes), int64s(steps)], [target], node: n.name)
+    }
+
+    /// ONNX Resize (opset 13) on the two spatial axes of an NCHW tensor: by the recorded scales, else to the shape.
+    private mutating func resize(_ n: Node, _ x: String, _ xr: Int, _ target: String) throws {
+        let a = n.attributes
+        let coordinates = a.coordinateMode ?? "half_pixel"
+        guard xr == 4, a.antialias != true, coordinates != "half_pixel_symmetric" else {
+            throw unsupported(n, "a feature map, no antialiasing and an opset-13 coordinate mode (not '\(coordinates)')")
+        }
+        var attrs: [(String, ONNXProgram.AttributeValue)] = [
+            ("mode", .string(a.mode ?? "nearest")), ("coordinate_transformation_mode", .string(coordinates)),
+            ("nearest_mode", .string(a.nearestMode ?? "round_prefer_floor")), ("exclude_outside", .int(a.excludeOutside == true ? 1 : 0)),
+        ]
+        if let alpha = a.alpha { attrs.append(("cubic_coeff_a", .float(alpha))) }
+        if let scales = a.scales, scales.count == 2 {
+            let name = fresh("const")
+            program.initializers.append(.init(name: name, dataType: ONNXProgram.DataType.float, dims: [4], raw: floatBytes([1, 1] + scales)))
+            add("Resize", [x, "", name], [target], node: n.name, attrs)
+        } else if let shape = a.shape, shape.count == 2 {
+            let dims = fresh(n.name + ".shape"), batchChannels = fresh(n.name + ".nc"), sizes = fresh(n.name + ".sizes")
+            add("Shape", [x], [dims], node: dims)
+            add("Slice", [dims, int64s([0]), int64s([2])], [batchChannels], node: batchChannels)
+            add("Concat", [batchChannels, int64s(shape)], [sizes], node: sizes, [("axis", .int(0))])
+            add("Resize", [x, "", "", sizes], [target], node: n.name, attrs)
+        } else {
+            throw unsupported(n, "two scales or an output shape (height, width)")
+        }
     }
 
     /// An elementwise activation from `input` to `output`.
@@ -321,7 +379,7 @@ struct ONNXLowering {
         return onnxName
     }
 
-    private mutating func int64s(_ values: [Int]) -> String {
+    mutating func int64s(_ values: [Int]) -> String {
         let name = fresh("const")
         var raw = [UInt8]()
         for v in values { withUnsafeBytes(of: Int64(v).littleEndian) { raw += $0 } }
@@ -329,22 +387,22 @@ struct ONNXLowering {
         return name
     }
 
-    private mutating func floatScalar(_ v: Float) -> String {
+    mutating func floatScalar(_ v: Float) -> String {
         let name = fresh("const")
         program.initializers.append(.init(name: name, dataType: ONNXProgram.DataType.float, dims: [], raw: floatBytes([v])))
         return name
     }
 
-    private func floatBytes(_ v: [Float]) -> [UInt8] { v.withUnsafeBytes { Array($0) } }
+    func floatBytes(_ v: [Float]) -> [UInt8] { v.withUnsafeBytes { Array($0) } }
 
     // MARK: Emission
 
-    private mutating func fresh(_ base: String) -> String {
+    mutating func fresh(_ base: String) -> String {
         counter += 1
         return "\(base)__\(counter)"
     }
 
-    private mutating func add(_ op: String, _ inputs: [String], _ outputs: [String], node: String,
+    mutating func add(_ op: String, _ inputs: [String], _ outputs: [String], node: String,
                               _ attributes: [(String, ONNXProgram.AttributeValue)] = []) {
         program.nodes.append(.init(op: op, name: node, inputs: inputs, outputs: outputs, attributes: attributes))
     }

@@ -23,10 +23,12 @@ struct ONNXProgram {
         var raw: [UInt8]
     }
 
-    /// A graph input or output (float32): name and dims (-1 is the free batch dimension "N", -2 an unknown one).
+    /// A graph input or output: name, dims (-1 is the free batch dimension "N", -2 an unknown one, -3 "K" the number of
+    /// detected objects) and ONNX data type.
     struct Value {
         var name: String
         var dims: [Int]
+        var elemType: Int32 = DataType.float
     }
 
     var nodes: [Node] = []
@@ -47,5 +49,6 @@ struct ONNXProgram {
         static let float: Int32 = 1
         static let int8: Int32 = 3
         static let int64: Int32 = 7
+        static let bool: Int32 = 9
     }
 }

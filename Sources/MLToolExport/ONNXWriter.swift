@@ -94,7 +94,7 @@ enum ONNXWriter {
     private static func valueInfo(_ v: ONNXProgram.Value, _ arena: CArena) -> Onnx__ValueInfoProto {
         var tensor = Onnx__TypeProto__Tensor()
         onnx__type_proto__tensor__init(&tensor)
-        tensor.has_elem_type = 1; tensor.elem_type = ONNXProgram.DataType.float
+        tensor.has_elem_type = 1; tensor.elem_type = v.elemType
         do {
             let dims = v.dims
             var shape = Onnx__TensorShapeProto()
@@ -108,6 +108,9 @@ enum ONNXWriter {
                 } else if d == -1 {
                     dim.value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM
                     dim.dim_param = arena.string("N")
+                } else if d == -3 {
+                    dim.value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM
+                    dim.dim_param = arena.string("K")
                 }
                 return dim
             }

@@ -68,7 +68,9 @@ public struct ImportOptions: Sendable {
     /// Fixed input height/width when the source leaves them free.
     public var inputSize: (height: Int, width: Int)?
     /// Makes the model an object detector: how its outputs become boxes (checked against the graph's output
-    /// shapes). A graph that ends in NonMaxSuppression sets this itself; then it must be nil.
+    /// shapes). A graph that ends in NonMaxSuppression sets this itself; then it must be nil. When the tensors it
+    /// names are not all graph outputs (an mltool ONNX export of a detector: its `metadata_props` "detection"),
+    /// the ONNX importer reads only the nodes they need and makes them the outputs.
     public var detection: DetectionConfig?
 
     public init(image: ImagePreprocessing? = nil, labels: [String] = [], featureTensor: String? = nil,

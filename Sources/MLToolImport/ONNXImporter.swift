@@ -14,7 +14,19 @@ public enum ONNXImporter {
 
     /// Reads the ONNX file at `path` and converts it, recording `options` (preprocessing, labels, feature tensor).
     public static func importModel(path: String, options: ImportOptions) throws -> Model {
-        let onnx = try ONNXFile(path: path)
+        var onnx = try ONNXFile(path: path)
+        // Detection options naming inner tensors (an exported detector's heads, before the decoder and NMS the export
+        // appended): the graph ends at them, and only the nodes they need are read.
+        if let d = options.detection, !d.tensors.isEmpty, !d.tensors.allSatisfy(Set(onnx.outputs.map(\.name)).contains) {
+            let producers = Dictionary(onnx.nodes.enumerated().flatMap { i, n in n.outputs.map { ($0, i) } }, uniquingKeysWith: { a, _ in a })
+            var needed = Set<Int>(), pending = d.tensors
+            while let t = pending.popLast() {
+                guard let i = producers[t], needed.insert(i).inserted else { continue }
+                pending += onnx.nodes[i].inputs
+            }
+            onnx.nodes = onnx.nodes.indices.filter(needed.contains).map { onnx.nodes[$0] }
+            onnx.outputs = d.tensors.map { ONNXFile.ValueInfo(name: $0, shape: nil, elemType: 1) }
+        }
         try checkSupported(onnx, file: path)
         guard opsets.contains(onnx.opset) else {
             throw ImportError.invalid(file: path, place: "opset_import", expected: "ai.onnx opset \(opsets.lowerBound)–\(opsets.upperBound)",

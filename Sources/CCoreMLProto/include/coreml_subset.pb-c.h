@@ -27,9 +27,12 @@ typedef struct CoreML__Specification__Metadata__UserDefinedEntry CoreML__Specifi
 typedef struct CoreML__Specification__FeatureDescription CoreML__Specification__FeatureDescription;
 typedef struct CoreML__Specification__FeatureType CoreML__Specification__FeatureType;
 typedef struct CoreML__Specification__Int64FeatureType CoreML__Specification__Int64FeatureType;
+typedef struct CoreML__Specification__DoubleFeatureType CoreML__Specification__DoubleFeatureType;
 typedef struct CoreML__Specification__StringFeatureType CoreML__Specification__StringFeatureType;
 typedef struct CoreML__Specification__ImageFeatureType CoreML__Specification__ImageFeatureType;
+typedef struct CoreML__Specification__SizeRange CoreML__Specification__SizeRange;
 typedef struct CoreML__Specification__ArrayFeatureType CoreML__Specification__ArrayFeatureType;
+typedef struct CoreML__Specification__ArrayFeatureType__ShapeRange CoreML__Specification__ArrayFeatureType__ShapeRange;
 typedef struct CoreML__Specification__DictionaryFeatureType CoreML__Specification__DictionaryFeatureType;
 typedef struct CoreML__Specification__StringVector CoreML__Specification__StringVector;
 typedef struct CoreML__Specification__Int64Vector CoreML__Specification__Int64Vector;
@@ -276,6 +279,7 @@ struct  CoreML__Specification__FeatureType
 {
   ProtobufCMessage base;
   CoreML__Specification__Int64FeatureType *int64type;
+  CoreML__Specification__DoubleFeatureType *doubletype;
   CoreML__Specification__StringFeatureType *stringtype;
   CoreML__Specification__ImageFeatureType *imagetype;
   CoreML__Specification__ArrayFeatureType *multiarraytype;
@@ -284,7 +288,7 @@ struct  CoreML__Specification__FeatureType
 };
 #define CORE_ML__SPECIFICATION__FEATURE_TYPE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__feature_type__descriptor) \
-    , NULL, NULL, NULL, NULL, NULL, 0 }
+    , NULL, NULL, NULL, NULL, NULL, NULL, 0 }
 
 
 struct  CoreML__Specification__Int64FeatureType
@@ -293,6 +297,15 @@ struct  CoreML__Specification__Int64FeatureType
 };
 #define CORE_ML__SPECIFICATION__INT64_FEATURE_TYPE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__int64_feature_type__descriptor) \
+     }
+
+
+struct  CoreML__Specification__DoubleFeatureType
+{
+  ProtobufCMessage base;
+};
+#define CORE_ML__SPECIFICATION__DOUBLE_FEATURE_TYPE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__double_feature_type__descriptor) \
      }
 
 
@@ -320,6 +333,31 @@ struct  CoreML__Specification__ImageFeatureType
     , 0, 0, 0 }
 
 
+struct  CoreML__Specification__SizeRange
+{
+  ProtobufCMessage base;
+  uint64_t lowerbound;
+  /*
+   * -1: unbounded
+   */
+  int64_t upperbound;
+};
+#define CORE_ML__SPECIFICATION__SIZE_RANGE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__size_range__descriptor) \
+    , 0, 0 }
+
+
+struct  CoreML__Specification__ArrayFeatureType__ShapeRange
+{
+  ProtobufCMessage base;
+  size_t n_sizeranges;
+  CoreML__Specification__SizeRange **sizeranges;
+};
+#define CORE_ML__SPECIFICATION__ARRAY_FEATURE_TYPE__SHAPE_RANGE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__array_feature_type__shape_range__descriptor) \
+    , 0,NULL }
+
+
 struct  CoreML__Specification__ArrayFeatureType
 {
   ProtobufCMessage base;
@@ -329,10 +367,11 @@ struct  CoreML__Specification__ArrayFeatureType
    * ArrayDataType: 65568 FLOAT32, 65600 DOUBLE, 131104 INT32
    */
   int32_t datatype;
+  CoreML__Specification__ArrayFeatureType__ShapeRange *shaperange;
 };
 #define CORE_ML__SPECIFICATION__ARRAY_FEATURE_TYPE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__array_feature_type__descriptor) \
-    , 0,NULL, 0 }
+    , 0,NULL, 0, NULL }
 
 
 struct  CoreML__Specification__DictionaryFeatureType
@@ -1764,6 +1803,25 @@ CoreML__Specification__Int64FeatureType *
 void   core_ml__specification__int64_feature_type__free_unpacked
                      (CoreML__Specification__Int64FeatureType *message,
                       ProtobufCAllocator *allocator);
+/* CoreML__Specification__DoubleFeatureType methods */
+void   core_ml__specification__double_feature_type__init
+                     (CoreML__Specification__DoubleFeatureType         *message);
+size_t core_ml__specification__double_feature_type__get_packed_size
+                     (const CoreML__Specification__DoubleFeatureType   *message);
+size_t core_ml__specification__double_feature_type__pack
+                     (const CoreML__Specification__DoubleFeatureType   *message,
+                      uint8_t             *out);
+size_t core_ml__specification__double_feature_type__pack_to_buffer
+                     (const CoreML__Specification__DoubleFeatureType   *message,
+                      ProtobufCBuffer     *buffer);
+CoreML__Specification__DoubleFeatureType *
+       core_ml__specification__double_feature_type__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   core_ml__specification__double_feature_type__free_unpacked
+                     (CoreML__Specification__DoubleFeatureType *message,
+                      ProtobufCAllocator *allocator);
 /* CoreML__Specification__StringFeatureType methods */
 void   core_ml__specification__string_feature_type__init
                      (CoreML__Specification__StringFeatureType         *message);
@@ -1802,6 +1860,28 @@ CoreML__Specification__ImageFeatureType *
 void   core_ml__specification__image_feature_type__free_unpacked
                      (CoreML__Specification__ImageFeatureType *message,
                       ProtobufCAllocator *allocator);
+/* CoreML__Specification__SizeRange methods */
+void   core_ml__specification__size_range__init
+                     (CoreML__Specification__SizeRange         *message);
+size_t core_ml__specification__size_range__get_packed_size
+                     (const CoreML__Specification__SizeRange   *message);
+size_t core_ml__specification__size_range__pack
+                     (const CoreML__Specification__SizeRange   *message,
+                      uint8_t             *out);
+size_t core_ml__specification__size_range__pack_to_buffer
+                     (const CoreML__Specification__SizeRange   *message,
+                      ProtobufCBuffer     *buffer);
+CoreML__Specification__SizeRange *
+       core_ml__specification__size_range__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   core_ml__specification__size_range__free_unpacked
+                     (CoreML__Specification__SizeRange *message,
+                      ProtobufCAllocator *allocator);
+/* CoreML__Specification__ArrayFeatureType__ShapeRange methods */
+void   core_ml__specification__array_feature_type__shape_range__init
+                     (CoreML__Specification__ArrayFeatureType__ShapeRange         *message);
 /* CoreML__Specification__ArrayFeatureType methods */
 void   core_ml__specification__array_feature_type__init
                      (CoreML__Specification__ArrayFeatureType         *message);
@@ -3420,11 +3500,20 @@ typedef void (*CoreML__Specification__FeatureType_Closure)
 typedef void (*CoreML__Specification__Int64FeatureType_Closure)
                  (const CoreML__Specification__Int64FeatureType *message,
                   void *closure_data);
+typedef void (*CoreML__Specification__DoubleFeatureType_Closure)
+                 (const CoreML__Specification__DoubleFeatureType *message,
+                  void *closure_data);
 typedef void (*CoreML__Specification__StringFeatureType_Closure)
                  (const CoreML__Specification__StringFeatureType *message,
                   void *closure_data);
 typedef void (*CoreML__Specification__ImageFeatureType_Closure)
                  (const CoreML__Specification__ImageFeatureType *message,
+                  void *closure_data);
+typedef void (*CoreML__Specification__SizeRange_Closure)
+                 (const CoreML__Specification__SizeRange *message,
+                  void *closure_data);
+typedef void (*CoreML__Specification__ArrayFeatureType__ShapeRange_Closure)
+                 (const CoreML__Specification__ArrayFeatureType__ShapeRange *message,
                   void *closure_data);
 typedef void (*CoreML__Specification__ArrayFeatureType_Closure)
                  (const CoreML__Specification__ArrayFeatureType *message,
@@ -3744,9 +3833,12 @@ extern const ProtobufCMessageDescriptor core_ml__specification__metadata__user_d
 extern const ProtobufCMessageDescriptor core_ml__specification__feature_description__descriptor;
 extern const ProtobufCMessageDescriptor core_ml__specification__feature_type__descriptor;
 extern const ProtobufCMessageDescriptor core_ml__specification__int64_feature_type__descriptor;
+extern const ProtobufCMessageDescriptor core_ml__specification__double_feature_type__descriptor;
 extern const ProtobufCMessageDescriptor core_ml__specification__string_feature_type__descriptor;
 extern const ProtobufCMessageDescriptor core_ml__specification__image_feature_type__descriptor;
+extern const ProtobufCMessageDescriptor core_ml__specification__size_range__descriptor;
 extern const ProtobufCMessageDescriptor core_ml__specification__array_feature_type__descriptor;
+extern const ProtobufCMessageDescriptor core_ml__specification__array_feature_type__shape_range__descriptor;
 extern const ProtobufCMessageDescriptor core_ml__specification__dictionary_feature_type__descriptor;
 extern const ProtobufCMessageDescriptor core_ml__specification__string_vector__descriptor;
 extern const ProtobufCMessageDescriptor core_ml__specification__int64_vector__descriptor;

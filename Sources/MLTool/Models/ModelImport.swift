@@ -1,5 +1,6 @@
 import Foundation
 import MLToolCore
+import MLToolEngine
 import MLToolExport
 import MLToolFormat
 import MLToolImport
@@ -26,9 +27,10 @@ public enum ModelImport {
 /// Writing models for other runtimes.
 public enum ModelExport {
     public enum Format: String, Sendable, CaseIterable {
-        /// One ONNX graph (opset 13) for ONNX Runtime.
+        /// One ONNX graph (opset 13) for ONNX Runtime; a detector's ends in its decoder and NonMaxSuppression.
         case onnx
-        /// A Core ML NeuralNetworkClassifier (specification version 5).
+        /// A Core ML NeuralNetworkClassifier (specification version 5); for a detector a pipeline of the network and
+        /// decoder, then a NonMaximumSuppression model.
         case coreml
 
         /// The file extension of the format.
@@ -39,8 +41,19 @@ public enum ModelExport {
     /// model in errors.
     public static func export(_ model: Model, name: String, format: Format) throws -> ExportResult {
         switch format {
-        case .onnx: return try ONNXExporter.export(model, name: name)
-        case .coreml: return try CoreMLExporter.export(model, name: name)
+        case .onnx: return try ONNXExporter.export(model, name: name, headShapes: try headShapes(model))
+        case .coreml: return try CoreMLExporter.export(model, name: name, headShapes: try headShapes(model))
         }
+    }
+
+    /// The shape of each grid head of a detector (the exporters lay the cell grid out as constants): one run of the
+    /// network on a blank input. Empty for other models and for "boxes" decoders.
+    static func headShapes(_ model: Model) throws -> [String: [Int]] {
+        guard let d = model.metadata.detection, let heads = d.heads, !heads.isEmpty else { return [:] }
+        let engine = try Engine(model: model, threads: 1)
+        guard let input = engine.inputNames.first, var shape = engine.inputShape(input, batch: 1) else { throw EngineError.noGraph }
+        if let image = model.metadata.image, shape.count == 4 { shape[1] = image.height; shape[2] = image.width }
+        let x = Tensor(shape: shape, data: [Float](repeating: 0, count: try Checked.elementCount(shape, what: "input '\(input)'")))
+        return try engine.run([input: x], outputs: heads.map(\.tensor)).mapValues(\.shape)
     }
 }

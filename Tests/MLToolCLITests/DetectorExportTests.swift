@@ -1,0 +1,390 @@
+import Foundation
+import MLTool
+import MLToolTestSupport
+import Testing
+
+/// Detectors exported to ONNX with their decoder and NMS in the graph: onnxruntime on the exported file gives the
+/// boxes `Detector` gives on real photos (same count, labels, corners within 1e-3 of the input size, scores within
+/// 1e-4), for a detector trained by `ObjectDetectorTrainer` and for the torch fixtures through every decoder.
+@Suite(.serialized) struct DetectorExportTests {
+    static let tests = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+    static let fixtures = tests.appendingPathComponent("Fixtures/detect").path
+
+    /// The first `count` raccoon photos (sorted by name), or nil after a loud skip.
+    static func raccoonPhotos(_ count: Int) throws -> [String]? {
+        guard let root = SharedDatasets.raccoon else {
+            Oracles.missing("the raccoon set (../shared/datasets/raccoon or RACCOON_DIR)")
+            return nil
+        }
+        let names = try FileManager.default.contentsOfDirectory(atPath: root + "/images").filter { $0.hasSuffix(".jpg") }
+            .sorted { $0.compare($1, options: .numeric) == .orderedAscending }
+        return names.prefix(count).map { root + "/images/" + $0 }
+    }
+
+    struct Comparison {
+        var objects = 0, maxCorner = 0.0, maxScore = 0.0, reimported = 0, reimportMaxCorner = 0.0
+        var metadata: [String: Any] = [:]
+    }
+
+    /// Exports `model`, runs onnxruntime on each photo's preprocessed input and compares with `Detector`.
+    static func compare(_ model: Model, photos: [String], tag: String) throws -> Comparison? {
+        let dir = try TempDir(); defer { dir.cleanup() }
+        let onnx = dir.file("det.onnx")
+        try Data(try ModelExport.export(model, name: tag, format: .onnx).bytes).write(to: URL(fileURLWithPath: onnx))
+        let detector = try Detector(model: model, options: DetectorOptions(threads: 1))
+        let p = detector.preprocessor
+        let (h, w, c) = (p.config.height, p.config.width, p.channels)
+        var expected: [[DetectionCandidate]] = [], inputs: [String] = [], images: [RGBImage] = []
+        for (i, photo) in photos.enumerated() {
+            let image = try ImageDecoder.decode(path: photo)
+            images.append(image)
+            let outputs = try detector.run([image])
+            expected.append(NonMaxSuppression.select(try detector.decoder.decode(outputs, item: 0, minScore: detector.settings.confidenceThreshold),
+                                                     settings: detector.settings))
+            var nhwc = [Float](repeating: 0, count: p.elementCount)
+            try nhwc.withUnsafeMutableBufferPointer { try p.processBatch([image], into: $0) }
+            var nchw = [Float](repeating: 0, count: nhwc.count)
+            for y in 0..<h { for x in 0..<w { for k in 0..<c { nchw[(k * h + y) * w + x] = nhwc[(y * w + x) * c + k] } } }
+            inputs.append(dir.file("x\(i).npy"))
+            try NPY.write(nchw, shape: [1, c, h, w], to: inputs[i])
+        }
+        guard let summary = try Python.run(tests.appendingPathComponent("Fixtures/export/run_detector_onnx.py").path, [onnx] + inputs) else {
+            return nil
+        }
+        #expect(summary["input_shape"] as? [String] == ["1", "\(c)", "\(h)", "\(w)"], "\(tag)")
+        let outs = (summary["outputs"] as? [[String: Any]] ?? []).map { "\($0["name"] ?? ""):\($0["type"] ?? "")" }
+        #expect(outs == ["detected_boxes:tensor(float)", "detected_scores:tensor(float)", "detected_labels:tensor(int64)"], "\(tag)")
+        #expect((summary["ops"] as? [String] ?? []).contains("NonMaxSuppression"))
+        let results = summary["results"] as? [[String: Any]] ?? []
+        try #require(results.count == photos.count)
+        var cmp = Comparison(metadata: summary["metadata"] as? [String: Any] ?? [:])
+        let tolerance = 1e-3 * Double(max(h, w))
+        for (i, want) in expected.enumerated() {
+            let boxes = results[i]["boxes"] as? [[Double]] ?? [], scores = results[i]["scores"] as? [Double] ?? []
+            let labels = results[i]["labels"] as? [Int] ?? []
+            #expect(boxes.count == want.count && scores.count == want.count && labels.count == want.count,
+                    "\(tag) \(photos[i]): onnxruntime found \(boxes.count) objects, Detector \(want.count)")
+            guard boxes.count == want.count else { continue }
+            cmp.objects += want.count
+            for (j, d) in want.enumerated() {
+                let corners = [Double(d.x1), Double(d.y1), Double(d.x2), Double(d.y2)]
+                let diff = zip(corners, boxes[j]).map { abs($0 - $1) }.max() ?? .infinity
+                cmp.maxCorner = max(cmp.maxCorner, boxes[j].count == 4 ? diff : .infinity)
+                cmp.maxScore = max(cmp.maxScore, abs(Double(d.score) - scores[j]))
+                #expect(labels[j] == d.classIndex, "\(tag) \(photos[i]) object \(j)")
+            }
+        }
+        #expect(cmp.maxCorner <= tolerance, "\(tag): corners differ by \(cmp.maxCorner) px")
+        #expect(cmp.maxScore <= 1e-4, "\(tag): scores differ by \(cmp.maxScore)")
+
+        // Re-imported with the detection settings the export recorded, the file detects the same objects: the
+        // importer stops at the decoder's tensors (the heads) and leaves the exported decode and NMS out.
+        let recorded = try JSONDecoder().decode(DetectionConfig.self, from: Data((cmp.metadata["detection"] as? String ?? "").utf8))
+        #expect(recorded == model.metadata.detection, "\(tag)")
+        let back = try ModelImport.importModel(path: onnx, options: ImportOptions(
+            image: model.metadata.image, labels: model.metadata.labels, inputSize: (h, w), detection: recorded))
+        let again = try Detector(model: back, options: DetectorOptions(threads: 1))
+        for image in images {
+            let a = try detector.detect(image), b = try again.detect(image)
+            #expect(a.count == b.count, "\(tag): re-imported found \(b.count) objects, the original \(a.count)")
+            for (x, y) in zip(a, b) {
+                let d = [x.box.x - y.box.x, x.box.y - y.box.y, x.box.maxX - y.box.maxX, x.box.maxY - y.box.maxY].map(abs).max() ?? 0
+                cmp.reimportMaxCorner = max(cmp.reimportMaxCorner, d)
+                #expect(x.classIndex == y.classIndex && abs(x.confidence - y.confidence) <= 1e-4, "\(tag)")
+            }
+            cmp.reimported += b.count
+        }
+        #expect(cmp.reimportMaxCorner <= 1e-3 * Double(max(h, w)), "\(tag): re-imported boxes differ by \(cmp.reimportMaxCorner) px")
+        print("\(tag): \(cmp.objects) objects on \(photos.count) photos, max corner difference \(cmp.maxCorner) px, max score difference \(cmp.maxScore); "
+            + "re-imported: \(cmp.reimported) objects, max corner difference \(cmp.reimportMaxCorner) px")
+        return cmp
+    }
+
+    /// A detector trained on 12 raccoon photos for 2 epochs (seconds): nil when the set is missing.
+    static let trained: Result<Model, any Error>? = {
+        guard let root = SharedDatasets.raccoon else { return nil }
+        return Result { try train(root: root) }
+    }()
+
+    static func trainedModel() throws -> Model? {
+        guard let r = trained else {
+            Oracles.missing("the raccoon set (../shared/datasets/raccoon or RACCOON_DIR)")
+            return nil
+        }
+        return try r.get()
+    }
+
+    static func train(root: String) throws -> Model {
+        guard let photos = try raccoonPhotos(12) else { throw CocoaError(.fileNoSuchFile) }
+        let dir = try TempDir(); defer { dir.cleanup() }
+        try FileManager.default.createDirectory(atPath: dir.file("images"), withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: dir.file("annotations"), withIntermediateDirectories: true)
+        for photo in photos {
+            let name = (photo as NSString).lastPathComponent
+            try FileManager.default.createSymbolicLink(atPath: dir.file("images/" + name), withDestinationPath: photo)
+            let xml = (name as NSString).deletingPathExtension + ".xml"
+            try FileManager.default.copyItem(atPath: root + "/annotations/" + xml, toPath: dir.file("annotations/" + xml))
+        }
+        var parameters = ObjectDetectorParameters()
+        parameters.epochs = 2
+        parameters.augmentedCopies = 0
+        parameters.threads = 2
+        // An untrained-looking detector scores low: a low threshold still yields boxes to compare.
+        parameters.nms = NMSSettings(iouThreshold: 0.45, confidenceThreshold: 0.01, perClass: true, maxDetections: 20)
+        return try ObjectDetectorTrainer(data: dir.path, parameters: parameters).train().model
+    }
+
+    @Test func trainedDetectorExportsToONNX() throws {
+        guard let model = try Self.trainedModel(), let photos = try Self.raccoonPhotos(16) else { return }
+        #expect(model.metadata.detection?.decoder == "anchorFree" && model.metadata.detection?.boxEncoding == "ltrb")
+        guard let cmp = try Self.compare(model, photos: photos, tag: "trained") else { return }
+        #expect(cmp.objects > 0, "the trained detector found nothing to compare")
+        #expect(cmp.metadata["labels"] as? String == #"["raccoon"]"#)
+        #expect((cmp.metadata["detection"] as? String)?.contains(#""decoder":"anchorFree""#) == true)
+        #expect((cmp.metadata["preprocessing"] as? String)?.contains("letterbox to 320×320") == true)
+    }
+
+    /// The Core ML pipeline of the trained detector, read by coremltools: two stages (network, NonMaximumSuppression
+    /// with the detector's thresholds and labels), an image input, the optional threshold inputs, `confidence` and
+    /// `coordinates` with flexible box counts; its decoder layers, evaluated with numpy on the engine's head outputs,
+    /// give every candidate's coordinates (within 1e-5 of the input size) and class scores (1e-5) as `Detector`'s
+    /// decoder does before NMS.
+    @Test func trainedDetectorExportsToCoreML() throws {
+        guard let model = try Self.trainedModel(), let photos = try Self.raccoonPhotos(16) else { return }
+        guard let s = try Self.checkCoreML(model, photos: Array(photos.suffix(3)), tag: "trained") else { return }
+        #expect((s["nms"] as? [String: Any])?["labels"] as? [String] == ["raccoon"])
+        #expect((s["metadata"] as? [String: String])?["classes"] == "raccoon")
+    }
+
+    /// A detector built in code with DFL heads (4 bins per side, two classes, strides 8 and 16 on a 64×64 input):
+    /// the Core ML decoder's softmax-and-weight layers agree with `Detector`'s, and so does the ONNX export.
+    @Test func dflDetectorExportsToCoreMLAndONNX() throws {
+        guard let photos = try Self.raccoonPhotos(4) else { return }
+        let model = Self.dflDetector()
+        guard let s = try Self.checkCoreML(model, photos: Array(photos.prefix(2)), tag: "dfl") else { return }
+        #expect((s["evaluated_layer_types"] as? [String] ?? []).contains("softmax"))
+        #expect((s["nms"] as? [String: Any])?["labels"] as? [String] == ["left", "right"])
+        guard let cmp = try Self.compare(model, photos: photos, tag: "dfl") else { return }
+        #expect(cmp.objects > 0)
+    }
+
+    /// Input (N, 64, 64, 3) → two 1×1 convolutions at strides 8 and 16 → DFL heads (N, H, W, 4·4 + 2).
+    static func dflDetector() -> Model {
+        var seed: UInt64 = 11
+        func next() -> Float {
+            seed = seed &* 6364136223846793005 &+ 1442695040888963407
+            return Float(seed >> 40) / Float(1 << 24) * 2 - 1
+        }
+        let channels = 4 * 4 + 2
+        var tensors: [StoredTensor] = []
+        var nodes: [Node] = []
+        for (name, stride) in [("head8", 8), ("head16", 16)] {
+            tensors.append(StoredTensor(name: name + ".w", tensor: Tensor(shape: [1, 1, 3, channels], data: (0..<(3 * channels)).map { _ in next() * 2 })))
+            tensors.append(StoredTensor(name: name + ".b", tensor: Tensor(shape: [channels], data: (0..<channels).map { _ in next() })))
+            nodes.append(Node(name: name, op: .conv, inputs: ["input", name + ".w", name + ".b"], outputs: [name],
+                              attributes: Attributes(strides: [stride, stride], pads: [0, 0, 0, 0], groups: 1)))
+        }
+        var md = ModelMetadata(task: .objectDetector,
+                               graph: Graph(inputs: [GraphInput(name: "input", shape: [-1, 64, 64, 3])], outputs: ["head8", "head16"], nodes: nodes),
+                               labels: ["left", "right"])
+        md.name = "dfl"
+        md.image = ImagePreprocessing(height: 64, width: 64, colorOrder: "rgb", scale: 1.0 / 127.5, bias: [-1, -1, -1],
+                                      resize: "letterbox", crop: "none")
+        md.detection = .anchorFree(classes: 2, heads: [DetectionHead(tensor: "head8", stride: 8), DetectionHead(tensor: "head16", stride: 16)],
+                                   regMax: 4, nms: NMSSettings(iouThreshold: 0.5, confidenceThreshold: 0.3, perClass: true, maxDetections: 10))
+        return Model(metadata: md, tensors: tensors)
+    }
+
+    /// Exports `model` to Core ML and checks the pipeline coremltools reads: two stages (network,
+    /// NonMaximumSuppression with the detector's thresholds), an image input, the optional threshold inputs,
+    /// `confidence` and `coordinates` with flexible box counts; its decoder layers, evaluated with numpy on the
+    /// engine's head outputs, give every candidate's coordinates (within 1e-5 of the input size) and class scores
+    /// (1e-5) as `Detector`'s decoder does before NMS. Returns the oracle's summary.
+    static func checkCoreML(_ model: Model, photos chosen: [String], tag: String) throws -> [String: Any]? {
+        let config = try #require(model.metadata.detection), image = try #require(model.metadata.image)
+        let dir = try TempDir(); defer { dir.cleanup() }
+        let path = dir.file("det.mlmodel")
+        try Data(try ModelExport.export(model, name: tag, format: .coreml).bytes).write(to: URL(fileURLWithPath: path))
+        let detector = try Detector(model: model, options: DetectorOptions(threads: 1))
+        var requests: [[String: String]] = [], expected: [[DetectionCandidate]] = []
+        var boxes = 0
+        for (i, photo) in chosen.enumerated() {
+            let outputs = try detector.run([try ImageDecoder.decode(path: photo)])
+            var heads: [String: String] = [:]
+            boxes = 0
+            for h in config.heads ?? [] {
+                let t = try #require(outputs[h.tensor])
+                let (gh, gw, ch) = (t.shape[1], t.shape[2], t.shape[3])
+                boxes += gh * gw
+                var chw = [Float](repeating: 0, count: t.data.count)
+                for y in 0..<gh { for x in 0..<gw { for k in 0..<ch { chw[(k * gh + y) * gw + x] = t.data[(y * gw + x) * ch + k] } } }
+                heads[h.tensor] = dir.file("\(i)-\(h.tensor).npy")
+                try NPY.write(chw, shape: [ch, gh, gw], to: dir.file("\(i)-\(h.tensor).npy"))
+            }
+            requests.append(heads)
+            expected.append(try detector.decoder.decode(outputs, item: 0, minScore: 0))
+        }
+        let request = dir.file("request.json")
+        try JSONSerialization.data(withJSONObject: ["photos": requests]).write(to: URL(fileURLWithPath: request))
+        guard let s = try Python.run(tests.appendingPathComponent("Fixtures/export/check_detector_coreml.py").path, [path, request]) else {
+            return nil
+        }
+        let classes = config.classCount
+        #expect(s["model_type"] as? String == "pipeline")
+        #expect(s["stages"] as? [String] == ["neuralNetwork", "nonMaximumSuppression"])
+        #expect((s["specification_version"] as? Int ?? 0) >= 4)
+        let inputs = s["inputs"] as? [[String: Any]] ?? []
+        #expect(inputs.map { "\($0["name"] ?? ""):\($0["type"] ?? ""):\($0["optional"] ?? "")" }
+            == ["image:imageType:0", "iouThreshold:doubleType:1", "confidenceThreshold:doubleType:1"], "\(inputs)")
+        #expect(inputs.first?["width"] as? Int == image.width && inputs.first?["height"] as? Int == image.height)
+        #expect(inputs.first?["color_space"] as? String == "RGB")
+        let outputs = s["outputs"] as? [[String: Any]] ?? []
+        #expect(outputs.map { $0["name"] as? String ?? "" } == ["confidence", "coordinates"])
+        #expect(outputs.map { $0["data_type"] as? String ?? "" } == ["DOUBLE", "DOUBLE"])
+        #expect(outputs.map { $0["ranges"] as? [[Int]] ?? [] } == [[[0, boxes], [classes, classes]], [[0, boxes], [4, 4]]], "\(outputs)")
+        let net = (s["network_outputs"] as? [[String: Any]] ?? []).map { "\($0["name"] ?? ""):\($0["shape"] ?? "")" }
+        #expect(net == ["raw_confidence:[\(boxes), \(classes)]", "raw_coordinates:[\(boxes), 4]"], "\(net)")
+        let nms = s["nms"] as? [String: Any] ?? [:]
+        #expect(abs((nms["iou_threshold"] as? Double ?? 0) - Double(config.nms.iouThreshold)) < 1e-7)
+        #expect(abs((nms["confidence_threshold"] as? Double ?? 0) - Double(config.nms.confidenceThreshold)) < 1e-7)
+        #expect(nms["per_class"] as? Bool == config.nms.perClass)
+        #expect(nms["confidence_input"] as? String == "raw_confidence" && nms["coordinates_input"] as? String == "raw_coordinates")
+        #expect(nms["iou_input"] as? String == "iouThreshold" && nms["confidence_threshold_input"] as? String == "confidenceThreshold")
+        #expect(nms["confidence_output"] as? String == "confidence" && nms["coordinates_output"] as? String == "coordinates")
+        let md = s["metadata"] as? [String: String] ?? [:]
+        #expect(md["imageCropAndScaleOption"] == "scaleFit")
+        let results = s["results"] as? [[String: Any]] ?? []
+        try #require(results.count == chosen.count)
+        var maxCoordinate = 0.0, maxScore = 0.0, compared = 0
+        let (w, h) = (Double(image.width), Double(image.height))
+        for (i, want) in expected.enumerated() {
+            let conf = results[i]["raw_confidence"] as? [[Double]] ?? [], coords = results[i]["raw_coordinates"] as? [[Double]] ?? []
+            #expect(conf.count == boxes && coords.count == boxes && want.count == boxes, "\(want.count) candidates, \(conf.count) rows")
+            guard conf.count == boxes, coords.count == boxes else { continue }
+            for d in want where d.index < boxes {
+                let (x1, y1, x2, y2) = (Double(d.x1), Double(d.y1), Double(d.x2), Double(d.y2))
+                let truth = [(x1 + x2) / 2 / w, (y1 + y2) / 2 / h, (x2 - x1) / w, (y2 - y1) / h]
+                maxCoordinate = max(maxCoordinate, zip(truth, coords[d.index]).map { abs($0 - $1) }.max() ?? .infinity)
+                maxScore = max(maxScore, abs(conf[d.index][d.classIndex] - Double(d.score)))
+                compared += 1
+            }
+        }
+        print("\(tag): Core ML decoder: \(compared) candidates on \(chosen.count) photos, max coordinate difference \(maxCoordinate) "
+            + "(fractions of the input), max score difference \(maxScore)")
+        #expect(compared == boxes * chosen.count, "\(tag)")
+        #expect(maxCoordinate <= 1e-5 && maxScore <= 1e-5, "\(tag): coordinates differ by \(maxCoordinate), scores by \(maxScore)")
+        return s
+    }
+
+    /// `mltool export det.bin --to onnx|coreml` writes what the library writes, byte for byte.
+    @Test func cliExportsADetector() throws {
+        guard let model = try Self.trainedModel() else { return }
+        guard Tool.available else { Oracles.missing("the mltool binary (MLTOOL_BIN)"); return }
+        let dir = try TempDir(); defer { dir.cleanup() }
+        try ModelFile.write(model, to: dir.file("det.bin"))
+        let stored = try ModelFile.read(path: dir.file("det.bin"))
+        for (format, ext) in [(ModelExport.Format.onnx, "onnx"), (.coreml, "mlmodel")] {
+            let r = try Tool.run(["export", dir.file("det.bin"), "--to", format.rawValue, "-o", dir.file("det." + ext)])
+            #expect(r.status == 0, "\(r.stderr)")
+            let written = try Data(contentsOf: URL(fileURLWithPath: dir.file("det." + ext)))
+            let library = try ModelExport.export(stored, name: dir.file("det.bin"), format: format).bytes
+            #expect(written == Data(library), "\(ext): the CLI's file differs from the library's")
+        }
+    }
+
+    /// The torch fixtures through every decoder: anchor-free DFL heads and YOLOv8's decoded output (tiny_yolov8),
+    /// anchor-grid heads and YOLOv5-style boxes with objectness (tiny_yolov3); class-wise and class-agnostic NMS.
+    @Test(arguments: [("tiny_yolov8", true), ("tiny_yolov8", false), ("tiny_yolov3", true), ("tiny_yolov3", false)])
+    func torchFixtureExportsToONNX(_ name: String, raw: Bool) throws {
+        guard let raccoons = try Self.raccoonPhotos(6) else { return }
+        let photos = (0..<4).map { Self.fixtures + "/test\($0).png" }.filter { FileManager.default.fileExists(atPath: $0) } + raccoons
+        let manifest = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: Self.fixtures + "/manifest.json"))) as? [String: Any] ?? [:]
+        let size = manifest["inputSize"] as? Int ?? 0, classes = manifest["classes"] as? [String] ?? []
+        let anchors = manifest["anchors"] as? [String: [[Double]]] ?? [:]
+        // YOLOv3's box formula on the same raw heads: other boxes, but the export must still agree with Detector.
+        let encodings = name == "tiny_yolov3" && raw ? ["yolov5", "yolov3"] : [""]
+        // Class-wise, class-agnostic, and class-wise with at most one box per class.
+        for (perClass, maxPerClass) in [(true, nil), (false, nil), (true, 1 as Int?)] {
+            for encoding in encodings {
+                let nms = NMSSettings(iouThreshold: 0.45, confidenceThreshold: 0.1, perClass: perClass, maxDetections: 30,
+                                      maxPerClass: maxPerClass)
+                var detection: DetectionConfig
+                switch (name, raw) {
+                case ("tiny_yolov3", true):
+                    let a = { (s: String) in anchors[s]?.map { $0.map(Float.init) } }
+                    detection = .anchorGrid(classes: classes.count, heads: [DetectionHead(tensor: "raw8", stride: 8, anchors: a("8")),
+                                                                            DetectionHead(tensor: "raw16", stride: 16, anchors: a("16"))], nms: nms)
+                case ("tiny_yolov3", false): detection = .boxes(classes: classes.count, tensor: "boxes", layout: "nbk", objectness: true, nms: nms)
+                case (_, true):
+                    detection = .anchorFree(classes: classes.count, heads: [DetectionHead(tensor: "raw8", stride: 8), DetectionHead(tensor: "raw16", stride: 16)],
+                                            regMax: manifest["regMax"] as? Int ?? 16, nms: nms)
+                default: detection = .boxes(classes: classes.count, tensor: "output0", layout: "nkb", nms: nms)
+                }
+                if !encoding.isEmpty { detection.boxEncoding = encoding }
+                let model = try ModelImport.importModel(path: Self.fixtures + "/\(name).onnx", options: ImportOptions(
+                    image: .yolo(size: size), labels: classes, inputSize: (size, size), detection: detection))
+                let tag = "\(name) \(detection.decoder)/\(detection.boxEncoding) \(perClass ? "per class" : "class-agnostic")"
+                    + (maxPerClass.map { ", at most \($0) per class" } ?? "")
+                guard let cmp = try Self.compare(model, photos: photos, tag: tag) else { return }
+                #expect(cmp.objects >= 2, "\(tag): too few objects to compare")
+                // Core ML pipelines are written for anchorFree decoders only: the others are refused by name (the
+                // anchorFree fixture by its resize and slice nodes, which the classic-layer lowering lacks).
+                if detection.decoder == "anchorFree" {
+                    #expect(throws: ExportError.self) { try ModelExport.export(model, name: tag, format: .coreml) }
+                } else {
+                    let refusal = ExportError.unsupported(
+                        model: tag, format: "Core ML", place: "detection.decoder",
+                        reason: "decoder '\(detection.decoder)' with box encoding '\(detection.boxEncoding)' is not yet supported "
+                            + "(Core ML pipelines are written for anchorFree ltrb and dfl; export to ONNX instead)")
+                    #expect(throws: refusal) { try ModelExport.export(model, name: tag, format: .coreml) }
+                }
+                // Grid heads need their shapes (ModelExport runs the network once to learn them).
+                if let head = detection.heads?.first {
+                    #expect(throws: ExportError.invalid(model: tag, place: "detection.heads[0] '\(head.tensor)'",
+                                                        expected: "a rank-4 graph output (N, H, W, channels)", actual: "no known shape")) {
+                        try ONNXExporter.export(model, name: tag)
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A float32 .npy file (version 1.0, C order).
+enum NPY {
+    static func write(_ values: [Float], shape: [Int], to path: String) throws {
+        var header = "{'descr': '<f4', 'fortran_order': False, 'shape': (\(shape.map(String.init).joined(separator: ", "))\(shape.count == 1 ? "," : "")), }"
+        while (10 + header.utf8.count + 1) % 64 != 0 { header += " " }
+        header += "\n"
+        let len = UInt16(header.utf8.count)
+        var bytes: [UInt8] = [0x93] + Array("NUMPY".utf8) + [1, 0, UInt8(len & 0xff), UInt8(len >> 8)] + Array(header.utf8)
+        bytes += values.withUnsafeBytes { Array($0) }
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+    }
+}
+
+/// A Python oracle run: the JSON object its last stdout line holds; nil after a loud skip when python3 or its
+/// packages are missing (the script exits 3).
+enum Python {
+    static func run(_ script: String, _ args: [String]) throws -> [String: Any]? {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        p.arguments = ["python3", script] + args
+        let out = Pipe(), err = Pipe()
+        p.standardOutput = out; p.standardError = err
+        try p.run()
+        let stdout = out.fileHandleForReading.readDataToEndOfFile(), stderr = err.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+        let why = String(decoding: stderr, as: UTF8.self)
+        if p.terminationStatus == 3 || p.terminationStatus == 127 {
+            Oracles.missing("\((script as NSString).lastPathComponent): \(why.trimmingCharacters(in: .whitespacesAndNewlines))")
+            return nil
+        }
+        guard p.terminationStatus == 0 else {
+            Issue.record("\((script as NSString).lastPathComponent) failed (\(p.terminationStatus)): \(why.suffix(3000))")
+            return nil
+        }
+        let last = String(decoding: stdout, as: UTF8.self).split(separator: "\n").last.map(String.init) ?? ""
+        return try JSONSerialization.jsonObject(with: Data(last.utf8)) as? [String: Any]
+    }
+}
