@@ -120,7 +120,7 @@ proto:
 	mv $(PROTO_OUT)/CCoreMLProto/coreml_subset.pb-c.h $(PROTO_OUT)/CCoreMLProto/include/
 
 ## demo: set-up, extractor, Fashion-MNIST small, train, eval, quantize, eval, export; then the raccoon detector: train,
-## eval (HTML report), predict --draw
+## eval (HTML report), predict --draw, export to ONNX (NMS in the graph) and a Core ML pipeline
 demo: setup models build
 	bash datasets/fashion-mnist.sh --small
 	@mkdir -p $(DEMO)
@@ -133,6 +133,8 @@ demo: setup models build
 	$(MLTOOL) train datasets/raccoon/train --test datasets/raccoon/test -o $(DEMO)/raccoon.bin
 	$(MLTOOL) eval $(DEMO)/raccoon.bin datasets/raccoon/test --report $(DEMO)/raccoon.html
 	$(MLTOOL) predict $(DEMO)/raccoon.bin datasets/raccoon/test/images --draw $(DEMO)/raccoon-boxes --min-confidence 0.5
+	$(MLTOOL) export $(DEMO)/raccoon.bin --to onnx -o $(DEMO)/raccoon.onnx
+	$(MLTOOL) export $(DEMO)/raccoon.bin --to coreml -o $(DEMO)/RaccoonDetector.mlmodel
 	$(MLTOOL) export $(DEMO)/model.int8.bin --to coreml -o $(DEMO)/FashionClassifier.mlmodel
 	@echo; echo "demo: models, report and exports are in $(DEMO)/ (open $(DEMO)/report.html)"
 

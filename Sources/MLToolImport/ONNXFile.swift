@@ -39,6 +39,8 @@ struct ONNXFile {
     /// Version of the default ("" / "ai.onnx") operator set.
     var opset: Int
     var producer: String
+    /// The model's `metadata_props` (the last value wins for a repeated key).
+    var metadata: [String: String]
     var nodes: [Node]
     var initializers: [String: ONNXConstant]
     var inputs: [ValueInfo]
@@ -71,6 +73,12 @@ struct ONNXFile {
             throw ImportError.invalid(file: path, place: "ir_version", expected: "3 or later", actual: "\(irVersion)")
         }
         producer = str(m.producer_name)
+        var props: [String: String] = [:]
+        for i in 0..<m.n_metadata_props {
+            guard let e = m.metadata_props[i]?.pointee else { continue }
+            props[str(e.key)] = str(e.value)
+        }
+        metadata = props
         var opset: Int?
         for i in 0..<m.n_opset_import {
             guard let o = m.opset_import[i]?.pointee else { continue }

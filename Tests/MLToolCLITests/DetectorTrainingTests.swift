@@ -60,6 +60,20 @@ import Testing
         print("pycocotools: mAP@0.5 \(m50), mAP@0.5:0.95 \(m)")
         #expect(abs(m50 - e.mAP50) <= 1e-4 && abs(m - e.mAP50to95) <= 1e-4)
 
+        // Exported to ONNX (decode and NMS inside) and imported back by `mltool import` alone (the export records
+        // the labels, preprocessing and detection settings): the same objects as the original on a test photo.
+        let exported = try Tool.run(["export", dir.file("det.bin"), "--to", "onnx", "-o", dir.file("det.onnx")])
+        #expect(exported.status == 0, "\(exported.stderr)")
+        let back = try Tool.run(["import", dir.file("det.onnx"), "-o", dir.file("back.bin")])
+        #expect(back.status == 0, "\(back.stderr)")
+        let sample = tree + "/test/images/" + (try FileManager.default.contentsOfDirectory(atPath: tree + "/test/images").sorted()[1])
+        let original = try Tool.run(["predict", dir.file("det.bin"), sample, "--json"]), again = try Tool.run(["predict", dir.file("back.bin"), sample, "--json"])
+        let a = try JSONDecoder().decode(ObjectDetection.PhotoResult.self, from: Data(original.stdout.utf8))
+        let b = try JSONDecoder().decode(ObjectDetection.PhotoResult.self, from: Data(again.stdout.utf8))
+        #expect(!a.objects.isEmpty && a.objects.count == b.objects.count && zip(a.objects, b.objects).allSatisfy {
+            $0.label == $1.label && abs($0.confidence - $1.confidence) < 1e-5 && $0.box.iou($1.box) > 0.9999
+        }, "\(original.stdout) vs \(again.stdout)")
+
         // Boxes out: lines, JSON with Vision's normalised boxes, a drawn photo.
         let one = tree + "/test/images/" + (try FileManager.default.contentsOfDirectory(atPath: tree + "/test/images").sorted()[0])
         let lines = try Tool.run(["predict", dir.file("det.bin"), one, "--draw", dir.file("drawn.png"), "--max-objects", "1"])

@@ -124,9 +124,9 @@ func example8() throws {
 #sourceLocation()
 }
 
-/// docs/API.md:286, Convert models — `ct.convert`
+/// docs/API.md:288, Convert models — `ct.convert`
 func example9() throws {
-#sourceLocation(file: "docs/API.md", line: 286)
+#sourceLocation(file: "docs/API.md", line: 288)
     // In. `featureTensor` names the layer that `ImageClassifierParameters.extractor` would train on.
     let labels = try String(contentsOfFile: "labels.txt", encoding: .utf8).split(separator: "\n").map(String.init)
     let options = ImportOptions(image: .efficientNetLite, labels: labels, featureTensor: "features")
@@ -154,7 +154,7 @@ let examples: [(String, @Sendable () async throws -> Void)] = [
     ("docs/API.md:193 Train a text classifier — `MLTextClassifier`", example6),
     ("docs/API.md:221 Classify many images — `MLArrayBatchProvider`", example7),
     ("docs/API.md:253 Compress weights — `linear_quantize_weights`, `palettize_weights`", example8),
-    ("docs/API.md:286 Convert models — `ct.convert`", example9),
+    ("docs/API.md:288 Convert models — `ct.convert`", example9),
 ]
 var failures = 0
 for (location, example) in examples {
