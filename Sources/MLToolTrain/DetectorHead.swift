@@ -69,29 +69,37 @@ public struct DetectorHead: Sendable {
         }
     }
 
-    /// Each cell's 3×3 neighbourhood of `a` (zero outside the map): rows × (9 · reduced), column (ky·3 + kx)·reduced + c.
-    func im2col(_ a: [Float], items: Int) -> [Float] {
+    /// Calls `body(cell, patch)` for every cell and each of its 3×3 neighbours inside the map: `cell` is the
+    /// neighbour's offset in a (items · side², reduced) map, `patch` the offset of its slot in the cell's row of
+    /// the (items · side², 9 · reduced) patch matrix, column (ky·3 + kx)·reduced + c.
+    @inline(__always)
+    func forEachNeighbour(items: Int, _ body: (Int, Int) -> Void) {
         let r = reduced, s = side
-        var p = [Float](repeating: 0, count: items &* s &* s &* 9 &* r)
-        a.withUnsafeBufferPointer { ab in
-            p.withUnsafeMutableBufferPointer { pb in
-                for n in 0..<items {
-                    for y in 0..<s {
-                        for x in 0..<s {
-                            let row = (n &* s &+ y) &* s &+ x
-                            for ky in 0..<3 {
-                                let yy = y &+ ky &- 1
-                                guard yy >= 0, yy < s else { continue }
-                                for kx in 0..<3 {
-                                    let xx = x &+ kx &- 1
-                                    guard xx >= 0, xx < s else { continue }
-                                    let src = ((n &* s &+ yy) &* s &+ xx) &* r, dst = row &* 9 &* r &+ (ky &* 3 &+ kx) &* r
-                                    for c in 0..<r { pb[dst &+ c] = ab[src &+ c] }
-                                }
-                            }
+        for n in 0..<items {
+            for y in 0..<s {
+                for x in 0..<s {
+                    let row = (n &* s &+ y) &* s &+ x
+                    for ky in 0..<3 {
+                        let yy = y &+ ky &- 1
+                        guard yy >= 0, yy < s else { continue }
+                        for kx in 0..<3 {
+                            let xx = x &+ kx &- 1
+                            guard xx >= 0, xx < s else { continue }
+                            body(((n &* s &+ yy) &* s &+ xx) &* r, row &* 9 &* r &+ (ky &* 3 &+ kx) &* r)
                         }
                     }
                 }
+            }
+        }
+    }
+
+    /// Each cell's 3×3 neighbourhood of `a` (zero outside the map): rows × (9 · reduced).
+    func im2col(_ a: [Float], items: Int) -> [Float] {
+        let r = reduced
+        var p = [Float](repeating: 0, count: items &* side &* side &* 9 &* r)
+        a.withUnsafeBufferPointer { ab in
+            p.withUnsafeMutableBufferPointer { pb in
+                forEachNeighbour(items: items) { cell, patch in for c in 0..<r { pb[patch &+ c] = ab[cell &+ c] } }
             }
         }
         return p
@@ -99,27 +107,11 @@ public struct DetectorHead: Sendable {
 
     /// The adjoint of `im2col`: patch gradients summed back onto the cells they came from.
     func col2im(_ g: [Float], items: Int) -> [Float] {
-        let r = reduced, s = side
-        var a = [Float](repeating: 0, count: items &* s &* s &* r)
+        let r = reduced
+        var a = [Float](repeating: 0, count: items &* side &* side &* r)
         g.withUnsafeBufferPointer { gb in
             a.withUnsafeMutableBufferPointer { ab in
-                for n in 0..<items {
-                    for y in 0..<s {
-                        for x in 0..<s {
-                            let row = (n &* s &+ y) &* s &+ x
-                            for ky in 0..<3 {
-                                let yy = y &+ ky &- 1
-                                guard yy >= 0, yy < s else { continue }
-                                for kx in 0..<3 {
-                                    let xx = x &+ kx &- 1
-                                    guard xx >= 0, xx < s else { continue }
-                                    let dst = ((n &* s &+ yy) &* s &+ xx) &* r, src = row &* 9 &* r &+ (ky &* 3 &+ kx) &* r
-                                    for c in 0..<r { ab[dst &+ c] += gb[src &+ c] }
-                                }
-                            }
-                        }
-                    }
-                }
+                forEachNeighbour(items: items) { cell, patch in for c in 0..<r { ab[cell &+ c] += gb[patch &+ c] } }
             }
         }
         return a

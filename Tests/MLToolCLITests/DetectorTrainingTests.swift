@@ -55,7 +55,7 @@ import Testing
             "detections": photos.map { $0.objects.map { ["label": $0.label, "score": $0.confidence, "box": [$0.box.x, $0.box.y, $0.box.width, $0.box.height]] } },
         ]
         #expect(photos.allSatisfy { byPath[$0.path] != nil })
-        guard let ref = try Self.pycocotools(request) else { return }
+        guard let ref = try CocoOracle.evaluate(request) else { return }
         let m50 = try #require(ref["mAP50"] as? Double), m = try #require(ref["mAP50to95"] as? Double)
         print("pycocotools: mAP@0.5 \(m50), mAP@0.5:0.95 \(m)")
         #expect(abs(m50 - e.mAP50) <= 1e-4 && abs(m - e.mAP50to95) <= 1e-4)
@@ -129,26 +129,6 @@ import Testing
                                                          parameters: DetectorEvaluator.Parameters()).0
         #expect(abs(gate.floatAccuracy - floatOnRest.mAP50) < 1e-12 && gate.floatMAP50to95 == floatOnRest.mAP50to95)
         #expect(quantized.report.text.contains("mAP@0.5 on 4 items"))
-    }
-
-    static func pycocotools(_ request: [String: Any]) throws -> [String: Any]? {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        p.arguments = ["python3", SharedDatasets.repository.appendingPathComponent("Tests/Fixtures/eval/coco_reference.py").path]
-        let input = Pipe(), output = Pipe(), errors = Pipe()
-        p.standardInput = input; p.standardOutput = output; p.standardError = errors
-        try p.run()
-        input.fileHandleForWriting.write(try JSONSerialization.data(withJSONObject: request))
-        try input.fileHandleForWriting.close()
-        let out = output.fileHandleForReading.readDataToEndOfFile()
-        let err = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        p.waitUntilExit()
-        guard p.terminationStatus == 0 else {
-            if err.contains("No module named") { Oracles.missing("pycocotools (pip install pycocotools)"); return nil }
-            Issue.record("coco_reference.py failed: \(err)")
-            return nil
-        }
-        return try JSONSerialization.jsonObject(with: out) as? [String: Any]
     }
 }
 

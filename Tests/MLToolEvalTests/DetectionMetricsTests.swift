@@ -62,27 +62,7 @@ import Testing
             "truth": truth.map { $0.map { ["label": $0.label, "box": [$0.box.x, $0.box.y, $0.box.width, $0.box.height]] } },
             "detections": dets.map { $0.map { ["label": $0.label, "score": $0.confidence, "box": [$0.box.x, $0.box.y, $0.box.width, $0.box.height]] } },
         ]
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        p.arguments = ["python3", root.appendingPathComponent("Tests/Fixtures/eval/coco_reference.py").path]
-        let input = Pipe(), output = Pipe(), errors = Pipe()
-        p.standardInput = input; p.standardOutput = output; p.standardError = errors
-        try p.run()
-        input.fileHandleForWriting.write(try JSONSerialization.data(withJSONObject: request))
-        try input.fileHandleForWriting.close()
-        let out = output.fileHandleForReading.readDataToEndOfFile()
-        let err = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        p.waitUntilExit()
-        guard p.terminationStatus == 0 else {
-            if err.contains("No module named") {
-                let why = "pycocotools oracle missing (pip install pycocotools): \(err.split(separator: "\n").last ?? "")"
-                if ProcessInfo.processInfo.environment["MLTOOL_REQUIRE_ORACLES"] == "1" { Issue.record("not run: \(why)") } else { print("SKIPPED: \(why)") }
-                return nil
-            }
-            Issue.record("coco_reference.py failed: \(err)")
-            return nil
-        }
-        return try JSONSerialization.jsonObject(with: out) as? [String: Any]
+        return try CocoOracle.evaluate(request)
     }
 
     @Test(arguments: [UInt64(1), 2, 3])

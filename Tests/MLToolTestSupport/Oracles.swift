@@ -49,3 +49,32 @@ public enum SharedDatasets {
         return candidates.first { FileManager.default.fileExists(atPath: $0 + "/annotations") }
     }()
 }
+
+/// pycocotools' COCOeval as an oracle (Tests/Fixtures/eval/coco_reference.py): the request is
+/// {"labels", "truth": per photo [{"label", "box": [x, y, w, h]}], "detections": per photo [{"label", "score", "box"}]};
+/// the answer {"mAP50", "mAP50to95", "perClass"}. nil (and a loud skip, or a failure under MLTOOL_REQUIRE_ORACLES=1)
+/// when pycocotools is missing.
+public enum CocoOracle {
+    public static func evaluate(_ request: [String: Any], sourceLocation: SourceLocation = #_sourceLocation) throws -> [String: Any]? {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        p.arguments = ["python3", SharedDatasets.repository.appendingPathComponent("Tests/Fixtures/eval/coco_reference.py").path]
+        let input = Pipe(), output = Pipe(), errors = Pipe()
+        p.standardInput = input; p.standardOutput = output; p.standardError = errors
+        try p.run()
+        input.fileHandleForWriting.write(try JSONSerialization.data(withJSONObject: request))
+        try input.fileHandleForWriting.close()
+        let out = output.fileHandleForReading.readDataToEndOfFile()
+        let err = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        p.waitUntilExit()
+        guard p.terminationStatus == 0 else {
+            if err.contains("No module named") {
+                Oracles.missing("pycocotools oracle (pip install pycocotools): \(err.split(separator: "\n").last ?? "")", sourceLocation: sourceLocation)
+                return nil
+            }
+            Issue.record("coco_reference.py failed: \(err)", sourceLocation: sourceLocation)
+            return nil
+        }
+        return try JSONSerialization.jsonObject(with: out) as? [String: Any]
+    }
+}

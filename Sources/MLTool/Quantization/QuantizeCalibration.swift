@@ -137,6 +137,15 @@ public struct QuantizeCalibration: Sendable {
     func sensitivity(original: Model, quantized: Model, tensors names: [String], modelPath: String,
                      classes: Int) throws -> [String: Double] {
         let reference = try probabilities(of: original, modelPath: modelPath)
+        return try eachAlone(original: original, quantized: quantized, tensors: names) { m in
+            ModelComparison.compare(reference, try probabilities(of: m, modelPath: modelPath), classes: classes).meanKL
+        }
+    }
+
+    /// `measure` of the float model with only one of `names` (and its corrected bias) taken from `quantized`, for
+    /// each name.
+    private func eachAlone(original: Model, quantized: Model, tensors names: [String],
+                           _ measure: (Model) throws -> Double) throws -> [String: Double] {
         let q = quantized.tensorsByName
         let biasOf = Dictionary(layers.map { ($0.weight, $0.bias) }, uniquingKeysWith: { a, _ in a })
         var out = [String: Double]()
@@ -145,8 +154,7 @@ public struct QuantizeCalibration: Sendable {
             for (i, t) in m.tensors.enumerated() where t.name == name || t.name == biasOf[name] {
                 if let replacement = q[t.name] { m.tensors[i] = replacement }
             }
-            let p = try probabilities(of: m, modelPath: modelPath)
-            out[name] = ModelComparison.compare(reference, p, classes: classes).meanKL
+            out[name] = try measure(m)
         }
         return out
     }
@@ -165,18 +173,9 @@ public struct QuantizeCalibration: Sendable {
         }
         let reference = try outputs(original)
         let energy = max(reference.reduce(0.0) { $0 + Double($1) * Double($1) }, .leastNormalMagnitude)
-        let q = quantized.tensorsByName
-        let biasOf = Dictionary(layers.map { ($0.weight, $0.bias) }, uniquingKeysWith: { a, _ in a })
-        var out = [String: Double]()
-        for name in names {
-            var m = original
-            for (i, t) in m.tensors.enumerated() where t.name == name || t.name == biasOf[name] {
-                if let replacement = q[t.name] { m.tensors[i] = replacement }
-            }
-            let o = try outputs(m)
-            out[name] = zip(reference, o).reduce(0.0) { $0 + Double($1.0 - $1.1) * Double($1.0 - $1.1) } / energy
+        return try eachAlone(original: original, quantized: quantized, tensors: names) { m in
+            zip(reference, try outputs(m)).reduce(0.0) { $0 + Double($1.0 - $1.1) * Double($1.0 - $1.1) } / energy
         }
-        return out
     }
 
     /// Bias correction from the float model's input means. Returns the number of biases adjusted.
