@@ -28,7 +28,11 @@ static inline float mlk_expf(float x) {
     if (x != x) return x;
     if (x > MLK_EXP_HI) return INFINITY;
     if (x < MLK_EXP_LO) return 0.0f;
-    float n = nearbyintf(x * MLK_LOG2E);
+    // Round to nearest even by adding and subtracting 1.5·2²³ (|x·log2 e| < 128 here): nearbyintf's result without
+    // its library call (baseline x86-64 has no rounding instruction). The product is its own statement, so it is
+    // rounded before the add (never contracted into a fused multiply-add), as the vector forms round it.
+    float t = x * MLK_LOG2E;
+    float n = (t + 12582912.0f) - 12582912.0f;
     float r = fmaf(n, -MLK_LN2_HI, x);
     r = fmaf(n, -MLK_LN2_LO, r);
     float p = MLK_EXP_P0;

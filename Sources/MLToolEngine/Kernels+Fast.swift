@@ -64,12 +64,14 @@ enum Fast {
         case resize, slice
         /// Concatenation as one block copy per input and outer index.
         case concat
+        /// Softmax along any axis, lanes side by side (`mlk_softmax`).
+        case softmax
         /// Max / average pooling over whole channel rows (`pool`).
         case pool
         /// Dilated pooling windows (rare: ONNX only) on the scalar reference kernel.
         case dilatedPool
         case batchNorm, globalAvgPool
-        /// Ops that are cheap or rare (softmax, concat, global max pool, ...): the scalar reference kernel.
+        /// Ops that are cheap or rare (global max pool, log-softmax, ...): the scalar reference kernel.
         case reference
     }
 
@@ -84,6 +86,7 @@ enum Fast {
         case .add, .sub, .mul, .div, .pow: return .broadcastBinary
         case .transpose: return .transpose
         case .concat: return .concat
+        case .softmax: return .softmax
         case .resize: return .resize
         case .slice: return .slice
         case .pad: return .pad
@@ -112,16 +115,26 @@ enum Fast {
             let k = xs[1][0], m = xs[1][1]
             sgemm(n / m, m, k, x[0], k, x[1], m, y, m)
         case .activation:
-            y.update(from: x[0], count: n)
-            mlk_bias_act(y, 1, Int64(n), nil, s.act.code, s.act.p0, s.act.p1)
-        case .addSame: mlk_add_act(x[0], x[1], y, Int64(n), s.act.code, s.act.p0, s.act.p1)
-        case .broadcastBinary: binary(s, x[0], xs[0], x[1], xs[1], y, ys)
-        case .transpose: transpose(s, x[0], xs[0], y, ys)
-        case .concat: concat(s, x, xs, y, ys)
-        case .resize: resize(s, x[0], xs[0], y, ys)
-        case .slice: slice(s, x[0], xs[0], y, ys)
+            nonisolated(unsafe) let (a, y) = (x[0], y)
+            let act = s.act
+            rowsInParallel(n, elements: n, threads: threads) { lo, hi in
+                (y + lo).update(from: a + lo, count: hi - lo)
+                mlk_bias_act(y + lo, 1, Int64(hi - lo), nil, act.code, act.p0, act.p1)
+            }
+        case .addSame:
+            nonisolated(unsafe) let (a, b, y) = (x[0], x[1], y)
+            let act = s.act
+            rowsInParallel(n, elements: n, threads: threads) { lo, hi in
+                mlk_add_act(a + lo, b + lo, y + lo, Int64(hi - lo), act.code, act.p0, act.p1)
+            }
+        case .broadcastBinary: binary(s, x[0], xs[0], x[1], xs[1], y, ys, threads: threads)
+        case .transpose: transpose(s, x[0], xs[0], y, ys, threads: threads)
+        case .concat: concat(s, x, xs, y, ys, threads: threads)
+        case .softmax: softmax(s, x[0], xs[0], y, threads: threads)
+        case .resize: resize(s, x[0], xs[0], y, ys, threads: threads)
+        case .slice: slice(s, x[0], xs[0], y, ys, threads: threads)
         case .pad: pad(s, x[0], xs[0], y, ys)
-        case .pool: pool(s, x[0], xs[0], y, ys)
+        case .pool: pool(s, x[0], xs[0], y, ys, threads: threads)
         case .dilatedPool: Reference.pool(s, x[0], xs[0], y, ys)
         case .batchNorm: batchNorm(s, x[0], y, count: n)
         case .globalAvgPool:
@@ -142,50 +155,82 @@ enum Fast {
         }
     }
 
+    /// Softmax along the step's axis: rows (the last axis) or each outer slice's lanes (positions along the inner
+    /// axes) split across threads when there are enough of them; a lane's result does not depend on the split.
+    static func softmax(_ s: Step, _ x: UnsafePointer<Float>, _ xs: [Int], _ y: UnsafeMutablePointer<Float>,
+                        threads: Int) {
+        guard let ax = try? Program.axis(s.axis ?? -1, rank: xs.count, s) else { return }   // checked by shape inference
+        let outer = xs[..<ax].reduce(1, &*), inner = xs[(ax + 1)...].reduce(1, &*), len = xs[ax]
+        let parts = outer &* len &* inner >= 32_768 ? threads : 1
+        if inner == 1 {
+            nonisolated(unsafe) let (x, y) = (x, y)
+            parallel(outer, parts: parts, align: 8) { lo, hi in mlk_softmax_rows(x, y, Int64(len), Int64(lo), Int64(hi)) }
+            return
+        }
+        for o in 0..<outer {
+            nonisolated(unsafe) let xo = x + o &* len &* inner, yo = y + o &* len &* inner
+            parallel(inner, parts: parts, align: 8) { lo, hi in
+                mlk_softmax(xo, yo, Int64(len), Int64(inner), Int64(lo), Int64(hi))
+            }
+        }
+    }
+
+    /// Fills rows [lo, hi) of an im2col matrix into the given memory (row lo first).
+    typealias Im2col = @Sendable (Int, Int, UnsafeMutablePointer<Float>) -> Void
+
     /// y (rows, n) = act(a (rows, k; row stride lda) · B + bias), B packed by `mlk_pack`; large products are split
     /// across threads by rows, or by 48-column groups when there are few rows (7×7 layers, a dense layer).
+    /// With `prepare`, `a` is scratch for the im2col rows (room for `rows` rows of `lda`) that `prepare` fills.
     static func packedGemm(_ a: UnsafePointer<Float>, lda: Int, _ b: UnsafePointer<Float>, rows: Int, n: Int, k: Int,
                            bias: UnsafePointer<Float>?, _ y: UnsafeMutablePointer<Float>, act: Act, threads: Int,
-                           prepare: (@Sendable (Int, Int) -> Void)? = nil) {
+                           prepare: Im2col? = nil) {
         nonisolated(unsafe) let (a, b, bias, y) = (a, b, bias, y)
         let parts = rows &* n &* k >= parallelThreshold ? threads : 1
         if parts > 1 && rows < 64 && n >= 96 {
-            prepare?(0, rows)
+            prepare?(0, rows, UnsafeMutablePointer(mutating: a))
             parallel(n, parts: parts, align: 48) { lo, hi in
                 mlk_gemm_packed(a, Int64(lda), b + lo &* k, 0, Int64(rows), Int64(hi - lo), Int64(k),
                                 bias.map { $0 + lo }, y + lo, Int64(n), act.code, act.p0, act.p1)
             }
         } else {
             parallel(rows, parts: parts, align: 8) { lo, hi in
-                inBlocks(lo, hi, prepare) { lo, hi in
-                    mlk_gemm_packed(a, Int64(lda), b, Int64(lo), Int64(hi), Int64(n), Int64(k), bias, y, Int64(n),
-                                    act.code, act.p0, act.p1)
+                inBlocks(lo, hi, a, lda: lda, prepare) { rowLo, lo, hi in
+                    mlk_gemm_packed(rowLo, Int64(lda), b, 0, Int64(hi - lo), Int64(n), Int64(k), bias, y + lo &* n,
+                                    Int64(n), act.code, act.p0, act.p1)
                 }
             }
         }
     }
 
-    /// Runs `body` on [lo, hi); with a `prepare` (im2col of the rows), in blocks of 256 rows, each prepared just
-    /// before it is used, so the rows are still in cache.
+    /// Rows of an im2col matrix filled and multiplied at a time: one block (about 48 rows of a 3×3 × 64-channel
+    /// conv, ~110 KB) stays in L2 while the GEMM reads it, and is reused for the next rows, so the im2col matrix is
+    /// never written whole. A multiple of 6, the AVX2 tile's rows.
+    static func blockRows(_ lda: Int) -> Int { max(6, (96 * 1024 / max(lda, 1)) / 6 * 6) }
+
+    /// Runs `body(rowLo, lo, hi)` on rows [lo, hi) of `a`, `rowLo` pointing at row lo. With a `prepare` (im2col),
+    /// the rows are filled in blocks (`blockRows`) into the memory of row lo of `a`, each just before `body` reads it.
     @inline(__always)
-    static func inBlocks(_ lo: Int, _ hi: Int, _ prepare: (@Sendable (Int, Int) -> Void)?, _ body: (Int, Int) -> Void) {
-        guard let prepare else { body(lo, hi); return }
+    static func inBlocks(_ lo: Int, _ hi: Int, _ a: UnsafePointer<Float>, lda: Int, _ prepare: Im2col?,
+                         _ body: (UnsafePointer<Float>, Int, Int) -> Void) {
+        let rowLo = a + lo &* lda
+        guard let prepare else { body(rowLo, lo, hi); return }
+        let block = UnsafeMutablePointer(mutating: rowLo)
+        let step = blockRows(lda)
         var b = lo
         while b < hi {
-            let e = min(hi, b &+ 256)
-            prepare(b, e)
-            body(b, e)
+            let e = min(hi, b &+ step)
+            prepare(b, e, block)
+            body(rowLo, b, e)
             b = e
         }
     }
-
     /// `packedGemm` with int8 weights: each part quantizes its rows of `a` (u8, one scale and zero point per row)
     /// into `scratch`, then runs `mlk_qgemm` on them; with few rows, all rows are quantized first and the columns
     /// split. The quantization of a row does not depend on the split, so results do not either.
     static func quantizedGemm(_ a: UnsafePointer<Float>, lda: Int, _ w: QuantizedWeights, rows: Int,
                               bias: UnsafePointer<Float>?, _ y: UnsafeMutablePointer<Float>, act: Act,
                               scratch: UnsafeMutablePointer<Float>, threads: Int,
-                              prepare: (@Sendable (Int, Int) -> Void)? = nil) {
+                              prepare: Im2col? = nil) {
         let (n, k) = (w.n, w.k)
         let ldq = Int(mlk_qrow_bytes(Int64(k)))
         let raw = UnsafeMutableRawPointer(scratch)
@@ -196,7 +241,7 @@ enum Fast {
         nonisolated(unsafe) let (a, bias, y) = (a, bias, y)
         let parts = rows &* n &* k >= parallelThreshold ? threads : 1
         if parts > 1 && rows < 64 && n >= 96 {
-            prepare?(0, rows)
+            prepare?(0, rows, UnsafeMutablePointer(mutating: a))
             mlk_quantize_rows(a, Int64(lda), 0, Int64(rows), Int64(k), q, Int64(ldq), scales, zps)
             parallel(n, parts: parts, align: 48) { lo, hi in
                 mlk_qgemm(q, Int64(ldq), scales, zps, w.packed + (lo / 16) &* w.panelBytes, w.colsum + lo, w.scales + lo,
@@ -205,8 +250,9 @@ enum Fast {
             }
         } else {
             parallel(rows, parts: parts, align: 8) { lo, hi in
-                inBlocks(lo, hi, prepare) { lo, hi in
-                    mlk_quantize_rows(a, Int64(lda), Int64(lo), Int64(hi), Int64(k), q, Int64(ldq), scales, zps)
+                inBlocks(lo, hi, a, lda: lda, prepare) { rowLo, lo, hi in
+                    mlk_quantize_rows(rowLo, Int64(lda), 0, Int64(hi - lo), Int64(k), q + lo &* ldq, Int64(ldq),
+                                      scales + lo, zps + lo)
                     mlk_qgemm(q, Int64(ldq), scales, zps, w.packed, w.colsum, w.scales, Int64(lo), Int64(hi), Int64(n),
                               Int64(k), bias, y, Int64(n), act.code, act.p0, act.p1)
                 }
@@ -214,14 +260,13 @@ enum Fast {
         }
     }
 
-    /// Fills rows [lo, hi) of one image's im2col matrix (all channels) in `cols`.
-    static func im2col(_ s: Step, _ x: UnsafePointer<Float>, _ xs: [Int], _ ys: [Int], _ cols: UnsafeMutablePointer<Float>)
-        -> @Sendable (Int, Int) -> Void {
-        nonisolated(unsafe) let (x, cols) = (x, cols)
+    /// Fills rows [lo, hi) of one image's im2col matrix (all channels) into the memory given.
+    static func im2col(_ s: Step, _ x: UnsafePointer<Float>, _ xs: [Int], _ ys: [Int]) -> Im2col {
+        nonisolated(unsafe) let x = x
         let (h, w, c, ow) = (Int64(xs[1]), Int64(xs[2]), Int64(xs[3]), Int64(ys[2]))
         let (kh, kw) = (Int64(s.weightShape[0]), Int64(s.weightShape[1]))
         let (st, dl, pd) = (s.strides.map(Int64.init), s.dilations.map(Int64.init), s.pads.map(Int64.init))
-        return { lo, hi in
+        return { lo, hi, cols in
             mlk_im2col_rows(x, h, w, c, kh, kw, cols, ow, Int64(lo), Int64(hi), st[0], st[1], dl[0], dl[1], pd[0], pd[1])
         }
     }
@@ -243,7 +288,7 @@ enum Fast {
             for b in 0..<(direct ? 1 : batch) {
                 quantizedGemm(direct ? x : UnsafePointer(scratch), lda: direct ? c : k, qw, rows: rows, bias: bias,
                               y + b &* oh &* ow &* oc, act: act, scratch: qscratch, threads: threads,
-                              prepare: direct ? nil : im2col(s, x + b &* h &* w &* c, xs, ys, scratch))
+                              prepare: direct ? nil : im2col(s, x + b &* h &* w &* c, xs, ys))
             }
             return
         }
@@ -291,9 +336,10 @@ enum Fast {
                 for b in 0..<batch {
                     nonisolated(unsafe) let xb = x + b &* h &* w &* c, yb = y + b &* rows &* oc, cols = scratch
                     parallel(rows, parts: parts, align: 8) { lo, hi in
+                        // Each range's im2col rows in its own part of the scratch.
                         mlk_conv_rows(xb, Int64(h), Int64(w), Int64(c), Int64(kh), Int64(kw), bp, Int64(oc), Int64(ow),
                                       Int64(lo), Int64(hi), Int64(st[0]), Int64(st[1]), Int64(dl[0]), Int64(dl[1]),
-                                      Int64(pd[0]), Int64(pd[1]), bias, yb, cols, act.code, act.p0, act.p1)
+                                      Int64(pd[0]), Int64(pd[1]), bias, yb, cols + lo &* k, act.code, act.p0, act.p1)
                     }
                 }
                 return
@@ -301,7 +347,7 @@ enum Fast {
             for b in 0..<(direct ? 1 : batch) {
                 packedGemm(direct ? x : UnsafePointer(scratch), lda: direct ? c : k, bp, rows: rows, n: oc, k: k,
                            bias: bias, y + b &* oh &* ow &* oc, act: act, threads: threads,
-                           prepare: direct ? nil : im2col(s, x + b &* h &* w &* c, xs, ys, scratch))
+                           prepare: direct ? nil : im2col(s, x + b &* h &* w &* c, xs, ys))
             }
             return
         }

@@ -207,19 +207,23 @@ extension Reference {
 extension Fast {
     /// x (N,H,W,C) → y (N,OH,OW,C) from per-axis tap tables: nearest copies channel vectors; other modes sum the
     /// taps' channel vectors (taps with weight 0 skipped).
-    static func resize(_ s: Step, _ x: UnsafePointer<Float>, _ xs: [Int], _ y: UnsafeMutablePointer<Float>, _ ys: [Int]) {
+    static func resize(_ s: Step, _ x: UnsafePointer<Float>, _ xs: [Int], _ y: UnsafeMutablePointer<Float>, _ ys: [Int],
+                       threads: Int) {
         guard let spec = s.resize else { return }
         let (batch, h, w, c) = (xs[0], xs[1], xs[2], xs[3])
         let (oh, ow) = (ys[1], ys[2])
         guard h > 0, w > 0, c > 0 else { Reference.resize(s, x, xs, y, ys); return }
         let th = spec.taps(0, inSize: h, outSize: oh), tw = spec.taps(1, inSize: w, outSize: ow)
+        nonisolated(unsafe) let (x, y) = (x, y)
+        let (nh, nw) = (th.count, tw.count)
+        rowsInParallel(batch &* oh, elements: ys.reduce(1, &*), threads: threads) { r0, r1 in
         th.index.withUnsafeBufferPointer { hi in th.weight.withUnsafeBufferPointer { hw in
         tw.index.withUnsafeBufferPointer { wi in tw.weight.withUnsafeBufferPointer { ww in
-            let (nh, nw) = (th.count, tw.count)
-            for b in 0..<batch {
+            for line in r0..<r1 {
+                let (b, oy) = line.quotientAndRemainder(dividingBy: oh)
                 let xb = x + b &* h &* w &* c
-                var out = y + b &* oh &* ow &* c
-                for oy in 0..<oh {
+                var out = y + line &* ow &* c
+                do {
                     for ox in 0..<ow {
                         out.initialize(repeating: 0, count: c)
                         for i in 0..<nh {
@@ -242,5 +246,6 @@ extension Fast {
                 }
             }
         } } } }
+        }
     }
 }

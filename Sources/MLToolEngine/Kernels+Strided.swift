@@ -5,15 +5,26 @@ import MLToolCore
 /// last-axis row at a time with input offsets kept up to date by addition, so there is no per-element index
 /// arithmetic or allocation.
 extension Fast {
-    /// Calls `row(outputRow, offsets)` for every row of `shape` (all axes but the last), where offsets[i] is
-    /// Σ index[d]·strides[i][d] over those axes.
+    /// Calls `row(outputRow, offsets)` for rows [lo, hi) of `shape` (all axes but the last; all rows by default),
+    /// where offsets[i] is Σ index[d]·strides[i][d] over those axes.
     @inline(__always)
-    static func forEachRow(_ shape: [Int], _ strides: [[Int]], _ row: (Int, [Int]) -> Void) {
+    static func forEachRow(_ shape: [Int], _ strides: [[Int]], rows range: Range<Int>? = nil,
+                           _ row: (Int, [Int]) -> Void) {
         let r = shape.count - 1
-        let rows = shape.dropLast().reduce(1, *)
+        let rows = range ?? 0..<shape.dropLast().reduce(1, *)
+        guard !rows.isEmpty else { return }
+        // The first row's index and offsets, then kept up to date by addition.
         var idx = [Int](repeating: 0, count: max(r, 0))
         var off = [Int](repeating: 0, count: strides.count)
-        for k in 0..<rows {
+        var rest = rows.lowerBound
+        var d = r - 1
+        while d >= 0 && rest > 0 {
+            idx[d] = rest % shape[d]
+            rest /= shape[d]
+            for i in off.indices { off[i] &+= idx[d] &* strides[i][d] }
+            d -= 1
+        }
+        for k in rows {
             row(k, off)
             var d = r - 1
             while d >= 0 {
@@ -27,6 +38,17 @@ extension Fast {
         }
     }
 
+    /// Floats an index-mapping op (copy, slice, concat, transpose, resize, pool, element-wise) must write before its
+    /// rows are split across threads: below it, a hand-off costs more than it saves.
+    static let copyParallelThreshold = 32_768
+
+    /// Runs `body(lo, hi)` over `rows` output rows, split across threads when the output (`elements` floats) is
+    /// large. Each row is written by exactly one range, so results do not depend on the split.
+    @inline(__always)
+    static func rowsInParallel(_ rows: Int, elements: Int, threads: Int, _ body: @escaping @Sendable (Int, Int) -> Void) {
+        parallel(rows, parts: elements >= copyParallelThreshold ? threads : 1, body)
+    }
+
     /// Strides of `shape` broadcast to `rank` axes: 0 along axes where it has size 1 (or is missing).
     static func broadcastStrides(_ shape: [Int], rank: Int) -> [Int] {
         let padded = [Int](repeating: 1, count: rank - shape.count) + shape
@@ -35,12 +57,15 @@ extension Fast {
     }
 
     static func binary(_ s: Step, _ a: UnsafePointer<Float>, _ aShape: [Int], _ b: UnsafePointer<Float>, _ bShape: [Int],
-                       _ y: UnsafeMutablePointer<Float>, _ ys: [Int]) {
+                       _ y: UnsafeMutablePointer<Float>, _ ys: [Int], threads: Int) {
         guard let inner = ys.last, inner > 0 else { Reference.run(s, [a, b], [aShape, bShape], y, ys); return }
         let sa = broadcastStrides(aShape, rank: ys.count), sb = broadcastStrides(bShape, rank: ys.count)
         let (ia, ib) = (sa[ys.count - 1], sb[ys.count - 1])
         let op = s.op, act = s.act
-        forEachRow(ys, [sa, sb]) { k, off in
+        nonisolated(unsafe) let (a, b, y) = (a, b, y)
+        let rows = ys.dropLast().reduce(1, *)
+        rowsInParallel(rows, elements: rows &* inner, threads: threads) { lo, hi in
+        forEachRow(ys, [sa, sb], rows: lo..<hi) { k, off in
             let yp = y + k &* inner, ap = a + off[0], bp = b + off[1]
             switch op {
             case .add: for j in 0..<inner { yp[j] = ap[j &* ia] + bp[j &* ib] }
@@ -51,6 +76,7 @@ extension Fast {
             }
             if !act.isNone { for j in 0..<inner { yp[j] = act.apply(yp[j]) } }
         }
+        }
     }
 
     /// x^y, with the exponents detection heads use (2, 1, 0.5) exact and fast.
@@ -60,15 +86,20 @@ extension Fast {
         return Foundation.pow(x, y)
     }
 
-    static func transpose(_ s: Step, _ x: UnsafePointer<Float>, _ xs: [Int], _ y: UnsafeMutablePointer<Float>, _ ys: [Int]) {
+    static func transpose(_ s: Step, _ x: UnsafePointer<Float>, _ xs: [Int], _ y: UnsafeMutablePointer<Float>, _ ys: [Int],
+                          threads: Int) {
         guard let inner = ys.last, inner > 0 else { return }
         let perm = s.perm ?? Array((0..<xs.count).reversed())
         let st = Reference.strides(xs)
         let permuted = perm.map { st[$0] }
         let step = permuted[ys.count - 1]
-        forEachRow(ys, [permuted]) { k, off in
-            let yp = y + k &* inner, xp = x + off[0]
-            for j in 0..<inner { yp[j] = xp[j &* step] }
+        nonisolated(unsafe) let (x, y) = (x, y)
+        let rows = ys.dropLast().reduce(1, *)
+        rowsInParallel(rows, elements: rows &* inner, threads: threads) { lo, hi in
+            forEachRow(ys, [permuted], rows: lo..<hi) { k, off in
+                let yp = y + k &* inner, xp = x + off[0]
+                for j in 0..<inner { yp[j] = xp[j &* step] }
+            }
         }
     }
 
@@ -113,11 +144,15 @@ extension Fast {
 
 extension Fast {
     // x (N,H,W,C) → y (N,OH,OW,C): whole channel rows at a time (the reference walks one channel at a time).
-    static func pool(_ s: Step, _ x: UnsafePointer<Float>, _ xs: [Int], _ y: UnsafeMutablePointer<Float>, _ ys: [Int]) {
+    static func pool(_ s: Step, _ x: UnsafePointer<Float>, _ xs: [Int], _ y: UnsafeMutablePointer<Float>, _ ys: [Int],
+                     threads: Int) {
         let (h, w, c) = (xs[1], xs[2], xs[3])
         let isMax = s.op == .maxPool
-        for b in 0..<ys[0] {
-            for oy in 0..<ys[1] {
+        nonisolated(unsafe) let (x, y) = (x, y)
+        let rows = ys[0] &* ys[1]
+        rowsInParallel(rows, elements: ys.reduce(1, &*), threads: threads) { lo, hi in
+            for row in lo..<hi {
+                let (b, oy) = row.quotientAndRemainder(dividingBy: ys[1])
                 for ox in 0..<ys[2] {
                     let y0 = oy &* s.strides[0] &- s.pads[0], x0 = ox &* s.strides[1] &- s.pads[1]
                     let y1 = min(y0 &+ s.kernel[0], h &+ s.pads[2]), x1 = min(x0 &+ s.kernel[1], w &+ s.pads[3])

@@ -65,7 +65,9 @@ struct Plan: Sendable {
 /// `MLTOOL_PROFILE=1`: seconds per op (and kernel) over every run, printed on stderr when the process exits, to see
 /// where a network's time goes. Off by default; the hot loop only tests a constant.
 enum StepProfile {
-    static let enabled = ProcessInfo.processInfo.environment["MLTOOL_PROFILE"] == "1"
+    static let enabled = ["1", "2"].contains(ProcessInfo.processInfo.environment["MLTOOL_PROFILE"])
+    /// `MLTOOL_PROFILE=2`: one row per conv shape (weights, input and output).
+    static let detailed = ProcessInfo.processInfo.environment["MLTOOL_PROFILE"] == "2"
     nonisolated(unsafe) static var seconds: [String: (Double, Int)] = [:]
     static let lock = NSLock()
     static let registered: Bool = {
@@ -123,7 +125,10 @@ final class Arena: @unchecked Sendable {
                 pos += 2
             } else {
                 key += " [\(plan.kernels[pos])]"
-                if step.op == .conv, let w = inputShapes[pos].dropFirst().first, w.count == 4 { key += " \(w[0])x\(w[1])" + (step.groups > 1 ? " dw" : "") }
+                if StepProfile.detailed {
+                    key += (step.op == .conv ? " \(step.weightShape)" : "") + " in \(inputShapes[pos]) out \(shape)"
+                        + (step.groups > 1 ? " g\(step.groups)" : "")
+                }
                 Fast.run(plan.kernels[pos], step, inputs[pos], inputShapes[pos], outputs[pos], outputShapes[pos],
                          scratch: scratch.pointer, threads: threads)
                 pos += 1

@@ -18,12 +18,16 @@ final class WorkerPool: @unchecked Sendable {
         let done = Atomic<Int>(0)
         init(_ body: @escaping @Sendable (Int) -> Void, _ count: Int) { self.body = body; self.count = count }
 
-        func work() {
+        /// Runs chunks until none is left; returns how many this thread ran.
+        @discardableResult
+        func work() -> Int {
+            var ran = 0
             while true {
                 let i = next.add(1, ordering: .relaxed).oldValue
-                if i >= count { return }
+                if i >= count { return ran }
                 body(i)
                 done.add(1, ordering: .releasing)
+                ran &+= 1
             }
         }
     }
@@ -74,19 +78,25 @@ final class WorkerPool: @unchecked Sendable {
         currentLock.lock(); current = job; currentLock.unlock()
         generation.add(1, ordering: .releasing)
         wake.lock(); wake.broadcast(); wake.unlock()
-        job.work()
+        let began = DispatchTime.now().uptimeNanoseconds
+        let ran = job.work()
         // Spin, never yield: a chunk still running elsewhere ends soon, and a yield on a busy machine can cost a
         // whole time slice. No PAUSE in the loop either: with PAUSE in both spins, 2-thread batch-1
         // throughput fell by a quarter on this VM (likely pause-loop exits: the hypervisor deschedules the vCPU).
         if job.done.load(ordering: .acquiring) < n {
             let start = DispatchTime.now().uptimeNanoseconds
             while job.done.load(ordering: .acquiring) < n {}
-            if DispatchTime.now().uptimeNanoseconds &- start > Self.stallNanoseconds { soloUntil = jobs &+ Self.soloJobs }
+            // A wait of a few chunks' time is a helper that simply took a chunk late (it was waking up, or the
+            // chunks are long): not a stall. Counting those (every big conv's last chunk) sent 2-thread YOLOv8n
+            // runs solo for 40% of their ops.
+            let waited = DispatchTime.now().uptimeNanoseconds &- start
+            let perChunk = (start &- began) / UInt64(max(ran, 1))
+            if waited > Self.stallNanoseconds && waited > 3 &* perChunk { soloUntil = jobs &+ Self.soloJobs }
         }
         currentLock.lock(); current = nil; currentLock.unlock()
     }
 
-    /// A wait for helpers longer than this (a chunk of the largest op takes about 60 µs) means one was preempted...
+    /// A wait for helpers longer than this and than three of the caller's own chunks means one was preempted...
     static let stallNanoseconds: UInt64 = 200_000
     /// ...and then this many jobs (a few images' worth of ops) run on the caller alone before helpers are tried again.
     static let soloJobs = 200

@@ -14,7 +14,7 @@ enum OpCase: String, CaseIterable, CustomTestStringConvertible {
     case convNoBias, convRelu6, convLeaky, convHardSwish, convSigmoid, convSwish, convSwishWide
     case dense, denseFromRank4, matMul, matMulRank3, batchNorm
     case relu, clip, leakyRelu, sigmoid, hardSigmoid, hardSwish, swish, tanh, identity
-    case softmaxLast, softmaxAxis1
+    case softmaxLast, softmaxAxis1, softmaxWideInner, softmaxRows, convStemWide
     case addSame, addChannel, mulSE, subScalar, divRow, addBothBroadcast, addRankDiff, addFusedRelu
     case maxPool, maxPoolCeil, avgPoolPadExclude, avgPoolPadInclude, avgPoolCeilInclude
     case globalAvg, globalMax
@@ -118,6 +118,19 @@ enum OpCase: String, CaseIterable, CustomTestStringConvertible {
         case .identity: out = g.node(.identity, [x])
         case .softmaxLast: out = g.node(.softmax, [x])
         case .softmaxAxis1: out = g.node(.softmax, [x], Attributes(axis: 1))
+        case .softmaxWideInner:
+            // A YOLOv8 DFL softmax's shape: 16 bins along axis 1, lanes split across threads, 8 at a time and a tail.
+            inShape = [1, 16, 4, 603]; g.inputs[0].shape = [-1, 16, 4, 603]
+            out = g.node(.softmax, [x], Attributes(axis: 1))
+        case .softmaxRows:
+            // The same DFL softmax on the last axis (rows of 16, 8 at a time and a tail), split across threads.
+            inShape = [1, 4, 603, 16]; g.inputs[0].shape = [-1, 4, 603, 16]
+            out = g.node(.softmax, [x])
+        case .convStemWide:
+            // A stem: 3 input channels, 24 outputs (one full 16-column panel and a part), interior pixels in place, large
+            // enough to split across threads.
+            inShape = [1, 61, 64, 3]; g.inputs[0].shape = [-1, 61, 64, 3]
+            out = g.conv(x, cin: 3, cout: 24, k: (3, 3), stride: 2, pads: [1, 1, 1, 1], act: Activation(op: .swish))
         case .addSame: out = g.node(.add, [x, g.node(.relu, [x])])
         case .addChannel: out = g.node(.add, [x, g.constant([6])])
         case .mulSE: out = g.node(.mul, [x, g.node(.globalAvgPool, [x])])
@@ -199,7 +212,7 @@ enum OpCase: String, CaseIterable, CustomTestStringConvertible {
     }
 
     /// Ops split across threads (by rows, columns or channel slices) give the same bits as on one thread.
-    @Test(arguments: [OpCase.depthwiseManyChannels, .conv1x1SplitRows, .conv1x1SplitColumns])
+    @Test(arguments: [OpCase.depthwiseManyChannels, .conv1x1SplitRows, .conv1x1SplitColumns, .softmaxWideInner, .softmaxRows, .convStemWide])
     func splitAcrossThreadsIsBitIdentical(_ c: OpCase) throws {
         let (model, input) = c.build()
         let name = model.metadata.graph!.outputs[0]
@@ -225,7 +238,8 @@ enum OpCase: String, CaseIterable, CustomTestStringConvertible {
                                .depthwise3x3, .depthwise5x5Stride2, .depthwiseDilated, .depthwiseOddChannels, .depthwiseWide,
                                .depthwiseWideOdd, .depthwiseRow3x3, .depthwiseRow5x5, .depthwiseRowStride2,
                                .depthwiseRow5x5Stride2, .depthwiseManyChannels, .conv1x1SplitRows, .conv1x1SplitColumns,
-                               .dense, .addSame, .addFusedRelu, .relu, .hardSwish, .maxPool, .maxPoolCeil, .avgPoolPadExclude]
+                               .dense, .addSame, .addFusedRelu, .relu, .hardSwish, .maxPool, .maxPoolCeil, .avgPoolPadExclude,
+                               .softmaxLast, .softmaxAxis1, .softmaxWideInner, .softmaxRows, .convStemWide]
         let levels = try forEachCPULevel { level in
             for c in cases {
                 let (model, input) = c.build()

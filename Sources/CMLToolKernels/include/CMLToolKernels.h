@@ -28,6 +28,14 @@ void mlk_bias_act(float *y, int64_t rows, int64_t cols, const float *bias, int a
 /// y[i] = act(a[i] + b[i]) for n elements.
 void mlk_add_act(const float *a, const float *b, float *y, int64_t n, int act, float p0, float p1);
 
+/// Softmax over the middle axis of one outer slice x (len, inner): for lanes i in [i0, i1), y[j][i] =
+/// exp(x[j][i] − max_j) / Σ_j exp(…), with mlk_expf and the sum taken in j order: the same bits in every variant
+/// and however lanes are split.
+void mlk_softmax(const float *x, float *y, int64_t len, int64_t inner, int64_t i0, int64_t i1);
+
+/// Softmax over the last axis of x (rows, len) for rows [r0, r1): the same definition and bits as mlk_softmax.
+void mlk_softmax_rows(const float *x, float *y, int64_t len, int64_t r0, int64_t r1);
+
 // ---- GEMM on packed weights (gemm.c) ----
 
 /// Floats needed to pack a (K, N) matrix into 16-column panels.
@@ -49,19 +57,21 @@ void mlk_im2col(const float *x, int64_t H, int64_t W, int64_t C, int64_t c0, int
                 int64_t KH, int64_t KW, float *cols, int64_t OH, int64_t OW,
                 int64_t sh, int64_t sw, int64_t dh, int64_t dw, int64_t pt, int64_t pl);
 
-/// im2col of output pixels [p0, p1) (p = oy·OW + ox) of one image, all channels: x (H, W, C) → rows p of cols
-/// (OH·OW, KH·KW·C). Padding reads as 0. Threads can each fill the rows they then multiply.
+/// im2col of output pixels [p0, p1) (p = oy·OW + ox) of one image, all channels: x (H, W, C) → the p1 − p0 rows of
+/// cols (KH·KW·C floats each), pixel p in row p − p0. Padding reads as 0. A thread fills a small block of rows, then
+/// multiplies it while it is still in cache, and reuses the block for the next pixels.
 void mlk_im2col_rows(const float *x, int64_t H, int64_t W, int64_t C, int64_t KH, int64_t KW, float *cols,
                      int64_t OW, int64_t p0, int64_t p1, int64_t sh, int64_t sw, int64_t dh, int64_t dw, int64_t pt,
                      int64_t pl);
 
-/// 1 when mlk_conv_rows computes interior pixels in place (AVX-512, no dilation, N ≤ 32, KW·C ≤ 64: a stem).
+/// 1 when mlk_conv_rows computes interior pixels in place (a stem: no dilation, N ≤ 32, and KW·C ≤ 64 on AVX-512,
+/// ≤ 48 on AVX2).
 int mlk_conv_direct_eligible(int64_t C, int64_t KW, int64_t N, int64_t dh, int64_t dw);
 
 /// A groups-1 conv of one image for output pixels [p0, p1): y (OH·OW, N) = act(im2col(x) · packed + bias), packed by
 /// mlk_pack from the (KH·KW·C, N) weights. Pixels with every tap inside the image are computed in place when
-/// mlk_conv_direct_eligible; the others go through im2col rows in `cols` (OH·OW rows of KH·KW·C floats, written
-/// only at rows [p0, p1)) and mlk_gemm_packed. Results are identical either way.
+/// mlk_conv_direct_eligible; the others go through im2col rows in `cols` (room for min(OW, p1 − p0) rows of KH·KW·C
+/// floats, private to the caller) and mlk_gemm_packed. Results are identical either way.
 void mlk_conv_rows(const float *x, int64_t H, int64_t W, int64_t C, int64_t KH, int64_t KW, const float *packed,
                    int64_t N, int64_t OW, int64_t p0, int64_t p1, int64_t sh, int64_t sw, int64_t dh, int64_t dw,
                    int64_t pt, int64_t pl, const float *bias, float *y, float *cols, int act, float a0, float a1);
