@@ -36,6 +36,8 @@ struct Step: Sendable {
     var bias: Buffer?
     /// Conv (groups == 1) and dense weights as (K, N) in 16-column panels for `mlk_gemm_packed`.
     var packed: Buffer?
+    /// A stride-1 3×3 conv's weights Winograd-transformed (`mlk_winograd_pack`) instead, when `Fast.usesWinograd`.
+    var winograd: Buffer?
     /// The same weights kept as int8 for `mlk_qgemm`, when they are stored that way and int8 compute is on (then
     /// `packed` is nil).
     var qweights: QuantizedWeights?
@@ -148,13 +150,25 @@ struct Program: Sendable {
             // (memory-mapped) bytes, with no copy in between.
             // A one-channel 1 → 1 conv is depthwise by shape and runs the depthwise kernel on float weights.
             let depthwiseShaped = t.shape.count == 4 && t.shape[2] == 1 && t.shape[3] == 1
-            if gemm && purpose == .fast && !depthwiseShaped, let packed = Self.packStored(t, k: k, n: n) {
-                s.packed = packed
+            if gemm && purpose == .fast && !depthwiseShaped, let stored = Self.storedFloats(t, count: k &* n) {
+                packForFast(stored, k: k, n: n)
                 return
             }
             let w = Buffer(try load(t, node))
             s.weight = w
-            if gemm && purpose == .fast { s.packed = Self.pack(w.pointer, k: k, n: n) }
+            if gemm && purpose == .fast { packForFast(w.pointer, k: k, n: n) }
+        }
+        /// The GEMM's packed weights, or a stride-1 3×3 conv's Winograd-transformed ones.
+        func packForFast(_ w: UnsafePointer<Float>, k: Int, n: Int) {
+            if Fast.usesWinograd(s) {
+                let c = s.weightShape[2]
+                let tmp = Buffer(uninitialized: c &* n)
+                let u = Buffer(uninitialized: Int(mlk_winograd_packed_count(Int64(c), Int64(n))))
+                mlk_winograd_pack(w, Int64(c), Int64(n), tmp.pointer, u.pointer)
+                s.winograd = u
+            } else {
+                s.packed = Self.pack(w, k: k, n: n)
+            }
         }
         guard node.outputs.count == 1 else {
             throw EngineError.invalidAttribute(node: node.name, attribute: "outputs", expected: "1 output", actual: "\(node.outputs.count)")
@@ -291,14 +305,14 @@ struct Program: Sendable {
         return packed
     }
 
-    /// `t` (k·n float32 values) packed from its stored bytes in place; nil when it is stored in another form, its
+    /// `t`'s `count` float32 values read in place from its stored bytes; nil when it is stored in another form, its
     /// bytes are short or misaligned (then it is loaded, which reports what is wrong).
-    private static func packStored(_ t: StoredTensor, k: Int, n: Int) -> Buffer? {
-        guard t.dtype == .f32, let count = try? Checked.elementCount(t.shape), count == k &* n,
+    private static func storedFloats(_ t: StoredTensor, count expected: Int) -> UnsafePointer<Float>? {
+        guard t.dtype == .f32, let count = try? Checked.elementCount(t.shape), count == expected,
               case let (bytes, overflow) = count.multipliedReportingOverflow(by: 4), !overflow, t.bytes.count >= bytes,
               let base = t.bytes.buffer.baseAddress, Int(bitPattern: base) % MemoryLayout<Float>.alignment == 0
         else { return nil }
-        return pack(base.assumingMemoryBound(to: Float.self), k: k, n: n)
+        return UnsafePointer(base.assumingMemoryBound(to: Float.self))
     }
 
     private func bias(_ node: Node, _ i: Int, count: Int, _ tensors: [String: StoredTensor]) throws -> Buffer {

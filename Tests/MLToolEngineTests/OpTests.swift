@@ -14,7 +14,7 @@ enum OpCase: String, CaseIterable, CustomTestStringConvertible {
     case convNoBias, convRelu6, convLeaky, convHardSwish, convSigmoid, convSwish, convSwishWide
     case dense, denseFromRank4, matMul, matMulRank3, batchNorm
     case relu, clip, leakyRelu, sigmoid, hardSigmoid, hardSwish, swish, tanh, identity
-    case softmaxLast, softmaxAxis1, softmaxWideInner, softmaxRows, convStemWide
+    case softmaxLast, softmaxAxis1, softmaxWideInner, softmaxRows, convStemWide, convWinograd, convWinogradPads
     case addSame, addChannel, mulSE, subScalar, divRow, addBothBroadcast, addRankDiff, addFusedRelu
     case maxPool, maxPoolCeil, avgPoolPadExclude, avgPoolPadInclude, avgPoolCeilInclude
     case globalAvg, globalMax
@@ -126,6 +126,15 @@ enum OpCase: String, CaseIterable, CustomTestStringConvertible {
             // The same DFL softmax on the last axis (rows of 16, 8 at a time and a tail), split across threads.
             inShape = [1, 4, 603, 16]; g.inputs[0].shape = [-1, 4, 603, 16]
             out = g.node(.softmax, [x])
+        case .convWinograd:
+            // Stride-1 3×3 with more than 16 input channels: Winograd F(2×2, 3×3); odd sizes leave partial tiles,
+            // large enough to split tiles and positions across threads.
+            inShape = [2, 29, 31, 24]; g.inputs[0].shape = [-1, 29, 31, 24]
+            out = g.conv(x, cin: 24, cout: 20, k: (3, 3), pads: [1, 1, 1, 1], act: Activation(op: .swish))
+        case .convWinogradPads:
+            // Asymmetric padding (top 0, left 2, bottom 1, right 0), no bias, a non-vector activation.
+            inShape = [1, 7, 9, 33]; g.inputs[0].shape = [-1, 7, 9, 33]
+            out = g.conv(x, cin: 33, cout: 17, k: (3, 3), pads: [0, 2, 1, 0], bias: false, act: Activation(op: .hardSwish))
         case .convStemWide:
             // A stem: 3 input channels, 24 outputs (one full 16-column panel and a part), interior pixels in place, large
             // enough to split across threads.
@@ -212,7 +221,7 @@ enum OpCase: String, CaseIterable, CustomTestStringConvertible {
     }
 
     /// Ops split across threads (by rows, columns or channel slices) give the same bits as on one thread.
-    @Test(arguments: [OpCase.depthwiseManyChannels, .conv1x1SplitRows, .conv1x1SplitColumns, .softmaxWideInner, .softmaxRows, .convStemWide])
+    @Test(arguments: [OpCase.depthwiseManyChannels, .conv1x1SplitRows, .conv1x1SplitColumns, .softmaxWideInner, .softmaxRows, .convStemWide, .convWinograd])
     func splitAcrossThreadsIsBitIdentical(_ c: OpCase) throws {
         let (model, input) = c.build()
         let name = model.metadata.graph!.outputs[0]
@@ -239,7 +248,8 @@ enum OpCase: String, CaseIterable, CustomTestStringConvertible {
                                .depthwiseWideOdd, .depthwiseRow3x3, .depthwiseRow5x5, .depthwiseRowStride2,
                                .depthwiseRow5x5Stride2, .depthwiseManyChannels, .conv1x1SplitRows, .conv1x1SplitColumns,
                                .dense, .addSame, .addFusedRelu, .relu, .hardSwish, .maxPool, .maxPoolCeil, .avgPoolPadExclude,
-                               .softmaxLast, .softmaxAxis1, .softmaxWideInner, .softmaxRows, .convStemWide]
+                               .softmaxLast, .softmaxAxis1, .softmaxWideInner, .softmaxRows, .convStemWide,
+                               .convWinograd, .convWinogradPads]
         let levels = try forEachCPULevel { level in
             for c in cases {
                 let (model, input) = c.build()

@@ -1,5 +1,5 @@
-// Hot CPU kernels for MLToolEngine, one file per op family: gemm.c, conv.c (im2col, stem), depthwise.c,
-// elementwise.c, qgemm.c (int8). Each op has a portable C version and AVX2+FMA (and, for GEMM, depthwise and int8,
+// Hot CPU kernels for MLToolEngine, one file per op family: gemm.c, conv.c (im2col, stem), winograd.c (3×3),
+// depthwise.c, elementwise.c, qgemm.c (int8). Each op has a portable C version and AVX2+FMA (and, for GEMM, depthwise and int8,
 // AVX-512 / VNNI) versions side by side, compiled with per-function target attributes (isa.h); every call picks the
 // best variant the current CPU level allows (CMLToolCPU: one feature table, MLTOOL_CPU_LEVEL to force a lower level),
 // so the binary runs, slower, on any x86-64 (or other) CPU.
@@ -75,6 +75,29 @@ int mlk_conv_direct_eligible(int64_t C, int64_t KW, int64_t N, int64_t dh, int64
 void mlk_conv_rows(const float *x, int64_t H, int64_t W, int64_t C, int64_t KH, int64_t KW, const float *packed,
                    int64_t N, int64_t OW, int64_t p0, int64_t p1, int64_t sh, int64_t sw, int64_t dh, int64_t dw,
                    int64_t pt, int64_t pl, const float *bias, float *y, float *cols, int act, float a0, float a1);
+
+// ---- Winograd F(2×2, 3×3) (winograd.c) ----
+
+/// Floats of the transformed, packed weights of a 3×3 conv with C inputs and N outputs: 16 mlk_pack matrices (C, N).
+int64_t mlk_winograd_packed_count(int64_t C, int64_t N);
+
+/// w (3, 3, C, N) → U[ξ] = (G g Gᵀ)[ξ] for the 16 positions ξ, each (C, N) packed by mlk_pack; tmp holds C·N floats.
+void mlk_winograd_pack(const float *w, int64_t C, int64_t N, float *tmp, float *packed);
+
+/// Floats between the 16 planes of V (T tiles × C) or M (T × N): T·C rounded up to whole 4 KB pages, plus a
+/// cache line, so the planes a tile touches do not compete for one cache set.
+int64_t mlk_winograd_plane(int64_t T, int64_t C);
+
+/// Input transform of tiles [t0, t1) of one image x (H, W, C) (tile t = 2×2 outputs at row 2·(t / TW), column
+/// 2·(t % TW); pt, pl the top and left padding; padding reads as 0): V[ξ][t][c] = (Bᵀ d B)[ξ] for ξ < 16, the
+/// planes V[ξ] `plane` floats apart (mlk_winograd_plane), each (T, C).
+void mlk_winograd_input(const float *x, int64_t H, int64_t W, int64_t C, int64_t pt, int64_t pl, int64_t TW,
+                        int64_t t0, int64_t t1, float *V, int64_t plane);
+
+/// Output transform of tiles [t0, t1): y (OH, OW, N) = act(Aᵀ M A + bias) from M[ξ] (T, N) = V[ξ] · U[ξ], planes
+/// `plane` floats apart; outputs of a tile past OH or OW are not written. bias may be NULL.
+void mlk_winograd_output(const float *M, int64_t plane, int64_t N, int64_t TW, int64_t OH, int64_t OW, int64_t t0,
+                         int64_t t1, const float *bias, float *y, int act, float p0, float p1);
 
 // ---- depthwise convolution (depthwise.c) ----
 
