@@ -19,6 +19,7 @@ extension CLI {
             OptionSpec("--skip-missing", help: "Evaluate on the holdout files that remain when some are missing."),
             OptionSpec("--threads", value: "T", help: "Threads (default: all cores)."),
             OptionSpec("--min-confidence", value: "F", help: "Detectors: precision and recall at this confidence (model's default)."),
+            OptionSpec("--tag-column", value: "upos|xpos|misc:KEY", help: "Word taggers: the CoNLL-U column to score against (default upos)."),
             OptionSpec("--quiet", short: "-q", help: "No progress output."),
         ]
     ) { args in
@@ -32,9 +33,10 @@ extension CLI {
             else { throw CLIError.usage(command: "eval", message: "unexpected argument '\(p)'") }
         }
         if modelPaths.isEmpty { modelPaths = ["model.bin"] }
-        if modelPaths.count == 1, FileManager.default.fileExists(atPath: modelPaths[0]),
-           DetectorEvaluator.isDetector(try ModelLoader.load(modelPaths[0])) {
-            return try evalDetector(args, modelPaths[0], dataPath)
+        if modelPaths.count == 1, FileManager.default.fileExists(atPath: modelPaths[0]) {
+            let model = try ModelLoader.load(modelPaths[0])
+            if DetectorEvaluator.isDetector(model) { return try evalDetector(args, modelPaths[0], dataPath) }
+            if model.metadata.task == .wordTagger { return try evalTagger(args, model, modelPaths[0], dataPath) }
         }
         var parameters = Evaluator.Parameters()
         parameters.threads = try args.int("--threads", default: parameters.threads)
@@ -94,5 +96,21 @@ extension CLI {
     static func isDirectory(_ p: String) -> Bool {
         var d: ObjCBool = false
         return FileManager.default.fileExists(atPath: p, isDirectory: &d) && d.boolValue
+    }
+
+    /// A word tagger on tagged sentences: token accuracy, per-tag scores, entity scores for BIO/BIOES tags.
+    static func evalTagger(_ args: ParsedArguments, _ model: Model, _ modelPath: String, _ dataPath: String?) throws {
+        guard let dataPath else {
+            throw CLIError.usage(command: "eval", message: "a word tagger is evaluated on tagged DATA (CoNLL-U, CoNLL or JSON)")
+        }
+        if args.has("--report") { throw PipelineError.notSupported("an HTML report for a word tagger (the scores print as text or --json)") }
+        let r = try WordTagging.evaluate(model: model, path: modelPath, data: dataPath,
+                                         tagColumn: try TagColumn(parsing: args.string("--tag-column") ?? "upos"))
+        if args.has("--json") {
+            let e = JSONEncoder()
+            e.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+            return print(String(decoding: try e.encode(r), as: UTF8.self))
+        }
+        print(r.text(title: "\(modelPath) on \(dataPath)"))
     }
 }

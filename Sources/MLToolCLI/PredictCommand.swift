@@ -28,7 +28,7 @@ extension CLI {
         guard k >= 1 else { throw CLIError.usage(command: "predict", message: "--top must be ≥ 1") }
         let model = try ModelLoader.load(modelPath)
         let json = args.has("--json")
-        let isText = model.metadata.task == .textClassifier
+        let isTagger = model.metadata.task == .wordTagger, isText = model.metadata.task == .textClassifier || isTagger
         let inputs = try DirectoryWalk.expand(given, keep: { !isText || $0.lowercased().hasSuffix(".txt") })
         guard !inputs.isEmpty || args.has("--text") else {
             throw CLIError.missingInput(file: given[0], reason: "the folder holds no \(isText ? ".txt " : "")files to classify")
@@ -36,6 +36,7 @@ extension CLI {
         if DetectorEvaluator.isDetector(model) {
             return try predictObjects(args, modelPath, inputs, json: json)
         }
+        if isTagger { return try predictTags(args, model, modelPath, inputs, json: json) }
         if !isText && args.has("--text") {
             throw CLIError.usage(command: "predict", message: "--text needs a text model; \(modelPath) is a \(model.metadata.task.rawValue) model")
         }
@@ -97,6 +98,24 @@ extension CLI {
     static func snippet(_ text: String) -> String {
         let line = text.split(whereSeparator: \.isNewline).first.map(String.init) ?? ""
         return line.count > 60 ? String(line.prefix(59)) + "…" : line
+    }
+
+    /// Each text's tokens with their tags (`--json`: Unicode-scalar and UTF-8 offsets too).
+    static func predictTags(_ args: ParsedArguments, _ model: Model, _ modelPath: String, _ inputs: [String], json: Bool) throws {
+        let texts = try inputs.map { (name: $0, key: "file", text: try TextDataset.readDocument($0)) }
+            + args.strings("--text").map { (name: $0, key: "text", text: $0) }
+        for (t, tokens) in zip(texts, try WordTagging.tag(model: model, path: modelPath, texts: texts.map(\.text))) {
+            guard json else {
+                print(t.key == "file" ? t.name : "\"" + snippet(t.name) + "\"")
+                print("  " + tokens.map { "\($0.span.text)/\($0.tag)" }.joined(separator: " "))
+                continue
+            }
+            let items = tokens.map {
+                "{\"token\": \(jsonString($0.span.text)), \"tag\": \(jsonString($0.tag)), \"start\": \($0.span.scalars.lowerBound), "
+                    + "\"end\": \($0.span.scalars.upperBound), \"utf8\": [\($0.span.utf8.lowerBound), \($0.span.utf8.upperBound)]}"
+            }
+            print("{\"\(t.key)\": \(jsonString(t.name)), \"tokens\": [\(items.joined(separator: ", "))]}")
+        }
     }
 
     static func predictObjects(_ args: ParsedArguments, _ modelPath: String, _ inputs: [String], json: Bool) throws {

@@ -116,6 +116,11 @@ final class EventPrinter: @unchecked Sendable {
                 note(String(format: "  epoch %3d/%d  class loss %.4f  box loss %.4f  validation mAP@0.5 %@  %.1f s", r.epoch, r.epochs,
                             r.classLoss, r.boxLoss, r.validationMAP50.map { String(format: "%.4f", $0) } ?? "-", r.elapsed))
             }
+        case .taggerEpoch(let r):
+            if !quiet {
+                note(String(format: "  epoch %3d  train accuracy %.4f  validation accuracy %@  %.1f s", r.epoch, r.trainAccuracy,
+                            r.validationAccuracy.map { String(format: "%.4f", $0) } ?? "-", r.seconds))
+            }
         case let .phase(name, seconds): if phases { note(String(format: "phase %-12@ %6.1f ms", name, seconds * 1000)) }
         }
     }

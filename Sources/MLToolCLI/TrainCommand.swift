@@ -4,9 +4,10 @@ import MLTool
 extension CLI {
     /// The defaults the help shows are the trainers' own.
     private static let image = ImageClassifierParameters(), text = TextClassifierParameters(), detect = ObjectDetectorParameters()
+    private static let tagger = WordTaggerPipelineParameters()
 
     static let train = CommandSpec(
-        name: "train", abstract: "Train an image or text classifier, or an object detector, from labelled data.",
+        name: "train", abstract: "Train an image or text classifier, an object detector or a word tagger from labelled data.",
         arguments: "DATA",
         discussion: """
         DATA is a folder whose subfolders are the labels (JPEG/PNG files below them), or a CSV with a path and a
@@ -27,6 +28,11 @@ extension CLI {
         filename,width,height,class,xmin,ymin,xmax,ymax. Photos are letterboxed to \(detect.inputSize)×\(detect.inputSize); frozen
         EfficientNet-Lite0 feature maps at strides \(detect.featureMaps.map { String($0.stride) }.joined(separator: " and ")) (cached) feed a small anchor-free head per map,
         trained with seeded augmentation (\(detect.augmentedCopies) copies per photo); validation mAP@0.5 is printed per epoch.
+
+        Word tagging (told from the file, or --task tagger): CoNLL-U (.conllu; --tag-column), two-column CoNLL
+        (.conll, .bio, .iob, .bioes: token and tag, BIO/BIOES tags give entity scores) or Create ML's JSON
+        ([{"tokens": [...], "labels": [...]}]). An averaged perceptron over lexical features with Viterbi decoding
+        (\(tagger.tagger.epochs) epochs at most, the best on validation kept); the model carries its tokenizer.
         """,
         options: [
             OptionSpec("--out", short: "-o", value: "PATH", help: "Output model (default ./model.bin)."),
@@ -38,7 +44,7 @@ extension CLI {
             OptionSpec("--feature-layer", value: "NAME", help: "Extractor tensor to use as features."),
             OptionSpec("--l2", value: "auto|X", help: "L2 strength, or auto (chosen on validation; default)."),
             OptionSpec("--max-iterations", value: "N", help: "L-BFGS iterations per L2 value (default \(image.maxIterations); text \(text.maxIterations): SGD only)."),
-            OptionSpec("--epochs", value: "N", help: "Text: seeded SGD epochs (default \(text.epochs)), before any L-BFGS iterations; detect: head epochs (default \(detect.epochs))."),
+            OptionSpec("--epochs", value: "N", help: "Text: seeded SGD epochs (default \(text.epochs)), before any L-BFGS iterations; detect: head epochs (default \(detect.epochs)); tagger: at most (default \(tagger.tagger.epochs))."),
             OptionSpec("--early-stopping", value: "N", help: "Stop after N iterations without validation improvement."),
             OptionSpec("--balance", help: "Weight classes inversely to their frequency."),
             OptionSpec("--augment", value: "LIST", help: "Augment training images: flip,crop,rotate,exposure,blur,noise."),
@@ -46,7 +52,8 @@ extension CLI {
             OptionSpec("--label-column", value: "NAME", help: "CSV column with labels (default label)."),
             OptionSpec("--strict", help: "Stop at the first image that cannot be decoded."),
             OptionSpec("--max-pixels", value: "N", help: "Refuse larger images (default \(image.maxPixels))."),
-            OptionSpec("--task", value: "image|text|detect", help: "Override the task told from DATA's content."),
+            OptionSpec("--task", value: "image|text|detect|tagger", help: "Override the task told from DATA's content."),
+            OptionSpec("--tag-column", value: "upos|xpos|misc:KEY", help: "Tagger: the CoNLL-U column to learn (default \(tagger.tagColumn))."),
             OptionSpec("--text-column", value: "NAME", help: "Text: CSV column with the documents (default text)."),
             OptionSpec("--ngrams", value: "MIN-MAX", help: "Text: word n-gram lengths (default \(text.wordNgrams.map(String.init).joined(separator: "-")))."),
             OptionSpec("--char-ngrams", value: "MIN-MAX", help: "Text: also character n-grams, e.g. 3-5 (default off)."),
@@ -65,11 +72,14 @@ extension CLI {
                                      textColumn: args.string("--text-column") ?? "text",
                                      labelColumn: args.string("--label-column") ?? "label")
         let path = args.positionals[0]
-        switch args.string("--task") ?? (ObjectDetectorTrainer.looksLikeDetectionData(path) ? "detect" : data.isText ? "text" : "image") {
+        let told = WordTaggerTraining.looksLikeTaggedData(path) ? "tagger"
+            : ObjectDetectorTrainer.looksLikeDetectionData(path) ? "detect" : data.isText ? "text" : "image"
+        switch args.string("--task") ?? told {
         case "text": try trainText(args, data)
         case "image": try trainImage(args, data)
         case "detect": try trainDetector(args, path)
-        default: throw CLIError.usage(command: "train", message: "--task must be image, text or detect")
+        case "tagger": try trainTagger(args, path)
+        default: throw CLIError.usage(command: "train", message: "--task must be image, text, detect or tagger")
         }
     }
 
@@ -181,6 +191,27 @@ extension CLI {
         }
         print(String(format: "  seconds    features %.1f (%d extracted), heads %.1f, total %.1f", r.featureSeconds, r.extractedCount,
                      r.fitSeconds, r.totalSeconds))
+        print("  wrote      \(out)")
+    }
+
+    static func trainTagger(_ args: ParsedArguments, _ path: String) throws {
+        var p = WordTaggerPipelineParameters()
+        p.tagger.seed = try seed(args, default: p.tagger.seed)
+        p.tagger.validation = try ValidationRule.parse(args.string("--validation") ?? "auto")
+        p.tagger.epochs = try args.int("--epochs", default: p.tagger.epochs)
+        p.tagColumn = try TagColumn(parsing: args.string("--tag-column") ?? p.tagColumn.description)
+        let test = args.string("--test")
+        if test == nil { p.holdoutFraction = try holdout(args, default: p.holdoutFraction) }
+        let out = args.string("--out") ?? "model.bin"
+        p.name = URL(fileURLWithPath: out).deletingPathExtension().lastPathComponent
+        let r = try WordTaggerTraining(data: path, test: test, parameters: p).train(progress: EventPrinter(quiet: args.has("--quiet")).handle)
+        try r.write(to: out)
+        print("trained a word tagger for \(r.model.metadata.labels.count) tags on \(r.trainSentences) sentences (\(r.validationSentences) validation, \(r.testSentences) \(test == nil ? "holdout" : "test"))")
+        print(String(format: "  accuracy   train %.4f, validation %@, %@ %@", r.model.metadata.metrics["train.accuracy"] ?? 0,
+                     r.model.metadata.metrics["validation.accuracy"].map { String(format: "%.4f", $0) } ?? "-",
+                     test == nil ? "holdout" : "test", r.test.map { String(format: "%.4f", $0.accuracy) } ?? "-"))
+        if let e = r.test?.entities { print(String(format: "  entities   precision %.4f, recall %.4f, F1 %.4f", e.precision, e.recall, e.f1)) }
+        print(String(format: "  epochs     best %d of %d, %.1f s", r.chosenEpoch, r.epochs.count, r.seconds))
         print("  wrote      \(out)")
     }
 

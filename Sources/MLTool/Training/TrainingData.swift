@@ -104,6 +104,8 @@ public enum PipelineEvent: Sendable {
     case iteration(IterationRecord)
     /// One epoch of an object detector's training (losses, validation mAP).
     case detectorEpoch(DetectorEpochRecord)
+    /// One epoch of a word tagger's training (train and validation token accuracy).
+    case taggerEpoch(TaggerEpoch)
     /// A stage took `seconds` (for profiling: `MLTOOL_PHASES=1` prints these).
     case phase(String, seconds: Double)
 }
