@@ -140,7 +140,7 @@ demo: setup models build
 
 ## bench: side-by-side timings against onnxruntime, scikit-learn and fastText (bench/README.md); --full adds the
 ## 60,000-image memory run: make bench BENCH_ARGS=--full
-BENCH_PIP := fasttext-wheel
+BENCH_PIP := fasttext-wheel python-crfsuite nltk
 bench: setup models build
 	@missing=$$(for p in $(BENCH_PIP); do $(PYTHON) -m pip show -q $$p >/dev/null 2>&1 || echo $$p; done); \
 	if [ -n "$$missing" ]; then $(PYTHON) -m pip install -q --disable-pip-version-check $$missing; fi

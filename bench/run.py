@@ -13,7 +13,8 @@ thread count. The CPU model, its flags and the kernel level that ran are recorde
 Parts: 1 extractor throughput, 2 Fashion-MNIST small end to end, 3 head training alone, 4 text training,
 5 model load, 6 int8 / palettized vs float, 7 (--full) peak memory of `mltool train` on 60,000 images,
 8 ResNet-18 (random weights, bench/make_resnet18.py) at batch 1 against onnxruntime, 9 the library's batch
-classification (`ImageClassifier.classify(batch:)`) against one call per image, files decoded in both.
+classification (`ImageClassifier.classify(batch:)`) against one call per image, files decoded in both, 10 YOLOv8n and
+the raccoon detector, 11 a UPOS word tagger on UD English EWT against python-crfsuite and NLTK's perceptron.
 """
 import argparse
 import csv
@@ -661,6 +662,118 @@ def part_text(a, res):
 # ---------------------------------------------------------------------------------------------------------------
 # 5. Model load, 6. quantized models
 
+def conllu_sentences(path):
+    """(word, UPOS) pairs per sentence of a CoNLL-U file: the syntactic words (multiword ranges and empty nodes
+    skipped), as mltool's reader takes them."""
+    sentences, current = [], []
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            line = line.rstrip("\n")
+            if not line:
+                if current:
+                    sentences.append(current)
+                    current = []
+                continue
+            if line.startswith("#"):
+                continue
+            cols = line.split("\t")
+            if "-" in cols[0] or "." in cols[0]:
+                continue
+            current.append((cols[1], cols[3]))
+    if current:
+        sentences.append(current)
+    return sentences
+
+
+def crf_features(words, i):
+    """The CRFsuite tutorial's standard lexical features for word i."""
+    w = words[i]
+    f = {"bias": 1.0, "lower": w.lower(), "suffix3": w[-3:], "suffix2": w[-2:], "prefix2": w[:2],
+         "isupper": w.isupper(), "istitle": w.istitle(), "isdigit": w.isdigit()}
+    for d, name in ((-1, "-1"), (1, "+1")):
+        j = i + d
+        if 0 <= j < len(words):
+            v = words[j]
+            f.update({name + ":lower": v.lower(), name + ":istitle": v.istitle(), name + ":isupper": v.isupper(),
+                      name + ":suffix3": v[-3:]})
+        else:
+            f["BOS" if d < 0 else "EOS"] = True
+    return f
+
+
+def part_tagger(a, res):
+    section("11. word tagging: UD English EWT UPOS, train on train, score on test (python-crfsuite, NLTK, mltool)")
+    ewt = os.path.join(ROOT, "datasets/ud-english-ewt")
+    if not os.path.exists(os.path.join(ewt, ".complete")):
+        run(["bash", "datasets/ud-english-ewt.sh"])
+    train_path, test_path = os.path.join(ewt, "en_ewt-ud-train.conllu"), os.path.join(ewt, "en_ewt-ud-test.conllu")
+    train, test = conllu_sentences(train_path), conllu_sentences(test_path)
+    tokens = sum(len(s) for s in test)
+    out = dict(test_tokens=tokens)
+
+    def accuracy(predicted):
+        right = sum(p == t for s, ps in zip(test, predicted) for (_, t), p in zip(s, ps))
+        return right / tokens
+
+    try:
+        import pycrfsuite
+        start = time.perf_counter()
+        trainer = pycrfsuite.Trainer(verbose=False)
+        for s in train:
+            words = [w for w, _ in s]
+            trainer.append([crf_features(words, i) for i in range(len(words))], [t for _, t in s])
+        trainer.set_params({"c1": 0.1, "c2": 0.01, "max_iterations": 100, "feature.possible_transitions": True})
+        model = os.path.join(tempfile.mkdtemp(prefix="mltool-bench-crf-"), "upos.crfsuite")
+        trainer.train(model)
+        crf_train = time.perf_counter() - start
+        tagger = pycrfsuite.Tagger()
+        tagger.open(model)
+        start = time.perf_counter()
+        predicted = [tagger.tag([crf_features([w for w, _ in s], i) for i in range(len(s))]) for s in test]
+        crf_tag = time.perf_counter() - start
+        out["crfsuite"] = dict(accuracy=accuracy(predicted), train_seconds=crf_train, tokens_per_second=tokens / crf_tag)
+    except ImportError:
+        print("  skipped python-crfsuite: not installed (make bench installs it)", flush=True)
+    try:
+        from nltk.tag.perceptron import PerceptronTagger
+        start = time.perf_counter()
+        nltk_tagger = PerceptronTagger(load=False)
+        nltk_tagger.train([list(s) for s in train], nr_iter=5)
+        nltk_train = time.perf_counter() - start
+        start = time.perf_counter()
+        predicted = [[t for _, t in nltk_tagger.tag([w for w, _ in s])] for s in test]
+        nltk_tag = time.perf_counter() - start
+        out["nltk"] = dict(accuracy=accuracy(predicted), train_seconds=nltk_train, tokens_per_second=tokens / nltk_tag)
+    except ImportError:
+        print("  skipped NLTK: not installed (make bench installs it)", flush=True)
+
+    best = None
+    for _ in range(a.repeat_slow):
+        tmp = tempfile.mkdtemp(prefix="mltool-bench-tagger-")
+        try:
+            model = os.path.join(tmp, "upos.bin")
+            t = run([a.mltool, "train", train_path, "--test", test_path, "-o", model, "--quiet"])
+            m = re.search(r"test ([0-9.]+)", t.stdout)
+            e = run([a.mltool, "eval", model, test_path, "--json"])
+            acc = json.loads(e.stdout)["accuracy"]
+            if best is None or t.seconds < best["train_seconds"]:
+                # Tagging speed from the whole `mltool eval` run: process start, model load and file parsing included.
+                best = dict(accuracy=acc, printed=float(m.group(1)) if m else None, train_seconds=t.seconds,
+                            tokens_per_second=tokens / e.seconds)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    out["mltool"] = best
+    res["tagger"] = out
+    for peer, name in (("crfsuite", "python-crfsuite (CRF, L-BFGS 100)"), ("nltk", "NLTK PerceptronTagger (5 iter)")):
+        if peer not in out:
+            continue
+        p = out[peer]
+        row("11", "EWT UPOS train (test accuracy beside)", name, p["train_seconds"], best["train_seconds"], "s", True,
+            peer_acc=p["accuracy"], mltool_acc=best["accuracy"])
+        row("11", "EWT UPOS tagging the test split", name, p["tokens_per_second"], best["tokens_per_second"], "tokens/s",
+            False, note="mltool: the whole `mltool eval` process, load and parsing included")
+
+
 def part_load(a, res):
     section("5. model load")
     import onnxruntime as ort  # noqa: F401  (imported before timing)
@@ -797,8 +910,8 @@ def main():
     ap.add_argument("--repeat", type=int, default=3, help="best of N for the quick timings (default 3)")
     ap.add_argument("--repeat-slow", type=int, default=2, help="best of N for cold end-to-end runs (default 2)")
     ap.add_argument("--seconds", type=float, default=3, help="seconds per throughput measurement (default 3)")
-    ap.add_argument("--parts", default="1,2,4,5,6,8,9,10",
-                    help="which parts to run (3 comes with 2; default 1,2,4,5,6,8,9,10; the ceiling always runs first)")
+    ap.add_argument("--parts", default="1,2,4,5,6,8,9,10,11",
+                    help="which parts to run (3 comes with 2; default 1,2,4,5,6,8,9,10,11; the ceiling always runs first)")
     ap.add_argument("--full", action="store_true", help="also part 7: train on all 60,000 images (~10 min)")
     ap.add_argument("--out", default=os.path.join(ROOT, "bench/results.json"))
     a = ap.parse_args()
@@ -816,7 +929,7 @@ def main():
           f"({' '.join(res['machine']['simd_flags'])}); load average {res['load_before']}")
     print("versions: " + ", ".join(f"{k} {v}" for k, v in res["versions"].items()))
     steps = [("0", part_ceiling), ("1", part_extractor), ("8", part_resnet), ("2", part_images), ("4", part_text),
-             ("9", part_batch), ("10", part_detect), ("5", part_load), ("6", part_quant),
+             ("9", part_batch), ("10", part_detect), ("11", part_tagger), ("5", part_load), ("6", part_quant),
              ("7", part_memory)]
     for key, fn in steps:
         if key in parts:
