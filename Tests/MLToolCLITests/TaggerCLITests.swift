@@ -61,6 +61,19 @@ import Testing
         let f = try Tool.run(["predict", model, dir.file("s.txt")])
         #expect(f.status == 0 && f.stdout.contains("visited/VERB Paris/PROPN"), "\(f.stdout)\(f.stderr)")
 
+        // Quantized like a classifier, gated on token accuracy over tagged --data; the result still tags.
+        let q = try Tool.run(["quantize", model, "--bits", "8", "-o", dir.file("q.bin"), "--data", Self.ewt("en_ewt-ud-test.conllu"), "--json"])
+        #expect(q.status == 0, "\(q.stderr)")
+        let qr = try #require(try JSONSerialization.jsonObject(with: Data(q.stdout.utf8)) as? [String: Any])
+        let gate = try #require(qr["gate"] as? [String: Any])
+        #expect(gate["metric"] as? String == "token accuracy" && gate["items"] as? Int == 25094)
+        #expect(abs((gate["floatAccuracy"] as? Double ?? 0) - accuracy) < 1e-12)
+        #expect((gate["quantizedAccuracy"] as? Double ?? 0) >= accuracy - 0.002)
+        let qe = try Tool.run(["eval", dir.file("q.bin"), Self.ewt("en_ewt-ud-test.conllu"), "--json"])
+        let qa = try #require(try JSONSerialization.jsonObject(with: Data(qe.stdout.utf8)) as? [String: Any])
+        #expect(qa["accuracy"] as? Double == gate["quantizedAccuracy"] as? Double)
+        #expect((qr["fileBytesAfter"] as? Int ?? .max) * 2 < (qr["fileBytesBefore"] as? Int ?? 0))
+
         // What is not there yet says so; a tagger needs data to be evaluated on.
         let html = try Tool.run(["eval", model, Self.ewt("en_ewt-ud-test.conllu"), "--report", dir.file("r.html")])
         #expect(html.status == 65 && html.stderr.contains("not yet supported: an HTML report for a word tagger"), "\(html.stderr)")

@@ -131,6 +131,8 @@ public struct QuantizationPipeline: Sendable {
         let started = Date()
         let isImage = model.metadata.image != nil && model.metadata.graph != nil
         let isDetector = DetectorEvaluator.isDetector(model)
+        // A word tagger is gated on token accuracy over tagged sentences (`data`: CoNLL-U, CoNLL or JSON).
+        let sentences = try model.metadata.task == .wordTagger ? p.data.map { try TaggedCorpus.load($0) } : nil
         // The evaluation items: `data`, else the recorded holdout; a detector's with their boxes.
         var photos: [AnnotatedImage]?
         if isDetector {
@@ -138,6 +140,7 @@ public struct QuantizationPipeline: Sendable {
                 ?? (model.metadata.split?.holdout.isEmpty == false ? try DetectorEvaluator.recordedHoldout(model, modelPath: path, skipMissing: !p.evaluate).photos : nil)
         }
         var items: [LabeledItem]? = isDetector ? photos.map { $0.map { LabeledItem(path: $0.path, label: "") } }
+            : model.metadata.task == .wordTagger ? nil
             : try p.data.map { try Evaluation.loadItems($0, task: model.metadata.task) }
             ?? (p.evaluate && model.metadata.split?.holdout.isEmpty == false
                 ? try Evaluation.recordedHoldout(model, modelPath: path, skipMissing: false).items : nil)
@@ -247,9 +250,18 @@ public struct QuantizationPipeline: Sendable {
             result.backOffOrder = b.backedOff.isEmpty ? nil : b.order
             return result
         }
-        // The gate: mAP@0.5 for a detector, accuracy for a classifier.
+        // The gate: mAP@0.5 for a detector, token accuracy for a word tagger, accuracy for a classifier.
         var gate: GateResult?
-        if p.evaluate, isDetector, let photos, !photos.isEmpty {
+        if p.evaluate, let sentences {
+            let float = try WordTagger(model: model, file: path).evaluate(sentences).report.accuracy
+            measure = { m in
+                let q = try WordTagger(model: m, file: out).evaluate(sentences).report.accuracy
+                return GateResult(metric: "token accuracy", items: sentences.tokenCount, calibrationLeftOut: 0,
+                                  floatAccuracy: float, quantizedAccuracy: q, agreement: nil, meanKL: nil,
+                                  floatMAP50to95: nil, quantizedMAP50to95: nil, backedOff: [], backOffOrder: nil)
+            }
+            gate = try gated(try measure(quantized))
+        } else if p.evaluate, isDetector, let photos, !photos.isEmpty {
             var e = DetectorEvaluator.Parameters()
             e.threads = threads
             func evaluate(_ m: Model) throws -> DetectionEvaluation {

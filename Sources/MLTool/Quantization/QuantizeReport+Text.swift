@@ -24,8 +24,9 @@ extension QuantizeReport {
         if let m = mixedPrecision { s += "  mixed precision: \(m)\n" }
         if let g = gate {
             let left = g.calibrationLeftOut > 0 ? " (\(g.calibrationLeftOut) calibration images left out)" : ""
-            s += String(format: "  %@ on %d items%@: float %.4f, quantized %.4f (%+.2f points)", g.metric,
-                        g.items, left, g.floatAccuracy, g.quantizedAccuracy, (g.quantizedAccuracy - g.floatAccuracy) * 100)
+            s += String(format: "  %@ on %d %@%@: float %.4f, quantized %.4f (%+.2f points)", g.metric, g.items,
+                        g.metric == "token accuracy" ? "tokens" : "items", left, g.floatAccuracy, g.quantizedAccuracy,
+                        (g.quantizedAccuracy - g.floatAccuracy) * 100)
             if let a = g.agreement, let kl = g.meanKL { s += String(format: "; top-1 agreement %.4f; mean KL %.5f", a, kl) }
             if let f = g.floatMAP50to95, let q = g.quantizedMAP50to95 { s += String(format: "; mAP@0.5:0.95 %.4f → %.4f", f, q) }
             s += "\n"
