@@ -103,9 +103,13 @@ extension CLI {
         guard let dataPath else {
             throw CLIError.usage(command: "eval", message: "a word tagger is evaluated on tagged DATA (CoNLL-U, CoNLL or JSON)")
         }
-        if args.has("--report") { throw PipelineError.notSupported("an HTML report for a word tagger (the scores print as text or --json)") }
-        let r = try WordTagging.evaluate(model: model, path: modelPath, data: dataPath,
-                                         tagColumn: try TagColumn(parsing: args.string("--tag-column") ?? "upos"))
+        let ev = try WordTagging.evaluate(model: model, path: modelPath, data: dataPath,
+                                          tagColumn: try TagColumn(parsing: args.string("--tag-column") ?? "upos"))
+        if let reportPath = args.string("--report") {
+            try ev.writeReport(to: reportPath)
+            if !args.has("--quiet") { note("mltool: wrote \(reportPath)") }
+        }
+        let r = ev.report
         if args.has("--json") {
             let e = JSONEncoder()
             e.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]

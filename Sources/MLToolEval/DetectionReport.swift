@@ -45,11 +45,7 @@ public struct DetectionReport: Sendable {
         s += "<header><h1>Detection report</h1><p class=\"lede\">\(e(title)) on \(e(dataSource)) · "
         s += "\(HTMLText.grouped(ev.images)) photos · \(ev.perClass.count) classes</p></header>\n"
         s += "<section>\n<h2>Model</h2>\n<table class=\"facts\">\n"
-        var rows: [(String, String)] = [("file", model.path)]
-        if let n = model.name { rows.append(("name", n)) }
-        rows += [("task", model.task), ("labels", String(model.labelCount)), ("parameters", HTMLText.grouped(model.parameters))]
-        rows += model.provenance.map { ($0.name, $0.value) } + [("data", dataSource)]
-        for (k, v) in rows { s += "<tr><th>\(e(k))</th><td>\(e(v))</td></tr>\n" }
+        s += model.factRows(dataSource: dataSource)
         s += "</table>\n</section>\n<section>\n<h2>Headline metrics</h2>\n<div class=\"cards\">\n"
         s += card("mAP@0.5", String(format: "%.4f", ev.mAP50), "mean AP over classes, IoU ≥ 0.5 (COCO 101-point)")
         s += card("mAP@0.5:0.95", String(format: "%.4f", ev.mAP50to95), "averaged over IoU 0.50, 0.55 … 0.95")
@@ -78,10 +74,7 @@ public struct DetectionReport: Sendable {
         return s + "</main>\n</body>\n</html>\n"
     }
 
-    private func card(_ name: String, _ value: String, _ note: String) -> String {
-        let e = HTMLText.escape
-        return "<div class=\"card\"><div class=\"k\">\(e(name))</div><div class=\"v\">\(e(value))</div><div class=\"n\">\(e(note))</div></div>\n"
-    }
+    private func card(_ name: String, _ value: String, _ note: String) -> String { HTMLText.card(name, value, note) }
 
     /// One class's PR curve as an inline SVG (recall across, precision up).
     static func curve(_ c: ClassAveragePrecision, index: Int) -> String {

@@ -24,6 +24,15 @@ public struct HTMLReport: Sendable {
         }
 
         /// The summary of a loaded model.
+        /// The model's facts as table rows (file, name, task, labels, parameters, provenance, data), escaped.
+        public func factRows(dataSource: String, labelsName: String = "labels") -> String {
+            var rows: [(String, String)] = [("file", path)]
+            if let n = name { rows.append(("name", n)) }
+            rows += [("task", task), (labelsName, String(labelCount)), ("parameters", HTMLText.grouped(parameters))]
+            rows += provenance.map { ($0.name, $0.value) } + [("data", dataSource)]
+            return rows.map { "<tr><th>\(HTMLText.escape($0.0))</th><td>\(HTMLText.escape($0.1))</td></tr>\n" }.joined()
+        }
+
         public init(path: String, model: Model) {
             let md = model.metadata
             var rows: [(name: String, value: String)] = [("made with", "mltool \(md.provenance.toolVersion)")]
@@ -162,12 +171,7 @@ public struct HTMLReport: Sendable {
         for (i, m) in models.enumerated() {
             s += "<table class=\"facts\">\n"
             if models.count > 1 { s += "<caption>\(e(i == 0 ? "A" : "B"))</caption>\n" }
-            var rows: [(String, String)] = [("file", m.path)]
-            if let n = m.name { rows.append(("name", n)) }
-            rows += [("task", m.task), ("labels", String(m.labelCount)), ("parameters", HTMLText.grouped(m.parameters))]
-            rows += m.provenance.map { ($0.name, $0.value) }
-            rows.append(("data", dataSource))
-            for (k, v) in rows { s += "<tr><th>\(e(k))</th><td>\(e(v))</td></tr>\n" }
+            s += m.factRows(dataSource: dataSource)
             s += "</table>\n"
         }
         return s + "</div>\n</section>\n"
@@ -215,10 +219,7 @@ public struct HTMLReport: Sendable {
         return s + "</section>\n"
     }
 
-    private func card(_ name: String, _ value: String, _ note: String) -> String {
-        let e = HTMLText.escape
-        return "<div class=\"card\"><div class=\"k\">\(e(name))</div><div class=\"v\">\(e(value))</div><div class=\"n\">\(e(note))</div></div>\n"
-    }
+    private func card(_ name: String, _ value: String, _ note: String) -> String { HTMLText.card(name, value, note) }
 
     private func percent(_ x: Double) -> String { String(format: "%.2f%%", x * 100) }
 

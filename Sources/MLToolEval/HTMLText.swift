@@ -26,6 +26,11 @@ public enum HTMLText {
         return String(collapsed.prefix(max(0, limit - 1))) + "…"
     }
 
+    /// One headline card of a report: the metric's name, its value and a note under it.
+    public static func card(_ name: String, _ value: String, _ note: String) -> String {
+        "<div class=\"card\"><div class=\"k\">\(escape(name))</div><div class=\"v\">\(escape(value))</div><div class=\"n\">\(escape(note))</div></div>\n"
+    }
+
     /// `n` with thousands separators: 1234567 → "1,234,567".
     public static func grouped(_ n: Int) -> String {
         let digits = String(n.magnitude)

@@ -74,10 +74,14 @@ import Testing
         #expect(qa["accuracy"] as? Double == gate["quantizedAccuracy"] as? Double)
         #expect((qr["fileBytesAfter"] as? Int ?? .max) * 2 < (qr["fileBytesBefore"] as? Int ?? 0))
 
-        // What is not there yet says so; a tagger needs data to be evaluated on.
+        // The HTML report: scores, the confusion matrix, the sentences with wrong tags highlighted (true tag beside).
         let html = try Tool.run(["eval", model, Self.ewt("en_ewt-ud-test.conllu"), "--report", dir.file("r.html")])
-        #expect(html.status == 65 && html.stderr.contains("not yet supported: an HTML report for a word tagger"), "\(html.stderr)")
-        #expect(!FileManager.default.fileExists(atPath: dir.file("r.html")))
+        #expect(html.status == 0, "\(html.stderr)")
+        let page = try String(contentsOfFile: dir.file("r.html"), encoding: .utf8)
+        #expect(page.contains("<h1>Word tagging report</h1>") && page.contains(String(format: "%.4f", accuracy)))
+        #expect(page.contains("<svg") && page.contains("class=\"w bad\"") && page.contains(" → "))
+        #expect(!page.contains("<script"))
+        // A tagger needs data to be evaluated on.
         let bare = try Tool.run(["eval", model])
         #expect(bare.status == 64 && bare.stderr.contains("a word tagger is evaluated on tagged DATA"), "\(bare.stderr)")
     }

@@ -141,14 +141,33 @@ public enum WordTagging {
         return texts.map { tagger.tag(text: $0) }
     }
 
-    /// Token accuracy, per-tag precision/recall/F1, the confusion matrix and (for BIO/BIOES tags) entity scores of
-    /// the model on the tagged sentences in `data`.
+    /// A tagger's scores on tagged sentences, with what its HTML report shows.
+    public struct Evaluation: Sendable {
+        /// Token accuracy, per-tag precision/recall/F1, the confusion matrix, entity scores for BIO/BIOES tags.
+        public var report: TaggingReport
+        /// Every sentence with its true and predicted tags.
+        public var sentences: [TaggingHTMLReport.Sentence]
+        public var model: HTMLReport.ModelInfo
+        public var data: String
+
+        /// Writes the self-contained HTML page (scores, confusion matrix, the sentences with wrong tags), never over
+        /// the model or the data.
+        public func writeReport(to path: String) throws {
+            try TaggingHTMLReport(model: model, report: report, dataSource: data, sentences: sentences)
+                .write(to: path, inputs: [model.path, data])
+        }
+    }
+
+    /// The model (read from `path`) on the tagged sentences in `data`.
     public static func evaluate(model: Model, path: String = "model", data: String, tagColumn: TagColumn = .upos) throws
-        -> TaggingReport {
+        -> Evaluation {
         let tagger = try WordTagger(model: model, file: path)
         let corpus = try TaggedCorpus.load(data, tagColumn: tagColumn)
         guard !corpus.sentences.isEmpty else { throw PipelineError.badInput(file: data, reason: "no tagged sentences") }
-        return tagger.evaluate(corpus).report
+        let (report, predicted) = tagger.evaluate(corpus)
+        return Evaluation(report: report, sentences: zip(corpus.sentences, predicted).map {
+            TaggingHTMLReport.Sentence(tokens: $0.tokens, truth: $0.tags, predicted: $1)
+        }, model: HTMLReport.ModelInfo(path: path, model: model), data: data)
     }
 }
 
