@@ -302,6 +302,9 @@ def run_api_docs(binary, mltool, work):
     bag = os.path.join(work, "Clothes-test", "bag")
     shutil.copy(os.path.join(bag, sorted(os.listdir(bag))[0]), os.path.join(work, "bag.png"))
     reviews_csv(os.path.join(work, "reviews.csv"))
+    # The word-tagging example: UD English EWT's dev split with names and numbers as BIO entities.
+    subprocess.run(["bash", os.path.join(ROOT, "datasets", "ud-english-ewt.sh")], check=True, stdout=subprocess.DEVNULL)
+    shutil.copy(os.path.join(ROOT, "datasets", "ud-english-ewt", "entities-dev.bio"), os.path.join(work, "names.bio"))
     env = with_cache(os.path.join(work, "cache"))
     # The models the classifying examples read before the training examples (re)write them.
     run([os.path.abspath(mltool), "train", "Clothes", "-o", "Clothes.bin", "--quiet"], cwd=work, env=env)
@@ -318,7 +321,7 @@ def run_api_docs(binary, mltool, work):
     if "tiger cat" not in result.stdout:
         fail("the VNClassifyImageRequest example did not find a tiger cat in cat.jpg:\n" + result.stdout)
     for name in ("Clothes-int8.bin", "Clothes.pal4.bin", "Clothes.onnx", "Clothes.mlmodel", "net.bin",
-                 "Clothes-report.html"):
+                 "Clothes-report.html", "Names.bin"):
         if not os.path.isfile(os.path.join(work, name)) or os.path.getsize(os.path.join(work, name)) == 0:
             fail(f"the examples did not write {name}")
     print(f"run-api-docs: all {count} examples of docs/API.md ran in {seconds:.1f} s")

@@ -3,9 +3,9 @@
 import Foundation
 import MLTool
 
-/// docs/API.md:56, Load and inspect a model — `MLModel`
+/// docs/API.md:57, Load and inspect a model — `MLModel`
 func example1() throws {
-#sourceLocation(file: "docs/API.md", line: 56)
+#sourceLocation(file: "docs/API.md", line: 57)
     let model = try Model(contentsOf: URL(fileURLWithPath: "models/efficientnet-lite0.bin"))
     print(model.metadata.task, model.metadata.labels.count, model.parameterCount)
     let summary = try ModelSummary(path: "models/efficientnet-lite0.bin")   // what `mltool info` prints
@@ -14,9 +14,9 @@ func example1() throws {
 #sourceLocation()
 }
 
-/// docs/API.md:79, Classify an image — `VNClassifyImageRequest`
+/// docs/API.md:80, Classify an image — `VNClassifyImageRequest`
 func example2() throws {
-#sourceLocation(file: "docs/API.md", line: 79)
+#sourceLocation(file: "docs/API.md", line: 80)
     let classifier = try ImageClassifier(contentsOf: URL(fileURLWithPath: "models/efficientnet-lite0.bin"))
     for observation in try classifier.classify(contentsOf: URL(fileURLWithPath: "cat.jpg")).prefix(5) {
         print(observation.identifier, observation.confidence)
@@ -24,9 +24,9 @@ func example2() throws {
 #sourceLocation()
 }
 
-/// docs/API.md:103, Classify with your own model — `VNCoreMLRequest`
+/// docs/API.md:104, Classify with your own model — `VNCoreMLRequest`
 func example3() throws {
-#sourceLocation(file: "docs/API.md", line: 103)
+#sourceLocation(file: "docs/API.md", line: 104)
     let classifier = try ImageClassifier(contentsOf: URL(fileURLWithPath: "Clothes.bin"))
     let options = ClassificationOptions(maximumCount: 1, minimumConfidence: 0.5)
     if let best = try classifier.classify(contentsOf: URL(fileURLWithPath: "bag.png"), options: options).first {
@@ -43,9 +43,9 @@ func example3() throws {
 #sourceLocation()
 }
 
-/// docs/API.md:130, Classify text — `NLModel`
+/// docs/API.md:131, Classify text — `NLModel`
 func example4() throws {
-#sourceLocation(file: "docs/API.md", line: 130)
+#sourceLocation(file: "docs/API.md", line: 131)
     let model = try TextClassifier(contentsOf: URL(fileURLWithPath: "Reviews.bin"))
     let label: String? = try model.predictedLabel(for: "The battery died after two days.")
     let hypotheses: [String: Double] = try model.predictedLabelHypotheses(for: "The battery died after two days.",
@@ -58,9 +58,9 @@ func example4() throws {
 #sourceLocation()
 }
 
-/// docs/API.md:159, Train an image classifier — `MLImageClassifier`
+/// docs/API.md:160, Train an image classifier — `MLImageClassifier`
 func example5() throws {
-#sourceLocation(file: "docs/API.md", line: 159)
+#sourceLocation(file: "docs/API.md", line: 160)
     var parameters = ImageClassifierParameters()
     parameters.maxIterations = 50
     parameters.augmentations = [.flip]
@@ -77,9 +77,9 @@ func example5() throws {
 #sourceLocation()
 }
 
-/// docs/API.md:193, Train a text classifier — `MLTextClassifier`
+/// docs/API.md:194, Train a text classifier — `MLTextClassifier`
 func example6() throws {
-#sourceLocation(file: "docs/API.md", line: 193)
+#sourceLocation(file: "docs/API.md", line: 194)
     var parameters = TextClassifierParameters()
     parameters.holdoutFraction = 0.2            // the testing split: kept out, measured, recorded in the model
     parameters.minCount = 1
@@ -90,9 +90,26 @@ func example6() throws {
 #sourceLocation()
 }
 
-/// docs/API.md:221, Classify many images — `MLArrayBatchProvider`
+/// docs/API.md:225, Tag words — `MLWordTagger`, `NLTagger`
 func example7() throws {
-#sourceLocation(file: "docs/API.md", line: 221)
+#sourceLocation(file: "docs/API.md", line: 225)
+    var parameters = WordTaggerPipelineParameters()
+    parameters.holdoutFraction = 0.2            // sentences kept out and scored (or pass test: a tagged file)
+    let result = try WordTaggerTraining(data: "names.bio", parameters: parameters).train()
+    print(result.test?.accuracy ?? .nan, result.test?.entities?.f1 ?? .nan)
+    try result.write(to: "Names.bin")
+
+    let model = try Model(contentsOf: URL(fileURLWithPath: "Names.bin"))
+    for token in try WordTagging.tag(model: model, texts: ["Tim Cook visited Paris."])[0] {
+        print(token.span.text, token.tag, token.span.scalars)   // characters counted in Unicode scalars
+    }
+    print(try WordTagging.evaluate(model: model, data: "names.bio").report.accuracy)
+#sourceLocation()
+}
+
+/// docs/API.md:257, Classify many images — `MLArrayBatchProvider`
+func example8() throws {
+#sourceLocation(file: "docs/API.md", line: 257)
     let classifier = try ImageClassifier(contentsOf: URL(fileURLWithPath: "Clothes.bin"))
     let urls = try FileManager.default.contentsOfDirectory(at: URL(fileURLWithPath: "Clothes/bag"),
                                                            includingPropertiesForKeys: nil)
@@ -106,9 +123,9 @@ func example7() throws {
 #sourceLocation()
 }
 
-/// docs/API.md:253, Compress weights — `linear_quantize_weights`, `palettize_weights`
-func example8() throws {
-#sourceLocation(file: "docs/API.md", line: 253)
+/// docs/API.md:289, Compress weights — `linear_quantize_weights`, `palettize_weights`
+func example9() throws {
+#sourceLocation(file: "docs/API.md", line: 289)
     let linear = QuantizationParameters(bits: 8, mode: .linear)
     let int8 = try QuantizationPipeline(modelPath: "Clothes.bin", parameters: linear).run()
     if let gate = int8.report.gate {
@@ -124,9 +141,9 @@ func example8() throws {
 #sourceLocation()
 }
 
-/// docs/API.md:288, Convert models — `ct.convert`
-func example9() throws {
-#sourceLocation(file: "docs/API.md", line: 288)
+/// docs/API.md:324, Convert models — `ct.convert`
+func example10() throws {
+#sourceLocation(file: "docs/API.md", line: 324)
     // In. `featureTensor` names the layer that `ImageClassifierParameters.extractor` would train on.
     let labels = try String(contentsOfFile: "labels.txt", encoding: .utf8).split(separator: "\n").map(String.init)
     let options = ImportOptions(image: .efficientNetLite, labels: labels, featureTensor: "features")
@@ -146,15 +163,16 @@ func example9() throws {
 }
 
 let examples: [(String, @Sendable () async throws -> Void)] = [
-    ("docs/API.md:56 Load and inspect a model — `MLModel`", example1),
-    ("docs/API.md:79 Classify an image — `VNClassifyImageRequest`", example2),
-    ("docs/API.md:103 Classify with your own model — `VNCoreMLRequest`", example3),
-    ("docs/API.md:130 Classify text — `NLModel`", example4),
-    ("docs/API.md:159 Train an image classifier — `MLImageClassifier`", example5),
-    ("docs/API.md:193 Train a text classifier — `MLTextClassifier`", example6),
-    ("docs/API.md:221 Classify many images — `MLArrayBatchProvider`", example7),
-    ("docs/API.md:253 Compress weights — `linear_quantize_weights`, `palettize_weights`", example8),
-    ("docs/API.md:288 Convert models — `ct.convert`", example9),
+    ("docs/API.md:57 Load and inspect a model — `MLModel`", example1),
+    ("docs/API.md:80 Classify an image — `VNClassifyImageRequest`", example2),
+    ("docs/API.md:104 Classify with your own model — `VNCoreMLRequest`", example3),
+    ("docs/API.md:131 Classify text — `NLModel`", example4),
+    ("docs/API.md:160 Train an image classifier — `MLImageClassifier`", example5),
+    ("docs/API.md:194 Train a text classifier — `MLTextClassifier`", example6),
+    ("docs/API.md:225 Tag words — `MLWordTagger`, `NLTagger`", example7),
+    ("docs/API.md:257 Classify many images — `MLArrayBatchProvider`", example8),
+    ("docs/API.md:289 Compress weights — `linear_quantize_weights`, `palettize_weights`", example9),
+    ("docs/API.md:324 Convert models — `ct.convert`", example10),
 ]
 var failures = 0
 for (location, example) in examples {
