@@ -177,7 +177,7 @@ enum Fast {
                         threads: Int) {
         guard let ax = try? Program.axis(s.axis ?? -1, rank: xs.count, s) else { return }   // checked by shape inference
         let outer = xs[..<ax].reduce(1, &*), inner = xs[(ax + 1)...].reduce(1, &*), len = xs[ax]
-        let parts = outer &* len &* inner >= 32_768 ? threads : 1
+        let parts = outer &* len &* inner >= copyParallelThreshold ? threads : 1
         if inner == 1 {
             nonisolated(unsafe) let (x, y) = (x, y)
             parallel(outer, parts: parts, align: 8) { lo, hi in mlk_softmax_rows(x, y, Int64(len), Int64(lo), Int64(hi)) }
@@ -240,6 +240,7 @@ enum Fast {
             b = e
         }
     }
+
     /// `packedGemm` with int8 weights: each part quantizes its rows of `a` (u8, one scale and zero point per row)
     /// into `scratch`, then runs `mlk_qgemm` on them; with few rows, all rows are quantized first and the columns
     /// split. The quantization of a row does not depend on the split, so results do not either.

@@ -38,8 +38,8 @@ extension Fast {
         }
     }
 
-    /// Floats an index-mapping op (copy, slice, concat, transpose, resize, pool, element-wise) must write before its
-    /// rows are split across threads: below it, a hand-off costs more than it saves.
+    /// Floats an index-mapping op (copy, slice, concat, transpose, resize, pool, element-wise) or a softmax must
+    /// write before its rows are split across threads: below it, a hand-off costs more than it saves.
     static let copyParallelThreshold = 32_768
 
     /// Runs `body(lo, hi)` over `rows` output rows, split across threads when the output (`elements` floats) is

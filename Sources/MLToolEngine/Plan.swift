@@ -66,7 +66,7 @@ struct Plan: Sendable {
 /// where a network's time goes. Off by default; the hot loop only tests a constant.
 enum StepProfile {
     static let enabled = ["1", "2"].contains(ProcessInfo.processInfo.environment["MLTOOL_PROFILE"])
-    /// `MLTOOL_PROFILE=2`: one row per conv shape (weights, input and output).
+    /// `MLTOOL_PROFILE=2`: one row per op and shapes (a conv's weights, the inputs and the output).
     static let detailed = ProcessInfo.processInfo.environment["MLTOOL_PROFILE"] == "2"
     nonisolated(unsafe) static var seconds: [String: (Double, Int)] = [:]
     static let lock = NSLock()
