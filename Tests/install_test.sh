@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # `make install` as a user would run it (make install-test, part of make test):
-#  - into a scratch PREFIX: PREFIX/bin/mltool and PREFIX/share/mltool/efficientnet-lite0.bin, the same bytes as
-#    models/; that mltool, run from a folder outside the source tree, trains a classifier with the installed
-#    extractor (the model records which one it used), and without that file it fails with exit 66, saying where it
-#    looked;
-#  - staged (DESTDIR, default PREFIX): the same two files under DESTDIR/usr/local.
+#  - into a scratch PREFIX: PREFIX/bin/mltool, PREFIX/share/mltool/efficientnet-lite0.bin and language-id.bin, the
+#    same bytes as models/; the installed language identifier names the language of a German sentence; that mltool,
+#    run from a folder outside the source tree, trains a classifier with the installed extractor (the model records
+#    which one it used), and without that file it fails with exit 66, saying where it looked;
+#  - staged (DESTDIR, default PREFIX): the same three files under DESTDIR/usr/local.
 # Needs make models and datasets/fashion-mnist.sh --small (the Makefile target runs both first).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -12,7 +12,8 @@ cd "$root"
 make=${MAKE:-make}
 fashion=datasets/fashion-mnist-small/train
 extractor=efficientnet-lite0.bin
-for needed in models/$extractor $fashion/bag $fashion/trouser; do
+languages=language-id.bin
+for needed in models/$extractor models/$languages $fashion/bag $fashion/trouser; do
     [ -e "$needed" ] || { echo "install-test: FAILED: $needed is missing (make models, datasets/fashion-mnist.sh --small)"; exit 1; }
 done
 fail() { echo "install-test: FAILED: $*"; exit 1; }
@@ -23,7 +24,9 @@ $make --no-print-directory install PREFIX="$tmp/prefix"
 $make --no-print-directory install DESTDIR="$tmp/stage" PREFIX=/usr/local
 for prefix in "$tmp/prefix" "$tmp/stage/usr/local"; do
     [ -x "$prefix/bin/mltool" ] || fail "$prefix/bin/mltool was not installed"
-    cmp -s "models/$extractor" "$prefix/share/mltool/$extractor" || fail "$prefix/share/mltool/$extractor differs from models/"
+    for f in $extractor $languages; do
+        cmp -s "models/$f" "$prefix/share/mltool/$f" || fail "$prefix/share/mltool/$f differs from models/"
+    done
 done
 
 # A two-class label-folder tree outside the source tree: the first 20 bags and trousers.
@@ -33,6 +36,9 @@ for label in bag trouser; do
 done
 cd "$tmp/elsewhere"
 mltool="$tmp/prefix/bin/mltool"
+said=$("$mltool" predict "$tmp/prefix/share/mltool/$languages" --text "Diese Bibliothek liest und schreibt Dateien im JSON-Format.") \
+    || fail "mltool predict with the installed $languages: $said"
+grep -q "^de\b" <<< "$said" || fail "the installed $languages did not answer de: $said"
 env -u MLTOOL_EXTRACTOR MLTOOL_CACHE="$tmp/cache" "$mltool" train clothes --quiet > train.txt \
     || fail "mltool train from $tmp/elsewhere: $(cat train.txt)"
 info=$("$mltool" info model.bin)

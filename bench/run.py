@@ -14,7 +14,9 @@ Parts: 1 extractor throughput, 2 Fashion-MNIST small end to end, 3 head training
 5 model load, 6 int8 / palettized vs float, 7 (--full) peak memory of `mltool train` on 60,000 images,
 8 ResNet-18 (random weights, bench/make_resnet18.py) at batch 1 against onnxruntime, 9 the library's batch
 classification (`ImageClassifier.classify(batch:)`) against one call per image, files decoded in both, 10 YOLOv8n and
-the raccoon detector, 11 a UPOS word tagger on UD English EWT against python-crfsuite and NLTK's perceptron.
+the raccoon detector, 11 a UPOS word tagger on UD English EWT against python-crfsuite and NLTK's perceptron, 12 the
+language identifier (models/language-id.bin) against fastText trained on the same split, with lingua and py3langid
+as off-the-shelf references: accuracy by text length and the confusion between close languages.
 """
 import argparse
 import csv
@@ -868,6 +870,140 @@ def part_memory(a, res):
 
 # ---------------------------------------------------------------------------------------------------------------
 
+# Close languages whose confusion part 12 reports (both directions, per 1000 texts of the pair).
+CLOSE_LANGUAGES = [("cs", "sk"), ("es", "pt"), ("ru", "uk"), ("da", "sv"), ("zh-Hans", "zh-Hant"), ("sr", "ru"),
+                   ("de", "nl")]
+LENGTH_BUCKETS = ((20, "≤ 20"), (50, "21–50"), (None, "> 50"))
+
+
+def length_bucket(text):
+    n = len(text)
+    return next(name for limit, name in LENGTH_BUCKETS if limit is None or n <= limit)
+
+
+def language_scores(truth, predicted, texts):
+    """Accuracy overall and by length bucket, and the confusion between close languages."""
+    out = dict(accuracy=sum(p == t for p, t in zip(predicted, truth)) / len(truth), by_length={}, close={})
+    for _, name in LENGTH_BUCKETS:
+        idx = [i for i, x in enumerate(texts) if length_bucket(x) == name]
+        out["by_length"][name] = dict(count=len(idx), accuracy=sum(predicted[i] == truth[i] for i in idx) / max(len(idx), 1))
+    for a, b in CLOSE_LANGUAGES:
+        idx = [i for i, t in enumerate(truth) if t in (a, b)]
+        wrong = sum(1 for i in idx if predicted[i] in (a, b) and predicted[i] != truth[i])
+        out["close"][f"{a}/{b}"] = dict(texts=len(idx), confused=wrong, per_1000=1000 * wrong / max(len(idx), 1))
+    return out
+
+
+def part_language(a, res):
+    section("12. language identification: Debian translated descriptions, held-out packages (fastText trained on the "
+            "same split; lingua and py3langid off the shelf)")
+    d = os.path.join(ROOT, "datasets/debian-translations")
+    if not os.path.exists(os.path.join(d, ".complete")):
+        run(["bash", "datasets/debian-translations.sh"])
+    train_path, test_path = os.path.join(d, "train.csv"), os.path.join(d, "test.csv")
+    xtr, ytr = read_csv(train_path)
+    xte, yte = read_csv(test_path)
+    languages = sorted(set(ytr))
+    out = dict(texts=dict(train=len(xtr), test=len(xte)), languages=languages)
+    model = os.path.join(ROOT, "models/language-id.bin")
+
+    # mltool: the model `make models` built, scored by `mltool eval --json` (its predictions: the confusion matrix's
+    # argmax, recomputed here per text from `mltool predict` to report the buckets the same way for everyone).
+    e = run([a.mltool, "eval", model, test_path, "--json"])
+    report = json.loads(e.stdout)
+    tmp = tempfile.mkdtemp(prefix="mltool-bench-language-")
+    try:
+        for i, x in enumerate(xte):
+            with open(os.path.join(tmp, f"{i:06d}.txt"), "w", encoding="utf-8") as f:
+                f.write(x)
+        p = run([a.mltool, "predict", model, tmp, "--json", "--top", "1"])
+        predicted = [json.loads(l)["top"][0]["label"] if json.loads(l)["top"] else "" for l in p.stdout.splitlines()]
+        # Training time of the same recipe (Makefile LANGUAGE_ID_FLAGS), into a scratch file.
+        t = run([a.mltool, "train", train_path, "--test", test_path, "-o", os.path.join(tmp, "lid.bin"), "--quiet"]
+                + a.language_id_flags.split())
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    out["mltool"] = language_scores(yte, predicted, xte)
+    out["mltool"].update(eval_accuracy=report["accuracy"], by_length_eval=report.get("byLength"),
+                         train_seconds=t.seconds, texts_per_second=len(xte) / e.seconds)
+
+    try:
+        import fasttext
+        work = tempfile.mkdtemp(prefix="mltool-bench-language-ft-")
+        try:
+            ftr = os.path.join(work, "train.txt")
+            with open(ftr, "w", encoding="utf-8") as f:
+                for x, y in zip(xtr, ytr):
+                    f.write(f"__label__{y} {' '.join(x.split())}\n")
+            start = time.perf_counter()
+            m = fasttext.train_supervised(ftr, epoch=25, minn=2, maxn=4, dim=16, lr=0.5, thread=os.cpu_count(),
+                                          verbose=0, seed=1)
+            seconds = time.perf_counter() - start
+            start = time.perf_counter()
+            # model.f.predict: the wrapper's predict breaks under NumPy 2.
+            ft_pred = [m.f.predict(" ".join(x.split()), 1, 0.0, "strict") for x in xte]
+            ft_pred = [r[0][1][len("__label__"):] if r else "" for r in ft_pred]
+            out["fasttext"] = language_scores(yte, ft_pred, xte)
+            out["fasttext"].update(train_seconds=seconds, texts_per_second=len(xte) / (time.perf_counter() - start))
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+    except ImportError:
+        print("  skipped fastText: not installed (make bench installs it)", flush=True)
+
+    # Off-the-shelf references, restricted to the same languages; they know only "zh", counted right for both
+    # Chinese scripts (which flatters them).
+    def lenient(pred):
+        return [("zh-Hans" if t == "zh-Hans" else "zh-Hant") if p == "zh" and t.startswith("zh") else p
+                for p, t in zip(pred, yte)]
+    iso = sorted({l.split("-")[0] for l in languages})
+    try:
+        import py3langid.langid as langid
+        ident = langid.LanguageIdentifier.from_pickled_model(langid.MODEL_FILE, norm_probs=False)
+        ident.set_languages(iso)
+        start = time.perf_counter()
+        pred = [ident.classify(x)[0] for x in xte]
+        out["py3langid"] = language_scores(yte, lenient(pred), xte)
+        out["py3langid"]["texts_per_second"] = len(xte) / (time.perf_counter() - start)
+    except ImportError:
+        print("  skipped py3langid: not installed (make bench installs it)", flush=True)
+    try:
+        from lingua import IsoCode639_1, LanguageDetectorBuilder
+        codes = [getattr(IsoCode639_1, c.upper()) for c in iso]
+        detector = LanguageDetectorBuilder.from_iso_codes_639_1(*codes).build()
+        start = time.perf_counter()
+        found = detector.detect_languages_in_parallel_of(xte)
+        pred = [l.iso_code_639_1.name.lower() if l else "" for l in found]
+        out["lingua"] = language_scores(yte, lenient(pred), xte)
+        out["lingua"]["texts_per_second"] = len(xte) / (time.perf_counter() - start)
+    except ImportError:
+        print("  skipped lingua: not installed (make bench installs lingua-language-detector)", flush=True)
+    res["language"] = out
+
+    mine = out["mltool"]
+    print(f"  held-out texts by length (characters), {len(languages)} languages:")
+    systems = [s for s in ("mltool", "fasttext", "lingua", "py3langid") if s in out]
+    print("    " + f"{'':<10}" + "".join(f"{s:>11}" for s in systems))
+    for _, name in LENGTH_BUCKETS:
+        print(f"    {name:<6}{mine['by_length'][name]['count']:>6}"
+              + "".join(f"{out[s]['by_length'][name]['accuracy']:>11.4f}" for s in systems))
+    print("    all   " + f"{len(xte):>4}" + "".join(f"{out[s]['accuracy']:>11.4f}" for s in systems))
+    print("  close languages, confused per 1000 texts of the pair:")
+    for pair in mine["close"]:
+        print(f"    {pair:<16}" + "".join(f"{out[s]['close'][pair]['per_1000']:>11.1f}" for s in systems))
+    if "fasttext" in out:
+        ft = out["fasttext"]
+        row("12", "language ID train, held-out accuracy beside", "fastText 25 ep, char 2-4, dim 16", ft["train_seconds"],
+            mine["train_seconds"], "s", True, peer_acc=ft["accuracy"], mltool_acc=mine["accuracy"])
+        for _, name in LENGTH_BUCKETS:
+            row("12", f"language ID accuracy, texts {name} chars", "fastText (same split)",
+                ft["by_length"][name]["accuracy"], mine["by_length"][name]["accuracy"], "acc", False)
+        row("12", "language ID on the test split", "fastText predict loop", ft["texts_per_second"],
+            mine["texts_per_second"], "texts/s", False, note="mltool: the whole `mltool eval` process")
+    for peer, name in (("lingua", "lingua (off the shelf)"), ("py3langid", "py3langid (off the shelf)")):
+        if peer in out:
+            row("12", "language ID held-out accuracy", name, out[peer]["accuracy"], mine["accuracy"], "acc", False)
+
+
 def versions(a):
     v = dict(python=platform.python_version())
     v["mltool"] = run([a.mltool, "--version"]).stdout.strip()
@@ -910,8 +1046,10 @@ def main():
     ap.add_argument("--repeat", type=int, default=3, help="best of N for the quick timings (default 3)")
     ap.add_argument("--repeat-slow", type=int, default=2, help="best of N for cold end-to-end runs (default 2)")
     ap.add_argument("--seconds", type=float, default=3, help="seconds per throughput measurement (default 3)")
-    ap.add_argument("--parts", default="1,2,4,5,6,8,9,10,11",
-                    help="which parts to run (3 comes with 2; default 1,2,4,5,6,8,9,10,11; the ceiling always runs first)")
+    ap.add_argument("--parts", default="1,2,4,5,6,8,9,10,11,12",
+                    help="which parts to run (3 comes with 2; default 1,2,4,5,6,8,9,10,11,12; the ceiling always runs first)")
+    ap.add_argument("--language-id-flags", default="--text-column text --label-column label --char-ngrams 1-4 --ngrams 1 "
+                    "--hash-bits 18", help="mltool train flags of models/language-id.bin (make bench passes the Makefile's)")
     ap.add_argument("--full", action="store_true", help="also part 7: train on all 60,000 images (~10 min)")
     ap.add_argument("--out", default=os.path.join(ROOT, "bench/results.json"))
     a = ap.parse_args()
@@ -929,7 +1067,7 @@ def main():
           f"({' '.join(res['machine']['simd_flags'])}); load average {res['load_before']}")
     print("versions: " + ", ".join(f"{k} {v}" for k, v in res["versions"].items()))
     steps = [("0", part_ceiling), ("1", part_extractor), ("8", part_resnet), ("2", part_images), ("4", part_text),
-             ("9", part_batch), ("10", part_detect), ("11", part_tagger), ("5", part_load), ("6", part_quant),
+             ("9", part_batch), ("10", part_detect), ("11", part_tagger), ("12", part_language), ("5", part_load), ("6", part_quant),
              ("7", part_memory)]
     for key, fn in steps:
         if key in parts:

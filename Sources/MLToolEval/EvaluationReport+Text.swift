@@ -7,6 +7,13 @@ extension EvaluationReport {
         s += String(format: "  accuracy      %.4f\n  top-%d         %.4f\n  log-loss      %.4f\n", accuracy, topK,
                     topKAccuracy, logLoss)
         if let auc = rocAUC { s += String(format: "  ROC AUC       %.4f\n", auc) }
+        if let buckets = byLength {
+            s += "\n  length (characters)     items  accuracy\n"
+            for (b, name) in zip(buckets, LengthAccuracy.names(buckets)) {
+                s += "  " + name.padding(toLength: 20, withPad: " ", startingAt: 0) + String(format: "  %8d  ", b.count)
+                    + (b.count > 0 ? String(format: "%8.4f\n", b.accuracy) : "       -\n")
+            }
+        }
         let width = max(12, perClass.map { $0.label.count }.max() ?? 0)
         s += "\n  " + "class".padding(toLength: width, withPad: " ", startingAt: 0) + "  precision  recall     f1  support\n"
         func row(_ name: String, _ p: Double, _ r: Double, _ f: Double, _ n: Int) -> String {

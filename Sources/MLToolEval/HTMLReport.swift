@@ -189,6 +189,10 @@ public struct HTMLReport: Sendable {
             if let auc = a.rocAUC, a.perClass.count == 2 {
                 s += card("ROC AUC", String(format: "%.4f", auc), "positive class: \(a.perClass[1].label)")
             }
+            for (b, name) in zip(a.byLength ?? [], LengthAccuracy.names(a.byLength ?? [])) where b.count > 0 {
+                s += card("texts \(name) characters", percent(b.accuracy),
+                          "\(HTMLText.grouped(b.correct)) of \(HTMLText.grouped(b.count)) correct")
+            }
             s += "</div>\n"
         } else {
             let b = reports[1]

@@ -32,6 +32,8 @@ public struct EvaluationReport: Codable, Equatable, Sendable {
     public var confusion: [[Int]]
     /// ROC AUC of class 1's probability, for two classes only.
     public var rocAUC: Double?
+    /// Accuracy by text length, for text models (`Metrics.accuracyByLength`).
+    public var byLength: [LengthAccuracy]? = nil
 }
 
 /// Classification metrics, defined as scikit-learn defines them (zero_division = 0; log-loss clips probabilities to

@@ -68,3 +68,24 @@ import Testing
         #expect(abs(c.meanKL - kl) < 1e-6)
     }
 }
+
+@Suite struct LengthAccuracyTests {
+    /// Boundaries belong to the bucket they end (20 → "≤ 20", 21 and 50 → "21–50", 51 → "> 50"); a prediction is
+    /// the row's argmax; empty buckets are reported with accuracy 0.
+    @Test func bucketsByLimitAndArgmax() {
+        // Rows for 2 classes: predicted class = index of the larger value.
+        let probabilities: [Float] = [0.9, 0.1,  0.2, 0.8,  0.6, 0.4,  0.3, 0.7,  0.5, 0.5]
+        let truth = [0, 0, 0, 1, 1]
+        let lengths = [20, 0, 21, 50, 51]
+        let b = Metrics.accuracyByLength(lengths: lengths, truth: truth, probabilities: probabilities, classes: 2)
+        #expect(b == [LengthAccuracy(maxCharacters: 20, count: 2, correct: 1),
+                      LengthAccuracy(maxCharacters: 50, count: 2, correct: 2),
+                      LengthAccuracy(maxCharacters: nil, count: 1, correct: 0)])
+        #expect(b[0].accuracy == 0.5 && b[1].accuracy == 1 && b[2].accuracy == 0)
+        #expect(LengthAccuracy.names(b) == ["≤ 20", "21–50", "> 50"])
+        let other = Metrics.accuracyByLength(lengths: lengths, truth: truth, probabilities: probabilities, classes: 2,
+                                             limits: [100, 5])
+        #expect(other.map(\.count) == [1, 4, 0] && other.map(\.maxCharacters) == [5, 100, nil] && other[2].accuracy == 0)
+        #expect(LengthAccuracy.names(other) == ["≤ 5", "6–100", "> 100"])
+    }
+}

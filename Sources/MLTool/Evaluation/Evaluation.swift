@@ -68,14 +68,18 @@ public enum Evaluation {
         }
     }
 
+    /// The texts of text `items` (inline, or read from their files).
+    public static func documents(_ items: [LabeledItem]) throws -> [String] {
+        try items.map { item in try item.text ?? TextDataset.readDocument(item.path) }
+    }
+
     /// The model's probabilities on `items`, n × classes row-major; `progress` gets (items just done, total) after
-    /// each batch.
+    /// each batch. A text model reads `documents` when given (`documents(items)`, read once by the caller).
     public static func probabilities(_ model: Model, modelPath: String, items: [LabeledItem], threads: Int,
+                                     documents: [String]? = nil,
                                      progress: ((Int, Int) -> Void)? = nil) throws -> [Float] {
         if model.metadata.task == .textClassifier {
-            return try TextClassifier(model: model, path: modelPath).probabilities(items.map { item in
-                try item.text ?? TextDataset.readDocument(item.path)
-            })
+            return try TextClassifier(model: model, path: modelPath).probabilities(try documents ?? Self.documents(items))
         }
         let classifier = try ImageClassifier(model: model, path: modelPath, threads: threads)
         var out = [Float]()

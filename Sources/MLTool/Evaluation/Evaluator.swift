@@ -77,15 +77,23 @@ public struct Evaluator: Sendable {
             }
         }
         let truth = try Evaluation.truth(items, labels: labels, modelPath: modelPaths[0])
+        // Text models: the documents once, and accuracy by their length beside the usual metrics.
+        let documents = first.metadata.task == .textClassifier ? try Evaluation.documents(items) : nil
+        let lengths = documents?.map { $0.unicodeScalars.count }
         var probs = [[Float]]()
         var reports = [EvaluationReport]()
         for (m, p) in zip(models, modelPaths) {
             try checkCancellation()
             let pr = try Evaluation.probabilities(m, modelPath: p, items: items, threads: parameters.threads,
+                                                  documents: documents,
                                                   progress: { emit(.progress(label: "evaluating", advanced: $0, total: $1)) })
             emit(.progressFinished(label: "evaluating"))
             probs.append(pr)
-            reports.append(Metrics.evaluate(truth: truth, probabilities: pr, labels: labels, topK: parameters.topK))
+            var report = Metrics.evaluate(truth: truth, probabilities: pr, labels: labels, topK: parameters.topK)
+            report.byLength = lengths.map {
+                Metrics.accuracyByLength(lengths: $0, truth: truth, probabilities: pr, classes: labels.count)
+            }
+            reports.append(report)
         }
         let comparison = models.count == 2 ? ModelComparison.compare(probs[0], probs[1], classes: labels.count) : nil
         return Outcome(models: models, modelPaths: modelPaths, items: items, truth: truth, probabilities: probs,

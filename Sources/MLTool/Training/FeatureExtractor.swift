@@ -19,28 +19,12 @@ public final class FeatureExtractor: @unchecked Sendable {
     private let lock = NSLock()
 
     /// The file name of the default extractor (EfficientNet-Lite0, built by `make models`).
-    public static let defaultFileName = "efficientnet-lite0.bin"
+    public static let defaultFileName = BundledModel.extractor.fileName
 
-    /// Where the default extractor is looked for, in order: `explicit` alone when given; else $MLTOOL_EXTRACTOR,
-    /// ./models/, beside the binary, ../share/mltool/ (after `make install`), and a source tree's models/.
-    public static func candidates(explicit: String?) -> [String] {
-        if let e = explicit { return [e] }
-        var list = [String]()
-        if let env = ProcessInfo.processInfo.environment["MLTOOL_EXTRACTOR"], !env.isEmpty { list.append(env) }
-        list.append("models/" + defaultFileName)
-        if let exe = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") {
-            // Beside the binary, in ../share/mltool, or — for a build inside the source tree
-            // (.build/<triple>/release/mltool) — in the tree's models/ folder.
-            var dir = URL(fileURLWithPath: exe).deletingLastPathComponent()
-            list.append(dir.appendingPathComponent("models/" + defaultFileName).path)
-            list.append(dir.appendingPathComponent("../share/mltool/" + defaultFileName).standardized.path)
-            for _ in 0..<4 {
-                dir = dir.deletingLastPathComponent()
-                list.append(dir.appendingPathComponent("models/" + defaultFileName).path)
-            }
-        }
-        return list
-    }
+    /// Where the default extractor is looked for, in order (`BundledModel.candidates`): `explicit` alone when
+    /// given; else $MLTOOL_EXTRACTOR, ./models/, beside the binary, ../share/mltool/ (after `make install`), and a
+    /// source tree's models/.
+    public static func candidates(explicit: String?) -> [String] { BundledModel.extractor.candidates(explicit: explicit) }
 
     /// The extractor at `explicit`, or the first default candidate that exists; `featureLayer` overrides the
     /// tensor the model names as its features.

@@ -107,9 +107,23 @@ func example7() throws {
 #sourceLocation()
 }
 
-/// docs/API.md:257, Classify many images — `MLArrayBatchProvider`
+/// docs/API.md:255, Identify the language — `NLLanguageRecognizer`
 func example8() throws {
-#sourceLocation(file: "docs/API.md", line: 257)
+#sourceLocation(file: "docs/API.md", line: 255)
+    var recognizer = try LanguageRecognizer()
+    print("language:", try recognizer.dominantLanguage(for: "Diese Bibliothek liest und schreibt Dateien im JSON-Format.") ?? "und")
+    print(try recognizer.languageHypotheses(for: "Biblioteca para ler e escrever ficheiros", withMaximum: 3))
+    recognizer.languageConstraints = ["es", "it"]          // only these, renormalised
+    print(try recognizer.dominantLanguage(for: "Biblioteca para ler e escrever ficheiros") ?? "und")
+    for hypotheses in try recognizer.ranked(["Ahoj, jak se máš?", "12345"], maximum: 2) {   // many texts at once
+        print(hypotheses.map { "\($0.language) \($0.probability)" })
+    }
+#sourceLocation()
+}
+
+/// docs/API.md:284, Classify many images — `MLArrayBatchProvider`
+func example9() throws {
+#sourceLocation(file: "docs/API.md", line: 284)
     let classifier = try ImageClassifier(contentsOf: URL(fileURLWithPath: "Clothes.bin"))
     let urls = try FileManager.default.contentsOfDirectory(at: URL(fileURLWithPath: "Clothes/bag"),
                                                            includingPropertiesForKeys: nil)
@@ -123,9 +137,9 @@ func example8() throws {
 #sourceLocation()
 }
 
-/// docs/API.md:289, Compress weights — `linear_quantize_weights`, `palettize_weights`
-func example9() throws {
-#sourceLocation(file: "docs/API.md", line: 289)
+/// docs/API.md:316, Compress weights — `linear_quantize_weights`, `palettize_weights`
+func example10() throws {
+#sourceLocation(file: "docs/API.md", line: 316)
     let linear = QuantizationParameters(bits: 8, mode: .linear)
     let int8 = try QuantizationPipeline(modelPath: "Clothes.bin", parameters: linear).run()
     if let gate = int8.report.gate {
@@ -141,9 +155,9 @@ func example9() throws {
 #sourceLocation()
 }
 
-/// docs/API.md:324, Convert models — `ct.convert`
-func example10() throws {
-#sourceLocation(file: "docs/API.md", line: 324)
+/// docs/API.md:351, Convert models — `ct.convert`
+func example11() throws {
+#sourceLocation(file: "docs/API.md", line: 351)
     // In. `featureTensor` names the layer that `ImageClassifierParameters.extractor` would train on.
     let labels = try String(contentsOfFile: "labels.txt", encoding: .utf8).split(separator: "\n").map(String.init)
     let options = ImportOptions(image: .efficientNetLite, labels: labels, featureTensor: "features")
@@ -170,9 +184,10 @@ let examples: [(String, @Sendable () async throws -> Void)] = [
     ("docs/API.md:160 Train an image classifier — `MLImageClassifier`", example5),
     ("docs/API.md:194 Train a text classifier — `MLTextClassifier`", example6),
     ("docs/API.md:225 Tag words — `MLWordTagger`, `NLTagger`", example7),
-    ("docs/API.md:257 Classify many images — `MLArrayBatchProvider`", example8),
-    ("docs/API.md:289 Compress weights — `linear_quantize_weights`, `palettize_weights`", example9),
-    ("docs/API.md:324 Convert models — `ct.convert`", example10),
+    ("docs/API.md:255 Identify the language — `NLLanguageRecognizer`", example8),
+    ("docs/API.md:284 Classify many images — `MLArrayBatchProvider`", example9),
+    ("docs/API.md:316 Compress weights — `linear_quantize_weights`, `palettize_weights`", example10),
+    ("docs/API.md:351 Convert models — `ct.convert`", example11),
 ]
 var failures = 0
 for (location, example) in examples {

@@ -1,0 +1,39 @@
+import Foundation
+
+/// The models `make models` builds and `make install` installs, and where mltool looks for each when the user
+/// names none: `$ENV`, ./models/, beside the binary (and its models/), ../share/mltool/ (after `make install`), and
+/// — for a build inside the source tree (.build/<triple>/release/mltool) — the tree's models/ folder.
+public struct BundledModel: Sendable, Equatable {
+    /// The file name in models/ and share/mltool/.
+    public let fileName: String
+    /// The environment variable that names another file.
+    public let environmentVariable: String
+
+    /// The default feature extractor (EfficientNet-Lite0, ImageNet weights).
+    public static let extractor = BundledModel(fileName: "efficientnet-lite0.bin", environmentVariable: "MLTOOL_EXTRACTOR")
+    /// The language identifier (`LanguageRecognizer`; trained on Debian's translated package descriptions).
+    public static let languageIdentifier = BundledModel(fileName: "language-id.bin", environmentVariable: "MLTOOL_LANGUAGE_MODEL")
+
+    /// Where the model is looked for, in order: `explicit` alone when given, else the places above.
+    public func candidates(explicit: String?) -> [String] {
+        if let e = explicit { return [e] }
+        var list = [String]()
+        if let env = ProcessInfo.processInfo.environment[environmentVariable], !env.isEmpty { list.append(env) }
+        list.append("models/" + fileName)
+        if let exe = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") {
+            var dir = URL(fileURLWithPath: exe).deletingLastPathComponent()
+            list.append(dir.appendingPathComponent("models/" + fileName).path)
+            list.append(dir.appendingPathComponent("../share/mltool/" + fileName).standardized.path)
+            for _ in 0..<4 {
+                dir = dir.deletingLastPathComponent()
+                list.append(dir.appendingPathComponent("models/" + fileName).path)
+            }
+        }
+        return list
+    }
+
+    /// The first candidate that exists, or nil.
+    public func locate(explicit: String? = nil) -> String? {
+        candidates(explicit: explicit).first { FileManager.default.fileExists(atPath: $0) }
+    }
+}
