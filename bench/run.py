@@ -910,7 +910,7 @@ def part_language(a, res):
     # mltool: the model `make models` built, scored by `mltool eval --json` (its predictions: the confusion matrix's
     # argmax, recomputed here per text from `mltool predict` to report the buckets the same way for everyone).
     e = run([a.mltool, "eval", model, test_path, "--json"])
-    report = json.loads(e.stdout)
+    report = json.loads(e.stdout)["reports"][0]
     tmp = tempfile.mkdtemp(prefix="mltool-bench-language-")
     try:
         for i, x in enumerate(xte):

@@ -137,6 +137,24 @@ public struct Provenance: Codable, Equatable, Sendable {
         self.toolVersion = toolVersion; self.sources = sources; self.seed = seed; self.command = command
         self.timings = timings
     }
+
+    /// This provenance with no path of the machine that made it, for files that leave it (exports): sources by
+    /// file name, and every absolute or home-relative path in the command (a word starting with "/" or "~") by
+    /// its last component. Hashes, seed, timings and the rest of the command stay.
+    public var portable: Provenance {
+        func name(_ path: String) -> String {
+            let last = path.split(separator: "/").last.map(String.init) ?? ""
+            return last.isEmpty || last == "~" ? "." : last
+        }
+        var p = self
+        p.sources = sources.map { Source(path: name($0.path), sha256: $0.sha256) }
+        p.command = command.map { c in
+            c.split(separator: " ", omittingEmptySubsequences: false).map { word in
+                word.hasPrefix("/") || word.hasPrefix("~") ? name(String(word)) : String(word)
+            }.joined(separator: " ")
+        }
+        return p
+    }
 }
 
 /// The items held out for testing, so that `mltool eval` can re-evaluate on exactly them.

@@ -1,7 +1,8 @@
 import Foundation
 import MLToolCore
 
-/// The model facts both exporters record beside the network: labels, preprocessing, provenance, authorship.
+/// The model facts both exporters record beside the network: labels, preprocessing, provenance (`portable`: no
+/// path of the machine it was trained on), authorship.
 enum ExportMetadata {
     /// Key/value pairs (ONNX `metadata_props`, Core ML `userDefined`), in a fixed order.
     static func pairs(_ md: ModelMetadata, notes: [String], inputLayout: String) -> [(String, String)] {
@@ -18,7 +19,8 @@ enum ExportMetadata {
             out.append(("preprocessing", sentence(p, layout: inputLayout)))
             out.append(("preprocessing.json", json(p)))
         }
-        out.append(("provenance", json(md.provenance)))
+        // Never a path of the training machine (its folders, its user's home): file names and hashes only.
+        out.append(("provenance", json(md.provenance.portable)))
         out.append(("exported_by", "mltool \(MLToolInfo.version)"))
         out.append(("weights", notes.isEmpty ? "as stored in the source model" : notes.joined(separator: "; ")))
         return out

@@ -84,3 +84,41 @@ struct TrainEvalTests {
         #expect(r.stderr.contains("nope.bin: no such extractor model"))
     }
 }
+
+/// Exports leave the machine: no path of it may travel with them (issue 19, item 7). A model trained on absolute
+/// paths (data, `--test`, extractor, output all under a temporary folder) is exported to ONNX and Core ML; neither
+/// file contains that folder, the home directory or any absolute path the model recorded, while the model itself
+/// still finds its holdout.
+@Suite(.enabled(if: Tool.available, "needs MLTOOL_BIN (make test sets it)"))
+struct ExportPathLeakTests {
+    @Test func exportsCarryNoPathOfTheTrainingMachine() throws {
+        let dir = try TempDir(); defer { dir.cleanup() }
+        try Make.colourFolders(in: dir.file("images"), perClass: 10)
+        try Make.colourFolders(in: dir.file("test"), perClass: 3)
+        try ModelFile.write(Make.tinyClassifier(), to: dir.file("tiny.bin"))
+        let env = ["MLTOOL_CACHE": dir.file("cache"), "MLTOOL_EXTRACTOR": dir.file("tiny.bin")]
+        let train = try Tool.run(["train", dir.file("images"), "--test", dir.file("test"), "-o", dir.file("model.bin")],
+                                 env: env)
+        #expect(train.status == 0, "\(train.stderr)")
+        let model = try ModelFile.read(path: dir.file("model.bin"))
+        let recorded = (model.metadata.provenance.sources.map(\.path) + [model.metadata.provenance.command ?? ""])
+            .joined(separator: " ")
+        #expect(recorded.contains(dir.path), "the native model records where it was trained: \(recorded)")
+
+        var checked = 0
+        for (format, file) in [("onnx", "model.onnx"), ("coreml", "Model.mlmodel")] {
+            let e = try Tool.run(["export", dir.file("model.bin"), "--to", format, "-o", dir.file(file)], env: env)
+            #expect(e.status == 0, "\(e.stderr)")
+            let bytes = try Data(contentsOf: URL(fileURLWithPath: dir.file(file)))
+            let text = String(decoding: bytes, as: UTF8.self)
+            #expect(!text.contains(dir.path), "\(file) contains \(dir.path)")
+            #expect(!text.contains(NSTemporaryDirectory()), "\(file) contains \(NSTemporaryDirectory())")
+            let home = NSHomeDirectory()
+            #expect(home.count < 2 || !text.contains(home + "/"), "\(file) contains the home directory \(home)")
+            #expect(text.contains("tiny.bin"), "\(file) no longer names its extractor")
+            #expect(text.contains(model.metadata.provenance.sources[0].sha256), "\(file) lost the extractor's hash")
+            checked += 1
+        }
+        #expect(checked == 2)
+    }
+}
