@@ -958,10 +958,9 @@ def part_language(a, res):
     iso = sorted({l.split("-")[0] for l in languages})
     try:
         import py3langid.langid as langid
-        ident = langid.LanguageIdentifier.from_pickled_model(langid.MODEL_FILE, norm_probs=False)
-        ident.set_languages(iso)
+        langid.set_languages(iso)
         start = time.perf_counter()
-        pred = [ident.classify(x)[0] for x in xte]
+        pred = [langid.classify(x)[0] for x in xte]
         out["py3langid"] = language_scores(yte, lenient(pred), xte)
         out["py3langid"]["texts_per_second"] = len(xte) / (time.perf_counter() - start)
     except ImportError:
