@@ -159,6 +159,7 @@ bench: setup models build
 	if [ -n "$$missing" ]; then $(PYTHON) -m pip install -q --disable-pip-version-check $$missing; fi
 	bash datasets/fashion-mnist.sh --small
 	bash datasets/debian-descriptions.sh || echo "bench: could not build datasets/debian-descriptions: part 4 will say skipped"
+	bash datasets/debian-descriptions.sh --short || echo "bench: could not build datasets/debian-synopses: part 4's synopsis rows will say skipped"
 	$(PYTHON) bench/run.py --language-id-flags "$(LANGUAGE_ID_FLAGS)" $(BENCH_ARGS)
 
 clean:

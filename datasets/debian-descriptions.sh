@@ -1,13 +1,18 @@
 #!/usr/bin/env bash
 # Build a text-classification data set from Debian's package index: each package's description → its Section.
 #     OUT/data.csv  OUT/train.csv  OUT/test.csv     columns: package,text,label   (RFC 4180, UTF-8, LF)
-# Usage: datasets/debian-descriptions.sh [OUT]          (OUT default datasets/debian-descriptions)
+# Usage: datasets/debian-descriptions.sh [--short] [OUT]
+#     (OUT default datasets/debian-descriptions, with --short datasets/debian-synopses)
+# - --short: text = the one-line synopsis only (the short description, a few words). The packages, labels and
+#   split are those of the long set, so the two test sets hold the same packages. Without OUT/apt-lists, the
+#   index is copied from datasets/debian-descriptions/apt-lists when that exists (the two stay in step).
 # - The index is fetched once with `apt-get update` into OUT/apt-lists (-o Dir::State::Lists=…,
 #   -o Acquire::Languages=en) and every later run builds from that copy, so the data set stays fixed.
 #   Delete OUT/apt-lists to refresh it.
 # - text = the long description from apt's Translation-en index (joined on Description-md5): the synopsis line,
 #   then the body (" ." lines become blank lines). If Translation-en cannot be obtained, the synopsis alone is
-#   used and the script says so loudly (and records it in OUT/SOURCE).
+#   used and the script says so loudly (and records it in OUT/SOURCE). With --short, text = that synopsis line
+#   (the Packages index's Description, else the long description's first line), whitespace collapsed.
 # - label = Section without a contrib/, non-free/ or non-free-firmware/ prefix; the 20 most frequent sections
 #   (ties by name); at most 1500 packages per section, the ones with the smallest sha256(name) (deterministic,
 #   not alphabetical); a stratified 80/20 split: per section, round(20%) packages with the smallest
@@ -16,15 +21,17 @@
 set -euo pipefail
 
 out=""
+short=0
 for arg in "$@"; do
     case "$arg" in
-        -h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        --short) short=1 ;;
+        -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         -*) echo "debian-descriptions.sh: unknown option $arg" >&2; exit 64 ;;
         *) [ -z "$out" ] || { echo "debian-descriptions.sh: more than one OUT given" >&2; exit 64; }; out="$arg" ;;
     esac
 done
 here="$(cd "$(dirname "$0")" && pwd)"
-out="${out:-$here/debian-descriptions}"
+out="${out:-$here/$([ "$short" = 1 ] && echo debian-synopses || echo debian-descriptions)}"
 mkdir -p "$out"
 out="$(cd "$out" && pwd)"
 # Generated data stays out of git.
@@ -37,6 +44,11 @@ fi
 lists="$out/apt-lists"
 apt_opts=(-o "Dir::State::Lists=$lists" -o Dir::State::status=/dev/null
           -o Dir::Cache::pkgcache= -o Dir::Cache::srcpkgcache=)
+if [ "$short" = 1 ] && ! ls "$lists"/*_Packages* >/dev/null 2>&1 && ls "$here/debian-descriptions/apt-lists"/*_Packages* >/dev/null 2>&1 \
+        && [ "$here/debian-descriptions/apt-lists" != "$lists" ]; then
+    echo "debian-descriptions: copying the index from $here/debian-descriptions/apt-lists"
+    cp -R "$here/debian-descriptions/apt-lists" "$lists"
+fi
 if ! ls "$lists"/*_Packages* >/dev/null 2>&1; then
     mkdir -p "$lists/partial"
     echo "debian-descriptions: apt-get update into $lists (once)"
@@ -58,11 +70,11 @@ else
     : > "$work/translation"
 fi
 
-python3 - "$work" "$out" <<'PY'
+python3 - "$work" "$out" "$short" <<'PY'
 import csv, hashlib, os, sys
 from collections import Counter, defaultdict
 
-work, out = sys.argv[1], sys.argv[2]
+work, out, short = sys.argv[1], sys.argv[2], sys.argv[3] == "1"
 
 def stanzas(path):
     """deb822 paragraphs as dicts; continuation lines (leading space) are kept with their field."""
@@ -101,9 +113,14 @@ for s in stanzas(os.path.join(work, "dumpavail")):
     if text is None:
         synopsis_only += 1
         text = long_text(s.get("Description", ""))
-    if text: packages[name] = (text, section)
+    if text:
+        if short:
+            # The Packages index carries the synopsis alone (the body lives in Translation-en); the long text's
+            # first line is the same synopsis. The package set is the long set's either way.
+            text = " ".join(s.get("Description", "").split("\n")[0].split()) or " ".join(text.split("\n")[0].split())
+        packages[name] = (text, section)
 
-if not long:
+if not long and not short:
     bar = "!" * 78
     print(f"{bar}\ndebian-descriptions: WARNING: no Translation-en index: using the one-line synopsis only.\n"
           f"The data set is NOT the long-description data set; accuracies are not comparable.\n{bar}", file=sys.stderr)
@@ -131,7 +148,8 @@ def write(path, names):
 write(os.path.join(out, "data.csv"), train + test)
 write(os.path.join(out, "train.csv"), train)
 write(os.path.join(out, "test.csv"), test)
-source = "long descriptions (Translation-en)" if long else "SYNOPSIS ONLY (no Translation-en)"
+source = ("synopses (the one-line short description)" if short else
+          "long descriptions (Translation-en)" if long else "SYNOPSIS ONLY (no Translation-en)")
 with open(os.path.join(out, "SOURCE"), "w") as f:
     f.write(f"{source}\n{len(packages)} packages with a section; {synopsis_only} without a translation used the synopsis\n")
     for s in top: f.write(f"{s}\t{len(by_section[s])}\n")

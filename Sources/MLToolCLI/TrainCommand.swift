@@ -56,8 +56,8 @@ extension CLI {
             OptionSpec("--tag-column", value: "upos|xpos|misc:KEY", help: "Tagger: the CoNLL-U column to learn (default \(tagger.tagColumn))."),
             OptionSpec("--text-column", value: "NAME", help: "Text: CSV column with the documents (default text)."),
             OptionSpec("--ngrams", value: "MIN-MAX", help: "Text: word n-gram lengths (default \(text.wordNgrams.map(String.init).joined(separator: "-")))."),
-            OptionSpec("--char-ngrams", value: "MIN-MAX", help: "Text: also character n-grams, e.g. 3-5 (default off)."),
-            OptionSpec("--min-count", value: "N", help: "Text: keep terms found in at least N documents (default \(text.minCount))."),
+            OptionSpec("--char-ngrams", value: "MIN-MAX", help: "Text: also character n-grams within words, e.g. 3-5 (default off; \(text.shortTextCharNgrams.map(String.init).joined(separator: "-")) for short texts, see below)."),
+            OptionSpec("--min-count", value: "N", help: "Text: keep terms found in at least N documents (default \(text.minCount); \(text.shortTextMinCount) for short texts: median ≤ \(text.shortTextMedianWords) words per document. Either flag turns that rule off)."),
             OptionSpec("--weighting", value: "tfidf|count|binary", help: "Text: feature weighting (default tfidf)."),
             OptionSpec("--hash-bits", value: "N", help: "Text: hash terms into 2^N buckets instead of a vocabulary."),
             OptionSpec("--stop-words", value: "FILE", help: "Text: words to drop, one per line (default none)."),
@@ -126,6 +126,7 @@ extension CLI {
         p.validation = try ValidationRule.parse(args.string("--validation") ?? "auto")
         p.wordNgrams = try range(args, "--ngrams") ?? p.wordNgrams
         p.charNgrams = try range(args, "--char-ngrams")
+        if args.has("--char-ngrams") || args.has("--min-count") { p.shortTexts = .never }
         p.minCount = try args.int("--min-count", default: p.minCount)
         guard p.minCount >= 1 else { throw CLIError.usage(command: "train", message: "--min-count must be ≥ 1") }
         p.weighting = args.string("--weighting") ?? p.weighting

@@ -28,7 +28,6 @@ public struct TextClassifierTrainer: Sendable {
     /// cancelled.
     public func train(progress: ((PipelineEvent) -> Void)? = nil, cancellation: Cancellation = Cancellation()) throws -> TrainingResult {
         let started = Date()
-        let p = parameters
         let emit = progress ?? { _ in }
         var lap = started
         func phase(_ name: String) {
@@ -36,12 +35,19 @@ public struct TextClassifierTrainer: Sendable {
             emit(.phase(name, seconds: now.timeIntervalSince(lap)))
             lap = now
         }
-        let config = try p.textConfig()
+        _ = try parameters.textConfig()  // bad settings fail before any file is read
         // The training and test files are read side by side; a problem in the training data is reported first.
         let (data, testData) = (self.data, self.testData)
         let (dataset, testSet) = try Parallel.both({ try data.textDataset() }, { try testData.map { try $0.textDataset() } })
         if dataset.skippedEmpty > 0 { emit(.skippedDocuments(source: dataset.source, count: dataset.skippedEmpty)) }
         for w in try dataset.preflight() { emit(.warning(w)) }
+        // The features follow the documents' length (`TextClassifierParameters.shortTexts`).
+        let (p, short, medianWords) = parameters.resolvingShortTexts(dataset.items.map(\.text))
+        if short {
+            emit(.note("short texts (median \(medianWords) words per document): character n-grams "
+                       + "\(p.shortTextCharNgrams.map(String.init).joined(separator: "-")) within words, min count \(p.minCount)"))
+        }
+        let config = try p.textConfig()
         phase("load")
         if let t = testSet {
             if t.skippedEmpty > 0 { emit(.skippedDocuments(source: t.source, count: t.skippedEmpty)) }
@@ -218,8 +224,14 @@ public struct TextClassifierTrainer: Sendable {
         }
         if p.seed != d.seed { parts += ["--seed", "\(p.seed)"] }
         if p.wordNgrams != d.wordNgrams { parts += ["--ngrams", p.wordNgrams.map(String.init).joined(separator: "-")] }
-        if let c = p.charNgrams { parts += ["--char-ngrams", c.map(String.init).joined(separator: "-")] }
-        if p.minCount != d.minCount { parts += ["--min-count", "\(p.minCount)"] }
+        // `mltool train` turns the short-text rule off when either feature flag is given: a rule other than auto is
+        // recorded as the flags that give it.
+        if p.shortTexts == .always {
+            parts += ["--char-ngrams", p.shortTextCharNgrams.map(String.init).joined(separator: "-"), "--min-count", "\(p.shortTextMinCount)"]
+        } else {
+            if let c = p.charNgrams { parts += ["--char-ngrams", c.map(String.init).joined(separator: "-")] }
+            if p.minCount != d.minCount || (p.shortTexts == .never && p.charNgrams == nil) { parts += ["--min-count", "\(p.minCount)"] }
+        }
         if p.weighting != d.weighting { parts += ["--weighting", p.weighting] }
         if let h = p.hashBits { parts += ["--hash-bits", "\(h)"] }
         if case .fixed(let v) = p.l2 { parts += ["--l2", "\(v)"] }

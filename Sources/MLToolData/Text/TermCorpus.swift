@@ -12,7 +12,8 @@ import MLToolCore
 /// unchanged), other documents through `TextTokenizer.words`; words are interned on their UTF-8 bytes, and an
 /// n-gram is a node in a trie of word ids, so no String is made per token. Under NFKC (+ lower-casing) equal words
 /// have equal bytes, which is what the String-keyed reference compares. Character n-grams and normalisation "none"
-/// take the general path: `TextTokenizer.terms`, interned as Strings (Unicode canonical equality, like the reference).
+/// take the general path: `TextTokenizer.terms`, interned as Strings (Unicode canonical equality, like the reference);
+/// a word's character n-grams are interned once per distinct word (by its bytes) and their ids reused.
 public struct TermCorpus: Sendable {
     public let config: TextConfig
     public let documentCount: Int
@@ -31,15 +32,27 @@ public struct TermCorpus: Sendable {
             (offsets, ids, table) = Self.buildTrie(documents, tokenizer: tokenizer)
         } else {
             var index: [String: Int32] = [:], strings: [String] = []
+            func intern(_ term: String) -> Int32 {
+                if let id = index[term] { return id }
+                let id = Int32(strings.count)
+                index[term] = id
+                strings.append(term)
+                return id
+            }
+            // Most words repeat, and a word's character n-grams depend on the word alone: `terms` in the same order.
+            var charIDs: [[UInt8]: [Int32]] = [:], grams: [String] = []
             for doc in documents {
-                for term in tokenizer.terms(doc) {
-                    if let id = index[term] {
-                        ids.append(id)
-                    } else {
-                        let id = Int32(strings.count)
-                        index[term] = id
-                        strings.append(term)
-                        ids.append(id)
+                let words = tokenizer.words(doc)
+                for term in tokenizer.wordNgrams(words) { ids.append(intern(term)) }
+                if let cn = config.charNgrams {
+                    for word in words {
+                        let key = Array(word.utf8)
+                        if let known = charIDs[key] { ids += known; continue }
+                        grams.removeAll(keepingCapacity: true)
+                        TextTokenizer.appendCharNgrams(of: word, min: cn[0], max: cn[1], into: &grams)
+                        let new = grams.map(intern)
+                        charIDs[key] = new
+                        ids += new
                     }
                 }
                 offsets.append(ids.count)

@@ -49,15 +49,21 @@ public struct TextTokenizer: Sendable {
     /// Every term of `text` in document order (repeats kept: they are the counts).
     public func terms(_ text: String) -> [String] {
         let words = words(text)
+        var terms = wordNgrams(words)
+        if let cn = config.charNgrams {
+            for word in words { Self.appendCharNgrams(of: word, min: cn[0], max: cn[1], into: &terms) }
+        }
+        return terms
+    }
+
+    /// The word n-gram terms of `words` (the first part of `terms`).
+    func wordNgrams(_ words: [String]) -> [String] {
         var terms: [String] = []
         let wn = config.wordNgrams
         for n in wn[0]...wn[1] where n <= words.count {
             for start in 0...(words.count - n) {
                 terms.append(n == 1 ? words[start] : words[start..<(start + n)].joined(separator: " "))
             }
-        }
-        if let cn = config.charNgrams {
-            for word in words { Self.appendCharNgrams(of: word, min: cn[0], max: cn[1], into: &terms) }
         }
         return terms
     }
