@@ -47,6 +47,17 @@ import Testing
         func append(_ s: String) { all.append(s) }
     }
 
+    @Test func autoKeepsCharacterNgramsTheCallerSet() {
+        var p = TextClassifierParameters()
+        p.charNgrams = [1, 4]
+        let kept = p.resolvingShortTexts(Self.train.map(\.text))
+        #expect(!kept.short && kept.parameters.charNgrams == [1, 4] && kept.parameters.minCount == p.minCount)
+        p.charNgrams = nil
+        let applied = p.resolvingShortTexts(Self.train.map(\.text))
+        #expect(applied.short && applied.parameters.charNgrams == p.shortTextCharNgrams
+                && applied.parameters.minCount == p.shortTextMinCount)
+    }
+
     @Test func medianWordCountSplitsOnWhitespace() {
         #expect(TextClassifierParameters.medianWordCount(["a b", "  a  b c ", "", "x\ty\nz w"]) == 3)
         #expect(TextClassifierParameters.medianWordCount(["one"]) == 1)

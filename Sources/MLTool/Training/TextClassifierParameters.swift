@@ -20,9 +20,9 @@ public struct TextClassifierParameters: Sendable {
     public var minCount = 2
     /// Whether the short-text features replace `charNgrams` and `minCount`: character n-grams of
     /// `shortTextCharNgrams` lengths within words (fastText's subwords, scikit-learn's "char_wb") and min count
-    /// `shortTextMinCount`. `.auto` (the default) applies them when the median training document has at most
-    /// `shortTextMedianWords` words (whitespace-separated); `mltool train` turns the rule off when `--char-ngrams`
-    /// or `--min-count` is given.
+    /// `shortTextMinCount`. `.auto` (the default) applies them when `charNgrams` is nil (character n-grams you set
+    /// are kept) and the median training document has at most `shortTextMedianWords` words (whitespace-separated);
+    /// `mltool train` turns the rule off when `--char-ngrams` or `--min-count` is given.
     ///
     /// Why: a document of a few words gives each of its words little evidence, so rare words (dropped by min count 2)
     /// and the pieces words share ("backup" in "backups", "pdf" in "pdftk") carry much of the signal. Measured with
@@ -74,7 +74,7 @@ public struct TextClassifierParameters: Sendable {
 
     /// When the short-text features apply (see `shortTexts`).
     public enum ShortTextRule: String, Sendable, CaseIterable {
-        /// When the median training document has at most `shortTextMedianWords` words.
+        /// When `charNgrams` is nil and the median training document has at most `shortTextMedianWords` words.
         case auto
         case always
         case never
@@ -86,7 +86,7 @@ public struct TextClassifierParameters: Sendable {
         let median = Self.medianWordCount(documents)
         let short: Bool
         switch shortTexts {
-        case .auto: short = !documents.isEmpty && median <= shortTextMedianWords
+        case .auto: short = charNgrams == nil && !documents.isEmpty && median <= shortTextMedianWords
         case .always: short = true
         case .never: short = false
         }
