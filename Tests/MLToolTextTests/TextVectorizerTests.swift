@@ -160,3 +160,46 @@ struct VectorizerFixture: Decodable {
         }
     }
 }
+
+/// The hashed fast path (`TextTokenizer.appendHashedTerms`, used by `transform`) against the term-by-term reference
+/// (`transformReference`): identical matrices, bit for bit, on real text — UD English EWT's dev sentences
+/// (../shared/datasets) and, when `make models` has built it, Debian's translated descriptions in 21 languages and
+/// scripts — plus strings whose characters are several scalars (combining marks, emoji sequences, Hangul jamo).
+@Suite struct HashedTransformTests {
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
+
+    static let texts: [String] = {
+        var out = [
+            "", "   ", "a", "naïve café", "cafe\u{301} e\u{301}te\u{301}", "👩‍👩‍👧 family 🇩🇪 flag", "한국어 텍스트 한",
+            "日本語のテキスト", "don't stop", "ΑΣ ΣΊΣΥΦΟΣ", "x y z w v u", "a\u{0}b", "ｆｕｌｌｗｉｄｔｈ ＡＢＣ",
+        ]
+        let ewt = root.appendingPathComponent("../shared/datasets/ud-english-ewt/en_ewt-ud-dev.conllu").standardized
+        if let s = try? String(contentsOf: ewt, encoding: .utf8) {
+            out += s.split(separator: "\n").filter { $0.hasPrefix("# text = ") }.prefix(1500).map { String($0.dropFirst(9)) }
+        }
+        let debian = root.appendingPathComponent("datasets/debian-translations/test.csv").path
+        if let set = try? TextDataset.load(debian) {
+            out += set.items.enumerated().filter { $0.offset % 7 == 0 }.map(\.element.text)
+        }
+        return out
+    }()
+
+    @Test(arguments: [([1, 1], [1, 4] as [Int]?), ([1, 2], nil), ([1, 3], [3, 5]), ([2, 2], [2, 2]), ([1, 1], [1, 1])])
+    func fastPathEqualsReference(words: [Int], chars: [Int]?) throws {
+        #expect(Self.texts.count > 1000, "EWT's dev split should be at ../shared/datasets/ud-english-ewt")
+        for weighting in ["tfidf", "count", "binary"] {
+            var c = TextConfig()
+            c.wordNgrams = words
+            c.charNgrams = chars
+            c.hashBits = 12
+            c.vocabularyTensor = nil
+            c.weighting = weighting
+            let idf = (0..<(1 << 12)).map { Float(1 + ($0 % 17)) / 7 }
+            let v = TextVectorizer(config: c, vocabulary: [], idf: weighting == "tfidf" ? idf : [])
+            let fast = try v.transform(Self.texts), reference = try v.transformReference(Self.texts)
+            #expect(fast.rowOffsets == reference.rowOffsets && fast.columns == reference.columns, "\(words) \(chars ?? []) \(weighting)")
+            #expect(fast.values.map(\.bitPattern) == reference.values.map(\.bitPattern), "\(words) \(chars ?? []) \(weighting)")
+        }
+    }
+}

@@ -114,8 +114,52 @@ public struct TextVectorizer: Sendable, Equatable {
     /// The vocabulary as stored in a model: entries joined by "\n" (no trailing newline).
     public func vocabularyBytes() -> [UInt8] { Array(vocabulary.joined(separator: "\n").utf8) }
 
-    /// One weighted row per document; terms outside the vocabulary are ignored.
+    /// One weighted row per document; terms outside the vocabulary are ignored. Hashed features take
+    /// `TextTokenizer.appendHashedTerms` (no string per term); `transformReference` is the term-by-term definition.
     public func transform(_ documents: [String]) throws -> CSRMatrix {
+        guard let bits = config.hashBits else { return try transformReference(documents) }
+        let tokenizer = try TextTokenizer(config: config)
+        var offsets = [0], columns: [Int32] = [], values: [Float] = []
+        var hashed: [Int32] = [], row: [Double] = []
+        for doc in documents {
+            hashed.removeAll(keepingCapacity: true)
+            tokenizer.appendHashedTerms(of: doc, bits: bits, into: &hashed)
+            hashed.sort()
+            // Runs of equal columns are the counts, in ascending column order (as the reference's sorted keys).
+            row.removeAll(keepingCapacity: true)
+            var i = 0
+            while i < hashed.count {
+                var j = i &+ 1
+                while j < hashed.count && hashed[j] == hashed[i] { j &+= 1 }
+                columns.append(hashed[i])
+                row.append(weight(tf: Double(j &- i), column: Int(hashed[i])))
+                i = j
+            }
+            appendNormalized(row, to: &values)
+            offsets.append(columns.count)
+        }
+        return CSRMatrix(unchecked: documents.count, cols: featureCount, rowOffsets: offsets, columns: columns,
+                         values: values)
+    }
+
+    /// A term's weight in its row before normalisation, from its count in the document.
+    private func weight(tf: Double, column: Int) -> Double {
+        switch config.weighting {
+        case "binary": return 1
+        case "count": return tf
+        default: return (config.sublinearTF ? 1 + log(tf) : tf) * Double(idf[column])
+        }
+    }
+
+    /// `row` L2-normalised when the config says so, appended as Float.
+    private func appendNormalized(_ row: [Double], to values: inout [Float]) {
+        let norm = config.l2Normalize ? row.reduce(0) { $0 + $1 * $1 }.squareRoot() : 0
+        for v in row { values.append(Float(norm > 0 ? v / norm : v)) }
+    }
+
+    /// `transform` term by term: every term as a string, counted in a dictionary (the definition; vocabulary
+    /// models always take it).
+    public func transformReference(_ documents: [String]) throws -> CSRMatrix {
         let tokenizer = try TextTokenizer(config: config)
         let index = config.hashBits == nil ? self.index.get(vocabulary) : [:]
         var offsets = [0], columns: [Int32] = [], values: [Float] = []
@@ -129,20 +173,8 @@ public struct TextVectorizer: Sendable, Equatable {
                 }
             }
             let sorted = counts.keys.sorted()
-            var row = sorted.map { column -> Double in
-                let tf = Double(counts[column] ?? 0)
-                switch config.weighting {
-                case "binary": return 1
-                case "count": return tf
-                default: return (config.sublinearTF ? 1 + log(tf) : tf) * Double(idf[Int(column)])
-                }
-            }
-            if config.l2Normalize {
-                let norm = row.reduce(0) { $0 + $1 * $1 }.squareRoot()
-                if norm > 0 { row = row.map { $0 / norm } }
-            }
             columns += sorted
-            values += row.map { Float($0) }
+            appendNormalized(sorted.map { weight(tf: Double(counts[$0] ?? 0), column: Int($0)) }, to: &values)
             offsets.append(columns.count)
         }
         return CSRMatrix(unchecked: documents.count, cols: featureCount, rowOffsets: offsets, columns: columns,
@@ -154,8 +186,8 @@ public struct TextVectorizer: Sendable, Equatable {
 
     /// `hashColumn` of a term given as UTF-8 bytes.
     static func hashColumn(_ utf8: [UInt8], bits: Int) -> Int {
-        var h: UInt64 = 0xcbf2_9ce4_8422_2325
-        for b in utf8 { h = (h ^ UInt64(b)) &* 0x0000_0100_0000_01B3 }
+        var h = TextTokenizer.fnvOffset
+        for b in utf8 { h = TextTokenizer.fnv(h, b) }
         return Int(h & ((1 << UInt64(bits)) - 1))
     }
 }
