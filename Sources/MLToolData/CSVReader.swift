@@ -27,7 +27,7 @@ public enum CSVReader {
 
     /// Reads a file with a header row; every record must have the header's field count.
     public static func table(path: String, delimiter: UInt8 = UInt8(ascii: ",")) throws -> Table {
-        try table(bytes: ImageDecoder.readFile(path), file: path, delimiter: delimiter)
+        try table(bytes: TableFile.read(path), file: path, delimiter: delimiter)
     }
 
     /// Parses `bytes` with a header row; `file` names it in errors.

@@ -38,6 +38,10 @@ public enum DataError: MLToolError, Equatable {
     case badAnnotation(file: String, place: String, expected: String, actual: String)
     /// More than the allowed share of a data set's objects were skipped; `first` is the first skip.
     case tooManyBadAnnotations(source: String, skipped: Int, total: Int, limitPercent: Int, first: String)
+    /// A line of a table longer than `InputLimits.maxLineBytes`; `line` is 1-based, `offset` the byte it starts at.
+    case lineTooLong(file: String, line: Int, offset: Int, limit: Int)
+    /// JSON nested deeper than `InputLimits.maxJSONDepth`; `offset` is the byte of the first bracket too deep.
+    case jsonTooDeep(file: String, offset: Int, limit: Int)
     /// An argument outside its allowed range (fractions, rules).
     case invalidArgument(what: String, value: String, expected: String)
 
@@ -88,6 +92,10 @@ public enum DataError: MLToolError, Equatable {
             return "\(file): \(place): expected \(expected), found \(actual)"
         case let .tooManyBadAnnotations(source, skipped, total, limitPercent, first):
             return "\(source): \(skipped) of \(total) annotations were skipped (more than \(limitPercent)%); first: \(first)"
+        case let .lineTooLong(file, line, offset, limit):
+            return "\(file):\(line): line longer than \(limit) bytes (it starts at byte \(offset)); MLTOOL_MAX_LINE_BYTES sets the limit"
+        case let .jsonTooDeep(file, offset, limit):
+            return "\(file): byte \(offset): JSON nesting deeper than \(limit) arrays and objects"
         case let .invalidArgument(what, value, expected):
             return "\(what): '\(value)', expected \(expected)"
         }

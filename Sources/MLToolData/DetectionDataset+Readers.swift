@@ -19,6 +19,9 @@ extension DetectionDataset {
     /// Create ML's JSON: photos relative to the JSON's folder; sizes read from the photos' headers.
     public static func createML(json path: String) throws -> DetectionDataset {
         let bytes = try ImageDecoder.readFile(path)
+        if let at = bytes.withUnsafeBytes({ InputLimits.firstTooDeepJSON($0) }) {
+            throw DataError.jsonTooDeep(file: path, offset: at, limit: InputLimits.maxJSONDepth)
+        }
         let root: Any
         do { root = try JSONSerialization.jsonObject(with: Data(bytes)) } catch {
             throw DataError.badAnnotation(file: path, place: "JSON", expected: "valid JSON", actual: "\((error as NSError).localizedDescription)")

@@ -12,8 +12,8 @@ import MLToolCore
 /// `convert("RGB")` would drop it; for opaque images the two agree). EXIF orientation (JPEG APP1, PNG eXIf) is
 /// applied. The pixel count is checked from the header before any pixel buffer is allocated.
 public enum ImageDecoder {
-    /// The default decompression-bomb cap: 64 megapixels.
-    public static let defaultMaxPixels = 64_000_000
+    /// The default decompression-bomb cap: 64 megapixels, or `MLTOOL_MAX_PIXELS` (`InputLimits.maxImagePixels`).
+    public static let defaultMaxPixels = InputLimits.maxImagePixels
 
     /// Decodes the image file at `path`.
     public static func decode(path: String, maxPixels: Int = defaultMaxPixels) throws -> RGBImage {

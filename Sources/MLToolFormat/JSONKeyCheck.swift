@@ -1,9 +1,11 @@
+import MLToolCore
+
 /// Finds what `JSONDecoder` lets through but the format forbids in the metadata JSON (docs/FORMAT.md section 4):
 /// a byte-order mark or anything but an object at the top, nesting deeper than 512, and a key that occurs twice in
 /// one object (compared as Swift strings, i.e. up to canonical equivalence, which is how the decoder would merge
 /// them). Grammar errors are left to the decoder; this scan only needs to never read out of bounds.
 enum JSONKeyCheck {
-    static let maxDepth = 512
+    static let maxDepth = InputLimits.maxJSONDepth
 
     /// The byte offset and reason of the first problem, or nil.
     static func firstProblem(_ b: UnsafeRawBufferPointer) -> (offset: Int, reason: String)? {

@@ -8,6 +8,9 @@ extension TaggedCorpus {
     /// naming the sentence by its 1-based position.
     public static func json(bytes: [UInt8], file: String, tokensKey: String = "tokens",
                             labelsKey: String = "labels") throws -> TaggedCorpus {
+        if let at = bytes.withUnsafeBytes({ InputLimits.firstTooDeepJSON($0) }) {
+            throw DataError.jsonTooDeep(file: file, offset: at, limit: InputLimits.maxJSONDepth)
+        }
         let root: Any
         do {
             root = try JSONSerialization.jsonObject(with: Data(bytes), options: [])

@@ -63,7 +63,7 @@ public struct TextDataset: Sendable {
 
     /// A CSV, TSV or JSON Lines file (by extension; CSV otherwise) with `textColumn` and `labelColumn`.
     public static func table(_ path: String, textColumn: String = "text", labelColumn: String = "label") throws -> TextDataset {
-        let bytes = try ImageDecoder.readFile(path)
+        let bytes = try TableFile.read(path)
         guard !bytes.isEmpty else { throw DataError.emptyFile(file: path) }
         try checkUTF8(bytes, file: path)
         let ext = (path as NSString).pathExtension.lowercased()
@@ -133,7 +133,7 @@ public struct TextDataset: Sendable {
     /// Every record of a table, in the numbering of `TextItem.row` (index row − 1), as its string values: a CSV/TSV
     /// record's fields, a JSON Lines object's string values (in key order). For re-finding recorded rows.
     public static func recordFields(_ path: String) throws -> [[String]] {
-        let bytes = try ImageDecoder.readFile(path)
+        let bytes = try TableFile.read(path)
         guard !bytes.isEmpty else { throw DataError.emptyFile(file: path) }
         try checkUTF8(bytes, file: path)
         let ext = (path as NSString).pathExtension.lowercased()
