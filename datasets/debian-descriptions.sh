@@ -70,32 +70,13 @@ else
     : > "$work/translation"
 fi
 
-python3 - "$work" "$out" "$short" <<'PY'
+PYTHONPATH="$here" python3 - "$work" "$out" "$short" <<'PY'
 import csv, hashlib, os, sys
+from deb822 import long_text, stanzas
 from collections import Counter, defaultdict
 
 work, out, short = sys.argv[1], sys.argv[2], sys.argv[3] == "1"
 
-def stanzas(path):
-    """deb822 paragraphs as dicts; continuation lines (leading space) are kept with their field."""
-    with open(path, encoding="utf-8", errors="replace") as f:
-        fields, key = {}, None
-        for line in f:
-            line = line.rstrip("\n")
-            if not line.strip():
-                if fields: yield fields
-                fields, key = {}, None
-            elif line[0] in " \t" and key:
-                fields[key] += "\n" + line
-            elif ":" in line:
-                key, _, value = line.partition(":")
-                fields[key] = value.strip()
-        if fields: yield fields
-
-def long_text(value):
-    lines = value.split("\n")
-    body = [("" if l.strip() == "." else l[1:]) for l in lines[1:]]
-    return "\n".join([lines[0].strip()] + body).strip()
 
 long = {}
 for s in stanzas(os.path.join(work, "translation")):

@@ -63,32 +63,14 @@ for t in "$lists"/*_i18n_Translation-*; do
     { /usr/lib/apt/apt-helper cat-file "$t"; echo; } >> "$work/translation-$code"
 done
 
-python3 - "$work" "$out" <<'PY'
+PYTHONPATH="$here" python3 - "$work" "$out" <<'PY'
 import csv, glob, hashlib, os, random, sys
 from collections import defaultdict
+from deb822 import long_text, stanzas
 
 work, out = sys.argv[1], sys.argv[2]
 LABEL = {"pt_BR": "pt", "de_DE": "de", "zh_CN": "zh-Hans", "zh_TW": "zh-Hant"}
 
-def stanzas(path):
-    with open(path, encoding="utf-8", errors="replace") as f:
-        fields, key = {}, None
-        for line in f:
-            line = line.rstrip("\n")
-            if not line.strip():
-                if fields: yield fields
-                fields, key = {}, None
-            elif line[0] in " \t" and key:
-                fields[key] += "\n" + line
-            elif ":" in line:
-                key, _, value = line.partition(":")
-                fields[key] = value.strip()
-        if fields: yield fields
-
-def long_text(value):
-    lines = value.split("\n")
-    body = [("" if l.strip() == "." else l[1:]) for l in lines[1:]]
-    return "\n".join([lines[0].strip()] + body).strip()
 
 # (code → md5 → (package, text)); English by md5.
 by_code = {}
