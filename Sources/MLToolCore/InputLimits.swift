@@ -12,6 +12,12 @@ public enum InputLimits {
     /// while the file is read, so a longer line is refused after at most this many bytes of it were read.
     public static let maxLineBytes = environment("MLTOOL_MAX_LINE_BYTES", default: 16 << 20)
 
+    /// The largest data file read whole into memory at once (a text document, an image, a COCO or VOC annotation
+    /// file), in bytes: 256 MiB, or `MLTOOL_MAX_FILE_BYTES`. Checked against the file's size before it is read.
+    /// Line-oriented files (tables, CoNLL corpora, YOLO labels) are read line by line under `maxLineBytes` instead,
+    /// and models are memory-mapped.
+    public static let maxFileBytes = environment("MLTOOL_MAX_FILE_BYTES", default: 256 << 20)
+
     /// The deepest nesting of arrays and objects in any JSON mltool reads: 512 (Foundation's parser stops there too,
     /// without saying where; `firstTooDeepJSON` does).
     public static let maxJSONDepth = 512

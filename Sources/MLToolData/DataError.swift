@@ -40,6 +40,8 @@ public enum DataError: MLToolError, Equatable {
     case tooManyBadAnnotations(source: String, skipped: Int, total: Int, limitPercent: Int, first: String)
     /// A line of a table longer than `InputLimits.maxLineBytes`; `line` is 1-based, `offset` the byte it starts at.
     case lineTooLong(file: String, line: Int, offset: Int, limit: Int)
+    /// A file larger than `InputLimits.maxFileBytes` that would be read whole.
+    case fileTooLarge(file: String, size: Int, limit: Int)
     /// JSON nested deeper than `InputLimits.maxJSONDepth`; `offset` is the byte of the first bracket too deep.
     case jsonTooDeep(file: String, offset: Int, limit: Int)
     /// An argument outside its allowed range (fractions, rules).
@@ -94,6 +96,8 @@ public enum DataError: MLToolError, Equatable {
             return "\(source): \(skipped) of \(total) annotations were skipped (more than \(limitPercent)%); first: \(first)"
         case let .lineTooLong(file, line, offset, limit):
             return "\(file):\(line): line longer than \(limit) bytes (it starts at byte \(offset)); MLTOOL_MAX_LINE_BYTES sets the limit"
+        case let .fileTooLarge(file, size, limit):
+            return "\(file): \(size) bytes, more than the \(limit) read whole into memory; MLTOOL_MAX_FILE_BYTES sets the limit"
         case let .jsonTooDeep(file, offset, limit):
             return "\(file): byte \(offset): JSON nesting deeper than \(limit) arrays and objects"
         case let .invalidArgument(what, value, expected):

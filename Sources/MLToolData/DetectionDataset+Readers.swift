@@ -121,7 +121,7 @@ extension DetectionDataset {
         let namesFile = [folder + "/classes.txt", folder + "/obj.names"].first(where: exists)
         var classes: [String] = []
         if let f = namesFile {
-            classes = String(decoding: try ImageDecoder.readFile(f), as: UTF8.self).split(whereSeparator: \.isNewline)
+            classes = String(decoding: try TableFile.read(f), as: UTF8.self).split(whereSeparator: \.isNewline)
                 .map { String($0).trimmingSpaces() }.filter { !$0.isEmpty }
         }
         var b = Builder(source: folder)
@@ -133,7 +133,7 @@ extension DetectionDataset {
             let size = try ImageDecoder.size(path: photo)
             var kept: [ObjectAnnotation] = []
             if exists(labelFile) {
-                let text = String(decoding: try ImageDecoder.readFile(labelFile), as: UTF8.self)
+                let text = String(decoding: try TableFile.read(labelFile), as: UTF8.self)
                 for (n, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
                     let line = raw.trimmingCharacters(in: .whitespacesAndNewlines)
                     if line.isEmpty { continue }

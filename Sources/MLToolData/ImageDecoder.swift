@@ -42,15 +42,18 @@ public enum ImageDecoder {
         return nil
     }
 
-    /// The whole file, or `DataError.cannotRead` naming it (read once, then hashed and decoded from memory).
-    public static func readFile(_ path: String) throws -> [UInt8] {
+    /// The whole file, or `DataError.cannotRead` naming it (read once, then hashed and decoded from memory);
+    /// `DataError.fileTooLarge` past `limit` bytes (checked on the size before reading, and while reading a file
+    /// whose size is not known in advance).
+    public static func readFile(_ path: String, limit: Int = InputLimits.maxFileBytes) throws -> [UInt8] {
         guard let f = fopen(path, "rb") else {
             throw DataError.cannotRead(file: path, reason: String(cString: strerror(errno)))
         }
         defer { fclose(f) }
         // One read into an array of the file's size; a file that changes while it is read is still read to its end.
         var info = stat()
-        if fstat(fileno(f), &info) == 0, info.st_size > 0, info.st_size < Int.max / 2 {
+        if fstat(fileno(f), &info) == 0, info.st_size > 0 {
+            guard info.st_size <= limit else { throw DataError.fileTooLarge(file: path, size: Int(info.st_size), limit: limit) }
             let size = Int(info.st_size)
             var failed = false
             var out = [UInt8](unsafeUninitializedCapacity: size) { buffer, count in
@@ -59,19 +62,20 @@ public enum ImageDecoder {
             }
             if failed { throw DataError.cannotRead(file: path, reason: String(cString: strerror(errno))) }
             if out.count < size { return out }
-            out += try readRest(f, path: path)
+            out += try readRest(f, path: path, limit: limit, already: size)
             return out
         }
-        return try readRest(f, path: path)
+        return try readRest(f, path: path, limit: limit, already: 0)
     }
 
     /// The bytes from `f`'s position to its end, in 64 KiB reads.
-    private static func readRest(_ f: UnsafeMutablePointer<FILE>, path: String) throws -> [UInt8] {
+    private static func readRest(_ f: UnsafeMutablePointer<FILE>, path: String, limit: Int, already: Int) throws -> [UInt8] {
         var out = [UInt8]()
         var chunk = [UInt8](repeating: 0, count: 1 << 16)
         while true {
             let n = chunk.withUnsafeMutableBytes { fread($0.baseAddress, 1, $0.count, f) }
             if n > 0 { out.append(contentsOf: chunk[0..<n]) }
+            if already + out.count > limit { throw DataError.fileTooLarge(file: path, size: already + out.count, limit: limit) }
             if n < chunk.count {
                 if ferror(f) != 0 { throw DataError.cannotRead(file: path, reason: String(cString: strerror(errno))) }
                 return out

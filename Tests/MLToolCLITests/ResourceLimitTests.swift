@@ -273,6 +273,47 @@ import MLToolTestSupport
         try Self.expectRefused("native \(field) = 2^63", ["info", dir.file("bad.bin")], in: dir, mentions: ["bad.bin", says])
     }
 
+    /// The tensor table's numbers (docs/FORMAT.md section 3: each tensor's `offset`, `length` and `shape` in the
+    /// metadata JSON) set to 2^63, 2^64 − 1 or a shape whose product overflows, with the file rebuilt around the new
+    /// metadata so that every checksum and section is valid again: only the number is wrong.
+    @Test(arguments: [("\"length\":", "9223372036854775808"), ("\"length\":", "18446744073709551615"),
+                      ("\"offset\":", "9223372036854775808"), ("\"offset\":", "9223372036854775807"),
+                      ("\"shape\":", "[4611686018427387904,4]"), ("\"shape\":", "[-1]")])
+    func nativeTensorTableNumbersPast2To63AreRefused(key: String, value: String) throws {
+        guard Tool.available else { return Oracles.missing(Oracles.mltoolBinaryProblem) }
+        let dir = try TempDir()
+        defer { dir.cleanup() }
+        try ModelFile.write(Make.tinyClassifier(), to: dir.file("good.bin"))
+        let b = [UInt8](try Data(contentsOf: URL(fileURLWithPath: dir.file("good.bin"))))
+        func u64(_ at: Int) -> Int { (0..<8).reduce(0) { $0 | Int(b[at + $1]) << (8 * $1) } }
+        let metadata = String(decoding: b[128..<(128 + u64(32))], as: UTF8.self)
+        // The first tensor's entry: replace the number (or array) after `key`.
+        let table = try #require(metadata.range(of: "\"tensors\":["))
+        let at = try #require(metadata.range(of: key, range: table.upperBound..<metadata.endIndex))
+        var end = at.upperBound
+        if metadata[end] == "[" { end = try #require(metadata[end...].firstIndex(of: "]")); end = metadata.index(after: end) } else {
+            while metadata[end].isNumber || metadata[end] == "-" { end = metadata.index(after: end) }
+        }
+        let data = Array(b[u64(40)..<(u64(40) + u64(48))])
+        func rebuilt(_ number: String) -> [UInt8] {
+            let edited = Array((metadata[..<at.upperBound] + number + metadata[end...]).utf8)
+            let dataOffset = (128 + edited.count + 63) & ~63
+            var out = Array(b[0..<128]) + edited + [UInt8](repeating: 0, count: dataOffset - 128 - edited.count) + data
+            func setU64(_ at: Int, _ v: UInt64) { for i in 0..<8 { out[at + i] = UInt8(truncatingIfNeeded: v >> UInt64(8 * i)) } }
+            setU64(16, UInt64(out.count + 16)); setU64(32, UInt64(edited.count)); setU64(40, UInt64(dataOffset))
+            setU64(56, UInt64(out.count)); setU64(72, XXH64.hash(edited))
+            setU64(120, XXH64.hash(Array(out[0..<120])))
+            out += Array("MLTEND\r\n".utf8) + [UInt8](repeating: 0, count: 8)
+            setU64(out.count - 8, XXH64.hash(Array(out[0..<(out.count - 8)])))
+            return out
+        }
+        // The surgery itself is sound: with the original number the rebuilt file is the original.
+        #expect(rebuilt(String(metadata[at.upperBound..<end])) == b)
+        try Self.write(rebuilt(value), to: dir.file("bad.bin"))
+        try Self.expectRefused("native tensor \(key) \(value)", ["info", dir.file("bad.bin")], in: dir,
+                               mentions: ["bad.bin", String(key.dropFirst().prefix(while: { $0 != "\"" }))])
+    }
+
     // MARK: data
 
     @Test func csvLineOf1GBIsRefusedWithoutReadingIt() throws {

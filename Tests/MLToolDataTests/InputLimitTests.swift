@@ -49,4 +49,41 @@ import MLToolCore
         #expect(deep("[\"unterminated [[[", limit: 1) == nil)         // never reads past the end
         #expect(InputLimits.maxJSONDepth == 512)
     }
+
+    @Test func wholeFilesOverTheLimitAreRefusedBeforeReading() throws {
+        let dir = try TempDir()
+        defer { dir.remove() }
+        let small = try dir.file("doc.txt", text: "0123456789")
+        #expect(try ImageDecoder.readFile(small, limit: 10).count == 10)
+        #expect(throws: DataError.fileTooLarge(file: small, size: 10, limit: 9)) { try ImageDecoder.readFile(small, limit: 9) }
+        // A sparse file past the default limit is refused on its size: no byte of it is read.
+        let huge = dir.path + "/huge.txt"
+        #expect(FileManager.default.createFile(atPath: huge, contents: nil))
+        #expect(truncate(huge, off_t(InputLimits.maxFileBytes) + 1) == 0)
+        let started = Date()
+        #expect(throws: DataError.fileTooLarge(file: huge, size: InputLimits.maxFileBytes + 1, limit: InputLimits.maxFileBytes)) {
+            try TextDataset.readDocument(huge)
+        }
+        #expect(Date().timeIntervalSince(started) < 1)
+        #expect(InputLimits.maxFileBytes == 256 << 20)
+    }
+
+    @Test func taggedCorporaAndYOLOLabelsAreReadUnderTheLineLimit() throws {
+        let dir = try TempDir()
+        defer { dir.remove() }
+        // A CoNLL corpus whose third line is one byte over the limit: named by line and offset.
+        let long = [UInt8](repeating: UInt8(ascii: "x"), count: InputLimits.maxLineBytes + 1)
+        let corpus = try dir.file("c.conll", Array("The\tDET\n\n".utf8) + long + [0x0A])
+        #expect(throws: DataError.lineTooLong(file: corpus, line: 3, offset: 9, limit: InputLimits.maxLineBytes)) {
+            try TaggedCorpus.load(corpus)
+        }
+        // A YOLO label file with a long line, in an otherwise valid folder.
+        let png = try PNGEncoder.encode(RGBImage(width: 4, height: 4, pixels: [UInt8](repeating: 9, count: 48)))
+        _ = try dir.file("yolo/images/a.png", png)
+        let labels = try dir.file("yolo/labels/a.txt", Array("0 0.5 0.5 0.2 0.2\n".utf8) + long)
+        #expect(throws: DataError.lineTooLong(file: labels, line: 2, offset: 18, limit: InputLimits.maxLineBytes)) {
+            try DetectionDataset.yolo(dir.path + "/yolo")
+        }
+    }
+
 }

@@ -27,7 +27,7 @@ public struct TaggedCorpus: Sendable {
     /// `labelsKey` to JSON.
     public static func load(_ path: String, format: TaggedDataFormat? = nil, tagColumn: TagColumn = .upos,
                             tokensKey: String = "tokens", labelsKey: String = "labels") throws -> TaggedCorpus {
-        var bytes = try ImageDecoder.readFile(path)
+        var bytes = try TableFile.read(path)  // line by line: a line over InputLimits.maxLineBytes is refused
         guard !bytes.isEmpty else { throw DataError.emptyFile(file: path) }
         try TextDataset.checkUTF8(bytes, file: path)
         if bytes.starts(with: [0xEF, 0xBB, 0xBF]) { bytes.removeFirst(3) }
