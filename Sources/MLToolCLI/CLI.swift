@@ -58,6 +58,7 @@ public enum CLI {
         }
         do {
             let parsed = try command.parse(rest)
+            if parsed.has("--no-provenance") { setenv("MLTOOL_PROVENANCE", ProvenancePolicy.none.rawValue, 1) }
             try command.run(parsed)
             return .ok
         } catch PipelineError.invalidParameter(_, let reason) {
@@ -67,6 +68,9 @@ public enum CLI {
             return fail(error)
         }
     }
+
+    /// `--no-provenance` (train, import, quantize, export): the output records no sources, paths or command.
+    static let noProvenance = OptionSpec("--no-provenance", help: "Record no source paths or command in the output (docs/SECURITY.md).")
 
     static func fail(_ error: Error) -> ExitStatus {
         let status: ExitStatus

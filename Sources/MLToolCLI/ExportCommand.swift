@@ -17,7 +17,7 @@ extension CLI {
         """,
         options: [
             OptionSpec("--to", value: "onnx|coreml", help: "Target format (required)."),
-            OptionSpec("--out", short: "-o", value: "OUT", help: "Output file (default: MODEL's name with .onnx / .mlmodel)."),
+            OptionSpec("--out", short: "-o", value: "OUT", help: "Output file (default: MODEL's name with .onnx / .mlmodel)."), noProvenance,
         ]
     ) { args in
         guard args.positionals.count == 1 else {

@@ -25,7 +25,7 @@ extension CLI {
             OptionSpec("--feature-tensor", value: "NAME", help: "The tensor to use as features for train --extractor."),
             OptionSpec("--task", value: "detect", help: "Import an object detector (with --decoder)."),
             OptionSpec("--decoder", value: "SPEC", help: "Detector outputs: yolov8[:T], yolov5[:T], boxes:…, anchor-free:…, anchor-grid:… (docs/FORMAT.md 4.4)."),
-            OptionSpec("--classes", value: "N", help: "Detector classes (default: the --labels count)."),
+            OptionSpec("--classes", value: "N", help: "Detector classes (default: the --labels count)."), noProvenance,
         ] + detectionOptions
     ) { args in
         guard args.positionals.count == 1 else {
@@ -40,15 +40,7 @@ extension CLI {
         options.featureTensor = args.string("--feature-tensor")
         if let s = options.image { options.inputSize = (s.height, s.width) }
         var inputs = [src]
-        if let labelsPath = args.string("--labels") {
-            guard let text = try? String(contentsOfFile: labelsPath, encoding: .utf8) else {
-                throw CLIError.missingInput(file: labelsPath, reason: "cannot read the labels file (UTF-8 text expected)")
-            }
-            options.labels = text.split(separator: "\n", omittingEmptySubsequences: false)
-                .map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }
-            while options.labels.last == "" { options.labels.removeLast() }
-            inputs.append(labelsPath)
-        }
+        if let labelsPath = args.string("--labels") { options.labels = try ModelImport.labels(file: labelsPath); inputs.append(labelsPath) }
         if args.has("--decoder") || args.string("--task") == "detect" {
             guard let spec = args.string("--decoder") else { throw CLIError.usage(command: "import", message: "--task detect needs --decoder SPEC") }
             options.detection = try DetectionSpec.parse(spec, classes: try args.int("--classes", default: options.labels.count),

@@ -42,7 +42,7 @@ extension CLI {
             OptionSpec("--out", short: "-o", value: "OUT", help: "Output path."),
             OptionSpec("--json", help: "Print the report as one JSON object."),
             OptionSpec("--threads", value: "T", help: "Threads (default: all cores)."),
-            OptionSpec("--quiet", short: "-q", help: "No progress output."),
+            OptionSpec("--quiet", short: "-q", help: "No progress output."), noProvenance,
         ]
     ) { args in
         guard args.positionals.count == 1 else {

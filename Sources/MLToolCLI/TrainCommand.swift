@@ -62,7 +62,7 @@ extension CLI {
             OptionSpec("--hash-bits", value: "N", help: "Text: hash terms into 2^N buckets instead of a vocabulary."),
             OptionSpec("--stop-words", value: "FILE", help: "Text: words to drop, one per line (default none)."),
             OptionSpec("--threads", value: "T", help: "Threads (default: all cores)."),
-            OptionSpec("--quiet", short: "-q", help: "No progress output."),
+            OptionSpec("--quiet", short: "-q", help: "No progress output."), noProvenance,
         ]
     ) { args in
         guard args.positionals.count == 1 else {

@@ -139,8 +139,8 @@ public struct Provenance: Codable, Equatable, Sendable {
     }
 
     /// This provenance with no path of the machine that made it, for files that leave it (exports): sources by
-    /// file name, and every absolute or home-relative path in the command (a word starting with "/" or "~") by
-    /// its last component. Hashes, seed, timings and the rest of the command stay.
+    /// file name, and every path in the command (a word holding a "/", or starting with "~") by its last
+    /// component. Hashes, seed, timings and the rest of the command stay.
     public var portable: Provenance {
         func name(_ path: String) -> String {
             let last = path.split(separator: "/").last.map(String.init) ?? ""
@@ -150,7 +150,7 @@ public struct Provenance: Codable, Equatable, Sendable {
         p.sources = sources.map { Source(path: name($0.path), sha256: $0.sha256) }
         p.command = command.map { c in
             c.split(separator: " ", omittingEmptySubsequences: false).map { word in
-                word.hasPrefix("/") || word.hasPrefix("~") ? name(String(word)) : String(word)
+                word.contains("/") || word.hasPrefix("~") ? name(String(word)) : String(word)
             }.joined(separator: " ")
         }
         return p

@@ -20,7 +20,7 @@ enum ExportMetadata {
             out.append(("preprocessing.json", json(p)))
         }
         // Never a path of the training machine (its folders, its user's home): file names and hashes only.
-        out.append(("provenance", json(md.provenance.portable)))
+        out.append(("provenance", json(md.provenance.exported())))
         out.append(("exported_by", "mltool \(MLToolInfo.version)"))
         out.append(("weights", notes.isEmpty ? "as stored in the source model" : notes.joined(separator: "; ")))
         return out

@@ -30,8 +30,11 @@ import MLToolCore
 public enum ModelFile {
     /// Reads the model at `path`: memory-maps it, verifies every checksum and validates every rule of the format.
     /// The returned tensors are views into the mapping, which lives as long as any of them.
+    /// Recorded relative paths (docs/FORMAT.md, "Paths") are resolved against the file's directory.
     public static func read(path: String) throws -> Model {
-        try decode(FileStorage(mapping: path, populate: true), file: path).model
+        var model = try decode(FileStorage(mapping: path, populate: true), file: path).model
+        model.metadata = model.metadata.resolvingPaths(forFileAt: path)
+        return model
     }
 
     /// Reads a model from bytes in memory, with the same checks as `read(path:)`; `name` is used in errors.
@@ -46,10 +49,14 @@ public enum ModelFile {
     }
 
     /// Writes `model` to `path` atomically. Refuses (exit status 73) when `path` is the same file as one of
-    /// `inputs`, including through hard or symbolic links; replacing any other existing file is fine.
-    public static func write(_ model: Model, to path: String, inputs: [String] = []) throws {
+    /// `inputs`, including through hard or symbolic links; replacing any other existing file is fine. The file
+    /// records no absolute path: `provenance` says what it keeps (docs/FORMAT.md, "Paths").
+    public static func write(_ model: Model, to path: String, inputs: [String] = [],
+                             provenance: ProvenancePolicy = .current) throws {
         try AtomicFile.refuseOverwriting(path, inputs: inputs)
-        let bytes = try serialize(model, file: path)
+        var recorded = model
+        recorded.metadata = model.metadata.recordingPaths(forFileAt: path, policy: provenance)
+        let bytes = try serialize(recorded, file: path)
         try AtomicFile.write(bytes, to: path, inputs: inputs)
     }
 
@@ -202,6 +209,10 @@ public enum ModelFile {
                             deallocator: .none)
             document = try MetadataDocument.decoder().decode(MetadataDocument.self, from: json)
         } catch {
+            // Foundation says only "not valid JSON" for an integer too large for its signed field: find it.
+            if let problem = JSONKeyCheck.firstProblem(metadata, unsignedKeys: ["seed"]) {
+                throw FormatError.badMetadata(file: file, offset: metaStart + problem.offset, reason: problem.reason)
+            }
             throw FormatError.badMetadata(file: file, offset: metaStart, reason: describe(error))
         }
         guard document.tensors.count == Int(h.tensorCount) else {

@@ -58,7 +58,8 @@ import MLToolCore
         guard let (status, out) = try Self.referenceRead(dir + "/m") else { return }
         try #require(status == 0, "\(String(decoding: out, as: UTF8.self))")
         let ref = try MetadataDocument.decoder().decode(Reference.self, from: out)
-        #expect(ref.metadata == model.metadata)
+        // The file holds the metadata with its paths as recorded (docs/FORMAT.md, "Paths").
+        #expect(ref.metadata == model.metadata.recordingPaths(forFileAt: dir + "/m", policy: .relative))
         #expect(ref.tensors.map(\.name) == model.tensors.map(\.name))
         for (r, t) in zip(ref.tensors, model.tensors) {
             #expect(r.dtype == t.dtype.name && r.shape == t.shape)

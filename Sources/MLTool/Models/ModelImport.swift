@@ -22,6 +22,18 @@ public enum ModelImport {
         case .unknown: throw PipelineError.badInput(file: path, reason: "neither ONNX, Keras HDF5 nor Core ML (recognised by content)")
         }
     }
+
+    /// Class names from a labels file: UTF-8 text, one name per line in output order, surrounding spaces trimmed,
+    /// trailing empty lines dropped (`ImportOptions.labels`).
+    public static func labels(file: String) throws -> [String] {
+        guard let text = try? String(contentsOfFile: file, encoding: .utf8) else {
+            throw PipelineError.missingInput(file: file, reason: "cannot read the labels file (UTF-8 text expected)")
+        }
+        var labels = text.split(separator: "\n", omittingEmptySubsequences: false)
+            .map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }
+        while labels.last == "" { labels.removeLast() }
+        return labels
+    }
 }
 
 /// Writing models for other runtimes.
