@@ -137,7 +137,7 @@ extension CLI {
             try ObjectDetection.drawObjects(results[0], to: out)
             return
         }
-        try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true)
+        try AtomicFile.makeDirectory(out)
         for r in results {
             try ObjectDetection.drawObjects(r, to: out + "/" + URL(fileURLWithPath: r.path).deletingPathExtension().lastPathComponent + ".png")
         }

@@ -5,8 +5,9 @@ import MLToolCore
 ///
 /// Key: SHA-256 of the image file's content hash, the extractor's digest, the preprocessing description and the
 /// augmentation variant (`key(contentHash:extractor:preprocessing:variant:)`). Entries live in
-/// `<directory>/<first two hex digits>/<key>.f32` and are written to a temporary file in the same folder, then renamed,
-/// so a reader never sees half an entry. Entry layout (little-endian):
+/// `<directory>/<first two hex digits>/<key>.f32` and are written to a temporary file `.<key>.f32.tmp-<pid>-XXXXXX` in
+/// the same folder, then renamed (`AtomicReplace`), so a reader never sees half an entry; a killed writer's temporary
+/// files are removed by the next process that writes into that folder. Entry layout (little-endian):
 ///
 ///     "MLFC"             4 bytes  magic
 ///     version  u32       1
@@ -65,7 +66,6 @@ public struct FeatureCache: Sendable {
         }
         let p = path(for: key)
         let dir = (p as NSString).deletingLastPathComponent
-        let tmp = dir + "/.tmp-" + UUID().uuidString
         var bytes = Self.magic
         bytes.reserveCapacity(Self.headerSize + features.count * 4 + 4)
         append(&bytes, Self.version)
@@ -75,17 +75,27 @@ public struct FeatureCache: Sendable {
         append(&bytes, CRC32.checksum(bytes))
         do {
             try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-            try Data(bytes).write(to: URL(fileURLWithPath: tmp))
         } catch {
-            try? FileManager.default.removeItem(atPath: tmp)
-            throw DataError.cannotWrite(file: p, reason: "\(error)")
+            throw DataError.cannotWrite(file: dir, reason: "cannot create the cache folder: \(error.localizedDescription)")
         }
-        guard rename(tmp, p) == 0 else {
-            let reason = String(cString: strerror(errno))
-            try? FileManager.default.removeItem(atPath: tmp)
-            throw DataError.cannotWrite(file: p, reason: reason)
+        Self.sweepOnce(dir)
+        do {
+            try AtomicReplace.write(bytes, to: p, durable: false, removingStale: false)
+        } catch {
+            throw DataError.cannotWrite(file: p, reason: error.description)
         }
     }
+
+    /// Removes a killed writer's temporary files from a shard folder, once per shard per process (a sweep per
+    /// entry would list the folder once per image).
+    private static func sweepOnce(_ dir: String) {
+        swept.lock.lock()
+        let first = swept.dirs.insert(dir).inserted
+        swept.lock.unlock()
+        if first { AtomicReplace.removeStaleTemporaries(of: nil, in: dir) }
+    }
+    private final class Swept: @unchecked Sendable { let lock = NSLock(); var dirs = Set<String>() }
+    private static let swept = Swept()
 
     static func decode(_ b: [UInt8], key: String) -> [Float]? {
         guard b.count >= headerSize + 4, Array(b[0..<4]) == magic, u32(b, 4) == version,

@@ -1,53 +1,41 @@
 import Foundation
+import MLToolCore
 #if canImport(Glibc)
 import Glibc
 #endif
 
 /// Atomic file writes that never replace one of the command's own inputs.
 public enum AtomicFile {
-    /// Writes `bytes` to `path` atomically: a temporary file in the same directory is written, fsync'ed and renamed
-    /// over `path`, then the directory is fsync'ed. On any error the temporary file is removed and an existing
-    /// `path` is untouched. Refuses when `path` is the same file as one of `inputs` (see `refuseOverwriting`).
+    /// Writes `bytes` to `path` atomically (`AtomicReplace`): a temporary file `.<name>.tmp-<pid>-XXXXXX` in the same
+    /// directory is written, fsync'ed and renamed over `path`, then the directory is fsync'ed. On any error (or a
+    /// kill) an existing `path` is untouched; an error removes the temporary file, and a killed writer's temporary
+    /// file is removed by the next write of the same path. Refuses when `path` is the same file as one of `inputs`
+    /// (see `refuseOverwriting`) or an existing directory. Every failure is `FormatError.cannotWrite` (exit 73)
+    /// naming the file and the system's reason.
     public static func write(_ bytes: [UInt8], to path: String, inputs: [String] = []) throws {
         try refuseOverwriting(path, inputs: inputs)
-        let directory = (path as NSString).deletingLastPathComponent
-        let dir = directory.isEmpty ? "." : directory
-        let base = (path as NSString).lastPathComponent
-        var template = Array("\(dir)/.\(base).tmp-XXXXXX".utf8CString)
-        let fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
-        guard fd >= 0 else {
-            throw FormatError.cannotWrite(file: path, reason: "cannot create a temporary file in \(dir): \(errnoText())")
-        }
-        let temp = template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
-        var closed = false
         do {
-            defer { if !closed { close(fd) } }
-            try bytes.withUnsafeBytes { raw in
-                var done = 0
-                while done < raw.count {
-                    let n = Glibc.write(fd, raw.baseAddress! + done, raw.count - done)
-                    if n < 0 {
-                        if errno == EINTR { continue }
-                        throw FormatError.cannotWrite(file: path, reason: "write: \(errnoText())")
-                    }
-                    done += n
+            try AtomicReplace.write(bytes, to: path, durable: true)
+        } catch {
+            throw FormatError.cannotWrite(file: path, reason: error.description)
+        }
+    }
+
+    /// Creates the output directory `path` (and its parents) for commands that write several files into one;
+    /// a failure is `FormatError.cannotWrite` (exit 73) with the system's reason.
+    public static func makeDirectory(_ path: String) throws {
+        var prefix = path.hasPrefix("/") ? "/" : ""
+        for part in path.split(separator: "/") {
+            prefix += part
+            if mkdir(prefix, 0o755) != 0 {
+                let code = errno
+                var st = stat()
+                guard code == EEXIST, stat(prefix, &st) == 0, (st.st_mode & 0o170000) == 0o040000 else {
+                    let reason = code == EEXIST ? "\(prefix) exists and is not a directory" : String(cString: strerror(code))
+                    throw FormatError.cannotWrite(file: path, reason: reason)
                 }
             }
-            guard fchmod(fd, 0o644) == 0 else { throw FormatError.cannotWrite(file: path, reason: "fchmod: \(errnoText())") }
-            guard fsync(fd) == 0 else { throw FormatError.cannotWrite(file: path, reason: "fsync: \(errnoText())") }
-            closed = true
-            guard close(fd) == 0 else { throw FormatError.cannotWrite(file: path, reason: "close: \(errnoText())") }
-            guard rename(temp, path) == 0 else { throw FormatError.cannotWrite(file: path, reason: errnoText()) }
-        } catch {
-            unlink(temp)
-            throw error
-        }
-        // The data is in place; make the rename durable.
-        let dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard dfd >= 0 else { throw FormatError.cannotWrite(file: path, reason: "open directory \(dir): \(errnoText())") }
-        defer { close(dfd) }
-        guard fsync(dfd) == 0 else {
-            throw FormatError.cannotWrite(file: path, reason: "fsync directory \(dir): \(errnoText())")
+            prefix += "/"
         }
     }
 
@@ -65,5 +53,4 @@ public enum AtomicFile {
         }
     }
 
-    static func errnoText() -> String { String(cString: strerror(errno)) }
 }

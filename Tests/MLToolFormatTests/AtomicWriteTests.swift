@@ -84,4 +84,29 @@ import MLToolCore
         } catch { Issue.record("got \(error)") }
         try? FileManager.default.removeItem(atPath: dir)
     }
+
+    /// A killed writer's temporary file (`.<name>.tmp-<pid>-XXXXXX`, pid no longer alive) is removed by the next write
+    /// of the same name; a live process's temporary file and other names' files are left alone.
+    @Test func nextWriteRemovesADeadWritersTemporaryFile() throws {
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        var dead: pid_t = 4_000_000
+        while kill(dead, 0) == 0 || errno != ESRCH { dead -= 1 }
+        let live = getppid()
+        let names = [".m.mlt.tmp-\(dead)-AbC123", ".m.mlt.tmp-\(live)-XyZ789", ".other.mlt.tmp-\(dead)-QqQ000", "m.mlt.tmp-\(dead)-x"]
+        for n in names { try Data([1, 2, 3]).write(to: URL(fileURLWithPath: dir + "/" + n)) }
+        try ModelFile.write(TestModels.tiny(), to: dir + "/m.mlt")
+        #expect(try entries() == ([".m.mlt.tmp-\(live)-XyZ789", ".other.mlt.tmp-\(dead)-QqQ000", "m.mlt", "m.mlt.tmp-\(dead)-x"]).sorted())
+        #expect(contents(dir + "/m.mlt") == (try ModelFile.serialize(TestModels.tiny())))
+    }
+
+    /// An existing directory is never replaced: exit 73 with the reason, and its content stays.
+    @Test func anExistingDirectoryIsRefused() throws {
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        try FileManager.default.createDirectory(atPath: dir + "/m.mlpackage", withIntermediateDirectories: false)
+        #expect(throws: FormatError.cannotWrite(file: dir + "/m.mlpackage",
+                                                reason: "it is a directory (mltool writes single files and never replaces a directory)")) {
+            try AtomicFile.write([1, 2, 3], to: dir + "/m.mlpackage")
+        }
+        #expect(try entries() == ["m.mlpackage"])
+    }
 }
