@@ -40,26 +40,31 @@ import zlib
 HERE = os.path.dirname(os.path.abspath(__file__))
 FIX = os.path.dirname(HERE)
 
-# Where in the file: what each format's errors must name besides the file.
+# Where in the file: what each format's errors must name besides the file (matched on the text after the file's
+# name; a line number comes right after it, as "FILE:12: ...").
+LINE = r"^:\d+:|byte offset \d+|byte \d+"
 PLACE = {
-    "bin": r"byte \d+|bytes \[|header|metadata|trailer|section|tensor|field|checksum|magic|version|[a-z_]+_(offset|length|count)",
-    "onnx": r"byte \d+|initializer|node|graph|input|output|tensor|dims|field|attribute|opset|model|value_info|data_type|ir_version",
-    "mlmodel": r"byte \d+|field|layer|op |spec|input|output|weights|shape|model|pipeline|description|parameter",
-    "png": r"byte \d+|IHDR|IDAT|IEND|PLTE|chunk|CRC|signature|header|row|pixels|PNG",
-    "jpeg": r"byte \d+|marker|SOF|SOS|DQT|DHT|header|scan|JPEG|Huffman|pixels",
-    "csv": r"(:\d+:)|line \d+|byte \d+|column|header|row",
-    "tsv": r"(:\d+:)|line \d+|byte \d+|column|header|row",
-    "jsonl": r"(:\d+:)|line \d+|byte \d+|column|key|field",
-    "conllu": r"(:\d+:)|line \d+|byte \d+|column|sentence|token",
-    "tagjson": r"(:\d+:)|byte \d+|byte offset \d+|line \d+|item|sentence|tokens|labels|index|\[\d+\]",
+    "bin": r"byte \d+",
+    "onnx": r"bytes? \d+|initializer '|node '|graph (input|output) '|opset_import|ir_version|attribute '",
+    "mlmodel": r"bytes? \d+|layer '|op '|input '|output '|itemInfoEntries|description\.",
+    "png": r"byte \d+|^: corrupt PNG: [^ :]{3,12}: |\d+×\d+",
+    "jpeg": r"byte \d+|marker|\d+×\d+|Huffman table|quantization table|SOF|SOS|scan",
+    "csv": LINE + r"|no column '",
+    "tsv": LINE + r"|no column '",
+    "jsonl": LINE,
+    "conllu": LINE,
+    "tagjson": LINE + r"|sentence \d+|token '",
 }
-
-
 # Places that stand for the whole file (an empty file).
-WHOLE_FILE = r"empty file \(0 bytes\)|the file is empty"
+WHOLE_FILE = r"^: empty file \(0 bytes\)|the file is empty"
 # Data files whose every line is well formed but whose data set cannot train a model: the place is the whole set.
 DATA_FORMATS = {"csv", "tsv", "jsonl", "conllu", "tagjson"}
-DATASET = r"need at least \d+|needs at least \d+"
+DATASET = r"need at least \d+|needs at least \d+|no documents: header row only"
+# Refusals (exit 65, the file named) whose place the underlying C library does not give: protobuf-c's unpack fails
+# without an offset; libpng and libjpeg-turbo report some errors without a chunk or marker, and a file that ends
+# early as "truncated". Counted apart in the report and in docs/SECURITY.md as work left.
+UNLOCALISED = (r"ModelProto does not parse|Model does not parse|^: not a JPEG or PNG image|^: truncated (PNG|JPEG)"
+               r"|bad adaptive filter value|Empty JPEG image|^: corrupt (PNG|JPEG): [A-Z][a-z]+ [a-z]")
 
 # ------------------------------------------------------------------------------------------------ valid bases
 
@@ -408,6 +413,8 @@ def main():
                     verdict = "refused"
                 elif fmt in DATA_FORMATS and re.search(DATASET, tail):
                     verdict = "refused-dataset"
+                elif re.search(UNLOCALISED, tail):
+                    verdict = "refused-unlocalised"
                 else:
                     verdict = "no-place"
             elif r["status"] == 0:
