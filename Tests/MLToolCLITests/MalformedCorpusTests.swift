@@ -47,13 +47,19 @@ import Testing
         #expect(report.originals.count == 10)
         #expect(report.results.count >= 500, "only \(report.results.count) files")
         for r in report.results {
-            let allowed: Set<String> = r.format == "bin" ? ["refused", "identical"] : ["refused", "refused-dataset", "identical", "loaded"]
+            // "refused-unlocalised": exit 65 naming the file, but the C library that parses the format (protobuf-c,
+            // libpng, libjpeg-turbo) gives no offset for this error (run_corpus.py's UNLOCALISED; docs/SECURITY.md).
+            let allowed: Set<String> = switch r.format {
+            case "bin": ["refused", "identical"]
+            case "onnx", "mlmodel", "png", "jpeg": ["refused", "refused-unlocalised", "identical", "loaded"]
+            default: ["refused", "refused-dataset", "identical", "loaded"]
+            }
             #expect(allowed.contains(r.verdict), "\(r.format) \(r.name) (\(r.bytes) bytes): \(r.verdict), \(r.cpu_s) s CPU: \(r.stderr)")
         }
         // The corpus does reach the readers: most files of every format are refused.
         for format in Set(report.results.map(\.format)) {
             let rs = report.results.filter { $0.format == format }
-            #expect(rs.filter { $0.verdict == "refused" }.count * 3 >= rs.count, "\(format): too few refusals")
+            #expect(rs.filter { $0.verdict.hasPrefix("refused") }.count * 2 >= rs.count, "\(format): too few refusals")
         }
     }
 
@@ -64,23 +70,42 @@ import Testing
         do { try body(); return nil } catch { return "\(error)" }
     }
 
-    /// Checks one prefix's outcome: an error naming `file` and matching `place`, or nil (loaded).
-    static func check(_ message: String?, file: String, place: String, prefix: Int, format: String) -> Bool {
-        guard let message else { return true }
-        let ok = message.contains(file) && message.range(of: place, options: .regularExpression) != nil
-        if !ok { Issue.record("\(format) prefix of \(prefix) bytes: no file or place in \"\(message)\"") }
-        return ok
+    /// Classifies one prefix's outcome: "loaded" (no error), "refused" (an error naming `file` and matching
+    /// `place`), "unlocalised" (naming `file`, matching only `unlocalised`: a C library's error without an offset);
+    /// anything else is recorded as an issue.
+    static func check(_ message: String?, file: String, place: String, unlocalised: String? = nil, prefix: Int,
+                      format: String, counts: inout [String: Int]) {
+        let outcome: String
+        if let message {
+            if message.contains(file), message.range(of: place, options: .regularExpression) != nil {
+                outcome = "refused"
+            } else if message.contains(file), let u = unlocalised, message.range(of: u, options: .regularExpression) != nil {
+                outcome = "unlocalised"
+            } else {
+                outcome = "bad"
+                Issue.record("\(format) prefix of \(prefix) bytes: no file or place in \"\(message)\"")
+            }
+        } else {
+            outcome = "loaded"
+        }
+        counts[outcome, default: 0] += 1
+    }
+
+    static func report(_ format: String, _ counts: [String: Int]) {
+        print("MalformedCorpusTests: \(format) prefixes: \(counts.values.reduce(0, +)) \(counts.sorted { $0.key < $1.key })")
     }
 
     @Test func everyPrefixOfANativeModelIsRefused() throws {
         let bytes = try ModelFile.serialize(Make.tinyClassifier())
-        let place = #"byte \d+|bytes \[|header|metadata|section|tensor|field|checksum|magic|version"#
+        let place = #"byte \d+"#
+        var counts: [String: Int] = [:]
         for n in 0..<bytes.count {
             let m = Self.failure { _ = try ModelFile.read(bytes: Array(bytes[0..<n]), name: "p.bin") }
             // A checksummed format: no prefix may load.
             #expect(m != nil, "a \(n)-byte prefix of a \(bytes.count)-byte model loads")
-            _ = Self.check(m, file: "p.bin", place: place, prefix: n, format: "bin")
+            Self.check(m, file: "p.bin", place: place, prefix: n, format: "bin", counts: &counts)
         }
+        Self.report("bin", counts)
     }
 
     @Test func everyPrefixOfAnImageIsRefused() throws {
@@ -90,13 +115,16 @@ import Testing
         let whole = [("p.png", png), ("p.jpg", jpeg)].map { name, b in (name, b, try? ImageDecoder.decode(bytes: b, name: name)) }
         for (name, bytes, full) in whole {
             let image = try #require(full, "\(name) does not decode")
+            var counts: [String: Int] = [:]
             for n in 0..<bytes.count {
                 var loaded: RGBImage?
                 let m = Self.failure { loaded = try ImageDecoder.decode(bytes: Array(bytes[0..<n]), name: name) }
                 if let loaded { #expect(loaded.pixels == image.pixels, "\(name): a \(n)-byte prefix decodes to another image") }
-                _ = Self.check(m, file: name, place: #"truncated|empty|byte \d+|IHDR|IDAT|IEND|chunk|CRC|signature|marker|JPEG|PNG"#,
-                               prefix: n, format: name)
+                // libpng and libjpeg-turbo say "truncated" without an offset (the place is the end of the prefix).
+                Self.check(m, file: name, place: #"empty file|byte \d+|: corrupt PNG: [^ :]{3,12}: |marker|\d+×\d+"#,
+                           unlocalised: #"truncated (PNG|JPEG)|not a JPEG or PNG|corrupt (PNG|JPEG)"#, prefix: n, format: name, counts: &counts)
             }
+            Self.report(name, counts)
         }
     }
 
@@ -107,6 +135,7 @@ import Testing
         let dir = try TempDir()
         defer { dir.cleanup() }
         var loadedSame = 0
+        var counts: [String: Int] = [:]
         for n in 0..<bytes.count {
             let path = dir.file("p\(n).onnx")
             try Data(bytes[0..<n]).write(to: URL(fileURLWithPath: path))
@@ -116,10 +145,12 @@ import Testing
                 #expect(try ModelFile.serialize(model) == full, "a \(n)-byte prefix loads another model")
                 loadedSame += 1
             }
-            _ = Self.check(m, file: path, place: #"byte \d+|initializer|node|graph|input|output|opset|ModelProto|ir_version"#,
-                           prefix: n, format: "onnx")
+            // protobuf-c's unpack gives no offset ("ModelProto does not parse"): counted, see docs/SECURITY.md.
+            Self.check(m, file: path, place: #"bytes? \d+|initializer '|node '|graph (input|output) '|opset_import|ir_version|empty"#,
+                       unlocalised: "ModelProto does not parse", prefix: n, format: "onnx", counts: &counts)
             try? FileManager.default.removeItem(atPath: path)
         }
+        Self.report("onnx", counts)
         #expect(loadedSame < bytes.count / 10)
     }
 
@@ -130,14 +161,16 @@ import Testing
         let dir = try TempDir()
         defer { dir.cleanup() }
         let path = dir.file("p.mlmodel")
+        var counts: [String: Int] = [:]
         for n in 0..<bytes.count {
             try Data(bytes[0..<n]).write(to: URL(fileURLWithPath: path))
             var model: Model?
             let m = Self.failure { model = try CoreMLImporter.importModel(path: path) }
             if let model { #expect(try ModelFile.serialize(model) == full, "a \(n)-byte prefix loads another model") }
-            _ = Self.check(m, file: path, place: #"byte \d+|field|layer|op |spec|input|output|weights|shape|parse|empty|description"#,
-                           prefix: n, format: "mlmodel")
+            Self.check(m, file: path, place: #"bytes? \d+|layer '|op '|input '|output '|description: |model type: |empty"#,
+                       unlocalised: "Model does not parse", prefix: n, format: "mlmodel", counts: &counts)
         }
+        Self.report("mlmodel", counts)
     }
 
     @Test func everyPrefixOfATextTableIsRefusedWithALineOrLoads() throws {
@@ -150,11 +183,14 @@ import Testing
         for (name, text) in [("p.csv", rows), ("p.tsv", rows.replacingOccurrences(of: ",", with: "\t")), ("p.jsonl", jsonl)] {
             let bytes = Array(text.utf8)
             let path = dir.file(name)
+            var counts: [String: Int] = [:]
             for n in 0..<bytes.count {
                 try Data(bytes[0..<n]).write(to: URL(fileURLWithPath: path))
                 let m = Self.failure { _ = try TextDataset.table(path) }
-                _ = Self.check(m, file: path, place: #":\d+:|line \d+|byte \d+|column|header|empty"#, prefix: n, format: name)
+                Self.check(m, file: path, place: #":\d+:|byte \d+|no column '|empty file|no documents"#, prefix: n, format: name,
+                           counts: &counts)
             }
+            Self.report(name, counts)
         }
     }
 
@@ -166,13 +202,18 @@ import Testing
         }
         let json = #"[{"tokens": ["The", "cat"], "labels": ["DET", "NOUN"]}, {"tokens": ["A", "dog", "runs"], "labels": ["DET", "NOUN", "VERB"]}]"#
         let c = Array(conllu.utf8), j = Array(json.utf8)
+        var cc: [String: Int] = [:], jc: [String: Int] = [:]
         for n in 0..<c.count {
             let m = Self.failure { _ = try TaggedCorpus.conllu(bytes: Array(c[0..<n]), file: "p.conllu") }
-            _ = Self.check(m, file: "p.conllu", place: #":\d+:|line \d+|byte \d+|column|sentence|token|empty"#, prefix: n, format: "conllu")
+            Self.check(m, file: "p.conllu", place: #":\d+:|byte \d+|empty file|no sentences|no documents"#, prefix: n, format: "conllu",
+                       counts: &cc)
         }
+        Self.report("conllu", cc)
         for n in 0..<j.count {
             let m = Self.failure { _ = try TaggedCorpus.json(bytes: Array(j[0..<n]), file: "p.json") }
-            _ = Self.check(m, file: "p.json", place: #"byte \d+|line \d+|\[\d+\]|sentence|tokens|labels|empty"#, prefix: n, format: "tagjson")
+            Self.check(m, file: "p.json", place: #"byte \d+|sentence \d+|empty file|no documents"#, prefix: n, format: "tagjson",
+                       counts: &jc)
         }
+        Self.report("tagjson", jc)
     }
 }
