@@ -82,6 +82,39 @@ public enum FileKind: String, Sendable, Equatable, CaseIterable {
 
     /// The top-level fields of a protobuf message (number, wire type, varint value), or nil unless the bytes parse
     /// cleanly to the end. Length-delimited payloads are skipped, not parsed.
+    /// Where in the file at `path` recognition failed, for the error of a file that is no known kind: the byte where
+    /// the top-level protobuf fields stop parsing, or the first bytes when they are no signature at all.
+    public static func unrecognisedPlace(path: String) -> String {
+        guard let storage = try? FileStorage(mapping: path, populate: false) else { return "the file cannot be read" }
+        let b = storage.bytes
+        guard b.count > 0 else { return "the file is empty (0 bytes)" }
+        let head = b.prefix(8).map { String(format: "%02x", $0) }.joined(separator: " ")
+        var i = 0, fields = 0
+        while i < b.count {
+            let start = i
+            guard let key = varint(b, &i), key >> 3 >= 1, key >> 3 < (1 << 29) else {
+                return fields == 0 ? "byte 0: starts \(head), no known signature (\(b.count) bytes)"
+                    : "byte \(start): top-level protobuf field \(fields + 1) has no valid key (\(b.count) bytes)"
+            }
+            var ok = true
+            switch key & 7 {
+            case 0: ok = varint(b, &i) != nil
+            case 1, 5:
+                let n = key & 7 == 1 ? 8 : 4
+                ok = b.count - i >= n
+                i += n
+            case 2:
+                if let n = varint(b, &i), n <= UInt64(b.count - i) { i += Int(n) } else { ok = false }
+            default: ok = false
+            }
+            guard ok else {
+                return "byte \(start): top-level protobuf field \(key >> 3) (wire type \(key & 7)) runs past the end of the file's \(b.count) bytes or is malformed"
+            }
+            fields += 1
+        }
+        return "bytes 0–\(b.count): \(fields) top-level protobuf fields, but not the fields of an ONNX ModelProto or a Core ML Model"
+    }
+
     static func topLevelFields(_ b: UnsafeRawBufferPointer, limit: Int = 1_000_000)
         -> [(number: UInt64, wire: UInt8, value: UInt64)]? {
         var fields: [(number: UInt64, wire: UInt8, value: UInt64)] = []

@@ -62,7 +62,7 @@ public enum FormatError: MLToolError, Equatable {
         case let .ioError(file, reason):
             return "\(file): I/O error: \(reason)"
         case let .truncated(file, expected, actual):
-            return "\(file): truncated: \(actual) bytes, expected \(expected)"
+            return "\(file): truncated: the file ends at byte \(actual), expected \(expected) bytes"
         case let .badMagic(file, offset, expected, actual):
             return "\(file) at byte \(offset): not an mltool model: magic \(hex(actual)), expected \(hex(expected))"
         case let .unsupportedVersion(file, version, supported):

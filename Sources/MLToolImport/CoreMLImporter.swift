@@ -22,7 +22,7 @@ public enum CoreMLImporter {
         }
         let package = isDirectory.boolValue ? try CoreMLPackage(path: path) : nil
         let specPath = package?.specPath ?? path
-        guard let data = FileManager.default.contents(atPath: specPath) else {
+        guard let data = package?.specData ?? FileManager.default.contents(atPath: specPath) else {
             throw ImportError.unreadable(file: specPath, reason: "no such file or permission denied")
         }
         guard !data.isEmpty else { throw ImportError.malformed(file: specPath, reason: "the file is empty") }

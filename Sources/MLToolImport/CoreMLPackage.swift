@@ -5,22 +5,22 @@ import MLToolCore
 /// `com.apple.CoreML/model.mlmodel`; an ML Program's weights are in `weights/weight.bin` beside it, referred to as
 /// `@model_path/weights/weight.bin`.
 ///
-/// Every path the package names must stay inside it: a manifest path that is absolute, has a `..` component, or
-/// resolves (through symlinks) outside the package directory is refused, and so are blob file names that do.
+/// Every path the package names must stay inside it: a manifest path that is absolute or has a `..` component is
+/// refused, and so are blob file names that do; every file of the package (Manifest.json included) is opened with
+/// `ContainedFile`, which refuses a symlink anywhere on the way and a file with more than one hard link.
 struct CoreMLPackage {
     let root: String
-    /// The specification file (the root model item).
+    /// The specification file (the root model item), for messages.
     let specPath: String
-    /// The directory `@model_path` stands for: the one holding the specification.
+    /// Its bytes, read through `ContainedFile`.
+    let specData: Data
+    /// `@model_path` relative to `root`: the directory holding the specification.
     let modelDirectory: String
 
     init(path: String) throws {
-        let fm = FileManager.default
         root = (path as NSString).standardizingPath
         let manifestPath = (root as NSString).appendingPathComponent("Manifest.json")
-        guard let data = fm.contents(atPath: manifestPath) else {
-            throw ImportError.unreadable(file: manifestPath, reason: "no Manifest.json in the package (or it cannot be read)")
-        }
+        let data = try Self.read(root: root, "Manifest.json", file: root, place: "Manifest.json", missing: "no Manifest.json in the package (or it cannot be read)")
         guard let json = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else {
             throw ImportError.malformed(file: manifestPath, reason: "not a JSON object")
         }
@@ -34,37 +34,45 @@ struct CoreMLPackage {
         guard let relative = item["path"] as? String, !relative.isEmpty else {
             throw ImportError.invalid(file: manifestPath, place: "itemInfoEntries['\(rootID)'].path", expected: "a path", actual: "none")
         }
-        let dataDirectory = (root as NSString).appendingPathComponent("Data")
-        specPath = try Self.inside(dataDirectory, relative, package: root, file: manifestPath,
-                                   place: "itemInfoEntries['\(rootID)'].path")
-        modelDirectory = (specPath as NSString).deletingLastPathComponent
+        let place = "itemInfoEntries['\(rootID)'].path"
+        let spec = try Self.inside("Data", relative, file: manifestPath, place: place)
+        specPath = (root as NSString).appendingPathComponent(spec)
+        specData = try Self.read(root: root, spec, file: manifestPath, place: place, missing: "no such file")
+        modelDirectory = (spec as NSString).deletingLastPathComponent
     }
 
-    /// `base`/`relative`, after checking that `relative` is relative, has no `..` component, and (with symlinks
-    /// resolved) names something inside `package`.
-    static func inside(_ base: String, _ relative: String, package: String, file: String, place: String) throws -> String {
+    /// `base`/`relative`, after checking that `relative` is relative and has no `..` component.
+    static func inside(_ base: String, _ relative: String, file: String, place: String) throws -> String {
         guard !relative.hasPrefix("/") else {
             throw ImportError.refused(file: file, place: place, reason: "absolute path '\(relative)' (paths must stay inside the package)")
         }
         guard !relative.split(separator: "/").contains("..") else {
             throw ImportError.refused(file: file, place: place, reason: "path '\(relative)' leaves the package")
         }
-        let joined = (base as NSString).appendingPathComponent(relative)
-        let resolved = URL(fileURLWithPath: joined).resolvingSymlinksInPath().path
-        let top = URL(fileURLWithPath: package).resolvingSymlinksInPath().path
-        guard resolved == top || resolved.hasPrefix(top + "/") else {
-            throw ImportError.refused(file: file, place: place, reason: "path '\(relative)' resolves outside the package (a symlink)")
-        }
-        return resolved
+        return (base as NSString).appendingPathComponent(relative)
     }
 
-    /// The file a MIL blob value names (`@model_path/…`), checked to stay inside the package.
-    func blobFile(_ name: String, file: String, place: String) throws -> String {
+    /// The bytes of `relative` (inside the package), or the refusal naming `file` and `place`.
+    static func read(root: String, _ relative: String, file: String, place: String, missing: String) throws -> Data {
+        do {
+            return try ContainedFile.read(directory: root, relative: relative)
+        } catch {
+            let full = (root as NSString).appendingPathComponent(relative)
+            if error.isRefusal { throw ImportError.refused(file: file, place: place, reason: error.reason) }
+            if case .missing = error { throw ImportError.unreadable(file: full, reason: missing) }
+            throw ImportError.unreadable(file: full, reason: error.reason)
+        }
+    }
+
+    /// The weight file a MIL blob value names (`@model_path/…`), checked to stay inside the package, and read.
+    func blobFile(_ name: String, file: String, place: String) throws -> CoreMLBlobFile {
         let prefix = "@model_path/"
         guard name.hasPrefix(prefix) else {
             throw ImportError.invalid(file: file, place: place, expected: "a file name starting with @model_path/", actual: "'\(name)'")
         }
-        return try Self.inside(modelDirectory, String(name.dropFirst(prefix.count)), package: root, file: file, place: place)
+        let relative = try Self.inside(modelDirectory, String(name.dropFirst(prefix.count)), file: file, place: place)
+        let data = try Self.read(root: root, relative, file: file, place: place, missing: "no such weight file (or it cannot be read)")
+        return try CoreMLBlobFile(path: (root as NSString).appendingPathComponent(relative), data: data)
     }
 }
 
@@ -79,11 +87,8 @@ final class CoreMLBlobFile {
     static let blobTypes: [UInt32: Int32] = [1: 10, 2: 11, 3: 31, 4: 21, 5: 13, 6: 22, 7: 32, 8: 25, 9: 37, 10: 36, 11: 35,
                                              12: 39, 13: 38, 14: 23, 15: 33]
 
-    init(path: String) throws {
+    init(path: String, data: Data) throws {
         self.path = path
-        guard let data = FileManager.default.contents(atPath: path) else {
-            throw ImportError.unreadable(file: path, reason: "no such weight file (or it cannot be read)")
-        }
         bytes = data
         guard data.count >= 64 else {
             throw ImportError.invalid(file: path, place: "header (byte 0)", expected: "64 bytes", actual: "\(data.count) bytes")

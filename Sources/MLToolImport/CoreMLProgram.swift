@@ -135,9 +135,9 @@ struct CoreMLProgramReader {
         if let blob = v.blobfilevalue?.pointee {
             let path = cString(blob.filename)
             guard let package else { throw ImportError.refused(file: file, place: place, reason: "a blob file value outside an .mlpackage") }
-            let resolved = try package.blobFile(path, file: file, place: place)
-            if blobs[resolved] == nil { blobs[resolved] = try CoreMLBlobFile(path: resolved) }
-            guard let weights = blobs[resolved] else { throw ImportError.unreadable(file: resolved, reason: "cannot read") }
+            if blobs[path] == nil { blobs[path] = try package.blobFile(path, file: file, place: place) }
+            guard let weights = blobs[path] else { throw ImportError.unreadable(file: path, reason: "cannot read") }
+            let resolved = weights.path
             let (blobType, data) = try weights.blob(at: blob.offset, place: place)
             guard blobType == type || (type == 21 && blobType == 31) || (type == 31 && blobType == 21) else {
                 throw ImportError.invalid(file: resolved, place: "\(place): blob at byte \(blob.offset)", expected: "data type \(type)",

@@ -60,7 +60,19 @@ public enum ONNXImporter {
         }
 
         var reserved = Set<String>()
-        for n in onnx.nodes { reserved.formUnion(n.inputs); reserved.formUnion(n.outputs) }
+        var producer: [String: String] = [:]
+        for n in onnx.nodes {
+            reserved.formUnion(n.inputs)
+            reserved.formUnion(n.outputs)
+            // A value made by two nodes (or a node and the graph's inputs) has no single meaning.
+            for out in n.outputs where !out.isEmpty {
+                if let first = producer[out] {
+                    throw ImportError.invalid(file: path, place: "node '\(n.name)' output '\(out)'",
+                                              expected: "a name no other node produces", actual: "also produced by node '\(first)'")
+                }
+                producer[out] = n.name
+            }
+        }
         var builder = ONNXGraphBuilder(file: path, opset: onnx.opset, constants: onnx.initializers, reservedNames: reserved)
 
         // The engine computes float32: a graph that takes or gives other element types would silently change meaning.

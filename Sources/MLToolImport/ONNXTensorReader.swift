@@ -7,13 +7,13 @@ import MLToolCore
 /// own directory.
 struct TensorReader {
     let file: String
-    /// The model's directory with symlinks resolved.
+    /// The model's directory, as the user named it (external data is opened relative to it, never through a link).
     let directory: String
 
     init(file: String) {
         self.file = file
         let dir = (file as NSString).deletingLastPathComponent
-        self.directory = realPath(dir.isEmpty ? "." : dir) ?? dir
+        self.directory = dir.isEmpty ? "." : dir
     }
 
     /// Element types: ONNX data_type → (name, bytes per element).
@@ -110,13 +110,6 @@ struct TensorReader {
             throw ImportError.refused(file: file, place: where_, reason: "'..' leaves the model's directory")
         }
         let joined = (directory as NSString).appendingPathComponent(location)
-        guard let resolved = realPath(joined) else {
-            throw ImportError.unreadable(file: joined, reason: "external data of \(place) does not exist")
-        }
-        guard resolved.hasPrefix(directory.hasSuffix("/") ? directory : directory + "/") else {
-            throw ImportError.refused(file: file, place: where_,
-                                      reason: "resolves through a symlink to '\(resolved)', outside the model's directory")
-        }
         func number(_ key: String) throws -> Int? {
             guard let s = entries[key] else { return nil }
             guard let v = Int(s), v >= 0 else {
@@ -131,11 +124,17 @@ struct TensorReader {
             throw ImportError.invalid(file: file, place: "\(place) external_data length", expected: "\(byteCount) bytes",
                                       actual: "\(length)")
         }
-        guard let handle = FileHandle(forReadingAtPath: resolved) else {
-            throw ImportError.unreadable(file: resolved, reason: "external data of \(place) cannot be opened")
+        // No symlink on the way, a regular file with one hard link (ContainedFile's policy).
+        let opened: (fd: Int32, size: Int)
+        do {
+            opened = try ContainedFile.open(directory: directory, relative: location)
+        } catch {
+            if error.isRefusal { throw ImportError.refused(file: file, place: where_, reason: error.reason) }
+            if case .missing = error { throw ImportError.unreadable(file: joined, reason: "external data of \(place) does not exist") }
+            throw ImportError.unreadable(file: joined, reason: "external data of \(place): \(error.reason)")
         }
-        defer { try? handle.close() }
-        let size = Int((try? handle.seekToEnd()) ?? 0)
+        defer { close(opened.fd) }
+        let size = opened.size
         let (end, overflow) = offset.addingReportingOverflow(length)
         guard !overflow else {
             throw ImportError.invalid(file: file, place: "\(place) external_data offset", expected: "offset + length that fits", actual: "\(offset)")
@@ -145,20 +144,14 @@ struct TensorReader {
                                       expected: "offset \(offset) + length \(length) ≤ file size",
                                       actual: "file size \(size)")
         }
-        try handle.seek(toOffset: UInt64(offset))
-        let data = try handle.read(upToCount: length) ?? Data()
-        guard data.count == length else {
-            throw ImportError.unreadable(file: resolved, reason: "short read for \(place)")
+        let data: Data
+        do {
+            data = try ContainedFile.pread(fd: opened.fd, offset: offset, count: length, what: location)
+        } catch {
+            throw ImportError.unreadable(file: joined, reason: "external data of \(place): \(error.reason)")
         }
         return data
     }
-}
-
-/// The absolute path with every symlink resolved (realpath(3)), or nil when it does not exist.
-private func realPath(_ path: String) -> String? {
-    guard let p = realpath(path, nil) else { return nil }
-    defer { free(p) }
-    return String(cString: p)
 }
 
 private func buffer<T>(_ p: UnsafeMutablePointer<T>?, _ n: Int) -> [T] {

@@ -116,7 +116,7 @@ import Testing
         try Self.setManifestPath(package, "com.apple.CoreML/link.mlmodel")
         try FileManager.default.createSymbolicLink(atPath: package + "/Data/com.apple.CoreML/link.mlmodel", withDestinationPath: dir + "/outside.mlmodel")
         let r = try #require(Self.message { try CoreMLImporter.importModel(path: package) })
-        #expect(r.0 == place(id) + "path 'com.apple.CoreML/link.mlmodel' resolves outside the package (a symlink)")
+        #expect(r.0 == place(id) + "'Data/com.apple.CoreML/link.mlmodel' is a symbolic link (links are never followed out of the model's directory)")
         #expect(r.1 == .dataError)
     }
 
@@ -127,8 +127,19 @@ import Testing
         try FileManager.default.moveItem(atPath: weights, toPath: dir + "/weights")
         try FileManager.default.createSymbolicLink(atPath: weights, withDestinationPath: dir + "/weights")
         let r = try #require(Self.message { try CoreMLImporter.importModel(path: package) })
-        #expect(r.0 == "\(package)/Data/com.apple.CoreML/model.mlmodel: op 'head_bias' (const): refused: path 'weights/weight.bin' resolves outside the package (a symlink)",
+        #expect(r.0 == "\(package)/Data/com.apple.CoreML/model.mlmodel: op 'head_bias' (const): refused: 'Data/com.apple.CoreML/weights' is a symbolic link (links are never followed out of the model's directory)",
                 "\(r.0)")
+        #expect(r.1 == .dataError)
+    }
+
+    @Test func hardLinkedWeightFileIsRefused() throws {
+        let (dir, package) = try Self.copy("small_cnn.mlpackage")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        // A second name for the weight file, outside the package: the package's file could be anyone's.
+        let weights = package + "/Data/com.apple.CoreML/weights/weight.bin"
+        try FileManager.default.linkItem(atPath: weights, toPath: dir + "/elsewhere.bin")
+        let r = try #require(Self.message { try CoreMLImporter.importModel(path: package) })
+        #expect(r.0.hasSuffix("refused: the file has 2 hard links (a file with more than one name may live outside the model's directory)"), "\(r.0)")
         #expect(r.1 == .dataError)
     }
 

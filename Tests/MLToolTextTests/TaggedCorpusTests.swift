@@ -103,7 +103,8 @@ import Testing
         #expect(message { try json(#"[{"tokens": ["a", 3], "labels": ["X", "Y"]}]"#) }
                 == "t.json: sentence 1: tokens[1] is not a non-empty string")
         #expect(message { try json(#"{"tokens": ["a"]}"#) } == "t.json: top level: expected an array of sentences")
-        #expect(message { try json("[1,") } == "t.json: top level: invalid JSON")
+        #expect(message { try json("[1,") } == "t.json: byte 3 (the end of the file): invalid JSON")
+        #expect(message { try json("[1, x]") } == "t.json: byte 4: invalid JSON")
         #expect(message { try json("[]") } == "t.json: no documents: an empty array")
     }
 

@@ -19,7 +19,7 @@ public enum ModelImport {
                 throw PipelineError.invalidParameter(name: "options", reason: "a Core ML model records its own preprocessing and labels; drop the preprocessing, --labels and --feature-tensor options")
             }
             return try CoreMLImporter.importModel(path: path)
-        case .unknown: throw PipelineError.badInput(file: path, reason: "neither ONNX, Keras HDF5 nor Core ML (recognised by content)")
+        case .unknown: throw PipelineError.badInput(file: path, reason: "neither ONNX, Keras HDF5 nor Core ML (recognised by content; \(FileKind.unrecognisedPlace(path: path)))")
         }
     }
 

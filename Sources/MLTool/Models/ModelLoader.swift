@@ -16,7 +16,7 @@ public enum ModelLoader {
         case .hdf5: return try KerasImporter.importModel(path: path, options: ImportOptions())
         case .coreml: return try CoreMLImporter.importModel(path: path)
         case .unknown:
-            throw PipelineError.badInput(file: path, reason: "not a model: neither an mltool model, ONNX, Keras HDF5 nor Core ML")
+            throw PipelineError.badInput(file: path, reason: "not a model: neither an mltool model, ONNX, Keras HDF5 nor Core ML (\(FileKind.unrecognisedPlace(path: path)))")
         }
     }
 

@@ -15,7 +15,7 @@ extension TaggedCorpus {
         do {
             root = try JSONSerialization.jsonObject(with: Data(bytes), options: [])
         } catch {
-            throw TextError.jsonStructure(file: file, place: "top level", message: "invalid JSON")
+            throw TextError.jsonStructure(file: file, place: jsonErrorPlace(error, byteCount: bytes.count), message: "invalid JSON")
         }
         guard let array = root as? [Any] else {
             throw TextError.jsonStructure(file: file, place: "top level", message: "expected an array of sentences")
@@ -54,4 +54,15 @@ extension TaggedCorpus {
         guard !sentences.isEmpty else { throw TextError.noDocuments(source: file, reason: "an empty array") }
         return TaggedCorpus(source: file, format: .json, sentences: sentences)
     }
+}
+
+/// Where Foundation's JSON parser stopped: its "around character N" is a byte index into the UTF-8 input.
+func jsonErrorPlace(_ error: Error, byteCount: Int) -> String {
+    let text = ((error as NSError).userInfo[NSDebugDescriptionErrorKey] as? String) ?? ""
+    if let r = text.range(of: #"character \d+"#, options: .regularExpression),
+       let n = Int(text[r].dropFirst("character ".count)) {
+        return "byte \(n)"
+    }
+    if text.contains("end of file") { return "byte \(byteCount) (the end of the file)" }
+    return "top level"
 }
