@@ -145,7 +145,7 @@ def hdf5_replies(out, mltool, tmp):
                 if m:
                     channel = m.group(1)
                     continue
-                m = re.match(r"read\((\d+), \"((?:\\x[0-9a-f]{2})*)\"(?:\.\.\.)?, \d+\) = (\d+)", line)
+                m = re.match(r"read\((\d+), \"((?:\\x[0-9a-f]{2})*)\"(?:\.\.\.)?, \d+\)\s+=\s+(\d+)", line)
                 if m and channel is not None and m.group(1) == channel:
                     data += bytes.fromhex(m.group(2).replace("\\x", ""))[: int(m.group(3))]
         if not data:

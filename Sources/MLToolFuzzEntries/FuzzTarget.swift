@@ -41,7 +41,7 @@ public struct FuzzTarget: Sendable {
 public enum FuzzEntries {
     /// The per-process scratch folder (`$TMPDIR/mltool-fuzz-<pid>`), created on first use.
     static let scratch: String = {
-        let base = ProcessInfo.processInfo.environment["TMPDIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"
+        let base = getenv("TMPDIR").map { String(cString: $0) }.flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"
         let dir = base + "/mltool-fuzz-\(getpid())"
         try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         return dir
@@ -54,14 +54,22 @@ public enum FuzzEntries {
         if !FileManager.default.fileExists(atPath: dir) {
             try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         }
-        FileManager.default.createFile(atPath: path, contents: Data(bytes))
+        _ = FileManager.default.createFile(atPath: path, contents: Data(bytes))
         return path
     }
 
-    /// Runs `body`; any thrown error is a refusal (false).
+    /// Runs `body`; any thrown error is a refusal (false), printed when MLTOOL_FUZZ_VERBOSE is set.
     static func accepts(_ body: () throws -> Void) -> Bool {
-        do { try body(); return true } catch { return false }
+        do {
+            try body()
+            return true
+        } catch {
+            if verbose { FileHandle.standardError.write(Data("refused: \(error)\n".utf8)) }
+            return false
+        }
     }
+
+    static let verbose = getenv("MLTOOL_FUZZ_VERBOSE") != nil
 
     /// The native `.bin` reader (every checksum and rule of docs/FORMAT.md), from memory: the bytes as they are,
     /// then with every checksum the header and trailer hold recomputed (`withChecksumsFixed`), so that mutations get

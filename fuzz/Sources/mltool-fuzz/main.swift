@@ -9,14 +9,14 @@ nonisolated(unsafe) private var target: FuzzTarget?
 /// target must be named.
 @_cdecl("LLVMFuzzerInitialize")
 public func initialize(_ argc: UnsafeMutablePointer<CInt>, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>>) -> CInt {
-    let environment = ProcessInfo.processInfo.environment
-    if environment["MLTOOL_FUZZ_LIST"] != nil {
+    // getenv, not ProcessInfo.environment: Foundation keeps that dictionary for good, which LeakSanitizer reports.
+    if getenv("MLTOOL_FUZZ_LIST") != nil {
         for t in FuzzTarget.all { print(t.name, t.dictionary) }
         exit(0)
     }
-    guard let name = environment["MLTOOL_FUZZ_TARGET"], let found = FuzzTarget.named(name) else {
+    guard let name = getenv("MLTOOL_FUZZ_TARGET").map({ String(cString: $0) }), let found = FuzzTarget.named(name) else {
         let names = FuzzTarget.all.map(\.name).joined(separator: ", ")
-        fputs("mltool-fuzz: set MLTOOL_FUZZ_TARGET to one of: \(names)\n", stderr)
+        FileHandle.standardError.write(Data("mltool-fuzz: set MLTOOL_FUZZ_TARGET to one of: \(names)\n".utf8))
         exit(2)
     }
     target = found
@@ -28,4 +28,17 @@ public func fuzz(_ start: UnsafeRawPointer?, _ count: Int) -> CInt {
     let bytes = start.map { [UInt8](UnsafeRawBufferPointer(start: $0, count: count)) } ?? []
     _ = target?.run(bytes)
     return 0
+}
+
+/// libFuzzer's driver, which libFuzzer's own `main` would call.
+@_silgen_name("LLVMFuzzerRunDriver")
+func runDriver(_ argc: UnsafeMutablePointer<CInt>, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>>,
+               _ callback: @convention(c) (UnsafeRawPointer?, Int) -> CInt) -> CInt
+
+/// SwiftPM links an executable target's `main` to `<module>_main` (what a @main type or top-level code would be
+/// compiled to); with -parse-as-library there is neither, so this is it: it hands over to libFuzzer's driver.
+@_cdecl("mltool_fuzz_main")
+public func fuzzMain(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>) -> CInt {
+    var count = argc, arguments = argv
+    return runDriver(&count, &arguments, { fuzz($0, $1) })
 }
