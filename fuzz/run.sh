@@ -39,6 +39,8 @@ if [ $# -gt 0 ]; then TARGETS=("$@"); else TARGETS=($(MLTOOL_FUZZ_LIST=1 "$BIN" 
 
 # Leaks are findings too; a reader may ask for a large buffer only within the limits it checks (at most 2 GiB here).
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=0:handle_abort=1}
+# Leaks of the Swift toolchain's libraries, not mltool's (each one is listed in fuzz/lsan.supp and docs/SECURITY.md).
+export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$ROOT/fuzz/lsan.supp:print_suppressions=0}
 mkdir -p .build/fuzz-logs
 status=0
 rows=()

@@ -116,9 +116,14 @@ public enum FuzzEntries {
     }
 
     /// `mltool import x.h5`, whole: the signature check, the sandboxed libhdf5 child (forked per execution), the
-    /// parent's checks of its replies and the Keras importer. Slow (a fork and libhdf5 per execution).
+    /// parent's checks of its replies and the Keras importer. Slow (a fork and libhdf5 per execution). The sandbox's
+    /// deadline is 2 s here (`MLTOOL_HDF5_TIMEOUT`, restored afterwards) instead of 30: libhdf5 loops on some files,
+    /// which the deadline contains, and that must end as a refusal well before libFuzzer's own 10 s timeout.
     @Sendable public static func kerasH5(_ bytes: [UInt8]) -> Bool {
         let path = file("model.h5", bytes)
+        let previous = getenv("MLTOOL_HDF5_TIMEOUT").map { String(cString: $0) }
+        setenv("MLTOOL_HDF5_TIMEOUT", "2", 1)
+        defer { if let previous { setenv("MLTOOL_HDF5_TIMEOUT", previous, 1) } else { unsetenv("MLTOOL_HDF5_TIMEOUT") } }
         return accepts { _ = try KerasImporter.importModel(path: path, options: ImportOptions()) }
     }
 
