@@ -13,7 +13,7 @@ PIP_PACKAGES := numpy onnx onnxruntime h5py scikit-learn pillow scikit-image ima
 PREFIX ?= /usr/local
 EXAMPLE := Examples/ClassifyPhotos
 
-.PHONY: setup build test check check-proto check-warnings demo demo-model models proto bench clean example api-docs install install-test
+.PHONY: setup build test fuzz check check-proto check-warnings demo demo-model models proto bench clean example api-docs install install-test
 
 ## setup: install every apt and pip dependency that is missing (idempotent: skips what is there)
 setup:
@@ -41,6 +41,12 @@ test: setup models demo-model check-proto $(KERAS_APPS)/app_mnv3_k3.json example
 	bash datasets/ud-english-ewt.sh
 	MLTOOL_BIN=$(CURDIR)/$(MLTOOL) MLTOOL_KERAS_APPS_DIR=$(CURDIR)/$(KERAS_APPS) MLTOOL_REQUIRE_ORACLES=1 \
 		$(SWIFT) test $(TEST_FLAGS)
+
+## fuzz: every fuzz target (docs/SECURITY.md, "Fuzzing") under libFuzzer + AddressSanitizer for FUZZ_SECONDS each
+## (FUZZ_TARGETS="onnx image" for some); builds fuzz/ first, prints executions, coverage and findings per target.
+FUZZ_SECONDS ?= 60
+fuzz: setup
+	FUZZ_SECONDS=$(FUZZ_SECONDS) SWIFT=$(SWIFT) bash fuzz/run.sh $(FUZZ_TARGETS)
 
 ## check: the generated protobuf-c sources are what `make proto` writes, and project code (library, tests, the C
 ## kernels) builds without a warning. `make test` checks both: its test build uses the same strict flags.

@@ -10,6 +10,8 @@ let package = Package(
     products: [
         .executable(name: "mltool", targets: ["mltool"]),
         .library(name: "MLTool", targets: ["MLTool"]),
+        // The fuzz targets' entries, for the libFuzzer package in fuzz/ (docs/SECURITY.md, "Fuzzing").
+        .library(name: "MLToolFuzzEntries", targets: ["MLToolFuzzEntries"]),
     ],
     targets: [
         // Debian's C libraries (see ../shared/docs/PLATFORM.md); each shim.h includes a path that needs no -I.
@@ -44,6 +46,9 @@ let package = Package(
         .target(name: "MLTool", dependencies: [
             "MLToolCore", "MLToolFormat", "MLToolImport", "MLToolEngine", "MLToolData", "MLToolTrain", "MLToolEval", "MLToolQuant", "MLToolExport", "MLToolNL", "MLToolDetect",
         ]),
+        // One entry per reader of outside bytes (bytes in, errors swallowed): run by fuzz/ under libFuzzer and by
+        // FuzzRegressionTests on every committed seed and regression input.
+        .target(name: "MLToolFuzzEntries", dependencies: ["MLToolCore", "MLToolFormat", "MLToolImport", "MLToolData"]),
         // The command line: parses, calls one library entry, prints. Imports only Foundation and MLTool.
         .target(name: "MLToolCLI", dependencies: ["MLTool"]),
         .executableTarget(name: "mltool", dependencies: ["MLToolCLI"]),
@@ -65,6 +70,7 @@ let package = Package(
         .testTarget(name: "MLToolExportTests", dependencies: ["MLToolExport", "MLToolImport", "MLToolEngine", "MLToolFormat", "MLToolData", "MLToolQuant", "MLToolCore", "CPNG", "MLToolTestSupport"]),
         .testTarget(name: "MLToolReportTests", dependencies: ["MLToolEval", "MLToolData", "MLToolCore"]),
         .testTarget(name: "MLToolNLTests", dependencies: ["MLToolNL", "MLToolData", "MLToolCore", "MLToolFormat", "MLToolEval", "MLToolQuant"]),
+        .testTarget(name: "FuzzRegressionTests", dependencies: ["MLToolFuzzEntries"]),
         .testTarget(name: "MLToolCLITextTests", dependencies: ["MLToolCLI", "MLTool", "MLToolTestSupport"]),
     ]
 )

@@ -97,7 +97,7 @@ public struct FeatureCache: Sendable {
     private final class Swept: @unchecked Sendable { let lock = NSLock(); var dirs = Set<String>() }
     private static let swept = Swept()
 
-    static func decode(_ b: [UInt8], key: String) -> [Float]? {
+    package static func decode(_ b: [UInt8], key: String) -> [Float]? {
         guard b.count >= headerSize + 4, Array(b[0..<4]) == magic, u32(b, 4) == version,
               let keyBytes = keyBytes(key), Array(b[8..<40]) == keyBytes else { return nil }
         let count = u64(b, 40)

@@ -46,6 +46,61 @@ final class HDF5File {
         return result
     }
 
+    /// `read`, with no libhdf5 and no child: `replies` play the sandboxed reader's part, byte for byte as it would
+    /// write them to the socket, and the parent's requests are read and dropped. For fuzzing the parent's side of the
+    /// sandbox (the checks of every reply), which is the trust boundary inside the mltool process.
+    static func replaying<T>(replies: [UInt8], file: String, _ body: (HDF5File) throws -> T) throws -> T {
+        var ends: [Int32] = [-1, -1]
+        guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &ends) == 0 else {
+            throw ImportError.isolation(file: file, reason: "socketpair: \(String(cString: strerror(errno)))")
+        }
+        let peer = ends[1], done = DispatchSemaphore(value: 0)
+        Thread { [replies] in playChild(peer: peer, replies: replies); done.signal() }.start()
+        defer { done.wait() }
+        let limits = HDF5Sandbox.Limits(timeout: 10, cpuSeconds: 0, extraAddressSpace: 0)
+        let sandbox = HDF5Sandbox(replaying: ends[0], file: file, limits: limits)
+        defer { sandbox.finish() }   // closes the parent's end, which ends the child's part
+        let file = try HDF5File(name: file, sandbox: sandbox)
+        let result: T
+        do {
+            result = try body(file)
+        } catch {
+            throw file.sandbox.failure ?? error
+        }
+        if let failure = file.sandbox.failure { throw failure }
+        return result
+    }
+
+    /// The child's part in `replaying`: writes `replies` (then end of file) and reads and drops the requests until
+    /// the parent closes its end.
+    private static func playChild(peer: Int32, replies: [UInt8]) {
+        defer { Glibc.close(peer) }
+        var sent = 0, writing = true
+        var scratch = [UInt8](repeating: 0, count: 1 << 16)
+        if replies.isEmpty { writing = false; Glibc.shutdown(peer, Int32(SHUT_WR)) }
+        while true {
+            var poller = pollfd(fd: peer, events: Int16(POLLIN) | (writing ? Int16(POLLOUT) : 0), revents: 0)
+            if Glibc.poll(&poller, 1, -1) < 0 {
+                if errno == EINTR { continue }
+                return
+            }
+            if poller.revents & Int16(POLLIN) != 0 {
+                let n = scratch.withUnsafeMutableBytes { Glibc.read(peer, $0.baseAddress, $0.count) }
+                if n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN) { return }
+            } else if poller.revents & Int16(POLLHUP | POLLERR) != 0 {
+                return
+            }
+            if writing && poller.revents & Int16(POLLOUT) != 0 {
+                let n = replies.withUnsafeBytes { b in
+                    Glibc.send(peer, b.baseAddress.map { $0 + sent }, min(b.count - sent, 1 << 16), Int32(MSG_NOSIGNAL))
+                }
+                if n > 0 { sent += n }
+                if n < 0 && errno != EINTR && errno != EAGAIN { writing = false }
+                if sent == replies.count { writing = false; Glibc.shutdown(peer, Int32(SHUT_WR)) }
+            }
+        }
+    }
+
     /// Whether `path` is an HDF5 file: the format signature at byte 0, 512, 1024, 2048, … (where libhdf5 looks for
     /// it), read here without libhdf5.
     static func isHDF5(path: String) -> Bool {
@@ -84,6 +139,18 @@ final class HDF5File {
         let size = Int(info.st_size)
         guard Self.hasSignature(fd: fd, size: size) else { throw ImportError.malformed(file: name, reason: "not an HDF5 file") }
         sandbox = try HDF5Sandbox(fd: fd, fileSize: size, file: name, limits: limits ?? .default(fileSize: size))
+        try openRoot()
+    }
+
+    /// Over a sandbox that replays canned replies (`HDF5Sandbox(replaying:)`).
+    private init(name: String, sandbox: HDF5Sandbox) throws {
+        self.name = name
+        self.sandbox = sandbox
+        try openRoot()
+    }
+
+    /// Asks the reader to open the file and its root group.
+    private func openRoot() throws {
         let name = self.name
         try sandbox.request(.init(op: Int32(MLT_H5_OP_OPEN_FILE))) { reply in
             if try reply.flag("opened") { return }

@@ -62,6 +62,17 @@ final class HDF5Sandbox {
         deadline = Self.now() + limits.timeout
     }
 
+    /// A reader with no child: `channel` is one end of a socket whose other end plays the child's part (the replies
+    /// come from there, the requests go there). For fuzzing the parent's checks of the replies
+    /// (`HDF5File.replaying`); nothing is killed or reaped.
+    init(replaying channel: Int32, file: String, limits: Limits) {
+        self.file = file
+        self.limits = limits
+        pid = 0
+        self.channel = channel
+        deadline = Self.now() + limits.timeout
+    }
+
     deinit {
         finish()
     }
@@ -159,6 +170,7 @@ final class HDF5Sandbox {
     /// Polls for the child's end; its waitpid status, or nil while it runs on.
     private func waitForExit(attempts: Int, pause: UInt32) -> Int32? {
         var status: Int32 = 0
+        if pid <= 0 { reaped = true; return status }   // replaying: no child (waitpid(0) would wait for any)
         for _ in 0..<attempts {
             let r = waitpid(pid, &status, WNOHANG)
             if r == pid {
@@ -178,6 +190,7 @@ final class HDF5Sandbox {
     @discardableResult
     private func killAndReap() -> Int32 {
         guard !reaped else { return 0 }
+        guard pid > 0 else { reaped = true; return 0 }   // replaying: no child (kill(0) would signal the group)
         kill(pid, SIGKILL)
         var status: Int32 = 0
         while waitpid(pid, &status, 0) < 0 && errno == EINTR {}

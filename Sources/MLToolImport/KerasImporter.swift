@@ -13,6 +13,22 @@ public enum KerasImporter {
     /// Reads the Keras HDF5 model at `path` and returns it as a Core model with `options` recorded in its metadata.
     public static func importModel(path: String, options: ImportOptions) throws -> Model {
         let source = try HDF5File.read(path: path) { try KerasSource(file: $0) }
+        var model = try model(source, options: options)
+        let sha256: String
+        do { sha256 = try SHA256.hex(fileAt: path) } catch { throw ImportError.unreadable(file: source.file, reason: "\(error)") }
+        model.metadata.provenance = Provenance(sources: [.init(path: path, sha256: sha256)])
+        return model
+    }
+
+    /// The import with no file and no libhdf5: `replies` are what the sandboxed HDF5 reader would answer (see
+    /// `HDF5File.replaying`). The fuzz target of the parent's side of the sandbox.
+    package static func importModel(replayingReplies replies: [UInt8], file: String) throws -> Model {
+        let source = try HDF5File.replaying(replies: replies, file: file) { try KerasSource(file: $0) }
+        return try model(source, options: ImportOptions())
+    }
+
+    /// The model of a Keras file read (no provenance yet).
+    private static func model(_ source: KerasSource, options: ImportOptions) throws -> Model {
         let file = source.file
         let (graph, tensors, outputShape) = try buildGraph(source, options: options)
 
@@ -35,9 +51,6 @@ public enum KerasImporter {
             throw ImportError.invalid(file: file, place: "labels", expected: "\(classes) labels (one per output)",
                                       actual: "\(options.labels.count)")
         }
-        let sha256: String
-        do { sha256 = try SHA256.hex(fileAt: path) } catch { throw ImportError.unreadable(file: file, reason: "\(error)") }
-        metadata.provenance = Provenance(sources: [.init(path: path, sha256: sha256)])
         return Model(metadata: metadata, tensors: tensors)
     }
 

@@ -35,7 +35,7 @@ struct KerasLayer {
 }
 
 /// The `model_config` JSON of a Keras HDF5 file: Sequential or Functional, in the Keras 2 or Keras 3 format.
-struct KerasModelConfig {
+package struct KerasModelConfig {
     var name: String?
     var layers: [KerasLayer]
     var inputs: [KerasTensorRef]
@@ -43,7 +43,7 @@ struct KerasModelConfig {
 
     /// Parses the JSON text of the `model_config` attribute. Nested models (a Functional or Sequential used as a
     /// layer) are replaced by their own layers, named "<model>/<layer>".
-    static func parse(_ json: String, file: String) throws -> KerasModelConfig {
+    package static func parse(_ json: String, file: String) throws -> KerasModelConfig {
         let place = "/ attribute 'model_config'"
         guard let object = try? JSONSerialization.jsonObject(with: Data(json.utf8)),
               let root = object as? [String: Any] else {

@@ -1,0 +1,183 @@
+#!/usr/bin/env python3
+"""Writes the fuzz targets' seed corpora, Tests/Fixtures/fuzz/<target>/seeds/ (committed; small, real files).
+
+    python3 fuzz/make_seeds.py MLTOOL [--out Tests/Fixtures/fuzz]
+
+Copies small fixtures of the repository (ONNX, Core ML, Keras .h5), generates photos (Pillow, fixed pixels), tables,
+annotations, tagged corpora and feature-cache entries, imports small models with MLTOOL into native .bin files, and
+records what the sandboxed HDF5 reader answers for small Keras files (strace of `mltool import`: the parent's reads
+on its end of the socket pair) as seeds of hdf5-replies. Targets that read one file picked by a first byte (table,
+annotations, conll) get that byte in front. Deterministic apart from the .bin provenance fields.
+"""
+import argparse
+import io
+import json
+import os
+import re
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+import zlib
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+FIX = os.path.join(ROOT, "Tests", "Fixtures")
+MAX_SEED = 50_000
+
+
+def put(out, target, name, data):
+    d = os.path.join(out, target, "seeds")
+    os.makedirs(d, exist_ok=True)
+    if len(data) > MAX_SEED:
+        sys.exit(f"make_seeds: {target}/{name} is {len(data)} bytes (> {MAX_SEED})")
+    with open(os.path.join(d, name), "wb") as f:
+        f.write(data)
+
+
+def copy(out, target, src, name=None):
+    with open(os.path.join(FIX, src), "rb") as f:
+        put(out, target, name or os.path.basename(src), f.read())
+
+
+def images(out):
+    from PIL import Image
+    w, h = 16, 12
+    rgb = Image.new("RGB", (w, h))
+    rgb.putdata([((x * 16) % 256, (y * 20) % 256, ((x + y) * 8) % 256) for y in range(h) for x in range(w)])
+
+    def jpeg(img, **kw):
+        b = io.BytesIO()
+        img.save(b, "JPEG", quality=80, **kw)
+        return b.getvalue()
+
+    def png(img, **kw):
+        b = io.BytesIO()
+        img.save(b, "PNG", **kw)
+        return b.getvalue()
+
+    exif = Image.Exif()
+    exif[0x0112] = 6   # orientation: rotate 90° clockwise
+    put(out, "image", "baseline.jpg", jpeg(rgb))
+    put(out, "image", "progressive.jpg", jpeg(rgb, progressive=True))
+    put(out, "image", "gray.jpg", jpeg(rgb.convert("L")))
+    put(out, "image", "cmyk.jpg", jpeg(rgb.convert("CMYK")))
+    put(out, "image", "exif6.jpg", jpeg(rgb, exif=exif.tobytes()))
+    put(out, "image", "rgb.png", png(rgb))
+    put(out, "image", "palette.png", png(rgb.convert("P")))
+    put(out, "image", "gray16.png", png(rgb.convert("I;16")))
+    put(out, "image", "rgba.png", png(rgb.convert("RGBA")))
+    put(out, "image", "exif6.png", png(rgb, exif=exif.tobytes()))
+    # The annotation folders' photo is 8 × 6 (FuzzEntries.annotationFolder).
+
+
+def tables(out):
+    csv = b"text,label\nthe cat sat,animal\n\"a \"\"quoted\"\", text\",quote\nstocks fell,finance\n"
+    tsv = b"label\ttext\nanimal\tthe cat sat\nfinance\tstocks fell\n"
+    jsonl = b'{"text": "the cat sat", "label": "animal"}\n{"text": "stocks \\u00e9 fell", "label": 3}\n\n'
+    put(out, "table", "csv", b"\x00" + csv)
+    put(out, "table", "tsv", b"\x01" + tsv)
+    put(out, "table", "jsonl", b"\x02" + jsonl)
+
+
+def annotations(out):
+    createml = [{"image": "a.png", "annotations": [{"label": "cat", "coordinates": {"x": 4, "y": 3, "width": 4, "height": 2}}]}]
+    put(out, "annotations", "createml.json", b"\x00" + json.dumps(createml).encode())
+    put(out, "annotations", "boxes.csv",
+        b"\x01filename,width,height,class,xmin,ymin,xmax,ymax\na.png,8,6,cat,1,1,5,4\na.png,8,6,dog,0,0,8,6\n")
+    voc = (b"<annotation><filename>a.png</filename><size><width>8</width><height>6</height></size>"
+           b"<object><name>cat</name><bndbox><xmin>1</xmin><ymin>1</ymin><xmax>5</xmax><ymax>4</ymax></bndbox></object>"
+           b"</annotation>\n")
+    put(out, "annotations", "voc.xml", b"\x02<?xml version=\"1.0\"?>\n" + voc)
+    put(out, "annotations", "yolo.txt", b"\x030 0.5 0.5 0.25 0.5\n1 0.2 0.3 0.1 0.1\n")
+
+
+def corpora(out):
+    conllu = ("# text = The cat sat.\n1\tThe\tthe\tDET\tDT\t_\t2\tdet\t_\t_\n2\tcat\tcat\tNOUN\tNN\t_\t3\tnsubj\t_\tNE=B-ANI\n"
+              "3-4\tsat.\t_\t_\t_\t_\t_\t_\t_\t_\n3\tsat\tsit\tVERB\tVBD\t_\t0\troot\t_\t_\n4\t.\t.\tPUNCT\t.\t_\t3\tpunct\t_\t_\n\n")
+    put(out, "conll", "ud.conllu", b"\x00" + conllu.encode())
+    put(out, "conll", "ner.conll", b"\x01" + "EU B-ORG\nrejects O\nGerman B-MISC\n\nPeter B-PER\nBlackburn I-PER\n".encode())
+    put(out, "conll", "tagger.json", b"\x02" + json.dumps([{"tokens": ["The", "cat"], "labels": ["DET", "NOUN"]}]).encode())
+    put(out, "conll", "xpos.conllu", b"\x04" + conllu.encode())
+
+
+def feature_cache(out):
+    key = bytes.fromhex("e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
+    for n in (0, 1, 5):
+        body = b"MLFC" + struct.pack("<I", 1) + key + struct.pack("<Q", n) + struct.pack(f"<{n}f", *[i * 0.5 - 1 for i in range(n)])
+        put(out, "feature-cache", f"entry{n}.f32", body + struct.pack("<I", zlib.crc32(body)))
+
+
+def keras_configs(out):
+    import h5py
+    for name in ("k2_mlp", "k3_mlp", "k2_nested", "k3_ops", "k2_residual_cnn"):
+        with h5py.File(os.path.join(FIX, "keras", name + ".h5"), "r") as f:
+            c = f.attrs["model_config"]
+            put(out, "keras-config", name + ".json", c.encode() if isinstance(c, str) else bytes(c))
+
+
+def native_models(out, mltool, tmp):
+    for src in ("onnx/mlp_opset9.onnx", "onnx/softmax_legacy.onnx", "onnx/qdq_weights.onnx", "keras/k2_mlp.h5"):
+        stem = os.path.splitext(os.path.basename(src))[0]
+        dst = os.path.join(tmp, stem + ".bin")
+        subprocess.run([mltool, "import", os.path.join(FIX, src), "-o", dst], check=True, capture_output=True)
+        with open(dst, "rb") as f:
+            put(out, "native-model", stem + ".bin", f.read())
+    q = os.path.join(tmp, "mlp_q8.bin")
+    subprocess.run([mltool, "quantize", os.path.join(tmp, "mlp_opset9.bin"), "--bits", "8", "--out", q, "--quiet", "--no-eval"],
+                   check=True, capture_output=True)
+    with open(q, "rb") as f:
+        put(out, "native-model", "mlp_opset9_q8.bin", f.read())
+
+
+def hdf5_replies(out, mltool, tmp):
+    """The bytes the parent reads from its end of the sandbox's socket pair during `mltool import x.h5`."""
+    for name in ("k2_mlp", "k3_mlp", "k2_nested", "unsupported"):
+        log = os.path.join(tmp, name + ".strace")
+        subprocess.run(["strace", "-o", log, "-xx", "-s", "100000000", "-e", "trace=socketpair,read", "-e", "signal=none",
+                        mltool, "import", os.path.join(FIX, "keras", name + ".h5"), "-o", os.path.join(tmp, name + ".bin")],
+                       capture_output=True)
+        channel, data = None, bytearray()
+        with open(log) as f:
+            for line in f:
+                m = re.match(r"socketpair\(AF_UNIX, SOCK_STREAM\|SOCK_CLOEXEC, 0, \[(\d+), \d+\]\) = 0", line)
+                if m:
+                    channel = m.group(1)
+                    continue
+                m = re.match(r"read\((\d+), \"((?:\\x[0-9a-f]{2})*)\"(?:\.\.\.)?, \d+\)\s+=\s+(\d+)", line)
+                if m and channel is not None and m.group(1) == channel:
+                    data += bytes.fromhex(m.group(2).replace("\\x", ""))[: int(m.group(3))]
+        if not data:
+            sys.exit(f"make_seeds: no replies recorded for {name} (strace log {log})")
+        put(out, "hdf5-replies", name + ".replies", bytes(data))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("mltool")
+    ap.add_argument("--out", default=os.path.join(FIX, "fuzz"))
+    a = ap.parse_args()
+    mltool = os.path.abspath(a.mltool)
+    for t in os.listdir(a.out) if os.path.isdir(a.out) else []:
+        shutil.rmtree(os.path.join(a.out, t, "seeds"), ignore_errors=True)
+    for src in ("mlp_opset9.onnx", "softmax_legacy.onnx", "qdq_weights.onnx", "free_size.onnx", "depthwise_cnn.onnx",
+                "quantize_activation.onnx", "unsupported.onnx", "int64_input.onnx"):
+        copy(a.out, "onnx", "onnx/" + src)
+    for src in ("unsupported.mlmodel", "detector_pipeline.mlmodel", "small_cnn.mlmodel", "resnet_palette4.mlmodel"):
+        copy(a.out, "coreml", "coreml/" + src)
+    for src in ("k2_mlp.h5", "k3_mlp.h5", "k2_nested.h5", "unsupported.h5"):
+        copy(a.out, "keras-h5", "keras/" + src)
+    images(a.out)
+    tables(a.out)
+    annotations(a.out)
+    corpora(a.out)
+    feature_cache(a.out)
+    keras_configs(a.out)
+    with tempfile.TemporaryDirectory() as tmp:
+        native_models(a.out, mltool, tmp)
+        hdf5_replies(a.out, mltool, tmp)
+
+
+if __name__ == "__main__":
+    main()

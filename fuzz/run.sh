@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# Builds mltool's libFuzzer executable (fuzz/Package.swift) and runs fuzz targets, one after another, each for
+# FUZZ_SECONDS (default 60). Usage (from the repository root; `make fuzz FUZZ_SECONDS=N` runs every target):
+#
+#   fuzz/run.sh [TARGET ...]          every target when none is named (MLTOOL_FUZZ_LIST=1 lists them)
+#   FUZZ_SECONDS=3600 fuzz/run.sh onnx
+#   FUZZ_BUILD=0 fuzz/run.sh ...      skip the build
+#   FUZZ_ARGS="-runs=0" ...           more libFuzzer options
+#
+# Working corpora grow in .build/fuzz-corpus/<target> (seeded from Tests/Fixtures/fuzz/<target>/seeds and
+# .../regressions, which are read, never written); crashes, leaks, timeouts and out-of-memory inputs are saved in
+# .build/fuzz-crashes/<target>/; libFuzzer's output in .build/fuzz-logs/<target>.log. At the end: a table of
+# executions, coverage (cov: edges, ft: features), corpus size and findings per target. Exit status 1 if any target
+# found something. A finding becomes a regression input: minimize it
+#   MLTOOL_FUZZ_TARGET=<target> fuzz/.build/release/mltool-fuzz -minimize_crash=1 -runs=100000 <crash file>
+# fix the reader, and commit the minimized input in Tests/Fixtures/fuzz/<target>/regressions/ (FuzzRegressionTests
+# replays it in `make test`).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+SECONDS_EACH=${FUZZ_SECONDS:-60}
+SWIFT=${SWIFT:-swift}
+BUILD_DIR=$ROOT/fuzz/.build
+BIN=$BUILD_DIR/release/mltool-fuzz
+
+if [ "${FUZZ_BUILD:-1}" != 0 ]; then
+    # -sanitize=fuzzer,address for Swift (libFuzzer's coverage and main, AddressSanitizer); the C targets
+    # (protobuf-c's generated descriptors, the HDF5 sandbox) get the same instrumentation through -Xcc.
+    "$SWIFT" build -c release --package-path fuzz --scratch-path "$BUILD_DIR" \
+        -Xswiftc -sanitize=fuzzer,address -Xswiftc -parse-as-library \
+        -Xcc -fsanitize=fuzzer-no-link,address || { echo "fuzz: build failed" >&2; exit 2; }
+fi
+[ -x "$BIN" ] || { echo "fuzz: $BIN is missing (run without FUZZ_BUILD=0)" >&2; exit 2; }
+
+declare -A DICT
+while read -r name dict; do DICT[$name]=$dict; done < <(MLTOOL_FUZZ_LIST=1 "$BIN" 2>/dev/null)
+if [ $# -gt 0 ]; then TARGETS=("$@"); else TARGETS=($(MLTOOL_FUZZ_LIST=1 "$BIN" 2>/dev/null | cut -d' ' -f1)); fi
+[ ${#TARGETS[@]} -gt 0 ] || { echo "fuzz: $BIN lists no targets" >&2; exit 2; }
+
+# Leaks are findings too; a reader may ask for a large buffer only within the limits it checks (at most 2 GiB here).
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=0:handle_abort=1}
+# Leaks of the Swift toolchain's libraries, not mltool's (each one is listed in fuzz/lsan.supp and docs/SECURITY.md).
+export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$ROOT/fuzz/lsan.supp:print_suppressions=0}
+mkdir -p .build/fuzz-logs
+status=0
+rows=()
+for t in "${TARGETS[@]}"; do
+    [ -n "${DICT[$t]:-}" ] || { echo "fuzz: no target '$t' (targets: ${!DICT[*]})" >&2; exit 2; }
+    corpus=.build/fuzz-corpus/$t crashes=.build/fuzz-crashes/$t log=.build/fuzz-logs/$t.log
+    mkdir -p "$corpus" "$crashes"
+    dirs=("$corpus" "Tests/Fixtures/fuzz/$t/seeds")
+    [ -d "Tests/Fixtures/fuzz/$t/regressions" ] && dirs+=("Tests/Fixtures/fuzz/$t/regressions")
+    echo "fuzz: $t for ${SECONDS_EACH}s (log $log)"
+    before=$(ls "$crashes" | wc -l)
+    start=$(date +%s)
+    MLTOOL_FUZZ_TARGET=$t "$BIN" "${dirs[@]}" -dict="fuzz/dicts/${DICT[$t]}.dict" \
+        -max_total_time="$SECONDS_EACH" -rss_limit_mb=2048 -malloc_limit_mb=2048 -timeout=10 \
+        -artifact_prefix="$crashes/" -print_final_stats=1 ${FUZZ_ARGS:-} >"$log" 2>&1
+    rc=$?
+    elapsed=$(( $(date +%s) - start ))
+    execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | tail -1 | grep -o '[0-9]*$')
+    last=$(grep -E '^#[0-9]+' "$log" | tail -1)
+    cov=$(grep -o 'cov: [0-9]*' <<<"$last" | grep -o '[0-9]*')
+    ft=$(grep -o 'ft: [0-9]*' <<<"$last" | grep -o '[0-9]*')
+    corp=$(grep -o 'corp: [0-9]*' <<<"$last" | grep -o '[0-9]*')
+    found=$(( $(ls "$crashes" | wc -l) - before ))
+    if [ "$rc" != 0 ] || [ "$found" -gt 0 ]; then
+        status=1
+        echo "fuzz: $t found something (exit $rc): $(grep -m1 -E 'ERROR|WARNING|deadly|Fatal error|timeout' "$log")"
+    fi
+    rows+=("$(printf '%-14s %10s %7s %8s %6s %6s %6s %8s' "$t" "${execs:-?}" "$elapsed" \
+        "$(( ${execs:-0} / (elapsed > 0 ? elapsed : 1) ))" "${cov:-?}" "${ft:-?}" "${corp:-?}" "$found")")
+done
+echo
+printf '%-14s %10s %7s %8s %6s %6s %6s %8s\n' target execs seconds exec/s cov ft corpus findings
+printf '%s\n' "${rows[@]}"
+exit $status
