@@ -53,7 +53,8 @@ for t in "${TARGETS[@]}"; do
     echo "fuzz: $t for ${SECONDS_EACH}s (log $log)"
     before=$(ls "$crashes" | wc -l)
     start=$(date +%s)
-    MLTOOL_FUZZ_TARGET=$t "$BIN" "${dirs[@]}" -dict="fuzz/dicts/${DICT[$t]}.dict" \
+    # CPU seconds (user + system) of the fuzzer, measured by time(1): wall time says little on a loaded machine.
+    MLTOOL_FUZZ_TARGET=$t /usr/bin/time -f '%U %S' -o "$log.cpu" "$BIN" "${dirs[@]}" -dict="fuzz/dicts/${DICT[$t]}.dict" \
         -max_total_time="$SECONDS_EACH" -rss_limit_mb=2048 -malloc_limit_mb=2048 -timeout=10 \
         -artifact_prefix="$crashes/" -print_final_stats=1 ${FUZZ_ARGS:-} >"$log" 2>&1
     rc=$?
@@ -64,14 +65,15 @@ for t in "${TARGETS[@]}"; do
     ft=$(grep -o 'ft: [0-9]*' <<<"$last" | grep -o '[0-9]*')
     corp=$(grep -o 'corp: [0-9]*' <<<"$last" | grep -o '[0-9]*')
     found=$(( $(ls "$crashes" | wc -l) - before ))
+    cpu=$(awk '/^[0-9.]+ [0-9.]+$/ { printf "%d", $1 + $2 }' "$log.cpu" 2>/dev/null)
     if [ "$rc" != 0 ] || [ "$found" -gt 0 ]; then
         status=1
         echo "fuzz: $t found something (exit $rc): $(grep -m1 -E 'ERROR|WARNING|deadly|Fatal error|timeout' "$log")"
     fi
-    rows+=("$(printf '%-14s %10s %7s %8s %6s %6s %6s %8s' "$t" "${execs:-?}" "$elapsed" \
+    rows+=("$(printf '%-14s %10s %7s %7s %8s %6s %6s %6s %8s' "$t" "${execs:-?}" "$elapsed" "${cpu:-?}" \
         "$(( ${execs:-0} / (elapsed > 0 ? elapsed : 1) ))" "${cov:-?}" "${ft:-?}" "${corp:-?}" "$found")")
 done
 echo
-printf '%-14s %10s %7s %8s %6s %6s %6s %8s\n' target execs seconds exec/s cov ft corpus findings
+printf '%-14s %10s %7s %7s %8s %6s %6s %6s %8s\n' target execs seconds cpu-s exec/s cov ft corpus findings
 printf '%s\n' "${rows[@]}"
 exit $status
