@@ -41,6 +41,10 @@ if [ $# -gt 0 ]; then TARGETS=("$@"); else TARGETS=($(MLTOOL_FUZZ_LIST=1 "$BIN" 
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=0:handle_abort=1}
 # Leaks of the Swift toolchain's libraries, not mltool's (each one is listed in fuzz/lsan.supp and docs/SECURITY.md).
 export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$ROOT/fuzz/lsan.supp:print_suppressions=0}
+# The entries write each input that must be a file to $TMPDIR/mltool-fuzz-<pid>/: on a memory file system an
+# execution of the file-based targets is 3 to 5 times faster than on a disk's /tmp (measured on onnx and coreml).
+if [ -z "${FUZZ_TMPDIR:-}" ] && [ -d /dev/shm ] && [ -w /dev/shm ]; then FUZZ_TMPDIR=/dev/shm; fi
+export TMPDIR=${FUZZ_TMPDIR:-${TMPDIR:-/tmp}}
 mkdir -p .build/fuzz-logs
 status=0
 rows=()
