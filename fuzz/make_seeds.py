@@ -153,6 +153,36 @@ def hdf5_replies(out, mltool, tmp):
         put(out, "hdf5-replies", name + ".replies", bytes(data))
 
 
+def nested_pipelines(levels):
+    """A Core ML Model whose pipeline holds a Model whose pipeline holds ..., `levels` deep (Model.pipeline = 202,
+    Pipeline.models = 1), built inside-out. protobuf-c recursed into 5,000 levels (40 KB) until its stack ran out;
+    mltool refuses more than 100 nested messages (InputLimits.maxProtobufDepth) before protobuf-c runs."""
+    def varint(n):
+        out = bytearray()
+        while True:
+            b, n = n & 0x7F, n >> 7
+            out.append(b | 0x80 if n else b)
+            if not n:
+                return bytes(out)
+    sizes, size = [], 0
+    for _ in range(levels):
+        models = 1 + len(varint(size)) + size
+        sizes.append((size, models))
+        size = 2 + len(varint(models)) + models
+    out = bytearray(varint(1 << 3) + varint(4))
+    for inner, models in reversed(sizes):
+        out += varint(202 << 3 | 2) + varint(models) + varint(1 << 3 | 2) + varint(inner)
+    return bytes(out)
+
+
+def protobuf_depth(out):
+    put(out, "coreml", "nested-pipelines-49.mlmodel", nested_pipelines(49))   # 99 messages deep: accepted
+    d = os.path.join(out, "coreml", "regressions")
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, "nested-pipelines-5000.mlmodel"), "wb") as f:
+        f.write(nested_pipelines(5000))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("mltool")
@@ -174,6 +204,7 @@ def main():
     corpora(a.out)
     feature_cache(a.out)
     keras_configs(a.out)
+    protobuf_depth(a.out)
     with tempfile.TemporaryDirectory() as tmp:
         native_models(a.out, mltool, tmp)
         hdf5_replies(a.out, mltool, tmp)

@@ -22,6 +22,16 @@ public enum InputLimits {
     /// without saying where; `firstTooDeepJSON` does).
     public static let maxJSONDepth = 512
 
+    /// The deepest nesting of messages in a protobuf file (ONNX, Core ML): 100, as Google's protobuf parsers.
+    /// protobuf-c recurses without a limit, and a few megabytes of Core ML pipelines nested in pipelines overflow
+    /// its stack; `ProtobufWire` refuses them first.
+    public static let maxProtobufDepth = 100
+
+    /// The most field occurrences in one protobuf message: 4,194,304 (2^22). protobuf-c keeps about 40 bytes per
+    /// occurrence while it unpacks, so this bounds that at 160 MiB; writers pack repeated numbers into one field,
+    /// so real models stay orders of magnitude below it.
+    public static let maxProtobufFieldsPerMessage = 1 << 22
+
     /// The byte offset of the first `[` or `{` (outside strings) nested deeper than `limit`, or nil. Only scans: a
     /// grammar error is left to the parser, and the scan never reads out of bounds.
     public static func firstTooDeepJSON(_ b: UnsafeRawBufferPointer, limit: Int = maxJSONDepth) -> Int? {

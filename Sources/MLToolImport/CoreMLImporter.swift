@@ -26,11 +26,14 @@ public enum CoreMLImporter {
             throw ImportError.unreadable(file: specPath, reason: "no such file or permission denied")
         }
         guard !data.isEmpty else { throw ImportError.malformed(file: specPath, reason: "the file is empty") }
-        let parsed: UnsafeMutablePointer<Spec>? = data.withUnsafeBytes { raw in
-            core_ml__specification__model__unpack(nil, raw.count, raw.baseAddress?.assumingMemoryBound(to: UInt8.self))
+        let parsed: Result<UnsafeMutablePointer<Spec>?, ProtobufWire.Problem> = data.withUnsafeBytes { raw in
+            withUnsafePointer(to: core_ml__specification__model__descriptor) { descriptor in
+                if let problem = ProtobufWire.firstProblem(in: raw, message: descriptor) { return .failure(problem) }
+                return .success(core_ml__specification__model__unpack(nil, raw.count, raw.baseAddress?.assumingMemoryBound(to: UInt8.self)))
+            }
         }
-        guard let spec = parsed else {
-            throw ImportError.malformed(file: specPath, reason: "not a Core ML model specification (Model does not parse: truncated or another format)")
+        guard let spec = try ImportError.unpacked(parsed, file: specPath, format: "a Core ML model specification") else {
+            throw ImportError.malformed(file: specPath, reason: "protobuf-c could not unpack Model although its wire format checks out (out of memory?)")
         }
         defer { core_ml__specification__model__free_unpacked(spec, nil) }
         var importer = CoreMLModelImporter(file: specPath, package: package, source: path)

@@ -57,11 +57,14 @@ struct ONNXFile {
             throw ImportError.unreadable(file: path, reason: "permission denied or I/O error")
         }
         guard !data.isEmpty else { throw ImportError.malformed(file: path, reason: "the file is empty") }
-        let parsed: UnsafeMutablePointer<Onnx__ModelProto>? = data.withUnsafeBytes { raw in
-            onnx__model_proto__unpack(nil, raw.count, raw.baseAddress?.assumingMemoryBound(to: UInt8.self))
+        let parsed: Result<UnsafeMutablePointer<Onnx__ModelProto>?, ProtobufWire.Problem> = data.withUnsafeBytes { raw in
+            withUnsafePointer(to: onnx__model_proto__descriptor) { descriptor in
+                if let problem = ProtobufWire.firstProblem(in: raw, message: descriptor) { return .failure(problem) }
+                return .success(onnx__model_proto__unpack(nil, raw.count, raw.baseAddress?.assumingMemoryBound(to: UInt8.self)))
+            }
         }
-        guard let model = parsed else {
-            throw ImportError.malformed(file: path, reason: "not an ONNX protobuf (ModelProto does not parse; truncated or another format)")
+        guard let model = try ImportError.unpacked(parsed, file: path, format: "an ONNX protobuf") else {
+            throw ImportError.malformed(file: path, reason: "protobuf-c could not unpack ModelProto although its wire format checks out (out of memory?)")
         }
         defer { onnx__model_proto__free_unpacked(model, nil) }
         let m = model.pointee

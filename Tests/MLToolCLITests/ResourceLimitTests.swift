@@ -231,6 +231,33 @@ import MLToolTestSupport
         #expect(!FileManager.default.fileExists(atPath: dir.file("out.bin")))
     }
 
+    /// protobuf-c unpacks nested messages by recursion without a limit: before ProtobufWire, this 1.6 MB file of
+    /// Core ML pipelines nested 100,000 deep (Model.pipeline = 202 → Pipeline.models = 1 → Model …) overflowed the
+    /// stack (SIGSEGV, exit 139). Built inside-out, each level's two length prefixes sized before they are written.
+    @Test func coreMLPipelinesNested100000DeepAreRefused() throws {
+        guard Tool.available else { return Oracles.missing(Oracles.mltoolBinaryProblem) }
+        let dir = try TempDir()
+        defer { dir.cleanup() }
+        var lengths = [Int](), size = 0
+        for _ in 0..<100_000 {
+            let models = 1 + Proto.varint(UInt64(size)).count + size
+            lengths.append(size)
+            lengths.append(models)
+            size = 2 + Proto.varint(UInt64(models)).count + models
+        }
+        var bytes = Proto.field(1, varint: 4)
+        bytes.reserveCapacity(bytes.count + size)
+        for level in stride(from: lengths.count - 1, to: 0, by: -2) {
+            bytes += Proto.varint(202 << 3 | 2) + Proto.varint(UInt64(lengths[level]))
+                + Proto.varint(1 << 3 | 2) + Proto.varint(UInt64(lengths[level - 1]))
+        }
+        try Self.write(bytes, to: dir.file("deep.mlmodel"))
+        try Self.expectRefused("Core ML pipelines 100000 deep", ["import", dir.file("deep.mlmodel"), "-o", dir.file("out.bin")],
+                               in: dir, mentions: ["deep.mlmodel: byte ", "Model.pipeline.models[0].pipeline.models[0].pipeline.…",
+                                                   "refused: messages are nested more than 100 deep"])
+        #expect(!FileManager.default.fileExists(atPath: dir.file("out.bin")))
+    }
+
     @Test func kerasDatasetClaiming2To40ElementsIsRefused() throws {
         guard Tool.available else { return Oracles.missing(Oracles.mltoolBinaryProblem) }
         let dir = try TempDir()

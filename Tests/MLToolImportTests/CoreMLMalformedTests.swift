@@ -36,7 +36,7 @@ import Testing
         }
         try bytes.prefix(1000).write(to: URL(fileURLWithPath: path))
         #expect(Self.message { try CoreMLImporter.importModel(path: path) }?.0
-            == "\(path): not a valid model: not a Core ML model specification (Model does not parse: truncated or another format)")
+            == "\(path): not a valid model: not a Core ML model specification: byte 313, Model.neuralNetworkClassifier: a length of 19529 bytes runs past the end of its message at byte 1000 (684 bytes are left)")
         try Data().write(to: URL(fileURLWithPath: path))
         #expect(Self.message { try CoreMLImporter.importModel(path: path) }?.0 == "\(path): not a valid model: the file is empty")
         // Garbled: every 7th byte flipped.

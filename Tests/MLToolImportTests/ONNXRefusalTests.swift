@@ -90,7 +90,7 @@ import Testing
 
     @Test func garbageFile() throws {
         let p = try Self.temporaryFile("garbage.onnx", Array("this is a text file, not a model\n".utf8))
-        Self.expectRefusal(p, "\(p): not a valid model: not an ONNX protobuf (ModelProto does not parse; truncated or another format)")
+        Self.expectRefusal(p, "\(p): not a valid model: not an ONNX protobuf: byte 0, ModelProto.metadata_props[0]: wire type 4 (group end) is not supported")
     }
 
     @Test func emptyFile() throws {
@@ -107,7 +107,7 @@ import Testing
     @Test func truncatedFile() throws {
         let bytes = try Array(Data(contentsOf: URL(fileURLWithPath: ONNXFixtures.path("residual_cnn.onnx"))))
         let p = try Self.temporaryFile("truncated.onnx", Array(bytes[..<(bytes.count - 100)]))
-        Self.expectRefusal(p, "\(p): not a valid model: not an ONNX protobuf (ModelProto does not parse; truncated or another format)")
+        Self.expectRefusal(p, "\(p): not a valid model: not an ONNX protobuf: byte 20, ModelProto.graph: a length of \(bytes.count - 28) bytes runs past the end of its message at byte \(bytes.count - 100) (\(bytes.count - 122) bytes are left)")
     }
 
     /// Every prefix of a real model must throw a clean ImportError (never crash, never import).
