@@ -10,9 +10,9 @@ public enum DataError: MLToolError, Equatable {
     /// The file has no bytes at all.
     case emptyFile(file: String)
     /// The content is neither JPEG nor PNG (files are recognised by content, never by extension).
-    case notAnImage(file: String)
+    case notAnImage(file: String, head: [UInt8])
     /// The image data ends early.
-    case truncatedImage(file: String, format: String)
+    case truncatedImage(file: String, format: String, place: String)
     /// The decoder rejected the data.
     case corruptImage(file: String, format: String, reason: String)
     /// width × height exceeds the decompression-bomb cap.
@@ -64,10 +64,11 @@ public enum DataError: MLToolError, Equatable {
             return "\(file): cannot write: \(reason)"
         case let .emptyFile(file):
             return "\(file): empty file (0 bytes)"
-        case let .notAnImage(file):
-            return "\(file): not a JPEG or PNG image"
-        case let .truncatedImage(file, format):
-            return "\(file): truncated \(format)"
+        case let .notAnImage(file, head):
+            let hex = head.prefix(8).map { String($0, radix: 16).count == 1 ? "0" + String($0, radix: 16) : String($0, radix: 16) }
+            return "\(file): not a JPEG or PNG image: byte 0: starts \(hex.joined(separator: " ")), neither the PNG signature (89 50 4e 47 0d 0a 1a 0a) nor a JPEG SOI marker (ff d8)"
+        case let .truncatedImage(file, format, place):
+            return "\(file): truncated \(format): \(place)"
         case let .corruptImage(file, format, reason):
             return "\(file): corrupt \(format): \(reason)"
         case let .tooManyPixels(file, width, height, limit):

@@ -26,7 +26,7 @@ public enum ImageDecoder {
             switch sniff(b) {
             case .jpeg: return try decodeJPEG(b, name: name, maxPixels: maxPixels)
             case .png: return try decodePNG(b, name: name, maxPixels: maxPixels)
-            case nil: throw b.isEmpty ? DataError.emptyFile(file: name) : DataError.notAnImage(file: name)
+            case nil: throw b.isEmpty ? DataError.emptyFile(file: name) : DataError.notAnImage(file: name, head: Array(b.prefix(8)))
             }
         }
     }
@@ -101,10 +101,11 @@ public enum ImageDecoder {
         defer { tjDestroy(tj) }
         func failure() -> DataError {
             let message = tjGetErrorStr2(tj).map { String(cString: $0) } ?? "unknown error"
+            let place = ImageStructure.place(b, png: false, message: message)
             if message.lowercased().contains("premature end") || meta.headerTruncated {
-                return .truncatedImage(file: name, format: "JPEG")
+                return .truncatedImage(file: name, format: "JPEG", place: place)
             }
-            return .corruptImage(file: name, format: "JPEG", reason: message)
+            return .corruptImage(file: name, format: "JPEG", reason: "\(message) (\(place))")
         }
         var w: Int32 = 0, h: Int32 = 0, subsamp: Int32 = 0, colorspace: Int32 = 0
         guard let base = b.baseAddress,
@@ -179,10 +180,11 @@ public enum ImageDecoder {
                 String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
             }
             let lower = message.lowercased()
+            let place = ImageStructure.place(b, png: true, message: message)
             if lower.contains("read beyond end") || lower.contains("not enough image data") || lower == "read error" {
-                return .truncatedImage(file: name, format: "PNG")
+                return .truncatedImage(file: name, format: "PNG", place: place)
             }
-            return .corruptImage(file: name, format: "PNG", reason: message.isEmpty ? "unknown error" : message)
+            return .corruptImage(file: name, format: "PNG", reason: "\(message.isEmpty ? "unknown error" : message) (\(place))")
         }
         guard png_image_begin_read_from_memory(&img, b.baseAddress, b.count) != 0 else { throw failure() }
         let w = Int(img.width), h = Int(img.height)

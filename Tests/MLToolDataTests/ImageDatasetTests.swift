@@ -57,11 +57,11 @@ import Testing
     @Test func tooManyBadImagesIsFatal() throws {
         let ds = ImageDataset(source: "images", labels: ["a", "b"],
                               items: (0..<20).map { ImageItem(path: "\($0).jpg", label: $0 < 10 ? "a" : "b") })
-        let bad = [DataError.emptyFile(file: "3.jpg"), .notAnImage(file: "7.jpg")]
+        let bad = [DataError.emptyFile(file: "3.jpg"), .notAnImage(file: "7.jpg", head: [0x47, 0x49, 0x46])]
         try ds.checkBadImages(bad)  // 2 of 20 = 10 %: allowed
         let err = DataError.tooManyBadImages(source: "images", bad: 3, total: 20, limitPercent: 10,
                                              first: "3.jpg: empty file (0 bytes)")
-        #expect(throws: err) { try ds.checkBadImages(bad + [.truncatedImage(file: "9.jpg", format: "JPEG")]) }
+        #expect(throws: err) { try ds.checkBadImages(bad + [.truncatedImage(file: "9.jpg", format: "JPEG", place: "the file ends at byte 100, inside the scan that starts at byte 20")]) }
         #expect(err.description == "images: 3 of 20 images could not be decoded (more than 10%); "
                 + "first: 3.jpg: empty file (0 bytes)")
     }

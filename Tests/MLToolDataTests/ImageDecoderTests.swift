@@ -69,8 +69,9 @@ private func expectQuadrants(_ img: RGBImage, _ colours: [(Int, Int, Int)] = qua
     @Test func textFileNamedJPG() throws {
         let dir = try TempDir(); defer { dir.remove() }
         let path = try dir.file("notes.jpg", text: "these are my notes, not a picture\n")
-        #expect(throws: DataError.notAnImage(file: path)) { try ImageDecoder.decode(path: path) }
-        #expect(DataError.notAnImage(file: "notes.jpg").description == "notes.jpg: not a JPEG or PNG image")
+        #expect(throws: DataError.notAnImage(file: path, head: Array("these ar".utf8))) { try ImageDecoder.decode(path: path) }
+        #expect(DataError.notAnImage(file: "notes.jpg", head: Array("these ar".utf8)).description
+            == "notes.jpg: not a JPEG or PNG image: byte 0: starts 74 68 65 73 65 20 61 72, neither the PNG signature (89 50 4e 47 0d 0a 1a 0a) nor a JPEG SOI marker (ff d8)")
     }
 
     @Test func missingFile() {
@@ -81,11 +82,22 @@ private func expectQuadrants(_ img: RGBImage, _ colours: [(Int, Int, Int)] = qua
 
     @Test func truncatedJPEG() throws {
         let bytes = try Fixture.bytes("quad.jpg")
-        let cut = Array(bytes[0..<(bytes.count * 2 / 3)])
-        #expect(throws: DataError.truncatedImage(file: "cut.jpg", format: "JPEG")) {
+        // Cut in the middle of the entropy-coded data of the (only) scan.
+        let sos = try #require((2..<bytes.count - 1).first { bytes[$0] == 0xFF && bytes[$0 + 1] == 0xDA })
+        let cut = Array(bytes[0..<(sos + (bytes.count - sos) / 2)])
+        let place = "the file ends at byte \(cut.count), inside the scan that starts at byte \(sos)"
+        #expect(throws: DataError.truncatedImage(file: "cut.jpg", format: "JPEG", place: place)) {
             try ImageDecoder.decode(bytes: cut, name: "cut.jpg")
         }
-        #expect(DataError.truncatedImage(file: "cut.jpg", format: "JPEG").description == "cut.jpg: truncated JPEG")
+        #expect(DataError.truncatedImage(file: "cut.jpg", format: "JPEG", place: place).description == "cut.jpg: truncated JPEG: \(place)")
+        // Cut inside a table segment before the scan: that segment is the place.
+        let dht = try #require((2..<sos).first { bytes[$0] == 0xFF && bytes[$0 + 1] == 0xC4 })
+        let length = Int(bytes[dht + 2]) << 8 | Int(bytes[dht + 3])
+        let inTable = Array(bytes[0..<(dht + 6)])
+        #expect(throws: DataError.truncatedImage(file: "cut.jpg", format: "JPEG",
+                                                 place: "the file ends at byte \(dht + 6), inside the DHT segment at byte \(dht) (it claims \(length) bytes)")) {
+            try ImageDecoder.decode(bytes: inTable, name: "cut.jpg")
+        }
     }
 
     @Test func corruptJPEGHeaderIsNotCalledTruncated() throws {
@@ -93,7 +105,7 @@ private func expectQuadrants(_ img: RGBImage, _ colours: [(Int, Int, Int)] = qua
         let sof = try #require((2..<bytes.count - 1).first { bytes[$0] == 0xFF && bytes[$0 + 1] == 0xC0 })
         bytes[sof + 4] = 7  // sample precision
         let err = #expect(throws: DataError.self) { try ImageDecoder.decode(bytes: bytes, name: "odd.jpg") }
-        #expect(err?.description == "odd.jpg: corrupt JPEG: Unsupported JPEG data precision 7")
+        #expect(err?.description == "odd.jpg: corrupt JPEG: Unsupported JPEG data precision 7 (the SOF0 segment at byte \(sof))")
     }
 
     @Test func corruptPNG() throws {
@@ -102,7 +114,9 @@ private func expectQuadrants(_ img: RGBImage, _ colours: [(Int, Int, Int)] = qua
         let err = #expect(throws: DataError.self) { try ImageDecoder.decode(bytes: bytes, name: "bad.png") }
         guard case let .corruptImage(file, format, _)? = err else { Issue.record("got \(String(describing: err))"); return }
         #expect(file == "bad.png" && format == "PNG")
+        let idat = try #require((8..<bytes.count - 4).first { bytes[$0..<($0 + 4)].elementsEqual("IDAT".utf8) }) - 4
         #expect(err?.description.hasPrefix("bad.png: corrupt PNG: ") == true)
+        #expect(err?.description.hasSuffix("(the IDAT chunk at byte \(idat): its CRC does not match)") == true, "\(err?.description ?? "")")
     }
 
     /// Every proper prefix of a small JPEG and PNG must throw a DataError, never crash or return a partial image.
