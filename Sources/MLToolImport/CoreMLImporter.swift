@@ -11,7 +11,7 @@ import MLToolCore
 /// weights are widened, quantized ones kept as int8 / palettes where mltool's storage holds them exactly. An image
 /// input's colour layout and scaler (or, in an ML Program, its leading scale and bias ops) become the model's
 /// preprocessing; a classifier's class labels its labels. Every unsupported layer or op is listed in one error;
-/// detector pipelines (a NonMaximumSuppression stage) are refused until detectors exist (issue 17).
+/// detector pipelines (network → NonMaximumSuppression) become detectors with a "boxes" decoder.
 public enum CoreMLImporter {
     typealias Spec = CoreML__Specification__Model
 
@@ -87,11 +87,18 @@ struct CoreMLModelImporter {
         guard (1...10).contains(spec.specificationversion) else {
             throw ImportError.invalid(file: file, place: "specificationVersion", expected: "1…10", actual: "\(spec.specificationversion)")
         }
-        let stages = try flatten(spec)
+        var stages = try flatten(spec)
+        // A detector pipeline (network → NonMaximumSuppression): the network's two outputs become a "boxes"
+        // decoder's inputs and the NMS model's settings mltool's own NMS settings (`CoreMLDetectorPipeline`).
+        var detector: CoreMLDetectorPipeline?
         if let nms = stages.firstIndex(where: { $0.nonmaximumsuppression != nil }), let n = stages[nms].nonmaximumsuppression?.pointee {
             let found = CoreMLDetectorPipeline(n, stages: stages.map { CoreMLImporter.typeName($0) })
-            throw ImportError.refused(file: file, place: "pipeline stage \(nms + 1) (nonMaximumSuppression)",
-                                      reason: "not yet supported: detector pipelines (issue 17); found \(found.summary)")
+            guard nms == stages.count - 1, nms > 0 else {
+                throw ImportError.invalid(file: file, place: "pipeline stage \(nms + 1) (nonMaximumSuppression)",
+                                          expected: "the last stage, after the network", actual: found.summary)
+            }
+            detector = found
+            stages.removeLast()
         }
         guard let desc = spec.description?.pointee else {
             throw ImportError.invalid(file: file, place: "description", expected: "inputs and outputs", actual: "none")
@@ -99,8 +106,11 @@ struct CoreMLModelImporter {
         var g = CoreMLGraph(file: file, reserved: reservedNames(stages))
         var inputs: [GraphInput] = []
         var image: (name: String, color: String)?
+        // A detector pipeline's optional threshold inputs override the NMS stage's thresholds in Core ML; mltool's
+        // are settings of the detector (`--min-confidence`, `--iou` of import and predict), so they are not graph inputs.
+        let thresholdInputs = Set([detector?.iouThresholdInput, detector?.confidenceThresholdInput].compactMap { $0 }.filter { !$0.isEmpty })
         for i in 0..<desc.n_input {
-            guard let f = desc.input[i]?.pointee else { continue }
+            guard let f = desc.input[i]?.pointee, !thresholdInputs.contains(cString(f.name)) else { continue }
             let (input, color) = try declare(f, in: &g, exact: exactMapping(stages))
             inputs.append(input)
             if let color, image == nil { image = (input.name, color) }
@@ -109,16 +119,73 @@ struct CoreMLModelImporter {
         for (index, stage) in stages.enumerated() {
             outputs = try convert(stage, index: index, of: stages.count, into: &g, image: image)
         }
-        // A classifier's graph output is its scores; otherwise the description's outputs that the graph computes.
-        if let p = probabilityOutput { outputs = [p] }
-        let declared = (0..<desc.n_output).compactMap { desc.output[$0]?.pointee }.map { cString($0.name) }
-        if probabilityOutput == nil, !declared.isEmpty, declared.allSatisfy({ g.b.shapes[$0] != nil }) { outputs = declared }
-        outputs = try outputs.map { try flattenedScores($0, &g) }
+        var detection: DetectionConfig?
+        if let d = detector {
+            let (config, tensors) = try detectionOutputs(d, &g)
+            try g.b.checkDetection(config, outputs: tensors, labels: d.labels, input: inputs.first?.shape ?? [])
+            (detection, outputs, labels) = (config, tensors, d.labels)
+        } else {
+            // A classifier's graph output is its scores; otherwise the description's outputs that the graph computes.
+            if let p = probabilityOutput { outputs = [p] }
+            let declared = (0..<desc.n_output).compactMap { desc.output[$0]?.pointee }.map { cString($0.name) }
+            if probabilityOutput == nil, !declared.isEmpty, declared.allSatisfy({ g.b.shapes[$0] != nil }) { outputs = declared }
+            outputs = try outputs.map { try flattenedScores($0, &g) }
+        }
         for o in outputs where g.b.shapes[o] == nil {
             throw ImportError.invalid(file: file, place: "output '\(o)'", expected: "a tensor computed by the network", actual: "undefined")
         }
         if g.b.batchFree { for i in inputs.indices where !inputs[i].shape.isEmpty { inputs[i].shape[0] = -1 } }
-        return try finish(g, inputs: inputs, outputs: outputs, desc: desc)
+        return try finish(g, inputs: inputs, outputs: outputs, desc: desc, detection: detection)
+    }
+
+    /// The detection settings of a NonMaximumSuppression stage and the graph outputs they read: the network's
+    /// coordinates (B, 4: centre x, centre y, width, height as fractions of the input, Core ML's and Vision's
+    /// convention) and class confidences (B, C, in 0…1), each given a leading batch axis when the network leaves it
+    /// out. Core ML's NMS has no box limit; mltool keeps at most 100 (NMSSettings' default) unless the file is
+    /// mltool's own export, whose recorded limits `finish` restores.
+    private func detectionOutputs(_ d: CoreMLDetectorPipeline, _ g: inout CoreMLGraph) throws -> (DetectionConfig, [String]) {
+        let place = "pipeline stage \(d.stages.count) (nonMaximumSuppression)"
+        var tensors: [String] = []
+        for (name, what) in [(d.coordinatesInput, "coordinates"), (d.confidenceInput, "confidence")] {
+            guard let s = g.b.shapes[name] else {
+                throw ImportError.invalid(file: file, place: "\(place) \(what) input", expected: "a tensor the network computes",
+                                          actual: name.isEmpty ? "no name" : "'\(name)' (undefined)")
+            }
+            // (B, K), or (B, K) behind axes of 1 (a classic network's (1, 1, B, K) blob; a batch of one).
+            guard s.count >= 2, s.dropLast(2).allSatisfy({ $0 == 1 || ($0 < 0 && s.count == 3) }) else {
+                throw ImportError.invalid(file: file, place: "\(place) \(what) '\(name)'",
+                                          expected: "(boxes, K), or (boxes, K) behind axes of 1", actual: "\(s)")
+            }
+            if s.count == 3 { tensors.append(name); continue }
+            g.label = "\(place) \(what) '\(name)'"
+            let batched = g.fresh(name + ".batched")
+            if s.count == 2 {
+                try g.op("Unsqueeze", [name, g.ints("axes", [0])], batched)
+            } else {
+                try g.op("Reshape", [name, g.ints("shape", [1, s[s.count - 2], s[s.count - 1]])], batched)
+            }
+            tensors.append(batched)
+        }
+        let boxes = g.b.shapes[tensors[0]] ?? [], scores = g.b.shapes[tensors[1]] ?? []
+        guard boxes.last == 4, let classes = scores.last, classes >= 1, boxes[1] < 0 || scores[1] < 0 || boxes[1] == scores[1] else {
+            throw ImportError.invalid(file: file, place: place, expected: "coordinates (boxes, 4) and confidence (boxes, classes)",
+                                      actual: "\(boxes) and \(scores)")
+        }
+        guard d.labels.isEmpty || d.labels.count == classes else {
+            throw ImportError.invalid(file: file, place: "\(place) class labels", expected: "\(classes) (one per confidence column)",
+                                      actual: "\(d.labels.count)")
+        }
+        guard (0...1).contains(d.iouThreshold), (0...1).contains(d.confidenceThreshold) else {
+            throw ImportError.invalid(file: file, place: place, expected: "iouThreshold and confidenceThreshold in 0…1",
+                                      actual: "\(d.iouThreshold), \(d.confidenceThreshold)")
+        }
+        let nms = NMSSettings(iouThreshold: Float(d.iouThreshold), confidenceThreshold: Float(d.confidenceThreshold),
+                              perClass: d.perClass, maxDetections: 100)
+        let config = DetectionConfig(decoder: "boxes", classCount: classes, boxEncoding: "cxcywh",
+                                     boxes: BoxesOutput(tensor: tensors[0], layout: "nbk", scoresTensor: tensors[1],
+                                                        scoresLayout: "nbc", normalized: true),
+                                     nms: nms)
+        return (config, tensors)
     }
 
     // MARK: stages
@@ -271,12 +338,14 @@ struct CoreMLModelImporter {
 
     // MARK: the model
 
-    private func finish(_ g: CoreMLGraph, inputs: [GraphInput], outputs: [String], desc: CoreML__Specification__ModelDescription) throws -> Model {
-        if !labels.isEmpty, let first = outputs.first, let classes = g.b.shapes[first]?.last, classes >= 0, classes != labels.count {
+    private func finish(_ g: CoreMLGraph, inputs: [GraphInput], outputs: [String], desc: CoreML__Specification__ModelDescription,
+                        detection: DetectionConfig?) throws -> Model {
+        if detection == nil, !labels.isEmpty, let first = outputs.first, let classes = g.b.shapes[first]?.last, classes >= 0, classes != labels.count {
             throw ImportError.invalid(file: file, place: "class labels", expected: "\(classes) (one per score of '\(first)')", actual: "\(labels.count)")
         }
         let graph = Graph(inputs: inputs, outputs: outputs, nodes: g.b.nodes, sourceLayout: "nchw")
-        var md = ModelMetadata(task: labels.isEmpty ? .network : .imageClassifier, graph: graph, labels: labels,
+        let task: ModelMetadata.Task = detection != nil ? .objectDetector : labels.isEmpty ? .network : .imageClassifier
+        var md = ModelMetadata(task: task, graph: graph, labels: labels,
                                provenance: Provenance(sources: [.init(path: source, sha256: try SHA256.hex(fileAt: file))]))
         var userDefined: [String: String] = [:]
         if let meta = desc.metadata?.pointee {
@@ -305,7 +374,13 @@ struct CoreMLModelImporter {
         while let n = last, [.flatten, .reshape, .identity].contains(n.op), let x = n.inputs.first {
             last = g.b.nodes.last { $0.outputs.contains(x) }
         }
-        md.outputKind = last?.op == .softmax ? "probabilities" : "logits"
+        md.outputKind = detection != nil ? nil : last?.op == .softmax ? "probabilities" : "logits"
+        md.detection = detection
+        // mltool's own export records the detector's settings: Core ML's NMS has no box limits, these keep them.
+        if let json = userDefined["detection"], let recorded = try? JSONDecoder().decode(DetectionConfig.self, from: Data(json.utf8)) {
+            md.detection?.nms.maxDetections = recorded.nms.maxDetections
+            md.detection?.nms.maxPerClass = recorded.nms.maxPerClass
+        }
         let tensors = g.b.weightOrder.compactMap { name -> StoredTensor? in
             guard let w = g.b.weights[name] else { return nil }
             return ONNXImporter.storedTensor(name, shape: w.shape, values: w.values, quant: w.quant)

@@ -312,6 +312,13 @@ struct CoreMLNeuralNetwork {
         var ins = [x[0], g.constant(y + ".weights", w)]
         if p.hasbias != 0 { ins.append(g.constant(y + ".bias", try reader.constant(p.bias, shape: [outC], place: g.label + " bias"))) }
         switch s.count {
+        case 1:
+            // (C) → (1, C) → (1, OUT) → (OUT): a vector input of a network with exact shape mapping.
+            let row = g.fresh(y + ".row"), dense = g.fresh(y + ".dense")
+            try g.op("Unsqueeze", [x[0], g.ints(y + ".axes", [0])], row)
+            ins[0] = row
+            try g.op("Gemm", ins, dense, ["transB": CoreMLGraph.int(1)])
+            try g.op("Squeeze", [dense, g.ints(y + ".squeezed", [0])], y)
         case 2:
             try g.op("Gemm", ins, y, ["transB": CoreMLGraph.int(1)])
         case 4:
@@ -322,7 +329,7 @@ struct CoreMLNeuralNetwork {
             try g.op("Gemm", ins, dense, ["transB": CoreMLGraph.int(1)])
             try g.op("Reshape", [dense, g.ints(y + ".shape", [0, outC, 1, 1])], y)
         default:
-            throw g.invalid("input", expected: "rank 2 (N, C) or rank 4 (N, C, H, W)", actual: "\(s)")
+            throw g.invalid("input", expected: "rank 1 (C), rank 2 (N, C) or rank 4 (N, C, H, W)", actual: "\(s)")
         }
     }
 

@@ -78,7 +78,7 @@ struct CoreMLCLITests {
         let cut = try Tool.run(["info", dir.file("cut.mlmodel")])
         #expect(cut.status == 65, "\(cut.stderr)")
         let d = try Tool.run(["info", Self.fixtures + "/detector_pipeline.mlmodel"])
-        #expect(d.status == 65)
-        #expect(d.stderr.contains("not yet supported: detector pipelines (issue 17)"), "\(d.stderr)")
+        #expect(d.status == 0, "\(d.stderr)")
+        #expect(d.stdout.contains("raccoon") && d.stdout.contains("cat"), "\(d.stdout)")
     }
 }

@@ -168,6 +168,51 @@ import Testing
         #expect(cmp.objects > 0)
     }
 
+    /// mltool's Core ML detector pipeline (network + decoder layers → NonMaximumSuppression) imported back: a
+    /// detector with a "boxes" decoder over the pipeline's normalized centre/size coordinates and class confidences,
+    /// the NMS stage's thresholds and labels, the image preprocessing; on raccoon photos its candidates are the
+    /// original's, box for box (corners within 1e-4 of the input size, scores within 1e-5), and so are the boxes NMS keeps.
+    @Test func dflDetectorRoundTripsThroughCoreML() throws {
+        guard let photos = try Self.raccoonPhotos(4) else { return }
+        let model = Self.dflDetector()
+        let dir = try TempDir()
+        defer { dir.cleanup() }
+        let path = dir.file("dfl.mlmodel")
+        try Data(try ModelExport.export(model, name: "dfl", format: .coreml).bytes).write(to: URL(fileURLWithPath: path))
+        let imported = try ModelImport.importModel(path: path)
+        #expect(imported.metadata.task == .objectDetector)
+        #expect(imported.metadata.labels == ["left", "right"])
+        #expect(imported.metadata.image == model.metadata.image)
+        let d = try #require(imported.metadata.detection)
+        #expect(d.decoder == "boxes" && d.boxEncoding == "cxcywh" && d.classCount == 2)
+        #expect(d.boxes?.normalized == true && d.boxes?.layout == "nbk" && d.boxes?.scoresLayout == "nbc")
+        #expect(d.nms == model.metadata.detection?.nms)   // thresholds from the NMS stage, limits from userDefined
+        let original = try Detector(model: model, options: DetectorOptions(threads: 1))
+        let back = try Detector(model: imported, options: DetectorOptions(threads: 1))
+        let (w, h) = (Float(original.preprocessor.config.width), Float(original.preprocessor.config.height))
+        var kept = 0
+        for photo in photos {
+            let image = try ImageDecoder.decode(path: photo)
+            let a = try original.decoder.decode(original.run([image]), item: 0, minScore: 0.3)
+            let b = try back.decoder.decode(back.run([image]), item: 0, minScore: 0.3)
+            try #require(a.count == b.count, "\(photo): \(a.count) candidates, \(b.count) after the round trip")
+            for (x, y) in zip(a, b) {
+                #expect(x.classIndex == y.classIndex && x.index == y.index, "\(photo)")
+                #expect(abs(x.score - y.score) <= 1e-5, "\(photo): score \(x.score) vs \(y.score)")
+                let corners = [(x.x1, y.x1, w), (x.x2, y.x2, w), (x.y1, y.y1, h), (x.y2, y.y2, h)]
+                #expect(corners.allSatisfy { abs($0.0 - $0.1) <= 1e-4 * $0.2 }, "\(photo): \(x) vs \(y)")
+            }
+            let keptA = NonMaxSuppression.select(a, settings: original.settings)
+            let keptB = NonMaxSuppression.select(b, settings: original.settings)
+            #expect(keptA.map(\.index) == keptB.map(\.index), "\(photo)")
+            kept += keptA.count
+        }
+        #expect(kept > 0)
+        // The imported detector exports to ONNX (a "boxes" decoder and NMS in the graph) and onnxruntime agrees.
+        guard let cmp = try Self.compare(imported, photos: photos, tag: "dfl-coreml") else { return }
+        #expect(cmp.objects > 0)
+    }
+
     /// Input (N, 64, 64, 3) → two 1×1 convolutions at strides 8 and 16 → DFL heads (N, H, W, 4·4 + 2).
     static func dflDetector() -> Model {
         var seed: UInt64 = 11

@@ -141,16 +141,24 @@ enum CoreMLFixtures {
         ])) { try CoreMLImporter.importModel(path: package) }
     }
 
-    @Test func detectorPipelinesAreRefusedNamingWhatWasFound() throws {
-        let path = CoreMLFixtures.path("detector_pipeline.mlmodel")
-        do {
-            _ = try CoreMLImporter.importModel(path: path)
-            Issue.record("a detector pipeline was imported")
-        } catch let e as ImportError {
-            #expect(e.description == "\(path): pipeline stage 2 (nonMaximumSuppression): refused: not yet supported: detector pipelines "
-                + "(issue 17); found stages neuralNetwork → nonMaximumSuppression; NMS iou 0.45, confidence 0.25, per class, 2 labels, "
-                + "reads 'raw_confidence' / 'raw_coordinates', writes 'confidence' / 'coordinates'")
-            #expect(e.exitStatus == .dataError)
-        }
+    /// A network → NonMaximumSuppression pipeline (made by coremltools' builder) imports as a detector: a "boxes"
+    /// decoder over the network's coordinates (6, 4) and confidences (6, 2), each given a batch axis, the NMS
+    /// stage's thresholds, per-class flag and labels.
+    @Test func detectorPipelineImportsAsADetector() throws {
+        let model = try CoreMLImporter.importModel(path: CoreMLFixtures.path("detector_pipeline.mlmodel"))
+        #expect(model.metadata.task == .objectDetector)
+        #expect(model.metadata.labels == ["raccoon", "cat"])
+        let d = try #require(model.metadata.detection)
+        #expect(d.decoder == "boxes" && d.boxEncoding == "cxcywh" && d.classCount == 2)
+        #expect(d.boxes == BoxesOutput(tensor: "raw_coordinates.batched", layout: "nbk", scoresTensor: "raw_confidence.batched",
+                                       scoresLayout: "nbc", normalized: true))
+        #expect(d.nms == NMSSettings(iouThreshold: 0.45, confidenceThreshold: 0.25, perClass: true, maxDetections: 100))
+        #expect(model.metadata.graph?.outputs == ["raw_coordinates.batched", "raw_confidence.batched"])
+        // The network runs: one (1, 6, 4) and one (1, 6, 2) output for a 16-vector (the input has no batch axis).
+        let engine = try Engine(model: model, threads: 1)
+        let out = try engine.run(["x": Tensor(shape: [16], data: (0..<16).map { Float($0) / 16 })],
+                                 outputs: ["raw_coordinates.batched", "raw_confidence.batched"])
+        #expect(out["raw_coordinates.batched"]?.shape == [1, 6, 4])
+        #expect(out["raw_confidence.batched"]?.shape == [1, 6, 2])
     }
 }

@@ -242,7 +242,7 @@ def unsupported_fixtures():
 
 def detector_pipeline():
     """detector_pipeline.mlmodel: a network (one inner product each for 'confidence' (6, 2) and 'coordinates' (6, 4))
-    followed by a NonMaximumSuppression model, as a pipeline: refused until detectors exist, naming what it found."""
+    followed by a NonMaximumSuppression model, as a pipeline: it imports as a detector with a "boxes" decoder."""
     from coremltools.models import datatypes
     from coremltools.models.neural_network import NeuralNetworkBuilder
     from coremltools.proto import Model_pb2
