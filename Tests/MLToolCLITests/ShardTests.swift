@@ -201,6 +201,21 @@ struct ShardCLITests {
         #expect(final.stdout.contains("(0 extracted)"), "\(final.stdout)")
         #expect(try Self.bytes(dir.file("a/model.bin")) == Self.bytes(dir.file("b/model.bin")))
 
+        // Sharded prediction: the parts together are the one-machine output, line for line once sorted.
+        let whole = try Tool.run(["predict", "a/model.bin", "data", "--json"], in: dir.path)
+        try #require(whole.status == 0, "\(whole.stderr)")
+        var parts = [String]()
+        for i in 0..<3 {
+            let part = try Tool.run(["predict", "a/model.bin", "data/", "--json", "--shard", "\(i)/3"], in: dir.path)
+            #expect(part.status == 0, "\(part.stderr)")
+            let lines = part.stdout.split(separator: "\n").map(String.init)
+            #expect(lines.count == m[i].itemsOwned, "predict shard \(i) has \(lines.count) lines; train's shard owned \(m[i].itemsOwned)")
+            parts += lines
+        }
+        let wholeLines = whole.stdout.split(separator: "\n").map(String.init)
+        #expect(wholeLines.count == 60)
+        #expect(parts.sorted() == wholeLines.sorted())
+
         // A rerun of a finished shard computes nothing.
         let again = try Tool.run(["train", "data", "--features-only", "--shard", "1/3", "--cache", "sharded"] + flags, in: dir.path)
         #expect(again.status == 0 && again.stdout.contains(" 0 entries extracted, \(m[1].extracted) cached"), "\(again.stdout)")

@@ -1,5 +1,6 @@
 import Foundation
 import MLToolCore
+import MLToolData
 
 /// Shard `index` of `count`: the part of a data set one process (a Slurm array task, a Kubernetes Indexed Job pod,
 /// a torchrun rank) works on, so that N independent processes together cover every item exactly once and meet in
@@ -53,6 +54,22 @@ public struct ShardSpec: Sendable, Equatable, CustomStringConvertible {
 
     /// Whether this shard owns the item at `relativePath` (relative to the data root).
     public func owns(relativePath: String) -> Bool { Self.shard(ofRelativePath: relativePath, count: count) == index }
+
+    /// The files of `inputs` (command-line arguments: folders and files, expanded by `DirectoryWalk.expand`) this
+    /// shard owns, in order. A file below a folder argument is assigned by its path relative to that folder; a file
+    /// given by itself by its path as given. `mltool predict MODEL DATA --shard I/N` classifies these.
+    public func files(expanding inputs: [String], keep: (String) -> Bool = { _ in true }) throws -> [String] {
+        var out = [String]()
+        for given in inputs {
+            var root = Substring(given)
+            while root.count > 1 && root.hasSuffix("/") { root = root.dropLast() }
+            for file in try DirectoryWalk.expand([given], keep: keep) {
+                let relative = file.hasPrefix(root + "/") ? String(file.dropFirst(root.count + 1)) : file
+                if owns(relativePath: relative) { out.append(file) }
+            }
+        }
+        return out
+    }
 
     // MARK: - Parsing
 
