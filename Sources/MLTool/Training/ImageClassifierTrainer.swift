@@ -262,7 +262,7 @@ public struct ImageClassifierTrainer: Sendable {
 
     struct Extraction {
         var train: [Featured], validation: [Featured], holdout: [Featured]
-        /// Each failure with the path of its image, in data set order.
+        /// `failedItems[i]` is the image of `failures[i]` (data set order); `failedPaths` the same paths as a set.
         var failures: [DataError], failedPaths: Set<String>, failedItems: [String]
         var extracted: Int
         var seconds: Double
