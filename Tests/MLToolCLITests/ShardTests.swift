@@ -104,6 +104,53 @@ struct ShardSpecTests {
     }
 }
 
+/// Where predict's shards and the manifests go.
+struct ShardFilesTests {
+    /// A folder argument's files are assigned by their path relative to it (trailing slashes ignored), a file given
+    /// by itself by its path as given; the N shards partition the inputs and keep their order.
+    @Test func filesOfAFolderArgumentGoByTheirRelativePath() throws {
+        let dir = try TempDir(); defer { dir.cleanup() }
+        var relative = [String]()
+        for label in ["a", "b"] {
+            try FileManager.default.createDirectory(atPath: dir.file("data/" + label), withIntermediateDirectories: true)
+            for i in 0..<12 {
+                let name = "\(label)/\(i + 10).png"   // two digits: the walk's sorted order is this order
+                try Data([1]).write(to: URL(fileURLWithPath: dir.file("data/" + name)))
+                relative.append(name)
+            }
+        }
+        let loose = dir.file("loose.png")
+        try Data([1]).write(to: URL(fileURLWithPath: loose))
+        let all = try ShardSpec.whole.files(expanding: [dir.file("data") + "//", loose])
+        #expect(all.count == 25)
+        var union = [String]()
+        for i in 0..<3 {
+            let shard = try ShardSpec(index: i, count: 3)
+            let files = try shard.files(expanding: [dir.file("data") + "//", loose])
+            let expected = relative.filter { ShardSpec.shard(ofRelativePath: $0, count: 3) == i }.map { dir.file("data/" + $0) }
+                + (ShardSpec.shard(ofRelativePath: loose, count: 3) == i ? [loose] : [])
+            #expect(files == expected)
+            union += files
+        }
+        #expect(union.sorted() == all.sorted())
+    }
+
+    @Test func manifestPathAndRoundTrip() throws {
+        let shard = try ShardSpec(index: 2, count: 5)
+        #expect(ShardManifest.defaultPath(cache: "/shared/mltool/features", settings: "0123456789abcdef", shard: shard)
+                == "/shared/mltool/shards/0123456789abcdef/shard-2-of-5.json")
+        let dir = try TempDir(); defer { dir.cleanup() }
+        let text = #"{"tool": "mltool x", "shard": 2, "shards": 5, "origin": "--shard 2/5", "data": "/d", "settings": "s", "cache": "/c", "host": "h", "itemsInData": 10, "itemsOwned": 3, "extracted": 2, "cached": 1, "failures": [{"path": "a/b.png", "reason": "why"}], "seconds": 1.5, "finished": "t", "complete": false}"#
+        try Data(text.utf8).write(to: URL(fileURLWithPath: dir.file("given.json")))
+        let m = try ShardManifest.read(dir.file("given.json"))
+        #expect(m.failures.map(\.path) == ["a/b.png"] && m.itemsOwned == 3 && !m.complete)
+        try m.write(to: dir.file("deep/er/m.json"))
+        #expect(try ShardManifest.read(dir.file("deep/er/m.json")) == m)
+        try Data("{".utf8).write(to: URL(fileURLWithPath: dir.file("bad.json")))
+        #expect(throws: PipelineError.self) { try ShardManifest.read(dir.file("bad.json")) }
+    }
+}
+
 /// The processes a scheduler would start, on a 3-class × 20-image subset of Fashion-MNIST small with the default
 /// extractor (EfficientNet-Lite0).
 @Suite(.serialized, .enabled(if: Tool.available, "needs MLTOOL_BIN (make test sets it)"))
