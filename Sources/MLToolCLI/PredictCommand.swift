@@ -15,6 +15,7 @@ extension CLI {
             OptionSpec("--json", help: "One JSON object per input, one per line."),
             OptionSpec("--threads", value: "T", help: "Threads (default: all cores)."),
             OptionSpec("--draw", value: "OUT", help: "Detectors: write the photo with boxes drawn (PNG; a folder for several photos)."),
+            OptionSpec("--shard", value: "I/N|auto", help: "Only the files of shard I of N (docs/SCALE.md); merge: cat part-* | LC_ALL=C sort."),
         ] + detectionOptions
     ) { args in
         guard let modelPath = args.positionals.first else {
@@ -29,8 +30,9 @@ extension CLI {
         let model = try ModelLoader.load(modelPath)
         let json = args.has("--json")
         let isTagger = model.metadata.task == .wordTagger, isText = model.metadata.task == .textClassifier || isTagger
-        let inputs = try DirectoryWalk.expand(given, keep: { !isText || $0.lowercased().hasSuffix(".txt") })
-        guard !inputs.isEmpty || args.has("--text") else {
+        let shard = try args.string("--shard").map { try ShardSpec.parse($0) } ?? .whole
+        let inputs = try shard.files(expanding: given, keep: { !isText || $0.lowercased().hasSuffix(".txt") })
+        guard !inputs.isEmpty || args.has("--text") || shard.count > 1 else {
             throw CLIError.missingInput(file: given[0], reason: "the folder holds no \(isText ? ".txt " : "")files to classify")
         }
         if DetectorEvaluator.isDetector(model) {

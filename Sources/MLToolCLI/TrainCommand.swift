@@ -15,6 +15,8 @@ extension CLI {
         model, so `mltool eval` re-evaluates on it; or give --test. Features come from a frozen extractor
         (default EfficientNet-Lite0) through a content-addressed cache; the head is multinomial logistic
         regression with L2, chosen on a validation split. Same data, seed and threads give a byte-identical model.
+        On a cluster: run `mltool train DATA --features-only --shard I/N` (or --shard auto in a Slurm array or a
+        Kubernetes Indexed Job) with the final train's flags and a shared --cache, then the final train (docs/SCALE.md).
 
         Text (told from the content, or --task text): label folders of .txt files (one document each), or a CSV,
         TSV or JSON Lines file with --text-column and --label-column. Features are word n-grams (and optional
@@ -62,6 +64,10 @@ extension CLI {
             OptionSpec("--hash-bits", value: "N", help: "Text: hash terms into 2^N buckets instead of a vocabulary."),
             OptionSpec("--stop-words", value: "FILE", help: "Text: words to drop, one per line (default none)."),
             OptionSpec("--threads", value: "T", help: "Threads (default: all cores)."),
+            OptionSpec("--cache", value: "DIR", help: "Images: the feature cache's home (default $MLTOOL_CACHE, else ~/.cache/mltool)."),
+            OptionSpec("--features-only", help: "Images: fill the feature cache and stop (no model); see --shard and docs/SCALE.md."),
+            OptionSpec("--shard", value: "I/N|auto", help: "With --features-only: only shard I of N (auto: from Slurm, Kubernetes or RANK/WORLD_SIZE)."),
+            OptionSpec("--manifest", value: "PATH", help: "With --features-only: the shard's JSON manifest (default <cache>/shards/…)."),
             OptionSpec("--quiet", short: "-q", help: "No progress output."), noProvenance,
         ]
     ) { args in
@@ -74,7 +80,11 @@ extension CLI {
         let path = args.positionals[0]
         let told = WordTaggerTraining.looksLikeTaggedData(path) ? "tagger"
             : ObjectDetectorTrainer.looksLikeDetectionData(path) ? "detect" : data.isText ? "text" : "image"
-        switch args.string("--task") ?? told {
+        let task = args.string("--task") ?? told
+        if task != "image", let o = ["--features-only", "--shard", "--manifest", "--cache"].first(where: args.has) {
+            throw CLIError.notSupported("\(o) for \(task) data (sharded feature extraction is for image classifiers)")
+        }
+        switch task {
         case "text": try trainText(args, data)
         case "image": try trainImage(args, data)
         case "detect": try trainDetector(args, path)
@@ -93,7 +103,7 @@ extension CLI {
         p.validation = try ValidationRule.parse(args.string("--validation") ?? "auto")
         p.extractor = args.string("--extractor")
         p.featureLayer = args.string("--feature-layer")
-        p.l2 = try l2Option(args)
+        p.l2 = try ParameterText.l2(args.string("--l2"))
         p.maxIterations = try args.int("--max-iterations", default: p.maxIterations)
         p.balanceClasses = args.has("--balance")
         p.earlyStoppingPatience = try args.string("--early-stopping").map { _ in try args.int("--early-stopping", default: 20) }
@@ -101,12 +111,22 @@ extension CLI {
         p.strict = args.has("--strict")
         p.maxPixels = try args.int("--max-pixels", default: p.maxPixels)
         p.threads = try args.int("--threads", default: p.threads)
+        p.cacheDirectory = args.string("--cache").map { $0 + "/features" }
         let test = args.string("--test").map { TrainingData.path($0, pathColumn: data.pathColumn, labelColumn: data.labelColumn) }
         if test == nil { p.holdoutFraction = try holdout(args, default: p.holdoutFraction) }
         let out = args.string("--out") ?? "model.bin"
         p.name = URL(fileURLWithPath: out).deletingPathExtension().lastPathComponent
         let printer = EventPrinter(quiet: args.has("--quiet"), row: EventPrinter.imageRow)
-        let r = try ImageClassifierTrainer(data: data, testData: test, parameters: p).train(progress: printer.handle)
+        let trainer = ImageClassifierTrainer(data: data, testData: test, parameters: p)
+        if args.has("--features-only") {
+            let r = try trainer.extractFeatures(shard: try args.string("--shard").map { try ShardSpec.parse($0) } ?? .whole,
+                                                manifest: args.string("--manifest"), progress: printer.handle), s = r.manifest
+            print("shard \(s.shard)/\(s.shards) (\(s.origin)): \(s.itemsOwned) of \(s.itemsInData) images, \(s.extracted) entries extracted, \(s.cached) cached")
+            return print("  manifest   \(r.manifestPath)")
+        } else if let o = ["--shard", "--manifest"].first(where: args.has) {
+            throw CLIError.usage(command: "train", message: "\(o) needs --features-only (a shard fills the cache; the final train reads it all)")
+        }
+        let r = try trainer.train(progress: printer.handle)
         try r.write(to: out)
         print("trained \(r.model.metadata.labels.count) classes on \(r.trainCount) images (\(r.validationCount) validation, \(r.holdoutCount) holdout)")
         print(accuracyLine(r))
@@ -124,8 +144,8 @@ extension CLI {
         var p = TextClassifierParameters()
         p.seed = try seed(args, default: p.seed)
         p.validation = try ValidationRule.parse(args.string("--validation") ?? "auto")
-        p.wordNgrams = try range(args, "--ngrams") ?? p.wordNgrams
-        p.charNgrams = try range(args, "--char-ngrams")
+        p.wordNgrams = try ParameterText.range(args.string("--ngrams"), option: "--ngrams") ?? p.wordNgrams
+        p.charNgrams = try ParameterText.range(args.string("--char-ngrams"), option: "--char-ngrams")
         if args.has("--char-ngrams") || args.has("--min-count") { p.shortTexts = .never }
         p.minCount = try args.int("--min-count", default: p.minCount)
         guard p.minCount >= 1 else { throw CLIError.usage(command: "train", message: "--min-count must be ≥ 1") }
@@ -142,7 +162,7 @@ extension CLI {
             p.stopWords = try TextDataset.readDocument(file).split(whereSeparator: \.isNewline)
                 .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty && !$0.hasPrefix("#") }
         }
-        p.l2 = try l2Option(args)
+        p.l2 = try ParameterText.l2(args.string("--l2"))
         p.epochs = try args.int("--epochs", default: p.epochs)
         p.maxIterations = try args.int("--max-iterations", default: p.maxIterations)
         p.balanceClasses = args.has("--balance")
@@ -231,28 +251,5 @@ extension CLI {
         let fraction = try args.double("--holdout", default: d)
         guard fraction >= 0, fraction < 1 else { throw CLIError.usage(command: "train", message: "--holdout must be in [0, 1)") }
         return fraction
-    }
-
-    /// `--ngrams MIN-MAX` and the like.
-    static func range(_ args: ParsedArguments, _ name: String) throws -> [Int]? {
-        guard let text = args.string(name) else { return nil }
-        let parts = text.split(separator: "-", omittingEmptySubsequences: false).map { Int($0) }
-        guard (1...2).contains(parts.count), let lo = parts[0], let hi = parts.count == 2 ? parts[1] : lo,
-              lo >= 1, lo <= hi, hi <= 32 else {
-            throw CLIError.usage(command: "train", message: "\(name): '\(text)', expected N or MIN-MAX with 1 ≤ MIN ≤ MAX ≤ 32")
-        }
-        return [lo, hi]
-    }
-}
-
-extension CLI {
-    /// `--l2 auto|X` for both tasks.
-    static func l2Option(_ args: ParsedArguments) throws -> LogisticRegressionOptions.L2 {
-        let text = args.string("--l2") ?? "auto"
-        if text == "auto" { return .auto }
-        guard let v = Double(text), v >= 0, v.isFinite else {
-            throw CLIError.usage(command: "train", message: "--l2 must be auto or a number ≥ 0")
-        }
-        return .fixed(v)
     }
 }

@@ -39,41 +39,12 @@ public struct ImageClassifierTrainer: Sendable {
         let started = Date()
         let p = parameters
         let emit = progress ?? { _ in }
-        let dataset = try data.imageDataset()
-        for w in try dataset.preflight() { emit(.warning(w)) }
-        let testSet = try testData.map { try $0.imageDataset() }
-        if let t = testSet {
-            let unknown = Set(t.items.map(\.label)).subtracting(dataset.labels)
-            if !unknown.isEmpty {
-                throw PipelineError.badInput(file: t.source, reason: "labels not in the training data: \(unknown.sorted().joined(separator: ", "))")
-            }
-        }
-        let extractor = try FeatureExtractor(explicit: p.extractor, featureLayer: p.featureLayer, threads: p.threads)
+        let plan = try split(emit: emit)
+        let dataset = plan.dataset, testSet = plan.testSet, extractor = plan.extractor, holdoutItems = plan.holdout
         try cancellation.check()
 
-        // Splits: holdout first (kept out of everything), then validation from the rest.
-        var trainItems = dataset.items
-        var holdoutItems = [ImageItem]()
-        if let t = testSet {
-            holdoutItems = t.items
-        } else {
-            guard p.holdoutFraction >= 0, p.holdoutFraction < 1 else {
-                throw PipelineError.invalidParameter(name: "holdoutFraction", reason: "--holdout must be in [0, 1)")
-            }
-            if p.holdoutFraction > 0 {
-                let split = try DataSplit.stratified(dataset.items, fraction: p.holdoutFraction, seed: p.seed)
-                trainItems = split.train; holdoutItems = split.held
-            }
-        }
-        var validationItems = [ImageItem]()
-        let vf = p.validation.fraction(count: trainItems.count)
-        if vf > 0 {
-            let split = try DataSplit.stratified(trainItems, fraction: vf, seed: p.seed &+ 1)
-            trainItems = split.train; validationItems = split.held
-        }
-
         // Features.
-        let extraction = try extract(extractor, train: trainItems, validation: validationItems, holdout: holdoutItems,
+        let extraction = try extract(extractor, train: plan.train, validation: plan.validation, holdout: holdoutItems,
                                      emit: emit, cancellation: cancellation)
         var train = extraction.train, validation = extraction.validation
         let holdout = extraction.holdout
@@ -214,6 +185,50 @@ public struct ImageClassifierTrainer: Sendable {
             inputs: dataset.items.map(\.path) + holdoutItems.map(\.path) + [extractor.path])
     }
 
+    /// What training works on: the data set, the test set, the extractor and the items of each split.
+    struct Plan {
+        var dataset: ImageDataset, testSet: ImageDataset?, extractor: FeatureExtractor
+        var train: [ImageItem], validation: [ImageItem], holdout: [ImageItem]
+    }
+
+    /// Loads the data and the extractor and makes the splits (holdout first, kept out of everything, then
+    /// validation from the rest): the one place both `train` and `extractFeatures(shard:)` get their items from, so
+    /// a shard computes exactly the cache entries training looks up.
+    func split(emit: (PipelineEvent) -> Void) throws -> Plan {
+        let p = parameters
+        let dataset = try data.imageDataset()
+        for w in try dataset.preflight() { emit(.warning(w)) }
+        let testSet = try testData.map { try $0.imageDataset() }
+        if let t = testSet {
+            let unknown = Set(t.items.map(\.label)).subtracting(dataset.labels)
+            if !unknown.isEmpty {
+                throw PipelineError.badInput(file: t.source, reason: "labels not in the training data: \(unknown.sorted().joined(separator: ", "))")
+            }
+        }
+        let extractor = try FeatureExtractor(explicit: p.extractor, featureLayer: p.featureLayer, threads: p.threads)
+        var trainItems = dataset.items
+        var holdoutItems = [ImageItem]()
+        if let t = testSet {
+            holdoutItems = t.items
+        } else {
+            guard p.holdoutFraction >= 0, p.holdoutFraction < 1 else {
+                throw PipelineError.invalidParameter(name: "holdoutFraction", reason: "--holdout must be in [0, 1)")
+            }
+            if p.holdoutFraction > 0 {
+                let split = try DataSplit.stratified(dataset.items, fraction: p.holdoutFraction, seed: p.seed)
+                trainItems = split.train; holdoutItems = split.held
+            }
+        }
+        var validationItems = [ImageItem]()
+        let vf = p.validation.fraction(count: trainItems.count)
+        if vf > 0 {
+            let split = try DataSplit.stratified(trainItems, fraction: vf, seed: p.seed &+ 1)
+            trainItems = split.train; validationItems = split.held
+        }
+        return Plan(dataset: dataset, testSet: testSet, extractor: extractor, train: trainItems,
+                    validation: validationItems, holdout: holdoutItems)
+    }
+
     /// The command line that does this training, recorded in the model's provenance: `mltool train DATA` with the
     /// test data and every parameter that differs from its default (the same for the CLI and a library call).
     func command() -> String {
@@ -247,30 +262,35 @@ public struct ImageClassifierTrainer: Sendable {
 
     struct Extraction {
         var train: [Featured], validation: [Featured], holdout: [Featured]
-        var failures: [DataError], failedPaths: Set<String>
+        /// `failedItems[i]` is the image of `failures[i]` (data set order); `failedPaths` the same paths as a set.
+        var failures: [DataError], failedPaths: Set<String>, failedItems: [String]
         var extracted: Int
         var seconds: Double
     }
 
     /// What the parallel look-up pass learns about one file: its content hash and the cached features of each
-    /// variant (nil: a miss), or why it could not be read.
+    /// variant (nil: a miss), or why it could not be read; `skipped` for an item another shard owns.
     struct Lookup: Sendable {
         var hash = ""
         var error: DataError?
         var hits: [[Float]?] = []
+        var skipped = false
     }
 
     /// Features of every item (and of each augmented variant of the training items), from the cache where they
-    /// are, computed where they are not.
+    /// are, computed where they are not. With `owns`, only the items it accepts are looked at (a shard's part:
+    /// the others are neither read nor returned), each with the same key, variant and augmentation seed as in a
+    /// full run.
     func extract(_ extractor: FeatureExtractor, train trainItems: [ImageItem], validation validationItems: [ImageItem],
-                 holdout holdoutItems: [ImageItem], emit: (PipelineEvent) -> Void,
-                 cancellation: Cancellation) throws -> Extraction {
+                 holdout holdoutItems: [ImageItem], owns: (@Sendable (ImageItem) -> Bool)? = nil,
+                 emit: (PipelineEvent) -> Void, cancellation: Cancellation) throws -> Extraction {
         let p = parameters
         let extractStart = Date()
         var extractedCount = 0
-        let cache = FeatureCache(directory: p.cacheDirectory ?? FeatureCache.defaultDirectory())
+        let cache = FeatureCache(directory: cacheFolder)
         var failures = [DataError]()
         var failedPaths = Set<String>()
+        var failedItems = [String]()
         let digest = extractor.digest
         // The tool version is part of the key: a release whose kernels round differently never mixes its
         // features with an older release's cached ones.
@@ -279,12 +299,13 @@ public struct ImageClassifierTrainer: Sendable {
             if p.strict { throw e }
             failures.append(e)
             failedPaths.insert(path)
+            failedItems.append(path)
         }
         func featurize(_ items: [ImageItem], variants: [(String, Augmentation?)], label: String) throws -> [Featured] {
             // One slot per (item, variant) in data set order, so the result never depends on what was cached.
             var slots = [Featured?](repeating: nil, count: items.count * variants.count)
             var pending = [(slot: Int, input: [Float], key: String)]()
-            let stage = "extracting \(label)", total = items.count * variants.count
+            let stage = "extracting \(label)", total = (owns.map { items.filter($0).count } ?? items.count) * variants.count
             func flush() throws {
                 let feats = try extractor.features(pending.map(\.input))
                 for (p, f) in zip(pending, feats) {
@@ -303,6 +324,11 @@ public struct ImageClassifierTrainer: Sendable {
                 let found = Slots<Lookup>(count: chunk.count)
                 DispatchQueue.concurrentPerform(iterations: chunk.count) { i in
                     var l = Lookup()
+                    if let owns, !owns(chunk[i]) {
+                        l.skipped = true
+                        found.set(i, l)
+                        return
+                    }
                     do {
                         let bytes = try ImageDecoder.readFile(chunk[i].path)
                         l.hash = SHA256.hex(bytes)
@@ -320,6 +346,7 @@ public struct ImageClassifierTrainer: Sendable {
                 // Every task stores a look-up, so there is one per item, in order.
                 for (offset, (item, l)) in zip(chunk, found.values).enumerated() {
                     let index = start + offset
+                    if l.skipped { continue }
                     if let e = l.error { try record(e, item.path); continue }
                     var decoded: RGBImage?
                     for (v, (variant, aug)) in variants.enumerated() {
@@ -335,7 +362,9 @@ public struct ImageClassifierTrainer: Sendable {
                             try record(e, item.path); break
                         }
                         guard var image = decoded else { break }
-                        if let a = aug { image = a.apply(to: image, seed: p.seed &+ UInt64(index) &* 7919) }
+                        // The draw comes from the content, like the cache key: seeding it from the item's position
+                        // would let an entry computed before files were added stand for a different draw.
+                        if let a = aug { image = a.apply(to: image, seed: p.seed &+ (UInt64(l.hash.prefix(16), radix: 16) ?? 0)) }
                         slots[slot] = Featured(item: item, sha256: l.hash, features: [])
                         let key = FeatureCache.key(contentHash: l.hash, extractor: digest, preprocessing: preprocessingKey,
                                                    variant: variant)
@@ -355,7 +384,7 @@ public struct ImageClassifierTrainer: Sendable {
         let validation = try featurize(validationItems, variants: plain, label: "validation")
         let holdout = try featurize(holdoutItems, variants: plain, label: "holdout")
         return Extraction(train: train, validation: validation, holdout: holdout, failures: failures,
-                          failedPaths: failedPaths, extracted: extractedCount,
+                          failedPaths: failedPaths, failedItems: failedItems, extracted: extractedCount,
                           seconds: Date().timeIntervalSince(extractStart))
     }
 }
