@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Issue 21 item 4: mltool's Slurm plumbing against a real single-node Slurm cluster (Tests/cluster/slurm.sh).
 
-    run_cluster_test.py --report OUT.json [--mltool BIN --data DIR --extractor MODEL --per-class K]
+    run_cluster_test.py --report OUT.json [--mltool BIN --data DIR --extractor MODEL --per-class K [--shim]]
 
 Starts the cluster, then records (in OUT.json, checked by Tests/MLToolCLITests/SlurmClusterTests.swift):
   smoke     a generic `sbatch --array=0-3 --wait` whose tasks write SLURM_ARRAY_TASK_ID/COUNT/MIN to a shared folder,
@@ -10,7 +10,8 @@ Starts the cluster, then records (in OUT.json, checked by Tests/MLToolCLITests/S
             `submit 4`, shard 2 hangs half-way and is scancel'led, the train job is left pending, `resubmit 2 TRAIN`,
             the train job runs; its model against a one-process run of the same command;
   real      (only with --mltool) the same flow with the real mltool over the first K images per class of DATA,
-            the sharded model against a one-process `mltool train` with the same flags, byte for byte.
+            the sharded model against a one-process `mltool train` with the same flags, byte for byte (--shim:
+            for an mltool without --features-only --shard, through Tests/cluster/shard-shim.sh).
 Exit 0 when the report is written, 77 when Slurm cannot start here (the reason on stderr), 1 on a harness error.
 Every wait is bounded. The cluster is stopped and its directory removed on every path out.
 """
@@ -20,6 +21,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -30,6 +32,7 @@ REPO = os.path.dirname(os.path.dirname(HERE))
 SLURM_SH = os.path.join(HERE, "slurm.sh")
 FAKE_MLTOOL = os.path.join(HERE, "fake-mltool.sh")
 EXTRACT_SBATCH = os.path.join(REPO, "deploy", "slurm", "extract.sbatch")
+SHIM = os.path.join(HERE, "shard-shim.sh")
 SHARDS = 4
 HELD = 2  # the shard that is killed and resubmitted
 
@@ -130,7 +133,10 @@ def deploy_flow(cluster, work, name, mltool, data, flags, timeout):
     os.makedirs(cache)
     os.makedirs(logs)
     release = os.path.join(base, "release")
-    model = os.path.join(base, "sharded.bin")
+    # Both models are called model.bin: mltool records the output's name in the model.
+    os.makedirs(os.path.join(base, "sharded"))
+    os.makedirs(os.path.join(base, "one-process"))
+    model = os.path.join(base, "sharded", "model.bin")
     env = dict(cluster.env, MLTOOL=mltool, DATA=data, MODEL=model, MLTOOL_CACHE=cache, MLTOOL_LOG_DIR=logs,
                MLTOOL_TRAIN_FLAGS=flags, HOLD_SHARD=str(HELD), HOLD_UNLESS=release,
                HOLD_SIGNAL=os.path.join(base, "holding"))
@@ -160,14 +166,27 @@ def deploy_flow(cluster, work, name, mltool, data, flags, timeout):
     result["resubmitted"] = cluster.wait_done(again, timeout)
     result["resubmitted_shard_seconds"] = round(time.monotonic() - resubmitted, 2)
     trained = time.monotonic()
-    result["train"] = cluster.wait_done(train, timeout)
+    if all(v == "COMPLETED" for v in result["resubmitted"].values()):
+        result["train"] = cluster.wait_done(train, timeout)
+    else:  # the train job would wait for ever: record the shard's log instead
+        result["train"] = cluster.states(train)
+        run(["scancel", str(train)], env=env, check=False)
+        shard_log = os.path.join(logs, f"mltool-extract-{again}_{HELD}.log")
+        result["train_log"] = open(shard_log).read()[-2000:] if os.path.exists(shard_log) else ""
     result["train_seconds"] = round(time.monotonic() - trained, 2)
     result["sharded_seconds"] = round(time.monotonic() - started, 2)
     train_log = os.path.join(logs, f"mltool-train-{train}.log")
     log = open(train_log).read() if os.path.exists(train_log) else ""
-    result["train_log"] = log[-2000:]
+    result.setdefault("train_log", log[-2000:])
     result["train_extracted"] = features_line(log)
     result["sharded_model"] = sha256(model) if os.path.exists(model) else None
+    # What each extraction task said about its features (and the held shard about holding), by log file.
+    result["shard_logs"] = {}
+    for name in sorted(os.listdir(logs)):
+        if name.startswith("mltool-extract-"):
+            lines = open(os.path.join(logs, name), errors="replace").read().splitlines()
+            result["shard_logs"][name] = [line for line in lines if re.search(r"features:|holds|extracted", line)][-5:]
+    result["resubmitted_log"] = result["shard_logs"].get(f"mltool-extract-{again}_{HELD}.log", [])
     manifests = os.path.join(cache, "fake-manifests")
     if os.path.isdir(manifests):
         result["manifests"] = {f: open(os.path.join(manifests, f)).read().splitlines() for f in sorted(os.listdir(manifests))}
@@ -175,7 +194,7 @@ def deploy_flow(cluster, work, name, mltool, data, flags, timeout):
     # The same training in one process, into its own cache, with the same flags.
     one_cache = os.path.join(base, "one-process-cache")
     os.makedirs(one_cache)
-    reference = os.path.join(base, "one-process.bin")
+    reference = os.path.join(base, "one-process", "model.bin")
     started = time.monotonic()
     p = run([*mltool.split(), "train", data, *flags.split(), "-o", reference],
             env=dict(cluster.env, MLTOOL_CACHE=one_cache), cwd=base, timeout=timeout)
@@ -199,6 +218,7 @@ def fake_dataset(work):
 def subset(work, source, per_class):
     """The first `per_class` images (by name) of every class folder of `source`, as symbolic links."""
     data = os.path.join(work, "subset")
+    source = os.path.abspath(source)
     for label in sorted(os.listdir(source)):
         folder = os.path.join(source, label)
         if not os.path.isdir(folder):
@@ -209,13 +229,24 @@ def subset(work, source, per_class):
     return data
 
 
+def stop(signum, _frame):
+    """SIGTERM/SIGINT: unwind through main's `finally`, which stops the cluster."""
+    raise SystemExit(128 + signum)
+
+
 def main():
+    # Swift's Process starts children with (nearly) every signal blocked, and the mask survives exec: unblock them,
+    # or the daemons slurm.sh starts ignore SIGTERM and `down` has to wait for its SIGKILL fallback.
+    signal.pthread_sigmask(signal.SIG_SETMASK, [])
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
     ap = argparse.ArgumentParser()
     ap.add_argument("--report", required=True)
     ap.add_argument("--mltool", help="the real mltool (runs the 'real' part)")
     ap.add_argument("--data", help="an image folder of class folders (the real part)")
     ap.add_argument("--extractor", help="the extractor model (the real part)")
     ap.add_argument("--per-class", type=int, default=40)
+    ap.add_argument("--shim", action="store_true", help="give --mltool --features-only --shard through shard-shim.sh")
     ap.add_argument("--work", help="keep the work folder here instead of a removed temporary one")
     args = ap.parse_args()
 
@@ -248,7 +279,8 @@ def main():
                 raise HarnessError("--mltool needs --data and --extractor")
             data = subset(work, args.data, args.per_class)
             flags = f"--extractor {args.extractor} --seed 1 --threads 2 --no-provenance"
-            report["real"] = deploy_flow(cluster, work, "real", f"{hold} {args.mltool}", data, flags, 600)
+            mltool = f"{SHIM} {args.mltool}" if args.shim else args.mltool
+            report["real"] = deploy_flow(cluster, work, "real", f"{hold} {mltool}", data, flags, 600)
     except (HarnessError, subprocess.TimeoutExpired) as e:
         report["error"] = str(e)
         report["cluster_status"] = run(["bash", SLURM_SH, "status", cluster_dir], check=False).stdout

@@ -17,6 +17,7 @@ import json
 import os
 import re
 import shlex
+import signal
 import subprocess
 import sys
 import time
@@ -96,6 +97,7 @@ def run_job(doc, claims, volumes, mltool, cwd, timeout):
 
 
 def main():
+    signal.pthread_sigmask(signal.SIG_SETMASK, [])  # Swift's Process starts us with signals blocked
     ap = argparse.ArgumentParser()
     ap.add_argument("--mltool", required=True)
     ap.add_argument("--volume", action="append", default=[], help="NAME=DIR")

@@ -20,6 +20,7 @@
 set -euo pipefail
 
 SKIP=77
+SELF=$(cd "$(dirname "$0")" && pwd)/$(basename "$0")
 say() { echo "slurm.sh: $*" >&2; }
 cannot() { say "Slurm cannot run here: $*"; exit "$SKIP"; }
 
@@ -120,6 +121,8 @@ SelectType=select/cons_tres
 SelectTypeParameters=CR_Core
 SchedulerType=sched/backfill
 ReturnToService=2
+# Listen on 127.0.0.1 only (the addresses above), not on every interface.
+CommunicationParameters=NoInAddrAny
 SlurmdParameters=config_overrides
 SlurmctldTimeout=30
 SlurmdTimeout=30
@@ -145,22 +148,36 @@ EOF
         log_tail "$dir/log/slurmd.out"; log_tail "$dir/log/slurmd.log"; log_tail "$dir/log/slurmctld.log"
         failed "$dir" "node $node is not idle 60 s after slurmd started (sinfo: ${state:-nothing}; logs above)"
     fi
+    # A watchdog stops everything after MLTOOL_SLURM_MAX_SECONDS (default 1800) if `down` never comes (a test
+    # killed half-way), so that no daemon outlives its test by much.
+    setsid bash -c 'sleep "$1"; exec bash "$2" down "$3"' watchdog "${MLTOOL_SLURM_MAX_SECONDS:-1800}" "$SELF" "$dir" \
+        </dev/null >/dev/null 2>&1 &
+    echo $! >"$dir/run/watchdog.pid.launch"
     say "up: node $node ($cpus CPUs, $mem MB), slurmctld :$ctld_port, slurmd :$slurmd_port, in $dir"
     echo "SLURM_CONF=$SLURM_CONF"
 }
 
-# Stops the daemons launched in $1, newest first: SIGTERM, then SIGKILL after 10 s. Only the process ids this
+# Stops the daemons launched in $1: SIGTERM to all, then SIGKILL to any still there after 10 s. Only the process ids this
 # script recorded are signalled (slurmd's job steps are its children's sessions: scancel first when jobs run).
 down_daemons() {
     local dir=$1 name pidfile pid
     if [ -f "$dir/slurm.conf" ] && alive "$dir/run/slurmctld.pid.launch"; then
         SLURM_CONF="$dir/slurm.conf" scancel --quiet --full --user="$(id -un)" 2>/dev/null || true
     fi
-    for name in slurmd slurmctld munged; do
+    local pids=()
+    for name in watchdog slurmd slurmctld munged; do
+        # (the watchdog itself calls `down`: it does not signal itself)
+        [ "$name" != watchdog ] || [ "$(cat "$dir/run/watchdog.pid.launch" 2>/dev/null)" != "$$" ] || continue
         pidfile="$dir/run/$name.pid.launch"
         alive "$pidfile" || continue
         pid=$(cat "$pidfile")
+        # The watchdog's group (bash + sleep) needs no clean-up: SIGKILL, which works even when the test's parent
+        # started us with signals blocked (Swift's Process does: the mask is inherited through exec).
+        if [ "$name" = watchdog ]; then kill -KILL -- "-$pid" 2>/dev/null || true; continue; fi
         kill -TERM "$pid" 2>/dev/null || true
+        pids+=("$pid")
+    done
+    for pid in "${pids[@]}"; do
         wait_for "! kill -0 $pid" 10 || kill -KILL "$pid" 2>/dev/null || true
     done
 }
