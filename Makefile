@@ -14,7 +14,7 @@ PIP_PACKAGES := numpy onnx onnxruntime h5py scikit-learn pillow scikit-image ima
 PREFIX ?= /usr/local
 EXAMPLE := Examples/ClassifyPhotos
 
-.PHONY: setup build test fuzz check check-proto check-warnings demo demo-model models proto bench clean example api-docs install install-test
+.PHONY: setup build test test-cluster fuzz check check-proto check-warnings demo demo-model models proto bench clean example api-docs install install-test
 
 ## setup: install every apt and pip dependency that is missing (idempotent: skips what is there)
 setup:
@@ -42,6 +42,14 @@ test: setup models demo-model check-proto $(KERAS_APPS)/app_mnv3_k3.json example
 	bash datasets/ud-english-ewt.sh
 	MLTOOL_BIN=$(CURDIR)/$(MLTOOL) MLTOOL_KERAS_APPS_DIR=$(CURDIR)/$(KERAS_APPS) MLTOOL_REQUIRE_ORACLES=1 \
 		$(SWIFT) test $(TEST_FLAGS)
+
+## test-cluster: only SlurmClusterTests (`make test` runs them too): a single-node Slurm cluster from slurm-wlm and
+## munge (Tests/cluster/slurm.sh), deploy/slurm/extract.sbatch with a shard killed and resubmitted, the model against
+## one process's; deploy/kubernetes's container commands run here
+test-cluster: setup models/efficientnet-lite0.bin build
+	bash datasets/fashion-mnist.sh --small
+	$(SWIFT) build $(TEST_FLAGS) --build-tests
+	MLTOOL_BIN=$(CURDIR)/$(MLTOOL) MLTOOL_REQUIRE_ORACLES=1 $(SWIFT) test $(TEST_FLAGS) --skip-build --filter SlurmClusterTests
 
 ## fuzz: every fuzz target (docs/SECURITY.md, "Fuzzing") under libFuzzer + AddressSanitizer for FUZZ_SECONDS each
 ## (FUZZ_TARGETS="onnx image" for some); builds fuzz/ first, prints executions, coverage and findings per target.

@@ -273,7 +273,7 @@ def main():
         report["up"] = up.stderr.strip().splitlines()[-1]
         report["smoke"] = smoke(cluster, work)
         hold = os.path.join(HERE, "hold-shard.sh")
-        report["fake"] = deploy_flow(cluster, work, "fake", FAKE_MLTOOL, fake_dataset(work), "--seed 1", 120)
+        report["fake"] = deploy_flow(cluster, work, "fake", FAKE_MLTOOL, fake_dataset(work), "--seed 1", 300)
         if args.mltool:
             if not (args.data and args.extractor):
                 raise HarnessError("--mltool needs --data and --extractor")
