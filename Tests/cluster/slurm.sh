@@ -68,7 +68,7 @@ up() {
     # munged wants its socket's directories executable by all and its key readable by its user only.
     mkdir -p "$dir/munge" "$dir/key" "$dir/state" "$dir/spool" "$dir/log" "$dir/run"
     chmod 755 "$dir" "$dir/munge"
-    chmod 700 "$dir/key"
+    chmod 700 "$dir/key" "$dir/state" "$dir/spool" "$dir/log" "$dir/run"
 
     local user node cpus mem ctld_port slurmd_port
     user=$(id -un)
