@@ -235,8 +235,8 @@ def stop(signum, _frame):
 
 
 def main():
-    # Swift's Process starts children with (nearly) every signal blocked, and the mask survives exec: unblock them,
-    # or the daemons slurm.sh starts ignore SIGTERM and `down` has to wait for its SIGKILL fallback.
+    # A program a Swift test starts (Foundation's Process) inherits nearly every signal blocked, through exec: unblock
+    # them, or the daemons slurm.sh starts ignore SIGTERM and `down` has to wait for its SIGKILL fallback.
     signal.pthread_sigmask(signal.SIG_SETMASK, [])
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)

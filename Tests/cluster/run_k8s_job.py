@@ -97,7 +97,7 @@ def run_job(doc, claims, volumes, mltool, cwd, timeout):
 
 
 def main():
-    signal.pthread_sigmask(signal.SIG_SETMASK, [])  # Swift's Process starts us with signals blocked
+    signal.pthread_sigmask(signal.SIG_SETMASK, [])  # a Swift test starts us with signals blocked
     ap = argparse.ArgumentParser()
     ap.add_argument("--mltool", required=True)
     ap.add_argument("--volume", action="append", default=[], help="NAME=DIR")

@@ -172,7 +172,7 @@ down_daemons() {
         alive "$pidfile" || continue
         pid=$(cat "$pidfile")
         # The watchdog's group (bash + sleep) needs no clean-up: SIGKILL, which works even when the test's parent
-        # started us with signals blocked (Swift's Process does: the mask is inherited through exec).
+        # started us with signals blocked (a Swift test does: the mask is inherited through exec).
         if [ "$name" = watchdog ]; then kill -KILL -- "-$pid" 2>/dev/null || true; continue; fi
         kill -TERM "$pid" 2>/dev/null || true
         pids+=("$pid")
