@@ -11,8 +11,8 @@ import Testing
 /// The Slurm flow runs twice: with `Tests/cluster/fake-mltool.sh`, which does what `mltool train --features-only
 /// --shard` is specified to do on 40 file names (and records what each shard extracted and found), and with the real
 /// mltool over Fashion-MNIST small (20 images per class), its model compared byte for byte with one process's. Until
-/// `--features-only --shard` exists, the real run goes through `Tests/cluster/shard-shim.sh` (each shard trains on its
-/// own images, filling the shared cache) and the Kubernetes files run the fake; `shardedExtraction` switches both.
+/// `--features-only --shard` exists, the real mltool is reached through `Tests/cluster/shard-shim.sh` (each shard trains
+/// on its own images, filling the shared cache); `shardedExtraction` switches to the real command.
 /// Where Slurm cannot start (slurm.sh exits 77) the test says why: a loud skip, a failure under
 /// MLTOOL_REQUIRE_ORACLES=1 (`make test`, CI, which install slurm-wlm and munge).
 @Suite(.serialized) struct SlurmClusterTests {
@@ -22,6 +22,7 @@ import Testing
 
     static let cluster = SharedDatasets.repository.appendingPathComponent("Tests/cluster")
     static let fakeMLTool = cluster.appendingPathComponent("fake-mltool.sh").path
+    static let shim = cluster.appendingPathComponent("shard-shim.sh").path
     static let fashion = SharedDatasets.repository.appendingPathComponent("datasets/fashion-mnist-small").path
     static let extractor = SharedDatasets.repository.appendingPathComponent("models/efficientnet-lite0.bin").path
     static let deploy = SharedDatasets.repository.appendingPathComponent("deploy/kubernetes")
@@ -186,8 +187,7 @@ import Testing
     @Test func kubernetesIndexedJobCommandsRunHere() throws {
         let dir = try TempDir()
         defer { dir.cleanup() }
-        // The fake mltool until `--features-only --shard auto` exists.
-        let real = Self.shardedExtraction ? Self.realMLTool() : nil
+        let real = Self.realMLTool()
         let data = dir.file("data"), cache = dir.file("cache")
         try FileManager.default.createDirectory(atPath: cache, withIntermediateDirectories: true)
         var expected = 40
@@ -212,7 +212,7 @@ import Testing
         }
         let out = dir.file("k8s.json")
         let run = try Self.script("run_k8s_job.py", [
-            "--mltool", real ?? Self.fakeMLTool, "--volume", "data=" + data, "--volume", "cache=" + cache,
+            "--mltool", real.map { Self.shardedExtraction ? $0 : Self.shim + " " + $0 } ?? Self.fakeMLTool, "--volume", "data=" + data, "--volume", "cache=" + cache,
             "--cwd", SharedDatasets.repository.path, "--report", out,
             Self.deploy.appendingPathComponent("extract-job.yaml").path, Self.deploy.appendingPathComponent("train-job.yaml").path,
         ])

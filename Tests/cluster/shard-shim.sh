@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# shard-shim.sh MLTOOL train DATA --features-only --shard I/N [flags]: `--features-only --shard` for an mltool
+# shard-shim.sh MLTOOL train DATA --features-only --shard I/N|auto [flags]: `--features-only --shard` for an mltool
 # that lacks them (until issue 21 item 1 lands), built from what it has: the images of shard I (a stable hash of
 # their path below DATA, mod N) are linked into a scratch copy of DATA's class folders and trained on with the given
 # flags (the head is thrown away); their features land in the shared cache ($MLTOOL_CACHE), which is keyed by
@@ -22,7 +22,17 @@ while [ $# -gt 0 ]; do
     esac
     shift
 done
-i=${shard%/*} n=${shard#*/}
+if [ "$shard" = auto ]; then  # the rules of issue 21 item 1, as Tests/cluster/fake-mltool.sh has them
+    if [ -n "${SLURM_ARRAY_TASK_ID:-}" ]; then
+        i=$((SLURM_ARRAY_TASK_ID - ${SLURM_ARRAY_TASK_MIN:-0})); n=${SLURM_ARRAY_TASK_COUNT:?}
+    elif [ -n "${JOB_COMPLETION_INDEX:-}" ]; then
+        i=$JOB_COMPLETION_INDEX; n=${MLTOOL_SHARD_COUNT:?JOB_COMPLETION_INDEX needs MLTOOL_SHARD_COUNT}
+    elif [ -n "${RANK:-}" ]; then
+        i=$RANK; n=${WORLD_SIZE:?RANK needs WORLD_SIZE}
+    else echo "shard-shim.sh: --shard auto: no scheduler variables" >&2; exit 64; fi
+else
+    i=${shard%/*} n=${shard#*/}
+fi
 case "$i/$n" in *[!0-9/]*|/*|*/) echo "shard-shim.sh: --shard $shard is not I/N" >&2; exit 64 ;; esac
 
 scratch=$(mktemp -d "${TMPDIR:-/tmp}/mltool-shard-$i-of-$n.XXXXXX")
