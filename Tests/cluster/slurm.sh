@@ -60,11 +60,19 @@ up() {
             || cannot "'$p' is not installed (apt-get install slurm-wlm munge; make setup does it)"
     done
     export PATH="$PATH:/usr/sbin"
-    if [ -z "$dir" ]; then dir=$(mktemp -d "${TMPDIR:-/tmp}/mltool-slurm.XXXXXX"); CREATED=1; fi
+    if [ -z "$dir" ]; then
+        dir=$(mktemp -d "${TMPDIR:-/tmp}/mltool-slurm.XXXXXX")
+        # munge's socket path must fit 108 bytes: a long TMPDIR falls back to /tmp.
+        if [ "${#dir}" -gt 80 ]; then rmdir "$dir"; dir=$(mktemp -d /tmp/mltool-slurm.XXXXXX); fi
+        CREATED=1
+    fi
     mkdir -p "$dir"
     dir=$(cd "$dir" && pwd)
     # A unix socket path must fit 108 bytes.
-    [ "${#dir}" -le 80 ] || cannot "the cluster directory's path is too long for munge's socket: $dir"
+    if [ "${#dir}" -gt 80 ]; then
+        [ -z "$CREATED" ] || rm -rf "$dir"
+        cannot "the cluster directory's path is too long for munge's socket: $dir (set TMPDIR to a shorter folder)"
+    fi
     # munged wants its socket's directories executable by all and its key readable by its user only.
     mkdir -p "$dir/munge" "$dir/key" "$dir/state" "$dir/spool" "$dir/log" "$dir/run"
     chmod 755 "$dir" "$dir/munge"
