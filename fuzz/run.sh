@@ -20,15 +20,19 @@ cd "$(dirname "$0")/.."
 ROOT=$PWD
 SECONDS_EACH=${FUZZ_SECONDS:-60}
 SWIFT=${SWIFT:-swift}
-BUILD_DIR=$ROOT/fuzz/.build
+BUILD_DIR=${FUZZ_BUILD_DIR:-$ROOT/fuzz/.build}
 BIN=$BUILD_DIR/release/mltool-fuzz
 
 if [ "${FUZZ_BUILD:-1}" != 0 ]; then
     # -sanitize=fuzzer,address for Swift (libFuzzer's coverage and main, AddressSanitizer); the C targets
-    # (protobuf-c's generated descriptors, the HDF5 sandbox) get the same instrumentation through -Xcc.
+    # (protobuf-c's generated descriptors, the HDF5 sandbox, the kernels) get the same instrumentation through -Xcc,
+    # plus UndefinedBehaviorSanitizer in trap mode (no runtime to link: undefined behaviour is an illegal
+    # instruction, a crash to the fuzzer). swiftc refuses -sanitize=undefined on Linux; in Swift code its own checks
+    # (overflow, bounds, unwrapping) trap in every build mltool ships, which is what UBSan would add.
     "$SWIFT" build -c release --package-path fuzz --scratch-path "$BUILD_DIR" \
         -Xswiftc -sanitize=fuzzer,address -Xswiftc -parse-as-library \
-        -Xcc -fsanitize=fuzzer-no-link,address || { echo "fuzz: build failed" >&2; exit 2; }
+        -Xcc -fsanitize=fuzzer-no-link,address,undefined -Xcc -fsanitize-trap=undefined \
+        || { echo "fuzz: build failed" >&2; exit 2; }
 fi
 [ -x "$BIN" ] || { echo "fuzz: $BIN is missing (run without FUZZ_BUILD=0)" >&2; exit 2; }
 
