@@ -6,9 +6,10 @@ import Glibc
 /// Replaces a file with new bytes so that, whatever happens to the process (an error, `kill -9`, a full disk), the
 /// path holds either the old file or the new one, never a mixture (docs/SECURITY.md, "Crash safety").
 ///
-/// The bytes go to `.<name>.tmp-<pid>-XXXXXX` in the target's own directory (so the rename never crosses a file
-/// system), which is fsync'ed when `durable`, renamed over the target, and the directory fsync'ed. A temporary file
-/// left by a killed process is removed by the next write of the same name once its pid is no longer alive.
+/// The bytes go to `.<name>.tmp-<pid>@<host>-XXXXXX` in the target's own directory (so the rename never crosses a
+/// file system), which is fsync'ed when `durable`, renamed over the target, and the directory fsync'ed. A temporary
+/// file left by a killed process is removed by the next write of the same name on the same host once its pid is no
+/// longer alive; another host's files are left alone (on a shared file system its pid means nothing here).
 /// Callers (MLToolFormat's `AtomicFile`, MLToolData's `FeatureCache`) turn a `Failure` into their own typed error.
 public enum AtomicReplace {
     /// Why a replace failed: the step and the system's reason (strerror text, e.g. "No space left on device").
@@ -31,7 +32,7 @@ public enum AtomicReplace {
             throw Failure(step: "", reason: "it is a directory (mltool writes single files and never replaces a directory)", code: EISDIR)
         }
         if removingStale { removeStaleTemporaries(of: base, in: dir) }
-        var template = Array("\(dir)/.\(base).tmp-\(getpid())-XXXXXX".utf8CString)
+        var template = Array("\(dir)/.\(base).tmp-\(getpid())@\(host)-XXXXXX".utf8CString)
         let fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
         guard fd >= 0 else { throw failure("cannot create a temporary file in \(dir)") }
         let temp = template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
@@ -56,9 +57,19 @@ public enum AtomicReplace {
         guard fsync(dfd) == 0 else { throw failure("fsync directory \(dir)") }
     }
 
-    /// Removes `.<base>.tmp-<pid>-*` files in `dir` (any base when `base` is nil) whose pid is not a live process:
-    /// a killed writer's leftovers. A pid reused by an unrelated live process keeps its file until a later write;
-    /// nothing else is touched.
+    /// This machine's name as temporary files carry it (no "/", at most 64 bytes).
+    public static let host: String = {
+        var buffer = [CChar](repeating: 0, count: 256)
+        guard gethostname(&buffer, buffer.count - 1) == 0 else { return "localhost" }
+        let name = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            .replacingOccurrences(of: "/", with: "_")
+        return name.isEmpty ? "localhost" : String(name.prefix(64))
+    }()
+
+    /// Removes `.<base>.tmp-<pid>@<host>-*` files in `dir` (any base when `base` is nil) written on this host whose
+    /// pid is not a live process: a killed writer's leftovers. Files of other hosts (a shared cache on NFS, pods of
+    /// one Job) are never touched; files without a host (older releases) count as this host's. A pid reused by an
+    /// unrelated live process keeps its file until a later write; nothing else is touched.
     public static func removeStaleTemporaries(of base: String?, in dir: String) {
         guard let names = try? FileManager.default.contentsOfDirectory(atPath: dir) else { return }
         for name in names where name.hasPrefix(".") {
@@ -70,8 +81,12 @@ public enum AtomicReplace {
                 guard let r = name.range(of: ".tmp-", options: .backwards), r.lowerBound > name.startIndex else { continue }
                 rest = name[r.upperBound...]
             }
-            guard let dash = rest.firstIndex(of: "-"), let pid = pid_t(rest[..<dash]), pid > 0,
+            guard let end = rest.firstIndex(where: { $0 == "@" || $0 == "-" }), let pid = pid_t(rest[..<end]), pid > 0,
                   pid != getpid() else { continue }
+            if rest[end] == "@" {
+                let afterAt = rest[rest.index(after: end)...]
+                guard let dash = afterAt.lastIndex(of: "-"), afterAt[..<dash] == host else { continue }
+            }
             if kill(pid, 0) != 0 && errno == ESRCH { unlink(dir + "/" + name) }
         }
     }

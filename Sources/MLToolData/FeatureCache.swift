@@ -5,7 +5,7 @@ import MLToolCore
 ///
 /// Key: SHA-256 of the image file's content hash, the extractor's digest, the preprocessing description and the
 /// augmentation variant (`key(contentHash:extractor:preprocessing:variant:)`). Entries live in
-/// `<directory>/<first two hex digits>/<key>.f32` and are written to a temporary file `.<key>.f32.tmp-<pid>-XXXXXX` in
+/// `<directory>/<first two hex digits>/<key>.f32` and are written to a temporary file `.<key>.f32.tmp-<pid>@<host>-XXXXXX` in
 /// the same folder, then renamed (`AtomicReplace`), so a reader never sees half an entry; a killed writer's temporary
 /// files are removed by the next process that writes into that folder. Entry layout (little-endian):
 ///

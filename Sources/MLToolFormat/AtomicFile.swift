@@ -6,7 +6,7 @@ import Glibc
 
 /// Atomic file writes that never replace one of the command's own inputs.
 public enum AtomicFile {
-    /// Writes `bytes` to `path` atomically (`AtomicReplace`): a temporary file `.<name>.tmp-<pid>-XXXXXX` in the same
+    /// Writes `bytes` to `path` atomically (`AtomicReplace`): a temporary file `.<name>.tmp-<pid>@<host>-XXXXXX` in the same
     /// directory is written, fsync'ed and renamed over `path`, then the directory is fsync'ed. On any error (or a
     /// kill) an existing `path` is untouched; an error removes the temporary file, and a killed writer's temporary
     /// file is removed by the next write of the same path. Refuses when `path` is the same file as one of `inputs`

@@ -43,6 +43,13 @@ struct ShardSpecTests {
         ("auto", ["SLURM_ARRAY_TASK_ID": "1", "SLURM_ARRAY_TASK_COUNT": "2", "RANK": "0", "WORLD_SIZE": "8",
                   "JOB_COMPLETION_INDEX": "3", "MLTOOL_SHARD_COUNT": "5"], "1/2"),
         ("auto/3", ["SLURM_ARRAY_TASK_ID": "2"], "2/3"),
+        // One index resubmitted alone (sbatch --array=2): an array of one task; the given count makes it shard 2.
+        ("auto/4", ["SLURM_ARRAY_TASK_ID": "2", "SLURM_ARRAY_TASK_COUNT": "1", "SLURM_ARRAY_TASK_MIN": "2",
+                    "SLURM_ARRAY_TASK_MAX": "2"], "2/4"),
+        ("auto", ["SLURM_ARRAY_TASK_ID": "2", "SLURM_ARRAY_TASK_COUNT": "1", "SLURM_ARRAY_TASK_MIN": "2",
+                  "SLURM_ARRAY_TASK_MAX": "2", "MLTOOL_SHARD_COUNT": "4"], "2/4"),
+        ("auto", ["SLURM_ARRAY_TASK_ID": "2", "SLURM_ARRAY_TASK_COUNT": "1", "SLURM_ARRAY_TASK_MIN": "2",
+                  "SLURM_ARRAY_TASK_MAX": "2"], "0/1"),
         ("auto", ["SLURM_ARRAY_TASK_ID": "2"],
          "error: SLURM_ARRAY_TASK_ID=2: SLURM_ARRAY_TASK_COUNT is not set; give --shard auto/N"),
         ("auto", ["SLURM_ARRAY_TASK_ID": "4", "SLURM_ARRAY_TASK_COUNT": "5", "SLURM_ARRAY_TASK_MIN": "0",

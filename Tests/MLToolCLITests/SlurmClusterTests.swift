@@ -18,7 +18,7 @@ import Testing
 @Suite(.serialized) struct SlurmClusterTests {
     /// THE switch: true once `mltool train DATA --features-only --shard I/N|auto` exists (issue 21 item 1). Then the
     /// real mltool runs through Slurm and the Kubernetes Job's command, and the models are compared byte for byte.
-    static let shardedExtraction = false
+    static let shardedExtraction = true
 
     static let cluster = SharedDatasets.repository.appendingPathComponent("Tests/cluster")
     static let fakeMLTool = cluster.appendingPathComponent("fake-mltool.sh").path

@@ -85,17 +85,21 @@ import MLToolCore
         try? FileManager.default.removeItem(atPath: dir)
     }
 
-    /// A killed writer's temporary file (`.<name>.tmp-<pid>-XXXXXX`, pid no longer alive) is removed by the next write
-    /// of the same name; a live process's temporary file and other names' files are left alone.
+    /// A killed writer's temporary file (`.<name>.tmp-<pid>@<host>-XXXXXX`, this host, pid no longer alive; or the
+    /// older `.<name>.tmp-<pid>-XXXXXX`) is removed by the next write of the same name; a live process's temporary
+    /// file, another host's (a shared cache: its pid means nothing here) and other names' files are left alone.
     @Test func nextWriteRemovesADeadWritersTemporaryFile() throws {
         defer { try? FileManager.default.removeItem(atPath: dir) }
         var dead: pid_t = 4_000_000
         while kill(dead, 0) == 0 || errno != ESRCH { dead -= 1 }
         let live = getppid()
-        let names = [".m.mlt.tmp-\(dead)-AbC123", ".m.mlt.tmp-\(live)-XyZ789", ".other.mlt.tmp-\(dead)-QqQ000", "m.mlt.tmp-\(dead)-x"]
+        let host = AtomicReplace.host
+        let names = [".m.mlt.tmp-\(dead)-AbC123", ".m.mlt.tmp-\(dead)@\(host)-DeF456", ".m.mlt.tmp-\(dead)@other-node-7-GhI789",
+                     ".m.mlt.tmp-\(live)-XyZ789", ".m.mlt.tmp-\(live)@\(host)-JkL012", ".other.mlt.tmp-\(dead)-QqQ000", "m.mlt.tmp-\(dead)-x"]
         for n in names { try Data([1, 2, 3]).write(to: URL(fileURLWithPath: dir + "/" + n)) }
         try ModelFile.write(TestModels.tiny(), to: dir + "/m.mlt")
-        #expect(try entries() == ([".m.mlt.tmp-\(live)-XyZ789", ".other.mlt.tmp-\(dead)-QqQ000", "m.mlt", "m.mlt.tmp-\(dead)-x"]).sorted())
+        #expect(try entries() == ([".m.mlt.tmp-\(dead)@other-node-7-GhI789", ".m.mlt.tmp-\(live)-XyZ789", ".m.mlt.tmp-\(live)@\(host)-JkL012",
+                                   ".other.mlt.tmp-\(dead)-QqQ000", "m.mlt", "m.mlt.tmp-\(dead)-x"]).sorted())
         #expect(contents(dir + "/m.mlt") == (try ModelFile.serialize(TestModels.tiny())))
     }
 

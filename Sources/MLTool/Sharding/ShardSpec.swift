@@ -84,7 +84,8 @@ public struct ShardSpec: Sendable, Equatable, CustomStringConvertible {
     /// count given. `auto` looks, in order, at
     /// - Slurm job arrays: `SLURM_ARRAY_TASK_ID` and `SLURM_ARRAY_TASK_COUNT`; the index is counted from
     ///   `SLURM_ARRAY_TASK_MIN` (arrays need not start at 0: `--array=1-4` is shards 0...3 of 4). An array with a step
-    ///   or gaps (`--array=0-9:2`, `--array=1,3,7`) is refused: its ids do not number the shards 0..<N;
+    ///   or gaps (`--array=0-9:2`, `--array=1,3,7`) is refused: its ids do not number the shards 0..<N. An array of
+    ///   one task with the count given (`auto/N`, `MLTOOL_SHARD_COUNT`) is the resubmission of shard ID of N;
     /// - Kubernetes Indexed Jobs: `JOB_COMPLETION_INDEX`, with the count from `MLTOOL_SHARD_COUNT` or `auto/N`;
     /// - `RANK` and `WORLD_SIZE` (torchrun, MPI wrappers).
     /// A count given both ways must agree. Every refusal is `PipelineError.invalidParameter` (exit 64) naming the
@@ -121,6 +122,13 @@ public struct ShardSpec: Sendable, Equatable, CustomStringConvertible {
             return fromEnv ?? given
         }
         if let id = try number("SLURM_ARRAY_TASK_ID") {
+            // One index resubmitted alone (`sbatch --array=2`) is an array of one (COUNT 1, MIN = MAX = 2): with the
+            // count given (`auto/N` or MLTOOL_SHARD_COUNT) the task id itself is the shard, so it redoes shard 2 of
+            // N, not the whole data set. (Arrays should therefore start at 0, as deploy/slurm/extract.sbatch's do.)
+            if try number("SLURM_ARRAY_TASK_COUNT") == 1, env["MLTOOL_SHARD_COUNT"] != nil || given != nil,
+               let n = try count("MLTOOL_SHARD_COUNT"), n > 1 {
+                return try ShardSpec(index: id, count: n, origin: "SLURM_ARRAY_TASK_ID=\(id) (an array of one task; count \(n) given)")
+            }
             guard let n = try count("SLURM_ARRAY_TASK_COUNT") else {
                 throw refused("SLURM_ARRAY_TASK_ID=\(id)", "SLURM_ARRAY_TASK_COUNT is not set; give --shard auto/N")
             }
