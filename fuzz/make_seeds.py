@@ -175,6 +175,19 @@ def nested_pipelines(levels):
     return bytes(out)
 
 
+def coreml_packages(out):
+    """coreml-package seeds: each fixture package as the entry's archive (2-byte LE length + Manifest.json, 4-byte
+    LE length + model.mlmodel, then weights/weight.bin)."""
+    for name in ("small_cnn.mlpackage", "small_cnn_fp16.mlpackage", "unsupported.mlpackage"):
+        root = os.path.join(FIX, "coreml", name)
+        manifest = open(os.path.join(root, "Manifest.json"), "rb").read()
+        spec = open(os.path.join(root, "Data", "com.apple.CoreML", "model.mlmodel"), "rb").read()
+        wpath = os.path.join(root, "Data", "com.apple.CoreML", "weights", "weight.bin")
+        weights = open(wpath, "rb").read() if os.path.exists(wpath) else b""
+        put(out, "coreml-package", name.replace(".mlpackage", ".pkg"),
+            struct.pack("<H", len(manifest)) + manifest + struct.pack("<I", len(spec)) + spec + weights)
+
+
 def protobuf_depth(out):
     put(out, "coreml", "nested-pipelines-49.mlmodel", nested_pipelines(49))   # 99 messages deep: accepted
     d = os.path.join(out, "coreml", "regressions")
@@ -205,6 +218,7 @@ def main():
     feature_cache(a.out)
     keras_configs(a.out)
     protobuf_depth(a.out)
+    coreml_packages(a.out)
     with tempfile.TemporaryDirectory() as tmp:
         native_models(a.out, mltool, tmp)
         hdf5_replies(a.out, mltool, tmp)

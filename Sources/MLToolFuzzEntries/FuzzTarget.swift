@@ -23,6 +23,7 @@ public struct FuzzTarget: Sendable {
         FuzzTarget(name: "native-model", dictionary: "native-model", run: FuzzEntries.nativeModel),
         FuzzTarget(name: "onnx", dictionary: "protobuf", run: FuzzEntries.onnx),
         FuzzTarget(name: "coreml", dictionary: "protobuf", run: FuzzEntries.coreML),
+        FuzzTarget(name: "coreml-package", dictionary: "coreml-package", run: FuzzEntries.coreMLPackage),
         FuzzTarget(name: "keras-config", dictionary: "json", run: FuzzEntries.kerasConfig),
         FuzzTarget(name: "hdf5-replies", dictionary: "hdf5-replies", run: FuzzEntries.hdf5Replies),
         FuzzTarget(name: "keras-h5", dictionary: "hdf5", run: FuzzEntries.kerasH5),
@@ -108,6 +109,33 @@ public enum FuzzEntries {
     @Sendable public static func coreML(_ bytes: [UInt8]) -> Bool {
         let path = file("model.mlmodel", bytes)
         return accepts { _ = try CoreMLImporter.importModel(path: path) }
+    }
+
+    /// `mltool import x.mlpackage`: the package reader (Manifest.json, the paths it names, kept inside the package),
+    /// the specification and the ML Program's `weight.bin` blobs (offsets, sizes, sentinels). The bytes are a small
+    /// archive (`packageParts`): a 2-byte little-endian length and Manifest.json, a 4-byte length and the
+    /// specification, then weight.bin; they are written at the layout coremltools writes, and whatever paths the
+    /// (mutated) manifest names are the reader's to refuse.
+    @Sendable public static func coreMLPackage(_ bytes: [UInt8]) -> Bool {
+        let (manifest, spec, weights) = packageParts(bytes)
+        let root = "package/m.mlpackage"
+        _ = file(root + "/Manifest.json", manifest)
+        _ = file(root + "/Data/com.apple.CoreML/model.mlmodel", spec)
+        _ = file(root + "/Data/com.apple.CoreML/weights/weight.bin", weights)
+        return accepts { _ = try CoreMLImporter.importModel(path: scratch + "/" + root) }
+    }
+
+    /// Splits a `coreml-package` input into manifest, specification and weights (lengths past the end are cut).
+    public static func packageParts(_ b: [UInt8]) -> (manifest: ArraySlice<UInt8>, spec: ArraySlice<UInt8>, weights: ArraySlice<UInt8>) {
+        func length(_ at: Int, _ width: Int) -> Int {
+            guard at + width <= b.count else { return 0 }
+            return (0..<width).reduce(0) { $0 | Int(b[at + $1]) << (8 * $1) }
+        }
+        let m = min(length(0, 2), max(0, b.count - 2))
+        let specAt = min(b.count, 2 + m)
+        let s = min(length(specAt, 4), max(0, b.count - specAt - 4))
+        let specStart = min(b.count, specAt + 4)
+        return (b[min(2, b.count)..<specAt], b[specStart..<(specStart + s)], b[(specStart + s)...])
     }
 
     /// The Keras `model_config` JSON (the text the HDF5 reader hands over) through its parser.
