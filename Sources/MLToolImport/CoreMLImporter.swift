@@ -26,15 +26,8 @@ public enum CoreMLImporter {
             throw ImportError.unreadable(file: specPath, reason: "no such file or permission denied")
         }
         guard !data.isEmpty else { throw ImportError.malformed(file: specPath, reason: "the file is empty") }
-        let parsed: Result<UnsafeMutablePointer<Spec>?, ProtobufWire.Problem> = data.withUnsafeBytes { raw in
-            withUnsafePointer(to: core_ml__specification__model__descriptor) { descriptor in
-                if let problem = ProtobufWire.firstProblem(in: raw, message: descriptor) { return .failure(problem) }
-                return .success(core_ml__specification__model__unpack(nil, raw.count, raw.baseAddress?.assumingMemoryBound(to: UInt8.self)))
-            }
-        }
-        guard let spec = try ImportError.unpacked(parsed, file: specPath, format: "a Core ML model specification") else {
-            throw ImportError.malformed(file: specPath, reason: "protobuf-c could not unpack Model although its wire format checks out (out of memory?)")
-        }
+        let spec = try ProtobufWire.unpack(data, core_ml__specification__model__descriptor, file: specPath,
+                                           format: "a Core ML model specification") { core_ml__specification__model__unpack(nil, $0, $1) }
         defer { core_ml__specification__model__free_unpacked(spec, nil) }
         var importer = CoreMLModelImporter(file: specPath, package: package, source: path)
         return try importer.run(spec.pointee)

@@ -57,14 +57,8 @@ struct ONNXFile {
             throw ImportError.unreadable(file: path, reason: "permission denied or I/O error")
         }
         guard !data.isEmpty else { throw ImportError.malformed(file: path, reason: "the file is empty") }
-        let parsed: Result<UnsafeMutablePointer<Onnx__ModelProto>?, ProtobufWire.Problem> = data.withUnsafeBytes { raw in
-            withUnsafePointer(to: onnx__model_proto__descriptor) { descriptor in
-                if let problem = ProtobufWire.firstProblem(in: raw, message: descriptor) { return .failure(problem) }
-                return .success(onnx__model_proto__unpack(nil, raw.count, raw.baseAddress?.assumingMemoryBound(to: UInt8.self)))
-            }
-        }
-        guard let model = try ImportError.unpacked(parsed, file: path, format: "an ONNX protobuf") else {
-            throw ImportError.malformed(file: path, reason: "protobuf-c could not unpack ModelProto although its wire format checks out (out of memory?)")
+        let model = try ProtobufWire.unpack(data, onnx__model_proto__descriptor, file: path, format: "an ONNX protobuf") {
+            onnx__model_proto__unpack(nil, $0, $1)
         }
         defer { onnx__model_proto__free_unpacked(model, nil) }
         let m = model.pointee

@@ -1,6 +1,7 @@
 import CCoreMLProto
 import COnnxProto
 import CProtobufC
+import Foundation
 import MLToolCore
 
 /// A walk over protobuf wire bytes guided by protobuf-c's generated descriptors, run before protobuf-c unpacks a
@@ -277,11 +278,25 @@ enum ProtobufWire {
     }
 }
 
-extension ImportError {
-    /// protobuf-c's result, or the wire walk's problem as an error naming the byte and the field path.
-    static func unpacked<T>(_ result: Result<T?, ProtobufWire.Problem>, file: String, format: String) throws -> T? {
+extension ProtobufWire {
+    /// `data` walked (`firstProblem`) and then unpacked by protobuf-c's generated `unpack` for `descriptor`'s message.
+    /// A problem the walk finds is an `ImportError` naming the byte and the field path (`malformed`: "not <format>:
+    /// byte N, path: reason"; `refused` for a limit of mltool's); protobuf-c failing where the walk found nothing
+    /// (its allocations) is `malformed` too. The caller frees what this returns.
+    static func unpack<T>(_ data: Data, _ descriptor: ProtobufCMessageDescriptor, file: String, format: String,
+                          _ unpack: (Int, UnsafePointer<UInt8>?) -> UnsafeMutablePointer<T>?) throws -> UnsafeMutablePointer<T> {
+        let result: Result<UnsafeMutablePointer<T>?, Problem> = data.withUnsafeBytes { raw in
+            withUnsafePointer(to: descriptor) { d in
+                if let problem = firstProblem(in: raw, message: d) { return .failure(problem) }
+                return .success(unpack(raw.count, raw.baseAddress?.assumingMemoryBound(to: UInt8.self)))
+            }
+        }
         switch result {
-        case let .success(value): return value
+        case let .success(value?):
+            return value
+        case .success(nil):
+            let name = String(cString: descriptor.short_name)
+            throw ImportError.malformed(file: file, reason: "protobuf-c could not unpack \(name) although its wire format checks out (out of memory?)")
         case let .failure(p) where p.limit:
             throw ImportError.refused(file: file, place: "byte \(p.offset), \(p.place)", reason: p.reason)
         case let .failure(p):
