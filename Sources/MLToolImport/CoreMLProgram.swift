@@ -235,11 +235,15 @@ struct CoreMLProgramReader {
             inputs.append(GraphInput(name: n, shape: Layout.irShape(shape)))
         }
         if let image = imageInput { liftPreprocessing(ops, image: image) }
-        for op in ops {
+        for (index, op) in ops.enumerated() {
             let type = cString(op.type)
             let outputs = (0..<op.n_outputs).map { cString(op.outputs[$0]?.pointee.name) }
             g.label = "op '\(outputs.first ?? "")' (\(type))"
             guard let converter = CoreMLProgramOps.converters[type] else { continue }
+            // Every converter names its result after the op's first output.
+            guard !outputs.isEmpty else {
+                throw ImportError.invalid(file: file, place: "op \(index) of the main block (\(type))", expected: "at least one output", actual: "none")
+            }
             if lifted.contains(outputs.first ?? "") { continue }
             try converter(&self, op, outputs)
         }

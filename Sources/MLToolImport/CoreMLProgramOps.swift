@@ -257,6 +257,7 @@ extension CoreMLProgramReader {
         let axis = try int(op, "axis", 0)
         guard axis >= 0, axis < max(q.shape.count, 1) else { throw g.invalid("axis", expected: "0..<\(q.shape.count)", actual: "\(axis)") }
         let n = q.shape.isEmpty ? 1 : q.shape[axis]
+        guard n >= 1 else { throw g.invalid("quantized_data", expected: "a non-empty tensor", actual: "shape \(q.shape)") }
         guard (scale.values.count == 1 || scale.values.count == n), (zp.values.count == 1 || zp.values.count == n) else {
             throw g.invalid("scale", expected: "1 or \(n) values (axis \(axis) of \(q.shape))", actual: "\(scale.values.count) scales, \(zp.values.count) zero points")
         }
