@@ -10,19 +10,12 @@ import Testing
 /// `deploy/kubernetes/*.yaml` here with the variables the Job controller sets.
 /// The Slurm flow runs twice: with `Tests/cluster/fake-mltool.sh`, which does what `mltool train --features-only
 /// --shard` is specified to do on 40 file names (and records what each shard extracted and found), and with the real
-/// mltool over Fashion-MNIST small (20 images per class), its model compared byte for byte with one process's. Until
-/// `--features-only --shard` exists, the real mltool is reached through `Tests/cluster/shard-shim.sh` (each shard trains
-/// on its own images, filling the shared cache); `shardedExtraction` switches to the real command.
+/// mltool over Fashion-MNIST small (20 images per class), its model compared byte for byte with one process's.
 /// Where Slurm cannot start (slurm.sh exits 77) the test says why: a loud skip, a failure under
 /// MLTOOL_REQUIRE_ORACLES=1 (`make test`, CI, which install slurm-wlm and munge).
 @Suite(.serialized) struct SlurmClusterTests {
-    /// THE switch: true once `mltool train DATA --features-only --shard I/N|auto` exists (issue 21 item 1). Then the
-    /// real mltool runs through Slurm and the Kubernetes Job's command, and the models are compared byte for byte.
-    static let shardedExtraction = true
-
     static let cluster = SharedDatasets.repository.appendingPathComponent("Tests/cluster")
     static let fakeMLTool = cluster.appendingPathComponent("fake-mltool.sh").path
-    static let shim = cluster.appendingPathComponent("shard-shim.sh").path
     static let fashion = SharedDatasets.repository.appendingPathComponent("datasets/fashion-mnist-small").path
     static let extractor = SharedDatasets.repository.appendingPathComponent("models/efficientnet-lite0.bin").path
     static let deploy = SharedDatasets.repository.appendingPathComponent("deploy/kubernetes")
@@ -69,11 +62,6 @@ import Testing
     /// The real mltool ($MLTOOL_BIN) with Fashion-MNIST small and the extractor beside it; nil (a loud skip, a
     /// failure under MLTOOL_REQUIRE_ORACLES=1) when one is missing.
     static func realMLTool() -> String? {
-        if !shardedExtraction, let bin = Oracles.mltoolBinary, let help = try? Tool.run(["train", "--help"]),
-           help.stdout.contains("--shard") || help.stderr.contains("--shard") {
-            // The switch must not stay off once the command exists.
-            Issue.record("\(bin) train --help mentions --shard: set SlurmClusterTests.shardedExtraction = true")
-        }
         guard let bin = Oracles.mltoolBinary else {
             Oracles.missing("SlurmClusterTests (real mltool): \(Oracles.mltoolBinaryProblem)")
             return nil
@@ -94,7 +82,6 @@ import Testing
         let real = Self.realMLTool()
         if let real {
             args += ["--mltool", real, "--data", Self.fashion + "/train", "--extractor", Self.extractor, "--per-class", "20"]
-            if !Self.shardedExtraction { args.append("--shim") }
         }
         let run = try Self.script("run_cluster_test.py", args)
         if run.status == 77 {
@@ -212,7 +199,7 @@ import Testing
         }
         let out = dir.file("k8s.json")
         let run = try Self.script("run_k8s_job.py", [
-            "--mltool", real.map { Self.shardedExtraction ? $0 : Self.shim + " " + $0 } ?? Self.fakeMLTool, "--volume", "data=" + data, "--volume", "cache=" + cache,
+            "--mltool", real ?? Self.fakeMLTool, "--volume", "data=" + data, "--volume", "cache=" + cache,
             "--cwd", SharedDatasets.repository.path, "--report", out,
             Self.deploy.appendingPathComponent("extract-job.yaml").path, Self.deploy.appendingPathComponent("train-job.yaml").path,
         ])

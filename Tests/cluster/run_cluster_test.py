@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Issue 21 item 4: mltool's Slurm plumbing against a real single-node Slurm cluster (Tests/cluster/slurm.sh).
 
-    run_cluster_test.py --report OUT.json [--mltool BIN --data DIR --extractor MODEL --per-class K [--shim]]
+    run_cluster_test.py --report OUT.json [--mltool BIN --data DIR --extractor MODEL --per-class K]
 
 Starts the cluster, then records (in OUT.json, checked by Tests/MLToolCLITests/SlurmClusterTests.swift):
   smoke     a generic `sbatch --array=0-3 --wait` whose tasks write SLURM_ARRAY_TASK_ID/COUNT/MIN to a shared folder,
@@ -10,8 +10,7 @@ Starts the cluster, then records (in OUT.json, checked by Tests/MLToolCLITests/S
             `submit 4`, shard 2 hangs half-way and is scancel'led, the train job is left pending, `resubmit 2 TRAIN`,
             the train job runs; its model against a one-process run of the same command;
   real      (only with --mltool) the same flow with the real mltool over the first K images per class of DATA,
-            the sharded model against a one-process `mltool train` with the same flags, byte for byte (--shim:
-            for an mltool without --features-only --shard, through Tests/cluster/shard-shim.sh).
+            the sharded model against a one-process `mltool train` with the same flags, byte for byte.
 Exit 0 when the report is written, 77 when Slurm cannot start here (the reason on stderr), 1 on a harness error.
 Every wait is bounded. The cluster is stopped and its directory removed on every path out.
 """
@@ -32,7 +31,6 @@ REPO = os.path.dirname(os.path.dirname(HERE))
 SLURM_SH = os.path.join(HERE, "slurm.sh")
 FAKE_MLTOOL = os.path.join(HERE, "fake-mltool.sh")
 EXTRACT_SBATCH = os.path.join(REPO, "deploy", "slurm", "extract.sbatch")
-SHIM = os.path.join(HERE, "shard-shim.sh")
 SHARDS = 4
 HELD = 2  # the shard that is killed and resubmitted
 
@@ -246,7 +244,6 @@ def main():
     ap.add_argument("--data", help="an image folder of class folders (the real part)")
     ap.add_argument("--extractor", help="the extractor model (the real part)")
     ap.add_argument("--per-class", type=int, default=40)
-    ap.add_argument("--shim", action="store_true", help="give --mltool --features-only --shard through shard-shim.sh")
     ap.add_argument("--work", help="keep the work folder here instead of a removed temporary one")
     args = ap.parse_args()
 
@@ -279,7 +276,7 @@ def main():
                 raise HarnessError("--mltool needs --data and --extractor")
             data = subset(work, args.data, args.per_class)
             flags = f"--extractor {args.extractor} --seed 1 --threads 2 --no-provenance"
-            mltool = f"{SHIM} {args.mltool}" if args.shim else args.mltool
+            mltool = args.mltool
             report["real"] = deploy_flow(cluster, work, "real", f"{hold} {mltool}", data, flags, 600)
     except (HarnessError, subprocess.TimeoutExpired) as e:
         report["error"] = str(e)
