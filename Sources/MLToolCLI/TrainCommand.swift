@@ -68,6 +68,7 @@ extension CLI {
             OptionSpec("--features-only", help: "Images: fill the feature cache and stop (no model); see --shard and docs/SCALE.md."),
             OptionSpec("--shard", value: "I/N|auto", help: "With --features-only: only shard I of N (auto: from Slurm, Kubernetes or RANK/WORLD_SIZE)."),
             OptionSpec("--manifest", value: "PATH", help: "With --features-only: the shard's JSON manifest (default <cache>/shards/…)."),
+            OptionSpec("--memory", value: "SIZE", help: "Images: memory for the head, e.g. 2G (default half the machine's); past it the head trains out of core."),
             OptionSpec("--quiet", short: "-q", help: "No progress output."), noProvenance,
         ]
     ) { args in
@@ -81,7 +82,7 @@ extension CLI {
         let told = WordTaggerTraining.looksLikeTaggedData(path) ? "tagger"
             : ObjectDetectorTrainer.looksLikeDetectionData(path) ? "detect" : data.isText ? "text" : "image"
         let task = args.string("--task") ?? told
-        if task != "image", let o = ["--features-only", "--shard", "--manifest", "--cache"].first(where: args.has) {
+        if task != "image", let o = ["--features-only", "--shard", "--manifest", "--cache", "--memory"].first(where: args.has) {
             throw CLIError.notSupported("\(o) for \(task) data (sharded feature extraction is for image classifiers)")
         }
         switch task {
@@ -112,6 +113,7 @@ extension CLI {
         p.maxPixels = try args.int("--max-pixels", default: p.maxPixels)
         p.threads = try args.int("--threads", default: p.threads)
         p.cacheDirectory = args.string("--cache").map { $0 + "/features" }
+        p.memoryBudget = try args.string("--memory").map { try ParameterText.memory($0) }
         let test = args.string("--test").map { TrainingData.path($0, pathColumn: data.pathColumn, labelColumn: data.labelColumn) }
         if test == nil { p.holdoutFraction = try holdout(args, default: p.holdoutFraction) }
         let out = args.string("--out") ?? "model.bin"
@@ -131,8 +133,8 @@ extension CLI {
         print("trained \(r.model.metadata.labels.count) classes on \(r.trainCount) images (\(r.validationCount) validation, \(r.holdoutCount) holdout)")
         print(accuracyLine(r))
         print(String(format: "  l2 %.0e, %d iterations (%@)", r.l2, r.iterations, r.stopReason.rawValue))
-        print(String(format: "  seconds    features %.1f (%d extracted), head %.2f, total %.1f", r.featureSeconds, r.extractedCount,
-                     r.fitSeconds, Date().timeIntervalSince(started)))
+        print(String(format: "  seconds    features %.1f (%d extracted), head %.2f%@, total %.1f", r.featureSeconds, r.extractedCount,
+                     r.fitSeconds, r.outOfCore ? " (out of core)" : "", Date().timeIntervalSince(started)))
         print("  wrote      \(out)")
     }
 

@@ -42,6 +42,28 @@ public enum LogisticRegression {
         }
     }
 
+    /// Fits weights for rows of a `FeatureRowFile` (out of core): the training rows `rows`, the validation rows
+    /// `validation.rows` of the same file. Memory holds the weights and a few blocks of rows, whatever the number of
+    /// rows; every evaluation reads the rows once. Given the same rows, the result is bit-identical to the in-memory
+    /// `fit(x:…)`: the same blocks, products and sums in the same order.
+    public static func fit(file: FeatureRowFile, rows: Range<Int>, labels: [Int], classes: Int,
+                           validation: (rows: Range<Int>, labels: [Int])?, options: LogisticRegressionOptions,
+                           sampleWeights: [Float]? = nil, warmStart: LogisticRegressionModel? = nil,
+                           progress: ((IterationRecord) -> Void)?) throws -> LogisticRegressionModel {
+        openblas_set_num_threads(1)
+        for (what, r) in [("training rows", rows), ("validation rows", validation?.rows ?? 0..<1)]
+            where r.isEmpty || r.lowerBound < 0 || r.upperBound > file.rows {
+            throw TrainError.shapeMismatch(what: what, expected: "a non-empty part of the file's \(file.rows) rows",
+                                           actual: "rows \(r.lowerBound)..<\(r.upperBound)")
+        }
+        let train = FileRows(file: file, first: rows.lowerBound, rows: rows.count)
+        let model = try fit(train, validation.map { FileRows(file: file, first: $0.rows.lowerBound, rows: $0.rows.count) },
+                            labels: labels, validationLabels: validation?.labels ?? [], classes: classes,
+                            options: options, sampleWeights: sampleWeights, warmStart: warmStart, progress: progress)
+        try file.check()
+        return model
+    }
+
     /// Fits weights for sparse rows (e.g. TF-IDF text features), `x.cols × classes`; otherwise as the dense `fit`.
     /// Memory is proportional to the non-zeros plus the weights.
     public static func fit(sparse x: CSRMatrix, labels: [Int], classes: Int,

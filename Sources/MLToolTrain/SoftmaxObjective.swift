@@ -28,7 +28,7 @@ struct SoftmaxObjective<Matrix: FeatureMatrix> {
 
     /// J(θ), and ∇J(θ) into `gradient` when it is given.
     func evaluate(_ theta: UnsafePointer<Float>, gradient: UnsafeMutablePointer<Float>?) -> Evaluation {
-        if Matrix.fusesRowBlocks { return evaluateFused(theta, gradient: gradient) }
+        if let dense = matrix as? any DenseBlockSource { return evaluateFused(dense, theta, gradient: gradient) }
         // Sparse rows: the logits of all rows (n × k floats, small next to the non-zeros), turned into ∂CE/∂z in
         // place, then one transposed product over all rows.
         let n = matrix.rows, k = classes
@@ -62,9 +62,11 @@ struct SoftmaxObjective<Matrix: FeatureMatrix> {
     static var maxGroups: Int { 8 }
 
     /// Dense rows: each of a fixed number of row groups runs forward, softmax and the gradient product on one
-    /// cache-sized block of rows after another (the block is read from memory once, not twice), into its own
-    /// partial gradient; the partials are added in group order. The groups run in parallel.
-    func evaluateFused(_ theta: UnsafePointer<Float>, gradient: UnsafeMutablePointer<Float>?) -> Evaluation {
+    /// cache-sized block of rows after another (the block is read from memory, or from a file out of core, once,
+    /// not twice), into its own partial gradient; the partials are added in group order. The groups run in
+    /// parallel. The blocks depend on n and d only, so in-memory and file rows give the same bits.
+    func evaluateFused<D: DenseBlockSource>(_ matrix: D, _ theta: UnsafePointer<Float>,
+                                            gradient: UnsafeMutablePointer<Float>?) -> Evaluation {
         let n = matrix.rows, d = matrix.cols, k = classes
         let dk = d &* k
         let bias = theta + dk
@@ -82,10 +84,14 @@ struct SoftmaxObjective<Matrix: FeatureMatrix> {
         defer { grads.deallocate() }
         let z = UnsafeMutablePointer<Float>.allocate(capacity: groups &* subRows &* k)
         defer { z.deallocate() }
+        // Each group's scratch block (used by rows that are not in memory).
+        let blocks = UnsafeMutablePointer<Float>.allocate(capacity: groups &* subRows &* d)
+        defer { blocks.deallocate() }
         let ps = SharedPointer(p: partial), gs = SharedPointer(p: grads), zs = SharedPointer(p: z)
+        let scratch = SharedPointer(p: blocks)
         let g0 = gradient.map { SharedPointer(p: $0) }
         let ts = SharedPointer(p: UnsafeMutablePointer(mutating: theta))
-        let bs = SharedPointer(p: UnsafeMutablePointer(mutating: bias)), matrix = self.matrix
+        let bs = SharedPointer(p: UnsafeMutablePointer(mutating: bias))
         withRows { rows in
             DispatchQueue.concurrentPerform(iterations: groups) { g in
                 let r0 = g &* n / groups, r1 = (g &+ 1) &* n / groups
@@ -95,9 +101,13 @@ struct SoftmaxObjective<Matrix: FeatureMatrix> {
                 var s = r0
                 while s < r1 {
                     let e = min(s &+ subRows, r1)
-                    matrix.forward(rows: s..<e, weights: ts.p, classes: k, into: zg)
-                    rows.softmax(zg, rows: s..<e, bias: bs.p, classes: k, gradient: wantGradient, into: out)
-                    if let grad { matrix.accumulateTransposed(rows: s..<e, g: zg, classes: k, into: grad) }
+                    matrix.withBlock(rows: s..<e, scratch: scratch.p + g &* subRows &* d) { block in
+                        DenseBlock.forward(block, count: e &- s, cols: d, weights: ts.p, classes: k, into: zg)
+                        rows.softmax(zg, rows: s..<e, bias: bs.p, classes: k, gradient: wantGradient, into: out)
+                        if let grad {
+                            DenseBlock.accumulateTransposed(block, count: e &- s, cols: d, g: zg, classes: k, into: grad)
+                        }
+                    }
                     s = e
                 }
             }

@@ -7,7 +7,6 @@ import MLToolCore
 /// summed in row order by one thread, so results do not depend on the thread count.
 /// Sendable: a read-only view, shared by the tasks of one call.
 struct SparseRows: FeatureMatrix, @unchecked Sendable {
-    static var fusesRowBlocks: Bool { false }
     let offsets: UnsafePointer<Int>
     let columns: UnsafePointer<Int32>
     let values: UnsafePointer<Float>

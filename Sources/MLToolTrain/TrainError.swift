@@ -15,11 +15,14 @@ public enum TrainError: MLToolError, Equatable {
     case invalidOption(name: String, value: String, expected: String)
     /// A feature that is planned but not built yet.
     case notYetSupported(what: String)
+    /// A scratch file (out-of-core rows) could not be created, written or read.
+    case io(file: String, operation: String, offset: Int, reason: String)
 
     public var exitStatus: ExitStatus {
         switch self {
         case .invalidOption: return .usage
         case .notYetSupported: return .software
+        case .io: return .ioError
         default: return .dataError
         }
     }
@@ -38,6 +41,8 @@ public enum TrainError: MLToolError, Equatable {
             return "option \(name): \(value), expected \(expected)"
         case let .notYetSupported(what):
             return "\(what) is not yet supported"
+        case let .io(file, operation, offset, reason):
+            return "\(file): cannot \(operation) at byte \(offset): \(reason)"
         }
     }
 }

@@ -52,7 +52,8 @@ extension ImageClassifierTrainer {
         let extraction: Extraction
         do {
             extraction = try extract(plan.extractor, train: plan.train, validation: plan.validation, holdout: plan.holdout,
-                                     owns: { owned.contains($0.path) }, emit: emit, cancellation: cancellation)
+                                     owns: { owned.contains($0.path) }, keepWithin: 0, emit: emit,
+                                     cancellation: cancellation)
         } catch {
             // A stop (strict mode's first bad image, a cache that cannot be written, a cancellation) is recorded too.
             record.failures.append(.init(path: "", reason: (error as? MLToolError)?.description ?? "\(error)"))

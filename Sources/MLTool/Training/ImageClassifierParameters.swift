@@ -42,6 +42,10 @@ public struct ImageClassifierParameters: Sendable {
     public var threads = 0
     /// The feature cache folder; nil: `FeatureCache.defaultDirectory()` ($MLTOOL_CACHE or ~/.cache/mltool).
     public var cacheDirectory: String?
+    /// Bytes the head may hold in memory (nil: `MemoryBudget.machineDefault()`, half the machine's or the
+    /// container's memory). When the features need more (`HeadMemory.inMemoryBytes`), the head trains out of core
+    /// from a scratch file in the cache folder: the same model, memory bounded whatever the number of images.
+    public var memoryBudget: Int?
     /// The model's name in its metadata (`mltool train -o x.bin` names it "x").
     public var name = "model"
 

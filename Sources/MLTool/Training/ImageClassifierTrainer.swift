@@ -20,10 +20,12 @@ public struct ImageClassifierTrainer: Sendable {
         self.data = data; self.testData = testData; self.parameters = parameters
     }
 
-    /// An item with its features and the content hash recorded in the split manifest.
+    /// An item with its features (empty when the head trains out of core: they are read back from the cache by
+    /// `key`), and the content hash recorded in the split manifest.
     struct Featured {
         var item: ImageItem
         var sha256: String
+        var key: String
         var features: [Float]
     }
 
@@ -45,7 +47,8 @@ public struct ImageClassifierTrainer: Sendable {
 
         // Features.
         let extraction = try extract(extractor, train: plan.train, validation: plan.validation, holdout: holdoutItems,
-                                     emit: emit, cancellation: cancellation)
+                                     keepWithin: p.memoryBudget ?? MemoryBudget.machineDefault(), emit: emit,
+                                     cancellation: cancellation)
         var train = extraction.train, validation = extraction.validation
         let holdout = extraction.holdout
         if !extraction.failures.isEmpty {
@@ -57,94 +60,16 @@ public struct ImageClassifierTrainer: Sendable {
                             seconds: extraction.seconds))
         try cancellation.check()
 
-        // The head.
+        // The head, on features in memory or, past the memory budget, on rows streamed from a scratch file.
         let labels = dataset.labels
-        let labelIndex = Dictionary(labels.enumerated().map { ($1, $0) }, uniquingKeysWith: { a, _ in a })
-        guard let width = train.first?.features.count, width > 0 else {
+        guard let width = extraction.width, width > 0 else {
             throw PipelineError.badInput(file: data.location ?? dataset.source, reason: "no usable training images")
         }
-        func matrix(_ rows: [Featured]) -> [Float] {
-            var m = [Float](); m.reserveCapacity(rows.count * width)
-            for r in rows { m += r.features }
-            return m
-        }
         let fitStart = Date()
-        // Memory: one matrix for training + validation rows (room reserved up front, so appending the validation
-        // rows for the refit never copies it), standardised in place; the per-image copies are released once
-        // they are in it. 60,000 Fashion-MNIST images peaked at 1.09 GiB before this, with four full copies.
-        let nTrain = train.count, nValidation = validation.count
-        var x = [Float]()
-        x.reserveCapacity((nTrain + nValidation) * width)
-        for r in train { x += r.features }
-        let standardizer = try Standardizer.fit(x: x, rows: nTrain, cols: width)
-        try standardizer.apply(&x, rows: nTrain)
-        let yTrain = train.map { labelIndex[$0.item.label] ?? 0 }
-        let yValidation = validation.map { labelIndex[$0.item.label] ?? 0 }
-        let xValidation = validation.isEmpty ? [] : try standardizer.applied(matrix(validation), rows: nValidation)
-        train = train.map { Featured(item: $0.item, sha256: $0.sha256, features: []) }
-        validation = validation.map { Featured(item: $0.item, sha256: $0.sha256, features: []) }
-        let validationData: (x: [Float], rows: Int, labels: [Int])? = validation.isEmpty ? nil
-            : (xValidation, nValidation, yValidation)
-        var options = LogisticRegressionOptions()
-        options.l2 = p.l2
-        options.maxIterations = p.maxIterations
-        options.balanceClasses = p.balanceClasses
-        options.earlyStoppingPatience = p.earlyStoppingPatience
-        options.l2Grid = p.l2Grid
-        options.tolerance = p.tolerance
-        options.selection = .logLoss
-        emit(.fitStarted)
-        let fullIterations = options.maxIterations
-        let refitting = options.l2 == .auto && !validation.isEmpty
-        // Choosing the strength needs the validation loss of each candidate, not a fully converged fit: the
-        // search stops each candidate early and the refit below converges.
-        if refitting { options.maxIterations = min(fullIterations, p.searchIterations) }
-        var fitted = try LogisticRegression.fit(
-            x: x, rows: nTrain, cols: width, labels: yTrain, classes: labels.count, validation: validationData,
-            options: options, progress: { emit(.iteration($0)) })
-        try cancellation.check()
-        if refitting {
-            // The validation split chose the strength; the final head learns from training + validation images
-            // (standardised with the training rows' statistics).
-            x.append(contentsOf: xValidation)
-            var refit = options
-            refit.l2 = .fixed(fitted.chosenL2)
-            refit.maxIterations = fullIterations
-            let chosen = fitted
-            // From the chosen fit: the added validation rows move the optimum only a little.
-            fitted = try LogisticRegression.fit(
-                x: x, rows: nTrain + nValidation, cols: width, labels: yTrain + yValidation, classes: labels.count,
-                validation: nil, options: refit, warmStart: chosen, progress: nil)
-            fitted.validationAccuracy = chosen.validationAccuracy
-            fitted.validationLoss = chosen.validationLoss
-        }
-        // The standardisation stays a separate float affine step in the graph rather than being folded into the
-        // weights: folding divides by tiny feature deviations, which leaves a few huge weights per class that an
-        // int8 scale cannot share with the rest (measured: the folded head lost 32 points at int8).
-        let head = fitted
+        let fit = try fitHead(train: &train, validation: &validation, holdout: holdout, labels: labels, width: width,
+                              outOfCore: extraction.outOfCore, emit: emit, cancellation: cancellation)
+        let standardizer = fit.standardizer, head = fit.head, metrics = fit.metrics
         let fitSeconds = Date().timeIntervalSince(fitStart)
-
-        // Metrics through the head exactly as the model computes it after extraction, a block of rows at a time.
-        func accuracy(_ standardized: [Float], rows: Int, labels truth: [Int]) throws -> Double? {
-            guard rows > 0 else { return nil }
-            var correct = 0
-            for start in stride(from: 0, to: rows, by: 4096) {
-                let end = min(rows, start + 4096)
-                let p = try head.probabilities(Array(standardized[(start * width)..<(end * width)]), rows: end - start)
-                for i in 0..<(end - start) {
-                    let row = Array(p[(i * labels.count)..<((i + 1) * labels.count)])
-                    if Metrics.argmax(row) == truth[start + i] { correct += 1 }
-                }
-            }
-            return Double(correct) / Double(rows)
-        }
-        var metrics = [String: Double]()
-        metrics["train.accuracy"] = try accuracy(x, rows: nTrain, labels: yTrain)
-        metrics["validation.accuracy"] = fitted.validationAccuracy
-        metrics["holdout.accuracy"] = holdout.isEmpty ? nil : try accuracy(
-            try standardizer.applied(matrix(holdout), rows: holdout.count), rows: holdout.count,
-            labels: holdout.map { labelIndex[$0.item.label] ?? 0 })
-        metrics["l2"] = head.chosenL2
 
         // The model: extractor up to the features, then dense + softmax.
         let (nodes, tensors, graph) = try extractor.truncated()
@@ -181,7 +106,7 @@ public struct ImageClassifierTrainer: Sendable {
             model: model, metrics: metrics, trainCount: train.count, validationCount: validation.count,
             holdoutCount: holdout.count, l2: head.chosenL2, iterations: head.iterations, stopReason: head.stopReason,
             extractedCount: extraction.extracted, featureSeconds: extraction.seconds, fitSeconds: fitSeconds,
-            totalSeconds: Date().timeIntervalSince(started),
+            totalSeconds: Date().timeIntervalSince(started), outOfCore: extraction.outOfCore,
             inputs: dataset.items.map(\.path) + holdoutItems.map(\.path) + [extractor.path])
     }
 
@@ -262,6 +187,10 @@ public struct ImageClassifierTrainer: Sendable {
 
     struct Extraction {
         var train: [Featured], validation: [Featured], holdout: [Featured]
+        /// Values per feature row (nil: no row was read or computed).
+        var width: Int?
+        /// The rows were too large for the memory budget: `features` are empty, the entries are in the cache.
+        var outOfCore: Bool
         /// `failedItems[i]` is the image of `failures[i]` (data set order); `failedPaths` the same paths as a set.
         var failures: [DataError], failedPaths: Set<String>, failedItems: [String]
         var extracted: Int
@@ -274,15 +203,17 @@ public struct ImageClassifierTrainer: Sendable {
         var hash = ""
         var error: DataError?
         var hits: [[Float]?] = []
+        var keys: [String] = []
         var skipped = false
     }
 
     /// Features of every item (and of each augmented variant of the training items), from the cache where they
     /// are, computed where they are not. With `owns`, only the items it accepts are looked at (a shard's part:
     /// the others are neither read nor returned), each with the same key, variant and augmentation seed as in a
-    /// full run.
+    /// full run. The features are kept in memory when the in-memory head would fit in `keepWithin` bytes (told
+    /// from the first row's width); otherwise only their cache keys are (`outOfCore`).
     func extract(_ extractor: FeatureExtractor, train trainItems: [ImageItem], validation validationItems: [ImageItem],
-                 holdout holdoutItems: [ImageItem], owns: (@Sendable (ImageItem) -> Bool)? = nil,
+                 holdout holdoutItems: [ImageItem], owns: (@Sendable (ImageItem) -> Bool)? = nil, keepWithin: Int,
                  emit: (PipelineEvent) -> Void, cancellation: Cancellation) throws -> Extraction {
         let p = parameters
         let extractStart = Date()
@@ -295,6 +226,18 @@ public struct ImageClassifierTrainer: Sendable {
         // The tool version is part of the key: a release whose kernels round differently never mixes its
         // features with an older release's cached ones.
         let preprocessingKey = extractor.preprocessor.digest + "|" + extractor.featureTensor + "|mltool " + MLToolInfo.version
+        let plain: [(String, Augmentation?)] = [("none", nil)]
+        let augmented = plain + p.augmentations.map { ($0.variant(seed: p.seed), $0) }
+        let rowCount = trainItems.count * augmented.count + validationItems.count + holdoutItems.count
+        var width: Int?, keep = true
+        /// What to keep of a row: all of it while the in-memory head fits the budget (decided at the first row).
+        func kept(_ f: [Float]) -> [Float] {
+            if width == nil {
+                width = f.count
+                keep = HeadMemory.inMemoryBytes(rows: rowCount, width: f.count) <= keepWithin
+            }
+            return keep ? f : []
+        }
         func record(_ e: DataError, _ path: String) throws {
             if p.strict { throw e }
             failures.append(e)
@@ -310,7 +253,7 @@ public struct ImageClassifierTrainer: Sendable {
                 let feats = try extractor.features(pending.map(\.input))
                 for (p, f) in zip(pending, feats) {
                     try cache.put(key: p.key, features: f)
-                    slots[p.slot]?.features = f
+                    slots[p.slot]?.features = kept(f)
                 }
                 extractedCount += pending.count
                 emit(.progress(label: stage, advanced: pending.count, total: total))
@@ -332,10 +275,11 @@ public struct ImageClassifierTrainer: Sendable {
                     do {
                         let bytes = try ImageDecoder.readFile(chunk[i].path)
                         l.hash = SHA256.hex(bytes)
-                        l.hits = variants.map { v in
-                            cache.get(key: FeatureCache.key(contentHash: l.hash, extractor: digest,
-                                                            preprocessing: preprocessingKey, variant: v.0))
+                        l.keys = variants.map { v in
+                            FeatureCache.key(contentHash: l.hash, extractor: digest, preprocessing: preprocessingKey,
+                                             variant: v.0)
                         }
+                        l.hits = l.keys.map { cache.get(key: $0) }
                     } catch let e as DataError {
                         l.error = e
                     } catch {
@@ -349,10 +293,10 @@ public struct ImageClassifierTrainer: Sendable {
                     if l.skipped { continue }
                     if let e = l.error { try record(e, item.path); continue }
                     var decoded: RGBImage?
-                    for (v, (variant, aug)) in variants.enumerated() {
+                    for (v, (_, aug)) in variants.enumerated() {
                         let slot = index * variants.count + v
                         if let f = l.hits[v] {
-                            slots[slot] = Featured(item: item, sha256: l.hash, features: f)
+                            slots[slot] = Featured(item: item, sha256: l.hash, key: l.keys[v], features: kept(f))
                             emit(.progress(label: stage, advanced: 1, total: total))
                             continue
                         }
@@ -365,10 +309,8 @@ public struct ImageClassifierTrainer: Sendable {
                         // The draw comes from the content, like the cache key: seeding it from the item's position
                         // would let an entry computed before files were added stand for a different draw.
                         if let a = aug { image = a.apply(to: image, seed: p.seed &+ (UInt64(l.hash.prefix(16), radix: 16) ?? 0)) }
-                        slots[slot] = Featured(item: item, sha256: l.hash, features: [])
-                        let key = FeatureCache.key(contentHash: l.hash, extractor: digest, preprocessing: preprocessingKey,
-                                                   variant: variant)
-                        pending.append((slot, try extractor.preprocessor.process(image), key))
+                        slots[slot] = Featured(item: item, sha256: l.hash, key: l.keys[v], features: [])
+                        pending.append((slot, try extractor.preprocessor.process(image), l.keys[v]))
                         if pending.count == 32 { try flush() }
                     }
                 }
@@ -378,12 +320,11 @@ public struct ImageClassifierTrainer: Sendable {
             emit(.progressFinished(label: stage))
             return slots.compactMap { $0 }
         }
-        let plain: [(String, Augmentation?)] = [("none", nil)]
-        let augmented = plain + p.augmentations.map { ($0.variant(seed: p.seed), $0) }
         let train = try featurize(trainItems, variants: augmented, label: "train")
         let validation = try featurize(validationItems, variants: plain, label: "validation")
         let holdout = try featurize(holdoutItems, variants: plain, label: "holdout")
-        return Extraction(train: train, validation: validation, holdout: holdout, failures: failures,
+        return Extraction(train: train, validation: validation, holdout: holdout, width: width, outOfCore: !keep,
+                          failures: failures,
                           failedPaths: failedPaths, failedItems: failedItems, extracted: extractedCount,
                           seconds: Date().timeIntervalSince(extractStart))
     }

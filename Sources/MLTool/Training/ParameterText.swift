@@ -1,3 +1,4 @@
+import MLToolCore
 import MLToolTrain
 
 /// Parameter values written as text (command-line flags), parsed where the parameters live. A refusal is
@@ -11,6 +12,14 @@ public enum ParameterText {
             throw PipelineError.invalidParameter(name: "l2", reason: "--l2 must be auto or a number ≥ 0")
         }
         return .fixed(v)
+    }
+
+    /// `--memory SIZE`: bytes, from "2G", "512M", … (`MemoryBudget.parse`).
+    public static func memory(_ text: String) throws -> Int {
+        guard let v = MemoryBudget.parse(text) else {
+            throw PipelineError.invalidParameter(name: "memory", reason: "--memory: '\(text)', expected a size such as 2G, 512M or a number of bytes")
+        }
+        return v
     }
 
     /// `--ngrams MIN-MAX` and the like: N or MIN-MAX with 1 ≤ MIN ≤ MAX ≤ 32, as [MIN, MAX]; nil for nil.

@@ -21,6 +21,8 @@ public struct TrainingResult: Sendable {
     public var featureSeconds: Double
     public var fitSeconds: Double
     public var totalSeconds: Double
+    /// Images: the head trained out of core (the features exceeded the memory budget).
+    public var outOfCore = false
     /// Text: the number of features (terms or hashed buckets).
     public var featureCount: Int?
     /// The files the model was made from: writing the model over one of them is refused.
