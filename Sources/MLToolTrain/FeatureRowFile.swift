@@ -18,7 +18,7 @@ public final class FeatureRowFile: @unchecked Sendable {
     public private(set) var rows = 0
     /// Where the file was created (already unlinked), for messages.
     public let path: String
-    private let fd: Int32
+    let fd: Int32  // internal: tests truncate the file under a fit
     private let rowBytes: Int
     private let lock = NSLock()
     private var failure: TrainError?

@@ -346,6 +346,36 @@ struct ShardCLITests {
         #expect(train.status == 0 && train.stdout.contains("(0 extracted)"), "\(train.stdout) \(train.stderr)")
     }
 
+    /// Past the memory budget the head trains out of core (rows from the cache into a scratch file read a block at
+    /// a time) and writes the model the in-memory head writes, byte for byte: with a validation split (the L2
+    /// search, then the refit on training + validation rows), augmented variants and a holdout. Nothing is left
+    /// in the cache folder but entries. `--memory` takes sizes only, and images only.
+    @Test func outOfCoreHeadWritesTheSameModel() throws {
+        guard Self.ready else { return }
+        let dir = try TempDir(); defer { dir.cleanup() }
+        try Self.subset(dir.file("data"), perClass: 30)
+        let flags = ["--augment", "flip", "--validation", "0.2", "--seed", "3", "--cache", "c"]
+        for d in ["a", "b"] { try FileManager.default.createDirectory(atPath: dir.file(d), withIntermediateDirectories: true) }
+        let memory = try Tool.run(["train", "data", "-o", "a/model.bin"] + flags, in: dir.path)
+        try #require(memory.status == 0, "\(memory.stderr)")
+        #expect(!memory.stdout.contains("out of core"), "\(memory.stdout)")
+        // 72 training rows × 2 variants... × 1,280 floats × 2 is ~1.2 MB: 200K is well past it.
+        let disk = try Tool.run(["train", "data", "-o", "b/model.bin", "--memory", "200K"] + flags, in: dir.path)
+        try #require(disk.status == 0, "\(disk.stderr)")
+        #expect(disk.stdout.contains("(out of core)") && disk.stdout.contains("(0 extracted)"), "\(disk.stdout)")
+        #expect(memory.stdout.split(separator: "\n").prefix(3) == disk.stdout.split(separator: "\n").prefix(3))
+        #expect(try Self.bytes(dir.file("a/model.bin")) == Self.bytes(dir.file("b/model.bin")))
+        let stray = (FileManager.default.enumerator(atPath: dir.file("c"))?.compactMap { $0 as? String } ?? [])
+            .filter { $0.contains(".mltool-rows") }
+        #expect(stray.isEmpty, "\(stray)")
+
+        let bad = try Tool.run(["train", "data", "--memory", "lots"], in: dir.path)
+        #expect(bad.status == 64 && bad.stderr.contains("--memory: 'lots', expected a size such as 2G"), "\(bad.stderr)")
+        try "label,text\na,one two\nb,three four\n".write(toFile: dir.file("t.csv"), atomically: true, encoding: .utf8)
+        let text = try Tool.run(["train", "t.csv", "--memory", "1G"], in: dir.path)
+        #expect(text.status == 65 && text.stderr.contains("not yet supported: --memory for text data"), "\(text.stderr)")
+    }
+
     /// The usage errors: --shard without --features-only, no scheduler in the environment, other tasks.
     @Test func usageErrors() throws {
         let dir = try TempDir(); defer { dir.cleanup() }

@@ -84,7 +84,6 @@ import Testing
     @Test(arguments: [false, true])
     func fusedDenseObjectiveMatchesPlainReference(weighted: Bool) throws {
         let n = 1100, d = 700, k = 4
-        #expect(DenseRows.fusesRowBlocks && !SparseRows.fusesRowBlocks)
         let data = blobs(rows: n, cols: d, classes: k, spread: 3, seed: 11)
         var rng = SplitMix64(seed: 5)
         let theta = (0..<(d * k + k)).map { _ in gaussian(&rng) * 0.05 }
