@@ -11,13 +11,14 @@ extension CLI {
             OptionSpec("--seconds", value: "S", help: "Measure for about S seconds (default 5)."),
             OptionSpec("--json", help: "Print one JSON object."),
             OptionSpec("--images", value: "DIR", help: "Classify the image files below DIR one call at a time and in one batch call, and compare (images/s)."),
+            OptionSpec("--head", value: "ROWSxCOLS", help: "Measure the image head's fit on synthetic rows instead (no MODEL): in memory, or out of core past --memory."),
+            OptionSpec("--memory", value: "SIZE", help: "With --head: the memory budget (default half the machine's), e.g. 2G."),
             OptionSpec("--ceiling", help: "Measure the machine's float ceiling instead (no MODEL): sgemm 1024³ of mltool's packed kernel and of OpenBLAS, on 1 and 2 threads (or T)."),
         ]
     ) { args in
+        if let shape = args.string("--head") { return print(try HeadScaleBenchmark.report(shape: shape, memory: args.string("--memory"), json: args.has("--json"))) }
         if args.has("--ceiling") {
-            guard args.positionals.isEmpty else {
-                throw CLIError.usage(command: "bench", message: "--ceiling takes no MODEL")
-            }
+            guard args.positionals.isEmpty else { throw CLIError.usage(command: "bench", message: "--ceiling takes no MODEL") }
             let threads = try args.int("--threads", default: 0)
             let seconds = try args.double("--seconds", default: 1)
             guard threads >= 0, seconds > 0 else {
@@ -36,9 +37,7 @@ extension CLI {
             }
             return
         }
-        guard args.positionals.count == 1 else {
-            throw CLIError.usage(command: "bench", message: "expected one MODEL")
-        }
+        guard args.positionals.count == 1 else { throw CLIError.usage(command: "bench", message: "expected one MODEL") }
         let path = args.positionals[0]
         if let folder = args.string("--images") {
             var bench = ClassificationBenchmark(modelPath: path, images: try DirectoryWalk.expand([folder]))

@@ -5,18 +5,6 @@ import MLToolData
 import MLToolEval
 import MLToolTrain
 
-/// How much memory the in-memory head needs, the one rule `extract` uses to choose between it and the
-/// out-of-core head (docs/SCALE.md).
-enum HeadMemory {
-    /// Bytes the in-memory head holds at its peak for `rows` feature rows of `width` floats: the per-image rows and
-    /// the standardised matrix built from them, side by side.
-    static func inMemoryBytes(rows: Int, width: Int) -> Int {
-        let (a, o1) = rows.multipliedReportingOverflow(by: width)
-        let (b, o2) = a.multipliedReportingOverflow(by: 2 * MemoryLayout<Float>.size)
-        return o1 || o2 ? .max : b
-    }
-}
-
 extension ImageClassifierTrainer {
     /// The fitted head and its metrics ("train.accuracy", "validation.accuracy", "holdout.accuracy", "l2").
     struct HeadFit {

@@ -234,7 +234,7 @@ public struct ImageClassifierTrainer: Sendable {
         func kept(_ f: [Float]) -> [Float] {
             if width == nil {
                 width = f.count
-                keep = HeadMemory.inMemoryBytes(rows: rowCount, width: f.count) <= keepWithin
+                keep = !HeadMemory.outOfCore(rows: rowCount, width: f.count, budget: keepWithin)
             }
             return keep ? f : []
         }
