@@ -11,7 +11,8 @@ bench --ceiling`); rows that do float work are then also reported as a fraction 
 thread count. The CPU model, its flags and the kernel level that ran are recorded.
 
 Parts: 1 extractor throughput, 2 Fashion-MNIST small end to end, 3 head training alone, 4 text training,
-5 model load, 6 int8 / palettized vs float, 7 (--full) peak memory of `mltool train` on 60,000 images,
+5 model load, 6 int8 / palettized vs float, 7 (--full) peak memory of `mltool train` on 60,000 images, 13 (--full)
+scale: the head out of core on 2,000,000 synthetic rows, 70,000 images as 4 Slurm array tasks vs one process,
 8 ResNet-18 (random weights, bench/make_resnet18.py) at batch 1 against onnxruntime, 9 the library's batch
 classification (`ImageClassifier.classify(batch:)`) against one call per image, files decoded in both, 10 YOLOv8n and
 the raccoon detector, 11 a UPOS word tagger on UD English EWT against python-crfsuite and NLTK's perceptron, 12 the
@@ -22,6 +23,7 @@ import argparse
 import csv
 import datetime
 import glob
+import hashlib
 import json
 import os
 import platform
@@ -892,6 +894,120 @@ def part_memory(a, res):
         shutil.rmtree(work, ignore_errors=True)
 
 
+# 13. Scale (issue 21): sharded extraction under Slurm, and the head out of core
+
+def part_scale(a, res):
+    """(a) The head's objective on synthetic rows (`mltool bench --head`): 2,000,000 × 1,280 out of core under a
+    2 GiB budget, and 200,000 × 1,280 (the largest the in-memory head fits in 2 GiB: it holds the rows twice) both in
+    memory and out of core. (b) The 60,000 + 10,000 Fashion-MNIST images extracted by one process and as 4 Slurm array
+    tasks (Tests/cluster/slurm.sh's single-node cluster, 1 thread per task) into two fresh caches; then the head
+    trained from the sharded cache in memory and out of core: same accuracy, same model bytes."""
+    section("13. scale: the head out of core (synthetic rows); 70,000 images as 4 Slurm tasks vs one process")
+    out = res["scale"] = {}
+    work = tempfile.mkdtemp(prefix="mltool-bench-scale-", dir=a.scratch)
+    try:
+        env = dict(os.environ, TMPDIR=work)
+        heads = []
+        for label, shape, memory in (("2,000,000 × 1,280 out of core", "2000000x1280", "2G"),
+                                     ("200,000 × 1,280 in memory", "200000x1280", "2G"),
+                                     ("200,000 × 1,280 out of core", "200000x1280", "1M")):
+            r = run([a.mltool, "bench", "--head", shape, "--memory", memory, "--json"], env=env)
+            j = json.loads(r.stdout)
+            j.update(label=label, wall_seconds=r.seconds, max_rss_bytes=r.max_rss)
+            heads.append(j)
+            print(f"  head {label:<32} peak RSS {r.max_rss / 2**20:7.0f} MiB, one pass {j['best_pass_seconds']:.2f} s "
+                  f"(mean {j['mean_pass_seconds']:.2f}), rows made {j['fill_seconds']:.0f} s, standardised "
+                  f"{j['standardize_seconds']:.0f} s", flush=True)
+        out["head"] = heads
+        big, small_mem, small_disk = heads
+        row("13", "head 2M × 1280 out of core: peak RSS", "limit 2 GiB", 2048.0, big["max_rss_bytes"] / 2**20, "MiB",
+            True, note=f"one pass {big['best_pass_seconds']:.1f} s; synthetic rows")
+        row("13", "head 200k × 1280: pass out of core vs in memory", "in memory", small_mem["best_pass_seconds"],
+            small_disk["best_pass_seconds"], "s", True,
+            note=f"RSS {small_disk['max_rss_bytes'] / 2**20:.0f} vs {small_mem['max_rss_bytes'] / 2**20:.0f} MiB")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+    run(["bash", "datasets/fashion-mnist.sh"])
+    data, test = os.path.join(ROOT, "datasets/fashion-mnist/train"), os.path.join(ROOT, "datasets/fashion-mnist/test")
+    images = sum(len(files) for d in (data, test) for _, _, files in os.walk(d))
+    work = tempfile.mkdtemp(prefix="mltool-bench-shards-", dir=a.scratch)
+    try:
+        one = run([a.mltool, "train", data, "--test", test, "--features-only", "--cache", os.path.join(work, "one"),
+                   "--quiet"])
+        print(f"  one process ({os.cpu_count()} threads): {images} images in {one.seconds:.0f} s "
+              f"({1000 * one.seconds / images:.2f} ms per image)", flush=True)
+        out["one_process"] = dict(images=images, seconds=one.seconds)
+        sharded = slurm_extract(a, data, test, os.path.join(work, "sharded"), work, shards=4)
+        if sharded is None:
+            row("13", f"{images} images: 4 Slurm tasks vs one process", "one process", one.seconds, None, "s", True,
+                note="skipped: Slurm cannot start here")
+            return
+        out["slurm"] = sharded
+        overhead = sharded["seconds"] / one.seconds - 1
+        print(f"  4 Slurm array tasks (1 thread each, {sharded['cpus']} at a time): {sharded['seconds']:.0f} s, "
+              f"overhead {overhead:+.1%} (target ≤ 10%)", flush=True)
+        row("13", f"{images} images: 4 Slurm tasks vs one process", "one process", one.seconds, sharded["seconds"], "s",
+            True, note=f"overhead {overhead:+.1%}")
+        models = {}
+        for name, extra in (("in memory", []), ("out of core", ["--memory", "64M"])):
+            os.makedirs(os.path.join(work, name), exist_ok=True)
+            model = os.path.join(work, name, "model.bin")
+            r = run([a.mltool, "train", data, "--test", test, "--cache", os.path.join(work, "sharded"), "-o", model,
+                     *extra])
+            acc = TRAIN_ACC.search(r.stdout)
+            models[name] = dict(seconds=r.seconds, max_rss_bytes=r.max_rss, holdout_accuracy=float(acc.group(1)),
+                                extracted=int(re.search(r"\((\d+) extracted\)", r.stdout).group(1)),
+                                out_of_core="(out of core)" in r.stdout,
+                                sha256=hashlib.sha256(open(model, "rb").read()).hexdigest())
+            print(f"  train from the sharded cache, {name}: test accuracy {acc.group(1)}, peak RSS "
+                  f"{r.max_rss / 2**20:.0f} MiB, {r.seconds:.0f} s", flush=True)
+        out["train"] = models
+        same = models["in memory"]["sha256"] == models["out of core"]["sha256"]
+        print(f"  models {'byte-identical' if same else 'DIFFER'}; accuracy difference "
+              f"{abs(models['in memory']['holdout_accuracy'] - models['out of core']['holdout_accuracy']) * 100:.2f} points")
+        row("13", "Fashion-MNIST test accuracy, out of core vs in memory", "in memory",
+            models["in memory"]["holdout_accuracy"], models["out of core"]["holdout_accuracy"], "", False,
+            note="same model bytes" if same else "models differ")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def slurm_extract(a, data, test, cache, work, shards):
+    """`train --features-only --shard I/N` as one Slurm array over a single-node cluster started for the purpose;
+    seconds from submission until no task is left. None when Slurm cannot start here."""
+    sys.path.insert(0, os.path.join(ROOT, "Tests", "cluster"))
+    import run_cluster_test as rc
+    up = subprocess.run(["bash", rc.SLURM_SH, "up"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                        timeout=180)
+    if up.returncode != 0:
+        print(f"  Slurm: {up.stderr.strip().splitlines()[-1] if up.stderr.strip() else up.returncode}")
+        return None
+    conf = up.stdout.strip().splitlines()[-1].split("=", 1)[1]
+    env = dict(os.environ, SLURM_CONF=conf, PATH=os.environ.get("PATH", "/usr/bin:/bin") + ":/usr/sbin")
+    try:
+        cluster = rc.Cluster(env)
+        script = os.path.join(work, "extract.sh")
+        with open(script, "w") as f:
+            f.write("#!/bin/bash\nexec \"$MLTOOL\" train \"$DATA\" --test \"$TEST\" --features-only "
+                    f"--shard \"$SLURM_ARRAY_TASK_ID/{shards}\" --cache \"$CACHE\" --threads 1 --quiet\n")
+        job_env = dict(env, MLTOOL=a.mltool, DATA=data, TEST=test, CACHE=cache)
+        cpus = rc.run(["sinfo", "-h", "-o", "%c"], env=env).stdout.split()[0]
+        started = time.monotonic()
+        p = rc.run(["sbatch", "--parsable", f"--array=0-{shards - 1}", "--cpus-per-task=1",
+                    f"--output={work}/slurm-%A_%a.log", script], env=job_env, cwd=work)
+        job = int(p.stdout.strip().split(";")[0])
+        states = cluster.wait_done(job, 4 * 3600)
+        seconds = time.monotonic() - started
+        if not all(v.startswith("COMPLETED") for v in states.values()):
+            logs = "".join(open(os.path.join(work, n)).read()[-500:] for n in sorted(os.listdir(work)) if n.startswith("slurm-"))
+            sys.exit(f"bench: a Slurm task failed: {states}\n{logs}")
+        return dict(seconds=seconds, shards=shards, cpus=int(cpus), states=states)
+    finally:
+        subprocess.run(["bash", rc.SLURM_SH, "down", os.path.dirname(conf)], stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL, timeout=120)
+
+
 # ---------------------------------------------------------------------------------------------------------------
 
 # Close languages whose confusion part 12 reports (both directions, per 1000 texts of the pair).
@@ -1073,7 +1189,10 @@ def main():
                     help="which parts to run (3 comes with 2; default 1,2,4,5,6,8,9,10,11,12; the ceiling always runs first)")
     ap.add_argument("--language-id-flags", default="--text-column text --label-column label --char-ngrams 1-4 --ngrams 1 "
                     "--hash-bits 18", help="mltool train flags of models/language-id.bin (make bench passes the Makefile's)")
-    ap.add_argument("--full", action="store_true", help="also part 7: train on all 60,000 images (~10 min)")
+    ap.add_argument("--full", action="store_true", help="also parts 7 and 13: train on all 60,000 images (~10 min); "
+                    "the head out of core on 2,000,000 synthetic rows and 70,000 images as 4 Slurm tasks (~40 min)")
+    ap.add_argument("--scratch", default=None, help="where part 13 puts its 10 GB row file and its caches "
+                    "(default: the system's temporary folder; it must be a disk, not memory)")
     ap.add_argument("--out", default=os.path.join(ROOT, "bench/results.json"))
     a = ap.parse_args()
     for p in (a.mltool, a.model, a.onnx):
@@ -1081,7 +1200,7 @@ def main():
             sys.exit(f"bench: {p} is missing: run `make setup models build` first")
     parts = set(a.parts.split(",")) | {"0"}
     if a.full:
-        parts.add("7")
+        parts.update({"7", "13"})
     res = dict(date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
                machine=machine(), versions=versions(a), settings=dict(repeat=a.repeat, repeat_slow=a.repeat_slow,
                                                                       seconds=a.seconds, parts=sorted(parts)))
@@ -1091,7 +1210,7 @@ def main():
     print("versions: " + ", ".join(f"{k} {v}" for k, v in res["versions"].items()))
     steps = [("0", part_ceiling), ("1", part_extractor), ("8", part_resnet), ("2", part_images), ("4", part_text),
              ("9", part_batch), ("10", part_detect), ("11", part_tagger), ("12", part_language), ("5", part_load), ("6", part_quant),
-             ("7", part_memory)]
+             ("7", part_memory), ("13", part_scale)]
     for key, fn in steps:
         if key in parts:
             fn(a, res)
