@@ -16,6 +16,17 @@ struct CoreMLCLITests {
         }
     }
 
+    /// The torch detector → NMS pipelines (both formats): `info` names the NMS stage's labels and shows the detector.
+    @Test func infoShowsTheDetectorPipelinesLabels() throws {
+        for name in ["tiny_detector.mlmodel", "tiny_detector.mlpackage"] {
+            let r = try Tool.run(["info", Self.fixtures + "/" + name])
+            #expect(r.status == 0, "\(name): \(r.stderr)")
+            #expect(r.stdout.contains("labels        3: \"raccoon\", \"cat\", \"person\""), "\(name): \(r.stdout)")
+            #expect(r.stdout.contains("task          objectDetector") && r.stdout.contains("detection     boxes (cxcywh), 3 classes")
+                    && r.stdout.contains("nms           IoU 0.45, confidence 0.25, across classes"), "\(name): \(r.stdout)")
+        }
+    }
+
     @Test func evalQuantizeAndExportWork() throws {
         let dir = try TempDir()
         defer { dir.cleanup() }
