@@ -18,6 +18,9 @@ photos.u8: chelsea, coffee and astronaut from scikit-image, each resized (PIL bi
 For the quantized models, <name>.dequant.out.f32 holds the outputs of the same network with every weight replaced
 by its dequantized value as coremltools stored it (dequantized here with numpy, independently of mltool); those
 are matched at 1e-4, and the float network's outputs within the bound the test states.
+tiny_detector.mlmodel / tiny_detector.mlpackage: a YOLO-like torch detector converted to each format and wrapped with
+a NonMaximumSuppression model in a pipeline (`detector_fixtures`; `make_fixtures.py --detector` writes only these
+files and the manifest's "detectors" entries, leaving every other fixture's bytes alone).
 manifest.json lists every case. unsupported.mlmodel / unsupported.mlpackage and detector_pipeline.mlmodel are
 built directly (NeuralNetworkBuilder, the MIL builder, the protobuf messages) for the refusal tests.
 """
