@@ -213,6 +213,18 @@ import Testing
         #expect(cmp.objects > 0)
     }
 
+    /// The torch detector that coremltools converted to both Core ML formats, each wrapped with an NMS model in a
+    /// pipeline (Tests/Fixtures/coreml/make_fixtures.py), imported ("boxes" decoder over normalized cx, cy, w, h)
+    /// and exported to ONNX: onnxruntime finds the boxes `Detector` finds on raccoon photos.
+    @Test(arguments: ["tiny_detector.mlmodel", "tiny_detector.mlpackage"])
+    func torchCoreMLDetectorPipelineExportsToONNX(name: String) throws {
+        guard let photos = try Self.raccoonPhotos(4) else { return }
+        let model = try ModelImport.importModel(path: Self.tests.appendingPathComponent("Fixtures/coreml/" + name).path)
+        #expect(model.metadata.detection?.decoder == "boxes")
+        guard let cmp = try Self.compare(model, photos: photos, tag: name) else { return }
+        #expect(cmp.objects > 0 && cmp.reimported == cmp.objects)
+    }
+
     /// Input (N, 64, 64, 3) → two 1×1 convolutions at strides 8 and 16 → DFL heads (N, H, W, 4·4 + 2).
     static func dflDetector() -> Model {
         var seed: UInt64 = 11

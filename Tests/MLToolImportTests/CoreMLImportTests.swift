@@ -1,5 +1,6 @@
 import Foundation
 import MLToolCore
+import MLToolDetect
 import MLToolEngine
 import Testing
 @testable import MLToolImport
@@ -15,7 +16,17 @@ enum CoreMLFixtures {
     static func path(_ name: String) -> String { (directory as NSString).appendingPathComponent(name) }
 
     struct Case: Decodable, Sendable { let model: String; let reference: String; let classes: Int; let kind: String; let dequantized: String? }
-    struct Manifest: Decodable { let torch: String; let coremltools: String; let size: Int; let scale: Float; let bias: Float; let labels: [String]; let cases: [Case] }
+    struct Manifest: Decodable {
+        let torch: String; let coremltools: String; let size: Int; let scale: Float; let bias: Float; let labels: [String]; let cases: [Case]
+        let detectors: [DetectorCase]?
+    }
+    /// A torch detector → NMS pipeline: torch's raw outputs on the photos (confidence (3, boxes, classes),
+    /// normalized cx, cy, w, h coordinates (3, boxes, 4)) and the boxes numpy's class-agnostic NMS keeps per photo.
+    struct DetectorCase: Decodable, Sendable {
+        let model: String; let torch: String; let coremltools: String; let labels: [String]; let boxes: Int
+        let confidence: String; let coordinates: String; let iou: Float; let threshold: Float
+        let per_class: Bool; let kept: [[Int]]
+    }
 
     static func manifest() throws -> Manifest {
         try JSONDecoder().decode(Manifest.self, from: Data(contentsOf: URL(fileURLWithPath: path("manifest.json"))))
@@ -160,5 +171,60 @@ enum CoreMLFixtures {
                                  outputs: ["raw_coordinates.batched", "raw_confidence.batched"])
         #expect(out["raw_coordinates.batched"]?.shape == [1, 6, 4])
         #expect(out["raw_confidence.batched"]?.shape == [1, 6, 2])
+    }
+
+    static let detectorCases: [String] = (try? CoreMLFixtures.manifest().detectors?.map(\.model)) ?? []
+
+    /// A YOLO-like torch detector converted by coremltools to a NeuralNetwork (.mlmodel) and to an ML Program
+    /// (.mlpackage, whose program reads its weights from weights/0-weight.bin as ct.utils.make_pipeline writes it), each
+    /// followed by a NonMaximumSuppression model in a pipeline, imports as a detector: labels and thresholds from the
+    /// NMS stage; on the three photos every candidate is torch's (best class, score within 1e-4 relative, corners within
+    /// 1e-4 of the input size), and mltool's NMS keeps exactly the boxes numpy's NMS kept, in order.
+    @Test(arguments: detectorCases)
+    func detectorPipelineMatchesTorch(model name: String) throws {
+        let m = try CoreMLFixtures.manifest()
+        let c = try #require(m.detectors?.first { $0.model == name })
+        #expect(c.torch == m.torch && c.coremltools == m.coremltools, "\(name): made with torch \(c.torch), coremltools \(c.coremltools)")
+        let model = try CoreMLImporter.importModel(path: CoreMLFixtures.path(name))
+        #expect(model.metadata.task == .objectDetector)
+        #expect(model.metadata.labels == c.labels)
+        let d = try #require(model.metadata.detection)
+        #expect(d.decoder == "boxes" && d.boxEncoding == "cxcywh" && d.classCount == c.labels.count)
+        #expect(d.boxes?.normalized == true && d.boxes?.layout == "nbk" && d.boxes?.scoresLayout == "nbc")
+        #expect(d.nms == NMSSettings(iouThreshold: c.iou, confidenceThreshold: c.threshold, perClass: c.per_class, maxDetections: 100))
+        let prep = try #require(model.metadata.image)
+        #expect(prep.height == m.size && prep.width == m.size && prep.colorOrder == "rgb")
+        #expect(abs(prep.scale - m.scale) < 1e-7 && prep.bias == [m.bias, m.bias, m.bias], "\(prep)")
+        let (k, b) = (c.labels.count, c.boxes)
+        let conf = try CoreMLFixtures.floats(c.confidence, shape: [3, b, k])
+        let coords = try CoreMLFixtures.floats(c.coordinates, shape: [3, b, 4])
+        let photos = try CoreMLFixtures.input(for: model)
+        let size = Float(m.size), pixels = m.size * m.size * 3
+        let engine = try Engine(model: model, threads: 1)
+        let decoder = DetectionDecoder(config: d, inputWidth: m.size, inputHeight: m.size)
+        let graph = try #require(model.metadata.graph)
+        var worstScore: Float = 0, worstCorner: Float = 0, kept = 0
+        for photo in 0..<3 {
+            let x = Tensor(shape: [1, m.size, m.size, 3], data: Array(photos.data[(photo * pixels)..<((photo + 1) * pixels)]))
+            let out = try engine.run([graph.inputs[0].name: x], outputs: d.tensors)
+            let candidates = try decoder.decode(out, item: 0, minScore: -1)
+            try #require(candidates.count == b, "\(name) photo \(photo): \(candidates.count) candidates, torch has \(b) boxes")
+            for (i, got) in candidates.enumerated() {
+                let row = Array(conf.data[((photo * b + i) * k)..<((photo * b + i + 1) * k)])
+                let best = try #require(row.indices.max { row[$0] < row[$1] || (row[$0] == row[$1] && $0 > $1) })
+                let v = Array(coords.data[((photo * b + i) * 4)..<((photo * b + i + 1) * 4)])
+                let corners = [v[0] - v[2] / 2, v[1] - v[3] / 2, v[0] + v[2] / 2, v[1] + v[3] / 2].map { $0 * size }
+                #expect(got.index == i && got.classIndex == best, "\(name) photo \(photo) box \(i): class \(got.classIndex), torch \(best)")
+                worstScore = max(worstScore, abs(got.score - row[best]) / max(abs(row[best]), 1e-6))
+                for (g, t) in zip([got.x1, got.y1, got.x2, got.y2], corners) { worstCorner = max(worstCorner, abs(g - t) / size) }
+            }
+            let selected = NonMaxSuppression.select(candidates, settings: d.nms)
+            #expect(selected.map(\.index) == c.kept[photo], "\(name) photo \(photo): kept \(selected.map(\.index)), numpy kept \(c.kept[photo])")
+            kept += selected.count
+        }
+        print("CoreMLImportTests: \(name) vs torch: max score error \(worstScore) (relative), max corner error \(worstCorner) of the input size; \(kept) boxes kept")
+        #expect(worstScore <= 1e-4, "\(name): score error \(worstScore)")
+        #expect(worstCorner <= 1e-4, "\(name): corner error \(worstCorner) of the input size")
+        #expect(kept == c.kept.map(\.count).reduce(0, +) && kept > 0)
     }
 }

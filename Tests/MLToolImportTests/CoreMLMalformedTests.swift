@@ -143,6 +143,23 @@ import Testing
         #expect(r.1 == .dataError)
     }
 
+    /// An ML Program → NMS pipeline package (ct.utils.make_pipeline names the program's weights weights/0-weight.bin):
+    /// a cut or missing weight file is an error naming that file and the op, as for a lone program.
+    @Test func pipelinePackageWithDamagedWeights() throws {
+        let (dir, package) = try Self.copy("tiny_detector.mlpackage")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let weights = package + "/Data/com.apple.CoreML/weights/0-weight.bin"
+        let full = try Data(contentsOf: URL(fileURLWithPath: weights))
+        try full.prefix(300).write(to: URL(fileURLWithPath: weights))
+        let r = try #require(Self.message { try CoreMLImporter.importModel(path: package) })
+        #expect(r.1 == .dataError)
+        #expect(r.0 == "\(weights): op 'offset' (const): blob data at byte 128 (metadata at byte 64): expected 1024 bytes inside the file, found a file of 300 bytes", "\(r.0)")
+        try FileManager.default.removeItem(atPath: weights)
+        let m = try #require(Self.message { try CoreMLImporter.importModel(path: package) })
+        #expect(m.1 == .noInput)
+        #expect(m.0 == "\(weights): cannot read: no such weight file (or it cannot be read)", "\(m.0)")
+    }
+
     @Test func missingManifestIsMissingInput() throws {
         let (dir, package) = try Self.copy("small_cnn.mlpackage")
         defer { try? FileManager.default.removeItem(atPath: dir) }

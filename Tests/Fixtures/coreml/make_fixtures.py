@@ -18,6 +18,9 @@ photos.u8: chelsea, coffee and astronaut from scikit-image, each resized (PIL bi
 For the quantized models, <name>.dequant.out.f32 holds the outputs of the same network with every weight replaced
 by its dequantized value as coremltools stored it (dequantized here with numpy, independently of mltool); those
 are matched at 1e-4, and the float network's outputs within the bound the test states.
+tiny_detector.mlmodel / tiny_detector.mlpackage: a YOLO-like torch detector converted to each format and wrapped with
+a NonMaximumSuppression model in a pipeline (`detector_fixtures`; `make_fixtures.py --detector` writes only these
+files and the manifest's "detectors" entries, leaving every other fixture's bytes alone).
 manifest.json lists every case. unsupported.mlmodel / unsupported.mlpackage and detector_pipeline.mlmodel are
 built directly (NeuralNetworkBuilder, the MIL builder, the protobuf messages) for the refusal tests.
 """
@@ -278,6 +281,155 @@ def detector_pipeline():
         f.write(pipe.SerializeToString())
 
 
+DETECTOR_LABELS = ["raccoon", "cat", "person"]
+DETECTOR_IOU, DETECTOR_CONFIDENCE = 0.45, 0.25
+
+
+class TinyDetector(nn.Module):
+    """YOLO-like: three stride-2 conv-BN-ReLU stages to an 8×8 grid, then two 1×1 heads. Boxes: sigmoid, then centre =
+    (cell + sigmoid) / 8 and size = 0.6·sigmoid, as fractions of the input (normalized cx, cy, w, h); classes: sigmoid
+    of the class head's logits. Outputs confidence (64, 3) and coordinates (64, 4), the shapes Core ML's NMS model
+    reads (a batch of one)."""
+    G = 8
+
+    def __init__(self):
+        super().__init__()
+        g = self.G
+        self.body = nn.Sequential(conv_bn(3, 8, stride=2), conv_bn(8, 16, stride=2), conv_bn(16, 16, stride=2))
+        self.box = nn.Conv2d(16, 4, 1)
+        self.cls = nn.Conv2d(16, len(DETECTOR_LABELS), 1)
+        r = torch.arange(g, dtype=torch.float32) / g
+        gy, gx = torch.meshgrid(r, r, indexing="ij")
+        z = torch.zeros(g, g)
+        self.register_buffer("offset", torch.stack([gx, gy, z, z]).unsqueeze(0))
+        self.register_buffer("gain", torch.tensor([1 / g, 1 / g, 0.6, 0.6]).view(1, 4, 1, 1))
+
+    def forward(self, x):
+        f = self.body(x)
+        n = self.G * self.G
+        boxes = torch.sigmoid(self.box(f)) * self.gain + self.offset
+        conf = torch.sigmoid(self.cls(f))
+        return conf.reshape(len(DETECTOR_LABELS), n).t(), boxes.reshape(4, n).t()
+
+
+def numpy_nms(conf, coords, iou=DETECTOR_IOU, threshold=DETECTOR_CONFIDENCE):
+    """Core ML's NMS on one image, class-agnostic (pickTop.perClass false), in float64 from torch's float32 outputs:
+    each box's score is its best class's; boxes scoring above the threshold, highest first (ties: lower index), each
+    kept unless its IoU with a kept box is above `iou`. Returns the kept indices and the smallest distance of any
+    deciding score or IoU from its threshold (so that float32 differences cannot change the result)."""
+    conf = conf.astype(np.float64)
+    c = coords.astype(np.float64)
+    corners = np.stack([c[:, 0] - c[:, 2] / 2, c[:, 1] - c[:, 3] / 2, c[:, 0] + c[:, 2] / 2, c[:, 1] + c[:, 3] / 2], 1)
+    score = conf.max(1)
+    margin = float(np.abs(score - threshold).min())
+    order = [i for i in np.argsort(-score, kind="stable") if score[i] > threshold]
+    kept = []
+    for i in order:
+        suppressed = False
+        for k in kept:
+            w = min(corners[i, 2], corners[k, 2]) - max(corners[i, 0], corners[k, 0])
+            h = min(corners[i, 3], corners[k, 3]) - max(corners[i, 1], corners[k, 1])
+            inter = max(w, 0) * max(h, 0)
+            union = np.prod(corners[i, 2:] - corners[i, :2]) + np.prod(corners[k, 2:] - corners[k, :2]) - inter
+            v = inter / union if union > 0 else 0.0
+            margin = min(margin, abs(v - iou))
+            if v > iou:
+                suppressed = True
+                break
+        if not suppressed:
+            kept.append(int(i))
+    return kept, margin, len(order)
+
+
+def nms_spec(net_spec, version):
+    """A NonMaximumSuppression model reading the network's raw_confidence / raw_coordinates (coremltools' recipe)."""
+    from coremltools.proto import Model_pb2
+    nms = Model_pb2.Model()
+    nms.specificationVersion = version
+    for i, (raw, out, width) in enumerate((("raw_confidence", "confidence", len(DETECTOR_LABELS)), ("raw_coordinates", "coordinates", 4))):
+        src = next(o for o in net_spec.description.output if o.name == raw)
+        nms.description.input.add().CopyFrom(src)
+        o = nms.description.output.add()
+        o.CopyFrom(src)
+        o.name = out
+        t = o.type.multiArrayType
+        del t.shape[:]
+        t.shapeRange.sizeRanges.add(lowerBound=0, upperBound=-1)
+        t.shapeRange.sizeRanges.add(lowerBound=width, upperBound=width)
+        t.dataType = Model_pb2.ArrayFeatureType.DOUBLE if version < 6 else t.dataType
+    n = nms.nonMaximumSuppression
+    n.iouThreshold = DETECTOR_IOU
+    n.confidenceThreshold = DETECTOR_CONFIDENCE
+    n.pickTop.perClass = False
+    n.stringClassLabels.vector.extend(DETECTOR_LABELS)
+    n.confidenceInputFeatureName = "raw_confidence"
+    n.coordinatesInputFeatureName = "raw_coordinates"
+    n.confidenceOutputFeatureName = "confidence"
+    n.coordinatesOutputFeatureName = "coordinates"
+    return nms
+
+
+def detector_fixtures():
+    """tiny_detector.mlmodel (NeuralNetwork → NMS pipeline) and tiny_detector.mlpackage (ML Program → NMS pipeline,
+    made by ct.utils.make_pipeline; the program's weights are Data/com.apple.CoreML/weights/0-weight.bin), with torch's
+    raw outputs on the photos (tiny_detector.confidence.f32 (3, 64, 3), tiny_detector.coordinates.f32 (3, 64, 4)) and
+    the boxes numpy's NMS keeps, recorded under "detectors" in manifest.json. Writes only these files."""
+    px = np.fromfile(os.path.join(HERE, "photos.u8"), dtype=np.uint8).reshape(3, 3, SIZE, SIZE)
+    assert np.array_equal(px, photos()), "photos.u8 differs from photos()"
+    x = torch.from_numpy(px.astype(np.float32) * SCALE + BIAS)
+    m = seeded(TinyDetector, 14)
+    with torch.no_grad():
+        # A random head's logits barely vary (std ≈ 0.1): spread them to std 2.5 on the photos, each class centred at
+        # −2 (about a quarter of the boxes score above 0.25), and the box head's ×10, so that boxes differ in size
+        # and NMS both keeps and suppresses several.
+        f = m.body(x)
+        raw = m.cls(f)
+        s = 2.5 / raw.std()
+        m.cls.weight.mul_(s)
+        m.cls.bias.copy_((m.cls.bias - raw.mean(dim=(0, 2, 3))) * s - 2.0)
+        m.box.weight.mul_(10)
+        m.box.bias.mul_(10)
+    confs, coords, kept, margins, above = [], [], [], [], []
+    with torch.no_grad():
+        for i in range(len(x)):
+            c, b = m(x[i:i + 1])
+            confs.append(c.numpy())
+            coords.append(b.numpy())
+            k, margin, n = numpy_nms(confs[-1], coords[-1])
+            kept.append(k); margins.append(margin); above.append(n)
+    print("detector: boxes above the threshold %s, kept %s, smallest margin %.2e" % (above, [len(k) for k in kept], min(margins)))
+    assert all(len(k) >= 2 and n - len(k) >= 2 for k, n in zip(kept, above)), "NMS must keep several boxes and suppress some"
+    assert min(margins) > 1e-3, "a score or IoU too close to its threshold"
+    write_f32(os.path.join(HERE, "tiny_detector.confidence.f32"), np.stack(confs))
+    write_f32(os.path.join(HERE, "tiny_detector.coordinates.f32"), np.stack(coords))
+    t = torch.jit.trace(m, x[:1])
+    outputs = [ct.TensorType(name="raw_confidence"), ct.TensorType(name="raw_coordinates")]
+    nn_model = ct.convert(t, inputs=[image_input()], outputs=outputs, convert_to="neuralnetwork",
+                          minimum_deployment_target=ct.target.iOS14)
+    nn_spec = nn_model.get_spec()
+    nms = ct.models.MLModel(nms_spec(nn_spec, 5))
+    pipe = ct.utils.make_pipeline(nn_model, nms)
+    ct.models.utils.save_spec(pipe.get_spec(), os.path.join(HERE, "tiny_detector.mlmodel"))
+    ml_model = ct.convert(t, inputs=[image_input()], outputs=outputs, convert_to="mlprogram",
+                          compute_precision=ct.precision.FLOAT32, minimum_deployment_target=ct.target.iOS15)
+    nms = ct.models.MLModel(nms_spec(ml_model.get_spec(), 6))
+    path = os.path.join(HERE, "tiny_detector.mlpackage")
+    if os.path.exists(path):
+        import shutil
+        shutil.rmtree(path)
+    ct.utils.make_pipeline(ml_model, nms).save(path)
+    manifest_path = os.path.join(HERE, "manifest.json")
+    with open(manifest_path) as f:
+        manifest = json.load(f)
+    entry = {"torch": torch.__version__, "coremltools": ct.__version__, "labels": DETECTOR_LABELS, "boxes": TinyDetector.G ** 2,
+             "confidence": "tiny_detector.confidence.f32", "coordinates": "tiny_detector.coordinates.f32",
+             "iou": DETECTOR_IOU, "threshold": DETECTOR_CONFIDENCE, "per_class": False, "kept": kept}
+    manifest["detectors"] = [dict(entry, model=name) for name in ("tiny_detector.mlmodel", "tiny_detector.mlpackage")]
+    with open(manifest_path, "w") as f:
+        json.dump(manifest, f, indent=1)
+        f.write("\n")
+
+
 def main():
     patch_kmeans()
     px = photos()
@@ -330,7 +482,11 @@ def main():
         json.dump({"torch": torch.__version__, "coremltools": ct.__version__, "photos": "photos.u8", "size": SIZE,
                    "scale": SCALE, "bias": BIAS, "labels": LABELS, "cases": cases}, f, indent=1)
         f.write("\n")
+    detector_fixtures()
 
 
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:] == ["--detector"]:
+        detector_fixtures()
+    else:
+        main()
