@@ -46,34 +46,36 @@ public final class FeatureRowFile: @unchecked Sendable {
 
     /// Appends `count` rows from `values` (count × cols).
     public func append(_ values: UnsafePointer<Float>, count: Int) throws {
-        try write(rows: rows..<(rows &+ count), from: values)
+        guard count >= 0 else {
+            throw TrainError.shapeMismatch(what: "rows to append to \(path)", expected: "a count ≥ 0", actual: "\(count)")
+        }
+        let end = try Checked.add(rows, count, what: "row count")
+        let (offset, length) = try span(rows..<end, limit: end)
+        try transfer(write: true, offset: offset, length: length, UnsafeMutableRawPointer(mutating: values))
         rows &+= count
     }
 
-    /// Overwrites rows `r` (which must already exist or extend the file by appending) with `values`.
+    /// Overwrites rows `r` (rows already in the file) with `values`.
     public func write(rows r: Range<Int>, from values: UnsafePointer<Float>) throws {
-        let (offset, length) = try span(r, limit: max(rows, r.upperBound))
-        var done = 0
-        while done < length {
-            let n = pwrite(fd, UnsafeRawPointer(values) + done, length &- done, off_t(offset &+ done))
-            if n < 0 && errno == EINTR { continue }
-            guard n > 0 else {
-                throw TrainError.io(file: path, operation: "write", offset: offset &+ done,
-                                    reason: n < 0 ? String(cString: strerror(errno)) : "no progress")
-            }
-            done &+= n
-        }
+        let (offset, length) = try span(r, limit: rows)
+        try transfer(write: true, offset: offset, length: length, UnsafeMutableRawPointer(mutating: values))
     }
 
     /// Reads rows `r` into `out` (r.count × cols).
     public func read(rows r: Range<Int>, into out: UnsafeMutablePointer<Float>) throws {
         let (offset, length) = try span(r, limit: rows)
+        try transfer(write: false, offset: offset, length: length, UnsafeMutableRawPointer(out))
+    }
+
+    /// `length` bytes at `offset` between the file and `buffer` (pwrite or pread, retried until done).
+    private func transfer(write: Bool, offset: Int, length: Int, _ buffer: UnsafeMutableRawPointer) throws {
         var done = 0
         while done < length {
-            let n = pread(fd, UnsafeMutableRawPointer(out) + done, length &- done, off_t(offset &+ done))
+            let at = off_t(offset &+ done)
+            let n = write ? pwrite(fd, buffer + done, length &- done, at) : pread(fd, buffer + done, length &- done, at)
             if n < 0 && errno == EINTR { continue }
             guard n > 0 else {
-                throw TrainError.io(file: path, operation: "read", offset: offset &+ done,
+                throw TrainError.io(file: path, operation: write ? "write" : "read", offset: offset &+ done,
                                     reason: n < 0 ? String(cString: strerror(errno))
                                         : "the file ends at byte \(offset &+ done), expected \(offset &+ length) bytes")
             }
