@@ -236,14 +236,17 @@ final class HDF5Sandbox {
             throw fail(malformed: "\(announced) bytes of values where \(count) float32 values were announced")
         }
         var failed: Error?
+        // The capacity is reserved, not touched: pages become resident only as the reader's bytes arrive, so a
+        // reply that claims more than it sends costs memory for what it sent. On a failure nothing is
+        // initialised (floats need no deinitialisation), rather than zeroing the whole claimed size.
         let values = [Float](unsafeUninitializedCapacity: count) { buffer, done in
             do {
                 try receiveExactly(UnsafeMutableRawBufferPointer(buffer), what: "values")
+                done = count
             } catch {
                 failed = error
-                buffer.initialize(repeating: 0)
+                done = 0
             }
-            done = count
         }
         if let failed { throw failed }
         return values
