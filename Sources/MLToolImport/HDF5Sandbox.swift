@@ -224,8 +224,18 @@ final class HDF5Sandbox {
         guard Int(factsLength) <= Self.maxReplyBytes, valuesLength <= UInt64(Self.maxValuesBytes), valuesLength % 4 == 0 else {
             throw fail(malformed: "a reply of \(factsLength) + \(valuesLength) bytes to \(request)")
         }
-        var facts = [UInt8](repeating: 0, count: Int(factsLength))
-        try facts.withUnsafeMutableBytes { try receiveExactly($0, what: "reply") }
+        // The facts grow a MiB at a time as they arrive: a reply that claims more than it sends costs memory for
+        // what it sent, not for its claim (a 6 KB replay claiming 444 MB made the parent zero all of it).
+        var facts = [UInt8]()
+        let total = Int(factsLength)
+        facts.reserveCapacity(min(total, 1 << 20))
+        while facts.count < total {
+            let start = facts.count, piece = min(1 << 20, total - start)
+            facts.append(contentsOf: repeatElement(0, count: piece))
+            try facts.withUnsafeMutableBytes {
+                try receiveExactly(UnsafeMutableRawBufferPointer(rebasing: $0[start..<(start + piece)]), what: "reply")
+            }
+        }
         return Reply(facts, sandbox: self, request: request, valuesLeft: Int(valuesLength))
     }
 
