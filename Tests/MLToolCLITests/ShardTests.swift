@@ -359,7 +359,8 @@ struct ShardCLITests {
         let memory = try Tool.run(["train", "data", "-o", "a/model.bin"] + flags, in: dir.path)
         try #require(memory.status == 0, "\(memory.stderr)")
         #expect(!memory.stdout.contains("out of core"), "\(memory.stdout)")
-        // 72 training rows × 2 variants... × 1,280 floats × 2 is ~1.2 MB: 200K is well past it.
+        // 90 images: 18 holdout, the rest training (plain + flipped) and validation; ~150 rows × 1,280 floats × 8
+        // bytes (`HeadMemory`) is ~1.5 MB, so a 200K budget is well past it.
         let disk = try Tool.run(["train", "data", "-o", "b/model.bin", "--memory", "200K"] + flags, in: dir.path)
         try #require(disk.status == 0, "\(disk.stderr)")
         #expect(disk.stdout.contains("(out of core)") && disk.stdout.contains("(0 extracted)"), "\(disk.stdout)")
