@@ -175,6 +175,12 @@ enum CoreMLFixtures {
 
     static let detectorCases: [String] = (try? CoreMLFixtures.manifest().detectors?.map(\.model)) ?? []
 
+    /// The parametrized test below runs one case per detector in the manifest: both formats must be there, or it
+    /// would silently test nothing.
+    @Test func bothDetectorPipelinesAreInTheManifest() {
+        #expect(Set(Self.detectorCases) == ["tiny_detector.mlmodel", "tiny_detector.mlpackage"], "\(Self.detectorCases)")
+    }
+
     /// A YOLO-like torch detector converted by coremltools to a NeuralNetwork (.mlmodel) and to an ML Program
     /// (.mlpackage, whose program reads its weights from weights/0-weight.bin as ct.utils.make_pipeline writes it), each
     /// followed by a NonMaximumSuppression model in a pipeline, imports as a detector: labels and thresholds from the
