@@ -1,6 +1,8 @@
-// int8 GEMM: activations quantized per row to u8, weights int8 per output column; see include/CMLToolKernels.h.
-// Products are summed exactly in int32 by every variant, and the float epilogue is the same fused multiply-add in
-// each, so the portable, AVX2, AVX-VNNI and AVX-512 VNNI versions give bit-identical outputs.
+// int8 GEMM: activations quantized per row to 7 bits (0…127), weights int8 per output column; see
+// include/CMLToolKernels.h. Products are summed exactly in int32 by every variant, and the float epilogue is the same
+// fused multiply-add in each, so the portable, AVX2, AVX-VNNI and AVX-512 VNNI versions give bit-identical outputs.
+// Seven bits, not eight, so that AVX2's vpmaddubsw (two u8 × s8 products summed in a saturating int16) is exact:
+// 2 · 127 · 128 = 32,512 ≤ 32,767. Every level quantizes the same way, so a model gives the same outputs everywhere.
 #include "CMLToolKernels.h"
 #include "isa.h"
 #include "vec.h"
@@ -34,20 +36,23 @@ static inline float qepilogue(int32_t acc, int32_t zp, int32_t colsum, float asc
     return fmaf((float)(acc - zp * colsum), ascale * wscale, bias);
 }
 
+// The largest quantized activation (see the top of this file).
+#define QMAX 127
+
 // Range of a row (widened to include 0) → scale, reciprocal and zero point.
 static inline void qparams(float lo, float hi, float *scale, float *inv, int32_t *zp) {
-    float s = (hi - lo) / 255.0f;
+    float s = (hi - lo) / (float)QMAX;
     float r = 1.0f / s;
     if (!(s > 0) || !isfinite(r)) { s = 1; r = 1; }
     float z = nearbyintf(-lo * r);
     *scale = s;
     *inv = r;
-    *zp = z < 0 ? 0 : (z > 255 ? 255 : (int32_t)z);
+    *zp = z < 0 ? 0 : (z > QMAX ? QMAX : (int32_t)z);
 }
 
 static inline uint8_t qvalue(float x, float inv, int32_t zp) {
     int32_t v = (int32_t)nearbyintf(x * inv) + zp;
-    return (uint8_t)(v < 0 ? 0 : (v > 255 ? 255 : v));
+    return (uint8_t)(v < 0 ? 0 : (v > QMAX ? QMAX : v));
 }
 
 // ---- portable versions ----
@@ -113,10 +118,11 @@ MLK_AVX2 static void quantize_rows_avx2(const float *a, int64_t lda, int64_t m0,
         for (; k + 16 <= K; k += 16) {
             __m256i i0 = _mm256_add_epi32(_mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(r + k), vinv)), vzp);
             __m256i i1 = _mm256_add_epi32(_mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(r + k + 8), vinv)), vzp);
-            // Saturating packs clamp to [0, 255]; they interleave 128-bit lanes, undone by the permute.
+            // Saturating packs clamp to [0, 255] (then min to QMAX); they interleave 128-bit lanes, undone by the
+            // permute.
             __m256i w = _mm256_permute4x64_epi64(_mm256_packs_epi32(i0, i1), _MM_SHUFFLE(3, 1, 2, 0));
             __m128i b = _mm_packus_epi16(_mm256_castsi256_si128(w), _mm256_extracti128_si256(w, 1));
-            _mm_storeu_si128((__m128i *)(out + k), b);
+            _mm_storeu_si128((__m128i *)(out + k), _mm_min_epu8(b, _mm_set1_epi8(QMAX)));
         }
         for (; k < K; k++) out[k] = qvalue(r[k], inv, zp[m]);
         for (; k < ldq; k++) out[k] = 0;
@@ -124,74 +130,80 @@ MLK_AVX2 static void quantize_rows_avx2(const float *a, int64_t lda, int64_t m0,
 }
 
 // Epilogue of 8 columns: int32 sums → float, zero-point correction, scales, bias, activation; nv < 8 stores only the
-// first nv (colsum and wscale are padded to 16 values, bias is not).
+// first nv (colsum and wscale are padded to 16 values, bias is not: it is read under the same mask).
 MLK_AVX2 static inline void qstore8(float *yr, __m256i acc, int32_t zp, const int32_t *cs, float as, const float *ws,
                                       const float *bias, int64_t nv, int act, float p0, float p1) {
     __m256i c = _mm256_sub_epi32(acc, _mm256_mullo_epi32(_mm256_set1_epi32(zp), _mm256_loadu_si256((const __m256i *)cs)));
     __m256 s = _mm256_mul_ps(_mm256_set1_ps(as), _mm256_loadu_ps(ws));
-    float t[8];
-    if (nv >= 8) {
-        _mm256_storeu_ps(t, _mm256_fmadd_ps(_mm256_cvtepi32_ps(c), s, bias ? _mm256_loadu_ps(bias) : _mm256_setzero_ps()));
-    } else {
-        int32_t ci[8];
-        float si[8];
-        _mm256_storeu_si256((__m256i *)ci, c);
-        _mm256_storeu_ps(si, s);
-        for (int64_t j = 0; j < nv; j++) t[j] = fmaf((float)ci[j], si[j], bias ? bias[j] : 0);
-    }
-    int64_t n = nv < 8 ? nv : 8;
-    if (act == MLK_ACT_NONE) memcpy(yr, t, (size_t)n * sizeof(float));
-    else for (int64_t j = 0; j < n; j++) yr[j] = act_scalar(t[j], act, p0, p1);
+    __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32((int32_t)(nv < 8 ? nv : 8)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    __m256 b = bias ? (nv >= 8 ? _mm256_loadu_ps(bias) : _mm256_maskload_ps(bias, mask)) : _mm256_setzero_ps();
+    __m256 v = _mm256_fmadd_ps(_mm256_cvtepi32_ps(c), s, b);
+    if (MLK_ACT_VECTOR(act)) v = act8(v, act, _mm256_set1_ps(p0), _mm256_set1_ps(p1));
+    if (nv >= 8) _mm256_storeu_ps(yr, v);
+    else _mm256_maskstore_ps(yr, mask, v);
+    if (!MLK_ACT_VECTOR(act) && act != MLK_ACT_NONE)
+        for (int64_t j = 0, n = nv < 8 ? nv : 8; j < n; j++) yr[j] = act_scalar(yr[j], act, p0, p1);
 }
 
-// ---- AVX2 without VNNI: u8 and s8 widened to 16 bits, vpmaddwd (exact: no 16-bit saturation) ----
+// ---- AVX2 without VNNI: vpmaddubsw (exact for 7-bit activations), then vpmaddwd by ones into int32 ----
 
-// R rows × 8 columns (half a panel). For 4 k values and 4 columns one 16-lane vector holds w[k][c] as
-// (c0k0 c0k1 c0k2 c0k3 c1k0 …); the row's 4 activations are repeated to match, and vpmaddwd leaves two partial
-// sums per column, added pairwise at the end.
-MLK_INLINE MLK_AVX2 void qtile_avx2(int R, const uint8_t *const *r, const int8_t *bp, int64_t groups, __m256i *out) {
-    const __m256i spread = _mm256_setr_epi8(0, -1, 1, -1, 2, -1, 3, -1, 0, -1, 1, -1, 2, -1, 3, -1,
-                                            0, -1, 1, -1, 2, -1, 3, -1, 0, -1, 1, -1, 2, -1, 3, -1);
+// R ≤ 4 rows × 8·H columns (H = 2: one panel; H = 1: its first half, for a last panel of ≤ 8 columns). A group's 64
+// bytes are two vectors of 8 columns × 4 k values; the row's 4 activations, broadcast, multiply them pairwise into
+// 16-bit sums (exact, see the top of this file), which vpmaddwd by ones adds into one int32 per column, in order.
+MLK_INLINE MLK_AVX2 void qtile_avx2(int R, int H, const uint8_t *const *r, const int8_t *bp, int64_t groups, __m256i *out) {
+    const __m256i ones = _mm256_set1_epi16(1);
     __m256i c[4][2];
-    for (int i = 0; i < R; i++) { c[i][0] = _mm256_setzero_si256(); c[i][1] = _mm256_setzero_si256(); }
+    for (int i = 0; i < R; i++) for (int h = 0; h < H; h++) c[i][h] = _mm256_setzero_si256();
     for (int64_t g = 0; g < groups; g++) {
-        __m256i w0 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(bp + g * 64)));
-        __m256i w1 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(bp + g * 64 + 16)));
+        __m256i w[2];
+        for (int h = 0; h < H; h++) w[h] = _mm256_loadu_si256((const __m256i *)(bp + g * 64 + 32 * h));
         for (int i = 0; i < R; i++) {
-            __m256i a = _mm256_shuffle_epi8(_mm256_set1_epi32(load32(r[i] + g * 4)), spread);
-            c[i][0] = _mm256_add_epi32(c[i][0], _mm256_madd_epi16(a, w0));
-            c[i][1] = _mm256_add_epi32(c[i][1], _mm256_madd_epi16(a, w1));
+            __m256i a = _mm256_set1_epi32(load32(r[i] + g * 4));
+            for (int h = 0; h < H; h++)
+                c[i][h] = _mm256_add_epi32(c[i][h], _mm256_madd_epi16(_mm256_maddubs_epi16(a, w[h]), ones));
         }
     }
-    for (int i = 0; i < R; i++)
-        out[i] = _mm256_permute4x64_epi64(_mm256_hadd_epi32(c[i][0], c[i][1]), _MM_SHUFFLE(3, 1, 2, 0));
+    for (int i = 0; i < R; i++) for (int h = 0; h < H; h++) out[2 * i + h] = c[i][h];
 }
+
+#define MLK_QT2(R) case R: \
+    if (nv > 8) qtile_avx2(R, 2, r, bp, groups, acc); \
+    else qtile_avx2(R, 1, r, bp, groups, acc); \
+    break;
 
 MLK_AVX2 static void qgemm_avx2(const uint8_t *q, int64_t ldq, const float *ascale, const int32_t *zp,
                                   const int8_t *packed, const int32_t *colsum, const float *wscale, int64_t m0,
                                   int64_t m1, int64_t N, int64_t K, const float *bias, float *y, int64_t ldy, int act,
                                   float p0, float p1) {
     int64_t groups = (K + 3) / 4;
-    for (int64_t n0 = 0; n0 < N; n0 += 8) {
-        const int8_t *bp = packed + (n0 / 16) * groups * 64 + (n0 % 16) * 4;
-        int64_t nv = N - n0 < 8 ? N - n0 : 8;
-        for (int64_t m = m0; m < m1; m += 4) {
-            int R = m1 - m < 4 ? (int)(m1 - m) : 4;
-            const uint8_t *r[4];
-            for (int i = 0; i < 4; i++) r[i] = q + (m + (i < R ? i : 0)) * ldq;
-            __m256i acc[4];
-            switch (R) {
-            case 4: qtile_avx2(4, r, bp, groups, acc); break;
-            case 3: qtile_avx2(3, r, bp, groups, acc); break;
-            case 2: qtile_avx2(2, r, bp, groups, acc); break;
-            default: qtile_avx2(1, r, bp, groups, acc); break;
+    // Rows in chunks whose quantized block stays in L2 while every panel passes over it.
+    int64_t mc = (256 * 1024) / (groups * 4);
+    mc = mc < 4 ? 4 : (mc > 1024 ? 1024 : mc);
+    mc -= mc % 4;
+    for (int64_t mb = m0; mb < m1; mb += mc) {
+        int64_t me = mb + mc < m1 ? mb + mc : m1;
+        for (int64_t n0 = 0; n0 < N; n0 += 16) {
+            const int8_t *bp = packed + (n0 / 16) * groups * 64;
+            int64_t nv = N - n0 < 16 ? N - n0 : 16;
+            for (int64_t m = mb; m < me; m += 4) {
+                int R = me - m < 4 ? (int)(me - m) : 4;
+                const uint8_t *r[4];
+                for (int i = 0; i < 4; i++) r[i] = q + (m + (i < R ? i : 0)) * ldq;
+                __m256i acc[8];
+                switch (R) { MLK_QT2(4) MLK_QT2(3) MLK_QT2(2) MLK_QT2(1) }
+                for (int i = 0; i < R; i++) {
+                    float *yr = y + (m + i) * ldy + n0;
+                    const float *b = bias ? bias + n0 : NULL;
+                    qstore8(yr, acc[2 * i], zp[m + i], colsum + n0, ascale[m + i], wscale + n0, b, nv, act, p0, p1);
+                    if (nv > 8)
+                        qstore8(yr + 8, acc[2 * i + 1], zp[m + i], colsum + n0 + 8, ascale[m + i], wscale + n0 + 8,
+                                b ? b + 8 : NULL, nv - 8, act, p0, p1);
+                }
             }
-            for (int i = 0; i < R; i++)
-                qstore8(y + (m + i) * ldy + n0, acc[i], zp[m + i], colsum + n0, ascale[m + i], wscale + n0,
-                        bias ? bias + n0 : NULL, nv, act, p0, p1);
         }
     }
 }
+#undef MLK_QT2
 
 // ---- AVX-VNNI (256-bit vpdpbusd): R ≤ 6 rows × 16 columns ----
 
@@ -278,16 +290,16 @@ MLK_AVX512_VNNI static void quantize_rows_avx512(const float *a, int64_t lda, in
         qparams(_mm512_reduce_min_ps(vlo), _mm512_reduce_max_ps(vhi), &scale[m], &inv, &zp[m]);
         uint8_t *out = q + m * ldq;
         __m512 vinv = _mm512_set1_ps(inv);
-        __m512i vzp = _mm512_set1_epi32(zp[m]), zero = _mm512_setzero_si512();
+        __m512i vzp = _mm512_set1_epi32(zp[m]), zero = _mm512_setzero_si512(), qmax = _mm512_set1_epi32(QMAX);
         for (int64_t k = 0; k < K16; k += 16) {
             __m512i i = _mm512_add_epi32(_mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(r + k), vinv)), vzp);
-            _mm_storeu_si128((__m128i *)(out + k), _mm512_cvtusepi32_epi8(_mm512_max_epi32(i, zero)));
+            _mm_storeu_si128((__m128i *)(out + k), _mm512_cvtusepi32_epi8(_mm512_min_epi32(_mm512_max_epi32(i, zero), qmax)));
         }
         if (K16 < ldq) {
             // The tail and the padding up to ldq (< K16 + 16 bytes): padding bytes are 0.
             __mmask16 mq = (__mmask16)((1u << (ldq - K16)) - 1);
             __m512i i = _mm512_add_epi32(_mm512_cvtps_epi32(_mm512_mul_ps(_mm512_maskz_loadu_ps(tail, r + K16), vinv)), vzp);
-            i = _mm512_maskz_mov_epi32(tail, _mm512_max_epi32(i, zero));
+            i = _mm512_maskz_mov_epi32(tail, _mm512_min_epi32(_mm512_max_epi32(i, zero), qmax));
             _mm_mask_storeu_epi8(out + K16, mq, _mm512_cvtusepi32_epi8(i));
         }
     }

@@ -26,7 +26,7 @@ public final class Engine: @unchecked Sendable {
     public enum Int8Compute: Sendable {
         /// On weights dequantized to float at load, like every other model.
         case off
-        /// On int8 kernels (each input row quantized to u8 on the fly) when the layer is big enough to gain:
+        /// On int8 kernels (each input row quantized to 7 bits on the fly) when the layer is big enough to gain:
         /// at least `QuantizedWeights.autoMinimum` weights. Below that (the first layers of a CNN: few channels,
         /// many pixels) quantizing the input costs more than the int8 products save.
         case auto
@@ -71,14 +71,14 @@ public final class Engine: @unchecked Sendable {
     }
 
     /// How int8 models run unless told otherwise: the environment variable `MLTOOL_INT8_COMPUTE` (`off`, `auto` or
-    /// `all`) when set, else `.auto` when the CPU has AVX-512 VNNI and `.off` elsewhere (there the int8 kernels are
-    /// no faster than the float ones).
+    /// `all`) when set, else `.auto` when the kernels run at AVX2 or above (vpmaddubsw, AVX-VNNI or AVX-512 VNNI) and
+    /// `.off` on the portable level, whose int8 kernel is no faster than its float one.
     public static var int8ComputeDefault: Int8Compute {
         switch ProcessInfo.processInfo.environment["MLTOOL_INT8_COMPUTE"] {
         case "off", "0": return .off
         case "auto", "1": return .auto
         case "all": return .all
-        default: return mlk_cpu_has(Int32(MLK_CPU_AVX512_VNNI)) != 0 ? .auto : .off
+        default: return mlk_cpu_has(Int32(MLK_CPU_AVX2)) != 0 ? .auto : .off
         }
     }
 

@@ -241,7 +241,7 @@ enum Fast {
         }
     }
 
-    /// `packedGemm` with int8 weights: each part quantizes its rows of `a` (u8, one scale and zero point per row)
+    /// `packedGemm` with int8 weights: each part quantizes its rows of `a` (7 bits, one scale and zero point per row)
     /// into `scratch`, then runs `mlk_qgemm` on them; with few rows, all rows are quantized first and the columns
     /// split. The quantization of a row does not depend on the split, so results do not either.
     static func quantizedGemm(_ a: UnsafePointer<Float>, lda: Int, _ w: QuantizedWeights, rows: Int,

@@ -3,7 +3,7 @@ import MLToolCore
 
 /// A conv or dense weight stored as symmetric linear int8 per output channel (what `mltool quantize --bits 8`
 /// writes), packed once for `mlk_qgemm`: the int8 values in 16-column panels, each column's sum, and each column's
-/// scale. The engine then runs the layer on activations quantized per row to u8 (see CMLToolKernels.h).
+/// scale. The engine then runs the layer on activations quantized per row to 7 bits (see CMLToolKernels.h).
 final class QuantizedWeights: @unchecked Sendable {
     /// ceil(n/16) panels of `panelBytes` bytes.
     let packed: UnsafeMutablePointer<Int8>
@@ -19,8 +19,8 @@ final class QuantizedWeights: @unchecked Sendable {
     /// 27×32 0.80×, 32×16 0.65×, 16×96 1.04×, 96×24 1.28×, 24×144 1.31×, … 1152×320 3.5×.
     static let autoMinimum = 2048
 
-    /// Largest k for which the int32 sums (k · 255 · 127, and zp · colsum) cannot overflow.
-    static let maxK = (Int(Int32.max) / (255 * 127)) - 1
+    /// Largest k for which the int32 sums (k · 127 · 128, and zp · colsum) cannot overflow.
+    static let maxK = (Int(Int32.max) / (127 * 128)) - 1
 
     /// nil unless `t` is int8 with zero points 0 (or none), one scale per column of its last axis (or one for the
     /// whole tensor), finite scales, and exactly k · n bytes laid out as (k, n) row-major (the IR's (…, out)

@@ -5,15 +5,15 @@ import Testing
 import MLToolEngine
 import MLToolTestSupport
 
-/// Plain scalar reference of the int8 path: rows of `a` (m, k) quantized to u8, an exact int32 dot product with the
+/// Plain scalar reference of the int8 path: rows of `a` (m, k) quantized to 7 bits, an exact int32 dot product with the
 /// int8 weights w (k, n), and the documented epilogue.
 struct Int8Reference {
     static func quantize(_ row: ArraySlice<Float>) -> (q: [UInt8], scale: Float, zp: Int32) {
         let lo = min(0, row.min() ?? 0), hi = max(0, row.max() ?? 0)
-        var s = (hi - lo) / 255, r = 1 / s
+        var s = (hi - lo) / 127, r = 1 / s
         if !(s > 0) || !r.isFinite { s = 1; r = 1 }
-        let z = Int32(max(0, min(255, (-lo * r).rounded(.toNearestOrEven))))
-        let q = row.map { UInt8(max(0, min(255, Int32((($0 * r).rounded(.toNearestOrEven))) + z))) }
+        let z = Int32(max(0, min(127, (-lo * r).rounded(.toNearestOrEven))))
+        let q = row.map { UInt8(max(0, min(127, Int32((($0 * r).rounded(.toNearestOrEven))) + z))) }
         return (q, s, z)
     }
 

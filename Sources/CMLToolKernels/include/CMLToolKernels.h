@@ -119,10 +119,11 @@ void mlk_depthwise_channels(const float *x, int64_t H, int64_t W, int64_t C,
 
 // ---- int8 GEMM (qgemm.c) ----
 // y = act(A · W + bias) with W int8 per output column (real w[k][n] = wscale[n] · W[k][n]) and A quantized per row to
-// u8 on the fly (real a[m][k] ≈ ascale[m] · (Q[m][k] − zp[m])). The int32 sums are exact, so every variant gives
-// bit-identical results: y[m][n] = act(fma(float(Σ Q·W − zp[m]·colsum[n]), ascale[m]·wscale[n], bias[n])).
+// 7 bits (0…127) on the fly (real a[m][k] ≈ ascale[m] · (Q[m][k] − zp[m])). The int32 sums are exact, so every variant
+// gives bit-identical results: y[m][n] = act(fma(float(Σ Q·W − zp[m]·colsum[n]), ascale[m]·wscale[n], bias[n])).
+// Seven bits keep AVX2's vpmaddubsw exact (two products of at most 127 · 128 summed in int16).
 
-// Variants: portable C, AVX2 (vpmaddwd on 16-bit values), AVX-VNNI (256-bit vpdpbusd), AVX-512 VNNI.
+// Variants: portable C, AVX2 (vpmaddubsw + vpmaddwd), AVX-VNNI (256-bit vpdpbusd), AVX-512 VNNI.
 
 /// Bytes of one packed 16-column panel of a (K, N) int8 matrix: K rounded up to 4, times 16.
 int64_t mlk_qpanel_bytes(int64_t K);
@@ -135,8 +136,8 @@ void mlk_qpack(const int8_t *w, int64_t K, int64_t N, int8_t *packed, int32_t *c
 /// Row stride in bytes of quantized activations with K values per row (K rounded up to 4).
 int64_t mlk_qrow_bytes(int64_t K);
 
-/// Quantizes rows [m0, m1) of a (row stride lda, K values per row) to u8: each row's range is widened to include 0,
-/// scale[m] = (max − min) / 255, zp[m] = round(−min / scale), q = clamp(round(a / scale) + zp, 0, 255) (a is
+/// Quantizes rows [m0, m1) of a (row stride lda, K values per row) to 7 bits: each row's range is widened to include
+/// 0, scale[m] = (max − min) / 127, zp[m] = round(−min / scale), q = clamp(round(a / scale) + zp, 0, 127) (a is
 /// multiplied by the float reciprocal of the scale; rounding is to nearest even). Row m of q starts at q + m·ldq;
 /// its bytes past K are zeroed.
 void mlk_quantize_rows(const float *a, int64_t lda, int64_t m0, int64_t m1, int64_t K, uint8_t *q, int64_t ldq,
