@@ -385,12 +385,67 @@ import Testing
               + "of the input size, scores within \(worstScore) (relative); \(kept) boxes kept on \(photos.count) photos")
         #expect(worstCorner <= 1e-4 && worstScore <= 1e-4, "\(layout): corners \(worstCorner), scores \(worstScore)")
         #expect(kept > 0)
+        try Self.checkBoxesDecoder(model, path, photos: photos, layout: layout)
 
         let refusal = ExportError.unsupported(
             model: "columns", format: "Core ML", place: "detection.boxes 'output0' candidate 1",
             reason: "value 0 is not channel 0 of cell (0, 1) of 'head8' (the classic-layer export lays candidates out as whole "
                 + "feature maps, cell by cell in row order; export to ONNX instead)")
         #expect(throws: refusal) { try ModelExport.export(Self.boxesDetector("columns"), name: "columns", format: .coreml) }
+    }
+
+    /// The exported "boxes" decoder layers evaluated by numpy with Core ML's classic-layer semantics
+    /// (check_detector_coreml.py) on the engine's feature maps: every candidate's normalized centre and size within
+    /// 1e-6 and its best class score within 1e-6 of `DetectionDecoder`'s.
+    static func checkBoxesDecoder(_ model: Model, _ path: String, photos: [String], layout: String) throws {
+        let dir = try TempDir()
+        defer { dir.cleanup() }
+        let detector = try Detector(model: model, options: DetectorOptions(threads: 1))
+        let engine = try Engine(model: model, threads: 1)
+        let maps = layout == "nbk" ? ["box8", "box16", "cls8", "cls16"] : ["head8", "head16"]
+        let p = detector.preprocessor
+        var requests: [[String: String]] = [], expected: [[DetectionCandidate]] = []
+        for (i, photo) in photos.enumerated() {
+            let image = try ImageDecoder.decode(path: photo)
+            var nhwc = [Float](repeating: 0, count: p.elementCount)
+            try nhwc.withUnsafeMutableBufferPointer { try p.processBatch([image], into: $0) }
+            let out = try engine.run(["input": Tensor(shape: [1, 64, 64, 3], data: nhwc)], outputs: maps)
+            var blobs: [String: String] = [:]
+            for m in maps {
+                let t = try #require(out[m])
+                let (gh, gw, ch) = (t.shape[1], t.shape[2], t.shape[3])
+                var chw = [Float](repeating: 0, count: t.data.count)
+                for y in 0..<gh { for x in 0..<gw { for k in 0..<ch { chw[(k * gh + y) * gw + x] = t.data[(y * gw + x) * ch + k] } } }
+                blobs[m] = dir.file("\(i)-\(m).npy")
+                try NPY.write(chw, shape: [ch, gh, gw], to: dir.file("\(i)-\(m).npy"))
+            }
+            requests.append(blobs)
+            expected.append(try detector.decoder.decode(detector.run([image]), item: 0, minScore: -.infinity))
+        }
+        let request = dir.file("request.json")
+        try JSONSerialization.data(withJSONObject: ["photos": requests]).write(to: URL(fileURLWithPath: request))
+        guard let s = try Python.run(tests.appendingPathComponent("Fixtures/export/check_detector_coreml.py").path, [path, request]) else {
+            return
+        }
+        #expect(s["stages"] as? [String] == ["neuralNetwork", "nonMaximumSuppression"])
+        let results = s["results"] as? [[String: Any]] ?? []
+        try #require(results.count == photos.count)
+        var worstBox = 0.0, worstScore = 0.0
+        for (r, want) in zip(results, expected) {
+            let coords = r["raw_coordinates"] as? [[Double]] ?? [], conf = r["raw_confidence"] as? [[Double]] ?? []
+            try #require(coords.count == 80 && conf.count == 80 && want.count == 80, "\(coords.count), \(conf.count), \(want.count)")
+            for c in want {
+                let v = coords[c.index], row = conf[c.index]
+                let box = [Double(c.x1 + c.x2) / 128, Double(c.y1 + c.y2) / 128, Double(c.x2 - c.x1) / 64, Double(c.y2 - c.y1) / 64]
+                worstBox = max(worstBox, zip(v, box).map { abs($0 - $1) }.max() ?? .infinity)
+                let best = row.indices.max { row[$0] < row[$1] || (row[$0] == row[$1] && $0 > $1) } ?? -1
+                #expect(best == c.classIndex, "candidate \(c.index): class \(best), decoder \(c.classIndex)")
+                worstScore = max(worstScore, abs((row.max() ?? .infinity) - Double(c.score)))
+            }
+        }
+        print("DetectorExportTests: boxes detector (\(layout)): numpy's Core ML layers vs the decoder: boxes within \(worstBox), "
+              + "scores within \(worstScore); layers \(s["evaluated_layer_types"] ?? "")")
+        #expect(worstBox <= 1e-6 && worstScore <= 1e-6, "\(layout): boxes \(worstBox), scores \(worstScore)")
     }
 
     /// Input (N, 64, 64, 3) → two 1×1 convolutions at strides 8 and 16 → DFL heads (N, H, W, 4·4 + 2).
