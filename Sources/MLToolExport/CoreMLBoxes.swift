@@ -64,9 +64,14 @@ public struct BoxesTrace: Equatable, Sendable {
 /// runs are laid out with the anchor-free decoder's `rows` and concatenated in candidate order, which is therefore
 /// the original's.
 extension CoreMLLowering {
-    /// One column of the decoder's table: channel `channel` of map `map` (an index into `BoxesTrace.maps`).
+    /// One column of a run: channel `channel` of map `map` (an index into `BoxesTrace.maps`).
     private struct Column: Equatable {
         var map: Int, channel: Int
+    }
+
+    /// One value of a decoder tensor: element `offset` of map `map`, in the map's (1, H, W, C) order.
+    private struct Element {
+        var map: Int, offset: Int
     }
 
     /// A run of candidates: every cell of maps of one H × W grid, in (y, x) order; `columns` as in the table.
@@ -101,7 +106,7 @@ extension CoreMLLowering {
 
         // The table: per candidate b, the boxes tensor's K values, then the separate scores tensor's C.
         let boxes = try table(trace, spec.tensor, spec.layout == "nkb", field: "detection.boxes.tensor")
-        var columns = boxes.columns, width = boxes.width
+        var values = boxes.values, width = boxes.width
         let first = 4 + (spec.objectness ? 1 : 0)
         var classColumns = Array(first..<(first + c.classCount))
         if let s = spec.scoresTensor {
@@ -114,13 +119,13 @@ extension CoreMLLowering {
                 throw ExportError.invalid(model: modelName, place: "detection.boxes.scoresTensor '\(s)'",
                                           expected: "\(c.classCount) class scores per box", actual: "\(scores.width)")
             }
-            var joined: [Column] = []
-            joined.reserveCapacity(columns.count + scores.columns.count)
+            var joined: [Element] = []
+            joined.reserveCapacity(values.count + scores.values.count)
             for b in 0..<boxes.count {
-                joined += columns[(b * width)..<((b + 1) * width)]
-                joined += scores.columns[(b * c.classCount)..<((b + 1) * c.classCount)]
+                joined += values[(b * width)..<((b + 1) * width)]
+                joined += scores.values[(b * c.classCount)..<((b + 1) * c.classCount)]
             }
-            columns = joined
+            values = joined
             classColumns = Array(width..<(width + c.classCount))
             width += c.classCount
         }
@@ -128,7 +133,7 @@ extension CoreMLLowering {
             throw ExportError.invalid(model: modelName, place: "detection.boxes '\(spec.tensor)'",
                                       expected: "at least \(classColumns.last.map { $0 + 1 } ?? 4) values per box", actual: "\(boxes.width)")
         }
-        let runs = try self.runs(columns, width: width, count: boxes.count, trace, tensor: spec.tensor)
+        let runs = try self.runs(values, width: width, count: boxes.count, trace, tensor: spec.tensor)
 
         // Linear rows over the table's columns: coordinates (centre, size or corner differences), classes, objectness.
         let (sx, sy): (Float, Float) = spec.normalized ? (1, 1) : (1 / Float(inputWidth), 1 / Float(inputHeight))
@@ -175,9 +180,9 @@ extension CoreMLLowering {
         joinRows(coordinates: coordinates, confidences: confidences)
     }
 
-    /// The decoder tensor `name` as a table (candidates × values) of map columns; `transposed` for a (1, K, B) layout.
+    /// The decoder tensor `name` as a table (candidates × values) of map elements; `transposed` for a (1, K, B) layout.
     private func table(_ trace: BoxesTrace, _ name: String, _ transposed: Bool,
-                       field: String) throws -> (columns: [Column], count: Int, width: Int) {
+                       field: String) throws -> (values: [Element], count: Int, width: Int) {
         guard let s = trace.sources[name], s.shape.count == 3, s.shape[0] == 1, s.index.count == s.shape[1] * s.shape[2] else {
             throw ExportError.invalid(model: modelName, place: "\(field) '\(name)'", expected: "a traced (1, B, K) or (1, K, B) tensor",
                                       actual: trace.sources[name].map { "shape \($0.shape)" } ?? "no trace")
@@ -185,23 +190,22 @@ extension CoreMLLowering {
         let (count, width) = transposed ? (s.shape[2], s.shape[1]) : (s.shape[1], s.shape[2])
         var offsets: [Int] = [], total = 0
         for m in trace.maps { offsets.append(total); total += m.shape.reduce(1, *) }
-        var columns: [Column] = []
-        columns.reserveCapacity(s.index.count)
+        var values: [Element] = []
+        values.reserveCapacity(s.index.count)
         for b in 0..<count {
             for k in 0..<width {
                 let i = s.index[transposed ? k * count + b : b * width + k]
                 guard i >= 0, i < total, let m = offsets.lastIndex(where: { $0 <= i }) else {
                     throw ExportError.invalid(model: modelName, place: "\(field) '\(name)'", expected: "map elements", actual: "index \(i)")
                 }
-                // Position (y, x, c) within the map is recovered in `runs`; here the flat offset as `channel`.
-                columns.append(Column(map: m, channel: i - offsets[m]))
+                values.append(Element(map: m, offset: i - offsets[m]))
             }
         }
-        return (columns, count, width)
+        return (values, count, width)
     }
 
     /// Splits the candidates into runs of whole map grids in (y, x) order, every column one channel of one map.
-    private func runs(_ table: [Column], width: Int, count: Int, _ trace: BoxesTrace, tensor: String) throws -> [Run] {
+    private func runs(_ values: [Element], width: Int, count: Int, _ trace: BoxesTrace, tensor: String) throws -> [Run] {
         var runs: [Run] = [], b0 = 0
         func refuse(_ b: Int, _ why: String) -> ExportError {
             .unsupported(model: modelName, format: "Core ML", place: "detection.boxes '\(tensor)' candidate \(b)",
@@ -212,20 +216,20 @@ extension CoreMLLowering {
             // The first candidate of a run sits at cell (0, 0) of every map it reads.
             var columns: [Column] = [], grid: (Int, Int)?
             for k in 0..<width {
-                let e = table[b0 * width + k], shape = trace.maps[e.map].shape
+                let e = values[b0 * width + k], shape = trace.maps[e.map].shape
                 let (h, w, ch) = (shape[1], shape[2], shape[3])
-                guard e.channel < ch else { throw refuse(b0, "value \(k) is not at the first cell of '\(trace.maps[e.map].name)'") }
+                guard e.offset < ch else { throw refuse(b0, "value \(k) is not at the first cell of '\(trace.maps[e.map].name)'") }
                 if let g = grid, g != (h, w) {
                     throw refuse(b0, "its values come from maps of different grids (\(g.0)×\(g.1) and \(h)×\(w))")
                 }
                 grid = (h, w)
-                columns.append(Column(map: e.map, channel: e.channel))
+                columns.append(Column(map: e.map, channel: e.offset))
             }
             guard let (h, w) = grid, b0 + h * w <= count else { throw refuse(b0, "the map's cells outnumber the remaining candidates") }
             for cell in 0..<(h * w) {
                 for k in 0..<width {
-                    let e = table[(b0 + cell) * width + k], ch = trace.maps[columns[k].map].shape[3]
-                    guard e.map == columns[k].map, e.channel == cell * ch + columns[k].channel else {
+                    let e = values[(b0 + cell) * width + k], ch = trace.maps[columns[k].map].shape[3]
+                    guard e.map == columns[k].map, e.offset == cell * ch + columns[k].channel else {
                         throw refuse(b0 + cell, "value \(k) is not channel \(columns[k].channel) of cell (\(cell / w), \(cell % w)) "
                                         + "of '\(trace.maps[columns[k].map].name)'")
                     }
