@@ -86,7 +86,7 @@ public enum ModelExport {
         var md = model.metadata
         md.graph = Graph(inputs: maps.map { GraphInput(name: $0.name, shape: $0.shape) }, outputs: d.tensors, nodes: cut.nodes)
         let layout = try Engine(model: Model(metadata: md, tensors: []), threads: 1, mode: .reference)
-        let sources = try layout.run(values).mapValues { BoxesTrace.Source(shape: $0.shape, index: $0.data.map { Int($0) }) }
+        let sources = try layout.run(values).mapValues { BoxesTrace.Source(shape: $0.shape, index: $0.data.map { Int(exactly: $0) ?? -1 }) }
         return BoxesTrace(maps: maps, sources: sources)
     }
 
