@@ -13,12 +13,17 @@ import MLToolCore
 extension CoreMLLowering {
     static let rawConfidence = "raw_confidence", rawCoordinates = "raw_coordinates"
 
-    /// Lowers the network and the decoder; `headShapes` gives each head tensor's IR shape (N, H, W, channels).
-    mutating func lowerDetector(_ c: DetectionConfig, inputWidth: Int, inputHeight: Int, headShapes: [String: [Int]]) throws {
+    /// Lowers the network and the decoder; `headShapes` gives each head tensor's IR shape (N, H, W, channels), `boxes`
+    /// where a "boxes" decoder's values come from (`CoreMLBoxes.swift`).
+    mutating func lowerDetector(_ c: DetectionConfig, inputWidth: Int, inputHeight: Int, headShapes: [String: [Int]],
+                                boxes: BoxesTrace?) throws {
+        if c.decoder == "boxes" {
+            return try lowerBoxes(c, inputWidth: inputWidth, inputHeight: inputHeight, trace: boxes)
+        }
         guard c.decoder == "anchorFree", ["ltrb", "dfl"].contains(c.boxEncoding), let heads = c.heads, !heads.isEmpty else {
             throw ExportError.unsupported(model: modelName, format: "Core ML", place: "detection.decoder",
                                           reason: "decoder '\(c.decoder)' with box encoding '\(c.boxEncoding)' is not yet supported "
-                                            + "(Core ML pipelines are written for anchorFree ltrb and dfl; export to ONNX instead)")
+                                            + "(Core ML pipelines are written for anchorFree (ltrb, dfl) and boxes decoders; export to ONNX instead)")
         }
         let bins = c.boxEncoding == "dfl" ? (c.regMax ?? 16) : 1
         program.detector = CoreMLProgram.DetectorStage(boxes: 0, iouThreshold: Double(c.nms.iouThreshold),
@@ -81,6 +86,11 @@ extension CoreMLLowering {
             confidences.append(try rows(scores, channels: classes, cells: cells))
         }
         program.detector?.boxes = boxes
+        joinRows(coordinates: coordinates, confidences: confidences)
+    }
+
+    /// The outputs: each list's parts, (cells, K, 1) blobs, concatenated in order and permuted to (1, B, K).
+    mutating func joinRows(coordinates: [String], confidences: [String]) {
         for (parts, name) in [(coordinates, Self.rawCoordinates), (confidences, Self.rawConfidence)] {
             let joined = parts.count == 1 ? parts[0] : fresh(name + ".joined")
             if parts.count > 1 { add(joined, parts, [joined], .concat) }
@@ -89,14 +99,14 @@ extension CoreMLLowering {
     }
 
     /// (K, H, W) → (H·W, K, 1): one channel per cell, in (y, x) order.
-    private mutating func rows(_ x: String, channels k: Int, cells: Int) throws -> String {
+    mutating func rows(_ x: String, channels k: Int, cells: Int) throws -> String {
         let flat = fresh(x + ".flat"), moved = fresh(x + ".rows")
         add(flat, [x], [flat], .reshape([k, cells, 1]))
         add(moved, [flat], [moved], .permute([0, 2, 1, 3]))
         return moved
     }
 
-    private func conv1x1(outputs: Int, inputs: Int, weights: [Float]) -> CoreMLProgram.Kind {
+    func conv1x1(outputs: Int, inputs: Int, weights: [Float]) -> CoreMLProgram.Kind {
         .convolution(outputChannels: outputs, kernelChannels: inputs, groups: 1, kernel: [1, 1], stride: [1, 1], dilation: [1, 1],
                      pads: [0, 0, 0, 0], weights: .float(weights), bias: nil)
     }

@@ -9,12 +9,13 @@ import MLToolCore
 public enum CoreMLExporter {
     /// Exports `model`; `name` identifies it in errors (usually its path).
     ///
-    /// An object detector (`metadata.detection`, anchorFree ltrb or dfl) becomes a Pipeline instead: a NeuralNetwork (the
+    /// An object detector (`metadata.detection`: anchorFree ltrb or dfl, or boxes) becomes a Pipeline instead: a NeuralNetwork (the
     /// network and the decoder, `CoreMLDetection.swift`) with outputs `raw_confidence` (B × C) and `raw_coordinates`
     /// (B × 4), then a NonMaximumSuppression model with the detector's IoU and confidence thresholds and labels;
     /// inputs `image`, optional `iouThreshold` and `confidenceThreshold`, outputs `confidence` and `coordinates`
     /// (docs/COREML.md says what Vision sees). `headShapes`: each head tensor's IR shape (N, H, W, channels).
-    public static func export(_ model: Model, name: String, headShapes: [String: [Int]] = [:]) throws -> ExportResult {
+    /// A "boxes" detector needs `boxes`: where its boxes and scores come from (`BoxesTrace`, which `ModelExport` makes).
+    public static func export(_ model: Model, name: String, headShapes: [String: [Int]] = [:], boxes: BoxesTrace? = nil) throws -> ExportResult {
         let md = model.metadata
         let graph = try ExportResult.graph(
             of: model, name: name, format: "Core ML",
@@ -38,7 +39,7 @@ public enum CoreMLExporter {
         var extra: [(String, String)] = []
         var labels = md.labels
         if let detection = md.detection {
-            try lowering.lowerDetector(detection, inputWidth: prep.width, inputHeight: prep.height, headShapes: headShapes)
+            try lowering.lowerDetector(detection, inputWidth: prep.width, inputHeight: prep.height, headShapes: headShapes, boxes: boxes)
             if labels.count != detection.classCount { labels = (0..<detection.classCount).map { "class \($0)" } }
             // The keys Xcode's object detectors carry, and how Vision must scale a photo.
             extra = [("classes", labels.joined(separator: ",")), ("iouThreshold", "\(detection.nms.iouThreshold)"),

@@ -22,7 +22,9 @@ struct CoreMLLowering {
         self.tensors = model.tensorsByName
     }
 
-    mutating func lower(probabilities: Bool) throws {
+    /// Lowers the graph's nodes, or with `upTo` only the nodes those tensors need (a "boxes" detector's feature maps:
+    /// the shape-only nodes after them are the decoder's business, `CoreMLBoxes.swift`).
+    mutating func lower(probabilities: Bool, upTo: [String]? = nil) throws {
         guard graph.inputs.count == 1, let input = graph.inputs.first, input.shape.count == 4 else {
             throw ExportError.unsupported(model: modelName, format: "Core ML", place: "inputs", reason: "needs one image input (N, H, W, C)")
         }
@@ -32,7 +34,8 @@ struct CoreMLLowering {
         blobs[input.name] = program.inputName
         rank[input.name] = 4
         if probabilities { blobs[output] = program.probabilityBlob }
-        for node in graph.nodes { try lower(node) }
+        let needed = upTo.map { Self.ancestors(of: $0, in: graph) }
+        for (i, node) in graph.nodes.enumerated() where needed?.contains(i) ?? true { try lower(node) }
         if program.detector != nil { return }
         guard rank[output] != nil else {
             throw ExportError.invalid(model: modelName, place: "graph output '\(output)'", expected: "a computed tensor", actual: "undefined")
@@ -129,6 +132,18 @@ struct CoreMLLowering {
         for o in n.outputs { rank[o] = outRank }
     }
 
+    /// Indices of the nodes that compute `tensors`, in graph order.
+    static func ancestors(of tensors: [String], in graph: Graph) -> Set<Int> {
+        var producer: [String: Int] = [:]
+        for (i, n) in graph.nodes.enumerated() { for o in n.outputs { producer[o] = i } }
+        var seen = Set<Int>(), stack = tensors.compactMap { producer[$0] }
+        while let i = stack.popLast() {
+            guard seen.insert(i).inserted else { continue }
+            stack += graph.nodes[i].inputs.compactMap { producer[$0] }
+        }
+        return seen
+    }
+
     private mutating func binary(_ n: Node, _ input: String, _ target: String) throws {
         guard n.inputs.count == 2 else { throw unsupported(n, "two inputs") }
         let lhs = n.inputs[0], rhs = n.inputs[1]
@@ -146,6 +161,10 @@ struct CoreMLLowering {
             default: throw unsupported(n, "a constant divisor")
             }
         case (false, true), (true, false):
+            if let (shape, values) = try fullConstant(lc ? lhs : rhs) {
+                try mapConstant(n, shape, values, constantFirst: lc, target)
+                return
+            }
             let c = try channelConstant(lc ? lhs : rhs, n)
             let x = blob(lc ? rhs : lhs)
             switch (n.op, lc) {
@@ -186,6 +205,38 @@ struct CoreMLLowering {
             throw unsupported(n, "a per-channel constant (shape [C] or [1])")
         }
         return try t.floats()
+    }
+
+    /// x ∘ k for a constant k holding a whole map (a grid of cell offsets): a loadConstant blob and an add or multiply.
+    private mutating func mapConstant(_ n: Node, _ shape: [Int], _ values: [Float], constantFirst lc: Bool, _ target: String) throws {
+        let computed = n.inputs[lc ? 1 : 0]
+        guard try rankOf(computed, n) == 4 else { throw unsupported(n, "a feature-map input for a constant of shape (1, H, W, C)") }
+        let x = blob(computed), k = fresh(n.name + ".constant")
+        switch (n.op, lc) {
+        case (.add, _), (.mul, _), (.sub, true): add(k, [], [k], .loadConstant(shape: shape, values: values))
+        case (.sub, false): add(k, [], [k], .loadConstant(shape: shape, values: values.map { -$0 }))
+        case (.div, false): add(k, [], [k], .loadConstant(shape: shape, values: values.map { 1 / $0 }))
+        default: throw unsupported(n, "a constant divisor")
+        }
+        var source = x
+        if n.op == .sub && lc {
+            source = fresh(computed)
+            add(n.name + ".negate", [x], [source], .scale(scale: [-1], bias: nil))
+        }
+        add(n.name, [source, k], [target], n.op == .add || n.op == .sub ? .add : .multiply)
+    }
+
+    /// A constant of shape (1, H, W, C) (or (H, W, C)) with H·W > 1, as a (C, H, W) blob's shape and values; nil for
+    /// others.
+    private func fullConstant(_ name: String) throws -> (shape: [Int], values: [Float])? {
+        guard let t = tensors[name], t.shape.count == 4 && t.shape[0] == 1 || t.shape.count == 3 else { return nil }
+        let (h, w, c) = (t.shape[t.shape.count - 3], t.shape[t.shape.count - 2], t.shape[t.shape.count - 1])
+        guard h * w > 1 else { return nil }
+        let hwc = try t.floats()
+        guard hwc.count == h * w * c else { return nil }
+        var chw = [Float](repeating: 0, count: hwc.count)
+        for y in 0..<h { for x in 0..<w { for k in 0..<c { chw[(k * h + y) * w + x] = hwc[(y * w + x) * c + k] } } }
+        return ([c, h, w], chw)
     }
 
     private func floats(_ name: String, _ n: Node) throws -> [Float] {

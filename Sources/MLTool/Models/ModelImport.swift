@@ -54,8 +54,40 @@ public enum ModelExport {
     public static func export(_ model: Model, name: String, format: Format) throws -> ExportResult {
         switch format {
         case .onnx: return try ONNXExporter.export(model, name: name, headShapes: try headShapes(model))
-        case .coreml: return try CoreMLExporter.export(model, name: name, headShapes: try headShapes(model))
+        case .coreml: return try CoreMLExporter.export(model, name: name, headShapes: try headShapes(model), boxes: try boxesTrace(model, name: name))
         }
+    }
+
+    /// Where a "boxes" decoder's values come from (`BoxesTrace`): the feature maps before the shape-only nodes that
+    /// lay them out, their shapes from one run of the network on a blank input, and the decoder tensors' sources from
+    /// one run of those nodes alone on index values (map m's element i holds offset(m) + i, exact in float32 below
+    /// 2^24). nil for other models, and when the values do not come from maps (the exporter says why).
+    static func boxesTrace(_ model: Model, name: String) throws -> BoxesTrace? {
+        guard let d = model.metadata.detection, d.decoder == "boxes", let graph = model.metadata.graph else { return nil }
+        let cut = BoxesTrace.cut(graph, constants: Set(model.tensors.map(\.name)), from: d.tensors)
+        let engine = try Engine(model: model, threads: 1)
+        guard let input = engine.inputNames.first, var shape = engine.inputShape(input, batch: 1) else { throw EngineError.noGraph }
+        if let image = model.metadata.image, shape.count == 4 { shape[1] = image.height; shape[2] = image.width }
+        let x = Tensor(shape: shape, data: [Float](repeating: 0, count: try Checked.elementCount(shape, what: "input '\(input)'")))
+        let found = try engine.run([input: x], outputs: cut.maps)
+        let maps = cut.maps.map { BoxesTrace.Map(name: $0, shape: found[$0]?.shape ?? []) }
+        guard maps.allSatisfy({ $0.shape.count == 4 && $0.shape[0] == 1 }) else { return BoxesTrace(maps: maps, sources: [:]) }
+        var values: [String: Tensor] = [:], offset = 0
+        for m in maps {
+            let n = m.shape.reduce(1, *)
+            guard offset + n <= 1 << 24 else {
+                throw ExportError.unsupported(model: name, format: "Core ML", place: "detection.boxes '\(d.boxes?.tensor ?? "")'",
+                                              reason: "its feature maps hold more than 2^24 values")
+            }
+            values[m.name] = Tensor(shape: m.shape, data: (offset..<(offset + n)).map(Float.init))
+            offset += n
+        }
+        // The shape-only nodes alone, the maps as their inputs.
+        var md = model.metadata
+        md.graph = Graph(inputs: maps.map { GraphInput(name: $0.name, shape: $0.shape) }, outputs: d.tensors, nodes: cut.nodes)
+        let layout = try Engine(model: Model(metadata: md, tensors: []), threads: 1, mode: .reference)
+        let sources = try layout.run(values).mapValues { BoxesTrace.Source(shape: $0.shape, index: $0.data.map { Int(exactly: $0) ?? -1 }) }
+        return BoxesTrace(maps: maps, sources: sources)
     }
 
     /// The shape of each grid head of a detector (the exporters lay the cell grid out as constants): one run of the

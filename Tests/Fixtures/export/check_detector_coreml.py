@@ -47,10 +47,13 @@ def run_layer(layer, blobs):
     if kind == "loadConstant":
         return weights(layer.loadConstant.data).reshape(list(layer.loadConstant.shape))
     if kind == "add":
-        return x[0] + x[1]
+        return sum(x[1:], x[0])
+    if kind == "multiply":
+        return np.prod(np.stack(x), axis=0)
     if kind == "activation":
-        assert layer.activation.WhichOneof("NonlinearityType") == "sigmoid"
-        return 1 / (1 + np.exp(-x[0]))
+        f = layer.activation.WhichOneof("NonlinearityType")
+        assert f in ("sigmoid", "ReLU"), f
+        return 1 / (1 + np.exp(-x[0])) if f == "sigmoid" else np.maximum(x[0], 0)
     if kind == "reshape":
         assert layer.reshape.mode == 0
         return x[0].reshape(list(layer.reshape.targetShape))
