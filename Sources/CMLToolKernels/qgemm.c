@@ -145,6 +145,13 @@ MLK_AVX2 static inline void qstore8(float *yr, __m256i acc, int32_t zp, const in
         for (int64_t j = 0, n = nv < 8 ? nv : 8; j < n; j++) yr[j] = act_scalar(yr[j], act, p0, p1);
 }
 
+// Epilogue of one row of a 16-column panel held as two 8-column halves (nv ≤ 16 columns stored).
+MLK_AVX2 static inline void qstore16_halves(float *yr, const __m256i *acc, int32_t zp, const int32_t *cs, float as,
+                                             const float *ws, const float *bias, int64_t nv, int act, float p0, float p1) {
+    qstore8(yr, acc[0], zp, cs, as, ws, bias, nv, act, p0, p1);
+    if (nv > 8) qstore8(yr + 8, acc[1], zp, cs + 8, as, ws + 8, bias ? bias + 8 : NULL, nv - 8, act, p0, p1);
+}
+
 // ---- AVX2 without VNNI: vpmaddubsw (exact for 7-bit activations), then vpmaddwd by ones into int32 ----
 
 // R ≤ 4 rows × 8·H columns (H = 2: one panel; H = 1: its first half, for a last panel of ≤ 8 columns). A group's 64
@@ -191,14 +198,9 @@ MLK_AVX2 static void qgemm_avx2(const uint8_t *q, int64_t ldq, const float *asca
                 for (int i = 0; i < 4; i++) r[i] = q + (m + (i < R ? i : 0)) * ldq;
                 __m256i acc[8];
                 switch (R) { MLK_QT2(4) MLK_QT2(3) MLK_QT2(2) MLK_QT2(1) }
-                for (int i = 0; i < R; i++) {
-                    float *yr = y + (m + i) * ldy + n0;
-                    const float *b = bias ? bias + n0 : NULL;
-                    qstore8(yr, acc[2 * i], zp[m + i], colsum + n0, ascale[m + i], wscale + n0, b, nv, act, p0, p1);
-                    if (nv > 8)
-                        qstore8(yr + 8, acc[2 * i + 1], zp[m + i], colsum + n0 + 8, ascale[m + i], wscale + n0 + 8,
-                                b ? b + 8 : NULL, nv - 8, act, p0, p1);
-                }
+                for (int i = 0; i < R; i++)
+                    qstore16_halves(y + (m + i) * ldy + n0, acc + 2 * i, zp[m + i], colsum + n0, ascale[m + i],
+                                    wscale + n0, bias ? bias + n0 : NULL, nv, act, p0, p1);
             }
         }
     }
@@ -244,14 +246,9 @@ MLK_AVX2_VNNI static void qgemm_avxvnni(const uint8_t *q, int64_t ldq, const flo
             case 2: qtile_avxvnni(2, r, bp, groups, acc); break;
             default: qtile_avxvnni(1, r, bp, groups, acc); break;
             }
-            for (int i = 0; i < R; i++) {
-                float *yr = y + (m + i) * ldy + n0;
-                const float *b = bias ? bias + n0 : NULL;
-                qstore8(yr, acc[2 * i], zp[m + i], colsum + n0, ascale[m + i], wscale + n0, b, nv, act, p0, p1);
-                if (nv > 8)
-                    qstore8(yr + 8, acc[2 * i + 1], zp[m + i], colsum + n0 + 8, ascale[m + i], wscale + n0 + 8,
-                            b ? b + 8 : NULL, nv - 8, act, p0, p1);
-            }
+            for (int i = 0; i < R; i++)
+                qstore16_halves(y + (m + i) * ldy + n0, acc + 2 * i, zp[m + i], colsum + n0, ascale[m + i],
+                                wscale + n0, bias ? bias + n0 : NULL, nv, act, p0, p1);
         }
     }
 }
