@@ -2281,6 +2281,51 @@ void   core_ml__specification__inner_product_layer_params__free_unpacked
   assert(message->base.descriptor == &core_ml__specification__inner_product_layer_params__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   core_ml__specification__batched_mat_mul_layer_params__init
+                     (CoreML__Specification__BatchedMatMulLayerParams         *message)
+{
+  static const CoreML__Specification__BatchedMatMulLayerParams init_value = CORE_ML__SPECIFICATION__BATCHED_MAT_MUL_LAYER_PARAMS__INIT;
+  *message = init_value;
+}
+size_t core_ml__specification__batched_mat_mul_layer_params__get_packed_size
+                     (const CoreML__Specification__BatchedMatMulLayerParams *message)
+{
+  assert(message->base.descriptor == &core_ml__specification__batched_mat_mul_layer_params__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t core_ml__specification__batched_mat_mul_layer_params__pack
+                     (const CoreML__Specification__BatchedMatMulLayerParams *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &core_ml__specification__batched_mat_mul_layer_params__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t core_ml__specification__batched_mat_mul_layer_params__pack_to_buffer
+                     (const CoreML__Specification__BatchedMatMulLayerParams *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &core_ml__specification__batched_mat_mul_layer_params__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+CoreML__Specification__BatchedMatMulLayerParams *
+       core_ml__specification__batched_mat_mul_layer_params__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (CoreML__Specification__BatchedMatMulLayerParams *)
+     protobuf_c_message_unpack (&core_ml__specification__batched_mat_mul_layer_params__descriptor,
+                                allocator, len, data);
+}
+void   core_ml__specification__batched_mat_mul_layer_params__free_unpacked
+                     (CoreML__Specification__BatchedMatMulLayerParams *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &core_ml__specification__batched_mat_mul_layer_params__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   core_ml__specification__batchnorm_layer_params__init
                      (CoreML__Specification__BatchnormLayerParams         *message)
 {
@@ -6157,7 +6202,7 @@ const ProtobufCMessageDescriptor core_ml__specification__neural_network_image_sc
   (ProtobufCMessageInit) core_ml__specification__neural_network_image_scaler__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor core_ml__specification__neural_network_layer__field_descriptors[39] =
+static const ProtobufCFieldDescriptor core_ml__specification__neural_network_layer__field_descriptors[40] =
 {
   {
     "name",
@@ -6544,6 +6589,18 @@ static const ProtobufCFieldDescriptor core_ml__specification__neural_network_lay
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
   {
+    "batchedMatmul",
+    1045,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__NeuralNetworkLayer, batchedmatmul),
+    &core_ml__specification__batched_mat_mul_layer_params__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
     "loadConstantND",
     1070,
     PROTOBUF_C_LABEL_NONE,
@@ -6633,21 +6690,22 @@ static const unsigned core_ml__specification__neural_network_layer__field_indice
   12,   /* field[12] = add */
   25,   /* field[25] = addBroadcastable */
   14,   /* field[14] = average */
+  32,   /* field[32] = batchedMatmul */
   7,   /* field[7] = batchnorm */
   16,   /* field[16] = bias */
-  38,   /* field[38] = clampedReLU */
+  39,   /* field[39] = clampedReLU */
   24,   /* field[24] = clip */
   23,   /* field[23] = concat */
   30,   /* field[30] = concatND */
   3,   /* field[3] = convolution */
   26,   /* field[26] = divideBroadcastable */
-  34,   /* field[34] = expandDims */
+  35,   /* field[35] = expandDims */
   21,   /* field[21] = flatten */
-  35,   /* field[35] = flattenTo2D */
+  36,   /* field[36] = flattenTo2D */
   6,   /* field[6] = innerProduct */
   1,   /* field[1] = input */
   19,   /* field[19] = loadConstant */
-  32,   /* field[32] = loadConstantND */
+  33,   /* field[33] = loadConstantND */
   17,   /* field[17] = max */
   18,   /* field[18] = min */
   13,   /* field[13] = multiply */
@@ -6657,19 +6715,19 @@ static const unsigned core_ml__specification__neural_network_layer__field_indice
   9,   /* field[9] = padding */
   22,   /* field[22] = permute */
   4,   /* field[4] = pooling */
-  37,   /* field[37] = reduceMean */
+  38,   /* field[38] = reduceMean */
   20,   /* field[20] = reshape */
-  36,   /* field[36] = reshapeStatic */
+  37,   /* field[37] = reshapeStatic */
   15,   /* field[15] = scale */
   8,   /* field[8] = softmax */
   29,   /* field[29] = softmaxND */
-  33,   /* field[33] = squeeze */
+  34,   /* field[34] = squeeze */
   28,   /* field[28] = subtractBroadcastable */
   31,   /* field[31] = transpose */
   11,   /* field[11] = unary */
   10,   /* field[10] = upsample */
 };
-static const ProtobufCIntRange core_ml__specification__neural_network_layer__number_ranges[34 + 1] =
+static const ProtobufCIntRange core_ml__specification__neural_network_layer__number_ranges[35 + 1] =
 {
   { 1, 0 },
   { 100, 3 },
@@ -6698,14 +6756,15 @@ static const ProtobufCIntRange core_ml__specification__neural_network_layer__num
   { 950, 29 },
   { 980, 30 },
   { 985, 31 },
-  { 1070, 32 },
-  { 1120, 33 },
-  { 1125, 34 },
-  { 1130, 35 },
-  { 1140, 36 },
-  { 1280, 37 },
-  { 1460, 38 },
-  { 0, 39 }
+  { 1045, 32 },
+  { 1070, 33 },
+  { 1120, 34 },
+  { 1125, 35 },
+  { 1130, 36 },
+  { 1140, 37 },
+  { 1280, 38 },
+  { 1460, 39 },
+  { 0, 40 }
 };
 const ProtobufCMessageDescriptor core_ml__specification__neural_network_layer__descriptor =
 {
@@ -6715,10 +6774,10 @@ const ProtobufCMessageDescriptor core_ml__specification__neural_network_layer__d
   "CoreML__Specification__NeuralNetworkLayer",
   "CoreML.Specification",
   sizeof(CoreML__Specification__NeuralNetworkLayer),
-  39,
+  40,
   core_ml__specification__neural_network_layer__field_descriptors,
   core_ml__specification__neural_network_layer__field_indices_by_name,
-  34,  core_ml__specification__neural_network_layer__number_ranges,
+  35,  core_ml__specification__neural_network_layer__number_ranges,
   (ProtobufCMessageInit) core_ml__specification__neural_network_layer__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
@@ -8247,6 +8306,136 @@ const ProtobufCMessageDescriptor core_ml__specification__inner_product_layer_par
   core_ml__specification__inner_product_layer_params__field_indices_by_name,
   3,  core_ml__specification__inner_product_layer_params__number_ranges,
   (ProtobufCMessageInit) core_ml__specification__inner_product_layer_params__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor core_ml__specification__batched_mat_mul_layer_params__field_descriptors[8] =
+{
+  {
+    "transposeA",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__BatchedMatMulLayerParams, transposea),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "transposeB",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__BatchedMatMulLayerParams, transposeb),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "weightMatrixFirstDimension",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__BatchedMatMulLayerParams, weightmatrixfirstdimension),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "weightMatrixSecondDimension",
+    6,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__BatchedMatMulLayerParams, weightmatrixseconddimension),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "hasBias",
+    7,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__BatchedMatMulLayerParams, hasbias),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "weights",
+    8,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__BatchedMatMulLayerParams, weights),
+    &core_ml__specification__weight_params__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "bias",
+    9,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__BatchedMatMulLayerParams, bias),
+    &core_ml__specification__weight_params__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "int8DynamicQuantize",
+    10,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__BatchedMatMulLayerParams, int8dynamicquantize),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned core_ml__specification__batched_mat_mul_layer_params__field_indices_by_name[] = {
+  6,   /* field[6] = bias */
+  4,   /* field[4] = hasBias */
+  7,   /* field[7] = int8DynamicQuantize */
+  0,   /* field[0] = transposeA */
+  1,   /* field[1] = transposeB */
+  2,   /* field[2] = weightMatrixFirstDimension */
+  3,   /* field[3] = weightMatrixSecondDimension */
+  5,   /* field[5] = weights */
+};
+static const ProtobufCIntRange core_ml__specification__batched_mat_mul_layer_params__number_ranges[2 + 1] =
+{
+  { 1, 0 },
+  { 5, 2 },
+  { 0, 8 }
+};
+const ProtobufCMessageDescriptor core_ml__specification__batched_mat_mul_layer_params__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "CoreML.Specification.BatchedMatMulLayerParams",
+  "BatchedMatMulLayerParams",
+  "CoreML__Specification__BatchedMatMulLayerParams",
+  "CoreML.Specification",
+  sizeof(CoreML__Specification__BatchedMatMulLayerParams),
+  8,
+  core_ml__specification__batched_mat_mul_layer_params__field_descriptors,
+  core_ml__specification__batched_mat_mul_layer_params__field_indices_by_name,
+  2,  core_ml__specification__batched_mat_mul_layer_params__number_ranges,
+  (ProtobufCMessageInit) core_ml__specification__batched_mat_mul_layer_params__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
 static const ProtobufCFieldDescriptor core_ml__specification__batchnorm_layer_params__field_descriptors[8] =

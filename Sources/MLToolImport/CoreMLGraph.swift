@@ -76,6 +76,31 @@ struct CoreMLGraph {
 
     // MARK: compositions used by both readers
 
+    /// `global` ("GlobalAveragePool" or "GlobalMaxPool") of a rank-4 tensor over two axes other than the batch's
+    /// (ONNX layout). The spatial axes (2, 3) of (N, C, H, W) are pooled directly; any other pair is first moved last
+    /// by a transpose — what coremltools writes for a Keras (TensorFlow) network's global pooling is a transpose to
+    /// (N, H, W, C), element-wise ops, then a mean over axes 1 and 2. `what` names the reduction in the refusal.
+    mutating func spatialReduce(_ global: String, _ x: String, axes: Set<Int>, keepDims: Bool, _ output: String,
+                                what: String) throws {
+        let s = try need(x)
+        guard s.count == 4, axes.count == 2, axes.allSatisfy({ (1..<4).contains($0) }) else {
+            throw refused("\(what) over axes \(axes.sorted()) of \(s) (only two axes of a rank-4 tensor, not the batch's, are supported)")
+        }
+        let reduced = axes.sorted(), kept = (0..<4).filter { !axes.contains($0) }
+        var source = x
+        if reduced != [2, 3] {
+            source = fresh(output + ".moved")
+            try op("Transpose", [x], source, ["perm": Self.ints(kept + reduced)])
+        }
+        if keepDims && reduced == [2, 3] { return try op(global, [source], output) }
+        let pooled = fresh(output + ".pooled")
+        try op(global, [source], pooled)
+        var shape = keepDims ? s : kept.map { s[$0] }
+        for a in reduced where keepDims { shape[a] = 1 }
+        shape[0] = 0
+        try op("Reshape", [pooled, ints(output + ".shape", shape)], output)
+    }
+
     /// y = f(x) for a `UnaryFunction`, straight into the IR (elementwise: no layout question).
     mutating func unary(_ f: UnaryFunction, _ x: String, _ output: String, alpha: Float = 0) throws {
         let s = try need(x)

@@ -69,6 +69,7 @@ enum CoreMLLayers {
             try c.g.op("Reshape", [x[0], c.g.ints(y + ".shape", (0..<p.n_targetshape).map { Int(p.targetshape[$0]) })], y)
         },
         "reduceMean": { try $0.reduceMean($0.param($1.reducemean), $2, $3) },
+        "batchedMatmul": { try $0.batchedMatmul($0.param($1.batchedmatmul), $2, $3) },
         "clampedReLU": { c, l, x, y in
             // min(β, x) for x ≥ 0, min(β, α·x) otherwise: a leaky ReLU clipped above.
             let p = try c.param(l.clampedrelu), t = c.g.fresh(y + ".leaky")
@@ -125,7 +126,7 @@ enum CoreMLLayers {
             ("softmaxND", l.softmaxnd != nil), ("concatND", l.concatnd != nil), ("transpose", l.transpose != nil),
             ("loadConstantND", l.loadconstantnd != nil), ("squeeze", l.squeeze != nil), ("expandDims", l.expanddims != nil),
             ("flattenTo2D", l.flattento2d != nil), ("reshapeStatic", l.reshapestatic != nil), ("reduceMean", l.reducemean != nil),
-            ("clampedReLU", l.clampedrelu != nil),
+            ("clampedReLU", l.clampedrelu != nil), ("batchedMatmul", l.batchedmatmul != nil),
         ]
         if let k = parsed.first(where: { $0.1 }) { return k.0 }
         for i in 0..<Int(l.base.n_unknown_fields) {
@@ -462,15 +463,39 @@ struct CoreMLNeuralNetwork {
         try g.op("Transpose", [x[0]], y, ["perm": CoreMLGraph.ints(axes)])
     }
 
+    /// A · B (+ bias): B is the layer's own (K, N) weight matrix when it has one input — what coremltools writes
+    /// for a Keras `Dense`; its values are stored as Bᵀ, (N, K) row-major, like an inner product's (the Keras
+    /// fixture keras_mobilenet.mlmodel pins this: its outputs match Keras's) — or its second input.
+    mutating func batchedMatmul(_ p: CoreML__Specification__BatchedMatMulLayerParams, _ x: [String], _ y: String) throws {
+        guard p.int8dynamicquantize == 0 else { throw g.refused("int8 dynamic quantization of a batched matmul is not supported") }
+        guard p.transposea == 0, p.transposeb == 0 else {
+            throw g.refused("a batched matmul with a transposed input (transposeA \(p.transposea != 0), transposeB \(p.transposeb != 0)) is not supported")
+        }
+        switch x.count {
+        case 1:
+            let k = Int(clamping: p.weightmatrixfirstdimension), n = Int(clamping: p.weightmatrixseconddimension)
+            guard (1...Int(Int32.max)).contains(k), (1...Int(Int32.max)).contains(n) else {
+                throw g.invalid("weight matrix", expected: "positive dimensions", actual: "\(k) × \(n)")
+            }
+            let s = try g.need(x[0])
+            guard s.count == 2 else {
+                throw g.refused("a batched matmul with weights on a rank-\(s.count) input \(s) is not supported (rank 2 is)")
+            }
+            var ins = [x[0], g.constant(y + ".weights", try reader.constant(p.weights, shape: [n, k], place: g.label + " weights"))]
+            if p.hasbias != 0 { ins.append(g.constant(y + ".bias", try reader.constant(p.bias, shape: [n], place: g.label + " bias"))) }
+            try g.op("Gemm", ins, y, ["transB": CoreMLGraph.int(1)])
+        case 2:
+            guard p.hasbias == 0 else { throw g.refused("a bias on a batched matmul of two inputs is not supported") }
+            try g.op("MatMul", x, y)
+        default:
+            throw g.invalid("inputs", expected: "one (with weights) or two", actual: "\(x.count)")
+        }
+    }
+
     mutating func reduceMean(_ p: CoreML__Specification__ReduceMeanLayerParams, _ x: [String], _ y: String) throws {
         let s = try g.need(x[0])
         let axes = Set((0..<p.n_axes).map { i -> Int in let v = Int(p.axes[i]); return v < 0 ? v + s.count : v })
-        guard s.count == 4, p.reduceall == 0, axes == [2, 3] else {
-            throw g.refused("a mean over axes \(axes.sorted()) of \(s) (only the spatial mean of (N, C, H, W) is supported)")
-        }
-        if p.keepdims != 0 { return try g.op("GlobalAveragePool", [x[0]], y) }
-        let pooled = g.fresh(y + ".pooled")
-        try g.op("GlobalAveragePool", [x[0]], pooled)
-        try g.op("Reshape", [pooled, g.ints(y + ".shape", [0, s[1]])], y)
+        guard p.reduceall == 0 else { throw g.refused("a mean over all axes of \(s) is not supported") }
+        try g.spatialReduce("GlobalAveragePool", x[0], axes: axes, keepDims: p.keepdims != 0, y, what: "a mean")
     }
 }

@@ -223,13 +223,7 @@ extension CoreMLProgramReader {
     mutating func reduce(_ global: String, _ op: CoreMLProgramOps.Op, _ out: [String]) throws {
         let x = try required(op, "x"), s = try g.need(x)
         let axes = Set(try ints(op, "axes", []).map { $0 < 0 ? $0 + s.count : $0 })
-        guard s.count == 4, axes == [2, 3] else {
-            throw g.refused("a reduction over axes \(axes.sorted()) of \(s) (only the spatial one of (N, C, H, W) is supported)")
-        }
-        if try bool(op, "keep_dims", false) { return try g.op(global, [x], out[0]) }
-        let pooled = g.fresh(out[0] + ".pooled")
-        try g.op(global, [x], pooled)
-        try g.op("Reshape", [pooled, g.ints(out[0] + ".shape", [0, s[1]])], out[0])
+        try g.spatialReduce(global, x, axes: axes, keepDims: try bool(op, "keep_dims", false), out[0], what: "a reduction")
     }
 
     mutating func pad(_ op: CoreMLProgramOps.Op, _ out: [String]) throws {

@@ -81,13 +81,13 @@ enum CoreMLFixtures {
     }
 }
 
-/// Networks converted by coremltools 9 from PyTorch, in both formats (NeuralNetwork .mlmodel, ML Program
-/// .mlpackage), match torch's own outputs on three real photos.
+/// Networks converted by coremltools 9 from PyTorch and Keras, in both formats (NeuralNetwork .mlmodel, ML Program
+/// .mlpackage), match their source framework's own outputs on three real photos.
 @Suite struct CoreMLImportTests {
     static let cases: [String] = (try? CoreMLFixtures.manifest().cases.map(\.model)) ?? []
 
     @Test(arguments: cases)
-    func matchesTorch(model name: String) throws {
+    func matchesItsSourceFramework(model name: String) throws {
         let m = try CoreMLFixtures.manifest()
         let c = try #require(m.cases.first { $0.model == name })
         let model = try CoreMLImporter.importModel(path: CoreMLFixtures.path(name))
@@ -174,6 +174,14 @@ enum CoreMLFixtures {
     }
 
     static let detectorCases: [String] = (try? CoreMLFixtures.manifest().detectors?.map(\.model)) ?? []
+
+    /// `matchesItsSourceFramework` runs one case per manifest entry: both source frameworks must be there in both
+    /// formats, or a lost entry would go unnoticed.
+    @Test func bothSourceFrameworksAreInTheManifestInBothFormats() {
+        for name in ["small_cnn", "mobilenet_style", "resnet_style", "keras_mobilenet"] {
+            #expect(Self.cases.contains(name + ".mlmodel") && Self.cases.contains(name + ".mlpackage"), "\(name): \(Self.cases)")
+        }
+    }
 
     /// The parametrized test below runs one case per detector in the manifest: both formats must be there, or it
     /// would silently test nothing.

@@ -69,6 +69,7 @@ typedef struct CoreML__Specification__ActivationSoftplus CoreML__Specification__
 typedef struct CoreML__Specification__ActivationParametricSoftplus CoreML__Specification__ActivationParametricSoftplus;
 typedef struct CoreML__Specification__ActivationParams CoreML__Specification__ActivationParams;
 typedef struct CoreML__Specification__InnerProductLayerParams CoreML__Specification__InnerProductLayerParams;
+typedef struct CoreML__Specification__BatchedMatMulLayerParams CoreML__Specification__BatchedMatMulLayerParams;
 typedef struct CoreML__Specification__BatchnormLayerParams CoreML__Specification__BatchnormLayerParams;
 typedef struct CoreML__Specification__SoftmaxLayerParams CoreML__Specification__SoftmaxLayerParams;
 typedef struct CoreML__Specification__PaddingLayerParams CoreML__Specification__PaddingLayerParams;
@@ -533,6 +534,7 @@ struct  CoreML__Specification__NeuralNetworkLayer
   CoreML__Specification__SoftmaxNDLayerParams *softmaxnd;
   CoreML__Specification__ConcatNDLayerParams *concatnd;
   CoreML__Specification__TransposeLayerParams *transpose;
+  CoreML__Specification__BatchedMatMulLayerParams *batchedmatmul;
   CoreML__Specification__LoadConstantNDLayerParams *loadconstantnd;
   CoreML__Specification__SqueezeLayerParams *squeeze;
   CoreML__Specification__ExpandDimsLayerParams *expanddims;
@@ -543,7 +545,7 @@ struct  CoreML__Specification__NeuralNetworkLayer
 };
 #define CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__neural_network_layer__descriptor) \
-    , (char *)protobuf_c_empty_string, 0,NULL, 0,NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL }
+    , (char *)protobuf_c_empty_string, 0,NULL, 0,NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL }
 
 
 struct  CoreML__Specification__WeightParams
@@ -864,6 +866,23 @@ struct  CoreML__Specification__InnerProductLayerParams
 #define CORE_ML__SPECIFICATION__INNER_PRODUCT_LAYER_PARAMS__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__inner_product_layer_params__descriptor) \
     , 0, 0, 0, NULL, NULL }
+
+
+struct  CoreML__Specification__BatchedMatMulLayerParams
+{
+  ProtobufCMessage base;
+  protobuf_c_boolean transposea;
+  protobuf_c_boolean transposeb;
+  uint64_t weightmatrixfirstdimension;
+  uint64_t weightmatrixseconddimension;
+  protobuf_c_boolean hasbias;
+  CoreML__Specification__WeightParams *weights;
+  CoreML__Specification__WeightParams *bias;
+  protobuf_c_boolean int8dynamicquantize;
+};
+#define CORE_ML__SPECIFICATION__BATCHED_MAT_MUL_LAYER_PARAMS__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__batched_mat_mul_layer_params__descriptor) \
+    , 0, 0, 0, 0, 0, NULL, NULL, 0 }
 
 
 struct  CoreML__Specification__BatchnormLayerParams
@@ -2569,6 +2588,25 @@ CoreML__Specification__InnerProductLayerParams *
 void   core_ml__specification__inner_product_layer_params__free_unpacked
                      (CoreML__Specification__InnerProductLayerParams *message,
                       ProtobufCAllocator *allocator);
+/* CoreML__Specification__BatchedMatMulLayerParams methods */
+void   core_ml__specification__batched_mat_mul_layer_params__init
+                     (CoreML__Specification__BatchedMatMulLayerParams         *message);
+size_t core_ml__specification__batched_mat_mul_layer_params__get_packed_size
+                     (const CoreML__Specification__BatchedMatMulLayerParams   *message);
+size_t core_ml__specification__batched_mat_mul_layer_params__pack
+                     (const CoreML__Specification__BatchedMatMulLayerParams   *message,
+                      uint8_t             *out);
+size_t core_ml__specification__batched_mat_mul_layer_params__pack_to_buffer
+                     (const CoreML__Specification__BatchedMatMulLayerParams   *message,
+                      ProtobufCBuffer     *buffer);
+CoreML__Specification__BatchedMatMulLayerParams *
+       core_ml__specification__batched_mat_mul_layer_params__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   core_ml__specification__batched_mat_mul_layer_params__free_unpacked
+                     (CoreML__Specification__BatchedMatMulLayerParams *message,
+                      ProtobufCAllocator *allocator);
 /* CoreML__Specification__BatchnormLayerParams methods */
 void   core_ml__specification__batchnorm_layer_params__init
                      (CoreML__Specification__BatchnormLayerParams         *message);
@@ -3626,6 +3664,9 @@ typedef void (*CoreML__Specification__ActivationParams_Closure)
 typedef void (*CoreML__Specification__InnerProductLayerParams_Closure)
                  (const CoreML__Specification__InnerProductLayerParams *message,
                   void *closure_data);
+typedef void (*CoreML__Specification__BatchedMatMulLayerParams_Closure)
+                 (const CoreML__Specification__BatchedMatMulLayerParams *message,
+                  void *closure_data);
 typedef void (*CoreML__Specification__BatchnormLayerParams_Closure)
                  (const CoreML__Specification__BatchnormLayerParams *message,
                   void *closure_data);
@@ -3875,6 +3916,7 @@ extern const ProtobufCMessageDescriptor core_ml__specification__activation_softp
 extern const ProtobufCMessageDescriptor core_ml__specification__activation_parametric_softplus__descriptor;
 extern const ProtobufCMessageDescriptor core_ml__specification__activation_params__descriptor;
 extern const ProtobufCMessageDescriptor core_ml__specification__inner_product_layer_params__descriptor;
+extern const ProtobufCMessageDescriptor core_ml__specification__batched_mat_mul_layer_params__descriptor;
 extern const ProtobufCMessageDescriptor core_ml__specification__batchnorm_layer_params__descriptor;
 extern const ProtobufCMessageDescriptor core_ml__specification__softmax_layer_params__descriptor;
 extern const ProtobufCMessageDescriptor core_ml__specification__padding_layer_params__descriptor;
