@@ -65,11 +65,7 @@ public enum ModelExport {
     static func boxesTrace(_ model: Model, name: String) throws -> BoxesTrace? {
         guard let d = model.metadata.detection, d.decoder == "boxes", let graph = model.metadata.graph else { return nil }
         let cut = BoxesTrace.cut(graph, constants: Set(model.tensors.map(\.name)), from: d.tensors)
-        let engine = try Engine(model: model, threads: 1)
-        guard let input = engine.inputNames.first, var shape = engine.inputShape(input, batch: 1) else { throw EngineError.noGraph }
-        if let image = model.metadata.image, shape.count == 4 { shape[1] = image.height; shape[2] = image.width }
-        let x = Tensor(shape: shape, data: [Float](repeating: 0, count: try Checked.elementCount(shape, what: "input '\(input)'")))
-        let found = try engine.run([input: x], outputs: cut.maps)
+        let found = try runOnBlank(model, outputs: cut.maps)
         let maps = cut.maps.map { BoxesTrace.Map(name: $0, shape: found[$0]?.shape ?? []) }
         guard maps.allSatisfy({ $0.shape.count == 4 && $0.shape[0] == 1 }) else { return BoxesTrace(maps: maps, sources: [:]) }
         var values: [String: Tensor] = [:], offset = 0
@@ -94,10 +90,15 @@ public enum ModelExport {
     /// network on a blank input. Empty for other models and for "boxes" decoders.
     static func headShapes(_ model: Model) throws -> [String: [Int]] {
         guard let d = model.metadata.detection, let heads = d.heads, !heads.isEmpty else { return [:] }
+        return try runOnBlank(model, outputs: heads.map(\.tensor)).mapValues(\.shape)
+    }
+
+    /// `outputs` of one run of the network (one thread) on a blank input of batch 1 at the model's image size.
+    private static func runOnBlank(_ model: Model, outputs: [String]) throws -> [String: Tensor] {
         let engine = try Engine(model: model, threads: 1)
         guard let input = engine.inputNames.first, var shape = engine.inputShape(input, batch: 1) else { throw EngineError.noGraph }
         if let image = model.metadata.image, shape.count == 4 { shape[1] = image.height; shape[2] = image.width }
         let x = Tensor(shape: shape, data: [Float](repeating: 0, count: try Checked.elementCount(shape, what: "input '\(input)'")))
-        return try engine.run([input: x], outputs: heads.map(\.tensor)).mapValues(\.shape)
+        return try engine.run([input: x], outputs: outputs)
     }
 }
