@@ -1,0 +1,89 @@
+import CMLToolKernels
+import Foundation
+import Testing
+import MLToolTestSupport
+
+/// `mlk_gemm_packed` itself, at every SIMD level this CPU has, against a scalar reference in double precision: the
+/// shapes that take the edge paths (a lone row — a dense layer on one image, the 49th row of a 7 × 7 map —, a last
+/// panel of 1–15 columns, N ≤ 8, K = 1, every activation), and each row computed alone gives the same bits as in the
+/// whole call, whichever tile computed it (the contract that makes thread splits bit-identical).
+@Suite(.serialized) struct GemmKernelTests {
+    static let acts: [(code: Int32, p0: Float, p1: Float)] = [
+        (Int32(MLK_ACT_NONE), 0, 0), (Int32(MLK_ACT_RELU), 0, 0), (Int32(MLK_ACT_CLIP), 0, 6),
+        (Int32(MLK_ACT_LEAKY), 0.1, 0), (Int32(MLK_ACT_SIGMOID), 0, 0),
+        (Int32(MLK_ACT_HARDSIGMOID), 0.2, 0.5), (Int32(MLK_ACT_HARDSWISH), 0, 0),
+        (Int32(MLK_ACT_SWISH), 0, 0), (Int32(MLK_ACT_TANH), 0, 0),
+    ]
+
+    static func activation(_ v: Double, _ act: (code: Int32, p0: Float, p1: Float)) -> Double {
+        let (p0, p1) = (Double(act.p0), Double(act.p1))
+        switch act.code {
+        case Int32(MLK_ACT_RELU): return max(v, 0)
+        case Int32(MLK_ACT_CLIP): return min(max(v, p0), p1)
+        case Int32(MLK_ACT_LEAKY): return v < 0 ? p0 * v : v
+        case Int32(MLK_ACT_SIGMOID): return 1 / (1 + exp(-v))
+        case Int32(MLK_ACT_HARDSIGMOID): return min(1, max(0, p0 * v + p1))
+        case Int32(MLK_ACT_HARDSWISH): return v * min(6, max(0, v + 3)) / 6
+        case Int32(MLK_ACT_SWISH): return v / (1 + exp(-v))
+        case Int32(MLK_ACT_TANH): return tanh(v)
+        default: return v
+        }
+    }
+
+    @Test func everyLevelMatchesTheScalarReferenceAndRowsAloneGiveTheSameBits() throws {
+        var checked = 0
+        let levels = try KernelLevelLock.shared.writing {
+            try forEachCPULevel { level in
+                for (m, k, n) in [(1, 1280, 1000), (1, 37, 24), (49, 64, 40), (7, 3, 8), (13, 1, 17), (2, 16, 5),
+                                  (25, 19, 96), (6, 33, 15), (8, 20, 9), (50, 9, 130)] {
+                    for (i, act) in Self.acts.enumerated() where (i + m + n) % 3 == 0 || m * k * n < 200_000 {
+                        try check(m: m, k: k, n: n, act: act, bias: (i + k) % 2 == 0, level: level)
+                        checked += 1
+                    }
+                }
+            }
+        }
+        #expect(!levels.isEmpty && checked >= 30 * levels.count, "\(checked) cases on levels \(levels)")
+    }
+
+    func check(m: Int, k: Int, n: Int, act: (code: Int32, p0: Float, p1: Float), bias useBias: Bool, level: Int32) throws {
+        let a = (0..<(m * k)).map { Float(sin(Double($0) * 0.37)) }
+        let w = (0..<(k * n)).map { Float(cos(Double($0) * 0.11)) / Float(k).squareRoot() }
+        let bias = (0..<n).map { Float($0 % 7) * 0.25 - 0.75 }
+        // Packed weights are 32-byte aligned in the engine (the kernels' aligned loads rely on it).
+        let count = Int(mlk_packed_count(Int64(k), Int64(n)))
+        let raw = UnsafeMutableRawPointer.allocate(byteCount: count * 4, alignment: 64)
+        defer { raw.deallocate() }
+        let packed = raw.initializeMemory(as: Float.self, repeating: .nan, count: count)
+        mlk_pack(w, Int64(k), Int64(n), packed)
+        let ldy = n + 3   // a gap after each row: nothing may be written there
+        func run(_ m0: Int, _ m1: Int, into y: inout [Float]) {
+            y.withUnsafeMutableBufferPointer { yp in
+                useBias ? mlk_gemm_packed(a, Int64(k), packed, Int64(m0), Int64(m1), Int64(n), Int64(k), bias, yp.baseAddress,
+                                          Int64(ldy), act.code, act.p0, act.p1)
+                        : mlk_gemm_packed(a, Int64(k), packed, Int64(m0), Int64(m1), Int64(n), Int64(k), nil, yp.baseAddress,
+                                          Int64(ldy), act.code, act.p0, act.p1)
+            }
+        }
+        var whole = [Float](repeating: 777, count: m * ldy)
+        run(0, m, into: &whole)
+        var alone = [Float](repeating: 777, count: m * ldy)
+        for r in 0..<m { run(r, r + 1, into: &alone) }
+        let place = "level \(level), m \(m) k \(k) n \(n), act \(act.code), bias \(useBias)"
+        let differ = zip(whole, alone).filter { $0.bitPattern != $1.bitPattern }.count
+        #expect(differ == 0, "\(differ) values differ when rows are computed alone: \(place)")
+        var worst = 0.0
+        for r in 0..<m {
+            for j in 0..<ldy {
+                let got = Double(whole[r * ldy + j])
+                if j >= n { #expect(got == 777, "wrote past column \(n) in row \(r): \(place)"); continue }
+                var s = useBias ? Double(bias[j]) : 0
+                var mag = abs(s)
+                for t in 0..<k { s += Double(a[r * k + t]) * Double(w[t * n + j]); mag += abs(Double(a[r * k + t]) * Double(w[t * n + j])) }
+                let want = Self.activation(s, act)
+                worst = max(worst, abs(got - want) / (1e-5 * mag + 1e-6))
+            }
+        }
+        #expect(worst <= 1, "error \(worst)× the bound: \(place)")
+    }
+}
