@@ -274,6 +274,23 @@ MLK_AVX512 static int depthwise8_avx512(const float *base, int64_t W, int64_t C,
     return 0;
 }
 
+// One output pixel with a clipped tap range (image borders), B 8-lane channel blocks from channel c: B independent
+// FMA chains.
+MLK_INLINE MLK_AVX2 void dw1_avx2(int B, const float *base, int64_t W, int64_t C, const float *w, int64_t KW, int64_t ky0,
+                                   int64_t ky1, int64_t kx0, int64_t kx1, int64_t dh, int64_t dw, const float *bias,
+                                   float *out, int64_t c, int act, __m256 lo, __m256 hi) {
+    __m256 a[4];
+    for (int j = 0; j < B; j++) a[j] = bias ? _mm256_loadu_ps(bias + c + 8 * j) : _mm256_setzero_ps();
+    for (int64_t ky = ky0; ky < ky1; ky++) {
+        const float *in = base + (ky * dh * W) * C + c, *k = w + ky * KW * C + c;
+        for (int64_t kx = kx0; kx < kx1; kx++) {
+            const float *ip = in + kx * dw * C, *kp = k + kx * C;
+            for (int j = 0; j < B; j++) a[j] = _mm256_fmadd_ps(_mm256_loadu_ps(ip + 8 * j), _mm256_loadu_ps(kp + 8 * j), a[j]);
+        }
+    }
+    for (int j = 0; j < B; j++) _mm256_storeu_ps(out + c + 8 * j, MLK_ACT_VECTOR(act) ? act8(a[j], act, lo, hi) : a[j]);
+}
+
 // ---- the AVX2 driver: per output pixel, the widest kernel that fits (8 or 4 pixels, AVX-512 when allowed) ----
 
 MLK_AVX2 static void depthwise_avx2(const float *x, int64_t H, int64_t W, int64_t C, int64_t CN, const float *w, int64_t KH, int64_t KW,
@@ -319,54 +336,10 @@ MLK_AVX2 static void depthwise_avx2(const float *x, int64_t H, int64_t W, int64_
             }
             int64_t c = 0;
             // Four 8-lane blocks at a time keep four FMA chains in flight (a 7 × 7 map under a 5 × 5 kernel has
-            // no interior run of 4 pixels: every pixel comes here).
-            for (; c + 32 <= C8; c += 32) {
-                __m256 a0 = bias ? _mm256_loadu_ps(bias + c) : _mm256_setzero_ps();
-                __m256 a1 = bias ? _mm256_loadu_ps(bias + c + 8) : _mm256_setzero_ps();
-                __m256 a2 = bias ? _mm256_loadu_ps(bias + c + 16) : _mm256_setzero_ps();
-                __m256 a3 = bias ? _mm256_loadu_ps(bias + c + 24) : _mm256_setzero_ps();
-                for (int64_t ky = ky0; ky < ky1; ky++) {
-                    const float *in = base + (ky * dh * W) * C + c;
-                    const float *k = w + ky * KW * C + c;
-                    for (int64_t kx = kx0; kx < kx1; kx++) {
-                        const float *ip = in + kx * dw * C, *kp = k + kx * C;
-                        a0 = _mm256_fmadd_ps(_mm256_loadu_ps(ip), _mm256_loadu_ps(kp), a0);
-                        a1 = _mm256_fmadd_ps(_mm256_loadu_ps(ip + 8), _mm256_loadu_ps(kp + 8), a1);
-                        a2 = _mm256_fmadd_ps(_mm256_loadu_ps(ip + 16), _mm256_loadu_ps(kp + 16), a2);
-                        a3 = _mm256_fmadd_ps(_mm256_loadu_ps(ip + 24), _mm256_loadu_ps(kp + 24), a3);
-                    }
-                }
-                if (vec) { a0 = act8(a0, act, lo, hi); a1 = act8(a1, act, lo, hi); a2 = act8(a2, act, lo, hi); a3 = act8(a3, act, lo, hi); }
-                _mm256_storeu_ps(out + c, a0);
-                _mm256_storeu_ps(out + c + 8, a1);
-                _mm256_storeu_ps(out + c + 16, a2);
-                _mm256_storeu_ps(out + c + 24, a3);
-            }
-            for (; c + 16 <= C8; c += 16) {
-                __m256 a0 = bias ? _mm256_loadu_ps(bias + c) : _mm256_setzero_ps();
-                __m256 a1 = bias ? _mm256_loadu_ps(bias + c + 8) : _mm256_setzero_ps();
-                for (int64_t ky = ky0; ky < ky1; ky++) {
-                    const float *in = base + (ky * dh * W) * C + c;
-                    const float *k = w + ky * KW * C + c;
-                    for (int64_t kx = kx0; kx < kx1; kx++) {
-                        const float *ip = in + kx * dw * C, *kp = k + kx * C;
-                        a0 = _mm256_fmadd_ps(_mm256_loadu_ps(ip), _mm256_loadu_ps(kp), a0);
-                        a1 = _mm256_fmadd_ps(_mm256_loadu_ps(ip + 8), _mm256_loadu_ps(kp + 8), a1);
-                    }
-                }
-                if (vec) { a0 = act8(a0, act, lo, hi); a1 = act8(a1, act, lo, hi); }
-                _mm256_storeu_ps(out + c, a0);
-                _mm256_storeu_ps(out + c + 8, a1);
-            }
-            for (; c < C8; c += 8) {
-                __m256 a0 = bias ? _mm256_loadu_ps(bias + c) : _mm256_setzero_ps();
-                for (int64_t ky = ky0; ky < ky1; ky++)
-                    for (int64_t kx = kx0; kx < kx1; kx++)
-                        a0 = _mm256_fmadd_ps(_mm256_loadu_ps(base + (ky * dh * W + kx * dw) * C + c),
-                                             _mm256_loadu_ps(w + (ky * KW + kx) * C + c), a0);
-                if (vec) a0 = act8(a0, act, lo, hi);
-                _mm256_storeu_ps(out + c, a0);
-            }
+            // no interior run of 4 pixels: every pixel comes here); then two, then one.
+            for (; c + 32 <= C8; c += 32) dw1_avx2(4, base, W, C, w, KW, ky0, ky1, kx0, kx1, dh, dw, bias, out, c, act, lo, hi);
+            for (; c + 16 <= C8; c += 16) dw1_avx2(2, base, W, C, w, KW, ky0, ky1, kx0, kx1, dh, dw, bias, out, c, act, lo, hi);
+            for (; c < C8; c += 8) dw1_avx2(1, base, W, C, w, KW, ky0, ky1, kx0, kx1, dh, dw, bias, out, c, act, lo, hi);
             for (; c < CN; c++) {
                 float a = bias ? bias[c] : 0;
                 for (int64_t ky = ky0; ky < ky1; ky++)
