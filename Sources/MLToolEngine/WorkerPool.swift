@@ -97,9 +97,11 @@ final class WorkerPool: @unchecked Sendable {
     }
 
     /// A wait for helpers longer than this and than three of the caller's own chunks means one was preempted...
-    static let stallNanoseconds: UInt64 = 200_000
-    /// ...and then this many jobs (a few images' worth of ops) run on the caller alone before helpers are tried again.
-    static let soloJobs = 200
+    /// (1 ms: at 200 µs, hiccups of a quiet VM's other vCPU sent 2-thread batch-1 runs solo for 200 ops at a time;
+    /// same-run EfficientNet-Lite0 batch 1, 2 threads, Zen 3: 1.07–1.14× with 1 ms and 60 jobs)
+    static let stallNanoseconds: UInt64 = 1_000_000
+    /// ...and then this many jobs (about one image's ops) run on the caller alone before helpers are tried again.
+    static let soloJobs = 60
 
     private func helperLoop() {
         var seen = 0
