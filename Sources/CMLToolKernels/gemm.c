@@ -44,55 +44,44 @@ static void gemm_portable(const float *a, int64_t lda, const float *packed, int6
 #if MLK_X86
 // ---- AVX2 + FMA ----
 
-// R rows × V vectors of 8 columns (used for a lone row: 1 × up to 8 vectors, 8 accumulators). Vector g of y
-// (columns 8g … 8g+7) is half g % 2 of packed panel g / 2, so a tile may start at any vector; a last vector of
-// fewer than 8 columns is stored masked; the activation is applied in registers when it vectorises. Rows past
-// `rows` repeat row 0: computed, never stored. Each output is Σ_k a·b in k order from 0, then + bias, as in the
-// 6 × 16 tiles, so a row gives the same bits whichever path computes it.
-MLK_INLINE MLK_AVX2 void tile_avx2(int R, int V, const float *a, int64_t lda, int64_t m, int rows, const float *packed,
-                                   int64_t K, int64_t g0, int64_t N, const float *bias, float *y, int64_t ldy, int act,
-                                   float p0, float p1) {
-    const float *r[12], *w[8];
-    for (int i = 0; i < R; i++) r[i] = a + (m + (i < rows ? i : 0)) * lda;
+// One row (`ar`) × V vectors of 8 columns, V accumulators. Vector g of y (columns 8g … 8g+7) is half g % 2 of packed
+// panel g / 2, so a run may start at any vector; a last vector of fewer than 8 columns is stored masked; the
+// activation is applied in registers when it vectorises. Each output is Σ_k a·b in k order from 0, then + bias, as in
+// the 6 × 16 tiles, so a row gives the same bits whichever path computes it.
+MLK_INLINE MLK_AVX2 void row_avx2(int V, const float *ar, const float *packed, int64_t K, int64_t g0, int64_t N,
+                                  const float *bias, float *yr, int act, float p0, float p1) {
+    const float *w[8];
     for (int j = 0; j < V; j++) w[j] = packed + ((g0 + j) >> 1) * K * 16 + ((g0 + j) & 1) * 8;
-    __m256 c[12][8];
-    for (int i = 0; i < R; i++) for (int j = 0; j < V; j++) c[i][j] = _mm256_setzero_ps();
+    __m256 c[8];
+    for (int j = 0; j < V; j++) c[j] = _mm256_setzero_ps();
     for (int64_t k = 0; k < K; k++) {
-        __m256 wv[8];
-        for (int j = 0; j < V; j++) wv[j] = _mm256_load_ps(w[j] + k * 16);
-        for (int i = 0; i < R; i++) {
-            __m256 v = _mm256_broadcast_ss(r[i] + k);
-            for (int j = 0; j < V; j++) c[i][j] = _mm256_fmadd_ps(v, wv[j], c[i][j]);
-        }
+        __m256 v = _mm256_broadcast_ss(ar + k);
+        for (int j = 0; j < V; j++) c[j] = _mm256_fmadd_ps(v, _mm256_load_ps(w[j] + k * 16), c[j]);
     }
-    int64_t n0 = g0 * 8, last = N - (g0 + V - 1) * 8;   // columns of the tile's last vector: 1 … 8
+    int64_t n0 = g0 * 8, last = N - (g0 + V - 1) * 8;   // columns of the last vector: 1 … 8
     last = last < 8 ? last : 8;
     __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)last), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-    __m256 b[8], lo = _mm256_set1_ps(p0), hi = _mm256_set1_ps(p1);
-    for (int j = 0; j < V; j++)
-        b[j] = !bias ? _mm256_setzero_ps() : (j < V - 1 || last >= 8 ? _mm256_loadu_ps(bias + n0 + 8 * j) : _mm256_maskload_ps(bias + n0 + 8 * j, mask));
+    __m256 lo = _mm256_set1_ps(p0), hi = _mm256_set1_ps(p1);
     int vec = MLK_ACT_VECTOR(act);
-    for (int i = 0; i < R && i < rows; i++) {
-        float *yr = y + (m + i) * ldy + n0;
-        for (int j = 0; j < V; j++) {
-            __m256 v = _mm256_add_ps(c[i][j], b[j]);
-            if (vec) v = act8(v, act, lo, hi);
-            // vmaskmovps is slow on AMD (microcoded): only for a vector that really is partial.
-            if (j < V - 1 || last >= 8) _mm256_storeu_ps(yr + 8 * j, v); else _mm256_maskstore_ps(yr + 8 * j, mask, v);
-        }
-        if (!vec) for (int64_t t = 0; t < (V - 1) * 8 + last; t++) yr[t] = act_scalar(yr[t], act, p0, p1);
+    yr += n0;
+    for (int j = 0; j < V; j++) {
+        int whole = j < V - 1 || last == 8;
+        __m256 b = !bias ? _mm256_setzero_ps() : (whole ? _mm256_loadu_ps(bias + n0 + 8 * j) : _mm256_maskload_ps(bias + n0 + 8 * j, mask));
+        __m256 v = _mm256_add_ps(c[j], b);
+        if (vec) v = act8(v, act, lo, hi);
+        // vmaskmovps is slow on AMD (microcoded): only for a vector that really is partial.
+        if (whole) _mm256_storeu_ps(yr + 8 * j, v); else _mm256_maskstore_ps(yr + 8 * j, mask, v);
     }
+    if (!vec) for (int64_t t = 0; t < (V - 1) * 8 + last; t++) yr[t] = act_scalar(yr[t], act, p0, p1);
 }
 
-#define MLK_TILE(R, V) MLK_AVX2 static void tile_avx2_##R##x##V(const float *a, int64_t lda, int64_t m, int rows, \
-    const float *packed, int64_t K, int64_t g0, int64_t N, const float *bias, float *y, int64_t ldy, int act, float p0, \
-    float p1) { tile_avx2(R, V, a, lda, m, rows, packed, K, g0, N, bias, y, ldy, act, p0, p1); }
-MLK_TILE(1, 1) MLK_TILE(1, 2) MLK_TILE(1, 3) MLK_TILE(1, 4) MLK_TILE(1, 5) MLK_TILE(1, 6) MLK_TILE(1, 7) MLK_TILE(1, 8)
-#undef MLK_TILE
-typedef void (*tile_avx2_fn)(const float *, int64_t, int64_t, int, const float *, int64_t, int64_t, int64_t, const float *,
-                             float *, int64_t, int, float, float);
-static const tile_avx2_fn lone_row_avx2[9] = {0, tile_avx2_1x1, tile_avx2_1x2, tile_avx2_1x3, tile_avx2_1x4,
-                                              tile_avx2_1x5, tile_avx2_1x6, tile_avx2_1x7, tile_avx2_1x8};
+#define MLK_ROW(V) MLK_AVX2 static void row_avx2_##V(const float *ar, const float *packed, int64_t K, int64_t g0, int64_t N, \
+    const float *bias, float *yr, int act, float p0, float p1) { row_avx2(V, ar, packed, K, g0, N, bias, yr, act, p0, p1); }
+MLK_ROW(1) MLK_ROW(2) MLK_ROW(3) MLK_ROW(4) MLK_ROW(5) MLK_ROW(6) MLK_ROW(7) MLK_ROW(8)
+#undef MLK_ROW
+typedef void (*row_avx2_fn)(const float *, const float *, int64_t, int64_t, int64_t, const float *, float *, int, float, float);
+static const row_avx2_fn rows_avx2[9] = {0, row_avx2_1, row_avx2_2, row_avx2_3, row_avx2_4, row_avx2_5, row_avx2_6,
+                                         row_avx2_7, row_avx2_8};
 
 // One row × all N columns, 64 at a time: a dense layer on one image, or the row a 6-row tile would leave alone.
 MLK_AVX2 static void lone_row(const float *a, int64_t lda, const float *packed, int64_t m, int64_t N, int64_t K,
@@ -100,7 +89,7 @@ MLK_AVX2 static void lone_row(const float *a, int64_t lda, const float *packed, 
     int64_t vectors = (N + 7) / 8;
     for (int64_t g = 0; g < vectors; g += 8) {
         int64_t V = vectors - g < 8 ? vectors - g : 8;
-        lone_row_avx2[V](a, lda, m, 1, packed, K, g, N, bias, y, ldy, act, p0, p1);
+        rows_avx2[V](a + m * lda, packed, K, g, N, bias, y + m * ldy, act, p0, p1);
     }
 }
 
