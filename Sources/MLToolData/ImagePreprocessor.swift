@@ -88,29 +88,41 @@ public struct ImagePreprocessor: Sendable {
             throw DataError.invalidPreprocessing(
                 what: "a \(image.width)×\(image.height) image is too elongated (it would resize to \(rw)×\(rh))")
         }
-        let resized = rw == image.width && rh == image.height ? pixels :
-            ImageResampler.resize(pixels, width: image.width, height: image.height, channels: channels,
-                                  toWidth: rw, toHeight: rh)
         let H = config.height, W = config.width, C = channels
         if config.resize == "letterbox" {
+            let resized = rw == image.width && rh == image.height ? pixels :
+                ImageResampler.resize(pixels, width: image.width, height: image.height, channels: channels,
+                                      toWidth: rw, toHeight: rh)
             return letterbox(resized, rw: rw, rh: rh, into: buffer)
         }
         guard rw >= W, rh >= H, config.crop == "center" || (rw == W && rh == H) else {
             throw DataError.invalidPreprocessing(
                 what: "resized image \(rw)×\(rh) cannot give a \(W)×\(H) input with crop '\(config.crop)'")
         }
-        let top = (rh - H) / 2, left = (rw - W) / 2
+        // Only the centre crop of the resized image is computed (the same pixels as resizing, then cropping).
+        let window = ImageResampler.Window(x: (rw - W) / 2, y: (rh - H) / 2, width: W, height: H)
+        let cropped = rw == image.width && rh == image.height && rw == W && rh == H ? pixels :
+            ImageResampler.resize(pixels, width: image.width, height: image.height, channels: C,
+                                  toWidth: rw, toHeight: rh, window: window)
         let bgr = config.colorOrder == "bgr"
-        resized.withUnsafeBufferPointer { src in
+        cropped.withUnsafeBufferPointer { src in
             lut.withUnsafeBufferPointer { lut in
-                for y in 0..<H {
-                    for x in 0..<W {
-                        let s = ((y &+ top) &* rw &+ x &+ left) &* C
-                        let d = (y &* W &+ x) &* C
-                        for c in 0..<C {
-                            let sc = bgr ? 2 &- c : c
-                            buffer[d &+ c] = lut[c &* 256 &+ Int(src[s &+ sc])]
-                        }
+                guard let src = src.baseAddress, let lut = lut.baseAddress, let out = buffer.baseAddress else { return }
+                let count = H &* W
+                switch (C, bgr) {
+                case (3, false):
+                    for i in 0..<count {
+                        let s = src + i &* 3, d = out + i &* 3
+                        d[0] = lut[Int(s[0])]; d[1] = lut[256 &+ Int(s[1])]; d[2] = lut[512 &+ Int(s[2])]
+                    }
+                case (3, true):
+                    for i in 0..<count {
+                        let s = src + i &* 3, d = out + i &* 3
+                        d[0] = lut[Int(s[2])]; d[1] = lut[256 &+ Int(s[1])]; d[2] = lut[512 &+ Int(s[0])]
+                    }
+                default:
+                    for i in 0..<count {
+                        for c in 0..<C { out[i &* C &+ c] = lut[c &* 256 &+ Int(src[i &* C &+ (bgr ? 2 &- c : c)])] }
                     }
                 }
             }

@@ -46,78 +46,180 @@ public enum ImageResampler {
         return c
     }
 
-    /// `pixels` (height × width × channels, row-major) resized to `newWidth` × `newHeight`.
+    /// A rectangle of the resized image (its own coordinates): resizing to it gives exactly those pixels of the full
+    /// resize, computing no others (a centre crop costs only what it keeps).
+    public struct Window: Equatable, Sendable {
+        public var x: Int, y: Int, width: Int, height: Int
+        public init(x: Int, y: Int, width: Int, height: Int) { (self.x, self.y, self.width, self.height) = (x, y, width, height) }
+    }
+
+    /// `pixels` (height × width × channels, row-major) resized to `newWidth` × `newHeight`; with `window`, only that
+    /// part of the result (`window.width` × `window.height`), identical to cropping the full result.
     public static func resize(_ pixels: [UInt8], width: Int, height: Int, channels: Int,
-                              toWidth newWidth: Int, toHeight newHeight: Int) -> [UInt8] {
-        precondition(pixels.count == width * height * channels && newWidth > 0 && newHeight > 0)
+                              toWidth newWidth: Int, toHeight newHeight: Int, window: Window? = nil) -> [UInt8] {
+        let win = window ?? Window(x: 0, y: 0, width: newWidth, height: newHeight)
+        precondition(pixels.count == width * height * channels && newWidth > 0 && newHeight > 0 && channels > 0
+                     && win.x >= 0 && win.y >= 0 && win.width > 0 && win.height > 0
+                     && win.x + win.width <= newWidth && win.y + win.height <= newHeight)
+        // Horizontal pass over the rows the vertical pass reads (all of them when the height changes).
+        let cv = newHeight != height ? coefficients(inSize: height, outSize: newHeight) : nil
+        var rows = win.y..<(win.y + win.height)
+        if let cv {
+            let window = win.y..<(win.y + win.height)
+            let lo = window.map { cv.first[$0] }.min() ?? 0
+            let hi = window.map { cv.first[$0] + cv.taps[$0] }.max() ?? lo
+            rows = lo..<max(hi, lo + 1)
+        }
+        let across = newWidth != width
+            ? horizontal(pixels, width: width, rows: rows, channels: channels,
+                         coefficients: coefficients(inSize: width, outSize: newWidth), columns: win.x..<(win.x + win.width))
+            : copyWindow(pixels, width: width, rows: rows, channels: channels, columns: win.x..<(win.x + win.width))
+        guard let cv else { return across }
+        return vertical(across, width: win.width, firstRow: rows.lowerBound, channels: channels, coefficients: cv,
+                        outRows: win.y..<(win.y + win.height))
+    }
+
+    /// Rows `rows` and columns `columns` of an interleaved image, copied.
+    private static func copyWindow(_ src: [UInt8], width: Int, rows: Range<Int>, channels: Int, columns: Range<Int>) -> [UInt8] {
+        if rows.count * width * channels == src.count && columns.count == width { return src }
+        let rowBytes = columns.count * channels
+        var out = [UInt8](repeating: 0, count: rows.count * rowBytes)
+        src.withUnsafeBufferPointer { s in
+            out.withUnsafeMutableBufferPointer { d in
+                guard let sb = s.baseAddress, let db = d.baseAddress else { return }
+                for (i, y) in rows.enumerated() {
+                    (db + i * rowBytes).update(from: sb + (y * width + columns.lowerBound) * channels, count: rowBytes)
+                }
+            }
+        }
+        return out
+    }
+
+    // The passes below check their bounds once (the coefficients index inside the input by construction:
+    // first + taps ≤ inSize), then run on raw pointers with wrapping arithmetic. Sums are Int32, as in Pillow:
+    // 255 · 2^22 plus rounding stays below 2^31.
+
+    /// Horizontal pass: output columns `columns` of input rows `rows`.
+    private static func horizontal(_ src: [UInt8], width: Int, rows: Range<Int>, channels: Int, coefficients c: Coefficients,
+                                   columns: Range<Int>) -> [UInt8] {
+        let outW = columns.count
+        var out = [UInt8](repeating: 0, count: outW * rows.count * channels)
+        let half = Int32(1 << (precisionBits - 1))
+        src.withUnsafeBufferPointer { s in
+            out.withUnsafeMutableBufferPointer { d in
+                c.weights.withUnsafeBufferPointer { k in
+                    c.first.withUnsafeBufferPointer { first in
+                        c.taps.withUnsafeBufferPointer { taps in
+                            guard let s = s.baseAddress, let d = d.baseAddress, let k = k.baseAddress,
+                                  let first = first.baseAddress, let taps = taps.baseAddress else { return }
+                            for (i, y) in rows.enumerated() {
+                                let row = s + y &* width &* channels
+                                var o = d + i &* outW &* channels
+                                for xx in columns {
+                                    let n = taps[xx], w = k + xx &* c.ksize
+                                    var p = row + first[xx] &* channels
+                                    if channels == 3 {
+                                        var a0 = half, a1 = half, a2 = half
+                                        for t in 0..<n {
+                                            let wt = w[t]
+                                            a0 &+= Int32(p[0]) &* wt
+                                            a1 &+= Int32(p[1]) &* wt
+                                            a2 &+= Int32(p[2]) &* wt
+                                            p += 3
+                                        }
+                                        o[0] = clip8(a0); o[1] = clip8(a1); o[2] = clip8(a2)
+                                        o += 3
+                                    } else {
+                                        for ch in 0..<channels {
+                                            var a = half
+                                            for t in 0..<n { a &+= Int32(p[t &* channels &+ ch]) &* w[t] }
+                                            o[ch] = clip8(a)
+                                        }
+                                        o += channels
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        return out
+    }
+
+    /// Vertical pass: output rows `outRows` from `src`, whose first row is input row `firstRow`. Each output row is
+    /// a weighted sum of whole input rows, accumulated tap by tap along the row (a loop the compiler vectorizes).
+    private static func vertical(_ src: [UInt8], width: Int, firstRow: Int, channels: Int, coefficients c: Coefficients,
+                                 outRows: Range<Int>) -> [UInt8] {
+        let rowLength = width * channels
+        var out = [UInt8](repeating: 0, count: rowLength * outRows.count)
+        var acc = [Int32](repeating: 0, count: rowLength)
+        let half = Int32(1 << (precisionBits - 1))
+        src.withUnsafeBufferPointer { s in
+            out.withUnsafeMutableBufferPointer { d in
+                acc.withUnsafeMutableBufferPointer { a in
+                    guard let s = s.baseAddress, let d = d.baseAddress, let a = a.baseAddress else { return }
+                    for (i, yy) in outRows.enumerated() {
+                        let y0 = c.first[yy] - firstRow, n = c.taps[yy], kb = yy * c.ksize
+                        for j in 0..<rowLength { a[j] = half }
+                        for t in 0..<n {
+                            let wt = c.weights[kb + t], r = s + (y0 + t) &* rowLength
+                            for j in 0..<rowLength { a[j] &+= Int32(r[j]) &* wt }
+                        }
+                        let o = d + i &* rowLength
+                        for j in 0..<rowLength { o[j] = clip8(a[j]) }
+                    }
+                }
+            }
+        }
+        return out
+    }
+
+    @inline(__always) private static func clip8(_ v: Int32) -> UInt8 {
+        let s = v >> Int32(precisionBits)
+        return s < 0 ? 0 : s > 255 ? 255 : UInt8(truncatingIfNeeded: s)
+    }
+}
+
+/// The plain definition of the resize (two full passes, one output value at a time, Int sums), kept as the
+/// reference the fast passes above are tested against.
+enum ImageResamplerReference {
+    static func resize(_ pixels: [UInt8], width: Int, height: Int, channels: Int, toWidth newWidth: Int,
+                       toHeight newHeight: Int) -> [UInt8] {
         var current = pixels
         var w = width
         if newWidth != width {
-            current = horizontal(current, width: width, height: height, channels: channels, to: newWidth)
+            let c = ImageResampler.coefficients(inSize: width, outSize: newWidth)
+            var out = [UInt8](repeating: 0, count: newWidth * height * channels)
+            for y in 0..<height {
+                for xx in 0..<newWidth {
+                    for ch in 0..<channels {
+                        var acc = 1 << 21
+                        for t in 0..<c.taps[xx] {
+                            acc += Int(current[(y * width + c.first[xx] + t) * channels + ch]) * Int(c.weights[xx * c.ksize + t])
+                        }
+                        out[(y * newWidth + xx) * channels + ch] = clip(acc)
+                    }
+                }
+            }
+            current = out
             w = newWidth
         }
         if newHeight != height {
-            current = vertical(current, width: w, height: height, channels: channels, to: newHeight)
+            let c = ImageResampler.coefficients(inSize: height, outSize: newHeight)
+            let rowLength = w * channels
+            var out = [UInt8](repeating: 0, count: rowLength * newHeight)
+            for yy in 0..<newHeight {
+                for i in 0..<rowLength {
+                    var acc = 1 << 21
+                    for t in 0..<c.taps[yy] { acc += Int(current[(c.first[yy] + t) * rowLength + i]) * Int(c.weights[yy * c.ksize + t]) }
+                    out[yy * rowLength + i] = clip(acc)
+                }
+            }
+            current = out
         }
         return current
     }
 
-    @inline(__always) private static func clip8(_ v: Int) -> UInt8 {
-        let s = v >> precisionBits
-        return s < 0 ? 0 : s > 255 ? 255 : UInt8(truncatingIfNeeded: s)
-    }
-
-    private static func horizontal(_ src: [UInt8], width: Int, height: Int, channels: Int, to outW: Int) -> [UInt8] {
-        let c = coefficients(inSize: width, outSize: outW)
-        var out = [UInt8](repeating: 0, count: outW * height * channels)
-        let half = 1 << (precisionBits - 1)
-        src.withUnsafeBufferPointer { s in
-            out.withUnsafeMutableBufferPointer { d in
-                c.weights.withUnsafeBufferPointer { k in
-                    for y in 0..<height {
-                        let row = y &* width &* channels
-                        for xx in 0..<outW {
-                            let x0 = c.first[xx], n = c.taps[xx], kb = xx &* c.ksize
-                            for ch in 0..<channels {
-                                var acc = half
-                                var p = row &+ x0 &* channels &+ ch
-                                for t in 0..<n {
-                                    acc &+= Int(s[p]) &* Int(k[kb &+ t])
-                                    p &+= channels
-                                }
-                                d[(y &* outW &+ xx) &* channels &+ ch] = clip8(acc)
-                            }
-                        }
-                    }
-                }
-            }
-        }
-        return out
-    }
-
-    private static func vertical(_ src: [UInt8], width: Int, height: Int, channels: Int, to outH: Int) -> [UInt8] {
-        let c = coefficients(inSize: height, outSize: outH)
-        let rowLength = width * channels
-        var out = [UInt8](repeating: 0, count: rowLength * outH)
-        let half = 1 << (precisionBits - 1)
-        src.withUnsafeBufferPointer { s in
-            out.withUnsafeMutableBufferPointer { d in
-                c.weights.withUnsafeBufferPointer { k in
-                    for yy in 0..<outH {
-                        let y0 = c.first[yy], n = c.taps[yy], kb = yy &* c.ksize
-                        for i in 0..<rowLength {
-                            var acc = half
-                            var p = y0 &* rowLength &+ i
-                            for t in 0..<n {
-                                acc &+= Int(s[p]) &* Int(k[kb &+ t])
-                                p &+= rowLength
-                            }
-                            d[yy &* rowLength &+ i] = clip8(acc)
-                        }
-                    }
-                }
-            }
-        }
-        return out
-    }
+    private static func clip(_ v: Int) -> UInt8 { UInt8(max(0, min(255, v >> 22))) }
 }

@@ -18,6 +18,45 @@ private let pilTolerance = 1.0
         assertClose(got.map(Float.init), expected.pixels.map(Float.init), atol: pilTolerance, "resize to \(size)")
     }
 
+    /// The fast passes (windowed, Int32, raw pointers) against the plain reference: every window of a resize is
+    /// bit for bit that part of the reference's full result, enlarging and shrinking, 1, 3 and 4 channels.
+    @Test(arguments: [1, 3, 4])
+    func windowedResizeIsTheReferenceCropped(channels: Int) throws {
+        let photo = try ImageDecoder.decode(path: Fixture.path("resample_src.png"))   // 61 × 47
+        var state: UInt64 = 0x9E37_79B9_7F4A_7C15
+        let noise = (0..<(photo.width * photo.height * channels)).map { _ -> UInt8 in
+            state = state &* 6364136223846793005 &+ 1442695040888963407
+            return UInt8(truncatingIfNeeded: state >> 56)
+        }
+        let gray = stride(from: 0, to: photo.pixels.count, by: 3).map { photo.pixels[$0] }
+        var rgba = [UInt8]()
+        for i in 0..<(photo.width * photo.height) {
+            rgba += photo.pixels[(i * 3)..<(i * 3 + 3)]
+            rgba.append(noise[i])
+        }
+        let sources = [channels == 3 ? photo.pixels : channels == 1 ? gray : rgba, noise]
+        let sizes = [(61, 47), (224, 256), (256, 199), (17, 13), (61, 20), (30, 47), (5, 3), (400, 9)]
+        for (index, src) in sources.enumerated() {
+            for (w, h) in sizes {
+                let full = ImageResamplerReference.resize(src, width: 61, height: 47, channels: channels, toWidth: w, toHeight: h)
+                #expect(ImageResampler.resize(src, width: 61, height: 47, channels: channels, toWidth: w, toHeight: h) == full,
+                        "source \(index), \(channels) channels, to \(w)×\(h)")
+                let cw: Int = w * 7 / 8 + 1, ch: Int = h * 7 / 8 + 1
+                let centre = ImageResampler.Window(x: (w - cw) / 2, y: (h - ch) / 2, width: cw, height: ch)
+                let lastColumn = ImageResampler.Window(x: w - 1, y: 0, width: 1, height: h)
+                let lowerHalf = ImageResampler.Window(x: 0, y: h / 2, width: w, height: h - h / 2)
+                for win in [centre, lastColumn, lowerHalf] where win.x + win.width <= w && win.y + win.height <= h {
+                    let got = ImageResampler.resize(src, width: 61, height: 47, channels: channels, toWidth: w, toHeight: h, window: win)
+                    var expected = [UInt8]()
+                    for y in win.y..<(win.y + win.height) {
+                        expected += full[((y * w + win.x) * channels)..<((y * w + win.x + win.width) * channels)]
+                    }
+                    #expect(got == expected, "source \(index), \(channels) channels, to \(w)×\(h), window \(win)")
+                }
+            }
+        }
+    }
+
     @Test func shorterSideThenCentreCropMatchesPILReference() throws {
         let src = try ImageDecoder.decode(path: Fixture.path("resample_src.png"))
         let expected = try ImageDecoder.decode(path: Fixture.path("pipeline_28.png"))

@@ -249,14 +249,26 @@ public struct ImageClassifierTrainer: Sendable {
             var slots = [Featured?](repeating: nil, count: items.count * variants.count)
             var pending = [(slot: Int, input: [Float], key: String)]()
             let stage = "extracting \(label)", total = (owns.map { items.filter($0).count } ?? items.count) * variants.count
-            func flush() throws {
-                let feats = try extractor.features(pending.map(\.input))
-                for (p, f) in zip(pending, feats) {
+            // Double buffering: a full batch runs through the network on a thread of its own while this one decodes
+            // and preprocesses the next; its features are stored (cache, slots) when the next batch is handed over.
+            var inFlight: (rows: [(slot: Int, key: String)], work: BackgroundWork<[[Float]]>)?
+            defer { inFlight?.work.wait() }  // an error or a cancellation never leaves the network running
+            func collect() throws {
+                guard let batch = inFlight else { return }
+                inFlight = nil
+                let feats = try batch.work.value()
+                for (p, f) in zip(batch.rows, feats) {
                     try cache.put(key: p.key, features: f)
                     slots[p.slot]?.features = kept(f)
                 }
-                extractedCount += pending.count
-                emit(.progress(label: stage, advanced: pending.count, total: total))
+                extractedCount += batch.rows.count
+                emit(.progress(label: stage, advanced: batch.rows.count, total: total))
+            }
+            func flush() throws {
+                try collect()
+                guard !pending.isEmpty else { return }
+                let inputs = pending.map(\.input)
+                inFlight = (pending.map { ($0.slot, $0.key) }, BackgroundWork { try extractor.features(inputs) })
                 pending.removeAll(keepingCapacity: true)
             }
             var start = 0
@@ -317,6 +329,7 @@ public struct ImageClassifierTrainer: Sendable {
                 start += chunk.count
             }
             try flush()
+            try collect()
             emit(.progressFinished(label: stage))
             return slots.compactMap { $0 }
         }
