@@ -27,8 +27,9 @@ public final class Engine: @unchecked Sendable {
         /// On weights dequantized to float at load, like every other model.
         case off
         /// On int8 kernels (each input row quantized to 7 bits on the fly) when the layer is big enough to gain:
-        /// at least `QuantizedWeights.autoMinimum` weights. Below that (the first layers of a CNN: few channels,
-        /// many pixels) quantizing the input costs more than the int8 products save.
+        /// at least `QuantizedWeights.autoMinimum` weights, and without VNNI at least
+        /// `QuantizedWeights.autoMinimumKWithoutVNNI` input channels. Below that (the first layers of a CNN: few
+        /// channels, many pixels) quantizing the input costs more than the int8 products save.
         case auto
         /// On int8 kernels for every eligible layer.
         case all
@@ -86,12 +87,16 @@ public final class Engine: @unchecked Sendable {
     /// the best this CPU has, or the lower one `MLTOOL_CPU_LEVEL` asks for.
     public static var cpuLevel: String { String(cString: mlk_cpu_level_name(mlk_cpu_level())) }
 
-    /// The fewest weights a layer needs to run on int8 kernels; nil: none does.
-    static func int8Minimum(_ c: Int8Compute) -> Int? {
+    /// The fewest weights and input channels a layer needs to run on int8 kernels at the current CPU level; nil:
+    /// none does.
+    static func int8Minimum(_ c: Int8Compute) -> Program.Int8Minimum? {
         switch c {
         case .off: return nil
-        case .auto: return QuantizedWeights.autoMinimum
-        case .all: return 1
+        case .auto:
+            let vnni = mlk_cpu_has(Int32(MLK_CPU_AVX2_VNNI)) != 0 || mlk_cpu_has(Int32(MLK_CPU_AVX512_VNNI)) != 0
+            return Program.Int8Minimum(weights: QuantizedWeights.autoMinimum,
+                                       k: vnni ? 1 : QuantizedWeights.autoMinimumKWithoutVNNI)
+        case .all: return Program.Int8Minimum(weights: 1, k: 1)
         }
     }
 

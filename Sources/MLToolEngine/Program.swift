@@ -56,10 +56,13 @@ struct Program: Sendable {
     var steps: [Step] = []
     /// The step producing each value, if any.
     var producer: [Int: Int] = [:]
-    let int8Minimum: Int?
+    let int8Minimum: Int8Minimum?
     let purpose: Purpose
 
-    /// `int8Minimum`: conv (groups == 1) and dense layers with at least that many weights, stored as symmetric
+    /// The smallest layer run on int8 kernels: weights (k · n) and input channels (k).
+    struct Int8Minimum: Equatable { var weights: Int, k: Int }
+
+    /// `int8Minimum`: conv (groups == 1) and dense layers with at least that many weights and input channels, stored as symmetric
     /// per-channel int8, run on int8 kernels (see `QuantizedWeights`); otherwise (and when nil) every weight is
     /// dequantized to float.
     /// What a program is built for: `fast` loads and packs the weights; `reference` loads them unpacked for the
@@ -67,7 +70,7 @@ struct Program: Sendable {
     /// weight values.
     enum Purpose { case fast, reference, validate }
 
-    init(graph: Graph, tensors: [String: StoredTensor], int8Minimum: Int? = nil, purpose: Purpose = .fast) throws {
+    init(graph: Graph, tensors: [String: StoredTensor], int8Minimum: Int8Minimum? = nil, purpose: Purpose = .fast) throws {
         self.int8Minimum = int8Minimum
         self.purpose = purpose
         inputs = graph.inputs
@@ -294,7 +297,7 @@ struct Program: Sendable {
 
     /// `t` packed for the int8 kernels, when int8 compute is on, `t` is big enough and stored in a form they take.
     private func quantized(_ t: StoredTensor, k: Int, n: Int) -> QuantizedWeights? {
-        guard purpose == .fast, let minimum = int8Minimum, k &* n >= minimum else { return nil }
+        guard purpose == .fast, let minimum = int8Minimum, k &* n >= minimum.weights, k >= minimum.k else { return nil }
         return QuantizedWeights(t, k: k, n: n)
     }
 

@@ -19,6 +19,13 @@ final class QuantizedWeights: @unchecked Sendable {
     /// 27×32 0.80×, 32×16 0.65×, 16×96 1.04×, 96×24 1.28×, 24×144 1.31×, … 1152×320 3.5×.
     static let autoMinimum = 2048
 
+    /// Input channels (k) from which `.auto` takes the int8 kernels where the CPU has no VNNI (AVX2's vpmaddubsw and
+    /// vpmaddwd: two multiplier instructions per 32 products, and a per-output epilogue that a short k does not
+    /// amortize). Measured per layer of EfficientNet-Lite0 on a Zen 4 forced to the AVX2 level (batch 1, 1 thread,
+    /// int8 vs float): k = 24 and 40 (fused expansions) 0.85×, k = 40 0.84×, 80 1.19×, 96 1.14×, 112 1.33×, 144
+    /// 1.33×, 192 1.46×; with VNNI every k gains (k = 40 1.5×, 24 and 40 fused 1.13×), so there it is 1.
+    static let autoMinimumKWithoutVNNI = 64
+
     /// Largest k for which the int32 sums (k · 127 · 128, and zp · colsum) cannot overflow.
     static let maxK = (Int(Int32.max) / (127 * 128)) - 1
 

@@ -1,8 +1,9 @@
+import CMLToolCPU
 import CMLToolKernels
 import Foundation
 import MLToolCore
 import Testing
-import MLToolEngine
+@testable import MLToolEngine
 import MLToolTestSupport
 
 /// Plain scalar reference of the int8 path: rows of `a` (m, k) quantized to 7 bits, an exact int32 dot product with the
@@ -142,12 +143,17 @@ func int8Network() throws -> Model {
             let float = try #require(try Engine(model: model, threads: 1, int8Compute: .off).run(["x": input]).values.first)
             let ref = try #require(try Engine(model: model, threads: 1, mode: .reference).run(["x": input]).values.first)
             assertClose(float, ref, rtol: fastTolerance, atol: fastTolerance, "int8 weights, float compute")
-            // `.auto` keeps the small layers (here all but the 24 → 100 conv) in float: between the two.
-            let auto = try #require(try Engine(model: model, threads: 1, int8Compute: .auto).run(["x": input]).values.first)
-            let all = try #require(try Engine(model: model, threads: 1, int8Compute: .all).run(["x": input]).values.first)
-            #expect(auto.data != float.data && auto.data != all.data)
             var first: Tensor?
             try forEachCPULevel { level in
+                // `.auto` keeps the small layers in float; the 24 → 100 conv (k = 24) runs on int8 kernels only where
+                // the CPU has VNNI (`QuantizedWeights.autoMinimumKWithoutVNNI`): between the two there, float without.
+                let vnni = level == Int32(MLK_CPU_AVX2_VNNI) || level == Int32(MLK_CPU_AVX512_VNNI)
+                #expect(Engine.int8Minimum(.auto) == Program.Int8Minimum(weights: QuantizedWeights.autoMinimum,
+                                                                        k: vnni ? 1 : QuantizedWeights.autoMinimumKWithoutVNNI))
+                let run = { (c: Engine.Int8Compute) in try #require(try Engine(model: model, threads: 1, int8Compute: c).run(["x": input]).values.first) }
+                let (off, auto, all) = (try run(.off), try run(.auto), try run(.all))
+                if vnni { #expect(auto.data != off.data && auto.data != all.data, "level \(level): .auto") }
+                else { #expect(auto.data == off.data, "level \(level): .auto ran the k = 24 conv on int8 kernels") }
                 for threads in [1, 2] {
                     let engine = try Engine(model: model, threads: threads, int8Compute: .all)
                     let y = try #require(try engine.run(["x": input]).values.first)
