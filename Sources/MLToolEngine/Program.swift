@@ -59,8 +59,9 @@ struct Program: Sendable {
     let int8Minimum: Int8Minimum?
     let purpose: Purpose
 
-    /// The smallest layer run on int8 kernels: weights (k · n) and input channels (k).
-    struct Int8Minimum: Equatable { var weights: Int, k: Int }
+    /// Which layers run on int8 kernels: at least `weights` weights (k · n) and `k` input channels; palettized ones
+    /// too when `palettes`.
+    struct Int8Minimum: Equatable { var weights: Int, k: Int, palettes = false }
 
     /// `int8Minimum`: conv (groups == 1) and dense layers with at least that many weights and input channels, stored as symmetric
     /// per-channel int8, run on int8 kernels (see `QuantizedWeights`); otherwise (and when nil) every weight is
@@ -296,9 +297,12 @@ struct Program: Sendable {
     }
 
     /// `t` packed for the int8 kernels, when int8 compute is on, `t` is big enough and stored in a form they take.
+    /// int8 weights as they are stored; palettized ones rounded per column to int8 (`QuantizedWeights(floats:)`).
     private func quantized(_ t: StoredTensor, k: Int, n: Int) -> QuantizedWeights? {
         guard purpose == .fast, let minimum = int8Minimum, k &* n >= minimum.weights, k >= minimum.k else { return nil }
-        return QuantizedWeights(t, k: k, n: n)
+        if t.dtype == .int8 { return QuantizedWeights(t, k: k, n: n) }
+        guard minimum.palettes, t.dtype.traits.isPalette, let floats = try? t.floats() else { return nil }
+        return floats.withUnsafeBufferPointer { QuantizedWeights(floats: $0, k: k, n: n) }
     }
 
     /// w (k, n) packed into 16-column panels for `mlk_gemm_packed` (which writes every element, padding included).

@@ -32,12 +32,40 @@ final class QuantizedWeights: @unchecked Sendable {
     /// nil unless `t` is int8 with zero points 0 (or none), one scale per column of its last axis (or one for the
     /// whole tensor), finite scales, and exactly k · n bytes laid out as (k, n) row-major (the IR's (…, out)
     /// layout). Anything else runs through the float path, which reports bad data itself.
-    init?(_ t: StoredTensor, k: Int, n: Int) {
+    convenience init?(_ t: StoredTensor, k: Int, n: Int) {
         guard t.dtype == .int8, k > 0, n > 0, k <= Self.maxK, let q = t.quant, let s = q.scales,
               t.elementCount == k &* n, t.bytes.count == k &* n,
               (q.zeroPoints ?? []).allSatisfy({ $0 == 0 }),
               (q.axis == t.shape.count - 1 && s.count == n) || (q.axis == nil && s.count == 1),
-              s.allSatisfy({ $0.isFinite }), t.bytes.buffer.baseAddress != nil else { return nil }
+              s.allSatisfy({ $0.isFinite }),
+              let w = t.bytes.buffer.baseAddress?.assumingMemoryBound(to: Int8.self) else { return nil }
+        self.init(values: w, k: k, n: n, scales: s.count == 1 ? [Float](repeating: s[0], count: n) : s)
+    }
+
+    /// Float weights (k, n) as int8, symmetric per column: scale max |w| / 127, each value rounded to the nearest
+    /// step. For palettized weights (`mltool quantize --bits 4/6`): their few distinct values land within half a step
+    /// of the column's int8 grid, and the layer runs on the int8 kernels instead of as float. nil for a non-finite
+    /// weight (the float path reports it).
+    convenience init?(floats w: UnsafeBufferPointer<Float>, k: Int, n: Int) {
+        guard k > 0, n > 0, k <= Self.maxK, w.count == k &* n else { return nil }
+        var scales = [Float](repeating: 0, count: n)
+        for r in 0..<k {
+            for c in 0..<n { scales[c] = max(scales[c], abs(w[r &* n &+ c])) }
+        }
+        guard scales.allSatisfy({ $0.isFinite }) else { return nil }
+        scales = scales.map { $0 > 0 ? $0 / 127 : 1 }
+        var values = [Int8](repeating: 0, count: k &* n)
+        for r in 0..<k {
+            for c in 0..<n {
+                let v = (w[r &* n &+ c] / scales[c]).rounded()
+                values[r &* n &+ c] = Int8(max(-127, min(127, v)))
+            }
+        }
+        self.init(values: values, k: k, n: n, scales: scales)
+    }
+
+    /// Packs int8 values (k, n) row-major with one scale per column.
+    private init(values w: UnsafePointer<Int8>, k: Int, n: Int, scales s: [Float]) {
         self.k = k
         self.n = n
         let panels = (n + 15) / 16
@@ -47,10 +75,8 @@ final class QuantizedWeights: @unchecked Sendable {
         colsum = .allocate(capacity: panels &* 16)
         scales = .allocate(capacity: panels &* 16)
         scales.initialize(repeating: 0, count: panels &* 16)
-        for c in 0..<n { scales[c] = s.count == 1 ? s[0] : s[c] }
-        if let w = t.bytes.buffer.baseAddress?.assumingMemoryBound(to: Int8.self) {
-            mlk_qpack(w, Int64(k), Int64(n), packed, colsum)
-        }
+        for c in 0..<n { scales[c] = s[c] }
+        mlk_qpack(w, Int64(k), Int64(n), packed, colsum)
     }
 
     deinit {

@@ -47,6 +47,16 @@ func int8Weights(_ t: StoredTensor) throws -> StoredTensor {
                         bytes: TensorBytes(copying: q))
 }
 
+/// `t` as a 4-bit palette (one table for the tensor: 16 values evenly spread over its range, each weight its nearest).
+func palette4Weights(_ t: StoredTensor) throws -> StoredTensor {
+    let w = try t.floats()
+    let lo = w.min() ?? 0, hi = w.max() ?? 0
+    let lut = (0..<16).map { lo + (hi - lo) * Float($0) / 15 }
+    let indices = w.map { v in lut.indices.min(by: { abs(lut[$0] - v) < abs(lut[$1] - v) }) ?? 0 }
+    return StoredTensor(name: t.name, dtype: .palette4, shape: t.shape, quant: QuantParams(lut: lut),
+                        bytes: TensorBytes(copying: PackedBits.pack(indices, bits: 4)))
+}
+
 /// A small network whose stem (3×3 stride 2), 1×1 convs and dense layer have int8 weights; the depthwise conv
 /// stays float.
 func int8Network() throws -> Model {
@@ -168,6 +178,36 @@ func int8Network() throws -> Model {
                     let y1 = try #require(try engine.run(["x": one]).values.first)
                     #expect(y1.data == Array(y.data[7..<14]))
                 }
+            }
+        }
+    }
+
+    /// Palettized weights run on the int8 kernels (rounded per column to int8 at load) under `.all`: close to the
+    /// palette's float dequantization (`.off`, and `.auto`, which keeps palettes in float), not equal to it, and
+    /// identical at every SIMD level.
+    @Test func paletteWeightsRunOnTheInt8Kernels() throws {
+        var model = try int8Network()
+        let float = try int8Network()
+        // The same weights as float, then as 4-bit palettes.
+        model.tensors = try float.tensors.map { t in t.dtype == .int8 ? try palette4Weights(StoredTensor(name: t.name, tensor: t.tensor())) : t }
+        #expect(model.tensors.filter { $0.dtype == .palette4 }.count == 5)
+        var g = GraphBuilder(seed: 9, input: [])
+        let input = g.input([2, 15, 13, 3])
+        try KernelLevelLock.shared.writing {
+            let off = try #require(try Engine(model: model, threads: 1, int8Compute: .off).run(["x": input]).values.first)
+            let auto = try #require(try Engine(model: model, threads: 1, int8Compute: .auto).run(["x": input]).values.first)
+            #expect(auto.data == off.data, ".auto ran a palettized layer on the int8 kernels")
+            let scale = Double(off.data.map(abs).max() ?? 1)
+            var first: Tensor?
+            try forEachCPULevel { level in
+                let y = try #require(try Engine(model: model, threads: 2, int8Compute: .all).run(["x": input]).values.first)
+                assertClose(y, off, atol: 0.03 * scale, "level \(level): palette on int8 kernels vs its float dequantization")
+                #expect(y.data != off.data, "level \(level): the palette layers did not run on the int8 kernels")
+                // Identical at every SIMD level (the portable depthwise kernel rounds its float sums differently,
+                // which can move a 7-bit activation of the next layer by one step).
+                guard level > 0 else { return }
+                if let f = first { #expect(y.data == f.data, "level \(level): not bit-identical") }
+                first = first ?? y
             }
         }
     }
