@@ -159,8 +159,13 @@ struct Program: Sendable {
                 return
             }
             let w = Buffer(try load(t, node))
+            if gemm && purpose == .fast {
+                packForFast(w.pointer, k: k, n: n)
+                // Fast mode reads only the packed form: the dequantized floats (palettes, float16) are dropped once
+                // packed, as float32 weights are never copied. A one-channel conv (depthwise by shape) keeps them.
+                if !depthwiseShaped { return }
+            }
             s.weight = w
-            if gemm && purpose == .fast { packForFast(w.pointer, k: k, n: n) }
         }
         /// The GEMM's packed weights, or a stride-1 3×3 conv's Winograd-transformed ones.
         func packForFast(_ w: UnsafePointer<Float>, k: Int, n: Int) {
