@@ -61,22 +61,22 @@ public enum ImageResampler {
         precondition(pixels.count == width * height * channels && newWidth > 0 && newHeight > 0 && channels > 0
                      && win.x >= 0 && win.y >= 0 && win.width > 0 && win.height > 0
                      && win.x + win.width <= newWidth && win.y + win.height <= newHeight)
-        // Horizontal pass over the rows the vertical pass reads (all of them when the height changes).
+        let outRows = win.y..<(win.y + win.height), outColumns = win.x..<(win.x + win.width)
+        // Horizontal pass over the input rows the vertical pass reads (the output rows when the height is kept).
         let cv = newHeight != height ? coefficients(inSize: height, outSize: newHeight) : nil
-        var rows = win.y..<(win.y + win.height)
+        var rows = outRows
         if let cv {
-            let window = win.y..<(win.y + win.height)
-            let lo = window.map { cv.first[$0] }.min() ?? 0
-            let hi = window.map { cv.first[$0] + cv.taps[$0] }.max() ?? lo
+            let lo = outRows.map { cv.first[$0] }.min() ?? 0
+            let hi = outRows.map { cv.first[$0] + cv.taps[$0] }.max() ?? lo
             rows = lo..<max(hi, lo + 1)
         }
         let across = newWidth != width
             ? horizontal(pixels, width: width, rows: rows, channels: channels,
-                         coefficients: coefficients(inSize: width, outSize: newWidth), columns: win.x..<(win.x + win.width))
-            : copyWindow(pixels, width: width, rows: rows, channels: channels, columns: win.x..<(win.x + win.width))
+                         coefficients: coefficients(inSize: width, outSize: newWidth), columns: outColumns)
+            : copyWindow(pixels, width: width, rows: rows, channels: channels, columns: outColumns)
         guard let cv else { return across }
         return vertical(across, width: win.width, firstRow: rows.lowerBound, channels: channels, coefficients: cv,
-                        outRows: win.y..<(win.y + win.height))
+                        outRows: outRows)
     }
 
     /// Rows `rows` and columns `columns` of an interleaved image, copied.
