@@ -47,12 +47,11 @@ final class QuantizedWeights: @unchecked Sendable {
     /// of the column's int8 grid, and the layer runs on the int8 kernels instead of as float. nil for a non-finite
     /// weight (the float path reports it).
     convenience init?(floats w: UnsafeBufferPointer<Float>, k: Int, n: Int) {
-        guard k > 0, n > 0, k <= Self.maxK, w.count == k &* n else { return nil }
+        guard k > 0, n > 0, k <= Self.maxK, w.count == k &* n, w.allSatisfy({ $0.isFinite }) else { return nil }
         var scales = [Float](repeating: 0, count: n)
         for r in 0..<k {
             for c in 0..<n { scales[c] = max(scales[c], abs(w[r &* n &+ c])) }
         }
-        guard scales.allSatisfy({ $0.isFinite }) else { return nil }
         scales = scales.map { $0 > 0 ? $0 / 127 : 1 }
         var values = [Int8](repeating: 0, count: k &* n)
         for r in 0..<k {
