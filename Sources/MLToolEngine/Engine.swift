@@ -129,6 +129,9 @@ public final class Engine: @unchecked Sendable {
     }
 
     /// Names of the graph inputs, in order.
+    /// Conv and dense layers whose palettized weights stay as indices, decoded as they run (`PaletteWeights`).
+    var paletteLayers: Int { program.steps.filter { $0.palette != nil }.count }
+
     public var inputNames: [String] { program.inputs.map(\.name) }
 
     /// Names of the graph outputs, in order.

@@ -126,7 +126,7 @@ enum Fast {
         case .packedDense:
             guard let packed = s.packed else { preconditionFailure("dense '\(s.name)': no packed weights (Program.compile)") }
             packedGemm(x[0], lda: s.weightShape[0], packed.pointer, rows: ys[0], n: ys[1], k: s.weightShape[0],
-                       bias: s.bias.map { UnsafePointer($0.pointer) }, y, act: s.act, threads: threads)
+                       bias: s.bias.map { UnsafePointer($0.pointer) }, y, act: s.act, threads: threads, palette: s.palette)
         case .matMul:
             let k = xs[1][0], m = xs[1][1]
             sgemm(n / m, m, k, x[0], k, x[1], m, y, m)
@@ -197,11 +197,35 @@ enum Fast {
     /// y (rows, n) = act(a (rows, k; row stride lda) · B + bias), B packed by `mlk_pack`; large products are split
     /// across threads by rows, or by 48-column groups when there are few rows (7×7 layers, a dense layer).
     /// With `prepare`, `a` is scratch for the im2col rows (room for `rows` rows of `lda`) that `prepare` fills.
+    ///
+    /// With a `palette`, `b` is the memory its panels are decoded into: with few rows, each part decodes its columns
+    /// a block at a time (`PaletteWeights.blockColumns`) into the start of its own columns' panels and multiplies
+    /// that block while it is in cache, so the weights never stream through memory as floats; otherwise all panels
+    /// are decoded first.
     static func packedGemm(_ a: UnsafePointer<Float>, lda: Int, _ b: UnsafePointer<Float>, rows: Int, n: Int, k: Int,
                            bias: UnsafePointer<Float>?, _ y: UnsafeMutablePointer<Float>, act: Act, threads: Int,
-                           prepare: Im2col? = nil) {
+                           prepare: Im2col? = nil, palette: PaletteWeights? = nil) {
         nonisolated(unsafe) let (a, b, bias, y) = (a, b, bias, y)
         let parts = rows &* n &* k >= parallelThreshold ? threads : 1
+        if let palette {
+            if rows < 64 {
+                prepare?(0, rows, UnsafeMutablePointer(mutating: a))
+                let block = palette.blockColumns()
+                parallel(n, parts: parts, align: 48) { lo, hi in
+                    let w = UnsafeMutablePointer(mutating: b + lo &* k)
+                    var c = lo
+                    while c < hi {
+                        let e = min(hi, c &+ block)
+                        palette.unpack(panels: c / 16, (e &+ 15) / 16, into: w)
+                        mlk_gemm_packed(a, Int64(lda), w, 0, Int64(rows), Int64(e &- c), Int64(k),
+                                        bias.map { $0 + c }, y + c, Int64(n), act.code, act.p0, act.p1)
+                        c = e
+                    }
+                }
+                return
+            }
+            palette.unpack(into: UnsafeMutablePointer(mutating: b), threads: threads)
+        }
         if parts > 1 && rows < 64 && n >= 96 {
             prepare?(0, rows, UnsafeMutablePointer(mutating: a))
             parallel(n, parts: parts, align: 48) { lo, hi in
@@ -387,7 +411,14 @@ enum Fast {
             nonisolated(unsafe) let bp = UnsafePointer(packed.pointer)
             let direct = readsInputDirectly(s)
             let rows = direct ? batch &* h &* w : oh &* ow
-            if !direct && mlk_conv_direct_eligible(Int64(c), Int64(kw), Int64(oc), Int64(dl[0]), Int64(dl[1])) != 0 {
+            let stem = !direct && mlk_conv_direct_eligible(Int64(c), Int64(kw), Int64(oc), Int64(dl[0]), Int64(dl[1])) != 0
+            // Palettized weights: decoded by the GEMM when it runs once; else here, once for every image.
+            var palette = s.palette
+            if let p = palette, stem || (!direct && batch > 1) {
+                p.unpack(into: packed.pointer, threads: threads)
+                palette = nil
+            }
+            if stem {
                 // A stem (few input channels): interior pixels straight from the input, borders via im2col rows.
                 let parts = rows &* oc &* k >= parallelThreshold ? threads : 1
                 for b in 0..<batch {
@@ -404,7 +435,7 @@ enum Fast {
             for b in 0..<(direct ? 1 : batch) {
                 packedGemm(direct ? x : UnsafePointer(scratch), lda: direct ? c : k, bp, rows: rows, n: oc, k: k,
                            bias: bias, y + b &* oh &* ow &* oc, act: act, threads: threads,
-                           prepare: direct ? nil : im2col(s, x + b &* h &* w &* c, xs, ys))
+                           prepare: direct ? nil : im2col(s, x + b &* h &* w &* c, xs, ys), palette: palette)
             }
             return
         }

@@ -12,7 +12,7 @@ enum Fused {
 
     /// Whether `e` then `d` can run fused (the plan also checks that `d` is the only reader of `e`'s output).
     static func fusable(_ e: Step, _ ex: [Int], _ d: Step, _ dx: [Int]) -> Bool {
-        e.op == .conv && (e.packed != nil || e.qweights != nil) && e.groups == 1 && Fast.readsInputDirectly(e) && ex.count == 4 &&
+        e.op == .conv && (e.packed != nil || e.qweights != nil || e.palette != nil) && e.groups == 1 && Fast.readsInputDirectly(e) && ex.count == 4 &&
             d.op == .conv && d.inputs == [e.output] && dx.count == 4 && Fast.isDepthwise(d, dx) &&
             d.dilations == [1, 1] && d.weight != nil &&
             // Only where the expanded tensor is too big to stay in cache anyway.
@@ -39,6 +39,7 @@ enum Fused {
         let qw = e.qweights, ldq = Int(mlk_qrow_bytes(Int64(cin)))
         let work = h &* w &* cin &* c &+ oh &* ow &* c &* kh &* kw
         let parts = work >= Fast.parallelThreshold ? max(1, min(threads, oh / bandRows)) : 1
+        if let palette = e.palette, let decoded = e.packed { palette.unpack(into: decoded.pointer, threads: threads) }
         nonisolated(unsafe) let packed = e.packed.map { UnsafePointer($0.pointer) }
         nonisolated(unsafe) let dwt = UnsafePointer(d.weight!.pointer)
         nonisolated(unsafe) let (eb, db) = (e.bias.map { UnsafePointer($0.pointer) }, d.bias.map { UnsafePointer($0.pointer) })

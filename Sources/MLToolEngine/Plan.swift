@@ -95,6 +95,11 @@ enum StepProfile {
 final class Arena: @unchecked Sendable {
     let slots: [Buffer]
     let scratch: Buffer
+    /// The plan's steps as this arena runs them: a palettized layer's `packed` is `decoded`, which every such layer
+    /// shares (each decodes into it as it runs: `PaletteWeights`; a GEMM with few rows touches only a block per
+    /// part of it, the rest of the allocation is never resident).
+    let steps: [Step]
+    let decoded: Buffer?
     let inputs: [[UnsafePointer<Float>]]
     let inputShapes: [[[Int]]]
     let outputs: [UnsafeMutablePointer<Float>]
@@ -104,6 +109,13 @@ final class Arena: @unchecked Sendable {
         let slots = plan.slotSizes.map { Buffer(count: $0) }
         self.slots = slots
         scratch = Buffer(count: plan.scratch)
+        let decoded = plan.steps.compactMap { p.steps[$0].palette?.packedCount }.max().map { Buffer(uninitialized: $0) }
+        self.decoded = decoded
+        steps = plan.steps.map { i in
+            var s = p.steps[i]
+            if s.palette != nil { s.packed = decoded }
+            return s
+        }
         func pointer(_ v: Int) -> UnsafeMutablePointer<Float> { p.constants[v]?.pointer ?? slots[plan.slot[v]!].pointer }
         inputs = plan.steps.map { p.steps[$0].inputs.map { UnsafePointer(pointer($0)) } }
         inputShapes = plan.steps.map { p.steps[$0].inputs.map { plan.shapes[$0]! } }
@@ -115,12 +127,12 @@ final class Arena: @unchecked Sendable {
         var pos = 0
         while pos < plan.steps.count {
             let t0 = DispatchTime.now().uptimeNanoseconds
-            let step = p.steps[plan.steps[pos]]
+            let step = steps[pos]
             let shape = outputShapes[pos]
-            var key = "\(step.op)"
+            var key = "\(step.op)" + (step.palette.map { " palette\($0.bits)" } ?? "")
             if plan.fused.contains(pos) {
-                key += "+\(p.steps[plan.steps[pos + 1]].op) (fused)"
-                Fused.run(step, p.steps[plan.steps[pos + 1]], inputs[pos][0], inputShapes[pos][0],
+                key += "+\(steps[pos + 1].op) (fused)"
+                Fused.run(step, steps[pos + 1], inputs[pos][0], inputShapes[pos][0],
                           outputs[pos + 1], outputShapes[pos + 1], scratch: scratch.pointer, threads: threads)
                 pos += 2
             } else {
@@ -150,12 +162,12 @@ final class Arena: @unchecked Sendable {
         var pos = 0
         while pos < plan.steps.count {
             if plan.fused.contains(pos) {
-                Fused.run(p.steps[plan.steps[pos]], p.steps[plan.steps[pos + 1]], inputs[pos][0], inputShapes[pos][0],
+                Fused.run(steps[pos], steps[pos + 1], inputs[pos][0], inputShapes[pos][0],
                           outputs[pos + 1], outputShapes[pos + 1], scratch: scratch.pointer, threads: threads)
                 pos += 2
                 continue
             }
-            Fast.run(plan.kernels[pos], p.steps[plan.steps[pos]], inputs[pos], inputShapes[pos], outputs[pos], outputShapes[pos],
+            Fast.run(plan.kernels[pos], steps[pos], inputs[pos], inputShapes[pos], outputs[pos], outputShapes[pos],
                      scratch: scratch.pointer, threads: threads)
             pos += 1
         }

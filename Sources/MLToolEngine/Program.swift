@@ -41,6 +41,9 @@ struct Step: Sendable {
     /// The same weights kept as int8 for `mlk_qgemm`, when they are stored that way and int8 compute is on (then
     /// `packed` is nil).
     var qweights: QuantizedWeights?
+    /// Palettized weights kept as their indices and decoded into `packed` form just before the step runs (each
+    /// arena's copy of the step points `packed` at its decode buffer; here `packed` is nil).
+    var palette: PaletteWeights?
 }
 
 /// A graph compiled for execution: values (graph inputs, constants, node outputs) by id, and the steps in order.
@@ -154,6 +157,11 @@ struct Program: Sendable {
             // (memory-mapped) bytes, with no copy in between.
             // A one-channel 1 → 1 conv is depthwise by shape and runs the depthwise kernel on float weights.
             let depthwiseShaped = t.shape.count == 4 && t.shape[2] == 1 && t.shape[3] == 1
+            // Palettes stay as their indices (decoded per run: `PaletteWeights`), except Winograd's transformed weights.
+            if gemm && purpose == .fast && !depthwiseShaped && !Fast.usesWinograd(s), let p = PaletteWeights(t, k: k, n: n) {
+                s.palette = p
+                return
+            }
             if gemm && purpose == .fast && !depthwiseShaped, let stored = Self.storedFloats(t, count: k &* n) {
                 packForFast(stored, k: k, n: n)
                 return

@@ -1,5 +1,5 @@
 // Hot CPU kernels for MLToolEngine, one file per op family: gemm.c, conv.c (im2col, stem), winograd.c (3×3),
-// depthwise.c, elementwise.c, qgemm.c (int8). Each op has a portable C version and AVX2+FMA (and, for GEMM, depthwise and int8,
+// depthwise.c, elementwise.c, qgemm.c (int8), palette.c (palettized weights decoded into GEMM panels). Each op has a portable C version and AVX2+FMA (and, for GEMM, depthwise and int8,
 // AVX-512 / VNNI) versions side by side, compiled with per-function target attributes (isa.h); every call picks the
 // best variant the current CPU level allows (CMLToolCPU: one feature table, MLTOOL_CPU_LEVEL to force a lower level),
 // so the binary runs, slower, on any x86-64 (or other) CPU.
@@ -48,6 +48,19 @@ void mlk_pack(const float *w, int64_t K, int64_t N, float *packed);
 /// bias may be NULL. Callers split rows across threads; each row's result does not depend on the split.
 void mlk_gemm_packed(const float *a, int64_t lda, const float *packed, int64_t m0, int64_t m1, int64_t N, int64_t K,
                      const float *bias, float *y, int64_t ldy, int act, float p0, float p1);
+
+// ---- palettized weights (palette.c) ----
+
+/// Panels [p0, p1) of the mlk_pack layout of a (K, N) palettized weight (panel p at packed + (p − p0)·K·16, so
+/// `packed` is the layout's panel p0), decoded from its k-bit indices: element
+/// (k, n) is index k·N + n of the bit stream `idx` (`bytes` long; element i in stream bits [i·bits, i·bits + bits),
+/// stream bit j = bit j mod 8 of byte j / 8, as the native format stores palettes) and its value is
+/// (row_scale[k] · col_scale[n]) · lut[row_base[k] + col_base[n] + index]. bits ∈ {1, 2, 4, 6, 8}; row_* have K
+/// entries, col_* ceil(N / 16)·16 (the padding columns are written as 0); the caller checks that every base plus
+/// 2^bits − 1 is inside lut and that the stream holds K·N indices. Every variant gives the same bits.
+void mlk_palette_unpack(const uint8_t *idx, int64_t bytes, int bits, int64_t K, int64_t N, const float *lut,
+                        const int32_t *row_base, const float *row_scale, const int32_t *col_base,
+                        const float *col_scale, int64_t p0, int64_t p1, float *packed);
 
 // ---- convolution around the GEMM (conv.c) ----
 

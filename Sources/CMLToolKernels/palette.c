@@ -1,0 +1,315 @@
+// Palettized weights decoded into mlk_pack's 16-column panels just before a GEMM reads them, so a 4- or 6-bit model
+// keeps only its indices resident (see PaletteWeights.swift). Portable C, AVX2 and AVX-512F side by side; every
+// variant computes each value as (row_scale[k] · col_scale[n]) · lut[…], the same bits as the scalar reference.
+#include "CMLToolKernels.h"
+#include "isa.h"
+#include <string.h>
+
+// ---- portable ----
+
+MLK_INLINE uint32_t palette_index(const uint8_t *idx, int64_t i, int bits) {
+    int64_t bit = i * bits;
+    int64_t byte = bit >> 3;
+    int shift = (int)(bit & 7);
+    uint32_t v = (uint32_t)idx[byte] >> shift;
+    if (shift + bits > 8) v |= (uint32_t)idx[byte + 1] << (8 - shift);
+    return v & ((1u << bits) - 1);
+}
+
+// Row k of panel p, columns [n0, n0 + 16) (those ≥ N are zero), into `panel` (that panel's K × 16 floats).
+MLK_INLINE void row_portable(const uint8_t *idx, int bits, int64_t N, const float *lut, const int32_t *row_base,
+                             const float *row_scale, const int32_t *col_base, const float *col_scale, int64_t p,
+                             int64_t k, float *panel) {
+    float *dst = panel + k * 16;
+    int64_t n0 = p * 16;
+    for (int j = 0; j < 16; j++) {
+        int64_t n = n0 + j;
+        dst[j] = n < N ? (row_scale[k] * col_scale[n]) * lut[row_base[k] + col_base[n] + (int32_t)palette_index(idx, k * N + n, bits)]
+                       : 0.0f;
+    }
+}
+
+static void unpack_portable(const uint8_t *idx, int bits, int64_t K, int64_t N, const float *lut,
+                            const int32_t *row_base, const float *row_scale, const int32_t *col_base,
+                            const float *col_scale, int64_t p0, int64_t p1, float *packed) {
+    for (int64_t p = p0; p < p1; p++)
+        for (int64_t k = 0; k < K; k++)
+            row_portable(idx, bits, N, lut, row_base, row_scale, col_base, col_scale, p, k, packed + (p - p0) * K * 16);
+}
+
+#if MLK_X86
+// A panel of 16 full columns whose LUT bases are all equal (one table for the 16 columns of every row).
+MLK_INLINE int uniform_panel(const int32_t *col_base, int64_t n0) {
+    for (int j = 1; j < 16; j++)
+        if (col_base[n0 + j] != col_base[n0]) return 0;
+    return 1;
+}
+
+// ---- AVX2 ----
+
+// The 8 indices of elements [i, i + 8) (bits ≤ 6) from the 32-bit words around them: element j's bits start at
+// r = (i·bits mod 32) + j·bits of the words from word ⌊i·bits / 32⌋; lo/hi are its word and the next one.
+MLK_AVX2 static inline __m256i indices8_avx2(const uint8_t *idx, int64_t i, int bits, __m256i jbits, __m256i mask) {
+    int64_t bit = i * bits;
+    const int32_t *w = (const int32_t *)(const void *)(idx + ((bit >> 5) << 2));
+    int r0 = (int)(bit & 31);
+    int words = (r0 + 8 * bits + 31) / 32;   // ≤ 2 for bits ≤ 4, ≤ 3 for 6
+    __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    __m256i d = _mm256_maskload_epi32(w, _mm256_cmpgt_epi32(_mm256_set1_epi32(words), lanes));
+    __m256i pos = _mm256_add_epi32(_mm256_set1_epi32(r0), jbits);
+    __m256i q = _mm256_srli_epi32(pos, 5), r = _mm256_and_si256(pos, _mm256_set1_epi32(31));
+    __m256i lo = _mm256_permutevar8x32_epi32(d, q);
+    __m256i hi = _mm256_permutevar8x32_epi32(d, _mm256_add_epi32(q, _mm256_set1_epi32(1)));
+    __m256i v = _mm256_or_si256(_mm256_srlv_epi32(lo, r), _mm256_sllv_epi32(hi, _mm256_sub_epi32(_mm256_set1_epi32(32), r)));
+    return _mm256_and_si256(v, mask);
+}
+
+// The 16 indices of elements [i, i + 16) as two vectors of 8: whole bytes where they allow (bits 4 with i even,
+// 6 with i a multiple of 4, 8), else from the words around them.
+MLK_AVX2 MLK_INLINE void indices16_avx2(const uint8_t *idx, int64_t i, const int bits, __m256i jbits, __m256i mask,
+                                        __m256i *v0, __m256i *v1) {
+    if (bits == 8) {
+        __m128i b = _mm_loadu_si128((const __m128i *)(const void *)(idx + i));
+        *v0 = _mm256_cvtepu8_epi32(b);
+        *v1 = _mm256_cvtepu8_epi32(_mm_srli_si128(b, 8));
+    } else if (bits == 4 && (i & 1) == 0) {
+        __m128i b = _mm_loadl_epi64((const __m128i *)(const void *)(idx + (i >> 1)));
+        __m128i m = _mm_set1_epi8(15);
+        __m128i x = _mm_unpacklo_epi8(_mm_and_si128(b, m), _mm_and_si128(_mm_srli_epi16(b, 4), m));
+        *v0 = _mm256_cvtepu8_epi32(x);
+        *v1 = _mm256_cvtepu8_epi32(_mm_srli_si128(x, 8));
+    } else if (bits == 6 && (i & 3) == 0) {
+        __m128i b = _mm_maskload_epi32((const int *)(const void *)(idx + (i >> 2) * 3), _mm_setr_epi32(-1, -1, -1, 0));
+        __m256i g = _mm256_castsi128_si256(_mm_shuffle_epi8(b, _mm_setr_epi8(0, 1, 2, -1, 3, 4, 5, -1, 6, 7, 8, -1, 9, 10, 11, -1)));
+        __m256i sh = _mm256_setr_epi32(0, 6, 12, 18, 0, 6, 12, 18);
+        *v0 = _mm256_and_si256(_mm256_srlv_epi32(_mm256_permutevar8x32_epi32(g, _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1)), sh), mask);
+        *v1 = _mm256_and_si256(_mm256_srlv_epi32(_mm256_permutevar8x32_epi32(g, _mm256_setr_epi32(2, 2, 2, 2, 3, 3, 3, 3)), sh), mask);
+    } else {
+        *v0 = indices8_avx2(idx, i, bits, jbits, mask);
+        *v1 = indices8_avx2(idx, i + 8, bits, jbits, mask);
+    }
+}
+
+// 8 values from a table of ≤ 16 entries in two registers (t1 unused below 16).
+MLK_AVX2 MLK_INLINE __m256 lookup8_avx2(const int entries, __m256i v, __m256 t0, __m256 t1) {
+    if (entries <= 8) return _mm256_permutevar8x32_ps(t0, v);
+    __m256 hi = _mm256_castsi256_ps(_mm256_cmpgt_epi32(v, _mm256_set1_epi32(7)));
+    return _mm256_blendv_ps(_mm256_permutevar8x32_ps(t0, v), _mm256_permutevar8x32_ps(t1, v), hi);
+}
+
+// As rows_avx512: rows [0, rows) of full panels [pa, pb), row by row; permute for tables of ≤ 16 entries.
+MLK_AVX2 MLK_INLINE void rows_avx2(const int bits, const int permute, const uint8_t *idx, int64_t K, int64_t N,
+                                   const float *lut, const int32_t *row_base, const float *row_scale,
+                                   const int32_t *col_base, const float *col_scale, int64_t p0, int64_t pa, int64_t pb,
+                                   int64_t rows, float *packed) {
+    __m256i jbits = _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32(bits));
+    __m256i mask = _mm256_set1_epi32((1 << bits) - 1);
+    const int entries = 1 << bits;
+    __m256 t0 = _mm256_setzero_ps(), t1 = t0;
+    int32_t loaded = -1;
+    for (int64_t k = 0; k < rows; k++) {
+        __m256 rs = _mm256_set1_ps(row_scale[k]);
+        for (int64_t p = pa; p < pb; p++) {
+            int64_t n0 = p * 16;
+            __m256i v0, v1;
+            indices16_avx2(idx, k * N + n0, bits, jbits, mask, &v0, &v1);
+            __m256 w0, w1;
+            if (permute) {
+                int32_t base = row_base[k] + col_base[n0];
+                if (base != loaded) {
+                    const float *t = lut + base;
+                    t0 = entries < 8 ? _mm256_maskload_ps(t, _mm256_cmpgt_epi32(_mm256_set1_epi32(entries), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)))
+                                     : _mm256_loadu_ps(t);
+                    if (entries > 8) t1 = _mm256_loadu_ps(t + 8);
+                    loaded = base;
+                }
+                w0 = lookup8_avx2(entries, v0, t0, t1);
+                w1 = lookup8_avx2(entries, v1, t0, t1);
+            } else {
+                __m256i rb = _mm256_set1_epi32(row_base[k]);
+                __m256i cb0 = _mm256_loadu_si256((const __m256i *)(const void *)(col_base + n0));
+                __m256i cb1 = _mm256_loadu_si256((const __m256i *)(const void *)(col_base + n0 + 8));
+                w0 = _mm256_i32gather_ps(lut, _mm256_add_epi32(_mm256_add_epi32(v0, rb), cb0), 4);
+                w1 = _mm256_i32gather_ps(lut, _mm256_add_epi32(_mm256_add_epi32(v1, rb), cb1), 4);
+            }
+            float *dst = packed + ((p - p0) * K + k) * 16;
+            _mm256_storeu_ps(dst, _mm256_mul_ps(_mm256_mul_ps(rs, _mm256_loadu_ps(col_scale + n0)), w0));
+            _mm256_storeu_ps(dst + 8, _mm256_mul_ps(_mm256_mul_ps(rs, _mm256_loadu_ps(col_scale + n0 + 8)), w1));
+        }
+    }
+}
+
+// Full panels [p0, pb) and the rows [0, fast) of them that read only words inside the stream; the rest take the
+// scalar rows (row_portable).
+MLK_INLINE int64_t fast_rows(int64_t bytes, int bits, int64_t K, int64_t N, int64_t p0, int64_t p1, int64_t *pb_out) {
+    int64_t pb = p1 < N / 16 ? p1 : (N / 16 > p0 ? N / 16 : p0);
+    int64_t fast = pb > p0 ? K : 0;
+    while (fast > 0) {
+        int64_t i = (fast - 1) * N + (pb - 1) * 16;
+        int64_t end = bits == 8 ? i + 16 : (((i + 16) * bits + 31) >> 5) << 2;
+        if (end <= bytes) break;
+        fast--;
+    }
+    *pb_out = pb;
+    return fast;
+}
+
+MLK_INLINE int uniform_panels(const int32_t *col_base, int64_t p0, int64_t pb) {
+    for (int64_t p = p0; p < pb; p++)
+        if (!uniform_panel(col_base, p * 16)) return 0;
+    return 1;
+}
+
+MLK_INLINE void rest_portable(const uint8_t *idx, int bits, int64_t K, int64_t N, const float *lut,
+                              const int32_t *row_base, const float *row_scale, const int32_t *col_base,
+                              const float *col_scale, int64_t p0, int64_t p1, int64_t pb, int64_t fast, float *packed) {
+    for (int64_t p = p0; p < p1; p++)
+        for (int64_t k = p < pb ? fast : 0; k < K; k++)
+            row_portable(idx, bits, N, lut, row_base, row_scale, col_base, col_scale, p, k, packed + (p - p0) * K * 16);
+}
+
+MLK_AVX2 static void unpack_avx2(const uint8_t *idx, int64_t bytes, int bits, int64_t K, int64_t N, const float *lut,
+                                 const int32_t *row_base, const float *row_scale, const int32_t *col_base,
+                                 const float *col_scale, int64_t p0, int64_t p1, float *packed) {
+    int64_t pb;
+    int64_t fast = fast_rows(bytes, bits, K, N, p0, p1, &pb);
+    int permute = bits <= 4 && uniform_panels(col_base, p0, pb);
+    if (fast > 0) {
+#define MLK_ROWS(B, P) rows_avx2(B, P, idx, K, N, lut, row_base, row_scale, col_base, col_scale, p0, p0, pb, fast, packed)
+        switch (bits * 2 + permute) {
+        case 2: MLK_ROWS(1, 0); break;
+        case 3: MLK_ROWS(1, 1); break;
+        case 4: MLK_ROWS(2, 0); break;
+        case 5: MLK_ROWS(2, 1); break;
+        case 8: MLK_ROWS(4, 0); break;
+        case 9: MLK_ROWS(4, 1); break;
+        case 12: MLK_ROWS(6, 0); break;
+        default: MLK_ROWS(8, 0); break;
+        }
+#undef MLK_ROWS
+    }
+    rest_portable(idx, bits, K, N, lut, row_base, row_scale, col_base, col_scale, p0, p1, pb, fast, packed);
+}
+
+// ---- AVX-512F ----
+
+// The 16 indices of elements [i, i + 16): 8 whole bytes (bits = 4, i even), 16 bytes (bits = 8), or as
+// indices8_avx2 from up to 4 words.
+MLK_AVX512 MLK_INLINE __m512i indices16_avx512(const uint8_t *idx, int64_t i, const int bits, __m512i jbits, __m512i mask) {
+    if (bits == 8) return _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(idx + i)));
+    if (bits == 4 && (i & 1) == 0) {
+        __m128i b = _mm_loadl_epi64((const __m128i *)(const void *)(idx + (i >> 1)));
+        __m128i m = _mm_set1_epi8(15);
+        return _mm512_cvtepu8_epi32(_mm_unpacklo_epi8(_mm_and_si128(b, m), _mm_and_si128(_mm_srli_epi16(b, 4), m)));
+    }
+    if (bits == 6 && (i & 3) == 0) {
+        // 12 whole bytes, 4 indices in each 3: each 3 bytes widened to a word, spread to 4 lanes, shifted.
+        __m128i b = _mm512_castsi512_si128(_mm512_maskz_loadu_epi32(0x7, idx + (i >> 2) * 3));
+        __m128i g = _mm_shuffle_epi8(b, _mm_setr_epi8(0, 1, 2, -1, 3, 4, 5, -1, 6, 7, 8, -1, 9, 10, 11, -1));
+        __m512i lanes = _mm512_permutexvar_epi32(_mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3),
+                                                 _mm512_castsi128_si512(g));
+        return _mm512_and_epi32(_mm512_srlv_epi32(lanes, _mm512_setr_epi32(0, 6, 12, 18, 0, 6, 12, 18, 0, 6, 12, 18,
+                                                                             0, 6, 12, 18)), mask);
+    }
+    int64_t bit = i * bits;
+    const int32_t *w = (const int32_t *)(const void *)(idx + ((bit >> 5) << 2));
+    int r0 = (int)(bit & 31);
+    int words = (r0 + 16 * bits + 31) / 32;   // ≤ 4
+    __m512i d = _mm512_maskz_loadu_epi32((__mmask16)((1u << words) - 1), w);
+    __m512i pos = _mm512_add_epi32(_mm512_set1_epi32(r0), jbits);
+    __m512i q = _mm512_srli_epi32(pos, 5), r = _mm512_and_epi32(pos, _mm512_set1_epi32(31));
+    __m512i lo = _mm512_permutexvar_epi32(q, d);
+    __m512i hi = _mm512_permutexvar_epi32(_mm512_add_epi32(q, _mm512_set1_epi32(1)), d);
+    __m512i v = _mm512_or_epi32(_mm512_srlv_epi32(lo, r), _mm512_sllv_epi32(hi, _mm512_sub_epi32(_mm512_set1_epi32(32), r)));
+    return _mm512_and_epi32(v, mask);
+}
+
+// Rows [0, rows) of full panels [pa, pb) (panel p at packed + (p − p0)·K·16), row by row so the index stream is
+// read in order. `bits` and `permute` are constants at every call, so each combination compiles to its own loop.
+// permute: each panel's 16 columns share one table of ≤ 64 entries per row, looked up from registers (reloaded
+// only when the table changes); else a gather.
+MLK_AVX512 MLK_INLINE void rows_avx512(const int bits, const int permute, const uint8_t *idx, int64_t K, int64_t N,
+                                       const float *lut, const int32_t *row_base, const float *row_scale,
+                                       const int32_t *col_base, const float *col_scale, int64_t p0, int64_t pa,
+                                       int64_t pb, int64_t rows, float *packed) {
+    __m512i jbits = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                       _mm512_set1_epi32(bits));
+    __m512i mask = _mm512_set1_epi32((1 << bits) - 1);
+    const int entries = 1 << bits;
+    __m512 t0 = _mm512_setzero_ps(), t1 = t0, t2 = t0, t3 = t0;
+    int32_t loaded = -1;
+    for (int64_t k = 0; k < rows; k++) {
+        __m512 rs = _mm512_set1_ps(row_scale[k]);
+        for (int64_t p = pa; p < pb; p++) {
+            int64_t n0 = p * 16;
+            __m512i v = indices16_avx512(idx, k * N + n0, bits, jbits, mask);
+            __m512 w;
+            if (permute) {
+                int32_t base = row_base[k] + col_base[n0];
+                if (base != loaded) {
+                    const float *t = lut + base;
+                    t0 = entries < 16 ? _mm512_maskz_loadu_ps((__mmask16)((1u << entries) - 1), t) : _mm512_loadu_ps(t);
+                    if (entries > 16) t1 = _mm512_loadu_ps(t + 16);
+                    if (entries > 32) { t2 = _mm512_loadu_ps(t + 32); t3 = _mm512_loadu_ps(t + 48); }
+                    loaded = base;
+                }
+                if (entries <= 16) {
+                    w = _mm512_permutexvar_ps(v, t0);
+                } else if (entries == 32) {
+                    w = _mm512_permutex2var_ps(t0, v, t1);
+                } else {
+                    __m512 a = _mm512_permutex2var_ps(t0, v, t1), b = _mm512_permutex2var_ps(t2, v, t3);
+                    w = _mm512_mask_blend_ps(_mm512_test_epi32_mask(v, _mm512_set1_epi32(32)), a, b);
+                }
+            } else {
+                __m512i cb = _mm512_loadu_si512((const void *)(col_base + n0));
+                w = _mm512_i32gather_ps(_mm512_add_epi32(_mm512_add_epi32(v, _mm512_set1_epi32(row_base[k])), cb), lut, 4);
+            }
+            _mm512_storeu_ps(packed + ((p - p0) * K + k) * 16, _mm512_mul_ps(_mm512_mul_ps(rs, _mm512_loadu_ps(col_scale + n0)), w));
+        }
+    }
+}
+
+MLK_AVX512 static void unpack_avx512(const uint8_t *idx, int64_t bytes, int bits, int64_t K, int64_t N, const float *lut,
+                                     const int32_t *row_base, const float *row_scale, const int32_t *col_base,
+                                     const float *col_scale, int64_t p0, int64_t p1, float *packed) {
+    int64_t pb;
+    int64_t fast = fast_rows(bytes, bits, K, N, p0, p1, &pb);
+    int permute = bits <= 6 && uniform_panels(col_base, p0, pb);
+    if (fast > 0) {
+#define MLK_ROWS(B, P) rows_avx512(B, P, idx, K, N, lut, row_base, row_scale, col_base, col_scale, p0, p0, pb, fast, packed)
+        switch (bits * 2 + permute) {
+        case 2: MLK_ROWS(1, 0); break;
+        case 3: MLK_ROWS(1, 1); break;
+        case 4: MLK_ROWS(2, 0); break;
+        case 5: MLK_ROWS(2, 1); break;
+        case 8: MLK_ROWS(4, 0); break;
+        case 9: MLK_ROWS(4, 1); break;
+        case 12: MLK_ROWS(6, 0); break;
+        case 13: MLK_ROWS(6, 1); break;
+        default: MLK_ROWS(8, 0); break;
+        }
+#undef MLK_ROWS
+    }
+    rest_portable(idx, bits, K, N, lut, row_base, row_scale, col_base, col_scale, p0, p1, pb, fast, packed);
+}
+#endif
+
+// ---- dispatch ----
+
+void mlk_palette_unpack(const uint8_t *idx, int64_t bytes, int bits, int64_t K, int64_t N, const float *lut,
+                        const int32_t *row_base, const float *row_scale, const int32_t *col_base,
+                        const float *col_scale, int64_t p0, int64_t p1, float *packed) {
+#if MLK_X86
+    if (mlk_cpu_has(MLK_CPU_AVX512)) {
+        unpack_avx512(idx, bytes, bits, K, N, lut, row_base, row_scale, col_base, col_scale, p0, p1, packed);
+        return;
+    }
+    if (mlk_cpu_has(MLK_CPU_AVX2)) {
+        unpack_avx2(idx, bytes, bits, K, N, lut, row_base, row_scale, col_base, col_scale, p0, p1, packed);
+        return;
+    }
+#endif
+    (void)bytes;
+    unpack_portable(idx, bits, K, N, lut, row_base, row_scale, col_base, col_scale, p0, p1, packed);
+}

@@ -1,0 +1,106 @@
+import CMLToolKernels
+import MLToolCore
+
+/// A palettized conv or dense weight (`mltool quantize --bits 1/2/4/6/8` in palette mode, or a Core ML palette)
+/// kept as its stored k-bit indices, read in place from the model file, plus its table and channel scales. The
+/// engine decodes it into `mlk_pack`'s panels just before the layer's GEMM (`unpack`), into one buffer per arena that
+/// every palettized layer shares, so a 4-bit model holds an eighth of float's weight memory instead of float's
+/// packed copy. The decoded values are exactly the float dequantization's (`StoredTensor.floats`), so a layer
+/// computes the same bits as the same weights stored as float.
+///
+/// Element (k, n) of the (K, N) weight is element k·N + n of the tensor; its channel along the quantization axis
+/// then depends on k alone (any axis but the last) or on n alone (the last axis): the table offset and scale are a
+/// per-row part plus a per-column part (`mlk_palette_unpack`).
+final class PaletteWeights: @unchecked Sendable {
+    let tensor: StoredTensor
+    let bits: Int
+    let k: Int
+    let n: Int
+    private let lut: [Float]
+    private let rowBase: [Int32], rowScale: [Float]
+    /// Padded to whole 16-column panels (base 0, scale 0: the kernel writes the padding as 0).
+    private let colBase: [Int32], colScale: [Float]
+
+    /// Floats of the packed form one decoded layer takes.
+    var packedCount: Int { Int(mlk_packed_count(Int64(k), Int64(n))) }
+
+    /// Panels of 16 columns.
+    var panels: Int { (n &+ 15) / 16 }
+
+    /// nil unless `t` is a palette of k · n elements whose bytes, table and scales are all there and whose channel
+    /// axis maps to rows or columns of the (k, n) matrix as above; anything else is dequantized and packed at load,
+    /// where a bad tensor is reported.
+    init?(_ t: StoredTensor, k: Int, n: Int) {
+        let bits = t.dtype.traits.bits
+        guard t.dtype.traits.isPalette, [1, 2, 4, 6, 8].contains(bits), k > 0, n > 0,
+              case let (count, overflow) = k.multipliedReportingOverflow(by: n), !overflow, t.elementCount == count,
+              let need = try? t.dtype.traits.byteCount(elements: count), t.bytes.count >= need,
+              t.bytes.buffer.baseAddress != nil, let q = t.quant, let lut = q.lut, q.zeroPoints == nil,
+              lut.count < Int(Int32.max) else { return nil }
+        let entries = 1 << bits
+        // Channel count and the elements per channel slice (as StoredTensor.floats splits the shape).
+        let channels: Int, inner: Int, groupSize: Int
+        if let axis = q.axis {
+            guard axis >= 0, axis < t.shape.count else { return nil }
+            channels = t.shape[axis]
+            inner = t.shape[(axis + 1)...].reduce(1, *)
+            groupSize = q.groupSize ?? 1
+        } else {
+            channels = 1
+            inner = count
+            groupSize = 1
+        }
+        guard channels > 0, inner > 0, groupSize >= 1 else { return nil }
+        let groups = (channels &+ groupSize &- 1) / groupSize
+        guard lut.count == groups &* entries else { return nil }
+        if let s = q.scales { guard q.axis != nil, s.count == channels else { return nil } }
+        let base = { (c: Int) in Int32((c / groupSize) &* entries) }
+        let scale = { (c: Int) in q.scales?[c] ?? 1 }
+        let padded = (n &+ 15) / 16 &* 16
+        if inner % n == 0 {
+            // The channel of row k: element k·n lies in slice (k·n / inner) mod channels, the same for every n.
+            let rowsPerSlice = inner / n
+            let c = (0..<k).map { ($0 / rowsPerSlice) % channels }
+            rowBase = c.map(base)
+            rowScale = c.map(scale)
+            colBase = [Int32](repeating: 0, count: padded)
+            colScale = (0..<padded).map { $0 < n ? 1 : 0 }
+        } else if inner == 1 && channels == n {
+            rowBase = [Int32](repeating: 0, count: k)
+            rowScale = [Float](repeating: 1, count: k)
+            colBase = (0..<padded).map { $0 < n ? base($0) : 0 }
+            colScale = (0..<padded).map { $0 < n ? scale($0) : 0 }
+        } else {
+            return nil
+        }
+        tensor = t
+        self.bits = bits
+        self.k = k
+        self.n = n
+        self.lut = lut
+    }
+
+    /// Decodes panels [p0, p1) into `packed` (panel p0 first: the `mlk_pack` layout of columns [16·p0, 16·p1)).
+    func unpack(panels p0: Int, _ p1: Int, into packed: UnsafeMutablePointer<Float>) {
+        let raw = tensor.bytes.buffer
+        guard let base = raw.baseAddress else { return }   // checked at init
+        lut.withUnsafeBufferPointer { l in
+            mlk_palette_unpack(base.assumingMemoryBound(to: UInt8.self), Int64(raw.count), Int32(bits), Int64(k),
+                               Int64(n), l.baseAddress, rowBase, rowScale, colBase, colScale, Int64(p0), Int64(p1), packed)
+        }
+    }
+
+    /// Decodes every panel, split across `threads` threads by panels.
+    func unpack(into packed: UnsafeMutablePointer<Float>, threads: Int) {
+        nonisolated(unsafe) let packed = packed
+        let parts = k &* n >= Self.parallelMinimum ? threads : 1
+        Fast.parallel(panels, parts: parts) { lo, hi in self.unpack(panels: lo, hi, into: packed + lo &* self.k &* 16) }
+    }
+
+    /// Columns decoded and multiplied at a time when a GEMM has few rows (`Fast.packedGemm`): whole 48-column groups
+    /// (the AVX-512 tile's width) of about 192 KB, which stay in L2 between being written and read.
+    func blockColumns() -> Int { max(48, (192 * 1024 / max(k &* 4 &* 48, 1)) &* 48) }
+
+    /// Weights from which decoding is split across threads.
+    static let parallelMinimum = 65_536
+}

@@ -1,0 +1,169 @@
+import CMLToolCPU
+import CMLToolKernels
+import Foundation
+import MLToolCore
+import Testing
+@testable import MLToolEngine
+import MLToolTestSupport
+
+/// A palettized tensor's bytes placed so that they end exactly where an inaccessible page begins: a kernel that
+/// reads one byte past the index stream faults instead of passing.
+final class GuardedBytes {
+    let base: UnsafeMutableRawPointer
+    let length: Int
+    let pointer: UnsafeMutablePointer<UInt8>
+
+    init(_ bytes: [UInt8]) {
+        let page = Int(sysconf(Int32(_SC_PAGESIZE)))
+        let pages = (bytes.count + page - 1) / page + 1
+        length = pages * page
+        base = mmap(nil, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
+        mprotect(base + (pages - 1) * page, page, PROT_NONE)
+        pointer = (base + (pages - 1) * page - bytes.count).assumingMemoryBound(to: UInt8.self)
+        bytes.withUnsafeBufferPointer { if let b = $0.baseAddress { pointer.update(from: b, count: bytes.count) } }
+    }
+
+    deinit { munmap(base, length) }
+}
+
+@Suite(.serialized) struct PaletteTests {
+    /// How the table offset and scale of element (k, n) are laid out in a case.
+    enum Layout: CaseIterable { case oneTable, columnScales, columnTables, rowTables }
+
+    /// `mlk_palette_unpack` at every level against the definition computed here and packed by `mlk_pack`: every
+    /// bit width, panel counts with and without a partial last panel, streams whose rows start mid-byte (N odd),
+    /// one table, per-column scales, a table per column (the gather path) and per-row tables and scales; any panel
+    /// range; the stream ends at an inaccessible page.
+    @Test func everyLevelDecodesExactlyTheDefinition() throws {
+        var cases = 0
+        try KernelLevelLock.shared.writing {
+            let levels = try forEachCPULevel { level in
+                for bits in [1, 2, 4, 6, 8] {
+                    for (k, n) in [(1, 16), (3, 17), (37, 24), (64, 96), (9, 33), (130, 48), (5, 1000), (2, 7)] {
+                        for layout in Layout.allCases {
+                            try check(bits: bits, k: k, n: n, layout: layout, level: level)
+                            cases += 1
+                        }
+                    }
+                }
+            }
+            #expect(levels.first == 0 && cases == levels.count * 5 * 8 * 4)
+        }
+    }
+
+    func check(bits: Int, k: Int, n: Int, layout: Layout, level: Int32) throws {
+        var g = GraphBuilder(seed: UInt64(bits * 1000 + k * 7 + n), input: [])
+        let entries = 1 << bits
+        let tables = layout == .columnTables ? n : (layout == .rowTables ? 3 : 1)
+        let lut = g.values(tables * entries, -2, 2)
+        let indices = (0..<(k * n)).map { _ in min(entries - 1, Int(g.rng.nextUnit() * Float(entries))) }
+        let panels = (n + 15) / 16
+        var rowBase = [Int32](repeating: 0, count: k), rowScale = [Float](repeating: 1, count: k)
+        var colBase = [Int32](repeating: 0, count: panels * 16), colScale = [Float](repeating: 0, count: panels * 16)
+        for c in 0..<n { colScale[c] = 1 }
+        switch layout {
+        case .oneTable: break
+        case .columnScales: for c in 0..<n { colScale[c] = g.values(1, 0.1, 3)[0] }
+        case .columnTables: for c in 0..<n { colBase[c] = Int32(c * entries); colScale[c] = g.values(1, 0.1, 3)[0] }
+        case .rowTables: for r in 0..<k { rowBase[r] = Int32(r % 3 * entries); rowScale[r] = g.values(1, 0.1, 3)[0] }
+        }
+        var w = [Float](repeating: 0, count: k * n)
+        for r in 0..<k {
+            for c in 0..<n {
+                let scale: Float = rowScale[r] * colScale[c]
+                let entry = Int(rowBase[r]) + Int(colBase[c]) + indices[r * n + c]
+                w[r * n + c] = scale * lut[entry]
+            }
+        }
+        let count = Int(mlk_packed_count(Int64(k), Int64(n)))
+        var expected = [Float](repeating: .nan, count: count)
+        mlk_pack(w, Int64(k), Int64(n), &expected)
+        let stream = GuardedBytes(PackedBits.pack(indices, bits: bits))
+        let bytes = (k * n * bits + 7) / 8
+        let place = "level \(level), \(bits) bits, \(k)×\(n), \(layout)"
+        for (p0, p1) in [(0, panels), (panels / 2, panels), (0, (panels + 1) / 2)] where p0 < p1 {
+            var got = [Float](repeating: .nan, count: (p1 - p0) * k * 16)
+            mlk_palette_unpack(stream.pointer, Int64(bytes), Int32(bits), Int64(k), Int64(n), lut, rowBase, rowScale,
+                               colBase, colScale, Int64(p0), Int64(p1), &got)
+            let want = expected[(p0 * k * 16)..<(p1 * k * 16)]
+            let differ = zip(got, want).filter { $0.bitPattern != $1.bitPattern }.count
+            #expect(differ == 0, "\(place), panels \(p0)..<\(p1): \(differ) of \(got.count) values differ")
+        }
+    }
+
+    /// `model` with its conv (groups 1) and dense weights palettized in turn in the layouts the engine reads: one
+    /// table (axis absent), per-output-channel scales on a shared table (what `mltool quantize --bits 4/6` writes),
+    /// and a table per input channel (a Core ML-style grouping along another axis); and the same with those
+    /// weights stored as their float dequantization.
+    static func palettized(_ model: Model) throws -> (palette: Model, float: Model) {
+        let graph = try #require(model.metadata.graph)
+        let weights = Set(graph.nodes.filter { $0.op == .dense || ($0.op == .conv && $0.attributes.groups ?? 1 == 1) }.map { $0.inputs[1] })
+        var g = GraphBuilder(seed: 77, input: [])
+        var palette = model
+        var which = 0
+        let dtypes: [Int: DType] = [1: .palette1, 2: .palette2, 4: .palette4, 6: .palette6, 8: .palette8]
+        palette.tensors = model.tensors.map { t in
+            guard weights.contains(t.name) else { return t }
+            which += 1
+            let bits = [4, 6, 2, 8, 1][which % 5]
+            let entries = 1 << bits
+            let indices = (0..<t.elementCount).map { _ in min(entries - 1, Int(g.rng.nextUnit() * Float(entries))) }
+            let quant: QuantParams
+            switch which % 3 {
+            case 0: quant = QuantParams(lut: g.values(entries))
+            case 1: quant = QuantParams(axis: t.shape.count - 1, scales: g.values(t.shape.last!, 0.1, 1),
+                                        groupSize: t.shape.last!, lut: g.values(entries))
+            default:
+                let axis = t.shape.count - 2
+                quant = QuantParams(axis: axis, groupSize: 1, lut: g.values(t.shape[axis] * entries))
+            }
+            return StoredTensor(name: t.name, dtype: dtypes[bits]!, shape: t.shape, quant: quant,
+                                bytes: TensorBytes(copying: PackedBits.pack(indices, bits: bits)))
+        }
+        var dequantized = palette
+        dequantized.tensors = try palette.tensors.map { t in
+            t.dtype.traits.isPalette ? StoredTensor(name: t.name, tensor: try t.tensor()) : t
+        }
+        return (palette, dequantized)
+    }
+
+    /// An expansion 1×1 conv feeding a depthwise conv on a map big enough for the two to run fused (`Fused`).
+    static func fusedNetwork() -> Model {
+        var g = GraphBuilder(seed: 41, input: [-1, 90, 90, 8])
+        var x = g.conv("x", cin: 8, cout: 40, k: (1, 1), act: .relu6)
+        x = g.conv(x, cin: 40, cout: 40, k: (3, 3), pads: [1, 1, 1, 1], groups: 40, act: .relu6)
+        return g.model(outputs: [x])
+    }
+
+    /// Palettized layers decoded as they run compute the same bits as the same weights stored as float, at every
+    /// level, on 1 and 2 threads, for a batch and for one image (which takes the few-rows, block-by-block path).
+    @Test func palettizedLayersComputeTheBitsOfTheirFloatDequantization() throws {
+        let (palette, float) = try Self.palettized(try int8Network())
+        #expect(palette.tensors.filter { $0.dtype.traits.isPalette }.count == 5)
+        let (fusedPalette, fusedFloat) = try Self.palettized(Self.fusedNetwork())
+        var g = GraphBuilder(seed: 5, input: [])
+        let batch = g.input([3, 15, 13, 3]), one = g.input([1, 15, 13, 3]), big = g.input([2, 90, 90, 8])
+        _ = try KernelLevelLock.shared.writing {
+            try forEachCPULevel { level in
+                for threads in [1, 2] {
+                    for (p, f, inputs, layers) in [(palette, float, [batch, one], 5), (fusedPalette, fusedFloat, [big], 1)] {
+                        let engine = try Engine(model: p, threads: threads)
+                        #expect(engine.paletteLayers == layers, "level \(level): \(engine.paletteLayers) layers kept as palettes")
+                        let reference = try Engine(model: f, threads: threads)
+                        #expect(reference.paletteLayers == 0)
+                        for input in inputs {
+                            if layers == 1 {
+                                #expect(try engine.plannedKernels(batch: input.shape[0]).allSatisfy { $0.fused },
+                                        "the expansion and depthwise convs did not run fused")
+                            }
+                            let y = try #require(try engine.run(["x": input]).values.first)
+                            let want = try #require(try reference.run(["x": input]).values.first)
+                            #expect(y.shape == want.shape && y.data == want.data,
+                                    "level \(level), \(threads) threads, input \(input.shape): palette decoded ≠ float")
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
