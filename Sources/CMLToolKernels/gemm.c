@@ -170,16 +170,6 @@ MLK_AVX2 static void gemm_avx2(const float *a, int64_t lda, const float *packed,
 
 // ---- AVX-512 ----
 
-// Stores rows of one 16-column panel: bias, vectorisable activation, masked tail, scalar activation for the rest.
-MLK_AVX512 static inline void store16(float *yr, __m512 v, __m512 b, int64_t nv, int act, float p0, float p1,
-                                      __m512 lo, __m512 hi) {
-    __mmask16 m = nv >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << nv) - 1);
-    v = _mm512_add_ps(v, b);
-    if (MLK_ACT_VECTOR(act)) { _mm512_mask_storeu_ps(yr, m, act16(v, act, lo, hi)); return; }
-    _mm512_mask_storeu_ps(yr, m, v);
-    for (int64_t j = 0; j < nv; j++) yr[j] = act_scalar(yr[j], act, p0, p1);
-}
-
 // 8 rows × 48 columns (three 16-column panels) per micro-tile, 24 accumulators; 8 × 32 or 8 × 16 for the last
 // panels. A is read in place through 8 row pointers (packing it costs as much as the FMAs when N is small); rows
 // past the end repeat row 0, are computed and never stored.
@@ -188,9 +178,9 @@ MLK_AVX512 static inline void store16(float *yr, __m512 v, __m512 b, int64_t nv,
                     c##i##1 = _mm512_fmadd_ps(v, w1, c##i##1); c##i##2 = _mm512_fmadd_ps(v, w2, c##i##2); }
 #define MLK_F2(i) { __m512 v = _mm512_set1_ps(r##i[k]); c##i##0 = _mm512_fmadd_ps(v, w0, c##i##0); c##i##1 = _mm512_fmadd_ps(v, w1, c##i##1); }
 #define MLK_F1(i) { c##i##0 = _mm512_fmadd_ps(_mm512_set1_ps(r##i[k]), w0, c##i##0); }
-#define MLK_S(i) if (i < rows) { float *yr = y + (m + i) * ldy + n0; store16(yr, c##i##0, b0, nv[0], act, p0, p1, lo, hi); \
-                                 if (np > 1) store16(yr + 16, c##i##1, b1, nv[1], act, p0, p1, lo, hi); \
-                                 if (np > 2) store16(yr + 32, c##i##2, b2, nv[2], act, p0, p1, lo, hi); }
+#define MLK_S(i) if (i < rows) { float *yr = y + (m + i) * ldy + n0; mlk_store16(yr, c##i##0, b0, nv[0], act, p0, p1, lo, hi); \
+                                 if (np > 1) mlk_store16(yr + 16, c##i##1, b1, nv[1], act, p0, p1, lo, hi); \
+                                 if (np > 2) mlk_store16(yr + 32, c##i##2, b2, nv[2], act, p0, p1, lo, hi); }
 #define MLK_P(i) const float *r##i = a + (m + (i < rows ? i : 0)) * lda;
 #define MLK_ALL(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
 
@@ -229,9 +219,9 @@ MLK_AVX512 static void gemm_avx512(const float *a, int64_t lda, const float *pac
                         if (np > 2) c02 = _mm512_fmadd_ps(v, _mm512_load_ps(bp2 + k * 16), c02);
                     }
                     float *yr = y + m * ldy + n0;
-                    store16(yr, c00, b0, nv[0], act, p0, p1, lo, hi);
-                    if (np > 1) store16(yr + 16, c01, b1, nv[1], act, p0, p1, lo, hi);
-                    if (np > 2) store16(yr + 32, c02, b2, nv[2], act, p0, p1, lo, hi);
+                    mlk_store16(yr, c00, b0, nv[0], act, p0, p1, lo, hi);
+                    if (np > 1) mlk_store16(yr + 16, c01, b1, nv[1], act, p0, p1, lo, hi);
+                    if (np > 2) mlk_store16(yr + 32, c02, b2, nv[2], act, p0, p1, lo, hi);
                     continue;
                 }
                 MLK_ALL(MLK_P)

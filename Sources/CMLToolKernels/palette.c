@@ -3,6 +3,7 @@
 // variant computes each value as (row_scale[k] · col_scale[n]) · lut[…], the same bits as the scalar reference.
 #include "CMLToolKernels.h"
 #include "isa.h"
+#include "vec.h"
 #include <string.h>
 
 // ---- portable ----
@@ -16,11 +17,10 @@ MLK_INLINE uint32_t palette_index(const uint8_t *idx, int64_t i, int bits) {
     return v & ((1u << bits) - 1);
 }
 
-// Row k of panel p, columns [n0, n0 + 16) (those ≥ N are zero), into `panel` (that panel's K × 16 floats).
+// Row k of panel p, columns [n0, n0 + 16) (those ≥ N are zero), into dst[0, 16).
 MLK_INLINE void row_portable(const uint8_t *idx, int bits, int64_t N, const float *lut, const int32_t *row_base,
                              const float *row_scale, const int32_t *col_base, const float *col_scale, int64_t p,
-                             int64_t k, float *panel) {
-    float *dst = panel + k * 16;
+                             int64_t k, float *dst) {
     int64_t n0 = p * 16;
     for (int j = 0; j < 16; j++) {
         int64_t n = n0 + j;
@@ -34,7 +34,7 @@ static void unpack_portable(const uint8_t *idx, int bits, int64_t K, int64_t N, 
                             const float *col_scale, int64_t p0, int64_t p1, float *packed) {
     for (int64_t p = p0; p < p1; p++)
         for (int64_t k = 0; k < K; k++)
-            row_portable(idx, bits, N, lut, row_base, row_scale, col_base, col_scale, p, k, packed + (p - p0) * K * 16);
+            row_portable(idx, bits, N, lut, row_base, row_scale, col_base, col_scale, p, k, packed + ((p - p0) * K + k) * 16);
 }
 
 #if MLK_X86
@@ -165,7 +165,7 @@ MLK_INLINE void rest_portable(const uint8_t *idx, int bits, int64_t K, int64_t N
                               const float *col_scale, int64_t p0, int64_t p1, int64_t pb, int64_t fast, float *packed) {
     for (int64_t p = p0; p < p1; p++)
         for (int64_t k = p < pb ? fast : 0; k < K; k++)
-            row_portable(idx, bits, N, lut, row_base, row_scale, col_base, col_scale, p, k, packed + (p - p0) * K * 16);
+            row_portable(idx, bits, N, lut, row_base, row_scale, col_base, col_scale, p, k, packed + ((p - p0) * K + k) * 16);
 }
 
 MLK_AVX2 static void unpack_avx2(const uint8_t *idx, int64_t bytes, int bits, int64_t K, int64_t N, const float *lut,
@@ -293,9 +293,108 @@ MLK_AVX512 static void unpack_avx512(const uint8_t *idx, int64_t bytes, int bits
     }
     rest_portable(idx, bits, K, N, lut, row_base, row_scale, col_base, col_scale, p0, p1, pb, fast, packed);
 }
+
+// ---- one input row, decoded in registers (a dense layer on one image) ----
+
+// Whether rows [0, K) and panels [pa, pb) all read the same table (one for the tensor, or one group).
+MLK_INLINE int one_table(const int32_t *row_base, int64_t K, const int32_t *col_base, int64_t pa, int64_t pb, int64_t N) {
+    for (int64_t k = 1; k < K; k++)
+        if (row_base[k] != row_base[0]) return 0;
+    int64_t end = pb * 16 < N ? pb * 16 : N;
+    for (int64_t n = pa * 16 + 1; n < end; n++)
+        if (col_base[n] != col_base[pa * 16]) return 0;
+    return 1;
+}
+
+// y[n] = epilogue(Σ_k a[k]·w[k][n]) for the columns of panels [pa, pb), up to 4 panels (independent FMA chains) at
+// a time, each weight decoded into a register and used there: the sums in k order from 0 with FMAs, then
+// mlk_store16, as gemm_avx512's lone row does on the decoded panels, so the same bits. Rows [fast, K) and a last
+// panel of fewer than 16 columns are decoded by row_portable into `tmp` first.
+MLK_AVX512 MLK_INLINE void gemv_avx512(const int bits, const float *a, const uint8_t *idx, int64_t K, int64_t N,
+                                       int64_t fast, const float *lut, const int32_t *row_base, const float *row_scale,
+                                       const int32_t *col_base, const float *col_scale, int64_t pa, int64_t pb,
+                                       const float *bias, float *y, int act, float p0, float p1) {
+    __m512i jbits = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                       _mm512_set1_epi32(bits));
+    __m512i mask = _mm512_set1_epi32((1 << bits) - 1);
+    const int entries = 1 << bits;
+    const float *t = lut + row_base[0] + col_base[pa * 16];
+    __m512 t0 = entries < 16 ? _mm512_maskz_loadu_ps((__mmask16)((1u << entries) - 1), t) : _mm512_loadu_ps(t);
+    __m512 t1 = entries > 16 ? _mm512_loadu_ps(t + 16) : t0;
+    __m512 t2 = entries > 32 ? _mm512_loadu_ps(t + 32) : t0, t3 = entries > 32 ? _mm512_loadu_ps(t + 48) : t0;
+    __m512 lo = _mm512_set1_ps(p0), hi = _mm512_set1_ps(p1);
+    float tmp[16] __attribute__((aligned(64)));
+    for (int64_t p = pa; p < pb; p += 4) {
+        int np = pb - p < 4 ? (int)(pb - p) : 4;
+        __m512 c[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+        __m512 cs[4];
+        int full[4];
+        for (int j = 0; j < np; j++) {
+            cs[j] = _mm512_loadu_ps(col_scale + (p + j) * 16);
+            full[j] = (p + j) * 16 + 16 <= N;
+        }
+        for (int64_t k = 0; k < K; k++) {
+            __m512 av = _mm512_set1_ps(a[k]), rs = _mm512_set1_ps(row_scale[k]);
+            for (int j = 0; j < np; j++) {
+                __m512 w;
+                if (k < fast && full[j]) {
+                    __m512i v = indices16_avx512(idx, k * N + (p + j) * 16, bits, jbits, mask);
+                    if (entries <= 16) {
+                        w = _mm512_permutexvar_ps(v, t0);
+                    } else if (entries == 32) {
+                        w = _mm512_permutex2var_ps(t0, v, t1);
+                    } else {
+                        __m512 x = _mm512_permutex2var_ps(t0, v, t1), z = _mm512_permutex2var_ps(t2, v, t3);
+                        w = _mm512_mask_blend_ps(_mm512_test_epi32_mask(v, _mm512_set1_epi32(32)), x, z);
+                    }
+                    w = _mm512_mul_ps(_mm512_mul_ps(rs, cs[j]), w);
+                } else {
+                    row_portable(idx, bits, N, lut, row_base, row_scale, col_base, col_scale, p + j, k, tmp);
+                    w = _mm512_load_ps(tmp);
+                }
+                c[j] = _mm512_fmadd_ps(av, w, c[j]);
+            }
+        }
+        for (int j = 0; j < np; j++) {
+            int64_t n0 = (p + j) * 16, nv = N - n0 < 16 ? N - n0 : 16;
+            __m512 b = bias ? _mm512_maskz_loadu_ps((__mmask16)((1u << nv) - 1), bias + n0) : _mm512_setzero_ps();
+            mlk_store16(y + n0, c[j], b, nv, act, p0, p1, lo, hi);
+        }
+    }
+}
+
+MLK_AVX512 static void gemv_avx512_bits(const float *a, const uint8_t *idx, int64_t bytes, int bits, int64_t K, int64_t N,
+                                        const float *lut, const int32_t *row_base, const float *row_scale,
+                                        const int32_t *col_base, const float *col_scale, int64_t pa, int64_t pb,
+                                        const float *bias, float *y, int act, float p0, float p1) {
+    int64_t full_end;
+    int64_t fast = fast_rows(bytes, bits, K, N, pa, pb, &full_end);
+#define MLK_GEMV(B) gemv_avx512(B, a, idx, K, N, fast, lut, row_base, row_scale, col_base, col_scale, pa, pb, bias, y, act, p0, p1)
+    switch (bits) {
+    case 1: MLK_GEMV(1); break;
+    case 2: MLK_GEMV(2); break;
+    case 4: MLK_GEMV(4); break;
+    default: MLK_GEMV(6); break;
+    }
+#undef MLK_GEMV
+}
 #endif
 
 // ---- dispatch ----
+
+int mlk_palette_gemv(const float *a, const uint8_t *idx, int64_t bytes, int bits, int64_t K, int64_t N, const float *lut,
+                     const int32_t *row_base, const float *row_scale, const int32_t *col_base, const float *col_scale,
+                     int64_t pa, int64_t pb, const float *bias, float *y, int act, float p0, float p1) {
+#if MLK_X86
+    if (!mlk_cpu_has(MLK_CPU_AVX512) || bits > 6 || pa >= pb || !one_table(row_base, K, col_base, pa, pb, N)) return 0;
+    gemv_avx512_bits(a, idx, bytes, bits, K, N, lut, row_base, row_scale, col_base, col_scale, pa, pb, bias, y, act, p0, p1);
+    return 1;
+#else
+    (void)a; (void)idx; (void)bytes; (void)bits; (void)K; (void)N; (void)lut; (void)row_base; (void)row_scale;
+    (void)col_base; (void)col_scale; (void)pa; (void)pb; (void)bias; (void)y; (void)act; (void)p0; (void)p1;
+    return 0;
+#endif
+}
 
 void mlk_palette_unpack(const uint8_t *idx, int64_t bytes, int bits, int64_t K, int64_t N, const float *lut,
                         const int32_t *row_base, const float *row_scale, const int32_t *col_base,

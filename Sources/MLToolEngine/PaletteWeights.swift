@@ -90,6 +90,19 @@ final class PaletteWeights: @unchecked Sendable {
         }
     }
 
+    /// y[c] = act(a · w[·][c] + bias[c]) for one input row `a` and columns [lo, hi) (lo a multiple of 16), each weight
+    /// decoded into a register (`mlk_palette_gemv`): false, with nothing done, where the kernel has no variant.
+    func gemv(_ a: UnsafePointer<Float>, columns lo: Int, _ hi: Int, bias: UnsafePointer<Float>?,
+              _ y: UnsafeMutablePointer<Float>, act: Act) -> Bool {
+        let raw = tensor.bytes.buffer
+        guard let base = raw.baseAddress else { return false }
+        return lut.withUnsafeBufferPointer { l in
+            mlk_palette_gemv(a, base.assumingMemoryBound(to: UInt8.self), Int64(raw.count), Int32(bits), Int64(k),
+                             Int64(n), l.baseAddress, rowBase, rowScale, colBase, colScale, Int64(lo / 16),
+                             Int64((hi &+ 15) / 16), bias, y, act.code, act.p0, act.p1) != 0
+        }
+    }
+
     /// Decodes every panel, split across `threads` threads by panels.
     func unpack(into packed: UnsafeMutablePointer<Float>, threads: Int) {
         nonisolated(unsafe) let packed = packed

@@ -91,6 +91,72 @@ final class GuardedBytes {
         }
     }
 
+    /// `mlk_palette_gemv` (one input row, weights decoded in registers) gives the bits of `mlk_gemm_packed` on the
+    /// panels `mlk_palette_unpack` decodes, for any column range, with and without bias, for vector and scalar
+    /// activations; where it declines (below AVX-512, 8 bits, several tables) it writes nothing.
+    @Test func oneRowDecodedInRegistersGivesTheBitsOfTheDecodedGemm() throws {
+        var ran = 0
+        try KernelLevelLock.shared.writing {
+            let levels = try forEachCPULevel { level in
+                for bits in [1, 2, 4, 6, 8] {
+                    for (k, n) in [(1280, 1000), (37, 24), (64, 96), (9, 33), (130, 48), (5, 7), (300, 200)] {
+                        for layout in [Layout.oneTable, .columnScales, .rowTables] {
+                            ran += try checkGemv(bits: bits, k: k, n: n, layout: layout, level: level)
+                        }
+                    }
+                }
+            }
+            #expect(levels.first == 0)
+        }
+        #expect(ran > 0, "the register-decoding kernel never ran (no AVX-512 here?)")
+    }
+
+    func checkGemv(bits: Int, k: Int, n: Int, layout: Layout, level: Int32) throws -> Int {
+        var g = GraphBuilder(seed: UInt64(bits * 31 + k + n), input: [])
+        let entries = 1 << bits
+        let tables = layout == .rowTables ? 3 : 1
+        let lut = g.values(tables * entries, -2, 2)
+        let indices = (0..<(k * n)).map { _ in min(entries - 1, Int(g.rng.nextUnit() * Float(entries))) }
+        let panels = (n + 15) / 16
+        var rowBase = [Int32](repeating: 0, count: k), rowScale = [Float](repeating: 1, count: k)
+        var colScale = [Float](repeating: 0, count: panels * 16)
+        let colBase = [Int32](repeating: 0, count: panels * 16)
+        for c in 0..<n { colScale[c] = layout == .columnScales ? g.values(1, 0.1, 3)[0] : 1 }
+        if layout == .rowTables { for r in 0..<k { rowBase[r] = Int32(r % 3 * entries); rowScale[r] = g.values(1, 0.1, 3)[0] } }
+        let stream = GuardedBytes(PackedBits.pack(indices, bits: bits))
+        let bytes = Int64((k * n * bits + 7) / 8)
+        let a = g.values(k), bias = g.values(n)
+        var decoded = [Float](repeating: .nan, count: Int(mlk_packed_count(Int64(k), Int64(n))))
+        mlk_palette_unpack(stream.pointer, bytes, Int32(bits), Int64(k), Int64(n), lut, rowBase, rowScale, colBase,
+                           colScale, 0, Int64(panels), &decoded)
+        var ran = 0
+        for (act, withBias) in [(GemmKernelTests.acts[2], true), (GemmKernelTests.acts[8], false)] {
+            for (pa, pb) in [(0, panels), (panels / 2, panels), (0, (panels + 1) / 2)] where pa < pb {
+                let (c0, c1) = (pa * 16, min(n, pb * 16))
+                var want = [Float](repeating: 777, count: n), got = [Float](repeating: 777, count: n)
+                decoded.withUnsafeBufferPointer { d in
+                    mlk_gemm_packed(a, Int64(k), d.baseAddress! + pa * k * 16, 0, 1, Int64(c1 - c0), Int64(k),
+                                    withBias ? bias.withUnsafeBufferPointer { $0.baseAddress! + c0 } : nil,
+                                    &want[c0], Int64(n), act.code, act.p0, act.p1)
+                }
+                let did = mlk_palette_gemv(a, stream.pointer, bytes, Int32(bits), Int64(k), Int64(n), lut, rowBase,
+                                           rowScale, colBase, colScale, Int64(pa), Int64(pb), withBias ? bias : nil,
+                                           &got, act.code, act.p0, act.p1)
+                let place = "level \(level), \(bits) bits, \(k)×\(n), \(layout), panels \(pa)..<\(pb), act \(act.code)"
+                if did == 0 {
+                    #expect(got.allSatisfy { $0 == 777 }, "\(place): declined but wrote")
+                    let supported = level >= Int32(MLK_CPU_AVX512) && bits <= 6 && layout != .rowTables
+                    #expect(!supported, "\(place): declined a case it has a variant for")
+                    continue
+                }
+                ran += 1
+                let differ = zip(got, want).filter { $0.bitPattern != $1.bitPattern }.count
+                #expect(differ == 0, "\(place): \(differ) of \(n) outputs differ from the decoded GEMM")
+            }
+        }
+        return ran
+    }
+
     /// `model` with its conv (groups 1) and dense weights palettized in turn in the layouts the engine reads: one
     /// table (axis absent), per-output-channel scales on a shared table (what `mltool quantize --bits 4/6` writes),
     /// and a table per input channel (a Core ML-style grouping along another axis); and the same with those
