@@ -1,3 +1,4 @@
+import CMLToolCPU
 import CMLToolKernels
 import MLToolCore
 
@@ -26,6 +27,16 @@ final class PaletteWeights: @unchecked Sendable {
 
     /// Panels of 16 columns.
     var panels: Int { (n &+ 15) / 16 }
+
+    /// Whether a palette of `bits` stays as its indices at the current CPU level: where the kernels look its table up
+    /// from registers (AVX-512: up to 6 bits; AVX2: up to 4); elsewhere decoding would cost more than the layer
+    /// gains (measured, EfficientNet-Lite0 forced to AVX2, batch 1: 6 bits through gathers at 0.68× float), so the
+    /// layer is decoded once at load and runs as float.
+    static func keepsIndices(bits: Int) -> Bool {
+        if mlk_cpu_has(Int32(MLK_CPU_AVX512)) != 0 { return bits <= 6 }
+        if mlk_cpu_has(Int32(MLK_CPU_AVX2)) != 0 { return bits <= 4 }
+        return false
+    }
 
     /// nil unless `t` is a palette of k · n elements whose bytes, table and scales are all there and whose channel
     /// axis maps to rows or columns of the (k, n) matrix as above; anything else is dequantized and packed at load,

@@ -157,8 +157,10 @@ struct Program: Sendable {
             // (memory-mapped) bytes, with no copy in between.
             // A one-channel 1 → 1 conv is depthwise by shape and runs the depthwise kernel on float weights.
             let depthwiseShaped = t.shape.count == 4 && t.shape[2] == 1 && t.shape[3] == 1
-            // Palettes stay as their indices (decoded per run: `PaletteWeights`), except Winograd's transformed weights.
-            if gemm && purpose == .fast && !depthwiseShaped && !Fast.usesWinograd(s), let p = PaletteWeights(t, k: k, n: n) {
+            // Palettes stay as their indices (decoded per run: `PaletteWeights`) where the CPU decodes them quickly,
+            // except Winograd's transformed weights.
+            if gemm && purpose == .fast && !depthwiseShaped && !Fast.usesWinograd(s), t.dtype.traits.isPalette,
+               PaletteWeights.keepsIndices(bits: t.dtype.traits.bits), let p = PaletteWeights(t, k: k, n: n) {
                 s.palette = p
                 return
             }
