@@ -15,7 +15,6 @@ let package = Package(
     ],
     targets: [
         // Debian's C libraries (see ../shared/docs/PLATFORM.md); each shim.h includes a path that needs no -I.
-        .systemLibrary(name: "CHDF5", pkgConfig: "hdf5", providers: [.apt(["libhdf5-dev"])]),
         .systemLibrary(name: "CProtobufC", pkgConfig: "libprotobuf-c", providers: [.apt(["libprotobuf-c-dev"])]),
         .systemLibrary(name: "COpenBLAS", pkgConfig: "openblas", providers: [.apt(["libopenblas-dev"])]),
         .systemLibrary(name: "CTurboJPEG", pkgConfig: "libturbojpeg", providers: [.apt(["libturbojpeg0-dev"])]),
@@ -26,7 +25,9 @@ let package = Package(
         .target(name: "MLToolCore"),
         .target(name: "MLToolFormat", dependencies: ["MLToolCore"]),
         // libhdf5 runs only in a sandboxed child process (docs/SECURITY.md); MLToolImport talks to it over a socket.
-        .target(name: "CMLToolHDF5Sandbox", dependencies: ["CHDF5"]),
+        // It is not linked: the parent dlopens it (libhdf5-dev's headers, Debian's libhdf5 at run time) before
+        // forking its first reader, so no other mltool process maps it or the ~30 libraries it pulls in.
+        .target(name: "CMLToolHDF5Sandbox"),
         .target(name: "MLToolImport", dependencies: ["MLToolCore", "MLToolFormat", "CMLToolHDF5Sandbox", "CProtobufC", "COnnxProto", "CCoreMLProto"]),
         .target(name: "CMLToolCPU"),
         .target(name: "CMLToolKernels", dependencies: ["CMLToolCPU"]),

@@ -261,6 +261,8 @@ static uint64_t current_address_space(void) {
 }
 
 int mlt_h5_spawn(int file_fd, uint64_t file_size, mlt_h5_limits limits, int32_t *pid, int32_t *channel) {
+    int loaded = mlt_h5_load();   // before measuring the address space the child inherits
+    if (loaded != 0) return loaded;
     int pair[2];
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0) return errno;
     uint64_t vm_now = current_address_space();

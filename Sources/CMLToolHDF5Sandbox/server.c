@@ -6,11 +6,165 @@
 #include "CMLToolHDF5Sandbox.h"
 #include "sandbox_internal.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <hdf5/serial/hdf5.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+// MARK: - libhdf5, loaded on first use
+
+// libhdf5 is opened with dlopen by the parent just before it forks its first reader (mlt_h5_load), not linked: every
+// other mltool process then maps neither it nor what it pulls in (libcurl, GnuTLS, Kerberos, LDAP, SSH: ~30
+// libraries, 6 MiB resident in each process). The child inherits the mapping and opens nothing (its seccomp filter
+// forbids it). Each entry point used below is called through a pointer of its own declared type.
+#define MLT_H5_FUNCTIONS(X) X(H5Aclose) X(H5Aexists) X(H5Aget_space) X(H5Aget_type) X(H5Aopen) X(H5Aread) \
+    X(H5Dget_create_plist) X(H5Dget_space) X(H5Dget_storage_size) X(H5Dget_type) X(H5Dread) X(H5Eset_auto2) \
+    X(H5FDregister) X(H5Fopen) X(H5Gopen2) X(H5Iget_type) X(H5Lexists) X(H5Lget_info) X(H5Lget_val) \
+    X(H5Lunpack_elink_val) X(H5Oclose) X(H5Oopen) X(H5Pclose) X(H5Pcreate) X(H5Pget_external_count) \
+    X(H5Pget_layout) X(H5Pget_nfilters) X(H5Pset_driver) X(H5Sclose) X(H5Sget_simple_extent_dims) \
+    X(H5Sget_simple_extent_ndims) X(H5Sget_simple_extent_type) X(H5Tclose) X(H5Tcopy) X(H5Tget_class) \
+    X(H5Tget_cset) X(H5Tget_size) X(H5Tis_variable_str) X(H5Tset_cset) X(H5Tset_size) X(H5Tset_strpad) \
+    X(H5dont_atexit) X(H5free_memory) X(H5open) X(H5get_libversion) X(H5check_version)
+// The global identifiers behind H5T_NATIVE_FLOAT, H5T_C_S1 and H5P_FILE_ACCESS (the header's macros read them;
+// H5F_ACC_* call H5check_version and H5open).
+#define MLT_H5_GLOBALS(X) X(H5T_NATIVE_FLOAT_g) X(H5T_C_S1_g) X(H5P_CLS_FILE_ACCESS_ID_g)
+#define MLT_H5_STR(x) #x
+#define MLT_H5_XSTR(x) MLT_H5_STR(x)
+#define MLT_H5_DECLARE(f) static __typeof__(f) *mlt_##f;
+MLT_H5_FUNCTIONS(MLT_H5_DECLARE)
+MLT_H5_GLOBALS(MLT_H5_DECLARE)
+
+/// The library file names tried: Debian 12's SONAME (HDF5 1.10, found through ld.so.cache without searching a
+/// directory), later Debian releases', then the development link (present where mltool was built). The loaded
+/// library must have the header's major.minor version (the file driver's structure depends on it).
+static const char *const mlt_h5_names[] = {"libhdf5_serial.so.103", "libhdf5_serial.so.310", "libhdf5_serial.so.200",
+                                           "libhdf5_serial.so", "libhdf5.so"};
+static pthread_once_t mlt_h5_once = PTHREAD_ONCE_INIT;
+static int mlt_h5_status = ELIBACC;
+
+static void mlt_h5_open_library(void) {
+    void *lib = NULL;
+    for (size_t i = 0; i < sizeof mlt_h5_names / sizeof mlt_h5_names[0] && !lib; i++)
+        lib = dlopen(mlt_h5_names[i], RTLD_NOW | RTLD_LOCAL);
+    if (!lib) return;
+#define MLT_H5_RESOLVE(f) if (!(mlt_##f = (__typeof__(mlt_##f))dlsym(lib, MLT_H5_XSTR(f)))) { dlclose(lib); return; }
+    MLT_H5_FUNCTIONS(MLT_H5_RESOLVE)
+    MLT_H5_GLOBALS(MLT_H5_RESOLVE)
+#undef MLT_H5_RESOLVE
+    unsigned major = 0, minor = 0, release = 0;
+    if (mlt_H5get_libversion(&major, &minor, &release) < 0 || major != H5_VERS_MAJOR || minor != H5_VERS_MINOR) {
+        dlclose(lib);
+        mlt_h5_status = ELIBBAD;
+        return;
+    }
+    mlt_h5_status = 0;
+}
+
+int mlt_h5_load(void) {
+    pthread_once(&mlt_h5_once, mlt_h5_open_library);
+    return mlt_h5_status;
+}
+
+// From here on every name above means the loaded entry point or global.
+#undef H5Aclose
+#define H5Aclose (*mlt_H5Aclose)
+#undef H5Aexists
+#define H5Aexists (*mlt_H5Aexists)
+#undef H5Aget_space
+#define H5Aget_space (*mlt_H5Aget_space)
+#undef H5Aget_type
+#define H5Aget_type (*mlt_H5Aget_type)
+#undef H5Aopen
+#define H5Aopen (*mlt_H5Aopen)
+#undef H5Aread
+#define H5Aread (*mlt_H5Aread)
+#undef H5Dget_create_plist
+#define H5Dget_create_plist (*mlt_H5Dget_create_plist)
+#undef H5Dget_space
+#define H5Dget_space (*mlt_H5Dget_space)
+#undef H5Dget_storage_size
+#define H5Dget_storage_size (*mlt_H5Dget_storage_size)
+#undef H5Dget_type
+#define H5Dget_type (*mlt_H5Dget_type)
+#undef H5Dread
+#define H5Dread (*mlt_H5Dread)
+#undef H5Eset_auto2
+#define H5Eset_auto2 (*mlt_H5Eset_auto2)
+#undef H5FDregister
+#define H5FDregister (*mlt_H5FDregister)
+#undef H5Fopen
+#define H5Fopen (*mlt_H5Fopen)
+#undef H5Gopen2
+#define H5Gopen2 (*mlt_H5Gopen2)
+#undef H5Iget_type
+#define H5Iget_type (*mlt_H5Iget_type)
+#undef H5Lexists
+#define H5Lexists (*mlt_H5Lexists)
+#undef H5Lget_info
+#define H5Lget_info (*mlt_H5Lget_info)
+#undef H5Lget_val
+#define H5Lget_val (*mlt_H5Lget_val)
+#undef H5Lunpack_elink_val
+#define H5Lunpack_elink_val (*mlt_H5Lunpack_elink_val)
+#undef H5Oclose
+#define H5Oclose (*mlt_H5Oclose)
+#undef H5Oopen
+#define H5Oopen (*mlt_H5Oopen)
+#undef H5Pclose
+#define H5Pclose (*mlt_H5Pclose)
+#undef H5Pcreate
+#define H5Pcreate (*mlt_H5Pcreate)
+#undef H5Pget_external_count
+#define H5Pget_external_count (*mlt_H5Pget_external_count)
+#undef H5Pget_layout
+#define H5Pget_layout (*mlt_H5Pget_layout)
+#undef H5Pget_nfilters
+#define H5Pget_nfilters (*mlt_H5Pget_nfilters)
+#undef H5Pset_driver
+#define H5Pset_driver (*mlt_H5Pset_driver)
+#undef H5Sclose
+#define H5Sclose (*mlt_H5Sclose)
+#undef H5Sget_simple_extent_dims
+#define H5Sget_simple_extent_dims (*mlt_H5Sget_simple_extent_dims)
+#undef H5Sget_simple_extent_ndims
+#define H5Sget_simple_extent_ndims (*mlt_H5Sget_simple_extent_ndims)
+#undef H5Sget_simple_extent_type
+#define H5Sget_simple_extent_type (*mlt_H5Sget_simple_extent_type)
+#undef H5Tclose
+#define H5Tclose (*mlt_H5Tclose)
+#undef H5Tcopy
+#define H5Tcopy (*mlt_H5Tcopy)
+#undef H5Tget_class
+#define H5Tget_class (*mlt_H5Tget_class)
+#undef H5Tget_cset
+#define H5Tget_cset (*mlt_H5Tget_cset)
+#undef H5Tget_size
+#define H5Tget_size (*mlt_H5Tget_size)
+#undef H5Tis_variable_str
+#define H5Tis_variable_str (*mlt_H5Tis_variable_str)
+#undef H5Tset_cset
+#define H5Tset_cset (*mlt_H5Tset_cset)
+#undef H5Tset_size
+#define H5Tset_size (*mlt_H5Tset_size)
+#undef H5Tset_strpad
+#define H5Tset_strpad (*mlt_H5Tset_strpad)
+#undef H5dont_atexit
+#define H5dont_atexit (*mlt_H5dont_atexit)
+#undef H5free_memory
+#define H5free_memory (*mlt_H5free_memory)
+#undef H5open
+#define H5open (*mlt_H5open)
+#undef H5check_version
+#define H5check_version (*mlt_H5check_version)
+#undef H5T_NATIVE_FLOAT_g
+#define H5T_NATIVE_FLOAT_g (*mlt_H5T_NATIVE_FLOAT_g)
+#undef H5T_C_S1_g
+#define H5T_C_S1_g (*mlt_H5T_C_S1_g)
+#undef H5P_CLS_FILE_ACCESS_ID_g
+#define H5P_CLS_FILE_ACCESS_ID_g (*mlt_H5P_CLS_FILE_ACCESS_ID_g)
 
 _Static_assert(H5T_INTEGER == MLT_H5_CLASS_INTEGER && H5T_FLOAT == MLT_H5_CLASS_FLOAT
                && H5T_STRING == MLT_H5_CLASS_STRING && H5T_COMPOUND == MLT_H5_CLASS_COMPOUND
