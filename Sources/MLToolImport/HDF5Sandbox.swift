@@ -55,7 +55,10 @@ final class HDF5Sandbox {
                                             fault: UInt32(limits.fault)),
                               &child, &socket)
         guard rc == 0 else {
-            throw ImportError.isolation(file: file, reason: "cannot start the sandboxed HDF5 reader: \(String(cString: strerror(rc)))")
+            let why = rc == ELIBACC ? "libhdf5 is not installed (Debian: apt install libhdf5-103-1, or libhdf5-dev)"
+                : rc == ELIBBAD ? "the installed libhdf5's major.minor version is not the one mltool was built against"
+                : String(cString: strerror(rc))
+            throw ImportError.isolation(file: file, reason: "cannot start the sandboxed HDF5 reader: \(why)")
         }
         pid = child
         channel = socket
