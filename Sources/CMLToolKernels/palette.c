@@ -45,6 +45,21 @@ MLK_INLINE int uniform_panel(const int32_t *col_base, int64_t n0) {
     return 1;
 }
 
+// One call of ROWS(bits, permute) per supported width, each with constant arguments so that it compiles to its own
+// loop; `bits` and `permute` are the caller's variables.
+#define MLK_BY_WIDTH(ROWS)                  \
+    switch (bits * 2 + permute) {           \
+    case 2: ROWS(1, 0); break;              \
+    case 3: ROWS(1, 1); break;              \
+    case 4: ROWS(2, 0); break;              \
+    case 5: ROWS(2, 1); break;              \
+    case 8: ROWS(4, 0); break;              \
+    case 9: ROWS(4, 1); break;              \
+    case 12: ROWS(6, 0); break;             \
+    case 13: ROWS(6, 1); break;             \
+    default: ROWS(8, 0); break;             \
+    }
+
 // ---- AVX2 ----
 
 // The 8 indices of elements [i, i + 8) (bits ≤ 6) from the 32-bit words around them: element j's bits start at
@@ -114,7 +129,7 @@ MLK_AVX2 MLK_INLINE void rows_avx2(const int bits, const int permute, const uint
             __m256i v0, v1;
             indices16_avx2(idx, k * N + n0, bits, jbits, mask, &v0, &v1);
             __m256 w0, w1;
-            if (permute) {
+            if (permute && entries <= 16) {
                 int32_t base = row_base[k] + col_base[n0];
                 if (base != loaded) {
                     const float *t = lut + base;
@@ -168,26 +183,29 @@ MLK_INLINE void rest_portable(const uint8_t *idx, int bits, int64_t K, int64_t N
             row_portable(idx, bits, N, lut, row_base, row_scale, col_base, col_scale, p, k, packed + ((p - p0) * K + k) * 16);
 }
 
-MLK_AVX2 static void unpack_avx2(const uint8_t *idx, int64_t bytes, int bits, int64_t K, int64_t N, const float *lut,
-                                 const int32_t *row_base, const float *row_scale, const int32_t *col_base,
-                                 const float *col_scale, int64_t p0, int64_t p1, float *packed) {
+// Rows [0, rows) of full panels [p0, pb) by `bits` and `permute` (MLK_BY_WIDTH), one function per level.
+typedef void (*rows_fn)(int bits, int permute, const uint8_t *idx, int64_t K, int64_t N, const float *lut,
+                        const int32_t *row_base, const float *row_scale, const int32_t *col_base,
+                        const float *col_scale, int64_t p0, int64_t pb, int64_t rows, float *packed);
+
+#define MLK_ROWS_BY_WIDTH(NAME, ATTR, ROWS)                                                                            \
+    ATTR static void NAME(int bits, int permute, const uint8_t *idx, int64_t K, int64_t N, const float *lut,         \
+                          const int32_t *row_base, const float *row_scale, const int32_t *col_base,                \
+                          const float *col_scale, int64_t p0, int64_t pb, int64_t rows, float *packed) {           \
+        MLK_BY_WIDTH(MLK_ROWS_##ROWS)                                                                                \
+    }
+#define MLK_ROWS_rows_avx2(B, P) rows_avx2(B, P, idx, K, N, lut, row_base, row_scale, col_base, col_scale, p0, p0, pb, rows, packed)
+MLK_ROWS_BY_WIDTH(rows_by_width_avx2, MLK_AVX2, rows_avx2)
+
+// Decodes panels [p0, p1) with a level's rows function: the full panels' rows that read only inside the stream
+// there, with the table in registers for up to `permute_bits` bits; the rest by row_portable.
+MLK_INLINE void unpack_with(rows_fn rows, int permute_bits, const uint8_t *idx, int64_t bytes, int bits, int64_t K,
+                            int64_t N, const float *lut, const int32_t *row_base, const float *row_scale,
+                            const int32_t *col_base, const float *col_scale, int64_t p0, int64_t p1, float *packed) {
     int64_t pb;
     int64_t fast = fast_rows(bytes, bits, K, N, p0, p1, &pb);
-    int permute = bits <= 4 && uniform_panels(col_base, p0, pb);
-    if (fast > 0) {
-#define MLK_ROWS(B, P) rows_avx2(B, P, idx, K, N, lut, row_base, row_scale, col_base, col_scale, p0, p0, pb, fast, packed)
-        switch (bits * 2 + permute) {
-        case 2: MLK_ROWS(1, 0); break;
-        case 3: MLK_ROWS(1, 1); break;
-        case 4: MLK_ROWS(2, 0); break;
-        case 5: MLK_ROWS(2, 1); break;
-        case 8: MLK_ROWS(4, 0); break;
-        case 9: MLK_ROWS(4, 1); break;
-        case 12: MLK_ROWS(6, 0); break;
-        default: MLK_ROWS(8, 0); break;
-        }
-#undef MLK_ROWS
-    }
+    int permute = bits <= permute_bits && uniform_panels(col_base, p0, pb);
+    if (fast > 0) rows(bits, permute, idx, K, N, lut, row_base, row_scale, col_base, col_scale, p0, pb, fast, packed);
     rest_portable(idx, bits, K, N, lut, row_base, row_scale, col_base, col_scale, p0, p1, pb, fast, packed);
 }
 
@@ -224,6 +242,14 @@ MLK_AVX512 MLK_INLINE __m512i indices16_avx512(const uint8_t *idx, int64_t i, co
     return _mm512_and_epi32(v, mask);
 }
 
+// 16 values from a table of ≤ 64 entries held in t0…t3 (16 each; unused ones ignored).
+MLK_AVX512 MLK_INLINE __m512 lookup16_avx512(const int entries, __m512i v, __m512 t0, __m512 t1, __m512 t2, __m512 t3) {
+    if (entries <= 16) return _mm512_permutexvar_ps(v, t0);
+    if (entries == 32) return _mm512_permutex2var_ps(t0, v, t1);
+    __m512 a = _mm512_permutex2var_ps(t0, v, t1), b = _mm512_permutex2var_ps(t2, v, t3);
+    return _mm512_mask_blend_ps(_mm512_test_epi32_mask(v, _mm512_set1_epi32(32)), a, b);
+}
+
 // Rows [0, rows) of full panels [pa, pb) (panel p at packed + (p − p0)·K·16), row by row so the index stream is
 // read in order. `bits` and `permute` are constants at every call, so each combination compiles to its own loop.
 // permute: each panel's 16 columns share one table of ≤ 64 entries per row, looked up from registers (reloaded
@@ -253,14 +279,7 @@ MLK_AVX512 MLK_INLINE void rows_avx512(const int bits, const int permute, const 
                     if (entries > 32) { t2 = _mm512_loadu_ps(t + 32); t3 = _mm512_loadu_ps(t + 48); }
                     loaded = base;
                 }
-                if (entries <= 16) {
-                    w = _mm512_permutexvar_ps(v, t0);
-                } else if (entries == 32) {
-                    w = _mm512_permutex2var_ps(t0, v, t1);
-                } else {
-                    __m512 a = _mm512_permutex2var_ps(t0, v, t1), b = _mm512_permutex2var_ps(t2, v, t3);
-                    w = _mm512_mask_blend_ps(_mm512_test_epi32_mask(v, _mm512_set1_epi32(32)), a, b);
-                }
+                w = lookup16_avx512(entries, v, t0, t1, t2, t3);
             } else {
                 __m512i cb = _mm512_loadu_si512((const void *)(col_base + n0));
                 w = _mm512_i32gather_ps(_mm512_add_epi32(_mm512_add_epi32(v, _mm512_set1_epi32(row_base[k])), cb), lut, 4);
@@ -270,29 +289,8 @@ MLK_AVX512 MLK_INLINE void rows_avx512(const int bits, const int permute, const 
     }
 }
 
-MLK_AVX512 static void unpack_avx512(const uint8_t *idx, int64_t bytes, int bits, int64_t K, int64_t N, const float *lut,
-                                     const int32_t *row_base, const float *row_scale, const int32_t *col_base,
-                                     const float *col_scale, int64_t p0, int64_t p1, float *packed) {
-    int64_t pb;
-    int64_t fast = fast_rows(bytes, bits, K, N, p0, p1, &pb);
-    int permute = bits <= 6 && uniform_panels(col_base, p0, pb);
-    if (fast > 0) {
-#define MLK_ROWS(B, P) rows_avx512(B, P, idx, K, N, lut, row_base, row_scale, col_base, col_scale, p0, p0, pb, fast, packed)
-        switch (bits * 2 + permute) {
-        case 2: MLK_ROWS(1, 0); break;
-        case 3: MLK_ROWS(1, 1); break;
-        case 4: MLK_ROWS(2, 0); break;
-        case 5: MLK_ROWS(2, 1); break;
-        case 8: MLK_ROWS(4, 0); break;
-        case 9: MLK_ROWS(4, 1); break;
-        case 12: MLK_ROWS(6, 0); break;
-        case 13: MLK_ROWS(6, 1); break;
-        default: MLK_ROWS(8, 0); break;
-        }
-#undef MLK_ROWS
-    }
-    rest_portable(idx, bits, K, N, lut, row_base, row_scale, col_base, col_scale, p0, p1, pb, fast, packed);
-}
+#define MLK_ROWS_rows_avx512(B, P) rows_avx512(B, P, idx, K, N, lut, row_base, row_scale, col_base, col_scale, p0, p0, pb, rows, packed)
+MLK_ROWS_BY_WIDTH(rows_by_width_avx512, MLK_AVX512, rows_avx512)
 
 // ---- one input row, decoded in registers (a dense layer on one image) ----
 
@@ -339,14 +337,7 @@ MLK_AVX512 MLK_INLINE void gemv_avx512(const int bits, const float *a, const uin
                 __m512 w;
                 if (k < fast && full[j]) {
                     __m512i v = indices16_avx512(idx, k * N + (p + j) * 16, bits, jbits, mask);
-                    if (entries <= 16) {
-                        w = _mm512_permutexvar_ps(v, t0);
-                    } else if (entries == 32) {
-                        w = _mm512_permutex2var_ps(t0, v, t1);
-                    } else {
-                        __m512 x = _mm512_permutex2var_ps(t0, v, t1), z = _mm512_permutex2var_ps(t2, v, t3);
-                        w = _mm512_mask_blend_ps(_mm512_test_epi32_mask(v, _mm512_set1_epi32(32)), x, z);
-                    }
+                    w = lookup16_avx512(entries, v, t0, t1, t2, t3);
                     w = _mm512_mul_ps(_mm512_mul_ps(rs, cs[j]), w);
                 } else {
                     row_portable(idx, bits, N, lut, row_base, row_scale, col_base, col_scale, p + j, k, tmp);
@@ -401,11 +392,11 @@ void mlk_palette_unpack(const uint8_t *idx, int64_t bytes, int bits, int64_t K, 
                         const float *col_scale, int64_t p0, int64_t p1, float *packed) {
 #if MLK_X86
     if (mlk_cpu_has(MLK_CPU_AVX512)) {
-        unpack_avx512(idx, bytes, bits, K, N, lut, row_base, row_scale, col_base, col_scale, p0, p1, packed);
+        unpack_with(rows_by_width_avx512, 6, idx, bytes, bits, K, N, lut, row_base, row_scale, col_base, col_scale, p0, p1, packed);
         return;
     }
     if (mlk_cpu_has(MLK_CPU_AVX2)) {
-        unpack_avx2(idx, bytes, bits, K, N, lut, row_base, row_scale, col_base, col_scale, p0, p1, packed);
+        unpack_with(rows_by_width_avx2, 4, idx, bytes, bits, K, N, lut, row_base, row_scale, col_base, col_scale, p0, p1, packed);
         return;
     }
 #endif
