@@ -7,17 +7,17 @@ import MLToolCore
 /// Runs a model's graph on the CPU.
 ///
 /// `init` validates the graph (unknown tensors, missing attributes, shape errors all name the node), applies
-/// `GraphPasses` in fast mode, and packs the weights once. `run` is batched: when every image of a batch goes
-/// through the graph independently (the usual case), images are spread over `threads` workers, each with its own
-/// reused activation arena; a single image (or a graph that mixes images) instead splits each large conv across
-/// the threads. Each output element is computed the same way however work is split, so the same inputs always give
-/// identical outputs for a given thread count.
+/// `GraphPasses` in fast mode, and packs the weights once (palettized ones stay as indices where the CPU decodes
+/// them quickly: `PaletteWeights`). `run` is batched: when every image of a batch goes through the graph
+/// independently (the usual case), images are spread over `threads` workers, each with its own reused activation
+/// arena (one thread takes them `chunkImages` at a time); a single image (or a graph that mixes images) instead
+/// splits each large conv across the threads. Each output element is computed the same way however work is split,
+/// so the same inputs always give identical outputs for a given thread count.
 ///
 /// Kernels: 1×1 convs are one GEMM on the NHWC input, k×k convs im2col + GEMM, dense layers a GEMM, all with
 /// weights packed at init and bias + activation in the GEMM's epilogue; depthwise convs have their own kernel. All
 /// come in AVX-512, AVX2+FMA and portable C versions chosen at run time from the CPU (see CMLToolKernels). OpenBLAS
-/// serves matMul and
-/// grouped convs, single-threaded.
+/// serves matMul and grouped convs, single-threaded.
 public final class Engine: @unchecked Sendable {
     /// `fast`: optimized graph and kernels. `reference`: the original graph through the plain scalar kernels.
     public enum Mode: Sendable { case fast, reference }
