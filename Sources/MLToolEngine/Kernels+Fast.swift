@@ -208,7 +208,7 @@ enum Fast {
         nonisolated(unsafe) let (a, b, bias, y) = (a, b, bias, y)
         let parts = rows &* n &* k >= parallelThreshold ? threads : 1
         if let palette {
-            if rows < 64 {
+            if rows < fewRows {
                 prepare?(0, rows, UnsafeMutablePointer(mutating: a))
                 let block = palette.blockColumns()
                 parallel(n, parts: parts, align: 48) { lo, hi in
@@ -228,7 +228,7 @@ enum Fast {
             }
             palette.unpack(into: UnsafeMutablePointer(mutating: b), threads: threads)
         }
-        if parts > 1 && rows < 64 && n >= 96 {
+        if parts > 1 && rows < fewRows && n >= 96 {
             prepare?(0, rows, UnsafeMutablePointer(mutating: a))
             parallel(n, parts: parts, align: 48) { lo, hi in
                 mlk_gemm_packed(a, Int64(lda), b + lo &* k, 0, Int64(rows), Int64(hi - lo), Int64(k),
@@ -243,6 +243,10 @@ enum Fast {
             }
         }
     }
+
+    /// Rows below which a GEMM is split across threads by columns (and a palettized one decoded block by block):
+    /// a 7×7 map's 49, a dense layer's batch.
+    static let fewRows = 64
 
     /// Rows of an im2col matrix filled and multiplied at a time: one block (about 48 rows of a 3×3 × 64-channel
     /// conv, ~110 KB) stays in L2 while the GEMM reads it, and is reused for the next rows, so the im2col matrix is
@@ -283,7 +287,7 @@ enum Fast {
         nonisolated(unsafe) let zps = (raw + (scaleOffset &+ rows &* 4)).assumingMemoryBound(to: Int32.self)
         nonisolated(unsafe) let (a, bias, y) = (a, bias, y)
         let parts = rows &* n &* k >= parallelThreshold ? threads : 1
-        if parts > 1 && rows < 64 && n >= 96 {
+        if parts > 1 && rows < fewRows && n >= 96 {
             prepare?(0, rows, UnsafeMutablePointer(mutating: a))
             mlk_quantize_rows(a, Int64(lda), 0, Int64(rows), Int64(k), q, Int64(ldq), scales, zps)
             parallel(n, parts: parts, align: 48) { lo, hi in
