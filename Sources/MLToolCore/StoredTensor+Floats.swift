@@ -85,8 +85,9 @@ extension StoredTensor {
     /// The tensor as a float32 `Tensor`.
     public func tensor() throws -> Tensor { Tensor(shape: shape, data: try floats()) }
 
-    /// Splits the shape around the quantization axis: (product before, size of axis, product after).
-    func axisSplit() throws -> (Int, Int, Int) {
+    /// Splits the shape around the quantization axis: (product before, size of axis, product after); (1, 1, all)
+    /// without an axis. Throws for an axis outside the shape.
+    public func axisSplit() throws -> (Int, Int, Int) {
         guard let axis = quant?.axis else { return (1, 1, elementCount) }
         guard axis >= 0, axis < shape.count else {
             throw CoreError.invalidValue(file: "", offset: nil, what: "tensor '\(name)' quantization axis",

@@ -49,18 +49,9 @@ final class PaletteWeights: @unchecked Sendable {
               t.bytes.buffer.baseAddress != nil, let q = t.quant, let lut = q.lut, q.zeroPoints == nil,
               lut.count < Int(Int32.max) else { return nil }
         let entries = 1 << bits
-        // Channel count and the elements per channel slice (as StoredTensor.floats splits the shape).
-        let channels: Int, inner: Int, groupSize: Int
-        if let axis = q.axis {
-            guard axis >= 0, axis < t.shape.count else { return nil }
-            channels = t.shape[axis]
-            inner = t.shape[(axis + 1)...].reduce(1, *)
-            groupSize = q.groupSize ?? 1
-        } else {
-            channels = 1
-            inner = count
-            groupSize = 1
-        }
+        // Channel count and the elements per channel slice, as StoredTensor.floats splits the shape.
+        guard let (_, channels, inner) = try? t.axisSplit() else { return nil }
+        let groupSize = q.axis == nil ? 1 : (q.groupSize ?? 1)
         guard channels > 0, inner > 0, groupSize >= 1 else { return nil }
         let groups = (channels &+ groupSize &- 1) / groupSize
         guard lut.count == groups &* entries else { return nil }
