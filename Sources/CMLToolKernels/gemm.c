@@ -1,6 +1,8 @@
-// Float GEMM on weights packed into 16-column panels: y = act(a · B + bias). Portable C, AVX2 + FMA (6 × 16 tiles) and
-// AVX-512 (8 × 48 tiles, and narrow tiles for 16–96 columns) side by side. Each output is Σ_k a·b in k order from
-// 0, then + bias, whatever the tile, so a row's result does not depend on how rows are split.
+// Float GEMM on weights packed into 16-column panels: y = act(a · B + bias [+ res]). Portable C, AVX2 + FMA (6 × 16
+// tiles) and AVX-512 (8 × 48 tiles, and narrow tiles for 16–96 columns) side by side. Each output is Σ_k a·b in k
+// order from 0, then + bias, then + the residual element when there is one, whatever the tile, so a row's result
+// does not depend on how rows are split (and equals a GEMM followed by an elementwise add, bit for bit). `res`
+// (NULL: none) has y's layout: element (m, n) at res[m·ldy + n].
 #include "CMLToolKernels.h"
 #include "isa.h"
 #include "vec.h"
@@ -24,7 +26,7 @@ void mlk_pack(const float *w, int64_t K, int64_t N, float *packed) {
 // ---- portable ----
 
 static void gemm_portable(const float *a, int64_t lda, const float *packed, int64_t m0, int64_t m1, int64_t N, int64_t K,
-                          const float *bias, float *y, int64_t ldy, int act, float p0, float p1) {
+                          const float *bias, const float *res, float *y, int64_t ldy, int act, float p0, float p1) {
     for (int64_t m = m0; m < m1; m++) {
         const float *ar = a + m * lda;
         float *yr = y + m * ldy;
@@ -35,8 +37,11 @@ static void gemm_portable(const float *a, int64_t lda, const float *packed, int6
                 float av = ar[k];
                 for (int j = 0; j < 16; j++) acc[j] += av * bp[k * 16 + j];
             }
-            for (int64_t j = 0; j < 16 && n0 + j < N; j++)
-                yr[n0 + j] = act_scalar(acc[j] + (bias ? bias[n0 + j] : 0), act, p0, p1);
+            for (int64_t j = 0; j < 16 && n0 + j < N; j++) {
+                float v = acc[j] + (bias ? bias[n0 + j] : 0);
+                if (res) v += res[m * ldy + n0 + j];
+                yr[n0 + j] = act_scalar(v, act, p0, p1);
+            }
         }
     }
 }
@@ -49,7 +54,7 @@ static void gemm_portable(const float *a, int64_t lda, const float *packed, int6
 // activation is applied in registers when it vectorises. Each output is Σ_k a·b in k order from 0, then + bias, as in
 // the 6 × 16 tiles, so a row gives the same bits whichever path computes it.
 MLK_INLINE MLK_AVX2 void row_avx2(int V, const float *ar, const float *packed, int64_t K, int64_t g0, int64_t N,
-                                  const float *bias, float *yr, int act, float p0, float p1) {
+                                  const float *bias, const float *rr, float *yr, int act, float p0, float p1) {
     const float *w[8];
     for (int j = 0; j < V; j++) w[j] = packed + ((g0 + j) >> 1) * K * 16 + ((g0 + j) & 1) * 8;
     __m256 c[8];
@@ -64,10 +69,12 @@ MLK_INLINE MLK_AVX2 void row_avx2(int V, const float *ar, const float *packed, i
     __m256 lo = _mm256_set1_ps(p0), hi = _mm256_set1_ps(p1);
     int vec = MLK_ACT_VECTOR(act);
     yr += n0;
+    if (rr) rr += n0;
     for (int j = 0; j < V; j++) {
         int whole = j < V - 1 || last == 8;
         __m256 b = !bias ? _mm256_setzero_ps() : (whole ? _mm256_loadu_ps(bias + n0 + 8 * j) : _mm256_maskload_ps(bias + n0 + 8 * j, mask));
         __m256 v = _mm256_add_ps(c[j], b);
+        if (rr) v = _mm256_add_ps(v, whole ? _mm256_loadu_ps(rr + 8 * j) : _mm256_maskload_ps(rr + 8 * j, mask));
         if (vec) v = act8(v, act, lo, hi);
         // vmaskmovps is slow on AMD (microcoded): only for a vector that really is partial.
         if (whole) _mm256_storeu_ps(yr + 8 * j, v); else _mm256_maskstore_ps(yr + 8 * j, mask, v);
@@ -76,26 +83,29 @@ MLK_INLINE MLK_AVX2 void row_avx2(int V, const float *ar, const float *packed, i
 }
 
 #define MLK_ROW(V) MLK_AVX2 static void row_avx2_##V(const float *ar, const float *packed, int64_t K, int64_t g0, int64_t N, \
-    const float *bias, float *yr, int act, float p0, float p1) { row_avx2(V, ar, packed, K, g0, N, bias, yr, act, p0, p1); }
+    const float *bias, const float *rr, float *yr, int act, float p0, float p1) { \
+    row_avx2(V, ar, packed, K, g0, N, bias, rr, yr, act, p0, p1); }
 MLK_ROW(1) MLK_ROW(2) MLK_ROW(3) MLK_ROW(4) MLK_ROW(5) MLK_ROW(6) MLK_ROW(7) MLK_ROW(8)
 #undef MLK_ROW
-typedef void (*row_avx2_fn)(const float *, const float *, int64_t, int64_t, int64_t, const float *, float *, int, float, float);
+typedef void (*row_avx2_fn)(const float *, const float *, int64_t, int64_t, int64_t, const float *, const float *, float *,
+                            int, float, float);
 static const row_avx2_fn rows_avx2[9] = {0, row_avx2_1, row_avx2_2, row_avx2_3, row_avx2_4, row_avx2_5, row_avx2_6,
                                          row_avx2_7, row_avx2_8};
 
 // One row × all N columns, 64 at a time: a dense layer on one image, or the row a 6-row tile would leave alone.
 MLK_AVX2 static void lone_row(const float *a, int64_t lda, const float *packed, int64_t m, int64_t N, int64_t K,
-                              const float *bias, float *y, int64_t ldy, int act, float p0, float p1) {
+                              const float *bias, const float *res, float *y, int64_t ldy, int act, float p0, float p1) {
     int64_t vectors = (N + 7) / 8;
     for (int64_t g = 0; g < vectors; g += 8) {
         int64_t V = vectors - g < 8 ? vectors - g : 8;
-        rows_avx2[V](a + m * lda, packed, K, g, N, bias, y + m * ldy, act, p0, p1);
+        rows_avx2[V](a + m * lda, packed, K, g, N, bias, res ? res + m * ldy : NULL, y + m * ldy, act, p0, p1);
     }
 }
 
 // 6 rows × 16 columns of y per micro-tile: 12 accumulators, 2 B vectors, 1 broadcast.
 __attribute__((noinline)) MLK_AVX2 static void gemm_avx2_tiles(const float *a, int64_t lda, const float *packed, int64_t m0,
-                               int64_t m1, int64_t N, int64_t K, const float *bias, float *y, int64_t ldy, int act, float p0, float p1) {
+                               int64_t m1, int64_t N, int64_t K, const float *bias, const float *res, float *y, int64_t ldy,
+                               int act, float p0, float p1) {
     int vec = MLK_ACT_VECTOR(act);
     __m256 lo = _mm256_set1_ps(p0), hi = _mm256_set1_ps(p1);
     int64_t panels = (N + 15) / 16;
@@ -136,7 +146,9 @@ __attribute__((noinline)) MLK_AVX2 static void gemm_avx2_tiles(const float *a, i
                 __m256 acc[12] = {c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51};
                 for (int64_t r = 0; r < rows; r++) {
                     float *yr = y + (m + r) * ldy + n0;
+                    const float *rr = res ? res + (m + r) * ldy + n0 : NULL;
                     __m256 v0 = _mm256_add_ps(acc[2 * r], b0), v1 = _mm256_add_ps(acc[2 * r + 1], b1);
+                    if (rr && nv == 16) { v0 = _mm256_add_ps(v0, _mm256_loadu_ps(rr)); v1 = _mm256_add_ps(v1, _mm256_loadu_ps(rr + 8)); }
                     if (vec && nv == 16) { v0 = act8(v0, act, lo, hi); v1 = act8(v1, act, lo, hi); }
                     if (nv == 16) {
                         _mm256_storeu_ps(yr, v0);
@@ -147,6 +159,7 @@ __attribute__((noinline)) MLK_AVX2 static void gemm_avx2_tiles(const float *a, i
                         _mm256_storeu_ps(t + 8, v1);
                         for (int64_t j = 0; j < nv; j++) {
                             float v = t[j] + (bias ? bias[n0 + j] : 0);
+                            if (rr) v += rr[j];
                             yr[j] = vec ? act_scalar(v, act, p0, p1) : v;
                         }
                     }
@@ -160,12 +173,12 @@ __attribute__((noinline)) MLK_AVX2 static void gemm_avx2_tiles(const float *a, i
 // A last row left alone by the 6-row tiles (49 rows: a 7 × 7 map; 1 row: a dense layer on one image) goes to
 // lone_row instead of a 6-row tile computing it six times.
 MLK_AVX2 static void gemm_avx2(const float *a, int64_t lda, const float *packed, int64_t m0, int64_t m1, int64_t N, int64_t K,
-                               const float *bias, float *y, int64_t ldy, int act, float p0, float p1) {
+                               const float *bias, const float *res, float *y, int64_t ldy, int act, float p0, float p1) {
     if (m1 > m0 && (m1 - m0) % 6 == 1) {
-        lone_row(a, lda, packed, m1 - 1, N, K, bias, y, ldy, act, p0, p1);
+        lone_row(a, lda, packed, m1 - 1, N, K, bias, res, y, ldy, act, p0, p1);
         m1--;
     }
-    if (m1 > m0) gemm_avx2_tiles(a, lda, packed, m0, m1, N, K, bias, y, ldy, act, p0, p1);
+    if (m1 > m0) gemm_avx2_tiles(a, lda, packed, m0, m1, N, K, bias, res, y, ldy, act, p0, p1);
 }
 
 // ---- AVX-512 ----
@@ -178,14 +191,17 @@ MLK_AVX2 static void gemm_avx2(const float *a, int64_t lda, const float *packed,
                     c##i##1 = _mm512_fmadd_ps(v, w1, c##i##1); c##i##2 = _mm512_fmadd_ps(v, w2, c##i##2); }
 #define MLK_F2(i) { __m512 v = _mm512_set1_ps(r##i[k]); c##i##0 = _mm512_fmadd_ps(v, w0, c##i##0); c##i##1 = _mm512_fmadd_ps(v, w1, c##i##1); }
 #define MLK_F1(i) { c##i##0 = _mm512_fmadd_ps(_mm512_set1_ps(r##i[k]), w0, c##i##0); }
-#define MLK_S(i) if (i < rows) { float *yr = y + (m + i) * ldy + n0; mlk_store16(yr, c##i##0, b0, nv[0], act, p0, p1, lo, hi); \
-                                 if (np > 1) mlk_store16(yr + 16, c##i##1, b1, nv[1], act, p0, p1, lo, hi); \
-                                 if (np > 2) mlk_store16(yr + 32, c##i##2, b2, nv[2], act, p0, p1, lo, hi); }
+#define MLK_S(i) if (i < rows) { float *yr = y + (m + i) * ldy + n0; \
+                                 const float *rr = res ? res + (m + i) * ldy + n0 : NULL; \
+                                 mlk_store16(yr, rr, c##i##0, b0, nv[0], act, p0, p1, lo, hi); \
+                                 if (np > 1) mlk_store16(yr + 16, rr ? rr + 16 : NULL, c##i##1, b1, nv[1], act, p0, p1, lo, hi); \
+                                 if (np > 2) mlk_store16(yr + 32, rr ? rr + 32 : NULL, c##i##2, b2, nv[2], act, p0, p1, lo, hi); }
 #define MLK_P(i) const float *r##i = a + (m + (i < rows ? i : 0)) * lda;
 #define MLK_ALL(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
 
 MLK_AVX512 static void gemm_avx512(const float *a, int64_t lda, const float *packed, int64_t m0, int64_t m1, int64_t N,
-                                   int64_t K, const float *bias, float *y, int64_t ldy, int act, float p0, float p1) {
+                                   int64_t K, const float *bias, const float *res, float *y, int64_t ldy, int act,
+                                   float p0, float p1) {
     __m512 lo = _mm512_set1_ps(p0), hi = _mm512_set1_ps(p1);
     int64_t panels = (N + 15) / 16;
     // Rows in chunks whose A block stays in L2 while every B panel passes over it.
@@ -219,9 +235,10 @@ MLK_AVX512 static void gemm_avx512(const float *a, int64_t lda, const float *pac
                         if (np > 2) c02 = _mm512_fmadd_ps(v, _mm512_load_ps(bp2 + k * 16), c02);
                     }
                     float *yr = y + m * ldy + n0;
-                    mlk_store16(yr, c00, b0, nv[0], act, p0, p1, lo, hi);
-                    if (np > 1) mlk_store16(yr + 16, c01, b1, nv[1], act, p0, p1, lo, hi);
-                    if (np > 2) mlk_store16(yr + 32, c02, b2, nv[2], act, p0, p1, lo, hi);
+                    const float *rr = res ? res + m * ldy + n0 : NULL;
+                    mlk_store16(yr, rr, c00, b0, nv[0], act, p0, p1, lo, hi);
+                    if (np > 1) mlk_store16(yr + 16, rr ? rr + 16 : NULL, c01, b1, nv[1], act, p0, p1, lo, hi);
+                    if (np > 2) mlk_store16(yr + 32, rr ? rr + 32 : NULL, c02, b2, nv[2], act, p0, p1, lo, hi);
                     continue;
                 }
                 MLK_ALL(MLK_P)
@@ -256,8 +273,8 @@ MLK_AVX512 static void gemm_avx512(const float *a, int64_t lda, const float *pac
 // is still Σ_k a·b in k order from 0, then + bias: the same value whatever the tile, as in gemm_avx512.
 // R rows × P panels; rows past `rows` repeat row 0 (computed, never stored).
 MLK_INLINE MLK_AVX512 void gtile(int R, int P, const float *a, int64_t lda, int64_t m, int rows, const float *bp,
-                                 int64_t K, const __m512 *b, const __mmask16 *mask, const int64_t *nv, float *y,
-                                 int64_t ldy, int act, float p0, float p1) {
+                                 int64_t K, const __m512 *b, const __mmask16 *mask, const int64_t *nv, const float *res,
+                                 float *y, int64_t ldy, int act, float p0, float p1) {
     const float *r[16];
     for (int i = 0; i < R; i++) r[i] = a + (m + (i < rows ? i : 0)) * lda;
     __m512 c[16][6];
@@ -272,8 +289,10 @@ MLK_INLINE MLK_AVX512 void gtile(int R, int P, const float *a, int64_t lda, int6
     }
     for (int i = 0; i < R && i < rows; i++) {
         float *yr = y + (m + i) * ldy;
+        const float *rr = res ? res + (m + i) * ldy : NULL;
         for (int j = 0; j < P; j++) {
             __m512 v = _mm512_add_ps(c[i][j], b[j]);
+            if (rr) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(mask[j], rr + 16 * j));
             if (MLK_ACT_VECTOR(act)) { _mm512_mask_storeu_ps(yr + 16 * j, mask[j], mlk_act16(v, act, p0, p1)); continue; }
             _mm512_mask_storeu_ps(yr + 16 * j, mask[j], v);
             for (int64_t t = 0; t < nv[j]; t++) yr[16 * j + t] = act_scalar(yr[16 * j + t], act, p0, p1);
@@ -282,11 +301,11 @@ MLK_INLINE MLK_AVX512 void gtile(int R, int P, const float *a, int64_t lda, int6
 }
 
 #define MLK_GT(R, P) MLK_AVX512 static void gemm_narrow_##R##x##P(const float *a, int64_t lda, const float *bp, int64_t m0, \
-    int64_t m1, int64_t K, const __m512 *b, const __mmask16 *mask, const int64_t *nv, float *y, int64_t ldy, int act, \
-    float p0, float p1) { \
+    int64_t m1, int64_t K, const __m512 *b, const __mmask16 *mask, const int64_t *nv, const float *res, float *y, \
+    int64_t ldy, int act, float p0, float p1) { \
     int64_t m = m0; \
-    for (; m + R <= m1; m += R) gtile(R, P, a, lda, m, R, bp, K, b, mask, nv, y, ldy, act, p0, p1); \
-    for (; m < m1; m++) gtile(1, P, a, lda, m, 1, bp, K, b, mask, nv, y, ldy, act, p0, p1); \
+    for (; m + R <= m1; m += R) gtile(R, P, a, lda, m, R, bp, K, b, mask, nv, res, y, ldy, act, p0, p1); \
+    for (; m < m1; m++) gtile(1, P, a, lda, m, 1, bp, K, b, mask, nv, res, y, ldy, act, p0, p1); \
 }
 MLK_GT(16, 1)
 MLK_GT(4, 5)
@@ -294,7 +313,8 @@ MLK_GT(4, 6)
 #undef MLK_GT
 
 MLK_AVX512 static int gemm_narrow_avx512(const float *a, int64_t lda, const float *packed, int64_t m0, int64_t m1, int64_t N,
-                           int64_t K, const float *bias, float *y, int64_t ldy, int act, float p0, float p1) {
+                           int64_t K, const float *bias, const float *res, float *y, int64_t ldy, int act, float p0,
+                           float p1) {
     int64_t panels = (N + 15) / 16;
     // 2–4 panels: kernels.c's 8 × 48 tile does as well (measured: a 12 × 2 tile here ran at a third of its speed).
     if (panels > 6 || (panels > 1 && panels < 5)) return 0;
@@ -308,9 +328,9 @@ MLK_AVX512 static int gemm_narrow_avx512(const float *a, int64_t lda, const floa
         b[j] = bias ? _mm512_maskz_loadu_ps(mask[j], bias + 16 * j) : _mm512_setzero_ps();
     }
     switch (panels) {
-    case 1: gemm_narrow_16x1(a, lda, packed, m0, m1, K, b, mask, nv, y, ldy, act, p0, p1); break;
-    case 5: gemm_narrow_4x5(a, lda, packed, m0, m1, K, b, mask, nv, y, ldy, act, p0, p1); break;
-    default: gemm_narrow_4x6(a, lda, packed, m0, m1, K, b, mask, nv, y, ldy, act, p0, p1); break;
+    case 1: gemm_narrow_16x1(a, lda, packed, m0, m1, K, b, mask, nv, res, y, ldy, act, p0, p1); break;
+    case 5: gemm_narrow_4x5(a, lda, packed, m0, m1, K, b, mask, nv, res, y, ldy, act, p0, p1); break;
+    default: gemm_narrow_4x6(a, lda, packed, m0, m1, K, b, mask, nv, res, y, ldy, act, p0, p1); break;
     }
     return 1;
 }
@@ -318,15 +338,20 @@ MLK_AVX512 static int gemm_narrow_avx512(const float *a, int64_t lda, const floa
 
 // ---- dispatch ----
 
-void mlk_gemm_packed(const float *a, int64_t lda, const float *packed, int64_t m0, int64_t m1, int64_t N, int64_t K,
-                     const float *bias, float *y, int64_t ldy, int act, float p0, float p1) {
+void mlk_gemm_packed_res(const float *a, int64_t lda, const float *packed, int64_t m0, int64_t m1, int64_t N, int64_t K,
+                         const float *bias, const float *res, float *y, int64_t ldy, int act, float p0, float p1) {
 #if MLK_X86
     if (mlk_cpu_has(MLK_CPU_AVX512)) {
-        if (gemm_narrow_avx512(a, lda, packed, m0, m1, N, K, bias, y, ldy, act, p0, p1)) return;
-        gemm_avx512(a, lda, packed, m0, m1, N, K, bias, y, ldy, act, p0, p1);
+        if (gemm_narrow_avx512(a, lda, packed, m0, m1, N, K, bias, res, y, ldy, act, p0, p1)) return;
+        gemm_avx512(a, lda, packed, m0, m1, N, K, bias, res, y, ldy, act, p0, p1);
         return;
     }
-    if (mlk_cpu_has(MLK_CPU_AVX2)) { gemm_avx2(a, lda, packed, m0, m1, N, K, bias, y, ldy, act, p0, p1); return; }
+    if (mlk_cpu_has(MLK_CPU_AVX2)) { gemm_avx2(a, lda, packed, m0, m1, N, K, bias, res, y, ldy, act, p0, p1); return; }
 #endif
-    gemm_portable(a, lda, packed, m0, m1, N, K, bias, y, ldy, act, p0, p1);
+    gemm_portable(a, lda, packed, m0, m1, N, K, bias, res, y, ldy, act, p0, p1);
+}
+
+void mlk_gemm_packed(const float *a, int64_t lda, const float *packed, int64_t m0, int64_t m1, int64_t N, int64_t K,
+                     const float *bias, float *y, int64_t ldy, int act, float p0, float p1) {
+    mlk_gemm_packed_res(a, lda, packed, m0, m1, N, K, bias, NULL, y, ldy, act, p0, p1);
 }

@@ -349,7 +349,7 @@ MLK_AVX512 MLK_INLINE void gemv_avx512(const int bits, const float *a, const uin
         for (int j = 0; j < np; j++) {
             int64_t n0 = (p + j) * 16, nv = N - n0 < 16 ? N - n0 : 16;
             __m512 b = bias ? _mm512_maskz_loadu_ps((__mmask16)((1u << nv) - 1), bias + n0) : _mm512_setzero_ps();
-            mlk_store16(y + n0, c[j], b, nv, act, p0, p1, lo, hi);
+            mlk_store16(y + n0, NULL, c[j], b, nv, act, p0, p1, lo, hi);
         }
     }
 }

@@ -143,12 +143,14 @@ MLK_AVX512 static inline __m512 mlk_act16(__m512 v, int act, float p0, float p1)
     return act16(v, act, _mm512_set1_ps(p0), _mm512_set1_ps(p1));
 }
 
-// The GEMM epilogue of one 16-column panel of a row (nv of its columns stored): + bias, then the activation —
-// vectorised where it can be, else the masked store and the scalar activation.
-MLK_AVX512 static inline void mlk_store16(float *yr, __m512 v, __m512 b, int64_t nv, int act, float p0, float p1,
-                                          __m512 lo, __m512 hi) {
+// The GEMM epilogue of one 16-column panel of a row (nv of its columns stored): + bias, + the residual row `rr`
+// when there is one (NULL: none), then the activation — vectorised where it can be, else the masked store and the
+// scalar activation.
+MLK_AVX512 static inline void mlk_store16(float *yr, const float *rr, __m512 v, __m512 b, int64_t nv, int act,
+                                          float p0, float p1, __m512 lo, __m512 hi) {
     __mmask16 m = nv >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << nv) - 1);
     v = _mm512_add_ps(v, b);
+    if (rr) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, rr));
     if (MLK_ACT_VECTOR(act)) { _mm512_mask_storeu_ps(yr, m, act16(v, act, lo, hi)); return; }
     _mm512_mask_storeu_ps(yr, m, v);
     for (int64_t j = 0; j < nv; j++) yr[j] = act_scalar(yr[j], act, p0, p1);

@@ -124,7 +124,8 @@ public final class Engine: @unchecked Sendable {
                             steps: program.needed(targets), targets: targets, threads: threads)
         return plan.steps.indices.map { pos in
             let s = program.steps[plan.steps[pos]]
-            return (s.name, s.op, plan.kernels[pos], plan.fused.contains(pos) || plan.fused.contains(pos - 1))
+            return (s.name, s.op, plan.kernels[pos], plan.fused.contains(pos) || plan.fused.contains(pos - 1)
+                    || plan.residual[pos] != nil || (pos > 0 && plan.residual[pos - 1] != nil))
         }
     }
 

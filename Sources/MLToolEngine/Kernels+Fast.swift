@@ -198,14 +198,17 @@ enum Fast {
     /// across threads by rows, or by 48-column groups when there are few rows (7×7 layers, a dense layer).
     /// With `prepare`, `a` is scratch for the im2col rows (room for `rows` rows of `lda`) that `prepare` fills.
     ///
+    /// With a `residual` (y's layout), y = act(a · B + bias + residual): a projection conv and the add after it.
+    ///
     /// With a `palette`, `b` is the memory its panels are decoded into: with few rows, each part decodes its columns
     /// a block at a time (`PaletteWeights.blockColumns`) into the start of its own columns' panels and multiplies
     /// that block while it is in cache, so the weights never stream through memory as floats; otherwise all panels
     /// are decoded first.
     static func packedGemm(_ a: UnsafePointer<Float>, lda: Int, _ b: UnsafePointer<Float>, rows: Int, n: Int, k: Int,
                            bias: UnsafePointer<Float>?, _ y: UnsafeMutablePointer<Float>, act: Act, threads: Int,
-                           prepare: Im2col? = nil, palette: PaletteWeights? = nil) {
-        nonisolated(unsafe) let (a, b, bias, y) = (a, b, bias, y)
+                           prepare: Im2col? = nil, palette: PaletteWeights? = nil,
+                           residual: UnsafePointer<Float>? = nil) {
+        nonisolated(unsafe) let (a, b, bias, y, res) = (a, b, bias, y, residual)
         let parts = rows &* n &* k >= parallelThreshold ? threads : 1
         if let palette {
             if rows < fewRows {
@@ -213,14 +216,15 @@ enum Fast {
                 let block = palette.blockColumns()
                 parallel(n, parts: parts, align: 48) { lo, hi in
                     // One row (a dense layer on one image): decoded in registers where the kernel can.
-                    if rows == 1 && palette.gemv(a, columns: lo, hi, bias: bias, y, act: act) { return }
+                    if rows == 1 && res == nil && palette.gemv(a, columns: lo, hi, bias: bias, y, act: act) { return }
                     let w = UnsafeMutablePointer(mutating: b + lo &* k)
                     var c = lo
                     while c < hi {
                         let e = min(hi, c &+ block)
                         palette.unpack(panels: c / 16, (e &+ 15) / 16, into: w)
-                        mlk_gemm_packed(a, Int64(lda), w, 0, Int64(rows), Int64(e &- c), Int64(k),
-                                        bias.map { $0 + c }, y + c, Int64(n), act.code, act.p0, act.p1)
+                        mlk_gemm_packed_res(a, Int64(lda), w, 0, Int64(rows), Int64(e &- c), Int64(k),
+                                            bias.map { $0 + c }, res.map { $0 + c }, y + c, Int64(n), act.code, act.p0,
+                                            act.p1)
                         c = e
                     }
                 }
@@ -231,14 +235,14 @@ enum Fast {
         if parts > 1 && rows < fewRows && n >= 96 {
             prepare?(0, rows, UnsafeMutablePointer(mutating: a))
             parallel(n, parts: parts, align: 48) { lo, hi in
-                mlk_gemm_packed(a, Int64(lda), b + lo &* k, 0, Int64(rows), Int64(hi - lo), Int64(k),
-                                bias.map { $0 + lo }, y + lo, Int64(n), act.code, act.p0, act.p1)
+                mlk_gemm_packed_res(a, Int64(lda), b + lo &* k, 0, Int64(rows), Int64(hi - lo), Int64(k),
+                                    bias.map { $0 + lo }, res.map { $0 + lo }, y + lo, Int64(n), act.code, act.p0, act.p1)
             }
         } else {
             parallel(rows, parts: parts, align: 8) { lo, hi in
                 inBlocks(lo, hi, a, lda: lda, prepare) { rowLo, lo, hi in
-                    mlk_gemm_packed(rowLo, Int64(lda), b, 0, Int64(hi - lo), Int64(n), Int64(k), bias, y + lo &* n,
-                                    Int64(n), act.code, act.p0, act.p1)
+                    mlk_gemm_packed_res(rowLo, Int64(lda), b, 0, Int64(hi - lo), Int64(n), Int64(k), bias,
+                                        res.map { $0 + lo &* n }, y + lo &* n, Int64(n), act.code, act.p0, act.p1)
                 }
             }
         }

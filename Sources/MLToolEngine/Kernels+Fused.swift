@@ -89,3 +89,37 @@ enum Fused {
         }
     }
 }
+
+/// A 1×1 conv without activation whose output only the next step reads, an add of a value of the same shape (a
+/// residual block's projection and its skip connection): one GEMM adds that value in its epilogue
+/// (`mlk_gemm_packed_res`), so the conv's output is never written and read back and the add is not a step of its
+/// own. Each output is (Σ + bias) + r, then the add's activation: the bits of the two steps.
+enum FusedResidual {
+    /// The add's activations whose vector and scalar forms agree bit for bit (the GEMM epilogue and `mlk_add_act`
+    /// may apply them at different widths).
+    static let exactActivations: Set<Int32> = [Int32(MLK_ACT_NONE), Int32(MLK_ACT_RELU), Int32(MLK_ACT_CLIP),
+                                               Int32(MLK_ACT_LEAKY)]
+
+    /// The index in `a.inputs` of the value added to `c`'s output when the two fuse; nil when they do not.
+    static func otherInput(_ c: Step, _ cx: [Int], _ a: Step, _ ax: [[Int]?]) -> Int? {
+        guard c.op == .conv, c.groups == 1, c.act.isNone, Fast.readsInputDirectly(c), cx.count == 4,
+              c.qweights == nil, c.winograd == nil, c.packed != nil || c.palette != nil,
+              !(Fast.isDepthwise(c, cx) && c.weight != nil),
+              a.op == .add, a.inputs.count == 2, a.inputs[0] != a.inputs[1], exactActivations.contains(a.act.code),
+              ax.count == 2, let s0 = ax[0], s0 == ax[1] else { return nil }
+        if a.inputs[0] == c.output { return 1 }
+        if a.inputs[1] == c.output { return 0 }
+        return nil
+    }
+
+    /// y = act(conv(x) + r): the whole batch's pixels as the rows of one GEMM (a 1×1 conv reads its input in place).
+    static func run(_ c: Step, _ x: UnsafePointer<Float>, _ xs: [Int], residual r: UnsafePointer<Float>,
+                    _ y: UnsafeMutablePointer<Float>, _ ys: [Int], act: Act, threads: Int) {
+        guard let packed = c.packed else { preconditionFailure("conv '\(c.name)': no packed weights (Program.compile)") }
+        let rows = xs[0] &* xs[1] &* xs[2]
+        if rows == 0 { return }
+        Fast.packedGemm(x, lda: xs[3], packed.pointer, rows: rows, n: ys[3], k: xs[3],
+                        bias: c.bias.map { UnsafePointer($0.pointer) }, y, act: act, threads: threads,
+                        palette: c.palette, residual: r)
+    }
+}

@@ -12,6 +12,9 @@ struct Plan: Sendable {
     var scratch = 0
     /// Positions in `steps` where that step and the next run fused (see `Fused`).
     var fused: Set<Int> = []
+    /// Aligned with `steps`: for a 1×1 conv that runs as one GEMM with the add after it (`FusedResidual`), the index
+    /// in the add's inputs of the value its epilogue adds; nil for every other step.
+    var residual: [Int?] = []
     /// The fast-path kernel of each step (`Fast.kernel(for:_:)`), aligned with `steps`.
     var kernels: [Fast.Kernel] = []
 
@@ -32,6 +35,16 @@ struct Plan: Sendable {
             // The 1×1 conv's input is read until the depthwise conv's last band: its slot must not be reused for
             // the depthwise conv's output.
             lastUse[e.inputs[0]] = max(lastUse[e.inputs[0]] ?? 0, pos + 1)
+        }
+        residual = Array(repeating: nil, count: steps.count)
+        for pos in steps.indices.dropLast() where !fused.contains(pos) && !fused.contains(pos - 1)
+            && (pos == 0 || residual[pos - 1] == nil) {
+            let c = p.steps[steps[pos]], a = p.steps[steps[pos + 1]]
+            guard lastUse[c.output] == pos + 1, p.constants[c.inputs[0]] == nil, let cx = shapes[c.inputs[0]],
+                  let other = FusedResidual.otherInput(c, cx, a, a.inputs.map { shapes[$0] }) else { continue }
+            residual[pos] = other
+            // The conv's input is read while the add's output is written: its slot must not be reused for that.
+            lastUse[c.inputs[0]] = max(lastUse[c.inputs[0]] ?? 0, pos + 1)
         }
         var free: [Int] = []
         func take(_ v: Int) {
@@ -132,8 +145,17 @@ final class Arena: @unchecked Sendable {
             var key = "\(step.op)" + (step.palette.map { " palette\($0.bits)" } ?? "")
             if plan.fused.contains(pos) {
                 key += "+\(steps[pos + 1].op) (fused)"
+                if StepProfile.detailed {
+                    key += " \(step.weightShape) + \(steps[pos + 1].weightShape) in \(inputShapes[pos]) out \(outputShapes[pos + 1])"
+                }
                 Fused.run(step, steps[pos + 1], inputs[pos][0], inputShapes[pos][0],
                           outputs[pos + 1], outputShapes[pos + 1], scratch: scratch.pointer, threads: threads)
+                pos += 2
+            } else if let other = plan.residual[pos] {
+                key += "+add (fused)"
+                if StepProfile.detailed { key += " \(step.weightShape) in \(inputShapes[pos]) out \(outputShapes[pos + 1])" }
+                FusedResidual.run(step, inputs[pos][0], inputShapes[pos][0], residual: inputs[pos + 1][other],
+                                  outputs[pos + 1], outputShapes[pos + 1], act: steps[pos + 1].act, threads: threads)
                 pos += 2
             } else {
                 key += " [\(plan.kernels[pos])]"
@@ -164,6 +186,12 @@ final class Arena: @unchecked Sendable {
             if plan.fused.contains(pos) {
                 Fused.run(steps[pos], steps[pos + 1], inputs[pos][0], inputShapes[pos][0],
                           outputs[pos + 1], outputShapes[pos + 1], scratch: scratch.pointer, threads: threads)
+                pos += 2
+                continue
+            }
+            if let other = plan.residual[pos] {
+                FusedResidual.run(steps[pos], inputs[pos][0], inputShapes[pos][0], residual: inputs[pos + 1][other],
+                                  outputs[pos + 1], outputShapes[pos + 1], act: steps[pos + 1].act, threads: threads)
                 pos += 2
                 continue
             }

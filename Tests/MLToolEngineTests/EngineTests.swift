@@ -255,3 +255,55 @@ func mobileNetLike(seed: UInt64 = 7, size: Int = 17) -> Model {
         }
     }
 }
+
+/// A residual block's projection (a 1×1 conv without activation) and the add of its skip connection run as one GEMM
+/// (`FusedResidual`): the same bits as the two steps, with float and palettized weights, on 1 and 2 threads, for a
+/// batch and for one image; not fused where the add's activation is not exact at every vector width, or where the
+/// projection's output is wanted too.
+@Suite struct FusedResidualTests {
+    @Test(arguments: [(14, 14, 24, 96, 0), (7, 9, 40, 160, 1), (28, 27, 16, 64, 2), (3, 5, 200, 48, 0)])
+    func projectionAndAddMatchTheTwoSteps(_ c: (h: Int, w: Int, cin: Int, cmid: Int, act: Int)) throws {
+        var g = GraphBuilder(seed: UInt64(c.cin), input: [-1, c.h, c.w, c.cin])
+        let mid = g.conv("x", cin: c.cin, cout: c.cmid, k: (1, 1), act: .relu6)
+        let proj = g.conv(mid, cin: c.cmid, cout: c.cin, k: (1, 1))
+        var out = g.node(.add, [c.act == 1 ? proj : "x", c.act == 1 ? "x" : proj])
+        if c.act == 1 { out = g.node(.relu, [out]) }
+        if c.act == 2 { out = g.node(.sigmoid, [out]) }
+        let fusedModel = g.model(outputs: [out]), unfusedModel = g.model(outputs: [out, proj])
+        let input = g.input([2, c.h, c.w, c.cin])
+        for threads in [1, 2] {
+            #expect(try Self.residualSteps(fusedModel, outputs: [out], image: [1, c.h, c.w, c.cin], threads: threads)
+                    == (c.act == 2 ? 0 : 1), "\(c), \(threads) threads: fused residual steps")
+            #expect(try Self.residualSteps(unfusedModel, outputs: [out, proj], image: [1, c.h, c.w, c.cin], threads: threads) == 0)
+        }
+        let (paletteFused, _) = try PaletteTests.palettized(fusedModel)
+        var paletteUnfused = unfusedModel
+        paletteUnfused.tensors = paletteFused.tensors
+        try KernelLevelLock.shared.reading {
+            for (f, u, what) in [(fusedModel, unfusedModel, "float"), (paletteFused, paletteUnfused, "palette")] {
+                for threads in [1, 2] {
+                    let fused = try #require(try Engine(model: f, threads: threads).run(["x": input])[out])
+                    let unfused = try #require(try Engine(model: u, threads: threads).run(["x": input])[out])
+                    let differ = zip(fused.data, unfused.data).filter { $0.bitPattern != $1.bitPattern }.count
+                    #expect(differ == 0, "\(c), \(what), \(threads) threads: \(differ) values differ from the two steps")
+                    let one = Tensor(shape: [1, c.h, c.w, c.cin], data: Array(input.data[0..<(c.h * c.w * c.cin)]))
+                    let single = try #require(try Engine(model: f, threads: threads).run(["x": one])[out])
+                    #expect(zip(single.data, fused.data).allSatisfy { $0.bitPattern == $1.bitPattern },
+                            "\(c), \(what), \(threads) threads: one image differs from the batch's first")
+                    let ref = try #require(try Engine(model: f, threads: 1, mode: .reference).run(["x": input])[out])
+                    assertClose(fused, ref, rtol: fastTolerance, atol: fastTolerance)
+                }
+            }
+        }
+    }
+
+    /// Fused residual steps in the plan the fast engine builds for `model` and `outputs` on one image.
+    static func residualSteps(_ model: Model, outputs: [String], image: [Int], threads: Int) throws -> Int {
+        let optimized = try GraphPasses.optimize(model)
+        let p = try Program(graph: try #require(optimized.metadata.graph), tensors: optimized.tensorsByName)
+        let targets = try outputs.map { try #require(p.ids[$0], "\($0) is not in the optimized graph") }
+        let plan = try Plan(program: p, inputShapes: [p.inputIds[0]: image], steps: p.needed(targets), targets: targets,
+                            threads: threads)
+        return plan.residual.compactMap { $0 }.count
+    }
+}

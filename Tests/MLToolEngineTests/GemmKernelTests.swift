@@ -2,6 +2,7 @@ import CMLToolKernels
 import Foundation
 import Testing
 import MLToolTestSupport
+@testable import MLToolEngine
 
 /// `mlk_gemm_packed` itself, at every SIMD level this CPU has, against a scalar reference in double precision: the
 /// shapes that take the edge paths (a lone row — a dense layer on one image, the 49th row of a 7 × 7 map —, a last
@@ -86,4 +87,64 @@ import MLToolTestSupport
         }
         #expect(worst <= 1, "error \(worst)× the bound: \(place)")
     }
+
+    /// `mlk_gemm_packed_res` (a projection conv and the add after it as one GEMM) gives the bits of the GEMM without
+    /// activation followed by `mlk_add_act`, at every level and through every tile (narrow, 8 × 48, lone row, a
+    /// last partial panel), writes nothing past a row's columns, and without a residual is `mlk_gemm_packed`.
+    @Test func residualEpilogueGivesTheBitsOfGemmThenAdd() throws {
+        var checked = 0
+        let levels = try KernelLevelLock.shared.writing {
+            try forEachCPULevel { level in
+                for (m, k, n) in [(1, 200, 1000), (49, 96, 192), (57, 24, 24), (40, 32, 16), (23, 48, 80), (9, 40, 96),
+                                  (33, 20, 130), (7, 5, 9)] {
+                    for act in Self.acts where FusedResidual.exactActivations.contains(act.code) {
+                        try checkResidual(m: m, k: k, n: n, act: act, level: level)
+                        checked += 1
+                    }
+                }
+            }
+        }
+        #expect(!levels.isEmpty && checked == 32 * levels.count, "\(checked) cases on levels \(levels)")
+    }
+
+    func checkResidual(m: Int, k: Int, n: Int, act: (code: Int32, p0: Float, p1: Float), level: Int32) throws {
+        let a = (0..<(m * k)).map { Float(sin(Double($0) * 0.29)) }
+        let w = (0..<(k * n)).map { Float(cos(Double($0) * 0.13)) / Float(k).squareRoot() }
+        let bias = (0..<n).map { Float($0 % 5) * 0.5 - 1 }
+        let ldy = n + 5
+        let res = (0..<(m * ldy)).map { Float(sin(Double($0) * 0.71)) * 2 }
+        let count = Int(mlk_packed_count(Int64(k), Int64(n)))
+        let raw = UnsafeMutableRawPointer.allocate(byteCount: count * 4, alignment: 64)
+        defer { raw.deallocate() }
+        let packed = raw.initializeMemory(as: Float.self, repeating: .nan, count: count)
+        mlk_pack(w, Int64(k), Int64(n), packed)
+        var fused = [Float](repeating: 777, count: m * ldy), twoSteps = fused, plain = fused, noResidual = fused
+        fused.withUnsafeMutableBufferPointer {
+            mlk_gemm_packed_res(a, Int64(k), packed, 0, Int64(m), Int64(n), Int64(k), bias, res, $0.baseAddress, Int64(ldy),
+                                act.code, act.p0, act.p1)
+        }
+        twoSteps.withUnsafeMutableBufferPointer { y in
+            mlk_gemm_packed(a, Int64(k), packed, 0, Int64(m), Int64(n), Int64(k), bias, y.baseAddress, Int64(ldy),
+                            Int32(MLK_ACT_NONE), 0, 0)
+            for r in 0..<m {
+                let row = y.baseAddress! + r * ldy
+                res.withUnsafeBufferPointer { mlk_add_act(row, $0.baseAddress! + r * ldy, row, Int64(n), act.code, act.p0, act.p1) }
+            }
+        }
+        plain.withUnsafeMutableBufferPointer {
+            mlk_gemm_packed(a, Int64(k), packed, 0, Int64(m), Int64(n), Int64(k), bias, $0.baseAddress, Int64(ldy),
+                            act.code, act.p0, act.p1)
+        }
+        noResidual.withUnsafeMutableBufferPointer {
+            mlk_gemm_packed_res(a, Int64(k), packed, 0, Int64(m), Int64(n), Int64(k), bias, nil, $0.baseAddress, Int64(ldy),
+                                act.code, act.p0, act.p1)
+        }
+        let place = "level \(level), m \(m) k \(k) n \(n), act \(act.code)"
+        let differ = zip(fused, twoSteps).filter { $0.bitPattern != $1.bitPattern }.count
+        #expect(differ == 0, "\(differ) values differ from GEMM then add: \(place)")
+        #expect(zip(plain, noResidual).allSatisfy { $0.bitPattern == $1.bitPattern }, "no residual ≠ mlk_gemm_packed: \(place)")
+        #expect(fused != plain, "the residual was not added: \(place)")
+        #expect((0..<m).allSatisfy { r in (n..<ldy).allSatisfy { fused[r * ldy + $0] == 777 } }, "wrote past column \(n): \(place)")
+    }
 }
+

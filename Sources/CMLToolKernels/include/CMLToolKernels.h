@@ -49,6 +49,12 @@ void mlk_pack(const float *w, int64_t K, int64_t N, float *packed);
 void mlk_gemm_packed(const float *a, int64_t lda, const float *packed, int64_t m0, int64_t m1, int64_t N, int64_t K,
                      const float *bias, float *y, int64_t ldy, int act, float p0, float p1);
 
+/// mlk_gemm_packed with a residual: y = act(a · B + bias + res), res (y's layout: element (m, n) at res[m·ldy + n];
+/// NULL: none) added after the bias, before the activation — the bits of mlk_gemm_packed with no activation followed
+/// by mlk_add_act, without writing and reading y between them (a block's projection conv and its skip connection).
+void mlk_gemm_packed_res(const float *a, int64_t lda, const float *packed, int64_t m0, int64_t m1, int64_t N, int64_t K,
+                         const float *bias, const float *res, float *y, int64_t ldy, int act, float p0, float p1);
+
 // ---- palettized weights (palette.c) ----
 
 /// Panels [p0, p1) of the mlk_pack layout of a (K, N) palettized weight (panel p at packed + (p − p0)·K·16, so
