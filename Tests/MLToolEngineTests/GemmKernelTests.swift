@@ -6,7 +6,8 @@ import MLToolTestSupport
 
 /// `mlk_gemm_packed` itself, at every SIMD level this CPU has, against a scalar reference in double precision: the
 /// shapes that take the edge paths (a lone row — a dense layer on one image, the 49th row of a 7 × 7 map —, a last
-/// panel of 1–15 columns, N ≤ 8, K = 1, every activation), and each row computed alone gives the same bits as in the
+/// panel of 1–15 columns, a last panel of ≤ 8 columns after 0–5 whole ones (the 8-lane half tiles), N ≤ 8, K = 1,
+/// every activation), and each row computed alone gives the same bits as in the
 /// whole call, whichever tile computed it (the contract that makes thread splits bit-identical).
 @Suite(.serialized) struct GemmKernelTests {
     static let acts: [(code: Int32, p0: Float, p1: Float)] = [
@@ -36,7 +37,8 @@ import MLToolTestSupport
         let levels = try KernelLevelLock.shared.writing {
             try forEachCPULevel { level in
                 for (m, k, n) in [(1, 1280, 1000), (1, 37, 24), (49, 64, 40), (7, 3, 8), (13, 1, 17), (2, 16, 5),
-                                  (25, 19, 96), (6, 33, 15), (8, 20, 9), (50, 9, 130)] {
+                                  (25, 19, 96), (6, 33, 15), (8, 20, 9), (50, 9, 130),
+                                  (11, 21, 56), (9, 13, 72), (19, 7, 88), (23, 30, 40)] {
                     for (i, act) in Self.acts.enumerated() where (i + m + n) % 3 == 0 || m * k * n < 200_000 {
                         try check(m: m, k: k, n: n, act: act, bias: (i + k) % 2 == 0, level: level)
                         checked += 1
@@ -96,7 +98,7 @@ import MLToolTestSupport
         let levels = try KernelLevelLock.shared.writing {
             try forEachCPULevel { level in
                 for (m, k, n) in [(1, 200, 1000), (49, 96, 192), (57, 24, 24), (40, 32, 16), (23, 48, 80), (9, 40, 96),
-                                  (33, 20, 130), (7, 5, 9)] {
+                                  (33, 20, 130), (7, 5, 9), (13, 30, 88)] {
                     for act in Self.acts where FusedResidual.exactActivations.contains(act.code) {
                         try checkResidual(m: m, k: k, n: n, act: act, level: level)
                         checked += 1
@@ -104,7 +106,7 @@ import MLToolTestSupport
                 }
             }
         }
-        #expect(!levels.isEmpty && checked == 32 * levels.count, "\(checked) cases on levels \(levels)")
+        #expect(!levels.isEmpty && checked == 36 * levels.count, "\(checked) cases on levels \(levels)")
     }
 
     func checkResidual(m: Int, k: Int, n: Int, act: (code: Int32, p0: Float, p1: Float), level: Int32) throws {
