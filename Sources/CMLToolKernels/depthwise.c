@@ -280,16 +280,14 @@ MLK_AVX512 static int depthwise8_avx512(const float *base, int64_t W, int64_t C,
     return 0;
 }
 
-// Up to eight adjacent output pixels at an image border (see dw8): R outputs, input columns [jlo, jhi) of the run
-// starting at `base` inside the image. `base` itself may lie before the row (never read there).
+// Up to eight adjacent output pixels at an image border, stride 1 (see dw8): R outputs, input columns [jlo, jhi) of
+// the run starting at `base` inside the image. `base` itself may lie before the row (never read there).
 MLK_AVX512 static int depthwise8_border_avx512(const float *base, int64_t W, int64_t C, int64_t CN, const float *w,
                                                int64_t KW, int64_t sw, int R, int jlo, int jhi, int64_t ky0, int64_t ky1,
                                                int64_t dh, const float *bias, float *out, int act, float p0, float p1) {
-    if (CN % 16 != 0) return 0;
-    if (KW == 3 && sw == 1) { dw8(3, 1, 0, R, jlo, jhi, base, W, C, CN, w, ky0, ky1, dh, bias, out, act, p0, p1); return 1; }
-    if (KW == 5 && sw == 1) { dw8(5, 1, 0, R, jlo, jhi, base, W, C, CN, w, ky0, ky1, dh, bias, out, act, p0, p1); return 1; }
-    if (KW == 3 && sw == 2) { dw8(3, 2, 0, R, jlo, jhi, base, W, C, CN, w, ky0, ky1, dh, bias, out, act, p0, p1); return 1; }
-    if (KW == 5 && sw == 2) { dw8(5, 2, 0, R, jlo, jhi, base, W, C, CN, w, ky0, ky1, dh, bias, out, act, p0, p1); return 1; }
+    if (CN % 16 != 0 || sw != 1) return 0;
+    if (KW == 3) { dw8(3, 1, 0, R, jlo, jhi, base, W, C, CN, w, ky0, ky1, dh, bias, out, act, p0, p1); return 1; }
+    if (KW == 5) { dw8(5, 1, 0, R, jlo, jhi, base, W, C, CN, w, ky0, ky1, dh, bias, out, act, p0, p1); return 1; }
     return 0;
 }
 
@@ -331,10 +329,11 @@ MLK_AVX2 static void depthwise_avx2(const float *x, int64_t H, int64_t W, int64_
                 ox += 7;
                 continue;
             }
-            if (use512 && sw <= 2 && dw == 1 && (OW <= 8 || (KW == 5 && OW <= 16)) && CN % 16 == 0) {
+            if (use512 && sw == 1 && dw == 1 && (OW <= 8 || (KW == 5 && OW <= 16)) && CN % 16 == 0) {
                 // A border run (some taps outside the image): up to 8 pixels from here. Measured on Zen 4 against
-                // the pixel-by-pixel path: 5 × 5 on 7 × 7 maps 2.2× faster, on 14 × 14 1.3×; 3 × 3 only gains
-                // where the whole row is one run (its borders are one pixel wide); on wider maps (28, 56) neither.
+                // the pixel-by-pixel path, in EfficientNet-Lite0: 5 × 5 and 3 × 3 on 7 × 7 × 1152 maps 25–30%
+                // faster, 5 × 5 on 14 × 14 the same; slower at stride 2 (5 × 5, 14 × 14 → 7 × 7) and, for 3 × 3,
+                // where a row is more than one run (its borders are one pixel wide).
                 int64_t R = OW - ox < 8 ? OW - ox : 8;
                 int64_t ix = ox * sw - pl;   // input column of the run's first tap (may be < 0)
                 int64_t span = 7 * sw + KW, jlo = ix < 0 ? -ix : 0, jhi = W - ix < span ? W - ix : span;

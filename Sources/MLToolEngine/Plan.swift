@@ -136,39 +136,36 @@ final class Arena: @unchecked Sendable {
         outputShapes = plan.steps.map { plan.shapes[p.steps[$0].output]! }
     }
 
+    /// The profile row of the step at `pos` (and the next, when fused): built before the step is timed.
+    private func profileKey(at pos: Int, _ plan: Plan) -> String {
+        let step = steps[pos]
+        var key = "\(step.op)" + (step.palette.map { " palette\($0.bits)" } ?? "")
+        if plan.fused.contains(pos) {
+            key += "+\(steps[pos + 1].op) (fused)"
+            if StepProfile.detailed {
+                key += " \(step.weightShape) + \(steps[pos + 1].weightShape) in \(inputShapes[pos]) out \(outputShapes[pos + 1])"
+            }
+        } else if plan.residual[pos] != nil {
+            key += "+add (fused)"
+            if StepProfile.detailed { key += " \(step.weightShape) in \(inputShapes[pos]) out \(outputShapes[pos + 1])" }
+        } else {
+            key += " [\(plan.kernels[pos])]"
+            if StepProfile.detailed {
+                key += (step.op == .conv ? " \(step.weightShape)" : "") + " in \(inputShapes[pos]) out \(outputShapes[pos])"
+                    + (step.groups > 1 ? " g\(step.groups)" : "")
+            }
+        }
+        return key
+    }
+
     private func profiled(_ plan: Plan, _ p: Program, threads: Int) {
         var pos = 0
         while pos < plan.steps.count {
+            let key = profileKey(at: pos, plan)
             let t0 = DispatchTime.now().uptimeNanoseconds
-            let step = steps[pos]
-            let shape = outputShapes[pos]
-            var key = "\(step.op)" + (step.palette.map { " palette\($0.bits)" } ?? "")
-            if plan.fused.contains(pos) {
-                key += "+\(steps[pos + 1].op) (fused)"
-                if StepProfile.detailed {
-                    key += " \(step.weightShape) + \(steps[pos + 1].weightShape) in \(inputShapes[pos]) out \(outputShapes[pos + 1])"
-                }
-                Fused.run(step, steps[pos + 1], inputs[pos][0], inputShapes[pos][0],
-                          outputs[pos + 1], outputShapes[pos + 1], scratch: scratch.pointer, threads: threads)
-                pos += 2
-            } else if let other = plan.residual[pos] {
-                key += "+add (fused)"
-                if StepProfile.detailed { key += " \(step.weightShape) in \(inputShapes[pos]) out \(outputShapes[pos + 1])" }
-                FusedResidual.run(step, inputs[pos][0], inputShapes[pos][0], residual: inputs[pos + 1][other],
-                                  outputs[pos + 1], outputShapes[pos + 1], act: steps[pos + 1].act, threads: threads)
-                pos += 2
-            } else {
-                key += " [\(plan.kernels[pos])]"
-                if StepProfile.detailed {
-                    key += (step.op == .conv ? " \(step.weightShape)" : "") + " in \(inputShapes[pos]) out \(shape)"
-                        + (step.groups > 1 ? " g\(step.groups)" : "")
-                }
-                Fast.run(plan.kernels[pos], step, inputs[pos], inputShapes[pos], outputs[pos], outputShapes[pos],
-                         scratch: scratch.pointer, threads: threads)
-                pos += 1
-            }
-            _ = shape
+            let next = step(at: pos, plan, threads: threads)
             StepProfile.add(key, Double(DispatchTime.now().uptimeNanoseconds - t0) / 1e9)
+            pos = next
         }
     }
 
@@ -182,22 +179,24 @@ final class Arena: @unchecked Sendable {
     func run(_ plan: Plan, _ p: Program, threads: Int) {
         if StepProfile.enabled { return profiled(plan, p, threads: threads) }
         var pos = 0
-        while pos < plan.steps.count {
-            if plan.fused.contains(pos) {
-                Fused.run(steps[pos], steps[pos + 1], inputs[pos][0], inputShapes[pos][0],
-                          outputs[pos + 1], outputShapes[pos + 1], scratch: scratch.pointer, threads: threads)
-                pos += 2
-                continue
-            }
-            if let other = plan.residual[pos] {
-                FusedResidual.run(steps[pos], inputs[pos][0], inputShapes[pos][0], residual: inputs[pos + 1][other],
-                                  outputs[pos + 1], outputShapes[pos + 1], act: steps[pos + 1].act, threads: threads)
-                pos += 2
-                continue
-            }
-            Fast.run(plan.kernels[pos], steps[pos], inputs[pos], inputShapes[pos], outputs[pos], outputShapes[pos],
-                     scratch: scratch.pointer, threads: threads)
-            pos += 1
+        while pos < plan.steps.count { pos = step(at: pos, plan, threads: threads) }
+    }
+
+    /// Runs the step at `pos`, with the next one when the two run fused; returns the position after them.
+    @inline(__always)
+    private func step(at pos: Int, _ plan: Plan, threads: Int) -> Int {
+        if plan.fused.contains(pos) {
+            Fused.run(steps[pos], steps[pos + 1], inputs[pos][0], inputShapes[pos][0],
+                      outputs[pos + 1], outputShapes[pos + 1], scratch: scratch.pointer, threads: threads)
+            return pos + 2
         }
+        if let other = plan.residual[pos] {
+            FusedResidual.run(steps[pos], inputs[pos][0], inputShapes[pos][0], residual: inputs[pos + 1][other],
+                              outputs[pos + 1], outputShapes[pos + 1], act: steps[pos + 1].act, threads: threads)
+            return pos + 2
+        }
+        Fast.run(plan.kernels[pos], steps[pos], inputs[pos], inputShapes[pos], outputs[pos], outputShapes[pos],
+                 scratch: scratch.pointer, threads: threads)
+        return pos + 1
     }
 }

@@ -24,8 +24,8 @@ import MLToolTestSupport
         Shape(h: 9, w: 13, c: 16, k: 3, stride: 1, dilation: 2),
         Shape(h: 6, w: 15, c: 19, k: 3, stride: 1, dilation: 1),    // channels not a multiple of 8
         Shape(h: 5, w: 12, c: 8, k: 7, stride: 1, dilation: 1),
-        // Border runs of up to eight pixels (AVX-512, channels a multiple of 16): a 14-wide row as runs of 8 and 6,
-        // stride 2 onto a 7 × 7 map, a 3 × 3 kernel on rows of at most 8, a 10-wide row.
+        // Border runs of up to eight pixels (AVX-512, stride 1, channels a multiple of 16): a 14-wide row as runs of
+        // 8 and 6, a 3 × 3 kernel on rows of at most 8, a 10-wide row; stride 2 onto a 7 × 7 map (pixel by pixel).
         Shape(h: 14, w: 14, c: 96, k: 5, stride: 1, dilation: 1),
         Shape(h: 14, w: 13, c: 64, k: 5, stride: 2, dilation: 1),
         Shape(h: 7, w: 7, c: 48, k: 3, stride: 1, dilation: 1),
