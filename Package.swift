@@ -49,7 +49,8 @@ let package = Package(
         ]),
         // One entry per reader of outside bytes (bytes in, errors swallowed): run by fuzz/ under libFuzzer and by
         // FuzzRegressionTests on every committed seed and regression input.
-        .target(name: "MLToolFuzzEntries", dependencies: ["MLToolCore", "MLToolFormat", "MLToolImport", "MLToolData"]),
+        .target(name: "MLToolFuzzEntries", dependencies: ["MLToolCore", "MLToolFormat", "MLToolImport", "MLToolData",
+                                                   "MLToolEngine"]),
         // The command line: parses, calls one library entry, prints. Imports only Foundation and MLTool.
         .target(name: "MLToolCLI", dependencies: ["MLTool"]),
         .executableTarget(name: "mltool", dependencies: ["MLToolCLI"]),

@@ -4,7 +4,8 @@
     python3 fuzz/make_seeds.py MLTOOL [--out Tests/Fixtures/fuzz]
 
 Copies small fixtures of the repository (ONNX, Core ML, Keras .h5), generates photos (Pillow, fixed pixels), tables,
-annotations, tagged corpora and feature-cache entries, imports small models with MLTOOL into native .bin files, and
+annotations, tagged corpora and feature-cache entries, imports small models with MLTOOL into native .bin files (and,
+for the engine target, quantizes some to int8 and 4- and 6-bit palettes), and
 records what the sandboxed HDF5 reader answers for small Keras files (strace of `mltool import`: the parent's reads
 on its end of the socket pair) as seeds of hdf5-replies. Targets that read one file picked by a first byte (table,
 annotations, conll) get that byte in front. Deterministic apart from the .bin provenance fields.
@@ -131,6 +132,26 @@ def native_models(out, mltool, tmp):
         put(out, "native-model", "mlp_opset9_q8.bin", f.read())
 
 
+def engine_models(out, mltool, tmp):
+    """Small networks for the engine target: convs (depthwise, residual, squeeze-excite), a dense network, and the
+    same with int8 and 4- and 6-bit palette weights (every layer quantized), so the engine's packing, its int8 and
+    palette paths and its fusions all have a seed."""
+    for src in ("onnx/depthwise_cnn.onnx", "onnx/residual_cnn.onnx", "onnx/squeeze_excite.onnx", "onnx/mlp_opset9.onnx",
+                "onnx/flatten_nchw.onnx"):
+        stem = os.path.splitext(os.path.basename(src))[0]
+        dst = os.path.join(tmp, "engine-" + stem + ".bin")
+        subprocess.run([mltool, "import", os.path.join(FIX, src), "-o", dst], check=True, capture_output=True)
+        with open(dst, "rb") as f:
+            put(out, "engine", stem + ".bin", f.read())
+        if stem in ("depthwise_cnn", "residual_cnn"):
+            for bits in ("8", "4", "6"):
+                q = os.path.join(tmp, f"engine-{stem}-{bits}.bin")
+                subprocess.run([mltool, "quantize", dst, "--bits", bits, "--min-elements", "16", "--out", q, "--quiet",
+                                "--no-eval"], check=True, capture_output=True)
+                with open(q, "rb") as f:
+                    put(out, "engine", f"{stem}_q{bits}.bin", f.read())
+
+
 def hdf5_replies(out, mltool, tmp):
     """The bytes the parent reads from its end of the sandbox's socket pair during `mltool import x.h5`."""
     for name in ("k2_mlp", "k3_mlp", "k2_nested", "unsupported"):
@@ -221,6 +242,7 @@ def main():
     coreml_packages(a.out)
     with tempfile.TemporaryDirectory() as tmp:
         native_models(a.out, mltool, tmp)
+        engine_models(a.out, mltool, tmp)
         hdf5_replies(a.out, mltool, tmp)
 
 

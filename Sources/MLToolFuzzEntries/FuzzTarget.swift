@@ -1,6 +1,7 @@
 import Foundation
 import MLToolCore
 import MLToolData
+import MLToolEngine
 import MLToolFormat
 import MLToolImport
 
@@ -21,6 +22,7 @@ public struct FuzzTarget: Sendable {
 
     public static let all: [FuzzTarget] = [
         FuzzTarget(name: "native-model", dictionary: "native-model", run: FuzzEntries.nativeModel),
+        FuzzTarget(name: "engine", dictionary: "native-model", run: FuzzEntries.engine),
         FuzzTarget(name: "onnx", dictionary: "protobuf", run: FuzzEntries.onnx),
         FuzzTarget(name: "coreml", dictionary: "protobuf", run: FuzzEntries.coreML),
         FuzzTarget(name: "coreml-package", dictionary: "coreml-package", run: FuzzEntries.coreMLPackage),
@@ -93,6 +95,33 @@ public enum FuzzEntries {
         let raw = accepts { _ = try ModelFile.read(bytes: bytes, name: "fuzz.bin") }
         let fixed = accepts { _ = try ModelFile.read(bytes: withChecksumsFixed(bytes), name: "fuzz.bin") }
         return raw || fixed
+    }
+
+    /// Inputs of at most this many elements are run through a compiled model; larger ones are compiled only.
+    static let engineRunElements = 1 << 16
+
+    /// What `mltool predict` does with a model file from elsewhere, past the reader: a native model that
+    /// `ModelFile.read` accepts (checksums repaired as in `nativeModel`) compiled by the engine — graph passes, shape
+    /// inference, weights packed, int8 and palette weights checked and kept (`QuantizedWeights`, `PaletteWeights`),
+    /// the plan and its arena — then run once, on one thread, on zeros shaped as the graph's inputs declare (a free
+    /// dimension as 1) when they are small.
+    @Sendable public static func engine(_ bytes: [UInt8]) -> Bool {
+        guard let model = try? ModelFile.read(bytes: withChecksumsFixed(bytes), name: "fuzz.bin") else { return false }
+        return accepts {
+            let engine = try Engine(model: model, threads: 1)
+            var inputs: [String: Tensor] = [:]
+            for name in engine.inputNames {
+                guard let shape = engine.inputShape(name, batch: 1)?.map({ $0 < 0 ? 1 : $0 }) else { return }
+                var count = 1
+                for d in shape {
+                    let (c, overflow) = count.multipliedReportingOverflow(by: d)
+                    guard !overflow, c <= engineRunElements else { return }
+                    count = c
+                }
+                inputs[name] = Tensor(shape: shape, data: [Float](repeating: 0, count: count))
+            }
+            _ = try engine.run(inputs)
+        }
     }
 
     /// `bytes` with the header's metadata, data and header XXH64s and the trailer's file XXH64 recomputed over the
