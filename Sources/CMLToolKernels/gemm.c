@@ -102,6 +102,47 @@ MLK_AVX2 static void lone_row(const float *a, int64_t lda, const float *packed, 
     }
 }
 
+// Rows [m0, m1) × a last panel of nv ≤ 8 columns (panel at bp, columns n0 …): 12 rows × 8 columns per micro-tile,
+// the epilogue as the 6 × 16 tiles' partial panels (+ bias, + residual, activation per element): the same bits.
+MLK_AVX2 static void gemm_avx2_half(const float *a, int64_t lda, const float *bp, int64_t m0, int64_t m1, int64_t n0,
+                                    int64_t nv, int64_t K, const float *bias, const float *res, float *y, int64_t ldy,
+                                    int act, float p0, float p1) {
+    for (int64_t m = m0; m < m1; m += 12) {
+        int64_t rows = m1 - m < 12 ? m1 - m : 12;
+        const float *r[12];
+        for (int i = 0; i < 12; i++) r[i] = a + (m + (i < rows ? i : 0)) * lda;
+        __m256 c0 = _mm256_setzero_ps(), c1 = c0, c2 = c0, c3 = c0, c4 = c0, c5 = c0;
+        __m256 c6 = c0, c7 = c0, c8 = c0, c9 = c0, c10 = c0, c11 = c0;
+        const float *b = bp;
+        for (int64_t k = 0; k < K; k++, b += 16) {
+            __m256 w = _mm256_load_ps(b);
+            c0 = _mm256_fmadd_ps(_mm256_broadcast_ss(r[0] + k), w, c0);
+            c1 = _mm256_fmadd_ps(_mm256_broadcast_ss(r[1] + k), w, c1);
+            c2 = _mm256_fmadd_ps(_mm256_broadcast_ss(r[2] + k), w, c2);
+            c3 = _mm256_fmadd_ps(_mm256_broadcast_ss(r[3] + k), w, c3);
+            c4 = _mm256_fmadd_ps(_mm256_broadcast_ss(r[4] + k), w, c4);
+            c5 = _mm256_fmadd_ps(_mm256_broadcast_ss(r[5] + k), w, c5);
+            c6 = _mm256_fmadd_ps(_mm256_broadcast_ss(r[6] + k), w, c6);
+            c7 = _mm256_fmadd_ps(_mm256_broadcast_ss(r[7] + k), w, c7);
+            c8 = _mm256_fmadd_ps(_mm256_broadcast_ss(r[8] + k), w, c8);
+            c9 = _mm256_fmadd_ps(_mm256_broadcast_ss(r[9] + k), w, c9);
+            c10 = _mm256_fmadd_ps(_mm256_broadcast_ss(r[10] + k), w, c10);
+            c11 = _mm256_fmadd_ps(_mm256_broadcast_ss(r[11] + k), w, c11);
+        }
+        __m256 acc[12] = {c0, c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11};
+        for (int64_t i = 0; i < rows; i++) {
+            float t[8], *yr = y + (m + i) * ldy + n0;
+            const float *rr = res ? res + (m + i) * ldy + n0 : NULL;
+            _mm256_storeu_ps(t, acc[i]);
+            for (int64_t j = 0; j < nv; j++) {
+                float v = t[j] + (bias ? bias[n0 + j] : 0);
+                if (rr) v += rr[j];
+                yr[j] = act_scalar(v, act, p0, p1);
+            }
+        }
+    }
+}
+
 // 6 rows × 16 columns of y per micro-tile: 12 accumulators, 2 B vectors, 1 broadcast.
 __attribute__((noinline)) MLK_AVX2 static void gemm_avx2_tiles(const float *a, int64_t lda, const float *packed, int64_t m0,
                                int64_t m1, int64_t N, int64_t K, const float *bias, const float *res, float *y, int64_t ldy,
@@ -120,6 +161,11 @@ __attribute__((noinline)) MLK_AVX2 static void gemm_avx2_tiles(const float *a, i
             int64_t n0 = p * 16, nv = N - n0 < 16 ? N - n0 : 16;
             __m256 b0 = bias && nv == 16 ? _mm256_loadu_ps(bias + n0) : _mm256_setzero_ps();
             __m256 b1 = bias && nv == 16 ? _mm256_loadu_ps(bias + n0 + 8) : _mm256_setzero_ps();
+            if (nv <= 8) {
+                // A last panel of at most 8 columns: its first half only (no multiply-adds on zero columns).
+                gemm_avx2_half(a, lda, bp, mb, me, n0, nv, K, bias, res, y, ldy, act, p0, p1);
+                continue;
+            }
             for (int64_t m = mb; m < me; m += 6) {
                 int64_t rows = me - m < 6 ? me - m : 6;
                 // Rows past the end repeat the last row: computed, never stored.
