@@ -24,6 +24,9 @@ extension ImageDecoder {
                 var img = png_image()
                 img.version = UInt32(PNG_IMAGE_VERSION)
                 defer { png_image_free(&img) }
+                if let place = ImageStructure.pngOverrun(b) {
+                    throw DataError.truncatedImage(file: path, format: "PNG", place: place)
+                }
                 guard png_image_begin_read_from_memory(&img, b.baseAddress, b.count) != 0 else {
                     let message = withUnsafeBytes(of: img.message) { String(decoding: $0.prefix(while: { $0 != 0 }), as: UTF8.self) }
                     throw DataError.corruptImage(file: path, format: "PNG",

@@ -186,6 +186,9 @@ public enum ImageDecoder {
             }
             return .corruptImage(file: name, format: "PNG", reason: "\(message.isEmpty ? "unknown error" : message) (\(place))")
         }
+        if b.count >= 8, let place = ImageStructure.pngOverrun(b) {
+            throw DataError.truncatedImage(file: name, format: "PNG", place: place)
+        }
         guard png_image_begin_read_from_memory(&img, b.baseAddress, b.count) != 0 else { throw failure() }
         let w = Int(img.width), h = Int(img.height)
         try checkPixels(w, h, name: name, format: "PNG", maxPixels: maxPixels)

@@ -196,6 +196,24 @@ import MLToolTestSupport
         #expect(r?.stdout.contains("bomb.png") != false)
     }
 
+    /// A chunk whose length field claims far more than the file holds (found by the `image` fuzz target: a 117-byte
+    /// PNG whose zTXt claimed 1.76 GB took 1.8 GB of memory and 2 s, libpng allocating the claim before reading):
+    /// refused before libpng sees it, naming the chunk, for `predict` (decoding) and `train` (sizes from headers).
+    @Test func pngChunkClaimingGigabytesIsRefusedBeforeLibpngAllocatesIt() throws {
+        guard Tool.available else { return Oracles.missing(Oracles.mltoolBinaryProblem) }
+        let dir = try TempDir()
+        defer { dir.cleanup() }
+        try ModelFile.write(Make.tinyClassifier(), to: dir.file("tiny.bin"))
+        for (type, claim) in [("zTXt", 1_761_607_680), ("iTXt", 2_000_000_000), ("sPLT", Int(Int32.max))] {
+            var png = Make.png(width: 8, height: 8, rgb: (20, 130, 30), noiseSeed: 5)
+            // After IHDR: the chunk's header and a few bytes of its data, then the rest of the file.
+            png.insert(contentsOf: Make.be32(UInt32(claim)) + Array(type.utf8) + Array("Comment".utf8), at: 8 + 25)
+            try Self.write(png, to: dir.file("lie.png"))
+            try Self.expectRefused("PNG \(type) claiming \(claim) bytes", ["predict", dir.file("tiny.bin"), dir.file("lie.png")],
+                                   in: dir, mentions: ["lie.png", "truncated PNG", "the \(type) chunk at byte 33", "claims \(claim) bytes"])
+        }
+    }
+
     // MARK: models
 
     /// Protocol buffer encoding, enough for a hand-made ONNX file.
