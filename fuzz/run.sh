@@ -62,7 +62,12 @@ for t in "${TARGETS[@]}"; do
     before=$(ls "$crashes" | wc -l)
     start=$(date +%s)
     # CPU seconds (user + system) of the fuzzer, measured by time(1): wall time says little on a loaded machine.
-    MLTOOL_FUZZ_TARGET=$t /usr/bin/time -f '%U %S' -o "$log.cpu" "$BIN" "${dirs[@]}" -dict="fuzz/dicts/${DICT[$t]}.dict" \
+    # keras-h5 forks the (AddressSanitizer-instrumented) process for every execution: with ASan's quarantine held
+    # to 8 MB instead of 256 the process is about 100 MB instead of 370 and the fork cheaper (27 → 35 executions a
+    # second, measured); freed memory is then reused sooner, so a use after free is caught over a shorter window.
+    asan=$ASAN_OPTIONS
+    if [ "$t" = keras-h5 ] && [[ "$asan" != *quarantine_size_mb* ]]; then asan="$asan:quarantine_size_mb=8:thread_local_quarantine_size_kb=64"; fi
+    ASAN_OPTIONS=$asan MLTOOL_FUZZ_TARGET=$t /usr/bin/time -f '%U %S' -o "$log.cpu" "$BIN" "${dirs[@]}" -dict="fuzz/dicts/${DICT[$t]}.dict" \
         -max_total_time="$SECONDS_EACH" -rss_limit_mb=2048 -malloc_limit_mb=2048 -timeout=10 \
         -artifact_prefix="$crashes/" -print_final_stats=1 ${FUZZ_ARGS:-} >"$log" 2>&1
     rc=$?
