@@ -31,6 +31,7 @@ import MLToolTestSupport
         Shape(h: 7, w: 7, c: 48, k: 3, stride: 1, dilation: 1),
         Shape(h: 13, w: 15, c: 32, k: 3, stride: 2, dilation: 1),
         Shape(h: 6, w: 10, c: 16, k: 5, stride: 1, dilation: 1),
+        Shape(h: 5, w: 8, c: 24, k: 5, stride: 1, dilation: 1),     // AVX2's border runs (8-lane blocks)
     ]
 
     @Test func simdLevelsGiveTheDocumentedSumsBitForBit() throws {
