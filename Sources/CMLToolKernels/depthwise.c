@@ -385,12 +385,13 @@ MLK_AVX2 static void depthwise_avx2(const float *x, int64_t H, int64_t W, int64_
                 continue;
             }
             if (sw == 1 && dw == 1 && (KW == 3 || KW == 5) &&
-                (use512 ? CN % 16 == 0 && (OW <= 8 || (KW == 5 && OW <= 16)) : C8 == CN && KW == 5 && OW <= 8)) {
-                // A border run (some taps outside the image): up to 8 pixels from here. Measured on Zen 4 against
-                // the pixel-by-pixel path, in EfficientNet-Lite0: 5 × 5 and 3 × 3 on 7 × 7 × 1152 maps 25–30%
-                // faster, 5 × 5 on 14 × 14 the same; slower at stride 2 (5 × 5, 14 × 14 → 7 × 7) and, for 3 × 3,
-                // where a row is more than one run (its borders are one pixel wide). On AVX2 (the same machine,
-                // forced): 5 × 5 on 7 × 7 17% faster, 3 × 3 the same, 5 × 5 on 14 × 14 slower than the six-pixel runs.
+                (use512 ? CN % 16 == 0 : C8 == CN && (OW <= 8 || (KW == 5 && OW <= 16)))) {
+                // A border run (some taps outside the image): up to 8 pixels from here, instead of pixel by pixel.
+                // Measured on Zen 4 (microbenchmarks, best of 5): AVX-512, 5 × 5 on 7 × 7 × 1152 2×, on 14 × 14 to
+                // 56 × 56 10–20% faster, 3 × 3 on 14 × 14 to 112 × 112 10–15%; stride 2 (5 × 5, 14 × 14 → 7 × 7)
+                // slower, so not taken. AVX2 (forced) gains only on maps up to 8 wide (3 × 3: 27 → 18 µs on
+                // 7 × 7 × 1152) and for 5 × 5 up to 16 (14 × 14: 111 → 86 µs); wider, its six-pixel interior runs
+                // are faster.
                 int64_t R = OW - ox < 8 ? OW - ox : 8;
                 int64_t ix = ox * sw - pl;   // input column of the run's first tap (may be < 0)
                 int64_t span = 7 * sw + KW, jlo = ix < 0 ? -ix : 0, jhi = W - ix < span ? W - ix : span;
