@@ -95,6 +95,39 @@ ctile(int R, const float *const *base, int64_t KH, int64_t run, int64_t rowStrid
         }
 }
 
+// The usual stem (3 input channels, 3 × 3, stride 2): 12 pixels × P panels per tile, every tap at a constant offset
+// from one pointer per kernel row (pixel i's taps start 6 floats after pixel i − 1's), so the 12 broadcasts need no
+// pointer registers of their own. The same products in the same k order as ctile: the same bits.
+MLK_INLINE MLK_AVX512 void
+stile(int R, int P, const float *b0, int64_t KH, int64_t rowStride, const float *packed, int64_t K, const __m512 *b,
+      const __mmask16 *mask, const int64_t *nv, float *out, int64_t N, int act, float p0, float p1) {
+    __m512 c[12][2];
+    for (int i = 0; i < R; i++) { c[i][0] = _mm512_setzero_ps(); c[i][1] = _mm512_setzero_ps(); }
+    int64_t k = 0;
+    for (int64_t ky = 0; ky < KH; ky++) {
+        const float *r = b0 + ky * rowStride;
+#pragma clang loop unroll(full)
+        for (int t = 0; t < 9; t++, k++) {
+            __m512 w0 = _mm512_load_ps(packed + k * 16);
+            __m512 w1 = P > 1 ? _mm512_load_ps(packed + (K + k) * 16) : w0;
+#pragma clang loop unroll(full)
+            for (int i = 0; i < R; i++) {
+                __m512 v = _mm512_set1_ps(r[i * 6 + t]);
+                c[i][0] = _mm512_fmadd_ps(v, w0, c[i][0]);
+                if (P > 1) c[i][1] = _mm512_fmadd_ps(v, w1, c[i][1]);
+            }
+        }
+    }
+    for (int i = 0; i < R; i++)
+        for (int j = 0; j < P; j++) {
+            float *o = out + i * N + 16 * j;
+            __m512 v = _mm512_add_ps(c[i][j], b[j]);
+            if (MLK_ACT_VECTOR(act)) { _mm512_mask_storeu_ps(o, mask[j], mlk_act16(v, act, p0, p1)); continue; }
+            _mm512_mask_storeu_ps(o, mask[j], v);
+            for (int64_t q = 0; q < nv[j]; q++) o[q] = act_scalar(o[q], act, p0, p1);
+        }
+}
+
 // Output pixels [ox0, ox1) of row oy, every tap inside the image (the caller checks).
 MLK_AVX512 static void conv_direct_avx512(const float *x, int64_t W, int64_t C, int64_t KH, int64_t KW,
                                         const float *packed, int64_t N, int64_t OW, int64_t oy, int64_t ox0,
@@ -112,6 +145,17 @@ MLK_AVX512 static void conv_direct_avx512(const float *x, int64_t W, int64_t C, 
     }
     int64_t K = KH * KW * C, run = KW * C, rowStride = W * C;
     int64_t ox = ox0;
+    if (C == 3 && KW == 3 && sw == 2) {
+        // 12 pixels a tile for one panel, 8 for two (24 accumulators ran slower than 16 here). Measured on Zen 4,
+        // the 224 × 224 stem, best of 5: 32 outputs 352 → 270 µs, 16 outputs 201 → 149 µs.
+        int R = P == 2 ? 8 : 12;
+        for (; ox + R <= ox1; ox += R) {
+            const float *b0 = x + (iy * W + ox * 2 - pl) * 3;
+            float *out = y + (oy * OW + ox) * N;
+            if (P == 2) stile(8, 2, b0, KH, rowStride, packed, K, b, mask, nv, out, N, act, p0, p1);
+            else stile(12, 1, b0, KH, rowStride, packed, K, b, mask, nv, out, N, act, p0, p1);
+        }
+    }
     while (ox < ox1) {
         int R = ox1 - ox < 8 ? (int)(ox1 - ox) : 8;
         const float *base[8];

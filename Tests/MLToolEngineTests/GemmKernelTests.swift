@@ -148,5 +148,50 @@ import MLToolTestSupport
         #expect(fused != plain, "the residual was not added: \(place)")
         #expect((0..<m).allSatisfy { r in (n..<ldy).allSatisfy { fused[r * ldy + $0] == 777 } }, "wrote past column \(n): \(place)")
     }
-}
 
+    /// `mlk_conv_rows` (a stem: interior pixels read in place, borders through im2col rows) gives the bits of
+    /// `mlk_im2col_rows` + `mlk_gemm_packed` at every level: the usual 3 × 3 stride-2 stem with 16, 24 and 32 outputs
+    /// (its 12- and 8-pixel tiles and the tails), a 7 × 7 stride-2 and a one-channel 3 × 3 stride-1 one.
+    @Test func stemRowsGiveTheBitsOfIm2colAndGemm() {
+        var checked = 0
+        let levels = KernelLevelLock.shared.writing {
+            forEachCPULevel { level in
+                for (h, w, c, k, s, n, act) in [(37, 61, 3, 3, 2, 32, Int32(MLK_ACT_CLIP)), (29, 50, 3, 3, 2, 24, Int32(MLK_ACT_SWISH)),
+                                                (33, 47, 3, 3, 2, 16, Int32(MLK_ACT_NONE)), (40, 45, 3, 7, 2, 32, Int32(MLK_ACT_RELU)),
+                                                (21, 30, 1, 3, 1, 8, Int32(MLK_ACT_CLIP))] {
+                    let pad = k / 2
+                    let oh = (h + 2 * pad - k) / s + 1, ow = (w + 2 * pad - k) / s + 1, kk = k * k * c
+                    let x = (0..<(h * w * c)).map { Float(sin(Double($0) * 0.21)) }
+                    let wt = (0..<(kk * n)).map { Float(cos(Double($0) * 0.17)) / Float(kk).squareRoot() }
+                    let bias = (0..<n).map { Float($0 % 3) * 0.2 - 0.2 }
+                    let count = Int(mlk_packed_count(Int64(kk), Int64(n)))
+                    let raw = UnsafeMutableRawPointer.allocate(byteCount: count * 4, alignment: 64)
+                    defer { raw.deallocate() }
+                    let packed = raw.initializeMemory(as: Float.self, repeating: .nan, count: count)
+                    mlk_pack(wt, Int64(kk), Int64(n), packed)
+                    var direct = [Float](repeating: .nan, count: oh * ow * n), twoSteps = direct
+                    var cols = [Float](repeating: 0, count: oh * ow * kk)
+                    direct.withUnsafeMutableBufferPointer { y in
+                        cols.withUnsafeMutableBufferPointer { colp in
+                            mlk_conv_rows(x, Int64(h), Int64(w), Int64(c), Int64(k), Int64(k), packed, Int64(n), Int64(ow), 0,
+                                          Int64(oh * ow), Int64(s), Int64(s), 1, 1, Int64(pad), Int64(pad), bias, y.baseAddress,
+                                          colp.baseAddress, act, 0, 6)
+                        }
+                    }
+                    cols.withUnsafeMutableBufferPointer { colp in
+                        mlk_im2col_rows(x, Int64(h), Int64(w), Int64(c), Int64(k), Int64(k), colp.baseAddress, Int64(ow), 0,
+                                        Int64(oh * ow), Int64(s), Int64(s), 1, 1, Int64(pad), Int64(pad))
+                        twoSteps.withUnsafeMutableBufferPointer { y in
+                            mlk_gemm_packed(colp.baseAddress, Int64(kk), packed, 0, Int64(oh * ow), Int64(n), Int64(kk), bias,
+                                            y.baseAddress, Int64(n), act, 0, 6)
+                        }
+                    }
+                    let differ = zip(direct, twoSteps).filter { $0.bitPattern != $1.bitPattern }.count
+                    #expect(differ == 0, "level \(level), \(h)×\(w)×\(c) k\(k) s\(s) n\(n): \(differ) values differ")
+                    checked += 1
+                }
+            }
+        }
+        #expect(!levels.isEmpty && checked == 5 * levels.count)
+    }
+}
