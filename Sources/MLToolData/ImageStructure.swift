@@ -58,12 +58,13 @@ enum ImageStructure {
         var at = 8
         while n - at >= 8 {
             let length = Int(be32(b, at))
-            let type = String(decoding: UnsafeBufferPointer(rebasing: b[(at + 4)..<(at + 8)]), as: UTF8.self)
-            guard length <= Int(Int32.max) else { return "the \(type) chunk at byte \(at) claims \(length) bytes (more than 2^31 − 1)" }
+            // The type as text only for a refusal: this runs before every PNG decode.
+            func type() -> String { String(decoding: UnsafeBufferPointer(rebasing: b[(at + 4)..<(at + 8)]), as: UTF8.self) }
+            guard length <= Int(Int32.max) else { return "the \(type()) chunk at byte \(at) claims \(length) bytes (more than 2^31 − 1)" }
             guard length <= n - at - 12 else {
-                return "the file ends at byte \(n), inside the \(type) chunk at byte \(at) (it claims \(length) bytes)"
+                return "the file ends at byte \(n), inside the \(type()) chunk at byte \(at) (it claims \(length) bytes)"
             }
-            if type == "IEND" { return nil }
+            if be32(b, at + 4) == 0x4945_4E44 { return nil }   // "IEND"
             at += 12 + length
         }
         return nil
