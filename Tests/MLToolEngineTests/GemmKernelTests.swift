@@ -32,6 +32,16 @@ import MLToolTestSupport
         }
     }
 
+    /// w (k, n) packed by `mlk_pack` into memory aligned as the engine aligns packed weights (the kernels' aligned
+    /// loads rely on it), NaN wherever packing writes nothing. Free with `UnsafeMutableRawPointer(p).deallocate()`.
+    static func packed(_ w: [Float], k: Int, n: Int) -> UnsafeMutablePointer<Float> {
+        let count = Int(mlk_packed_count(Int64(k), Int64(n)))
+        let raw = UnsafeMutableRawPointer.allocate(byteCount: count * 4, alignment: 64)
+        let packed = raw.initializeMemory(as: Float.self, repeating: .nan, count: count)
+        mlk_pack(w, Int64(k), Int64(n), packed)
+        return packed
+    }
+
     @Test func everyLevelMatchesTheScalarReferenceAndRowsAloneGiveTheSameBits() throws {
         var checked = 0
         let levels = try KernelLevelLock.shared.writing {
@@ -53,12 +63,8 @@ import MLToolTestSupport
         let a = (0..<(m * k)).map { Float(sin(Double($0) * 0.37)) }
         let w = (0..<(k * n)).map { Float(cos(Double($0) * 0.11)) / Float(k).squareRoot() }
         let bias = (0..<n).map { Float($0 % 7) * 0.25 - 0.75 }
-        // Packed weights are 32-byte aligned in the engine (the kernels' aligned loads rely on it).
-        let count = Int(mlk_packed_count(Int64(k), Int64(n)))
-        let raw = UnsafeMutableRawPointer.allocate(byteCount: count * 4, alignment: 64)
-        defer { raw.deallocate() }
-        let packed = raw.initializeMemory(as: Float.self, repeating: .nan, count: count)
-        mlk_pack(w, Int64(k), Int64(n), packed)
+        let packed = Self.packed(w, k: k, n: n)
+        defer { UnsafeMutableRawPointer(packed).deallocate() }
         let ldy = n + 3   // a gap after each row: nothing may be written there
         func run(_ m0: Int, _ m1: Int, into y: inout [Float]) {
             y.withUnsafeMutableBufferPointer { yp in
@@ -115,11 +121,8 @@ import MLToolTestSupport
         let bias = (0..<n).map { Float($0 % 5) * 0.5 - 1 }
         let ldy = n + 5
         let res = (0..<(m * ldy)).map { Float(sin(Double($0) * 0.71)) * 2 }
-        let count = Int(mlk_packed_count(Int64(k), Int64(n)))
-        let raw = UnsafeMutableRawPointer.allocate(byteCount: count * 4, alignment: 64)
-        defer { raw.deallocate() }
-        let packed = raw.initializeMemory(as: Float.self, repeating: .nan, count: count)
-        mlk_pack(w, Int64(k), Int64(n), packed)
+        let packed = Self.packed(w, k: k, n: n)
+        defer { UnsafeMutableRawPointer(packed).deallocate() }
         var fused = [Float](repeating: 777, count: m * ldy), twoSteps = fused, plain = fused, noResidual = fused
         fused.withUnsafeMutableBufferPointer {
             mlk_gemm_packed_res(a, Int64(k), packed, 0, Int64(m), Int64(n), Int64(k), bias, res, $0.baseAddress, Int64(ldy),
@@ -164,11 +167,8 @@ import MLToolTestSupport
                     let x = (0..<(h * w * c)).map { Float(sin(Double($0) * 0.21)) }
                     let wt = (0..<(kk * n)).map { Float(cos(Double($0) * 0.17)) / Float(kk).squareRoot() }
                     let bias = (0..<n).map { Float($0 % 3) * 0.2 - 0.2 }
-                    let count = Int(mlk_packed_count(Int64(kk), Int64(n)))
-                    let raw = UnsafeMutableRawPointer.allocate(byteCount: count * 4, alignment: 64)
-                    defer { raw.deallocate() }
-                    let packed = raw.initializeMemory(as: Float.self, repeating: .nan, count: count)
-                    mlk_pack(wt, Int64(kk), Int64(n), packed)
+                    let packed = Self.packed(wt, k: kk, n: n)
+                    defer { UnsafeMutableRawPointer(packed).deallocate() }
                     var direct = [Float](repeating: .nan, count: oh * ow * n), twoSteps = direct
                     var cols = [Float](repeating: 0, count: oh * ow * kk)
                     direct.withUnsafeMutableBufferPointer { y in
