@@ -6,7 +6,8 @@ import MLToolCore
 struct Plan: Sendable {
     var steps: [Int]
     var shapes: [Int: [Int]]
-    /// Arena slot of each runtime value (graph inputs and step outputs; constants have none).
+    /// Arena slot of each runtime value (graph inputs and step outputs; constants have none, and neither has a
+    /// value a fused pair never writes: the expand conv's output in `fused`, the projection's in `residual`).
     var slot: [Int: Int] = [:]
     var slotSizes: [Int] = []
     var scratch = 0
@@ -46,8 +47,12 @@ struct Plan: Sendable {
             // The conv's input is read while the add's output is written: its slot must not be reused for that.
             lastUse[c.inputs[0]] = max(lastUse[c.inputs[0]] ?? 0, pos + 1)
         }
+        // Values the fused pairs never write: no slot (the 4.8 MB of EfficientNet-Lite0's 112 × 112 × 96 expansion).
+        var unwritten = Set(fused.map { p.steps[steps[$0]].output })
+        for (pos, r) in residual.enumerated() where r != nil { unwritten.insert(p.steps[steps[pos]].output) }
         var free: [Int] = []
         func take(_ v: Int) {
+            if unwritten.contains(v) { return }
             let need = shapes[v]!.reduce(1, *)
             // Best fit among the free slots; else grow the largest free one; else a new slot.
             let fits = free.filter { slotSizes[$0] >= need }
@@ -69,8 +74,8 @@ struct Plan: Sendable {
             let xs = s.inputs.map { shapes[$0]! }
             kernels.append(Fast.kernel(for: s, xs))
             scratch = max(scratch, Fast.scratchCount(s, xs, shapes[s.output]!))
-            for v in Set(s.inputs) where lastUse[v] == pos && p.constants[v] == nil { free.append(slot[v]!) }
-            if lastUse[s.output] == nil { free.append(slot[s.output]!) }
+            for v in Set(s.inputs) where lastUse[v] == pos { if let k = slot[v] { free.append(k) } }
+            if lastUse[s.output] == nil, let k = slot[s.output] { free.append(k) }
         }
     }
 }
@@ -129,7 +134,11 @@ final class Arena: @unchecked Sendable {
             if s.palette != nil { s.packed = decoded }
             return s
         }
-        func pointer(_ v: Int) -> UnsafeMutablePointer<Float> { p.constants[v]?.pointer ?? slots[plan.slot[v]!].pointer }
+        // An unwritten value (no slot) is never read either: its pointer is the scratch's, never dereferenced.
+        let scratchPointer = scratch.pointer
+        func pointer(_ v: Int) -> UnsafeMutablePointer<Float> {
+            p.constants[v]?.pointer ?? plan.slot[v].map { slots[$0].pointer } ?? scratchPointer
+        }
         inputs = plan.steps.map { p.steps[$0].inputs.map { UnsafePointer(pointer($0)) } }
         inputShapes = plan.steps.map { p.steps[$0].inputs.map { plan.shapes[$0]! } }
         outputs = plan.steps.map { pointer(p.steps[$0].output) }

@@ -256,6 +256,47 @@ func mobileNetLike(seed: UInt64 = 7, size: Int = 17) -> Model {
     }
 }
 
+/// A value a fused pair never writes (the expansion between an expand conv and its depthwise conv; a projection whose
+/// add runs in its GEMM) takes no slot of the activation arena: the arena is smaller by at least its size.
+@Suite struct UnwrittenValueTests {
+    static func plan(_ model: Model, outputs: [String], image: [Int]) throws -> (Plan, Program) {
+        let optimized = try GraphPasses.optimize(model)
+        let p = try Program(graph: try #require(optimized.metadata.graph), tensors: optimized.tensorsByName)
+        let targets = try outputs.map { try #require(p.ids[$0], "\($0) is not in the optimized graph") }
+        return (try Plan(program: p, inputShapes: [p.inputIds[0]: image], steps: p.needed(targets), targets: targets), p)
+    }
+
+    @Test func fusedPairsLeaveTheirInnerValueWithoutASlot() throws {
+        var g = GraphBuilder(seed: 7, input: [-1, 64, 60, 8])
+        let mid = g.conv("x", cin: 8, cout: 72, k: (1, 1), act: .relu6)
+        let dw = g.conv(mid, cin: 72, cout: 72, k: (3, 3), pads: [1, 1, 1, 1], groups: 72, act: .relu6)
+        let proj = g.conv(dw, cin: 72, cout: 8, k: (1, 1))
+        let out = g.node(.add, [proj, "x"])
+        let image = [1, 64, 60, 8]
+        let (fused, fp) = try Self.plan(g.model(outputs: [out]), outputs: [out], image: image)
+        #expect(fused.fused.count == 1 && fused.residual.compactMap { $0 }.count == 1, "both pairs fuse")
+        let midId = try #require(fp.ids[mid]), projId = try #require(fp.ids[proj])
+        #expect(fused.slot[midId] == nil, "the expansion has a slot")
+        #expect(fused.slot[projId] == nil, "the projection's output has a slot")
+        // Asking for both values keeps them stored: their slots come back, and the arena grows by at least the
+        // expansion (64 × 60 × 72 floats).
+        let (unfused, up) = try Self.plan(g.model(outputs: [out, mid, proj]), outputs: [out, mid, proj], image: image)
+        let (upMid, upProj) = (try #require(up.ids[mid]), try #require(up.ids[proj]))
+        #expect(unfused.slot[upMid] != nil && unfused.slot[upProj] != nil)
+        let grown = unfused.slotSizes.reduce(0, +) - fused.slotSizes.reduce(0, +)
+        #expect(grown >= 64 * 60 * 72, "arena \(fused.slotSizes) fused vs \(unfused.slotSizes) unfused")
+        // And the fused plan runs to the unfused plan's bits.
+        let input = g.input([1, 64, 60, 8])
+        try KernelLevelLock.shared.reading {
+            for threads in [1, 2] {
+                let f = try #require(try Engine(model: g.model(outputs: [out]), threads: threads).run(["x": input])[out])
+                let u = try #require(try Engine(model: g.model(outputs: [out, mid, proj]), threads: threads).run(["x": input])[out])
+                #expect(zip(f.data, u.data).allSatisfy { $0.bitPattern == $1.bitPattern }, "\(threads) threads")
+            }
+        }
+    }
+}
+
 /// A residual block's projection (a 1×1 conv without activation) and the add of its skip connection run as one GEMM
 /// (`FusedResidual`): the same bits as the two steps, with float and palettized weights, on 1 and 2 threads, for a
 /// batch and for one image; not fused where the add's activation is not exact at every vector width, or where the
