@@ -40,6 +40,17 @@ public final class TensorBytes: @unchecked Sendable {
     deinit { allocated?.deallocate() }
 
     public var count: Int { buffer.count }
+
+    /// Hands the whole memory pages of a view into a file mapping back to the kernel: the bytes stay the same and
+    /// readable (read from the file again when next touched); nothing for owned bytes. For a reader that has copied
+    /// or packed what it needs (a float model's mapped weights were otherwise a second copy in resident memory).
+    public func releasePages() { (owner as? PageReleasing)?.releasePages(buffer) }
+}
+
+/// Memory that can give its resident pages back without changing what it holds: a read-only file mapping.
+public protocol PageReleasing: AnyObject {
+    /// Releases the whole pages inside `range`, a part of this object's memory; anything outside it is ignored.
+    func releasePages(_ range: UnsafeRawBufferPointer)
 }
 
 /// Parameters of a quantized tensor. Linear int8: real = scales[c] * (q - zeroPoints[c]) where c is the index along

@@ -82,6 +82,10 @@ struct Program: Sendable {
         for i in graph.inputs { inputIds.append(define(i.name)) }
         for node in graph.nodes { steps.append(try compile(node, tensors)) }
         for (i, s) in steps.enumerated() { producer[s.output] = i }
+        // Every weight is now copied or packed, palettes read in place aside: the model file's pages go back to the
+        // kernel (`TensorBytes.releasePages`), also those that reading the small tensors (biases) mapped around them.
+        let inPlace = Set(steps.compactMap { $0.palette.map { ObjectIdentifier($0.tensor.bytes) } })
+        for t in tensors.values where !inPlace.contains(ObjectIdentifier(t.bytes)) { t.bytes.releasePages() }
         for o in graph.outputs where ids[o] == nil { throw EngineError.unknownOutput(name: o) }
     }
 
@@ -102,8 +106,13 @@ struct Program: Sendable {
         return id
     }
 
+    /// `t`'s values as floats; the file pages they were read from go back to the kernel (`TensorBytes.releasePages`).
     private func load(_ t: StoredTensor, _ node: Node) throws -> [Float] {
-        do { return try t.floats() } catch {
+        do {
+            let v = try t.floats()
+            t.bytes.releasePages()
+            return v
+        } catch {
             throw EngineError.badWeights(node: node.name, tensor: t.name, reason: "\(error)")
         }
     }
@@ -152,7 +161,7 @@ struct Program: Sendable {
         /// when `gemm`); nothing is read when only validating.
         func gemmWeight(_ t: StoredTensor, k: Int, n: Int, gemm: Bool) throws {
             if purpose == .validate { return }
-            if gemm, let q = quantized(t, k: k, n: n) { s.qweights = q; return }
+            if gemm, let q = quantized(t, k: k, n: n) { s.qweights = q; t.bytes.releasePages(); return }
             // Fast mode reads only the packed form: float32 weights are packed straight from their stored
             // (memory-mapped) bytes, with no copy in between.
             // A one-channel 1 → 1 conv is depthwise by shape and runs the depthwise kernel on float weights.
@@ -166,6 +175,7 @@ struct Program: Sendable {
             }
             if gemm && purpose == .fast && !depthwiseShaped, let stored = Self.storedFloats(t, count: k &* n) {
                 packForFast(stored, k: k, n: n)
+                t.bytes.releasePages()   // packed: the file's pages are not read again
                 return
             }
             let w = Buffer(try load(t, node))

@@ -1,11 +1,12 @@
 import Foundation
+import MLToolCore
 #if canImport(Glibc)
 import Glibc
 #endif
 
 /// The bytes of a whole model file: a read-only private memory mapping (unmapped on deinit) or an owned, 64-byte
 /// aligned copy. Tensors read from the file are `TensorBytes` views that keep this object alive.
-final class FileStorage: @unchecked Sendable {
+final class FileStorage: PageReleasing, @unchecked Sendable {
     let bytes: UnsafeRawBufferPointer
     private let mappedLength: Int
     private let allocated: UnsafeMutableRawBufferPointer?
@@ -42,6 +43,18 @@ final class FileStorage: @unchecked Sendable {
         allocated = m
         mappedLength = 0
         bytes = UnsafeRawBufferPointer(rebasing: m[0..<source.count])
+    }
+
+    /// The whole pages of a mapping inside `range` go back to the kernel (MADV_DONTNEED): a private, read-only file
+    /// mapping reads them from the file again when next touched, so the bytes are unchanged. Nothing for a copy.
+    func releasePages(_ range: UnsafeRawBufferPointer) {
+        guard mappedLength > 0, let base = bytes.baseAddress, let start = range.baseAddress else { return }
+        let page = max(1, sysconf(Int32(_SC_PAGESIZE)))
+        let lo = max(Int(bitPattern: start), Int(bitPattern: base))
+        let hi = min(Int(bitPattern: start) &+ range.count, Int(bitPattern: base) &+ mappedLength)
+        let first = (lo &+ page &- 1) / page &* page, end = hi / page &* page
+        guard end > first, let p = UnsafeMutableRawPointer(bitPattern: first) else { return }
+        _ = madvise(p, end &- first, MADV_DONTNEED)
     }
 
     deinit {

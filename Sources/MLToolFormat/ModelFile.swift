@@ -29,10 +29,14 @@ import MLToolCore
 /// Reads, validates, serializes and writes mltool model files (docs/FORMAT.md).
 public enum ModelFile {
     /// Reads the model at `path`: memory-maps it, verifies every checksum and validates every rule of the format.
-    /// The returned tensors are views into the mapping, which lives as long as any of them.
+    /// The returned tensors are views into the mapping, which lives as long as any of them; its pages, all read for
+    /// the checksums, go back to the kernel once they match (`TensorBytes.releasePages`), so a reader that copies
+    /// or packs tensors one by one holds one of them in the file's pages at a time, not the whole file.
     /// Recorded relative paths (docs/FORMAT.md, "Paths") are resolved against the file's directory.
     public static func read(path: String) throws -> Model {
-        var model = try decode(FileStorage(mapping: path, populate: true), file: path).model
+        let storage = try FileStorage(mapping: path, populate: true)
+        var model = try decode(storage, file: path).model
+        storage.releasePages(storage.bytes)
         model.metadata = model.metadata.resolvingPaths(forFileAt: path)
         return model
     }

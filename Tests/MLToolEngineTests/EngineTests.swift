@@ -1,6 +1,8 @@
+import Foundation
 import MLToolCore
 import Testing
 @testable import MLToolEngine
+import MLToolFormat
 import MLToolTestSupport
 
 /// A MobileNet-style network: conv-bn-relu6 stem, inverted residual blocks (1×1 expand, depthwise, 1×1 project,
@@ -294,6 +296,36 @@ func mobileNetLike(seed: UInt64 = 7, size: Int = 17) -> Model {
                 #expect(zip(f.data, u.data).allSatisfy { $0.bitPattern == $1.bitPattern }, "\(threads) threads")
             }
         }
+    }
+}
+
+/// An engine built from a model file keeps packed copies of its weights, not the file's pages too: once built, the
+/// mapping of the file holds at most a page or two at each tensor's ends (it held the whole float file before),
+/// and the outputs are those of the same model read from memory.
+@Suite struct FilePagesTests {
+    @Test func packedWeightsLeaveTheFilePagesToTheKernel() throws {
+        var g = GraphBuilder(seed: 11, input: [-1, 12, 12, 16])
+        let c1 = g.conv("x", cin: 16, cout: 256, k: (3, 3), pads: [1, 1, 1, 1], act: .relu)
+        let c2 = g.conv(c1, cin: 256, cout: 256, k: (1, 1), act: .relu)
+        let pooled = g.node(.globalAvgPool, [c2])
+        let out = g.dense(pooled, 256, 600)
+        let model = g.model(outputs: [out])
+        let dir = NSTemporaryDirectory() + "mltool-filepages-\(getpid())"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let path = dir + "/m.bin"
+        try ModelFile.write(model, to: path)
+        let read = try ModelFile.read(path: path)
+        let weightKB = read.tensors.reduce(0) { $0 + $1.bytes.count } / 1024
+        #expect(weightKB > 700)
+        let input = g.input([1, 12, 12, 16])
+        let fromFile = try Engine(model: read, threads: 1)
+        let page = sysconf(Int32(_SC_PAGESIZE)) / 1024
+        let resident = ResidentMemory.kilobytes(mappedFrom: path)
+        #expect(resident <= 2 * page * read.tensors.count, "\(resident) KB of the \(weightKB) KB file resident after init")
+        let a = try #require(try fromFile.run(["x": input])[out])
+        let b = try #require(try Engine(model: model, threads: 1).run(["x": input])[out])
+        #expect(a.data.map(\.bitPattern) == b.data.map(\.bitPattern))
     }
 }
 

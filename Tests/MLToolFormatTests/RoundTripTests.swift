@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import MLToolCore
+import MLToolTestSupport
 @testable import MLToolFormat
 
 @Suite struct RoundTripTests {
@@ -128,6 +129,36 @@ import MLToolCore
         }
         #expect(tensors > 0)
         #expect(try FileManager.default.contentsOfDirectory(atPath: dir) == ["model.bin"])
+    }
+
+    /// Reading verifies every checksum (all pages read), then gives the file's pages back: the mapping holds at
+    /// most its last, partial page; a tensor read afterwards has its bytes unchanged (read from the file again), and
+    /// `releasePages` gives back the whole pages inside it.
+    @Test func readGivesTheFilePagesBackAndTheBytesStayTheSame() throws {
+        let dir = try TestModels.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let path = dir + "/model.bin"
+        let values = (0..<300_000).map { Float($0 % 977) * 0.25 - 60 }
+        var model = TestModels.small()
+        model.tensors.append(StoredTensor(name: "big", tensor: Tensor(shape: [values.count], data: values)))
+        try ModelFile.write(model, to: path)
+        let read = try ModelFile.read(path: path)
+        let page = sysconf(Int32(_SC_PAGESIZE)), read0 = ResidentMemory.kilobytes(mappedFrom: path)
+        #expect(read0 >= 0 && read0 * 1024 <= page, "after read: \(read0) KB resident")
+        let big = try #require(read.tensors.first { $0.name == "big" })
+        #expect(try big.floats() == values)
+        #expect(ResidentMemory.kilobytes(mappedFrom: path) >= values.count * 4 / 1024 - 8, "reading the tensor brings its pages back")
+        big.bytes.releasePages()
+        // At most what the kernel mapped around the tensor when it was read (fault-around: 64 KB by default).
+        let after = ResidentMemory.kilobytes(mappedFrom: path)
+        #expect(after <= values.count * 4 / 1024 / 4, "after releasePages: \(after) KB")
+        #expect(try big.floats() == values)
+        #expect(try ModelFile.serialize(read) == ModelFile.serialize(model))
+        // Owned bytes (a model read from memory) are left alone.
+        let copy = try ModelFile.read(bytes: try ModelFile.serialize(model), name: "copy")
+        let owned = try #require(copy.tensors.first { $0.name == "big" })
+        owned.bytes.releasePages()
+        #expect(try owned.floats() == values)
     }
 
     /// The address ranges this process has mapped from `path` (Linux /proc/self/maps).
