@@ -242,6 +242,18 @@ MLK_AVX2 static void gemm_avx2(const float *a, int64_t lda, const float *packed,
                                  mlk_store16(yr, rr, c##i##0, b0, nv[0], act, p0, p1, lo, hi); \
                                  if (np > 1) mlk_store16(yr + 16, rr ? rr + 16 : NULL, c##i##1, b1, nv[1], act, p0, p1, lo, hi); \
                                  if (np > 2) mlk_store16(yr + 32, rr ? rr + 32 : NULL, c##i##2, b2, nv[2], act, p0, p1, lo, hi); }
+// The usual epilogue (three whole panels; ReLU6's clip or nothing; the residual or none) with the activation a
+// constant, so that the 24 stores test nothing: the same operations as mlk_store16.
+#define MLK_SW(i, ACT, RES) if (i < rows) { float *yr = y + (m + i) * ldy + n0; \
+    const float *rr = RES ? res + (m + i) * ldy + n0 : NULL; \
+    __m512 v0 = _mm512_add_ps(c##i##0, b0), v1 = _mm512_add_ps(c##i##1, b1), v2 = _mm512_add_ps(c##i##2, b2); \
+    if (RES) { v0 = _mm512_add_ps(v0, _mm512_loadu_ps(rr)); v1 = _mm512_add_ps(v1, _mm512_loadu_ps(rr + 16)); \
+               v2 = _mm512_add_ps(v2, _mm512_loadu_ps(rr + 32)); } \
+    _mm512_storeu_ps(yr, act16(v0, ACT, lo, hi)); _mm512_storeu_ps(yr + 16, act16(v1, ACT, lo, hi)); \
+    _mm512_storeu_ps(yr + 32, act16(v2, ACT, lo, hi)); }
+#define MLK_SW_CLIP(i) MLK_SW(i, MLK_ACT_CLIP, 0)
+#define MLK_SW_NONE(i) MLK_SW(i, MLK_ACT_NONE, 0)
+#define MLK_SW_RES(i) MLK_SW(i, MLK_ACT_NONE, 1)
 #define MLK_P(i) const float *r##i = a + (m + (i < rows ? i : 0)) * lda;
 #define MLK_ALL(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
 
@@ -268,6 +280,9 @@ MLK_AVX512 static void gemm_avx512(const float *a, int64_t lda, const float *pac
                                        : _mm512_setzero_ps();
             }
             __m512 b0 = bb[0], b1 = bb[1], b2 = bb[2];
+            // 1: three whole panels, clip, no residual; 2: the same without activation; 3: no activation, a residual.
+            int full = np == 3 && nv[2] == 16;
+            int whole = !full ? 0 : act == MLK_ACT_CLIP && !res ? 1 : act == MLK_ACT_NONE ? (res ? 3 : 2) : 0;
             for (int64_t m = mb; m < me; m += 8) {
                 int64_t rows = me - m < 8 ? me - m : 8;
                 if (rows == 1) {
@@ -305,7 +320,10 @@ MLK_AVX512 static void gemm_avx512(const float *a, int64_t lda, const float *pac
                         MLK_ALL(MLK_F1)
                     }
                 }
-                MLK_ALL(MLK_S)
+                if (whole == 1) { MLK_ALL(MLK_SW_CLIP) }
+                else if (whole == 2) { MLK_ALL(MLK_SW_NONE) }
+                else if (whole == 3) { MLK_ALL(MLK_SW_RES) }
+                else { MLK_ALL(MLK_S) }
             }
         }
     }
@@ -333,13 +351,28 @@ MLK_INLINE MLK_AVX512 void gtile(int R, int P, const float *a, int64_t lda, int6
             for (int j = 0; j < P; j++) c[i][j] = _mm512_fmadd_ps(v, w[j], c[i][j]);
         }
     }
+    if (MLK_ACT_VECTOR(act)) {
+        // Unrolled, so that the accumulators stay in registers (a rolled loop indexes them: stored to the stack).
+        _Pragma("clang loop unroll(full)")
+        for (int i = 0; i < R; i++) {
+            if (i >= rows) break;
+            float *yr = y + (m + i) * ldy;
+            const float *rr = res ? res + (m + i) * ldy : NULL;
+            _Pragma("clang loop unroll(full)")
+            for (int j = 0; j < P; j++) {
+                __m512 v = _mm512_add_ps(c[i][j], b[j]);
+                if (rr) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(mask[j], rr + 16 * j));
+                _mm512_mask_storeu_ps(yr + 16 * j, mask[j], mlk_act16(v, act, p0, p1));
+            }
+        }
+        return;
+    }
     for (int i = 0; i < R && i < rows; i++) {
         float *yr = y + (m + i) * ldy;
         const float *rr = res ? res + (m + i) * ldy : NULL;
         for (int j = 0; j < P; j++) {
             __m512 v = _mm512_add_ps(c[i][j], b[j]);
             if (rr) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(mask[j], rr + 16 * j));
-            if (MLK_ACT_VECTOR(act)) { _mm512_mask_storeu_ps(yr + 16 * j, mask[j], mlk_act16(v, act, p0, p1)); continue; }
             _mm512_mask_storeu_ps(yr + 16 * j, mask[j], v);
             for (int64_t t = 0; t < nv[j]; t++) yr[16 * j + t] = act_scalar(yr[16 * j + t], act, p0, p1);
         }
