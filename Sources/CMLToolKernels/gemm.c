@@ -161,6 +161,8 @@ __attribute__((noinline)) MLK_AVX2 static void gemm_avx2_tiles(const float *a, i
             int64_t n0 = p * 16, nv = N - n0 < 16 ? N - n0 : 16;
             __m256 b0 = bias && nv == 16 ? _mm256_loadu_ps(bias + n0) : _mm256_setzero_ps();
             __m256 b1 = bias && nv == 16 ? _mm256_loadu_ps(bias + n0 + 8) : _mm256_setzero_ps();
+            // 1: a whole panel, clip, no residual; 2: the same without activation; 3: no activation, a residual.
+            int whole = nv != 16 ? 0 : act == MLK_ACT_CLIP && !res ? 1 : act == MLK_ACT_NONE ? (res ? 3 : 2) : 0;
             if (nv <= 8) {
                 // A last panel of at most 8 columns: its first half only (no multiply-adds on zero columns).
                 gemm_avx2_half(a, lda, bp, mb, me, n0, nv, K, bias, res, y, ldy, act, p0, p1);
@@ -188,6 +190,23 @@ __attribute__((noinline)) MLK_AVX2 static void gemm_avx2_tiles(const float *a, i
                     v = _mm256_broadcast_ss(r3 + k); c30 = _mm256_fmadd_ps(v, w0, c30); c31 = _mm256_fmadd_ps(v, w1, c31);
                     v = _mm256_broadcast_ss(r4 + k); c40 = _mm256_fmadd_ps(v, w0, c40); c41 = _mm256_fmadd_ps(v, w1, c41);
                     v = _mm256_broadcast_ss(r5 + k); c50 = _mm256_fmadd_ps(v, w0, c50); c51 = _mm256_fmadd_ps(v, w1, c51);
+                }
+                if (rows == 6 && whole) {
+                    // The usual epilogue with the activation a constant and nothing tested per store (a rolled
+                    // loop over the rows keeps the accumulators on the stack): the operations of the loop below.
+#define MLK_S6(r, ACT, RES) { float *yr = y + (m + r) * ldy + n0; \
+    __m256 v0 = _mm256_add_ps(c##r##0, b0), v1 = _mm256_add_ps(c##r##1, b1); \
+    if (RES) { const float *rr = res + (m + r) * ldy + n0; \
+               v0 = _mm256_add_ps(v0, _mm256_loadu_ps(rr)); v1 = _mm256_add_ps(v1, _mm256_loadu_ps(rr + 8)); } \
+    _mm256_storeu_ps(yr, act8(v0, ACT, lo, hi)); _mm256_storeu_ps(yr + 8, act8(v1, ACT, lo, hi)); }
+#define MLK_S6_ALL(ACT, RES) { MLK_S6(0, ACT, RES) MLK_S6(1, ACT, RES) MLK_S6(2, ACT, RES) MLK_S6(3, ACT, RES) \
+    MLK_S6(4, ACT, RES) MLK_S6(5, ACT, RES) }
+                    if (whole == 1) MLK_S6_ALL(MLK_ACT_CLIP, 0)
+                    else if (whole == 2) MLK_S6_ALL(MLK_ACT_NONE, 0)
+                    else MLK_S6_ALL(MLK_ACT_NONE, 1)
+#undef MLK_S6_ALL
+#undef MLK_S6
+                    continue;
                 }
                 __m256 acc[12] = {c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51};
                 for (int64_t r = 0; r < rows; r++) {

@@ -11,7 +11,7 @@ import MLToolTestSupport
 /// whole call, whichever tile computed it (the contract that makes thread splits bit-identical).
 @Suite(.serialized) struct GemmKernelTests {
     static let acts: [(code: Int32, p0: Float, p1: Float)] = [
-        (Int32(MLK_ACT_NONE), 0, 0), (Int32(MLK_ACT_RELU), 0, 0), (Int32(MLK_ACT_CLIP), 0, 6),
+        (Int32(MLK_ACT_NONE), 0, 0), (Int32(MLK_ACT_RELU), 0, 0), (Int32(MLK_ACT_CLIP), -0.25, 0.5),
         (Int32(MLK_ACT_LEAKY), 0.1, 0), (Int32(MLK_ACT_SIGMOID), 0, 0),
         (Int32(MLK_ACT_HARDSIGMOID), 0.2, 0.5), (Int32(MLK_ACT_HARDSWISH), 0, 0),
         (Int32(MLK_ACT_SWISH), 0, 0), (Int32(MLK_ACT_TANH), 0, 0),
