@@ -317,6 +317,14 @@ struct Program: Sendable {
         }
         let dataInputs = [.conv, .dense, .batchNorm].contains(node.op) ? Array(node.inputs.prefix(1)) : node.inputs
         s.inputs = try dataInputs.map { try use($0, node, tensors) }
+        // Each value has one producer (docs/FORMAT.md rule 12, checked here too for models that never were a file):
+        // an output that is also a graph input, a model tensor or another node's output would share its storage
+        // (the plan sizes and frees storage per value, and a fused pair's inner value has none).
+        guard ids[node.outputs[0]] == nil, tensors[node.outputs[0]] == nil else {
+            throw EngineError.invalidAttribute(node: node.name, attribute: "output '\(node.outputs[0])'",
+                                               expected: "a name no graph input, model tensor or other node has",
+                                               actual: "a name already in use")
+        }
         s.output = define(node.outputs[0])
         return s
     }

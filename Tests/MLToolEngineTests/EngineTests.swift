@@ -148,6 +148,33 @@ func mobileNetLike(seed: UInt64 = 7, size: Int = 17) -> Model {
         #expect(engineError { $0.node(.add, ["x", "ghost"], name: "sum") } == .unknownTensor(node: "sum", tensor: "ghost"))
     }
 
+    /// A node output that reuses the name of a graph input, a model tensor or another node's output is refused
+    /// (it would share that value's storage), naming the node and the output.
+    @Test func outputsThatReuseANameAreRefused() {
+        func refused(_ e: EngineError?, _ node: String, _ name: String) -> Bool {
+            if case let .invalidAttribute(n, attribute, _, _)? = e { return n == node && attribute == "output '\(name)'" }
+            return false
+        }
+        let asInput = engineError { g in
+            g.nodes.append(Node(name: "r", op: .relu, inputs: ["x"], outputs: ["x"], attributes: Attributes()))
+            return g.node(.relu, ["x"])
+        }
+        #expect(refused(asInput, "r", "x"), "\(String(describing: asInput))")
+        let twice = engineError { g in
+            let a = g.node(.relu, ["x"], name: "a")
+            g.nodes.append(Node(name: "b", op: .sigmoid, inputs: ["x"], outputs: [a], attributes: Attributes()))
+            return g.node(.add, [a, "x"])
+        }
+        #expect(refused(twice, "b", "a:0"), "\(String(describing: twice))")
+        let asTensor = engineError { g in
+            let t = g.constant([4])
+            let sum = g.node(.add, ["x", t])
+            g.nodes.append(Node(name: "c", op: .relu, inputs: [sum], outputs: [t], attributes: Attributes()))
+            return g.node(.add, [sum, t])
+        }
+        #expect(refused(asTensor, "c", "t1"), "\(String(describing: asTensor))")
+    }
+
     @Test func missingAttribute() {
         #expect(engineError { $0.node(.maxPool, ["x"], name: "pool") } == .missingAttribute(node: "pool", op: "maxPool", attribute: "kernel"))
         #expect(engineError { $0.node(.reshape, ["x"], name: "r") } == .missingAttribute(node: "r", op: "reshape", attribute: "shape"))
