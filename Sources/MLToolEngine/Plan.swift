@@ -50,6 +50,7 @@ struct Plan: Sendable {
         // Values the fused pairs never write: no slot (the 4.8 MB of EfficientNet-Lite0's 112 × 112 × 96 expansion).
         var unwritten = Set(fused.map { p.steps[steps[$0]].output })
         for (pos, r) in residual.enumerated() where r != nil { unwritten.insert(p.steps[steps[pos]].output) }
+        unwritten.subtract(p.inputIds)   // never a graph input (Program refuses a node output named like one)
         var free: [Int] = []
         func take(_ v: Int) {
             if unwritten.contains(v) { return }
