@@ -47,6 +47,14 @@ static void gemm_portable(const float *a, int64_t lda, const float *packed, int6
 }
 
 #if MLK_X86
+// Which of the tiles' specialised epilogues stores a tile of whole panels (`whole`): 1 ReLU6's clip and no
+// residual, 2 no activation and no residual, 3 no activation and a residual; 0 the general one.
+MLK_INLINE int fast_epilogue(int whole, int act, const float *res) {
+    if (!whole) return 0;
+    if (act == MLK_ACT_CLIP && !res) return 1;
+    return act == MLK_ACT_NONE ? (res ? 3 : 2) : 0;
+}
+
 // ---- AVX2 + FMA ----
 
 // One row (`ar`) × V vectors of 8 columns, V accumulators. Vector g of y (columns 8g … 8g+7) is half g % 2 of packed
@@ -161,8 +169,7 @@ __attribute__((noinline)) MLK_AVX2 static void gemm_avx2_tiles(const float *a, i
             int64_t n0 = p * 16, nv = N - n0 < 16 ? N - n0 : 16;
             __m256 b0 = bias && nv == 16 ? _mm256_loadu_ps(bias + n0) : _mm256_setzero_ps();
             __m256 b1 = bias && nv == 16 ? _mm256_loadu_ps(bias + n0 + 8) : _mm256_setzero_ps();
-            // 1: a whole panel, clip, no residual; 2: the same without activation; 3: no activation, a residual.
-            int whole = nv != 16 ? 0 : act == MLK_ACT_CLIP && !res ? 1 : act == MLK_ACT_NONE ? (res ? 3 : 2) : 0;
+            int whole = fast_epilogue(nv == 16, act, res);
             if (nv <= 8) {
                 // A last panel of at most 8 columns: its first half only (no multiply-adds on zero columns).
                 gemm_avx2_half(a, lda, bp, mb, me, n0, nv, K, bias, res, y, ldy, act, p0, p1);
@@ -299,9 +306,7 @@ MLK_AVX512 static void gemm_avx512(const float *a, int64_t lda, const float *pac
                                        : _mm512_setzero_ps();
             }
             __m512 b0 = bb[0], b1 = bb[1], b2 = bb[2];
-            // 1: three whole panels, clip, no residual; 2: the same without activation; 3: no activation, a residual.
-            int full = np == 3 && nv[2] == 16;
-            int whole = !full ? 0 : act == MLK_ACT_CLIP && !res ? 1 : act == MLK_ACT_NONE ? (res ? 3 : 2) : 0;
+            int whole = fast_epilogue(np == 3 && nv[2] == 16, act, res);   // three whole panels
             for (int64_t m = mb; m < me; m += 8) {
                 int64_t rows = me - m < 8 ? me - m : 8;
                 if (rows == 1) {

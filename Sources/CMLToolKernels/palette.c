@@ -250,6 +250,17 @@ MLK_AVX512 MLK_INLINE __m512 lookup16_avx512(const int entries, __m512i v, __m51
     return _mm512_mask_blend_ps(_mm512_test_epi32_mask(v, _mm512_set1_epi32(32)), a, b);
 }
 
+// The 4-bit indices of elements [i, i + 32) (i even) as two vectors of 16 for a table lookup from one register
+// (`_mm512_permutexvar_ps` reads only bits 0–3 of each lane): each of the 16 bytes doubled, so lane j holds the byte
+// of element j, and the odd lanes shifted down a nibble. Bits 4–31 of a lane are left as they are: not an index for
+// anything but that lookup (a gather needs indices16_avx512's masked ones).
+MLK_AVX512 MLK_INLINE void nibbles32_avx512(const uint8_t *idx, int64_t i, __m512i *v0, __m512i *v1) {
+    __m128i b = _mm_loadu_si128((const __m128i *)(const void *)(idx + (i >> 1)));
+    __m512i odd = _mm512_setr_epi32(0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4);
+    *v0 = _mm512_srlv_epi32(_mm512_cvtepu8_epi32(_mm_unpacklo_epi8(b, b)), odd);
+    *v1 = _mm512_srlv_epi32(_mm512_cvtepu8_epi32(_mm_unpackhi_epi8(b, b)), odd);
+}
+
 // Rows [0, rows) of full panels [pa, pb) (panel p at packed + (p − p0)·K·16), row by row so the index stream is
 // read in order. `bits` and `permute` are constants at every call, so each combination compiles to its own loop.
 // permute: each panel's 16 columns share one table of ≤ 64 entries per row, looked up from registers (reloaded
@@ -304,14 +315,15 @@ MLK_INLINE int one_table(const int32_t *row_base, int64_t K, const int32_t *col_
     return 1;
 }
 
-// y[n] = epilogue(Σ_k a[k]·w[k][n]) for the columns of panels [pa, pb), up to 4 panels (independent FMA chains) at
-// a time, each weight decoded into a register and used there: the sums in k order from 0 with FMAs, then
-// mlk_store16, as gemm_avx512's lone row does on the decoded panels, so the same bits. Rows [fast, K) and a last
-// panel of fewer than 16 columns are decoded by row_portable into `tmp` first.
-MLK_AVX512 MLK_INLINE void gemv_avx512(const int bits, const float *a, const uint8_t *idx, int64_t K, int64_t N,
-                                       int64_t fast, const float *lut, const int32_t *row_base, const float *row_scale,
-                                       const int32_t *col_base, const float *col_scale, int64_t pa, int64_t pb,
-                                       const float *bias, float *y, int act, float p0, float p1) {
+// Rows [0, R) of y (R ≤ 4; row m of a at a + m·lda, of y at y + m·N) = epilogue(Σ_k a[m][k]·w[k][n]) for the columns
+// of panels [pa, pb), each weight decoded into a register once and used by every row there: the sums in k order from
+// 0 with FMAs, then mlk_store16, as gemm_avx512's tiles do on the decoded panels, so the same bits. Four whole panels
+// at a time with the sums in registers (R and `bits` are constants at every call); rows [fast, K), whose words reach
+// the end of the stream, and a last group of fewer or partial panels are decoded by row_portable into `tmp`.
+MLK_AVX512 MLK_INLINE void gemv_avx512(const int bits, const int R, const float *a, int64_t lda, const uint8_t *idx,
+                                       int64_t K, int64_t N, int64_t fast, const float *lut, const int32_t *row_base,
+                                       const float *row_scale, const int32_t *col_base, const float *col_scale,
+                                       int64_t pa, int64_t pb, const float *bias, float *y, int act, float p0, float p1) {
     __m512i jbits = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
                                        _mm512_set1_epi32(bits));
     __m512i mask = _mm512_set1_epi32((1 << bits) - 1);
@@ -321,67 +333,112 @@ MLK_AVX512 MLK_INLINE void gemv_avx512(const int bits, const float *a, const uin
     __m512 t1 = entries > 16 ? _mm512_loadu_ps(t + 16) : t0;
     __m512 t2 = entries > 32 ? _mm512_loadu_ps(t + 32) : t0, t3 = entries > 32 ? _mm512_loadu_ps(t + 48) : t0;
     __m512 lo = _mm512_set1_ps(p0), hi = _mm512_set1_ps(p1);
-    float tmp[16] __attribute__((aligned(64)));
-    for (int64_t p = pa; p < pb; p += 4) {
-        int np = pb - p < 4 ? (int)(pb - p) : 4;
-        __m512 c[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
-        __m512 cs[4];
-        int full[4];
-        for (int j = 0; j < np; j++) {
-            cs[j] = _mm512_loadu_ps(col_scale + (p + j) * 16);
-            full[j] = (p + j) * 16 + 16 <= N;
-        }
-        for (int64_t k = 0; k < K; k++) {
-            __m512 av = _mm512_set1_ps(a[k]), rs = _mm512_set1_ps(row_scale[k]);
-            for (int j = 0; j < np; j++) {
-                __m512 w;
-                if (k < fast && full[j]) {
-                    __m512i v = indices16_avx512(idx, k * N + (p + j) * 16, bits, jbits, mask);
-                    w = lookup16_avx512(entries, v, t0, t1, t2, t3);
-                    w = _mm512_mul_ps(_mm512_mul_ps(rs, cs[j]), w);
-                } else {
-                    row_portable(idx, bits, N, lut, row_base, row_scale, col_base, col_scale, p + j, k, tmp);
-                    w = _mm512_load_ps(tmp);
-                }
-                c[j] = _mm512_fmadd_ps(av, w, c[j]);
+    float tmp[4][16] __attribute__((aligned(64)));
+    int64_t p = pa;
+    for (; p + 4 <= pb && (p + 4) * 16 <= N; p += 4) {
+        int64_t n0 = p * 16;
+        __m512 c[4][4], s[4];
+        _Pragma("clang loop unroll(full)") for (int m = 0; m < R; m++)
+            _Pragma("clang loop unroll(full)") for (int j = 0; j < 4; j++) c[m][j] = _mm512_setzero_ps();
+        _Pragma("clang loop unroll(full)") for (int j = 0; j < 4; j++) s[j] = _mm512_loadu_ps(col_scale + n0 + j * 16);
+        for (int64_t k = 0; k < fast; k++) {
+            __m512 rs = _mm512_set1_ps(row_scale[k]);
+            int64_t i = k * N + n0;
+            __m512i v[4];
+            if (bits == 4 && (i & 1) == 0) {
+                nibbles32_avx512(idx, i, &v[0], &v[1]);
+                nibbles32_avx512(idx, i + 32, &v[2], &v[3]);
+            } else {
+                _Pragma("clang loop unroll(full)") for (int j = 0; j < 4; j++)
+                    v[j] = indices16_avx512(idx, i + j * 16, bits, jbits, mask);
+            }
+            __m512 w[4];
+            _Pragma("clang loop unroll(full)") for (int j = 0; j < 4; j++)
+                w[j] = _mm512_mul_ps(_mm512_mul_ps(rs, s[j]), lookup16_avx512(entries, v[j], t0, t1, t2, t3));
+            _Pragma("clang loop unroll(full)") for (int m = 0; m < R; m++) {
+                __m512 av = _mm512_set1_ps(a[m * lda + k]);
+                _Pragma("clang loop unroll(full)") for (int j = 0; j < 4; j++) c[m][j] = _mm512_fmadd_ps(av, w[j], c[m][j]);
             }
         }
-        for (int j = 0; j < np; j++) {
-            int64_t n0 = (p + j) * 16, nv = N - n0 < 16 ? N - n0 : 16;
-            __m512 b = bias ? _mm512_maskz_loadu_ps((__mmask16)((1u << nv) - 1), bias + n0) : _mm512_setzero_ps();
-            mlk_store16(y + n0, NULL, c[j], b, nv, act, p0, p1, lo, hi);
+        for (int64_t k = fast; k < K; k++) {
+            _Pragma("clang loop unroll(full)") for (int j = 0; j < 4; j++)
+                row_portable(idx, bits, N, lut, row_base, row_scale, col_base, col_scale, p + j, k, tmp[j]);
+            _Pragma("clang loop unroll(full)") for (int m = 0; m < R; m++) {
+                __m512 av = _mm512_set1_ps(a[m * lda + k]);
+                _Pragma("clang loop unroll(full)") for (int j = 0; j < 4; j++)
+                    c[m][j] = _mm512_fmadd_ps(av, _mm512_load_ps(tmp[j]), c[m][j]);
+            }
+        }
+        _Pragma("clang loop unroll(full)") for (int j = 0; j < 4; j++) {
+            __m512 b = bias ? _mm512_loadu_ps(bias + n0 + j * 16) : _mm512_setzero_ps();
+            _Pragma("clang loop unroll(full)") for (int m = 0; m < R; m++)
+                mlk_store16(y + m * N + n0 + j * 16, NULL, c[m][j], b, 16, act, p0, p1, lo, hi);
+        }
+    }
+    // The last panels (fewer than four, or one of fewer than 16 columns): a panel at a time, row by row.
+    for (; p < pb; p++) {
+        int64_t n0 = p * 16, nv = N - n0 < 16 ? N - n0 : 16;
+        int full = nv == 16;
+        __m512 cs = _mm512_loadu_ps(col_scale + n0);
+        __m512 b = bias ? _mm512_maskz_loadu_ps((__mmask16)((1u << nv) - 1), bias + n0) : _mm512_setzero_ps();
+        for (int m = 0; m < R; m++) {
+            __m512 acc = _mm512_setzero_ps();
+            for (int64_t k = 0; k < K; k++) {
+                __m512 w;
+                if (k < fast && full) {
+                    __m512i v = indices16_avx512(idx, k * N + n0, bits, jbits, mask);
+                    w = _mm512_mul_ps(_mm512_mul_ps(_mm512_set1_ps(row_scale[k]), cs), lookup16_avx512(entries, v, t0, t1, t2, t3));
+                } else {
+                    row_portable(idx, bits, N, lut, row_base, row_scale, col_base, col_scale, p, k, tmp[0]);
+                    w = _mm512_load_ps(tmp[0]);
+                }
+                acc = _mm512_fmadd_ps(_mm512_set1_ps(a[m * lda + k]), w, acc);
+            }
+            mlk_store16(y + m * N + n0, NULL, acc, b, nv, act, p0, p1, lo, hi);
         }
     }
 }
 
-MLK_AVX512 static void gemv_avx512_bits(const float *a, const uint8_t *idx, int64_t bytes, int bits, int64_t K, int64_t N,
-                                        const float *lut, const int32_t *row_base, const float *row_scale,
-                                        const int32_t *col_base, const float *col_scale, int64_t pa, int64_t pb,
-                                        const float *bias, float *y, int act, float p0, float p1) {
+MLK_AVX512 static void gemv_avx512_bits(const float *a, int64_t rows, int64_t lda, const uint8_t *idx, int64_t bytes,
+                                        int bits, int64_t K, int64_t N, const float *lut, const int32_t *row_base,
+                                        const float *row_scale, const int32_t *col_base, const float *col_scale,
+                                        int64_t pa, int64_t pb, const float *bias, float *y, int act, float p0, float p1) {
     int64_t full_end;
     int64_t fast = fast_rows(bytes, bits, K, N, pa, pb, &full_end);
-#define MLK_GEMV(B) gemv_avx512(B, a, idx, K, N, fast, lut, row_base, row_scale, col_base, col_scale, pa, pb, bias, y, act, p0, p1)
-    switch (bits) {
-    case 1: MLK_GEMV(1); break;
-    case 2: MLK_GEMV(2); break;
-    case 4: MLK_GEMV(4); break;
-    default: MLK_GEMV(6); break;
+#define MLK_GEMV(B, R) gemv_avx512(B, R, a, lda, idx, K, N, fast, lut, row_base, row_scale, col_base, col_scale, pa, pb, bias, y, act, p0, p1)
+#define MLK_GEMV_ROWS(B)                     \
+    switch (rows) {                          \
+    case 1: MLK_GEMV(B, 1); break;           \
+    case 2: MLK_GEMV(B, 2); break;           \
+    case 3: MLK_GEMV(B, 3); break;           \
+    default: MLK_GEMV(B, 4); break;          \
     }
+    switch (bits) {
+    case 1: MLK_GEMV_ROWS(1); break;
+    case 2: MLK_GEMV_ROWS(2); break;
+    case 4: MLK_GEMV_ROWS(4); break;
+    default: MLK_GEMV_ROWS(6); break;
+    }
+#undef MLK_GEMV_ROWS
 #undef MLK_GEMV
 }
 #endif
 
 // ---- dispatch ----
 
-int mlk_palette_gemv(const float *a, const uint8_t *idx, int64_t bytes, int bits, int64_t K, int64_t N, const float *lut,
-                     const int32_t *row_base, const float *row_scale, const int32_t *col_base, const float *col_scale,
-                     int64_t pa, int64_t pb, const float *bias, float *y, int act, float p0, float p1) {
+int mlk_palette_gemv(const float *a, int64_t rows, int64_t lda, const uint8_t *idx, int64_t bytes, int bits, int64_t K,
+                     int64_t N, const float *lut, const int32_t *row_base, const float *row_scale,
+                     const int32_t *col_base, const float *col_scale, int64_t pa, int64_t pb, const float *bias,
+                     float *y, int act, float p0, float p1) {
 #if MLK_X86
-    if (!mlk_cpu_has(MLK_CPU_AVX512) || bits > 6 || pa >= pb || !one_table(row_base, K, col_base, pa, pb, N)) return 0;
-    gemv_avx512_bits(a, idx, bytes, bits, K, N, lut, row_base, row_scale, col_base, col_scale, pa, pb, bias, y, act, p0, p1);
+    if (!mlk_cpu_has(MLK_CPU_AVX512) || bits > 6 || rows < 1 || rows > MLK_PALETTE_GEMV_ROWS || pa >= pb ||
+        !one_table(row_base, K, col_base, pa, pb, N))
+        return 0;
+    gemv_avx512_bits(a, rows, lda, idx, bytes, bits, K, N, lut, row_base, row_scale, col_base, col_scale, pa, pb, bias,
+                     y, act, p0, p1);
     return 1;
 #else
-    (void)a; (void)idx; (void)bytes; (void)bits; (void)K; (void)N; (void)lut; (void)row_base; (void)row_scale;
+    (void)a; (void)rows; (void)lda; (void)idx; (void)bytes; (void)bits; (void)K; (void)N; (void)lut; (void)row_base; (void)row_scale;
     (void)col_base; (void)col_scale; (void)pa; (void)pb; (void)bias; (void)y; (void)act; (void)p0; (void)p1;
     return 0;
 #endif

@@ -215,8 +215,9 @@ enum Fast {
                 prepare?(0, rows, UnsafeMutablePointer(mutating: a))
                 let block = palette.blockColumns()
                 parallel(n, parts: parts, align: 48) { lo, hi in
-                    // One row (a dense layer on one image): decoded in registers where the kernel can.
-                    if rows == 1 && res == nil && palette.gemv(a, columns: lo, hi, bias: bias, y, act: act) { return }
+                    // A few rows (a dense layer on up to 4 images): decoded in registers where the kernel can.
+                    if rows <= PaletteWeights.gemvRows && res == nil && palette.gemv(
+                        a, rows: rows, lda: lda, columns: lo, hi, bias: bias, y, act: act) { return }
                     let w = UnsafeMutablePointer(mutating: b + lo &* k)
                     var c = lo
                     while c < hi {

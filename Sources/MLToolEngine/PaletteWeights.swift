@@ -92,18 +92,22 @@ final class PaletteWeights: @unchecked Sendable {
         }
     }
 
-    /// y[c] = act(a · w[·][c] + bias[c]) for one input row `a` and columns [lo, hi) (lo a multiple of 16), each weight
-    /// decoded into a register (`mlk_palette_gemv`): false, with nothing done, where the kernel has no variant.
-    func gemv(_ a: UnsafePointer<Float>, columns lo: Int, _ hi: Int, bias: UnsafePointer<Float>?,
+    /// y[m][c] = act(a[m] · w[·][c] + bias[c]) for up to `gemvRows` input rows (row m at a + m·lda, of y at
+    /// y + m·n) and columns [lo, hi) (lo a multiple of 16), each weight decoded into a register once for all the rows
+    /// (`mlk_palette_gemv`): false, with nothing done, where the kernel has no variant.
+    func gemv(_ a: UnsafePointer<Float>, rows: Int, lda: Int, columns lo: Int, _ hi: Int, bias: UnsafePointer<Float>?,
               _ y: UnsafeMutablePointer<Float>, act: Act) -> Bool {
         let raw = tensor.bytes.buffer
         guard let base = raw.baseAddress else { return false }
         return lut.withUnsafeBufferPointer { l in
-            mlk_palette_gemv(a, base.assumingMemoryBound(to: UInt8.self), Int64(raw.count), Int32(bits), Int64(k),
-                             Int64(n), l.baseAddress, rowBase, rowScale, colBase, colScale, Int64(lo / 16),
-                             Int64((hi &+ 15) / 16), bias, y, act.code, act.p0, act.p1) != 0
+            mlk_palette_gemv(a, Int64(rows), Int64(lda), base.assumingMemoryBound(to: UInt8.self), Int64(raw.count),
+                             Int32(bits), Int64(k), Int64(n), l.baseAddress, rowBase, rowScale, colBase, colScale,
+                             Int64(lo / 16), Int64((hi &+ 15) / 16), bias, y, act.code, act.p0, act.p1) != 0
         }
     }
+
+    /// Input rows up to which `gemv` decodes in registers (a dense layer on up to 4 images, the engine's chunk).
+    static let gemvRows = Int(MLK_PALETTE_GEMV_ROWS)
 
     /// Decodes every panel, split across `threads` threads by panels.
     func unpack(into packed: UnsafeMutablePointer<Float>, threads: Int) {

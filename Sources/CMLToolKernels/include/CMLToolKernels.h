@@ -68,14 +68,17 @@ void mlk_palette_unpack(const uint8_t *idx, int64_t bytes, int bits, int64_t K, 
                         const int32_t *row_base, const float *row_scale, const int32_t *col_base,
                         const float *col_scale, int64_t p0, int64_t p1, float *packed);
 
-/// One input row a (K) times the palettized weight of mlk_palette_unpack, for the columns of panels [pa, pb):
-/// y[n] = act(Σ_k a[k]·w[k][n] + bias[n]) with each weight decoded into a register and used there — the bits of
-/// mlk_gemm_packed on the decoded panels (y and bias indexed by column; bias may be NULL). Returns 0 and does nothing
-/// where it has no variant (below AVX-512, 8 bits, or more than one table over those rows and panels); the caller
-/// then decodes and multiplies.
-int mlk_palette_gemv(const float *a, const uint8_t *idx, int64_t bytes, int bits, int64_t K, int64_t N, const float *lut,
-                     const int32_t *row_base, const float *row_scale, const int32_t *col_base, const float *col_scale,
-                     int64_t pa, int64_t pb, const float *bias, float *y, int act, float p0, float p1);
+/// Up to MLK_PALETTE_GEMV_ROWS input rows a (rows × K, row stride lda) times the palettized weight of
+/// mlk_palette_unpack, for the columns of panels [pa, pb): y[m][n] = act(Σ_k a[m][k]·w[k][n] + bias[n]) (y row m at
+/// y + m·N; bias indexed by column, may be NULL) with each weight decoded into a register once and used for every
+/// row there — the bits of mlk_gemm_packed on the decoded panels. Returns 0 and does nothing where it has no variant
+/// (below AVX-512, 8 bits, more rows, or more than one table over those rows and panels); the caller then decodes
+/// and multiplies.
+#define MLK_PALETTE_GEMV_ROWS 4
+int mlk_palette_gemv(const float *a, int64_t rows, int64_t lda, const uint8_t *idx, int64_t bytes, int bits, int64_t K,
+                     int64_t N, const float *lut, const int32_t *row_base, const float *row_scale,
+                     const int32_t *col_base, const float *col_scale, int64_t pa, int64_t pb, const float *bias,
+                     float *y, int act, float p0, float p1);
 
 // ---- convolution around the GEMM (conv.c) ----
 
