@@ -867,6 +867,16 @@ def part_quant(a, res):
                         True, note=f"{rss[name] / rss['float']:.0%} of float" +
                         ("; target ≤ 40%" if name.startswith("palette") else ""))
                 res["quantized"]["peak_rss_mib_batch1"] = rss
+                # What the model itself added (`mltool bench`: peak minus the resident memory before the model was
+                # read): the runtime's and libraries' ~23 MiB, the same for every model, left out.
+                own = {name: m.get("model_resident_bytes") for name, m in best.items()}
+                if all(v is not None for v in own.values()):
+                    own = {name: v / 2**20 for name, v in own.items()}
+                    for name in ("int8", "palette4", "palette6"):
+                        row("6", f"model's own memory, {name} vs float (batch 1)", "mltool float", own["float"],
+                            own[name], "MiB", True, note=f"{own[name] / own['float']:.0%} of float" +
+                            ("; target ≤ 40%" if name.startswith("palette") else ""))
+                    res["quantized"]["model_resident_mib_batch1"] = own
         res["quantized"]["sizes"] = {k: os.path.getsize(v) for k, v in models.items()}
     finally:
         shutil.rmtree(work, ignore_errors=True)

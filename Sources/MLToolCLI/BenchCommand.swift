@@ -59,8 +59,8 @@ extension CLI {
         bench.seconds = try args.double("--seconds", default: bench.seconds)
         let r = try bench.run()
         if args.has("--json") {
-            print(String(format: "{\"model\": %@, \"batch\": %d, \"threads\": %d, \"runs\": %d, \"images_per_second\": %.3f, \"latency_median_ms\": %.3f, \"latency_p90_ms\": %.3f, \"load_ms\": %.3f, \"setup_ms\": %.3f, \"cpu_level\": %@}",
-                         jsonString(path), r.batch, r.threads, r.runs, r.imagesPerSecond, r.latencyMedian * 1000, r.latencyP90 * 1000, r.load * 1000, r.setup * 1000, jsonString(Engine.cpuLevel)))
+            print(String(format: "{\"model\": %@, \"batch\": %d, \"threads\": %d, \"runs\": %d, \"images_per_second\": %.3f, \"latency_median_ms\": %.3f, \"latency_p90_ms\": %.3f, \"load_ms\": %.3f, \"setup_ms\": %.3f, \"cpu_level\": %@, %@}",
+                         jsonString(path), r.batch, r.threads, r.runs, r.imagesPerSecond, r.latencyMedian * 1000, r.latencyP90 * 1000, r.load * 1000, r.setup * 1000, jsonString(Engine.cpuLevel), r.memoryJSON))
         } else {
             print("\(path): batch \(r.batch), \(r.threads) thread\(r.threads == 1 ? "" : "s"), \(r.runs) runs")
             print(String(format: "  throughput     %.1f images/s", r.imagesPerSecond))
@@ -68,6 +68,7 @@ extension CLI {
             print(String(format: "  model load     %.1f ms (read, checksums, metadata)", r.load * 1000))
             print(String(format: "  engine set-up  %.1f ms", r.setup * 1000))
             print("  kernels        \(Engine.cpuLevel)")
+            if let memory = r.memorySummary { print("  memory         \(memory)") }
         }
     }
 }

@@ -14,6 +14,34 @@ public struct Benchmark: Sendable {
         /// Reading the file (checksums, metadata) and setting the engine up, seconds.
         public var load: Double
         public var setup: Double
+        /// The process's resident memory just before the model was read and its peak by the end (bytes; nil where
+        /// /proc/self/status cannot be read). Their difference is what reading, setting up and running the model
+        /// added: its weights as the engine holds them, the activations, the kernels' pages; the runtime's and the
+        /// libraries' pages, the same for every model, are in both.
+        public var residentBefore: Int?
+        public var peakResident: Int?
+
+        /// peakResident − residentBefore.
+        public var modelResident: Int? {
+            guard let before = residentBefore, let peak = peakResident else { return nil }
+            return max(0, peak - before)
+        }
+
+        /// The three as JSON fields (`"resident_before_load_bytes": …, "peak_resident_bytes": …,
+        /// "model_resident_bytes": …`, null where unknown), for `mltool bench --json`.
+        public var memoryJSON: String {
+            [("resident_before_load_bytes", residentBefore), ("peak_resident_bytes", peakResident),
+             ("model_resident_bytes", modelResident)].map { "\"\($0.0)\": \($0.1.map(String.init) ?? "null")" }
+                .joined(separator: ", ")
+        }
+
+        /// "peak 54.2 MiB resident, 31.5 MiB of it added by the model (22.7 MiB before it was read)"; nil where
+        /// unknown.
+        public var memorySummary: String? {
+            guard let before = residentBefore, let peak = peakResident, let model = modelResident else { return nil }
+            let mib = { (v: Int) in String(format: "%.1f MiB", Double(v) / 1_048_576) }
+            return "peak \(mib(peak)) resident, \(mib(model)) of it added by the model (\(mib(before)) before it was read)"
+        }
     }
 
     public var modelPath: String
@@ -30,6 +58,7 @@ public struct Benchmark: Sendable {
         guard batch >= 1, threads >= 0, seconds > 0 else {
             throw PipelineError.invalidParameter(name: "batch", reason: "--batch ≥ 1, --threads ≥ 0 and --seconds > 0")
         }
+        let residentBefore = ProcessMemory.field("VmRSS")
         let readStart = Date()
         let model = try ModelLoader.load(modelPath)
         let load = Date().timeIntervalSince(readStart)
@@ -59,7 +88,22 @@ public struct Benchmark: Sendable {
                       runs: latencies.count, imagesPerSecond: Double(latencies.count * batch) / total,
                       latencyMedian: latencies[latencies.count / 2],
                       latencyP90: latencies[min(latencies.count - 1, Int(Double(latencies.count) * 0.9))],
-                      load: load, setup: setup)
+                      load: load, setup: setup, residentBefore: residentBefore, peakResident: ProcessMemory.field("VmHWM"))
+    }
+}
+
+/// This process's memory figures from /proc/self/status.
+enum ProcessMemory {
+    /// A "kB" line of /proc/self/status (VmRSS: resident now, VmHWM: the peak so far) in bytes; nil where the file or
+    /// the line is missing (not Linux, a restricted /proc).
+    static func field(_ name: String) -> Int? {
+        guard let text = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return nil }
+        for line in text.split(separator: "\n") where line.hasPrefix(name + ":") {
+            let parts = line.dropFirst(name.count + 1).split(whereSeparator: { $0 == " " || $0 == "\t" })
+            guard parts.count == 2, parts[1] == "kB", let kb = Int(parts[0]) else { return nil }
+            return kb.multipliedReportingOverflow(by: 1024).overflow ? nil : kb * 1024
+        }
+        return nil
     }
 }
 
