@@ -1,4 +1,4 @@
-/// An owned, 64-byte aligned float buffer: packed weights, activation-arena slots, reference-mode values.
+/// An owned, 64-byte aligned float buffer: packed weights, the activation arena, reference-mode values.
 final class Buffer: @unchecked Sendable {
     let pointer: UnsafeMutablePointer<Float>
     let count: Int

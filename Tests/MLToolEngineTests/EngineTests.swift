@@ -286,7 +286,7 @@ func mobileNetLike(seed: UInt64 = 7, size: Int = 17) -> Model {
 }
 
 /// A value a fused pair never writes (the expansion between an expand conv and its depthwise conv; a projection whose
-/// add runs in its GEMM) takes no slot of the activation arena: the arena is smaller by at least its size.
+/// add runs in its GEMM) takes no place in the activation arena: the arena is smaller by at least its size.
 @Suite struct UnwrittenValueTests {
     static func plan(_ model: Model, outputs: [String], image: [Int]) throws -> (Plan, Program) {
         let optimized = try GraphPasses.optimize(model)
@@ -295,7 +295,7 @@ func mobileNetLike(seed: UInt64 = 7, size: Int = 17) -> Model {
         return (try Plan(program: p, inputShapes: [p.inputIds[0]: image], steps: p.needed(targets), targets: targets), p)
     }
 
-    @Test func fusedPairsLeaveTheirInnerValueWithoutASlot() throws {
+    @Test func fusedPairsLeaveTheirInnerValueWithoutAPlace() throws {
         var g = GraphBuilder(seed: 7, input: [-1, 64, 60, 8])
         let mid = g.conv("x", cin: 8, cout: 72, k: (1, 1), act: .relu6)
         let dw = g.conv(mid, cin: 72, cout: 72, k: (3, 3), pads: [1, 1, 1, 1], groups: 72, act: .relu6)
@@ -305,15 +305,15 @@ func mobileNetLike(seed: UInt64 = 7, size: Int = 17) -> Model {
         let (fused, fp) = try Self.plan(g.model(outputs: [out]), outputs: [out], image: image)
         #expect(fused.fused.count == 1 && fused.residual.compactMap { $0 }.count == 1, "both pairs fuse")
         let midId = try #require(fp.ids[mid]), projId = try #require(fp.ids[proj])
-        #expect(fused.slot[midId] == nil, "the expansion has a slot")
-        #expect(fused.slot[projId] == nil, "the projection's output has a slot")
-        // Asking for both values keeps them stored: their slots come back, and the arena grows by at least the
+        #expect(fused.offset[midId] == nil, "the expansion has a place")
+        #expect(fused.offset[projId] == nil, "the projection's output has a place")
+        // Asking for both values keeps them stored: their places come back, and the arena grows by at least the
         // expansion (64 × 60 × 72 floats).
         let (unfused, up) = try Self.plan(g.model(outputs: [out, mid, proj]), outputs: [out, mid, proj], image: image)
         let (upMid, upProj) = (try #require(up.ids[mid]), try #require(up.ids[proj]))
-        #expect(unfused.slot[upMid] != nil && unfused.slot[upProj] != nil)
-        let grown = unfused.slotSizes.reduce(0, +) - fused.slotSizes.reduce(0, +)
-        #expect(grown >= 64 * 60 * 72, "arena \(fused.slotSizes) fused vs \(unfused.slotSizes) unfused")
+        #expect(unfused.offset[upMid] != nil && unfused.offset[upProj] != nil)
+        let grown = unfused.arenaFloats - fused.arenaFloats
+        #expect(grown >= 64 * 60 * 72, "arena \(fused.arenaFloats) floats fused vs \(unfused.arenaFloats) unfused")
         // And the fused plan runs to the unfused plan's bits.
         let input = g.input([1, 64, 60, 8])
         try KernelLevelLock.shared.reading {
@@ -405,5 +405,38 @@ func mobileNetLike(seed: UInt64 = 7, size: Int = 17) -> Model {
         let plan = try Plan(program: p, inputShapes: [p.inputIds[0]: image], steps: p.needed(targets), targets: targets,
                             threads: threads)
         return plan.residual.compactMap { $0 }.count
+    }
+}
+
+/// The activation arena's placement (`Plan.place`): values live at the same step never share memory, every offset
+/// keeps the buffer's 64-byte alignment, and the arena is no larger than the sum of the values and no smaller than
+/// the most memory live at one step.
+@Suite struct ArenaPlacementTests {
+    @Test func valuesLiveTogetherNeverOverlap() {
+        var rng = SplitMix64(seed: 11)
+        for round in 0..<200 {
+            let steps = 2 + Int(rng.next() % 30)
+            let lives = (0..<(1 + Int(rng.next() % 40))).map { v -> Plan.Lifetime in
+                let first = Int(rng.next() % UInt64(steps + 1)) - 1
+                let last = first + Int(rng.next() % 6)
+                return Plan.Lifetime(value: v * 3 + 1, first: first, last: last, floats: Int(rng.next() % 5000))
+            }
+            let (offset, floats) = Plan.place(lives)
+            let rounded = { (l: Plan.Lifetime) in (l.floats + 15) / 16 * 16 }
+            #expect(offset.count == lives.count)
+            var clash = 0
+            for a in lives {
+                let oa = offset[a.value] ?? -1
+                #expect(oa >= 0 && oa % 16 == 0 && oa + rounded(a) <= floats, "round \(round): value \(a.value) at \(oa)")
+                for b in lives where b.value < a.value && a.first <= b.last && b.first <= a.last {
+                    let ob = offset[b.value] ?? -1
+                    if oa < ob + rounded(b) && ob < oa + rounded(a) && rounded(a) > 0 && rounded(b) > 0 { clash += 1 }
+                }
+            }
+            #expect(clash == 0, "round \(round): \(clash) pairs of values live together share memory")
+            #expect(floats <= lives.map(rounded).reduce(0, +))
+            let peak = (-1...steps + 6).map { t in lives.filter { $0.first <= t && t <= $0.last }.map(rounded).reduce(0, +) }.max() ?? 0
+            #expect(floats >= peak)
+        }
     }
 }
