@@ -77,26 +77,50 @@ struct Plan: Sendable {
         var value: Int, first: Int, last: Int, floats: Int
     }
 
-    /// Offsets for values with these lifetimes such that two values live at the same step never overlap: the
-    /// largest first, each at the lowest offset clear of the values already placed that overlap it in time (greedy
-    /// by size, as TensorFlow Lite's arena planner). The arena is then close to the most memory live at any step,
-    /// where a slot per value kept until reused by a value that fits holds more (EfficientNet-Lite0, batch 1: 8.1
-    /// MiB in 13 slots). Sizes round up to 16 floats.
+    /// Offsets for values with these lifetimes such that two values live at the same step never overlap: each value
+    /// in turn at the lowest offset clear of the values already placed that overlap it in time, in three orders (the
+    /// largest first, as TensorFlow Lite's greedy-by-size planner; the values of the step with the most memory live
+    /// first, largest first, as its greedy-by-breadth; the earliest first), keeping the smallest arena. Greedy by
+    /// size alone leaves EfficientNet-Lite0 at batch 1 with 3.8 MiB where 3.1 are live at once (the stem's output
+    /// and the depthwise conv's after it take the bottom, and the next values have to go above both). The arena is
+    /// then close to the most memory live at any step, where a slot per value kept until reused by a value that
+    /// fits holds more (8.1 MiB in 13 slots). Sizes round up to 16 floats.
     static func place(_ lives: [Lifetime]) -> (offset: [Int: Int], floats: Int) {
+        let size = { (l: Lifetime) in (l.floats &+ 15) / 16 &* 16 }
+        let bySize = lives.sorted { (size($0), $1.first, $1.value) > (size($1), $0.first, $0.value) }
+        let byFirst = lives.sorted { ($0.first, size($1), $0.value) < ($1.first, size($0), $1.value) }
+        // Steps by the memory live at each, widest first; each step's values not yet taken, largest first.
+        var byBreadth: [Lifetime] = []
+        // (What is live changes only where a value starts, and every value is live at its first step.)
+        let live = { (t: Int) in bySize.filter { $0.first <= t && t <= $0.last } }
+        let widest = Set(lives.map(\.first)).map { t in (t, live(t).map(size).reduce(0, &+)) }
+            .sorted { ($0.1, $1.0) > ($1.1, $0.0) }
+        var taken = Set<Int>()
+        for (t, _) in widest { for l in live(t) where taken.insert(l.value).inserted { byBreadth.append(l) } }
+        var best: (offset: [Int: Int], floats: Int)?
+        for order in [bySize, byBreadth, byFirst] {
+            let r = firstFit(order, size)
+            if best.map({ r.floats < $0.floats }) ?? true { best = r }
+        }
+        return best ?? ([:], 0)
+    }
+
+    /// Each value of `order` in turn at the lowest offset clear of the values placed before it that are live at a
+    /// step it is.
+    private static func firstFit(_ order: [Lifetime], _ size: (Lifetime) -> Int) -> (offset: [Int: Int], floats: Int) {
         var offset: [Int: Int] = [:]
         var total = 0
         var placed: [(first: Int, last: Int, start: Int, end: Int)] = []
-        let order = lives.sorted { ($0.floats, $1.first, $1.value) > ($1.floats, $0.first, $0.value) }
         for l in order {
-            let size = (l.floats &+ 15) / 16 &* 16
+            let n = size(l)
             var at = 0
             for q in placed.filter({ $0.first <= l.last && l.first <= $0.last }).sorted(by: { $0.start < $1.start }) {
-                if q.start >= at &+ size { break }
+                if q.start >= at &+ n { break }
                 at = max(at, q.end)
             }
             offset[l.value] = at
-            placed.append((l.first, l.last, at, at &+ size))
-            total = max(total, at &+ size)
+            placed.append((l.first, l.last, at, at &+ n))
+            total = max(total, at &+ n)
         }
         return (offset, total)
     }
@@ -135,6 +159,9 @@ enum StepProfile {
 final class Arena: @unchecked Sendable {
     /// Every runtime value at its plan offset.
     let values: Buffer
+    /// Every kernel writes the part of the scratch it reads first (im2col rows, a fused pair's band, Winograd's
+    /// planes, quantized rows), so it is not zero-filled: only the pages some step uses become resident (a stem's
+    /// im2col room is sized for a whole image, 1.3 MB at 224 × 224, and it uses one output row of it per thread).
     let scratch: Buffer
     /// The plan's steps as this arena runs them: a palettized layer's `packed` is `decoded`, which every such layer
     /// shares (each decodes into it as it runs: `PaletteWeights`; a GEMM with few rows touches only a block per
@@ -149,7 +176,7 @@ final class Arena: @unchecked Sendable {
     init(plan: Plan, program p: Program) {
         let values = Buffer(count: plan.arenaFloats)
         self.values = values
-        scratch = Buffer(count: plan.scratch)
+        scratch = Buffer(uninitialized: plan.scratch)
         let decoded = plan.steps.compactMap { p.steps[$0].palette?.packedCount }.max().map { Buffer(uninitialized: $0) }
         self.decoded = decoded
         steps = plan.steps.map { i in

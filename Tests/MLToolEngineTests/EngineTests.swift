@@ -439,4 +439,21 @@ func mobileNetLike(seed: UInt64 = 7, size: Int = 17) -> Model {
             #expect(floats >= peak)
         }
     }
+
+    /// An image, a stem conv, a depthwise conv, a projection and an expansion (EfficientNet-Lite0's first steps, in
+    /// thousands of floats): placed largest first, the stem's and the depthwise conv's outputs take the bottom 802 and
+    /// the projection, live with the depthwise output and the expansion, goes above them (1,004); the arena holds
+    /// exactly the 802 live at the widest step.
+    @Test func reachesThePeakWhereLargestFirstDoesNot() {
+        let lives = [(0, -1, 0, 150_528), (1, 0, 1, 401_408), (2, 1, 2, 401_408), (3, 2, 3, 200_704),
+                     (4, 3, 4, 301_056), (5, 4, 5, 75_264)]
+            .map { Plan.Lifetime(value: $0.0, first: $0.1, last: $0.2, floats: $0.3) }
+        let (offset, floats) = Plan.place(lives)
+        #expect(floats == 802_816)
+        #expect(offset.count == lives.count)
+        for a in lives { for b in lives where b.value < a.value && a.first <= b.last && b.first <= a.last {
+            let (oa, ob) = (offset[a.value] ?? -1, offset[b.value] ?? -1)
+            #expect(oa >= ob + b.floats || ob >= oa + a.floats, "values \(a.value) and \(b.value) overlap")
+        } }
+    }
 }
