@@ -24,6 +24,15 @@ enum Fast {
         return isDepthwise(s, xs[0]) || direct ? 0 : cols
     }
 
+    /// A conv with few input channels (a network's first) that `mlk_conv_rows` runs: interior pixels straight from
+    /// the input, borders through im2col rows, a row of output pixels at a time.
+    static func isStem(_ s: Step, _ xs: [Int]) -> Bool {
+        s.op == .conv && s.groups == 1 && s.weightShape.count == 4 && xs.count == 4 && !readsInputDirectly(s) &&
+            s.dilations.count == 2 && s.weightShape[2] == xs[3] &&
+            mlk_conv_direct_eligible(Int64(xs[3]), Int64(s.weightShape[1]), Int64(s.weightShape[3]),
+                                     Int64(s.dilations[0]), Int64(s.dilations[1])) != 0
+    }
+
     static func isDepthwise(_ s: Step, _ xs: [Int]) -> Bool {
         s.weightShape[2] == 1 && s.groups == xs[3] && s.weightShape[3] == xs[3]
     }
@@ -422,7 +431,7 @@ enum Fast {
             nonisolated(unsafe) let bp = UnsafePointer(packed.pointer)
             let direct = readsInputDirectly(s)
             let rows = direct ? batch &* h &* w : oh &* ow
-            let stem = !direct && mlk_conv_direct_eligible(Int64(c), Int64(kw), Int64(oc), Int64(dl[0]), Int64(dl[1])) != 0
+            let stem = isStem(s, xs)
             // Palettized weights: decoded by the GEMM when it runs once; else here, once for every image.
             var palette = s.palette
             if let p = palette, stem || (!direct && batch > 1) {

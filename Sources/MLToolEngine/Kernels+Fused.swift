@@ -1,43 +1,52 @@
 import CMLToolKernels
 import Foundation
 
-/// An "expand" 1×1 conv whose output feeds only a depthwise conv (the first half of an inverted residual block),
-/// run band by band: the 1×1 conv fills a few rows of its output into a buffer in the scratch, the depthwise conv
-/// reads them from there while they are in cache, and the full expanded tensor (4.8 MB at 112×112×96) is never
-/// written out and read back. Rows shared by two bands are kept, not recomputed. Each value is computed by the same
-/// kernel call on the same inputs as unfused, so outputs are identical.
+/// A conv whose output feeds only a depthwise conv, run band by band: the first conv fills a few rows of its output
+/// into a buffer in the scratch, the depthwise conv reads them from there while they are in cache, and the full
+/// tensor between them is never written out and read back. Two kinds of first conv: an "expand" 1×1 conv (the first
+/// half of an inverted residual block: 4.8 MB at 112×112×96), a GEMM over the band's pixels; and a stem (a
+/// network's first conv, few input channels: `Fast.isStem`; 1.6 MB at 112×112×32 in EfficientNet-Lite0), by
+/// `mlk_conv_rows` over the band's rows. Rows shared by two bands are kept, not recomputed. Each value is computed
+/// by the same kernel call on the same inputs as unfused, so outputs are identical.
 enum Fused {
     /// Depthwise output rows per band.
     static let bandRows = 4
 
     /// Whether `e` then `d` can run fused (the plan also checks that `d` is the only reader of `e`'s output).
     static func fusable(_ e: Step, _ ex: [Int], _ d: Step, _ dx: [Int]) -> Bool {
-        e.op == .conv && (e.packed != nil || e.qweights != nil || e.palette != nil) && e.groups == 1 && Fast.readsInputDirectly(e) && ex.count == 4 &&
+        let expand = (e.packed != nil || e.qweights != nil || e.palette != nil) && Fast.readsInputDirectly(e)
+        let stem = (e.packed != nil || e.palette != nil) && e.qweights == nil && e.winograd == nil && Fast.isStem(e, ex)
+        return e.op == .conv && e.groups == 1 && ex.count == 4 && (expand || stem) &&
             d.op == .conv && d.inputs == [e.output] && dx.count == 4 && Fast.isDepthwise(d, dx) &&
             d.dilations == [1, 1] && d.weight != nil &&
-            // Only where the expanded tensor is too big to stay in cache anyway.
+            // Only where the tensor between them is too big to stay in cache anyway.
             dx[1] &* dx[2] &* dx[3] >= 256 * 1024
     }
 
-    /// Floats of scratch one thread's band buffer takes (and, with int8 weights, its quantized input rows).
+    /// Floats of scratch one thread's band buffer takes (and, with int8 weights, its quantized input rows; for a
+    /// stem, the im2col rows of one output row).
     static func bandFloats(_ e: Step, _ d: Step, _ dx: [Int]) -> Int {
         let rows = (bandRows - 1) &* d.strides[0] &+ d.weightShape[0]
         let q = e.qweights.map { QuantizedWeights.scratchFloats(rows: rows &* dx[2], k: $0.k) } ?? 0
-        return rows &* dx[2] &* dx[3] &+ q
+        let cols = Fast.readsInputDirectly(e) ? 0 : dx[2] &* e.weightShape[0] &* e.weightShape[1] &* e.weightShape[2]
+        return rows &* dx[2] &* dx[3] &+ q &+ cols
     }
 
-    // x (N, H, W, Cin) → expanded (N, H, W, C), never stored whole → y (N, OH, OW, C)
-    static func run(_ e: Step, _ d: Step, _ x: UnsafePointer<Float>, _ xs: [Int], _ y: UnsafeMutablePointer<Float>,
-                    _ ys: [Int], scratch: UnsafeMutablePointer<Float>, threads: Int) {
-        let (batch, h, w, cin) = (xs[0], xs[1], xs[2], xs[3])
-        let c = e.weightShape[3]
+    // x (N, XH, XW, Cin) → e's output (N, H, W, C), never stored whole (es: its shape) → y (N, OH, OW, C)
+    static func run(_ e: Step, _ d: Step, _ x: UnsafePointer<Float>, _ xs: [Int], _ es: [Int],
+                    _ y: UnsafeMutablePointer<Float>, _ ys: [Int], scratch: UnsafeMutablePointer<Float>, threads: Int) {
+        let (batch, h, w, c) = (es[0], es[1], es[2], es[3])
+        let (xh, xw, cin) = (xs[1], xs[2], xs[3])
         let (kh, kw) = (d.weightShape[0], d.weightShape[1])
         let (oh, ow) = (ys[1], ys[2])
         let (sh, pt) = (d.strides[0], d.pads[0])
-        let rowFloats = w &* c, band = bandFloats(e, d, [batch, h, w, c])
+        let rowFloats = w &* c, band = bandFloats(e, d, es)
         let bandRowsIn = (bandRows - 1) &* d.strides[0] &+ kh
         let qw = e.qweights, ldq = Int(mlk_qrow_bytes(Int64(cin)))
-        let work = h &* w &* cin &* c &+ oh &* ow &* c &* kh &* kw
+        let stem = !Fast.readsInputDirectly(e)
+        let (ekh, ekw) = (e.weightShape[0], e.weightShape[1])
+        let (est, edl, epd) = (e.strides, e.dilations, e.pads)
+        let work = h &* w &* ekh &* ekw &* cin &* c &+ oh &* ow &* c &* kh &* kw
         let parts = work >= Fast.parallelThreshold ? max(1, min(threads, oh / bandRows)) : 1
         if let palette = e.palette, let decoded = e.packed { palette.unpack(into: decoded.pointer, threads: threads) }
         nonisolated(unsafe) let packed = e.packed.map { UnsafePointer($0.pointer) }
@@ -46,7 +55,7 @@ enum Fused {
         nonisolated(unsafe) let scratch = scratch
         let (ea, da, st, dl, pd) = (e.act, d.act, d.strides, d.dilations, d.pads)
         for b in 0..<batch {
-            nonisolated(unsafe) let xb = x + b &* h &* w &* cin, yb = y + b &* oh &* ow &* c
+            nonisolated(unsafe) let xb = x + b &* xh &* xw &* cin, yb = y + b &* oh &* ow &* c
             let per = (oh + parts - 1) / parts
             let part: @Sendable (Int) -> Void = { i in
                 let buf = scratch + i &* band
@@ -62,7 +71,13 @@ enum Fused {
                         memmove(buf, buf + (r0 &- have0) &* rowFloats, (have1 &- r0) &* rowFloats &* 4)
                         start = have1
                     }
-                    if start < r1, let qw {
+                    if start < r1, stem {
+                        // A stem: its output rows [start, r1), a row of pixels at a time (im2col rows after the band).
+                        mlk_conv_rows(xb, Int64(xh), Int64(xw), Int64(cin), Int64(ekh), Int64(ekw), packed!, Int64(c),
+                                      Int64(w), Int64(start &* w), Int64(r1 &* w), Int64(est[0]), Int64(est[1]),
+                                      Int64(edl[0]), Int64(edl[1]), Int64(epd[0]), Int64(epd[1]), eb,
+                                      buf - r0 &* rowFloats, buf + bandRowsIn &* rowFloats, ea.code, ea.p0, ea.p1)
+                    } else if start < r1, let qw {
                         // int8 weights: the band's input rows quantized per row (as unfused), after the band buffer.
                         let rows = (r1 &- start) &* w
                         let raw = UnsafeMutableRawPointer(buf + bandRowsIn &* rowFloats)

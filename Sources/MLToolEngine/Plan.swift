@@ -245,7 +245,7 @@ final class Arena: @unchecked Sendable {
     @inline(__always)
     private func step(at pos: Int, _ plan: Plan, threads: Int) -> Int {
         if plan.fused.contains(pos) {
-            Fused.run(steps[pos], steps[pos + 1], inputs[pos][0], inputShapes[pos][0],
+            Fused.run(steps[pos], steps[pos + 1], inputs[pos][0], inputShapes[pos][0], inputShapes[pos + 1][0],
                       outputs[pos + 1], outputShapes[pos + 1], scratch: scratch.pointer, threads: threads)
             return pos + 2
         }

@@ -1,3 +1,4 @@
+import CMLToolKernels
 import Foundation
 import MLToolCore
 import Testing
@@ -253,6 +254,46 @@ func mobileNetLike(seed: UInt64 = 7, size: Int = 17) -> Model {
                 let d = try #require(try Engine(model: qf, threads: threads, int8Compute: .off).run(["x": input])[out])
                 #expect(zip(f.data, u.data).filter { $0 != $1 }.isEmpty, "\(c), int8, \(threads) threads: fused differs")
                 #expect(f.data != d.data, "int8 compute did not run")
+            }
+        }
+    }
+
+    /// A stem (a conv with few input channels, `Fast.isStem`) then a depthwise conv: fused where the stem runs by
+    /// `mlk_conv_rows` (AVX2 and up), the same bits as the two steps, with float and palettized weights.
+    @Test(arguments: [(224, 224, 3, 32, 2, [0, 0, 1, 1], 3, 1, [1, 1, 1, 1]), (150, 130, 3, 24, 1, [1, 1, 1, 1], 5, 2, [2, 2, 2, 2]),
+                      (225, 201, 4, 32, 2, [1, 1, 1, 1], 3, 2, [0, 0, 1, 1])])
+    func stemThenDepthwiseMatchesUnfused(_ c: (h: Int, w: Int, cin: Int, cout: Int, stride: Int, pads: [Int], k: Int,
+                                               dstride: Int, dpads: [Int])) throws {
+        var g = GraphBuilder(seed: UInt64(c.w), input: [-1, c.h, c.w, c.cin])
+        let mid = g.conv("x", cin: c.cin, cout: c.cout, k: (3, 3), stride: c.stride, pads: c.pads, act: .relu6)
+        let out = g.conv(mid, cin: c.cout, cout: c.cout, k: (c.k, c.k), stride: c.dstride, pads: c.dpads, groups: c.cout,
+                         act: .relu6)
+        let input = g.input([2, c.h, c.w, c.cin])
+        let fusedModel = g.model(outputs: [out]), unfusedModel = g.model(outputs: [out, mid])
+        let (paletteFused, _) = try PaletteTests.palettized(fusedModel)
+        var paletteUnfused = unfusedModel
+        paletteUnfused.tensors = paletteFused.tensors
+        try KernelLevelLock.shared.reading {
+            let stem = mlk_conv_direct_eligible(Int64(c.cin), 3, Int64(c.cout), 1, 1) != 0
+            for threads in [1, 2] {
+                #expect(try Self.fusedPairs(fusedModel, outputs: [out], image: [1, c.h, c.w, c.cin], threads: threads)
+                        == (stem ? 1 : 0), "\(c), \(threads) threads")
+                #expect(try Self.fusedPairs(unfusedModel, outputs: [out, mid], image: [1, c.h, c.w, c.cin], threads: threads) == 0)
+            }
+            for (f, u, what) in [(fusedModel, unfusedModel, "float"), (paletteFused, paletteUnfused, "palette")] {
+                for threads in [1, 2] {
+                    let fused = try #require(try Engine(model: f, threads: threads).run(["x": input])[out])
+                    let unfused = try #require(try Engine(model: u, threads: threads).run(["x": input])[out])
+                    let differ = zip(fused.data, unfused.data).filter { $0.bitPattern != $1.bitPattern }.count
+                    #expect(differ == 0, "\(c), \(what), \(threads) threads: \(differ) values differ from the two steps")
+                    let one = Tensor(shape: [1, c.h, c.w, c.cin], data: Array(input.data[0..<(c.h * c.w * c.cin)]))
+                    let single = try #require(try Engine(model: f, threads: threads).run(["x": one])[out])
+                    #expect(zip(single.data, fused.data).allSatisfy { $0.bitPattern == $1.bitPattern },
+                            "\(c), \(what), \(threads) threads: one image differs from the batch's first")
+                }
+                let ref = try #require(try Engine(model: f, threads: 1, mode: .reference).run(["x": input])[out])
+                assertClose(try #require(try Engine(model: f, threads: 2).run(["x": input])[out]), ref,
+                            rtol: fastTolerance, atol: fastTolerance)
             }
         }
     }
