@@ -224,6 +224,25 @@ func mobileNetLike(seed: UInt64 = 7, size: Int = 17) -> Model {
     }
 }
 
+/// A model whose plan fuses steps (`f`) against the same graph with the inner value also asked for, which keeps the
+/// steps apart (`u`), on the batch `input` (input "x") at 1 and 2 threads: the same bits at `out`, its first image
+/// alone the batch's first image's bits, and close to the reference engine.
+func expectFusedBits(_ f: Model, _ u: Model, input: Tensor, _ out: String, _ label: String) throws {
+    let image = Array(input.shape.dropFirst()), size = input.shape.dropFirst().reduce(1, *)
+    let ref = try #require(try Engine(model: f, threads: 1, mode: .reference).run(["x": input])[out])
+    for threads in [1, 2] {
+        let fused = try #require(try Engine(model: f, threads: threads).run(["x": input])[out])
+        let unfused = try #require(try Engine(model: u, threads: threads).run(["x": input])[out])
+        let differ = zip(fused.data, unfused.data).filter { $0.bitPattern != $1.bitPattern }.count
+        #expect(differ == 0, "\(label), \(threads) threads: \(differ) values differ from the two steps")
+        let one = Tensor(shape: [1] + image, data: Array(input.data[0..<size]))
+        let single = try #require(try Engine(model: f, threads: threads).run(["x": one])[out])
+        #expect(zip(single.data, fused.data).allSatisfy { $0.bitPattern == $1.bitPattern },
+                "\(label), \(threads) threads: one image differs from the batch's first")
+        assertClose(fused, ref, rtol: fastTolerance, atol: fastTolerance)
+    }
+}
+
 /// Expand (1×1) → depthwise pairs big enough for the engine to run fused, band by band.
 @Suite struct FusedExpandDepthwiseTests {
     @Test(arguments: [(64, 60, 8, 72, 3, 1, [1, 1, 1, 1]), (70, 66, 16, 64, 5, 2, [1, 2, 2, 1]), (37, 90, 12, 96, 3, 2, [0, 0, 1, 1])])
@@ -281,19 +300,7 @@ func mobileNetLike(seed: UInt64 = 7, size: Int = 17) -> Model {
                 #expect(try Self.fusedPairs(unfusedModel, outputs: [out, mid], image: [1, c.h, c.w, c.cin], threads: threads) == 0)
             }
             for (f, u, what) in [(fusedModel, unfusedModel, "float"), (paletteFused, paletteUnfused, "palette")] {
-                for threads in [1, 2] {
-                    let fused = try #require(try Engine(model: f, threads: threads).run(["x": input])[out])
-                    let unfused = try #require(try Engine(model: u, threads: threads).run(["x": input])[out])
-                    let differ = zip(fused.data, unfused.data).filter { $0.bitPattern != $1.bitPattern }.count
-                    #expect(differ == 0, "\(c), \(what), \(threads) threads: \(differ) values differ from the two steps")
-                    let one = Tensor(shape: [1, c.h, c.w, c.cin], data: Array(input.data[0..<(c.h * c.w * c.cin)]))
-                    let single = try #require(try Engine(model: f, threads: threads).run(["x": one])[out])
-                    #expect(zip(single.data, fused.data).allSatisfy { $0.bitPattern == $1.bitPattern },
-                            "\(c), \(what), \(threads) threads: one image differs from the batch's first")
-                }
-                let ref = try #require(try Engine(model: f, threads: 1, mode: .reference).run(["x": input])[out])
-                assertClose(try #require(try Engine(model: f, threads: 2).run(["x": input])[out]), ref,
-                            rtol: fastTolerance, atol: fastTolerance)
+                try expectFusedBits(f, u, input: input, out, "\(c), \(what)")
             }
         }
     }
@@ -422,18 +429,7 @@ func mobileNetLike(seed: UInt64 = 7, size: Int = 17) -> Model {
         paletteUnfused.tensors = paletteFused.tensors
         try KernelLevelLock.shared.reading {
             for (f, u, what) in [(fusedModel, unfusedModel, "float"), (paletteFused, paletteUnfused, "palette")] {
-                for threads in [1, 2] {
-                    let fused = try #require(try Engine(model: f, threads: threads).run(["x": input])[out])
-                    let unfused = try #require(try Engine(model: u, threads: threads).run(["x": input])[out])
-                    let differ = zip(fused.data, unfused.data).filter { $0.bitPattern != $1.bitPattern }.count
-                    #expect(differ == 0, "\(c), \(what), \(threads) threads: \(differ) values differ from the two steps")
-                    let one = Tensor(shape: [1, c.h, c.w, c.cin], data: Array(input.data[0..<(c.h * c.w * c.cin)]))
-                    let single = try #require(try Engine(model: f, threads: threads).run(["x": one])[out])
-                    #expect(zip(single.data, fused.data).allSatisfy { $0.bitPattern == $1.bitPattern },
-                            "\(c), \(what), \(threads) threads: one image differs from the batch's first")
-                    let ref = try #require(try Engine(model: f, threads: 1, mode: .reference).run(["x": input])[out])
-                    assertClose(fused, ref, rtol: fastTolerance, atol: fastTolerance)
-                }
+                try expectFusedBits(f, u, input: input, out, "\(c), \(what)")
             }
         }
     }
