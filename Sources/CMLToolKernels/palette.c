@@ -323,7 +323,8 @@ MLK_INLINE int one_table(const int32_t *row_base, int64_t K, const int32_t *col_
 MLK_AVX512 MLK_INLINE void gemv_avx512(const int bits, const int R, const float *a, int64_t lda, const uint8_t *idx,
                                        int64_t K, int64_t N, int64_t fast, const float *lut, const int32_t *row_base,
                                        const float *row_scale, const int32_t *col_base, const float *col_scale,
-                                       int64_t pa, int64_t pb, const float *bias, float *y, int act, float p0, float p1) {
+                                       int64_t pa, int64_t pb, const float *bias, const float *res, float *y, int act,
+                                       float p0, float p1) {
     __m512i jbits = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
                                        _mm512_set1_epi32(bits));
     __m512i mask = _mm512_set1_epi32((1 << bits) - 1);
@@ -334,14 +335,29 @@ MLK_AVX512 MLK_INLINE void gemv_avx512(const int bits, const int R, const float 
     __m512 t2 = entries > 32 ? _mm512_loadu_ps(t + 32) : t0, t3 = entries > 32 ? _mm512_loadu_ps(t + 48) : t0;
     __m512 lo = _mm512_set1_ps(p0), hi = _mm512_set1_ps(p1);
     float tmp[4][16] __attribute__((aligned(64)));
-    int64_t p = pa;
-    for (; p + 4 <= pb && (p + 4) * 16 <= N; p += 4) {
+    // Rows of the index stream in blocks of about 32 KB, every group of panels over one block before the next, so
+    // the stream is read front to back (a group's 32-byte strip down all K rows touches a new line per row: from
+    // memory, a dense layer's indices took three times their warm time). Between blocks a group's sums wait in y:
+    // the same chain of FMAs, so the same bits. One block with a residual (y may be the residual's memory).
+    int64_t kb = res ? K : 32768 * 8 / (N * bits);
+    kb = kb < 16 ? 16 : kb;
+    int64_t groups_end = pa;
+    while (groups_end + 4 <= pb && (groups_end + 4) * 16 <= N) groups_end += 4;
+    for (int64_t k0 = 0; k0 < K; k0 += kb) {
+    int64_t k1 = K - k0 < kb ? K : k0 + kb;
+    for (int64_t p = pa; p < groups_end; p += 4) {
         int64_t n0 = p * 16;
         __m512 c[4][4], s[4];
         _Pragma("clang loop unroll(full)") for (int m = 0; m < R; m++)
-            _Pragma("clang loop unroll(full)") for (int j = 0; j < 4; j++) c[m][j] = _mm512_setzero_ps();
+            _Pragma("clang loop unroll(full)") for (int j = 0; j < 4; j++)
+                c[m][j] = k0 == 0 ? _mm512_setzero_ps() : _mm512_loadu_ps(y + m * N + n0 + j * 16);
         _Pragma("clang loop unroll(full)") for (int j = 0; j < 4; j++) s[j] = _mm512_loadu_ps(col_scale + n0 + j * 16);
-        for (int64_t k = 0; k < fast; k++) {
+        // One line of the next block per row here, front to back: it arrives while this block is multiplied.
+        const char *ahead = (const char *)idx + ((k1 * N * bits) >> 3) + ((p - pa) >> 2) * (k1 - k0) * 64;
+        const char *stream_end = (const char *)idx + ((K * N * bits) >> 3);
+        for (int64_t k = k0; k < (k1 < fast ? k1 : fast); k++) {
+            if (ahead < stream_end) _mm_prefetch(ahead, _MM_HINT_T0);
+            ahead += 64;
             __m512 rs = _mm512_set1_ps(row_scale[k]);
             int64_t i = k * N + n0;
             __m512i v[4];
@@ -360,7 +376,7 @@ MLK_AVX512 MLK_INLINE void gemv_avx512(const int bits, const int R, const float 
                 _Pragma("clang loop unroll(full)") for (int j = 0; j < 4; j++) c[m][j] = _mm512_fmadd_ps(av, w[j], c[m][j]);
             }
         }
-        for (int64_t k = fast; k < K; k++) {
+        for (int64_t k = k0 > fast ? k0 : fast; k < k1; k++) {
             _Pragma("clang loop unroll(full)") for (int j = 0; j < 4; j++)
                 row_portable(idx, bits, N, lut, row_base, row_scale, col_base, col_scale, p + j, k, tmp[j]);
             _Pragma("clang loop unroll(full)") for (int m = 0; m < R; m++) {
@@ -369,12 +385,20 @@ MLK_AVX512 MLK_INLINE void gemv_avx512(const int bits, const int R, const float 
                     c[m][j] = _mm512_fmadd_ps(av, _mm512_load_ps(tmp[j]), c[m][j]);
             }
         }
+        if (k1 < K) {
+            _Pragma("clang loop unroll(full)") for (int m = 0; m < R; m++)
+                _Pragma("clang loop unroll(full)") for (int j = 0; j < 4; j++)
+                    _mm512_storeu_ps(y + m * N + n0 + j * 16, c[m][j]);
+            continue;
+        }
         _Pragma("clang loop unroll(full)") for (int j = 0; j < 4; j++) {
             __m512 b = bias ? _mm512_loadu_ps(bias + n0 + j * 16) : _mm512_setzero_ps();
             _Pragma("clang loop unroll(full)") for (int m = 0; m < R; m++)
-                mlk_store16(y + m * N + n0 + j * 16, NULL, c[m][j], b, 16, act, p0, p1, lo, hi);
+                mlk_store16(y + m * N + n0 + j * 16, res ? res + m * N + n0 + j * 16 : NULL, c[m][j], b, 16, act, p0, p1, lo, hi);
         }
     }
+    }
+    int64_t p = groups_end;
     // The last panels (fewer than four, or one of fewer than 16 columns): a panel at a time, row by row.
     for (; p < pb; p++) {
         int64_t n0 = p * 16, nv = N - n0 < 16 ? N - n0 : 16;
@@ -394,18 +418,157 @@ MLK_AVX512 MLK_INLINE void gemv_avx512(const int bits, const int R, const float 
                 }
                 acc = _mm512_fmadd_ps(_mm512_set1_ps(a[m * lda + k]), w, acc);
             }
-            mlk_store16(y + m * N + n0, NULL, acc, b, nv, act, p0, p1, lo, hi);
+            mlk_store16(y + m * N + n0, res ? res + m * N + n0 : NULL, acc, b, nv, act, p0, p1, lo, hi);
         }
     }
 }
 
-MLK_AVX512 static void gemv_avx512_bits(const float *a, int64_t rows, int64_t lda, const uint8_t *idx, int64_t bytes,
-                                        int bits, int64_t K, int64_t N, const float *lut, const int32_t *row_base,
-                                        const float *row_scale, const int32_t *col_base, const float *col_scale,
-                                        int64_t pa, int64_t pb, const float *bias, float *y, int act, float p0, float p1) {
+// Rows per tile of the tall kernel with `left` rows to go: 25 while more than 16 are left, else the smallest of 8,
+// 16 or 25 that holds them (49 rows: 25 + 24; 36: 25 + 11 in 16).
+MLK_INLINE int64_t tall_rows(int64_t left) { return left > 16 ? 25 : (left > 8 ? 16 : 8); }
+
+// v[k] = (r[0][k], …, r[15][k]): a 16 × 16 transpose (pairs, then quads within 128-bit lanes, then lanes).
+MLK_AVX512 MLK_INLINE void transpose16_avx512(const __m512 r[16], __m512 v[16]) {
+    __m512 t[16], u[16];
+    for (int i = 0; i < 16; i += 2) {
+        t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+    }
+    // u[4g + j]: rows 4g … 4g + 3 at k = j, j + 4, j + 8, j + 12 (one per 128-bit lane).
+    for (int i = 0; i < 16; i += 4) {
+        u[i] = _mm512_shuffle_ps(t[i], t[i + 2], 0x44);
+        u[i + 1] = _mm512_shuffle_ps(t[i], t[i + 2], 0xEE);
+        u[i + 2] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+        u[i + 3] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
+    }
+    for (int j = 0; j < 4; j++) {
+        __m512 w0 = _mm512_shuffle_f32x4(u[j], u[4 + j], 0x88), w1 = _mm512_shuffle_f32x4(u[j], u[4 + j], 0xDD);
+        __m512 w2 = _mm512_shuffle_f32x4(u[8 + j], u[12 + j], 0x88), w3 = _mm512_shuffle_f32x4(u[8 + j], u[12 + j], 0xDD);
+        v[j] = _mm512_shuffle_f32x4(w0, w2, 0x88);
+        v[j + 8] = _mm512_shuffle_f32x4(w0, w2, 0xDD);
+        v[j + 4] = _mm512_shuffle_f32x4(w1, w3, 0x88);
+        v[j + 12] = _mm512_shuffle_f32x4(w1, w3, 0xDD);
+    }
+}
+
+// Rows [0, rows) of a (row stride lda) as the tall kernel reads them: tile by tile (tall_rows), each tile's R rows
+// interleaved by k (element (i, k) at k·R + i), rows past the end repeating the tile's first; then one pointer and
+// a displacement reach every row of a tile (25 row pointers do not fit in registers). At most (rows + 24)·K floats.
+// 16 rows × 16 k at a time through a register transpose (a scalar copy cost a fifth of the FMAs at K = 1152).
+MLK_AVX512 MLK_INLINE void tall_pack(const float *a, int64_t rows, int64_t lda, int64_t K, float *at) {
+    for (int64_t m = 0; m < rows;) {
+        int64_t R = tall_rows(rows - m), left = rows - m;
+        for (int64_t i0 = 0; i0 < R; i0 += 16) {
+            const float *src[16];
+            for (int64_t i = 0; i < 16; i++) src[i] = a + (m + (i0 + i < left && i0 + i < R ? i0 + i : 0)) * lda;
+            __mmask16 keep = (__mmask16)(R - i0 >= 16 ? 0xFFFF : (1u << (R - i0)) - 1);
+            for (int64_t k0 = 0; k0 < K; k0 += 16) {
+                int64_t kn = K - k0 < 16 ? K - k0 : 16;
+                __mmask16 km = (__mmask16)(kn == 16 ? 0xFFFF : (1u << kn) - 1);
+                __m512 r[16], v[16];
+                for (int i = 0; i < 16; i++) r[i] = _mm512_maskz_loadu_ps(km, src[i] + k0);
+                transpose16_avx512(r, v);
+                for (int64_t j = 0; j < kn; j++) _mm512_mask_storeu_ps(at + (k0 + j) * R + i0, keep, v[j]);
+            }
+        }
+        at += R * K;
+        m += left < R ? left : R;
+    }
+}
+
+// Rows [m, m + R) of y (row i at y + i·N; only the first `rows` stored) for the columns of panel p, full or the last
+// partial one, from a tile of tall_pack's: each weight decoded into a register once and used by the R rows (a 7 × 7
+// layer's 49 rows in two tiles, so a weight is decoded twice where decoding it into a panel first writes it out and
+// reads it back). Rows [fast, K) and a partial panel are decoded by row_portable. `unit`: every row scale is 1, so
+// (row_scale · col_scale) is col_scale exactly and one multiply goes. The sums in k order from 0 with FMAs, then
+// mlk_store16 with the residual: the bits of gemm_avx512's tiles on the decoded panels.
+MLK_AVX512 MLK_INLINE void tall_avx512(const int R, const int unit, const float *at, int64_t m, int64_t rows,
+                                       const uint8_t *idx, int64_t K, int64_t N, int64_t fast, const float *lut,
+                                       const int32_t *row_base, const float *row_scale, const int32_t *col_base,
+                                       const float *col_scale, int64_t p, const float *bias, const float *res, float *y,
+                                       int act, float p0, float p1) {
+    const int bits = 4;
+    __m512 t0 = _mm512_loadu_ps(lut + row_base[0] + col_base[p * 16]);
+    int64_t n0 = p * 16, nv = N - n0 < 16 ? N - n0 : 16;
+    int64_t kf = nv == 16 ? fast : 0;
+    __m512 c[25];
+    _Pragma("clang loop unroll(full)") for (int i = 0; i < R; i++) c[i] = _mm512_setzero_ps();
+    __m512 cs = _mm512_loadu_ps(col_scale + n0);
+    // N is even: every row's first index starts a byte.
+    const uint8_t *ip = idx + (n0 >> 1);
+    for (int64_t k = 0; k < kf; k++, ip += N >> 1) {
+        __m128i b8 = _mm_loadl_epi64((const __m128i *)(const void *)ip);
+        __m512i v = _mm512_srlv_epi32(_mm512_cvtepu8_epi32(_mm_unpacklo_epi8(b8, b8)),
+                                      _mm512_setr_epi32(0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4));
+        __m512 s = unit ? cs : _mm512_mul_ps(_mm512_set1_ps(row_scale[k]), cs);
+        __m512 w = _mm512_mul_ps(s, _mm512_permutexvar_ps(v, t0));
+        const float *ak = at + k * R;
+        _Pragma("clang loop unroll(full)") for (int j = 0; j < R; j++)
+            c[j] = _mm512_fmadd_ps(_mm512_set1_ps(ak[j]), w, c[j]);
+    }
+    float tmp[16] __attribute__((aligned(64)));
+    for (int64_t k = kf; k < K; k++) {
+        row_portable(idx, bits, N, lut, row_base, row_scale, col_base, col_scale, p, k, tmp);
+        __m512 w = _mm512_load_ps(tmp);
+        const float *ak = at + k * R;
+        _Pragma("clang loop unroll(full)") for (int j = 0; j < R; j++)
+            c[j] = _mm512_fmadd_ps(_mm512_set1_ps(ak[j]), w, c[j]);
+    }
+    __m512 lo = _mm512_set1_ps(p0), hi = _mm512_set1_ps(p1);
+    __m512 b = bias ? _mm512_maskz_loadu_ps((__mmask16)((1u << nv) - 1), bias + n0) : _mm512_setzero_ps();
+    _Pragma("clang loop unroll(full)") for (int j = 0; j < R; j++) {
+        if (j >= rows) break;
+        mlk_store16(y + (m + j) * N + n0, res ? res + (m + j) * N + n0 : NULL, c[j], b, nv, act, p0, p1, lo, hi);
+    }
+}
+
+// Rows [0, rows) (5 … MLK_PALETTE_GEMV_ROWS) packed by tall_pack into `at`, by tall tiles, panel by panel.
+#define MLK_TALL_TILE(B, R, U) tall_avx512(R, U, t, m, left, idx, K, N, fast, lut, row_base, row_scale, col_base, \
+                                           col_scale, p, bias, res, y, act, p0, p1)
+#define MLK_TALL_ALL(B, U)                                                                                        \
+    MLK_AVX512 static void tall_avx512_##B##_##U(const float *at, int64_t rows, const uint8_t *idx, int64_t K,    \
+                                                 int64_t N, int64_t fast, const float *lut,                      \
+                                                 const int32_t *row_base, const float *row_scale,                \
+                                                 const int32_t *col_base, const float *col_scale, int64_t pa,    \
+                                                 int64_t pb, const float *bias, const float *res, float *y,      \
+                                                 int act, float p0, float p1) {                                  \
+        for (int64_t p = pa; p < pb; p++) {                                                                       \
+            const float *t = at;                                                                                  \
+            for (int64_t m = 0; m < rows;) {                                                                      \
+                int64_t left = rows - m, R = tall_rows(left);                                                     \
+                if (R == 25) MLK_TALL_TILE(B, 25, U);                                                             \
+                else if (R == 16) MLK_TALL_TILE(B, 16, U);                                                        \
+                else MLK_TALL_TILE(B, 8, U);                                                                      \
+                t += R * K;                                                                                       \
+                m += left < R ? left : R;                                                                         \
+            }                                                                                                     \
+        }                                                                                                         \
+    }
+MLK_TALL_ALL(4, 0) MLK_TALL_ALL(4, 1)
+#undef MLK_TALL_ALL
+#undef MLK_TALL_TILE
+
+MLK_AVX512 static int gemv_avx512_bits(const float *a, int64_t rows, int64_t lda, const uint8_t *idx, int64_t bytes,
+                                       int bits, int64_t K, int64_t N, const float *lut, const int32_t *row_base,
+                                       const float *row_scale, const int32_t *col_base, const float *col_scale,
+                                       int64_t pa, int64_t pb, const float *bias, const float *res, float *y, int act,
+                                       float p0, float p1, float *work) {
     int64_t full_end;
     int64_t fast = fast_rows(bytes, bits, K, N, pa, pb, &full_end);
-#define MLK_GEMV(B, R) gemv_avx512(B, R, a, lda, idx, K, N, fast, lut, row_base, row_scale, col_base, col_scale, pa, pb, bias, y, act, p0, p1)
+    if (rows > 4) {
+        // Tall tiles: 4 bits and even N only (1, 2 and 6 bits measured slower than decoding panels first: their
+        // indices cost more to extract and six bits' table takes four registers), and only with room to pack the rows.
+        if (bits != 4 || (N & 1) || !work) return 0;
+        int unit = 1;
+        for (int64_t k = 0; k < K && unit; k++) unit = row_scale[k] == 1.0f;
+        tall_pack(a, rows, lda, K, work);
+        if (unit) tall_avx512_4_1(work, rows, idx, K, N, fast, lut, row_base, row_scale, col_base, col_scale, pa, pb,
+                                  bias, res, y, act, p0, p1);
+        else tall_avx512_4_0(work, rows, idx, K, N, fast, lut, row_base, row_scale, col_base, col_scale, pa, pb,
+                             bias, res, y, act, p0, p1);
+        return 1;
+    }
+#define MLK_GEMV(B, R) gemv_avx512(B, R, a, lda, idx, K, N, fast, lut, row_base, row_scale, col_base, col_scale, pa, pb, bias, res, y, act, p0, p1)
 #define MLK_GEMV_ROWS(B)                     \
     switch (rows) {                          \
     case 1: MLK_GEMV(B, 1); break;           \
@@ -421,6 +584,7 @@ MLK_AVX512 static void gemv_avx512_bits(const float *a, int64_t rows, int64_t ld
     }
 #undef MLK_GEMV_ROWS
 #undef MLK_GEMV
+    return 1;
 }
 #endif
 
@@ -429,17 +593,16 @@ MLK_AVX512 static void gemv_avx512_bits(const float *a, int64_t rows, int64_t ld
 int mlk_palette_gemv(const float *a, int64_t rows, int64_t lda, const uint8_t *idx, int64_t bytes, int bits, int64_t K,
                      int64_t N, const float *lut, const int32_t *row_base, const float *row_scale,
                      const int32_t *col_base, const float *col_scale, int64_t pa, int64_t pb, const float *bias,
-                     float *y, int act, float p0, float p1) {
+                     const float *res, float *y, int act, float p0, float p1, float *work) {
 #if MLK_X86
     if (!mlk_cpu_has(MLK_CPU_AVX512) || bits > 6 || rows < 1 || rows > MLK_PALETTE_GEMV_ROWS || pa >= pb ||
         !one_table(row_base, K, col_base, pa, pb, N))
         return 0;
-    gemv_avx512_bits(a, rows, lda, idx, bytes, bits, K, N, lut, row_base, row_scale, col_base, col_scale, pa, pb, bias,
-                     y, act, p0, p1);
-    return 1;
+    return gemv_avx512_bits(a, rows, lda, idx, bytes, bits, K, N, lut, row_base, row_scale, col_base, col_scale, pa, pb,
+                            bias, res, y, act, p0, p1, work);
 #else
     (void)a; (void)rows; (void)lda; (void)idx; (void)bytes; (void)bits; (void)K; (void)N; (void)lut; (void)row_base; (void)row_scale;
-    (void)col_base; (void)col_scale; (void)pa; (void)pb; (void)bias; (void)y; (void)act; (void)p0; (void)p1;
+    (void)col_base; (void)col_scale; (void)pa; (void)pb; (void)bias; (void)res; (void)y; (void)work; (void)act; (void)p0; (void)p1;
     return 0;
 #endif
 }

@@ -224,10 +224,13 @@ enum Fast {
                 prepare?(0, rows, UnsafeMutablePointer(mutating: a))
                 let block = palette.blockColumns()
                 parallel(n, parts: parts, align: 48) { lo, hi in
-                    // A few rows (a dense layer on up to 4 images): decoded in registers where the kernel can.
-                    if rows <= PaletteWeights.gemvRows && res == nil && palette.gemv(
-                        a, rows: rows, lda: lda, columns: lo, hi, bias: bias, y, act: act) { return }
+                    // A few rows (a 7 × 7 layer, a dense layer on up to 4 images): decoded in registers where
+                    // the kernel can, a tall tile's rows copied into this part's columns of the decoding buffer.
                     let w = UnsafeMutablePointer(mutating: b + lo &* k)
+                    let room = ((hi &+ 15) / 16 &* 16 &- lo) &* k >= palette.gemvWork(rows: rows)
+                    if rows <= PaletteWeights.gemvRows && palette.gemv(
+                        a, rows: rows, lda: lda, columns: lo, hi, bias: bias, residual: res, y, act: act,
+                        work: room ? w : nil) { return }
                     var c = lo
                     while c < hi {
                         let e = min(hi, c &+ block)

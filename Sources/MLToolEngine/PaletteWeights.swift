@@ -92,22 +92,29 @@ final class PaletteWeights: @unchecked Sendable {
         }
     }
 
-    /// y[m][c] = act(a[m] · w[·][c] + bias[c]) for up to `gemvRows` input rows (row m at a + m·lda, of y at
-    /// y + m·n) and columns [lo, hi) (lo a multiple of 16), each weight decoded into a register once for all the rows
-    /// (`mlk_palette_gemv`): false, with nothing done, where the kernel has no variant.
+    /// y[m][c] = act(a[m] · w[·][c] + bias[c] + residual[m][c]) for up to `gemvRows` input rows (row m at a + m·lda,
+    /// of y and the residual at + m·n) and columns [lo, hi) (lo a multiple of 16), each weight decoded into a register
+    /// and used there by a tile of rows (`mlk_palette_gemv`: up to 4 rows × 64 columns, or up to 25 rows × 16, so a
+    /// 7 × 7 layer's 49 rows decode each weight twice and never write it out): false, with nothing done, where the
+    /// kernel has no variant. `work` (`gemvWork(rows:)` floats, or nil) is where a tall tile's rows are copied.
     func gemv(_ a: UnsafePointer<Float>, rows: Int, lda: Int, columns lo: Int, _ hi: Int, bias: UnsafePointer<Float>?,
-              _ y: UnsafeMutablePointer<Float>, act: Act) -> Bool {
+              residual: UnsafePointer<Float>?, _ y: UnsafeMutablePointer<Float>, act: Act,
+              work: UnsafeMutablePointer<Float>?) -> Bool {
         let raw = tensor.bytes.buffer
         guard let base = raw.baseAddress else { return false }
         return lut.withUnsafeBufferPointer { l in
             mlk_palette_gemv(a, Int64(rows), Int64(lda), base.assumingMemoryBound(to: UInt8.self), Int64(raw.count),
                              Int32(bits), Int64(k), Int64(n), l.baseAddress, rowBase, rowScale, colBase, colScale,
-                             Int64(lo / 16), Int64((hi &+ 15) / 16), bias, y, act.code, act.p0, act.p1) != 0
+                             Int64(lo / 16), Int64((hi &+ 15) / 16), bias, residual, y, act.code, act.p0, act.p1, work) != 0
         }
     }
 
-    /// Input rows up to which `gemv` decodes in registers (a dense layer on up to 4 images, the engine's chunk).
+    /// Input rows up to which `gemv` decodes in registers (fewer than `Fast.fewRows`: a 7 × 7 layer on one image, a
+    /// dense layer on the engine's chunk).
     static let gemvRows = Int(MLK_PALETTE_GEMV_ROWS)
+
+    /// Floats of `gemv`'s work for `rows` input rows (MLK_PALETTE_GEMV_WORK).
+    func gemvWork(rows: Int) -> Int { (rows &+ 24) &* k }
 
     /// Decodes every panel, split across `threads` threads by panels.
     func unpack(into packed: UnsafeMutablePointer<Float>, threads: Int) {

@@ -92,18 +92,23 @@ final class GuardedBytes {
         }
     }
 
-    /// `mlk_palette_gemv` (1 to 4 input rows, weights decoded in registers) gives the bits of `mlk_gemm_packed` on the
-    /// panels `mlk_palette_unpack` decodes, for any column range, with and without bias, for vector and scalar
-    /// activations, with row scales (a table shared by rows of different scales) or without; where it declines
-    /// (below AVX-512, 8 bits, 5 rows, several tables) it writes nothing.
+    /// `mlk_palette_gemv` (1 to 63 input rows, weights decoded in registers: 4-row tiles up to 4 rows, tall tiles of
+    /// 8, 16 or 25 rows above at 4 bits) gives the bits of `mlk_gemm_packed_res` on the panels `mlk_palette_unpack` decodes,
+    /// for any column range, with and without bias and residual, for vector and scalar activations, with row scales
+    /// (a table shared by rows of different scales) or without; where it declines (below AVX-512, 8 bits, 64 rows,
+    /// several tables, 5 rows and more at other widths or an odd number of columns) it writes nothing.
     @Test func oneRowDecodedInRegistersGivesTheBitsOfTheDecodedGemm() throws {
         var ran = 0
         try KernelLevelLock.shared.writing {
             let levels = try forEachCPULevel { level in
                 for bits in [1, 2, 4, 6, 8] {
                     for (k, n) in [(1280, 1000), (37, 24), (64, 96), (9, 33), (130, 48), (5, 7), (300, 200), (20, 129)] {
-                        for layout in [Layout.oneTable, .columnScales, .rowScales, .rowTables] {
-                            ran += try checkGemv(bits: bits, k: k, n: n, layout: layout, level: level)
+                        for (l, layout) in [Layout.oneTable, .columnScales, .rowScales, .rowTables].enumerated() {
+                            // A short tile's rows, then a tall one's (fewer on the largest shape, for time), in turn.
+                            let tall = [5, 9, 17, 24, 25, 36, 41, 49, 63, 64][(bits + k + n + l) % 10]
+                            for rows in [1 + (bits + k + n + l) % 4, k * n > 100_000 ? 9 : tall] {
+                                ran += try checkGemv(bits: bits, k: k, n: n, rows: rows, layout: layout, level: level)
+                            }
                         }
                     }
                 }
@@ -113,7 +118,7 @@ final class GuardedBytes {
         #expect(ran > 0, "the register-decoding kernel never ran (no AVX-512 here?)")
     }
 
-    func checkGemv(bits: Int, k: Int, n: Int, layout: Layout, level: Int32) throws -> Int {
+    func checkGemv(bits: Int, k: Int, n: Int, rows: Int, layout: Layout, level: Int32) throws -> Int {
         var g = GraphBuilder(seed: UInt64(bits * 31 + k + n), input: [])
         let entries = 1 << bits
         let tables = layout == .rowTables ? 3 : 1
@@ -128,8 +133,8 @@ final class GuardedBytes {
         if layout == .rowScales { for r in 0..<k { rowScale[r] = g.values(1, 0.1, 3)[0] } }
         let stream = GuardedBytes(PackedBits.pack(indices, bits: bits))
         let bytes = Int64((k * n * bits + 7) / 8)
-        let rows = [1, 2, 3, 4, 5][(bits + k + n) % 5], lda = k + 3
-        let a = g.values(rows * lda), bias = g.values(n)
+        let lda = k + 3
+        let a = g.values(rows * lda), bias = g.values(n), residual = g.values(rows * n)
         // Aligned as the engine aligns packed weights (the GEMM tiles' aligned loads rely on it).
         let count = Int(mlk_packed_count(Int64(k), Int64(n)))
         let decoded = UnsafeMutableRawPointer.allocate(byteCount: count * 4, alignment: 64)
@@ -138,22 +143,29 @@ final class GuardedBytes {
         mlk_palette_unpack(stream.pointer, bytes, Int32(bits), Int64(k), Int64(n), lut, rowBase, rowScale, colBase,
                            colScale, 0, Int64(panels), decoded)
         var ran = 0
-        for (act, withBias) in [(GemmKernelTests.acts[2], true), (GemmKernelTests.acts[8], false)] {
+        for (act, withBias, withResidual) in [(GemmKernelTests.acts[2], true, false), (GemmKernelTests.acts[8], false, false),
+                                              (GemmKernelTests.acts[0], true, true)] {
             for (pa, pb) in [(0, panels), (panels / 2, panels), (0, (panels + 1) / 2)] where pa < pb {
                 let (c0, c1) = (pa * 16, min(n, pb * 16))
                 var want = [Float](repeating: 777, count: rows * n), got = want
                 want.withUnsafeMutableBufferPointer { y in
-                    mlk_gemm_packed(a, Int64(lda), decoded + pa * k * 16, 0, Int64(rows), Int64(c1 - c0), Int64(k),
-                                    withBias ? bias.withUnsafeBufferPointer { $0.baseAddress! + c0 } : nil,
-                                    y.baseAddress! + c0, Int64(n), act.code, act.p0, act.p1)
+                    residual.withUnsafeBufferPointer { r in
+                        mlk_gemm_packed_res(a, Int64(lda), decoded + pa * k * 16, 0, Int64(rows), Int64(c1 - c0), Int64(k),
+                                            withBias ? bias.withUnsafeBufferPointer { $0.baseAddress! + c0 } : nil,
+                                            withResidual ? r.baseAddress! + c0 : nil, y.baseAddress! + c0, Int64(n),
+                                            act.code, act.p0, act.p1)
+                    }
                 }
+                var work = [Float](repeating: .nan, count: (rows + 24) * k)
                 let did = mlk_palette_gemv(a, Int64(rows), Int64(lda), stream.pointer, bytes, Int32(bits), Int64(k),
                                            Int64(n), lut, rowBase, rowScale, colBase, colScale, Int64(pa), Int64(pb),
-                                           withBias ? bias : nil, &got, act.code, act.p0, act.p1)
-                let place = "level \(level), \(bits) bits, \(rows) × \(k)×\(n), \(layout), panels \(pa)..<\(pb), act \(act.code)"
+                                           withBias ? bias : nil, withResidual ? residual : nil, &got, act.code,
+                                           act.p0, act.p1, &work)
+                let place = "level \(level), \(bits) bits, \(rows) × \(k)×\(n), \(layout), panels \(pa)..<\(pb), act \(act.code), residual \(withResidual)"
                 if did == 0 {
                     #expect(got.allSatisfy { $0 == 777 }, "\(place): declined but wrote")
-                    let supported = level >= Int32(MLK_CPU_AVX512) && bits <= 6 && layout != .rowTables && rows <= 4
+                    let supported = level >= Int32(MLK_CPU_AVX512) && bits <= 6 && layout != .rowTables
+                        && (rows <= 4 || (bits == 4 && n % 2 == 0 && rows <= 63))
                     #expect(!supported, "\(place): declined a case it has a variant for")
                     continue
                 }

@@ -69,16 +69,19 @@ void mlk_palette_unpack(const uint8_t *idx, int64_t bytes, int bits, int64_t K, 
                         const float *col_scale, int64_t p0, int64_t p1, float *packed);
 
 /// Up to MLK_PALETTE_GEMV_ROWS input rows a (rows × K, row stride lda) times the palettized weight of
-/// mlk_palette_unpack, for the columns of panels [pa, pb): y[m][n] = act(Σ_k a[m][k]·w[k][n] + bias[n]) (y row m at
-/// y + m·N; bias indexed by column, may be NULL) with each weight decoded into a register once and used for every
-/// row there — the bits of mlk_gemm_packed on the decoded panels. Returns 0 and does nothing where it has no variant
-/// (below AVX-512, 8 bits, more rows, or more than one table over those rows and panels); the caller then decodes
-/// and multiplies.
-#define MLK_PALETTE_GEMV_ROWS 4
+/// mlk_palette_unpack, for the columns of panels [pa, pb): y[m][n] = act(Σ_k a[m][k]·w[k][n] + bias[n] + res[m][n])
+/// (y and res row m at y + m·N and res + m·N; bias indexed by column; bias and res may be NULL) with each weight
+/// decoded into a register and used there for every row of a tile (up to 4 rows × 4 panels; from 5 rows, 4 bits
+/// only, tiles of up to 25 rows × 1 panel read from `work`, MLK_PALETTE_GEMV_WORK floats the rows are copied into
+/// (NULL: no tall tiles)) — the bits of mlk_gemm_packed_res on the decoded panels. Returns 0 and does nothing where
+/// it has no variant (below AVX-512, 8 bits, more rows, more than one table over those rows and panels, or 5 rows
+/// and more at other widths or without `work`); the caller then decodes and multiplies.
+#define MLK_PALETTE_GEMV_ROWS 63
+#define MLK_PALETTE_GEMV_WORK(rows, K) (((rows) + 24) * (K))
 int mlk_palette_gemv(const float *a, int64_t rows, int64_t lda, const uint8_t *idx, int64_t bytes, int bits, int64_t K,
                      int64_t N, const float *lut, const int32_t *row_base, const float *row_scale,
                      const int32_t *col_base, const float *col_scale, int64_t pa, int64_t pb, const float *bias,
-                     float *y, int act, float p0, float p1);
+                     const float *res, float *y, int act, float p0, float p1, float *work);
 
 // ---- convolution around the GEMM (conv.c) ----
 
