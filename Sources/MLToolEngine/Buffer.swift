@@ -27,7 +27,19 @@ final class Buffer: @unchecked Sendable {
         }
     }
 
+    /// `count` floats of `owner`'s memory from float `offset` (inside it: the caller's plan says so), kept alive
+    /// by this view and not freed by it: a palettized layer's decode room inside an arena (`Plan.decodeOffset`).
+    init(view owner: Buffer, offset: Int, count: Int) {
+        precondition(offset >= 0 && count >= 0 && offset <= owner.count &- count, "a view outside its buffer")
+        self.owner = owner
+        self.count = count
+        pointer = owner.pointer + offset
+    }
+
+    /// The buffer a view lies in (nil: this one owns its memory).
+    private var owner: Buffer? = nil
+
     var array: [Float] { Array(UnsafeBufferPointer(start: pointer, count: count)) }
 
-    deinit { pointer.deallocate() }
+    deinit { if owner == nil { pointer.deallocate() } }
 }

@@ -12,6 +12,12 @@ struct Plan: Sendable {
     var offset: [Int: Int] = [:]
     /// Floats of the arena.
     var arenaFloats = 0
+    /// For palettized steps (by position in `steps`) whose decoded panels fit in the arena beside the values live
+    /// while they run without making it larger: the offset of that room. The others share one decode buffer.
+    var decodeOffset: [Int: Int] = [:]
+    /// What was placed in the arena: the values' lifetimes (by value id), then the decode rooms kept (value
+    /// −1 − position; `decodeOffset`).
+    var lifetimes: [Lifetime] = []
     var scratch = 0
     /// Positions in `steps` where that step and the next run fused (see `Fused`).
     var fused: Set<Int> = []
@@ -71,6 +77,33 @@ struct Plan: Sendable {
             }
         }
         (offset, arenaFloats) = Self.place(lives)
+        // A palettized layer decodes its panels into memory of its own while it runs (with its pair, when fused):
+        // late layers' weights are large and their activations small, so that memory usually fits in the arena
+        // beside what is live then, where the arena is resident anyway. All such rooms at once if the arena keeps
+        // its size, else one at a time, smallest first, each only if it does.
+        var rooms: [Lifetime] = []
+        for (pos, i) in steps.enumerated() {
+            guard let palette = p.steps[i].palette else { continue }
+            let pair = fused.contains(pos) || residual[pos] != nil
+            rooms.append(Lifetime(value: -1 &- pos, first: pos, last: pair ? pos &+ 1 : pos, floats: palette.packedCount))
+        }
+        if !rooms.isEmpty {
+            var kept: [Lifetime] = []
+            var best = (offset: offset, floats: arenaFloats)
+            let all = Self.place(lives + rooms)
+            if all.floats <= arenaFloats {
+                (kept, best) = (rooms, all)
+            } else {
+                for room in rooms.sorted(by: { ($0.floats, $0.first) < ($1.floats, $1.first) }) {
+                    let r = Self.place(lives + kept + [room])
+                    if r.floats <= arenaFloats { kept.append(room); best = r }
+                }
+            }
+            offset = best.offset.filter { $0.key >= 0 }
+            for room in kept { decodeOffset[-1 &- room.value] = best.offset[room.value] }
+            lives += kept
+        }
+        lifetimes = lives
     }
 
     struct Lifetime {
@@ -163,9 +196,10 @@ final class Arena: @unchecked Sendable {
     /// planes, quantized rows), so it is not zero-filled: only the pages some step uses become resident (a stem's
     /// im2col room is sized for a whole image, 1.3 MB at 224 × 224, and it uses one output row of it per thread).
     let scratch: Buffer
-    /// The plan's steps as this arena runs them: a palettized layer's `packed` is `decoded`, which every such layer
-    /// shares (each decodes into it as it runs: `PaletteWeights`; a GEMM with few rows touches only a block per
-    /// part of it, the rest of the allocation is never resident).
+    /// The plan's steps as this arena runs them: a palettized layer's `packed` is its room in `values`
+    /// (`Plan.decodeOffset`), or else `decoded`, which every such layer without one shares (each decodes into it as
+    /// it runs: `PaletteWeights`; a GEMM with few rows touches only a block per part of it, the rest of the
+    /// allocation is never resident).
     let steps: [Step]
     let decoded: Buffer?
     let inputs: [[UnsafePointer<Float>]]
@@ -177,11 +211,15 @@ final class Arena: @unchecked Sendable {
         let values = Buffer(count: plan.arenaFloats)
         self.values = values
         scratch = Buffer(uninitialized: plan.scratch)
-        let decoded = plan.steps.compactMap { p.steps[$0].palette?.packedCount }.max().map { Buffer(uninitialized: $0) }
+        let decoded = plan.steps.indices.filter { plan.decodeOffset[$0] == nil }
+            .compactMap { p.steps[plan.steps[$0]].palette?.packedCount }.max().map { Buffer(uninitialized: $0) }
         self.decoded = decoded
-        steps = plan.steps.map { i in
+        steps = plan.steps.enumerated().map { pos, i in
             var s = p.steps[i]
-            if s.palette != nil { s.packed = decoded }
+            if let palette = s.palette {
+                s.packed = plan.decodeOffset[pos].map { Buffer(view: values, offset: $0, count: palette.packedCount) }
+                    ?? decoded
+            }
             return s
         }
         // An unwritten value (no offset) is never read either: its pointer is the scratch's, never dereferenced.

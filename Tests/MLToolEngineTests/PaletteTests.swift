@@ -118,6 +118,43 @@ final class GuardedBytes {
         #expect(ran > 0, "the register-decoding kernel never ran (no AVX-512 here?)")
     }
 
+    /// A palettized layer decodes into the activation arena's free memory where that memory does not have to grow
+    /// (a late layer's weights beside small activations): the palettized model's arena is the float model's size,
+    /// at least one room is inside it, no room overlaps a value live while it is in use (with a fused pair's second
+    /// step too), and the palettized model computes the float model's bits
+    /// (`palettizedLayersComputeTheBitsOfTheirFloatDequantization`).
+    @Test func decodedPanelsFitInTheArenaWithoutGrowingIt() throws {
+        let (palette, float) = try Self.palettized(Self.fusedNetwork())
+        let (big, bigFloat) = try Self.palettized(mobileNetLike(size: 33))
+        // The fused pair alone has no free memory while it runs (its input and output fill the arena); the
+        // network's late layers do.
+        try KernelLevelLock.shared.reading {
+            try checkRooms(palette, float, image: [1, 90, 90, 8], expectRooms: false)
+            try checkRooms(big, bigFloat, image: [1, 33, 33, 3], expectRooms: true)
+        }
+    }
+
+    func checkRooms(_ p: Model, _ f: Model, image: [Int], expectRooms: Bool) throws {
+        let outputs = try #require(p.metadata.graph?.outputs)
+        let (plan, program) = try UnwrittenValueTests.plan(p, outputs: outputs, image: image)
+        let (floatPlan, _) = try UnwrittenValueTests.plan(f, outputs: outputs, image: image)
+        guard plan.steps.contains(where: { program.steps[$0].palette != nil }) else { return }   // decoded at load
+        #expect(plan.arenaFloats == floatPlan.arenaFloats, "the rooms grew the arena")
+        #expect(plan.decodeOffset.isEmpty != expectRooms, "\(plan.decodeOffset.count) rooms in the arena (\(image))")
+        for (pos, at) in plan.decodeOffset {
+            let count = try #require(program.steps[plan.steps[pos]].palette).packedCount
+            #expect(at >= 0 && at + count <= plan.arenaFloats && at % 16 == 0, "room at \(pos): \(at)")
+            let pair = plan.fused.contains(pos) || plan.residual[pos] != nil
+            let room = try #require(plan.lifetimes.first { $0.value == -1 - pos })
+            #expect(room.first == pos && room.last == (pair ? pos + 1 : pos) && room.floats == count)
+            for l in plan.lifetimes where l.value >= 0 && l.first <= room.last && room.first <= l.last {
+                let o = try #require(plan.offset[l.value])
+                #expect(o >= at + count || at >= o + (l.floats + 15) / 16 * 16 || l.floats == 0,
+                        "the room of step \(pos) overlaps value \(l.value) live at \(l.first)...\(l.last)")
+            }
+        }
+    }
+
     func checkGemv(bits: Int, k: Int, n: Int, rows: Int, layout: Layout, level: Int32) throws -> Int {
         var g = GraphBuilder(seed: UInt64(bits * 31 + k + n), input: [])
         let entries = 1 << bits
