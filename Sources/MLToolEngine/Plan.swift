@@ -12,8 +12,8 @@ struct Plan: Sendable {
     var offset: [Int: Int] = [:]
     /// Floats of the arena.
     var arenaFloats = 0
-    /// For palettized steps (by position in `steps`) whose decoded panels fit in the arena beside the values live
-    /// while they run without making it larger: the offset of that room. The others share one decode buffer.
+    /// For palettized steps (by position in `steps`) whose decoded panels fit in a gap of the arena beside the values
+    /// live while they run: the offset of that room. The others share one decode buffer.
     var decodeOffset: [Int: Int] = [:]
     /// What was placed in the arena: the values' lifetimes (by value id), then the decode rooms kept (value
     /// −1 − position; `decodeOffset`).
@@ -79,35 +79,42 @@ struct Plan: Sendable {
         (offset, arenaFloats) = Self.place(lives)
         // A palettized layer decodes its panels into memory of its own while it runs (with its pair, when fused):
         // late layers' weights are large and their activations small, so that memory usually fits in the arena
-        // beside what is live then, where the arena is resident anyway. All such rooms at once if the arena keeps
-        // its size, else one at a time, smallest first, each only if it does.
+        // beside what is live then, where the arena is resident anyway. The rooms go into the gaps the values
+        // leave, largest first, each at the lowest offset clear of what is live with it and only where it ends
+        // inside the arena: the values keep the places they have without rooms (the float model's, so the two run
+        // the same memory layout), and the arena its size.
+        let rounded = { (l: Lifetime) in (l.floats &+ 15) / 16 &* 16 }
+        var placed = lives.map { l in (first: l.first, last: l.last, start: offset[l.value] ?? 0,
+                                       end: (offset[l.value] ?? 0) &+ rounded(l)) }
         var rooms: [Lifetime] = []
         for (pos, i) in steps.enumerated() {
             guard let palette = p.steps[i].palette else { continue }
             let pair = fused.contains(pos) || residual[pos] != nil
             rooms.append(Lifetime(value: -1 &- pos, first: pos, last: pair ? pos &+ 1 : pos, floats: palette.packedCount))
         }
-        if !rooms.isEmpty {
-            var kept: [Lifetime] = []
-            var best = (offset: offset, floats: arenaFloats)
-            let all = Self.place(lives + rooms)
-            if all.floats <= arenaFloats {
-                (kept, best) = (rooms, all)
-            } else {
-                for room in rooms.sorted(by: { ($0.floats, $0.first) < ($1.floats, $1.first) }) {
-                    let r = Self.place(lives + kept + [room])
-                    if r.floats <= arenaFloats { kept.append(room); best = r }
-                }
-            }
-            offset = best.offset.filter { $0.key >= 0 }
-            for room in kept { decodeOffset[-1 &- room.value] = best.offset[room.value] }
-            lives += kept
+        for room in rooms.sorted(by: { ($0.floats, $1.first) > ($1.floats, $0.first) }) {
+            let at = Self.lowestClear(room, rounded(room), placed)
+            guard at &+ rounded(room) <= arenaFloats else { continue }
+            decodeOffset[-1 &- room.value] = at
+            placed.append((room.first, room.last, at, at &+ rounded(room)))
+            lives.append(room)
         }
         lifetimes = lives
     }
 
     struct Lifetime {
         var value: Int, first: Int, last: Int, floats: Int
+    }
+
+    /// The lowest offset where `n` floats for `l` are clear of every placed value live at a step it is.
+    private static func lowestClear(_ l: Lifetime, _ n: Int,
+                                    _ placed: [(first: Int, last: Int, start: Int, end: Int)]) -> Int {
+        var at = 0
+        for q in placed.filter({ $0.first <= l.last && l.first <= $0.last }).sorted(by: { $0.start < $1.start }) {
+            if q.start >= at &+ n { break }
+            at = max(at, q.end)
+        }
+        return at
     }
 
     /// Offsets for values with these lifetimes such that two values live at the same step never overlap: each value
@@ -146,11 +153,7 @@ struct Plan: Sendable {
         var placed: [(first: Int, last: Int, start: Int, end: Int)] = []
         for l in order {
             let n = size(l)
-            var at = 0
-            for q in placed.filter({ $0.first <= l.last && l.first <= $0.last }).sorted(by: { $0.start < $1.start }) {
-                if q.start >= at &+ n { break }
-                at = max(at, q.end)
-            }
+            let at = lowestClear(l, n, placed)
             offset[l.value] = at
             placed.append((l.first, l.last, at, at &+ n))
             total = max(total, at &+ n)

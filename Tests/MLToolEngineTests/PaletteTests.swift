@@ -118,8 +118,8 @@ final class GuardedBytes {
         #expect(ran > 0, "the register-decoding kernel never ran (no AVX-512 here?)")
     }
 
-    /// A palettized layer decodes into the activation arena's free memory where that memory does not have to grow
-    /// (a late layer's weights beside small activations): the palettized model's arena is the float model's size,
+    /// A palettized layer decodes into a gap of the activation arena where it has one (a late layer's weights beside
+    /// small activations): the palettized model's arena is the float model's size with every value in the same place,
     /// at least one room is inside it, no room overlaps a value live while it is in use (with a fused pair's second
     /// step too), and the palettized model computes the float model's bits
     /// (`palettizedLayersComputeTheBitsOfTheirFloatDequantization`).
@@ -137,9 +137,13 @@ final class GuardedBytes {
     func checkRooms(_ p: Model, _ f: Model, image: [Int], expectRooms: Bool) throws {
         let outputs = try #require(p.metadata.graph?.outputs)
         let (plan, program) = try UnwrittenValueTests.plan(p, outputs: outputs, image: image)
-        let (floatPlan, _) = try UnwrittenValueTests.plan(f, outputs: outputs, image: image)
+        let (floatPlan, floatProgram) = try UnwrittenValueTests.plan(f, outputs: outputs, image: image)
         guard plan.steps.contains(where: { program.steps[$0].palette != nil }) else { return }   // decoded at load
         #expect(plan.arenaFloats == floatPlan.arenaFloats, "the rooms grew the arena")
+        for (name, id) in program.ids where plan.offset[id] != nil {
+            #expect(plan.offset[id] == floatProgram.ids[name].flatMap { floatPlan.offset[$0] },
+                    "\(name) is not where the float model's plan puts it")
+        }
         #expect(plan.decodeOffset.isEmpty != expectRooms, "\(plan.decodeOffset.count) rooms in the arena (\(image))")
         for (pos, at) in plan.decodeOffset {
             let count = try #require(program.steps[plan.steps[pos]].palette).packedCount
