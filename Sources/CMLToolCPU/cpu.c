@@ -1,4 +1,5 @@
-// See include/CMLToolCPU.h. The only place that asks the CPU what it has.
+// See include/CMLToolCPU.h. The only place that asks the CPU what it has (and, beside it, the one call into the C
+// heap's housekeeping).
 #include "CMLToolCPU.h"
 #include <stdlib.h>
 #include <string.h>
@@ -77,4 +78,14 @@ const char *mlk_cpu_level_name(int level) { return level >= 0 && level < MLK_CPU
 int mlk_cpu_level_named(const char *name) {
     for (int l = 0; l < MLK_CPU_LEVELS; l++) if (strcmp(name, names[l]) == 0) return l;
     return -1;
+}
+
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
+void mlk_trim_heap(void) {
+#if defined(__GLIBC__)
+    (void)malloc_trim(0);
+#endif
 }

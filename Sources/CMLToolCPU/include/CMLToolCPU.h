@@ -40,4 +40,7 @@ const char *mlk_cpu_level_name(int level);
 /// The level named `name` (as above), or -1.
 int mlk_cpu_level_named(const char *name);
 
+/// Gives the free pages inside the C heap back to the kernel (glibc's malloc_trim; nothing elsewhere).
+void mlk_trim_heap(void);
+
 #endif
