@@ -1,4 +1,5 @@
 import CMLToolCPU
+import MLToolTestSupport
 import Testing
 import MLToolEngine
 

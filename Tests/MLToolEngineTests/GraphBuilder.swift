@@ -86,28 +86,6 @@ func bothModes(_ model: Model, _ inputs: [String: Tensor], outputs: [String]? = 
     return (try fast.run(inputs, outputs: outputs), try ref.run(inputs, outputs: outputs))
 }
 
-/// The SIMD-level test switches the process-wide kernel variant; tests that compare outputs bit for bit across
-/// runs hold this shared so the switch cannot happen between their runs.
-final class KernelLevelLock: @unchecked Sendable {
-    static let shared = KernelLevelLock()
-    private let lock: UnsafeMutablePointer<pthread_rwlock_t>
-
-    private init() {
-        lock = .allocate(capacity: 1)
-        pthread_rwlock_init(lock, nil)
-    }
-
-    func reading<T>(_ body: () throws -> T) rethrows -> T {
-        pthread_rwlock_rdlock(lock); defer { pthread_rwlock_unlock(lock) }
-        return try body()
-    }
-
-    func writing<T>(_ body: () throws -> T) rethrows -> T {
-        pthread_rwlock_wrlock(lock); defer { pthread_rwlock_unlock(lock) }
-        return try body()
-    }
-}
-
 /// Runs `body` at every CPU level this machine has (CMLToolCPU: portable C, AVX2, AVX-VNNI, AVX-512, AVX-512 VNNI), the
 /// process-wide level set to each in turn, then restored; returns the levels run. Call it under
 /// `KernelLevelLock.shared.writing`.
