@@ -451,12 +451,23 @@ MLK_AVX512 MLK_INLINE void transpose16_avx512(const __m512 r[16], __m512 v[16]) 
     }
 }
 
-// Rows [0, rows) of a (row stride lda) as the tall kernel reads them: tile by tile (tall_rows), each tile's R rows
-// interleaved by k (element (i, k) at k·R + i), rows past the end repeating the tile's first; then one pointer and
-// a displacement reach every row of a tile (25 row pointers do not fit in registers). At most (rows + 24)·K floats.
-// 16 rows × 16 k at a time through a register transpose (a scalar copy cost a fifth of the FMAs at K = 1152).
-MLK_AVX512 MLK_INLINE void tall_pack(const float *a, int64_t rows, int64_t lda, int64_t K, float *at) {
-    for (int64_t m = 0; m < rows;) {
+// Tiles of the tall kernel for `rows` rows: 25 rows each but the last (tall_rows), so tile t starts at row 25·t
+// and at 25·t·K floats of the packed rows.
+MLK_INLINE int64_t tall_tiles(int64_t rows) {
+    int64_t tiles = 0;
+    for (int64_t m = 0; m < rows; tiles++) m += rows - m < tall_rows(rows - m) ? rows - m : tall_rows(rows - m);
+    return tiles;
+}
+
+// Tiles [t0, t1) of rows [0, rows) of a (row stride lda) as the tall kernel reads them: tile by tile (tall_rows),
+// each tile's R rows interleaved by k (element (i, k) at k·R + i), rows past the end repeating the tile's first; then
+// one pointer and a displacement reach every row of a tile (25 row pointers do not fit in registers). At most
+// (rows + 24)·K floats. 16 rows × 16 k at a time through a register transpose (a scalar copy cost a fifth of the
+// FMAs at K = 1152).
+MLK_AVX512 MLK_INLINE void tall_pack(const float *a, int64_t rows, int64_t lda, int64_t K, int64_t t0, int64_t t1,
+                                     float *at) {
+    at += t0 * 25 * K;
+    for (int64_t m = t0 * 25; m < rows && m < t1 * 25;) {
         int64_t R = tall_rows(rows - m), left = rows - m;
         for (int64_t i0 = 0; i0 < R; i0 += 16) {
             const float *src[16];
@@ -548,11 +559,16 @@ MLK_TALL_ALL(4, 0) MLK_TALL_ALL(4, 1)
 #undef MLK_TALL_ALL
 #undef MLK_TALL_TILE
 
+MLK_AVX512 static void tall_pack_avx512(const float *a, int64_t rows, int64_t lda, int64_t K, int64_t t0, int64_t t1,
+                                        float *at) {
+    tall_pack(a, rows, lda, K, t0, t1, at);
+}
+
 MLK_AVX512 static int gemv_avx512_bits(const float *a, int64_t rows, int64_t lda, const uint8_t *idx, int64_t bytes,
                                        int bits, int64_t K, int64_t N, const float *lut, const int32_t *row_base,
                                        const float *row_scale, const int32_t *col_base, const float *col_scale,
                                        int64_t pa, int64_t pb, const float *bias, const float *res, float *y, int act,
-                                       float p0, float p1, float *work) {
+                                       float p0, float p1, float *work, int packed) {
     int64_t full_end;
     int64_t fast = fast_rows(bytes, bits, K, N, pa, pb, &full_end);
     if (rows > 4) {
@@ -561,7 +577,7 @@ MLK_AVX512 static int gemv_avx512_bits(const float *a, int64_t rows, int64_t lda
         if (bits != 4 || (N & 1) || !work) return 0;
         int unit = 1;
         for (int64_t k = 0; k < K && unit; k++) unit = row_scale[k] == 1.0f;
-        tall_pack(a, rows, lda, K, work);
+        if (!packed) tall_pack(a, rows, lda, K, 0, tall_tiles(rows), work);
         if (unit) tall_avx512_4_1(work, rows, idx, K, N, fast, lut, row_base, row_scale, col_base, col_scale, pa, pb,
                                   bias, res, y, act, p0, p1);
         else tall_avx512_4_0(work, rows, idx, K, N, fast, lut, row_base, row_scale, col_base, col_scale, pa, pb,
@@ -593,17 +609,39 @@ MLK_AVX512 static int gemv_avx512_bits(const float *a, int64_t rows, int64_t lda
 int mlk_palette_gemv(const float *a, int64_t rows, int64_t lda, const uint8_t *idx, int64_t bytes, int bits, int64_t K,
                      int64_t N, const float *lut, const int32_t *row_base, const float *row_scale,
                      const int32_t *col_base, const float *col_scale, int64_t pa, int64_t pb, const float *bias,
-                     const float *res, float *y, int act, float p0, float p1, float *work) {
+                     const float *res, float *y, int act, float p0, float p1, float *work, int packed) {
 #if MLK_X86
     if (!mlk_cpu_has(MLK_CPU_AVX512) || bits > 6 || rows < 1 || rows > MLK_PALETTE_GEMV_ROWS || pa >= pb ||
         !one_table(row_base, K, col_base, pa, pb, N))
         return 0;
     return gemv_avx512_bits(a, rows, lda, idx, bytes, bits, K, N, lut, row_base, row_scale, col_base, col_scale, pa, pb,
-                            bias, res, y, act, p0, p1, work);
+                            bias, res, y, act, p0, p1, work, packed);
 #else
     (void)a; (void)rows; (void)lda; (void)idx; (void)bytes; (void)bits; (void)K; (void)N; (void)lut; (void)row_base; (void)row_scale;
     (void)col_base; (void)col_scale; (void)pa; (void)pb; (void)bias; (void)res; (void)y; (void)work; (void)act; (void)p0; (void)p1;
+    (void)packed;
     return 0;
+#endif
+}
+
+int64_t mlk_palette_tall_tiles(int64_t rows, int bits, int64_t K, int64_t N, const int32_t *row_base,
+                               const int32_t *col_base) {
+#if MLK_X86
+    if (!mlk_cpu_has(MLK_CPU_AVX512) || bits != 4 || (N & 1) || rows < 5 || rows > MLK_PALETTE_GEMV_ROWS || N < 1 ||
+        !one_table(row_base, K, col_base, 0, (N + 15) / 16, N))
+        return 0;
+    return tall_tiles(rows);
+#else
+    (void)rows; (void)bits; (void)K; (void)N; (void)row_base; (void)col_base;
+    return 0;
+#endif
+}
+
+void mlk_palette_tall_pack(const float *a, int64_t rows, int64_t lda, int64_t K, int64_t t0, int64_t t1, float *work) {
+#if MLK_X86
+    if (mlk_cpu_has(MLK_CPU_AVX512) && rows <= MLK_PALETTE_GEMV_ROWS && 0 <= t0 && t0 <= t1) tall_pack_avx512(a, rows, lda, K, t0, t1, work);
+#else
+    (void)a; (void)rows; (void)lda; (void)K; (void)t0; (void)t1; (void)work;
 #endif
 }
 

@@ -222,7 +222,26 @@ enum Fast {
         if let palette {
             if rows < fewRows {
                 prepare?(0, rows, UnsafeMutablePointer(mutating: a))
-                let block = palette.blockColumns()
+                // Tall tiles over every column: the rows packed once, tiles split across threads, into the decoding
+                // memory (nothing is decoded there then), where each column part would pack them all again.
+                let tiles = palette.tallTiles(rows: rows)
+                if tiles > 0 && (n &+ 15) / 16 &* 16 &* k >= palette.gemvWork(rows: rows) {
+                    nonisolated(unsafe) let work = UnsafeMutablePointer(mutating: b)
+                    parallel(tiles, parts: min(parts, tiles)) { lo, hi in
+                        palette.tallPack(a, rows: rows, lda: lda, tiles: lo, hi, into: work)
+                    }
+                    parallel(n, parts: parts, align: 48) { lo, hi in
+                        if palette.gemv(a, rows: rows, lda: lda, columns: lo, hi, bias: bias, residual: res, y,
+                                        act: act, work: work, packed: true) { return }
+                        // Only if the CPU level changed since the tiles were counted (the SIMD-level tests switch
+                        // it): this part decodes into memory of its own, the packed rows being in use.
+                        let own = UnsafeMutablePointer<Float>.allocate(capacity: (hi &- lo &+ 15) / 16 &* 16 &* k)
+                        defer { own.deallocate() }
+                        decodeAndMultiply(palette, a, lda: lda, rows: rows, columns: lo, hi, bias: bias, residual: res,
+                                          y, act: act, into: own)
+                    }
+                    return
+                }
                 parallel(n, parts: parts, align: 48) { lo, hi in
                     // A few rows (a 7 × 7 layer, a dense layer on up to 4 images): decoded in registers where
                     // the kernel can, a tall tile's rows copied into this part's columns of the decoding buffer.
@@ -231,15 +250,8 @@ enum Fast {
                     if rows <= PaletteWeights.gemvRows && palette.gemv(
                         a, rows: rows, lda: lda, columns: lo, hi, bias: bias, residual: res, y, act: act,
                         work: room ? w : nil) { return }
-                    var c = lo
-                    while c < hi {
-                        let e = min(hi, c &+ block)
-                        palette.unpack(panels: c / 16, (e &+ 15) / 16, into: w)
-                        mlk_gemm_packed_res(a, Int64(lda), w, 0, Int64(rows), Int64(e &- c), Int64(k),
-                                            bias.map { $0 + c }, res.map { $0 + c }, y + c, Int64(n), act.code, act.p0,
-                                            act.p1)
-                        c = e
-                    }
+                    decodeAndMultiply(palette, a, lda: lda, rows: rows, columns: lo, hi, bias: bias, residual: res, y,
+                                      act: act, into: w)
                 }
                 return
             }
@@ -258,6 +270,23 @@ enum Fast {
                                         res.map { $0 + lo &* n }, y + lo &* n, Int64(n), act.code, act.p0, act.p1)
                 }
             }
+        }
+    }
+
+    /// Columns [lo, hi) of a palettized product on few rows, decoded a block of columns at a time
+    /// (`PaletteWeights.blockColumns`) into `w` (room for the block's panels) and multiplied while in cache.
+    static func decodeAndMultiply(_ palette: PaletteWeights, _ a: UnsafePointer<Float>, lda: Int, rows: Int,
+                                  columns lo: Int, _ hi: Int, bias: UnsafePointer<Float>?,
+                                  residual: UnsafePointer<Float>?, _ y: UnsafeMutablePointer<Float>, act: Act,
+                                  into w: UnsafeMutablePointer<Float>) {
+        let (k, n, block) = (palette.k, palette.n, palette.blockColumns())
+        var c = lo
+        while c < hi {
+            let e = min(hi, c &+ block)
+            palette.unpack(panels: c / 16, (e &+ 15) / 16, into: w)
+            mlk_gemm_packed_res(a, Int64(lda), w, 0, Int64(rows), Int64(e &- c), Int64(k), bias.map { $0 + c },
+                                residual.map { $0 + c }, y + c, Int64(n), act.code, act.p0, act.p1)
+            c = e
         }
     }
 

@@ -96,17 +96,32 @@ final class PaletteWeights: @unchecked Sendable {
     /// of y and the residual at + m·n) and columns [lo, hi) (lo a multiple of 16), each weight decoded into a register
     /// and used there by a tile of rows (`mlk_palette_gemv`: up to 4 rows × 64 columns, or up to 25 rows × 16, so a
     /// 7 × 7 layer's 49 rows decode each weight twice and never write it out): false, with nothing done, where the
-    /// kernel has no variant. `work` (`gemvWork(rows:)` floats, or nil) is where a tall tile's rows are copied.
+    /// kernel has no variant. `work` (`gemvWork(rows:)` floats, or nil) is where a tall tile's rows are copied;
+    /// `packed`: `tallPack` has put them there already.
     func gemv(_ a: UnsafePointer<Float>, rows: Int, lda: Int, columns lo: Int, _ hi: Int, bias: UnsafePointer<Float>?,
               residual: UnsafePointer<Float>?, _ y: UnsafeMutablePointer<Float>, act: Act,
-              work: UnsafeMutablePointer<Float>?) -> Bool {
+              work: UnsafeMutablePointer<Float>?, packed: Bool = false) -> Bool {
         let raw = tensor.bytes.buffer
         guard let base = raw.baseAddress else { return false }
         return lut.withUnsafeBufferPointer { l in
             mlk_palette_gemv(a, Int64(rows), Int64(lda), base.assumingMemoryBound(to: UInt8.self), Int64(raw.count),
                              Int32(bits), Int64(k), Int64(n), l.baseAddress, rowBase, rowScale, colBase, colScale,
-                             Int64(lo / 16), Int64((hi &+ 15) / 16), bias, residual, y, act.code, act.p0, act.p1, work) != 0
+                             Int64(lo / 16), Int64((hi &+ 15) / 16), bias, residual, y, act.code, act.p0, act.p1, work,
+                             packed ? 1 : 0) != 0
         }
+    }
+
+    /// The tiles `gemv` takes `rows` input rows in as tall tiles over every column (`mlk_palette_tall_tiles`), or 0.
+    /// With tiles, a caller splitting the columns packs the rows once (`tallPack`, tiles split across threads) and
+    /// passes `packed: true` to every part, where each part would pack all the rows again.
+    func tallTiles(rows: Int) -> Int {
+        Int(mlk_palette_tall_tiles(Int64(rows), Int32(bits), Int64(k), Int64(n), rowBase, colBase))
+    }
+
+    /// Tiles [t0, t1) of `rows` rows of a (row stride lda) into `work` (`gemvWork(rows:)` floats) as `gemv` reads them.
+    func tallPack(_ a: UnsafePointer<Float>, rows: Int, lda: Int, tiles t0: Int, _ t1: Int,
+                  into work: UnsafeMutablePointer<Float>) {
+        mlk_palette_tall_pack(a, Int64(rows), Int64(lda), Int64(k), Int64(t0), Int64(t1), work)
     }
 
     /// Input rows up to which `gemv` decodes in registers (fewer than `Fast.fewRows`: a 7 × 7 layer on one image, a

@@ -96,7 +96,8 @@ final class GuardedBytes {
     /// 8, 16 or 25 rows above at 4 bits) gives the bits of `mlk_gemm_packed_res` on the panels `mlk_palette_unpack` decodes,
     /// for any column range, with and without bias and residual, for vector and scalar activations, with row scales
     /// (a table shared by rows of different scales) or without; where it declines (below AVX-512, 8 bits, 64 rows,
-    /// several tables, 5 rows and more at other widths or an odd number of columns) it writes nothing.
+    /// several tables, 5 rows and more at other widths or an odd number of columns) it writes nothing; tall tiles take
+    /// the rows packed once (`mlk_palette_tall_pack`, tiles in two calls) with the same bits.
     @Test func oneRowDecodedInRegistersGivesTheBitsOfTheDecodedGemm() throws {
         var ran = 0
         try KernelLevelLock.shared.writing {
@@ -201,18 +202,32 @@ final class GuardedBytes {
                 let did = mlk_palette_gemv(a, Int64(rows), Int64(lda), stream.pointer, bytes, Int32(bits), Int64(k),
                                            Int64(n), lut, rowBase, rowScale, colBase, colScale, Int64(pa), Int64(pb),
                                            withBias ? bias : nil, withResidual ? residual : nil, &got, act.code,
-                                           act.p0, act.p1, &work)
+                                           act.p0, act.p1, &work, 0)
                 let place = "level \(level), \(bits) bits, \(rows) × \(k)×\(n), \(layout), panels \(pa)..<\(pb), act \(act.code), residual \(withResidual)"
+                let supported = level >= Int32(MLK_CPU_AVX512) && bits <= 6 && layout != .rowTables
+                    && (rows <= 4 || (bits == 4 && n % 2 == 0 && rows <= 63))
+                // Tall tiles whole: the rows packed once (the tiles in two calls, as threads split them), then
+                // given to the kernel as packed.
+                let tiles = Int(mlk_palette_tall_tiles(Int64(rows), Int32(bits), Int64(k), Int64(n), rowBase, colBase))
+                #expect((tiles > 0) == (supported && rows > 4), "\(place): \(tiles) tall tiles")
                 if did == 0 {
                     #expect(got.allSatisfy { $0 == 777 }, "\(place): declined but wrote")
-                    let supported = level >= Int32(MLK_CPU_AVX512) && bits <= 6 && layout != .rowTables
-                        && (rows <= 4 || (bits == 4 && n % 2 == 0 && rows <= 63))
                     #expect(!supported, "\(place): declined a case it has a variant for")
                     continue
                 }
                 ran += 1
                 let differ = zip(got, want).filter { $0.bitPattern != $1.bitPattern }.count
                 #expect(differ == 0, "\(place): \(differ) of \(rows * n) outputs differ from the decoded GEMM")
+                guard tiles > 0 else { continue }
+                var packed = [Float](repeating: .nan, count: (rows + 24) * k), again = [Float](repeating: 777, count: rows * n)
+                mlk_palette_tall_pack(a, Int64(rows), Int64(lda), Int64(k), Int64(tiles / 2), Int64(tiles), &packed)
+                mlk_palette_tall_pack(a, Int64(rows), Int64(lda), Int64(k), 0, Int64(tiles / 2), &packed)
+                #expect(mlk_palette_gemv(nil, Int64(rows), Int64(lda), stream.pointer, bytes, Int32(bits), Int64(k),
+                                         Int64(n), lut, rowBase, rowScale, colBase, colScale, Int64(pa), Int64(pb),
+                                         withBias ? bias : nil, withResidual ? residual : nil, &again, act.code,
+                                         act.p0, act.p1, &packed, 1) == 1)
+                let differPacked = zip(again, want).filter { $0.bitPattern != $1.bitPattern }.count
+                #expect(differPacked == 0, "\(place), packed once: \(differPacked) of \(rows * n) outputs differ")
             }
         }
         return ran

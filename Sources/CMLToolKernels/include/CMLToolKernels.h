@@ -73,15 +73,24 @@ void mlk_palette_unpack(const uint8_t *idx, int64_t bytes, int bits, int64_t K, 
 /// (y and res row m at y + m·N and res + m·N; bias indexed by column; bias and res may be NULL) with each weight
 /// decoded into a register and used there for every row of a tile (up to 4 rows × 4 panels; from 5 rows, 4 bits
 /// only, tiles of up to 25 rows × 1 panel read from `work`, MLK_PALETTE_GEMV_WORK floats the rows are copied into
-/// (NULL: no tall tiles)) — the bits of mlk_gemm_packed_res on the decoded panels. Returns 0 and does nothing where
-/// it has no variant (below AVX-512, 8 bits, more rows, more than one table over those rows and panels, or 5 rows
-/// and more at other widths or without `work`); the caller then decodes and multiplies.
+/// (NULL: no tall tiles); `packed` ≠ 0: `work` already holds them, from mlk_palette_tall_pack) — the bits of
+/// mlk_gemm_packed_res on the decoded panels. Returns 0 and does nothing where it has no variant (below AVX-512,
+/// 8 bits, more rows, more than one table over those rows and panels, or 5 rows and more at other widths or without
+/// `work`); the caller then decodes and multiplies.
 #define MLK_PALETTE_GEMV_ROWS 63
 #define MLK_PALETTE_GEMV_WORK(rows, K) (((rows) + 24) * (K))
 int mlk_palette_gemv(const float *a, int64_t rows, int64_t lda, const uint8_t *idx, int64_t bytes, int bits, int64_t K,
                      int64_t N, const float *lut, const int32_t *row_base, const float *row_scale,
                      const int32_t *col_base, const float *col_scale, int64_t pa, int64_t pb, const float *bias,
-                     const float *res, float *y, int act, float p0, float p1, float *work);
+                     const float *res, float *y, int act, float p0, float p1, float *work, int packed);
+
+/// The tiles mlk_palette_gemv takes `rows` rows in as tall tiles over every panel of a (K, N) weight with these
+/// bases, or 0 where it does not (then mlk_palette_tall_pack is not for it). With tiles, a caller that splits the
+/// columns packs the rows once — tiles [t0, t1) at a time, so across threads — with mlk_palette_tall_pack into
+/// MLK_PALETTE_GEMV_WORK(rows, K) floats, and passes them to each part's mlk_palette_gemv with `packed` = 1.
+int64_t mlk_palette_tall_tiles(int64_t rows, int bits, int64_t K, int64_t N, const int32_t *row_base,
+                               const int32_t *col_base);
+void mlk_palette_tall_pack(const float *a, int64_t rows, int64_t lda, int64_t K, int64_t t0, int64_t t1, float *work);
 
 // ---- convolution around the GEMM (conv.c) ----
 
