@@ -112,7 +112,41 @@ MLK_AVX2 MLK_INLINE __m256 lookup8_avx2(const int entries, __m256i v, __m256 t0,
     return _mm256_blendv_ps(_mm256_permutevar8x32_ps(t0, v), _mm256_permutevar8x32_ps(t1, v), hi);
 }
 
-// As rows_avx512: rows [0, rows) of full panels [pa, pb), row by row; permute for tables of ≤ 16 entries.
+// A 16-entry table as four byte planes (plane j: byte j of each entry), each in both lanes, for vpshufb lookups.
+MLK_AVX2 static inline void planes16_avx2(const float *t, __m256i pl[4]) {
+    uint32_t u[16];
+    uint8_t b[4][16];
+    memcpy(u, t, sizeof u);
+    for (int i = 0; i < 16; i++)
+        for (int j = 0; j < 4; j++) b[j][i] = (uint8_t)(u[i] >> (8 * j));
+    for (int j = 0; j < 4; j++) pl[j] = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)b[j]));
+}
+
+// Row k of two full panels (32 columns from element i, i even) from a 16-entry table's byte planes: each 4-bit index
+// looks up its value's four bytes with vpshufb (16 entries per lane: a lookup per 32 values and plane, where vpermps
+// takes one per 8 and a blend), then two rounds of unpacks put the bytes back together as floats. The unpacks work
+// within 128-bit lanes, so the indices go in pre-arranged (lane 0 byte t: column 8⌊t/4⌋ + t mod 4, lane 1: the same
+// + 4) and come out as columns [0, 8), [8, 16), [16, 24), [24, 32) in z[0…3]. The same floats as the table's.
+MLK_AVX2 static inline void nibbles32_planes_avx2(const uint8_t *idx, int64_t i, const __m256i pl[4], __m256 z[4]) {
+    const __m256i ctl = _mm256_setr_epi8(0, 0, 1, 1, 4, 4, 5, 5, 8, 8, 9, 9, 12, 12, 13, 13,
+                                         2, 2, 3, 3, 6, 6, 7, 7, 10, 10, 11, 11, 14, 14, 15, 15);
+    __m256i x = _mm256_shuffle_epi8(
+        _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)(idx + (i >> 1)))), ctl);
+    // Even bytes take the low nibble, odd bytes the high one (a 16-bit shift brings it down with bit 7 clear).
+    __m256i v = _mm256_blendv_epi8(_mm256_and_si256(x, _mm256_set1_epi8(15)), _mm256_srli_epi16(x, 4),
+                                   _mm256_set1_epi16((short)0xFF00));
+    __m256i b0 = _mm256_shuffle_epi8(pl[0], v), b1 = _mm256_shuffle_epi8(pl[1], v);
+    __m256i b2 = _mm256_shuffle_epi8(pl[2], v), b3 = _mm256_shuffle_epi8(pl[3], v);
+    __m256i lo01 = _mm256_unpacklo_epi8(b0, b1), hi01 = _mm256_unpackhi_epi8(b0, b1);
+    __m256i lo23 = _mm256_unpacklo_epi8(b2, b3), hi23 = _mm256_unpackhi_epi8(b2, b3);
+    z[0] = _mm256_castsi256_ps(_mm256_unpacklo_epi16(lo01, lo23));
+    z[1] = _mm256_castsi256_ps(_mm256_unpackhi_epi16(lo01, lo23));
+    z[2] = _mm256_castsi256_ps(_mm256_unpacklo_epi16(hi01, hi23));
+    z[3] = _mm256_castsi256_ps(_mm256_unpackhi_epi16(hi01, hi23));
+}
+
+// As rows_avx512: rows [0, rows) of full panels [pa, pb), row by row; permute for tables of ≤ 16 entries (4 bits:
+// two panels at a time from byte planes where the row starts a byte; 47 → 34 µs for a 1152 × 192 weight on Zen 4).
 MLK_AVX2 MLK_INLINE void rows_avx2(const int bits, const int permute, const uint8_t *idx, int64_t K, int64_t N,
                                    const float *lut, const int32_t *row_base, const float *row_scale,
                                    const int32_t *col_base, const float *col_scale, int64_t p0, int64_t pa, int64_t pb,
@@ -121,10 +155,25 @@ MLK_AVX2 MLK_INLINE void rows_avx2(const int bits, const int permute, const uint
     __m256i mask = _mm256_set1_epi32((1 << bits) - 1);
     const int entries = 1 << bits;
     __m256 t0 = _mm256_setzero_ps(), t1 = t0;
-    int32_t loaded = -1;
+    __m256i pl[4] = {_mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256()};
+    int32_t loaded = -1, planes = -1;
     for (int64_t k = 0; k < rows; k++) {
         __m256 rs = _mm256_set1_ps(row_scale[k]);
-        for (int64_t p = pa; p < pb; p++) {
+        int64_t p = pa;
+        if (bits == 4 && permute && ((k * N) & 1) == 0) {
+            for (; p + 2 <= pb; p += 2) {
+                if (col_base[p * 16 + 16] != col_base[p * 16]) break;   // the two panels read different tables
+                int32_t base = row_base[k] + col_base[p * 16];
+                if (base != planes) { planes16_avx2(lut + base, pl); planes = base; }
+                __m256 z[4];
+                nibbles32_planes_avx2(idx, k * N + p * 16, pl, z);
+                _Pragma("clang loop unroll(full)") for (int j = 0; j < 4; j++) {
+                    float *dst = packed + ((p + j / 2 - p0) * K + k) * 16 + (j & 1) * 8;
+                    _mm256_storeu_ps(dst, _mm256_mul_ps(_mm256_mul_ps(rs, _mm256_loadu_ps(col_scale + p * 16 + j * 8)), z[j]));
+                }
+            }
+        }
+        for (; p < pb; p++) {
             int64_t n0 = p * 16;
             __m256i v0, v1;
             indices16_avx2(idx, k * N + n0, bits, jbits, mask, &v0, &v1);

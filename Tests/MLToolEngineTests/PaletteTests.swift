@@ -28,12 +28,13 @@ final class GuardedBytes {
 
 @Suite(.serialized) struct PaletteTests {
     /// How the table offset and scale of element (k, n) are laid out in a case.
-    enum Layout: CaseIterable { case oneTable, columnScales, rowScales, columnTables, rowTables }
+    enum Layout: CaseIterable { case oneTable, columnScales, rowScales, columnTables, panelTables, rowTables }
 
     /// `mlk_palette_unpack` at every level against the definition computed here and packed by `mlk_pack`: every
     /// bit width, panel counts with and without a partial last panel, streams whose rows start mid-byte (N odd),
-    /// one table, per-column scales, a table per column (the gather path) and per-row tables and scales; any panel
-    /// range; the stream ends at an inaccessible page.
+    /// one table, per-column scales, a table per column (the gather path), a table per 16-column panel (tables in
+    /// registers, changing between panels) and per-row tables and scales; any panel range; the stream ends at an
+    /// inaccessible page.
     @Test func everyLevelDecodesExactlyTheDefinition() throws {
         var cases = 0
         try KernelLevelLock.shared.writing {
@@ -54,10 +55,10 @@ final class GuardedBytes {
     func check(bits: Int, k: Int, n: Int, layout: Layout, level: Int32) throws {
         var g = GraphBuilder(seed: UInt64(bits * 1000 + k * 7 + n), input: [])
         let entries = 1 << bits
-        let tables = layout == .columnTables ? n : (layout == .rowTables ? 3 : 1)
+        let panels = (n + 15) / 16
+        let tables = layout == .columnTables ? n : (layout == .rowTables ? 3 : (layout == .panelTables ? panels : 1))
         let lut = g.values(tables * entries, -2, 2)
         let indices = (0..<(k * n)).map { _ in min(entries - 1, Int(g.rng.nextUnit() * Float(entries))) }
-        let panels = (n + 15) / 16
         var rowBase = [Int32](repeating: 0, count: k), rowScale = [Float](repeating: 1, count: k)
         var colBase = [Int32](repeating: 0, count: panels * 16), colScale = [Float](repeating: 0, count: panels * 16)
         for c in 0..<n { colScale[c] = 1 }
@@ -66,6 +67,7 @@ final class GuardedBytes {
         case .columnScales: for c in 0..<n { colScale[c] = g.values(1, 0.1, 3)[0] }
         case .rowScales: for r in 0..<k { rowScale[r] = g.values(1, 0.1, 3)[0] }
         case .columnTables: for c in 0..<n { colBase[c] = Int32(c * entries); colScale[c] = g.values(1, 0.1, 3)[0] }
+        case .panelTables: for c in 0..<(panels * 16) { colBase[c] = Int32(c / 16 * entries) }
         case .rowTables: for r in 0..<k { rowBase[r] = Int32(r % 3 * entries); rowScale[r] = g.values(1, 0.1, 3)[0] }
         }
         var w = [Float](repeating: 0, count: k * n)
