@@ -651,6 +651,116 @@ MLK_AVX512 static int gemv_avx512_bits(const float *a, int64_t rows, int64_t lda
 #undef MLK_GEMV
     return 1;
 }
+
+// AVX2, 4 bits, rows [0, R) (R ≤ 2) of y for panels [pa, pb) of a weight whose rows start a byte (N even): two full
+// panels at a time decoded from byte planes (nibbles32_planes_avx2) into registers and used there by every row, the
+// sums in k order from 0 with FMAs, then + bias, + residual and the activation as row_avx2 does on the decoded
+// panels: the same bits. Rows of the index stream in blocks of about 32 KB with the sums waiting in y between them,
+// as gemv_avx512. Rows [fast, K), a last odd panel and a partial one are decoded by row_portable.
+MLK_AVX2 MLK_INLINE void gemv_avx2(const int R, const float *a, int64_t lda, const uint8_t *idx, int64_t K, int64_t N,
+                                   int64_t fast, const float *lut, const int32_t *row_base, const float *row_scale,
+                                   const int32_t *col_base, const float *col_scale, int64_t pa, int64_t pb,
+                                   const float *bias, const float *res, float *y, int act, float p0, float p1) {
+    const int bits = 4;
+    __m256i pl[4];
+    planes16_avx2(lut + row_base[0] + col_base[pa * 16], pl);
+    __m256 lo = _mm256_set1_ps(p0), hi = _mm256_set1_ps(p1);
+    int vec = MLK_ACT_VECTOR(act);
+    float tmp[16] __attribute__((aligned(32)));
+    int64_t kb = res ? K : 32768 * 8 / (N * bits);
+    kb = kb < 16 ? 16 : kb;
+    int64_t pairs_end = pa;
+    while (pairs_end + 2 <= pb && (pairs_end + 2) * 16 <= N) pairs_end += 2;
+    for (int64_t k0 = 0; k0 < K; k0 += kb) {
+        int64_t k1 = K - k0 < kb ? K : k0 + kb;
+        for (int64_t p = pa; p < pairs_end; p += 2) {
+            int64_t n0 = p * 16;
+            __m256 c[2][4];
+            _Pragma("clang loop unroll(full)") for (int m = 0; m < R; m++)
+                _Pragma("clang loop unroll(full)") for (int j = 0; j < 4; j++)
+                    c[m][j] = k0 == 0 ? _mm256_setzero_ps() : _mm256_loadu_ps(y + m * N + n0 + j * 8);
+            // The next block, 16 bytes per row and pair, front to back: it arrives while this one is multiplied.
+            const char *ahead = (const char *)idx + ((k1 * N * bits) >> 3) + ((p - pa) >> 1) * (k1 - k0) * 16;
+            const char *stream_end = (const char *)idx + ((K * N * bits) >> 3);
+            for (int64_t k = k0; k < (k1 < fast ? k1 : fast); k++) {
+                if (ahead < stream_end) _mm_prefetch(ahead, _MM_HINT_T0);
+                ahead += 16;
+                __m256 rs = _mm256_set1_ps(row_scale[k]);
+                __m256 z[4];
+                nibbles32_planes_avx2(idx, k * N + n0, pl, z);
+                _Pragma("clang loop unroll(full)") for (int j = 0; j < 4; j++) {
+                    __m256 w = _mm256_mul_ps(_mm256_mul_ps(rs, _mm256_loadu_ps(col_scale + n0 + j * 8)), z[j]);
+                    _Pragma("clang loop unroll(full)") for (int m = 0; m < R; m++)
+                        c[m][j] = _mm256_fmadd_ps(_mm256_broadcast_ss(a + m * lda + k), w, c[m][j]);
+                }
+            }
+            for (int64_t k = k0 > fast ? k0 : fast; k < k1; k++)
+                _Pragma("clang loop unroll(full)") for (int h = 0; h < 2; h++) {
+                    row_portable(idx, bits, N, lut, row_base, row_scale, col_base, col_scale, p + h, k, tmp);
+                    _Pragma("clang loop unroll(full)") for (int m = 0; m < R; m++) {
+                        __m256 av = _mm256_broadcast_ss(a + m * lda + k);
+                        c[m][2 * h] = _mm256_fmadd_ps(av, _mm256_load_ps(tmp), c[m][2 * h]);
+                        c[m][2 * h + 1] = _mm256_fmadd_ps(av, _mm256_load_ps(tmp + 8), c[m][2 * h + 1]);
+                    }
+                }
+            _Pragma("clang loop unroll(full)") for (int m = 0; m < R; m++)
+                _Pragma("clang loop unroll(full)") for (int j = 0; j < 4; j++) {
+                    float *yr = y + m * N + n0 + j * 8;
+                    if (k1 < K) { _mm256_storeu_ps(yr, c[m][j]); continue; }
+                    __m256 v = _mm256_add_ps(c[m][j], bias ? _mm256_loadu_ps(bias + n0 + j * 8) : _mm256_setzero_ps());
+                    if (res) v = _mm256_add_ps(v, _mm256_loadu_ps(res + m * N + n0 + j * 8));
+                    if (vec) v = act8(v, act, lo, hi);
+                    _mm256_storeu_ps(yr, v);
+                    if (!vec)
+                        for (int t = 0; t < 8; t++) yr[t] = act_scalar(yr[t], act, p0, p1);
+                }
+        }
+    }
+    // A last odd panel or a partial one: a panel at a time, row by row, decoded by row_portable.
+    for (int64_t p = pairs_end; p < pb; p++) {
+        int64_t n0 = p * 16, nv = N - n0 < 16 ? N - n0 : 16;
+        for (int m = 0; m < R; m++) {
+            __m256 c0 = _mm256_setzero_ps(), c1 = c0;
+            for (int64_t k = 0; k < K; k++) {
+                row_portable(idx, bits, N, lut, row_base, row_scale, col_base, col_scale, p, k, tmp);
+                __m256 av = _mm256_broadcast_ss(a + m * lda + k);
+                c0 = _mm256_fmadd_ps(av, _mm256_load_ps(tmp), c0);
+                c1 = _mm256_fmadd_ps(av, _mm256_load_ps(tmp + 8), c1);
+            }
+            // The epilogue of row_avx2 on the half vectors, through tmp for the columns past N.
+            __m256 c[2] = {c0, c1};
+            for (int h = 0; h < 2 && h * 8 < nv; h++) {
+                int64_t nh = nv - h * 8 < 8 ? nv - h * 8 : 8;
+                float b[8] = {0}, r[8] = {0};
+                for (int64_t t = 0; t < nh; t++) {
+                    if (bias) b[t] = bias[n0 + h * 8 + t];
+                    if (res) r[t] = res[m * N + n0 + h * 8 + t];
+                }
+                __m256 v = _mm256_add_ps(c[h], _mm256_loadu_ps(b));
+                if (res) v = _mm256_add_ps(v, _mm256_loadu_ps(r));
+                if (vec) v = act8(v, act, lo, hi);
+                _mm256_store_ps(tmp, v);
+                for (int64_t t = 0; t < nh; t++) y[m * N + n0 + h * 8 + t] = vec ? tmp[t] : act_scalar(tmp[t], act, p0, p1);
+            }
+        }
+    }
+}
+
+MLK_AVX2 static void gemv_avx2_4(const float *a, int64_t rows, int64_t lda, const uint8_t *idx, int64_t K, int64_t N,
+                                 int64_t fast, const float *lut, const int32_t *row_base, const float *row_scale,
+                                 const int32_t *col_base, const float *col_scale, int64_t pa, int64_t pb,
+                                 const float *bias, const float *res, float *y, int act, float p0, float p1) {
+    // Two rows at a time (four would take 16 accumulators: all the registers).
+    for (int64_t m = 0; m < rows; m += 2) {
+        const float *r = res ? res + m * N : NULL;
+        if (rows - m >= 2)
+            gemv_avx2(2, a + m * lda, lda, idx, K, N, fast, lut, row_base, row_scale, col_base, col_scale, pa, pb, bias,
+                      r, y + m * N, act, p0, p1);
+        else
+            gemv_avx2(1, a + m * lda, lda, idx, K, N, fast, lut, row_base, row_scale, col_base, col_scale, pa, pb, bias,
+                      r, y + m * N, act, p0, p1);
+    }
+}
 #endif
 
 // ---- dispatch ----
@@ -660,9 +770,16 @@ int mlk_palette_gemv(const float *a, int64_t rows, int64_t lda, const uint8_t *i
                      const int32_t *col_base, const float *col_scale, int64_t pa, int64_t pb, const float *bias,
                      const float *res, float *y, int act, float p0, float p1, float *work, int packed) {
 #if MLK_X86
-    if (!mlk_cpu_has(MLK_CPU_AVX512) || bits > 6 || rows < 1 || rows > MLK_PALETTE_GEMV_ROWS || pa >= pb ||
-        !one_table(row_base, K, col_base, pa, pb, N))
-        return 0;
+    if (rows < 1 || rows > MLK_PALETTE_GEMV_ROWS || pa >= pb || !one_table(row_base, K, col_base, pa, pb, N)) return 0;
+    if (!mlk_cpu_has(MLK_CPU_AVX512)) {
+        if (!mlk_cpu_has(MLK_CPU_AVX2) || bits != 4 || rows > 4 || (N & 1)) return 0;
+        int64_t full_end;
+        int64_t fast = fast_rows(bytes, bits, K, N, pa, pb, &full_end);
+        gemv_avx2_4(a, rows, lda, idx, K, N, fast, lut, row_base, row_scale, col_base, col_scale, pa, pb, bias, res, y,
+                    act, p0, p1);
+        return 1;
+    }
+    if (bits > 6) return 0;
     return gemv_avx512_bits(a, rows, lda, idx, bytes, bits, K, N, lut, row_base, row_scale, col_base, col_scale, pa, pb,
                             bias, res, y, act, p0, p1, work, packed);
 #else

@@ -97,8 +97,9 @@ final class GuardedBytes {
     /// `mlk_palette_gemv` (1 to 63 input rows, weights decoded in registers: 4-row tiles up to 4 rows, tall tiles of
     /// 8, 16 or 25 rows above at 4 bits) gives the bits of `mlk_gemm_packed_res` on the panels `mlk_palette_unpack` decodes,
     /// for any column range, with and without bias and residual, for vector and scalar activations, with row scales
-    /// (a table shared by rows of different scales) or without; where it declines (below AVX-512, 8 bits, 64 rows,
-    /// several tables, 5 rows and more at other widths or an odd number of columns) it writes nothing; tall tiles take
+    /// (a table shared by rows of different scales) or without, at AVX2 (4 bits, up to 4 rows) and AVX-512; where it
+    /// declines (portable C, 8 bits, 64 rows, several tables, 5 rows and more at other widths or an odd number of
+    /// columns, other widths or more rows at AVX2) it writes nothing; tall tiles take
     /// the rows packed once (`mlk_palette_tall_pack`, tiles in two calls) with the same bits.
     @Test func oneRowDecodedInRegistersGivesTheBitsOfTheDecodedGemm() throws {
         var ran = 0
@@ -118,7 +119,7 @@ final class GuardedBytes {
             }
             #expect(levels.first == 0)
         }
-        #expect(ran > 0, "the register-decoding kernel never ran (no AVX-512 here?)")
+        #expect(ran > 0, "the register-decoding kernel never ran (no AVX2 here?)")
     }
 
     /// A palettized layer decodes into a gap of the activation arena where it has one (a late layer's weights beside
@@ -206,12 +207,13 @@ final class GuardedBytes {
                                            withBias ? bias : nil, withResidual ? residual : nil, &got, act.code,
                                            act.p0, act.p1, &work, 0)
                 let place = "level \(level), \(bits) bits, \(rows) × \(k)×\(n), \(layout), panels \(pa)..<\(pb), act \(act.code), residual \(withResidual)"
-                let supported = level >= Int32(MLK_CPU_AVX512) && bits <= 6 && layout != .rowTables
-                    && (rows <= 4 || (bits == 4 && n % 2 == 0 && rows <= 63))
+                let supported = layout != .rowTables && (level >= Int32(MLK_CPU_AVX512)
+                    ? bits <= 6 && (rows <= 4 || (bits == 4 && n % 2 == 0 && rows <= 63))
+                    : level >= Int32(MLK_CPU_AVX2) && bits == 4 && n % 2 == 0 && rows <= 4)
                 // Tall tiles whole: the rows packed once (the tiles in two calls, as threads split them), then
                 // given to the kernel as packed.
                 let tiles = Int(mlk_palette_tall_tiles(Int64(rows), Int32(bits), Int64(k), Int64(n), rowBase, colBase))
-                #expect((tiles > 0) == (supported && rows > 4), "\(place): \(tiles) tall tiles")
+                #expect((tiles > 0) == (supported && rows > 4 && level >= Int32(MLK_CPU_AVX512)), "\(place): \(tiles) tall tiles")
                 if did == 0 {
                     #expect(got.allSatisfy { $0 == 777 }, "\(place): declined but wrote")
                     #expect(!supported, "\(place): declined a case it has a variant for")

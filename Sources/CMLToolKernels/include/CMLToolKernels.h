@@ -74,9 +74,10 @@ void mlk_palette_unpack(const uint8_t *idx, int64_t bytes, int bits, int64_t K, 
 /// decoded into a register and used there for every row of a tile (up to 4 rows × 4 panels; from 5 rows, 4 bits
 /// only, tiles of up to 25 rows × 1 panel read from `work`, MLK_PALETTE_GEMV_WORK floats the rows are copied into
 /// (NULL: no tall tiles); `packed` ≠ 0: `work` already holds them, from mlk_palette_tall_pack) — the bits of
-/// mlk_gemm_packed_res on the decoded panels. Returns 0 and does nothing where it has no variant (below AVX-512,
-/// 8 bits, more rows, more than one table over those rows and panels, or 5 rows and more at other widths or without
-/// `work`); the caller then decodes and multiplies.
+/// mlk_gemm_packed_res on the decoded panels. Returns 0 and does nothing where it has no variant (below AVX2; at
+/// AVX2 anything but 4 bits on up to 4 rows of an even number of columns; 8 bits, more rows, more than one table over
+/// those rows and panels, or 5 rows and more at other widths or without `work`); the caller then decodes and
+/// multiplies.
 #define MLK_PALETTE_GEMV_ROWS 63
 #define MLK_PALETTE_GEMV_WORK(rows, K) (((rows) + 24) * (K))
 int mlk_palette_gemv(const float *a, int64_t rows, int64_t lda, const uint8_t *idx, int64_t bytes, int bits, int64_t K,
