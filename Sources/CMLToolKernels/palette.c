@@ -790,6 +790,8 @@ int mlk_palette_gemv(const float *a, int64_t rows, int64_t lda, const uint8_t *i
 #endif
 }
 
+int64_t mlk_palette_gemv_work(int64_t rows, int64_t K) { return MLK_PALETTE_GEMV_WORK(rows, K); }
+
 int64_t mlk_palette_tall_tiles(int64_t rows, int bits, int64_t K, int64_t N, const int32_t *row_base,
                                const int32_t *col_base) {
 #if MLK_X86

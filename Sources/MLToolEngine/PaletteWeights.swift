@@ -129,7 +129,7 @@ final class PaletteWeights: @unchecked Sendable {
     static let gemvRows = Int(MLK_PALETTE_GEMV_ROWS)
 
     /// Floats of `gemv`'s work for `rows` input rows (MLK_PALETTE_GEMV_WORK).
-    func gemvWork(rows: Int) -> Int { (rows &+ 24) &* k }
+    func gemvWork(rows: Int) -> Int { Int(mlk_palette_gemv_work(Int64(rows), Int64(k))) }
 
     /// Decodes every panel, split across `threads` threads by panels.
     func unpack(into packed: UnsafeMutablePointer<Float>, threads: Int) {

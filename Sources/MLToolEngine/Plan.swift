@@ -83,9 +83,8 @@ struct Plan: Sendable {
         // leave, largest first, each at the lowest offset clear of what is live with it and only where it ends
         // inside the arena: the values keep the places they have without rooms (the float model's, so the two run
         // the same memory layout), and the arena its size.
-        let rounded = { (l: Lifetime) in (l.floats &+ 15) / 16 &* 16 }
         var placed = lives.map { l in (first: l.first, last: l.last, start: offset[l.value] ?? 0,
-                                       end: (offset[l.value] ?? 0) &+ rounded(l)) }
+                                       end: (offset[l.value] ?? 0) &+ l.slot) }
         var rooms: [Lifetime] = []
         for (pos, i) in steps.enumerated() {
             guard let palette = p.steps[i].palette else { continue }
@@ -93,10 +92,10 @@ struct Plan: Sendable {
             rooms.append(Lifetime(value: -1 &- pos, first: pos, last: pair ? pos &+ 1 : pos, floats: palette.packedCount))
         }
         for room in rooms.sorted(by: { ($0.floats, $1.first) > ($1.floats, $0.first) }) {
-            let at = Self.lowestClear(room, rounded(room), placed)
-            guard at &+ rounded(room) <= arenaFloats else { continue }
+            let at = Self.lowestClear(room, room.slot, placed)
+            guard at &+ room.slot <= arenaFloats else { continue }
             decodeOffset[-1 &- room.value] = at
-            placed.append((room.first, room.last, at, at &+ rounded(room)))
+            placed.append((room.first, room.last, at, at &+ room.slot))
             lives.append(room)
         }
         lifetimes = lives
@@ -104,6 +103,8 @@ struct Plan: Sendable {
 
     struct Lifetime {
         var value: Int, first: Int, last: Int, floats: Int
+        /// The floats it takes in the arena: `floats` rounded up to 16 (a 64-byte line).
+        var slot: Int { (floats &+ 15) / 16 &* 16 }
     }
 
     /// The lowest offset where `n` floats for `l` are clear of every placed value live at a step it is.
@@ -126,20 +127,19 @@ struct Plan: Sendable {
     /// then close to the most memory live at any step, where a slot per value kept until reused by a value that
     /// fits holds more (8.1 MiB in 13 slots). Sizes round up to 16 floats.
     static func place(_ lives: [Lifetime]) -> (offset: [Int: Int], floats: Int) {
-        let size = { (l: Lifetime) in (l.floats &+ 15) / 16 &* 16 }
-        let bySize = lives.sorted { (size($0), $1.first, $1.value) > (size($1), $0.first, $0.value) }
-        let byFirst = lives.sorted { ($0.first, size($1), $0.value) < ($1.first, size($0), $1.value) }
+        let bySize = lives.sorted { ($0.slot, $1.first, $1.value) > ($1.slot, $0.first, $0.value) }
+        let byFirst = lives.sorted { ($0.first, $1.slot, $0.value) < ($1.first, $0.slot, $1.value) }
         // Steps by the memory live at each, widest first; each step's values not yet taken, largest first.
         var byBreadth: [Lifetime] = []
         // (What is live changes only where a value starts, and every value is live at its first step.)
         let live = { (t: Int) in bySize.filter { $0.first <= t && t <= $0.last } }
-        let widest = Set(lives.map(\.first)).map { t in (t, live(t).map(size).reduce(0, &+)) }
+        let widest = Set(lives.map(\.first)).map { t in (t, live(t).map(\.slot).reduce(0, &+)) }
             .sorted { ($0.1, $1.0) > ($1.1, $0.0) }
         var taken = Set<Int>()
         for (t, _) in widest { for l in live(t) where taken.insert(l.value).inserted { byBreadth.append(l) } }
         var best: (offset: [Int: Int], floats: Int)?
         for order in [bySize, byBreadth, byFirst] {
-            let r = firstFit(order, size)
+            let r = firstFit(order)
             if best.map({ r.floats < $0.floats }) ?? true { best = r }
         }
         return best ?? ([:], 0)
@@ -147,12 +147,12 @@ struct Plan: Sendable {
 
     /// Each value of `order` in turn at the lowest offset clear of the values placed before it that are live at a
     /// step it is.
-    private static func firstFit(_ order: [Lifetime], _ size: (Lifetime) -> Int) -> (offset: [Int: Int], floats: Int) {
+    private static func firstFit(_ order: [Lifetime]) -> (offset: [Int: Int], floats: Int) {
         var offset: [Int: Int] = [:]
         var total = 0
         var placed: [(first: Int, last: Int, start: Int, end: Int)] = []
         for l in order {
-            let n = size(l)
+            let n = l.slot
             let at = lowestClear(l, n, placed)
             offset[l.value] = at
             placed.append((l.first, l.last, at, at &+ n))

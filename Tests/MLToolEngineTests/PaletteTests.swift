@@ -201,7 +201,7 @@ final class GuardedBytes {
                                             act.code, act.p0, act.p1)
                     }
                 }
-                var work = [Float](repeating: .nan, count: (rows + 24) * k)
+                var work = [Float](repeating: .nan, count: Int(mlk_palette_gemv_work(Int64(rows), Int64(k))))
                 let did = mlk_palette_gemv(a, Int64(rows), Int64(lda), stream.pointer, bytes, Int32(bits), Int64(k),
                                            Int64(n), lut, rowBase, rowScale, colBase, colScale, Int64(pa), Int64(pb),
                                            withBias ? bias : nil, withResidual ? residual : nil, &got, act.code,
@@ -223,7 +223,7 @@ final class GuardedBytes {
                 let differ = zip(got, want).filter { $0.bitPattern != $1.bitPattern }.count
                 #expect(differ == 0, "\(place): \(differ) of \(rows * n) outputs differ from the decoded GEMM")
                 guard tiles > 0 else { continue }
-                var packed = [Float](repeating: .nan, count: (rows + 24) * k), again = [Float](repeating: 777, count: rows * n)
+                var packed = [Float](repeating: .nan, count: Int(mlk_palette_gemv_work(Int64(rows), Int64(k)))), again = [Float](repeating: 777, count: rows * n)
                 mlk_palette_tall_pack(a, Int64(rows), Int64(lda), Int64(k), Int64(tiles / 2), Int64(tiles), &packed)
                 mlk_palette_tall_pack(a, Int64(rows), Int64(lda), Int64(k), 0, Int64(tiles / 2), &packed)
                 #expect(mlk_palette_gemv(nil, Int64(rows), Int64(lda), stream.pointer, bytes, Int32(bits), Int64(k),

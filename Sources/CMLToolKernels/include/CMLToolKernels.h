@@ -80,6 +80,8 @@ void mlk_palette_unpack(const uint8_t *idx, int64_t bytes, int bits, int64_t K, 
 /// multiplies.
 #define MLK_PALETTE_GEMV_ROWS 63
 #define MLK_PALETTE_GEMV_WORK(rows, K) (((rows) + 24) * (K))
+/// MLK_PALETTE_GEMV_WORK as a function (a macro with arguments does not reach Swift).
+int64_t mlk_palette_gemv_work(int64_t rows, int64_t K);
 int mlk_palette_gemv(const float *a, int64_t rows, int64_t lda, const uint8_t *idx, int64_t bytes, int bits, int64_t K,
                      int64_t N, const float *lut, const int32_t *row_base, const float *row_scale,
                      const int32_t *col_base, const float *col_scale, int64_t pa, int64_t pb, const float *bias,
