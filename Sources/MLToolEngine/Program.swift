@@ -167,10 +167,19 @@ struct Program: Sendable {
             // A one-channel 1 → 1 conv is depthwise by shape and runs the depthwise kernel on float weights.
             let depthwiseShaped = t.shape.count == 4 && t.shape[2] == 1 && t.shape[3] == 1
             // Palettes stay as their indices (decoded per run: `PaletteWeights`) where the CPU decodes them quickly,
-            // except Winograd's transformed weights.
+            // except Winograd's transformed weights. Elsewhere they are decoded once, straight into the GEMM's
+            // panels (the same floats as their dequantization): a dequantized copy packed and freed left the heap
+            // with holes, 6-bit EfficientNet-Lite0 forced to AVX2 peaking at 125% of float's memory.
             if gemm && purpose == .fast && !depthwiseShaped && !Fast.usesWinograd(s), t.dtype.traits.isPalette,
-               PaletteWeights.keepsIndices(bits: t.dtype.traits.bits), let p = PaletteWeights(t, k: k, n: n) {
-                s.palette = p
+               let p = PaletteWeights(t, k: k, n: n) {
+                if PaletteWeights.keepsIndices(bits: t.dtype.traits.bits) {
+                    s.palette = p
+                } else {
+                    let packed = Buffer(uninitialized: p.packedCount)
+                    p.unpack(panels: 0, p.panels, into: packed.pointer)
+                    s.packed = packed
+                    t.bytes.releasePages()
+                }
                 return
             }
             if gemm && purpose == .fast && !depthwiseShaped, let stored = Self.storedFloats(t, count: k &* n) {
