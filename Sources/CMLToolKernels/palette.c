@@ -364,6 +364,21 @@ MLK_INLINE int one_table(const int32_t *row_base, int64_t K, const int32_t *col_
     return 1;
 }
 
+// Rows of the index stream a GEMV takes per block (about 32 KB of indices, at least 16 rows), the groups of panels
+// going over one block before the next; one block with a residual (y may be the residual's memory, and partial sums
+// wait in y between blocks).
+MLK_INLINE int64_t gemv_block_rows(const float *res, int bits, int64_t K, int64_t N) {
+    int64_t kb = res ? K : 32768 * 8 / (N * bits);
+    return kb < 16 ? 16 : kb;
+}
+
+// The end of the groups of `width` whole panels from pa (panels [pa, end) in groups, none past pb or N).
+MLK_INLINE int64_t whole_groups_end(int64_t pa, int64_t pb, int64_t N, int64_t width) {
+    int64_t end = pa;
+    while (end + width <= pb && (end + width) * 16 <= N) end += width;
+    return end;
+}
+
 // Rows [0, R) of y (R ≤ 4; row m of a at a + m·lda, of y at y + m·N) = epilogue(Σ_k a[m][k]·w[k][n]) for the columns
 // of panels [pa, pb), each weight decoded into a register once and used by every row there: the sums in k order from
 // 0 with FMAs, then mlk_store16, as gemm_avx512's tiles do on the decoded panels, so the same bits. Four whole panels
@@ -388,10 +403,8 @@ MLK_AVX512 MLK_INLINE void gemv_avx512(const int bits, const int R, const float 
     // the stream is read front to back (a group's 32-byte strip down all K rows touches a new line per row: from
     // memory, a dense layer's indices took three times their warm time). Between blocks a group's sums wait in y:
     // the same chain of FMAs, so the same bits. One block with a residual (y may be the residual's memory).
-    int64_t kb = res ? K : 32768 * 8 / (N * bits);
-    kb = kb < 16 ? 16 : kb;
-    int64_t groups_end = pa;
-    while (groups_end + 4 <= pb && (groups_end + 4) * 16 <= N) groups_end += 4;
+    int64_t kb = gemv_block_rows(res, bits, K, N);
+    int64_t groups_end = whole_groups_end(pa, pb, N, 4);
     for (int64_t k0 = 0; k0 < K; k0 += kb) {
     int64_t k1 = K - k0 < kb ? K : k0 + kb;
     for (int64_t p = pa; p < groups_end; p += 4) {
@@ -667,10 +680,8 @@ MLK_AVX2 MLK_INLINE void gemv_avx2(const int R, const float *a, int64_t lda, con
     __m256 lo = _mm256_set1_ps(p0), hi = _mm256_set1_ps(p1);
     int vec = MLK_ACT_VECTOR(act);
     float tmp[16] __attribute__((aligned(32)));
-    int64_t kb = res ? K : 32768 * 8 / (N * bits);
-    kb = kb < 16 ? 16 : kb;
-    int64_t pairs_end = pa;
-    while (pairs_end + 2 <= pb && (pairs_end + 2) * 16 <= N) pairs_end += 2;
+    int64_t kb = gemv_block_rows(res, bits, K, N);
+    int64_t pairs_end = whole_groups_end(pa, pb, N, 2);
     for (int64_t k0 = 0; k0 < K; k0 += kb) {
         int64_t k1 = K - k0 < kb ? K : k0 + kb;
         for (int64_t p = pa; p < pairs_end; p += 2) {
