@@ -203,19 +203,24 @@ MLK_AVX2 MLK_INLINE void rows_avx2(const int bits, const int permute, const uint
     }
 }
 
+// The rows [0, k) whose 16 elements from column n0 the vector index loads read from words inside the stream.
+MLK_INLINE int64_t rows_inside(int64_t bytes, int bits, int64_t K, int64_t N, int64_t n0) {
+    int64_t k = K;
+    while (k > 0) {
+        int64_t i = (k - 1) * N + n0;
+        int64_t end = bits == 8 ? i + 16 : (((i + 16) * bits + 31) >> 5) << 2;
+        if (end <= bytes) break;
+        k--;
+    }
+    return k;
+}
+
 // Full panels [p0, pb) and the rows [0, fast) of them that read only words inside the stream; the rest take the
 // scalar rows (row_portable).
 MLK_INLINE int64_t fast_rows(int64_t bytes, int bits, int64_t K, int64_t N, int64_t p0, int64_t p1, int64_t *pb_out) {
     int64_t pb = p1 < N / 16 ? p1 : (N / 16 > p0 ? N / 16 : p0);
-    int64_t fast = pb > p0 ? K : 0;
-    while (fast > 0) {
-        int64_t i = (fast - 1) * N + (pb - 1) * 16;
-        int64_t end = bits == 8 ? i + 16 : (((i + 16) * bits + 31) >> 5) << 2;
-        if (end <= bytes) break;
-        fast--;
-    }
     *pb_out = pb;
-    return fast;
+    return pb > p0 ? rows_inside(bytes, bits, K, N, (pb - 1) * 16) : 0;
 }
 
 MLK_INLINE int uniform_panels(const int32_t *col_base, int64_t p0, int64_t pb) {
@@ -383,9 +388,10 @@ MLK_INLINE int64_t whole_groups_end(int64_t pa, int64_t pb, int64_t N, int64_t w
 // of panels [pa, pb), each weight decoded into a register once and used by every row there: the sums in k order from
 // 0 with FMAs, then mlk_store16, as gemm_avx512's tiles do on the decoded panels, so the same bits. Four whole panels
 // at a time with the sums in registers (R and `bits` are constants at every call); rows [fast, K), whose words reach
-// the end of the stream, and a last group of fewer or partial panels are decoded by row_portable into `tmp`.
+// the end of the stream, are decoded by row_portable into `tmp`; a last group of fewer or partial panels a panel
+// at a time.
 MLK_AVX512 MLK_INLINE void gemv_avx512(const int bits, const int R, const float *a, int64_t lda, const uint8_t *idx,
-                                       int64_t K, int64_t N, int64_t fast, const float *lut, const int32_t *row_base,
+                                       int64_t bytes, int64_t K, int64_t N, int64_t fast, const float *lut, const int32_t *row_base,
                                        const float *row_scale, const int32_t *col_base, const float *col_scale,
                                        int64_t pa, int64_t pb, const float *bias, const float *res, float *y, int act,
                                        float p0, float p1) {
@@ -461,17 +467,19 @@ MLK_AVX512 MLK_INLINE void gemv_avx512(const int bits, const int R, const float 
     }
     }
     int64_t p = groups_end;
-    // The last panels (fewer than four, or one of fewer than 16 columns): a panel at a time, row by row.
+    // The last panels (fewer than four, or one of fewer than 16 columns): a panel at a time, row by row (a partial
+    // panel's lanes past N read the next row's indices, times a column scale of 0, and are not stored); rows whose 16
+    // indices would end past the stream are decoded by row_portable.
     for (; p < pb; p++) {
         int64_t n0 = p * 16, nv = N - n0 < 16 ? N - n0 : 16;
-        int full = nv == 16;
+        int64_t kv = rows_inside(bytes, bits, K, N, n0);
         __m512 cs = _mm512_loadu_ps(col_scale + n0);
         __m512 b = bias ? _mm512_maskz_loadu_ps((__mmask16)((1u << nv) - 1), bias + n0) : _mm512_setzero_ps();
         for (int m = 0; m < R; m++) {
             __m512 acc = _mm512_setzero_ps();
             for (int64_t k = 0; k < K; k++) {
                 __m512 w;
-                if (k < fast && full) {
+                if (k < kv) {
                     __m512i v = indices16_avx512(idx, k * N + n0, bits, jbits, mask);
                     w = _mm512_mul_ps(_mm512_mul_ps(_mm512_set1_ps(row_scale[k]), cs), lookup16_avx512(entries, v, t0, t1, t2, t3));
                 } else {
@@ -646,7 +654,7 @@ MLK_AVX512 static int gemv_avx512_bits(const float *a, int64_t rows, int64_t lda
                              bias, res, y, act, p0, p1);
         return 1;
     }
-#define MLK_GEMV(B, R) gemv_avx512(B, R, a, lda, idx, K, N, fast, lut, row_base, row_scale, col_base, col_scale, pa, pb, bias, res, y, act, p0, p1)
+#define MLK_GEMV(B, R) gemv_avx512(B, R, a, lda, idx, bytes, K, N, fast, lut, row_base, row_scale, col_base, col_scale, pa, pb, bias, res, y, act, p0, p1)
 #define MLK_GEMV_ROWS(B)                     \
     switch (rows) {                          \
     case 1: MLK_GEMV(B, 1); break;           \
@@ -669,9 +677,9 @@ MLK_AVX512 static int gemv_avx512_bits(const float *a, int64_t rows, int64_t lda
 // panels at a time decoded from byte planes (nibbles32_planes_avx2) into registers and used there by every row, the
 // sums in k order from 0 with FMAs, then + bias, + residual and the activation as row_avx2 does on the decoded
 // panels: the same bits. Rows of the index stream in blocks of about 32 KB with the sums waiting in y between them,
-// as gemv_avx512. Rows [fast, K), a last odd panel and a partial one are decoded by row_portable.
-MLK_AVX2 MLK_INLINE void gemv_avx2(const int R, const float *a, int64_t lda, const uint8_t *idx, int64_t K, int64_t N,
-                                   int64_t fast, const float *lut, const int32_t *row_base, const float *row_scale,
+// as gemv_avx512. Rows [fast, K) are decoded by row_portable; a last odd panel and a partial one a panel at a time.
+MLK_AVX2 MLK_INLINE void gemv_avx2(const int R, const float *a, int64_t lda, const uint8_t *idx, int64_t bytes,
+                                   int64_t K, int64_t N, int64_t fast, const float *lut, const int32_t *row_base, const float *row_scale,
                                    const int32_t *col_base, const float *col_scale, int64_t pa, int64_t pb,
                                    const float *bias, const float *res, float *y, int act, float p0, float p1) {
     const int bits = 4;
@@ -727,16 +735,34 @@ MLK_AVX2 MLK_INLINE void gemv_avx2(const int R, const float *a, int64_t lda, con
                 }
         }
     }
-    // A last odd panel or a partial one: a panel at a time, row by row, decoded by row_portable.
+    // A last odd panel or a partial one: a panel at a time, row by row, the table in two registers (a partial
+    // panel's lanes past N read the next row's indices, times a column scale of 0, and are not stored); rows whose
+    // 16 indices would end past the stream are decoded by row_portable.
+    __m256 t0 = _mm256_loadu_ps(lut + row_base[0] + col_base[pa * 16]), t1 = _mm256_loadu_ps(lut + row_base[0] + col_base[pa * 16] + 8);
+    __m256i jbits = _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32(bits));
+    __m256i mask = _mm256_set1_epi32(15);
     for (int64_t p = pairs_end; p < pb; p++) {
         int64_t n0 = p * 16, nv = N - n0 < 16 ? N - n0 : 16;
+        int64_t kv = rows_inside(bytes, bits, K, N, n0);
+        __m256 cs0 = _mm256_loadu_ps(col_scale + n0), cs1 = _mm256_loadu_ps(col_scale + n0 + 8);
         for (int m = 0; m < R; m++) {
             __m256 c0 = _mm256_setzero_ps(), c1 = c0;
             for (int64_t k = 0; k < K; k++) {
-                row_portable(idx, bits, N, lut, row_base, row_scale, col_base, col_scale, p, k, tmp);
+                __m256 w0, w1;
+                if (k < kv) {
+                    __m256i v0, v1;
+                    indices16_avx2(idx, k * N + n0, bits, jbits, mask, &v0, &v1);
+                    __m256 rs = _mm256_set1_ps(row_scale[k]);
+                    w0 = _mm256_mul_ps(_mm256_mul_ps(rs, cs0), lookup8_avx2(16, v0, t0, t1));
+                    w1 = _mm256_mul_ps(_mm256_mul_ps(rs, cs1), lookup8_avx2(16, v1, t0, t1));
+                } else {
+                    row_portable(idx, bits, N, lut, row_base, row_scale, col_base, col_scale, p, k, tmp);
+                    w0 = _mm256_load_ps(tmp);
+                    w1 = _mm256_load_ps(tmp + 8);
+                }
                 __m256 av = _mm256_broadcast_ss(a + m * lda + k);
-                c0 = _mm256_fmadd_ps(av, _mm256_load_ps(tmp), c0);
-                c1 = _mm256_fmadd_ps(av, _mm256_load_ps(tmp + 8), c1);
+                c0 = _mm256_fmadd_ps(av, w0, c0);
+                c1 = _mm256_fmadd_ps(av, w1, c1);
             }
             // The epilogue of row_avx2 on the half vectors, through tmp for the columns past N.
             __m256 c[2] = {c0, c1};
@@ -757,18 +783,18 @@ MLK_AVX2 MLK_INLINE void gemv_avx2(const int R, const float *a, int64_t lda, con
     }
 }
 
-MLK_AVX2 static void gemv_avx2_4(const float *a, int64_t rows, int64_t lda, const uint8_t *idx, int64_t K, int64_t N,
-                                 int64_t fast, const float *lut, const int32_t *row_base, const float *row_scale,
+MLK_AVX2 static void gemv_avx2_4(const float *a, int64_t rows, int64_t lda, const uint8_t *idx, int64_t bytes,
+                                 int64_t K, int64_t N, int64_t fast, const float *lut, const int32_t *row_base, const float *row_scale,
                                  const int32_t *col_base, const float *col_scale, int64_t pa, int64_t pb,
                                  const float *bias, const float *res, float *y, int act, float p0, float p1) {
     // Two rows at a time (four would take 16 accumulators: all the registers).
     for (int64_t m = 0; m < rows; m += 2) {
         const float *r = res ? res + m * N : NULL;
         if (rows - m >= 2)
-            gemv_avx2(2, a + m * lda, lda, idx, K, N, fast, lut, row_base, row_scale, col_base, col_scale, pa, pb, bias,
+            gemv_avx2(2, a + m * lda, lda, idx, bytes, K, N, fast, lut, row_base, row_scale, col_base, col_scale, pa, pb, bias,
                       r, y + m * N, act, p0, p1);
         else
-            gemv_avx2(1, a + m * lda, lda, idx, K, N, fast, lut, row_base, row_scale, col_base, col_scale, pa, pb, bias,
+            gemv_avx2(1, a + m * lda, lda, idx, bytes, K, N, fast, lut, row_base, row_scale, col_base, col_scale, pa, pb, bias,
                       r, y + m * N, act, p0, p1);
     }
 }
@@ -786,7 +812,7 @@ int mlk_palette_gemv(const float *a, int64_t rows, int64_t lda, const uint8_t *i
         if (!mlk_cpu_has(MLK_CPU_AVX2) || bits != 4 || rows > 4 || (N & 1)) return 0;
         int64_t full_end;
         int64_t fast = fast_rows(bytes, bits, K, N, pa, pb, &full_end);
-        gemv_avx2_4(a, rows, lda, idx, K, N, fast, lut, row_base, row_scale, col_base, col_scale, pa, pb, bias, res, y,
+        gemv_avx2_4(a, rows, lda, idx, bytes, K, N, fast, lut, row_base, row_scale, col_base, col_scale, pa, pb, bias, res, y,
                     act, p0, p1);
         return 1;
     }
