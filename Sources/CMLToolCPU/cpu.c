@@ -30,9 +30,12 @@ static int best_of(int mask) {
     return best;
 }
 
-// Computed once; racing first calls compute the same values, so plain ints with relaxed atomics are enough.
+// Computed once; racing first calls compute the same values, so plain ints with relaxed atomics are enough. The
+// process's level never changes after that: only a thread's own setting does.
 static int mask_state = 0;      // 0: not detected yet (bit 0 is always set once detected)
-static int level_state = -1;    // the current level; -1: not set yet
+static int level_state = -1;    // the process's level; -1: not set yet
+// The calling thread's own level; -1: it follows the process's.
+static _Thread_local int thread_level = -1;
 
 static int mask(void) {
     int m = __atomic_load_n(&mask_state, __ATOMIC_RELAXED);
@@ -49,6 +52,8 @@ static int startup_level(void) {
 }
 
 int mlk_cpu_level(void) {
+    int t = thread_level;
+    if (t >= 0) return t;
     int l = __atomic_load_n(&level_state, __ATOMIC_RELAXED);
     if (l < 0) { l = startup_level(); __atomic_store_n(&level_state, l, __ATOMIC_RELAXED); }
     return l;
@@ -60,10 +65,11 @@ int mlk_cpu_has(int level) {
     return level >= 0 && level < MLK_CPU_LEVELS && level <= mlk_cpu_level() && (mask() >> level & 1);
 }
 
-int mlk_set_cpu_level(int level) {
-    int old = mlk_cpu_level(), best = mlk_cpu_detected();
-    int l = level < 0 ? startup_level() : (level > best ? best : level);
-    __atomic_store_n(&level_state, l, __ATOMIC_RELAXED);
+int mlk_thread_cpu_level(void) { return thread_level; }
+
+int mlk_set_thread_cpu_level(int level) {
+    int old = thread_level, best = mlk_cpu_detected();
+    thread_level = level < 0 ? -1 : (level > best ? best : level);
     return old;
 }
 

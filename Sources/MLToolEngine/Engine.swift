@@ -305,7 +305,15 @@ public final class Engine: @unchecked Sendable {
             }
         }
         // One worker runs on this thread: inside concurrentPerform, the ops' own parallel loops would run serially.
-        if workers == 1 { work(0) } else { DispatchQueue.concurrentPerform(iterations: workers, execute: work) }
+        // The others run at this thread's kernel level (a test's mlk_set_thread_cpu_level), as WorkerPool's helpers do.
+        if workers == 1 { work(0) } else {
+            let level = mlk_thread_cpu_level()
+            DispatchQueue.concurrentPerform(iterations: workers) { w in
+                let own = mlk_set_thread_cpu_level(level)
+                defer { _ = mlk_set_thread_cpu_level(own) }
+                work(w)
+            }
+        }
         return (buffers, targets.map { t in split ? [batch] + plan.shapes[t]!.dropFirst() : plan.shapes[t]! })
     }
 

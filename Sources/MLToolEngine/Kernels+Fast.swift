@@ -233,8 +233,9 @@ enum Fast {
                     parallel(n, parts: parts, align: 48) { lo, hi in
                         if palette.gemv(a, rows: rows, lda: lda, columns: lo, hi, bias: bias, residual: res, y,
                                         act: act, work: work, packed: true) { return }
-                        // Only if the CPU level changed since the tiles were counted (the SIMD-level tests switch
-                        // it): this part decodes into memory of its own, the packed rows being in use.
+                        // Only if the kernel level changed since the tiles were counted (every part runs at the
+                        // caller's level, so only a mlk_set_thread_cpu_level in between could do it): this part
+                        // decodes into memory of its own, the packed rows being in use.
                         let own = UnsafeMutablePointer<Float>.allocate(capacity: (hi &- lo &+ 15) / 16 &* 16 &* k)
                         defer { own.deallocate() }
                         decodeAndMultiply(palette, a, lda: lda, rows: rows, columns: lo, hi, bias: bias, residual: res,

@@ -1,3 +1,4 @@
+import CMLToolCPU
 import Dispatch
 import Foundation
 import Synchronization
@@ -14,9 +15,13 @@ final class WorkerPool: @unchecked Sendable {
     private final class Job: @unchecked Sendable {
         let body: @Sendable (Int) -> Void
         let count: Int
+        /// The caller's own kernel level (mlk_set_thread_cpu_level; -1: the process's), which helpers take for it.
+        let level: Int32
         let next = Atomic<Int>(0)
         let done = Atomic<Int>(0)
-        init(_ body: @escaping @Sendable (Int) -> Void, _ count: Int) { self.body = body; self.count = count }
+        init(_ body: @escaping @Sendable (Int) -> Void, _ count: Int, level: Int32) {
+            self.body = body; self.count = count; self.level = level
+        }
 
         /// Runs chunks until none is left; returns how many this thread ran.
         @discardableResult
@@ -74,7 +79,7 @@ final class WorkerPool: @unchecked Sendable {
         caller.lock(); defer { caller.unlock() }
         jobs += 1
         if jobs < soloUntil { for i in 0..<n { body(i) }; return }
-        let job = Job(body, n)
+        let job = Job(body, n, level: mlk_thread_cpu_level())
         currentLock.lock(); current = job; currentLock.unlock()
         generation.add(1, ordering: .releasing)
         wake.lock(); wake.broadcast(); wake.unlock()
@@ -120,7 +125,12 @@ final class WorkerPool: @unchecked Sendable {
             }
             seen = g
             currentLock.lock(); let job = current; currentLock.unlock()
-            job?.work()
+            if let job {
+                // The caller's chunks run at the caller's kernel level, whoever runs them.
+                let own = mlk_set_thread_cpu_level(job.level)
+                job.work()
+                _ = mlk_set_thread_cpu_level(own)
+            }
         }
     }
 }

@@ -1,10 +1,11 @@
 import CMLToolCPU
-import MLToolTestSupport
+import Foundation
+import MLToolCore
 import Testing
 import MLToolEngine
 
 /// The one CPU-feature table (CMLToolCPU) every kernel dispatcher reads.
-@Suite(.serialized) struct CPULevelTests {
+@Suite struct CPULevelTests {
     @Test func levelNamesRoundTripAndUnknownNamesAreRefused() {
         let names = (0..<Int32(MLK_CPU_LEVELS)).map { String(cString: mlk_cpu_level_name($0)) }
         #expect(names == ["portable", "avx2", "avx2-vnni", "avx512", "avx512-vnni"])
@@ -13,21 +14,25 @@ import MLToolEngine
         #expect(String(cString: mlk_cpu_level_name(9)) == "?")
     }
 
-    /// Lowering the level turns off every variant above it; -1 restores the start-up level; asking for more than the
-    /// CPU has gives the best it has. The per-call form (the trainer's) caps at the CPU, not at the current level.
-    @Test func settingTheLevelGatesEveryVariant() {
-        KernelLevelLock.shared.writing {
-            let detected = mlk_cpu_detected()
-            let start = mlk_set_cpu_level(0)
-            defer { _ = mlk_set_cpu_level(start) }
-            #expect(mlk_cpu_level() == 0 && mlk_cpu_has(0) == 1)
-            for l in Int32(1)..<Int32(MLK_CPU_LEVELS) { #expect(mlk_cpu_has(l) == 0) }
-            #expect(Engine.cpuLevel == "portable")
-            #expect(mlk_cpu_resolve(-1) == 0 && mlk_cpu_resolve(1) == min(1, detected))
-            _ = mlk_set_cpu_level(Int32(MLK_CPU_LEVELS) + 3)
-            #expect(mlk_cpu_level() == detected && mlk_cpu_has(detected) == 1)
-            _ = mlk_set_cpu_level(-1)
-            #expect(mlk_cpu_level() == start)
-        }
+    /// Lowering this thread's level turns off every variant above it for this thread alone; -1 follows the process
+    /// again; asking for more than the CPU has gives the best it has. The per-call form (the trainer's) caps at the
+    /// CPU, not at the current level.
+    @Test func settingTheThreadLevelGatesEveryVariantOnThisThreadOnly() {
+        let detected = mlk_cpu_detected(), process = mlk_cpu_level()
+        let start = mlk_set_thread_cpu_level(0)
+        defer { _ = mlk_set_thread_cpu_level(start) }
+        #expect(mlk_cpu_level() == 0 && mlk_cpu_has(0) == 1 && mlk_thread_cpu_level() == 0)
+        for l in Int32(1)..<Int32(MLK_CPU_LEVELS) { #expect(mlk_cpu_has(l) == 0) }
+        #expect(Engine.cpuLevel == "portable")
+        #expect(mlk_cpu_resolve(-1) == 0 && mlk_cpu_resolve(1) == min(1, detected))
+        // Another thread meanwhile: the process's level, no setting of its own.
+        let other = Slots<(Int32, Int32)>(count: 1), done = DispatchSemaphore(value: 0)
+        Thread { other.set(0, (mlk_cpu_level(), mlk_thread_cpu_level())); done.signal() }.start()
+        done.wait()
+        #expect(other.values.first.map { $0 == (process, -1) } == true, "\(other.values)")
+        #expect(mlk_set_thread_cpu_level(Int32(MLK_CPU_LEVELS) + 3) == 0)
+        #expect(mlk_cpu_level() == detected && mlk_cpu_has(detected) == 1)
+        #expect(mlk_set_thread_cpu_level(-1) == detected)
+        #expect(mlk_cpu_level() == process && mlk_thread_cpu_level() == -1)
     }
 }

@@ -44,7 +44,7 @@ extension GraphBuilder {
 
 @Suite struct EfficientNetLiteTests {
     @Test func smallResolutionFastMatchesReference() throws {
-        try KernelLevelLock.shared.reading { try checkSmallResolution() }
+        try checkSmallResolution()
     }
 
     func checkSmallResolution() throws {
@@ -65,7 +65,7 @@ extension GraphBuilder {
     }
 
     @Test func concurrentRunsOnOneEngineAgree() throws {
-        try KernelLevelLock.shared.reading { try checkConcurrentRuns() }
+        try checkConcurrentRuns()
     }
 
     func checkConcurrentRuns() throws {

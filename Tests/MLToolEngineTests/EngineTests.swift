@@ -83,7 +83,7 @@ func mobileNetLike(seed: UInt64 = 7, size: Int = 17) -> Model {
     }
 
     @Test func batchEqualsImageByImageAndIsDeterministic() throws {
-        try KernelLevelLock.shared.reading { try checkBatch() }
+        try checkBatch()
     }
 
     func checkBatch() throws {
@@ -259,21 +259,18 @@ func expectFusedBits(_ f: Model, _ u: Model, input: Tensor, _ out: String, _ lab
                     "\(c), \(threads) threads: the engine's plan does not fuse the pair")
             #expect(try Self.fusedPairs(unfusedModel, outputs: [out, mid], image: [1, c.h, c.w, c.cin], threads: threads) == 0)
         }
-        // Bit-for-bit comparisons: no SIMD-level switch in between.
-        try KernelLevelLock.shared.reading { try compare(c, fusedModel, unfusedModel, input, out) }
+        try compare(c, fusedModel, unfusedModel, input, out)
         // The same with the 1×1 conv's weights int8 (int8 compute quantizes each band's rows as unfused would).
         let expand = try #require(fusedModel.metadata.graph?.nodes.first?.inputs[1])
         var qf = fusedModel, qu = unfusedModel
         qf.tensors = try qf.tensors.map { $0.name == expand ? try int8Weights($0) : $0 }
         qu.tensors = qf.tensors
-        try KernelLevelLock.shared.reading {
-            for threads in [1, 2] {
-                let f = try #require(try Engine(model: qf, threads: threads, int8Compute: .all).run(["x": input])[out])
-                let u = try #require(try Engine(model: qu, threads: threads, int8Compute: .all).run(["x": input])[out])
-                let d = try #require(try Engine(model: qf, threads: threads, int8Compute: .off).run(["x": input])[out])
-                #expect(zip(f.data, u.data).filter { $0 != $1 }.isEmpty, "\(c), int8, \(threads) threads: fused differs")
-                #expect(f.data != d.data, "int8 compute did not run")
-            }
+        for threads in [1, 2] {
+            let f = try #require(try Engine(model: qf, threads: threads, int8Compute: .all).run(["x": input])[out])
+            let u = try #require(try Engine(model: qu, threads: threads, int8Compute: .all).run(["x": input])[out])
+            let d = try #require(try Engine(model: qf, threads: threads, int8Compute: .off).run(["x": input])[out])
+            #expect(zip(f.data, u.data).filter { $0 != $1 }.isEmpty, "\(c), int8, \(threads) threads: fused differs")
+            #expect(f.data != d.data, "int8 compute did not run")
         }
     }
 
@@ -292,7 +289,7 @@ func expectFusedBits(_ f: Model, _ u: Model, input: Tensor, _ out: String, _ lab
         let (paletteFused, _) = try PaletteTests.palettized(fusedModel)
         var paletteUnfused = unfusedModel
         paletteUnfused.tensors = paletteFused.tensors
-        try KernelLevelLock.shared.reading {
+        do {
             let stem = mlk_conv_direct_eligible(Int64(c.cin), 3, Int64(c.cout), 1, 1) != 0
             for threads in [1, 2] {
                 #expect(try Self.fusedPairs(fusedModel, outputs: [out], image: [1, c.h, c.w, c.cin], threads: threads)
@@ -364,12 +361,10 @@ func expectFusedBits(_ f: Model, _ u: Model, input: Tensor, _ out: String, _ lab
         #expect(grown >= 64 * 60 * 72, "arena \(fused.arenaFloats) floats fused vs \(unfused.arenaFloats) unfused")
         // And the fused plan runs to the unfused plan's bits.
         let input = g.input([1, 64, 60, 8])
-        try KernelLevelLock.shared.reading {
-            for threads in [1, 2] {
-                let f = try #require(try Engine(model: g.model(outputs: [out]), threads: threads).run(["x": input])[out])
-                let u = try #require(try Engine(model: g.model(outputs: [out, mid, proj]), threads: threads).run(["x": input])[out])
-                #expect(zip(f.data, u.data).allSatisfy { $0.bitPattern == $1.bitPattern }, "\(threads) threads")
-            }
+        for threads in [1, 2] {
+            let f = try #require(try Engine(model: g.model(outputs: [out]), threads: threads).run(["x": input])[out])
+            let u = try #require(try Engine(model: g.model(outputs: [out, mid, proj]), threads: threads).run(["x": input])[out])
+            #expect(zip(f.data, u.data).allSatisfy { $0.bitPattern == $1.bitPattern }, "\(threads) threads")
         }
     }
 }
@@ -394,9 +389,7 @@ func expectFusedBits(_ f: Model, _ u: Model, input: Tensor, _ out: String, _ lab
         let weightKB = read.tensors.reduce(0) { $0 + $1.bytes.count } / 1024
         #expect(weightKB > 700)
         let input = g.input([1, 12, 12, 16])
-        // Both engines built and run at one CPU level: a test running every level (forEachCPULevel) holds the
-        // lock for writing meanwhile, and the levels round differently.
-        try KernelLevelLock.shared.reading {
+        do {
             let fromFile = try Engine(model: read, threads: 1)
             let page = sysconf(Int32(_SC_PAGESIZE)) / 1024
             let resident = ResidentMemory.kilobytes(mappedFrom: path)
@@ -431,10 +424,8 @@ func expectFusedBits(_ f: Model, _ u: Model, input: Tensor, _ out: String, _ lab
         let (paletteFused, _) = try PaletteTests.palettized(fusedModel)
         var paletteUnfused = unfusedModel
         paletteUnfused.tensors = paletteFused.tensors
-        try KernelLevelLock.shared.reading {
-            for (f, u, what) in [(fusedModel, unfusedModel, "float"), (paletteFused, paletteUnfused, "palette")] {
-                try expectFusedBits(f, u, input: input, out, "\(c), \(what)")
-            }
+        for (f, u, what) in [(fusedModel, unfusedModel, "float"), (paletteFused, paletteUnfused, "palette")] {
+            try expectFusedBits(f, u, input: input, out, "\(c), \(what)")
         }
     }
 

@@ -44,15 +44,13 @@ import MLToolTestSupport
 
     @Test func everyLevelMatchesTheScalarReferenceAndRowsAloneGiveTheSameBits() throws {
         var checked = 0
-        let levels = try KernelLevelLock.shared.writing {
-            try forEachCPULevel { level in
-                for (m, k, n) in [(1, 1280, 1000), (1, 37, 24), (49, 64, 40), (7, 3, 8), (13, 1, 17), (2, 16, 5),
-                                  (25, 19, 96), (6, 33, 15), (8, 20, 9), (50, 9, 130),
-                                  (11, 21, 56), (9, 13, 72), (19, 7, 88), (23, 30, 40)] {
-                    for (i, act) in Self.acts.enumerated() where (i + m + n) % 3 == 0 || m * k * n < 200_000 {
-                        try check(m: m, k: k, n: n, act: act, bias: (i + k) % 2 == 0, level: level)
-                        checked += 1
-                    }
+        let levels = try forEachCPULevel { level in
+            for (m, k, n) in [(1, 1280, 1000), (1, 37, 24), (49, 64, 40), (7, 3, 8), (13, 1, 17), (2, 16, 5),
+                              (25, 19, 96), (6, 33, 15), (8, 20, 9), (50, 9, 130),
+                              (11, 21, 56), (9, 13, 72), (19, 7, 88), (23, 30, 40)] {
+                for (i, act) in Self.acts.enumerated() where (i + m + n) % 3 == 0 || m * k * n < 200_000 {
+                    try check(m: m, k: k, n: n, act: act, bias: (i + k) % 2 == 0, level: level)
+                    checked += 1
                 }
             }
         }
@@ -101,14 +99,12 @@ import MLToolTestSupport
     /// last partial panel), writes nothing past a row's columns, and without a residual is `mlk_gemm_packed`.
     @Test func residualEpilogueGivesTheBitsOfGemmThenAdd() throws {
         var checked = 0
-        let levels = try KernelLevelLock.shared.writing {
-            try forEachCPULevel { level in
-                for (m, k, n) in [(1, 200, 1000), (49, 96, 192), (57, 24, 24), (40, 32, 16), (23, 48, 80), (9, 40, 96),
-                                  (33, 20, 130), (7, 5, 9), (13, 30, 88)] {
-                    for act in Self.acts where FusedResidual.exactActivations.contains(act.code) {
-                        try checkResidual(m: m, k: k, n: n, act: act, level: level)
-                        checked += 1
-                    }
+        let levels = try forEachCPULevel { level in
+            for (m, k, n) in [(1, 200, 1000), (49, 96, 192), (57, 24, 24), (40, 32, 16), (23, 48, 80), (9, 40, 96),
+                              (33, 20, 130), (7, 5, 9), (13, 30, 88)] {
+                for act in Self.acts where FusedResidual.exactActivations.contains(act.code) {
+                    try checkResidual(m: m, k: k, n: n, act: act, level: level)
+                    checked += 1
                 }
             }
         }
@@ -157,39 +153,37 @@ import MLToolTestSupport
     /// (its 12- and 8-pixel tiles and the tails), a 7 × 7 stride-2 and a one-channel 3 × 3 stride-1 one.
     @Test func stemRowsGiveTheBitsOfIm2colAndGemm() {
         var checked = 0
-        let levels = KernelLevelLock.shared.writing {
-            forEachCPULevel { level in
-                for (h, w, c, k, s, n, act) in [(37, 61, 3, 3, 2, 32, Int32(MLK_ACT_CLIP)), (29, 50, 3, 3, 2, 24, Int32(MLK_ACT_SWISH)),
-                                                (33, 47, 3, 3, 2, 16, Int32(MLK_ACT_NONE)), (40, 45, 3, 7, 2, 32, Int32(MLK_ACT_RELU)),
-                                                (21, 30, 1, 3, 1, 8, Int32(MLK_ACT_CLIP))] {
-                    let pad = k / 2
-                    let oh = (h + 2 * pad - k) / s + 1, ow = (w + 2 * pad - k) / s + 1, kk = k * k * c
-                    let x = (0..<(h * w * c)).map { Float(sin(Double($0) * 0.21)) }
-                    let wt = (0..<(kk * n)).map { Float(cos(Double($0) * 0.17)) / Float(kk).squareRoot() }
-                    let bias = (0..<n).map { Float($0 % 3) * 0.2 - 0.2 }
-                    let packed = Self.packed(wt, k: kk, n: n)
-                    defer { UnsafeMutableRawPointer(packed).deallocate() }
-                    var direct = [Float](repeating: .nan, count: oh * ow * n), twoSteps = direct
-                    var cols = [Float](repeating: 0, count: oh * ow * kk)
-                    direct.withUnsafeMutableBufferPointer { y in
-                        cols.withUnsafeMutableBufferPointer { colp in
-                            mlk_conv_rows(x, Int64(h), Int64(w), Int64(c), Int64(k), Int64(k), packed, Int64(n), Int64(ow), 0,
-                                          Int64(oh * ow), Int64(s), Int64(s), 1, 1, Int64(pad), Int64(pad), bias, y.baseAddress,
-                                          colp.baseAddress, act, 0, 6)
-                        }
-                    }
+        let levels = forEachCPULevel { level in
+            for (h, w, c, k, s, n, act) in [(37, 61, 3, 3, 2, 32, Int32(MLK_ACT_CLIP)), (29, 50, 3, 3, 2, 24, Int32(MLK_ACT_SWISH)),
+                                            (33, 47, 3, 3, 2, 16, Int32(MLK_ACT_NONE)), (40, 45, 3, 7, 2, 32, Int32(MLK_ACT_RELU)),
+                                            (21, 30, 1, 3, 1, 8, Int32(MLK_ACT_CLIP))] {
+                let pad = k / 2
+                let oh = (h + 2 * pad - k) / s + 1, ow = (w + 2 * pad - k) / s + 1, kk = k * k * c
+                let x = (0..<(h * w * c)).map { Float(sin(Double($0) * 0.21)) }
+                let wt = (0..<(kk * n)).map { Float(cos(Double($0) * 0.17)) / Float(kk).squareRoot() }
+                let bias = (0..<n).map { Float($0 % 3) * 0.2 - 0.2 }
+                let packed = Self.packed(wt, k: kk, n: n)
+                defer { UnsafeMutableRawPointer(packed).deallocate() }
+                var direct = [Float](repeating: .nan, count: oh * ow * n), twoSteps = direct
+                var cols = [Float](repeating: 0, count: oh * ow * kk)
+                direct.withUnsafeMutableBufferPointer { y in
                     cols.withUnsafeMutableBufferPointer { colp in
-                        mlk_im2col_rows(x, Int64(h), Int64(w), Int64(c), Int64(k), Int64(k), colp.baseAddress, Int64(ow), 0,
-                                        Int64(oh * ow), Int64(s), Int64(s), 1, 1, Int64(pad), Int64(pad))
-                        twoSteps.withUnsafeMutableBufferPointer { y in
-                            mlk_gemm_packed(colp.baseAddress, Int64(kk), packed, 0, Int64(oh * ow), Int64(n), Int64(kk), bias,
-                                            y.baseAddress, Int64(n), act, 0, 6)
-                        }
+                        mlk_conv_rows(x, Int64(h), Int64(w), Int64(c), Int64(k), Int64(k), packed, Int64(n), Int64(ow), 0,
+                                      Int64(oh * ow), Int64(s), Int64(s), 1, 1, Int64(pad), Int64(pad), bias, y.baseAddress,
+                                      colp.baseAddress, act, 0, 6)
                     }
-                    let differ = zip(direct, twoSteps).filter { $0.bitPattern != $1.bitPattern }.count
-                    #expect(differ == 0, "level \(level), \(h)×\(w)×\(c) k\(k) s\(s) n\(n): \(differ) values differ")
-                    checked += 1
                 }
+                cols.withUnsafeMutableBufferPointer { colp in
+                    mlk_im2col_rows(x, Int64(h), Int64(w), Int64(c), Int64(k), Int64(k), colp.baseAddress, Int64(ow), 0,
+                                    Int64(oh * ow), Int64(s), Int64(s), 1, 1, Int64(pad), Int64(pad))
+                    twoSteps.withUnsafeMutableBufferPointer { y in
+                        mlk_gemm_packed(colp.baseAddress, Int64(kk), packed, 0, Int64(oh * ow), Int64(n), Int64(kk), bias,
+                                        y.baseAddress, Int64(n), act, 0, 6)
+                    }
+                }
+                let differ = zip(direct, twoSteps).filter { $0.bitPattern != $1.bitPattern }.count
+                #expect(differ == 0, "level \(level), \(h)×\(w)×\(c) k\(k) s\(s) n\(n): \(differ) values differ")
+                checked += 1
             }
         }
         #expect(!levels.isEmpty && checked == 5 * levels.count)

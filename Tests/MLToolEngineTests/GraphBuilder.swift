@@ -86,16 +86,16 @@ func bothModes(_ model: Model, _ inputs: [String: Tensor], outputs: [String]? = 
     return (try fast.run(inputs, outputs: outputs), try ref.run(inputs, outputs: outputs))
 }
 
-/// Runs `body` at every CPU level this machine has (CMLToolCPU: portable C, AVX2, AVX-VNNI, AVX-512, AVX-512 VNNI), the
-/// process-wide level set to each in turn, then restored; returns the levels run. Call it under
-/// `KernelLevelLock.shared.writing`.
+/// Runs `body` at every CPU level this machine has (CMLToolCPU: portable C, AVX2, AVX-VNNI, AVX-512, AVX-512 VNNI), this
+/// thread's own level set to each in turn (the engine's workers take it for this thread's work; the rest of the
+/// process keeps its level), then restored; returns the levels run.
 @discardableResult
 func forEachCPULevel(_ body: (Int32) throws -> Void) rethrows -> [Int32] {
-    let start = mlk_set_cpu_level(-1)
-    defer { _ = mlk_set_cpu_level(start) }
+    let start = mlk_set_thread_cpu_level(-1)
+    defer { _ = mlk_set_thread_cpu_level(start) }
     var levels: [Int32] = []
     for level in Int32(0)...mlk_cpu_detected() {
-        _ = mlk_set_cpu_level(level)
+        _ = mlk_set_thread_cpu_level(level)
         guard mlk_cpu_level() == level, mlk_cpu_has(level) != 0 else { continue }
         levels.append(level)
         try body(level)

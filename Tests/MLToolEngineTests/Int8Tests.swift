@@ -74,13 +74,12 @@ func int8Network() throws -> Model {
     return model
 }
 
-/// The CPU level is process-wide: these run serialized, under the same lock as the other level tests.
 @Suite(.serialized) struct Int8Tests {
     static let shapes: [(m: Int, n: Int, k: Int)] = [(1, 10, 1280), (13, 17, 5), (9, 33, 27), (50, 49, 3), (8, 48, 64),
                                                      (3, 1, 1), (17, 100, 130), (70, 16, 24)]
 
     @Test func everyInt8LevelMatchesTheScalarReferenceExactly() throws {
-        try KernelLevelLock.shared.writing {
+        do {
             let levels = try forEachCPULevel { level in
                 for (si, (m, n, k)) in Self.shapes.enumerated() {
                     var g = GraphBuilder(seed: UInt64(si + 1), input: [])
@@ -149,7 +148,7 @@ func int8Network() throws -> Model {
         let model = try int8Network()
         var g = GraphBuilder(seed: 8, input: [])
         let input = g.input([3, 15, 13, 3])
-        try KernelLevelLock.shared.writing {
+        do {
             let float = try #require(try Engine(model: model, threads: 1, int8Compute: .off).run(["x": input]).values.first)
             let ref = try #require(try Engine(model: model, threads: 1, mode: .reference).run(["x": input]).values.first)
             assertClose(float, ref, rtol: fastTolerance, atol: fastTolerance, "int8 weights, float compute")
@@ -193,7 +192,7 @@ func int8Network() throws -> Model {
         #expect(model.tensors.filter { $0.dtype == .palette4 }.count == 5)
         var g = GraphBuilder(seed: 9, input: [])
         let input = g.input([2, 15, 13, 3])
-        try KernelLevelLock.shared.writing {
+        do {
             let off = try #require(try Engine(model: model, threads: 1, int8Compute: .off).run(["x": input]).values.first)
             let auto = try #require(try Engine(model: model, threads: 1, int8Compute: .auto).run(["x": input]).values.first)
             #expect(auto.data == off.data, ".auto ran a palettized layer on the int8 kernels")

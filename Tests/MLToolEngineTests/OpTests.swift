@@ -225,23 +225,17 @@ enum OpCase: String, CaseIterable, CustomTestStringConvertible {
     func splitAcrossThreadsIsBitIdentical(_ c: OpCase) throws {
         let (model, input) = c.build()
         let name = model.metadata.graph!.outputs[0]
-        let (one, two) = try KernelLevelLock.shared.reading {
-            (try Engine(model: model, threads: 1).run(["x": input])[name], try Engine(model: model, threads: 2).run(["x": input])[name])
-        }
-        let a = try #require(one), b = try #require(two)
+        let a = try #require(try Engine(model: model, threads: 1).run(["x": input])[name])
+        let b = try #require(try Engine(model: model, threads: 2).run(["x": input])[name])
         #expect(a.data.map(\.bitPattern) == b.data.map(\.bitPattern), "\(c)")
     }
 }
 
 /// Every kernel variant this CPU can run (portable C, AVX2+FMA, AVX-512, ...) against the reference, on the op cases
-/// that reach the C kernels. The level is process-wide, so this suite runs serialized; other tests running
-/// meanwhile just see another (equally correct) variant.
-@Suite(.serialized) struct KernelVariantTests {
+/// that reach the C kernels. The level is this test thread's own (`forEachCPULevel`): tests running meanwhile keep
+/// the process's.
+@Suite struct KernelVariantTests {
     @Test func everySimdLevelMatchesReference() throws {
-        try KernelLevelLock.shared.writing { try checkEveryLevel() }
-    }
-
-    func checkEveryLevel() throws {
         let cases: [OpCase] = [.conv3x3, .conv1x1, .conv1x1Wide, .conv5x5AsymPad, .convStride2Odd, .convSigmoid, .convLeaky,
                                .convSwish, .convSwishWide, .sigmoid, .swish,
                                .depthwise3x3, .depthwise5x5Stride2, .depthwiseDilated, .depthwiseOddChannels, .depthwiseWide,
@@ -269,6 +263,27 @@ enum OpCase: String, CaseIterable, CustomTestStringConvertible {
             if flags.isSuperset(of: ["avx512f", "avx512bw", "avx512vl", "avx512_vnni"]) { expected.append(4) }
         }
         #expect(levels == expected, "levels tested \(levels); /proc/cpuinfo has \(expected)")
+    }
+
+    /// The engine's workers run this thread's chunks at this thread's level: split across two threads, every level
+    /// gives the bits of one thread at that level. (Levels round differently, so a helper at the process's level
+    /// would change some of them; the test checks that they do differ on this machine, else it could not tell.)
+    @Test func workersTakeTheCallersLevel() throws {
+        let cases: [OpCase] = [.conv1x1SplitRows, .conv1x1SplitColumns, .convStemWide, .convWinograd]
+        var bits: [Int32: [[UInt32]]] = [:]
+        let levels = try forEachCPULevel { level in
+            for c in cases {
+                let (model, input) = c.build()
+                let name = model.metadata.graph!.outputs[0]
+                let one = try #require(try Engine(model: model, threads: 1).run(["x": input])[name])
+                let two = try #require(try Engine(model: model, threads: 2).run(["x": input])[name])
+                let differ = zip(one.data, two.data).filter { $0.bitPattern != $1.bitPattern }.count
+                #expect(one.shape == two.shape && differ == 0, "\(c) at CPU level \(level): \(differ) values differ")
+                bits[level, default: []].append(one.data.map(\.bitPattern))
+            }
+        }
+        guard let best = levels.last, levels.count > 1 else { return }
+        #expect(levels.dropLast().contains { bits[$0] != bits[best] }, "every level gave the same bits: the check above proves nothing")
     }
 
     /// The CPU feature flags of /proc/cpuinfo (empty where there is none: then only the portable level exists).

@@ -37,7 +37,7 @@ final class GuardedBytes {
     /// inaccessible page.
     @Test func everyLevelDecodesExactlyTheDefinition() throws {
         var cases = 0
-        try KernelLevelLock.shared.writing {
+        do {
             let levels = try forEachCPULevel { level in
                 for bits in [1, 2, 4, 6, 8] {
                     for (k, n) in [(1, 16), (3, 17), (37, 24), (64, 96), (9, 33), (130, 48), (5, 1000), (2, 7)] {
@@ -103,7 +103,7 @@ final class GuardedBytes {
     /// the rows packed once (`mlk_palette_tall_pack`, tiles in two calls) with the same bits.
     @Test func oneRowDecodedInRegistersGivesTheBitsOfTheDecodedGemm() throws {
         var ran = 0
-        try KernelLevelLock.shared.writing {
+        do {
             let levels = try forEachCPULevel { level in
                 for bits in [1, 2, 4, 6, 8] {
                     for (k, n) in [(1280, 1000), (37, 24), (64, 96), (9, 33), (130, 48), (5, 7), (300, 200), (20, 129)] {
@@ -132,7 +132,7 @@ final class GuardedBytes {
         let (big, bigFloat) = try Self.palettized(mobileNetLike(size: 33))
         // The fused pair alone has no free memory while it runs (its input and output fill the arena); the
         // network's late layers do.
-        try KernelLevelLock.shared.reading {
+        do {
             try checkRooms(palette, float, image: [1, 90, 90, 8], expectRooms: false)
             try checkRooms(big, bigFloat, image: [1, 33, 33, 3], expectRooms: true)
         }
@@ -289,27 +289,25 @@ final class GuardedBytes {
         let (fusedPalette, fusedFloat) = try Self.palettized(Self.fusedNetwork())
         var g = GraphBuilder(seed: 5, input: [])
         let batch = g.input([3, 15, 13, 3]), one = g.input([1, 15, 13, 3]), big = g.input([2, 90, 90, 8])
-        _ = try KernelLevelLock.shared.writing {
-            try forEachCPULevel { level in
-                for threads in [1, 2] {
-                    for (p, f, inputs) in [(palette, float, [batch, one]), (fusedPalette, fusedFloat, [big])] {
-                        // The palettes the CPU level keeps as indices (the rest are decoded at load).
-                        let layers = p.tensors.filter { $0.dtype.traits.isPalette && PaletteWeights.keepsIndices(bits: $0.dtype.traits.bits) }.count
-                        #expect(level < Int32(MLK_CPU_AVX2) || layers > 0 || p.metadata.graph?.nodes.count == 2)
-                        let engine = try Engine(model: p, threads: threads)
-                        #expect(engine.paletteLayers == layers, "level \(level): \(engine.paletteLayers) layers kept as palettes")
-                        let reference = try Engine(model: f, threads: threads)
-                        #expect(reference.paletteLayers == 0)
-                        for input in inputs {
-                            if p.metadata.graph?.nodes.count == 2 {
-                                #expect(try engine.plannedKernels(batch: input.shape[0]).allSatisfy { $0.fused },
-                                        "the expansion and depthwise convs did not run fused")
-                            }
-                            let y = try #require(try engine.run(["x": input]).values.first)
-                            let want = try #require(try reference.run(["x": input]).values.first)
-                            #expect(y.shape == want.shape && y.data == want.data,
-                                    "level \(level), \(threads) threads, input \(input.shape): palette decoded ≠ float")
+        _ = try forEachCPULevel { level in
+            for threads in [1, 2] {
+                for (p, f, inputs) in [(palette, float, [batch, one]), (fusedPalette, fusedFloat, [big])] {
+                    // The palettes the CPU level keeps as indices (the rest are decoded at load).
+                    let layers = p.tensors.filter { $0.dtype.traits.isPalette && PaletteWeights.keepsIndices(bits: $0.dtype.traits.bits) }.count
+                    #expect(level < Int32(MLK_CPU_AVX2) || layers > 0 || p.metadata.graph?.nodes.count == 2)
+                    let engine = try Engine(model: p, threads: threads)
+                    #expect(engine.paletteLayers == layers, "level \(level): \(engine.paletteLayers) layers kept as palettes")
+                    let reference = try Engine(model: f, threads: threads)
+                    #expect(reference.paletteLayers == 0)
+                    for input in inputs {
+                        if p.metadata.graph?.nodes.count == 2 {
+                            #expect(try engine.plannedKernels(batch: input.shape[0]).allSatisfy { $0.fused },
+                                    "the expansion and depthwise convs did not run fused")
                         }
+                        let y = try #require(try engine.run(["x": input]).values.first)
+                        let want = try #require(try reference.run(["x": input]).values.first)
+                        #expect(y.shape == want.shape && y.data == want.data,
+                                "level \(level), \(threads) threads, input \(input.shape): palette decoded ≠ float")
                     }
                 }
             }

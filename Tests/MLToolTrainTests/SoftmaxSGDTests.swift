@@ -80,7 +80,7 @@ import Testing
         let (x, labels) = try problem(rows: 300, cols: 50, classes: 4, seed: 2)
         SparseRows.with(x) { rows in
             var s = sgd(rows, labels, classes: 4, l2: 1e-3)
-            let (a, b) = KernelLevelLock.shared.reading { (s.run(), s.run()) }
+            let (a, b) = (s.run(), s.run())
             #expect(a.map(\.bitPattern) == b.map(\.bitPattern))
             s.seed = 12
             #expect(s.run() != a)
@@ -119,7 +119,7 @@ import Testing
             try LogisticRegression.fit(sparse: x, labels: labels, classes: 5, validation: (v, vl), options: options,
                                        progress: nil)
         }
-        let (a, b) = try KernelLevelLock.shared.reading { (try fit(), try fit()) }
+        let (a, b) = try (fit(), fit())
         #expect(a.weights.map(\.bitPattern) == b.weights.map(\.bitPattern))
         #expect(a.history.map(\.l2) == [1e-2, 1e-3, 1e-4])
         #expect((a.validationAccuracy ?? 0) > 0.8, "validation accuracy \(a.validationAccuracy ?? 0)")

@@ -152,10 +152,7 @@ import Testing
                 return (e, gradient)
             }
         }
-        // Both at the best level: a level switch between them (the engine's SIMD-level tests) would change bits.
-        let ((plain, plainGradient), (gathered, gatheredGradient)) = KernelLevelLock.shared.reading {
-            (evaluate(transposed: false), evaluate(transposed: true))
-        }
+        let ((plain, plainGradient), (gathered, gatheredGradient)) = (evaluate(transposed: false), evaluate(transposed: true))
         #expect(gathered.loss.bitPattern == plain.loss.bitPattern && gathered.correct == plain.correct)
         #expect(firstDifference(gatheredGradient, plainGradient) == nil)
         #expect(!plainGradient.contains { $0.isNaN } && plain.loss > 0)

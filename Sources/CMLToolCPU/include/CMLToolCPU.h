@@ -4,7 +4,8 @@
 // A level is a ceiling: each kernel runs its best variant at or below the current level whose instructions the CPU
 // has (`mlk_cpu_has`). The current level starts at the best the CPU supports, lowered by the environment variable
 // MLTOOL_CPU_LEVEL=portable|avx2|avx2-vnni|avx512|avx512-vnni (a level the CPU lacks, or an unknown name, leaves it
-// at the best), and tests may lower it further with mlk_set_cpu_level.
+// at the best), and a thread may set a level of its own (mlk_set_thread_cpu_level: tests run every variant
+// that way), which the engine's workers take for the work that thread hands them.
 #ifndef CMLTOOLCPU_H
 #define CMLTOOLCPU_H
 
@@ -17,7 +18,7 @@ enum {
     MLK_CPU_LEVELS = 5
 };
 
-/// The current level (see above).
+/// The current level (see above): the calling thread's own when it has set one, else the process's.
 int mlk_cpu_level(void);
 
 /// The best level this CPU supports, whatever the environment says.
@@ -26,9 +27,15 @@ int mlk_cpu_detected(void);
 /// 1 when kernels may use `level`'s instructions: level ≤ the current level and the CPU has them.
 int mlk_cpu_has(int level);
 
-/// Sets the current level to `level` (clamped to what the CPU has; -1: back to the start-up level, environment
-/// included) and returns the previous one. Process-wide: for tests, which run every variant the machine can run.
-int mlk_set_cpu_level(int level);
+/// Sets the calling thread's own level (clamped to what the CPU has; -1: follow the process's level again) and returns
+/// the previous setting (-1 when it followed the process). Other threads do not see it, except the engine's workers
+/// while they run a part of this thread's work (they take the caller's setting for it): tests run every variant
+/// this way without touching what the rest of the process computes. Work fanned out by other means (training's
+/// concurrentPerform loops) runs at the process's level.
+int mlk_set_thread_cpu_level(int level);
+
+/// The calling thread's own setting, -1 when it follows the process's level.
+int mlk_thread_cpu_level(void);
 
 /// For kernels that take the level per call (CMLToolTrainKernels): -1 → the current level; otherwise `level`,
 /// capped at what the CPU supports.
