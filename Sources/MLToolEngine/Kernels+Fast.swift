@@ -225,7 +225,7 @@ enum Fast {
                 // Tall tiles over every column: the rows packed once, tiles split across threads, into the decoding
                 // memory (nothing is decoded there then), where each column part would pack them all again.
                 let tiles = palette.tallTiles(rows: rows)
-                if tiles > 0 && (n &+ 15) / 16 &* 16 &* k >= palette.gemvWork(rows: rows) {
+                if tiles > 0 && palette.packedCount >= palette.gemvWork(rows: rows) {
                     nonisolated(unsafe) let work = UnsafeMutablePointer(mutating: b)
                     parallel(tiles, parts: min(parts, tiles)) { lo, hi in
                         palette.tallPack(a, rows: rows, lda: lda, tiles: lo, hi, into: work)
