@@ -282,6 +282,11 @@ public final class Engine: @unchecked Sendable {
         let program = p
         let intra = workers > 1 ? 1 : threads
         let first = images.lowerBound
+        // A worker running several chunks would decode every palettized layer again for each: they are decoded once
+        // for the call instead (on all threads), into memory freed when it returns (a float copy's size, for the
+        // call's duration). EfficientNet-Lite0, 4 bits, batch 32, 2 threads, Zen 3 (AVX2), eight alternating rounds:
+        // 0.925× float before, 1.03× after (median ratios).
+        let decoded = chunks > workers ? arenas[0].decodedSteps(threads: threads) : nil
         let work: @Sendable (Int) -> Void = { w in
             let arena = arenas[w]
             var c = w
@@ -296,7 +301,7 @@ public final class Engine: @unchecked Sendable {
                         }
                     }
                 }
-                arena.run(plan, program, threads: intra)
+                arena.run(plan, program, threads: intra, decoded: decoded?.steps)
                 for (t, r) in zip(targets, buffers) {
                     let n = plan.shapes[t]!.reduce(1, *) / unit
                     (r.pointer + i &* n).update(from: arena.pointer(t, plan, program), count: unit &* n)

@@ -237,7 +237,7 @@ final class Arena: @unchecked Sendable {
     }
 
     /// The profile row of the step at `pos` (and the next, when fused): built before the step is timed.
-    private func profileKey(at pos: Int, _ plan: Plan) -> String {
+    private func profileKey(at pos: Int, _ plan: Plan, _ steps: [Step]) -> String {
         let step = steps[pos]
         var key = "\(step.op)" + (step.palette.map { " palette\($0.bits)" } ?? "")
         if plan.fused.contains(pos) {
@@ -258,12 +258,12 @@ final class Arena: @unchecked Sendable {
         return key
     }
 
-    private func profiled(_ plan: Plan, _ p: Program, threads: Int) {
+    private func profiled(_ plan: Plan, _ p: Program, threads: Int, _ steps: [Step]) {
         var pos = 0
         while pos < plan.steps.count {
-            let key = profileKey(at: pos, plan)
+            let key = profileKey(at: pos, plan, steps)
             let t0 = DispatchTime.now().uptimeNanoseconds
-            let next = step(at: pos, plan, threads: threads)
+            let next = step(at: pos, plan, threads: threads, steps)
             StepProfile.add(key, Double(DispatchTime.now().uptimeNanoseconds - t0) / 1e9)
             pos = next
         }
@@ -276,15 +276,40 @@ final class Arena: @unchecked Sendable {
 
     /// Runs every step of the plan on what the graph inputs' places hold.
     /// `threads` > 1 splits single large ops across threads (used when one worker runs the whole batch).
-    func run(_ plan: Plan, _ p: Program, threads: Int) {
-        if StepProfile.enabled { return profiled(plan, p, threads: threads) }
+    /// `decoded`: this arena's steps with every palettized layer already decoded (`Arena.decodedSteps`), for a call
+    /// that decodes them once for all its chunks.
+    func run(_ plan: Plan, _ p: Program, threads: Int, decoded: [Step]? = nil) {
+        let steps = decoded ?? self.steps
+        if StepProfile.enabled { return profiled(plan, p, threads: threads, steps) }
         var pos = 0
-        while pos < plan.steps.count { pos = step(at: pos, plan, threads: threads) }
+        while pos < plan.steps.count { pos = step(at: pos, plan, threads: threads, steps) }
+    }
+
+    /// The arena's steps with each palettized layer's weights decoded once, whole, into `memory` (one region per
+    /// layer, split across `threads` as `PaletteWeights.unpack` splits a layer) and run as float weights from there:
+    /// the same bits as decoding them as the layer runs (the kernels decode into the GEMM's panels either way). nil
+    /// when no step keeps a palette. Steps other than palettized layers are the same in every arena of a plan, so
+    /// the result serves them all for as long as `memory` lives.
+    func decodedSteps(threads: Int) -> (steps: [Step], memory: Buffer)? {
+        let layers = steps.indices.compactMap { pos in steps[pos].palette.map { (pos, $0) } }
+        guard !layers.isEmpty else { return nil }
+        // Each region starts on a 64-byte boundary, as the arena's own rooms do.
+        var offsets: [Int] = [], total = 0
+        for (_, palette) in layers { offsets.append(total); total &+= (palette.packedCount &+ 15) / 16 &* 16 }
+        let memory = Buffer(uninitialized: total)
+        var decoded = steps
+        for ((pos, palette), offset) in zip(layers, offsets) {
+            let region = Buffer(view: memory, offset: offset, count: palette.packedCount)
+            palette.unpack(into: region.pointer, threads: threads)
+            decoded[pos].packed = region
+            decoded[pos].palette = nil
+        }
+        return (decoded, memory)
     }
 
     /// Runs the step at `pos`, with the next one when the two run fused; returns the position after them.
     @inline(__always)
-    private func step(at pos: Int, _ plan: Plan, threads: Int) -> Int {
+    private func step(at pos: Int, _ plan: Plan, threads: Int, _ steps: [Step]) -> Int {
         if plan.fused.contains(pos) {
             Fused.run(steps[pos], steps[pos + 1], inputs[pos][0], inputShapes[pos][0], inputShapes[pos + 1][0],
                       outputs[pos + 1], outputShapes[pos + 1], scratch: scratch.pointer, threads: threads)

@@ -283,15 +283,18 @@ final class GuardedBytes {
 
     /// Palettized layers decoded as they run compute the same bits as the same weights stored as float, at every
     /// level, on 1 and 2 threads, for a batch and for one image (which takes the few-rows, block-by-block path).
+    /// Batches of 3 images on 2 threads and of 9 on 1 (chunks of 4 and a last image) have workers that run more
+    /// than one chunk, which decode every palette once for the call (`Arena.decodedSteps`).
     @Test func palettizedLayersComputeTheBitsOfTheirFloatDequantization() throws {
         let (palette, float) = try Self.palettized(try int8Network())
         #expect(palette.tensors.filter { $0.dtype.traits.isPalette }.count == 5)
         let (fusedPalette, fusedFloat) = try Self.palettized(Self.fusedNetwork())
         var g = GraphBuilder(seed: 5, input: [])
         let batch = g.input([3, 15, 13, 3]), one = g.input([1, 15, 13, 3]), big = g.input([2, 90, 90, 8])
+        let nine = g.input([9, 15, 13, 3])
         _ = try forEachCPULevel { level in
             for threads in [1, 2] {
-                for (p, f, inputs) in [(palette, float, [batch, one]), (fusedPalette, fusedFloat, [big])] {
+                for (p, f, inputs) in [(palette, float, [batch, one, nine]), (fusedPalette, fusedFloat, [big])] {
                     // The palettes the CPU level keeps as indices (the rest are decoded at load).
                     let layers = p.tensors.filter { $0.dtype.traits.isPalette && PaletteWeights.keepsIndices(bits: $0.dtype.traits.bits) }.count
                     #expect(level < Int32(MLK_CPU_AVX2) || layers > 0 || p.metadata.graph?.nodes.count == 2)
