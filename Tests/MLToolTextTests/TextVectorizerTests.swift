@@ -163,7 +163,7 @@ struct VectorizerFixture: Decodable {
 
 /// The hashed fast path (`TextTokenizer.appendHashedTerms`, used by `transform`) against the term-by-term reference
 /// (`transformReference`): identical matrices, bit for bit, on real text — UD English EWT's dev sentences
-/// (../shared/datasets) and, when `make models` has built it, Debian's translated descriptions in 21 languages and
+/// (datasets/ud-english-ewt, which `make test` copies from ../shared/datasets) and, when `make models` has built it, Debian's translated descriptions in 21 languages and
 /// scripts — plus strings whose characters are several scalars (combining marks, emoji sequences, Hangul jamo).
 @Suite struct HashedTransformTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
@@ -174,7 +174,7 @@ struct VectorizerFixture: Decodable {
             "", "   ", "a", "naïve café", "cafe\u{301} e\u{301}te\u{301}", "👩‍👩‍👧 family 🇩🇪 flag", "한국어 텍스트 한",
             "日本語のテキスト", "don't stop", "ΑΣ ΣΊΣΥΦΟΣ", "x y z w v u", "a\u{0}b", "ｆｕｌｌｗｉｄｔｈ ＡＢＣ",
         ]
-        let ewt = root.appendingPathComponent("../shared/datasets/ud-english-ewt/en_ewt-ud-dev.conllu").standardized
+        let ewt = root.appendingPathComponent("datasets/ud-english-ewt/en_ewt-ud-dev.conllu")
         if let s = try? String(contentsOf: ewt, encoding: .utf8) {
             out += s.split(separator: "\n").filter { $0.hasPrefix("# text = ") }.prefix(1500).map { String($0.dropFirst(9)) }
         }
@@ -187,7 +187,7 @@ struct VectorizerFixture: Decodable {
 
     @Test(arguments: [([1, 1], [1, 4] as [Int]?), ([1, 2], nil), ([1, 3], [3, 5]), ([2, 2], [2, 2]), ([1, 1], [1, 1])])
     func fastPathEqualsReference(words: [Int], chars: [Int]?) throws {
-        #expect(Self.texts.count > 1000, "EWT's dev split should be at ../shared/datasets/ud-english-ewt")
+        #expect(Self.texts.count > 1000, "EWT's dev split should be at datasets/ud-english-ewt (datasets/ud-english-ewt.sh)")
         for weighting in ["tfidf", "count", "binary"] {
             var c = TextConfig()
             c.wordNgrams = words
