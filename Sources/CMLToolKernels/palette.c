@@ -248,8 +248,55 @@ typedef void (*rows_fn)(int bits, int permute, const uint8_t *idx, int64_t K, in
                           const float *col_scale, int64_t p0, int64_t pb, int64_t rows, float *packed) {           \
         MLK_BY_WIDTH(MLK_ROWS_##ROWS)                                                                                \
     }
+// 4 bits from a table in registers, N even (every row starts a byte): rows [0, rows) of full panels [pa, pb), a
+// pair of panels at a time down all the rows (the pair's 16 bytes of each row, nibbles32_planes_avx2), so the floats
+// go out in order into the pair's two panels, where row by row over every panel they went to as many places 16·K
+// floats apart (a multiple of 4 KB when 64 divides K: the same L1 sets); the pair's column scales stay in registers,
+// and where every row scale is 1, (1 · col_scale) is col_scale exactly and one multiply goes. A panel whose pair
+// reads another table, or a last odd one, goes to rows_avx2. The same bits as rows_avx2.
+MLK_AVX2 static void pairs4_avx2(const uint8_t *idx, int64_t K, int64_t N, const float *lut, const int32_t *row_base,
+                                 const float *row_scale, const int32_t *col_base, const float *col_scale, int64_t p0,
+                                 int64_t pa, int64_t pb, int64_t rows, float *packed) {
+    int unit = 1;
+    for (int64_t k = 0; k < rows && unit; k++) unit = row_scale[k] == 1.0f;
+    for (int64_t p = pa; p < pb;) {
+        int64_t n0 = p * 16;
+        if (p + 2 > pb || col_base[n0 + 16] != col_base[n0]) {
+            rows_avx2(4, 1, idx, K, N, lut, row_base, row_scale, col_base, col_scale, p0, p, p + 1, rows, packed);
+            p++;
+            continue;
+        }
+        __m256 cs[4];
+        _Pragma("clang loop unroll(full)") for (int j = 0; j < 4; j++) cs[j] = _mm256_loadu_ps(col_scale + n0 + j * 8);
+        float *d = packed + (p - p0) * K * 16;
+        __m256i pl[4];
+        int32_t planes = -1;
+        for (int64_t k = 0; k < rows; k++) {
+            int32_t base = row_base[k] + col_base[n0];
+            if (base != planes) { planes16_avx2(lut + base, pl); planes = base; }
+            __m256 z[4];
+            nibbles32_planes_avx2(idx, k * N + n0, pl, z);
+            __m256 rs = _mm256_set1_ps(row_scale[k]);
+            _Pragma("clang loop unroll(full)") for (int j = 0; j < 4; j++) {
+                __m256 w = _mm256_mul_ps(unit ? cs[j] : _mm256_mul_ps(rs, cs[j]), z[j]);
+                _mm256_storeu_ps(d + (j / 2) * K * 16 + k * 16 + (j & 1) * 8, w);
+            }
+        }
+        p += 2;
+    }
+}
+
 #define MLK_ROWS_rows_avx2(B, P) rows_avx2(B, P, idx, K, N, lut, row_base, row_scale, col_base, col_scale, p0, p0, pb, rows, packed)
-MLK_ROWS_BY_WIDTH(rows_by_width_avx2, MLK_AVX2, rows_avx2)
+MLK_AVX2 static void rows_by_width_avx2(int bits, int permute, const uint8_t *idx, int64_t K, int64_t N,
+                                        const float *lut, const int32_t *row_base, const float *row_scale,
+                                        const int32_t *col_base, const float *col_scale, int64_t p0, int64_t pb,
+                                        int64_t rows, float *packed) {
+    if (bits == 4 && permute && (N & 1) == 0) {
+        pairs4_avx2(idx, K, N, lut, row_base, row_scale, col_base, col_scale, p0, p0, pb, rows, packed);
+        return;
+    }
+    MLK_BY_WIDTH(MLK_ROWS_rows_avx2)
+}
 
 // Decodes panels [p0, p1) with a level's rows function: the full panels' rows that read only inside the stream
 // there, with the table in registers for up to `permute_bits` bits; the rest by row_portable.
