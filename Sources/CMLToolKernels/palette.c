@@ -122,6 +122,17 @@ MLK_AVX2 static inline void planes16_avx2(const float *t, __m256i pl[4]) {
     for (int j = 0; j < 4; j++) pl[j] = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)b[j]));
 }
 
+// Floats from their four bytes looked up per plane (b0: lowest), in the lanes' arrangement of
+// nibbles32_planes_avx2: two rounds of unpacks within 128-bit lanes.
+MLK_AVX2 MLK_INLINE void planes_floats_avx2(__m256i b0, __m256i b1, __m256i b2, __m256i b3, __m256 z[4]) {
+    __m256i lo01 = _mm256_unpacklo_epi8(b0, b1), hi01 = _mm256_unpackhi_epi8(b0, b1);
+    __m256i lo23 = _mm256_unpacklo_epi8(b2, b3), hi23 = _mm256_unpackhi_epi8(b2, b3);
+    z[0] = _mm256_castsi256_ps(_mm256_unpacklo_epi16(lo01, lo23));
+    z[1] = _mm256_castsi256_ps(_mm256_unpackhi_epi16(lo01, lo23));
+    z[2] = _mm256_castsi256_ps(_mm256_unpacklo_epi16(hi01, hi23));
+    z[3] = _mm256_castsi256_ps(_mm256_unpackhi_epi16(hi01, hi23));
+}
+
 // Row k of two full panels (32 columns from element i, i even) from a 16-entry table's byte planes: each 4-bit index
 // looks up its value's four bytes with vpshufb (16 entries per lane: a lookup per 32 values and plane, where vpermps
 // takes one per 8 and a blend), then two rounds of unpacks put the bytes back together as floats. The unpacks work
@@ -135,14 +146,54 @@ MLK_AVX2 static inline void nibbles32_planes_avx2(const uint8_t *idx, int64_t i,
     // Even bytes take the low nibble, odd bytes the high one (a 16-bit shift brings it down with bit 7 clear).
     __m256i v = _mm256_blendv_epi8(_mm256_and_si256(x, _mm256_set1_epi8(15)), _mm256_srli_epi16(x, 4),
                                    _mm256_set1_epi16((short)0xFF00));
-    __m256i b0 = _mm256_shuffle_epi8(pl[0], v), b1 = _mm256_shuffle_epi8(pl[1], v);
-    __m256i b2 = _mm256_shuffle_epi8(pl[2], v), b3 = _mm256_shuffle_epi8(pl[3], v);
-    __m256i lo01 = _mm256_unpacklo_epi8(b0, b1), hi01 = _mm256_unpackhi_epi8(b0, b1);
-    __m256i lo23 = _mm256_unpacklo_epi8(b2, b3), hi23 = _mm256_unpackhi_epi8(b2, b3);
-    z[0] = _mm256_castsi256_ps(_mm256_unpacklo_epi16(lo01, lo23));
-    z[1] = _mm256_castsi256_ps(_mm256_unpackhi_epi16(lo01, lo23));
-    z[2] = _mm256_castsi256_ps(_mm256_unpacklo_epi16(hi01, hi23));
-    z[3] = _mm256_castsi256_ps(_mm256_unpackhi_epi16(hi01, hi23));
+    planes_floats_avx2(_mm256_shuffle_epi8(pl[0], v), _mm256_shuffle_epi8(pl[1], v), _mm256_shuffle_epi8(pl[2], v),
+                       _mm256_shuffle_epi8(pl[3], v), z);
+}
+
+// A 64-entry table as 16 byte planes of 16 entries, each in both lanes: pl[4j + s] holds byte j of entries
+// [16s, 16s + 16).
+MLK_AVX2 static inline void planes64_avx2(const float *t, __m256i pl[16]) {
+    uint32_t u[64];
+    uint8_t b[4][64];
+    memcpy(u, t, sizeof u);
+    for (int i = 0; i < 64; i++)
+        for (int j = 0; j < 4; j++) b[j][i] = (uint8_t)(u[i] >> (8 * j));
+    for (int j = 0; j < 4; j++)
+        for (int s = 0; s < 4; s++)
+            pl[4 * j + s] = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)(b[j] + 16 * s)));
+}
+
+// Byte j of the 64-entry table's values at the 6-bit indices v (bits 6 and 7 clear): vpshufb reads bits 0–3 of
+// each index in the four 16-entry planes, and bits 4 and 5, shifted up to bit 7 where vpblendvb reads them, pick
+// among the four (on Zen 3 faster than ORing four lookups of v ^ 16s saturated out of range where not in [0, 16)).
+MLK_AVX2 MLK_INLINE __m256i lookup64_plane_avx2(const __m256i *pl, __m256i v, __m256i bit4, __m256i bit5) {
+    __m256i a = _mm256_blendv_epi8(_mm256_shuffle_epi8(pl[0], v), _mm256_shuffle_epi8(pl[1], v), bit4);
+    __m256i b = _mm256_blendv_epi8(_mm256_shuffle_epi8(pl[2], v), _mm256_shuffle_epi8(pl[3], v), bit4);
+    return _mm256_blendv_epi8(a, b, bit5);
+}
+
+// As nibbles32_planes_avx2 for 6-bit indices (i a multiple of 4: 24 whole bytes, 4 indices in each 3): the 3 bytes
+// of 4 columns go to a 32-bit lane as (b0, b1, b1, b2), where index j of the 4 is bits [6j, 6j + 6) of b0 | b1 << 8 |
+// b2 << 16 and shifts of the lane bring each to byte j; a permute then puts the groups of 4 columns in the lanes'
+// order the unpacks need. 64 entries take 16 registers of planes (the compiler keeps some in memory).
+MLK_AVX2 static inline void sextets32_planes_avx2(const uint8_t *idx, int64_t i, const __m256i pl[16], __m256 z[4]) {
+    __m256i d = _mm256_maskload_epi32((const int *)(const void *)(idx + (i >> 2) * 3), _mm256_setr_epi32(-1, -1, -1, -1, -1, -1, 0, 0));
+    d = _mm256_permutevar8x32_epi32(d, _mm256_setr_epi32(0, 1, 2, 2, 3, 4, 5, 5));   // lane 0: bytes 0–11, lane 1: 12–23
+    __m256i g = _mm256_shuffle_epi8(d, _mm256_setr_epi8(0, 1, 1, 2, 3, 4, 4, 5, 6, 7, 7, 8, 9, 10, 10, 11,
+                                                        0, 1, 1, 2, 3, 4, 4, 5, 6, 7, 7, 8, 9, 10, 10, 11));
+    // Index j of a lane's 4 is bits [6j, 6j + 6) of b0 | b1 << 8 | b2 << 16: the low 16 bits hold indices 0 and 1 as
+    // they are, the high 16 bits (b1 | b2 << 8) indices 2 and 3 four bits up; each shifted to its byte and masked.
+    __m256i v = _mm256_or_si256(
+        _mm256_or_si256(_mm256_and_si256(g, _mm256_set1_epi32(0x3F)),
+                        _mm256_and_si256(_mm256_slli_epi32(g, 2), _mm256_set1_epi32(0x3F00))),
+        _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(g, 4), _mm256_set1_epi32(0x3F0000)),
+                        _mm256_and_si256(_mm256_srli_epi32(g, 2), _mm256_set1_epi32(0x3F000000))));
+    // Lane t holds columns [4t, 4t + 4); lane 0 must hold the groups 0, 2, 4, 6 and lane 1 the groups 1, 3, 5, 7.
+    v = _mm256_permutevar8x32_epi32(v, _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7));
+    // Bits 4 and 5 of each index up to bit 7 (16-bit shifts: bit 7 of each byte comes from the same byte).
+    __m256i bit4 = _mm256_slli_epi16(v, 3), bit5 = _mm256_slli_epi16(v, 2);
+    planes_floats_avx2(lookup64_plane_avx2(pl, v, bit4, bit5), lookup64_plane_avx2(pl + 4, v, bit4, bit5),
+                       lookup64_plane_avx2(pl + 8, v, bit4, bit5), lookup64_plane_avx2(pl + 12, v, bit4, bit5), z);
 }
 
 // As rows_avx512: rows [0, rows) of full panels [pa, pb), row by row; permute for tables of ≤ 16 entries (4 bits:
@@ -248,34 +299,41 @@ typedef void (*rows_fn)(int bits, int permute, const uint8_t *idx, int64_t K, in
                           const float *col_scale, int64_t p0, int64_t pb, int64_t rows, float *packed) {           \
         MLK_BY_WIDTH(MLK_ROWS_##ROWS)                                                                                \
     }
-// 4 bits from a table in registers, N even (every row starts a byte): rows [0, rows) of full panels [pa, pb), a
-// pair of panels at a time down all the rows (the pair's 16 bytes of each row, nibbles32_planes_avx2), so the floats
-// go out in order into the pair's two panels, where row by row over every panel they went to as many places 16·K
-// floats apart (a multiple of 4 KB when 64 divides K: the same L1 sets); the pair's column scales stay in registers,
-// and where every row scale is 1, (1 · col_scale) is col_scale exactly and one multiply goes. A panel whose pair
-// reads another table, or a last odd one, goes to rows_avx2. The same bits as rows_avx2.
-MLK_AVX2 static void pairs4_avx2(const uint8_t *idx, int64_t K, int64_t N, const float *lut, const int32_t *row_base,
-                                 const float *row_scale, const int32_t *col_base, const float *col_scale, int64_t p0,
-                                 int64_t pa, int64_t pb, int64_t rows, float *packed) {
+// 4 bits (N even: every row starts a byte) or 6 bits (N a multiple of 4: every row starts a group of 3 bytes) from a
+// table in registers: rows [0, rows) of full panels [pa, pb), a pair of panels at a time down all the rows (the
+// pair's 16 or 24 bytes of each row, nibbles32_planes_avx2 or sextets32_planes_avx2), so the floats go out in order
+// into the pair's two panels, where row by row over every panel they went to as many places 16·K floats apart (a
+// multiple of 4 KB when 64 divides K: the same L1 sets); the pair's column scales stay in registers, and where every
+// row scale is 1, (1 · col_scale) is col_scale exactly and one multiply goes. A panel whose pair reads another
+// table, or a last odd one, goes to rows_avx2 (for 6 bits a gather). The same bits as rows_avx2.
+MLK_AVX2 MLK_INLINE void pairs_avx2(const int bits, const uint8_t *idx, int64_t K, int64_t N, const float *lut,
+                                    const int32_t *row_base, const float *row_scale, const int32_t *col_base,
+                                    const float *col_scale, int64_t p0, int64_t pa, int64_t pb, int64_t rows,
+                                    float *packed) {
     int unit = 1;
     for (int64_t k = 0; k < rows && unit; k++) unit = row_scale[k] == 1.0f;
     for (int64_t p = pa; p < pb;) {
         int64_t n0 = p * 16;
         if (p + 2 > pb || col_base[n0 + 16] != col_base[n0]) {
-            rows_avx2(4, 1, idx, K, N, lut, row_base, row_scale, col_base, col_scale, p0, p, p + 1, rows, packed);
+            rows_avx2(bits, 1, idx, K, N, lut, row_base, row_scale, col_base, col_scale, p0, p, p + 1, rows, packed);
             p++;
             continue;
         }
         __m256 cs[4];
         _Pragma("clang loop unroll(full)") for (int j = 0; j < 4; j++) cs[j] = _mm256_loadu_ps(col_scale + n0 + j * 8);
         float *d = packed + (p - p0) * K * 16;
-        __m256i pl[4];
+        __m256i pl[16];
         int32_t planes = -1;
         for (int64_t k = 0; k < rows; k++) {
             int32_t base = row_base[k] + col_base[n0];
-            if (base != planes) { planes16_avx2(lut + base, pl); planes = base; }
+            if (base != planes) {
+                if (bits == 4) planes16_avx2(lut + base, pl);
+                else planes64_avx2(lut + base, pl);
+                planes = base;
+            }
             __m256 z[4];
-            nibbles32_planes_avx2(idx, k * N + n0, pl, z);
+            if (bits == 4) nibbles32_planes_avx2(idx, k * N + n0, pl, z);
+            else sextets32_planes_avx2(idx, k * N + n0, pl, z);
             __m256 rs = _mm256_set1_ps(row_scale[k]);
             _Pragma("clang loop unroll(full)") for (int j = 0; j < 4; j++) {
                 __m256 w = _mm256_mul_ps(unit ? cs[j] : _mm256_mul_ps(rs, cs[j]), z[j]);
@@ -292,7 +350,11 @@ MLK_AVX2 static void rows_by_width_avx2(int bits, int permute, const uint8_t *id
                                         const int32_t *col_base, const float *col_scale, int64_t p0, int64_t pb,
                                         int64_t rows, float *packed) {
     if (bits == 4 && permute && (N & 1) == 0) {
-        pairs4_avx2(idx, K, N, lut, row_base, row_scale, col_base, col_scale, p0, p0, pb, rows, packed);
+        pairs_avx2(4, idx, K, N, lut, row_base, row_scale, col_base, col_scale, p0, p0, pb, rows, packed);
+        return;
+    }
+    if (bits == 6 && permute && (N & 3) == 0) {
+        pairs_avx2(6, idx, K, N, lut, row_base, row_scale, col_base, col_scale, p0, p0, pb, rows, packed);
         return;
     }
     MLK_BY_WIDTH(MLK_ROWS_rows_avx2)
@@ -906,7 +968,7 @@ void mlk_palette_unpack(const uint8_t *idx, int64_t bytes, int bits, int64_t K, 
         return;
     }
     if (mlk_cpu_has(MLK_CPU_AVX2)) {
-        unpack_with(rows_by_width_avx2, 4, idx, bytes, bits, K, N, lut, row_base, row_scale, col_base, col_scale, p0, p1, packed);
+        unpack_with(rows_by_width_avx2, 6, idx, bytes, bits, K, N, lut, row_base, row_scale, col_base, col_scale, p0, p1, packed);
         return;
     }
 #endif
