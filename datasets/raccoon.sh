@@ -4,8 +4,8 @@
 #     OUT/test/images/*.jpg   OUT/test/annotations/*.xml    (40 photos, 44 boxes: data/test_labels.csv)
 #     OUT/LICENSE, OUT/README   (the upstream licence and where the files came from)
 # Usage: datasets/raccoon.sh [OUT]      OUT defaults to datasets/raccoon
-# Source: $RACCOON_DIR, else ../shared/datasets/raccoon (a copy of github.com/datitran/raccoon_dataset at commit
-# 9393884), else a clone of that repository (needs git and a network). The files are copied unchanged.
+# Source: $RACCOON_DIR, else ../shared/datasets/raccoon next to the repository (a copy of
+# github.com/datitran/raccoon_dataset at commit 9393884; no network is used). The files are copied unchanged.
 # Idempotent: a complete tree (OUT/.complete) is left alone; the tree is built in OUT.partial-PID and renamed.
 set -euo pipefail
 
@@ -29,18 +29,16 @@ if [ -e "$out" ]; then
 fi
 
 tmp="$out.partial-$$"
-trap 'rm -rf "$tmp" "$tmp.clone"' EXIT
+trap 'rm -rf "$tmp"' EXIT
 src="${RACCOON_DIR:-}"
 if [ -z "$src" ]; then
-    for candidate in "$here/../../shared/datasets/raccoon" "$here/../shared/datasets/raccoon" /work/shared/datasets/raccoon; do
+    for candidate in "$here/../../shared/datasets/raccoon" "$here/../shared/datasets/raccoon"; do
         if [ -f "$candidate/data/train_labels.csv" ]; then src="$candidate"; break; fi
     done
 fi
 if [ -z "$src" ]; then
-    echo "raccoon: no local copy; cloning github.com/datitran/raccoon_dataset"
-    git clone --quiet https://github.com/datitran/raccoon_dataset.git "$tmp.clone"
-    git -C "$tmp.clone" checkout --quiet 9393884 2>/dev/null || true
-    src="$tmp.clone"
+    echo "raccoon.sh: no copy of the raccoon set in ../shared/datasets next to the repository; set RACCOON_DIR to the folder holding data/, images/ and annotations/" >&2
+    exit 66
 fi
 for f in data/train_labels.csv data/test_labels.csv LICENSE; do
     [ -r "$src/$f" ] || { echo "raccoon.sh: $src/$f not found" >&2; exit 66; }
