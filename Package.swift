@@ -68,7 +68,7 @@ let package = Package(
         .testTarget(name: "MLToolDataTests", dependencies: ["MLToolData", "MLToolCore", "MLToolTestSupport"], exclude: ["Fixtures"]),
         .testTarget(name: "MLToolTrainTests", dependencies: ["MLToolTrain", "MLToolData", "MLToolTestSupport"]),
         .testTarget(name: "MLToolDetectTests", dependencies: ["MLToolDetect", "MLToolImport", "MLToolFormat", "MLToolEngine", "MLToolData", "MLToolCore", "MLToolTestSupport"]),
-        .testTarget(name: "MLToolTextTests", dependencies: ["MLToolData"]),
+        .testTarget(name: "MLToolTextTests", dependencies: ["MLToolData", "MLToolTestSupport"]),
         .testTarget(name: "MLToolExportTests", dependencies: ["MLToolExport", "MLToolImport", "MLToolEngine", "MLToolFormat", "MLToolData", "MLToolQuant", "MLToolCore", "CPNG", "MLToolTestSupport"]),
         .testTarget(name: "MLToolReportTests", dependencies: ["MLToolEval", "MLToolData", "MLToolCore"]),
         .testTarget(name: "MLToolNLTests", dependencies: ["MLToolNL", "MLToolData", "MLToolCore", "MLToolFormat", "MLToolEval", "MLToolQuant"]),

@@ -41,13 +41,28 @@ public enum SharedDatasets {
 
     /// The raccoon detection set (200 annotated photos): $RACCOON_DIR, else ../shared/datasets/raccoon next to the
     /// repository, else datasets/raccoon (which datasets/raccoon.sh materialises); nil when none exists.
-    public static let raccoon: String? = {
+    public static let raccoon: String? = first("annotations", in: places(env: "RACCOON_DIR", set: "raccoon"))
+
+    /// A file of UD English EWT (e.g. "en_ewt-ud-dev.conllu"): in $UD_EWT_DIR, else ../shared/datasets/ud-english-ewt
+    /// next to the repository, else datasets/ud-english-ewt (which datasets/ud-english-ewt.sh materialises, with the
+    /// files unchanged); nil when none has it.
+    public static func udEWT(_ name: String) -> String? {
+        first(name, in: places(env: "UD_EWT_DIR", set: "ud-english-ewt")).map { $0 + "/" + name }
+    }
+
+    /// Where a set may be, in order: $env, ../shared/datasets/SET next to the repository, datasets/SET.
+    private static func places(env: String, set: String) -> [String] {
         var candidates = [String]()
-        if let env = ProcessInfo.processInfo.environment["RACCOON_DIR"], !env.isEmpty { candidates.append(env) }
-        candidates.append(repository.appendingPathComponent("../shared/datasets/raccoon").standardized.path)
-        candidates.append(repository.appendingPathComponent("datasets/raccoon").path)
-        return candidates.first { FileManager.default.fileExists(atPath: $0 + "/annotations") }
-    }()
+        if let dir = ProcessInfo.processInfo.environment[env], !dir.isEmpty { candidates.append(dir) }
+        candidates.append(repository.appendingPathComponent("../shared/datasets/" + set).standardized.path)
+        candidates.append(repository.appendingPathComponent("datasets/" + set).path)
+        return candidates
+    }
+
+    /// The first of `dirs` that holds `entry`.
+    private static func first(_ entry: String, in dirs: [String]) -> String? {
+        dirs.first { FileManager.default.fileExists(atPath: $0 + "/" + entry) }
+    }
 }
 
 /// pycocotools' COCOeval as an oracle (Tests/Fixtures/eval/coco_reference.py): the request is

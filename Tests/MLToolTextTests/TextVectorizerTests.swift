@@ -1,5 +1,6 @@
 import Foundation
 import MLToolCore
+import MLToolTestSupport
 import Testing
 @testable import MLToolData
 
@@ -162,29 +163,20 @@ struct VectorizerFixture: Decodable {
 }
 
 /// The hashed fast path (`TextTokenizer.appendHashedTerms`, used by `transform`) against the term-by-term reference
-/// (`transformReference`): identical matrices, bit for bit, on real text — UD English EWT's dev sentences (the copy
-/// `make test` makes in datasets/ud-english-ewt, else the shared one) and, when `make models` has built it, Debian's
+/// (`transformReference`): identical matrices, bit for bit, on real text — UD English EWT's dev sentences
+/// (`SharedDatasets.udEWT`) and, when `make models` has built it, Debian's
 /// translated descriptions in 21 languages and scripts — plus strings whose characters are several scalars
 /// (combining marks, emoji sequences, Hangul jamo).
 @Suite struct HashedTransformTests {
-    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent()
-
     static let texts: [String] = {
         var out = [
             "", "   ", "a", "naïve café", "cafe\u{301} e\u{301}te\u{301}", "👩‍👩‍👧 family 🇩🇪 flag", "한국어 텍스트 한",
             "日本語のテキスト", "don't stop", "ΑΣ ΣΊΣΥΦΟΣ", "x y z w v u", "a\u{0}b", "ｆｕｌｌｗｉｄｔｈ ＡＢＣ",
         ]
-        // The copy `make test` makes, else $UD_EWT_DIR, else the shared one beside the repository.
-        let name = "en_ewt-ud-dev.conllu"
-        let ewt = [root.appendingPathComponent("datasets/ud-english-ewt/" + name).path,
-                   ProcessInfo.processInfo.environment["UD_EWT_DIR"].map { $0 + "/" + name },
-                   root.appendingPathComponent("../shared/datasets/ud-english-ewt/" + name).standardized.path]
-            .compactMap { $0 }.first { FileManager.default.fileExists(atPath: $0) }
-        if let ewt, let s = try? String(contentsOfFile: ewt, encoding: .utf8) {
+        if let ewt = SharedDatasets.udEWT("en_ewt-ud-dev.conllu"), let s = try? String(contentsOfFile: ewt, encoding: .utf8) {
             out += s.split(separator: "\n").filter { $0.hasPrefix("# text = ") }.prefix(1500).map { String($0.dropFirst(9)) }
         }
-        let debian = root.appendingPathComponent("datasets/debian-translations/test.csv").path
+        let debian = SharedDatasets.repository.appendingPathComponent("datasets/debian-translations/test.csv").path
         if let set = try? TextDataset.load(debian) {
             out += set.items.enumerated().filter { $0.offset % 7 == 0 }.map(\.element.text)
         }
@@ -193,7 +185,7 @@ struct VectorizerFixture: Decodable {
 
     @Test(arguments: [([1, 1], [1, 4] as [Int]?), ([1, 2], nil), ([1, 3], [3, 5]), ([2, 2], [2, 2]), ([1, 1], [1, 1])])
     func fastPathEqualsReference(words: [Int], chars: [Int]?) throws {
-        #expect(Self.texts.count > 1000, "EWT's dev split should be in datasets/ud-english-ewt, $UD_EWT_DIR or ../shared/datasets/ud-english-ewt")
+        #expect(Self.texts.count > 1000, "EWT's dev split should be in $UD_EWT_DIR, ../shared/datasets/ud-english-ewt or datasets/ud-english-ewt")
         for weighting in ["tfidf", "count", "binary"] {
             var c = TextConfig()
             c.wordNgrams = words
