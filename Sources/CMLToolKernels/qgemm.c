@@ -72,7 +72,7 @@ static void quantize_rows_portable(const float *a, int64_t lda, int64_t m0, int6
 
 static void qgemm_portable(const uint8_t *q, int64_t ldq, const float *ascale, const int32_t *zp, const int8_t *packed,
                            const int32_t *colsum, const float *wscale, int64_t m0, int64_t m1, int64_t N, int64_t K,
-                           const float *bias, float *y, int64_t ldy, int act, float p0, float p1) {
+                           const float *bias, const float *res, float *y, int64_t ldy, int act, float p0, float p1) {
     int64_t groups = (K + 3) / 4;
     for (int64_t m = m0; m < m1; m++) {
         const uint8_t *r = q + m * ldq;
@@ -82,6 +82,7 @@ static void qgemm_portable(const uint8_t *q, int64_t ldq, const float *ascale, c
             for (int64_t g = 0; g < groups; g++)
                 for (int64_t i = 0; i < 4; i++) acc += (int32_t)r[g * 4 + i] * bp[g * 64 + i];
             float v = qepilogue(acc, zp[m], colsum[n], ascale[m], wscale[n], bias ? bias[n] : 0);
+            if (res) v += res[m * ldy + n];
             y[m * ldy + n] = act_scalar(v, act, p0, p1);
         }
     }
@@ -132,12 +133,13 @@ MLK_AVX2 static void quantize_rows_avx2(const float *a, int64_t lda, int64_t m0,
 // Epilogue of 8 columns: int32 sums → float, zero-point correction, scales, bias, activation; nv < 8 stores only the
 // first nv (colsum and wscale are padded to 16 values, bias is not: it is read under the same mask).
 MLK_AVX2 static inline void qstore8(float *yr, __m256i acc, int32_t zp, const int32_t *cs, float as, const float *ws,
-                                      const float *bias, int64_t nv, int act, float p0, float p1) {
+                                      const float *bias, const float *rr, int64_t nv, int act, float p0, float p1) {
     __m256i c = _mm256_sub_epi32(acc, _mm256_mullo_epi32(_mm256_set1_epi32(zp), _mm256_loadu_si256((const __m256i *)cs)));
     __m256 s = _mm256_mul_ps(_mm256_set1_ps(as), _mm256_loadu_ps(ws));
     __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32((int32_t)(nv < 8 ? nv : 8)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
     __m256 b = bias ? (nv >= 8 ? _mm256_loadu_ps(bias) : _mm256_maskload_ps(bias, mask)) : _mm256_setzero_ps();
     __m256 v = _mm256_fmadd_ps(_mm256_cvtepi32_ps(c), s, b);
+    if (rr) v = _mm256_add_ps(v, nv >= 8 ? _mm256_loadu_ps(rr) : _mm256_maskload_ps(rr, mask));
     if (MLK_ACT_VECTOR(act)) v = act8(v, act, _mm256_set1_ps(p0), _mm256_set1_ps(p1));
     if (nv >= 8) _mm256_storeu_ps(yr, v);
     else _mm256_maskstore_ps(yr, mask, v);
@@ -149,9 +151,10 @@ MLK_AVX2 static inline void qstore8(float *yr, __m256i acc, int32_t zp, const in
 // b (bias, 0 past N), mask (the first nv lanes). The same operations in the same order, so the same bits; loading
 // them per row cost a sixth of a 196 × 80 × 480 product (Zen 3: 133 → 115 µs).
 MLK_AVX2 static inline void qstore8_panel(float *yr, __m256i acc, int32_t zp, __m256i cs, float as, __m256 ws, __m256 b,
-                                          __m256i mask, int64_t nv, int act, float p0, float p1) {
+                                          const float *rr, __m256i mask, int64_t nv, int act, float p0, float p1) {
     __m256i c = _mm256_sub_epi32(acc, _mm256_mullo_epi32(_mm256_set1_epi32(zp), cs));
     __m256 v = _mm256_fmadd_ps(_mm256_cvtepi32_ps(c), _mm256_mul_ps(_mm256_set1_ps(as), ws), b);
+    if (rr) v = _mm256_add_ps(v, nv >= 8 ? _mm256_loadu_ps(rr) : _mm256_maskload_ps(rr, mask));
     if (MLK_ACT_VECTOR(act)) v = act8(v, act, _mm256_set1_ps(p0), _mm256_set1_ps(p1));
     if (nv >= 8) _mm256_storeu_ps(yr, v);
     else _mm256_maskstore_ps(yr, mask, v);
@@ -161,9 +164,11 @@ MLK_AVX2 static inline void qstore8_panel(float *yr, __m256i acc, int32_t zp, __
 
 // Epilogue of one row of a 16-column panel held as two 8-column halves (nv ≤ 16 columns stored).
 MLK_AVX2 static inline void qstore16_halves(float *yr, const __m256i *acc, int32_t zp, const int32_t *cs, float as,
-                                             const float *ws, const float *bias, int64_t nv, int act, float p0, float p1) {
-    qstore8(yr, acc[0], zp, cs, as, ws, bias, nv, act, p0, p1);
-    if (nv > 8) qstore8(yr + 8, acc[1], zp, cs + 8, as, ws + 8, bias ? bias + 8 : NULL, nv - 8, act, p0, p1);
+                                             const float *ws, const float *bias, const float *rr, int64_t nv, int act,
+                                             float p0, float p1) {
+    qstore8(yr, acc[0], zp, cs, as, ws, bias, rr, nv, act, p0, p1);
+    if (nv > 8)
+        qstore8(yr + 8, acc[1], zp, cs + 8, as, ws + 8, bias ? bias + 8 : NULL, rr ? rr + 8 : NULL, nv - 8, act, p0, p1);
 }
 
 // ---- AVX2 without VNNI: vpmaddubsw (exact for 7-bit activations), then vpmaddwd by ones into int32 ----
@@ -194,8 +199,8 @@ MLK_INLINE MLK_AVX2 void qtile_avx2(int R, int H, const uint8_t *const *r, const
 
 MLK_AVX2 static void qgemm_avx2(const uint8_t *q, int64_t ldq, const float *ascale, const int32_t *zp,
                                   const int8_t *packed, const int32_t *colsum, const float *wscale, int64_t m0,
-                                  int64_t m1, int64_t N, int64_t K, const float *bias, float *y, int64_t ldy, int act,
-                                  float p0, float p1) {
+                                  int64_t m1, int64_t N, int64_t K, const float *bias, const float *res, float *y, int64_t ldy,
+                                  int act, float p0, float p1) {
     int64_t groups = (K + 3) / 4;
     // Rows in chunks whose quantized block stays in L2 while every panel passes over it.
     int64_t mc = (256 * 1024) / (groups * 4);
@@ -223,9 +228,11 @@ MLK_AVX2 static void qgemm_avx2(const uint8_t *q, int64_t ldq, const float *asca
                 switch (R) { MLK_QT2(4) MLK_QT2(3) MLK_QT2(2) MLK_QT2(1) }
                 for (int i = 0; i < R; i++) {
                     float *yr = y + (m + i) * ldy + n0;
-                    qstore8_panel(yr, acc[2 * i], zp[m + i], cs0, ascale[m + i], ws0, b0, mask0, nv, act, p0, p1);
+                    const float *rr = res ? res + (m + i) * ldy + n0 : NULL;
+                    qstore8_panel(yr, acc[2 * i], zp[m + i], cs0, ascale[m + i], ws0, b0, rr, mask0, nv, act, p0, p1);
                     if (nv > 8)
-                        qstore8_panel(yr + 8, acc[2 * i + 1], zp[m + i], cs1, ascale[m + i], ws1, b1, mask1, nv - 8, act, p0, p1);
+                        qstore8_panel(yr + 8, acc[2 * i + 1], zp[m + i], cs1, ascale[m + i], ws1, b1, rr ? rr + 8 : NULL,
+                                      mask1, nv - 8, act, p0, p1);
                 }
             }
         }
@@ -253,8 +260,8 @@ MLK_INLINE MLK_AVX2_VNNI void qtile_avxvnni(int R, const uint8_t *const *r, cons
 
 MLK_AVX2_VNNI static void qgemm_avxvnni(const uint8_t *q, int64_t ldq, const float *ascale, const int32_t *zp,
                                         const int8_t *packed, const int32_t *colsum, const float *wscale, int64_t m0,
-                                        int64_t m1, int64_t N, int64_t K, const float *bias, float *y, int64_t ldy,
-                                        int act, float p0, float p1) {
+                                        int64_t m1, int64_t N, int64_t K, const float *bias, const float *res, float *y,
+                                        int64_t ldy, int act, float p0, float p1) {
     int64_t groups = (K + 3) / 4;
     for (int64_t n0 = 0; n0 < N; n0 += 16) {
         const int8_t *bp = packed + (n0 / 16) * groups * 64;
@@ -274,7 +281,8 @@ MLK_AVX2_VNNI static void qgemm_avxvnni(const uint8_t *q, int64_t ldq, const flo
             }
             for (int i = 0; i < R; i++)
                 qstore16_halves(y + (m + i) * ldy + n0, acc + 2 * i, zp[m + i], colsum + n0, ascale[m + i],
-                                wscale + n0, bias ? bias + n0 : NULL, nv, act, p0, p1);
+                                wscale + n0, bias ? bias + n0 : NULL, res ? res + (m + i) * ldy + n0 : NULL, nv, act,
+                                p0, p1);
         }
     }
 }
@@ -283,9 +291,11 @@ MLK_AVX2_VNNI static void qgemm_avxvnni(const uint8_t *q, int64_t ldq, const flo
 
 // Epilogue of one 16-column panel row; cs, ws and b are the panel's column sums, weight scales and bias.
 MLK_AVX512_VNNI static inline void qstore16(float *yr, __m512i acc, int32_t zp, __m512i cs, float as, __m512 ws,
-                                          __m512 b, __mmask16 mask, int64_t nv, int act, float p0, float p1) {
+                                          __m512 b, const float *rr, __mmask16 mask, int64_t nv, int act, float p0,
+                                          float p1) {
     __m512i c = _mm512_sub_epi32(acc, _mm512_mullo_epi32(_mm512_set1_epi32(zp), cs));
     __m512 v = _mm512_fmadd_ps(_mm512_cvtepi32_ps(c), _mm512_mul_ps(_mm512_set1_ps(as), ws), b);
+    if (rr) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(mask, rr));
     if (MLK_ACT_VECTOR(act)) { _mm512_mask_storeu_ps(yr, mask, mlk_act16(v, act, p0, p1)); return; }
     _mm512_mask_storeu_ps(yr, mask, v);
     for (int64_t j = 0; j < nv; j++) yr[j] = act_scalar(yr[j], act, p0, p1);
@@ -351,8 +361,8 @@ MLK_INLINE MLK_AVX512_VNNI void qtile_vnni512(int R, int P, const uint8_t *const
 
 MLK_AVX512_VNNI static void qgemm_vnni512(const uint8_t *q, int64_t ldq, const float *ascale, const int32_t *zp,
                                         const int8_t *packed, const int32_t *colsum, const float *wscale, int64_t m0,
-                                        int64_t m1, int64_t N, int64_t K, const float *bias, float *y, int64_t ldy,
-                                        int act, float p0, float p1) {
+                                        int64_t m1, int64_t N, int64_t K, const float *bias, const float *res, float *y,
+                                        int64_t ldy, int act, float p0, float p1) {
     int64_t groups = (K + 3) / 4, pstride = groups * 64, panels = (N + 15) / 16;
     // Rows in chunks whose quantized block stays in L2 while every panel passes over it.
     int64_t mc = (256 * 1024) / (groups * 4);
@@ -384,7 +394,7 @@ MLK_AVX512_VNNI static void qgemm_vnni512(const uint8_t *q, int64_t ldq, const f
                 for (int i = 0; i < R; i++)
                     for (int j = 0; j < P; j++)
                         qstore16(y + (m + i) * ldy + n0 + 16 * j, acc[i * 3 + j], zp[m + i], cs[j], ascale[m + i],
-                                 ws[j], b[j], mask[j], nv[j], act, p0, p1);
+                                 ws[j], b[j], res ? res + (m + i) * ldy + n0 + 16 * j : NULL, mask[j], nv[j], act, p0, p1);
             }
         }
     }
@@ -405,12 +415,12 @@ void mlk_quantize_rows(const float *a, int64_t lda, int64_t m0, int64_t m1, int6
 
 void mlk_qgemm(const uint8_t *q, int64_t ldq, const float *ascale, const int32_t *zp, const int8_t *packed,
                const int32_t *colsum, const float *wscale, int64_t m0, int64_t m1, int64_t N, int64_t K,
-               const float *bias, float *y, int64_t ldy, int act, float p0, float p1) {
+               const float *bias, const float *res, float *y, int64_t ldy, int act, float p0, float p1) {
     if (m1 <= m0 || N <= 0) return;
 #if MLK_X86
-    if (mlk_cpu_has(MLK_CPU_AVX512_VNNI)) { qgemm_vnni512(q, ldq, ascale, zp, packed, colsum, wscale, m0, m1, N, K, bias, y, ldy, act, p0, p1); return; }
-    if (mlk_cpu_has(MLK_CPU_AVX2_VNNI)) { qgemm_avxvnni(q, ldq, ascale, zp, packed, colsum, wscale, m0, m1, N, K, bias, y, ldy, act, p0, p1); return; }
-    if (mlk_cpu_has(MLK_CPU_AVX2)) { qgemm_avx2(q, ldq, ascale, zp, packed, colsum, wscale, m0, m1, N, K, bias, y, ldy, act, p0, p1); return; }
+    if (mlk_cpu_has(MLK_CPU_AVX512_VNNI)) { qgemm_vnni512(q, ldq, ascale, zp, packed, colsum, wscale, m0, m1, N, K, bias, res, y, ldy, act, p0, p1); return; }
+    if (mlk_cpu_has(MLK_CPU_AVX2_VNNI)) { qgemm_avxvnni(q, ldq, ascale, zp, packed, colsum, wscale, m0, m1, N, K, bias, res, y, ldy, act, p0, p1); return; }
+    if (mlk_cpu_has(MLK_CPU_AVX2)) { qgemm_avx2(q, ldq, ascale, zp, packed, colsum, wscale, m0, m1, N, K, bias, res, y, ldy, act, p0, p1); return; }
 #endif
-    qgemm_portable(q, ldq, ascale, zp, packed, colsum, wscale, m0, m1, N, K, bias, y, ldy, act, p0, p1);
+    qgemm_portable(q, ldq, ascale, zp, packed, colsum, wscale, m0, m1, N, K, bias, res, y, ldy, act, p0, p1);
 }

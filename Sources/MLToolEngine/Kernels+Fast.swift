@@ -324,7 +324,7 @@ enum Fast {
     static func quantizedGemm(_ a: UnsafePointer<Float>, lda: Int, _ w: QuantizedWeights, rows: Int,
                               bias: UnsafePointer<Float>?, _ y: UnsafeMutablePointer<Float>, act: Act,
                               scratch: UnsafeMutablePointer<Float>, threads: Int,
-                              prepare: Im2col? = nil) {
+                              prepare: Im2col? = nil, residual: UnsafePointer<Float>? = nil) {
         let (n, k) = (w.n, w.k)
         let ldq = Int(mlk_qrow_bytes(Int64(k)))
         let raw = UnsafeMutableRawPointer(scratch)
@@ -332,15 +332,15 @@ enum Fast {
         let scaleOffset = (rows &* ldq + 63) / 64 &* 64
         nonisolated(unsafe) let scales = (raw + scaleOffset).assumingMemoryBound(to: Float.self)
         nonisolated(unsafe) let zps = (raw + (scaleOffset &+ rows &* 4)).assumingMemoryBound(to: Int32.self)
-        nonisolated(unsafe) let (a, bias, y) = (a, bias, y)
+        nonisolated(unsafe) let (a, bias, y, res) = (a, bias, y, residual)
         let parts = rows &* n &* k >= parallelThreshold ? threads : 1
         if parts > 1 && rows < fewRows && n >= 96 {
             prepare?(0, rows, UnsafeMutablePointer(mutating: a))
             mlk_quantize_rows(a, Int64(lda), 0, Int64(rows), Int64(k), q, Int64(ldq), scales, zps)
             parallel(n, parts: parts, align: 48) { lo, hi in
                 mlk_qgemm(q, Int64(ldq), scales, zps, w.packed + (lo / 16) &* w.panelBytes, w.colsum + lo, w.scales + lo,
-                          0, Int64(rows), Int64(hi - lo), Int64(k), bias.map { $0 + lo }, y + lo, Int64(n),
-                          act.code, act.p0, act.p1)
+                          0, Int64(rows), Int64(hi - lo), Int64(k), bias.map { $0 + lo }, res.map { $0 + lo }, y + lo,
+                          Int64(n), act.code, act.p0, act.p1)
             }
         } else {
             parallel(rows, parts: parts, align: 8) { lo, hi in
@@ -348,7 +348,7 @@ enum Fast {
                     mlk_quantize_rows(rowLo, Int64(lda), 0, Int64(hi - lo), Int64(k), q + lo &* ldq, Int64(ldq),
                                       scales + lo, zps + lo)
                     mlk_qgemm(q, Int64(ldq), scales, zps, w.packed, w.colsum, w.scales, Int64(lo), Int64(hi), Int64(n),
-                              Int64(k), bias, y, Int64(n), act.code, act.p0, act.p1)
+                              Int64(k), bias, res, y, Int64(n), act.code, act.p0, act.p1)
                 }
             }
         }

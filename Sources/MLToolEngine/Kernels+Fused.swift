@@ -87,7 +87,7 @@ enum Fused {
                         let zps = (raw + (scaleOffset &+ bandRowsIn &* w &* 4)).assumingMemoryBound(to: Int32.self)
                         mlk_quantize_rows(xb + start &* w &* cin, Int64(cin), 0, Int64(rows), Int64(cin), q, Int64(ldq), scales, zps)
                         mlk_qgemm(q, Int64(ldq), scales, zps, qw.packed, qw.colsum, qw.scales, 0, Int64(rows), Int64(c),
-                                  Int64(cin), eb, buf + (start &- r0) &* rowFloats, Int64(c), ea.code, ea.p0, ea.p1)
+                                  Int64(cin), eb, nil, buf + (start &- r0) &* rowFloats, Int64(c), ea.code, ea.p0, ea.p1)
                     } else if start < r1 {
                         mlk_gemm_packed(xb + start &* w &* cin, Int64(cin), packed!, 0, Int64((r1 &- start) &* w), Int64(c),
                                         Int64(cin), eb, buf + (start &- r0) &* rowFloats, Int64(c), ea.code, ea.p0, ea.p1)
@@ -107,8 +107,8 @@ enum Fused {
 
 /// A 1×1 conv without activation whose output only the next step reads, an add of a value of the same shape (a
 /// residual block's projection and its skip connection): one GEMM adds that value in its epilogue
-/// (`mlk_gemm_packed_res`), so the conv's output is never written and read back and the add is not a step of its
-/// own. Each output is (Σ + bias) + r, then the add's activation: the bits of the two steps.
+/// (`mlk_gemm_packed_res`; `mlk_qgemm` for int8 weights), so the conv's output is never written and read back and the
+/// add is not a step of its own. Each output is (Σ + bias) + r, then the add's activation: the bits of the two steps.
 enum FusedResidual {
     /// The add's activations whose vector and scalar forms agree bit for bit (the GEMM epilogue and `mlk_add_act`
     /// may apply them at different widths).
@@ -118,7 +118,7 @@ enum FusedResidual {
     /// The index in `a.inputs` of the value added to `c`'s output when the two fuse; nil when they do not.
     static func otherInput(_ c: Step, _ cx: [Int], _ a: Step, _ ax: [[Int]?]) -> Int? {
         guard c.op == .conv, c.groups == 1, c.act.isNone, Fast.readsInputDirectly(c), cx.count == 4,
-              c.qweights == nil, c.winograd == nil, c.packed != nil || c.palette != nil,
+              c.winograd == nil, c.packed != nil || c.palette != nil || c.qweights != nil,
               !(Fast.isDepthwise(c, cx) && c.weight != nil),
               a.op == .add, a.inputs.count == 2, a.inputs[0] != a.inputs[1], exactActivations.contains(a.act.code),
               ax.count == 2, let s0 = ax[0], s0 == ax[1] else { return nil }
@@ -127,14 +127,21 @@ enum FusedResidual {
         return nil
     }
 
-    /// y = act(conv(x) + r): the whole batch's pixels as the rows of one GEMM (a 1×1 conv reads its input in place).
+    /// y = act(conv(x) + r): the whole batch's pixels as the rows of one GEMM (a 1×1 conv reads its input in place);
+    /// int8 weights quantize those rows into `scratch` (`Fast.scratchCount` of the conv).
     static func run(_ c: Step, _ x: UnsafePointer<Float>, _ xs: [Int], residual r: UnsafePointer<Float>,
-                    _ y: UnsafeMutablePointer<Float>, _ ys: [Int], act: Act, threads: Int) {
-        guard let packed = c.packed else { preconditionFailure("conv '\(c.name)': no packed weights (Program.compile)") }
+                    _ y: UnsafeMutablePointer<Float>, _ ys: [Int], act: Act, scratch: UnsafeMutablePointer<Float>,
+                    threads: Int) {
         let rows = xs[0] &* xs[1] &* xs[2]
         if rows == 0 { return }
-        Fast.packedGemm(x, lda: xs[3], packed.pointer, rows: rows, n: ys[3], k: xs[3],
-                        bias: c.bias.map { UnsafePointer($0.pointer) }, y, act: act, threads: threads,
-                        palette: c.palette, residual: r)
+        let bias = c.bias.map { UnsafePointer($0.pointer) }
+        if let q = c.qweights {
+            Fast.quantizedGemm(x, lda: xs[3], q, rows: rows, bias: bias, y, act: act, scratch: scratch,
+                               threads: threads, residual: r)
+            return
+        }
+        guard let packed = c.packed else { preconditionFailure("conv '\(c.name)': no packed weights (Program.compile)") }
+        Fast.packedGemm(x, lda: xs[3], packed.pointer, rows: rows, n: ys[3], k: xs[3], bias: bias, y, act: act,
+                        threads: threads, palette: c.palette, residual: r)
     }
 }

@@ -317,7 +317,8 @@ final class Arena: @unchecked Sendable {
         }
         if let other = plan.residual[pos] {
             FusedResidual.run(steps[pos], inputs[pos][0], inputShapes[pos][0], residual: inputs[pos + 1][other],
-                              outputs[pos + 1], outputShapes[pos + 1], act: steps[pos + 1].act, threads: threads)
+                              outputs[pos + 1], outputShapes[pos + 1], act: steps[pos + 1].act, scratch: scratch.pointer,
+                              threads: threads)
             return pos + 2
         }
         Fast.run(plan.kernels[pos], steps[pos], inputs[pos], inputShapes[pos], outputs[pos], outputShapes[pos],

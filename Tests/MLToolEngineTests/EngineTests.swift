@@ -227,19 +227,20 @@ func mobileNetLike(seed: UInt64 = 7, size: Int = 17) -> Model {
 /// A model whose plan fuses steps (`f`) against the same graph with the inner value also asked for, which keeps the
 /// steps apart (`u`), on the batch `input` (input "x") at 1 and 2 threads: the same bits at `out`, its first image
 /// alone the batch's first image's bits, and close to the reference engine.
-func expectFusedBits(_ f: Model, _ u: Model, input: Tensor, _ out: String, _ label: String) throws {
+func expectFusedBits(_ f: Model, _ u: Model, input: Tensor, _ out: String, _ label: String,
+                     int8Compute: Engine.Int8Compute? = nil, tolerance: Double = fastTolerance) throws {
     let image = Array(input.shape.dropFirst()), size = input.shape.dropFirst().reduce(1, *)
     let ref = try #require(try Engine(model: f, threads: 1, mode: .reference).run(["x": input])[out])
     for threads in [1, 2] {
-        let fused = try #require(try Engine(model: f, threads: threads).run(["x": input])[out])
-        let unfused = try #require(try Engine(model: u, threads: threads).run(["x": input])[out])
+        let fused = try #require(try Engine(model: f, threads: threads, int8Compute: int8Compute).run(["x": input])[out])
+        let unfused = try #require(try Engine(model: u, threads: threads, int8Compute: int8Compute).run(["x": input])[out])
         let differ = zip(fused.data, unfused.data).filter { $0.bitPattern != $1.bitPattern }.count
         #expect(differ == 0, "\(label), \(threads) threads: \(differ) values differ from the two steps")
         let one = Tensor(shape: [1] + image, data: Array(input.data[0..<size]))
-        let single = try #require(try Engine(model: f, threads: threads).run(["x": one])[out])
+        let single = try #require(try Engine(model: f, threads: threads, int8Compute: int8Compute).run(["x": one])[out])
         #expect(zip(single.data, fused.data).allSatisfy { $0.bitPattern == $1.bitPattern },
                 "\(label), \(threads) threads: one image differs from the batch's first")
-        assertClose(fused, ref, rtol: fastTolerance, atol: fastTolerance)
+        assertClose(fused, ref, rtol: tolerance, atol: tolerance)
     }
 }
 
@@ -402,9 +403,9 @@ func expectFusedBits(_ f: Model, _ u: Model, input: Tensor, _ out: String, _ lab
 }
 
 /// A residual block's projection (a 1×1 conv without activation) and the add of its skip connection run as one GEMM
-/// (`FusedResidual`): the same bits as the two steps, with float and palettized weights, on 1 and 2 threads, for a
-/// batch and for one image; not fused where the add's activation is not exact at every vector width, or where the
-/// projection's output is wanted too.
+/// (`FusedResidual`): the same bits as the two steps, with float, palettized and int8 weights (on the int8 kernels), on
+/// 1 and 2 threads, for a batch and for one image; not fused where the add's activation is not exact at every vector
+/// width, or where the projection's output is wanted too.
 @Suite struct FusedResidualTests {
     @Test(arguments: [(14, 14, 24, 96, 0), (7, 9, 40, 160, 1), (28, 27, 16, 64, 2), (3, 5, 200, 48, 0)])
     func projectionAndAddMatchTheTwoSteps(_ c: (h: Int, w: Int, cin: Int, cmid: Int, act: Int)) throws {
@@ -427,12 +428,23 @@ func expectFusedBits(_ f: Model, _ u: Model, input: Tensor, _ out: String, _ lab
         for (f, u, what) in [(fusedModel, unfusedModel, "float"), (paletteFused, paletteUnfused, "palette")] {
             try expectFusedBits(f, u, input: input, out, "\(c), \(what)")
         }
+        // Int8 weights on the int8 kernels (`.all`: every conv, whatever its size), the activations quantized per row.
+        let convWeights = Set(fusedModel.metadata.graph!.nodes.filter { $0.op == .conv }.map { $0.inputs[1] })
+        var int8Fused = fusedModel, int8Unfused = unfusedModel
+        int8Fused.tensors = try fusedModel.tensors.map { convWeights.contains($0.name) ? try int8Weights($0) : $0 }
+        int8Unfused.tensors = int8Fused.tensors
+        #expect(try Self.residualSteps(int8Fused, outputs: [out], image: [1, c.h, c.w, c.cin], threads: 1, int8: true)
+                == (c.act == 2 ? 0 : 1), "\(c), int8: fused residual steps")
+        try expectFusedBits(int8Fused, int8Unfused, input: input, out, "\(c), int8", int8Compute: .all, tolerance: 0.1)
     }
 
-    /// Fused residual steps in the plan the fast engine builds for `model` and `outputs` on one image.
-    static func residualSteps(_ model: Model, outputs: [String], image: [Int], threads: Int) throws -> Int {
+    /// Fused residual steps in the plan the fast engine builds for `model` and `outputs` on one image (`int8`: with
+    /// every conv's int8 weights on the int8 kernels).
+    static func residualSteps(_ model: Model, outputs: [String], image: [Int], threads: Int, int8: Bool = false) throws -> Int {
         let optimized = try GraphPasses.optimize(model)
-        let p = try Program(graph: try #require(optimized.metadata.graph), tensors: optimized.tensorsByName)
+        let p = try Program(graph: try #require(optimized.metadata.graph), tensors: optimized.tensorsByName,
+                            int8Minimum: int8 ? Engine.int8Minimum(.all) : nil)
+        if int8 { #expect(p.steps.contains { $0.qweights != nil }, "no step has int8 weights") }
         let targets = try outputs.map { try #require(p.ids[$0], "\($0) is not in the optimized graph") }
         let plan = try Plan(program: p, inputShapes: [p.inputIds[0]: image], steps: p.needed(targets), targets: targets,
                             threads: threads)

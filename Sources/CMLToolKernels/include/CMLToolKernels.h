@@ -190,9 +190,11 @@ void mlk_quantize_rows(const float *a, int64_t lda, int64_t m0, int64_t m1, int6
                        float *scale, int32_t *zp);
 
 /// Rows [m0, m1) of y (M, N; row stride ldy) from quantized rows q (ldq from mlk_qrow_bytes) and W packed by
-/// mlk_qpack with its colsum and wscale (N rounded up to 16 values each); bias may be NULL.
+/// mlk_qpack with its colsum and wscale (N rounded up to 16 values each); bias may be NULL. With a residual res (y's
+/// layout; NULL for none, never y itself), each value is (that sum) + res before the activation, as
+/// mlk_gemm_packed_res: the bits of the product without activation followed by mlk_add_act.
 void mlk_qgemm(const uint8_t *q, int64_t ldq, const float *ascale, const int32_t *zp, const int8_t *packed,
                const int32_t *colsum, const float *wscale, int64_t m0, int64_t m1, int64_t N, int64_t K,
-               const float *bias, float *y, int64_t ldy, int act, float p0, float p1);
+               const float *bias, const float *res, float *y, int64_t ldy, int act, float p0, float p1);
 
 #endif
