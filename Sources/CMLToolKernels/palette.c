@@ -112,14 +112,18 @@ MLK_AVX2 MLK_INLINE __m256 lookup8_avx2(const int entries, __m256i v, __m256 t0,
     return _mm256_blendv_ps(_mm256_permutevar8x32_ps(t0, v), _mm256_permutevar8x32_ps(t1, v), hi);
 }
 
-// A 16-entry table as four byte planes (plane j: byte j of each entry), each in both lanes, for vpshufb lookups.
-MLK_AVX2 static inline void planes16_avx2(const float *t, __m256i pl[4]) {
-    uint32_t u[16];
-    uint8_t b[4][16];
-    memcpy(u, t, sizeof u);
-    for (int i = 0; i < 16; i++)
+// A table of 16 or 64 entries as byte planes of 16 entries each, in both lanes, for vpshufb lookups: with P =
+// entries / 16 parts, pl[P·j + s] holds byte j of entries [16s, 16s + 16) (16 entries: pl[j], byte j of each).
+MLK_AVX2 static inline void planes_avx2(const float *t, const int entries, __m256i *pl) {
+    uint32_t u[64];
+    uint8_t b[4][64];
+    memcpy(u, t, (size_t)entries * sizeof(float));
+    for (int i = 0; i < entries; i++)
         for (int j = 0; j < 4; j++) b[j][i] = (uint8_t)(u[i] >> (8 * j));
-    for (int j = 0; j < 4; j++) pl[j] = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)b[j]));
+    const int parts = entries / 16;
+    for (int j = 0; j < 4; j++)
+        for (int s = 0; s < parts; s++)
+            pl[parts * j + s] = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)(b[j] + 16 * s)));
 }
 
 // Floats from their four bytes looked up per plane (b0: lowest), in the lanes' arrangement of
@@ -148,19 +152,6 @@ MLK_AVX2 static inline void nibbles32_planes_avx2(const uint8_t *idx, int64_t i,
                                    _mm256_set1_epi16((short)0xFF00));
     planes_floats_avx2(_mm256_shuffle_epi8(pl[0], v), _mm256_shuffle_epi8(pl[1], v), _mm256_shuffle_epi8(pl[2], v),
                        _mm256_shuffle_epi8(pl[3], v), z);
-}
-
-// A 64-entry table as 16 byte planes of 16 entries, each in both lanes: pl[4j + s] holds byte j of entries
-// [16s, 16s + 16).
-MLK_AVX2 static inline void planes64_avx2(const float *t, __m256i pl[16]) {
-    uint32_t u[64];
-    uint8_t b[4][64];
-    memcpy(u, t, sizeof u);
-    for (int i = 0; i < 64; i++)
-        for (int j = 0; j < 4; j++) b[j][i] = (uint8_t)(u[i] >> (8 * j));
-    for (int j = 0; j < 4; j++)
-        for (int s = 0; s < 4; s++)
-            pl[4 * j + s] = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)(b[j] + 16 * s)));
 }
 
 // Byte j of the 64-entry table's values at the 6-bit indices v (bits 6 and 7 clear): vpshufb reads bits 0–3 of
@@ -215,7 +206,7 @@ MLK_AVX2 MLK_INLINE void rows_avx2(const int bits, const int permute, const uint
             for (; p + 2 <= pb; p += 2) {
                 if (col_base[p * 16 + 16] != col_base[p * 16]) break;   // the two panels read different tables
                 int32_t base = row_base[k] + col_base[p * 16];
-                if (base != planes) { planes16_avx2(lut + base, pl); planes = base; }
+                if (base != planes) { planes_avx2(lut + base, 16, pl); planes = base; }
                 __m256 z[4];
                 nibbles32_planes_avx2(idx, k * N + p * 16, pl, z);
                 _Pragma("clang loop unroll(full)") for (int j = 0; j < 4; j++) {
@@ -327,8 +318,7 @@ MLK_AVX2 MLK_INLINE void pairs_avx2(const int bits, const uint8_t *idx, int64_t 
         for (int64_t k = 0; k < rows; k++) {
             int32_t base = row_base[k] + col_base[n0];
             if (base != planes) {
-                if (bits == 4) planes16_avx2(lut + base, pl);
-                else planes64_avx2(lut + base, pl);
+                planes_avx2(lut + base, 1 << bits, pl);
                 planes = base;
             }
             __m256 z[4];
@@ -793,7 +783,7 @@ MLK_AVX2 MLK_INLINE void gemv_avx2(const int R, const float *a, int64_t lda, con
                                    const float *bias, const float *res, float *y, int act, float p0, float p1) {
     const int bits = 4;
     __m256i pl[4];
-    planes16_avx2(lut + row_base[0] + col_base[pa * 16], pl);
+    planes_avx2(lut + row_base[0] + col_base[pa * 16], 16, pl);
     __m256 lo = _mm256_set1_ps(p0), hi = _mm256_set1_ps(p1);
     int vec = MLK_ACT_VECTOR(act);
     float tmp[16] __attribute__((aligned(32)));
