@@ -130,8 +130,9 @@ MLK_AVX2 static void quantize_rows_avx2(const float *a, int64_t lda, int64_t m0,
     }
 }
 
-// Epilogue of 8 columns: int32 sums → float, zero-point correction, scales, bias, activation; nv < 8 stores only the
-// first nv (colsum and wscale are padded to 16 values, bias is not: it is read under the same mask).
+// Epilogue of 8 columns: int32 sums → float, zero-point correction, scales, bias, the residual row rr (NULL: none),
+// activation; nv < 8 stores only the first nv (colsum and wscale are padded to 16 values, bias and rr are not: they
+// are read under the same mask).
 MLK_AVX2 static inline void qstore8(float *yr, __m256i acc, int32_t zp, const int32_t *cs, float as, const float *ws,
                                       const float *bias, const float *rr, int64_t nv, int act, float p0, float p1) {
     __m256i c = _mm256_sub_epi32(acc, _mm256_mullo_epi32(_mm256_set1_epi32(zp), _mm256_loadu_si256((const __m256i *)cs)));

@@ -320,7 +320,8 @@ enum Fast {
 
     /// `packedGemm` with int8 weights: each part quantizes its rows of `a` (7 bits, one scale and zero point per row)
     /// into `scratch`, then runs `mlk_qgemm` on them; with few rows, all rows are quantized first and the columns
-    /// split. The quantization of a row does not depend on the split, so results do not either.
+    /// split. The quantization of a row does not depend on the split, so results do not either. With a `residual`
+    /// (y's layout), y = act(a · W + bias + residual), as `packedGemm`'s.
     static func quantizedGemm(_ a: UnsafePointer<Float>, lda: Int, _ w: QuantizedWeights, rows: Int,
                               bias: UnsafePointer<Float>?, _ y: UnsafeMutablePointer<Float>, act: Act,
                               scratch: UnsafeMutablePointer<Float>, threads: Int,

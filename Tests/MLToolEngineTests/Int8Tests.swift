@@ -149,6 +149,8 @@ func int8Network() throws -> Model {
             }
             let differ = zip(fused, twoSteps).filter { $0.bitPattern != $1.bitPattern }.count
             #expect(differ == 0, "level \(level), \(m)×\(n)×\(k), act \(act.code), residual: \(differ) values differ")
+            #expect((0..<m).allSatisfy { i in fused[(i * ldy + n)..<((i + 1) * ldy)].allSatisfy { $0 == 777 } },
+                    "level \(level), \(m)×\(n)×\(k), residual: a value written past column n")
             // And the int8 result is close to the float product it approximates.
             if ai == 0 {
                 var float = [Float](repeating: 0, count: m * n)
