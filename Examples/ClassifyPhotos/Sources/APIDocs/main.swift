@@ -77,9 +77,9 @@ func example5() throws {
 #sourceLocation()
 }
 
-/// docs/API.md:194, Train a text classifier — `MLTextClassifier`
+/// docs/API.md:197, Train a text classifier — `MLTextClassifier`
 func example6() throws {
-#sourceLocation(file: "docs/API.md", line: 194)
+#sourceLocation(file: "docs/API.md", line: 197)
     var parameters = TextClassifierParameters()
     parameters.holdoutFraction = 0.2            // the testing split: kept out, measured, recorded in the model
     parameters.minCount = 1
@@ -90,9 +90,9 @@ func example6() throws {
 #sourceLocation()
 }
 
-/// docs/API.md:225, Tag words — `MLWordTagger`, `NLTagger`
+/// docs/API.md:228, Tag words — `MLWordTagger`, `NLTagger`
 func example7() throws {
-#sourceLocation(file: "docs/API.md", line: 225)
+#sourceLocation(file: "docs/API.md", line: 228)
     var parameters = WordTaggerPipelineParameters()
     parameters.holdoutFraction = 0.2            // sentences kept out and scored (or pass test: a tagged file)
     let result = try WordTaggerTraining(data: "names.bio", parameters: parameters).train()
@@ -107,9 +107,9 @@ func example7() throws {
 #sourceLocation()
 }
 
-/// docs/API.md:255, Identify the language — `NLLanguageRecognizer`
+/// docs/API.md:258, Identify the language — `NLLanguageRecognizer`
 func example8() throws {
-#sourceLocation(file: "docs/API.md", line: 255)
+#sourceLocation(file: "docs/API.md", line: 258)
     var recognizer = try LanguageRecognizer()
     print("language:", try recognizer.dominantLanguage(for: "Diese Bibliothek liest und schreibt Dateien im JSON-Format.") ?? "und")
     print(try recognizer.languageHypotheses(for: "Biblioteca para ler e escrever ficheiros", withMaximum: 3))
@@ -121,9 +121,9 @@ func example8() throws {
 #sourceLocation()
 }
 
-/// docs/API.md:284, Classify many images — `MLArrayBatchProvider`
+/// docs/API.md:287, Classify many images — `MLArrayBatchProvider`
 func example9() throws {
-#sourceLocation(file: "docs/API.md", line: 284)
+#sourceLocation(file: "docs/API.md", line: 287)
     let classifier = try ImageClassifier(contentsOf: URL(fileURLWithPath: "Clothes.bin"))
     let urls = try FileManager.default.contentsOfDirectory(at: URL(fileURLWithPath: "Clothes/bag"),
                                                            includingPropertiesForKeys: nil)
@@ -137,13 +137,14 @@ func example9() throws {
 #sourceLocation()
 }
 
-/// docs/API.md:316, Compress weights — `linear_quantize_weights`, `palettize_weights`
+/// docs/API.md:319, Compress weights — `linear_quantize_weights`, `palettize_weights`
 func example10() throws {
-#sourceLocation(file: "docs/API.md", line: 316)
+#sourceLocation(file: "docs/API.md", line: 319)
     let linear = QuantizationParameters(bits: 8, mode: .linear)
     let int8 = try QuantizationPipeline(modelPath: "Clothes.bin", parameters: linear).run()
     if let gate = int8.report.gate {
-        print("accuracy \(gate.floatAccuracy) → \(gate.quantizedAccuracy), agreement \(gate.agreement)")
+        let agreement = gate.agreement.map { ", agreement \($0)" } ?? ""   // classifiers only
+        print("accuracy \(gate.floatAccuracy) → \(gate.quantizedAccuracy)\(agreement)")
     }
     try int8.write(to: "Clothes-int8.bin")
 
@@ -155,9 +156,9 @@ func example10() throws {
 #sourceLocation()
 }
 
-/// docs/API.md:351, Convert models — `ct.convert`
+/// docs/API.md:355, Convert models — `ct.convert`
 func example11() throws {
-#sourceLocation(file: "docs/API.md", line: 351)
+#sourceLocation(file: "docs/API.md", line: 355)
     // In. `featureTensor` names the layer that `ImageClassifierParameters.extractor` would train on.
     let labels = try String(contentsOfFile: "labels.txt", encoding: .utf8).split(separator: "\n").map(String.init)
     let options = ImportOptions(image: .efficientNetLite, labels: labels, featureTensor: "features")
@@ -182,12 +183,12 @@ let examples: [(String, @Sendable () async throws -> Void)] = [
     ("docs/API.md:104 Classify with your own model — `VNCoreMLRequest`", example3),
     ("docs/API.md:131 Classify text — `NLModel`", example4),
     ("docs/API.md:160 Train an image classifier — `MLImageClassifier`", example5),
-    ("docs/API.md:194 Train a text classifier — `MLTextClassifier`", example6),
-    ("docs/API.md:225 Tag words — `MLWordTagger`, `NLTagger`", example7),
-    ("docs/API.md:255 Identify the language — `NLLanguageRecognizer`", example8),
-    ("docs/API.md:284 Classify many images — `MLArrayBatchProvider`", example9),
-    ("docs/API.md:316 Compress weights — `linear_quantize_weights`, `palettize_weights`", example10),
-    ("docs/API.md:351 Convert models — `ct.convert`", example11),
+    ("docs/API.md:197 Train a text classifier — `MLTextClassifier`", example6),
+    ("docs/API.md:228 Tag words — `MLWordTagger`, `NLTagger`", example7),
+    ("docs/API.md:258 Identify the language — `NLLanguageRecognizer`", example8),
+    ("docs/API.md:287 Classify many images — `MLArrayBatchProvider`", example9),
+    ("docs/API.md:319 Compress weights — `linear_quantize_weights`, `palettize_weights`", example10),
+    ("docs/API.md:355 Convert models — `ct.convert`", example11),
 ]
 var failures = 0
 for (location, example) in examples {
