@@ -867,9 +867,10 @@ def part_quant(a, res):
                         True, note=f"{rss[name] / rss['float']:.0%} of float" +
                         ("; target ≤ 40%" if name.startswith("palette") else ""))
                 res["quantized"]["peak_rss_mib_batch1"] = rss
-                # What the model itself added (`mltool bench`: peak minus the resident memory before the model was
-                # read): the runtime's and libraries' ~23 MiB, the same for every model, left out.
-                own = {name: m.get("model_resident_bytes") for name, m in best.items()}
+                # What the model itself holds (`mltool bench`: peak minus the resident memory before the model was
+                # read, less the code the run paged in): the runtime's and libraries' ~23 MiB and the kernels' ~3 MiB
+                # of code, the same for every model, left out. (Older mltool builds: the peak difference alone.)
+                own = {name: m.get("model_own_bytes", m.get("model_resident_bytes")) for name, m in best.items()}
                 if all(v is not None for v in own.values()):
                     own = {name: v / 2**20 for name, v in own.items()}
                     for name in ("int8", "palette4", "palette6"):

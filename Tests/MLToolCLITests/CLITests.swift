@@ -96,6 +96,10 @@ struct CLIModelTests {
         let inputs = try #require(b["inputs_resident_bytes"] as? Int)
         #expect(before > 1 << 20 && peak >= before && inputs >= 0
                 && b["model_resident_bytes"] as? Int == max(0, peak - before - inputs))
+        // The code the run paged in (mltool's kernels at least: some pages of the executable), and what the model
+        // holds without it.
+        let code = try #require(b["code_resident_bytes"] as? Int), own = try #require(b["model_own_bytes"] as? Int)
+        #expect(code > 0 && own == max(0, max(0, peak - before - inputs) - code))
         // MLTOOL_CPU_LEVEL forces a lower level, and the bench says which ran.
         let portable = try Tool.run(["bench", dir.file("m.bin"), "--seconds", "0.1", "--json"], env: ["MLTOOL_CPU_LEVEL": "portable"])
         let forced = try #require(try JSONSerialization.jsonObject(with: Data(portable.stdout.utf8)) as? [String: Any])

@@ -25,28 +25,49 @@ public struct Benchmark: Sendable {
         /// for 32 of them).
         public var inputsResident: Int?
 
+        /// What reading, setting up and running the model paged in of mltool's own code and the libraries' (the
+        /// growth of every file mapping's resident pages but the model file's, from before it was read to the end;
+        /// bytes, nil where /proc/self/smaps cannot be read): the kernels and the loader, shared with every other
+        /// process running them and the same for any model using the same kernels, not memory the model holds.
+        public var codeResident: Int?
+
         /// peakResident − residentBefore − inputsResident: what the model itself added.
         public var modelResident: Int? {
             guard let before = residentBefore, let peak = peakResident else { return nil }
             return max(0, peak - before - (inputsResident ?? 0))
         }
 
-        /// The four as JSON fields (`"resident_before_load_bytes": …, "peak_resident_bytes": …,
-        /// "inputs_resident_bytes": …, "model_resident_bytes": …`, null where unknown), for `mltool bench --json`.
+        /// modelResident − codeResident: the memory the model holds (its weights as the engine keeps them, read in
+        /// place from the file or packed, the arenas, the engine's tables), code left out. Code paged in after the
+        /// peak (a float model peaks while its weights are packed, before the first run) is subtracted too, so a
+        /// peak at load comes out a little low, never high.
+        public var modelOwnResident: Int? {
+            guard let model = modelResident, let code = codeResident else { return nil }
+            return max(0, model - code)
+        }
+
+        /// The six as JSON fields (`"resident_before_load_bytes": …, "peak_resident_bytes": …,
+        /// "inputs_resident_bytes": …, "model_resident_bytes": …, "code_resident_bytes": …, "model_own_bytes": …`,
+        /// null where unknown), for `mltool bench --json`.
         public var memoryJSON: String {
             [("resident_before_load_bytes", residentBefore), ("peak_resident_bytes", peakResident),
-             ("inputs_resident_bytes", inputsResident), ("model_resident_bytes", modelResident)]
+             ("inputs_resident_bytes", inputsResident), ("model_resident_bytes", modelResident),
+             ("code_resident_bytes", codeResident), ("model_own_bytes", modelOwnResident)]
                 .map { "\"\($0.0)\": \($0.1.map(String.init) ?? "null")" }
                 .joined(separator: ", ")
         }
 
         /// "peak 54.2 MiB resident, 31.5 MiB of it added by the model (22.7 MiB before it was read, 0.6 MiB the
-        /// inputs)"; nil where unknown.
+        /// inputs); the model holds 28.4 MiB of it, 3.1 MiB is code paged in"; nil where unknown.
         public var memorySummary: String? {
             guard let before = residentBefore, let peak = peakResident, let model = modelResident else { return nil }
             let mib = { (v: Int) in String(format: "%.1f MiB", Double(v) / 1_048_576) }
+            var own = ""
+            if let held = modelOwnResident, let code = codeResident {
+                own = "; the model holds \(mib(held)) of it, \(mib(code)) is code paged in"
+            }
             return "peak \(mib(peak)) resident, \(mib(model)) of it added by the model (\(mib(before)) before it was read, "
-                + "\(mib(inputsResident ?? 0)) the inputs)"
+                + "\(mib(inputsResident ?? 0)) the inputs)" + own
         }
     }
 
@@ -64,6 +85,8 @@ public struct Benchmark: Sendable {
         guard batch >= 1, threads >= 0, seconds > 0 else {
             throw PipelineError.invalidParameter(name: "batch", reason: "--batch ≥ 1, --threads ≥ 0 and --seconds > 0")
         }
+        let modelFile = ProcessMemory.fileID(modelPath)
+        let codeBefore = ProcessMemory.fileMappedResident(excluding: modelFile)
         let residentBefore = ProcessMemory.field("VmRSS")
         let readStart = Date()
         let model = try ModelLoader.load(modelPath)
@@ -92,18 +115,21 @@ public struct Benchmark: Sendable {
             _ = try engine.run(inputs)
             latencies.append(Date().timeIntervalSince(t0))
         }
+        let peakResident = ProcessMemory.field("VmHWM")   // before reading smaps, whose text takes memory too
+        let codeAfter = ProcessMemory.fileMappedResident(excluding: modelFile)
         latencies.sort()
         let total = latencies.reduce(0, +)
         return Result(batch: batch, threads: threads == 0 ? ProcessInfo.processInfo.activeProcessorCount : threads,
                       runs: latencies.count, imagesPerSecond: Double(latencies.count * batch) / total,
                       latencyMedian: latencies[latencies.count / 2],
                       latencyP90: latencies[min(latencies.count - 1, Int(Double(latencies.count) * 0.9))],
-                      load: load, setup: setup, residentBefore: residentBefore, peakResident: ProcessMemory.field("VmHWM"),
-                      inputsResident: inputsResident)
+                      load: load, setup: setup, residentBefore: residentBefore, peakResident: peakResident,
+                      inputsResident: inputsResident,
+                      codeResident: codeBefore.flatMap { b in codeAfter.map { max(0, $0 - b) } })
     }
 }
 
-/// This process's memory figures from /proc/self/status.
+/// This process's memory figures from /proc/self/status and /proc/self/smaps.
 enum ProcessMemory {
     /// A "kB" line of /proc/self/status (VmRSS: resident now, VmHWM: the peak so far) in bytes; nil where the file or
     /// the line is missing (not Linux, a restricted /proc).
@@ -115,6 +141,36 @@ enum ProcessMemory {
             return kb.multipliedReportingOverflow(by: 1024).overflow ? nil : kb * 1024
         }
         return nil
+    }
+
+    /// A file's device and inode as /proc/self/smaps prints them ("fd:01", 1234); nil where it cannot be read.
+    static func fileID(_ path: String) -> (device: String, inode: UInt64)? {
+        var st = stat()
+        guard stat(path, &st) == 0 else { return nil }
+        let dev = UInt64(st.st_dev)
+        // glibc's gnu_dev_major / gnu_dev_minor, which smaps prints as %02x:%02x.
+        let major = ((dev >> 8) & 0xfff) | ((dev >> 32) & ~UInt64(0xfff))
+        let minor = (dev & 0xff) | ((dev >> 12) & ~UInt64(0xff))
+        return (String(format: "%02llx:%02llx", major, minor), UInt64(st.st_ino))
+    }
+
+    /// The resident bytes of every mapping of a file (inode ≠ 0) but `excluded`: the executable's and the shared
+    /// libraries' pages. nil where /proc/self/smaps cannot be read.
+    static func fileMappedResident(excluding excluded: (device: String, inode: UInt64)?) -> Int? {
+        // procfs files report size 0: read to the end rather than by their size.
+        guard let data = FileHandle(forReadingAtPath: "/proc/self/smaps")?.readDataToEndOfFile(), !data.isEmpty
+        else { return nil }
+        var total = 0, counting = false
+        for line in String(decoding: data, as: UTF8.self).split(separator: "\n") {
+            let fields = line.split(separator: " ", omittingEmptySubsequences: true)
+            if fields.count >= 5, fields[0].contains("-"), let inode = UInt64(fields[4]) {
+                // A mapping's header: "start-end perms offset dev inode [path]".
+                counting = inode != 0 && !(excluded.map { String(fields[3]) == $0.device && inode == $0.inode } ?? false)
+            } else if counting, fields.count == 3, fields[0] == "Rss:", fields[2] == "kB", let kb = Int(fields[1]) {
+                total &+= kb &* 1024
+            }
+        }
+        return total
     }
 }
 
