@@ -98,6 +98,33 @@ extension StoredTensor {
     }
 }
 
+extension StoredTensor {
+    /// A palette with an int8 table (every `lut` value an integer in −127…127, docs/FORMAT.md §5) quantized along its
+    /// last axis, as the linear int8 tensor it equals: element i is lut[(c / groupSize) · 2^k + its index] with
+    /// scale scales[c] (1 without scales), c = i mod the last dimension. nil for any other tensor, or short bytes.
+    public func int8TableAsLinear() -> StoredTensor? {
+        let bits = dtype.traits.bits
+        guard dtype.traits.isPalette, [1, 2, 4, 6, 8].contains(bits), let n = shape.last, n > 0,
+              let count = try? Checked.elementCount(shape, what: name), count > 0,
+              let need = try? dtype.traits.byteCount(elements: count), bytes.count >= need,
+              let q = quant, let lut = q.lut, q.zeroPoints == nil, q.axis == shape.count - 1,
+              lut.allSatisfy({ $0 >= -127 && $0 <= 127 && $0 == $0.rounded() }) else { return nil }
+        let g = q.groupSize ?? 1
+        guard g >= 1, lut.count == ((n &+ g &- 1) / g) << bits else { return nil }
+        let scales = q.scales ?? [Float](repeating: 1, count: n)
+        guard scales.count == n, scales.allSatisfy({ $0.isFinite }) else { return nil }
+        var values = [UInt8](repeating: 0, count: count)
+        for i in 0..<count {
+            let v = Int8(lut[(i % n / g) << bits | PackedBits.get(bytes.buffer, index: i, bits: bits)])
+            values[i] = UInt8(bitPattern: v)
+        }
+        return StoredTensor(name: name, dtype: .int8, shape: shape,
+                            quant: QuantParams(axis: shape.count - 1, scales: scales,
+                                               scalesType: q.scales == nil ? nil : q.scalesType),
+                            bytes: TensorBytes(copying: values))
+    }
+}
+
 /// Packed k-bit indices: element i occupies stream bits [i·k, i·k + k), and stream bit j is bit (j mod 8) of byte
 /// j / 8 (LSB first). The same layout for k = 1, 2, 4, 6, 8.
 public enum PackedBits {

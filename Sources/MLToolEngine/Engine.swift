@@ -22,7 +22,8 @@ public final class Engine: @unchecked Sendable {
     /// `fast`: optimized graph and kernels. `reference`: the original graph through the plain scalar kernels.
     public enum Mode: Sendable { case fast, reference }
 
-    /// How conv and dense layers whose weights are stored as symmetric per-channel int8 run (fast mode).
+    /// How conv and dense layers whose weights are stored as symmetric per-channel int8 run (fast mode), and
+    /// palettized ones whose tables are int8 (`QuantizedWeights(int8Table:)`: exactly such int8 weights).
     public enum Int8Compute: Sendable {
         /// On weights dequantized to float at load, like every other model.
         case off

@@ -339,10 +339,12 @@ struct Program: Sendable {
     }
 
     /// `t` packed for the int8 kernels, when int8 compute is on, `t` is big enough and stored in a form they take.
-    /// int8 weights as they are stored; palettized ones rounded per column to int8 (`QuantizedWeights(floats:)`).
+    /// int8 weights as they are stored, and palettes with int8 tables as their exact int8 values; other palettes
+    /// (`.all` only) rounded per column to int8 (`QuantizedWeights(floats:)`).
     private func quantized(_ t: StoredTensor, k: Int, n: Int) -> QuantizedWeights? {
         guard purpose == .fast, let minimum = int8Minimum, k &* n >= minimum.weights, k >= minimum.k else { return nil }
         if t.dtype == .int8 { return QuantizedWeights(t, k: k, n: n) }
+        if t.dtype.traits.isPalette, let exact = QuantizedWeights(int8Table: t, k: k, n: n) { return exact }
         guard minimum.palettes, t.dtype.traits.isPalette, let floats = try? t.floats() else { return nil }
         return floats.withUnsafeBufferPointer { QuantizedWeights(floats: $0, k: k, n: n) }
     }

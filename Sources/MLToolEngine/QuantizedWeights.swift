@@ -42,6 +42,15 @@ final class QuantizedWeights: @unchecked Sendable {
         self.init(values: w, k: k, n: n, scales: s.count == 1 ? [Float](repeating: s[0], count: n) : s)
     }
 
+    /// A palette whose tables are integers in −127…127 (Core ML's int8 look-up table; `mltool quantize --lut int8`)
+    /// and whose channel scales, if any, are per column of the last axis: each weight is then exactly
+    /// scales[c] × an int8 value (`StoredTensor.int8TableAsLinear`), and the layer runs on the int8 kernels with
+    /// those values, nothing rounded. nil for any other tensor, or short bytes (the float path reports them).
+    convenience init?(int8Table t: StoredTensor, k: Int, n: Int) {
+        guard let linear = t.int8TableAsLinear() else { return nil }
+        self.init(linear, k: k, n: n)
+    }
+
     /// Float weights (k, n) as int8, symmetric per column: scale max |w| / 127, each value rounded to the nearest
     /// step. For palettized weights (`mltool quantize --bits 4/6`): their few distinct values land within half a step
     /// of the column's int8 grid, and the layer runs on the int8 kernels instead of as float. nil for a non-finite

@@ -33,6 +33,8 @@ extension CoreMLProgram.Weights {
             let bias = zip(scales, zps).map { s, z in -s * Float(128 + z) }
             return .linear(codes: codes, scale: scales, bias: bias)
         case .palette1, .palette2, .palette4, .palette6, .palette8:
+            // A palette with an int8 table is exactly int8 weights with its channel scales: Core ML's linear form.
+            if let linear = t.int8TableAsLinear() { return try from(linear, perm: perm, notes: &notes) }
             let bits = t.dtype.traits.bits
             guard let lut = t.quant?.lut, lut.count == 1 << bits, t.quant?.scales == nil else {
                 notes.append("\(t.name): per-group or per-channel-scaled palettes written as float32 (Core ML takes one look-up table per weight and no scales)")

@@ -323,13 +323,16 @@ struct ONNXLowering {
     // MARK: Constants
 
     /// The ONNX name of weight `name` laid out for its use: permuted by `perm`, or (`padTo4`) right-aligned to rank 4
-    /// in NHWC and transposed to NCHW. int8 weights become int8 initializers + DequantizeLinear.
+    /// in NHWC and transposed to NCHW. int8 weights (and palettes with int8 tables, which are int8 weights) become
+    /// int8 initializers + DequantizeLinear.
     private mutating func constant(_ name: String, perm: [Int]? = nil, padTo4: Bool = false) throws -> String {
         let key = "\(name)|\(perm ?? [])|\(padTo4)"
         if let done = emittedConstants[key] { return done }
-        guard let t = tensors[name] else {
+        guard let stored = tensors[name] else {
             throw ExportError.invalid(model: modelName, place: "weight", expected: "a tensor in the model", actual: "'\(name)'")
         }
+        // A palette with an int8 table is exactly int8 weights: written as such, not as float32.
+        let t = stored.int8TableAsLinear() ?? stored
         var shape = t.shape
         var perm = perm
         if padTo4 {

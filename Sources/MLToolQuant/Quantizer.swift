@@ -27,6 +27,9 @@ public struct QuantizeOptions: Sendable {
     public var asymmetric: Bool
     /// Palette: output channels per look-up table; nil = one table per tensor.
     public var groupSize: Int?
+    /// Palette: tables of integers in −127…127 with the step in the channel scales (Core ML's int8 look-up table;
+    /// such layers run on the int8 kernels) instead of floats.
+    public var int8Table = false
     /// Tensors with fewer elements stay in float.
     public var minElements: Int
     public var seed: UInt64
@@ -141,6 +144,12 @@ public enum Quantizer {
         default: break
         }
         if let g = o.groupSize, g < 1 { throw QuantError.invalidOptions("--group-size must be ≥ 1") }
+        if o.int8Table && o.mode != .palette {
+            throw QuantError.invalidOptions("--lut int8 is for palettes (--mode palette, --bits 1, 2, 4 or 6)")
+        }
+        if o.int8Table && o.perTensor {
+            throw QuantError.invalidOptions("--lut int8 needs per-channel scales: drop --per-tensor")
+        }
         if o.minElements < 0 { throw QuantError.invalidOptions("--min-elements must be ≥ 0") }
     }
 
@@ -158,7 +167,7 @@ public enum Quantizer {
         case .palette:
             return try Palettizer.palettize(t, values: w, bits: bits, axis: options.groupSize == nil ? nil : axis,
                                             groupSize: options.groupSize, seed: options.seed,
-                                            channelAxis: options.perTensor ? nil : axis)
+                                            channelAxis: options.perTensor ? nil : axis, int8Table: options.int8Table)
         }
     }
 

@@ -234,6 +234,53 @@ func int8Network() throws -> Model {
         }
     }
 
+    /// Palettes whose tables are int8 (`mltool quantize --lut int8`) run on the int8 kernels as exactly the int8
+    /// weights they stand for: bit for bit the outputs of those values stored as linear int8 with the same scales,
+    /// at every level and for every `Int8Compute`; a table off the integers by one entry takes the rounding path.
+    @Test func int8TablePalettesRunAsTheirExactInt8Weights() throws {
+        let base = try int8Network()
+        // 6-bit palettes with per-channel scales and one table per 2 output channels, 64 integers each, every
+        // weight its nearest entry; and the same values as linear int8.
+        var palettes = base, linear = base, offGrid = base
+        for (i, t) in base.tensors.enumerated() where t.dtype == .int8 {
+            let q = try #require(t.quant), scales = try #require(q.scales)
+            let n = t.shape.last!, groups = (n + 1) / 2
+            let table = { (g: Int) in (0..<64).map { j in Float(max(-127, min(127, (-127 + Float(j) * 254 / 63).rounded() + Float(g % 3 - 1)))) } }
+            let lut = (0..<groups).flatMap(table)
+            let stored = t.bytes.buffer.map { Int8(bitPattern: $0) }
+            var indices = [Int](), values = [Int8]()
+            for (e, v) in stored.enumerated() {
+                let g = (e % n) / 2, entries = lut[(g * 64)..<(g * 64 + 64)]
+                let j = entries.indices.min { abs(entries[$0] - Float(v)) < abs(entries[$1] - Float(v)) }! - g * 64
+                indices.append(j)
+                values.append(Int8(lut[g * 64 + j]))
+            }
+            let quant = QuantParams(axis: t.shape.count - 1, scales: scales, groupSize: 2, lut: lut)
+            palettes.tensors[i] = StoredTensor(name: t.name, dtype: .palette6, shape: t.shape, quant: quant,
+                                               bytes: TensorBytes(copying: PackedBits.pack(indices, bits: 6)))
+            linear.tensors[i] = StoredTensor(name: t.name, dtype: .int8, shape: t.shape, quant: QuantParams(axis: t.shape.count - 1, scales: scales),
+                                             bytes: TensorBytes(copying: values.map { UInt8(bitPattern: $0) }))
+            var half = quant
+            half.lut![63] += 0.5   // one entry off the integers: the rounding path (`.all`) instead
+            offGrid.tensors[i] = StoredTensor(name: t.name, dtype: .palette6, shape: t.shape, quant: half,
+                                              bytes: TensorBytes(copying: PackedBits.pack(indices, bits: 6)))
+        }
+        #expect(palettes.tensors.filter { $0.dtype == .palette6 }.count == 5)
+        var g = GraphBuilder(seed: 10, input: [])
+        let input = g.input([2, 15, 13, 3])
+        let run = { (m: Model, c: Engine.Int8Compute) in try #require(try Engine(model: m, threads: 2, int8Compute: c).run(["x": input]).values.first) }
+        do {
+            try forEachCPULevel { level in
+                for c in [Engine.Int8Compute.off, .auto, .all] {
+                    #expect(try run(palettes, c).data == run(linear, c).data, "level \(level), \(c): int8 table ≠ its int8 values")
+                }
+                let all = try run(palettes, .all), off = try run(palettes, .off)
+                #expect(all.data != off.data, "level \(level): the int8-table palettes did not run on the int8 kernels")
+                #expect(try run(offGrid, .all).data != all.data, "level \(level): a table off the integers ran as int8 values")
+            }
+        }
+    }
+
     @Test func weightsNotSymmetricPerChannelFallBackToFloat() throws {
         var model = try int8Network()
         // Asymmetric zero points: the int8 kernels cannot take them; the engine must dequantize instead.

@@ -209,6 +209,38 @@ import MLToolCore
         #expect(refit.quant?.scales?.allSatisfy { $0.bitPattern & 0xFFFF == 0 } == true)
     }
 
+    /// `--lut int8`: every table holds integers in −127…127 (its largest magnitude 127), each weight is the nearest
+    /// entry in its channel's units, the scales are bfloat16, and the weights lose little against float tables.
+    @Test(arguments: [(2, nil as Int?), (4, 8 as Int?), (6, nil as Int?)])
+    func int8TablesAreIntegersAndNearest(bits: Int, groupSize: Int?) throws {
+        let shape = [3, 3, 40, 32]
+        let t = Self.tensor(shape, seed: 23)
+        let w = try t.floats()
+        let axis = groupSize == nil ? nil as Int? : 3
+        let float = try Palettizer.palettize(t, values: w, bits: bits, axis: axis, groupSize: groupSize, seed: 3, channelAxis: 3)
+        let int8 = try Palettizer.palettize(t, values: w, bits: bits, axis: axis, groupSize: groupSize, seed: 3, channelAxis: 3,
+                                            int8Table: true)
+        let q = try #require(int8.quant), lut = try #require(q.lut), scales = try #require(q.scales)
+        let k = 1 << bits, n = 32, g = q.groupSize ?? 1
+        #expect(q.axis == 3 && lut.count == ((n + g - 1) / g) * k && scales.count == n)
+        #expect(lut.allSatisfy { $0 == $0.rounded() && abs($0) <= 127 }, "\(lut)")
+        for group in 0..<(lut.count / k) { #expect(lut[(group * k)..<((group + 1) * k)].map(abs).max() == 127) }
+        #expect(scales.allSatisfy { $0 > 0 && $0.bitPattern & 0xFFFF == 0 })
+        let back = try int8.floats()
+        for i in w.indices {
+            let c = i % n, table = lut[((c / g) * k)..<((c / g) * k + k)].map { $0 * scales[c] }
+            let best = table.map { abs($0 - w[i]) }.min()!
+            #expect(abs(back[i] - w[i]) <= best * 1.0001 + 1e-7, "weight \(i)")
+        }
+        let snrFloat = try #require(Quantizer.error(w, try float.floats()).0)
+        let snrInt8 = try #require(Quantizer.error(w, try int8.floats()).0)
+        #expect(snrInt8 > snrFloat - (bits == 6 ? 1.0 : 0.5), "\(bits) bits: int8 table \(snrInt8) dB vs float \(snrFloat) dB")
+        // Without channel scales there is no step to fold the table's into.
+        #expect(throws: QuantError.self) {
+            try Palettizer.palettize(t, values: w, bits: bits, axis: nil, groupSize: nil, seed: 3, int8Table: true)
+        }
+    }
+
     /// Reference: (P(H + λI)Pᵀ) · Uᵀ U must be the identity, P the factor's input order.
     @Test func errorFeedbackFactorInvertsTheDampedHessian() throws {
         let n = 7

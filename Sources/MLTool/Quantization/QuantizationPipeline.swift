@@ -16,6 +16,9 @@ public struct QuantizationParameters: Sendable {
     public var asymmetric = false
     /// Palette: one look-up table per this many output channels (nil: per tensor, with per-channel scales).
     public var groupSize: Int?
+    /// Palette: tables of integers in −127…127, their step in the channel scales (Core ML's int8 look-up table),
+    /// instead of floats: such layers run on the int8 kernels, as int8 models do.
+    public var int8Table = false
     /// Tensors smaller than this stay float.
     public var minElements = 2048
     /// The accuracy gate: the largest drop allowed, in percentage points (nil: report only).
@@ -126,6 +129,7 @@ public struct QuantizationPipeline: Sendable {
         let mode = p.mode, bits = p.bits
         var options = QuantizeOptions(mode: mode, bits: bits, perTensor: p.perTensor, asymmetric: p.asymmetric,
                                       groupSize: p.groupSize, minElements: p.minElements, seed: p.seed)
+        options.int8Table = p.int8Table
         let model = try ModelLoader.load(path)
         let threads = p.threads
         let started = Date()
