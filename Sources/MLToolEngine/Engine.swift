@@ -268,7 +268,8 @@ public final class Engine: @unchecked Sendable {
         let chunkShapes = split ? inShapes.mapValues { [per] + $0.dropFirst() } : inShapes
         let workers = min(threads, chunks)
         let key = "\(p.steps.count == program.steps.count ? "main" : "original")|\(chunkShapes.sorted { $0.key < $1.key })|\(targets)"
-        let (entry, arenas) = try takeArenas(key, workers, p) {
+        let described = chunkShapes.sorted { $0.key < $1.key }.map { "'\(p.names[$0.key])' \($0.value)" }.joined(separator: ", ")
+        let (entry, arenas) = try takeArenas(key, workers, p, describing: described) {
             try Plan(program: p, inputShapes: chunkShapes, steps: steps, targets: targets, threads: threads)
         }
         defer { lock.lock(); entry.arenas += arenas; lock.unlock() }
@@ -336,10 +337,25 @@ public final class Engine: @unchecked Sendable {
     static let chunkImages = Int(ProcessInfo.processInfo.environment["MLTOOL_CHUNK"] ?? "") ?? 4
 
     /// Takes `count` arenas for the plan under `key` (building the plan and arenas when missing).
-    private func takeArenas(_ key: String, _ count: Int, _ p: Program, _ make: () throws -> Plan) throws -> (PlanEntry, [Arena]) {
+    private func takeArenas(_ key: String, _ count: Int, _ p: Program, describing inputs: String,
+                            _ make: () throws -> Plan) throws -> (PlanEntry, [Arena]) {
         lock.lock(); defer { lock.unlock() }
         let entry: PlanEntry
-        if let e = plans[key] { entry = e } else { entry = PlanEntry(plan: try make()); plans[key] = entry }
+        if let e = plans[key] {
+            entry = e
+        } else {
+            let plan = try make()
+            // Refused before anything is allocated (an allocation that fails would end the process): a file can
+            // declare input sizes no machine holds.
+            let floats = plan.arenaFloats.addingReportingOverflow(plan.scratch)
+            let bytes = floats.overflow ? nil : floats.partialValue.multipliedReportingOverflow(by: 4)
+            let available = Int(clamping: ProcessInfo.processInfo.physicalMemory)
+            if bytes == nil || bytes!.overflow || bytes!.partialValue > available {
+                throw EngineError.tooLarge(inputs: inputs, bytes: bytes.flatMap { $0.overflow ? nil : $0.partialValue }, available: available)
+            }
+            entry = PlanEntry(plan: plan)
+            plans[key] = entry
+        }
         var taken: [Arena] = []
         while taken.count < count {
             taken.append(entry.arenas.popLast() ?? Arena(plan: entry.plan, program: p))

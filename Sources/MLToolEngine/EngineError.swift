@@ -21,6 +21,9 @@ public enum EngineError: MLToolError, Equatable {
     case inputShape(name: String, expected: [Int], actual: [Int])
     /// `run` asked for a tensor the graph does not have.
     case unknownOutput(name: String)
+    /// Running the graph on these input shapes needs more memory (activations and scratch, bytes; nil: more than
+    /// an Int counts) than the machine has.
+    case tooLarge(inputs: String, bytes: Int?, available: Int)
 
     public var exitStatus: ExitStatus { .dataError }
 
@@ -40,6 +43,9 @@ public enum EngineError: MLToolError, Equatable {
         case let .inputShape(name, expected, actual):
             return "input '\(name)': shape \(actual), expected \(expected) (-1: any)"
         case let .unknownOutput(name): return "output '\(name)' is not a tensor of the graph"
+        case let .tooLarge(inputs, bytes, available):
+            return "inputs \(inputs) need \(bytes.map { "\($0 >> 20) MiB" } ?? "more bytes than an Int counts") of activations, "
+                + "more than this machine's \(available >> 20) MiB"
         }
     }
 }

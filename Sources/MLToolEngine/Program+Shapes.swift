@@ -4,6 +4,11 @@ extension Program {
     /// Shapes of every value the given steps touch, from the input shapes; throws naming the first node that does
     /// not fit.
     func shapes(inputs: [Int: [Int]], steps order: [Int]) throws -> [Int: [Int]] {
+        // Every product of an input's dimensions must fit (a file can declare any size, and a shape with a zero
+        // dimension has no elements whatever the others are).
+        for (id, shape) in inputs where !Self.fits(shape) {
+            throw EngineError.shapeMismatch(node: names[id], what: "input", expected: "dimensions ≥ 0 whose product fits", actual: shape)
+        }
         var shapes = inputs
         for (id, s) in constantShapes { shapes[id] = s }
         for i in order {
@@ -13,7 +18,7 @@ extension Program {
                 return sh
             }
             let out = try Self.outputShape(s, ins)
-            guard (try? Checked.elementCount(out)) != nil else {
+            guard Self.fits(out), (try? Checked.elementCount(out)) != nil else {
                 throw EngineError.shapeMismatch(node: s.name, what: "output", expected: "a size that fits in memory", actual: out)
             }
             shapes[s.output] = out
@@ -30,13 +35,30 @@ extension Program {
         return r
     }
 
-    /// Output size of a sliding window along one axis.
+    /// Whether `shape` has no negative dimension and every product of its dimensions fits in an Int (zero
+    /// dimensions counted as 1).
+    static func fits(_ shape: [Int]) -> Bool {
+        var n = 1
+        for d in shape {
+            guard d >= 0, case let (p, overflow) = n.multipliedReportingOverflow(by: max(d, 1)), !overflow else { return false }
+            n = p
+        }
+        return true
+    }
+
+    /// Output size of a sliding window along one axis; 0 when no window fits or the sizes, pads and kernel of a
+    /// file overflow (the callers then report the shape).
     static func windowCount(_ size: Int, k: Int, stride: Int, dilation: Int, padBegin: Int, padEnd: Int, ceil: Bool) -> Int {
-        let span = size + padBegin + padEnd - dilation * (k - 1) - 1
+        guard size >= 0, k >= 1, stride >= 1, dilation >= 1, padBegin >= 0, padEnd >= 0,
+              case let (padded, o1) = size.addingReportingOverflow(padBegin), !o1,
+              case let (total, o2) = padded.addingReportingOverflow(padEnd), !o2,
+              case let (reach, o3) = dilation.multipliedReportingOverflow(by: k - 1), !o3 else { return 0 }
+        let span = total - reach - 1   // both terms ≥ 0: cannot overflow
         if span < 0 { return 0 }
-        var n = (ceil ? (span + stride - 1) / stride : span / stride) + 1
+        guard case let (up, o4) = span.addingReportingOverflow(ceil ? stride - 1 : 0), !o4 else { return 0 }
+        var n = up / stride + 1
         // A window must start inside the input or the leading padding (ONNX/PyTorch ceil-mode rule).
-        if ceil, (n - 1) * stride >= size + padBegin { n -= 1 }
+        if ceil, (n - 1).multipliedReportingOverflow(by: stride).partialValue >= padded { n -= 1 }
         return n
     }
 
@@ -107,7 +129,10 @@ extension Program {
                 guard other.count == x.count, (0..<x.count).allSatisfy({ $0 == ax || other[$0] == x[$0] }) else {
                     throw bad("input", "\(x) except axis \(ax)", other)
                 }
-                out[ax] += other[ax]
+                guard case let (sum, overflow) = out[ax].addingReportingOverflow(other[ax]), !overflow else {
+                    throw bad("input", "a total along axis \(ax) that fits", other)
+                }
+                out[ax] = sum
             }
             return out
         case .reshape:

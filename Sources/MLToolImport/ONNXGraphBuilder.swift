@@ -123,9 +123,11 @@ struct ONNXGraphBuilder {
 
     /// `axis` made non-negative for a tensor of `rank`, or an error naming the node.
     func normalize(_ axis: Int, rank: Int, _ node: ONNXFile.Node) throws -> Int {
+        // Every caller indexes the shape with it: a scalar (rank 0) has no axis at all.
         let a = axis < 0 ? axis + rank : axis
-        guard a >= 0, a < max(rank, 1) else {
-            throw ImportError.invalid(file: file, place: "\(place(node)) axis", expected: "-\(rank)..<\(rank)",
+        guard a >= 0, a < rank else {
+            throw ImportError.invalid(file: file, place: "\(place(node)) axis",
+                                      expected: rank == 0 ? "an input of rank ≥ 1 (it is a scalar: no axis)" : "-\(rank)..<\(rank)",
                                       actual: "\(axis)")
         }
         return a

@@ -3,6 +3,7 @@ import Testing
 import MLToolCore
 import MLToolEngine
 import MLToolFormat
+import MLTool
 
 @Suite(.enabled(if: Tool.available, "needs MLTOOL_BIN (make test sets it)"))
 struct CLIBasicsTests {
@@ -100,6 +101,15 @@ struct CLIModelTests {
         // holds without it.
         let code = try #require(b["code_resident_bytes"] as? Int), own = try #require(b["model_own_bytes"] as? Int)
         #expect(code > 0 && own == max(0, max(0, peak - before - inputs) - code))
+        // A file may declare an input no machine holds: refused before anything that size is allocated (an
+        // allocation that fails would end the process); and an input dimension that overflows is a shape error.
+        for (dim, message) in [(1 << 40, "needs more than this machine's"), (Int.min, "expected dimensions ≥ 0 whose product fits")] {
+            var big = model
+            big.metadata.graph!.inputs[0].shape = [-1, 8, dim, 3]
+            try ModelFile.write(big, to: dir.file("big.bin"))
+            let r = try Tool.run(["bench", dir.file("big.bin"), "--seconds", "0.05"])
+            #expect(r.status == 65 && r.stderr.contains(message), "\(dim): \(r.status) \(r.stderr)")
+        }
         // MLTOOL_CPU_LEVEL forces a lower level, and the bench says which ran.
         let portable = try Tool.run(["bench", dir.file("m.bin"), "--seconds", "0.1", "--json"], env: ["MLTOOL_CPU_LEVEL": "portable"])
         let forced = try #require(try JSONSerialization.jsonObject(with: Data(portable.stdout.utf8)) as? [String: Any])
@@ -132,6 +142,16 @@ struct CLIModelTests {
         // Never over an input.
         let clash = try Tool.run(["run", dir.file("m.bin"), "--input", dir.file("x.npy"), "-o", dir.file("x.npy")])
         #expect(clash.status == 73)
+        // An empty array cannot hide a dimension whose strides overflow (a fuzzed input trapped in the NCHW → NHWC
+        // transpose): refused naming the file; and an empty tensor transposes to an empty one.
+        var header: [UInt8] = [0x93] + Array("NUMPY".utf8) + [1, 0]
+        var dict = "{'descr': '<f4', 'fortran_order': False, 'shape': (0, 9223372036854775807, 12, 12), }"
+        while (10 + dict.utf8.count + 1) % 64 != 0 { dict += " " }
+        header += [UInt8(dict.utf8.count + 1), 0] + Array(dict.utf8) + [0x0A]
+        try Data(header).write(to: URL(fileURLWithPath: dir.file("empty.npy")))
+        let empty = try Tool.run(["run", dir.file("m.bin"), "--input", dir.file("empty.npy")])
+        #expect(empty.status == 65 && empty.stderr.contains("empty.npy: shape: size overflows"), "\(empty.status) \(empty.stderr)")
+        #expect(Layout.transpose(Tensor(shape: [0, 3, 2, 5], data: []), [0, 2, 3, 1]).shape == [0, 2, 5, 3])
     }
 }
 

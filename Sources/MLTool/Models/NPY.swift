@@ -36,6 +36,8 @@ public enum NPY {
             }
             let dims = shapeText.split(whereSeparator: { !"0123456789".contains($0) }).compactMap { Int($0) }
             let count = try Checked.elementCount(dims, file: path, what: "shape")
+            // Every product of the dimensions must fit too, zeros counted as 1: an empty array cannot hide a huge one.
+            _ = try Checked.elementCount(dims.map { max($0, 1) }, file: path, what: "shape")
             let width: Int
             switch descr {
             case "'<f4'", "'|f4'": width = 4
@@ -88,6 +90,8 @@ public enum Layout {
     /// A copy of `t` with its axes permuted (`out.shape[i] = t.shape[perm[i]]`).
     public static func transpose(_ t: Tensor, _ perm: [Int]) -> Tensor {
         let shape = perm.map { t.shape[$0] }
+        // Without elements there is nothing to move (and the strides of a shape with a zero dimension need not fit).
+        if t.count == 0 { return Tensor(shape: shape, data: []) }
         var inStrides = [Int](repeating: 1, count: t.rank)
         for i in stride(from: t.rank - 2, through: 0, by: -1) { inStrides[i] = inStrides[i + 1] * t.shape[i + 1] }
         var out = [Float](repeating: 0, count: t.count)
