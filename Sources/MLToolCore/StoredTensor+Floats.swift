@@ -100,9 +100,10 @@ extension StoredTensor {
 
 extension StoredTensor {
     /// A palette with an int8 table (every `lut` value an integer in −127…127, docs/FORMAT.md §5) quantized along its
-    /// last axis, as the linear int8 tensor it equals: element i is lut[(c / groupSize) · 2^k + its index] with
-    /// scale scales[c] (1 without scales), c = i mod the last dimension. nil for any other tensor, or short bytes.
-    public func int8TableAsLinear() -> StoredTensor? {
+    /// last axis, as the int8 values and per-column scales it equals: element i is lut[(c / groupSize) · 2^k + its
+    /// index] with scale scales[c] (1 without scales), c = i mod the last dimension. nil for any other tensor, or
+    /// short bytes.
+    public func int8TableValues() -> (values: [Int8], scales: [Float])? {
         let bits = dtype.traits.bits
         guard dtype.traits.isPalette, [1, 2, 4, 6, 8].contains(bits), let n = shape.last, n > 0,
               let count = try? Checked.elementCount(shape, what: name), count > 0,
@@ -113,15 +114,18 @@ extension StoredTensor {
         guard g >= 1, lut.count == ((n &+ g &- 1) / g) << bits else { return nil }
         let scales = q.scales ?? [Float](repeating: 1, count: n)
         guard scales.count == n, scales.allSatisfy({ $0.isFinite }) else { return nil }
-        var values = [UInt8](repeating: 0, count: count)
-        for i in 0..<count {
-            let v = Int8(lut[(i % n / g) << bits | PackedBits.get(bytes.buffer, index: i, bits: bits)])
-            values[i] = UInt8(bitPattern: v)
-        }
+        var values = [Int8](repeating: 0, count: count)
+        for i in 0..<count { values[i] = Int8(lut[(i % n / g) << bits | PackedBits.get(bytes.buffer, index: i, bits: bits)]) }
+        return (values, scales)
+    }
+
+    /// `int8TableValues()` as the linear int8 tensor it equals (what exporters write for such a palette).
+    public func int8TableAsLinear() -> StoredTensor? {
+        guard let (values, scales) = int8TableValues() else { return nil }
         return StoredTensor(name: name, dtype: .int8, shape: shape,
                             quant: QuantParams(axis: shape.count - 1, scales: scales,
-                                               scalesType: q.scales == nil ? nil : q.scalesType),
-                            bytes: TensorBytes(copying: values))
+                                               scalesType: quant?.scales == nil ? nil : quant?.scalesType),
+                            bytes: TensorBytes(copying: values.map { UInt8(bitPattern: $0) }))
     }
 }
 

@@ -16,13 +16,20 @@ import Testing
         return try Quantizer.quantize(model, o).0
     }
 
-    @Test(arguments: ["float", "int8", "palette4"])
+    @Test(arguments: ["float", "int8", "palette4", "palette6-int8lut"])
     func onnxRuntimeMatchesTheEngine(variant: String) throws {
         let dir = try Paths.temporaryDirectory("ort")
         defer { try? FileManager.default.removeItem(at: dir) }
         var model = tinyClassifier(mapHead: variant == "int8")
         if variant == "int8" { model = try Self.quantized(model, QuantizeOptions(mode: .linear, bits: 8, asymmetric: true)) }
         if variant == "palette4" { model = try Self.quantized(model, QuantizeOptions(mode: .palette, bits: 4)) }
+        if variant == "palette6-int8lut" {
+            // Palettes with int8 tables are int8 weights: exported as int8 + DequantizeLinear, not as float32.
+            var o = QuantizeOptions(mode: .palette, bits: 6)
+            o.int8Table = true
+            model = try Self.quantized(model, o)
+        }
+        let int8Weights = variant == "int8" || variant == "palette6-int8lut"
         let exported = try ONNXExporter.export(model, name: "tiny")
         let onnx = dir.appendingPathComponent("tiny.onnx"), input = dir.appendingPathComponent("x.npy"), output = dir.appendingPathComponent("y.npy")
         try Data(exported.bytes).write(to: onnx)
@@ -40,6 +47,9 @@ import Testing
         let types = summary["initializer_types"] as? [String] ?? []
         if variant == "int8" {
             #expect(types.contains("INT8") && (summary["dequantize_nodes"] as? Int) == 3, "\(summary)")
+        } else if variant == "palette6-int8lut" {
+            let palettes = model.tensors.filter { $0.dtype == .palette6 }.count
+            #expect(palettes > 0 && types.contains("INT8") && (summary["dequantize_nodes"] as? Int) == palettes, "\(summary)")
         } else {
             #expect(!types.contains("INT8"))
         }
@@ -47,7 +57,7 @@ import Testing
         assertClose(try readNPYFloats(output), try run(model, x), atol: 1e-5, "\(variant): onnxruntime vs the engine")
         // onnxruntime's default int8 fusions are approximate, not wrong: probabilities stay close.
         let fused = summary["default_session_max_diff"] as? Double ?? 1
-        #expect(fused <= (variant == "int8" ? 0.05 : 1e-5), "\(variant): default onnxruntime session differs by \(fused)")
+        #expect(fused <= (int8Weights ? 0.05 : 1e-5), "\(variant): default onnxruntime session differs by \(fused)")
     }
 
     @Test func coreMLToolsReadsTheSpec() throws {
