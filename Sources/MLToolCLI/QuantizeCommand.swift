@@ -53,22 +53,15 @@ extension CLI {
         guard args.has("--bits") || args.has("--mode") else {
             throw CLIError.usage(command: "quantize", message: "give --bits N (8, 16, or 1/2/4/6 for palettes)")
         }
-        var mode: QuantizeOptions.Mode?
-        if let m = args.string("--mode") {
-            guard let parsed = QuantizeOptions.Mode(rawValue: m) else {
-                throw CLIError.usage(command: "quantize", message: "--mode must be linear, palette or fp16")
-            }
-            mode = parsed
-        }
-        var p = QuantizationParameters(bits: args.has("--bits") ? try args.int("--bits", default: 8) : nil, mode: mode)
+        let mode = args.string("--mode").map(QuantizeOptions.Mode.init(rawValue:))   // nil: not given; .some(nil): no mode
+        guard mode != .some(nil) else { throw CLIError.usage(command: "quantize", message: "--mode must be linear, palette or fp16") }
+        var p = QuantizationParameters(bits: args.has("--bits") ? try args.int("--bits", default: 8) : nil, mode: mode ?? nil)
         p.perTensor = args.has("--per-tensor")
         p.asymmetric = args.has("--asymmetric")
         p.groupSize = args.has("--group-size") ? try args.int("--group-size", default: 1) : nil
-        switch args.string("--lut") {
-        case nil, "float"?: p.int8Table = false
-        case "int8"?: p.int8Table = true
-        case let other?: throw CLIError.usage(command: "quantize", message: "--lut must be float or int8 (got \(other))")
-        }
+        let lut = args.string("--lut") ?? "float"
+        guard ["float", "int8"].contains(lut) else { throw CLIError.usage(command: "quantize", message: "--lut must be float or int8 (got \(lut))") }
+        p.int8Table = lut == "int8"
         p.minElements = try args.int("--min-elements", default: p.minElements)
         p.maxDrop = try args.string("--max-drop").map { _ in try args.double("--max-drop", default: 0) }
         p.maxSize = try args.string("--max-size").map { _ in try args.double("--max-size", default: 0) }
