@@ -98,12 +98,33 @@ extension StoredTensor {
     }
 }
 
+/// A palette with an int8 table (every `lut` value an integer in −127…127, docs/FORMAT.md §5) quantized along its
+/// last axis, checked once for every reader (the engine, the exporters): element i is the int8 value
+/// lut[(c / groupSize) · 2^bits + its index] with scale scales[c] (1 without scales), c = i mod `columns`.
+public struct Int8Table: Sendable {
+    public let bits: Int
+    /// Elements, and the last dimension (the channels the scales and table groups run along).
+    public let count: Int, columns: Int
+    public let groupSize: Int
+    /// groups × 2^bits entries, group g's at g · 2^bits.
+    public let lut: [Int8]
+    public let scales: [Float]
+
+    /// The table group of column c.
+    @inlinable public func group(ofColumn c: Int) -> Int { c / groupSize }
+
+    /// Element i's int8 value, its index read from `raw` (the tensor's bytes, at least `count` indices long: checked
+    /// by `StoredTensor.int8Table()`).
+    @inlinable public func value(_ raw: UnsafeRawBufferPointer, _ i: Int) -> Int8 {
+        lut[group(ofColumn: i % columns) << bits | PackedBits.get(raw, index: i, bits: bits)]
+    }
+}
+
 extension StoredTensor {
-    /// A palette with an int8 table (every `lut` value an integer in −127…127, docs/FORMAT.md §5) quantized along its
-    /// last axis, as the int8 values and per-column scales it equals: element i is lut[(c / groupSize) · 2^k + its
-    /// index] with scale scales[c] (1 without scales), c = i mod the last dimension. nil for any other tensor, or
-    /// short bytes.
-    public func int8TableValues() -> (values: [Int8], scales: [Float])? {
+    /// This tensor as an `Int8Table`: nil for any other tensor (not a 1/2/4/6/8-bit palette along its last axis,
+    /// zero points, a table entry off the integers or outside −127…127, a table or scale count that does not match,
+    /// a non-finite scale), or short bytes.
+    public func int8Table() -> Int8Table? {
         let bits = dtype.traits.bits
         guard dtype.traits.isPalette, [1, 2, 4, 6, 8].contains(bits), let n = shape.last, n > 0,
               let count = try? Checked.elementCount(shape, what: name), count > 0,
@@ -114,9 +135,14 @@ extension StoredTensor {
         guard g >= 1, lut.count == ((n &+ g &- 1) / g) << bits else { return nil }
         let scales = q.scales ?? [Float](repeating: 1, count: n)
         guard scales.count == n, scales.allSatisfy({ $0.isFinite }) else { return nil }
-        var values = [Int8](repeating: 0, count: count)
-        for i in 0..<count { values[i] = Int8(lut[(i % n / g) << bits | PackedBits.get(bytes.buffer, index: i, bits: bits)]) }
-        return (values, scales)
+        return Int8Table(bits: bits, count: count, columns: n, groupSize: g, lut: lut.map { Int8($0) }, scales: scales)
+    }
+
+    /// An `Int8Table` palette as the int8 values and per-column scales it equals. nil for any other tensor.
+    public func int8TableValues() -> (values: [Int8], scales: [Float])? {
+        guard let table = int8Table() else { return nil }
+        let raw = bytes.buffer
+        return ((0..<table.count).map { table.value(raw, $0) }, table.scales)
     }
 
     /// `int8TableValues()` as the linear int8 tensor it equals (what exporters write for such a palette).

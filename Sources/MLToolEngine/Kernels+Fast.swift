@@ -9,7 +9,7 @@ import MLToolCore
 enum Fast {
     /// Floats of scratch the step needs (im2col rows for one image and one group).
     static func scratchCount(_ s: Step, _ xs: [[Int]], _ ys: [Int]) -> Int {
-        if s.op == .dense, let q = s.qweights { return QuantizedWeights.scratchFloats(rows: ys[0], k: q.k) }
+        if s.op == .dense, let q = s.qweights { return q.scratchFloats(rows: ys[0]) }
         guard s.op == .conv else { return 0 }
         if s.winograd != nil {
             // V (16 planes of tiles × C) and M (16 planes of tiles × N) of one image.
@@ -19,7 +19,7 @@ enum Fast {
         let direct = readsInputDirectly(s)
         let cols = direct ? 0 : ys[1] * ys[2] * s.weightShape[0] * s.weightShape[1] * s.weightShape[2]
         if let q = s.qweights {
-            return cols + QuantizedWeights.scratchFloats(rows: direct ? ys[0] * ys[1] * ys[2] : ys[1] * ys[2], k: q.k)
+            return cols + q.scratchFloats(rows: direct ? ys[0] * ys[1] * ys[2] : ys[1] * ys[2])
         }
         return isDepthwise(s, xs[0]) || direct ? 0 : cols
     }
@@ -321,7 +321,9 @@ enum Fast {
     /// `packedGemm` with int8 weights: each part quantizes its rows of `a` (7 bits, one scale and zero point per row)
     /// into `scratch`, then runs `mlk_qgemm` on them; with few rows, all rows are quantized first and the columns
     /// split. The quantization of a row does not depend on the split, so results do not either. With a `residual`
-    /// (y's layout), y = act(a · W + bias + residual), as `packedGemm`'s.
+    /// (y's layout), y = act(a · W + bias + residual), as `packedGemm`'s. Kept indices (`QuantizedWeights.kept`) are
+    /// decoded into the scratch's room after the quantized rows: with few rows by each part, a block of its columns
+    /// at a time (`blockColumns`) just before multiplying them; otherwise all panels first, split across threads.
     static func quantizedGemm(_ a: UnsafePointer<Float>, lda: Int, _ w: QuantizedWeights, rows: Int,
                               bias: UnsafePointer<Float>?, _ y: UnsafeMutablePointer<Float>, act: Act,
                               scratch: UnsafeMutablePointer<Float>, threads: Int,
@@ -335,11 +337,36 @@ enum Fast {
         nonisolated(unsafe) let zps = (raw + (scaleOffset &+ rows &* 4)).assumingMemoryBound(to: Int32.self)
         nonisolated(unsafe) let (a, bias, y, res) = (a, bias, y, residual)
         let parts = rows &* n &* k >= parallelThreshold ? threads : 1
+        // The resident panels, or the room kept indices are decoded into (64-byte aligned: `scratchFloats(rows:)`).
+        let room = raw + QuantizedWeights.roomOffset(rows: rows, k: k)
+        let aligned = (room + (64 &- Int(bitPattern: room) & 63) & 63).assumingMemoryBound(to: Int8.self)
+        nonisolated(unsafe) let panels = w.packed ?? aligned
+        if w.kept != nil && rows < fewRows {
+            prepare?(0, rows, UnsafeMutablePointer(mutating: a))
+            mlk_quantize_rows(a, Int64(lda), 0, Int64(rows), Int64(k), q, Int64(ldq), scales, zps)
+            let block = w.blockColumns
+            parallel(n, parts: parts, align: 48) { lo, hi in
+                // Each block into the start of this part's own columns' room, so only a block per part is written.
+                let at = panels + (lo / 16) &* w.panelBytes
+                var c = lo
+                while c < hi {
+                    let e = min(hi, c &+ block)
+                    w.decode(panels: c / 16, (e &+ 15) / 16, into: at)
+                    mlk_qgemm(q, Int64(ldq), scales, zps, at, w.colsum + c, w.scales + c, 0, Int64(rows), Int64(e &- c),
+                              Int64(k), bias.map { $0 + c }, res.map { $0 + c }, y + c, Int64(n), act.code, act.p0, act.p1)
+                    c = e
+                }
+            }
+            return
+        }
+        if w.kept != nil {
+            parallel((n &+ 15) / 16, parts: parts) { lo, hi in w.decode(panels: lo, hi, into: panels + lo &* w.panelBytes) }
+        }
         if parts > 1 && rows < fewRows && n >= 96 {
             prepare?(0, rows, UnsafeMutablePointer(mutating: a))
             mlk_quantize_rows(a, Int64(lda), 0, Int64(rows), Int64(k), q, Int64(ldq), scales, zps)
             parallel(n, parts: parts, align: 48) { lo, hi in
-                mlk_qgemm(q, Int64(ldq), scales, zps, w.packed + (lo / 16) &* w.panelBytes, w.colsum + lo, w.scales + lo,
+                mlk_qgemm(q, Int64(ldq), scales, zps, panels + (lo / 16) &* w.panelBytes, w.colsum + lo, w.scales + lo,
                           0, Int64(rows), Int64(hi - lo), Int64(k), bias.map { $0 + lo }, res.map { $0 + lo }, y + lo,
                           Int64(n), act.code, act.p0, act.p1)
             }
@@ -348,7 +375,7 @@ enum Fast {
                 inBlocks(lo, hi, a, lda: lda, prepare) { rowLo, lo, hi in
                     mlk_quantize_rows(rowLo, Int64(lda), 0, Int64(hi - lo), Int64(k), q + lo &* ldq, Int64(ldq),
                                       scales + lo, zps + lo)
-                    mlk_qgemm(q, Int64(ldq), scales, zps, w.packed, w.colsum, w.scales, Int64(lo), Int64(hi), Int64(n),
+                    mlk_qgemm(q, Int64(ldq), scales, zps, panels, w.colsum, w.scales, Int64(lo), Int64(hi), Int64(n),
                               Int64(k), bias, res, y, Int64(n), act.code, act.p0, act.p1)
                 }
             }

@@ -14,7 +14,8 @@ enum Fused {
 
     /// Whether `e` then `d` can run fused (the plan also checks that `d` is the only reader of `e`'s output).
     static func fusable(_ e: Step, _ ex: [Int], _ d: Step, _ dx: [Int]) -> Bool {
-        let expand = (e.packed != nil || e.qweights != nil || e.palette != nil) && Fast.readsInputDirectly(e)
+        // int8 weights only when packed: kept indices (`QuantizedWeights.kept`) would be decoded for every band.
+        let expand = (e.packed != nil || e.qweights?.packed != nil || e.palette != nil) && Fast.readsInputDirectly(e)
         let stem = (e.packed != nil || e.palette != nil) && e.qweights == nil && e.winograd == nil && Fast.isStem(e, ex)
         return e.op == .conv && e.groups == 1 && ex.count == 4 && (expand || stem) &&
             d.op == .conv && d.inputs == [e.output] && dx.count == 4 && Fast.isDepthwise(d, dx) &&
@@ -27,7 +28,7 @@ enum Fused {
     /// stem, the im2col rows of one output row).
     static func bandFloats(_ e: Step, _ d: Step, _ dx: [Int]) -> Int {
         let rows = (bandRows - 1) &* d.strides[0] &+ d.weightShape[0]
-        let q = e.qweights.map { QuantizedWeights.scratchFloats(rows: rows &* dx[2], k: $0.k) } ?? 0
+        let q = e.qweights.map { $0.scratchFloats(rows: rows &* dx[2]) } ?? 0
         let cols = Fast.readsInputDirectly(e) ? 0 : dx[2] &* e.weightShape[0] &* e.weightShape[1] &* e.weightShape[2]
         return rows &* dx[2] &* dx[3] &+ q &+ cols
     }

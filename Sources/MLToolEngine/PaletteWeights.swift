@@ -3,7 +3,9 @@ import CMLToolKernels
 import MLToolCore
 
 /// A palettized conv or dense weight (`mltool quantize --bits 1/2/4/6/8` in palette mode, or a Core ML palette)
-/// kept as its stored k-bit indices, read in place from the model file, plus its table and channel scales. The
+/// kept as its stored k-bit indices, copied out of the model file so that its pages go back to the kernel (read in
+/// place, they kept whole large folios of the file mapped: on Linux 6.18 / ext4, a 4-bit EfficientNet-Lite0 whose few
+/// small float-table layers were read in place held 2 MB of file pages), plus its table and channel scales. The
 /// engine decodes it into `mlk_pack`'s panels just before the layer's GEMM (`unpack`), into one buffer per arena that
 /// every palettized layer shares, so a 4-bit model holds an eighth of float's weight memory instead of float's
 /// packed copy. The decoded values are exactly the float dequantization's (`StoredTensor.floats`), so a layer
@@ -13,7 +15,11 @@ import MLToolCore
 /// then depends on k alone (any axis but the last) or on n alone (the last axis): the table offset and scale are a
 /// per-row part plus a per-column part (`mlk_palette_unpack`).
 final class PaletteWeights: @unchecked Sendable {
-    let tensor: StoredTensor
+    /// The stored indices (`byteCount(elements: k · n)` bytes of the tensor): a copy where they are kept
+    /// (`keepsIndices`), else the tensor's own bytes, read once to decode the layer at load.
+    private let indices: UnsafeRawBufferPointer
+    private let tensor: StoredTensor
+    private let owned: Bool
     let bits: Int
     let k: Int
     let n: Int
@@ -76,6 +82,15 @@ final class PaletteWeights: @unchecked Sendable {
         } else {
             return nil
         }
+        let stored = UnsafeRawBufferPointer(rebasing: t.bytes.buffer[0..<need])
+        owned = Self.keepsIndices(bits: bits)
+        if owned {
+            let copy = UnsafeMutableRawBufferPointer.allocate(byteCount: need, alignment: 64)
+            copy.copyMemory(from: stored)
+            indices = UnsafeRawBufferPointer(copy)
+        } else {
+            indices = stored
+        }
         tensor = t
         self.bits = bits
         self.k = k
@@ -83,9 +98,11 @@ final class PaletteWeights: @unchecked Sendable {
         self.lut = lut
     }
 
+    deinit { if owned { indices.deallocate() } }
+
     /// Decodes panels [p0, p1) into `packed` (panel p0 first: the `mlk_pack` layout of columns [16·p0, 16·p1)).
     func unpack(panels p0: Int, _ p1: Int, into packed: UnsafeMutablePointer<Float>) {
-        let raw = tensor.bytes.buffer
+        let raw = indices
         guard let base = raw.baseAddress else { return }   // checked at init
         lut.withUnsafeBufferPointer { l in
             mlk_palette_unpack(base.assumingMemoryBound(to: UInt8.self), Int64(raw.count), Int32(bits), Int64(k),
@@ -102,7 +119,7 @@ final class PaletteWeights: @unchecked Sendable {
     func gemv(_ a: UnsafePointer<Float>, rows: Int, lda: Int, columns lo: Int, _ hi: Int, bias: UnsafePointer<Float>?,
               residual: UnsafePointer<Float>?, _ y: UnsafeMutablePointer<Float>, act: Act,
               work: UnsafeMutablePointer<Float>?, packed: Bool = false) -> Bool {
-        let raw = tensor.bytes.buffer
+        let raw = indices
         guard let base = raw.baseAddress else { return false }
         return lut.withUnsafeBufferPointer { l in
             mlk_palette_gemv(a, Int64(rows), Int64(lda), base.assumingMemoryBound(to: UInt8.self), Int64(raw.count),

@@ -82,10 +82,9 @@ struct Program: Sendable {
         for i in graph.inputs { inputIds.append(define(i.name)) }
         for node in graph.nodes { steps.append(try compile(node, tensors)) }
         for (i, s) in steps.enumerated() { producer[s.output] = i }
-        // Every weight is now copied or packed, palettes read in place aside: the model file's pages go back to the
-        // kernel (`TensorBytes.releasePages`), also those that reading the small tensors (biases) mapped around them.
-        let inPlace = Set(steps.compactMap { $0.palette.map { ObjectIdentifier($0.tensor.bytes) } })
-        for t in tensors.values where !inPlace.contains(ObjectIdentifier(t.bytes)) { t.bytes.releasePages() }
+        // Every weight is now copied or packed: the model file's pages go back to the kernel
+        // (`TensorBytes.releasePages`), also those that reading the small tensors (biases) mapped around them.
+        for t in tensors.values { t.bytes.releasePages() }
         for o in graph.outputs where ids[o] == nil { throw EngineError.unknownOutput(name: o) }
     }
 
@@ -173,13 +172,13 @@ struct Program: Sendable {
             if gemm && purpose == .fast && !depthwiseShaped && !Fast.usesWinograd(s), t.dtype.traits.isPalette,
                let p = PaletteWeights(t, k: k, n: n) {
                 if PaletteWeights.keepsIndices(bits: t.dtype.traits.bits) {
-                    s.palette = p
+                    s.palette = p   // with a copy of the indices
                 } else {
                     let packed = Buffer(uninitialized: p.packedCount)
                     p.unpack(panels: 0, p.panels, into: packed.pointer)
                     s.packed = packed
-                    t.bytes.releasePages()
                 }
+                t.bytes.releasePages()
                 return
             }
             if gemm && purpose == .fast && !depthwiseShaped, let stored = Self.storedFloats(t, count: k &* n) {
@@ -339,12 +338,13 @@ struct Program: Sendable {
     }
 
     /// `t` packed for the int8 kernels, when int8 compute is on, `t` is big enough and stored in a form they take.
-    /// int8 weights as they are stored, and palettes with int8 tables as their exact int8 values; other palettes
-    /// (`.all` only) rounded per column to int8 (`QuantizedWeights(floats:)`).
+    /// int8 weights as they are stored, and palettes with int8 tables as their exact int8 values (4- and 6-bit ones
+    /// kept as indices where the CPU decodes them quickly); other palettes (`.all` only) rounded per column to int8
+    /// (`QuantizedWeights(floats:)`).
     private func quantized(_ t: StoredTensor, k: Int, n: Int) -> QuantizedWeights? {
         guard purpose == .fast, let minimum = int8Minimum, k &* n >= minimum.weights, k >= minimum.k else { return nil }
         if t.dtype == .int8 { return QuantizedWeights(t, k: k, n: n) }
-        if t.dtype.traits.isPalette, let exact = QuantizedWeights(int8Table: t, k: k, n: n) { return exact }
+        if t.dtype.traits.isPalette, let exact = QuantizedWeights(int8Table: t, k: k, n: n, keepIndices: true) { return exact }
         guard minimum.palettes, t.dtype.traits.isPalette, let floats = try? t.floats() else { return nil }
         return floats.withUnsafeBufferPointer { QuantizedWeights(floats: $0, k: k, n: n) }
     }

@@ -1,18 +1,26 @@
+import CMLToolCPU
 import CMLToolKernels
 import MLToolCore
 
 /// A conv or dense weight stored as symmetric linear int8 per output channel (what `mltool quantize --bits 8`
 /// writes), packed once for `mlk_qgemm`: the int8 values in 16-column panels, each column's sum, and each column's
 /// scale. The engine then runs the layer on activations quantized per row to 7 bits (see CMLToolKernels.h).
+///
+/// A 4- or 6-bit palette with int8 tables (`mltool quantize --lut int8`) keeps its indices instead (`kept`,
+/// rearranged into panel order, a half or three quarters of int8's bytes) where the CPU decodes them quickly: each
+/// run decodes them into the panels `mlk_qgemm` reads, in the step's scratch (`decode`), a block of columns at a time
+/// when the layer has few rows, so only that block is ever written out.
 final class QuantizedWeights: @unchecked Sendable {
-    /// ceil(n/16) panels of `panelBytes` bytes.
-    let packed: UnsafeMutablePointer<Int8>
+    /// ceil(n/16) panels of `panelBytes` bytes; nil when the indices are kept (`kept`).
+    let packed: UnsafeMutablePointer<Int8>?
     /// Σ_k w[k][n] and the scale of column n, n rounded up to 16 (zero-padded).
     let colsum: UnsafeMutablePointer<Int32>
     let scales: UnsafeMutablePointer<Float>
     let k: Int
     let n: Int
     let panelBytes: Int
+    /// An int8-table palette's indices as `mlk_qpalette_pack` orders them, and each panel's table (2^bits values).
+    let kept: (indices: UnsafeMutablePointer<UInt8>, bits: Int, tables: [Int8])?
 
     /// Weights (k · n) from which `Engine.Int8Compute.auto` takes the int8 kernels. Measured per layer shape of
     /// EfficientNet-Lite0 on AVX-512 VNNI (int8 time including the input's quantization vs the float GEMM):
@@ -44,15 +52,37 @@ final class QuantizedWeights: @unchecked Sendable {
 
     /// A palette whose tables are integers in −127…127 (Core ML's int8 look-up table; `mltool quantize --lut int8`)
     /// and whose channel scales, if any, are per column of the last axis: each weight is then exactly
-    /// scales[c] × an int8 value (`StoredTensor.int8TableValues`), and the layer runs on the int8 kernels with
-    /// those values, nothing rounded. nil for any other tensor, or short bytes (the float path reports them).
-    convenience init?(int8Table t: StoredTensor, k: Int, n: Int) {
+    /// scales[c] × an int8 value (`StoredTensor.int8Table`), and the layer runs on the int8 kernels with those
+    /// values, nothing rounded. With `keepIndices` (and `keepsIndices(bits:)`), a 4- or 6-bit palette whose columns
+    /// share one table per 16-column panel keeps its indices (`kept`); otherwise the values are packed. nil for any
+    /// other tensor, or short bytes (the float path reports them).
+    convenience init?(int8Table t: StoredTensor, k: Int, n: Int, keepIndices: Bool) {
+        guard k <= Self.maxK, let table = t.int8Table(), table.count == k &* n, table.columns == n,
+              let base = t.bytes.buffer.baseAddress else { return nil }
+        let raw = t.bytes.buffer
         // Packed from the values straight away: a linear copy of the tensor first would leave the heap holding
         // another int8 copy of the model (measured: 1.5 MiB more resident for EfficientNet-Lite0).
-        guard k <= Self.maxK, let (values, scales) = t.int8TableValues(), values.count == k &* n, scales.count == n
-        else { return nil }
-        self.init(values: values, k: k, n: n, scales: scales)
+        let panels = (n &+ 15) / 16
+        let groups = (0..<panels).map { p in Set((p &* 16..<min(n, p &* 16 &+ 16)).map(table.group(ofColumn:))) }
+        guard keepIndices, Self.keepsIndices(bits: table.bits), groups.allSatisfy({ $0.count == 1 }) else {
+            self.init(values: (0..<table.count).map { table.value(raw, $0) }, k: k, n: n, scales: table.scales)
+            return
+        }
+        let entries = 1 << table.bits
+        let tables = groups.flatMap { g in table.lut[(g.first ?? 0) &* entries..<((g.first ?? 0) &+ 1) &* entries] }
+        let bytes = panels &* Int(mlk_qpalette_panel_bytes(Int64(k), Int32(table.bits)))
+        let indices = UnsafeMutablePointer<UInt8>.allocate(capacity: bytes)
+        guard mlk_qpalette_pack(base.assumingMemoryBound(to: UInt8.self), Int64(raw.count), Int32(table.bits),
+                                Int64(k), Int64(n), indices) != 0 else { indices.deallocate(); return nil }
+        var sums = [Int32](repeating: 0, count: n)
+        for i in 0..<table.count { sums[i % n] &+= Int32(table.value(raw, i)) }
+        self.init(kept: (indices, table.bits, tables), colsum: sums, k: k, n: n, scales: table.scales)
     }
+
+    /// Whether an int8-table palette of `bits` keeps its indices at the current CPU level: where `mlk_qpalette_unpack`
+    /// has a vector variant (AVX2 and up), at 4 and 6 bits. Decoding a 64-weight group costs 6 (4 bits) or 14
+    /// (6 bits) AVX2 instructions, against the 2 per 32 products per row the int8 GEMM spends on it.
+    static func keepsIndices(bits: Int) -> Bool { (bits == 4 || bits == 6) && mlk_cpu_has(Int32(MLK_CPU_AVX2)) != 0 }
 
     /// Float weights (k, n) as int8, symmetric per column: scale max |w| / 127, each value rounded to the nearest
     /// step. For palettized weights (`mltool quantize --bits 4/6`): their few distinct values land within half a step
@@ -77,24 +107,66 @@ final class QuantizedWeights: @unchecked Sendable {
 
     /// Packs int8 values (k, n) row-major with one scale per column.
     private init(values w: UnsafePointer<Int8>, k: Int, n: Int, scales s: [Float]) {
-        self.k = k
-        self.n = n
         let panels = (n + 15) / 16
+        (self.k, self.n, kept) = (k, n, nil)
         panelBytes = Int(mlk_qpanel_bytes(Int64(k)))
-        packed = UnsafeMutableRawPointer.allocate(byteCount: panels &* panelBytes, alignment: 64)
+        let packed = UnsafeMutableRawPointer.allocate(byteCount: panels &* panelBytes, alignment: 64)
             .bindMemory(to: Int8.self, capacity: panels &* panelBytes)
-        colsum = .allocate(capacity: panels &* 16)
-        scales = .allocate(capacity: panels &* 16)
-        scales.initialize(repeating: 0, count: panels &* 16)
-        for c in 0..<n { scales[c] = s[c] }
+        (colsum, scales) = Self.columns(n, scales: s)
         mlk_qpack(w, Int64(k), Int64(n), packed, colsum)
+        self.packed = packed
+    }
+
+    /// Kept indices with their column sums.
+    private init(kept: (indices: UnsafeMutablePointer<UInt8>, bits: Int, tables: [Int8]), colsum sums: [Int32], k: Int,
+                 n: Int, scales s: [Float]) {
+        (self.k, self.n, self.kept, packed) = (k, n, kept, nil)
+        panelBytes = Int(mlk_qpanel_bytes(Int64(k)))
+        (colsum, scales) = Self.columns(n, scales: s)
+        for c in 0..<n { colsum[c] = sums[c] }
+    }
+
+    /// Column sums (to be filled) and scales, n rounded up to 16 and zero-padded.
+    private static func columns(_ n: Int, scales s: [Float]) -> (UnsafeMutablePointer<Int32>, UnsafeMutablePointer<Float>) {
+        let padded = (n &+ 15) / 16 &* 16
+        let colsum = UnsafeMutablePointer<Int32>.allocate(capacity: padded), scales = UnsafeMutablePointer<Float>.allocate(capacity: padded)
+        colsum.initialize(repeating: 0, count: padded)
+        scales.initialize(repeating: 0, count: padded)
+        for c in 0..<n { scales[c] = s[c] }
+        return (colsum, scales)
     }
 
     deinit {
-        packed.deallocate()
+        packed?.deallocate()
+        kept?.indices.deallocate()
         colsum.deallocate()
         scales.deallocate()
     }
+
+    /// Decodes the kept indices of panels [p0, p1) into `panels` (panel p0 first, `panelBytes` each): the bytes
+    /// `mlk_qpack` gives for the values. Nothing to do for packed weights.
+    func decode(panels p0: Int, _ p1: Int, into panels: UnsafeMutablePointer<Int8>) {
+        guard let kept else { return }
+        kept.tables.withUnsafeBufferPointer { t in
+            mlk_qpalette_unpack(kept.indices, Int32(kept.bits), Int64(k), Int64(n), t.baseAddress, Int64(p0), Int64(p1),
+                                panels)
+        }
+    }
+
+    /// Columns decoded and multiplied at a time when kept indices meet few rows: whole 48-column groups of about
+    /// 96 KB, which stay in L2 between being written and read.
+    var blockColumns: Int { max(48, (96 * 1024 / max(panelBytes / 16, 1)) / 48 &* 48) }
+
+    /// Floats of scratch a step gives this layer for `rows` rows: `scratchFloats(rows:k:)`, then, for kept indices,
+    /// room for every panel (only the blocks a run writes become resident) from the next 64-byte boundary.
+    func scratchFloats(rows: Int) -> Int {
+        guard kept != nil else { return Self.scratchFloats(rows: rows, k: k) }
+        return (Self.roomOffset(rows: rows, k: k) &+ (n &+ 15) / 16 &* panelBytes &+ 64 &+ 3) / 4
+    }
+
+    /// Bytes from the start of the scratch to the decoding room: the quantized rows, scales and zero points, rounded
+    /// up to 64.
+    static func roomOffset(rows: Int, k: Int) -> Int { (scratchFloats(rows: rows, k: k) &* 4 &+ 63) / 64 &* 64 }
 
     /// Floats of scratch that `rows` quantized rows take: their u8 values, scales and zero points.
     static func scratchFloats(rows: Int, k: Int) -> Int {

@@ -281,6 +281,89 @@ func int8Network() throws -> Model {
         }
     }
 
+    /// `mlk_qpalette_unpack` at every level gives exactly the bytes `mlk_qpack` writes for the values the indices
+    /// stand for (each looked up in its panel's table, computed here from the packed bit stream), padding included,
+    /// for whole layers and for panel ranges; `mlk_qpalette_pack` refuses other widths and short streams.
+    @Test func keptIndicesDecodeToTheQpackOfTheirValues() throws {
+        var g = GraphBuilder(seed: 41, input: [])
+        for bits in [4, 6] {
+            for (k, n) in [(1, 1), (3, 17), (27, 32), (64, 100), (130, 16), (5, 33), (1152, 49)] {
+                let entries = 1 << bits, panels = (n + 15) / 16
+                let indices = (0..<(k * n)).map { _ in Int(g.rng.nextUnit() * Float(entries)) % entries }
+                let stream = PackedBits.pack(indices, bits: bits)
+                let tables = (0..<(panels * entries)).map { _ in Int8(Int(g.rng.nextUnit() * 255) - 127) }
+                var values = [Int8](repeating: 0, count: k * n)
+                for i in 0..<(k * n) { values[i] = tables[(i % n / 16) * entries + indices[i]] }
+                let panelBytes = Int(mlk_qpanel_bytes(Int64(k)))
+                var expected = [Int8](repeating: 0, count: panels * panelBytes), colsum = [Int32](repeating: 0, count: panels * 16)
+                mlk_qpack(values, Int64(k), Int64(n), &expected, &colsum)
+                var kept = [UInt8](repeating: 0xAA, count: panels * Int(mlk_qpalette_panel_bytes(Int64(k), Int32(bits))))
+                #expect(mlk_qpalette_pack(stream, Int64(stream.count), Int32(bits), Int64(k), Int64(n), &kept) == 1)
+                #expect(mlk_qpalette_pack(stream, Int64(stream.count - 1), Int32(bits), Int64(k), Int64(n), &kept) == 0,
+                        "a stream one byte short was taken")
+                #expect(mlk_qpalette_pack(stream, Int64(stream.count), 5, Int64(k), Int64(n), &kept) == 0)
+                let levels = forEachCPULevel { level in
+                    var whole = [Int8](repeating: 99, count: expected.count)
+                    mlk_qpalette_unpack(kept, Int32(bits), Int64(k), Int64(n), tables, 0, Int64(panels), &whole)
+                    #expect(whole == expected, "level \(level), \(bits) bits, \(k)×\(n): decoded panels ≠ mlk_qpack's")
+                    // The last panels alone, as a part of the columns decodes them.
+                    let p0 = panels / 2
+                    var part = [Int8](repeating: 99, count: (panels - p0) * panelBytes)
+                    mlk_qpalette_unpack(kept, Int32(bits), Int64(k), Int64(n), tables, Int64(p0), Int64(panels), &part)
+                    #expect(part[...] == expected[(p0 * panelBytes)...], "level \(level), \(bits) bits, \(k)×\(n): panels \(p0)…")
+                }
+                #expect(levels.count >= 1)
+            }
+        }
+    }
+
+    /// 4- and 6-bit palettes with one int8 table per tensor keep their indices where the CPU decodes them
+    /// (`QuantizedWeights.kept`), and compute bit for bit what the same values stored as linear int8 do: at every
+    /// level, on 1 and 2 threads, with many rows (2 images: indices decoded whole) and few (1 image: a block of
+    /// columns at a time per part); without AVX2 they are packed as int8 instead.
+    @Test func keptIndicesComputeTheBitsOfTheirInt8Values() throws {
+        let base = try int8Network()
+        for bits in [4, 6] {
+            var palettes = base, linear = base
+            for (i, t) in base.tensors.enumerated() where t.dtype == .int8 {
+                let q = try #require(t.quant), scales = try #require(q.scales)
+                let n = t.shape.last!, entries = 1 << bits
+                let lut = (0..<entries).map { j in Float((-127 + Float(j) * 254 / Float(entries - 1)).rounded()) }
+                var indices = [Int](), values = [Int8]()
+                for b in t.bytes.buffer {
+                    let v = Float(Int8(bitPattern: b))
+                    let j = lut.indices.min { abs(lut[$0] - v) < abs(lut[$1] - v) }!
+                    indices.append(j)
+                    values.append(Int8(lut[j]))
+                }
+                palettes.tensors[i] = StoredTensor(name: t.name, dtype: bits == 4 ? .palette4 : .palette6, shape: t.shape,
+                                                   quant: QuantParams(axis: t.shape.count - 1, scales: scales, groupSize: n, lut: lut),
+                                                   bytes: TensorBytes(copying: PackedBits.pack(indices, bits: bits)))
+                linear.tensors[i] = StoredTensor(name: t.name, dtype: .int8, shape: t.shape, quant: QuantParams(axis: t.shape.count - 1, scales: scales),
+                                                 bytes: TensorBytes(copying: values.map { UInt8(bitPattern: $0) }))
+            }
+            var g = GraphBuilder(seed: 12, input: [])
+            let inputs = [g.input([2, 15, 13, 3]), g.input([1, 15, 13, 3])]
+            try forEachCPULevel { level in
+                let optimized = try GraphPasses.optimize(palettes)
+                let p = try Program(graph: try #require(optimized.metadata.graph), tensors: optimized.tensorsByName,
+                                    int8Minimum: Engine.int8Minimum(.all))
+                let kept = p.steps.filter { $0.qweights?.kept != nil }.count
+                let avx2 = mlk_cpu_has(Int32(MLK_CPU_AVX2)) != 0
+                #expect(avx2 ? kept == 5 : kept == 0, "level \(level), \(bits) bits: \(kept) layers kept their indices")
+                for threads in [1, 2] {
+                    for input in inputs {
+                        let run = { (m: Model) in
+                            try #require(try Engine(model: m, threads: threads, int8Compute: .all).run(["x": input]).values.first)
+                        }
+                        #expect(try run(palettes).data == run(linear).data,
+                                "level \(level), \(bits) bits, \(threads) threads, batch \(input.shape[0]): kept ≠ int8 values")
+                    }
+                }
+            }
+        }
+    }
+
     @Test func weightsNotSymmetricPerChannelFallBackToFloat() throws {
         var model = try int8Network()
         // Asymmetric zero points: the int8 kernels cannot take them; the engine must dequantize instead.

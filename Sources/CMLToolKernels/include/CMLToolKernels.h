@@ -1,8 +1,9 @@
 // Hot CPU kernels for MLToolEngine, one file per op family: gemm.c, conv.c (im2col, stem), winograd.c (3×3),
-// depthwise.c, elementwise.c, qgemm.c (int8), palette.c (palettized weights decoded into GEMM panels). Each op has a portable C version and AVX2+FMA (and, for GEMM, depthwise and int8,
-// AVX-512 / VNNI) versions side by side, compiled with per-function target attributes (isa.h); every call picks the
-// best variant the current CPU level allows (CMLToolCPU: one feature table, MLTOOL_CPU_LEVEL to force a lower level),
-// so the binary runs, slower, on any x86-64 (or other) CPU.
+// depthwise.c, elementwise.c, qgemm.c (int8), palette.c (palettized weights decoded into GEMM panels), qpalette.c
+// (int8-table palettes decoded into int8 panels). Each op has a portable C version and AVX2+FMA (and, for GEMM,
+// depthwise and int8, AVX-512 / VNNI) versions side by side, compiled with per-function target attributes (isa.h);
+// every call picks the best variant the current CPU level allows (CMLToolCPU: one feature table, MLTOOL_CPU_LEVEL to
+// force a lower level), so the binary runs, slower, on any x86-64 (or other) CPU.
 #ifndef CMLTOOLKERNELS_H
 #define CMLTOOLKERNELS_H
 #include <stdint.h>
@@ -196,5 +197,25 @@ void mlk_quantize_rows(const float *a, int64_t lda, int64_t m0, int64_t m1, int6
 void mlk_qgemm(const uint8_t *q, int64_t ldq, const float *ascale, const int32_t *zp, const int8_t *packed,
                const int32_t *colsum, const float *wscale, int64_t m0, int64_t m1, int64_t N, int64_t K,
                const float *bias, const float *res, float *y, int64_t ldy, int act, float p0, float p1);
+
+
+// ---- int8-table palettes kept as indices (qpalette.c) ----
+// A palette whose table entries are integers in −127…127 stands for int8 weights (its channel scales being the int8
+// scales). Kept as 4- or 6-bit indices, it is decoded into mlk_qpack's panels just before mlk_qgemm reads them.
+
+/// Bytes of one 16-column panel's rearranged indices at `bits` (4 or 6): K rounded up to 4, times 16 · bits / 8.
+int64_t mlk_qpalette_panel_bytes(int64_t K, int bits);
+
+/// Rearranges the indices of a (K, N) palette (element k·N + n at stream bits [(k·N + n)·bits, …), LSB first, as the
+/// native format stores them; `bytes` long) into the panel order mlk_qpalette_unpack reads: ceil(N/16) panels of
+/// mlk_qpalette_panel_bytes each at `out` (padding holds index 0). Returns 0, writing nothing, for bits other than 4
+/// and 6, an empty or overflowing shape, or too few bytes.
+int mlk_qpalette_pack(const uint8_t *idx, int64_t bytes, int bits, int64_t K, int64_t N, uint8_t *out);
+
+/// Panels [p0, p1) of indices rearranged by mlk_qpalette_pack, each looked up in its panel's table (`tables`: 2^bits
+/// int8 values per panel, panel p's at p · 2^bits), into `packed` (panel p0 first): exactly the bytes mlk_qpack
+/// writes for the decoded (K, N) values, padding 0. Nothing is written for bits other than 4 and 6 or a bad range.
+void mlk_qpalette_unpack(const uint8_t *kept, int bits, int64_t K, int64_t N, const int8_t *tables, int64_t p0,
+                         int64_t p1, int8_t *packed);
 
 #endif
