@@ -67,12 +67,9 @@ public enum Palettizer {
                 for (m, idx) in zip(members[group], assignment) { indices[m] = idx }
             }
             guard canRefit, round < refits, var s = scales else { break }
-            var num = [Double](repeating: 0, count: channels), den = [Double](repeating: 0, count: channels)
-            for i in original.indices {
+            let (num, den) = leastSquares(original, channels: channels, lut: lut, indices: indices) { i in
                 let c = (i / inner) % channels
-                let l = Double(lut[(c / g) * k + indices[i]])
-                num[c] += Double(original[i]) * l
-                den[c] += l * l
+                return (c, (c / g) * k)
             }
             for c in 0..<channels where den[c] > 0 && num[c] > 0 {
                 s[c] = QuantParams.bfloat16Rounded(Float(num[c] / den[c]))
@@ -81,8 +78,8 @@ public enum Palettizer {
         }
         if int8Table, let ca = channelAxis, var s = scales {
             // Channel slices along `ca`, which is `axis` here: channel c reads table c / g.
-            let (o, ch, inn) = LinearQuantizer.split(t.shape, ca)
-            let groupOf = { (c: Int) in c / g }
+            let (_, ch, inn) = LinearQuantizer.split(t.shape, ca)
+            let place = { (i: Int) in let c = (i / inn) % ch; return (c, (c / g) * k) }
             // Each table's step, folded into the scales of the channels that read it.
             var step = [Float](repeating: 1, count: groups)
             for group in 0..<groups {
@@ -93,27 +90,18 @@ public enum Palettizer {
             }
             // Each channel's unit: its scale times its table's step, then (second pass) its refitted scale; the
             // weights are assigned again in the final units, so each is the nearest entry as stored.
-            var unit = (0..<ch).map { Double(s[$0]) * Double(step[groupOf($0)]) }
+            var unit = (0..<ch).map { Double(s[$0]) * Double(step[$0 / g]) }
+            let ascending = (0..<groups).map { group in
+                let table = lut[(group * k)..<((group + 1) * k)]
+                return zip(table, table.dropFirst()).allSatisfy { $0 <= $1 }
+            }
             for pass in 0..<2 {
-                var num = [Double](repeating: 0, count: ch), den = [Double](repeating: 0, count: ch)
-                var i = 0
-                for _ in 0..<o {
-                    for c in 0..<ch {
-                        let base = groupOf(c) * k
-                        for _ in 0..<inn {
-                            let target = Double(original[i]) / unit[c]
-                            var best = 0, bestDist = Double.infinity
-                            for j in 0..<k where abs(Double(lut[base + j]) - target) < bestDist {
-                                bestDist = abs(Double(lut[base + j]) - target); best = j
-                            }
-                            indices[i] = best
-                            num[c] += Double(original[i]) * Double(lut[base + best])
-                            den[c] += Double(lut[base + best]) * Double(lut[base + best])
-                            i += 1
-                        }
-                    }
+                for i in original.indices {
+                    let (c, base) = place(i)
+                    indices[i] = nearest(lut[base..<(base + k)], to: Double(original[i]) / unit[c], ascending: ascending[c / g])
                 }
                 guard pass == 0 else { break }
+                let (num, den) = leastSquares(original, channels: ch, lut: lut, indices: indices, place)
                 for c in 0..<ch {
                     // The least-squares scale for these integers (Σ w·l / Σ l²), as stored (bfloat16).
                     let refit = QuantParams.bfloat16Rounded(Float(den[c] > 0 && num[c] > 0 ? num[c] / den[c] : unit[c]))
@@ -127,6 +115,55 @@ public enum Palettizer {
                             quant: QuantParams(axis: axis, scales: scales, groupSize: axis == nil ? nil : g, lut: lut,
                                                    scalesType: scales == nil ? nil : "bf16"),
                             bytes: TensorBytes(copying: PackedBits.pack(indices, bits: bits)))
+    }
+}
+
+extension Palettizer {
+    /// Per channel, Σ w·l and Σ l² over the weights of `original` and the table entries they are assigned
+    /// (`place(i)`: element i's channel and the offset of its table in `lut`): the least-squares scale of channel c
+    /// for its entries is num[c] / den[c]. Summed in element order.
+    static func leastSquares(_ original: [Float], channels: Int, lut: [Float], indices: [Int],
+                             _ place: (Int) -> (channel: Int, table: Int)) -> (num: [Double], den: [Double]) {
+        var num = [Double](repeating: 0, count: channels), den = [Double](repeating: 0, count: channels)
+        for i in original.indices {
+            let (c, base) = place(i)
+            let l = Double(lut[base + indices[i]])
+            num[c] += Double(original[i]) * l
+            den[c] += l * l
+        }
+        return (num, den)
+    }
+
+    /// The offset in `table` of the entry nearest to `target`, the first of equals on a tie (what a linear scan
+    /// finds). An `ascending` table (k-means sorts its centroids, and rounding to integers keeps the order) takes
+    /// two binary searches; any other is scanned.
+    static func nearest(_ table: ArraySlice<Float>, to target: Double, ascending: Bool) -> Int {
+        let start = table.startIndex, end = table.endIndex
+        guard ascending else {
+            var best = start, bestDist = Double.infinity
+            for j in table.indices where abs(Double(table[j]) - target) < bestDist {
+                bestDist = abs(Double(table[j]) - target); best = j
+            }
+            return best - start
+        }
+        // The first index whose entry is ≥ value (`below`: whose entry is not below it).
+        func firstNotBelow(_ value: Double) -> Int {
+            var lo = start, hi = end
+            while lo < hi {
+                let mid = (lo + hi) / 2
+                if Double(table[mid]) < value { lo = mid + 1 } else { hi = mid }
+            }
+            return lo
+        }
+        let upper = firstNotBelow(target)
+        var best = end, bestDist = Double.infinity
+        if upper > start {
+            // The first of the entries equal to the one just below the target.
+            best = firstNotBelow(Double(table[upper - 1]))
+            bestDist = target - Double(table[upper - 1])
+        }
+        if upper < end && Double(table[upper]) - target < bestDist { best = upper }
+        return best - start
     }
 }
 

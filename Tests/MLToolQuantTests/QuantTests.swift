@@ -209,6 +209,28 @@ import MLToolCore
         #expect(refit.quant?.scales?.allSatisfy { $0.bitPattern & 0xFFFF == 0 } == true)
     }
 
+    /// `Palettizer.nearest` finds what a linear scan finds (the first of equally near entries) in ascending tables
+    /// with repeated entries, targets on entries, halfway between two and outside the table; and scans a table out
+    /// of order.
+    @Test func nearestEntryIsTheLinearScansFirstBest() {
+        var rng = SplitMix64(seed: 77)
+        for trial in 0..<400 {
+            let k = [2, 4, 16, 64][trial % 4]
+            var table = (0..<k).map { _ in Float(Int(rng.nextUnit() * 21) - 10) }
+            let ascending = trial % 7 != 0
+            if ascending { table.sort() }
+            let slice = ([Float](repeating: 99, count: 3) + table)[3...]   // a slice that does not start at 0
+            for t in 0..<50 {
+                let target = t < 25 ? Double(Int(rng.nextUnit() * 25) - 12) / (t % 2 == 0 ? 1 : 2)
+                                    : Double(rng.nextUnit() * 26 - 13)
+                var best = 0, bestDist = Double.infinity
+                for j in 0..<k where abs(Double(table[j]) - target) < bestDist { bestDist = abs(Double(table[j]) - target); best = j }
+                #expect(Palettizer.nearest(slice, to: target, ascending: ascending) == best,
+                        "table \(table), target \(target)")
+            }
+        }
+    }
+
     /// `--lut int8`: every table holds integers in −127…127 (its largest magnitude 127), each weight is the nearest
     /// entry in its channel's units, the scales are bfloat16, and the weights lose little against float tables.
     @Test(arguments: [(2, nil as Int?), (4, 8 as Int?), (6, nil as Int?)])
