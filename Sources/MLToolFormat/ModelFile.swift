@@ -58,10 +58,16 @@ public enum ModelFile {
     public static func write(_ model: Model, to path: String, inputs: [String] = [],
                              provenance: ProvenancePolicy = .current) throws {
         try AtomicFile.refuseOverwriting(path, inputs: inputs)
+        try AtomicFile.write(try serialize(model, asWrittenTo: path, provenance: provenance), to: path, inputs: inputs)
+    }
+
+    /// The bytes `write(model, to: path, provenance:)` writes there: the model with the paths it records made
+    /// relative to `path` (what a report of the file's size must count).
+    public static func serialize(_ model: Model, asWrittenTo path: String,
+                                 provenance: ProvenancePolicy = .current) throws -> [UInt8] {
         var recorded = model
         recorded.metadata = model.metadata.recordingPaths(forFileAt: path, policy: provenance)
-        let bytes = try serialize(recorded, file: path)
-        try AtomicFile.write(bytes, to: path, inputs: inputs)
+        return try serialize(recorded, file: path)
     }
 
     /// The sections of the valid model file at `path` and its tensor bytes per dtype (for `mltool info`).

@@ -73,6 +73,8 @@ import Testing
         let qa = try #require(try JSONSerialization.jsonObject(with: Data(qe.stdout.utf8)) as? [String: Any])
         #expect(qa["accuracy"] as? Double == gate["quantizedAccuracy"] as? Double)
         #expect((qr["fileBytesAfter"] as? Int ?? .max) * 2 < (qr["fileBytesBefore"] as? Int ?? 0))
+        // The report's size is the written file's (it once left out the paths the file records).
+        #expect(qr["fileBytesAfter"] as? Int == (try FileManager.default.attributesOfItem(atPath: dir.file("q.bin"))[.size] as? Int))
 
         // The HTML report: scores, the confusion matrix, the sentences with wrong tags highlighted (true tag beside).
         let html = try Tool.run(["eval", model, Self.ewt("en_ewt-ud-test.conllu"), "--report", dir.file("r.html")])

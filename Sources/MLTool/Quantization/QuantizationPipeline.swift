@@ -212,7 +212,7 @@ public struct QuantizationPipeline: Sendable {
                                                    classes: classes)
             },
             verdictBody: { try measure($0) },
-            emit: emit)
+            emit: emit, output: out)
 
         // Mixed precision within a size budget: raise the most sensitive tensors per byte while the file fits.
         var raised: String?
@@ -305,7 +305,8 @@ public struct QuantizationPipeline: Sendable {
             }
         }
         let report = QuantizeReport(model: path, output: out, mode: mode.rawValue, bits: bits, tensors: reports,
-                                    fileBytesBefore: floatFileBytes, fileBytesAfter: try ModelFile.serialize(quantized).count,
+                                    fileBytesBefore: floatFileBytes,
+                                    fileBytesAfter: try ModelFile.serialize(quantized, asWrittenTo: out).count,
                                     calibration: calibration.map {
                                         let fed = reports.filter { $0.mode.hasSuffix("+gptq") }.count
                                         return "\($0.source): \(corrected) biases corrected"
@@ -324,9 +325,11 @@ private struct PipelineJudge: QuantizationJudge {
     let sensitivityBody: (Model, [String]) throws -> [String: Double]
     let verdictBody: (Model) throws -> GateResult
     let emit: (PipelineEvent) -> Void
+    let output: String
 
     func compress(_ options: QuantizeOptions) throws -> (Model, [TensorQuantReport]) { try compressBody(options) }
-    func fileBytes(_ model: Model) throws -> Int { try ModelFile.serialize(model).count }
+    /// The size of the file `model` makes at the output path (what `Outcome.write` writes).
+    func fileBytes(_ model: Model) throws -> Int { try ModelFile.serialize(model, asWrittenTo: output).count }
     func sensitivity(_ quantized: Model, tensors: [String]) throws -> [String: Double] { try sensitivityBody(quantized, tensors) }
     func verdict(_ model: Model) throws -> GateResult { try verdictBody(model) }
     func drop(_ verdict: GateResult) -> Double { verdict.drop }
