@@ -16,7 +16,8 @@ import MLToolCore
 ///     floats   count × f32
 ///     crc32    u32       CRC-32 (IEEE) of everything before it
 ///
-/// An entry that is short, long, mislabelled or fails its checksum is a miss: it is removed and never used. There is
+/// An entry that is short, long, mislabelled, fails its checksum or holds a non-finite float is a miss: it is
+/// removed and never used (recomputed, where a non-finite feature once stopped training). There is
 /// no fsync: a crash can lose an entry, and the checksum catches a torn one.
 public struct FeatureCache: Sendable {
     public let directory: String
@@ -104,7 +105,8 @@ public struct FeatureCache: Sendable {
         guard count <= UInt64(b.count), UInt64(headerSize) + count * 4 + 4 == UInt64(b.count) else { return nil }
         let end = b.count - 4
         guard CRC32.checksum(b[0..<end]) == u32(b, end) else { return nil }
-        return (0..<Int(count)).map { Float(bitPattern: u32(b, headerSize + $0 * 4)) }
+        let floats = (0..<Int(count)).map { Float(bitPattern: u32(b, headerSize + $0 * 4)) }
+        return floats.allSatisfy(\.isFinite) ? floats : nil
     }
 
     private static func keyBytes(_ key: String) -> [UInt8]? {

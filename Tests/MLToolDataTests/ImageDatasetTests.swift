@@ -167,5 +167,11 @@ import Testing
                                                 withIntermediateDirectories: true)
         try Data(good).write(to: URL(fileURLWithPath: cache.path(for: other)))
         #expect(cache.get(key: other) == nil)
+        // Non-finite features with a valid checksum (written wrong): a miss, removed, so training recomputes them.
+        for bad: Float in [.nan, .infinity, -.infinity] {
+            try cache.put(key: key, features: [1, bad, 3])
+            #expect(cache.get(key: key) == nil, "\(bad)")
+            #expect(!FileManager.default.fileExists(atPath: path), "\(bad): the entry was not removed")
+        }
     }
 }
