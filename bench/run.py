@@ -828,15 +828,20 @@ def part_load(a, res):
                        mltool_engine_setup_seconds=setup)
 
 
+# The quantized variants part 6 measures against float, in its order.
+QUANTIZED = ("int8", "palette4", "palette6", "palette4-int8lut", "palette6-int8lut")
+
+
 def part_quant(a, res):
     section("6. int8 and 4- and 6-bit palettized vs float, in mltool")
     work = tempfile.mkdtemp(prefix="mltool-bench-quant-")
     flops = graph_flops(a.onnx)
     try:
         models = {"float": a.model}
-        # palette6-int8lut: 6-bit palettes with int8 tables (`--lut int8`), which run on the int8 kernels.
+        # palette4/6-int8lut: 4- and 6-bit palettes with int8 tables (`--lut int8`), which run on the int8 kernels
+        # (their indices kept and decoded per run into int8 panels where the CPU has AVX2).
         for bits, name, extra in ((8, "int8", []), (4, "palette4", []), (6, "palette6", []),
-                                  (6, "palette6-int8lut", ["--lut", "int8"])):
+                                  (4, "palette4-int8lut", ["--lut", "int8"]), (6, "palette6-int8lut", ["--lut", "int8"])):
             out = os.path.join(work, f"{name}.bin")
             r = run([a.mltool, "quantize", a.model, "--bits", str(bits), *extra, "--no-eval", "-o", out, "--quiet"])
             models[name] = out
@@ -852,7 +857,7 @@ def part_quant(a, res):
                     if name not in best or m["images_per_second"] > best[name]["images_per_second"]:
                         best[name] = m
             th = f"{threads} thread{'s' if threads > 1 else ''}"
-            for name in ("int8", "palette4", "palette6", "palette6-int8lut"):
+            for name in QUANTIZED:
                 ratios = [q / f for q, f in zip(reps[name], reps["float"])]
                 row("6", f"{name} batch {batch}, {th}", "mltool float", best["float"]["images_per_second"],
                     best[name]["images_per_second"], "images/s", False,
@@ -864,7 +869,7 @@ def part_quant(a, res):
                 # Resident memory of a whole `mltool bench` process at batch 1 (peak RSS: model, packed weights,
                 # arenas, code); the palettes' target is at most 40% of float's.
                 rss = {name: m["max_rss"] / 2**20 for name, m in best.items()}
-                for name in ("int8", "palette4", "palette6", "palette6-int8lut"):
+                for name in QUANTIZED:
                     row("6", f"peak RSS, {name} vs float (batch 1)", "mltool float", rss["float"], rss[name], "MiB",
                         True, note=f"{rss[name] / rss['float']:.0%} of float" +
                         ("; target ≤ 40%" if name.startswith("palette") else ""))
@@ -875,7 +880,7 @@ def part_quant(a, res):
                 own = {name: m.get("model_own_bytes", m.get("model_resident_bytes")) for name, m in best.items()}
                 if all(v is not None for v in own.values()):
                     own = {name: v / 2**20 for name, v in own.items()}
-                    for name in ("int8", "palette4", "palette6", "palette6-int8lut"):
+                    for name in QUANTIZED:
                         row("6", f"model's own memory, {name} vs float (batch 1)", "mltool float", own["float"],
                             own[name], "MiB", True, note=f"{own[name] / own['float']:.0%} of float" +
                             ("; target ≤ 40%" if name.startswith("palette") else ""))
