@@ -53,8 +53,9 @@ final class QuantizedWeights: @unchecked Sendable {
     /// A palette whose tables are integers in −127…127 (Core ML's int8 look-up table; `mltool quantize --lut int8`)
     /// and whose channel scales, if any, are per column of the last axis: each weight is then exactly
     /// scales[c] × an int8 value (`StoredTensor.int8Table`), and the layer runs on the int8 kernels with those
-    /// values, nothing rounded. With `keepIndices` (and `keepsIndices(bits:)`), a 4- or 6-bit palette whose columns
-    /// share one table per 16-column panel keeps its indices (`kept`); otherwise the values are packed. nil for any
+    /// values, nothing rounded. With `keepIndices` (and `keepsIndices(bits:)`), a 4- or 6-bit palette of at least
+    /// `keepMinimum` weights whose columns share one table per 16-column panel keeps its indices (`kept`); otherwise
+    /// the values are packed. nil for any
     /// other tensor, or short bytes (the float path reports them).
     convenience init?(int8Table t: StoredTensor, k: Int, n: Int, keepIndices: Bool) {
         guard k <= Self.maxK, let table = t.int8Table(), table.count == k &* n, table.columns == n,
@@ -64,7 +65,8 @@ final class QuantizedWeights: @unchecked Sendable {
         // another int8 copy of the model (measured: 1.5 MiB more resident for EfficientNet-Lite0).
         let panels = (n &+ 15) / 16
         let groups = (0..<panels).map { p in Set((p &* 16..<min(n, p &* 16 &+ 16)).map(table.group(ofColumn:))) }
-        guard keepIndices, Self.keepsIndices(bits: table.bits), groups.allSatisfy({ $0.count == 1 }) else {
+        guard keepIndices, k &* n >= Self.keepMinimum, Self.keepsIndices(bits: table.bits),
+              groups.allSatisfy({ $0.count == 1 }) else {
             self.init(values: (0..<table.count).map { table.value(raw, $0) }, k: k, n: n, scales: table.scales)
             return
         }
@@ -83,6 +85,11 @@ final class QuantizedWeights: @unchecked Sendable {
     /// has a vector variant (AVX2 and up), at 4 and 6 bits. Decoding a 64-weight group costs 6 (4 bits) or 14
     /// (6 bits) AVX2 instructions, against the 2 per 32 products per row the int8 GEMM spends on it.
     static func keepsIndices(bits: Int) -> Bool { (bits == 4 || bits == 6) && mlk_cpu_has(Int32(MLK_CPU_AVX2)) != 0 }
+
+    /// Weights from which an int8-table palette keeps its indices: smaller layers (a CNN's first, whose many rows
+    /// would decode them for every image and which an expansion fuses with its depthwise conv only when packed:
+    /// `Fused.fusable`) are packed, which for EfficientNet-Lite0 costs 30 KB.
+    static let keepMinimum = 16_384
 
     /// Float weights (k, n) as int8, symmetric per column: scale max |w| / 127, each value rounded to the nearest
     /// step. For palettized weights (`mltool quantize --bits 4/6`): their few distinct values land within half a step
