@@ -2,20 +2,12 @@
 // keeps only its indices resident (see PaletteWeights.swift). Portable C, AVX2 and AVX-512F side by side; every
 // variant computes each value as (row_scale[k] · col_scale[n]) · lut[…], the same bits as the scalar reference.
 #include "CMLToolKernels.h"
+#include "bits.h"
 #include "isa.h"
 #include "vec.h"
 #include <string.h>
 
 // ---- portable ----
-
-MLK_INLINE uint32_t palette_index(const uint8_t *idx, int64_t i, int bits) {
-    int64_t bit = i * bits;
-    int64_t byte = bit >> 3;
-    int shift = (int)(bit & 7);
-    uint32_t v = (uint32_t)idx[byte] >> shift;
-    if (shift + bits > 8) v |= (uint32_t)idx[byte + 1] << (8 - shift);
-    return v & ((1u << bits) - 1);
-}
 
 // Row k of panel p, columns [n0, n0 + 16) (those ≥ N are zero), into dst[0, 16).
 MLK_INLINE void row_portable(const uint8_t *idx, int bits, int64_t N, const float *lut, const int32_t *row_base,
@@ -24,7 +16,7 @@ MLK_INLINE void row_portable(const uint8_t *idx, int bits, int64_t N, const floa
     int64_t n0 = p * 16;
     for (int j = 0; j < 16; j++) {
         int64_t n = n0 + j;
-        dst[j] = n < N ? (row_scale[k] * col_scale[n]) * lut[row_base[k] + col_base[n] + (int32_t)palette_index(idx, k * N + n, bits)]
+        dst[j] = n < N ? (row_scale[k] * col_scale[n]) * lut[row_base[k] + col_base[n] + (int32_t)mlk_palette_index(idx, k * N + n, bits)]
                        : 0.0f;
     }
 }

@@ -6,19 +6,11 @@
 // whose byte b holds the top 2 bits of elements b, b + 16, b + 32, b + 48 at bits 0, 2, 4, 6. Portable C and AVX2
 // (also run on AVX-512 machines) side by side; both give exactly the bytes mlk_qpack gives for the decoded values.
 #include "CMLToolKernels.h"
+#include "bits.h"
 #include "isa.h"
 #include <string.h>
 
 int64_t mlk_qpalette_panel_bytes(int64_t K, int bits) { return (K + 3) / 4 * 8 * bits; }
-
-MLK_INLINE uint32_t stream_index(const uint8_t *idx, int64_t i, int bits) {
-    int64_t bit = i * bits;
-    int64_t byte = bit >> 3;
-    int shift = (int)(bit & 7);
-    uint32_t v = (uint32_t)idx[byte] >> shift;
-    if (shift + bits > 8) v |= (uint32_t)idx[byte + 1] << (8 - shift);
-    return v & ((1u << bits) - 1);
-}
 
 int mlk_qpalette_pack(const uint8_t *idx, int64_t bytes, int bits, int64_t K, int64_t N, uint8_t *out) {
     if ((bits != 4 && bits != 6) || K <= 0 || N <= 0 || K > INT64_MAX / N || K * N > (INT64_MAX - 7) / bits ||
@@ -31,7 +23,7 @@ int mlk_qpalette_pack(const uint8_t *idx, int64_t bytes, int bits, int64_t K, in
             uint8_t *o = out + (p * groups + g) * gb;
             for (int e = 0; e < 64; e++) {
                 int64_t k = g * 4 + (e & 3), n = p * 16 + (e >> 2);
-                uint32_t v = k < K && n < N ? stream_index(idx, k * N + n, bits) : 0;
+                uint32_t v = k < K && n < N ? mlk_palette_index(idx, k * N + n, bits) : 0;
                 o[e & 31] |= (uint8_t)((v & 15) << (4 * (e >> 5)));
                 if (bits == 6) o[32 + (e & 15)] |= (uint8_t)((v >> 4) << (2 * (e >> 4)));
             }
