@@ -55,8 +55,7 @@ final class QuantizedWeights: @unchecked Sendable {
     /// scales[c] × an int8 value (`StoredTensor.int8Table`), and the layer runs on the int8 kernels with those
     /// values, nothing rounded. With `keepIndices` (and `keepsIndices(bits:)`), a 4- or 6-bit palette of at least
     /// `keepMinimum` weights whose columns share one table per 16-column panel keeps its indices (`kept`); otherwise
-    /// the values are packed. nil for any
-    /// other tensor, or short bytes (the float path reports them).
+    /// the values are packed. nil for any other tensor, or short bytes (the float path reports them).
     convenience init?(int8Table t: StoredTensor, k: Int, n: Int, keepIndices: Bool) {
         guard k <= Self.maxK, let table = t.int8Table(), table.count == k &* n, table.columns == n,
               let base = t.bytes.buffer.baseAddress else { return nil }
