@@ -341,36 +341,29 @@ enum Fast {
         let room = raw + QuantizedWeights.roomOffset(rows: rows, k: k)
         let aligned = (room + (64 &- Int(bitPattern: room) & 63) & 63).assumingMemoryBound(to: Int8.self)
         nonisolated(unsafe) let panels = w.packed ?? aligned
-        if w.kept != nil && rows < fewRows {
+        // Few rows: all quantized first, the columns split; kept indices decoded a block of columns at a time, each
+        // into the start of this part's own room, so only a block per part is written.
+        if rows < fewRows && (w.kept != nil || (parts > 1 && n >= 96)) {
             prepare?(0, rows, UnsafeMutablePointer(mutating: a))
             mlk_quantize_rows(a, Int64(lda), 0, Int64(rows), Int64(k), q, Int64(ldq), scales, zps)
-            let block = w.blockColumns
             parallel(n, parts: parts, align: 48) { lo, hi in
-                // Each block into the start of this part's own columns' room, so only a block per part is written.
-                let at = panels + (lo / 16) &* w.panelBytes
+                let block = w.kept == nil ? hi &- lo : w.blockColumns
                 var c = lo
                 while c < hi {
                     let e = min(hi, c &+ block)
+                    let at = panels + ((w.kept == nil ? c : lo) / 16) &* w.panelBytes
                     w.decode(panels: c / 16, (e &+ 15) / 16, into: at)
                     mlk_qgemm(q, Int64(ldq), scales, zps, at, w.colsum + c, w.scales + c, 0, Int64(rows), Int64(e &- c),
                               Int64(k), bias.map { $0 + c }, res.map { $0 + c }, y + c, Int64(n), act.code, act.p0, act.p1)
                     c = e
                 }
             }
-            return
-        }
-        if w.kept != nil {
-            parallel((n &+ 15) / 16, parts: parts) { lo, hi in w.decode(panels: lo, hi, into: panels + lo &* w.panelBytes) }
-        }
-        if parts > 1 && rows < fewRows && n >= 96 {
-            prepare?(0, rows, UnsafeMutablePointer(mutating: a))
-            mlk_quantize_rows(a, Int64(lda), 0, Int64(rows), Int64(k), q, Int64(ldq), scales, zps)
-            parallel(n, parts: parts, align: 48) { lo, hi in
-                mlk_qgemm(q, Int64(ldq), scales, zps, panels + (lo / 16) &* w.panelBytes, w.colsum + lo, w.scales + lo,
-                          0, Int64(rows), Int64(hi - lo), Int64(k), bias.map { $0 + lo }, res.map { $0 + lo }, y + lo,
-                          Int64(n), act.code, act.p0, act.p1)
-            }
         } else {
+            if w.kept != nil {
+                parallel((n &+ 15) / 16, parts: parts) { lo, hi in
+                    w.decode(panels: lo, hi, into: panels + lo &* w.panelBytes)
+                }
+            }
             parallel(rows, parts: parts, align: 8) { lo, hi in
                 inBlocks(lo, hi, a, lda: lda, prepare) { rowLo, lo, hi in
                     mlk_quantize_rows(rowLo, Int64(lda), 0, Int64(hi - lo), Int64(k), q + lo &* ldq, Int64(ldq),
