@@ -305,8 +305,7 @@ public struct QuantizationPipeline: Sendable {
             }
         }
         let report = QuantizeReport(model: path, output: out, mode: mode.rawValue, bits: bits, tensors: reports,
-                                    fileBytesBefore: floatFileBytes,
-                                    fileBytesAfter: try ModelFile.serialize(quantized, asWrittenTo: out).count,
+                                    fileBytesBefore: floatFileBytes, fileBytesAfter: try judge.fileBytes(quantized),
                                     calibration: calibration.map {
                                         let fed = reports.filter { $0.mode.hasSuffix("+gptq") }.count
                                         return "\($0.source): \(corrected) biases corrected"
