@@ -50,8 +50,12 @@ static inline void qparams(float lo, float hi, float *scale, float *inv, int32_t
     *zp = z < 0 ? 0 : (z > QMAX ? QMAX : (int32_t)z);
 }
 
+// |x · inv| ≤ 127 (or so) for x in the row's range; NaN (x itself, or ∞ · 0 where the range is infinite) is 0, as
+// the vector conversions make it (their out-of-range integer is INT32_MIN), without C's undefined conversion.
 static inline uint8_t qvalue(float x, float inv, int32_t zp) {
-    int32_t v = (int32_t)nearbyintf(x * inv) + zp;
+    float t = nearbyintf(x * inv);
+    if (t != t) return 0;
+    int32_t v = (int32_t)t + zp;
     return (uint8_t)(v < 0 ? 0 : (v > QMAX ? QMAX : v));
 }
 
@@ -94,39 +98,68 @@ static inline int32_t load32(const uint8_t *p) { int32_t v; memcpy(&v, p, 4); re
 
 // ---- AVX2: min/max and quantization of rows (used by every SIMD level) ----
 
+// The smallest and largest lanes of lo and hi (neither holds a NaN: see quantize_rows_avx2).
+MLK_AVX2 static inline void range_avx2(__m256 lo, __m256 hi, float *mn, float *mx) {
+    __m128 l = _mm_min_ps(_mm256_castps256_ps128(lo), _mm256_extractf128_ps(lo, 1));
+    __m128 h = _mm_max_ps(_mm256_castps256_ps128(hi), _mm256_extractf128_ps(hi, 1));
+    l = _mm_min_ps(l, _mm_movehl_ps(l, l));
+    h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+    *mn = _mm_cvtss_f32(_mm_min_ss(l, _mm_shuffle_ps(l, l, 1)));
+    *mx = _mm_cvtss_f32(_mm_max_ss(h, _mm_shuffle_ps(h, h, 1)));
+}
+
+// 16 quantized values of 16 floats (as qvalue: round to nearest even, add the zero point, clamp to [0, QMAX]).
+MLK_AVX2 static inline __m128i qvalues16_avx2(__m256 v0, __m256 v1, __m256 vinv, __m256i vzp) {
+    __m256i i0 = _mm256_add_epi32(_mm256_cvtps_epi32(_mm256_mul_ps(v0, vinv)), vzp);
+    __m256i i1 = _mm256_add_epi32(_mm256_cvtps_epi32(_mm256_mul_ps(v1, vinv)), vzp);
+    // Saturating packs clamp to [0, 255] (then min to QMAX); they interleave 128-bit lanes, undone by the permute.
+    __m256i w = _mm256_permute4x64_epi64(_mm256_packs_epi32(i0, i1), _MM_SHUFFLE(3, 1, 2, 0));
+    __m128i b = _mm_packus_epi16(_mm256_castsi256_si128(w), _mm256_extracti128_si256(w, 1));
+    return _mm_min_epu8(b, _mm_set1_epi8(QMAX));
+}
+
+// Every element in vectors: a row's last K mod 16 through masked loads (masked lanes read as 0, inside the range, and
+// are not stored). min(v, lo) keeps lo where v is NaN, as the portable comparison does, so the lanes never hold one.
 MLK_AVX2 static void quantize_rows_avx2(const float *a, int64_t lda, int64_t m0, int64_t m1, int64_t K, uint8_t *q,
                                           int64_t ldq, float *scale, int32_t *zp) {
+    const int64_t K16 = K & ~(int64_t)15;
+    const int rest = (int)(K - K16);   // 0…15
+    const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    const __m256i t0 = _mm256_cmpgt_epi32(_mm256_set1_epi32(rest), lanes);
+    const __m256i t1 = _mm256_cmpgt_epi32(_mm256_set1_epi32(rest - 8), lanes);
     for (int64_t m = m0; m < m1; m++) {
         const float *r = a + m * lda;
-        __m256 vlo = _mm256_setzero_ps(), vhi = _mm256_setzero_ps();
-        int64_t k = 0;
-        for (; k + 8 <= K; k += 8) {
-            __m256 v = _mm256_loadu_ps(r + k);
-            vlo = _mm256_min_ps(vlo, v);
-            vhi = _mm256_max_ps(vhi, v);
+        __m256 lo0 = _mm256_setzero_ps(), hi0 = lo0, lo1 = lo0, hi1 = lo0;
+        for (int64_t k = 0; k < K16; k += 16) {
+            __m256 v0 = _mm256_loadu_ps(r + k), v1 = _mm256_loadu_ps(r + k + 8);
+            lo0 = _mm256_min_ps(v0, lo0);
+            hi0 = _mm256_max_ps(v0, hi0);
+            lo1 = _mm256_min_ps(v1, lo1);
+            hi1 = _mm256_max_ps(v1, hi1);
         }
-        float t[8], lo = 0, hi = 0, inv;
-        _mm256_storeu_ps(t, vlo);
-        for (int i = 0; i < 8; i++) lo = t[i] < lo ? t[i] : lo;
-        _mm256_storeu_ps(t, vhi);
-        for (int i = 0; i < 8; i++) hi = t[i] > hi ? t[i] : hi;
-        for (; k < K; k++) { lo = r[k] < lo ? r[k] : lo; hi = r[k] > hi ? r[k] : hi; }
+        __m256 r0 = _mm256_setzero_ps(), r1 = r0;
+        if (rest) {
+            r0 = _mm256_maskload_ps(r + K16, t0);
+            r1 = _mm256_maskload_ps(r + K16 + 8, t1);
+            lo0 = _mm256_min_ps(r0, lo0);
+            hi0 = _mm256_max_ps(r0, hi0);
+            lo1 = _mm256_min_ps(r1, lo1);
+            hi1 = _mm256_max_ps(r1, hi1);
+        }
+        float lo, hi, inv;
+        range_avx2(_mm256_min_ps(lo0, lo1), _mm256_max_ps(hi0, hi1), &lo, &hi);
         qparams(lo, hi, &scale[m], &inv, &zp[m]);
         uint8_t *out = q + m * ldq;
         __m256 vinv = _mm256_set1_ps(inv);
         __m256i vzp = _mm256_set1_epi32(zp[m]);
-        k = 0;
-        for (; k + 16 <= K; k += 16) {
-            __m256i i0 = _mm256_add_epi32(_mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(r + k), vinv)), vzp);
-            __m256i i1 = _mm256_add_epi32(_mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(r + k + 8), vinv)), vzp);
-            // Saturating packs clamp to [0, 255] (then min to QMAX); they interleave 128-bit lanes, undone by the
-            // permute.
-            __m256i w = _mm256_permute4x64_epi64(_mm256_packs_epi32(i0, i1), _MM_SHUFFLE(3, 1, 2, 0));
-            __m128i b = _mm_packus_epi16(_mm256_castsi256_si128(w), _mm256_extracti128_si256(w, 1));
-            _mm_storeu_si128((__m128i *)(out + k), _mm_min_epu8(b, _mm_set1_epi8(QMAX)));
+        for (int64_t k = 0; k < K16; k += 16)
+            _mm_storeu_si128((__m128i *)(out + k), qvalues16_avx2(_mm256_loadu_ps(r + k), _mm256_loadu_ps(r + k + 8), vinv, vzp));
+        if (rest) {
+            uint8_t t[16];
+            _mm_storeu_si128((__m128i *)t, qvalues16_avx2(r0, r1, vinv, vzp));
+            memcpy(out + K16, t, (size_t)rest);
         }
-        for (; k < K; k++) out[k] = qvalue(r[k], inv, zp[m]);
-        for (; k < ldq; k++) out[k] = 0;
+        for (int64_t k = K; k < ldq; k++) out[k] = 0;
     }
 }
 
@@ -312,13 +345,13 @@ MLK_AVX512_VNNI static void quantize_rows_avx512(const float *a, int64_t lda, in
         __m512 vlo = _mm512_setzero_ps(), vhi = _mm512_setzero_ps();
         for (int64_t k = 0; k < K16; k += 16) {
             __m512 v = _mm512_loadu_ps(r + k);
-            vlo = _mm512_min_ps(vlo, v);
-            vhi = _mm512_max_ps(vhi, v);
+            vlo = _mm512_min_ps(v, vlo);   // (v, lo): lo where v is NaN, as quantize_rows_avx2
+            vhi = _mm512_max_ps(v, vhi);
         }
         if (tail) {
             __m512 v = _mm512_maskz_loadu_ps(tail, r + K16);   // masked-off lanes read as 0, inside the range
-            vlo = _mm512_min_ps(vlo, v);
-            vhi = _mm512_max_ps(vhi, v);
+            vlo = _mm512_min_ps(v, vlo);
+            vhi = _mm512_max_ps(v, vhi);
         }
         float inv;
         qparams(_mm512_reduce_min_ps(vlo), _mm512_reduce_max_ps(vhi), &scale[m], &inv, &zp[m]);

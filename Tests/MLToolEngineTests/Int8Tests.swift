@@ -167,6 +167,47 @@ func int8Network() throws -> Model {
         }
     }
 
+    /// Rows holding NaN or infinities (a diverged layer, a hostile input) quantize to the same bytes, scales and zero
+    /// points at every level, every length from 1 to 40 (each of AVX2's tails) and a few longer: the AVX2 and AVX-512
+    /// range passes once let a NaN lane replace the other values of its lane, so their rows differed from the
+    /// portable level's (which ignores NaN).
+    @Test func everyLevelQuantizesNaNAndInfinitiesAsThePortableLevel() throws {
+        let specials: [Float] = [.nan, .infinity, -.infinity, -0.0, .greatestFiniteMagnitude, -.leastNonzeroMagnitude]
+        for k in Array(1...40) + [63, 64, 65, 130, 300] {
+            var g = GraphBuilder(seed: UInt64(k), input: [])
+            // Row 0 finite; then one special value per row at each position (a sample of them past 40), with the
+            // row's extremes 16 and 32 places away (the same lane of a vector: where a NaN hid them); the last row
+            // all NaN.
+            var rows: [[Float]] = [g.values(k, -3, 3)]
+            let positions = k <= 40 ? Array(0..<k) : [0, 1, 7, 8, 15, 16, 31, 32, k / 2, k - 17, k - 16, k - 9, k - 2, k - 1]
+            for v in specials {
+                for at in positions {
+                    var r = g.values(k, -1, 1)
+                    let low = at >= 16 ? at - 16 : at + 16, high = at >= 32 ? at - 32 : at + 32
+                    if low < k { r[low] = -5 }
+                    if high < k && high != low { r[high] = 5 }
+                    r[at] = v
+                    rows.append(r)
+                }
+            }
+            rows.append([Float](repeating: .nan, count: k))
+            let a = rows.flatMap { $0 }, m = rows.count, ldq = Int(mlk_qrow_bytes(Int64(k)))
+            var portable: (q: [UInt8], scale: [UInt32], zp: [Int32])?
+            _ = forEachCPULevel { level in
+                var q = [UInt8](repeating: 0xA5, count: m * ldq + 1), scale = [Float](repeating: 0, count: m)
+                var zp = [Int32](repeating: -1, count: m)
+                mlk_quantize_rows(a, Int64(k), 0, Int64(m), Int64(k), &q, Int64(ldq), &scale, &zp)
+                #expect(q[m * ldq] == 0xA5, "level \(level), k = \(k): a byte written past the last row")
+                let got = (Array(q[0..<(m * ldq)]), scale.map(\.bitPattern), zp)
+                guard let want = portable else { portable = got; return }
+                for i in 0..<m where Array(got.0[(i * ldq)..<((i + 1) * ldq)]) != Array(want.q[(i * ldq)..<((i + 1) * ldq)])
+                    || got.1[i] != want.scale[i] || got.2[i] != want.zp[i] {
+                    Issue.record("level \(level), k = \(k), row \(i) (\(rows[i].filter { !$0.isFinite || $0 == 0 })): quantized unlike the portable level")
+                }
+            }
+        }
+    }
+
     @Test func int8NetworkIsCloseToFloatAndIdenticalAcrossLevelsAndThreads() throws {
         let model = try int8Network()
         var g = GraphBuilder(seed: 8, input: [])

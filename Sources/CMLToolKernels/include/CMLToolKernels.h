@@ -185,8 +185,9 @@ int64_t mlk_qrow_bytes(int64_t K);
 
 /// Quantizes rows [m0, m1) of a (row stride lda, K values per row) to 7 bits: each row's range is widened to include
 /// 0, scale[m] = (max − min) / 127, zp[m] = round(−min / scale), q = clamp(round(a / scale) + zp, 0, 127) (a is
-/// multiplied by the float reciprocal of the scale; rounding is to nearest even). Row m of q starts at q + m·ldq;
-/// its bytes past K are zeroed.
+/// multiplied by the float reciprocal of the scale; rounding is to nearest even). NaN takes no part in the range and
+/// quantizes to 0; every level gives the same bytes, scales and zero points, NaN and infinities included. Row m of q
+/// starts at q + m·ldq; its bytes past K are zeroed.
 void mlk_quantize_rows(const float *a, int64_t lda, int64_t m0, int64_t m1, int64_t K, uint8_t *q, int64_t ldq,
                        float *scale, int32_t *zp);
 
