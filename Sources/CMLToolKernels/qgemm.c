@@ -14,6 +14,17 @@ int64_t mlk_qpanel_bytes(int64_t K) { return (K + 3) / 4 * 64; }
 
 int64_t mlk_qrow_bytes(int64_t K) { return (K + 3) / 4 * 4; }
 
+void mlk_qpanel_colsum(const int8_t *panels, int64_t K, int64_t count, int32_t *colsum) {
+    int64_t groups = (K + 3) / 4;
+    for (int64_t p = 0; p < count; p++) {
+        int32_t sum[16] = {0};
+        const int8_t *b = panels + p * groups * 64;
+        for (int64_t g = 0; g < groups; g++)
+            for (int e = 0; e < 64; e++) sum[e >> 2] += b[g * 64 + e];
+        for (int j = 0; j < 16; j++) colsum[p * 16 + j] = sum[j];
+    }
+}
+
 void mlk_qpack(const int8_t *w, int64_t K, int64_t N, int8_t *packed, int32_t *colsum) {
     int64_t groups = (K + 3) / 4, panels = (N + 15) / 16;
     for (int64_t p = 0; p < panels; p++)

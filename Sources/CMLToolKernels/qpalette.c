@@ -12,22 +12,31 @@
 
 int64_t mlk_qpalette_panel_bytes(int64_t K, int bits) { return (K + 3) / 4 * 8 * bits; }
 
+// Rows [0, K) of the stream in its own order (row k, then column n): element e = 4·(n mod 16) + k mod 4 of group
+// ⌊k/4⌋ of panel ⌊n/16⌋; a row's writes touch one 64-element group per panel, which the next three rows fill further.
+// `bits` a constant in each caller, so the index extraction compiles to shifts.
+MLK_INLINE void pack_rows(const uint8_t *idx, const int bits, int64_t K, int64_t N, int64_t groups, uint8_t *out) {
+    const int64_t gb = 8 * bits;
+    for (int64_t k = 0; k < K; k++) {
+        const int64_t g = k >> 2, i = k & 3, row = k * N;
+        for (int64_t n = 0; n < N; n++) {
+            uint32_t v = mlk_palette_index(idx, row + n, bits);
+            int e = (int)(((n & 15) << 2) | i);
+            uint8_t *o = out + ((n >> 4) * groups + g) * gb;
+            o[e & 31] |= (uint8_t)((v & 15) << (4 * (e >> 5)));
+            if (bits == 6) o[32 + (e & 15)] |= (uint8_t)((v >> 4) << (2 * (e >> 4)));
+        }
+    }
+}
+
 int mlk_qpalette_pack(const uint8_t *idx, int64_t bytes, int bits, int64_t K, int64_t N, uint8_t *out) {
     if ((bits != 4 && bits != 6) || K <= 0 || N <= 0 || K > INT64_MAX / N || K * N > (INT64_MAX - 7) / bits ||
         bytes < (K * N * bits + 7) / 8)
         return 0;
-    int64_t groups = (K + 3) / 4, panels = (N + 15) / 16, gb = 8 * bits;
-    memset(out, 0, (size_t)(panels * groups * gb));
-    for (int64_t p = 0; p < panels; p++)
-        for (int64_t g = 0; g < groups; g++) {
-            uint8_t *o = out + (p * groups + g) * gb;
-            for (int e = 0; e < 64; e++) {
-                int64_t k = g * 4 + (e & 3), n = p * 16 + (e >> 2);
-                uint32_t v = k < K && n < N ? mlk_palette_index(idx, k * N + n, bits) : 0;
-                o[e & 31] |= (uint8_t)((v & 15) << (4 * (e >> 5)));
-                if (bits == 6) o[32 + (e & 15)] |= (uint8_t)((v >> 4) << (2 * (e >> 4)));
-            }
-        }
+    int64_t groups = (K + 3) / 4, panels = (N + 15) / 16;
+    memset(out, 0, (size_t)(panels * groups * 8 * bits));
+    if (bits == 4) pack_rows(idx, 4, K, N, groups, out);
+    else pack_rows(idx, 6, K, N, groups, out);
     return 1;
 }
 

@@ -338,6 +338,13 @@ func int8Network() throws -> Model {
                 let panelBytes = Int(mlk_qpanel_bytes(Int64(k)))
                 var expected = [Int8](repeating: 0, count: panels * panelBytes), colsum = [Int32](repeating: 0, count: panels * 16)
                 mlk_qpack(values, Int64(k), Int64(n), &expected, &colsum)
+                // Column sums of the panels (what QuantizedWeights computes for kept indices): each column's values
+                // added up here, 0 past n.
+                var sums = [Int32](repeating: 0, count: panels * 16)
+                for i in 0..<(k * n) { sums[i % n] += Int32(values[i]) }
+                var fromPanels = [Int32](repeating: 7, count: panels * 16)
+                mlk_qpanel_colsum(expected, Int64(k), Int64(panels), &fromPanels)
+                #expect(fromPanels == sums && colsum == sums, "\(bits) bits, \(k)×\(n): column sums differ")
                 var kept = [UInt8](repeating: 0xAA, count: panels * Int(mlk_qpalette_panel_bytes(Int64(k), Int32(bits))))
                 #expect(mlk_qpalette_pack(stream, Int64(stream.count), Int32(bits), Int64(k), Int64(n), &kept) == 1)
                 #expect(mlk_qpalette_pack(stream, Int64(stream.count - 1), Int32(bits), Int64(k), Int64(n), &kept) == 0,

@@ -180,6 +180,10 @@ int64_t mlk_qpanel_bytes(int64_t K);
 /// `packed` holds ceil(N/16) · mlk_qpanel_bytes(K) bytes.
 void mlk_qpack(const int8_t *w, int64_t K, int64_t N, int8_t *packed, int32_t *colsum);
 
+/// The column sums of `count` consecutive panels as mlk_qpack lays them out (K rows each), padding included (0 where
+/// mlk_qpack zero-pads): colsum[16·p + j] for panel p, column j.
+void mlk_qpanel_colsum(const int8_t *panels, int64_t K, int64_t count, int32_t *colsum);
+
 /// Row stride in bytes of quantized activations with K values per row (K rounded up to 4).
 int64_t mlk_qrow_bytes(int64_t K);
 
