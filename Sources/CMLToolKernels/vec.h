@@ -1,7 +1,8 @@
 // Private to CMLToolKernels: the vector primitives the kernels' epilogues share (as ggml's vec.h): the scalar
 // activation every variant falls back to, and its 8-lane (AVX2) and 16-lane (AVX-512) forms for the activations
 // that vectorise (MLK_ACT_VECTOR: none, ReLU, clip, leaky ReLU, sigmoid, swish); callers run act_scalar for the
-// others. Sigmoid and swish use mlk_expf, Cephes' expf (range reduction by ln 2 in two parts, a degree-5
+// others. Every form gives the same bits for every input, NaN (which each activation keeps, as ONNX's do) and
+// signed zeros included: vector min/max return their second operand where either is NaN, so the input goes second. Sigmoid and swish use mlk_expf, Cephes' expf (range reduction by ln 2 in two parts, a degree-5
 // polynomial; relative error below 2e-7 on [-87.3, 88.3], 0 below and +inf above) evaluated with the same fused
 // multiply-adds in every form, so a lane and a scalar tail give the same bits.
 #ifndef MLK_VEC_H
@@ -48,7 +49,7 @@ static inline float mlk_expf(float x) {
 
 static inline float act_scalar(float v, int act, float p0, float p1) {
     switch (act) {
-    case MLK_ACT_RELU: return v > 0 ? v : 0;
+    case MLK_ACT_RELU: return v < 0 ? 0 : v;
     case MLK_ACT_CLIP: return v < p0 ? p0 : (v > p1 ? p1 : v);
     case MLK_ACT_LEAKY: return v < 0 ? p0 * v : v;
     case MLK_ACT_SIGMOID: return v != v ? v : 1.0f / (1.0f + mlk_expf(-v));
@@ -92,8 +93,8 @@ MLK_AVX2 static inline __m256 act8(__m256 v, int act, __m256 lo, __m256 hi) {
     switch (act) {
     case MLK_ACT_SIGMOID: return gate8(v, 0);
     case MLK_ACT_SWISH: return gate8(v, 1);
-    case MLK_ACT_RELU: return _mm256_max_ps(v, _mm256_setzero_ps());
-    case MLK_ACT_CLIP: return _mm256_min_ps(_mm256_max_ps(v, lo), hi);
+    case MLK_ACT_RELU: return _mm256_max_ps(_mm256_setzero_ps(), v);   // (0, v): v where v is NaN, as act_scalar
+    case MLK_ACT_CLIP: return _mm256_min_ps(hi, _mm256_max_ps(lo, v));
     case MLK_ACT_LEAKY: {
         __m256 neg = _mm256_cmp_ps(v, _mm256_setzero_ps(), _CMP_LT_OQ);
         return _mm256_blendv_ps(v, _mm256_mul_ps(v, lo), neg);
@@ -131,8 +132,8 @@ MLK_AVX512 static inline __m512 act16(__m512 v, int act, __m512 lo, __m512 hi) {
     switch (act) {
     case MLK_ACT_SIGMOID: return gate16(v, 0);
     case MLK_ACT_SWISH: return gate16(v, 1);
-    case MLK_ACT_RELU: return _mm512_max_ps(v, _mm512_setzero_ps());
-    case MLK_ACT_CLIP: return _mm512_min_ps(_mm512_max_ps(v, lo), hi);
+    case MLK_ACT_RELU: return _mm512_max_ps(_mm512_setzero_ps(), v);
+    case MLK_ACT_CLIP: return _mm512_min_ps(hi, _mm512_max_ps(lo, v));
     case MLK_ACT_LEAKY: return _mm512_mask_mul_ps(v, _mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_LT_OQ), v, lo);
     default: return v;
     }

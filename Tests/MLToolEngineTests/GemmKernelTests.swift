@@ -94,6 +94,49 @@ import MLToolTestSupport
         #expect(worst <= 1, "error \(worst)× the bound: \(place)")
     }
 
+    /// Every activation gives the same bits at every level for NaN, infinities and signed zeros, and keeps NaN (as
+    /// ONNX's do): through `mlk_add_act` (every length 1…40: vector bodies and tails), and in the GEMM epilogues (the
+    /// 6-row tiles' specialised ReLU6 store among them) a NaN in an input row makes that row's outputs NaN, and only
+    /// those.
+    /// AVX2's and AVX-512's ReLU and clip used to turn NaN into 0 or the clip's floor (vector max and min return their
+    /// second operand where either is NaN), where the portable level kept it.
+    @Test func activationsGiveTheSameBitsForNaNAtEveryLevel() throws {
+        let specials: [Float] = [.nan, .infinity, -.infinity, -0.0, 0, 3, -3, .leastNormalMagnitude / 4, 7]
+        for act in Self.acts + [(Int32(MLK_ACT_CLIP), 0, 6)] {
+            for n in 1...40 {
+                let a = (0..<n).map { specials[($0 &* 5 &+ n) % specials.count] }
+                let b = [Float](repeating: -0.0, count: n)   // a + (−0) is a, −0 included
+                var portable: [UInt32]?
+                _ = forEachCPULevel { level in
+                    var y = [Float](repeating: 1, count: n)
+                    mlk_add_act(a, b, &y, Int64(n), act.code, act.p0, act.p1)
+                    for i in 0..<n where a[i].isNaN {
+                        #expect(y[i].isNaN, "level \(level), act \(act.code): NaN became \(y[i])")
+                    }
+                    let bits = y.map(\.bitPattern)
+                    guard let want = portable else { portable = bits; return }
+                    #expect(bits == want, "level \(level), act \(act.code), n = \(n): \(zip(bits, want).filter { $0 != $1 }.count) values differ from the portable level")
+                }
+            }
+            // Six rows × three whole panels, row 2 with a NaN input.
+            let (m, k, n) = (6, 5, 48)
+            var g = GraphBuilder(seed: 3, input: [])
+            var x = g.values(m * k, -2, 2)
+            x[2 * k + 3] = .nan
+            let w = g.values(k * n), bias = g.values(n)
+            let p = Self.packed(w, k: k, n: n)
+            defer { UnsafeMutableRawPointer(p).deallocate() }
+            // (Levels sum in their own order, so only NaN-ness is compared here.)
+            _ = forEachCPULevel { level in
+                var y = [Float](repeating: 1, count: m * n)
+                mlk_gemm_packed(x, Int64(k), p, 0, Int64(m), Int64(n), Int64(k), bias, &y, Int64(n), act.code, act.p0, act.p1)
+                let nanRows = (0..<m).filter { r in y[(r * n)..<((r + 1) * n)].allSatisfy { $0.isNaN } }
+                let anyNaN = (0..<m).filter { r in y[(r * n)..<((r + 1) * n)].contains { $0.isNaN } }
+                #expect(nanRows == [2] && anyNaN == [2], "level \(level), act \(act.code): rows \(anyNaN) hold NaN, \(nanRows) all NaN; only row 2 had a NaN input")
+            }
+        }
+    }
+
     /// `mlk_gemm_packed_res` (a projection conv and the add after it as one GEMM) gives the bits of the GEMM without
     /// activation followed by `mlk_add_act`, at every level and through every tile (narrow, 8 × 48, lone row, a
     /// last partial panel), writes nothing past a row's columns, and without a residual is `mlk_gemm_packed`.
