@@ -12,19 +12,34 @@
 
 int64_t mlk_qpalette_panel_bytes(int64_t K, int bits) { return (K + 3) / 4 * 8 * bits; }
 
+// Index v of element e (4·(n mod 16) + k mod 4) into its panel group `o` (8·bits bytes): the low nibble plane, and at
+// 6 bits the plane of top bits.
+MLK_INLINE void put_index(uint8_t *o, const int bits, int e, uint32_t v) {
+    o[e & 31] |= (uint8_t)((v & 15) << (4 * (e >> 5)));
+    if (bits == 6) o[32 + (e & 15)] |= (uint8_t)((v >> 4) << (2 * (e >> 4)));
+}
+
 // Rows [0, K) of the stream in its own order (row k, then column n): element e = 4·(n mod 16) + k mod 4 of group
 // ⌊k/4⌋ of panel ⌊n/16⌋; a row's writes touch one 64-element group per panel, which the next three rows fill further.
-// `bits` a constant in each caller, so the index extraction compiles to shifts.
+// `bits` a constant in each caller, so the index extraction compiles to shifts; at 6 bits, four indices whose stream
+// position is a multiple of 4 come from three whole bytes.
 MLK_INLINE void pack_rows(const uint8_t *idx, const int bits, int64_t K, int64_t N, int64_t groups, uint8_t *out) {
     const int64_t gb = 8 * bits;
     for (int64_t k = 0; k < K; k++) {
         const int64_t g = k >> 2, i = k & 3, row = k * N;
-        for (int64_t n = 0; n < N; n++) {
-            uint32_t v = mlk_palette_index(idx, row + n, bits);
-            int e = (int)(((n & 15) << 2) | i);
-            uint8_t *o = out + ((n >> 4) * groups + g) * gb;
-            o[e & 31] |= (uint8_t)((v & 15) << (4 * (e >> 5)));
-            if (bits == 6) o[32 + (e & 15)] |= (uint8_t)((v >> 4) << (2 * (e >> 4)));
+        int64_t n = 0;
+        while (n < N) {
+            if (bits == 6 && ((row + n) & 3) == 0 && n + 4 <= N && ((n + 3) >> 4) == (n >> 4)) {
+                const uint8_t *b = idx + ((row + n) >> 2) * 3;
+                uint32_t w = (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16;
+                uint8_t *o = out + ((n >> 4) * groups + g) * gb;
+                for (int j = 0; j < 4; j++) put_index(o, 6, (int)((((n + j) & 15) << 2) | i), (w >> (6 * j)) & 63);
+                n += 4;
+            } else {
+                put_index(out + ((n >> 4) * groups + g) * gb, bits, (int)(((n & 15) << 2) | i),
+                          mlk_palette_index(idx, row + n, bits));
+                n++;
+            }
         }
     }
 }

@@ -63,14 +63,19 @@ final class QuantizedWeights: @unchecked Sendable {
         // Packed from the values straight away: a linear copy of the tensor first would leave the heap holding
         // another int8 copy of the model (measured: 1.5 MiB more resident for EfficientNet-Lite0).
         let panels = (n &+ 15) / 16
-        let groups = (0..<panels).map { p in Set((p &* 16..<min(n, p &* 16 &+ 16)).map(table.group(ofColumn:))) }
-        guard keepIndices, k &* n >= Self.keepMinimum, Self.keepsIndices(bits: table.bits),
-              groups.allSatisfy({ $0.count == 1 }) else {
+        // Each panel's table group, where its columns share one (nil otherwise), looked at only when the layer may keep
+        // its indices.
+        let keep = keepIndices && k &* n >= Self.keepMinimum && Self.keepsIndices(bits: table.bits)
+        let groups: [Int?] = keep ? (0..<panels).map { p in
+            let first = table.group(ofColumn: p &* 16)
+            return (p &* 16..<min(n, p &* 16 &+ 16)).allSatisfy { table.group(ofColumn: $0) == first } ? first : nil
+        } : []
+        guard keep, groups.allSatisfy({ $0 != nil }) else {
             self.init(values: (0..<table.count).map { table.value(raw, $0) }, k: k, n: n, scales: table.scales)
             return
         }
         let entries = 1 << table.bits
-        let tables = groups.flatMap { g in table.lut[(g.first ?? 0) &* entries..<((g.first ?? 0) &+ 1) &* entries] }
+        let tables = groups.flatMap { g in table.lut[(g ?? 0) &* entries..<((g ?? 0) &+ 1) &* entries] }
         let bytes = panels &* Int(mlk_qpalette_panel_bytes(Int64(k), Int32(table.bits)))
         let indices = UnsafeMutablePointer<UInt8>.allocate(capacity: bytes)
         guard mlk_qpalette_pack(base.assumingMemoryBound(to: UInt8.self), Int64(raw.count), Int32(table.bits),
