@@ -2,9 +2,10 @@
 // activation every variant falls back to, and its 8-lane (AVX2) and 16-lane (AVX-512) forms for the activations
 // that vectorise (MLK_ACT_VECTOR: none, ReLU, clip, leaky ReLU, sigmoid, swish); callers run act_scalar for the
 // others. Every form gives the same bits for every input, NaN (which each activation keeps, as ONNX's do) and
-// signed zeros included: vector min/max return their second operand where either is NaN, so the input goes second. Sigmoid and swish use mlk_expf, Cephes' expf (range reduction by ln 2 in two parts, a degree-5
-// polynomial; relative error below 2e-7 on [-87.3, 88.3], 0 below and +inf above) evaluated with the same fused
-// multiply-adds in every form, so a lane and a scalar tail give the same bits.
+// signed zeros included: vector min/max return their second operand where either is NaN, so the input goes second.
+// Sigmoid and swish use mlk_expf, Cephes' expf (range reduction by ln 2 in two parts, a degree-5 polynomial; relative
+// error below 2e-7 on [-87.3, 88.3], 0 below and +inf above) evaluated with the same fused multiply-adds in every
+// form, so a lane and a scalar tail give the same bits.
 #ifndef MLK_VEC_H
 #define MLK_VEC_H
 #include "CMLToolKernels.h"

@@ -126,8 +126,8 @@ final class QuantizedWeights: @unchecked Sendable {
         self.packed = packed
     }
 
-    /// Kept indices; their column sums from the panels they decode to (a few panels at a time, in a block the size of
-    /// `blockColumns`' — summing each value through the bit stream in Swift took 20 ms for EfficientNet-Lite0).
+    /// Kept indices; their column sums from the panels they decode to, `blockColumns` columns at a time (summing each
+    /// value through the bit stream in Swift took 20 ms for EfficientNet-Lite0).
     private init(kept: (indices: UnsafeMutablePointer<UInt8>, bits: Int, tables: [Int8]), k: Int, n: Int,
                  scales s: [Float]) {
         (self.k, self.n, self.kept, packed) = (k, n, kept, nil)
