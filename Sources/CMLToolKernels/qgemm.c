@@ -30,16 +30,13 @@ void mlk_qpack(const int8_t *w, int64_t K, int64_t N, int8_t *packed, int32_t *c
     for (int64_t p = 0; p < panels; p++)
         for (int64_t j = 0; j < 16; j++) {
             int64_t n = p * 16 + j;
-            int32_t sum = 0;
             for (int64_t g = 0; g < groups; g++)
                 for (int64_t i = 0; i < 4; i++) {
                     int64_t k = g * 4 + i;
-                    int8_t v = n < N && k < K ? w[k * N + n] : 0;
-                    packed[(p * groups + g) * 64 + j * 4 + i] = v;
-                    sum += v;
+                    packed[(p * groups + g) * 64 + j * 4 + i] = n < N && k < K ? w[k * N + n] : 0;
                 }
-            colsum[n] = sum;
         }
+    mlk_qpanel_colsum(packed, K, panels, colsum);
 }
 
 // One output value from its exact int32 sum (shared by every variant, so all round the same way).
