@@ -829,7 +829,7 @@ def part_load(a, res):
 
 
 # The quantized variants part 6 measures against float, in its order.
-QUANTIZED = ("int8", "palette4", "palette6", "palette4-int8lut", "palette6-int8lut")
+QUANTIZED = ("int8", "palette4", "palette6", "palette4-floatlut", "palette6-floatlut")
 
 
 def part_quant(a, res):
@@ -838,10 +838,13 @@ def part_quant(a, res):
     flops = graph_flops(a.onnx)
     try:
         models = {"float": a.model}
-        # palette4/6-int8lut: 4- and 6-bit palettes with int8 tables (`--lut int8`), which run on the int8 kernels
-        # (their indices kept and decoded per run into int8 panels where the CPU has AVX2).
-        for bits, name, extra in ((8, "int8", []), (4, "palette4", []), (6, "palette6", []),
-                                  (4, "palette4-int8lut", ["--lut", "int8"]), (6, "palette6-int8lut", ["--lut", "int8"])):
+        # palette4/6: `mltool quantize --bits 4/6` as it palettizes by default since session 37, with int8 tables,
+        # which run on the int8 kernels (their indices kept and decoded per run into int8 panels where the CPU has
+        # AVX2); `--lut int8` said anyway, so that an older build measures the same model (its rows were named
+        # palette4-int8lut and palette6-int8lut, and palette4/6 were float tables). palette4/6-floatlut: float tables
+        # (`--lut float`), computed in float as Core ML computes them.
+        for bits, name, extra in ((8, "int8", []), (4, "palette4", ["--lut", "int8"]), (6, "palette6", ["--lut", "int8"]),
+                                  (4, "palette4-floatlut", ["--lut", "float"]), (6, "palette6-floatlut", ["--lut", "float"])):
             out = os.path.join(work, f"{name}.bin")
             r = run([a.mltool, "quantize", a.model, "--bits", str(bits), *extra, "--no-eval", "-o", out, "--quiet"])
             models[name] = out

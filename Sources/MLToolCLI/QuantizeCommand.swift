@@ -30,7 +30,7 @@ extension CLI {
             OptionSpec("--per-tensor", help: "Linear: one scale per tensor instead of per output channel."),
             OptionSpec("--asymmetric", help: "Linear: min/max range with a zero point instead of symmetric."),
             OptionSpec("--group-size", value: "G", help: "Palette: one look-up table per G output channels."),
-            OptionSpec("--lut", value: "float|int8", help: "Palette: the look-up table's values: float (default), or int8 integers scaled per channel (runs on the int8 kernels)."),
+            OptionSpec("--lut", value: "float|int8", help: "Palette: the look-up table's values: int8 integers scaled per channel (default; runs on the int8 kernels), or float (computed in float; the default with --per-tensor)."),
             OptionSpec("--min-elements", value: "N", help: "Leave tensors smaller than N in float (default \(defaults.minElements))."),
             OptionSpec("--max-drop", value: "P", help: "Accuracy gate: allowed drop in percentage points."),
             OptionSpec("--max-size", value: "P", help: "Palettes: raise the most sensitive tensors while the file stays ≤ P% of MODEL."),
@@ -59,9 +59,10 @@ extension CLI {
         p.perTensor = args.has("--per-tensor")
         p.asymmetric = args.has("--asymmetric")
         p.groupSize = args.has("--group-size") ? try args.int("--group-size", default: 1) : nil
-        let lut = args.string("--lut") ?? "float"
-        guard ["float", "int8"].contains(lut) else { throw CLIError.usage(command: "quantize", message: "--lut must be float or int8 (got \(lut))") }
-        p.int8Table = lut == "int8"
+        if let lut = args.string("--lut") {
+            guard ["float", "int8"].contains(lut) else { throw CLIError.usage(command: "quantize", message: "--lut must be float or int8 (got \(lut))") }
+            p.int8Table = lut == "int8"
+        }
         p.minElements = try args.int("--min-elements", default: p.minElements)
         p.maxDrop = try args.string("--max-drop").map { _ in try args.double("--max-drop", default: 0) }
         p.maxSize = try args.string("--max-size").map { _ in try args.double("--max-size", default: 0) }

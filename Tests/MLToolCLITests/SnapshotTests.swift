@@ -88,6 +88,7 @@ struct SnapshotTests {
             ("quantize-int8-json", ["quantize", "model.bin", "--bits", "8", "--min-elements", "1", "--json", "-o", "q.bin"]),
             ("quantize-pal4", ["quantize", "model.bin", "--bits", "4", "--min-elements", "1", "--max-drop", "50"]),
             ("quantize-pal6-int8", ["quantize", "model.bin", "--bits", "6", "--lut", "int8", "--min-elements", "1", "-o", "model.pal6.bin"]),
+            ("quantize-pal6-float", ["quantize", "model.bin", "--bits", "6", "--lut", "float", "--min-elements", "1", "-o", "model.pal6f.bin"]),
             ("info-pal6-int8", ["info", "model.pal6.bin"]),
             ("quantize-lut-usage", ["quantize", "model.bin", "--bits", "6", "--lut", "int4"]),
             ("quantize-lut-per-tensor", ["quantize", "model.bin", "--bits", "6", "--lut", "int8", "--per-tensor"]),

@@ -22,12 +22,16 @@ import Testing
         defer { try? FileManager.default.removeItem(at: dir) }
         var model = tinyClassifier(mapHead: variant == "int8")
         if variant == "int8" { model = try Self.quantized(model, QuantizeOptions(mode: .linear, bits: 8, asymmetric: true)) }
-        if variant == "palette4" { model = try Self.quantized(model, QuantizeOptions(mode: .palette, bits: 4)) }
-        if variant == "palette6-int8lut" {
-            // Palettes with int8 tables are int8 weights: exported as int8 + DequantizeLinear, not as float32.
-            var o = QuantizeOptions(mode: .palette, bits: 6)
-            o.int8Table = true
+        if variant == "palette4" {
+            // Float tables with channel scales: ONNX has no look-up op, so float32.
+            var o = QuantizeOptions(mode: .palette, bits: 4)
+            o.int8Table = false
             model = try Self.quantized(model, o)
+        }
+        if variant == "palette6-int8lut" {
+            // Palettes with int8 tables (the default) are int8 weights: exported as int8 + DequantizeLinear, not
+            // as float32.
+            model = try Self.quantized(model, QuantizeOptions(mode: .palette, bits: 6))
         }
         let int8Weights = variant == "int8" || variant == "palette6-int8lut"
         let exported = try ONNXExporter.export(model, name: "tiny")

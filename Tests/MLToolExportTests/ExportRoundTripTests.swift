@@ -20,6 +20,7 @@ import Testing
         ("int8", QuantizeOptions(mode: .linear, bits: 8)),
         ("int8-asymmetric", QuantizeOptions(mode: .linear, bits: 8, asymmetric: true)),
         ("palette4", QuantizeOptions(mode: .palette, bits: 4)),
+        ("palette4-float-tables", { var o = QuantizeOptions(mode: .palette, bits: 4); o.int8Table = false; return o }()),
         ("palette2-grouped", QuantizeOptions(mode: .palette, bits: 2, groupSize: 2)),
         ("fp16", QuantizeOptions(mode: .fp16, bits: 16)),
     ]

@@ -263,6 +263,41 @@ import MLToolCore
         }
     }
 
+    /// Palettes get int8 tables by default wherever they have per-channel scales (grouped tables too), float tables
+    /// with `perTensor` or when asked (`int8Table = false`, `--lut float`); asking for int8 tables where they cannot
+    /// be (per tensor, linear) is an error, and other modes never take them.
+    @Test func palettesDefaultToInt8TablesWhereTheyHaveChannelScales() throws {
+        let model = Model(metadata: ModelMetadata(task: .network, graph: Graph(
+            inputs: [GraphInput(name: "x", shape: [-1, 100])], outputs: ["y"],
+            nodes: [Node(name: "d", op: .dense, inputs: ["x", "w"], outputs: ["y"])])), tensors: [Self.tensor([100, 32], seed: 5)])
+        func tables(_ o: QuantizeOptions) throws -> (int8: Bool, palette: Bool) {
+            let t = try Quantizer.quantize(model, o).0.tensors[0]
+            return (t.int8Table() != nil, t.dtype.traits.isPalette)
+        }
+        var grouped = QuantizeOptions(mode: .palette, bits: 4, groupSize: 8)
+        for bits in [2, 4, 6] {
+            let o = QuantizeOptions(mode: .palette, bits: bits)
+            #expect(o.int8Table == nil && o.usesInt8Table)
+            #expect(try tables(o) == (true, true), "\(bits) bits, default")
+            var float = o
+            float.int8Table = false
+            #expect(!float.usesInt8Table)
+            #expect(try tables(float) == (false, true), "\(bits) bits, float tables")
+            let perTensor = QuantizeOptions(mode: .palette, bits: bits, perTensor: true)
+            #expect(!perTensor.usesInt8Table)
+            #expect(try tables(perTensor) == (false, true), "\(bits) bits, per tensor")
+            var asked = perTensor
+            asked.int8Table = true
+            #expect(throws: QuantError.self) { try Quantizer.quantize(model, asked) }
+        }
+        grouped.minElements = 0
+        #expect(try tables(grouped) == (true, true))
+        #expect(!QuantizeOptions(mode: .linear, bits: 8).usesInt8Table && !QuantizeOptions(mode: .fp16, bits: 16).usesInt8Table)
+        var linear = QuantizeOptions(mode: .linear, bits: 8)
+        linear.int8Table = true
+        #expect(throws: QuantError.self) { try Quantizer.quantize(model, linear) }
+    }
+
     /// Reference: (P(H + λI)Pᵀ) · Uᵀ U must be the identity, P the factor's input order.
     @Test func errorFeedbackFactorInvertsTheDampedHessian() throws {
         let n = 7

@@ -16,9 +16,11 @@ public struct QuantizationParameters: Sendable {
     public var asymmetric = false
     /// Palette: one look-up table per this many output channels (nil: per tensor, with per-channel scales).
     public var groupSize: Int?
-    /// Palette: tables of integers in −127…127, their step in the channel scales (Core ML's int8 look-up table),
-    /// instead of floats: such layers run on the int8 kernels, as int8 models do.
-    public var int8Table = false
+    /// Palette: true, tables of integers in −127…127, their step in the channel scales (Core ML's int8 look-up
+    /// table): such layers run on the int8 kernels, as int8 models do; false, float tables (Core ML's float look-up
+    /// table, computed in float); nil: int8 tables wherever the palette has per-channel scales
+    /// (`QuantizeOptions.usesInt8Table`).
+    public var int8Table: Bool?
     /// Tensors smaller than this stay float.
     public var minElements = 2048
     /// The accuracy gate: the largest drop allowed, in percentage points (nil: report only).
@@ -66,6 +68,8 @@ public struct QuantizeReport: Encodable, Sendable {
     public var output: String
     public var mode: String
     public var bits: Int
+    /// Palettes: what their look-up tables hold, "int8" or "float" (nil for other modes).
+    public var table: String?
     public var tensors: [TensorQuantReport]
     public var fileBytesBefore: Int
     public var fileBytesAfter: Int
@@ -304,7 +308,8 @@ public struct QuantizationPipeline: Sendable {
                 emit(.note("no recorded holdout and no --data: weights compressed without an accuracy check"))
             }
         }
-        let report = QuantizeReport(model: path, output: out, mode: mode.rawValue, bits: bits, tensors: reports,
+        let report = QuantizeReport(model: path, output: out, mode: mode.rawValue, bits: bits,
+                                    table: mode == .palette ? (options.usesInt8Table ? "int8" : "float") : nil, tensors: reports,
                                     fileBytesBefore: floatFileBytes, fileBytesAfter: try judge.fileBytes(quantized),
                                     calibration: calibration.map {
                                         let fed = reports.filter { $0.mode.hasSuffix("+gptq") }.count

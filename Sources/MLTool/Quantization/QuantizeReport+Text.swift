@@ -4,7 +4,7 @@ import MLToolQuant
 extension QuantizeReport {
     /// The report as `mltool quantize` prints it: a table of tensors, sizes, calibration and the gate.
     public var text: String {
-        var s = "\(model) → \(output) (\(mode), \(bits) bits)\n"
+        var s = "\(model) → \(output) (\(mode), \(bits) bits\(table.map { ", \($0) tables" } ?? ""))\n"
         let width = min(48, max(12, tensors.map { $0.name.count }.max() ?? 0))
         s += "  " + "tensor".padding(toLength: width, withPad: " ", startingAt: 0) + "  elements  bits      bytes before → after     SNR dB  cosine\n"
         for t in tensors {
