@@ -383,7 +383,7 @@ def run_file(entry, args, data):
     rel = entry["id"] + ".onnx"
     path = os.path.join(args.models, rel)
     res = {"id": entry["id"], "package": entry["package"], "version": entry["version"], "path": entry["path"],
-           "int8": bool(entry.get("int8"))}
+           "int8": bool(entry.get("int8")), "flags": entry.get("flags", [])}
     if not os.path.exists(path):
         res.update(status="error", detail=f"{path} missing: run fetch.py")
         return res
@@ -420,6 +420,12 @@ def run_file(entry, args, data):
             res.update(status="error", detail=f"manifest has no recipe for input '{v.name}'")
             return res
         x = make_input(data, recipe).astype(ONNX_NP.get(v.type.tensor_type.elem_type, np.float32))
+        for axis, d in enumerate(v.type.tensor_type.shape.dim):   # the manifest's size of each symbolic dimension
+            want = entry.get("dims", {}).get(d.dim_param) if d.dim_param else None
+            if isinstance(want, int) and axis < x.ndim and x.shape[axis] != want:
+                res.update(status="error", detail=f"input '{v.name}' axis {axis} ('{d.dim_param}') is {x.shape[axis]}, "
+                                                  f"the manifest's dims say {want}")
+                return res
         feeds[v.name] = x
         f = os.path.join(work, f"in{len(files)}.npy")
         np.save(f, x.astype(np.float32))
@@ -469,6 +475,8 @@ def run_file(entry, args, data):
             argmax_ok = argmax_ok and float(np.mean(got.argmax(-1) == r.argmax(-1))) >= 0.99
         detail.append(f"{name}: {rel_diff:.2e}")
     res["worst_rel"] = worst
+    if entry.get("flags") and not args.check:   # what the flags are needed for: the same file with none
+        res["without_flags"] = without_flags(args, path, files, names[0], work)
     res["outputs"] = detail
     limit = INT8_TOLERANCE if entry.get("int8") else TOLERANCE
     res["status"] = "pass" if worst <= limit and argmax_ok else "mismatch"
@@ -478,6 +486,16 @@ def run_file(entry, args, data):
         res["mltool_ms"], res["mltool_timed_by"] = mltool_time(args, binpath, files, names[0], work)
         res["speed"] = res["ort_ms"] / res["mltool_ms"]
     return res
+
+
+def without_flags(args, path, files, name, work):
+    binpath = os.path.join(work, "noflags.bin")
+    p = subprocess.run([args.mltool, "import", path, "-o", binpath, "--no-provenance"], capture_output=True, text=True)
+    if p.returncode != 0:
+        return "import: " + first_line(p.stderr)
+    q = subprocess.run([args.mltool, "run", binpath, *sum((["--input", f] for f in files), []), "--output", name,
+                        "--threads", "1"], capture_output=True, text=True)
+    return "runs" if q.returncode == 0 else "run: " + first_line(q.stderr)
 
 
 def mltool_time(args, binpath, files, name, work):
@@ -506,7 +524,8 @@ def first_line(text):
 def table(results):
     rows = [("package", "file", "#ops", "imported", "worst rel", "result", "speed")]
     for r in results:
-        imported = {"pass": "yes", "mismatch": "yes", "refused": "refused: " + ", ".join(r.get("missing", [])),
+        yes = "yes" + (f" ({' '.join(r['flags'])})" if r.get("flags") else "")
+        imported = {"pass": yes, "mismatch": yes, "refused": "refused: " + ", ".join(r.get("missing", [])),
                     "error": "error: " + r.get("detail", "")}[r["status"]]
         rows.append((r["package"], r["id"].split("/", 1)[1], str(len(r.get("ops", []))), imported,
                      f"{r['worst_rel']:.1e}" if "worst_rel" in r else "-",
