@@ -53,7 +53,8 @@ build:
 
 ## test: unit, oracle and end-to-end tests (installs what it needs first). The Fashion-MNIST model the
 ## acceptance and export tests check is trained first (.build/demo), with its own feature cache; then the example
-## package and docs/API.md (example), and make install (install-test).
+## package and docs/API.md (example), and make install (install-test); the wild corpus's regression check
+## (Tests/Fixtures/wild/run.py --check, about 25 s once fetched) runs before the Swift suites.
 test: shared-datasets setup models demo-model check-proto $(KERAS_APPS)/app_mnv3_k3.json example install-test
 	$(PYTHON) Tests/Fixtures/onnx/make_conformance.py --out .build/onnx-conformance
 	$(PYTHON) Tests/Fixtures/wild/fetch.py && $(PYTHON) Tests/Fixtures/wild/run.py --check --mltool $(MLTOOL)
