@@ -394,6 +394,7 @@ def run_file(entry, args, data):
     m = onnx.load(path)
     ops = sorted({(n.op_type if n.domain in ("", "ai.onnx") else f"{n.domain}.{n.op_type}") for n in m.graph.node})
     res["ops"] = ops
+    res["subgraph_ops"] = sorted(subgraph_ops(m.graph))
     # Inputs whose sizes beyond the batch are left free: mltool must plan them at the real input's size.
     inits = {i.name for i in m.graph.initializer}
     res["symbolic"] = [f"{v.name}[{axis}]" for v in m.graph.input if v.name not in inits
@@ -544,12 +545,74 @@ def table(results):
     return "\n".join(lines)
 
 
+def op_name(n):
+    return n.op_type if n.domain in ("", "ai.onnx") else f"{n.domain}.{n.op_type}"
+
+
+def subgraph_ops(graph, depth=0):
+    """The op types inside the If/Loop/Scan bodies of a graph (any depth)."""
+    import onnx
+    found = set()
+    for n in graph.node:
+        if depth > 0:
+            found.add(op_name(n))
+        for a in n.attribute:
+            for g in ([a.g] if a.type == onnx.AttributeProto.GRAPH else
+                      list(a.graphs) if a.type == onnx.AttributeProto.GRAPHS else []):
+                found |= subgraph_ops(g, depth + 1)
+    return found
+
+
+def hidden_refusals(results):
+    """Ops inside the subgraphs of refused files that mltool's refusal does not name and that no file shows it has:
+    mltool names every unsupported op of the main graph, so the main-graph ops of any file it read, less the ones it
+    named, are the ones it has."""
+    known = set()
+    for r in results:
+        if r["status"] in ("pass", "mismatch", "refused"):
+            known |= set(r.get("ops", [])) - set(r.get("missing", []))
+    hidden = {}
+    for r in results:
+        if r["status"] == "refused":
+            for op in sorted(set(r.get("subgraph_ops", [])) - known - set(r["missing"])):
+                hidden.setdefault(op, []).append(r["id"])
+    return sorted(hidden.items(), key=lambda kv: (-len(kv[1]), kv[0]))
+
+
 def refusal_counts(results):
     counts = {}
     for r in results:
         for op in r.get("missing", []):
             counts.setdefault(op, []).append(r["id"])
     return sorted(counts.items(), key=lambda kv: (-len(kv[1]), kv[0]))
+
+
+def refused_variants(results, models):
+    """How the files use each refused op: its attributes (long lists counted), input count, nodes in subgraphs too."""
+    import collections
+    import onnx
+    from onnx import helper
+    variants = collections.defaultdict(collections.Counter)
+
+    def walk(graph, missing):
+        for n in graph.node:
+            key = n.op_type if n.domain in ("", "ai.onnx") else f"{n.domain}.{n.op_type}"
+            if key in missing:
+                attrs = []
+                for a in n.attribute:
+                    if a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS):
+                        continue
+                    v = helper.get_attribute_value(a)
+                    v = v.decode() if isinstance(v, bytes) else f"[{len(v)} values]" if isinstance(v, list) and len(v) > 6 else v
+                    attrs.append(f"{a.name}={v}")
+                variants[key][", ".join(attrs + [f"{len([i for i in n.input if i])} inputs"])] += 1
+            for a in n.attribute:
+                if a.type == onnx.AttributeProto.GRAPH:
+                    walk(a.g, missing)
+    for r in results:
+        if r.get("missing"):
+            walk(onnx.load(os.path.join(models, r["id"] + ".onnx")).graph, set(r["missing"]))
+    return variants
 
 
 def main():
@@ -565,6 +628,7 @@ def main():
     ap.add_argument("--no-speed", action="store_true", help="skip the timings")
     ap.add_argument("--check", action="store_true", help="fail on a regression against expected.json (no timings)")
     ap.add_argument("--update-expected", action="store_true", help="rewrite expected.json from this run")
+    ap.add_argument("--variants", action="store_true", help="also print how the files use each refused op")
     args = ap.parse_args()
     if args.check:
         args.no_speed = True
@@ -602,9 +666,22 @@ def main():
         print("\nops mltool refuses, by the number of files that use them:")
         for op, ids in refused:
             print(f"  {len(ids):3d}  {op}")
+        hidden = hidden_refusals(results)
+        if hidden:
+            print("\nops inside If bodies of refused files that the refusal does not name (no file shows mltool has them):")
+            for op, ids in hidden:
+                print(f"  {len(ids):3d}  {op}  ({', '.join(ids)})")
+        if args.variants:
+            print("\nhow they are used (nodes: attributes):")
+            for op, counter in sorted(refused_variants(results, args.models).items()):
+                print(f"  {op}")
+                for text, count in counter.most_common():
+                    print(f"    {count:4d}  {text}")
     os.makedirs(os.path.dirname(args.results) or ".", exist_ok=True)
     json.dump({"mltool": args.mltool, "seconds": elapsed, "files": results,
-               "refused_ops": {op: ids for op, ids in refused}}, open(args.results, "w"), indent=1)
+               "refused_ops": {op: ids for op, ids in refused},
+               "unnamed_subgraph_ops": {op: ids for op, ids in hidden_refusals(results)}},
+              open(args.results, "w"), indent=1)
     status = 0
     if args.update_expected and not args.only:
         json.dump({"about": "Per-file status of run.py (pass, mismatch, refused with the ops mltool names, error); "
