@@ -48,8 +48,8 @@ class Data:
             return np.ascontiguousarray(a[..., :3]).astype(np.uint8)
         return self.memo(("photo", name), make)
 
-    def textline(self, name):
-        """The first line of text of a page photo: rows and columns found by a local threshold's projections."""
+    def textline(self, name, line=0):
+        """Line `line` (from 0) of text of a page photo: rows and columns found by a local threshold's projections."""
         def make():
             from skimage.filters import threshold_local
             rgb = self.photo(name)
@@ -62,12 +62,12 @@ class Data:
                     start = y
                 elif not on and start is not None:
                     bands.append((start, y)); start = None
-            y0, y1 = next(b for b in bands if b[1] - b[0] >= 8)
+            y0, y1 = [b for b in bands if b[1] - b[0] >= 8][line]
             y0, y1 = max(0, y0 - 3), min(g.shape[0], y1 + 3)
             cols = np.nonzero(ink[y0:y1].sum(axis=0) > 0)[0]
             x0, x1 = max(0, cols[0] - 3), min(g.shape[1], cols[-1] + 4)
             return rgb[y0:y1, x0:x1]
-        return self.memo(("textline", name), make)
+        return self.memo(("textline", name, line), make)
 
     # audio --------------------------------------------------------------------------------------------------------
     def speech(self, spec, sr):
@@ -121,7 +121,7 @@ def session(path_or_bytes):
 def image_input(data, r):
     import cv2
     from PIL import Image
-    rgb = data.textline(r["photo"]) if r.get("crop") == "textline" else data.photo(r["photo"])
+    rgb = data.textline(r["photo"], r.get("line", 0)) if r.get("crop") == "textline" else data.photo(r["photo"])
     if isinstance(r.get("crop"), list):
         y0, y1, x0, x1 = r["crop"]
         rgb = rgb[y0:y1, x0:x1]
@@ -450,35 +450,31 @@ def run_file(entry, args, data):
         if not args.no_speed:
             res["ort_ms"] = 1e3 * median_time(lambda: sess.run(None, feeds), args.repeat)
         return res
-    worst, argmax_ok, detail = 0.0, True, []
-    for name, r in zip(names, ref):
-        out = os.path.join(work, "out.npy")
-        if os.path.exists(out):
-            os.remove(out)
-        q = subprocess.run([args.mltool, "run", binpath, *sum((["--input", f] for f in files), []), "--output", name,
-                            "-o", out, "--threads", "1"], capture_output=True, text=True)
-        if q.returncode != 0:
-            res.update(status="error", detail=f"run, output '{name}': " + first_line(q.stderr))
-            return res
-        got = np.load(out)
-        r = np.asarray(r, dtype=np.float64)
-        if got.size != r.size or np.squeeze(got).shape != np.squeeze(r).shape:
-            res.update(status="mismatch", detail=f"output '{name}': shape {list(got.shape)}, onnxruntime {list(r.shape)}")
-            return res
-        got = got.reshape(r.shape).astype(np.float64)
-        # The output's range. An output of one value (a wake word's probability, a MOS) has none: max(|value|, 1),
-        # so a probability's difference counts as it is (a saturated 1e-5 against 1.00001e-5 is no failure).
-        span = float(r.max() - r.min()) if r.size > 1 else max(float(np.abs(r).max()), 1.0) if r.size else 0.0
-        diff = np.abs(got - r)
-        if not np.all(np.isfinite(got)) and not np.array_equal(np.isnan(got), np.isnan(r)):
-            rel_diff = math.inf
+    worst, agree, rows, detail = 0.0, 0, 0, []
+    # The main input, then the manifest's more_inputs (the same recipes with some parameters changed).
+    for k, override in enumerate([{}] + entry.get("more_inputs", [])):
+        if k > 0:
+            feeds_k, files_k = {}, []
+            for v in graph_inputs:
+                recipe = dict(entry["inputs"][v.name], **override.get(v.name, {}))
+                x = make_input(data, recipe).astype(ONNX_NP.get(v.type.tensor_type.elem_type, np.float32))
+                feeds_k[v.name] = x
+                f = os.path.join(work, f"in{len(files_k)}-{k}.npy")
+                np.save(f, x.astype(np.float32))
+                files_k.append(f)
+            ref_k = sess.run(None, feeds_k)
         else:
-            d = float(np.nanmax(diff)) if diff.size else 0.0
-            rel_diff = d / span if span > 0 else (0.0 if d == 0 else math.inf)
-        worst = max(worst, rel_diff)
-        if entry.get("int8") and r.ndim >= 1 and r.shape[-1] > 1:
-            argmax_ok = argmax_ok and float(np.mean(got.argmax(-1) == r.argmax(-1))) >= 0.99
-        detail.append(f"{name}: {rel_diff:.2e}")
+            files_k, ref_k = files, ref
+        failed, w, a, n, lines = compare_outputs(args, binpath, files_k, names, ref_k, work, entry.get("int8"))
+        if failed:
+            res.update(status=failed[0], detail=failed[1] + (f" (input {k})" if k else ""))
+            return res
+        worst, agree, rows = max(worst, w), agree + a, rows + n
+        detail += [f"input {k}, {line}" if k else line for line in lines]
+    argmax_ok = rows == 0 or agree / rows >= 0.99
+    if rows:
+        res["argmax_agreement"] = agree / rows
+    res["inputs_compared"] = 1 + len(entry.get("more_inputs", []))
     res["worst_rel"] = worst
     if entry.get("flags") and not args.check:   # what the flags are needed for: the same file with none
         res["without_flags"] = without_flags(args, path, files, names[0], work)
@@ -491,6 +487,40 @@ def run_file(entry, args, data):
         res["mltool_ms"], res["mltool_timed_by"] = mltool_time(args, binpath, files, names[0], work)
         res["speed"] = res["ort_ms"] / res["mltool_ms"]
     return res
+
+
+def compare_outputs(args, binpath, files, names, ref, work, int8):
+    """mltool's outputs on files against onnxruntime's ref: (failure or None, worst relative difference, rows whose
+    argmax agrees, rows compared (int8 files), one line per output)."""
+    worst, agree, rows, lines = 0.0, 0, 0, []
+    for name, r in zip(names, ref):
+        out = os.path.join(work, "out.npy")
+        if os.path.exists(out):
+            os.remove(out)
+        q = subprocess.run([args.mltool, "run", binpath, *sum((["--input", f] for f in files), []), "--output", name,
+                            "-o", out, "--threads", "1"], capture_output=True, text=True)
+        if q.returncode != 0:
+            return ("error", f"run, output '{name}': " + first_line(q.stderr)), 0, 0, 0, []
+        got = np.load(out)
+        r = np.asarray(r, dtype=np.float64)
+        if got.size != r.size or np.squeeze(got).shape != np.squeeze(r).shape:
+            return ("mismatch", f"output '{name}': shape {list(got.shape)}, onnxruntime {list(r.shape)}"), 0, 0, 0, []
+        got = got.reshape(r.shape).astype(np.float64)
+        # The output's range. An output of one value (a wake word's probability, a MOS) has none: max(|value|, 1),
+        # so a probability's difference counts as it is (a saturated 1e-5 against 1.00001e-5 is no failure).
+        span = float(r.max() - r.min()) if r.size > 1 else max(float(np.abs(r).max()), 1.0) if r.size else 0.0
+        diff = np.abs(got - r)
+        if not np.all(np.isfinite(got)) and not np.array_equal(np.isnan(got), np.isnan(r)):
+            rel_diff = math.inf
+        else:
+            d = float(np.nanmax(diff)) if diff.size else 0.0
+            rel_diff = d / span if span > 0 else (0.0 if d == 0 else math.inf)
+        worst = max(worst, rel_diff)
+        if int8 and r.ndim >= 1 and r.shape[-1] > 1:
+            same = got.reshape(-1, r.shape[-1]).argmax(-1) == r.reshape(-1, r.shape[-1]).argmax(-1)
+            agree, rows = agree + int(same.sum()), rows + same.size
+        lines.append(f"{name}: {rel_diff:.2e}")
+    return None, worst, agree, rows, lines
 
 
 def without_flags(args, path, files, name, work):
