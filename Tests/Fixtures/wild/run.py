@@ -13,7 +13,7 @@ onnxruntime at batch 1, both on one thread) and the ops mltool refuses, by the n
                              and prints the files that pass now and did not (improvements do not fail)
   run.py --update-expected   rewrites expected.json from this run
 """
-import argparse, hashlib, json, math, os, re, statistics, subprocess, sys, tempfile, time
+import argparse, hashlib, json, math, os, re, statistics, subprocess, sys, time
 
 import numpy as np
 
@@ -74,7 +74,6 @@ class Data:
         """espeak-ng's speech of spec.text, resampled to sr, with spec.noise (a Debian sound file) at spec.snr_db."""
         def make():
             import soundfile
-            from scipy.signal import resample_poly
             os.makedirs(self.work, exist_ok=True)
             key = hashlib.sha256((spec["voice"] + spec["text"]).encode()).hexdigest()[:16]
             wav = os.path.join(self.work, f"speech-{key}.wav")
@@ -94,7 +93,6 @@ class Data:
         return self.memo(("speech", spec["text"], spec["noise"], spec["snr_db"], sr), make)
 
     def ort(self, rel, feeds):
-        import onnxruntime as ort
         sess = self.memo(("sess", rel), lambda: session(os.path.join(self.models, rel)))
         return sess.run(None, feeds)
 
@@ -240,7 +238,6 @@ def audio_input(data, r):
         hop, size = 256, 512
         start = hop - size
         nframe = math.ceil((len(seg) - start) / hop)
-        padded = np.zeros(len(seg) - start + (nframe - 1) * hop + size - (len(seg) - start))
         padded = np.zeros((nframe - 1) * hop + size)
         padded[-start:-start + len(seg)] = seg
         frames = np.stack([padded[i * hop:i * hop + size] for i in range(nframe)]) * wind
