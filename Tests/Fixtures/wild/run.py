@@ -296,6 +296,8 @@ def make_input(data, r):
         return audio_input(data, r)
     if kind == "bytes":
         return bytes_input(data, r)
+    if kind == "stream_state":
+        raise ValueError("stream_state is made by stream_states, with the model")
     if kind == "zeros":
         return np.zeros(r["shape"], np.float32)
     if kind == "const":
@@ -307,6 +309,33 @@ def make_input(data, r):
     if kind == "rivagan_watermarked":
         return watermarked_input(data, r)
     raise ValueError(f"unknown input kind {kind}")
+
+
+def stream_states(entry, graph_inputs, path, data):
+    """The recurrent state a streaming package holds when the input chunk arrives: onnxruntime runs the file on the
+    `warmup` chunks before it (recipes of kind stream_state: zeros of `shape` at first, then output `output`)."""
+    stream = {name: r for name, r in entry["inputs"].items() if r["kind"] == "stream_state"}
+    if not stream:
+        return {}
+    first = next(iter(stream.values()))
+    chunk_name, warmup = first["chunk_input"], first["warmup"]
+    chunk = entry["inputs"][chunk_name]
+    states = {name: np.zeros(r["shape"], np.float32) for name, r in stream.items()}
+    sess = session(path)
+    names = [o.name for o in sess.get_outputs()]
+    for j in range(warmup):
+        feeds = {}
+        for v in graph_inputs:
+            if v.name in stream:
+                x = states[v.name]
+            elif v.name == chunk_name:
+                x = make_input(data, dict(chunk, offset=chunk["offset"] - (warmup - j) * chunk["hop"]))
+            else:
+                x = make_input(data, entry["inputs"][v.name])
+            feeds[v.name] = x.astype(ONNX_NP.get(v.type.tensor_type.elem_type, np.float32))
+        outs = dict(zip(names, sess.run(None, feeds)))
+        states = {name: np.asarray(outs[r["output"]], np.float32) for name, r in stream.items()}
+    return states
 
 
 ONNX_NP = {1: np.float32, 6: np.int32, 7: np.int64, 10: np.float16, 11: np.float64}
@@ -416,12 +445,14 @@ def run_file(entry, args, data):
     inits = {i.name for i in m.graph.initializer}
     graph_inputs = [v for v in m.graph.input if v.name not in inits]
     feeds, files = {}, []
+    states = stream_states(entry, graph_inputs, path, data)
     for v in graph_inputs:
         recipe = entry["inputs"].get(v.name)
         if recipe is None:
             res.update(status="error", detail=f"manifest has no recipe for input '{v.name}'")
             return res
-        x = make_input(data, recipe).astype(ONNX_NP.get(v.type.tensor_type.elem_type, np.float32))
+        x = states[v.name] if v.name in states else make_input(data, recipe)
+        x = x.astype(ONNX_NP.get(v.type.tensor_type.elem_type, np.float32))
         for axis, d in enumerate(v.type.tensor_type.shape.dim):   # the manifest's size of each symbolic dimension
             want = entry.get("dims", {}).get(d.dim_param) if d.dim_param else None
             if isinstance(want, int) and axis < x.ndim and x.shape[axis] != want:
@@ -454,7 +485,8 @@ def run_file(entry, args, data):
             feeds_k, files_k = {}, []
             for v in graph_inputs:
                 recipe = dict(entry["inputs"][v.name], **override.get(v.name, {}))
-                x = make_input(data, recipe).astype(ONNX_NP.get(v.type.tensor_type.elem_type, np.float32))
+                x = feeds[v.name] if recipe["kind"] == "stream_state" else make_input(data, recipe)
+                x = x.astype(ONNX_NP.get(v.type.tensor_type.elem_type, np.float32))
                 feeds_k[v.name] = x
                 f = os.path.join(work, f"in{len(files_k)}-{k}.npy")
                 np.save(f, x.astype(np.float32))
