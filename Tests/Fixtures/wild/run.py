@@ -123,6 +123,8 @@ def image_input(data, r):
     if isinstance(r.get("crop"), list):
         y0, y1, x0, x1 = r["crop"]
         rgb = rgb[y0:y1, x0:x1]
+    if r.get("rotate"):       # quarter turns counter-clockwise
+        rgb = np.rot90(rgb, r["rotate"])
     color = r["color"]
     img = {"rgb": rgb, "bgr": rgb[..., ::-1], "gray": None}[color]
     if color == "gray":
