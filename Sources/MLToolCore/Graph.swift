@@ -34,6 +34,17 @@ import Foundation
 ///   whole
 /// - topK: [axis, k, largest (default true), mode "values"|"indices"]: the k largest (or smallest) values along
 ///   `axis`, sorted (ties: lower index first), or their indices as float32 values
+/// - binary: a, b → f(a, b) elementwise with numpy broadcasting (as add) for the function named by `mode`
+///   (`BinaryFunction` lists them); comparisons and logic give 1 or 0
+/// - where: condition, a, b → a where condition ≠ 0, else b; numpy broadcasting of all three
+/// - reduce: x → x with each axis in `axes` reduced to size 1 by the function named by `mode` (`ReduceFunction`);
+///   no `axes`: every axis. The importer reshapes away the reduced axes when the source drops them.
+/// - argMax: [axis, largest (default true; false: the minimum), selectLastIndex] → x with `axis` of size 1, holding
+///   the index of the first (or last) extreme value along it as a float32 value; NaN counts as the extreme
+/// - logSoftmax, hardmax [axis]: log(softmax(x)); 1 at the first maximum along `axis`, 0 elsewhere
+/// - gather: data, indices → data with axis `axis` replaced by the indices' shape, taking data[…, i, …] for each
+///   index i (float32 values holding integers; negative ones count from the end; one that is not an integer in
+///   range gives NaN)
 public struct Graph: Codable, Equatable, Sendable {
     public var inputs: [GraphInput]
     public var outputs: [String]
@@ -75,6 +86,8 @@ public enum Op: String, Codable, CaseIterable, Sendable {
     case concat, reshape, flatten, transpose, squeeze, unsqueeze, pad
     case unary
     case pow, resize, slice, topK
+    // Elementwise and reduction breadth (ONNX import): see the doc comment of `Graph`.
+    case binary, `where`, reduce, argMax, logSoftmax, hardmax, gather
 }
 
 /// The elementwise functions of the `unary` op, by name (`Attributes.mode`): the one table every reader, kernel and
@@ -99,9 +112,36 @@ public enum UnaryFunction: String, CaseIterable, Sendable {
     case pow
     /// max(x, α)
     case threshold
+    case neg, floor, ceil
+    /// to the nearest integer, halves to even
+    case round
+    /// −1, 0 or 1 (NaN stays NaN)
+    case sign
+    case sin, cos, tan, asin, acos, atan, sinh, cosh, asinh, acosh, atanh
+    case erf
+    /// x·Φ(x) (the exact form, through erf)
+    case gelu
+    /// ½x(1 + tanh(√(2/π)(x + 0.044715x³)))
+    case geluTanh
+    /// x·tanh(softplus(x))
+    case mish
+    /// β·x if x > 0 else β·α·(eˣ − 1) (ONNX Selu: α alpha, β gamma)
+    case selu
+    /// max(0, x) + min(0, α·(exp(x/α) − 1))
+    case celu
+    /// 1 if x = 0 else 0 (logical not)
+    case not
+    /// the integer part, toward zero (a cast to an integer type)
+    case trunc
+    /// 1 if x ≠ 0 else 0 (a cast to bool); NaN gives 1
+    case nonZero
+    /// 1 if x is NaN else 0
+    case isNaN
+    /// 1 if x is ±∞ else 0
+    case isInf
 
     /// The plain definition (the reference kernel).
-    public func apply(_ x: Float, alpha a: Float) -> Float {
+    public func apply(_ x: Float, alpha a: Float, beta b: Float = 0) -> Float {
         switch self {
         case .thresholdedRelu: return x > a ? x : 0
         case .elu: return x > 0 ? x : a * (Foundation.exp(x) - 1)
@@ -115,8 +155,91 @@ public enum UnaryFunction: String, CaseIterable, Sendable {
         case .reciprocal: return 1 / (x + a)
         case .pow: return Foundation.pow(x, a)
         case .threshold: return Swift.max(x, a)
+        case .neg: return -x
+        case .floor: return x.rounded(.down)
+        case .ceil: return x.rounded(.up)
+        case .round: return x.rounded(.toNearestOrEven)
+        case .sign: return x > 0 ? 1 : x < 0 ? -1 : x.isNaN ? x : 0
+        case .sin: return Foundation.sin(x)
+        case .cos: return Foundation.cos(x)
+        case .tan: return Foundation.tan(x)
+        case .asin: return Foundation.asin(x)
+        case .acos: return Foundation.acos(x)
+        case .atan: return Foundation.atan(x)
+        case .sinh: return Foundation.sinh(x)
+        case .cosh: return Foundation.cosh(x)
+        case .asinh: return Foundation.asinh(x)
+        case .acosh: return Foundation.acosh(x)
+        case .atanh: return Foundation.atanh(x)
+        case .erf: return Foundation.erf(x)
+        case .gelu: return 0.5 * x * (1 + Foundation.erf(x * 0.70710678118654752))
+        case .geluTanh:
+            return 0.5 * x * (1 + Foundation.tanh(0.79788456080286536 * (x + 0.044715 * x * x * x)))
+        case .mish: return x * Foundation.tanh(UnaryFunction.softplus.apply(x, alpha: 0))
+        case .selu: return x > 0 ? b * x : b * a * (Foundation.exp(x) - 1)
+        case .celu: return Swift.max(0, x) + Swift.min(0, a * (Foundation.exp(x / a) - 1))
+        case .not: return x == 0 ? 1 : 0
+        case .trunc: return x.rounded(.towardZero)
+        case .nonZero: return x != 0 ? 1 : 0
+        case .isNaN: return x.isNaN ? 1 : 0
+        case .isInf: return x.isInfinite ? 1 : 0
         }
     }
+}
+
+/// The elementwise functions of the `binary` op, by name (`Attributes.mode`). Comparisons and logic give 1 or 0 (and
+/// read any non-zero value as true).
+public enum BinaryFunction: String, CaseIterable, Sendable {
+    /// max(a, b); NaN if either is NaN (ONNX Max)
+    case max
+    /// min(a, b); NaN if either is NaN (ONNX Min)
+    case min
+    /// a − b·⌊a / b⌋: the sign of b (ONNX Mod, fmod = 0; integer operands)
+    case mod
+    /// a − b·trunc(a / b): the sign of a (C fmod; ONNX Mod, fmod = 1)
+    case fmod
+    case equal, less, lessOrEqual, greater, greaterOrEqual
+    case and, or, xor
+    /// a if a ≥ 0 else b·a (ONNX PRelu: b the slope)
+    case prelu
+
+    /// The plain definition (the reference kernel).
+    @inline(__always)
+    public func apply(_ a: Float, _ b: Float) -> Float {
+        switch self {
+        case .max: return a.isNaN || b.isNaN ? .nan : Swift.max(a, b)
+        case .min: return a.isNaN || b.isNaN ? .nan : Swift.min(a, b)
+        case .mod:
+            if b == 0 { return .nan }
+            let r = Foundation.fmod(a, b)
+            return r != 0 && (r < 0) != (b < 0) ? r + b : r
+        case .fmod: return Foundation.fmod(a, b)
+        case .equal: return a == b ? 1 : 0
+        case .less: return a < b ? 1 : 0
+        case .lessOrEqual: return a <= b ? 1 : 0
+        case .greater: return a > b ? 1 : 0
+        case .greaterOrEqual: return a >= b ? 1 : 0
+        case .and: return a != 0 && b != 0 ? 1 : 0
+        case .or: return a != 0 || b != 0 ? 1 : 0
+        case .xor: return (a != 0) != (b != 0) ? 1 : 0
+        case .prelu: return a < 0 ? b * a : a
+        }
+    }
+}
+
+/// The reductions of the `reduce` op, by name (`Attributes.mode`).
+public enum ReduceFunction: String, CaseIterable, Sendable {
+    case sum, mean, max, min, prod
+    /// Σ|x|
+    case l1
+    /// √(Σx²)
+    case l2
+    /// log Σx
+    case logSum
+    /// log Σeˣ (computed from the maximum, so it does not overflow)
+    case logSumExp
+    /// Σx²
+    case sumSquare
 }
 
 /// An activation fused into the op that produces a tensor.
@@ -167,6 +290,8 @@ public struct Attributes: Codable, Equatable, Sendable {
     // topK
     public var k: Int?
     public var largest: Bool?
+    // argMax
+    public var selectLastIndex: Bool?
 
     public init(kernel: [Int]? = nil, strides: [Int]? = nil, dilations: [Int]? = nil, pads: [Int]? = nil,
                 groups: Int? = nil, activation: Activation? = nil, axis: Int? = nil, axes: [Int]? = nil,

@@ -64,7 +64,11 @@ public final class Engine: @unchecked Sendable {
         // The original graph, validated so that errors name its nodes (the reference kernels run it); the fast mode
         // then compiles and packs the optimized graph.
         let checked = try Program(graph: graph, tensors: model.tensorsByName, purpose: mode == .fast ? .validate : .reference)
-        _ = try checked.shapes(inputs: Self.shapes(of: checked, batch: 1), steps: Array(checked.steps.indices))
+        // Free dimensions past the batch (an image's height and width, a sequence length) are known only when the
+        // graph runs: such graphs have their shapes checked per run, on the real inputs, instead of at a guessed size.
+        if checked.inputs.allSatisfy({ $0.shape.dropFirst().allSatisfy { $0 >= 0 } }) {
+            _ = try checked.shapes(inputs: Self.shapes(of: checked, batch: 1), steps: Array(checked.steps.indices))
+        }
         if mode == .fast {
             let optimized = try GraphPasses.optimize(model)
             program = try Program(graph: optimized.metadata.graph ?? graph, tensors: optimized.tensorsByName,
@@ -225,7 +229,13 @@ public final class Engine: @unchecked Sendable {
             let rank = a.count
             switch s.op {
             case .transpose: if (s.perm ?? [rank - 1]).first != 0 { return false }
-            case .softmax, .concat, .topK: if (try? Program.axis(s.axis ?? -1, rank: rank, s)) == 0 { return false }
+            case .softmax, .concat, .topK, .logSoftmax, .hardmax, .argMax:
+                if (try? Program.axis(s.axis ?? -1, rank: rank, s)) == 0 { return false }
+            case .gather:
+                // Picking along the batch axis of a computed tensor mixes images (a table's rows are not a batch).
+                let dataRank = one[s.inputs[0]]?.count ?? rank
+                if (try? Program.axis(s.axis ?? 0, rank: dataRank, s)) == 0, p.constants[s.inputs[0]] == nil { return false }
+            case .reduce: if (try? Program.reducedAxes(s, rank: rank))?.contains(0) ?? true { return false }
             case .slice: if s.slices.contains(where: { $0.axis == 0 || $0.axis == -rank }) { return false }
             default: break
             }

@@ -96,6 +96,8 @@ enum Fast {
         /// Dilated pooling windows (rare: ONNX only) on the scalar reference kernel.
         case dilatedPool
         case batchNorm, globalAvgPool
+        /// Reductions along axes (`Kernels+Reduce.swift`) and `where` (`Kernels+Select.swift`).
+        case reduce, select
         /// Ops that are cheap or rare (global max pool, log-softmax, ...): the scalar reference kernel.
         case reference
     }
@@ -108,7 +110,9 @@ enum Fast {
         case .relu, .clip, .leakyRelu, .sigmoid, .hardSigmoid, .hardSwish, .swish, .tanh, .identity,
              .reshape, .flatten, .squeeze, .unsqueeze: return .activation
         case .add where xs[0] == xs[1]: return .addSame
-        case .add, .sub, .mul, .div, .pow: return .broadcastBinary
+        case .add, .sub, .mul, .div, .pow, .binary: return .broadcastBinary
+        case .reduce: return .reduce
+        case .where: return .select
         case .transpose: return .transpose
         case .concat: return .concat
         case .softmax: return .softmax
@@ -153,6 +157,8 @@ enum Fast {
                 mlk_add_act(a + lo, b + lo, y + lo, Int64(hi - lo), act.code, act.p0, act.p1)
             }
         case .broadcastBinary: binary(s, x[0], xs[0], x[1], xs[1], y, ys, threads: threads)
+        case .reduce: reduce(s, x[0], xs[0], y, ys, threads: threads)
+        case .select: select(x, xs, y, ys, threads: threads)
         case .transpose: transpose(s, x[0], xs[0], y, ys, threads: threads)
         case .concat: concat(s, x, xs, y, ys, threads: threads)
         case .softmax: softmax(s, x[0], xs[0], y, threads: threads)

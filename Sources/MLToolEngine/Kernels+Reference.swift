@@ -62,6 +62,12 @@ enum Reference {
         case .resize: resize(s, x[0], xs[0], y, ys)
         case .slice: slice(s, x[0], xs[0], y, ys)
         case .topK: topK(s, x[0], xs[0], y, ys)
+        case .binary: binary(s, x[0], xs[0], x[1], xs[1], y, ys)
+        case .where: select(x, xs, y, ys)
+        case .reduce: reduce(s, x[0], xs[0], y, ys)
+        case .argMax: argMax(s, x[0], xs[0], y)
+        case .logSoftmax, .hardmax: logSoftmaxOrHardmax(s, x[0], xs[0], y)
+        case .gather: gather(s, x[0], xs[0], x[1], n: xs[1].reduce(1, *), y)
         }
     }
 
@@ -153,6 +159,7 @@ enum Reference {
             case .sub: v = a[ia] - b[ib]
             case .mul: v = a[ia] * b[ib]
             case .pow: v = Foundation.pow(a[ia], b[ib])
+            case .binary: v = (s.binary ?? .max).apply(a[ia], b[ib])   // compile sets the function
             default: v = a[ia] / b[ib]
             }
             y[i] = s.act.apply(v)

@@ -72,6 +72,9 @@ extension Fast {
             case .sub: for j in 0..<inner { yp[j] = ap[j &* ia] - bp[j &* ib] }
             case .mul: for j in 0..<inner { yp[j] = ap[j &* ia] * bp[j &* ib] }
             case .pow: for j in 0..<inner { yp[j] = Self.power(ap[j &* ia], bp[j &* ib]) }
+            case .binary:
+                let f = s.binary ?? .max   // compile sets it
+                for j in 0..<inner { yp[j] = f.apply(ap[j &* ia], bp[j &* ib]) }
             default: for j in 0..<inner { yp[j] = ap[j &* ia] / bp[j &* ib] }
             }
             if !act.isNone { for j in 0..<inner { yp[j] = act.apply(yp[j]) } }

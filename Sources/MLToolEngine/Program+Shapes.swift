@@ -26,6 +26,16 @@ extension Program {
         return shapes
     }
 
+    /// The distinct, non-negative axes a `reduce` step reduces (every axis when it lists none).
+    static func reducedAxes(_ s: Step, rank: Int) throws -> [Int] {
+        guard let listed = s.axes else { return Array(0..<rank) }
+        let axes = try listed.map { try axis($0, rank: rank, s) }
+        guard Set(axes).count == axes.count else {
+            throw EngineError.invalidAttribute(node: s.name, attribute: "axes", expected: "distinct axes", actual: "\(listed)")
+        }
+        return axes
+    }
+
     /// Normalizes a possibly negative axis for `rank`.
     static func axis(_ a: Int, rank: Int, _ s: Step) throws -> Int {
         let r = a < 0 ? a + rank : a
@@ -105,9 +115,30 @@ extension Program {
         case .softmax:
             _ = try axis(s.axis ?? -1, rank: x.count, s)
             return x
-        case .add, .sub, .mul, .div, .pow:
+        case .add, .sub, .mul, .div, .pow, .binary:
             guard let out = broadcast(x, ins[1]) else { throw bad("second input", "broadcastable with \(x)", ins[1]) }
             return out
+        case .where:
+            guard let ab = broadcast(ins[1], ins[2]), let out = broadcast(x, ab) else {
+                throw bad("condition", "broadcastable with a \(ins[1]) and b \(ins[2])", x)
+            }
+            return out
+        case .reduce:
+            var out = x
+            for a in try reducedAxes(s, rank: x.count) { out[a] = 1 }
+            return out
+        case .argMax, .logSoftmax, .hardmax:
+            let ax = try axis(s.axis ?? -1, rank: x.count, s)
+            guard s.op != .argMax else {
+                guard x[ax] > 0 else { throw bad("input", "at least one element along axis \(ax)", x) }
+                var out = x
+                out[ax] = 1
+                return out
+            }
+            return x
+        case .gather:
+            let ax = try axis(s.axis ?? 0, rank: x.count, s)
+            return Array(x[..<ax]) + ins[1] + Array(x[(ax + 1)...])
         case .maxPool, .avgPool:
             guard x.count == 4 else { throw bad("input", "(N,H,W,C)", x) }
             // The window spans (kernel - 1) · dilation + 1 cells; padding must leave each window a real cell.

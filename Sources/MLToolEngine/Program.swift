@@ -23,6 +23,14 @@ struct Step: Sendable {
     var value: Float = 0
     /// The function of a `unary` step.
     var unary: UnaryFunction?
+    /// unary: the function's second parameter (selu's γ).
+    var beta: Float = 0
+    /// The function of a `binary` step.
+    var binary: BinaryFunction?
+    /// The function of a `reduce` step.
+    var reduce: ReduceFunction?
+    /// argMax: the last of equal extremes instead of the first.
+    var selectLast = false
     /// resize: the ONNX Resize settings (see `ResizeSpec`).
     var resize: ResizeSpec?
     /// slice: per sliced axis (IR axes), the first index, the step and the count.
@@ -316,12 +324,24 @@ struct Program: Sendable {
             }
         case .unary:
             try inputCount(1...1)
-            guard let f = UnaryFunction(rawValue: a.mode ?? "") else {
-                throw EngineError.invalidAttribute(node: node.name, attribute: "mode", expected: UnaryFunction.allCases.map(\.rawValue).joined(separator: ", "),
-                                                   actual: a.mode ?? "none")
-            }
-            s.unary = f
+            s.unary = try Self.function(UnaryFunction.self, a.mode, node)
             s.alpha = a.alpha ?? 0
+            s.beta = a.beta ?? 0
+        case .binary:
+            try inputCount(2...2)
+            s.binary = try Self.function(BinaryFunction.self, a.mode, node)
+        case .where: try inputCount(3...3)
+        case .reduce:
+            try inputCount(1...1)
+            s.reduce = try Self.function(ReduceFunction.self, a.mode, node)
+            s.axes = a.axes
+        case .argMax:
+            try inputCount(1...1)
+            s.axis = a.axis ?? 0
+            s.largest = a.largest ?? true
+            s.selectLast = a.selectLastIndex ?? false
+        case .logSoftmax, .hardmax: try inputCount(1...1); s.axis = a.axis ?? -1
+        case .gather: try inputCount(2...2); s.axis = a.axis ?? 0
         }
         let dataInputs = [.conv, .dense, .batchNorm].contains(node.op) ? Array(node.inputs.prefix(1)) : node.inputs
         s.inputs = try dataInputs.map { try use($0, node, tensors) }
@@ -335,6 +355,16 @@ struct Program: Sendable {
         }
         s.output = define(node.outputs[0])
         return s
+    }
+
+    /// The function named by a node's `mode` in one of the function tables (`UnaryFunction`, `BinaryFunction`, …).
+    static func function<F: RawRepresentable & CaseIterable>(_ type: F.Type, _ mode: String?, _ node: Node) throws -> F
+        where F.RawValue == String {
+        guard let f = F(rawValue: mode ?? "") else {
+            throw EngineError.invalidAttribute(node: node.name, attribute: "mode", expected: F.allCases.map(\.rawValue).joined(separator: ", "),
+                                               actual: mode ?? "none")
+        }
+        return f
     }
 
     /// `t` packed for the int8 kernels, when int8 compute is on, `t` is big enough and stored in a form they take.

@@ -125,7 +125,7 @@ struct CoreMLLowering {
             add(n.name, [input], [target], .padding(mode: a.mode ?? "constant", value: a.value ?? 0, pads: [p[1], p[2], p[5], p[6]]))
         case .matMul, .transpose, .unsqueeze, .unary:
             throw unsupported(n, "a classic Core ML layer (none exists for \(n.op.rawValue))")
-        case .pow, .resize, .slice, .topK:
+        case .pow, .resize, .slice, .topK, .binary, .where, .reduce, .argMax, .logSoftmax, .hardmax, .gather:
             throw unsupported(n, "a Core ML lowering for \(n.op.rawValue) (not yet supported)")
         }
         if let act { try activation(act, target, blob(out), n.name + ".activation") }

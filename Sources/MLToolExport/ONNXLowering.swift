@@ -164,6 +164,8 @@ struct ONNXLowering {
             try slice(n, x, xr, target)
         case .resize:
             try resize(n, x, xr, target)
+        case .binary, .where, .reduce, .argMax, .logSoftmax, .hardmax, .gather:
+            throw unsupported(n, "an ONNX lowering for \(n.op.rawValue) (not yet supported)")
         case .topK:
             guard let k = a.k, k >= 0 else { throw unsupported(n, "k ≥ 0") }
             let axis = try layoutAxis(a.axis ?? -1, rank: xr, n)
@@ -275,9 +277,22 @@ struct ONNXLowering {
             } else {
                 add("Reciprocal", [shifted], [target], node: n.name)
             }
+        case let f?:
+            guard let op = Self.directUnary[f] else { throw unsupported(n, "an ONNX op computing \(f.rawValue) on floats") }
+            var attrs: [(String, ONNXProgram.AttributeValue)] = []
+            if f == .selu { attrs = [("alpha", .float(alpha)), ("gamma", .float(n.attributes.beta ?? 0))] }
+            if f == .celu { attrs = [("alpha", .float(alpha))] }
+            add(op, [x], [target], node: n.name, attrs)
         case nil: throw unsupported(n, "a known unary function, not '\(n.attributes.mode ?? "")'")
         }
     }
+
+    /// Unary functions that are one ONNX op on float tensors, by that op's name.
+    private static let directUnary: [UnaryFunction: String] = [
+        .neg: "Neg", .floor: "Floor", .ceil: "Ceil", .round: "Round", .sign: "Sign", .sin: "Sin", .cos: "Cos",
+        .tan: "Tan", .asin: "Asin", .acos: "Acos", .atan: "Atan", .sinh: "Sinh", .cosh: "Cosh", .asinh: "Asinh",
+        .acosh: "Acosh", .atanh: "Atanh", .erf: "Erf", .mish: "Mish", .selu: "Selu", .celu: "Celu",
+    ]
 
     // MARK: Layout helpers
 

@@ -55,6 +55,7 @@ extension ONNXGraphBuilder {
 
     /// Gather on a computed tensor with constant indices (negative ones count from the end).
     mutating func gather(_ node: ONNXFile.Node) throws {
+        if node.inputs.count > 1, shapes[node.inputs[1]] != nil { return try gatherComputed(node) }
         let x = try activation(node)
         let idx = try constant(node, 1, what: "indices")
         let axis = try normalize(int(node, "axis", 0), rank: x.shape.count, node)

@@ -7,6 +7,13 @@ import MLToolCore
 /// Weights are converted to float32 in IR layout, constant shape arithmetic is folded, `GraphPasses.optimize` folds
 /// BatchNormalization into convolutions and fuses activations, and every unsupported op is reported in one error.
 public enum ONNXImporter {
+    /// TensorProto element types a graph may take: float32, float16 (exact in float32), the integers and bool
+    /// (carried as float32 values).
+    static let inputElementTypes: Set<Int32> = [1, 2, 3, 4, 5, 6, 7, 9, 10, 12, 13]
+    /// Element types a graph may give: those the engine computes exactly (float32, integers, bool); a float16 or
+    /// float64 output would round differently.
+    static let outputElementTypes: Set<Int32> = [1, 2, 3, 4, 5, 6, 7, 9, 12, 13]
+
     /// The default-domain opsets whose semantics the importer implements. For the supported ops, versions 22–25
     /// only add element types (bfloat16, float8, int4, …), so their semantics are those of opset 21; opset 6 adds
     /// the legacy `broadcast`/`axis` attributes of Add/Sub/Mul/Div and `is_test` of Dropout, both handled.
@@ -75,14 +82,11 @@ public enum ONNXImporter {
         }
         var builder = ONNXGraphBuilder(file: path, opset: onnx.opset, constants: onnx.initializers, reservedNames: reserved)
 
-        // The engine computes float32: a graph that takes or gives other element types would silently change meaning.
-        // Index outputs (TopK's indices) are the exception: their integer values come out as float32 (exact < 2^24).
-        let indexOutputs = Set(onnx.nodes.filter { $0.opType == "TopK" }.compactMap { $0.outputs.count > 1 ? $0.outputs[1] : nil })
-            .union(onnx.nodes.filter { $0.opType == "NonMaxSuppression" }.compactMap(\.outputs.first))
+        // The engine computes float32; integer and bool tensors (token ids, masks, indices, flags) flow through it as
+        // float32 values, exact below 2^24. Other element types (strings, complex) would change meaning.
         for (kind, values) in [("input", onnx.inputs.filter { onnx.initializers[$0.name] == nil }), ("output", onnx.outputs)] {
             for v in values {
-                if kind == "output", indexOutputs.contains(v.name), v.elemType == 7 || v.elemType == 6 { continue }
-                if let t = v.elemType, t != 1 {
+                if let t = v.elemType, !(kind == "input" ? Self.inputElementTypes : Self.outputElementTypes).contains(t) {
                     throw ImportError.invalid(
                         file: path, place: "graph \(kind) '\(v.name)'", expected: "float32 elements (mltool computes in float32)",
                         actual: TensorReader.elementTypes[t]?.name ?? "element type \(t)")

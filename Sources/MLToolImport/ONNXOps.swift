@@ -44,7 +44,74 @@ enum ONNXOps {
         "TopK": { try $0.topK($1) },
         "Expand": { try $0.expand($1) },
         "NonMaxSuppression": { try $0.nonMaxSuppression($1) },
-        // On computed data with constant indices (else folded with the shape arithmetic).
+        // Elementwise math, comparisons and logic on computed tensors (ONNXGraphBuilder+Elementwise.swift).
+        "Neg": { try $0.function($1, .neg) },
+        "Floor": { try $0.function($1, .floor) },
+        "Ceil": { try $0.function($1, .ceil) },
+        "Round": { try $0.function($1, .round) },
+        "Sign": { try $0.function($1, .sign) },
+        "Abs": { try $0.function($1, .abs) },
+        "Exp": { try $0.function($1, .exp) },
+        "Log": { try $0.function($1, .log) },
+        "Sqrt": { try $0.function($1, .sqrt) },
+        "Reciprocal": { try $0.function($1, .reciprocal) },
+        "Sin": { try $0.function($1, .sin) },
+        "Cos": { try $0.function($1, .cos) },
+        "Tan": { try $0.function($1, .tan) },
+        "Asin": { try $0.function($1, .asin) },
+        "Acos": { try $0.function($1, .acos) },
+        "Atan": { try $0.function($1, .atan) },
+        "Sinh": { try $0.function($1, .sinh) },
+        "Cosh": { try $0.function($1, .cosh) },
+        "Asinh": { try $0.function($1, .asinh) },
+        "Acosh": { try $0.function($1, .acosh) },
+        "Atanh": { try $0.function($1, .atanh) },
+        "Erf": { try $0.function($1, .erf) },
+        "Softplus": { try $0.function($1, .softplus) },
+        "Softsign": { try $0.function($1, .softsign) },
+        "Mish": { try $0.function($1, .mish) },
+        "Gelu": { try $0.gelu($1) },
+        "Elu": { b, n in try b.function(n, .elu, alpha: b.float(n, "alpha", 1)) },
+        "Celu": { b, n in try b.function(n, .celu, alpha: b.float(n, "alpha", 1)) },
+        "Selu": { b, n in
+            try b.function(n, .selu, alpha: b.float(n, "alpha", 1.67326319217681884765625),
+                           beta: b.float(n, "gamma", 1.05070102214813232421875))
+        },
+        "ThresholdedRelu": { b, n in try b.function(n, .thresholdedRelu, alpha: b.float(n, "alpha", 1)) },
+        "Not": { try $0.function($1, .not) },
+        "IsNaN": { try $0.function($1, .isNaN) },
+        "IsInf": { try $0.isInf($1) },
+        "Equal": { try $0.binary($1, BinaryFunction.equal) },
+        "Less": { try $0.binary($1, BinaryFunction.less) },
+        "LessOrEqual": { try $0.binary($1, BinaryFunction.lessOrEqual) },
+        "Greater": { try $0.binary($1, BinaryFunction.greater) },
+        "GreaterOrEqual": { try $0.binary($1, BinaryFunction.greaterOrEqual) },
+        "And": { try $0.binary($1, BinaryFunction.and) },
+        "Or": { try $0.binary($1, BinaryFunction.or) },
+        "Xor": { try $0.binary($1, BinaryFunction.xor) },
+        "PRelu": { try $0.prelu($1) },
+        "Mod": { try $0.mod($1) },
+        "Max": { try $0.variadic($1, .max) },
+        "Min": { try $0.variadic($1, .min) },
+        "Sum": { try $0.variadic($1, nil) },
+        "Mean": { try $0.variadic($1, nil, mean: true) },
+        "Where": { try $0.select($1) },
+        // Along axes (ONNXGraphBuilder+Reduce.swift).
+        "ReduceSum": { try $0.reduce($1, .sum) },
+        "ReduceMean": { try $0.reduce($1, .mean) },
+        "ReduceMax": { try $0.reduce($1, .max) },
+        "ReduceMin": { try $0.reduce($1, .min) },
+        "ReduceProd": { try $0.reduce($1, .prod) },
+        "ReduceL1": { try $0.reduce($1, .l1) },
+        "ReduceL2": { try $0.reduce($1, .l2) },
+        "ReduceLogSum": { try $0.reduce($1, .logSum) },
+        "ReduceLogSumExp": { try $0.reduce($1, .logSumExp) },
+        "ReduceSumSquare": { try $0.reduce($1, .sumSquare) },
+        "ArgMax": { try $0.argMax($1, largest: true) },
+        "ArgMin": { try $0.argMax($1, largest: false) },
+        "LogSoftmax": { try $0.softmaxLike($1, .logSoftmax) },
+        "Hardmax": { try $0.softmaxLike($1, .hardmax) },
+        // On computed data with constant indices (else folded with the shape arithmetic), or computed indices.
         "Gather": { try $0.gather($1) },
         "Slice": { try $0.slice($1) },
         // Only as constant arithmetic (folded before conversion).
@@ -52,17 +119,6 @@ enum ONNXOps {
         "Shape": { try $0.foldOnly($1) },
         "Range": { try $0.foldOnly($1) },
         "ConstantOfShape": { try $0.foldOnly($1) },
-        "Equal": { try $0.foldOnly($1) },
-        "Less": { try $0.foldOnly($1) },
-        "Greater": { try $0.foldOnly($1) },
-        "Where": { try $0.foldOnly($1) },
-        "Not": { try $0.foldOnly($1) },
-        "Neg": { try $0.foldOnly($1) },
-        "Floor": { try $0.foldOnly($1) },
-        "Ceil": { try $0.foldOnly($1) },
-        "Sqrt": { try $0.foldOnly($1) },
-        "Min": { try $0.foldOnly($1) },
-        "Max": { try $0.foldOnly($1) },
         "DequantizeLinear": { try $0.foldOnly($1) },
         "QuantizeLinear": { try $0.foldOnly($1) },
     ]
@@ -94,8 +150,7 @@ extension ONNXGraphBuilder {
                                   actual: "computed inputs \(node.inputs.filter { shapes[$0] != nil })")
     }
 
-    static let foldedElementwise: Set<String> = ["Range", "ConstantOfShape", "Equal", "Less", "Greater", "Where", "Not",
-                                                  "Neg", "Floor", "Ceil", "Sqrt", "Min", "Max"]
+    static let foldedElementwise: Set<String> = ["Range", "ConstantOfShape"]
 
     private func output(_ node: ONNXFile.Node) throws -> String {
         guard let o = node.outputs.first, !o.isEmpty else {
@@ -131,14 +186,6 @@ extension ONNXGraphBuilder {
         try unary(node, .identity)
     }
 
-    mutating func cast(_ node: ONNXFile.Node) throws {
-        let to = int(node, "to", 1)
-        guard [1, 10, 11, 16].contains(to) else {
-            throw ImportError.invalid(file: file, place: place(node), expected: "a cast to a float type", actual: "to = \(to)")
-        }
-        try unary(node, .identity)
-    }
-
     mutating func clip(_ node: ONNXFile.Node) throws {
         var lo = -Float.greatestFiniteMagnitude, hi = Float.greatestFiniteMagnitude
         if opset < 11 {
@@ -151,7 +198,7 @@ extension ONNXGraphBuilder {
         try unary(node, .clip, Attributes(min: Swift.min(lo, hi), max: hi))
     }
 
-    mutating func binary(_ onnxNode: ONNXFile.Node, _ op: Op) throws {
+    mutating func binary(_ onnxNode: ONNXFile.Node, _ op: Op, _ attrs: Attributes = Attributes()) throws {
         var node = onnxNode
         guard node.inputs.count >= 2 else {
             throw ImportError.invalid(file: file, place: place(node), expected: "2 inputs", actual: "\(node.inputs.count)")
@@ -180,7 +227,7 @@ extension ONNXGraphBuilder {
             }
         }
         let o = try output(node)
-        emit(node.name, op, names, o)
+        emit(node.name, op, names, o, attrs)
         shapes[o] = out
     }
 

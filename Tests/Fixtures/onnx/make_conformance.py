@@ -11,8 +11,8 @@ mltool imports networks, so inputs that are parameters are made initializers wit
 non-float input, and the weight-like inputs of Conv (W, B), Gemm (B, C), MatMul (B), BatchNormalization, Clip
 (min, max), Reshape, Squeeze/Unsqueeze (axes) and Pad. Remaining inputs and expected outputs are raw little-endian
 float32 files, listed in manifest.json with the op name and the tolerance (rtol 1e-3, atol 1e-5).
-Integer outputs of TopK (indices) and NonMaxSuppression (selected indices) are kept as claimed cases with float32
-expected values (mltool gives indices as float32). Ops the importer only folds (FOLD_ONLY) are not listed as
+Integer and bool outputs (TopK's indices, comparisons, casts) are kept as claimed cases with float32 expected
+values (mltool carries integers and bools as float32). Ops the importer only folds (FOLD_ONLY) are not listed as
 unsupported. Models of cases whose ops are not claimed go to unclaimed/ (listed in unclaimed.json): importing them must fail
 with the clean "unsupported" error. Cases of claimed ops in a variant listed in UNCLAIMED_VARIANTS carry
 "unclaimed": <why> in manifest.json: importing them must fail with a clean error; all other cases must pass.
@@ -31,7 +31,11 @@ from onnx import numpy_helper
 CLAIMED = set("""Conv Gemm MatMul BatchNormalization Relu Clip LeakyRelu Sigmoid HardSigmoid HardSwish Tanh Softmax
 Add Sub Mul Div MaxPool AveragePool GlobalAveragePool GlobalMaxPool Concat Reshape Flatten Transpose Squeeze Unsqueeze
 Pad Identity Dropout Constant Shape Gather Cast Slice
-Resize Upsample Split TopK Pow Expand Range ConstantOfShape NonMaxSuppression""".split())
+Resize Upsample Split TopK Pow Expand Range ConstantOfShape NonMaxSuppression
+Neg Floor Ceil Round Sign Abs Exp Log Sqrt Reciprocal Sin Cos Tan Asin Acos Atan Sinh Cosh Asinh Acosh Atanh Erf
+Softplus Softsign Mish Gelu Elu Celu Selu ThresholdedRelu Not IsNaN IsInf Equal Less LessOrEqual Greater
+GreaterOrEqual And Or Xor PRelu Mod Max Min Sum Mean Where ReduceSum ReduceMean ReduceMax ReduceMin ReduceProd
+ReduceL1 ReduceL2 ReduceLogSum ReduceLogSumExp ReduceSumSquare ArgMax ArgMin LogSoftmax Hardmax""".split())
 # op → input positions that are parameters (made initializers).
 PARAMETER_INPUTS = {
     "Conv": {1, 2}, "Gemm": {1, 2}, "MatMul": {1}, "BatchNormalization": {1, 2, 3, 4}, "Clip": {1, 2},
@@ -41,10 +45,12 @@ PARAMETER_INPUTS = {
 }
 # Ops the importer accepts only on constants (folded as shape arithmetic): a case that uses them on its inputs is
 # refused with a clean error naming the node, and they are not listed among a case's unsupported ops.
-FOLD_ONLY = set("Equal Less Greater Where Not Neg Floor Ceil Sqrt Min Max".split())
-# Ops whose integer outputs are indices: mltool gives them as float32 values (exact below 2^24), so their int64
-# expected outputs are compared as float32 instead of making the case an unclaimed variant.
-INDEX_OUTPUT_OPS = {"TopK", "NonMaxSuppression"}
+FOLD_ONLY = set()
+# Integer and bool outputs (indices, comparisons, casts) come out of mltool as float32 values (exact below 2^24), so
+# expected outputs of these element types are compared as float32 instead of making the case an unclaimed variant.
+INTEGER_OUTPUTS = {onnx.TensorProto.INT64, onnx.TensorProto.INT32, onnx.TensorProto.INT16, onnx.TensorProto.INT8,
+                   onnx.TensorProto.UINT64, onnx.TensorProto.UINT32, onnx.TensorProto.UINT16, onnx.TensorProto.UINT8,
+                   onnx.TensorProto.BOOL}
 # Variants of claimed ops that mltool does not claim (case-name pattern → why). Their cases stay in the manifest
 # with "unclaimed": the import must refuse them with a clean error; every other case must pass.
 UNCLAIMED_VARIANTS = [
@@ -52,7 +58,12 @@ UNCLAIMED_VARIANTS = [
     (r"^node/test_training_dropout(_default)?$", "Dropout training_mode=1 with ratio > 0 (a random mask)"),
     (r"^node/test_identity_(sequence|opt)$", "sequence and optional values (mltool graphs carry tensors only)"),
     (r"^node/test_resize_tf_crop_and_resize", "Resize tf_crop_and_resize (a region of interest with extrapolation)"),
+    (r"^node/test_(training_)?dropout.*mask", "Dropout's mask output (inference computes no mask)"),
+    (r"^node/test_maxpool_with_argmax", "MaxPool's Indices output"),
+    (r"^node/test_shape", "Shape as a graph output (mltool folds shapes at import: nothing is computed from the input)"),
 ]
+# The newest operator set the importer reads (ONNXFile): cases written for a later one must be refused cleanly.
+MAX_OPSET = 25
 DISK_SUITES = ["simple", "pytorch-converted", "pytorch-operator"]
 # Cases of claimed ops whose outputs are not float32 (int, bool, float16, bfloat16, float8…): mltool computes float32,
 # so their unchanged models stay in the manifest as unclaimed variants that the import must refuse.
@@ -104,14 +115,12 @@ def convert(name, model, inputs, outputs):
         return None, "expanded function body"
     if not ops <= CLAIMED | FOLD_ONLY or ops & FOLD_ONLY:
         return None, "ops " + ",".join(sorted(ops - CLAIMED - FOLD_ONLY))
-    index_ok = ops & INDEX_OUTPUT_OPS and all(
-        o.type.tensor_type.elem_type in (onnx.TensorProto.FLOAT, onnx.TensorProto.INT64) for o in g.output) and all(
-        np.asarray(o).dtype in (np.float32, np.int64) for o in outputs) and all(
-        g.input[0].type.tensor_type.elem_type == onnx.TensorProto.FLOAT for _ in [0])
-    if not index_ok and any(o.type.tensor_type.elem_type != onnx.TensorProto.FLOAT for o in g.output):
+    numeric = {onnx.TensorProto.FLOAT} | INTEGER_OUTPUTS
+    if any(not o.type.HasField("tensor_type") or o.type.tensor_type.elem_type not in numeric for o in g.output):
         return None, NON_FLOAT
-    if not index_ok and any(np.asarray(o).dtype != np.float32 for o in outputs):
-        return None, "expected outputs in the data set are not float32 arrays"
+    if any(np.asarray(o).dtype.kind not in "fiub" or np.asarray(o).dtype.kind == "f" and np.asarray(o).dtype != np.float32
+           for o in outputs):
+        return None, "expected outputs in the data set are not float32, integer or bool arrays"
     init_names = {i.name for i in g.initializer}
     graph_inputs = [i for i in g.input if i.name not in init_names]
     if len(graph_inputs) != len(inputs):
@@ -175,6 +184,9 @@ def main():
         entry = {"name": name, "op": ",".join(sorted({n.op_type for n in model.graph.node})), "model": base + ".onnx",
                  "inputs": [], "outputs": [], "rtol": 1e-3, "atol": 1e-5}
         why = next((w for pattern, w in UNCLAIMED_VARIANTS if re.search(pattern, name)), None)
+        opset = max((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), default=0)
+        if opset > MAX_OPSET:
+            why = f"operator set {opset} (mltool reads up to {MAX_OPSET})"
         if why:
             entry["unclaimed"] = why
         for k, (n, v) in enumerate(feeds):
