@@ -134,3 +134,26 @@ extension ONNXGraphBuilder {
         return v
     }
 }
+
+extension ONNXGraphBuilder {
+    /// Squeeze / Unsqueeze to a shape with several run-time dimensions (a reshape can infer only one): the IR's own
+    /// squeeze / unsqueeze on the tensor in ONNX order, with transposes where a rank-4 side is NHWC in the IR.
+    mutating func squeezeLike(_ node: ONNXFile.Node, _ x: (name: String, shape: [Int]), to: [Int]) throws {
+        let unsqueeze = node.opType == "Unsqueeze"
+        let listed = opset >= 13 ? try optionalConstant(node, 1, what: "axes")?.ints.compactMap { $0 } : ints(node, "axes")
+        let rank = unsqueeze ? to.count : x.shape.count
+        let axes = try (listed ?? x.shape.indices.filter { x.shape[$0] == 1 }).map { try normalize($0, rank: rank, node) }.sorted()
+        if axes.contains(0) { batchFree = false }
+        var src = x.name
+        if x.shape.count == 4 && !Layout.orderFree(x.shape) {
+            src = fresh("\(x.name).nchw")
+            emit("\(node.name).to_nchw", .transpose, [x.name], src, Attributes(perm: Layout.toNCHW))
+        }
+        let out = try outputName(node)
+        let nhwc = to.count == 4 && !Layout.orderFree(to)
+        let mid = nhwc ? fresh("\(out).nchw") : out
+        emit(node.name, unsqueeze ? .unsqueeze : .squeeze, [src], mid, Attributes(axes: axes))
+        if nhwc { emit("\(node.name).to_nhwc", .transpose, [mid], out, Attributes(perm: Layout.toNHWC)) }
+        shapes[out] = to
+    }
+}

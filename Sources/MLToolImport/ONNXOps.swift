@@ -513,6 +513,9 @@ extension ONNXGraphBuilder {
     mutating func reshapeLike(_ node: ONNXFile.Node) throws {
         let x = try activation(node)
         let to = try reshapedShape(node, input: x.shape)
+        if ["Squeeze", "Unsqueeze"].contains(node.opType) && to.filter({ $0 < 0 }).count > 1 {
+            return try squeezeLike(node, x, to: to)
+        }
         if node.opType == "Flatten" && (int(node, "axis", 1) == 0 || int(node, "axis", 1) == -x.shape.count) { batchFree = false }
         if ["Squeeze", "Unsqueeze"].contains(node.opType) && to.first != x.shape.first { batchFree = false }
         try emitReshape(node.name, input: x.name, from: x.shape, to: to, output: try output(node))

@@ -1,8 +1,8 @@
 import Foundation
 import MLToolCore
 
-/// NumPy `.npy` (format 1.0–3.0), as `mltool run` reads and writes tensors: little-endian float32 (`<f4`), also `<f8`, `<i8`, `<i4` read and
-/// converted; C order only. Bounds-checked: a malformed header throws naming the file and the byte offset.
+/// NumPy `.npy` (format 1.0–3.0), as `mltool run` reads and writes tensors: little-endian float32 (`<f4`); float64,
+/// float16, the integers and bool read and converted (`dtypes`); C or Fortran order. Bounds-checked: a malformed header throws naming the file and the byte offset.
 public enum NPY {
     public static func read(path: String) throws -> Tensor {
         guard let data = FileManager.default.contents(atPath: path) else {
@@ -31,33 +31,37 @@ public enum NPY {
             guard let descr = field(header, "descr"), let shapeText = field(header, "shape") else {
                 throw PipelineError.badInput(file: path, reason: "byte \(headerStart): header lacks 'descr' or 'shape'")
             }
-            if field(header, "fortran_order")?.hasPrefix("True") == true {
-                throw PipelineError.badInput(file: path, reason: "byte \(headerStart): Fortran order is not supported")
-            }
+            let fortran = field(header, "fortran_order")?.hasPrefix("True") == true
             let dims = shapeText.split(whereSeparator: { !"0123456789".contains($0) }).compactMap { Int($0) }
             let count = try Checked.elementCount(dims, file: path, what: "shape")
             // Every product of the dimensions must fit too, zeros counted as 1: an empty array cannot hide a huge one.
             _ = try Checked.elementCount(dims.map { max($0, 1) }, file: path, what: "shape")
-            let width: Int
-            switch descr {
-            case "'<f4'", "'|f4'": width = 4
-            case "'<f8'", "'<i8'": width = 8
-            case "'<i4'": width = 4
-            default: throw PipelineError.badInput(file: path, reason: "byte \(headerStart): dtype \(descr) is not supported (use float32)")
+            guard let (width, load) = dtypes[descr.trimmingCharacters(in: CharacterSet(charactersIn: "'"))] else {
+                throw PipelineError.badInput(file: path, reason: "byte \(headerStart): dtype \(descr) is not supported (use float32)")
             }
             let payload = try r.bytes(try Checked.mul(count, width, file: path), "data")
-            var out = [Float](repeating: 0, count: count)
-            for i in 0..<count {
-                switch descr {
-                case "'<f8'": out[i] = Float(payload.loadUnaligned(fromByteOffset: i * 8, as: Double.self))
-                case "'<i8'": out[i] = Float(payload.loadUnaligned(fromByteOffset: i * 8, as: Int64.self))
-                case "'<i4'": out[i] = Float(payload.loadUnaligned(fromByteOffset: i * 4, as: Int32.self))
-                default: out[i] = payload.loadUnaligned(fromByteOffset: i * 4, as: Float.self)
-                }
-            }
-            return Tensor(shape: dims, data: out)
+            let out = (0..<count).map { load(payload, $0 &* width) }
+            // Fortran order: the first index varies fastest, so the bytes are the transpose's in C order.
+            guard fortran, dims.count > 1 else { return Tensor(shape: dims, data: out) }
+            return Layout.transpose(Tensor(shape: dims.reversed(), data: out), Array((0..<dims.count).reversed()))
         }
     }
+
+    /// The element types read, by `descr`: their width in bytes and the float32 value of the element at a byte offset
+    /// (integers and bools as their values, exact below 2^24).
+    private static let dtypes: [String: (Int, @Sendable (UnsafeRawBufferPointer, Int) -> Float)] = [
+        "<f4": (4, { $0.loadUnaligned(fromByteOffset: $1, as: Float.self) }),
+        "|f4": (4, { $0.loadUnaligned(fromByteOffset: $1, as: Float.self) }),
+        "<f8": (8, { Float($0.loadUnaligned(fromByteOffset: $1, as: Double.self)) }),
+        "<f2": (2, { Float(Float16(bitPattern: $0.loadUnaligned(fromByteOffset: $1, as: UInt16.self))) }),
+        "<i8": (8, { Float($0.loadUnaligned(fromByteOffset: $1, as: Int64.self)) }),
+        "<i4": (4, { Float($0.loadUnaligned(fromByteOffset: $1, as: Int32.self)) }),
+        "<i2": (2, { Float($0.loadUnaligned(fromByteOffset: $1, as: Int16.self)) }),
+        "<u2": (2, { Float($0.loadUnaligned(fromByteOffset: $1, as: UInt16.self)) }),
+        "|i1": (1, { Float($0.loadUnaligned(fromByteOffset: $1, as: Int8.self)) }),
+        "|u1": (1, { Float($0.loadUnaligned(fromByteOffset: $1, as: UInt8.self)) }),
+        "|b1": (1, { $0.loadUnaligned(fromByteOffset: $1, as: UInt8.self) == 0 ? 0 : 1 }),
+    ]
 
     /// The value text of `'key': value` in a .npy header dict.
     private static func field(_ header: String, _ key: String) -> String? {
