@@ -227,6 +227,7 @@ public final class Engine: @unchecked Sendable {
             case .transpose: if (s.perm ?? [rank - 1]).first != 0 { return false }
             case .softmax, .concat, .topK: if (try? Program.axis(s.axis ?? -1, rank: rank, s)) == 0 { return false }
             case .slice: if s.slices.contains(where: { $0.axis == 0 || $0.axis == -rank }) { return false }
+            case .lstm, .gru, .rnn: return false   // the first axis is time (or the direction of a state)
             default: break
             }
         }

@@ -96,6 +96,8 @@ enum Fast {
         /// Dilated pooling windows (rare: ONNX only) on the scalar reference kernel.
         case dilatedPool
         case batchNorm, globalAvgPool
+        /// LSTM, GRU, RNN: GEMMs for the products, vectorised gate functions (`Kernels+Recurrent.swift`).
+        case recurrent
         /// Ops that are cheap or rare (global max pool, log-softmax, ...): the scalar reference kernel.
         case reference
     }
@@ -118,6 +120,7 @@ enum Fast {
         case .maxPool, .avgPool: return s.dilations == [1, 1] ? .pool : .dilatedPool
         case .batchNorm: return .batchNorm
         case .globalAvgPool: return .globalAvgPool
+        case .lstm, .gru, .rnn: return .recurrent
         default: return .reference
         }
     }
@@ -175,6 +178,7 @@ enum Fast {
                 }
                 for ch in 0..<c { out[ch] *= inv }
             }
+        case .recurrent: recurrent(s, x, xs, y, ys)
         case .reference:
             Reference.run(s, x, xs, y, ys)
         }

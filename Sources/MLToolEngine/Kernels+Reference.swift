@@ -62,6 +62,7 @@ enum Reference {
         case .resize: resize(s, x[0], xs[0], y, ys)
         case .slice: slice(s, x[0], xs[0], y, ys)
         case .topK: topK(s, x[0], xs[0], y, ys)
+        case .lstm, .gru, .rnn: recurrent(s, x, xs, y, ys)
         }
     }
 

@@ -164,6 +164,8 @@ struct ONNXLowering {
             try slice(n, x, xr, target)
         case .resize:
             try resize(n, x, xr, target)
+        case .lstm, .gru, .rnn:
+            throw unsupported(n, "a recurrent layer (not yet written back as ONNX LSTM/GRU/RNN)")
         case .topK:
             guard let k = a.k, k >= 0 else { throw unsupported(n, "k ≥ 0") }
             let axis = try layoutAxis(a.axis ?? -1, rank: xr, n)

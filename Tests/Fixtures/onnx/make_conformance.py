@@ -9,7 +9,7 @@ as unclaimed variants, which the import must refuse.
 
 mltool imports networks, so inputs that are parameters are made initializers with the case's own values: every
 non-float input, and the weight-like inputs of Conv (W, B), Gemm (B, C), MatMul (B), BatchNormalization, Clip
-(min, max), Reshape, Squeeze/Unsqueeze (axes) and Pad. Remaining inputs and expected outputs are raw little-endian
+(min, max), Reshape, Squeeze/Unsqueeze (axes), Pad and LSTM/GRU/RNN (W, R, B, P; their initial states stay inputs). Remaining inputs and expected outputs are raw little-endian
 float32 files, listed in manifest.json with the op name and the tolerance (rtol 1e-3, atol 1e-5).
 Integer outputs of TopK (indices) and NonMaxSuppression (selected indices) are kept as claimed cases with float32
 expected values (mltool gives indices as float32). Ops the importer only folds (FOLD_ONLY) are not listed as
@@ -31,13 +31,16 @@ from onnx import numpy_helper
 CLAIMED = set("""Conv Gemm MatMul BatchNormalization Relu Clip LeakyRelu Sigmoid HardSigmoid HardSwish Tanh Softmax
 Add Sub Mul Div MaxPool AveragePool GlobalAveragePool GlobalMaxPool Concat Reshape Flatten Transpose Squeeze Unsqueeze
 Pad Identity Dropout Constant Shape Gather Cast Slice
-Resize Upsample Split TopK Pow Expand Range ConstantOfShape NonMaxSuppression""".split())
+Resize Upsample Split TopK Pow Expand Range ConstantOfShape NonMaxSuppression
+LSTM GRU RNN""".split())
 # op → input positions that are parameters (made initializers).
 PARAMETER_INPUTS = {
     "Conv": {1, 2}, "Gemm": {1, 2}, "MatMul": {1}, "BatchNormalization": {1, 2, 3, 4}, "Clip": {1, 2},
     "Reshape": {1}, "Squeeze": {1}, "Unsqueeze": {1}, "Pad": {1, 2, 3}, "Dropout": {1, 2},
     "Resize": {1, 2, 3}, "Upsample": {1}, "Split": {1}, "TopK": {1}, "Expand": {1}, "Range": {0, 1, 2},
     "NonMaxSuppression": {2, 3, 4},
+    # W, R, B, (sequence_lens, an int input, is made one anyway) and LSTM's P; initial states stay graph inputs.
+    "LSTM": {1, 2, 3, 7}, "GRU": {1, 2, 3}, "RNN": {1, 2, 3},
 }
 # Ops the importer accepts only on constants (folded as shape arithmetic): a case that uses them on its inputs is
 # refused with a clean error naming the node, and they are not listed among a case's unsupported ops.
