@@ -128,7 +128,7 @@ extension ONNXGraphBuilder {
         if names.isEmpty { names = defaults }
         if d == 2 && names.count == defaults.count { names += names }
         guard names.count == defaults.count * d else {
-            throw ImportError.invalid(file: file, place: "\(place(node)) activations", expected: "\(defaults.count * d) functions",
+            throw ImportError.invalid(file: file, place: "\(place(node)) activations", expected: "\(defaults.count * d) function\(defaults.count * d == 1 ? "" : "s") (\(d) direction\(d == 1 ? "" : "s"))",
                                       actual: "\(names)")
         }
         var alphas = node.attributes["activation_alpha"]?.floats ?? [], betas = node.attributes["activation_beta"]?.floats ?? []
@@ -136,7 +136,7 @@ extension ONNXGraphBuilder {
         for name in names {
             guard let f = RecurrentFunction(onnxName: name) else {
                 throw ImportError.invalid(file: file, place: "\(place(node)) activations",
-                                          expected: RecurrentFunction.allCases.map(\.rawValue).joined(separator: ", "), actual: "'\(name)'")
+                                          expected: "one of " + RecurrentFunction.allCases.map(\.rawValue).joined(separator: ", "), actual: "'\(name)'")
             }
             resolved.append(f.rawValue)
             if let alpha = f.defaultAlpha { a.append(alphas.isEmpty ? alpha : alphas.removeFirst()) } else { a.append(0) }
