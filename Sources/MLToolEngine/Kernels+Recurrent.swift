@@ -148,11 +148,15 @@ struct RecurrentSpec: Sendable {
         for (i, st) in ins.dropFirst().enumerated() where st != [directions, b, hidden] {
             throw EngineError.shapeMismatch(node: s.name, what: "initial \(states[i].rawValue)", expected: "[\(directions), \(b), \(hidden)]", actual: st)
         }
-        if let l = lengths, l.count != b || l.contains(where: { $0 > t }) {
-            throw EngineError.invalidAttribute(node: s.name, attribute: "sequenceLengths", expected: "\(b) values in 0…\(t)", actual: "\(l)")
+        // A length past T counts as T: a model whose T is free is planned with T = 1 before it runs.
+        if let l = lengths, l.count != b {
+            throw EngineError.invalidAttribute(node: s.name, attribute: "sequenceLengths", expected: "\(b) values (one per batch item)", actual: "\(l)")
         }
         return output == .y ? [t, b, hidden, directions] : [directions, b, hidden]
     }
+
+    /// How many of the `steps` steps batch item `item` has.
+    func length(_ item: Int, steps: Int) -> Int { min(lengths?[item] ?? steps, steps) }
 
     /// The step whose input is read at position `step` of batch item `item` (length `len`) in direction `d`.
     func time(_ step: Int, length len: Int, direction d: Int) -> Int { reverse || d == 1 ? len &- 1 &- step : step }
@@ -179,7 +183,7 @@ extension Reference {
                         if st == .h { hPrev[j] = v } else { cPrev[j] = v }
                     }
                 }
-                let len = rs.lengths?[item] ?? steps
+                let len = rs.length(item, steps: steps)
                 for step in 0..<len {
                     let t = rs.time(step, length: len, direction: d)
                     let xt = x[0] + (t * batch + item) * inSize
@@ -246,7 +250,7 @@ extension Fast {
         let gatesBuf = Buffer(uninitialized: batch &* gh)
         let state = Buffer(count: batch &* h), cell = Buffer(count: batch &* h), temp = Buffer(count: batch &* h)
         let lbr = rs.cell == .gru && rs.linearBeforeReset
-        let maxLength = rs.lengths?.max() ?? steps
+        let maxLength = min(rs.lengths?.max() ?? steps, steps)
         for d in 0..<dirs {
             let w = rs.w.pointer + d &* gh &* inSize, r = rs.r.pointer + d &* gh &* h
             let wb = rs.b.pointer + d &* 2 &* gh, rb = wb + gh
@@ -270,7 +274,7 @@ extension Fast {
                 // Each item's row of X·Wᵀ at its own step (items reversed within their own lengths).
                 var active = [Int](repeating: -1, count: batch)
                 for item in 0..<batch {
-                    let len = rs.lengths?[item] ?? steps
+                    let len = rs.length(item, steps: steps)
                     let row = gatesBuf.pointer + item &* gh
                     guard step < len else { row.initialize(repeating: 0, count: gh); continue }
                     let t = rs.time(step, length: len, direction: d)

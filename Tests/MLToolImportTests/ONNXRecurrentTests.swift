@@ -7,8 +7,9 @@ import Testing
 @testable import MLToolImport
 
 /// Recurrent networks exported by real PyTorch (two-layer bidirectional batch-first LSTM and GRU, a streaming LSTM
-/// whose state is a graph input and output), made by Tests/Fixtures/onnx/make_recurrent.py with onnxruntime's
-/// outputs: import + engine must match them within 1e-4 of each output's range, on the fast path at every CPU
+/// whose state is a graph input and output) and single ONNX layers with the settings torch never exports (every
+/// optional gate function with α and β, clip, peepholes, input_forget, linear_before_reset, sequence_lens), made
+/// by Tests/Fixtures/onnx/make_recurrent.py with onnxruntime's outputs: import + engine must match them within 1e-4 of each output's range, on the fast path at every CPU
 /// level this machine has and on the reference kernels. Only committed files are read.
 @Suite struct ONNXRecurrentTests {
     struct Manifest: Decodable { let torch: String; let onnxruntime: String; let opset: Int; let cases: [ONNXFixtures.Case] }
@@ -36,7 +37,9 @@ import Testing
         let got = try engine.run(feeds, outputs: c.outputs.map(\.name))
         for o in c.outputs {
             let expected = try load(o)
-            assertClose(try #require(got[o.name]), expected, atol: tolerance(expected), "\(c.model) \(what) output '\(o.name)'")
+            // Y (rank 4) comes back in the IR's NHWC.
+            let actual = ONNXFixtures.toNCHW(try #require(got[o.name]))
+            assertClose(actual, expected, atol: tolerance(expected), "\(c.model) \(what) output '\(o.name)'")
         }
     }
 
