@@ -45,6 +45,17 @@ import Foundation
 /// - gather: data, indices → data with axis `axis` replaced by the indices' shape, taking data[…, i, …] for each
 ///   index i (float32 values holding integers; negative ones count from the end; one that is not an integer in
 ///   range gives NaN)
+/// - lstm, gru, rnn: ONNX's LSTM / GRU / RNN, one node per requested output (a node has one output; the nodes of one
+///   ONNX layer share its weights and the engine runs only those whose output is needed).
+///   Inputs: x (T, B, I) time-major; w (D, G·H, I), r (D, G·H, H), b (D, 2·G·H) (the W then the R biases), and for
+///   lstm p (D, 3·H) (peepholes i, o, f) — model tensors in ONNX's gate order (lstm i, o, f, c; gru z, r, h; rnn one
+///   gate: G = 4, 3, 1), D = 2 for "bidirectional" (forward first) else 1; then the initial states listed in
+///   `initialStates` ("h", "c": each (D, B, H), zeros when absent), in that order.
+///   Output by `mode`: "y" (T, B, H, D) — ONNX's Y (T, D, B, H) in NHWC — or "h" / "c": the last state (D, B, H).
+///   [direction "forward"|"reverse"|"bidirectional", activations (ONNX names, per direction: lstm f, g, h; gru f,
+///   g; rnn f) with activationAlpha / activationBeta (one value each, defaults resolved), clip (gate pre-activations
+///   clamped to ±clip), inputForget (lstm: f = 1 − i), linearBeforeReset (gru), sequenceLengths (one per batch
+///   item: later steps give zeros in y, the state stops at the item's last step)]
 public struct Graph: Codable, Equatable, Sendable {
     public var inputs: [GraphInput]
     public var outputs: [String]
@@ -88,6 +99,7 @@ public enum Op: String, Codable, CaseIterable, Sendable {
     case pow, resize, slice, topK
     // Elementwise and reduction breadth (ONNX import): see the doc comment of `Graph`.
     case binary, `where`, reduce, argMax, logSoftmax, hardmax, gather
+    case lstm, gru, rnn   // recurrent layers
 }
 
 /// The elementwise functions of the `unary` op, by name (`Attributes.mode`): the one table every reader, kernel and
@@ -292,6 +304,16 @@ public struct Attributes: Codable, Equatable, Sendable {
     public var largest: Bool?
     // argMax
     public var selectLastIndex: Bool?
+    // lstm, gru, rnn (`mode` selects the output)
+    public var direction: String?
+    public var activations: [String]?
+    public var activationAlpha: [Float]?
+    public var activationBeta: [Float]?
+    public var clip: Float?
+    public var inputForget: Bool?
+    public var linearBeforeReset: Bool?
+    public var sequenceLengths: [Int]?
+    public var initialStates: [String]?
 
     public init(kernel: [Int]? = nil, strides: [Int]? = nil, dilations: [Int]? = nil, pads: [Int]? = nil,
                 groups: Int? = nil, activation: Activation? = nil, axis: Int? = nil, axes: [Int]? = nil,

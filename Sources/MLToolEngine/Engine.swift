@@ -237,6 +237,7 @@ public final class Engine: @unchecked Sendable {
                 if (try? Program.axis(s.axis ?? 0, rank: dataRank, s)) == 0, p.constants[s.inputs[0]] == nil { return false }
             case .reduce: if (try? Program.reducedAxes(s, rank: rank))?.contains(0) ?? true { return false }
             case .slice: if s.slices.contains(where: { $0.axis == 0 || $0.axis == -rank }) { return false }
+            case .lstm, .gru, .rnn: return false   // the first axis is time (or the direction of a state)
             default: break
             }
         }

@@ -98,6 +98,8 @@ enum Fast {
         case batchNorm, globalAvgPool
         /// Reductions along axes (`Kernels+Reduce.swift`) and `where` (`Kernels+Select.swift`).
         case reduce, select
+        /// LSTM, GRU, RNN: GEMMs for the products, vectorised gate functions (`Kernels+Recurrent.swift`).
+        case recurrent
         /// Ops that are cheap or rare (global max pool, log-softmax, ...): the scalar reference kernel.
         case reference
     }
@@ -122,6 +124,7 @@ enum Fast {
         case .maxPool, .avgPool: return s.dilations == [1, 1] ? .pool : .dilatedPool
         case .batchNorm: return .batchNorm
         case .globalAvgPool: return .globalAvgPool
+        case .lstm, .gru, .rnn: return .recurrent
         default: return .reference
         }
     }
@@ -181,6 +184,7 @@ enum Fast {
                 }
                 for ch in 0..<c { out[ch] *= inv }
             }
+        case .recurrent: recurrent(s, x, xs, y, ys)
         case .reference:
             Reference.run(s, x, xs, y, ys)
         }

@@ -68,6 +68,7 @@ enum Reference {
         case .argMax: argMax(s, x[0], xs[0], y)
         case .logSoftmax, .hardmax: logSoftmaxOrHardmax(s, x[0], xs[0], y)
         case .gather: gather(s, x[0], xs[0], x[1], n: xs[1].reduce(1, *), y)
+        case .lstm, .gru, .rnn: recurrent(s, x, xs, y, ys)
         }
     }
 

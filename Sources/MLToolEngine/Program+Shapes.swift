@@ -238,6 +238,9 @@ extension Program {
                 out[ax] = a.count
             }
             return out
+        case .lstm, .gru, .rnn:
+            guard let r = s.recurrent else { throw bad("input", "a compiled recurrent layer", x) }
+            return try r.outputShape(s, ins)
         case .topK:
             let ax = try axis(s.axis ?? -1, rank: x.count, s)
             guard s.k <= x[ax] else { throw bad("input", "at least k = \(s.k) elements along axis \(ax)", x) }

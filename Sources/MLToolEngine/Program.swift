@@ -52,6 +52,8 @@ struct Step: Sendable {
     /// Palettized weights kept as their indices and decoded into `packed` form just before the step runs (each
     /// arena's copy of the step points `packed` at its decode buffer; here `packed` is nil).
     var palette: PaletteWeights?
+    /// lstm, gru, rnn: the layer's weights and settings.
+    var recurrent: RecurrentSpec?
 }
 
 /// A graph compiled for execution: values (graph inputs, constants, node outputs) by id, and the steps in order.
@@ -342,8 +344,12 @@ struct Program: Sendable {
             s.selectLast = a.selectLastIndex ?? false
         case .logSoftmax, .hardmax: try inputCount(1...1); s.axis = a.axis ?? -1
         case .gather: try inputCount(2...2); s.axis = a.axis ?? 0
+        case .lstm, .gru, .rnn:
+            s.recurrent = try RecurrentSpec(node) { try weight($0, rank: $1) }
         }
-        let dataInputs = [.conv, .dense, .batchNorm].contains(node.op) ? Array(node.inputs.prefix(1)) : node.inputs
+        var dataInputs = [.conv, .dense, .batchNorm].contains(node.op) ? Array(node.inputs.prefix(1)) : node.inputs
+        // A recurrent layer reads x and its initial states; its weights are in `recurrent`.
+        if let r = s.recurrent { dataInputs = [node.inputs[0]] + node.inputs.suffix(r.states.count) }
         s.inputs = try dataInputs.map { try use($0, node, tensors) }
         // Each value has one producer (docs/FORMAT.md rule 12, checked here too for models that never were a file):
         // an output that is also a graph input, a model tensor or another node's output would share its storage

@@ -166,6 +166,8 @@ struct ONNXLowering {
             try resize(n, x, xr, target)
         case .binary, .where, .reduce, .argMax, .logSoftmax, .hardmax, .gather:
             throw unsupported(n, "an ONNX lowering for \(n.op.rawValue) (not yet supported)")
+        case .lstm, .gru, .rnn:
+            throw unsupported(n, "a recurrent layer (not yet written back as ONNX LSTM/GRU/RNN)")
         case .topK:
             guard let k = a.k, k >= 0 else { throw unsupported(n, "k ≥ 0") }
             let axis = try layoutAxis(a.axis ?? -1, rank: xr, n)

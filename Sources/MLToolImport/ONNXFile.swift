@@ -14,6 +14,7 @@ struct ONNXFile {
         var t: ONNXConstant?
         var floats: [Float] = []
         var ints: [Int] = []
+        var strings: [String] = []
     }
 
     struct Node {
@@ -120,6 +121,7 @@ struct ONNXFile {
                 if let t = a.t { attr.t = try reader.read(t, place: "node '\(name)' attribute '\(aname)'") }
                 if a.n_floats > 0 { attr.floats = Array(UnsafeBufferPointer(start: a.floats, count: a.n_floats)) }
                 if a.n_ints > 0 { attr.ints = UnsafeBufferPointer(start: a.ints, count: a.n_ints).map { Int($0) } }
+                if a.n_strings > 0 { attr.strings = UnsafeBufferPointer(start: a.strings, count: a.n_strings).map(bytesString) }
                 attrs[aname] = attr
             }
             nodes.append(Node(name: name, opType: op, domain: str(n.domain),

@@ -42,6 +42,9 @@ enum ONNXOps {
         "Upsample": { try $0.resize($1) },
         "Split": { try $0.split($1) },
         "TopK": { try $0.topK($1) },
+        "LSTM": { try $0.recurrent($1, .lstm) },
+        "GRU": { try $0.recurrent($1, .gru) },
+        "RNN": { try $0.recurrent($1, .rnn) },
         "Expand": { try $0.expand($1) },
         "NonMaxSuppression": { try $0.nonMaxSuppression($1) },
         // Elementwise math, comparisons and logic on computed tensors (ONNXGraphBuilder+Elementwise.swift).

@@ -78,6 +78,23 @@ import Testing
         Self.expectRefusal(p, "\(p): node 'dq' (DequantizeLinear) scale: expected 3 values (axis 1 of [4, 3]), found [5]")
     }
 
+    /// LSTM, GRU and RNN layers whose weights or attributes are wrong (Tests/Fixtures/onnx/make_recurrent.py).
+    @Test(arguments: [
+        ("computed_w", "node 'rnn' (LSTM): expected W as a constant (initializer), found computed tensor 'W'"),
+        ("hidden_size", "node 'rnn' (LSTM) hidden_size: expected 4 (from R), found 5"),
+        ("w_rows", "node 'rnn' (LSTM) W: expected shape (1, 16, input_size), found [1, 12, 3]"),
+        ("bias_length", "node 'rnn' (LSTM) B: expected shape [1, 32], found [1, 30]"),
+        ("activation", "node 'rnn' (GRU) activations: expected one of Relu, Tanh, Sigmoid, Affine, LeakyRelu, ThresholdedRelu, "
+            + "ScaledTanh, HardSigmoid, Elu, Softsign, Softplus, found 'Swish'"),
+        ("activation_count", "node 'rnn' (RNN) activations: expected 1 function (1 direction), found [\"Tanh\", \"Tanh\", \"Relu\"]"),
+        ("direction", "node 'rnn' (RNN) direction: expected forward, reverse or bidirectional, found 'backward'"),
+        ("layout", "node 'rnn' (GRU) layout: expected 0 or 1, found 2"),
+    ])
+    func invalidRecurrentLayer(file: String, message: String) {
+        let p = ONNXFixtures.path("recurrent/bad_\(file).onnx")
+        Self.expectRefusal(p, "\(p): " + message)
+    }
+
     @Test func everyUnsupportedOpAtOnce() {
         let p = ONNXFixtures.path("unsupported.onnx")
         Self.expectRefusal(p, """

@@ -9,7 +9,7 @@ as unclaimed variants, which the import must refuse.
 
 mltool imports networks, so inputs that are parameters are made initializers with the case's own values: every
 non-float input, and the weight-like inputs of Conv (W, B), Gemm (B, C), MatMul (B), BatchNormalization, Clip
-(min, max), Reshape, Squeeze/Unsqueeze (axes) and Pad. Remaining inputs and expected outputs are raw little-endian
+(min, max), Reshape, Squeeze/Unsqueeze (axes), Pad and LSTM/GRU/RNN (W, R, B, P; their initial states stay inputs). Remaining inputs and expected outputs are raw little-endian
 float32 files, listed in manifest.json with the op name and the tolerance (rtol 1e-3, atol 1e-5).
 Integer and bool outputs (TopK's indices, comparisons, casts) are kept as claimed cases with float32 expected
 values (mltool carries integers and bools as float32). Ops the importer only folds (FOLD_ONLY) are not listed as
@@ -35,13 +35,16 @@ Resize Upsample Split TopK Pow Expand Range ConstantOfShape NonMaxSuppression
 Neg Floor Ceil Round Sign Abs Exp Log Sqrt Reciprocal Sin Cos Tan Asin Acos Atan Sinh Cosh Asinh Acosh Atanh Erf
 Softplus Softsign Mish Gelu Elu Celu Selu ThresholdedRelu Not IsNaN IsInf Equal Less LessOrEqual Greater
 GreaterOrEqual And Or Xor PRelu Mod Max Min Sum Mean Where ReduceSum ReduceMean ReduceMax ReduceMin ReduceProd
-ReduceL1 ReduceL2 ReduceLogSum ReduceLogSumExp ReduceSumSquare ArgMax ArgMin LogSoftmax Hardmax""".split())
+ReduceL1 ReduceL2 ReduceLogSum ReduceLogSumExp ReduceSumSquare ArgMax ArgMin LogSoftmax Hardmax
+LSTM GRU RNN""".split())
 # op → input positions that are parameters (made initializers).
 PARAMETER_INPUTS = {
     "Conv": {1, 2}, "Gemm": {1, 2}, "MatMul": {1}, "BatchNormalization": {1, 2, 3, 4}, "Clip": {1, 2},
     "Reshape": {1}, "Squeeze": {1}, "Unsqueeze": {1}, "Pad": {1, 2, 3}, "Dropout": {1, 2},
     "Resize": {1, 2, 3}, "Upsample": {1}, "Split": {1}, "TopK": {1}, "Expand": {1}, "Range": {0, 1, 2},
     "NonMaxSuppression": {2, 3, 4},
+    # W, R, B, (sequence_lens, an int input, is made one anyway) and LSTM's P; initial states stay graph inputs.
+    "LSTM": {1, 2, 3, 7}, "GRU": {1, 2, 3}, "RNN": {1, 2, 3},
 }
 # Ops the importer accepts only on constants (folded as shape arithmetic): a case that uses them on its inputs is
 # refused with a clean error naming the node, and they are not listed among a case's unsupported ops.
