@@ -226,6 +226,7 @@ public final class Engine: @unchecked Sendable {
             switch s.op {
             case .transpose: if (s.perm ?? [rank - 1]).first != 0 { return false }
             case .softmax, .concat, .topK: if (try? Program.axis(s.axis ?? -1, rank: rank, s)) == 0 { return false }
+            case .layerNorm: if (try? Program.axis(s.axis ?? -1, rank: rank, s)) == 0 { return false }
             case .slice: if s.slices.contains(where: { $0.axis == 0 || $0.axis == -rank }) { return false }
             default: break
             }
