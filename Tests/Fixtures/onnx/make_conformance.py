@@ -31,13 +31,15 @@ from onnx import numpy_helper
 CLAIMED = set("""Conv Gemm MatMul BatchNormalization Relu Clip LeakyRelu Sigmoid HardSigmoid HardSwish Tanh Softmax
 Add Sub Mul Div MaxPool AveragePool GlobalAveragePool GlobalMaxPool Concat Reshape Flatten Transpose Squeeze Unsqueeze
 Pad Identity Dropout Constant Shape Gather Cast Slice
-Resize Upsample Split TopK Pow Expand Range ConstantOfShape NonMaxSuppression""".split())
+Resize Upsample Split TopK Pow Expand Range ConstantOfShape NonMaxSuppression
+ConvTranspose LayerNormalization InstanceNormalization GroupNormalization Einsum""".split())
 # op → input positions that are parameters (made initializers).
 PARAMETER_INPUTS = {
     "Conv": {1, 2}, "Gemm": {1, 2}, "MatMul": {1}, "BatchNormalization": {1, 2, 3, 4}, "Clip": {1, 2},
     "Reshape": {1}, "Squeeze": {1}, "Unsqueeze": {1}, "Pad": {1, 2, 3}, "Dropout": {1, 2},
     "Resize": {1, 2, 3}, "Upsample": {1}, "Split": {1}, "TopK": {1}, "Expand": {1}, "Range": {0, 1, 2},
-    "NonMaxSuppression": {2, 3, 4},
+    "NonMaxSuppression": {2, 3, 4}, "ConvTranspose": {1, 2},
+    "LayerNormalization": {1, 2}, "InstanceNormalization": {1, 2}, "GroupNormalization": {1, 2},
 }
 # Ops the importer accepts only on constants (folded as shape arithmetic): a case that uses them on its inputs is
 # refused with a clean error naming the node, and they are not listed among a case's unsupported ops.
@@ -52,6 +54,7 @@ UNCLAIMED_VARIANTS = [
     (r"^node/test_training_dropout(_default)?$", "Dropout training_mode=1 with ratio > 0 (a random mask)"),
     (r"^node/test_identity_(sequence|opt)$", "sequence and optional values (mltool graphs carry tensors only)"),
     (r"^node/test_resize_tf_crop_and_resize", "Resize tf_crop_and_resize (a region of interest with extrapolation)"),
+    (r"^node/test_convtranspose_3d$", "ConvTranspose on a 3-D (N, C, D, H, W) input (1-D and 2-D are claimed)"),
 ]
 DISK_SUITES = ["simple", "pytorch-converted", "pytorch-operator"]
 # Cases of claimed ops whose outputs are not float32 (int, bool, float16, bfloat16, float8…): mltool computes float32,
