@@ -299,7 +299,8 @@ def einsum_attention():
     i.append(init("row.shape", np.array([t, d], np.int64)))
     n.append(helper.make_node("Reshape", ["row", "row.shape"], ["row2"], name="row2"))
     n.append(helper.make_node("Einsum", ["row2", "row2"], ["gram"], name="gram", equation="id,jd->ij"))
-    return model(n, i, [("x", ["N", t, d])], ["ctx", "ctx4", "ctxT", "proj", "gram"], 13), {"x": (2, t, d)}
+    # A fixed batch: "row" gathers along it.
+    return model(n, i, [("x", [2, t, d])], ["ctx", "ctx4", "ctxT", "proj", "gram"], 13), {"x": (2, t, d)}
 
 
 NETWORKS = {
