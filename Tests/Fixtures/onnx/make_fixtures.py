@@ -303,6 +303,20 @@ def einsum_attention():
     return model(n, i, [("x", [2, t, d])], ["ctx", "ctx4", "ctxT", "proj", "gram"], 13), {"x": (2, t, d)}
 
 
+def pixel_shuffle():
+    """DepthToSpace in both modes, SpaceToDepth and Tile (their conformance cases are opset 28 or int64)."""
+    n, i = [], []
+    i.append(init("c.w", w(8, 3, 1, 1)))
+    n.append(helper.make_node("Conv", ["x", "c.w"], ["c"], name="expand"))
+    n.append(helper.make_node("DepthToSpace", ["c"], ["dcr"], name="d2s_dcr", blocksize=2))
+    n.append(helper.make_node("DepthToSpace", ["c"], ["crd"], name="d2s_crd", blocksize=2, mode="CRD"))
+    n.append(helper.make_node("SpaceToDepth", ["dcr"], ["back"], name="s2d", blocksize=2))
+    n.append(helper.make_node("SpaceToDepth", ["x"], ["s2d3"], name="s2d3", blocksize=3))
+    i.append(init("reps", np.array([1, 2, 3, 1], np.int64)))
+    n.append(helper.make_node("Tile", ["x", "reps"], ["tiled"], name="tile"))
+    return model(n, i, [("x", ["N", 3, 6, 9])], ["dcr", "crd", "back", "s2d3", "tiled"], 13), {"x": (2, 3, 6, 9)}
+
+
 NETWORKS = {
     "residual_cnn": residual_cnn,
     "depthwise_cnn": depthwise_cnn,
@@ -315,6 +329,7 @@ NETWORKS = {
     "decoder_upsample": decoder_upsample,   # ConvTranspose and the normalizations (after the others: same reason)
     "attention_block": attention_block,     # MatMul of computed tensors
     "einsum_attention": einsum_attention,   # Einsum lowered to batchMatMul
+    "pixel_shuffle": pixel_shuffle,         # DepthToSpace, SpaceToDepth, Tile
 }
 # Run without graph optimizations: onnxruntime may otherwise fuse DequantizeLinear into approximate int8 kernels.
 UNOPTIMIZED = {"qdq_weights"}
