@@ -11,6 +11,8 @@ import Foundation
 ///   [strides (sh,sw), dilations (dh,dw), pads (top,left,bottom,right), groups, activation]
 /// - dense: x (N,…) flattened to (N,IN), w (IN,OUT), b? (OUT) → (N,OUT) [activation]
 /// - matMul: a (…,M,K), b (K,N) → (…,M,N)  (b a constant)
+/// - batchMatMul: a (…,M,K), b (…,K,N) → (…,M,N), both of rank ≥ 2, the batch axes broadcast (numpy rules); plain
+///   row-major operands (the ONNX importer gives it rank-4 tensors in NCHW order)
 /// - batchNorm: x, scale, bias, mean, variance (C, along the last axis) → x [epsilon]
 /// - relu, sigmoid, tanh, hardSwish, swish, identity: elementwise
 /// - clip [min, max]; leakyRelu [alpha]; hardSigmoid [alpha, beta]: y = max(0, min(1, alpha·x + beta))
@@ -32,6 +34,14 @@ import Foundation
 /// - slice: [axes, starts, steps, counts]: along each listed axis take `counts[i]` elements starting at
 ///   `starts[i]` (0 ≤ start < size when counts[i] > 0) every `steps[i]` (≠ 0, negative runs backwards); other axes
 ///   whole
+/// - convTranspose: x (N,H,W,C), w (C,KH,KW,OC/groups), b? (OC) → (N,OH,OW,OC), OH = (H−1)·sh + (KH−1)·dh + 1 − top −
+///   bottom + outputPadding[0] (OW alike) [strides, dilations, pads (top,left,bottom,right), outputPadding? (extra rows
+///   and columns at the end, default 0, 0), groups, activation]: the adjoint of conv, each input pixel scattering
+///   x·w into the output window it reaches (ONNX ConvTranspose)
+/// - layerNorm: x, scale? (S), bias? (S) → x's shape [axis (default −1), epsilon (default 1e-5)]: each slice over the
+///   trailing axes from `axis` (S values) becomes (x − mean) / √(variance + epsilon) · scale + bias, the variance
+///   the mean of (x − mean)² (ONNX LayerNormalization; Instance/GroupNormalization import as it); with mode "mean"
+///   or "invStdDev" the output is instead that statistic of each slice, x's shape with the trailing axes 1
 /// - topK: [axis, k, largest (default true), mode "values"|"indices"]: the k largest (or smallest) values along
 ///   `axis`, sorted (ties: lower index first), or their indices as float32 values
 /// - binary: a, b → f(a, b) elementwise with numpy broadcasting (as add) for the function named by `mode`
@@ -100,6 +110,7 @@ public enum Op: String, Codable, CaseIterable, Sendable {
     // Elementwise and reduction breadth (ONNX import): see the doc comment of `Graph`.
     case binary, `where`, reduce, argMax, logSoftmax, hardmax, gather
     case lstm, gru, rnn   // recurrent layers
+    case convTranspose, layerNorm, batchMatMul   // layers
 }
 
 /// The elementwise functions of the `unary` op, by name (`Attributes.mode`): the one table every reader, kernel and
@@ -314,6 +325,8 @@ public struct Attributes: Codable, Equatable, Sendable {
     public var linearBeforeReset: Bool?
     public var sequenceLengths: [Int]?
     public var initialStates: [String]?
+    // convTranspose
+    public var outputPadding: [Int]?
 
     public init(kernel: [Int]? = nil, strides: [Int]? = nil, dilations: [Int]? = nil, pads: [Int]? = nil,
                 groups: Int? = nil, activation: Activation? = nil, axis: Int? = nil, axes: [Int]? = nil,

@@ -229,7 +229,7 @@ public final class Engine: @unchecked Sendable {
             let rank = a.count
             switch s.op {
             case .transpose: if (s.perm ?? [rank - 1]).first != 0 { return false }
-            case .softmax, .concat, .topK, .logSoftmax, .hardmax, .argMax:
+            case .softmax, .concat, .topK, .logSoftmax, .hardmax, .argMax, .layerNorm:
                 if (try? Program.axis(s.axis ?? -1, rank: rank, s)) == 0 { return false }
             case .gather:
                 // Picking along the batch axis of a computed tensor mixes images (a table's rows are not a batch).

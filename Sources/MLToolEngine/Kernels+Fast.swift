@@ -10,6 +10,8 @@ enum Fast {
     /// Floats of scratch the step needs (im2col rows for one image and one group).
     static func scratchCount(_ s: Step, _ xs: [[Int]], _ ys: [Int]) -> Int {
         if s.op == .dense, let q = s.qweights { return q.scratchFloats(rows: ys[0]) }
+        if s.op == .convTranspose { return convTransposeScratch(s, xs[0]) }
+        if s.op == .batchMatMul { return batchMatMulScratch(xs) }
         guard s.op == .conv else { return 0 }
         if s.winograd != nil {
             // V (16 planes of tiles × C) and M (16 planes of tiles × N) of one image.
@@ -100,6 +102,12 @@ enum Fast {
         case reduce, select
         /// LSTM, GRU, RNN: GEMMs for the products, vectorised gate functions (`Kernels+Recurrent.swift`).
         case recurrent
+        /// A GEMM into columns and col2im (`Kernels+ConvTranspose.swift`).
+        case convTranspose
+        /// Normalisation over trailing axes, a row per thread part (`Kernels+LayerNorm.swift`).
+        case layerNorm
+        /// A packed GEMM per output matrix (`Kernels+BatchMatMul.swift`).
+        case batchMatMul
         /// Ops that are cheap or rare (global max pool, log-softmax, ...): the scalar reference kernel.
         case reference
     }
@@ -107,6 +115,9 @@ enum Fast {
     static func kernel(for s: Step, _ xs: [[Int]]) -> Kernel {
         switch s.op {
         case .conv: return .conv
+        case .convTranspose: return .convTranspose
+        case .layerNorm: return .layerNorm
+        case .batchMatMul: return .batchMatMul
         case .dense: return s.qweights != nil ? .quantizedDense : .packedDense
         case .matMul: return .matMul
         case .relu, .clip, .leakyRelu, .sigmoid, .hardSigmoid, .hardSwish, .swish, .tanh, .identity,
@@ -135,6 +146,9 @@ enum Fast {
         if n == 0 { return }   // an empty output (e.g. a batch of 0): nothing to compute
         switch kernel {
         case .conv: conv(s, x[0], xs[0], y, ys, scratch, threads)
+        case .convTranspose: convTranspose(s, x[0], xs[0], y, ys, scratch, threads)
+        case .layerNorm: layerNorm(s, x[0], xs[0], y, threads: threads)
+        case .batchMatMul: batchMatMul(x, xs, y, ys, scratch: scratch, threads: threads)
         case .quantizedDense:
             guard let q = s.qweights else { preconditionFailure("dense '\(s.name)': no int8 weights (Program.compile)") }
             quantizedGemm(x[0], lda: s.weightShape[0], q, rows: ys[0], bias: s.bias.map { UnsafePointer($0.pointer) },

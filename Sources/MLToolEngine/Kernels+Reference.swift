@@ -9,18 +9,21 @@ enum Reference {
         if n == 0 { return }   // an empty output (e.g. a batch of 0): nothing to compute
         switch s.op {
         case .conv: conv(s, x[0], xs[0], y, ys)
+        case .convTranspose: convTranspose(s, x[0], xs[0], y, ys)
         case .dense:
             let (rows, k, m) = (xs[0][0], s.weightShape[0], s.weightShape[1])
             gemm(x[0], s.weight!.pointer, y, rows: rows, k: k, n: m, bias: s.bias?.pointer, act: s.act)
         case .matMul:
             let k = xs[1][0], m = xs[1][1]
             gemm(x[0], x[1], y, rows: n / m, k: k, n: m, bias: nil, act: .none)
+        case .batchMatMul: batchMatMul(x, xs, y, ys)
         case .batchNorm:
             let c = s.weightShape[0]
             for i in 0..<n { y[i] = x[0][i] * s.weight!.pointer[i % c] + s.bias!.pointer[i % c] }
         case .relu, .clip, .leakyRelu, .sigmoid, .hardSigmoid, .hardSwish, .swish, .tanh, .identity:
             for i in 0..<n { y[i] = s.act.apply(x[0][i]) }
         case .softmax: softmax(s, x[0], xs[0], y)
+        case .layerNorm: layerNorm(s, x[0], xs[0], y)
         case .add, .sub, .mul, .div, .pow: binary(s, x[0], xs[0], x[1], xs[1], y, ys)
         case .maxPool, .avgPool: pool(s, x[0], xs[0], y, ys)
         case .globalAvgPool, .globalMaxPool:

@@ -72,6 +72,17 @@ extension Program {
         return n
     }
 
+    /// Output size of a transposed convolution along one axis: (size − 1)·stride + (k − 1)·dilation + 1 − pads +
+    /// extra; 0 when it is not positive or overflows (the callers then report the shape).
+    static func transposedCount(_ size: Int, k: Int, stride: Int, dilation: Int, padBegin: Int, padEnd: Int, extra: Int) -> Int {
+        guard size >= 1, k >= 1, case let (a, o1) = (size - 1).multipliedReportingOverflow(by: stride), !o1,
+              case let (b, o2) = (k - 1).multipliedReportingOverflow(by: dilation), !o2,
+              case let (c, o3) = a.addingReportingOverflow(b), !o3,
+              case let (d, o4) = c.addingReportingOverflow(1 + extra), !o4 else { return 0 }
+        // Pads and extra are at most `maxExtent` each (Program.compile): no overflow below.
+        return max(0, d - padBegin - padEnd)
+    }
+
     /// The broadcast of two shapes (numpy rules), or nil.
     static func broadcast(_ a: [Int], _ b: [Int]) -> [Int]? {
         let r = max(a.count, b.count)
@@ -98,6 +109,13 @@ extension Program {
             let ow = windowCount(x[2], k: w[1], stride: s.strides[1], dilation: s.dilations[1], padBegin: s.pads[1], padEnd: s.pads[3], ceil: false)
             guard oh > 0, ow > 0 else { throw bad("input", "at least the dilated kernel \(w[0])×\(w[1]) after padding", x) }
             return [x[0], oh, ow, w[3]]
+        case .convTranspose:
+            let w = s.weightShape
+            guard x.count == 4, x[3] == w[0] else { throw bad("input", "(N,H,W,\(w[0]))", x) }
+            let oh = transposedCount(x[1], k: w[1], stride: s.strides[0], dilation: s.dilations[0], padBegin: s.pads[0], padEnd: s.pads[2], extra: s.outputPadding[0])
+            let ow = transposedCount(x[2], k: w[2], stride: s.strides[1], dilation: s.dilations[1], padBegin: s.pads[1], padEnd: s.pads[3], extra: s.outputPadding[1])
+            guard oh > 0, ow > 0 else { throw bad("input", "a non-empty output after removing pads \(s.pads)", x) }
+            return [x[0], oh, ow, w[3] &* s.groups]
         case .dense:
             guard x.count >= 2, x.dropFirst().reduce(1, *) == s.weightShape[0] else {
                 throw bad("input", "(N, …) with \(s.weightShape[0]) values per item", x)
@@ -107,6 +125,9 @@ extension Program {
             let b = ins[1]
             guard b.count == 2, x.count >= 2, x.last == b[0] else { throw bad("a", "(…, M, \(b.first ?? 0)) with b (K, N) rank 2 \(b)", x) }
             return x.dropLast() + [b[1]]
+        case .batchMatMul:
+            guard let out = batchMatMulShape(x, ins[1]) else { throw bad("b", "(…, \(x.last ?? 0), N) against a \(x), batch axes broadcastable", ins[1]) }
+            return out
         case .batchNorm:
             guard x.last == s.weightShape[0] else { throw bad("input", "last axis \(s.weightShape[0])", x) }
             return x
@@ -115,6 +136,12 @@ extension Program {
         case .softmax:
             _ = try axis(s.axis ?? -1, rank: x.count, s)
             return x
+        case .layerNorm:
+            let ax = try axis(s.axis ?? -1, rank: x.count, s)
+            if let c = s.weightShape.first, x[ax...].reduce(1, &*) != c {
+                throw bad("input", "\(c) values along axes \(ax)… (the scale's)", x)
+            }
+            return s.statistic == nil ? x : Array(x[..<ax]) + [Int](repeating: 1, count: x.count - ax)
         case .add, .sub, .mul, .div, .pow, .binary:
             guard let out = broadcast(x, ins[1]) else { throw bad("second input", "broadcastable with \(x)", ins[1]) }
             return out

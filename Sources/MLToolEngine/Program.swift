@@ -54,6 +54,12 @@ struct Step: Sendable {
     var palette: PaletteWeights?
     /// lstm, gru, rnn: the layer's weights and settings.
     var recurrent: RecurrentSpec?
+    /// convTranspose: rows and columns added at the end of the output (ONNX output_padding).
+    var outputPadding = [0, 0]
+    /// layerNorm: ε added to the variance.
+    var epsilon: Float = 0
+    /// layerNorm: the statistic given instead of the normalised values ("mean", "invStdDev"), or nil.
+    var statistic: String?
 }
 
 /// A graph compiled for execution: values (graph inputs, constants, node outputs) by id, and the steps in order.
@@ -247,6 +253,53 @@ struct Program: Sendable {
             }
             if node.inputs.count == 3 { s.bias = try bias(node, 2, count: oc, tensors) }
             try gemmWeight(wt, k: s.weightShape[0] * s.weightShape[1] * s.weightShape[2], n: oc, gemm: s.groups == 1)
+        case .convTranspose:
+            try inputCount(2...3)
+            let wt = try weightTensor(1, rank: 4)   // (C, KH, KW, OC/groups)
+            s.weightShape = wt.shape
+            s.strides = try pair(a.strides, "strides", default: [1, 1], minimum: 1)
+            s.dilations = try pair(a.dilations, "dilations", default: [1, 1], minimum: 1)
+            s.pads = try pads(a.pads ?? [0, 0, 0, 0], count: 4, minimum: 0)
+            s.outputPadding = try pair(a.outputPadding, "outputPadding", default: [0, 0], minimum: 0)
+            s.groups = a.groups ?? 1
+            let c = wt.shape[0]
+            guard s.groups >= 1, c % s.groups == 0 else {
+                throw EngineError.invalidAttribute(node: node.name, attribute: "groups", expected: "≥ 1 dividing \(c) input channels", actual: "\(s.groups)")
+            }
+            s.kernel = [wt.shape[1], wt.shape[2]]
+            if let k = a.kernel, k != s.kernel {
+                throw EngineError.invalidAttribute(node: node.name, attribute: "kernel", expected: "\(s.kernel) (from the weights)", actual: "\(k)")
+            }
+            // Every product of the weight's dimensions fits: the tensor holds them all.
+            if node.inputs.count == 3 { s.bias = try bias(node, 2, count: wt.shape[3] &* s.groups, tensors) }
+            if purpose != .validate {
+                let w = Buffer(try load(wt, node))
+                // groups == 1 runs as one GEMM x (H·W, C) · w (C, KH·KW·OC) into columns (`Fast.convTranspose`).
+                if purpose == .fast && s.groups == 1 {
+                    s.packed = Self.pack(w.pointer, k: c, n: wt.shape[1] &* wt.shape[2] &* wt.shape[3])
+                } else {
+                    s.weight = w
+                }
+            }
+        case .layerNorm:
+            try inputCount(1...3)
+            s.axis = a.axis ?? -1
+            s.epsilon = a.epsilon ?? 1e-5
+            guard s.epsilon >= 0, s.epsilon.isFinite else {
+                throw EngineError.invalidAttribute(node: node.name, attribute: "epsilon", expected: "a finite value ≥ 0", actual: "\(s.epsilon)")
+            }
+            if node.inputs.count >= 2 {
+                let (w, shape) = try weight(1, rank: 1)
+                s.weight = w
+                s.weightShape = shape
+            }
+            if node.inputs.count == 3 { s.bias = try bias(node, 2, count: s.weightShape[0], tensors) }
+            switch a.mode {
+            case nil, "normalized"?: break
+            case "mean"?, "invStdDev"?: s.statistic = a.mode
+            default:
+                throw EngineError.invalidAttribute(node: node.name, attribute: "mode", expected: "normalized, mean or invStdDev", actual: a.mode ?? "")
+            }
         case .dense:
             try inputCount(2...3)
             let wt = try weightTensor(1, rank: 2)
@@ -267,6 +320,7 @@ struct Program: Sendable {
             s.weightShape = [c]
             s.bias = Buffer((0..<c).map { p[1][$0] - p[2][$0] * scale[$0] })
         case .matMul: try inputCount(2...2)
+        case .batchMatMul: try inputCount(2...2)
         case .relu, .sigmoid, .tanh, .hardSwish, .swish, .identity, .clip, .leakyRelu, .hardSigmoid:
             try inputCount(1...1)
             s.act = Act(op: node.op, min: a.min, max: a.max, alpha: a.alpha, beta: a.beta)!
@@ -347,7 +401,7 @@ struct Program: Sendable {
         case .lstm, .gru, .rnn:
             s.recurrent = try RecurrentSpec(node) { try weight($0, rank: $1) }
         }
-        var dataInputs = [.conv, .dense, .batchNorm].contains(node.op) ? Array(node.inputs.prefix(1)) : node.inputs
+        var dataInputs = [.conv, .dense, .batchNorm, .convTranspose, .layerNorm].contains(node.op) ? Array(node.inputs.prefix(1)) : node.inputs
         // A recurrent layer reads x and its initial states; its weights are in `recurrent`.
         if let r = s.recurrent { dataInputs = [node.inputs[0]] + node.inputs.suffix(r.states.count) }
         s.inputs = try dataInputs.map { try use($0, node, tensors) }

@@ -77,6 +77,30 @@ struct ONNXLowering {
                 ("group", .int(a.groups ?? 1)),
             ])
             outRank = 4
+        case .convTranspose:
+            guard xr == 4, let w = tensors[n.inputs[safe: 1] ?? ""], w.shape.count == 4 else {
+                throw unsupported(n, "a rank-4 input and a constant rank-4 kernel")
+            }
+            // The IR kernel (C, KH, KW, OC/groups) → ONNX's (C, OC/groups, KH, KW).
+            var inputs = [x, try constant(w.name, perm: [0, 3, 1, 2])]
+            if let b = n.inputs[safe: 2], !b.isEmpty { inputs.append(try constant(b)) }
+            add("ConvTranspose", inputs, [target], node: n.name, [
+                ("kernel_shape", .ints([w.shape[1], w.shape[2]])), ("strides", .ints(a.strides ?? [1, 1])),
+                ("dilations", .ints(a.dilations ?? [1, 1])), ("pads", .ints(a.pads ?? [0, 0, 0, 0])),
+                ("output_padding", .ints(a.outputPadding ?? [0, 0])), ("group", .int(a.groups ?? 1)),
+            ])
+            outRank = 4
+        case .layerNorm:
+            throw unsupported(n, "LayerNormalization (opset 17; this writer emits opset 13)")
+        case .batchMatMul:
+            // The IR product is on plain (IR-ordered) data: rank-4 operands and result go through their IR order.
+            guard n.inputs.count == 2 else { throw unsupported(n, "two inputs") }
+            let operands = try n.inputs.map { tensors[$0] != nil ? try constant($0) : toIR($0) }
+            let rb = try rankOf(n.inputs[1], n)
+            outRank = max(xr, rb)
+            let y = outRank == 4 ? fresh(out) : target
+            add("MatMul", operands, [y], node: n.name)
+            fromIR(y, rank: outRank, into: target)
         case .dense:
             guard let w = n.inputs[safe: 1], tensors[w] != nil else { throw unsupported(n, "a constant weight matrix") }
             var flat = x

@@ -2,12 +2,13 @@ import MLToolCore
 
 extension ONNXGraphBuilder {
     /// Ops whose 1-D form (input (N, C, L)) runs as the 2-D form on (N, C, L, 1).
-    static let liftable: Set<String> = ["Conv", "MaxPool", "AveragePool", "BatchNormalization", "GlobalAveragePool",
+    static let liftable: Set<String> = ["Conv", "ConvTranspose", "MaxPool", "AveragePool", "BatchNormalization", "GlobalAveragePool",
                                         "GlobalMaxPool"]
 
     /// Converts a 1-D `node` with `convert` on a 2-D copy of it: the input gets a trailing axis of 1, kernels,
     /// strides, dilations and pads get a second spatial axis of size 1 / step 1 / no padding, conv weights
-    /// (OC, C/groups, K) become (OC, C/groups, K, 1), and the result is reshaped back to rank 3.
+    /// (OC, C/groups, K) become (OC, C/groups, K, 1) (ConvTranspose's (C, OC/groups, K) alike; its output_padding
+    /// gets a 0 and its output_shape a 1), and the result is reshaped back to rank 3.
     mutating func lifted(_ node: ONNXFile.Node, _ convert: ONNXOps.Converter) throws {
         let x = try activation(node)
         guard let out = node.outputs.first, !out.isEmpty else {
@@ -17,10 +18,11 @@ extension ONNXGraphBuilder {
         let x4 = fresh("\(x.name).2d")
         try emitReshape("\(node.name).to2d", input: x.name, from: x.shape, to: x.shape + [1], output: x4)
         n.inputs[0] = x4
-        if node.opType == "Conv" {
+        if node.opType == "Conv" || node.opType == "ConvTranspose" {
             let w = try constant(node, 1, what: "weights")
             guard w.rank == 3 else {
-                throw ImportError.invalid(file: file, place: "\(place(node)) weights", expected: "rank 3 (OC, C/groups, K)", actual: "\(w.shape)")
+                let layout = node.opType == "Conv" ? "(OC, C/groups, K)" : "(C, OC/groups, K)"
+                throw ImportError.invalid(file: file, place: "\(place(node)) weights", expected: "rank 3 \(layout)", actual: "\(w.shape)")
             }
             let w4 = fresh("\(node.inputs[1]).2d")
             var w2 = w
@@ -30,6 +32,11 @@ extension ONNXGraphBuilder {
         }
         for key in ["kernel_shape", "strides", "dilations"] {
             if var a = n.attributes[key], a.ints.count == 1 { a.ints.append(1); n.attributes[key] = a }
+        }
+        if var a = n.attributes["output_padding"], a.ints.count == 1 { a.ints.append(0); n.attributes["output_padding"] = a }
+        if var a = n.attributes["output_shape"], a.ints.count == 1 || a.ints.count == 3 {
+            a.ints.append(1)
+            n.attributes["output_shape"] = a
         }
         if var a = n.attributes["pads"], a.ints.count == 2 {
             a.ints = [a.ints[0], 0, a.ints[1], 0]

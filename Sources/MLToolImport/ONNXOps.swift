@@ -6,9 +6,17 @@ enum ONNXOps {
 
     static let converters: [String: Converter] = [
         "Conv": { try $0.conv($1) },
+        "ConvTranspose": { try $0.convTranspose($1) },
         "Gemm": { try $0.gemm($1) },
         "MatMul": { try $0.matMul($1) },
+        "Einsum": { try $0.einsum($1) },
+        "DepthToSpace": { try $0.depthToSpace($1) },
+        "SpaceToDepth": { try $0.spaceToDepth($1) },
+        "Tile": { try $0.tile($1) },
         "BatchNormalization": { try $0.batchNorm($1) },
+        "LayerNormalization": { try $0.layerNormalization($1) },
+        "InstanceNormalization": { try $0.instanceNormalization($1) },
+        "GroupNormalization": { try $0.groupNormalization($1) },
         "Relu": { try $0.unary($1, .relu) },
         "Sigmoid": { try $0.unary($1, .sigmoid) },
         "Tanh": { try $0.unary($1, .tanh) },
@@ -405,6 +413,7 @@ extension ONNXGraphBuilder {
     }
 
     mutating func matMul(_ node: ONNXFile.Node) throws {
+        if node.inputs.count == 2, !isConstant(node.inputs[1]) || isConstant(node.inputs[0]) { return try computedMatMul(node) }
         let a = try activation(node)
         let b = try constant(node, 1, what: "B")
         let out = try output(node)

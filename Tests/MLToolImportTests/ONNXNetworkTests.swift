@@ -28,6 +28,6 @@ import Testing
     }
 
     @Test func manifestListsEveryNetwork() throws {
-        #expect(Self.cases.count == 8)
+        #expect(Self.cases.count == 12)
     }
 }

@@ -211,6 +211,112 @@ def qdq_weights():
     return model(n, i, [("x", ["N", 3, 8, 8])], ["y"], 13), {"x": (2, 3, 8, 8)}
 
 
+def decoder_upsample():
+    """A segmentation-style decoder: ConvTranspose (output_padding, groups, SAME_UPPER, output_shape cropping one row
+    and adding one column), Instance-,
+    Group- and LayerNormalization (over H, W: not NHWC's trailing axes), and a 1-D ConvTranspose branch."""
+    n, i = [], []
+    i.append(init("up1.w", w(4, 6, 3, 3)))
+    i.append(init("up1.b", w(6, scale=0.1)))
+    n.append(helper.make_node("ConvTranspose", ["x", "up1.w", "up1.b"], ["up1"], name="up1", strides=[2, 2], pads=[1, 1, 1, 1],
+                              output_padding=[1, 1]))
+    n.append(helper.make_node("Relu", ["up1"], ["r1"], name="relu1"))
+    i.append(init("in.scale", rng.uniform(0.5, 1.5, 6).astype(np.float32)))
+    i.append(init("in.bias", w(6, scale=0.1)))
+    n.append(helper.make_node("InstanceNormalization", ["r1", "in.scale", "in.bias"], ["in"], name="instnorm", epsilon=1e-4))
+    i.append(init("up2.w", w(6, 2, 2, 3)))
+    n.append(helper.make_node("ConvTranspose", ["in", "up2.w"], ["up2"], name="up2", strides=[2, 1], group=3, dilations=[1, 2],
+                              auto_pad="SAME_UPPER"))
+    i.append(init("gn.scale", rng.uniform(0.5, 1.5, 6).astype(np.float32)))
+    i.append(init("gn.bias", w(6, scale=0.1)))
+    n.append(helper.make_node("GroupNormalization", ["up2", "gn.scale", "gn.bias"], ["gn"], name="groupnorm", num_groups=2))
+    i.append(init("ln.scale", rng.uniform(0.5, 1.5, (20, 12)).astype(np.float32)))
+    i.append(init("ln.bias", w(12, scale=0.1)))
+    n.append(helper.make_node("LayerNormalization", ["gn", "ln.scale", "ln.bias"], ["ln"], name="layernorm", axis=2))
+    i.append(init("up3.w", w(6, 3, 3, 3)))
+    n.append(helper.make_node("ConvTranspose", ["ln", "up3.w"], ["y"], name="up3", strides=[2, 2], output_shape=[40, 26]))
+    # 1-D: (N, 4, 5) → (N, 3, L)
+    i.append(init("up1d.w", w(4, 3, 4)))
+    i.append(init("up1d.b", w(3, scale=0.1)))
+    n.append(helper.make_node("ConvTranspose", ["x1d", "up1d.w", "up1d.b"], ["y1d"], name="up1d", strides=[3], dilations=[2],
+                              pads=[1, 2]))
+    return model(n, i, [("x", ["N", 4, 5, 6]), ("x1d", ["N", 4, 5])], ["y", "y1d"], 21), {"x": (2, 4, 5, 6), "x1d": (2, 4, 5)}
+
+
+def attention_block():
+    """One self-attention block on (N, T, D): MatMuls of two computed tensors (rank 4, Q·Kᵀ and weights·V),
+    a vector MatMul, and LayerNormalization over the last axis."""
+    n, i = [], []
+    t, d, h = 6, 8, 2
+    for p in ("q", "k", "v"):
+        i.append(init(f"w{p}", w(d, d, scale=0.4)))
+        n.append(helper.make_node("MatMul", ["x", f"w{p}"], [p], name=f"proj_{p}"))
+        i.append(init(f"{p}.heads", np.array([0, t, h, d // h], np.int64)))
+        n.append(helper.make_node("Reshape", [p, f"{p}.heads"], [f"{p}4"], name=f"heads_{p}"))
+        n.append(helper.make_node("Transpose", [f"{p}4"], [f"{p}h"], name=f"perm_{p}", perm=[0, 2, 3, 1] if p == "k" else [0, 2, 1, 3]))
+    n.append(helper.make_node("MatMul", ["qh", "kh"], ["scores"], name="qk"))
+    i.append(init("scale", np.array(0.5, np.float32)))
+    n.append(helper.make_node("Mul", ["scores", "scale"], ["scaled"], name="scale"))
+    n.append(helper.make_node("Softmax", ["scaled"], ["attn"], name="softmax", axis=-1))
+    n.append(helper.make_node("MatMul", ["attn", "vh"], ["ctx"], name="av"))
+    n.append(helper.make_node("Transpose", ["ctx"], ["ctxt"], name="merge_perm", perm=[0, 2, 1, 3]))
+    i.append(init("merge.shape", np.array([0, t, d], np.int64)))
+    n.append(helper.make_node("Reshape", ["ctxt", "merge.shape"], ["ctx3"], name="merge"))
+    n.append(helper.make_node("Add", ["ctx3", "x"], ["res"], name="residual"))
+    i.append(init("ln.scale", rng.uniform(0.5, 1.5, d).astype(np.float32)))
+    i.append(init("ln.bias", w(d, scale=0.1)))
+    n.append(helper.make_node("LayerNormalization", ["res", "ln.scale", "ln.bias"], ["y"], name="layernorm", epsilon=1e-5))
+    # A computed vector: each row's dot product with the first row of its own sequence.
+    i.append(init("first.idx", np.array(0, np.int64)))
+    n.append(helper.make_node("Gather", ["y", "first.idx"], ["first"], name="first", axis=1))
+    n.append(helper.make_node("Unsqueeze", ["first", "first.axes"], ["first3"], name="first3"))
+    i.append(init("first.axes", np.array([2], np.int64)))
+    n.append(helper.make_node("MatMul", ["y", "first3"], ["dots"], name="dots"))
+    return model(n, i, [("x", ["N", t, d])], ["y", "dots"], 17), {"x": (2, t, d)}
+
+
+def einsum_attention():
+    """Attention written with Einsum: rank 3 and rank 4 (NHWC in the IR) operands, a transpose, an ellipsis against
+    a constant, and a plain matrix product."""
+    n, i = [], []
+    t, d = 6, 8
+    for p in ("q", "k"):
+        i.append(init(f"w{p}", w(d, d, scale=0.4)))
+        n.append(helper.make_node("MatMul", ["x", f"w{p}"], [p], name=f"proj_{p}"))
+        i.append(init(f"{p}.heads", np.array([0, t, 2, d // 2], np.int64)))
+        n.append(helper.make_node("Reshape", [p, f"{p}.heads"], [f"{p}4"], name=f"heads_{p}"))
+    n.append(helper.make_node("Einsum", ["q", "k"], ["scores"], name="scores", equation="bid,bjd->bij"))
+    n.append(helper.make_node("Softmax", ["scores"], ["attn"], name="softmax", axis=-1))
+    n.append(helper.make_node("Einsum", ["attn", "x"], ["ctx"], name="ctx", equation="bij,bjd->bid"))
+    n.append(helper.make_node("Einsum", ["q4", "k4"], ["scores4"], name="scores4", equation="bihd,bjhd->bhij"))
+    n.append(helper.make_node("Softmax", ["scores4"], ["attn4"], name="softmax4", axis=-1))
+    n.append(helper.make_node("Einsum", ["attn4", "k4"], ["ctx4"], name="ctx4", equation="bhij,bjhd->bihd"))
+    n.append(helper.make_node("Einsum", ["ctx"], ["ctxT"], name="transpose", equation="bij->bji"))
+    i.append(init("wo", w(d, 5, scale=0.4)))
+    n.append(helper.make_node("Einsum", ["ctx", "wo"], ["proj"], name="ellipsis", equation="...id,de->...ie"))
+    i.append(init("sel", np.array([0], np.int64)))
+    n.append(helper.make_node("Gather", ["ctx", "sel"], ["row"], name="row", axis=0))
+    i.append(init("row.shape", np.array([t, d], np.int64)))
+    n.append(helper.make_node("Reshape", ["row", "row.shape"], ["row2"], name="row2"))
+    n.append(helper.make_node("Einsum", ["row2", "row2"], ["gram"], name="gram", equation="id,jd->ij"))
+    # A fixed batch: "row" gathers along it.
+    return model(n, i, [("x", [2, t, d])], ["ctx", "ctx4", "ctxT", "proj", "gram"], 13), {"x": (2, t, d)}
+
+
+def pixel_shuffle():
+    """DepthToSpace in both modes, SpaceToDepth and Tile (their conformance cases are opset 28 or int64)."""
+    n, i = [], []
+    i.append(init("c.w", w(8, 3, 1, 1)))
+    n.append(helper.make_node("Conv", ["x", "c.w"], ["c"], name="expand"))
+    n.append(helper.make_node("DepthToSpace", ["c"], ["dcr"], name="d2s_dcr", blocksize=2))
+    n.append(helper.make_node("DepthToSpace", ["c"], ["crd"], name="d2s_crd", blocksize=2, mode="CRD"))
+    n.append(helper.make_node("SpaceToDepth", ["dcr"], ["back"], name="s2d", blocksize=2))
+    n.append(helper.make_node("SpaceToDepth", ["x"], ["s2d3"], name="s2d3", blocksize=3))
+    i.append(init("reps", np.array([1, 2, 3, 1], np.int64)))
+    n.append(helper.make_node("Tile", ["x", "reps"], ["tiled"], name="tile"))
+    return model(n, i, [("x", ["N", 3, 6, 9])], ["dcr", "crd", "back", "s2d3", "tiled"], 13), {"x": (2, 3, 6, 9)}
+
+
 NETWORKS = {
     "residual_cnn": residual_cnn,
     "depthwise_cnn": depthwise_cnn,
@@ -220,6 +326,10 @@ NETWORKS = {
     "softmax_legacy": softmax_legacy,
     "free_size": free_size,   # last: adding it left the other fixtures' random values unchanged
     "qdq_weights": qdq_weights,  # after it, for the same reason
+    "decoder_upsample": decoder_upsample,   # ConvTranspose and the normalizations (after the others: same reason)
+    "attention_block": attention_block,     # MatMul of computed tensors
+    "einsum_attention": einsum_attention,   # Einsum lowered to batchMatMul
+    "pixel_shuffle": pixel_shuffle,         # DepthToSpace, SpaceToDepth, Tile
 }
 # Run without graph optimizations: onnxruntime may otherwise fuse DequantizeLinear into approximate int8 kernels.
 UNOPTIMIZED = {"qdq_weights"}
