@@ -53,11 +53,14 @@ build:
 ## test: unit, oracle and end-to-end tests (installs what it needs first). The Fashion-MNIST model the
 ## acceptance and export tests check is trained first (.build/demo), with its own feature cache; then the example
 ## package and docs/API.md (example), and make install (install-test).
+## MLTOOL_EXPECT_CPU_LEVELS: the CPU levels the kernel tests must run (Tests/cpu-levels.sh reads /proc/cpuinfo); set
+## it by hand to check a level, e.g. MLTOOL_EXPECT_CPU_LEVELS=portable,avx2,avx512
+MLTOOL_EXPECT_CPU_LEVELS ?= $(shell bash Tests/cpu-levels.sh)
 test: shared-datasets setup models demo-model check-proto $(KERAS_APPS)/app_mnv3_k3.json example install-test
 	$(PYTHON) Tests/Fixtures/onnx/make_conformance.py --out .build/onnx-conformance
 	bash datasets/ud-english-ewt.sh
 	MLTOOL_BIN=$(CURDIR)/$(MLTOOL) MLTOOL_KERAS_APPS_DIR=$(CURDIR)/$(KERAS_APPS) MLTOOL_REQUIRE_ORACLES=1 \
-		$(SWIFT) test $(TEST_FLAGS)
+		MLTOOL_EXPECT_CPU_LEVELS="$(MLTOOL_EXPECT_CPU_LEVELS)" $(SWIFT) test $(TEST_FLAGS)
 
 ## test-cluster: only SlurmClusterTests (`make test` runs them too): a single-node Slurm cluster from slurm-wlm and
 ## munge (Tests/cluster/slurm.sh), deploy/slurm/extract.sbatch with a shard killed and resubmitted, the model against
@@ -100,7 +103,7 @@ demo-model: models build
 	bash datasets/fashion-mnist.sh --small
 	@mkdir -p $(DEMO)
 	MLTOOL_CACHE=$(CURDIR)/.build/cache $(MLTOOL) train $(FASHION)/train --test $(FASHION)/test -o $(DEMO)/model.bin --quiet
-	$(MLTOOL) quantize $(DEMO)/model.bin --bits 8 --quiet --no-eval
+	$(MLTOOL) quantize $(DEMO)/model.bin --bits 8 --quiet --no-eval --calibration $(FASHION)/train
 
 ## example: Examples/ClassifyPhotos, a package of its own that depends on this one by path and uses the MLTool
 ## product (its first build compiles the library again, into $(EXAMPLE)/.build). ClassifyPhotos' output must match

@@ -48,7 +48,7 @@ final class GuardedBytes {
                     }
                 }
             }
-            #expect(levels.first == 0 && cases == levels.count * 5 * 8 * Layout.allCases.count)
+            #expect(cases == levels.count * 5 * 8 * Layout.allCases.count)
         }
     }
 
@@ -104,7 +104,7 @@ final class GuardedBytes {
     @Test func oneRowDecodedInRegistersGivesTheBitsOfTheDecodedGemm() throws {
         var ran = 0
         do {
-            let levels = try forEachCPULevel { level in
+            try forEachCPULevel { level in
                 for bits in [1, 2, 4, 6, 8] {
                     for (k, n) in [(1280, 1000), (37, 24), (64, 96), (9, 33), (130, 48), (5, 7), (300, 200), (20, 129)] {
                         for (l, layout) in [Layout.oneTable, .columnScales, .rowScales, .rowTables].enumerated() {
@@ -117,7 +117,6 @@ final class GuardedBytes {
                     }
                 }
             }
-            #expect(levels.first == 0)
         }
         #expect(ran > 0, "the register-decoding kernel never ran (no AVX2 here?)")
     }
