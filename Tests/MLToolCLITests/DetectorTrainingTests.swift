@@ -25,7 +25,7 @@ import Testing
     /// mAP@0.5 ≥ 0.70 on the 40 test photos (cold: its own empty feature cache); `eval` gives the same numbers as
     /// training reported, and they equal pycocotools' on the same detections (from `predict --json`) within 1e-4.
     @Test func raccoonTrainEvalPredict() throws {
-        guard Tool.available else { return }
+        guard Tool.available else { return Oracles.missing(Oracles.mltoolBinaryProblem) }
         guard let tree = Self.tree else { Oracles.missing("the raccoon set (../shared/datasets/raccoon or RACCOON_DIR)"); return }
         let dir = try TempDir(); defer { dir.cleanup() }
         let env = ["MLTOOL_CACHE": dir.file("cache")]

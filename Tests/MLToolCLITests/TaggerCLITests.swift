@@ -17,7 +17,7 @@ import Testing
     }
 
     @Test func uposTaggerTrainsPredictsAndEvaluates() throws {
-        guard Tool.available else { return }
+        guard Tool.available else { return Oracles.missing(Oracles.mltoolBinaryProblem) }
         guard Self.haveEWT else { return Oracles.missing("datasets/ud-english-ewt (run datasets/ud-english-ewt.sh)") }
         let dir = try TempDir()
         defer { dir.cleanup() }
@@ -89,7 +89,7 @@ import Testing
     }
 
     @Test func entityTaggerReportsTheSameEntityScoresInTrainAndEval() throws {
-        guard Tool.available else { return }
+        guard Tool.available else { return Oracles.missing(Oracles.mltoolBinaryProblem) }
         guard Self.haveEWT else { return Oracles.missing("datasets/ud-english-ewt (run datasets/ud-english-ewt.sh)") }
         let dir = try TempDir()
         defer { dir.cleanup() }
