@@ -24,7 +24,7 @@ export UD_EWT_DIR ?= $(SHARED_DATASETS)/ud-english-ewt
 PREFIX ?= /usr/local
 EXAMPLE := Examples/ClassifyPhotos
 
-.PHONY: setup shared-datasets build test test-cluster fuzz check check-proto check-warnings demo demo-model models proto bench clean example api-docs install install-test
+.PHONY: setup shared-datasets build test test-cluster fuzz fuzz-smoke check check-proto check-warnings demo demo-model models proto bench clean example api-docs install install-test
 
 ## setup: install every apt and pip dependency that is missing (idempotent: skips what is there)
 setup:
@@ -56,7 +56,7 @@ build:
 ## MLTOOL_EXPECT_CPU_LEVELS: the CPU levels the kernel tests must run (Tests/cpu-levels.sh reads /proc/cpuinfo); set
 ## it by hand to check a level, e.g. MLTOOL_EXPECT_CPU_LEVELS=portable,avx2,avx512
 MLTOOL_EXPECT_CPU_LEVELS ?= $(shell bash Tests/cpu-levels.sh)
-test: shared-datasets setup models demo-model check-proto $(KERAS_APPS)/app_mnv3_k3.json example install-test
+test: shared-datasets setup models demo-model check-proto $(KERAS_APPS)/app_mnv3_k3.json example install-test fuzz-smoke
 	$(PYTHON) Tests/Fixtures/onnx/make_conformance.py --out .build/onnx-conformance
 	bash datasets/ud-english-ewt.sh
 	MLTOOL_BIN=$(CURDIR)/$(MLTOOL) MLTOOL_KERAS_APPS_DIR=$(CURDIR)/$(KERAS_APPS) MLTOOL_REQUIRE_ORACLES=1 \
@@ -75,6 +75,11 @@ test-cluster: setup models/efficientnet-lite0.bin build
 FUZZ_SECONDS ?= 60
 fuzz: setup
 	FUZZ_SECONDS=$(FUZZ_SECONDS) SWIFT=$(SWIFT) bash fuzz/run.sh $(FUZZ_TARGETS)
+
+## fuzz-smoke: (in make test) builds fuzz/ and runs every fuzz target for 5 s, not recorded in fuzz/rounds.tsv: a
+## crash, leak or other finding fails the run
+fuzz-smoke: setup
+	FUZZ_SECONDS=5 FUZZ_RECORD=0 SWIFT=$(SWIFT) bash fuzz/run.sh
 
 ## check: the generated protobuf-c sources are what `make proto` writes, and project code (library, tests, the C
 ## kernels) builds without a warning. `make test` checks both: its test build uses the same strict flags.
