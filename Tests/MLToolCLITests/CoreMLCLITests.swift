@@ -1,4 +1,5 @@
 import Foundation
+import MLToolTestSupport
 import Testing
 
 /// `mltool` on Core ML files as a user runs it: info, eval, quantize and export work on a converted .mlpackage /
@@ -67,8 +68,7 @@ struct CoreMLCLITests {
         try p.run()
         p.waitUntilExit()
         guard p.terminationStatus == 0 else {
-            #expect(!OracleAvailabilityTests.required, "python3 with numpy and Pillow is required")
-            print("CoreMLCLITests: SKIPPED eval/quantize/export: python3 with numpy and Pillow missing")
+            Oracles.missing("CoreMLCLITests eval/quantize/export: python3 with numpy and Pillow")
             return
         }
         let model = Self.fixtures + "/resnet_style.mlpackage"
@@ -94,8 +94,7 @@ struct CoreMLCLITests {
         try check.run()
         check.waitUntilExit()
         if check.terminationStatus == 1 {
-            #expect(!OracleAvailabilityTests.required, "onnxruntime is required")
-            print("CoreMLCLITests: SKIPPED the onnxruntime check: onnxruntime missing")
+            Oracles.missing("CoreMLCLITests' onnxruntime check: onnxruntime")
         } else {
             #expect(check.terminationStatus == 0, "onnxruntime's outputs of the exported model differ from torch's")
         }

@@ -22,7 +22,7 @@ import Testing
     }
 
     struct Comparison {
-        var objects = 0, maxCorner = 0.0, maxScore = 0.0, reimported = 0, reimportMaxCorner = 0.0
+        var objects = 0, reimported = 0
         var metadata: [String: Any] = [:]
     }
 
@@ -59,23 +59,25 @@ import Testing
         try #require(results.count == photos.count)
         var cmp = Comparison(metadata: summary["metadata"] as? [String: Any] ?? [:])
         let tolerance = 1e-3 * Double(max(h, w))
+        var corners = (detector: [Double](), onnx: [Double]()), scores = (detector: [Double](), onnx: [Double]())
         for (i, want) in expected.enumerated() {
-            let boxes = results[i]["boxes"] as? [[Double]] ?? [], scores = results[i]["scores"] as? [Double] ?? []
+            let boxes = results[i]["boxes"] as? [[Double]] ?? [], found = results[i]["scores"] as? [Double] ?? []
             let labels = results[i]["labels"] as? [Int] ?? []
-            #expect(boxes.count == want.count && scores.count == want.count && labels.count == want.count,
+            #expect(boxes.count == want.count && found.count == want.count && labels.count == want.count,
                     "\(tag) \(photos[i]): onnxruntime found \(boxes.count) objects, Detector \(want.count)")
             guard boxes.count == want.count else { continue }
             cmp.objects += want.count
             for (j, d) in want.enumerated() {
-                let corners = [Double(d.x1), Double(d.y1), Double(d.x2), Double(d.y2)]
-                let diff = zip(corners, boxes[j]).map { abs($0 - $1) }.max() ?? .infinity
-                cmp.maxCorner = max(cmp.maxCorner, boxes[j].count == 4 ? diff : .infinity)
-                cmp.maxScore = max(cmp.maxScore, abs(Double(d.score) - scores[j]))
+                #expect(boxes[j].count == 4, "\(tag) \(photos[i]) object \(j): box \(boxes[j])")
+                corners.detector += [Double(d.x1), Double(d.y1), Double(d.x2), Double(d.y2)]
+                corners.onnx += boxes[j]
+                scores.detector.append(Double(d.score))
+                scores.onnx.append(found[j])
                 #expect(labels[j] == d.classIndex, "\(tag) \(photos[i]) object \(j)")
             }
         }
-        #expect(cmp.maxCorner <= tolerance, "\(tag): corners differ by \(cmp.maxCorner) px")
-        #expect(cmp.maxScore <= 1e-4, "\(tag): scores differ by \(cmp.maxScore)")
+        assertClose(corners.onnx, corners.detector, atol: tolerance, "\(tag): onnxruntime's corners (px)")
+        assertClose(scores.onnx, scores.detector, atol: 1e-4, "\(tag): onnxruntime's scores")
 
         // Re-imported with the detection settings the export recorded, the file detects the same objects: the
         // importer stops at the decoder's tensors (the heads) and leaves the exported decode and NMS out.
@@ -84,19 +86,22 @@ import Testing
         let back = try ModelImport.importModel(path: onnx, options: ImportOptions(
             image: model.metadata.image, labels: model.metadata.labels, inputSize: (h, w), detection: recorded))
         let again = try Detector(model: back, options: DetectorOptions(threads: 1))
+        var reimported = (original: [Double](), again: [Double]())
         for image in images {
             let a = try detector.detect(image), b = try again.detect(image)
             #expect(a.count == b.count, "\(tag): re-imported found \(b.count) objects, the original \(a.count)")
             for (x, y) in zip(a, b) {
-                let d = [x.box.x - y.box.x, x.box.y - y.box.y, x.box.maxX - y.box.maxX, x.box.maxY - y.box.maxY].map(abs).max() ?? 0
-                cmp.reimportMaxCorner = max(cmp.reimportMaxCorner, d)
-                #expect(x.classIndex == y.classIndex && abs(x.confidence - y.confidence) <= 1e-4, "\(tag)")
+                reimported.original += [x.box.x, x.box.y, x.box.maxX, x.box.maxY]
+                reimported.again += [y.box.x, y.box.y, y.box.maxX, y.box.maxY]
+                #expect(x.classIndex == y.classIndex, "\(tag)")
+                assertClose([y.confidence], [x.confidence], atol: 1e-4, "\(tag): re-imported confidence")
             }
             cmp.reimported += b.count
         }
-        #expect(cmp.reimportMaxCorner <= 1e-3 * Double(max(h, w)), "\(tag): re-imported boxes differ by \(cmp.reimportMaxCorner) px")
-        print("\(tag): \(cmp.objects) objects on \(photos.count) photos, max corner difference \(cmp.maxCorner) px, max score difference \(cmp.maxScore); "
-            + "re-imported: \(cmp.reimported) objects, max corner difference \(cmp.reimportMaxCorner) px")
+        assertClose(reimported.again, reimported.original, atol: tolerance, "\(tag): re-imported corners (px)")
+        print("\(tag): \(cmp.objects) objects on \(photos.count) photos, max corner difference "
+            + "\(Closeness.ratio(corners.onnx, corners.detector, atol: 1)) px, max score difference \(Closeness.ratio(scores.onnx, scores.detector, atol: 1)); "
+            + "re-imported: \(cmp.reimported) objects, max corner difference \(Closeness.ratio(reimported.again, reimported.original, atol: 1)) px")
         return cmp
     }
 
@@ -246,35 +251,36 @@ import Testing
         let original = try Detector(model: model, options: DetectorOptions(threads: 1))
         let again = try Detector(model: back, options: DetectorOptions(threads: 1))
         let size = Float(original.preprocessor.config.width)
-        var worst = (coordinate: 0.0, confidence: 0.0, corner: 0.0), kept = 0
+        // The heads' tensors (coordinates, confidences) of the original and the re-imported model, and the decoded
+        // corners, over every photo.
+        var coordinates = (original: [Float](), again: [Float]()), confidences = (original: [Float](), again: [Float]())
+        var corners = (original: [Float](), again: [Float]()), kept = 0
         for photo in photos {
             let image = try ImageDecoder.decode(path: photo)
             let a = try original.run([image]), b = try again.run([image])
-            var relative: [Double] = []
             for (i, (x, y)) in zip(d.tensors, e.tensors).enumerated() {
                 let u = try #require(a[x]), v = try #require(b[y])
                 try #require(u.shape == [1, 64, i == 0 ? 4 : 3] && v.shape == u.shape, "\(name): \(u.shape) vs \(v.shape)")
-                var r = 0.0
-                for (p, q) in zip(u.data, v.data) { r = max(r, Double(abs(p - q)) / max(Double(abs(p)), 1e-6)) }
-                relative.append(r)
+                if i == 0 { coordinates.original += u.data; coordinates.again += v.data } else { confidences.original += u.data; confidences.again += v.data }
             }
-            try #require(relative.count == 2)
-            worst.coordinate = max(worst.coordinate, relative[0])
-            worst.confidence = max(worst.confidence, relative[1])
             let ca = try original.decoder.decode(a, item: 0, minScore: -1), cb = try again.decoder.decode(b, item: 0, minScore: -1)
             try #require(ca.count == 64 && cb.count == 64, "\(photo): \(ca.count) and \(cb.count) candidates")
             for (x, y) in zip(ca, cb) {
                 #expect(x.index == y.index && x.classIndex == y.classIndex, "\(photo): \(x) vs \(y)")
-                let corners = zip([x.x1, x.y1, x.x2, x.y2], [y.x1, y.y1, y.x2, y.y2]).map { Double(abs($0 - $1) / size) }
-                worst.corner = max(worst.corner, corners.max() ?? .infinity)
+                corners.original += [x.x1, x.y1, x.x2, x.y2]
+                corners.again += [y.x1, y.y1, y.x2, y.y2]
             }
             let keptA = NonMaxSuppression.select(ca, settings: original.settings), keptB = NonMaxSuppression.select(cb, settings: again.settings)
             #expect(keptA.map(\.index) == keptB.map(\.index) && keptA.map(\.classIndex) == keptB.map(\.classIndex), "\(photo)")
             kept += keptA.count
         }
-        print("DetectorExportTests: \(name) → Core ML → import: max relative difference \(worst.coordinate) (coordinates), "
-              + "\(worst.confidence) (confidences); corners within \(worst.corner) of the input size; \(kept) boxes kept on \(photos.count) photos")
-        #expect(worst.coordinate <= 1e-4 && worst.confidence <= 1e-4 && worst.corner <= 1e-4, "\(name): \(worst)")
+        print("DetectorExportTests: \(name) → Core ML → import: max relative difference "
+              + "\(Closeness.ratio(coordinates.again, coordinates.original, rtol: 1, atol: 1e-6)) (coordinates), "
+              + "\(Closeness.ratio(confidences.again, confidences.original, rtol: 1, atol: 1e-6)) (confidences); corners within "
+              + "\(Closeness.ratio(corners.again, corners.original, atol: Double(size))) of the input size; \(kept) boxes kept on \(photos.count) photos")
+        assertClose(coordinates.again, coordinates.original, rtol: 1e-4, atol: 1e-10, "\(name): coordinates")
+        assertClose(confidences.again, confidences.original, rtol: 1e-4, atol: 1e-10, "\(name): confidences")
+        assertClose(corners.again, corners.original, atol: 1e-4 * Double(size), "\(name): corners (1e-4 of the input size)")
         #expect(kept > 0)
     }
 
@@ -366,7 +372,7 @@ import Testing
         #expect(e.nms == d.nms && back.metadata.labels == ["left", "right"] && back.metadata.image == model.metadata.image)
         let original = try Detector(model: model, options: DetectorOptions(threads: 1))
         let again = try Detector(model: back, options: DetectorOptions(threads: 1))
-        var worstCorner: Float = 0, worstScore: Float = 0, kept = 0
+        var corners = (original: [Float](), again: [Float]()), scores = (original: [Float](), again: [Float]()), kept = 0
         for photo in photos {
             let image = try ImageDecoder.decode(path: photo)
             let a = try original.decoder.decode(original.run([image]), item: 0, minScore: -.infinity)
@@ -374,16 +380,20 @@ import Testing
             try #require(a.count == 80 && b.count == 80, "\(photo): \(a.count) and \(b.count) candidates")
             for (x, y) in zip(a, b) {
                 #expect(x.index == y.index && x.classIndex == y.classIndex, "\(photo): \(x) vs \(y)")
-                worstScore = max(worstScore, abs(x.score - y.score) / max(abs(x.score), 1e-6))
-                for (p, q) in zip([x.x1, x.y1, x.x2, x.y2], [y.x1, y.y1, y.x2, y.y2]) { worstCorner = max(worstCorner, abs(p - q) / 64) }
+                scores.original.append(x.score)
+                scores.again.append(y.score)
+                corners.original += [x.x1, x.y1, x.x2, x.y2]
+                corners.again += [y.x1, y.y1, y.x2, y.y2]
             }
             let keptA = NonMaxSuppression.select(a, settings: original.settings), keptB = NonMaxSuppression.select(b, settings: again.settings)
             #expect(keptA.map(\.index) == keptB.map(\.index), "\(photo)")
             kept += keptA.count
         }
-        print("DetectorExportTests: boxes detector (\(layout), \(d.boxEncoding)) → Core ML → import: corners within \(worstCorner) "
-              + "of the input size, scores within \(worstScore) (relative); \(kept) boxes kept on \(photos.count) photos")
-        #expect(worstCorner <= 1e-4 && worstScore <= 1e-4, "\(layout): corners \(worstCorner), scores \(worstScore)")
+        print("DetectorExportTests: boxes detector (\(layout), \(d.boxEncoding)) → Core ML → import: corners within "
+              + "\(Closeness.ratio(corners.again, corners.original, atol: 64)) of the input size, scores within "
+              + "\(Closeness.ratio(scores.again, scores.original, rtol: 1, atol: 1e-6)) (relative); \(kept) boxes kept on \(photos.count) photos")
+        assertClose(corners.again, corners.original, atol: 1e-4 * 64, "\(layout): corners (1e-4 of the 64-pixel input)")
+        assertClose(scores.again, scores.original, rtol: 1e-4, atol: 1e-10, "\(layout): scores")
         #expect(kept > 0)
         try Self.checkBoxesDecoder(model, path, photos: photos, layout: layout)
 
@@ -430,22 +440,27 @@ import Testing
         #expect(s["stages"] as? [String] == ["neuralNetwork", "nonMaximumSuppression"])
         let results = s["results"] as? [[String: Any]] ?? []
         try #require(results.count == photos.count)
-        var worstBox = 0.0, worstScore = 0.0
+        var boxes = (coreML: [Double](), decoder: [Double]()), scores = (coreML: [Double](), decoder: [Double]())
         for (r, want) in zip(results, expected) {
             let coords = r["raw_coordinates"] as? [[Double]] ?? [], conf = r["raw_confidence"] as? [[Double]] ?? []
             try #require(coords.count == 80 && conf.count == 80 && want.count == 80, "\(coords.count), \(conf.count), \(want.count)")
             for c in want {
                 let v = coords[c.index], row = conf[c.index]
                 let box = [Double(c.x1 + c.x2) / 128, Double(c.y1 + c.y2) / 128, Double(c.x2 - c.x1) / 64, Double(c.y2 - c.y1) / 64]
-                worstBox = max(worstBox, zip(v, box).map { abs($0 - $1) }.max() ?? .infinity)
+                #expect(v.count == 4, "candidate \(c.index): \(v)")
+                boxes.coreML += v
+                boxes.decoder += box
                 let best = row.indices.max { row[$0] < row[$1] || (row[$0] == row[$1] && $0 > $1) } ?? -1
                 #expect(best == c.classIndex, "candidate \(c.index): class \(best), decoder \(c.classIndex)")
-                worstScore = max(worstScore, abs((row.max() ?? .infinity) - Double(c.score)))
+                scores.coreML.append(row.max() ?? .nan)
+                scores.decoder.append(Double(c.score))
             }
         }
-        print("DetectorExportTests: boxes detector (\(layout)): numpy's Core ML layers vs the decoder: boxes within \(worstBox), "
-              + "scores within \(worstScore); layers \(s["evaluated_layer_types"] ?? "")")
-        #expect(worstBox <= 1e-6 && worstScore <= 1e-6, "\(layout): boxes \(worstBox), scores \(worstScore)")
+        print("DetectorExportTests: boxes detector (\(layout)): numpy's Core ML layers vs the decoder: boxes within "
+              + "\(Closeness.ratio(boxes.coreML, boxes.decoder, atol: 1)), scores within \(Closeness.ratio(scores.coreML, scores.decoder, atol: 1)); "
+              + "layers \(s["evaluated_layer_types"] ?? "")")
+        assertClose(boxes.coreML, boxes.decoder, atol: 1e-6, "\(layout): boxes")
+        assertClose(scores.coreML, scores.decoder, atol: 1e-6, "\(layout): scores")
     }
 
     /// Input (N, 64, 64, 3) → two 1×1 convolutions at strides 8 and 16 → DFL heads (N, H, W, 4·4 + 2).
@@ -535,7 +550,7 @@ import Testing
         #expect(md["imageCropAndScaleOption"] == "scaleFit")
         let results = s["results"] as? [[String: Any]] ?? []
         try #require(results.count == chosen.count)
-        var maxCoordinate = 0.0, maxScore = 0.0, compared = 0
+        var coordinates = (coreML: [Double](), decoder: [Double]()), scores = (coreML: [Double](), decoder: [Double]()), compared = 0
         let (w, h) = (Double(image.width), Double(image.height))
         for (i, want) in expected.enumerated() {
             let conf = results[i]["raw_confidence"] as? [[Double]] ?? [], coords = results[i]["raw_coordinates"] as? [[Double]] ?? []
@@ -544,15 +559,20 @@ import Testing
             for d in want where d.index < boxes {
                 let (x1, y1, x2, y2) = (Double(d.x1), Double(d.y1), Double(d.x2), Double(d.y2))
                 let truth = [(x1 + x2) / 2 / w, (y1 + y2) / 2 / h, (x2 - x1) / w, (y2 - y1) / h]
-                maxCoordinate = max(maxCoordinate, zip(truth, coords[d.index]).map { abs($0 - $1) }.max() ?? .infinity)
-                maxScore = max(maxScore, abs(conf[d.index][d.classIndex] - Double(d.score)))
+                #expect(coords[d.index].count == 4, "\(tag) candidate \(d.index): \(coords[d.index])")
+                coordinates.coreML += coords[d.index]
+                coordinates.decoder += truth
+                scores.coreML.append(conf[d.index][d.classIndex])
+                scores.decoder.append(Double(d.score))
                 compared += 1
             }
         }
-        print("\(tag): Core ML decoder: \(compared) candidates on \(chosen.count) photos, max coordinate difference \(maxCoordinate) "
-            + "(fractions of the input), max score difference \(maxScore)")
+        print("\(tag): Core ML decoder: \(compared) candidates on \(chosen.count) photos, max coordinate difference "
+            + "\(Closeness.ratio(coordinates.coreML, coordinates.decoder, atol: 1)) (fractions of the input), max score difference "
+            + "\(Closeness.ratio(scores.coreML, scores.decoder, atol: 1))")
         #expect(compared == boxes * chosen.count, "\(tag)")
-        #expect(maxCoordinate <= 1e-5 && maxScore <= 1e-5, "\(tag): coordinates differ by \(maxCoordinate), scores by \(maxScore)")
+        assertClose(coordinates.coreML, coordinates.decoder, atol: 1e-5, "\(tag): coordinates (fractions of the input)")
+        assertClose(scores.coreML, scores.decoder, atol: 1e-5, "\(tag): scores")
         return s
     }
 

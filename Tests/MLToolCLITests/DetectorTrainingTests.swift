@@ -22,10 +22,10 @@ import Testing
     }()
 
     /// The acceptance line of issue 17: `mltool train datasets/raccoon/train --test datasets/raccoon/test` reaches
-    /// mAP@0.5 ≥ 0.70 on the 40 test photos (cold: its own empty feature cache); `eval` gives the same numbers as
+    /// mAP@0.5 ≥ 0.90 (measured 0.9229) on the 40 test photos (cold: its own empty feature cache); `eval` gives the same numbers as
     /// training reported, and they equal pycocotools' on the same detections (from `predict --json`) within 1e-4.
     @Test func raccoonTrainEvalPredict() throws {
-        guard Tool.available else { return }
+        guard Tool.available else { return Oracles.missing(Oracles.mltoolBinaryProblem) }
         guard let tree = Self.tree else { Oracles.missing("the raccoon set (../shared/datasets/raccoon or RACCOON_DIR)"); return }
         let dir = try TempDir(); defer { dir.cleanup() }
         let env = ["MLTOOL_CACHE": dir.file("cache")]
@@ -37,7 +37,8 @@ import Testing
         let e = try JSONDecoder().decode(DetectionEvaluation.self, from: Data(eval.stdout.utf8))
         print(String(format: "raccoon test: mAP@0.5 %.4f, mAP@0.5:0.95 %.4f", e.mAP50, e.mAP50to95))
         #expect(e.images == 40 && e.perClass.map(\.groundTruth) == [44])
-        #expect(e.mAP50 >= 0.70)
+        // Deterministic (seeded): measured mAP@0.5 0.9229 on a 2-core AVX2 machine (December 2026); bar 0.90.
+        #expect(e.mAP50 >= 0.90, "raccoon test mAP@0.5 \(e.mAP50), measured 0.9229, bar 0.90")
         #expect(train.stdout.contains(String(format: "@0.5 %.4f, @0.5:0.95 %.4f (test)", e.mAP50, e.mAP50to95)))
         let html = try String(contentsOfFile: dir.file("report.html"), encoding: .utf8)
         #expect(html.contains("Photos, worst first") && html.contains("data:image/png;base64,") && html.contains("<polyline"))

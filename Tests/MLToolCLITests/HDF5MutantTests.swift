@@ -102,6 +102,10 @@ import Testing
             }
         }
         print("HDF5 mutants: \(outcomes.count) files: \(imported) imported, \(refused) refused with a reason, \(readerFailed) contained reader failures (crash, hang or limit inside the sandbox)")
+        // Seeded mutants: measured 141 imported, 355 refused with a reason, 4 contained reader failures on a 2-core
+        // AVX2 machine (December 2026). 500 mutants that all import would say nothing about the reader's checks:
+        // at least 90 % of the measured refusals.
+        #expect(refused >= 320, "\(refused) mutants refused with a reason, measured 355, bar 320")
     }
 
     /// Results written by index from several workers.

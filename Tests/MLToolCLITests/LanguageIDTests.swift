@@ -89,7 +89,7 @@ import Testing
     }
 
     @Test func commandLinePredictAndEval() throws {
-        guard Tool.available else { return }
+        guard Tool.available else { return Oracles.missing(Oracles.mltoolBinaryProblem) }
         guard Self.available else { return Oracles.missing(Self.why) }
         let recognizer = try LanguageRecognizer(contentsOf: URL(fileURLWithPath: Self.model))
         for language in ["de", "uk", "ja"] {

@@ -17,7 +17,7 @@ import Testing
     }
 
     @Test func uposTaggerTrainsPredictsAndEvaluates() throws {
-        guard Tool.available else { return }
+        guard Tool.available else { return Oracles.missing(Oracles.mltoolBinaryProblem) }
         guard Self.haveEWT else { return Oracles.missing("datasets/ud-english-ewt (run datasets/ud-english-ewt.sh)") }
         let dir = try TempDir()
         defer { dir.cleanup() }
@@ -89,7 +89,7 @@ import Testing
     }
 
     @Test func entityTaggerReportsTheSameEntityScoresInTrainAndEval() throws {
-        guard Tool.available else { return }
+        guard Tool.available else { return Oracles.missing(Oracles.mltoolBinaryProblem) }
         guard Self.haveEWT else { return Oracles.missing("datasets/ud-english-ewt (run datasets/ud-english-ewt.sh)") }
         let dir = try TempDir()
         defer { dir.cleanup() }
@@ -98,7 +98,8 @@ import Testing
                               "-o", model, "--quiet", "--epochs", "4"])
         #expect(t.status == 0, "\(t.stderr)")
         let f1 = try #require(Self.number(after: "F1", in: t.stdout), "\(t.stdout)")
-        #expect(f1 > 0.8)
+        // Measured entity F1 0.8624 on a 2-core AVX2 machine (December 2026); bar 0.02 below.
+        #expect(f1 >= 0.8424, "entity F1 \(f1), measured 0.8624, bar 0.8424")
         let e = try Tool.run(["eval", model, Self.ewt("entities-test.bioes"), "--json"])
         let report = try #require(try JSONSerialization.jsonObject(with: Data(e.stdout.utf8)) as? [String: Any])
         let entities = try #require(report["entities"] as? [String: Any])

@@ -103,6 +103,49 @@ struct ExportPathLeakTests {
             }
     }
 
+    /// The text classifier and the word tagger (trained on absolute paths with `--test`, which they record as their
+    /// holdout root): the native files record no absolute path, and every export format either writes a file with no
+    /// path of this machine or refuses the task by name (exit 65, "cannot export to …") without writing one.
+    @Test(arguments: ["text", "tagger"])
+    func textAndTaggerModelsAndExportsCarryNoPathOfTheTrainingMachine(task: String) throws {
+        let dir = try TempDir(); defer { dir.cleanup() }
+        try FileManager.default.createDirectory(atPath: dir.file("data"), withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: dir.file("models"), withIntermediateDirectories: true)
+        let words = [("good", "great", "fine"), ("bad", "awful", "poor")]
+        var train: String, test: String, ext: String
+        if task == "text" {
+            func rows(_ n: Int) -> String {
+                "text,label\n" + (0..<n).map { i in
+                    let w = words[i % 2]
+                    return "\([w.0, w.1, w.2][i % 3]) \([w.0, w.1, w.2][(i + 1) % 3]) day,\(i % 2 == 0 ? "pos" : "neg")"
+                }.joined(separator: "\n") + "\n"
+            }
+            (train, test, ext) = (rows(40), rows(10), "csv")
+        } else {
+            func sentences(_ n: Int) -> String {
+                (0..<n).map { i in "From\tO\nthe\tO\n\(["Paris", "London", "Rome"][i % 3])\tB-NAME\nto\tO\n\(["Kim", "Lee"][i % 2])\tB-NAME\n" }
+                    .joined(separator: "\n")
+            }
+            (train, test, ext) = (sentences(30), sentences(6), "bio")
+        }
+        try train.write(toFile: dir.file("data/train.\(ext)"), atomically: true, encoding: .utf8)
+        try test.write(toFile: dir.file("data/test.\(ext)"), atomically: true, encoding: .utf8)
+        let t = try Tool.run(["train", dir.file("data/train.\(ext)"), "--test", dir.file("data/test.\(ext)"), "-o", dir.file("models/model.bin"), "--quiet"])
+        try #require(t.status == 0, "\(task): \(t.stderr)")
+        let raw = try Data(contentsOf: URL(fileURLWithPath: dir.file("models/model.bin")))
+        #expect(Self.leaks(raw, dir, absoluteOnly: true).isEmpty, "\(task) model.bin records \(Self.leaks(raw, dir, absoluteOnly: true))")
+        for (format, file) in [("onnx", "model.onnx"), ("coreml", "Model.mlmodel")] {
+            let e = try Tool.run(["export", dir.file("models/model.bin"), "--to", format, "-o", dir.file(file)])
+            if e.status == 0 {
+                let bytes = try Data(contentsOf: URL(fileURLWithPath: dir.file(file)))
+                #expect(Self.leaks(bytes, dir).isEmpty, "\(task) \(file) records \(Self.leaks(bytes, dir))")
+            } else {
+                #expect(e.status == 65 && e.stderr.contains("cannot export to"), "\(task) → \(format): exit \(e.status): \(e.stderr)")
+                #expect(!FileManager.default.fileExists(atPath: dir.file(file)), "\(task) → \(format): refused but wrote \(file)")
+            }
+        }
+    }
+
     @Test func modelsAndExportsCarryNoPathOfTheTrainingMachine() throws {
         let dir = try TempDir(); defer { dir.cleanup() }
         try Make.colourFolders(in: dir.file("data/images"), perClass: 10)

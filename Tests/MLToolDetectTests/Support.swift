@@ -3,6 +3,7 @@ import MLToolCore
 import MLToolData
 import MLToolDetect
 import MLToolEngine
+import MLToolTestSupport
 import Testing
 @testable import MLToolImport
 
@@ -76,12 +77,8 @@ enum DetectOracle {
     struct Object: Decodable { let `class`: Int; let score: Double; let box: [Double] }
     struct Result: Decodable { let photos: [[Object]] }
 
-    static func skip(_ why: String) {
-        if ProcessInfo.processInfo.environment["MLTOOL_REQUIRE_ORACLES"] == "1" {
-            Issue.record("not run, but MLTOOL_REQUIRE_ORACLES=1: \(why)")
-        } else {
-            print("SKIPPED: \(why)")
-        }
+    static func skip(_ why: String, sourceLocation: SourceLocation = #_sourceLocation) {
+        Oracles.missing(why, sourceLocation: sourceLocation)
     }
 
     static func run(_ request: [String: Any]) throws -> Result? {
@@ -119,7 +116,7 @@ enum DetectOracle {
     @discardableResult
     static func compare(_ got: [DetectedObject], _ want: [Object], _ what: String) -> (Double, Double) {
         #expect(got.count == want.count, "\(what): \(got.count) objects, the oracle \(want.count)")
-        var worstIoU = 1.0, worstConf = 0.0
+        var worstIoU = 1.0, confidences = (got: [Double](), oracle: [Double]())
         for (g, w) in zip(got, want) {
             let wb = BoundingBox(x1: w.box[0], y1: w.box[1], x2: w.box[2], y2: w.box[3])
             // A box clipped to a line at the photo's edge has no area, so IoU says nothing: its corners must agree.
@@ -127,11 +124,12 @@ enum DetectOracle {
             let degenerate = (g.box.width == 0 || g.box.height == 0) && (wb.width == 0 || wb.height == 0)
             let iou = degenerate && corners <= 0.01 ? 1 : g.box.iou(wb)
             worstIoU = min(worstIoU, iou.isNaN ? 0 : iou)
-            worstConf = max(worstConf, abs(g.confidence - w.score).isNaN ? .infinity : abs(g.confidence - w.score))
+            confidences.got.append(g.confidence)
+            confidences.oracle.append(w.score)
             #expect(g.classIndex == w.class, "\(what): class \(g.classIndex), the oracle \(w.class)")
             #expect(iou >= 0.99, "\(what): IoU \(iou) between \(g.box) and \(wb)")
-            #expect(abs(g.confidence - w.score) <= 1e-3, "\(what): confidence \(g.confidence), the oracle \(w.score)")
         }
-        return (worstIoU, worstConf)
+        assertClose(confidences.got, confidences.oracle, atol: 1e-3, "\(what): confidences against the oracle's")
+        return (worstIoU, Closeness.ratio(confidences.got, confidences.oracle, atol: 1))
     }
 }

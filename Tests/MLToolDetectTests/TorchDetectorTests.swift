@@ -58,11 +58,13 @@ import Testing
                 found += objects.count
             }
         }
-        // Trained detectors: they find the objects drawn (2 + 3 + 1 + 2 per decoder kind, a few more or less).
-        #expect(found >= 8, "\(name): only \(found) objects on 4 photos × 2 decoders")
+        // Trained detectors: 2 + 3 + 1 + 2 objects are drawn, 16 over both decoder kinds; each model reports 18 (the
+        // oracle's same boxes, two of them extra), measured on a 2-core AVX2 machine (December 2026): exactly that.
+        print("TorchDetectorTests: \(name): \(found) objects on 4 photos × 2 decoders")
+        #expect(found == 18, "\(name): \(found) objects on 4 photos × 2 decoders, measured 18 (16 drawn)")
     }
 
-    /// The synthetic photos' own boxes: the trained tiny YOLOv8 finds most of them (IoU ≥ 0.5, right class).
+    /// The synthetic photos' own boxes: the trained tiny YOLOv8 finds every one of them (IoU ≥ 0.5, right class).
     @Test func tinyYOLOv8FindsTheDrawnObjects() throws {
         let url = URL(fileURLWithPath: DetectFixtures.path("manifest.json"))
         let raw = try JSONSerialization.jsonObject(with: Data(contentsOf: url)) as? [String: Any]
@@ -79,7 +81,8 @@ import Testing
                 if objects.contains(where: { $0.label == label && $0.box.iou(truth) >= 0.5 }) { hits += 1 }
             }
         }
+        print("TorchDetectorTests: tiny_yolov8 found \(hits) of \(total) drawn objects")
         #expect(total == 8)
-        #expect(hits >= 6, "found \(hits) of \(total) drawn objects")
+        #expect(hits == total, "found \(hits) of \(total) drawn objects")
     }
 }

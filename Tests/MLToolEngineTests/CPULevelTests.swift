@@ -36,3 +36,35 @@ import MLToolEngine
         #expect(mlk_cpu_level() == process && mlk_thread_cpu_level() == -1)
     }
 }
+
+/// The level loop of the kernel tests (`forEachCPULevel`) says what it ran, and MLTOOL_EXPECT_CPU_LEVELS makes a level
+/// that did not run a failure.
+@Suite struct CPULevelLoopTests {
+    /// Tests/cpu-levels.sh (what `make test` expects) names exactly the levels this machine's kernels detect: the two
+    /// reading /proc/cpuinfo and CPUID cannot drift apart unnoticed.
+    @Test func cpuinfoScriptNamesTheDetectedLevels() throws {
+        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("cpu-levels.sh").path
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/bin/bash")
+        p.arguments = [script]
+        let out = Pipe()
+        p.standardOutput = out
+        try p.run()
+        let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        p.waitUntilExit()
+        #expect(p.terminationStatus == 0)
+        let ran = forEachCPULevel { _ in }
+        #expect(text.trimmingCharacters(in: .whitespacesAndNewlines) == ran.map { CPULevels.names[Int($0)] }.joined(separator: ","))
+    }
+
+    @Test func expectedLevelsAreReadByName() throws {
+        #expect(CPULevels.expected(nil) == nil && CPULevels.expected(" ,") == nil)
+        #expect(try CPULevels.expected("portable,avx2 avx512-vnni")?.get() == [0, 1, 4])
+        guard case .failure(let unknown)? = CPULevels.expected("portable,AVX2") else {
+            Issue.record("an unknown name was accepted")
+            return
+        }
+        #expect(unknown.name == "AVX2")
+    }
+}

@@ -2,6 +2,7 @@ import CMLToolCPU
 import Foundation
 import MLToolCore
 import MLToolEngine
+import Testing
 
 /// Builds small random models for the engine tests: seeded weights, NHWC input, one call per layer.
 struct GraphBuilder {
@@ -89,8 +90,11 @@ func bothModes(_ model: Model, _ inputs: [String: Tensor], outputs: [String]? = 
 /// Runs `body` at every CPU level this machine has (CMLToolCPU: portable C, AVX2, AVX-VNNI, AVX-512, AVX-512 VNNI), this
 /// thread's own level set to each in turn (the engine's workers take it for this thread's work; the rest of the
 /// process keeps its level), then restored; returns the levels run.
+/// It prints, by name, the levels it ran and those this machine lacks. A level named in MLTOOL_EXPECT_CPU_LEVELS
+/// (names separated by commas or spaces; `make test` sets it from /proc/cpuinfo with Tests/cpu-levels.sh) that did not
+/// run is a test failure, so a level cannot go untested without a word on a machine that has it.
 @discardableResult
-func forEachCPULevel(_ body: (Int32) throws -> Void) rethrows -> [Int32] {
+func forEachCPULevel(sourceLocation: SourceLocation = #_sourceLocation, _ body: (Int32) throws -> Void) rethrows -> [Int32] {
     let start = mlk_set_thread_cpu_level(-1)
     defer { _ = mlk_set_thread_cpu_level(start) }
     var levels: [Int32] = []
@@ -100,5 +104,45 @@ func forEachCPULevel(_ body: (Int32) throws -> Void) rethrows -> [Int32] {
         levels.append(level)
         try body(level)
     }
+    CPULevels.report(ran: levels, at: sourceLocation)
     return levels
+}
+
+/// The CPU levels by name, and what MLTOOL_EXPECT_CPU_LEVELS asks for.
+enum CPULevels {
+    static let names = (0..<Int32(MLK_CPU_LEVELS)).map { String(cString: mlk_cpu_level_name($0)) }
+
+    /// The levels MLTOOL_EXPECT_CPU_LEVELS names (nil when unset or empty), or the first name that is not a level's.
+    static func expected(_ value: String? = ProcessInfo.processInfo.environment["MLTOOL_EXPECT_CPU_LEVELS"]) -> Result<[Int32], Unknown>? {
+        let words = (value ?? "").split(whereSeparator: { $0 == "," || $0 == " " }).map(String.init)
+        guard !words.isEmpty else { return nil }
+        var levels: [Int32] = []
+        for w in words {
+            let level = mlk_cpu_level_named(w)
+            guard level >= 0 else { return .failure(Unknown(name: w)) }
+            levels.append(level)
+        }
+        return .success(levels)
+    }
+
+    struct Unknown: Error, Equatable { let name: String }
+
+    /// Prints the levels run and not run; records an issue for each expected level that did not run.
+    static func report(ran: [Int32], at location: SourceLocation) {
+        let notRun = names.indices.map(Int32.init).filter { !ran.contains($0) }
+        print("CPU levels (\(location.fileName):\(location.line)): ran \(ran.map { names[Int($0)] }.joined(separator: ", ")); "
+              + "not on this machine: \(notRun.isEmpty ? "none" : notRun.map { names[Int($0)] }.joined(separator: ", "))")
+        switch expected() {
+        case nil: break
+        case .failure(let unknown)?:
+            Issue.record("MLTOOL_EXPECT_CPU_LEVELS names '\(unknown.name)', not a level (\(names.joined(separator: ", ")))",
+                         sourceLocation: location)
+        case .success(let wanted)?:
+            for level in wanted where !ran.contains(level) {
+                let best = names[Int(mlk_cpu_detected())]
+                Issue.record("CPU level \(names[Int(level)]) is in MLTOOL_EXPECT_CPU_LEVELS but did not run: this machine's kernels report \(best) as the best level",
+                             sourceLocation: location)
+            }
+        }
+    }
 }

@@ -80,7 +80,7 @@ func int8Network() throws -> Model {
 
     @Test func everyInt8LevelMatchesTheScalarReferenceExactly() throws {
         do {
-            let levels = try forEachCPULevel { level in
+            try forEachCPULevel { level in
                 for (si, (m, n, k)) in Self.shapes.enumerated() {
                     var g = GraphBuilder(seed: UInt64(si + 1), input: [])
                     // Rows shifted by their index: all-positive, all-negative and mixed rows.
@@ -90,7 +90,6 @@ func int8Network() throws -> Model {
                     try check(a, m: m, k: k, w, n: n, ws: ws, bias: bias, level: level)
                 }
             }
-            #expect(levels.first == 0)
         }
     }
 

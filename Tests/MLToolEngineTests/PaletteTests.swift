@@ -48,7 +48,7 @@ final class GuardedBytes {
                     }
                 }
             }
-            #expect(levels.first == 0 && cases == levels.count * 5 * 8 * Layout.allCases.count)
+            #expect(cases == levels.count * 5 * 8 * Layout.allCases.count)
         }
     }
 
@@ -104,7 +104,7 @@ final class GuardedBytes {
     @Test func oneRowDecodedInRegistersGivesTheBitsOfTheDecodedGemm() throws {
         var ran = 0
         do {
-            let levels = try forEachCPULevel { level in
+            try forEachCPULevel { level in
                 for bits in [1, 2, 4, 6, 8] {
                     for (k, n) in [(1280, 1000), (37, 24), (64, 96), (9, 33), (130, 48), (5, 7), (300, 200), (20, 129)] {
                         for (l, layout) in [Layout.oneTable, .columnScales, .rowScales, .rowTables].enumerated() {
@@ -117,7 +117,6 @@ final class GuardedBytes {
                     }
                 }
             }
-            #expect(levels.first == 0)
         }
         #expect(ran > 0, "the register-decoding kernel never ran (no AVX2 here?)")
     }
@@ -142,7 +141,11 @@ final class GuardedBytes {
         let outputs = try #require(p.metadata.graph?.outputs)
         let (plan, program) = try UnwrittenValueTests.plan(p, outputs: outputs, image: image)
         let (floatPlan, floatProgram) = try UnwrittenValueTests.plan(f, outputs: outputs, image: image)
-        guard plan.steps.contains(where: { program.steps[$0].palette != nil }) else { return }   // decoded at load
+        // A palette is decoded while the model runs only into a room; without one it is decoded at load (measured:
+        // the fused pair decodes at load, the network's late layers in rooms). Either way the outcome is asserted.
+        let decodesInPlan = plan.steps.contains { program.steps[$0].palette != nil }
+        #expect(decodesInPlan == expectRooms, "\(image): a step decodes a palette while it runs: \(decodesInPlan), rooms expected: \(expectRooms)")
+        guard decodesInPlan else { return }
         #expect(plan.arenaFloats == floatPlan.arenaFloats, "the rooms grew the arena")
         for (name, id) in program.ids where plan.offset[id] != nil {
             #expect(plan.offset[id] == floatProgram.ids[name].flatMap { floatPlan.offset[$0] },

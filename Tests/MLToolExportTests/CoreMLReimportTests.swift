@@ -3,6 +3,7 @@ import MLToolCore
 import MLToolEngine
 import MLToolExport
 import MLToolImport
+import MLToolTestSupport
 import Testing
 
 /// Core ML models converted by coremltools (Tests/Fixtures/coreml) imported, exported back to Core ML by mltool
@@ -47,13 +48,7 @@ import Testing
             let e = row.map { Foundation.exp($0 - m) }, sum = e.reduce(0, +)
             for (j, v) in e.enumerated() { a.data[r * a.shape[1] + j] = v / sum }
         }
-        #expect(a.shape == b.shape)
-        var worst: Float = 0
-        for (u, v) in zip(a.data, b.data) {
-            guard u.isFinite, v.isFinite else { worst = .infinity; break }
-            worst = max(worst, abs(u - v) / (1e-5 + 1e-4 * abs(v)))
-        }
-        #expect(worst <= 1, "\(name): worst \(worst) (rtol 1e-4, atol 1e-5)")
+        assertClose(a, b, rtol: 1e-4, atol: 1e-5, name)
         // Compressed storage survives the trip.
         let kinds = Set(source.tensors.map(\.dtype)), backKinds = Set(back.tensors.map(\.dtype))
         #expect(kinds.subtracting([.f32]).isSubset(of: backKinds), "\(name): \(kinds) → \(backKinds); notes \(exported.notes)")

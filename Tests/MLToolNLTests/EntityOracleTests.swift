@@ -79,7 +79,9 @@ import Testing
         let entities = try #require(report.entities)
         print(String(format: "entity tagger (%@, trained on EWT dev): test token accuracy %.4f, entity P %.4f R %.4f F1 %.4f",
                      scheme, report.accuracy, entities.precision, entities.recall, entities.f1))
-        #expect(entities.f1 > 0.7 && entities.trueEntities > 1000)
+        // Measured on a 2-core AVX2 machine (December 2026): entity F1 0.8129 (bio), 0.7969 (bioes); bars 0.02 below.
+        let bar = scheme == "bio" ? 0.7929 : 0.7769
+        #expect(entities.f1 >= bar && entities.trueEntities > 1000, "\(scheme): entity F1 \(entities.f1), bar \(bar)")
         try Self.check(test.sentences.map(\.tags), predicted)
     }
 

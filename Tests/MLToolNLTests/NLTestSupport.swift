@@ -1,5 +1,6 @@
 import Foundation
 import MLToolData
+import MLToolTestSupport
 import Testing
 @testable import MLToolNL
 
@@ -13,12 +14,8 @@ enum NLPaths {
 }
 
 /// Says why a test did not run. Under MLTOOL_REQUIRE_ORACLES=1 (`make test`, CI) a skip is a failure instead.
-func skip(_ why: String) {
-    if ProcessInfo.processInfo.environment["MLTOOL_REQUIRE_ORACLES"] == "1" {
-        Issue.record("not run, but MLTOOL_REQUIRE_ORACLES=1: \(why)")
-    } else {
-        print("SKIPPED: \(why)")
-    }
+func skip(_ why: String, sourceLocation: SourceLocation = #_sourceLocation) {
+    Oracles.missing(why, sourceLocation: sourceLocation)
 }
 
 /// Runs `python3 -c script args…`; returns its standard output, or nil (with the reason) when it fails.

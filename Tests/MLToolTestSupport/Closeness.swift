@@ -73,6 +73,22 @@ public enum Closeness {
                         allowed: atol + rtol * abs(e), failing: failing, count: actual.count)
     }
 
+    /// The largest |actual − expected| / (atol + rtol·|expected|): at most 1 exactly when `mismatch` finds them close
+    /// (infinity when the counts differ or any element is not finite). For printing a measured error beside its
+    /// bound; tests assert through `assertClose`, never on this number.
+    public static func ratio<A: BinaryFloatingPoint, E: BinaryFloatingPoint>(
+        _ actual: [A], _ expected: [E], rtol: Double = 0, atol: Double
+    ) -> Double {
+        guard actual.count == expected.count else { return .infinity }
+        var largest = 0.0
+        for (x, y) in zip(actual, expected) {
+            let a = Double(x), e = Double(y)
+            guard a.isFinite, e.isFinite else { return .infinity }
+            largest = Swift.max(largest, abs(a - e) / (atol + rtol * abs(e)))
+        }
+        return largest
+    }
+
     /// Tensors: the shapes must be equal, then the elements as above (the worst one reported by position).
     public static func mismatch(_ actual: Tensor, _ expected: Tensor, rtol: Double, atol: Double) -> Mismatch? {
         guard actual.shape == expected.shape else {

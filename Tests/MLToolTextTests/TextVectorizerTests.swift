@@ -164,10 +164,15 @@ struct VectorizerFixture: Decodable {
 
 /// The hashed fast path (`TextTokenizer.appendHashedTerms`, used by `transform`) against the term-by-term reference
 /// (`transformReference`): identical matrices, bit for bit, on real text — UD English EWT's dev sentences
-/// (`SharedDatasets.udEWT`) and, when `make models` has built it, Debian's
-/// translated descriptions in 21 languages and scripts — plus strings whose characters are several scalars
+/// (`SharedDatasets.udEWT`) and Debian's translated descriptions in 21 languages and scripts (`make models` builds
+/// them; without them the test says so through `Oracles.missing`) — plus strings whose characters are several scalars
 /// (combining marks, emoji sequences, Hangul jamo).
 @Suite struct HashedTransformTests {
+    static let debian = SharedDatasets.repository.appendingPathComponent("datasets/debian-translations/test.csv").path
+    static let debianTexts: [String]? = (try? TextDataset.load(debian)).map {
+        $0.items.enumerated().filter { $0.offset % 7 == 0 }.map(\.element.text)
+    }
+
     static let texts: [String] = {
         var out = [
             "", "   ", "a", "naïve café", "cafe\u{301} e\u{301}te\u{301}", "👩‍👩‍👧 family 🇩🇪 flag", "한국어 텍스트 한",
@@ -176,16 +181,15 @@ struct VectorizerFixture: Decodable {
         if let ewt = SharedDatasets.udEWT("en_ewt-ud-dev.conllu"), let s = try? String(contentsOfFile: ewt, encoding: .utf8) {
             out += s.split(separator: "\n").filter { $0.hasPrefix("# text = ") }.prefix(1500).map { String($0.dropFirst(9)) }
         }
-        let debian = SharedDatasets.repository.appendingPathComponent("datasets/debian-translations/test.csv").path
-        if let set = try? TextDataset.load(debian) {
-            out += set.items.enumerated().filter { $0.offset % 7 == 0 }.map(\.element.text)
-        }
-        return out
+        return out + (debianTexts ?? [])
     }()
 
     @Test(arguments: [([1, 1], [1, 4] as [Int]?), ([1, 2], nil), ([1, 3], [3, 5]), ([2, 2], [2, 2]), ([1, 1], [1, 1])])
     func fastPathEqualsReference(words: [Int], chars: [Int]?) throws {
         #expect(Self.texts.count > 1000, "EWT's dev split should be in $UD_EWT_DIR, ../shared/datasets/ud-english-ewt or datasets/ud-english-ewt")
+        if Self.debianTexts == nil {
+            Oracles.missing("\(Self.debian) (datasets/debian-translations.sh, run by make models): the 21-language texts")
+        }
         for weighting in ["tfidf", "count", "binary"] {
             var c = TextConfig()
             c.wordNgrams = words

@@ -160,17 +160,14 @@ public struct QuantizationPipeline: Sendable {
             guard count >= 1 else {
                 throw PipelineError.invalidParameter(name: "calibrationCount", reason: "--calibration-count must be ≥ 1")
             }
-            // Without evaluation the holdout was not resolved above; files that are gone are then skipped here.
-            var holdout: Evaluation.Holdout?
-            if items == nil && !isDetector && model.metadata.split?.holdout.isEmpty == false {
-                holdout = try? Evaluation.recordedHoldout(model, modelPath: path, skipMissing: true)
-                if let h = holdout, !h.problems.isEmpty { emit(.warning(h.skippedText)) }
-            }
+            // Without evaluation (--no-eval) the recorded holdout is not read: it is the test split when the model
+            // was trained with --test, which `mltool eval` scores later with no calibration image left out. Such a
+            // model is calibrated on --calibration (e.g. its training images) or not at all.
             let source: (String, [LabeledItem])? = try p.calibration.map {
                 ($0, isDetector ? try DetectionDataset.load($0).images.map { LabeledItem(path: $0.path, label: "") }
                      : try Evaluation.loadItems($0, task: model.metadata.task))
             }
-                ?? items.map { (p.data != nil ? "--data" : "holdout", $0) } ?? holdout.map { ("holdout", $0.items) }
+                ?? items.map { (p.data != nil ? "--data" : "holdout", $0) }
             // Drawn from the evaluated items: at most half of them, so that the gate keeps the rest.
             let fromEvaluated = p.calibration == nil && items != nil
             let useCount = fromEvaluated && (items?.count ?? 0) >= 2 ? min(count, (items?.count ?? 0) / 2) : count
