@@ -4,7 +4,7 @@ import MLTool
 extension CLI {
     static let runCommand = CommandSpec(
         name: "run", abstract: "Run the raw graph on NumPy .npy tensors (to check a conversion).",
-        arguments: "MODEL --input [NAME=]x.npy",
+        arguments: "MODEL",
         discussion: """
         Tensors are in the source's own layout: NCHW for models imported from ONNX, NHWC for Keras and mltool
         models. Integer and bool .npy inputs are read as float32 values (how the engine carries them).

@@ -123,6 +123,15 @@ extension ONNXGraphBuilder {
             shapes[out] = dropped
             return
         }
+        if dropped.filter({ $0 < 0 }).count > 1 {
+            // Several run-time dimensions: squeeze the NCHW-ordered tensor (a reshape can infer only one).
+            if axes.contains(0) { batchFree = false }
+            let nchw = fresh("\(out).nchw")
+            emit("\(node.name).to_nchw", .transpose, [mid], nchw, Attributes(perm: Layout.toNCHW))
+            emit("\(node.name).squeeze", .squeeze, [nchw], out, Attributes(axes: axes.sorted()))
+            shapes[out] = dropped
+            return
+        }
         try emitReshape("\(node.name).squeeze", input: mid, from: kept, to: dropped, output: out)
     }
 
