@@ -66,8 +66,13 @@ public final class Engine: @unchecked Sendable {
         let checked = try Program(graph: graph, tensors: model.tensorsByName, purpose: mode == .fast ? .validate : .reference)
         // Free dimensions past the batch (an image's height and width, a sequence length) are known only when the
         // graph runs: such graphs have their shapes checked per run, on the real inputs, instead of at a guessed size.
-        if checked.inputs.allSatisfy({ $0.shape.dropFirst().allSatisfy { $0 >= 0 } }) {
+        if checked.inputs.allSatisfy({ !$0.shape.dropFirst().contains(-1) }) {
             _ = try checked.shapes(inputs: Self.shapes(of: checked, batch: 1), steps: Array(checked.steps.indices))
+        } else {
+            for (id, i) in zip(checked.inputIds, checked.inputs) where !Program.fits(i.shape.map { $0 == -1 ? 1 : $0 }) {
+                throw EngineError.shapeMismatch(node: checked.names[id], what: "input", expected: "dimensions ≥ 0 whose product fits",
+                                                actual: i.shape)
+            }
         }
         if mode == .fast {
             let optimized = try GraphPasses.optimize(model)

@@ -126,6 +126,8 @@ extension ONNXGraphBuilder {
                 throw ImportError.invalid(file: file, place: "\(place(node)) axes", expected: "distinct axes", actual: "\(axisList)")
             }
             let n = shape[axis]
+            // The whole of an axis known only at run time (start 0, step 1, an end past any size): nothing to take.
+            if n < 0 && s0 == 0 && st == 1 && e0 >= Int(Int32.max) { continue }
             guard n >= 0 else {
                 throw ImportError.invalid(file: file, place: place(node), expected: "axis \(axis) of known size", actual: "\(shape)")
             }

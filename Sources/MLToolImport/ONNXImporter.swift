@@ -88,8 +88,8 @@ public enum ONNXImporter {
             for v in values {
                 if let t = v.elemType, !(kind == "input" ? Self.inputElementTypes : Self.outputElementTypes).contains(t) {
                     throw ImportError.invalid(
-                        file: path, place: "graph \(kind) '\(v.name)'", expected: "float32 elements (mltool computes in float32)",
-                        actual: TensorReader.elementTypes[t]?.name ?? "element type \(t)")
+                        file: path, place: "graph \(kind) '\(v.name)'", expected: "a number or bool element type (mltool computes in float32)",
+                        actual: TensorReader.elementTypes[t]?.name ?? (t == 8 ? "string" : "element type \(t)"))
                 }
             }
         }

@@ -388,22 +388,24 @@ def write_refusals():
               [numpy_helper.from_array(np.arange(12, dtype=np.int8).reshape(4, 3), "wq"),
                numpy_helper.from_array(np.full(5, 0.1, np.float32), "ws")])
 
-    # The engine computes float32: an int64 graph input (and an int32 output) is refused, never run as floats.
-    g = helper.make_graph([helper.make_node("Add", ["ids", "ids"], ["y"], name="add")], "g",
-                          [helper.make_tensor_value_info("ids", TensorProto.INT64, ["N", 4])],
-                          [helper.make_tensor_value_info("y", TensorProto.INT64, ["N", 4])])
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
-    m.ir_version = 7
-    with open(os.path.join(HERE, "int64_input.onnx"), "wb") as f:
-        f.write(m.SerializeToString())
+    # Integers flow through the engine as float32 values: an int64 graph input and output import and run; a string
+    # input is refused, never run as floats.
+    for name, elem in [("int64_input.onnx", TensorProto.INT64), ("string_input.onnx", TensorProto.STRING)]:
+        g = helper.make_graph([helper.make_node("Add", ["ids", "ids"], ["y"], name="add")], "g",
+                              [helper.make_tensor_value_info("ids", elem, ["N", 4])],
+                              [helper.make_tensor_value_info("y", elem, ["N", 4])])
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+        m.ir_version = 7
+        with open(os.path.join(HERE, name), "wb") as f:
+            f.write(m.SerializeToString())
 
     # Every unsupported op listed at once.
     nodes = [helper.make_node("Relu", ["x"], ["a"], name="relu"),
-             helper.make_node("Erf", ["a"], ["b"], name="erf1"),
-             helper.make_node("Erf", ["b"], ["c"], name="erf2"),
-             helper.make_node("Gelu", ["c"], ["d"], name="gelu"),
-             helper.make_node("Erf", ["d"], ["e"], name="erf3"),
-             helper.make_node("Erf", ["e"], ["f"], name="erf4"),
+             helper.make_node("LpNormalization", ["a"], ["b"], name="lp1"),
+             helper.make_node("LpNormalization", ["b"], ["c"], name="lp2"),
+             helper.make_node("LRN", ["c"], ["d"], name="lrn", size=3),
+             helper.make_node("LpNormalization", ["d"], ["e"], name="lp3"),
+             helper.make_node("LpNormalization", ["e"], ["f"], name="lp4"),
              helper.make_node("Custom", ["f"], ["y"], name="mine", domain="com.example")]
     g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 4])],
                           [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
