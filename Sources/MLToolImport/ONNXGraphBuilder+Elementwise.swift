@@ -111,14 +111,16 @@ extension ONNXGraphBuilder {
     }
 
     /// Input `index` of a broadcasting op whose output has rank `outRank`, as an IR name: a lower-rank activation
-    /// against a rank-4 output is reshaped to rank 4 first (as `binary` does), constants are stored as weights.
-    mutating func rankedOperand(_ node: ONNXFile.Node, _ index: Int, shape s: [Int], outRank: Int) throws -> String {
+    /// against a rank-4 output is reshaped to rank 4 first, constants are stored as weights. `mismatch` is the error's
+    /// "actual" when the padded shape's NCHW and NHWC orders differ.
+    mutating func rankedOperand(_ node: ONNXFile.Node, _ index: Int, shape s: [Int], outRank: Int,
+                                mismatch: String? = nil) throws -> String {
         let name = node.inputs[index]
         guard outRank == 4, shapes[name] != nil, s.count < 4 else { return try operand(node, index, rank: outRank) }
         let padded = [Int](repeating: 1, count: 4 - s.count) + s
         guard Layout.orderFree(padded) else {
             throw ImportError.invalid(file: file, place: place(node), expected: "broadcasting that keeps NCHW order",
-                                      actual: "input \(index) of shape \(s) against a rank-4 output")
+                                      actual: mismatch ?? "input \(index) of shape \(s) against a rank-4 output")
         }
         let r = fresh("\(name).rank4")
         try emitReshape("\(node.name).rank4_\(index)", input: name, from: s, to: padded, output: r)

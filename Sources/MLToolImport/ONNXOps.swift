@@ -222,20 +222,7 @@ extension ONNXGraphBuilder {
         let out = try broadcast(sa, sb, node)
         var names: [String] = []
         for (i, s) in [sa, sb].enumerated() {
-            let name = node.inputs[i]
-            if out.count == 4 && shapes[name] != nil && s.count < 4 {
-                // A lower-rank activation broadcast against NCHW: give it rank 4 in IR layout first.
-                let padded = [Int](repeating: 1, count: 4 - s.count) + s
-                guard Layout.orderFree(padded) else {
-                    throw ImportError.invalid(file: file, place: place(node), expected: "broadcasting that keeps NCHW order",
-                                              actual: "\(sa) with \(sb)")
-                }
-                let r = fresh("\(name).rank4")
-                try emitReshape("\(node.name).rank4_\(i)", input: name, from: s, to: padded, output: r)
-                names.append(r)
-            } else {
-                names.append(try operand(node, i, rank: out.count))
-            }
+            names.append(try rankedOperand(node, i, shape: s, outRank: out.count, mismatch: "\(sa) with \(sb)"))
         }
         let o = try output(node)
         emit(node.name, op, names, o, attrs)
