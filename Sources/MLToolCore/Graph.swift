@@ -66,6 +66,12 @@ import Foundation
 ///   g; rnn f) with activationAlpha / activationBeta (one value each, defaults resolved), clip (gate pre-activations
 ///   clamped to ±clip), inputForget (lstm: f = 1 − i), linearBeforeReset (gru), sequenceLengths (one per batch
 ///   item: later steps give zeros in y, the state stops at the item's last step)]
+/// - shape: x → its dimensions as a 1-D tensor of floats, in the order of `perm` (the axes read; all when absent)
+/// - expand: x, target (a plan-time value) → x broadcast with the target shape (numpy rules)
+/// - plan-time values (docs/FORMAT.md): what follows from `shape` outputs and constants alone; the engine computes
+///   them when it plans a set of input shapes. reshape may take its target as a second input of that kind; slice
+///   with `ends` resolves ONNX starts/ends per input size; conv and pools with `autoPad` their pads; resize with
+///   `scales` and no `shape` its size
 public struct Graph: Codable, Equatable, Sendable {
     public var inputs: [GraphInput]
     public var outputs: [String]
@@ -84,6 +90,14 @@ public struct GraphInput: Codable, Equatable, Sendable {
     public var name: String
     public var shape: [Int]
     public init(name: String, shape: [Int]) { self.name = name; self.shape = shape }
+}
+
+extension Attributes {
+    /// Whether `node`'s settings follow from the input size at run time (docs/FORMAT.md, plan-time values): automatic
+    /// pads, ONNX slice bounds, a resize sized by its scales, a reshape whose target is an input.
+    public func sizedAtRunTime(_ node: Node) -> Bool {
+        autoPad != nil || ends != nil || (node.op == .resize && shape == nil) || (node.op == .reshape && node.inputs.count > 1)
+    }
 }
 
 public struct Node: Codable, Equatable, Sendable {
@@ -111,6 +125,7 @@ public enum Op: String, Codable, CaseIterable, Sendable {
     case binary, `where`, reduce, argMax, logSoftmax, hardmax, gather
     case lstm, gru, rnn   // recurrent layers
     case convTranspose, layerNorm, batchMatMul   // layers
+    case shape, expand   // shapes computed from the input shapes
 }
 
 /// The elementwise functions of the `unary` op, by name (`Attributes.mode`): the one table every reader, kernel and
@@ -327,6 +342,10 @@ public struct Attributes: Codable, Equatable, Sendable {
     public var initialStates: [String]?
     // convTranspose
     public var outputPadding: [Int]?
+    // slice: ONNX-style ends (starts and ends resolved per input size; `counts` absent)
+    public var ends: [Int]?
+    // conv, maxPool, avgPool: "SAME_UPPER" | "SAME_LOWER" (pads resolved per input size)
+    public var autoPad: String?
 
     public init(kernel: [Int]? = nil, strides: [Int]? = nil, dilations: [Int]? = nil, pads: [Int]? = nil,
                 groups: Int? = nil, activation: Activation? = nil, axis: Int? = nil, axes: [Int]? = nil,

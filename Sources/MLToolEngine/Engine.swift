@@ -137,7 +137,7 @@ public final class Engine: @unchecked Sendable {
         let plan = try Plan(program: program, inputShapes: Self.shapes(of: program, batch: batch),
                             steps: program.needed(targets), targets: targets, threads: threads)
         return plan.steps.indices.map { pos in
-            let s = program.steps[plan.steps[pos]]
+            let s = plan.step(plan.steps[pos], program)
             return (s.name, s.op, plan.kernels[pos], plan.fused.contains(pos) || plan.fused.contains(pos - 1)
                     || plan.residual[pos] != nil || (pos > 0 && plan.residual[pos - 1] != nil))
         }
@@ -207,11 +207,12 @@ public final class Engine: @unchecked Sendable {
 
     private func runReference(_ p: Program, _ inputs: [String: Tensor], _ inShapes: [Int: [Int]], _ steps: [Int],
                               _ targets: [Int]) throws -> [Int: Tensor] {
-        let shapes = try p.shapes(inputs: inShapes, steps: steps)
+        let resolution = try p.resolve(inputs: inShapes, steps: steps)
+        let shapes = resolution.shapes
         var values = p.constants
         for (id, gi) in zip(p.inputIds, p.inputs) { values[id] = Buffer(inputs[gi.name]!.data) }
         for i in steps {
-            let s = p.steps[i]
+            let s = resolution.step(i, p)
             let y = Buffer(count: shapes[s.output]!.reduce(1, *))
             Reference.run(s, s.inputs.map { UnsafePointer(values[$0]!.pointer) }, s.inputs.map { shapes[$0]! },
                           y.pointer, shapes[s.output]!)
@@ -228,8 +229,19 @@ public final class Engine: @unchecked Sendable {
         func withBatch(_ b: Int) -> [Int: [Int]] { inShapes.mapValues { [b] + $0.dropFirst() } }
         guard let one = try? p.shapes(inputs: withBatch(1), steps: steps),
               let two = try? p.shapes(inputs: withBatch(2), steps: steps) else { return false }
+        // Values that hold the batch size (a `shape` reading axis 0, and plan-time values computed from it): a chunk
+        // sees its own, which is right for a reshape's or expand's target and wrong anywhere else.
+        var batchSized = Set<Int>()
         for i in steps {
             let s = p.steps[i]
+            if s.op == .shape && (s.perm ?? [0]).contains(0) { batchSized.insert(s.output) }
+            if let k = s.inputs.firstIndex(where: batchSized.contains) {
+                if Program.planTimeOps.contains(s.op) && !([.reshape, .expand].contains(s.op) && k == 1) {
+                    batchSized.insert(s.output)
+                } else if !([.reshape, .expand].contains(s.op) && k == 1 && !batchSized.contains(s.inputs[0])) {
+                    return false
+                }
+            }
             guard let a = one[s.output], let b = two[s.output], a.first == 1, b == [2] + a.dropFirst() else { return false }
             let rank = a.count
             switch s.op {

@@ -72,6 +72,8 @@ enum Reference {
         case .logSoftmax, .hardmax: logSoftmaxOrHardmax(s, x[0], xs[0], y)
         case .gather: gather(s, x[0], xs[0], x[1], n: xs[1].reduce(1, *), y)
         case .lstm, .gru, .rnn: recurrent(s, x, xs, y, ys)
+        case .shape: shape(s, xs[0], y)
+        case .expand: expand(x[0], xs[0], y, ys)
         }
     }
 

@@ -23,7 +23,7 @@ struct ResizeSpec: Sendable, Equatable {
     var mode: Mode
     var coordinate: Coordinate
     var rounding: Rounding
-    /// Output height and width.
+    /// Output height and width (empty in a program until a plan resolves them from the scales).
     var size: [Int]
     /// The factors the coordinate transform divides by (h, w); nil: output / input size.
     var scales: [Double]?
@@ -50,8 +50,10 @@ struct ResizeSpec: Sendable, Equatable {
         guard let r = Rounding(rawValue: a.nearestMode ?? "round_prefer_floor") else {
             throw bad("nearestMode", "round_prefer_floor, round_prefer_ceil, floor or ceil", a.nearestMode ?? "")
         }
-        guard let size = a.shape, size.count == 2, size.allSatisfy({ $0 >= 0 && $0 <= Program.maxExtent }) else {
-            throw bad("shape", "the output height and width (2 values in 0…\(Program.maxExtent))", "\(a.shape ?? [])")
+        // No shape with scales: the size follows from the input's (⌊n · scale⌋, `Program.resolve`); empty until then.
+        let size = a.shape ?? (a.scales != nil ? [] : [-1])
+        guard size.isEmpty || size.count == 2 && size.allSatisfy({ $0 >= 0 && $0 <= Program.maxExtent }) else {
+            throw bad("shape", "the output height and width (2 values in 0…\(Program.maxExtent)), or scales", "\(a.shape ?? [])")
         }
         if let s = a.scales, s.count != 2 || !s.allSatisfy({ $0.isFinite && $0 > 0 }) {
             throw bad("scales", "2 finite values > 0", "\(s)")

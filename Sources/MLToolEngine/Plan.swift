@@ -26,16 +26,23 @@ struct Plan: Sendable {
     var residual: [Int?] = []
     /// The fast-path kernel of each step (`Fast.kernel(for:_:)`), aligned with `steps`.
     var kernels: [Fast.Kernel] = []
+    /// Steps (by index in the program) whose settings these shapes fill in (`Program.resolve`).
+    var resolved: [Int: Step] = [:]
+
+    /// Step `i` of the program as this plan runs it.
+    func step(_ i: Int, _ p: Program) -> Step { resolved[i] ?? p.steps[i] }
 
     /// `threads`: the most threads one op may be split across (each fused pair needs a band buffer per thread).
     init(program p: Program, inputShapes: [Int: [Int]], steps: [Int], targets: [Int], threads: Int = 1) throws {
         self.steps = steps
-        shapes = try p.shapes(inputs: inputShapes, steps: steps)
+        let resolution = try p.resolve(inputs: inputShapes, steps: steps)
+        shapes = resolution.shapes
+        resolved = resolution.steps
         var lastUse: [Int: Int] = [:]
         for (pos, i) in steps.enumerated() { for v in p.steps[i].inputs { lastUse[v] = pos } }
         for t in targets { lastUse[t] = Int.max }
         for pos in steps.indices.dropLast() where !fused.contains(pos - 1) {
-            let e = p.steps[steps[pos]], d = p.steps[steps[pos + 1]]
+            let e = step(steps[pos], p), d = step(steps[pos + 1], p)
             guard lastUse[e.output] == pos + 1, p.constants[e.inputs[0]] == nil,
                   let ex = shapes[e.inputs[0]], let dx = shapes[e.output],
                   Fused.fusable(e, ex, d, dx) else { continue }
@@ -48,7 +55,7 @@ struct Plan: Sendable {
         residual = Array(repeating: nil, count: steps.count)
         for pos in steps.indices.dropLast() where !fused.contains(pos) && !fused.contains(pos - 1)
             && (pos == 0 || residual[pos - 1] == nil) {
-            let c = p.steps[steps[pos]], a = p.steps[steps[pos + 1]]
+            let c = step(steps[pos], p), a = step(steps[pos + 1], p)
             guard lastUse[c.output] == pos + 1, p.constants[c.inputs[0]] == nil, let cx = shapes[c.inputs[0]],
                   let other = FusedResidual.otherInput(c, cx, a, a.inputs.map { shapes[$0] }) else { continue }
             residual[pos] = other
@@ -67,7 +74,7 @@ struct Plan: Sendable {
             lives.append(Lifetime(value: v, first: -1, last: lastUse[v] ?? -1, floats: shapes[v]!.reduce(1, *)))
         }
         for (pos, i) in steps.enumerated() {
-            let s = p.steps[i]
+            let s = step(i, p)
             let xs = s.inputs.map { shapes[$0]! }
             kernels.append(Fast.kernel(for: s, xs))
             scratch = max(scratch, Fast.scratchCount(s, xs, shapes[s.output]!))
@@ -218,7 +225,7 @@ final class Arena: @unchecked Sendable {
             .compactMap { p.steps[plan.steps[$0]].palette?.packedCount }.max().map { Buffer(uninitialized: $0) }
         self.decoded = decoded
         steps = plan.steps.enumerated().map { pos, i in
-            var s = p.steps[i]
+            var s = plan.step(i, p)
             if let palette = s.palette {
                 s.packed = plan.decodeOffset[pos].map { Buffer(view: values, offset: $0, count: palette.packedCount) }
                     ?? decoded

@@ -4,26 +4,7 @@ extension Program {
     /// Shapes of every value the given steps touch, from the input shapes; throws naming the first node that does
     /// not fit.
     func shapes(inputs: [Int: [Int]], steps order: [Int]) throws -> [Int: [Int]] {
-        // Every product of an input's dimensions must fit (a file can declare any size, and a shape with a zero
-        // dimension has no elements whatever the others are).
-        for (id, shape) in inputs where !Self.fits(shape) {
-            throw EngineError.shapeMismatch(node: names[id], what: "input", expected: "dimensions ≥ 0 whose product fits", actual: shape)
-        }
-        var shapes = inputs
-        for (id, s) in constantShapes { shapes[id] = s }
-        for i in order {
-            let s = steps[i]
-            let ins = try s.inputs.map { id -> [Int] in
-                guard let sh = shapes[id] else { throw EngineError.unknownTensor(node: s.name, tensor: names[id]) }
-                return sh
-            }
-            let out = try Self.outputShape(s, ins)
-            guard Self.fits(out), (try? Checked.elementCount(out)) != nil else {
-                throw EngineError.shapeMismatch(node: s.name, what: "output", expected: "a size that fits in memory", actual: out)
-            }
-            shapes[s.output] = out
-        }
-        return shapes
+        try resolve(inputs: inputs, steps: order).shapes
     }
 
     /// The distinct, non-negative axes a `reduce` step reduces (every axis when it lists none).
@@ -241,7 +222,7 @@ extension Program {
             for i in 0..<rank { out.append(axes.contains(i) ? 1 : it.next()!) }
             return out
         case .resize:
-            guard x.count == 4, let spec = s.resize else { throw bad("input", "(N,H,W,C)", x) }
+            guard x.count == 4, let spec = s.resize, spec.size.count == 2 else { throw bad("input", "(N,H,W,C)", x) }
             guard spec.size.allSatisfy({ $0 > 0 }) || x[0] == 0 || x[3] == 0 else {
                 throw bad("output", "a size > 0 (resize to \(spec.size))", x)
             }
@@ -264,6 +245,14 @@ extension Program {
                 }
                 out[ax] = a.count
             }
+            return out
+        case .shape:
+            for a in s.perm ?? [] where a < 0 || a >= x.count {
+                throw EngineError.invalidAttribute(node: s.name, attribute: "perm", expected: "axes in 0..<\(x.count)", actual: "\(s.perm ?? [])")
+            }
+            return [s.perm?.count ?? x.count]
+        case .expand:
+            guard let out = broadcast(x, s.shape) else { throw bad("input", "broadcastable with the target \(s.shape)", x) }
             return out
         case .lstm, .gru, .rnn:
             guard let r = s.recurrent else { throw bad("input", "a compiled recurrent layer", x) }

@@ -60,6 +60,11 @@ struct Step: Sendable {
     var epsilon: Float = 0
     /// layerNorm: the statistic given instead of the normalised values ("mean", "invStdDev"), or nil.
     var statistic: String?
+    /// conv, maxPool, avgPool: "SAME_UPPER" or "SAME_LOWER" when the pads follow from the input size (resolved into
+    /// `pads` per plan: `Program.resolve`).
+    var autoPad: String?
+    /// slice with ONNX-style bounds: resolved into `slices` per plan.
+    var bounds: [SliceBound]?
 }
 
 /// A graph compiled for execution: values (graph inputs, constants, node outputs) by id, and the steps in order.
@@ -242,6 +247,7 @@ struct Program: Sendable {
             s.strides = try pair(a.strides, "strides", default: [1, 1], minimum: 1)
             s.dilations = try pair(a.dilations, "dilations", default: [1, 1], minimum: 1)
             s.pads = try pads(a.pads ?? [0, 0, 0, 0], count: 4, minimum: 0)
+            s.autoPad = try Self.autoPad(a, node)
             s.groups = a.groups ?? 1
             let oc = s.weightShape[3]
             guard s.groups >= 1, oc % s.groups == 0 else {
@@ -329,6 +335,9 @@ struct Program: Sendable {
         case .resize:
             try inputCount(1...1)
             s.resize = try ResizeSpec(node)
+        case .slice where a.ends != nil:
+            try inputCount(1...1)
+            s.bounds = try SliceBound.list(a, node)
         case .slice:
             try inputCount(1...1)
             let axes = try need(a.axes, "axes"), starts = try need(a.starts, "starts")
@@ -361,11 +370,16 @@ struct Program: Sendable {
             s.strides = try pair(a.strides, "strides", default: [1, 1], minimum: 1)
             s.dilations = try pair(a.dilations, "dilations", default: [1, 1], minimum: 1)
             s.pads = try pads(a.pads ?? [0, 0, 0, 0], count: 4, minimum: 0)
+            s.autoPad = try Self.autoPad(a, node)
             s.ceilMode = a.ceilMode ?? false
             s.countIncludePad = a.countIncludePad ?? false
         case .globalAvgPool, .globalMaxPool: try inputCount(1...1)
         case .concat: s.axis = try need(a.axis, "axis")
-        case .reshape: try inputCount(1...1); s.shape = try need(a.shape, "shape")
+        case .reshape:
+            try inputCount(1...2)
+            if node.inputs.count == 1 { s.shape = try need(a.shape, "shape") }
+        case .shape: try inputCount(1...1); s.perm = a.perm
+        case .expand: try inputCount(2...2)
         case .flatten: try inputCount(1...1); s.axis = a.axis ?? 1
         case .transpose: try inputCount(1...1); s.perm = a.perm
         case .squeeze: try inputCount(1...1); s.axes = a.axes

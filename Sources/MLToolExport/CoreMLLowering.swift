@@ -54,6 +54,9 @@ struct CoreMLLowering {
         let act = a.activation
         let target = act == nil ? blob(out) : fresh(out)
         let input = blob(x)
+        if n.attributes.sizedAtRunTime(n) {
+            throw unsupported(n, "sizes fixed when the model is exported (this node's follow from the input size: import with --input-size)")
+        }
         switch n.op {
         case .conv:
             guard xr == 4, let w = tensors[n.inputs[safe: 1] ?? ""], w.shape.count == 4 else {
@@ -125,7 +128,7 @@ struct CoreMLLowering {
             add(n.name, [input], [target], .padding(mode: a.mode ?? "constant", value: a.value ?? 0, pads: [p[1], p[2], p[5], p[6]]))
         case .matMul, .transpose, .unsqueeze, .unary:
             throw unsupported(n, "a classic Core ML layer (none exists for \(n.op.rawValue))")
-        case .pow, .resize, .slice, .topK, .binary, .where, .reduce, .argMax, .logSoftmax, .hardmax, .gather:
+        case .pow, .resize, .slice, .topK, .binary, .where, .reduce, .argMax, .logSoftmax, .hardmax, .gather, .shape, .expand:
             throw unsupported(n, "a Core ML lowering for \(n.op.rawValue) (not yet supported)")
         case .lstm, .gru, .rnn:
             throw unsupported(n, "a Core ML lowering for \(n.op.rawValue) (not yet supported)")

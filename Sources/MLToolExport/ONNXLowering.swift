@@ -63,6 +63,9 @@ struct ONNXLowering {
         let target = act == nil ? out : fresh(out)
         let xr = try rankOf(x, n)
         var outRank = xr
+        if n.attributes.sizedAtRunTime(n) {
+            throw unsupported(n, "sizes fixed when the model is exported (this node's follow from the input size: import with --input-size)")
+        }
         switch n.op {
         case .conv:
             guard xr == 4, let w = tensors[n.inputs[safe: 1] ?? ""], w.shape.count == 4 else {
@@ -188,7 +191,7 @@ struct ONNXLowering {
             try slice(n, x, xr, target)
         case .resize:
             try resize(n, x, xr, target)
-        case .binary, .where, .reduce, .argMax, .logSoftmax, .hardmax, .gather:
+        case .binary, .where, .reduce, .argMax, .logSoftmax, .hardmax, .gather, .shape, .expand:
             throw unsupported(n, "an ONNX lowering for \(n.op.rawValue) (not yet supported)")
         case .lstm, .gru, .rnn:
             throw unsupported(n, "a recurrent layer (not yet written back as ONNX LSTM/GRU/RNN)")

@@ -6,6 +6,7 @@ import MLToolCore
 extension ONNXGraphBuilder {
     /// Folds `node` when its result is known at import time; returns false when it must run in the graph.
     mutating func fold(_ node: ONNXFile.Node) throws -> Bool {
+        if hasRunTimeShape(node) { return false }
         let inputs = node.inputs.filter { !$0.isEmpty }
         let allConstant = inputs.allSatisfy { constants[$0] != nil }
         let result: ONNXConstant?
@@ -23,7 +24,7 @@ extension ONNXGraphBuilder {
             result = try foldConstant(node)
         }
         guard let result else { return false }
-        if let out = node.outputs.first { constants[out] = result }
+        if let out = node.outputs.first { constants[out] = recordRunTime(node, result) }
         return true
     }
 
@@ -63,7 +64,11 @@ extension ONNXGraphBuilder {
             case "Add": f = (+)
             case "Sub": f = (-)
             case "Mul": f = (*)
-            case "Pow": f = { x, y in integer ? Foundation.pow(x, y).rounded(.towardZero) : Double(Foundation.pow(Float(x), Float(y))) }
+            case "Pow":
+                f = { x, y in
+                    if x.isNaN || y.isNaN { return .nan }   // pow(NaN, 0) is 1: here NaN is an unknown value
+                    return integer ? Foundation.pow(x, y).rounded(.towardZero) : Double(Foundation.pow(Float(x), Float(y)))
+                }
             case "Min": f = { x, y in x.isNaN || y.isNaN ? .nan : Swift.min(x, y) }
             case "Max": f = { x, y in x.isNaN || y.isNaN ? .nan : Swift.max(x, y) }
             default: f = { x, y in integer ? (x / y).rounded(.towardZero) : x / y }
@@ -76,18 +81,19 @@ extension ONNXGraphBuilder {
         case "Equal", "Less", "Greater":
             let a = try c(0), b = try c(1)
             let f: (Double, Double) -> Bool = node.opType == "Equal" ? { $0 == $1 } : node.opType == "Less" ? { $0 < $1 } : { $0 > $1 }
-            var r = try elementwise([a, b], node) { f($0[0], $0[1]) ? 1 : 0 }
+            // NaN is a value known only at run time (`runTime`): so is the answer.
+            var r = try elementwise([a, b], node) { $0[0].isNaN || $0[1].isNaN ? .nan : f($0[0], $0[1]) ? 1 : 0 }
             r.isInteger = true
             return r
         case "Where":
-            var r = try elementwise([c(0), c(1), c(2)], node) { $0[0] != 0 ? $0[1] : $0[2] }
+            var r = try elementwise([c(0), c(1), c(2)], node) { $0[0].isNaN ? .nan : $0[0] != 0 ? $0[1] : $0[2] }
             r.isInteger = try c(1).isInteger && c(2).isInteger
             return r
         case "Not", "Neg", "Floor", "Ceil", "Sqrt":
             let x = try c(0)
             let f: (Double) -> Double
             switch node.opType {
-            case "Not": f = { $0 == 0 ? 1 : 0 }
+            case "Not": f = { $0.isNaN ? .nan : $0 == 0 ? 1 : 0 }
             case "Neg": f = { -$0 }
             case "Floor": f = { $0.rounded(.down) }
             case "Ceil": f = { $0.rounded(.up) }
@@ -243,6 +249,8 @@ extension ONNXGraphBuilder {
             return [Self.product(input[..<axis]), Self.product(input[axis...])]
         case "Squeeze":
             let axesList = opset >= 13 ? try optionalConstant(node, 1, what: "axes")?.ints.compactMap { $0 } : ints(node, "axes")
+            // Without axes: the axes of size 1 known at import (a free dimension that is 1 at run time stays, where
+            // onnxruntime would drop it: the result's rank cannot depend on the input here).
             let axes = try Set((axesList ?? input.indices.filter { input[$0] == 1 }).map { try normalize($0, rank: r, node) })
             for a in axes where input[a] != 1 && input[a] >= 0 {
                 throw ImportError.invalid(file: file, place: "\(place(node)) axes", expected: "axes of size 1",
@@ -293,7 +301,7 @@ extension ONNXGraphBuilder {
                 let outKnown = try knownCount(out, node)
                 if inUnknown == outUnknown, outKnown > 0, inKnown % outKnown == 0 {
                     out[k] = inKnown / outKnown
-                } else if inUnknown != outUnknown + 1 {
+                } else if inUnknown != outUnknown + 1 && !spec.values.contains(where: \.isNaN) {
                     throw ImportError.invalid(file: file, place: "\(place(node)) shape", expected: "a shape that fits the input \(input)",
                                               actual: "\(spec.values)")
                 }

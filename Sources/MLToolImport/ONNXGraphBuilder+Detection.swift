@@ -28,6 +28,13 @@ extension ONNXGraphBuilder {
             starts.append(t.indices.first ?? 0); steps.append(step); counts.append(t.indices.count)
             if t.axis == 0 { batchFree = false }
         }
+        if !progressions, r == 1, let t = takes.first {
+            // A 1-D value (shape arithmetic, a plan-time value): a gather, which planning computes.
+            let idx = addWeight(fresh("\(nodeName).indices"), shape: [t.indices.count], values: t.indices.map(Float.init))
+            emit(nodeName, .gather, [input, idx], output, Attributes(axis: 0))
+            shapes[output] = [t.indices.count]
+            return
+        }
         guard progressions else {
             // Uneven indices: one product per axis.
             var cur = input, s = shape
@@ -97,10 +104,10 @@ extension ONNXGraphBuilder {
         guard x.shape.count == 4 else {
             throw ImportError.invalid(file: file, place: place(node), expected: "a 2-D (N, C, H, W) input", actual: "rank \(x.shape.count) \(x.shape)")
         }
+        // A height or width known only at run time (-1) is resized by the engine per input size.
         let h = x.shape[2], w = x.shape[3]
-        guard h > 0, w > 0 else {
-            throw ImportError.invalid(file: file, place: place(node), expected: "a known, non-empty input height and width (use --input-size)",
-                                      actual: "\(x.shape)")
+        guard h != 0, w != 0 else {
+            throw ImportError.invalid(file: file, place: place(node), expected: "a non-empty input height and width", actual: "\(x.shape)")
         }
         let upsample = node.opType == "Upsample"
         let legacy = upsample || opset < 11
@@ -153,6 +160,7 @@ extension ONNXGraphBuilder {
             }
             for (i, a) in axes.enumerated() {
                 scale[a] = scales[i]
+                if x.shape[a] < 0 { size[a] = -1; continue }
                 let s = (scales[i] * Double(x.shape[a])).rounded(.down)
                 guard s <= Double(Self.maxWindow) else {
                     throw ImportError.invalid(file: file, place: "\(place(node)) scales", expected: "an output of at most \(Self.maxWindow) per axis", actual: "\(scales)")
@@ -160,9 +168,16 @@ extension ONNXGraphBuilder {
                 size[a] = Int(s)
             }
         } else if let sizes {
-            for (i, a) in axes.enumerated() { size[a] = sizes[i]; scale[a] = Double(sizes[i]) / Double(x.shape[a]) }
+            for (i, a) in axes.enumerated() where x.shape[a] >= 0 || a >= 2 {
+                size[a] = sizes[i]
+                scale[a] = x.shape[a] < 0 ? 0 : Double(sizes[i]) / Double(x.shape[a])
+            }
             let policy = string(node, "keep_aspect_ratio_policy", "stretch")
             if policy != "stretch" {
+                guard !axes.contains(where: { x.shape[$0] < 0 }) else {
+                    throw ImportError.invalid(file: file, place: "\(place(node)) keep_aspect_ratio_policy", expected: "stretch for a size known only at run time",
+                                              actual: policy)
+                }
                 guard policy == "not_larger" || policy == "not_smaller" else {
                     throw ImportError.invalid(file: file, place: "\(place(node)) keep_aspect_ratio_policy", expected: "stretch, not_larger or not_smaller", actual: policy)
                 }
@@ -171,7 +186,7 @@ extension ONNXGraphBuilder {
                 for a in axes { scale[a] = s; size[a] = Int(s * Double(x.shape[a]) + 0.5) }
             }
         }
-        guard scale[0] == 1, scale[1] == 1, size[0] == x.shape[0], size[1] == x.shape[1] else {
+        guard scales == nil || (scale[0] == 1 && scale[1] == 1), size[0] == x.shape[0], size[1] == x.shape[1] else {
             throw ImportError.invalid(file: file, place: place(node), expected: "a resize of height and width only (scale 1 on N and C)",
                                       actual: "scales \(scale), output \(size)")
         }
@@ -183,7 +198,7 @@ extension ONNXGraphBuilder {
         // The coordinate transform divides by the given scales; with sizes it uses output / input exactly.
         let irScales: [Float]? = scales == nil ? nil : [Float(scale[2]), Float(scale[3])]
         emit(node.name, .resize, [x.name], out, Attributes(
-            shape: [size[2], size[3]], alpha: float(node, "cubic_coeff_a", -0.75), mode: mode, scales: irScales,
+            shape: size[2] < 0 || size[3] < 0 ? nil : [size[2], size[3]], alpha: float(node, "cubic_coeff_a", -0.75), mode: mode, scales: irScales,
             coordinateMode: coordinate, nearestMode: nearestMode, excludeOutside: exclude ? true : nil, antialias: antialias ? true : nil))
         shapes[out] = size
     }
@@ -221,6 +236,9 @@ extension ONNXGraphBuilder {
 
     /// Expand on a computed tensor: a product with ones of the broadcast shape (exact, NaN and ±0 kept).
     mutating func expand(_ node: ONNXFile.Node) throws {
+        if node.inputs.count == 2, isPartial(node.inputs[1]) {
+            return try runTimeExpand(node, x: 0, xShape: shape(of: node.inputs[0], in: node), targetName: node.inputs[1])
+        }
         let x = try activation(node)
         let target = try constant(node, 1, what: "shape").ints.map { $0 ?? -1 }
         let out = try broadcast(x.shape, target, node)

@@ -133,4 +133,18 @@ extension ONNXGraphBuilder {
         }
         return o
     }
+
+    /// Clip with a computed bound (inputs `bounds`: 1 the minimum, 2 the maximum): max(x, min), then min(·, max).
+    mutating func computedClip(_ node: ONNXFile.Node, _ bounds: [Int]) throws {
+        let out = try outputName(node)
+        var current = node.inputs[0]
+        for i in bounds {
+            var n = node
+            n.name = i == bounds.last ? node.name : "\(node.name).min"
+            n.inputs = [current, node.inputs[i]]
+            n.outputs = [i == bounds.last ? out : fresh("\(out).atLeastMin")]
+            try binary(n, .binary, Attributes(mode: (i == 1 ? BinaryFunction.max : .min).rawValue))
+            current = n.outputs[0]
+        }
+    }
 }

@@ -16,7 +16,7 @@ extension ONNXGraphBuilder {
         }
         var n = node
         let x4 = fresh("\(x.name).2d")
-        try emitReshape("\(node.name).to2d", input: x.name, from: x.shape, to: x.shape + [1], output: x4)
+        try emitLift("\(node.name).to2d", input: x.name, from: x.shape, output: x4)
         n.inputs[0] = x4
         if node.opType == "Conv" || node.opType == "ConvTranspose" {
             let w = try constant(node, 1, what: "weights")
@@ -46,6 +46,24 @@ extension ONNXGraphBuilder {
         n.outputs = [out4]
         try convert(&self, n)
         guard let s4 = shapes[out4] else { return }
-        try emitReshape("\(node.name).to1d", input: out4, from: s4, to: Array(s4.dropLast()), output: out)
+        try emitLift("\(node.name).to1d", input: out4, from: s4, output: out)
+    }
+
+    /// (N, C, L) → (N, C, L, 1) (`from` of rank 3), or back (rank 4): a reshape, or with more than one size known
+    /// only at run time (which a reshape cannot infer) a transpose and an unsqueeze (a squeeze and a transpose).
+    private mutating func emitLift(_ name: String, input: String, from: [Int], output: String) throws {
+        let to = from.count == 3 ? from + [1] : Array(from.dropLast())
+        guard from.filter({ $0 < 0 }).count > 1 else {
+            return try emitReshape(name, input: input, from: from, to: to, output: output)
+        }
+        let mid = fresh("\(output).nlc")
+        if from.count == 3 {   // IR (N, L, 1, C)
+            emit("\(name).nlc", .transpose, [input], mid, Attributes(perm: [0, 2, 1]))
+            emit(name, .unsqueeze, [mid], output, Attributes(axes: [2]))
+        } else {
+            emit(name, .squeeze, [input], mid, Attributes(axes: [2]))
+            emit("\(name).ncl", .transpose, [mid], output, Attributes(perm: [0, 2, 1]))
+        }
+        shapes[output] = to
     }
 }

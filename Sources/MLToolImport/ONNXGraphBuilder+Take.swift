@@ -89,13 +89,17 @@ extension ONNXGraphBuilder {
         guard let out = node.outputs.first, !out.isEmpty else {
             throw ImportError.invalid(file: file, place: place(node), expected: "an output", actual: "none")
         }
+        let bounds = try sliceBounds(node, rank: x.shape.count)
+        if bounds.contains(where: { x.shape[$0.axis] < 0 && !($0.start == 0 && $0.step == 1 && $0.end >= Int(Int32.max)) }) {
+            return emitRunTimeSlice(node.name, x, bounds, output: out)
+        }
         let takes = try sliceTakes(node, shape: x.shape)
         try emitSlice(node.name, input: x.name, shape: x.shape, takes: takes, output: out)
     }
 
-    /// What a Slice node takes from a tensor of `shape`: the indices along each axis it changes.
-    func sliceTakes(_ node: ONNXFile.Node, shape: [Int]) throws -> [(axis: Int, indices: [Int])] {
-        let r = shape.count
+    /// A Slice node's bounds, one per axis it lists: the axis (non-negative, for rank `r`), start, end and step as
+    /// the node gives them (constant starts / ends / axes / steps; attributes before opset 10).
+    func sliceBounds(_ node: ONNXFile.Node, rank r: Int) throws -> [(axis: Int, start: Int, end: Int, step: Int)] {
         let starts: [Int?], ends: [Int?], axes: [Int?]?, steps: [Int?]?
         if opset < 10 {
             starts = (ints(node, "starts") ?? []).map { $0 }
@@ -115,8 +119,7 @@ extension ONNXGraphBuilder {
                                       actual: "\(starts.count), \(ends.count), \(axisList.count), \(stepList.count)")
         }
         var seen = Set<Int>()
-        var takes: [(axis: Int, indices: [Int])] = []
-        for k in starts.indices {
+        return try starts.indices.map { k in
             guard let a = axisList[k], let s0 = starts[k], let e0 = ends[k], let st = stepList[k], st != 0 else {
                 throw ImportError.invalid(file: file, place: place(node), expected: "known starts, ends, axes and non-zero steps",
                                           actual: "starts \(starts), ends \(ends), axes \(axisList), steps \(stepList)")
@@ -125,14 +128,22 @@ extension ONNXGraphBuilder {
             guard seen.insert(axis).inserted else {
                 throw ImportError.invalid(file: file, place: "\(place(node)) axes", expected: "distinct axes", actual: "\(axisList)")
             }
-            let n = shape[axis]
+            return (axis, s0, e0, st)
+        }
+    }
+
+    /// What a Slice node takes from a tensor of `shape`: the indices along each axis it changes.
+    func sliceTakes(_ node: ONNXFile.Node, shape: [Int]) throws -> [(axis: Int, indices: [Int])] {
+        var takes: [(axis: Int, indices: [Int])] = []
+        for b in try sliceBounds(node, rank: shape.count) {
+            let n = shape[b.axis]
             // The whole of an axis known only at run time (start 0, step 1, an end past any size): nothing to take.
-            if n < 0 && s0 == 0 && st == 1 && e0 >= Int(Int32.max) { continue }
+            if n < 0 && b.start == 0 && b.step == 1 && b.end >= Int(Int32.max) { continue }
             guard n >= 0 else {
-                throw ImportError.invalid(file: file, place: place(node), expected: "axis \(axis) of known size", actual: "\(shape)")
+                throw ImportError.invalid(file: file, place: place(node), expected: "axis \(b.axis) of known size", actual: "\(shape)")
             }
-            let indices = Self.sliceIndices(n: n, start: s0, end: e0, step: st)
-            if indices != Array(0..<n) { takes.append((axis, indices)) }
+            let indices = Self.sliceIndices(n: n, start: b.start, end: b.end, step: b.step)
+            if indices != Array(0..<n) { takes.append((b.axis, indices)) }
         }
         return takes
     }

@@ -16,6 +16,12 @@ struct ONNXGraphBuilder {
     /// False once an op mixes the first axis with the others (a reshape that changes it, a transpose or concat
     /// along it): the graph then only runs at the batch size the file declares.
     var batchFree = true
+    /// Folded constants computed from a dimension known only at run time (`Shape` of a free dimension, and what
+    /// follows from it), by name: the node that made each, to compute it in the graph where it is needed
+    /// (`materialize`). Their unknown values are NaN.
+    var runTime: [String: ONNXFile.Node] = [:]
+    /// The graph value computing each run-time constant already materialized.
+    var materialized: [String: String] = [:]
     private var usedNames: Set<String>
     private var counter = 0
 

@@ -129,7 +129,7 @@ enum ONNXOps {
         "Constant": { try $0.foldOnly($1) },
         "Shape": { try $0.foldOnly($1) },
         "Range": { try $0.foldOnly($1) },
-        "ConstantOfShape": { try $0.foldOnly($1) },
+        "ConstantOfShape": { try $0.constantOfShape($1) },
         "DequantizeLinear": { try $0.foldOnly($1) },
         "QuantizeLinear": { try $0.foldOnly($1) },
     ]
@@ -142,6 +142,7 @@ extension ONNXGraphBuilder {
         guard let converter = ONNXOps.converters[node.opType] else {
             throw ImportError.unsupported(file: file, ops: [.init(op: node.opType, count: 1, firstNodes: [node.name])])
         }
+        let node = try withRunTimeInputs(node)
         if Self.liftable.contains(node.opType), let s = shapes[node.inputs.first ?? ""], s.count == 3 {
             return try lifted(node, converter)
         }
@@ -198,6 +199,8 @@ extension ONNXGraphBuilder {
     }
 
     mutating func clip(_ node: ONNXFile.Node) throws {
+        let bounds = [1, 2].filter { opset >= 11 && $0 < node.inputs.count && !node.inputs[$0].isEmpty }
+        if bounds.contains(where: { !isConstant(node.inputs[$0]) }) { return try computedClip(node, bounds) }
         var lo = -Float.greatestFiniteMagnitude, hi = Float.greatestFiniteMagnitude
         if opset < 11 {
             lo = float(node, "min", lo); hi = float(node, "max", hi)
@@ -280,7 +283,8 @@ extension ONNXGraphBuilder {
 
     // MARK: convolution, dense
 
-    /// Explicit pads (top, left, bottom, right) from `pads` / `auto_pad` for a 2-D window.
+    /// Explicit pads (top, left, bottom, right) from `pads` / `auto_pad` for a 2-D window; empty for SAME_* on a
+    /// size known only at run time (the IR node then carries `autoPad`: `windowAttributes`).
     private func windowPads(_ node: ONNXFile.Node, input: [Int], kernel: [Int], strides: [Int], dilations: [Int]) throws -> [Int] {
         let autoPad = string(node, "auto_pad", "NOTSET")
         switch autoPad {
@@ -291,10 +295,7 @@ extension ONNXGraphBuilder {
             var begin = [0, 0], end = [0, 0]
             for i in 0..<2 {
                 let n = input[2 + i]
-                guard n >= 0 else {
-                    throw ImportError.invalid(file: file, place: "\(place(node)) auto_pad", expected: "a known input size (use --input-size)",
-                                              actual: "\(input)")
-                }
+                if n < 0 { return [] }
                 let outSize = (n + strides[i] - 1) / strides[i]
                 let total = max((outSize - 1) * strides[i] + (kernel[i] - 1) * dilations[i] + 1 - n, 0)
                 let small = total / 2, large = total - small
@@ -342,7 +343,10 @@ extension ONNXGraphBuilder {
             inputs.append(addWeight(node.inputs[2], shape: [oc], values: b.floats, quant: b.rank == 1 ? b.quant : nil))
         }
         let out = try output(node)
-        emit(node.name, .conv, inputs, out, Attributes(kernel: kernel, strides: strides, dilations: dilations, pads: pads, groups: groups))
+        var attrs = Attributes(kernel: kernel, strides: strides, dilations: dilations, pads: pads, groups: groups)
+        if pads.isEmpty { automaticPads(&attrs, node) }
+        emit(node.name, .conv, inputs, out, attrs)
+        if pads.isEmpty { return shapes[out] = [x.shape[0], oc] + Self.sameSizes(x.shape, strides) }
         let oh = x.shape[2] < 0 ? -1 : (x.shape[2] + pads[0] + pads[2] - (kernel[0] - 1) * dilations[0] - 1) / strides[0] + 1
         let ow = x.shape[3] < 0 ? -1 : (x.shape[3] + pads[1] + pads[3] - (kernel[1] - 1) * dilations[1] - 1) / strides[1] + 1
         shapes[out] = [x.shape[0], oc, oh, ow]
@@ -462,8 +466,10 @@ extension ONNXGraphBuilder {
         let includePad = int(node, "count_include_pad", 0) == 1
         var attrs = Attributes(kernel: kernel, strides: strides, dilations: dilations == [1, 1] ? nil : dilations, pads: pads, ceilMode: ceil)
         if op == .avgPool { attrs.countIncludePad = includePad }
+        if pads.isEmpty { automaticPads(&attrs, node) }
         let out = try output(node)
         emit(node.name, op, [x.name], out, attrs)
+        if pads.isEmpty { return shapes[out] = [x.shape[0], x.shape[1]] + Self.sameSizes(x.shape, strides) }
         func size(_ n: Int, _ i: Int) -> Int {
             guard n >= 0 else { return -1 }
             let span = n + pads[i] + pads[i + 2] - (kernel[i] - 1) * dilations[i] - 1
@@ -512,6 +518,7 @@ extension ONNXGraphBuilder {
     mutating func reshapeLike(_ node: ONNXFile.Node) throws {
         let x = try activation(node)
         let to = try reshapedShape(node, input: x.shape)
+        if node.opType == "Reshape", to.filter({ $0 < 0 }).count > 1 { return try reshapeWithFreeDimensions(node, x, to: to) }
         if ["Squeeze", "Unsqueeze"].contains(node.opType) && to.filter({ $0 < 0 }).count > 1 {
             return try squeezeLike(node, x, to: to)
         }

@@ -126,12 +126,13 @@ import Testing
         }
     }
 
-    @Test func freeSpatialSizeNeedsInputSize() throws {
-        let p = ONNXFixtures.path("free_size.onnx")
-        #expect(throws: ImportError.invalid(file: p, place: "node 'c' (Conv) auto_pad", expected: "a known input size (use --input-size)",
-                                            actual: "[-1, 3, -1, -1]")) {
-            _ = try ONNXImporter.importModel(path: p, options: ImportOptions())
-        }
+    @Test func freeSpatialSizePadsPerInputSize() throws {
+        // Free: the conv keeps SAME_UPPER and the engine pads per input size (ONNXDynamicShapeTests runs it).
+        let (_, free) = try Self.load("free_size.onnx", ImportOptions())
+        #expect(free.inputs == [GraphInput(name: "x", shape: [-1, -1, -1, 3])])
+        let conv = try #require(free.nodes.first { $0.op == .conv })
+        #expect(conv.attributes.autoPad == "SAME_UPPER" && conv.attributes.pads == nil)
+        // Pinned with --input-size: the pads are resolved at import.
         let (_, g) = try Self.load("free_size.onnx", ImportOptions(inputSize: (height: 9, width: 11)))
         #expect(g.inputs == [GraphInput(name: "x", shape: [-1, 9, 11, 3])])
         // SAME_UPPER 3×3/2 on 9×11: totals 2 and 2 → one row/column each side.
