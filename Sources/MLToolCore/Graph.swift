@@ -66,6 +66,9 @@ import Foundation
 ///   g; rnn f) with activationAlpha / activationBeta (one value each, defaults resolved), clip (gate pre-activations
 ///   clamped to ±clip), inputForget (lstm: f = 1 − i), linearBeforeReset (gru), sequenceLengths (one per batch
 ///   item: later steps give zeros in y, the state stops at the item's last step)]
+/// - ifElse: condition (one element), a, b (the same shape) → a when the condition ≠ 0, else b: the outputs of an
+///   ONNX If whose condition is known only at run time (both branches are inlined and computed; an If whose
+///   condition folds at import inlines only the taken branch and leaves no ifElse)
 public struct Graph: Codable, Equatable, Sendable {
     public var inputs: [GraphInput]
     public var outputs: [String]
@@ -111,6 +114,7 @@ public enum Op: String, Codable, CaseIterable, Sendable {
     case binary, `where`, reduce, argMax, logSoftmax, hardmax, gather
     case lstm, gru, rnn   // recurrent layers
     case convTranspose, layerNorm, batchMatMul   // layers
+    case ifElse   // control flow (ONNX If)
 }
 
 /// The elementwise functions of the `unary` op, by name (`Attributes.mode`): the one table every reader, kernel and

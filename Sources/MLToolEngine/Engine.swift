@@ -243,6 +243,7 @@ public final class Engine: @unchecked Sendable {
             case .reduce: if (try? Program.reducedAxes(s, rank: rank))?.contains(0) ?? true { return false }
             case .slice: if s.slices.contains(where: { $0.axis == 0 || $0.axis == -rank }) { return false }
             case .lstm, .gru, .rnn: return false   // the first axis is time (or the direction of a state)
+            case .ifElse: return false   // one condition for the whole batch (it may be computed from every image)
             default: break
             }
         }

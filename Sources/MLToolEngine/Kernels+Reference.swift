@@ -67,6 +67,7 @@ enum Reference {
         case .topK: topK(s, x[0], xs[0], y, ys)
         case .binary: binary(s, x[0], xs[0], x[1], xs[1], y, ys)
         case .where: select(x, xs, y, ys)
+        case .ifElse: y.update(from: x[0][0] != 0 ? x[1] : x[2], count: n)   // the condition has one element
         case .reduce: reduce(s, x[0], xs[0], y, ys)
         case .argMax: argMax(s, x[0], xs[0], y)
         case .logSoftmax, .hardmax: logSoftmaxOrHardmax(s, x[0], xs[0], y)

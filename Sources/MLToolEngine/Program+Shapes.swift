@@ -150,6 +150,14 @@ extension Program {
                 throw bad("condition", "broadcastable with a \(ins[1]) and b \(ins[2])", x)
             }
             return out
+        case .ifElse:
+            guard x.reduce(1, &*) == 1 else { throw bad("condition", "one element", x) }
+            guard ins[1] == ins[2] else {
+                throw EngineError.invalidAttribute(node: s.name, attribute: "If branches",
+                                                   expected: "one shape (the condition is only known at run time)",
+                                                   actual: "shapes \(ins[1]) and \(ins[2])")
+            }
+            return ins[1]
         case .reduce:
             var out = x
             for a in try reducedAxes(s, rank: x.count) { out[a] = 1 }

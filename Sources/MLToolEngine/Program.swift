@@ -387,6 +387,7 @@ struct Program: Sendable {
             try inputCount(2...2)
             s.binary = try Self.function(BinaryFunction.self, a.mode, node)
         case .where: try inputCount(3...3)
+        case .ifElse: try inputCount(3...3)
         case .reduce:
             try inputCount(1...1)
             s.reduce = try Self.function(ReduceFunction.self, a.mode, node)

@@ -23,7 +23,14 @@ extension ONNXGraphBuilder {
             result = try foldConstant(node)
         }
         guard let result else { return false }
-        if let out = node.outputs.first { constants[out] = result }
+        if let out = node.outputs.first {
+            constants[out] = result
+            // Equal(NaN, 1) folds to 0: that 0 stands for a value known only at run time (see `runTimeComparisons`).
+            let compares = ["Equal", "Less", "Greater"].contains(node.opType)
+            if inputs.contains(where: { runTimeComparisons.contains($0) || compares && constants[$0]?.values.contains(where: \.isNaN) == true }) {
+                runTimeComparisons.insert(out)
+            }
+        }
         return true
     }
 

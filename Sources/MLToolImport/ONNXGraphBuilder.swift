@@ -16,6 +16,11 @@ struct ONNXGraphBuilder {
     /// False once an op mixes the first axis with the others (a reshape that changes it, a transpose or concat
     /// along it): the graph then only runs at the batch size the file declares.
     var batchFree = true
+    /// Folded constants that compare a dimension known only at run time (NaN) and so hold a 0 or 1 that is not
+    /// known, and what is folded from them: an If may not decide on one at import.
+    var runTimeComparisons: Set<String> = []
+    /// While an If branch (or loop body) converts: its names → the graph's tensor names (`ONNXGraphBuilder+Control`).
+    var scope: [String: String] = [:]
     private var usedNames: Set<String>
     private var counter = 0
 

@@ -55,6 +55,8 @@ enum ONNXOps {
         "RNN": { try $0.recurrent($1, .rnn) },
         "Expand": { try $0.expand($1) },
         "NonMaxSuppression": { try $0.nonMaxSuppression($1) },
+        // Control flow, inlined (ONNXGraphBuilder+Control.swift).
+        "If": { try $0.ifNode($1) },
         // Elementwise math, comparisons and logic on computed tensors (ONNXGraphBuilder+Elementwise.swift).
         "Neg": { try $0.function($1, .neg) },
         "Floor": { try $0.function($1, .floor) },
