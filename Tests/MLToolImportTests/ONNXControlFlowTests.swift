@@ -7,8 +7,8 @@ import Testing
 
 /// ONNX If, inlined at import: a condition folded from shape arithmetic (only the taken branch is in the graph), a
 /// run-time condition on a scalar int64 input (both branches and an `ifElse` per output), nested Ifs on
-/// data-dependent conditions reading tensors of the main graph and of the enclosing branch, and the files the
-/// importer refuses. Fixtures and onnxruntime's outputs come from Tests/Fixtures/onnx/make_control.py (committed:
+/// data-dependent conditions reading tensors of the main graph and of the enclosing branch; Loop and Scan unrolled
+/// (a counted loop with a scan output, a backwards Scan along axis 1); and the files the importer refuses. Fixtures and onnxruntime's outputs come from Tests/Fixtures/onnx/make_control.py (committed:
 /// no Python at test time).
 @Suite struct ONNXControlFlowTests {
     struct Manifest: Decodable { let onnxruntime: String; let opset: Int; let cases: [ONNXFixtures.Case] }
@@ -74,6 +74,21 @@ import Testing
         try Self.check("if_nested", count: 3)
     }
 
+    @Test func countedLoopIsUnrolled() throws {
+        // M = 3, no condition: three copies of the body (v · w + i), the row sums stacked (3, 2).
+        let m = try Self.model("loop_counted")
+        #expect(Self.ops(m).filter { $0 == .mul }.count == 3)
+        #expect(!Self.ops(m).contains(.ifElse))
+        try Self.check("loop_counted", count: 1)
+    }
+
+    @Test func scanAlongAxisOneBackwardsIsUnrolled() throws {
+        // Four steps over axis 1 of x (2, 4, 3), read from the last; the states stacked along axis 1 in reverse.
+        let m = try Self.model("scan_axes")
+        #expect(Self.ops(m).filter { $0 == .add }.count == 4)
+        try Self.check("scan_axes", count: 1)
+    }
+
     static func refusal(_ name: String) -> String? {
         do {
             _ = try model(name)
@@ -91,6 +106,8 @@ import Testing
         ("bad_missing_branch", "node 'the_if' (If): expected a graph attribute 'else_branch', found none"),
         ("bad_undefined", "node 'the_if' (If) then node 'Add_0' (Add): expected 'nowhere' defined in the subgraph or an enclosing graph, found undefined tensor"),
         ("bad_runtime_dim", "node 'the_if' (If) condition: expected a value known at import or computed by the graph, found 'cond', from a dimension known only at run time"),
+        ("bad_loop_condition", "node 'the_loop' (Loop) body condition: expected a value known at import (the loop is unrolled), found 'cond_out', computed at run time"),
+        ("bad_loop_count", "node 'the_loop' (Loop) trip count M: expected at most 4096 iterations (unrolled at import), found 5000"),
         ("bad_branch_rank", "node 'the_if' (If) output 0 'y': expected branch values of one rank (the condition is known only at run time), found shapes [2, 3] and [2, 3, 1]"),
     ])
     func refusesNamingTheNode(name: String, message: String) {

@@ -11,6 +11,10 @@ Made with onnx.helper (opset 17), seeded inputs:
 - if_nested: data-dependent conditions (openWakeWord's hey_jarvis: Cast(GreaterOrEqual(...))): an outer If on
   max(x) ≥ 0.5 whose then branch holds an inner If on min(x) < 0; the inner branches read `h` (computed by the main
   graph) and `t` (computed by the enclosing branch); three inputs take the three paths.
+- loop_counted: a Loop with M = 3 (an initializer) and no condition, carrying a (2, 3) activation (v · w + i, the
+  iteration number folded in) and stacking a scan output of each iteration's row sums, (3, 2).
+- scan_axes: a Scan over axis 1 of x (2, 4, 3), read backwards, carrying a (2, 3) running sum and stacking its
+  states along output axis 1 in reverse, (2, 4, 3).
 Each goes to Tests/Fixtures/onnx/control/<name>.onnx with its inputs and onnxruntime's outputs as raw
 little-endian float32 files, listed in control/manifest.json (the format of ../manifest.json; a case per input
 set). The tests need neither onnx nor onnxruntime.
@@ -106,6 +110,34 @@ def if_nested():
     return m, feeds
 
 
+def loop_counted():
+    v = f32("v", [2, 3])
+    w = numpy_helper.from_array(rng.standard_normal(3).astype(np.float32), "w")
+    body = helper.make_graph([
+        helper.make_node("Mul", ["v_in", "w"], ["scaled"]), helper.make_node("Cast", ["i"], ["fi"], to=TensorProto.FLOAT),
+        helper.make_node("Add", ["scaled", "fi"], ["v_out"]), helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+        helper.make_node("ReduceSum", ["v_out"], ["rows"], keepdims=0, axes=[1]) if OPSET < 13 else
+        helper.make_node("ReduceSum", ["v_out", "axes1"], ["rows"], keepdims=0),
+    ], "body", [helper.make_tensor_value_info("i", TensorProto.INT64, []), helper.make_tensor_value_info("cond_in", TensorProto.BOOL, []),
+                f32("v_in", [2, 3])],
+        [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []), f32("v_out", [2, 3]), f32("rows", [2])],
+        [numpy_helper.from_array(np.array([1], np.int64), "axes1")])
+    m3 = numpy_helper.from_array(np.array(3, np.int64), "M")
+    nodes = [helper.make_node("Loop", ["M", "", "v"], ["v_final", "stacked"], name="loop3", body=body)]
+    m = model("loop_counted", nodes, [v], [f32("v_final", [2, 3]), f32("stacked", [3, 2])], [w, m3])
+    return m, [{"v": rng.standard_normal((2, 3)).astype(np.float32)}]
+
+
+def scan_axes():
+    x, s0 = f32("x", [2, 4, 3]), f32("s0", [2, 3])
+    body = helper.make_graph([helper.make_node("Add", ["s_in", "x_t"], ["s_out"]), helper.make_node("Identity", ["s_out"], ["y_t"])],
+                             "body", [f32("s_in", [2, 3]), f32("x_t", [2, 3])], [f32("s_out", [2, 3]), f32("y_t", [2, 3])])
+    nodes = [helper.make_node("Scan", ["s0", "x"], ["s_final", "ys"], name="scan4", body=body, num_scan_inputs=1,
+                              scan_input_axes=[1], scan_input_directions=[1], scan_output_axes=[1], scan_output_directions=[1])]
+    m = model("scan_axes", nodes, [s0, x], [f32("s_final", [2, 3]), f32("ys", [2, 4, 3])])
+    return m, [{"s0": rng.standard_normal((2, 3)).astype(np.float32), "x": rng.standard_normal((2, 4, 3)).astype(np.float32)}]
+
+
 def write_case(name, m, feeds, manifest):
     onnx.checker.check_model(m, full_check=True)
     path = os.path.join(HERE, name + ".onnx")
@@ -147,7 +179,18 @@ def bad_files():
     one_n = branch("bn", [helper.make_node("Relu", ["n"], ["r"])], [f32("r", ["N", 3])])
     rank3 = branch("r3", [const("s3", np.array([2, 3, 1], np.int64)), helper.make_node("Reshape", ["x", "s3"], ["r"])],
                    [f32("r", [2, 3, 1])])
+    loop_body = helper.make_graph([helper.make_node("Relu", ["v_in"], ["v_out"]), helper.make_node("ReduceMax", ["v_out"], ["hi"], keepdims=0),
+                                   const("zero_f", np.float32(0)), helper.make_node("Greater", ["hi", "zero_f"], ["cond_out"])],
+                                  "body", [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+                                           helper.make_tensor_value_info("cond_in", TensorProto.BOOL, []), f32("v_in", [2, 3])],
+                                  [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []), f32("v_out", [2, 3])])
+    true = numpy_helper.from_array(np.array(True), "go")
+    many = numpy_helper.from_array(np.array(5000, np.int64), "M")
     return {
+        "bad_loop_condition": model("bad_loop_condition", [helper.make_node("Loop", ["", "go", "x"], ["y"], name="the_loop", body=loop_body)],
+                                    [x], [f32("y", [2, 3])], [true]),
+        "bad_loop_count": model("bad_loop_count", [helper.make_node("Loop", ["M", "", "x"], ["y"], name="the_loop", body=loop_body)],
+                                [x], [f32("y", [2, 3])], [many]),
         "bad_branch_outputs": one_if("bad_branch_outputs", {"then_branch": one_out, "else_branch": two_out}),
         "bad_node_outputs": one_if("bad_node_outputs", {"then_branch": one_out, "else_branch": one_out}, outputs=("y", "y2")),
         "bad_missing_branch": one_if("bad_missing_branch", {"then_branch": one_out}),
@@ -176,7 +219,7 @@ def main():
     for f in os.listdir(HERE):
         os.remove(os.path.join(HERE, f))
     manifest = []
-    for make in (if_constant, if_runtime, if_nested):
+    for make in (if_constant, if_runtime, if_nested, loop_counted, scan_axes):
         m, feeds = make()
         write_case(make.__name__, m, feeds, manifest)
     for name, m in bad_files().items():
