@@ -29,7 +29,7 @@ extension ONNXGraphBuilder {
                 throw ImportError.invalid(file: file, place: "\(place(node)) condition", expected: "one element", actual: "shape \(c.shape)")
             }
             guard !c.values[0].isNaN, !runTimeComparisons.contains(cond) else {
-                // The lead's symbolic dimensions will let the engine decide these when it plans an input shape.
+                // Equal(NaN, 1) folded to 0 says nothing: only the engine, planning an input shape, could decide it.
                 throw ImportError.invalid(file: file, place: "\(place(node)) condition",
                                           expected: "a value known at import or computed by the graph",
                                           actual: "'\(cond)', from a dimension known only at run time")
