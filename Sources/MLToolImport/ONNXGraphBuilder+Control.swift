@@ -12,6 +12,16 @@ import MLToolCore
 extension ONNXGraphBuilder {
     /// The most iterations a Loop or Scan is unrolled to.
     static let maxUnrolledIterations = 4_096
+    /// The most IR nodes and constants the graph may hold while a loop unrolls: nested loops multiply their counts.
+    static let maxUnrolledValues = 1 << 20
+
+    /// Refuses to unroll one more iteration of `node` once the graph holds `maxUnrolledValues`.
+    private func checkUnrolledSize(_ node: ONNXFile.Node) throws {
+        guard nodes.count + constants.count <= Self.maxUnrolledValues else {
+            throw ImportError.invalid(file: file, place: place(node), expected: "at most \(Self.maxUnrolledValues) nodes and constants once unrolled (nested loops multiply)",
+                                      actual: "\(nodes.count + constants.count)")
+        }
+    }
 
     /// The branch attributes of an If, in order: then, else.
     static let ifBranches = [("then_branch", "then"), ("else_branch", "else")]
@@ -124,6 +134,7 @@ extension ONNXGraphBuilder {
                 throw ImportError.invalid(file: file, place: "\(place(node)) condition", expected: "false within \(Self.maxUnrolledIterations) iterations (unrolled at import)",
                                           actual: "still true")
             }
+            try checkUnrolledSize(node)
             let iteration = addConstant("\(node.name).i", ONNXConstant(shape: [], values: [Double(i)], isInteger: true))
             let condition = addConstant("\(node.name).cond", ONNXConstant(shape: [], values: [1], isInteger: true))
             let outs = try inline(body, of: node, tag: "\(i)", binding: [iteration, condition] + values)
@@ -185,6 +196,7 @@ extension ONNXGraphBuilder {
         var states = try node.inputs.prefix(n).map { try resolve($0, place: "\(place(node)) input") }
         var pieces = [[String]](repeating: [], count: k)
         for t in 0..<steps {
+            try checkUnrolledSize(node)
             var slices: [String] = []
             for (j, x) in scanned.enumerated() {
                 let index = addConstant("\(node.name).t", ONNXConstant(shape: [], values: [Double(inReversed[j] ? steps - 1 - t : t)], isInteger: true))
