@@ -923,7 +923,7 @@ const ProtobufCMessageDescriptor onnx__node_proto__descriptor =
   (ProtobufCMessageInit) onnx__node_proto__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor onnx__attribute_proto__field_descriptors[10] =
+static const ProtobufCFieldDescriptor onnx__attribute_proto__field_descriptors[11] =
 {
   {
     "name",
@@ -981,6 +981,18 @@ static const ProtobufCFieldDescriptor onnx__attribute_proto__field_descriptors[1
     0,   /* quantifier_offset */
     offsetof(Onnx__AttributeProto, t),
     &onnx__tensor_proto__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "g",
+    6,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Onnx__AttributeProto, g),
+    &onnx__graph_proto__descriptor,
     NULL,
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
@@ -1048,22 +1060,22 @@ static const ProtobufCFieldDescriptor onnx__attribute_proto__field_descriptors[1
 };
 static const unsigned onnx__attribute_proto__field_indices_by_name[] = {
   1,   /* field[1] = f */
-  5,   /* field[5] = floats */
+  6,   /* field[6] = floats */
+  5,   /* field[5] = g */
   2,   /* field[2] = i */
-  6,   /* field[6] = ints */
+  7,   /* field[7] = ints */
   0,   /* field[0] = name */
-  9,   /* field[9] = ref_attr_name */
+  10,   /* field[10] = ref_attr_name */
   3,   /* field[3] = s */
-  7,   /* field[7] = strings */
+  8,   /* field[8] = strings */
   4,   /* field[4] = t */
-  8,   /* field[8] = type */
+  9,   /* field[9] = type */
 };
-static const ProtobufCIntRange onnx__attribute_proto__number_ranges[3 + 1] =
+static const ProtobufCIntRange onnx__attribute_proto__number_ranges[2 + 1] =
 {
   { 1, 0 },
-  { 7, 5 },
-  { 20, 8 },
-  { 0, 10 }
+  { 20, 9 },
+  { 0, 11 }
 };
 const ProtobufCMessageDescriptor onnx__attribute_proto__descriptor =
 {
@@ -1073,10 +1085,10 @@ const ProtobufCMessageDescriptor onnx__attribute_proto__descriptor =
   "Onnx__AttributeProto",
   "onnx",
   sizeof(Onnx__AttributeProto),
-  10,
+  11,
   onnx__attribute_proto__field_descriptors,
   onnx__attribute_proto__field_indices_by_name,
-  3,  onnx__attribute_proto__number_ranges,
+  2,  onnx__attribute_proto__number_ranges,
   (ProtobufCMessageInit) onnx__attribute_proto__init,
   NULL,NULL,NULL    /* reserved[123] */
 };

@@ -72,6 +72,10 @@ import Foundation
 ///   them when it plans a set of input shapes. reshape may take its target as a second input of that kind; slice
 ///   with `ends` resolves ONNX starts/ends per input size; conv and pools with `autoPad` their pads; resize with
 ///   `scales` and no `shape` its size
+/// - ifElse: condition (one element), a, b → a when the condition ≠ 0, else b: the outputs of an ONNX If whose
+///   condition is not known at import (both branches are inlined; a plan-time condition runs only the branch it
+///   takes, whose shape may differ from the other's; else both run and share one shape). An If whose condition
+///   folds at import inlines only the taken branch and leaves no ifElse
 public struct Graph: Codable, Equatable, Sendable {
     public var inputs: [GraphInput]
     public var outputs: [String]
@@ -126,6 +130,7 @@ public enum Op: String, Codable, CaseIterable, Sendable {
     case lstm, gru, rnn   // recurrent layers
     case convTranspose, layerNorm, batchMatMul   // layers
     case shape, expand   // shapes computed from the input shapes
+    case ifElse   // control flow (ONNX If)
 }
 
 /// The elementwise functions of the `unary` op, by name (`Attributes.mode`): the one table every reader, kernel and

@@ -67,7 +67,8 @@ public final class Engine: @unchecked Sendable {
         // Free dimensions past the batch (an image's height and width, a sequence length) are known only when the
         // graph runs: such graphs have their shapes checked per run, on the real inputs, instead of at a guessed size.
         if checked.inputs.allSatisfy({ !$0.shape.dropFirst().contains(-1) }) {
-            _ = try checked.shapes(inputs: Self.shapes(of: checked, batch: 1), steps: Array(checked.steps.indices))
+            _ = try checked.shapes(inputs: Self.shapes(of: checked, batch: 1), steps: Array(checked.steps.indices),
+                                   targets: checked.outputs.compactMap { checked.ids[$0] })
         } else {
             for (id, i) in zip(checked.inputIds, checked.inputs) where !Program.fits(i.shape.map { $0 == -1 ? 1 : $0 }) {
                 throw EngineError.shapeMismatch(node: checked.names[id], what: "input", expected: "dimensions ≥ 0 whose product fits",
@@ -124,7 +125,8 @@ public final class Engine: @unchecked Sendable {
     public static func outputShapes(model: Model, batch: Int = 1) throws -> [String: [Int]] {
         guard let graph = model.metadata.graph else { throw EngineError.noGraph }
         let p = try Program(graph: graph, tensors: model.tensorsByName, purpose: .validate)
-        let shapes = try p.shapes(inputs: Self.shapes(of: p, batch: batch), steps: Array(p.steps.indices))
+        let shapes = try p.shapes(inputs: Self.shapes(of: p, batch: batch), steps: Array(p.steps.indices),
+                                  targets: p.outputs.compactMap { p.ids[$0] })
         var out: [String: [Int]] = [:]
         for name in p.outputs { if let id = p.ids[name], let s = shapes[id] { out[name] = s } }
         return out
@@ -207,14 +209,15 @@ public final class Engine: @unchecked Sendable {
 
     private func runReference(_ p: Program, _ inputs: [String: Tensor], _ inShapes: [Int: [Int]], _ steps: [Int],
                               _ targets: [Int]) throws -> [Int: Tensor] {
-        let resolution = try p.resolve(inputs: inShapes, steps: steps)
+        let resolution = try p.resolve(inputs: inShapes, steps: steps, targets: targets)
         let shapes = resolution.shapes
         var values = p.constants
         for (id, gi) in zip(p.inputIds, p.inputs) { values[id] = Buffer(inputs[gi.name]!.data) }
-        for i in steps {
+        let untaken = Buffer(count: 0)   // an ifElse's branch not taken: never read
+        for i in resolution.order {
             let s = resolution.step(i, p)
             let y = Buffer(count: shapes[s.output]!.reduce(1, *))
-            Reference.run(s, s.inputs.map { UnsafePointer(values[$0]!.pointer) }, s.inputs.map { shapes[$0]! },
+            Reference.run(s, s.inputs.map { UnsafePointer((values[$0] ?? untaken).pointer) }, s.inputs.map { shapes[$0] ?? [] },
                           y.pointer, shapes[s.output]!)
             values[s.output] = y
         }
@@ -224,11 +227,11 @@ public final class Engine: @unchecked Sendable {
     }
 
     /// Whether every image goes through `steps` on its own, so a batch can be split into single images.
-    private func separable(_ p: Program, _ inShapes: [Int: [Int]], _ steps: [Int]) -> Bool {
+    private func separable(_ p: Program, _ inShapes: [Int: [Int]], _ steps: [Int], _ targets: [Int]) -> Bool {
         guard p.inputs.allSatisfy({ $0.shape.first == -1 }) else { return false }
         func withBatch(_ b: Int) -> [Int: [Int]] { inShapes.mapValues { [b] + $0.dropFirst() } }
-        guard let one = try? p.shapes(inputs: withBatch(1), steps: steps),
-              let two = try? p.shapes(inputs: withBatch(2), steps: steps) else { return false }
+        guard let one = try? p.shapes(inputs: withBatch(1), steps: steps, targets: targets),
+              let two = try? p.shapes(inputs: withBatch(2), steps: steps, targets: targets) else { return false }
         // Values that hold the batch size (a `shape` reading axis 0, and plan-time values computed from it): a chunk
         // sees its own, which is right for a reshape's or expand's target and wrong anywhere else.
         var batchSized = Set<Int>()
@@ -255,6 +258,7 @@ public final class Engine: @unchecked Sendable {
             case .reduce: if (try? Program.reducedAxes(s, rank: rank))?.contains(0) ?? true { return false }
             case .slice: if s.slices.contains(where: { $0.axis == 0 || $0.axis == -rank }) { return false }
             case .lstm, .gru, .rnn: return false   // the first axis is time (or the direction of a state)
+            case .ifElse: return false   // one condition for the whole batch (it may be computed from every image)
             default: break
             }
         }
@@ -268,7 +272,7 @@ public final class Engine: @unchecked Sendable {
         // must not depend on what another engine or trainer set it to.
         openblas_set_num_threads(1)
         var results: (buffers: [Buffer], shapes: [[Int]])
-        if batch > 1 && separable(p, inShapes, steps) {
+        if batch > 1 && separable(p, inShapes, steps, targets) {
             // Images go through the plan `per` at a time (`chunkImages` on one thread), the rest one by one.
             let per = threads == 1 ? max(1, min(batch, Self.chunkImages)) : 1
             let whole = batch / per * per

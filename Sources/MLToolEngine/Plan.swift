@@ -34,8 +34,9 @@ struct Plan: Sendable {
 
     /// `threads`: the most threads one op may be split across (each fused pair needs a band buffer per thread).
     init(program p: Program, inputShapes: [Int: [Int]], steps: [Int], targets: [Int], threads: Int = 1) throws {
+        let resolution = try p.resolve(inputs: inputShapes, steps: steps, targets: targets)
+        let steps = resolution.order
         self.steps = steps
-        let resolution = try p.resolve(inputs: inputShapes, steps: steps)
         shapes = resolution.shapes
         resolved = resolution.steps
         var lastUse: [Int: Int] = [:]
@@ -75,7 +76,7 @@ struct Plan: Sendable {
         }
         for (pos, i) in steps.enumerated() {
             let s = step(i, p)
-            let xs = s.inputs.map { shapes[$0]! }
+            let xs = s.inputs.map { shapes[$0] ?? [] }   // [] for an ifElse's branch not taken
             kernels.append(Fast.kernel(for: s, xs))
             scratch = max(scratch, Fast.scratchCount(s, xs, shapes[s.output]!))
             if !unwritten.contains(s.output) {
@@ -238,7 +239,7 @@ final class Arena: @unchecked Sendable {
             p.constants[v]?.pointer ?? plan.offset[v].map { values.pointer + $0 } ?? scratchPointer
         }
         inputs = plan.steps.map { p.steps[$0].inputs.map { UnsafePointer(pointer($0)) } }
-        inputShapes = plan.steps.map { p.steps[$0].inputs.map { plan.shapes[$0]! } }
+        inputShapes = plan.steps.map { p.steps[$0].inputs.map { plan.shapes[$0] ?? [] } }
         outputs = plan.steps.map { pointer(p.steps[$0].output) }
         outputShapes = plan.steps.map { plan.shapes[p.steps[$0].output]! }
     }

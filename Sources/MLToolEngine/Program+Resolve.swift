@@ -7,8 +7,11 @@ struct Resolution {
     /// Plan-time values by value id.
     var values: [Int: [Float]] = [:]
     /// Steps (by index in the program) as they run for these shapes: a reshape's or expand's target read from its
-    /// second input, ONNX slice bounds, automatic pads, a resize's size from its scales.
+    /// second input, ONNX slice bounds, automatic pads, a resize's size from its scales, an ifElse's branch.
     var steps: [Int: Step] = [:]
+    /// The steps that run, in graph order: those the targets need, less the branches an ifElse whose condition is
+    /// a plan-time value does not take.
+    var order: [Int] = []
 
     func step(_ i: Int, _ p: Program) -> Step { steps[i] ?? p.steps[i] }
 }
@@ -21,8 +24,10 @@ extension Program {
     static let planTimeOps: Set<Op> = [.gather, .concat, .reshape, .flatten, .squeeze, .unsqueeze, .identity, .slice,
                                        .add, .sub, .mul, .div, .pow, .binary, .unary, .where, .reduce, .expand]
 
-    /// Resolves the given steps for these input shapes; throws naming the first node that does not fit.
-    func resolve(inputs: [Int: [Int]], steps order: [Int]) throws -> Resolution {
+    /// Resolves the given steps (graph order) for these input shapes; throws naming the first node that does not
+    /// fit. With `targets`, an ifElse whose condition is a plan-time value resolves (and the result's `order` keeps)
+    /// only the branch it takes.
+    func resolve(inputs: [Int: [Int]], steps order: [Int], targets: [Int]? = nil) throws -> Resolution {
         // Every product of an input's dimensions must fit (a file can declare any size, and a shape with a zero
         // dimension has no elements whatever the others are).
         for (id, shape) in inputs where !Self.fits(shape) {
@@ -30,22 +35,76 @@ extension Program {
         }
         var r = Resolution(shapes: inputs)
         for (id, s) in constantShapes { r.shapes[id] = s }
-        for i in order {
-            let ins = try steps[i].inputs.map { id -> [Int] in
-                guard let sh = r.shapes[id] else { throw EngineError.unknownTensor(node: steps[i].name, tensor: names[id]) }
-                return sh
-            }
-            let s = try resolved(steps[i], ins, &r)
-            if let s { r.steps[i] = s }
-            let step = s ?? steps[i]
-            let out = try Self.outputShape(step, ins)
-            guard Self.fits(out), (try? Checked.elementCount(out)) != nil else {
-                throw EngineError.shapeMismatch(node: step.name, what: "output", expected: "a size that fits in memory", actual: out)
-            }
-            r.shapes[step.output] = out
-            if let v = try planTimeValue(step, ins, out, &r) { r.values[step.output] = v }
+        if let targets, order.contains(where: { steps[$0].op == .ifElse }) {
+            try resolveBranching(targets, &r)
+            return r
         }
+        for i in order { try resolveStep(i, &r) }
+        r.order = order
         return r
+    }
+
+    /// Resolves step `i` (its inputs resolved) into `r`.
+    private func resolveStep(_ i: Int, _ r: inout Resolution, choice: Int? = nil) throws {
+        let ins = try steps[i].inputs.enumerated().map { k, id -> [Int] in
+            if let c = choice, k != 0 && k != c { return [] }   // the branch not taken: never computed
+            guard let sh = r.shapes[id] else { throw EngineError.unknownTensor(node: steps[i].name, tensor: names[id]) }
+            return sh
+        }
+        var s = try resolved(steps[i], ins, &r)
+        if let c = choice {
+            var chosen = s ?? steps[i]
+            chosen.chosen = c
+            s = chosen
+        }
+        if let s { r.steps[i] = s }
+        let step = s ?? steps[i]
+        let out = try Self.outputShape(step, ins)
+        guard Self.fits(out), (try? Checked.elementCount(out)) != nil else {
+            throw EngineError.shapeMismatch(node: step.name, what: "output", expected: "a size that fits in memory", actual: out)
+        }
+        r.shapes[step.output] = out
+        if let v = try planTimeValue(step, ins, out, &r) { r.values[step.output] = v }
+    }
+
+    /// Resolves what `targets` need, deciding each ifElse as soon as its condition is resolved: a plan-time
+    /// condition takes one branch (the other is never resolved: it may not even fit these shapes), any other both.
+    private func resolveBranching(_ targets: [Int], _ r: inout Resolution) throws {
+        var live = Set<Int>(), undecided: [Int] = [], choices: [Int: Int] = [:], done = Set<Int>()
+        func mark(_ values: [Int]) {
+            var stack = values
+            while let v = stack.popLast() {
+                guard let p = producer[v], live.insert(p).inserted else { continue }
+                if steps[p].op == .ifElse { undecided.append(p); stack.append(steps[p].inputs[0]) } else { stack += steps[p].inputs }
+            }
+        }
+        mark(targets)
+        var progress = true
+        while progress {
+            progress = false
+            for i in live.sorted() where !done.contains(i) {
+                let s = steps[i]
+                if s.op == .ifElse && choices[i] == nil { continue }
+                let needs = s.op == .ifElse && choices[i] != 0 ? [s.inputs[0], s.inputs[choices[i] ?? 1]] : s.inputs
+                guard needs.allSatisfy({ r.shapes[$0] != nil }) else { continue }
+                try resolveStep(i, &r, choice: s.op == .ifElse ? choices[i].flatMap { $0 == 0 ? nil : $0 } : nil)
+                done.insert(i)
+                progress = true
+            }
+            for (k, i) in undecided.enumerated().reversed() where r.shapes[steps[i].inputs[0]] != nil {
+                let cond = steps[i].inputs[0]
+                if let v = r.values[cond] ?? smallConstant(cond), let c = v.first, v.count == 1 {
+                    choices[i] = c != 0 ? 1 : 2
+                    mark([steps[i].inputs[choices[i] ?? 1]])
+                } else {
+                    choices[i] = 0   // known only at run time: both branches run
+                    mark(Array(steps[i].inputs.dropFirst()))
+                }
+                undecided.remove(at: k)
+                progress = true
+            }
+        }
+        r.order = done.sorted()
     }
 
     /// The value of `step`'s output when planning knows it: a `shape` step's, or a plan-time op's on known values.

@@ -3,8 +3,8 @@ import MLToolCore
 extension Program {
     /// Shapes of every value the given steps touch, from the input shapes; throws naming the first node that does
     /// not fit.
-    func shapes(inputs: [Int: [Int]], steps order: [Int]) throws -> [Int: [Int]] {
-        try resolve(inputs: inputs, steps: order).shapes
+    func shapes(inputs: [Int: [Int]], steps order: [Int], targets: [Int]? = nil) throws -> [Int: [Int]] {
+        try resolve(inputs: inputs, steps: order, targets: targets).shapes
     }
 
     /// The distinct, non-negative axes a `reduce` step reduces (every axis when it lists none).
@@ -131,6 +131,15 @@ extension Program {
                 throw bad("condition", "broadcastable with a \(ins[1]) and b \(ins[2])", x)
             }
             return out
+        case .ifElse:
+            guard x.reduce(1, &*) == 1 else { throw bad("condition", "one element", x) }
+            if let c = s.chosen { return ins[c] }   // a plan-time condition: the other branch never runs
+            guard ins[1] == ins[2] else {
+                throw EngineError.invalidAttribute(node: s.name, attribute: "If branches",
+                                                   expected: "one shape (the condition is only known at run time)",
+                                                   actual: "shapes \(ins[1]) and \(ins[2])")
+            }
+            return ins[1]
         case .reduce:
             var out = x
             for a in try reducedAxes(s, rank: x.count) { out[a] = 1 }

@@ -65,6 +65,8 @@ struct Step: Sendable {
     var autoPad: String?
     /// slice with ONNX-style bounds: resolved into `slices` per plan.
     var bounds: [SliceBound]?
+    /// ifElse: the input (1 or 2) a plan-time condition takes; nil when the condition is known only at run time.
+    var chosen: Int?
 }
 
 /// A graph compiled for execution: values (graph inputs, constants, node outputs) by id, and the steps in order.
@@ -401,6 +403,7 @@ struct Program: Sendable {
             try inputCount(2...2)
             s.binary = try Self.function(BinaryFunction.self, a.mode, node)
         case .where: try inputCount(3...3)
+        case .ifElse: try inputCount(3...3)
         case .reduce:
             try inputCount(1...1)
             s.reduce = try Self.function(ReduceFunction.self, a.mode, node)

@@ -195,6 +195,16 @@ struct ONNXLowering {
             throw unsupported(n, "an ONNX lowering for \(n.op.rawValue) (not yet supported)")
         case .lstm, .gru, .rnn:
             throw unsupported(n, "a recurrent layer (not yet written back as ONNX LSTM/GRU/RNN)")
+        case .ifElse:
+            // Where on the condition as a bool scalar: it broadcasts to nothing, so the output is the chosen value.
+            guard n.inputs.count == 3 else { throw unsupported(n, "three inputs") }
+            let rt = try rankOf(n.inputs[1], n), re = try rankOf(n.inputs[2], n)
+            outRank = max(rt, re)
+            let scalar = fresh(out), flag = fresh(out)
+            add("Reshape", [tensors[x] != nil ? try constant(x) : x, int64s([])], [scalar], node: n.name + ".scalar")
+            add("Cast", [scalar], [flag], node: n.name + ".cast", [("to", .int(Int(ONNXProgram.DataType.bool)))])
+            add("Where", [flag, try broadcastOperand(n.inputs[1], rt, outRank), try broadcastOperand(n.inputs[2], re, outRank)],
+                [target], node: n.name)
         case .topK:
             guard let k = a.k, k >= 0 else { throw unsupported(n, "k ≥ 0") }
             let axis = try layoutAxis(a.axis ?? -1, rank: xr, n)

@@ -15,6 +15,17 @@ struct ONNXFile {
         var floats: [Float] = []
         var ints: [Int] = []
         var strings: [String] = []
+        /// A GRAPH attribute (If's `then_branch` / `else_branch`, the body of Loop and Scan).
+        var g: Subgraph?
+    }
+
+    /// The graph of a GRAPH attribute. Its inputs and outputs are matched by position (an If branch has no inputs; a
+    /// Loop or Scan body takes the iteration's values); any other name it reads is a tensor of an enclosing graph.
+    struct Subgraph {
+        var nodes: [Node]
+        var initializers: [String: ONNXConstant]
+        var inputs: [ValueInfo]
+        var outputs: [ValueInfo]
     }
 
     struct Node {
@@ -89,18 +100,22 @@ struct ONNXFile {
         }
         self.opset = opsetVersion
 
-        let reader = TensorReader(file: path)
-        let graph = g.pointee
+        let graph = try Self.subgraph(g.pointee, reader: TensorReader(file: path))
+        initializers = graph.initializers
+        inputs = graph.inputs
+        outputs = graph.outputs
+        nodes = graph.nodes
+    }
+
+    /// Reads a graph (the model's, or a GRAPH attribute's, recursively: protobuf-c has unpacked them all, within
+    /// `ProtobufWire`'s depth limit).
+    private static func subgraph(_ graph: Onnx__GraphProto, reader: TensorReader) throws -> Subgraph {
         var inits: [String: ONNXConstant] = [:]
         for i in 0..<graph.n_initializer {
             guard let t = graph.initializer[i] else { continue }
             let name = str(t.pointee.name)
             inits[name] = try reader.read(t, place: "initializer '\(name)'")
         }
-        initializers = inits
-        inputs = (0..<graph.n_input).compactMap { graph.input[$0].map { valueInfo($0.pointee) } }
-        outputs = (0..<graph.n_output).compactMap { graph.output[$0].map { valueInfo($0.pointee) } }
-
         var nodes: [Node] = []
         nodes.reserveCapacity(graph.n_node)
         for i in 0..<graph.n_node {
@@ -122,13 +137,16 @@ struct ONNXFile {
                 if a.n_floats > 0 { attr.floats = Array(UnsafeBufferPointer(start: a.floats, count: a.n_floats)) }
                 if a.n_ints > 0 { attr.ints = UnsafeBufferPointer(start: a.ints, count: a.n_ints).map { Int($0) } }
                 if a.n_strings > 0 { attr.strings = UnsafeBufferPointer(start: a.strings, count: a.n_strings).map(bytesString) }
+                if let g = a.g { attr.g = try subgraph(g.pointee, reader: reader) }
                 attrs[aname] = attr
             }
             nodes.append(Node(name: name, opType: op, domain: str(n.domain),
                               inputs: (0..<n.n_input).map { str(n.input[$0]) },
                               outputs: (0..<n.n_output).map { str(n.output[$0]) }, attributes: attrs))
         }
-        self.nodes = nodes
+        return Subgraph(nodes: nodes, initializers: inits,
+                        inputs: (0..<graph.n_input).compactMap { graph.input[$0].map { valueInfo($0.pointee) } },
+                        outputs: (0..<graph.n_output).compactMap { graph.output[$0].map { valueInfo($0.pointee) } })
     }
 }
 

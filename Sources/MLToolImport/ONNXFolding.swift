@@ -19,6 +19,11 @@ extension ONNXGraphBuilder {
             let end = try normalizeClamped(int(node, "end", r), rank: r)
             let dims = start < end ? Array(s[start..<end]) : []
             result = ONNXConstant(shape: [dims.count], values: dims.map { $0 < 0 ? .nan : Double($0) }, isInteger: true)
+        case "Size":
+            // The element count, NaN when a dimension is known only at run time (as Shape gives it).
+            let s = try shape(of: node.inputs.first ?? "", in: node)
+            let n = try knownCount(s, node)
+            result = ONNXConstant(shape: [], values: [s.contains { $0 < 0 } ? .nan : Double(n)], isInteger: true)
         default:
             guard allConstant, !inputs.isEmpty else { return false }
             result = try foldConstant(node)

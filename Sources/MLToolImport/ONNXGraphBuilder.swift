@@ -22,6 +22,8 @@ struct ONNXGraphBuilder {
     var runTime: [String: ONNXFile.Node] = [:]
     /// The graph value computing each run-time constant already materialized.
     var materialized: [String: String] = [:]
+    /// While an If branch (or loop body) converts: its names → the graph's tensor names (`ONNXGraphBuilder+Control`).
+    var scope: [String: String] = [:]
     private var usedNames: Set<String>
     private var counter = 0
 

@@ -68,6 +68,8 @@ public enum ONNXImporter {
 
         var reserved = Set<String>()
         var producer: [String: String] = [:]
+        // The names inside If branches and loop bodies too: fresh names never shadow one of them.
+        reserved.formUnion(ONNXGraphBuilder.subgraphNames(onnx.nodes))
         for n in onnx.nodes {
             reserved.formUnion(n.inputs)
             reserved.formUnion(n.outputs)
@@ -192,7 +194,10 @@ public enum ONNXImporter {
     /// Throws one error naming every unsupported op type, with its count and first node names.
     static func checkSupported(_ onnx: ONNXFile, file: String) throws {
         var counts: [String: (count: Int, names: [String], order: Int)] = [:]
-        for node in onnx.nodes {
+        // The nodes of If branches and Loop / Scan bodies count too: every missing op is named at once.
+        var pending = onnx.nodes[...]
+        while let node = pending.popFirst() {
+            for a in node.attributes.values.sorted(by: { $0.name < $1.name }) { if let g = a.g { pending += g.nodes } }
             let known = (node.domain.isEmpty || node.domain == "ai.onnx") && ONNXOps.converters[node.opType] != nil
             if known { continue }
             let key = node.domain.isEmpty || node.domain == "ai.onnx" ? node.opType : "\(node.domain).\(node.opType)"

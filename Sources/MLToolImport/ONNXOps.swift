@@ -55,6 +55,10 @@ enum ONNXOps {
         "RNN": { try $0.recurrent($1, .rnn) },
         "Expand": { try $0.expand($1) },
         "NonMaxSuppression": { try $0.nonMaxSuppression($1) },
+        // Control flow, inlined (ONNXGraphBuilder+Control.swift).
+        "If": { try $0.ifNode($1) },
+        "Loop": { try $0.loop($1) },
+        "Scan": { try $0.scan($1) },
         // Elementwise math, comparisons and logic on computed tensors (ONNXGraphBuilder+Elementwise.swift).
         "Neg": { try $0.function($1, .neg) },
         "Floor": { try $0.function($1, .floor) },
@@ -128,6 +132,7 @@ enum ONNXOps {
         // Only as constant arithmetic (folded before conversion).
         "Constant": { try $0.foldOnly($1) },
         "Shape": { try $0.foldOnly($1) },
+        "Size": { try $0.foldOnly($1) },
         "Range": { try $0.foldOnly($1) },
         "ConstantOfShape": { try $0.constantOfShape($1) },
         "DequantizeLinear": { try $0.foldOnly($1) },

@@ -128,6 +128,10 @@ struct  Onnx__AttributeProto
   protobuf_c_boolean has_s;
   ProtobufCBinaryData s;
   Onnx__TensorProto *t;
+  /*
+   * A GRAPH attribute: the then/else branches of If, the body of Loop and Scan.
+   */
+  Onnx__GraphProto *g;
   size_t n_floats;
   float *floats;
   size_t n_ints;
@@ -143,7 +147,7 @@ struct  Onnx__AttributeProto
 };
 #define ONNX__ATTRIBUTE_PROTO__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&onnx__attribute_proto__descriptor) \
-    , NULL, 0, 0, 0, 0, 0, {0,NULL}, NULL, 0,NULL, 0,NULL, 0,NULL, 0, 0, NULL }
+    , NULL, 0, 0, 0, 0, 0, {0,NULL}, NULL, NULL, 0,NULL, 0,NULL, 0,NULL, 0, 0, NULL }
 
 
 struct  Onnx__TensorProto

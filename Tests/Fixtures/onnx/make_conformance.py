@@ -9,7 +9,8 @@ as unclaimed variants, which the import must refuse.
 
 mltool imports networks, so inputs that are parameters are made initializers with the case's own values: every
 non-float input, and the weight-like inputs of Conv (W, B), Gemm (B, C), MatMul (B), BatchNormalization, Clip
-(min, max), Reshape, Squeeze/Unsqueeze (axes), Pad and LSTM/GRU/RNN (W, R, B, P; their initial states stay inputs). Remaining inputs and expected outputs are raw little-endian
+(min, max), Reshape, Squeeze/Unsqueeze (axes), Pad and LSTM/GRU/RNN (W, R, B, P; their initial states stay inputs);
+If's condition stays an input, bool or not (RUNTIME_INPUTS). A case's ops include those of If branches and loop bodies. Remaining inputs and expected outputs are raw little-endian
 float32 files, listed in manifest.json with the op name and the tolerance (rtol 1e-3, atol 1e-5).
 Integer and bool outputs (TopK's indices, comparisons, casts) are kept as claimed cases with float32 expected
 values (mltool carries integers and bools as float32). Ops the importer only folds (FOLD_ONLY) are not listed as
@@ -37,7 +38,8 @@ Softplus Softsign Mish Gelu Elu Celu Selu ThresholdedRelu Not IsNaN IsInf Equal 
 GreaterOrEqual And Or Xor PRelu Mod Max Min Sum Mean Where ReduceSum ReduceMean ReduceMax ReduceMin ReduceProd
 ReduceL1 ReduceL2 ReduceLogSum ReduceLogSumExp ReduceSumSquare ArgMax ArgMin LogSoftmax Hardmax
 LSTM GRU RNN
-ConvTranspose LayerNormalization InstanceNormalization GroupNormalization Einsum DepthToSpace SpaceToDepth Tile""".split())
+ConvTranspose LayerNormalization InstanceNormalization GroupNormalization Einsum DepthToSpace SpaceToDepth Tile
+If Loop Scan""".split())
 # op → input positions that are parameters (made initializers).
 PARAMETER_INPUTS = {
     "Conv": {1, 2}, "Gemm": {1, 2}, "MatMul": {1}, "BatchNormalization": {1, 2, 3, 4}, "Clip": {1, 2},
@@ -50,9 +52,13 @@ PARAMETER_INPUTS = {
     "LayerNormalization": {1, 2}, "InstanceNormalization": {1, 2}, "GroupNormalization": {1, 2},
     "Tile": {1},
 }
+# op → input positions that stay graph inputs whatever their element type (fed as float32 values): If's condition,
+# which would otherwise fold at import and leave nothing computed from the inputs. Loop's trip count and condition are
+# made initializers (mltool unrolls a loop whose trip count is known at import).
+RUNTIME_INPUTS = {"If": {0}}
 # Ops the importer accepts only on constants (folded as shape arithmetic): a case that uses them on its inputs is
 # refused with a clean error naming the node, and they are not listed among a case's unsupported ops.
-FOLD_ONLY = set()
+FOLD_ONLY = {"Size"}
 # Integer and bool outputs (indices, comparisons, casts) come out of mltool as float32 values (exact below 2^24), so
 # expected outputs of these element types are compared as float32 instead of making the case an unclaimed variant.
 INTEGER_OUTPUTS = {onnx.TensorProto.INT64, onnx.TensorProto.INT32, onnx.TensorProto.INT16, onnx.TensorProto.INT8,
@@ -69,6 +75,7 @@ UNCLAIMED_VARIANTS = [
     (r"^node/test_maxpool_with_argmax", "MaxPool's Indices output"),
     (r"^node/test_shape", "Shape as a graph output (mltool folds shapes at import: nothing is computed from the input)"),
     (r"^node/test_convtranspose_3d$", "ConvTranspose on a 3-D (N, C, D, H, W) input (1-D and 2-D are claimed)"),
+    (r"^node/test_scan_sum$", "Scan of opset 8 (a batch axis and sequence_lens; opset 9 and later are claimed)"),
     (r"^node/test_(depthtospace|spacetodepth)", "opset 28 models (mltool reads opsets 6–25; the ops are covered by the "
                                                 "pixel_shuffle fixture of make_fixtures.py at opset 13)"),
 ]
@@ -117,10 +124,21 @@ def node_cases():
         yield f"node/{c.name}", c.model, list(inputs), list(outputs)
 
 
+def graph_ops(g):
+    """The op types of a graph and of the graphs in its nodes' attributes (If branches, Loop and Scan bodies)."""
+    ops = set()
+    for n in g.node:
+        ops.add(n.op_type)
+        for a in n.attribute:
+            if a.type == onnx.AttributeProto.GRAPH:
+                ops |= graph_ops(a.g)
+    return ops
+
+
 def convert(name, model, inputs, outputs):
     """The case as (model with parameters as initializers, float inputs, outputs) or a reason to skip it."""
     g = model.graph
-    ops = {n.op_type for n in g.node}
+    ops = graph_ops(g)
     if name.endswith("_expanded") or "_expanded_" in name:
         return None, "expanded function body"
     if not ops <= CLAIMED | FOLD_ONLY or ops & FOLD_ONLY:
@@ -135,15 +153,18 @@ def convert(name, model, inputs, outputs):
     graph_inputs = [i for i in g.input if i.name not in init_names]
     if len(graph_inputs) != len(inputs):
         return None, "input count mismatch"
-    params = set()
+    params, runtime = set(), set()
     for n in g.node:
+        for k in RUNTIME_INPUTS.get(n.op_type, ()):
+            if k < len(n.input) and n.input[k]:
+                runtime.add(n.input[k])
         for k in PARAMETER_INPUTS.get(n.op_type, ()):
             if k < len(n.input) and n.input[k]:
                 params.add(n.input[k])
     keep, feeds = [], []
     for vi, value in zip(graph_inputs, inputs):
         value = np.asarray(value)
-        if vi.name in params or value.dtype != np.float32:
+        if vi.name in params or value.dtype != np.float32 and vi.name not in runtime:
             g.initializer.append(numpy_helper.from_array(value, vi.name))
         else:
             keep.append(vi)
