@@ -153,13 +153,15 @@ extension ONNXGraphBuilder {
         let rank = unsqueeze ? to.count : x.shape.count
         let axes = try (listed ?? x.shape.indices.filter { x.shape[$0] == 1 }).map { try normalize($0, rank: rank, node) }.sorted()
         if axes.contains(0) { batchFree = false }
+        // Rank-4 sides go through NCHW even when its bytes are NHWC's (C or H·W of 1): the squeeze's axes and the
+        // IR shape it gives are NCHW's.
         var src = x.name
-        if x.shape.count == 4 && !Layout.orderFree(x.shape) {
+        if x.shape.count == 4 {
             src = fresh("\(x.name).nchw")
             emit("\(node.name).to_nchw", .transpose, [x.name], src, Attributes(perm: Layout.toNCHW))
         }
         let out = try outputName(node)
-        let nhwc = to.count == 4 && !Layout.orderFree(to)
+        let nhwc = to.count == 4
         let mid = nhwc ? fresh("\(out).nchw") : out
         emit(node.name, unsqueeze ? .unsqueeze : .squeeze, [src], mid, Attributes(axes: axes))
         if nhwc { emit("\(node.name).to_nhwc", .transpose, [mid], out, Attributes(perm: Layout.toNHWC)) }

@@ -105,7 +105,6 @@ import Testing
         ("bad_node_outputs", "node 'the_if' (If): expected branches with 2 output(s) each, as the node, found then_branch 1, else_branch 1"),
         ("bad_missing_branch", "node 'the_if' (If): expected a graph attribute 'else_branch', found none"),
         ("bad_undefined", "node 'the_if' (If) then node 'Add_0' (Add): expected 'nowhere' defined in the subgraph or an enclosing graph, found undefined tensor"),
-        ("bad_runtime_dim", "node 'the_if' (If) condition: expected a value known at import or computed by the graph, found 'cond', from a dimension known only at run time"),
         ("bad_loop_condition", "node 'the_loop' (Loop) body condition: expected a value known at import (the loop is unrolled), found 'cond_out', computed at run time"),
         ("bad_loop_count", "node 'the_loop' (Loop) trip count M: expected at most 4096 iterations (unrolled at import), found 5000"),
         ("bad_branch_rank", "node 'the_if' (If) output 0 'y': expected branch values of one rank (the condition is known only at run time), found shapes [2, 3] and [2, 3, 1]"),
@@ -113,6 +112,21 @@ import Testing
     func refusesNamingTheNode(name: String, message: String) {
         let path = ONNXFixtures.path("control/\(name).onnx")
         #expect(Self.refusal(name) == "\(path): \(message)")
+    }
+
+    /// An If on a free dimension (N == 1) imports: its condition is computed from the input's shape, and the
+    /// engine decides it when it plans each size (both branches are Relu here: the value is relu(n) at every N).
+    @Test(arguments: [Engine.Mode.fast, .reference])
+    func conditionOnAFreeDimensionIsDecidedPerInputShape(mode: Engine.Mode) throws {
+        let m = try Self.model("bad_runtime_dim")
+        let nodes = try #require(m.metadata.graph?.nodes)
+        #expect(nodes.contains { $0.op == .shape } && nodes.contains { $0.op == .ifElse })
+        let engine = try Engine(model: m, threads: 1, mode: mode)
+        for rows in [1, 3] {
+            let x = Tensor(shape: [rows, 3], data: (0..<(rows * 3)).map { Float($0) - 4 })
+            let y = try #require(try engine.run(["n": x])["y"])
+            assertClose(y, Tensor(shape: x.shape, data: x.data.map { max($0, 0) }), rtol: 0, atol: 0, "\(mode) N = \(rows)")
+        }
     }
 
     @Test func unsupportedOpsInsideBranchesAreNamedWithTheOthers() throws {

@@ -67,4 +67,28 @@ import Testing
                                                           "t": Tensor(shape: [2], data: [4, 2])])
         }
     }
+
+    /// An ifElse whose condition is a plan-time value (N == 1, from the input's shape) plans only the branch it
+    /// takes: the squeeze of axis 0 would not fit N = 2, and the two branches differ in shape.
+    @Test(arguments: [Engine.Mode.fast, .reference])
+    func planTimeConditionRunsOnlyItsBranch(mode: Engine.Mode) throws {
+        var squeeze = Attributes()
+        let first = Attributes(perm: [0])
+        squeeze.axes = [0]
+        let nodes = [
+            Node(name: "rows", op: .shape, inputs: ["x"], outputs: ["n"], attributes: first),
+            Node(name: "single", op: .binary, inputs: ["n", "one"], outputs: ["c"], attributes: Attributes(mode: "equal")),
+            Node(name: "squeezed", op: .squeeze, inputs: ["x"], outputs: ["a"], attributes: squeeze),
+            Node(name: "kept", op: .identity, inputs: ["x"], outputs: ["b"]),
+            Node(name: "pick", op: .ifElse, inputs: ["c", "a", "b"], outputs: ["y"]),
+        ]
+        let model = Model(metadata: ModelMetadata(task: .network, graph: Graph(inputs: [GraphInput(name: "x", shape: [-1, 3])],
+                                                                               outputs: ["y"], nodes: nodes)),
+                          tensors: [StoredTensor(name: "one", tensor: Tensor(shape: [1], data: [1]))])
+        let engine = try Engine(model: model, threads: 1, mode: mode)
+        let one = try #require(try engine.run(["x": Tensor(shape: [1, 3], data: [1, 2, 3])])["y"])
+        #expect(one.shape == [3] && one.data == [1, 2, 3])
+        let two = try #require(try engine.run(["x": Tensor(shape: [2, 3], data: [1, 2, 3, 4, 5, 6])])["y"])
+        #expect(two.shape == [2, 3] && two.data == [1, 2, 3, 4, 5, 6])
+    }
 }
