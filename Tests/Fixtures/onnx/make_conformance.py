@@ -16,6 +16,14 @@ values (mltool carries integers and bools as float32). Ops the importer only fol
 unsupported. Models of cases whose ops are not claimed go to unclaimed/ (listed in unclaimed.json): importing them must fail
 with the clean "unsupported" error. Cases of claimed ops in a variant listed in UNCLAIMED_VARIANTS carry
 "unclaimed": <why> in manifest.json: importing them must fail with a clean error; all other cases must pass.
+
+onnxruntime's column (ort.json, one entry per case of all the above, claimed or not): each case's original model is run
+by onnxruntime on the case's original inputs and its outputs are compared with the expected ones at mltool's tolerance
+(rtol 1e-3, atol 1e-5, NaN equal to NaN; exact equality for integer, bool and string values, element by element for
+sequences, None for an empty optional): "pass", "mismatch" or "error" (the session or the run raised), with the
+case's ops and its category: "sequence/optional/string" (a sequence, optional or string op, or such a value among the
+graph's inputs and outputs), "training" (losses, optimizers, Gradient, Dropout and BatchNormalization in training
+mode) or "core" (the rest, over which ONNXConformanceTests.coverageAgainstOnnxruntime states mltool's share).
 """
 import argparse
 import json
@@ -74,6 +82,15 @@ UNCLAIMED_VARIANTS = [
 ]
 # The newest operator set the importer reads (ONNXFile): cases written for a later one must be refused cleanly.
 MAX_OPSET = 25
+# The categories counted apart from the headline (ort.json's "category"): sequence, optional and string ops…
+SEQUENCE_OPTIONAL_STRING_OPS = set("""SequenceAt SequenceConstruct SequenceEmpty SequenceErase SequenceInsert
+SequenceLength SequenceMap SplitToSequence ConcatFromSequence Optional OptionalGetElement OptionalHasElement
+StringNormalizer StringConcat StringSplit RegexFullMatch LabelEncoder""".split())
+# … and training ops (with the training-mode cases of Dropout and BatchNormalization, matched by name).
+TRAINING_OPS = set("""SoftmaxCrossEntropyLoss NegativeLogLikelihoodLoss Adagrad Adam Momentum Gradient""".split())
+TRAINING_CASES = r"^node/test_(training_dropout|batchnorm_.*training_mode)"
+# mltool's tolerance, which onnxruntime's column uses too.
+RTOL, ATOL = 1e-3, 1e-5
 DISK_SUITES = ["simple", "pytorch-converted", "pytorch-operator"]
 # Cases of claimed ops whose outputs are not float32 (int, bool, float16, bfloat16, float8…): mltool computes float32,
 # so their unchanged models stay in the manifest as unclaimed variants that the import must refuse.
@@ -155,6 +172,88 @@ def convert(name, model, inputs, outputs):
     return (model, feeds), None
 
 
+def category(name, model):
+    """The case's category in ort.json: "sequence/optional/string", "training" or "core"."""
+    g = model.graph
+    ops = {n.op_type for n in g.node}
+    values = list(g.input) + list(g.output)
+    if ops & SEQUENCE_OPTIONAL_STRING_OPS or any(
+            not v.type.HasField("tensor_type") or v.type.tensor_type.elem_type == onnx.TensorProto.STRING for v in values):
+        return "sequence/optional/string"
+    if ops & TRAINING_OPS or re.search(TRAINING_CASES, name):
+        return "training"
+    return "core"
+
+
+def same(actual, expected):
+    """onnxruntime's output against the expected one, at mltool's tolerance (see the docstring)."""
+    if expected is None:
+        return actual is None
+    if isinstance(expected, (list, tuple)):
+        return isinstance(actual, (list, tuple)) and len(actual) == len(expected) and all(
+            same(a, e) for a, e in zip(actual, expected))
+    if actual is None or isinstance(actual, (list, tuple)):
+        return False
+    actual, expected = np.asarray(actual), np.asarray(expected)
+    if actual.shape != expected.shape:
+        return False
+    if expected.dtype.kind in "fc" and actual.dtype.kind in "fc":
+        return bool(np.allclose(actual.astype(np.float64), expected.astype(np.float64), rtol=RTOL, atol=ATOL,
+                                equal_nan=True))
+    if expected.dtype.kind in "fc" or actual.dtype.kind in "fc":
+        # float8/bfloat16 arrays come out of onnx as custom dtypes: compared through float32.
+        try:
+            return bool(np.allclose(actual.astype(np.float32), expected.astype(np.float32), rtol=RTOL, atol=ATOL,
+                                    equal_nan=True))
+        except (TypeError, ValueError):
+            return False
+    return bool(np.array_equal(actual, expected))
+
+
+def plain(value):
+    """A data-set value as numpy (TensorProto, numpy scalar) or a list of them; None stays None."""
+    if isinstance(value, onnx.TensorProto):
+        return numpy_helper.to_array(value)
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    return None if value is None else np.asarray(value)
+
+
+def ort_feed(value, vi):
+    """A value as onnxruntime takes it: float8 and bfloat16 arrays (ml_dtypes, which it does not read from numpy)
+    through an OrtValue of the graph input's element type."""
+    import onnxruntime as ort
+    if isinstance(value, np.ndarray) and value.dtype.kind == "V" or isinstance(value, np.ndarray) and \
+            value.dtype.name.startswith(("bfloat16", "float8", "float4", "int4", "uint4", "int2", "uint2")):
+        return ort.OrtValue.ortvalue_from_numpy_with_onnx_type(value, vi.type.tensor_type.elem_type)
+    return value
+
+
+def run_onnxruntime(model, inputs, outputs):
+    """("pass" | "mismatch" | "error", why) for the case's original model on its original inputs."""
+    import onnxruntime as ort
+    options = ort.SessionOptions()
+    options.log_severity_level = 4
+    inputs, outputs = plain(list(inputs)), plain(list(outputs))
+    try:
+        session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+        init_names = {i.name for i in model.graph.initializer}
+        graph_inputs = [i for i in model.graph.input if i.name not in init_names]
+        got = session.run(None, {vi.name: ort_feed(v, vi) for vi, v in zip(graph_inputs, inputs)})
+    except Exception as e:  # noqa: BLE001 — any failure of onnxruntime is its "error" outcome
+        return "error", f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"
+    if len(got) != len(outputs):
+        return "mismatch", f"{len(got)} outputs, expected {len(outputs)}"
+    for k, (a, e) in enumerate(zip(got, outputs)):
+        try:
+            ok = same(a, e)
+        except Exception as err:  # noqa: BLE001 — an incomparable value is a mismatch
+            return "mismatch", f"output {k}: {type(err).__name__}: {err}"
+        if not ok:
+            return "mismatch", f"output {k}"
+    return "pass", ""
+
+
 def main():
     ap = argparse.ArgumentParser()
     # ~15 MB: too big to commit, so by default it goes under .build/ (ignored), where the Swift test looks.
@@ -164,11 +263,15 @@ def main():
     if os.path.isdir(args.out):
         shutil.rmtree(args.out)
     os.makedirs(args.out)
-    manifest, skipped, unclaimed = [], {}, []
+    manifest, skipped, unclaimed, ort_column = [], {}, [], []
     os.makedirs(os.path.join(args.out, "unclaimed"))
     for name, model, inputs, outputs in list(node_cases()) + list(disk_cases(root)):
         original = onnx.ModelProto()
         original.CopyFrom(model)
+        if not (name.endswith("_expanded") or "_expanded_" in name):
+            outcome, why = run_onnxruntime(original, inputs, outputs)
+            ort_column.append({"name": name, "ops": ",".join(sorted({n.op_type for n in original.graph.node})),
+                               "category": category(name, original), "ort": outcome, "why": why})
         converted, reason = convert(name, model, inputs, outputs)
         if reason == NON_FLOAT:
             base = re.sub(r"[^A-Za-z0-9_.-]", "_", name)
@@ -212,8 +315,11 @@ def main():
         json.dump(manifest, f, indent=1)
     with open(os.path.join(args.out, "unclaimed.json"), "w") as f:
         json.dump(unclaimed, f, indent=1)
+    with open(os.path.join(args.out, "ort.json"), "w") as f:
+        json.dump(ort_column, f, indent=1)
     print(f"wrote {len(manifest)} cases and {len(unclaimed)} unclaimed-op models to {args.out}; "
-          f"skipped {sum(skipped.values())}")
+          f"skipped {sum(skipped.values())}; onnxruntime passes "
+          f"{sum(c['ort'] == 'pass' for c in ort_column)} of the {len(ort_column)} cases (ort.json)")
 
 
 if __name__ == "__main__":
