@@ -16,6 +16,9 @@ struct ONNXGraphBuilder {
     /// False once an op mixes the first axis with the others (a reshape that changes it, a transpose or concat
     /// along it): the graph then only runs at the batch size the file declares.
     var batchFree = true
+    /// TensorProto element types of the graph inputs the file types: integer ops whose result depends on the width
+    /// or on being integers (BitShift, Bitwise*, Div) read them.
+    var elementTypes: [String: Int32] = [:]
     private var usedNames: Set<String>
     private var counter = 0
 
