@@ -37,7 +37,9 @@ extension ONNXGraphBuilder {
         try function(truncated, .trunc)
     }
 
-    /// BitShift (opset 11): `direction` LEFT (x·2^y, wrapped to 8- and 16-bit widths) or RIGHT (floor(x / 2^y)).
+    /// BitShift (opset 11; signed types from 28): `direction` LEFT (x·2^y wrapped to the type's width, two's
+    /// complement for 8- and 16-bit signed types) or RIGHT (floor(x / 2^y): arithmetic for signed types); a shift below 0 or of the
+    /// width or more shifts by the width (0, or -1 for a negative x shifted right).
     mutating func bitShift(_ node: ONNXFile.Node) throws {
         guard node.inputs.count == 2 else {
             throw ImportError.invalid(file: file, place: place(node), expected: "inputs X and Y", actual: "\(node.inputs)")
@@ -46,16 +48,28 @@ extension ONNXGraphBuilder {
         guard direction == "LEFT" || direction == "RIGHT" else {
             throw ImportError.invalid(file: file, place: "\(place(node)) direction", expected: "LEFT or RIGHT", actual: direction)
         }
-        let (bits, _) = try integerType(node, 0)
-        let power = try step(node, "Pow", [scalarConstant(node, "two", 2), node.inputs[1]])
+        let (bits, signed) = try integerType(node, 0)
+        let width = scalarConstant(node, "bits", Float(bits))
+        let outside = try step(node, "Or", [step(node, "Less", [node.inputs[1], scalarConstant(node, "zero", 0)]),
+                                            step(node, "GreaterOrEqual", [node.inputs[1], width])])
+        let shift = try step(node, "Where", [outside, width, node.inputs[1]])
+        let power = try step(node, "Pow", [scalarConstant(node, "two", 2), shift])
         let out = try outputName(node)
         if direction == "RIGHT" {
-            // × 2^-y (exact), not Div: Div truncates integer inputs (the same for unsigned ones, but one path).
+            // × 2^-y (exact), not Div: Div truncates integer inputs.
             try step(node, "Floor", [step(node, "Mul", [node.inputs[0], step(node, "Reciprocal", [power])])], output: out)
-        } else {
-            let product = try step(node, "Mul", [node.inputs[0], power], output: bits < 32 ? nil : out)
-            if bits < 32 { try step(node, "Mod", [product, scalarConstant(node, "2^bits", Float(1 << bits))], output: out) }
+            return
         }
+        let range = scalarConstant(node, "2^bits", Float(Double(sign: .plus, exponent: bits, significand: 1)))
+        let product = try step(node, "Mul", [node.inputs[0], power])
+        if !signed { try step(node, "Mod", [product, range], output: out); return }
+        // A 32- or 64-bit signed result wraps only past 2^31, where float32 is no longer exact anyway (v + 2^31
+        // would round away v's low bits); a shift by the width gives 0.
+        if bits >= 32 { try step(node, "Where", [outside, scalarConstant(node, "zero", 0), product], output: out); return }
+        // Two's complement: (v + 2^(bits-1)) mod 2^bits − 2^(bits-1).
+        let half = scalarConstant(node, "2^(bits-1)", Float(Double(sign: .plus, exponent: bits - 1, significand: 1)))
+        let wrapped = try step(node, "Mod", [step(node, "Add", [product, half]), range])
+        try step(node, "Sub", [wrapped, half], output: out)
     }
 
     /// The bits of input `index` (least significant first): `count` of them, the last the sign when `signed`.

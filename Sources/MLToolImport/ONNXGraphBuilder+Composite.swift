@@ -2,7 +2,7 @@ import MLToolCore
 
 /// ONNX ops the importer expands into ops it already converts, where the expansion computes what the op defines
 /// (in float32, like every op): Shrink, Trilu, CastLike, CumSum, RMSNormalization, LpNormalization,
-/// MeanVarianceNormalization, LpPool, LRN. Each step is an ONNX node named after the op's node, converted at once as if
+/// MeanVarianceNormalization, LpPool, LRN (and, below, CumProd, Compress, ReverseSequence). Each step is an ONNX node named after the op's node, converted at once as if
 /// the file held it; the constants a step needs (masks, triangular matrices, window weights) are made here from the
 /// op's attributes and constant inputs. Steps that multiply by a 0/1 matrix (CumSum, LRN's window sum) turn an
 /// infinite input into NaN where the op itself would give ±∞.
@@ -239,5 +239,98 @@ extension ONNXGraphBuilder {
         let mean = try step(node, "AveragePool", [powered], attrs)
         let sum = try step(node, "Mul", [mean, scalarConstant(node, "window", Float(kernel.reduce(1, *)))])
         try step(node, "Pow", [sum, scalarConstant(node, "1/p", 1 / p)], output: outputName(node))
+    }
+}
+
+/// CumProd (opset 26), Compress (opset 11) and ReverseSequence (opset 10): CumProd as a chain of products of the
+/// input's slices along the constant axis, concatenated; Compress and ReverseSequence, with a constant condition /
+/// sequence_lens, as a Gather by a constant table.
+extension ONNXGraphBuilder {
+    /// Most slices a CumProd chain may take (each is a few nodes).
+    static let maxCumProdLength = 1024
+
+    mutating func cumProd(_ node: ONNXFile.Node) throws {
+        let x = try activation(node)
+        let r = x.shape.count
+        guard let a = try scalarInt(node, 1, what: "axis") else {
+            throw ImportError.invalid(file: file, place: place(node), expected: "input 1 (axis)", actual: "none")
+        }
+        let axis = try normalize(a, rank: r, node)
+        let n = x.shape[axis]
+        guard n >= 1, n <= Self.maxCumProdLength else {
+            throw ImportError.invalid(file: file, place: "\(place(node)) axis", expected: "a known length in 1...\(Self.maxCumProdLength)",
+                                      actual: "\(n) of \(x.shape)")
+        }
+        let (exclusive, reverse) = (int(node, "exclusive", 0) != 0, int(node, "reverse", 0) != 0)
+        let gatherAxis = ONNXFile.Attribute(name: "axis", type: 2, i: axis)
+        var slice = x.shape
+        slice[axis] = 1
+        let sliceCount = try expansionCount(node, slice, what: "slice")
+        // products[j]: the product of the slices before j (exclusive) or up to j, in the scan's order.
+        var products = [String](repeating: "", count: n)
+        var running: String?
+        for k in 0..<n {
+            let j = reverse ? n - 1 - k : k
+            let s = try step(node, "Gather", [x.name, expansionConstant(node, "at\(j)", shape: [1], values: [Double(j)], integer: true)], [gatherAxis])
+            if exclusive {
+                products[j] = try running ?? step(node, "Identity", [expansionConstant(node, "ones", shape: slice,
+                                                                                       values: [Double](repeating: 1, count: sliceCount))])
+                running = try running.map { try step(node, "Mul", [$0, s]) } ?? s
+            } else {
+                running = try running.map { try step(node, "Mul", [$0, s]) } ?? s
+                products[j] = running ?? s
+            }
+        }
+        let out = try outputName(node)
+        if n == 1 { try step(node, "Identity", products, output: out); return }
+        try step(node, "Concat", products, output: out, [gatherAxis])
+    }
+
+    mutating func compress(_ node: ONNXFile.Node) throws {
+        let condition = try constant(node, 1, what: "condition")
+        let x = try activation(node)
+        guard condition.rank == 1 else {
+            throw ImportError.invalid(file: file, place: "\(place(node)) condition", expected: "a 1-D condition", actual: "\(condition.shape)")
+        }
+        let out = try outputName(node)
+        if let a = node.attributes["axis"]?.i {
+            let axis = try normalize(a, rank: x.shape.count, node)
+            guard condition.values.count <= x.shape[axis] else {
+                throw ImportError.invalid(file: file, place: "\(place(node)) condition", expected: "at most \(x.shape[axis]) values", actual: "\(condition.values.count)")
+            }
+            let picked = condition.values.indices.filter { condition.values[$0] != 0 }
+            let t = expansionConstant(node, "picked", shape: [picked.count], values: picked.map(Double.init), integer: true)
+            try step(node, "Gather", [x.name, t], output: out, [ONNXFile.Attribute(name: "axis", type: 2, i: axis)])
+            return
+        }
+        let flat = try flattened(node, 0, what: "input")
+        guard condition.values.count <= Self.product(flat.shape[...]) else {
+            throw ImportError.invalid(file: file, place: "\(place(node)) condition", expected: "at most \(Self.product(flat.shape[...])) values",
+                                      actual: "\(condition.values.count)")
+        }
+        let picked = condition.values.indices.filter { condition.values[$0] != 0 }
+        _ = try gatherTable(node, flat.name, picked, shape: [picked.count], output: out)
+    }
+
+    mutating func reverseSequence(_ node: ONNXFile.Node) throws {
+        let lengths = try constant(node, 1, what: "sequence_lens").ints
+        let x = try flattened(node, 0, what: "input")
+        let r = x.shape.count
+        let (batchAxis, timeAxis) = (int(node, "batch_axis", 1), int(node, "time_axis", 0))
+        guard r >= 2, Set([batchAxis, timeAxis]) == [0, 1], lengths.count == x.shape[batchAxis],
+              lengths.allSatisfy({ ($0 ?? -1) >= 0 && ($0 ?? 0) <= x.shape[timeAxis] }) else {
+            throw ImportError.invalid(file: file, place: place(node),
+                                      expected: "batch_axis and time_axis 0 and 1, \(x.shape.count >= 2 ? x.shape[batchAxis] : 0) lengths within the time axis",
+                                      actual: "\(batchAxis), \(timeAxis), lengths \(lengths.map { $0 ?? -1 }) for \(x.shape)")
+        }
+        let strides = Self.strides(x.shape)
+        let count = Self.product(x.shape[...])
+        var table = [Int](repeating: 0, count: count)
+        for p in 0..<count {
+            let (b, t) = (p / strides[batchAxis] % x.shape[batchAxis], p / strides[timeAxis] % x.shape[timeAxis])
+            let length = lengths[b] ?? 0
+            table[p] = t < length ? p + (length - 1 - 2 * t) * strides[timeAxis] : p
+        }
+        _ = try gatherTable(node, x.name, table, shape: x.shape, output: outputName(node))
     }
 }
