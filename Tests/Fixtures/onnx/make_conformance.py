@@ -99,11 +99,9 @@ UNCLAIMED_VARIANTS = [
     (r"^node/test_einsum_(batch_diagonal|sum)$", "Einsum with a diagonal or a one-operand sum"),
     (r"^node/test_constantofshape_", "ConstantOfShape of a graph input (mltool folds it at import: the shape must be a constant)"),
 ]
-# Claimed cases that fail today, in some runs only (case-name pattern → why): ONNXConformanceTests reports them and
-# counts them as what they give, never as a test failure. Every other claimed case must pass.
+# Claimed cases that fail today (case-name pattern → why): ONNXConformanceTests reports them and counts them as what
+# they give, never as a test failure. Every other claimed case must pass.
 KNOWN_FAILURES = [
-    (r"^node/test_(and|or|xor)_bcast4v4d$", "two-way rank-4 broadcasting of bool And/Or/Xor gives wrong values in some runs "
-                                            "(a different count each time: to find in the engine)"),
     (r"^node/test_einsum_batch_matmul$", "Einsum batch matmul (5, 2, 3)·(5, 3, 4) at opset 28: the engine refuses a "
                                          "reshape the import emits (expected 30 elements for [5, 2, 3], found [1, 2, 3])"),
 ]
