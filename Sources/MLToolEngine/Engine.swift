@@ -229,6 +229,9 @@ public final class Engine: @unchecked Sendable {
     /// Whether every image goes through `steps` on its own, so a batch can be split into single images.
     private func separable(_ p: Program, _ inShapes: [Int: [Int]], _ steps: [Int], _ targets: [Int]) -> Bool {
         guard p.inputs.allSatisfy({ $0.shape.first == -1 }) else { return false }
+        // Inputs of different batch sizes (one broadcast along the first axis against the other) are not a batch of
+        // images: runFast would split by whichever input's size the dictionary gives first.
+        guard Set(inShapes.values.map { $0.first ?? 1 }).count == 1 else { return false }
         func withBatch(_ b: Int) -> [Int: [Int]] { inShapes.mapValues { [b] + $0.dropFirst() } }
         guard let one = try? p.shapes(inputs: withBatch(1), steps: steps, targets: targets),
               let two = try? p.shapes(inputs: withBatch(2), steps: steps, targets: targets) else { return false }

@@ -28,8 +28,14 @@ extension ONNXGraphBuilder {
         }
         var kept = x.shape
         for a in axes { kept[a] = 1 }
-        try emitKeepingDims(node, .reduce, x.name, kept: kept, removing: axes, output: out,
+        // Max / Min of an empty bool set is false / true, not the float identity -∞ / +∞: clamped into 0...1.
+        let boolEmpty = (f == .max || f == .min) && elementTypes[x.name] == 9 && axes.contains { x.shape[$0] == 0 }
+        let reduced = boolEmpty ? fresh("\(out).float") : out
+        try emitKeepingDims(node, .reduce, x.name, kept: kept, removing: axes, output: reduced,
                             Attributes(axes: axes.map { Layout.irAxis($0, rank: r) }.sorted(), mode: f.rawValue))
+        if boolEmpty {
+            try step(node, f == .max ? "Max" : "Min", [reduced, scalarConstant(node, "bool_bound", f == .max ? 0 : 1)], output: out)
+        }
     }
 
     /// ArgMax / ArgMin: `axis` (default 0), `keepdims` (default 1), `select_last_index` (opset 12; default 0).

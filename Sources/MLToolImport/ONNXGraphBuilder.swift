@@ -24,6 +24,9 @@ struct ONNXGraphBuilder {
     var materialized: [String: String] = [:]
     /// While an If branch (or loop body) converts: its names → the graph's tensor names (`ONNXGraphBuilder+Control`).
     var scope: [String: String] = [:]
+    /// TensorProto element types of the graph inputs the file types: integer ops whose result depends on the width
+    /// or on being integers (BitShift, Bitwise*, Div) read them.
+    var elementTypes: [String: Int32] = [:]
     private var usedNames: Set<String>
     private var counter = 0
 

@@ -1,23 +1,24 @@
 import Foundation
 import MLToolCore
 
-/// Imports an ONNX model (IR version 3 or later, default-domain opsets 6–25) into a native `Model` whose graph is
+/// Imports an ONNX model (IR version 3 or later, default-domain opsets 6–28) into a native `Model` whose graph is
 /// the NHWC IR described in `Graph`.
 ///
 /// Weights are converted to float32 in IR layout, constant shape arithmetic is folded, `GraphPasses.optimize` folds
 /// BatchNormalization into convolutions and fuses activations, and every unsupported op is reported in one error.
 public enum ONNXImporter {
-    /// TensorProto element types a graph may take: float32, float16 (exact in float32), the integers and bool
-    /// (carried as float32 values).
-    static let inputElementTypes: Set<Int32> = [1, 2, 3, 4, 5, 6, 7, 9, 10, 12, 13]
-    /// Element types a graph may give: those the engine computes exactly (float32, integers, bool); a float16 or
-    /// float64 output would round differently.
-    static let outputElementTypes: Set<Int32> = [1, 2, 3, 4, 5, 6, 7, 9, 12, 13]
+    /// TensorProto element types a graph may take: float32, float16 (exact in float32), float64 (rounded to
+    /// float32), the integers and bool (carried as float32 values).
+    static let inputElementTypes: Set<Int32> = [1, 2, 3, 4, 5, 6, 7, 9, 10, 11, 12, 13]
+    /// Element types a graph may give: float32, the integers and bool (exact), and float16 / float64, which the engine
+    /// computes in float32 (a float16 result keeps more precision, a float64 one less, than the file's type).
+    static let outputElementTypes: Set<Int32> = [1, 2, 3, 4, 5, 6, 7, 9, 10, 11, 12, 13]
 
-    /// The default-domain opsets whose semantics the importer implements. For the supported ops, versions 22–25
-    /// only add element types (bfloat16, float8, int4, …), so their semantics are those of opset 21; opset 6 adds
+    /// The default-domain opsets whose semantics the importer implements. For the supported ops, versions 22–28
+    /// only add element types (bfloat16, float8, int4, float6, signed BitShift …), so their semantics are those of
+    /// opset 21, except SpaceToDepth's `mode` (28, read) and Range's `stash_type` (27, float16 only); opset 6 adds
     /// the legacy `broadcast`/`axis` attributes of Add/Sub/Mul/Div and `is_test` of Dropout, both handled.
-    public static let opsets = 6...25
+    public static let opsets = 6...28
 
     /// An ONNX file that mltool exported from a detector records its labels, preprocessing and detection settings
     /// in `metadata_props`; with no options given they are taken from there, so `mltool import det.onnx` gives the
@@ -110,6 +111,7 @@ public enum ONNXImporter {
                                           actual: "\(shape)")
             }
             builder.shapes[input.name] = shape
+            builder.elementTypes[input.name] = input.elemType
             inputs.append(GraphInput(name: input.name, shape: Layout.irShape(shape)))
         }
         var nms: ONNXFile.Node?

@@ -501,3 +501,20 @@ func expectFusedBits(_ f: Model, _ u: Model, input: Tensor, _ out: String, _ lab
         } }
     }
 }
+
+/// Two inputs whose batch sizes differ (one broadcast against the other along the first axis) are not split into
+/// images: the result is the broadcast sum whichever input is the larger (the batch used to be read from whichever
+/// input a dictionary gave first, so one of the two orders split the wrong way).
+@Test func inputsBroadcastAlongTheBatchAreNotSplit() throws {
+    var g = GraphBuilder(seed: 3, input: [-1, 4])
+    g.inputs.append(GraphInput(name: "y", shape: [-1, 4]))
+    let sum = g.node(.add, ["x", "y"], name: "sum")
+    let engine = try Engine(model: g.model(outputs: [sum]), threads: 1)
+    let one = Tensor(shape: [1, 4], data: [1, 2, 3, 4])
+    let three = Tensor(shape: [3, 4], data: (0..<12).map { Float($0) * 10 })
+    let expected = Tensor(shape: [3, 4], data: (0..<12).map { Float($0) * 10 + Float($0 % 4 + 1) })
+    for (x, y) in [(one, three), (three, one)] {
+        let got = try #require(try engine.run(["x": x, "y": y])[sum])
+        assertClose(got, expected, atol: 0)
+    }
+}

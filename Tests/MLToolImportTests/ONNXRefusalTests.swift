@@ -107,8 +107,8 @@ import Testing
         let p = ONNXFixtures.path("unsupported.onnx")
         Self.expectRefusal(p, """
             \(p): 6 nodes of 3 unsupported types:
-              LpNormalization ×4 ('lp1', 'lp2', 'lp3', …)
-              LRN ×1 ('lrn')
+              Det ×4 ('det1', 'det2', 'det3', …)
+              NonZero ×1 ('nonzero')
               com.example.Custom ×1 ('mine')
             """)
     }

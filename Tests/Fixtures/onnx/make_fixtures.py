@@ -401,11 +401,11 @@ def write_refusals():
 
     # Every unsupported op listed at once.
     nodes = [helper.make_node("Relu", ["x"], ["a"], name="relu"),
-             helper.make_node("LpNormalization", ["a"], ["b"], name="lp1"),
-             helper.make_node("LpNormalization", ["b"], ["c"], name="lp2"),
-             helper.make_node("LRN", ["c"], ["d"], name="lrn", size=3),
-             helper.make_node("LpNormalization", ["d"], ["e"], name="lp3"),
-             helper.make_node("LpNormalization", ["e"], ["f"], name="lp4"),
+             helper.make_node("Det", ["a"], ["b"], name="det1"),
+             helper.make_node("Det", ["b"], ["c"], name="det2"),
+             helper.make_node("NonZero", ["c"], ["d"], name="nonzero"),
+             helper.make_node("Det", ["d"], ["e"], name="det3"),
+             helper.make_node("Det", ["e"], ["f"], name="det4"),
              helper.make_node("Custom", ["f"], ["y"], name="mine", domain="com.example")]
     g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 4])],
                           [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
