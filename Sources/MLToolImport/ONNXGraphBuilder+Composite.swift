@@ -118,15 +118,20 @@ extension ONNXGraphBuilder {
 
     // MARK: along an axis
 
-    /// CumSum (opset 11, 14): along constant `axis` (input 1), `exclusive` and `reverse` attributes, as a MatMul of the
-    /// input (that axis moved last) by a constant 0/1 triangular matrix.
-    mutating func cumSum(_ node: ONNXFile.Node) throws {
+    /// CumSum's and CumProd's input and their constant axis (input 1), made non-negative.
+    func cumulativeInput(_ node: ONNXFile.Node) throws -> (x: (name: String, shape: [Int]), axis: Int) {
         let x = try activation(node)
-        let r = x.shape.count
         guard let a = try scalarInt(node, 1, what: "axis") else {
             throw ImportError.invalid(file: file, place: place(node), expected: "input 1 (axis)", actual: "none")
         }
-        let axis = try normalize(a, rank: r, node)
+        return (x, try normalize(a, rank: x.shape.count, node))
+    }
+
+    /// CumSum (opset 11, 14): along constant `axis` (input 1), `exclusive` and `reverse` attributes, as a MatMul of the
+    /// input (that axis moved last) by a constant 0/1 triangular matrix.
+    mutating func cumSum(_ node: ONNXFile.Node) throws {
+        let (x, axis) = try cumulativeInput(node)
+        let r = x.shape.count
         let n = x.shape[axis]
         _ = try expansionCount(node, [n, n], what: "axis \(axis)")
         let (exclusive, reverse) = (int(node, "exclusive", 0) != 0, int(node, "reverse", 0) != 0)
@@ -250,12 +255,7 @@ extension ONNXGraphBuilder {
     static let maxCumProdLength = 1024
 
     mutating func cumProd(_ node: ONNXFile.Node) throws {
-        let x = try activation(node)
-        let r = x.shape.count
-        guard let a = try scalarInt(node, 1, what: "axis") else {
-            throw ImportError.invalid(file: file, place: place(node), expected: "input 1 (axis)", actual: "none")
-        }
-        let axis = try normalize(a, rank: r, node)
+        let (x, axis) = try cumulativeInput(node)
         let n = x.shape[axis]
         guard n >= 1, n <= Self.maxCumProdLength else {
             throw ImportError.invalid(file: file, place: "\(place(node)) axis", expected: "a known length in 1...\(Self.maxCumProdLength)",
