@@ -16,13 +16,16 @@ static void add_act_portable(const float *a, const float *b, float *y, int64_t n
     for (int64_t i = 0; i < n; i++) y[i] = act_scalar(a[i] + b[i], act, p0, p1);
 }
 
-// Softmax of one lane: len values `stride` apart. Sum in j order, exp = mlk_expf, so every variant gives these bits.
+// Softmax of one lane: len values `stride` apart. Sum in j order in double (a float sum of a peaked row of 18,385
+// classes, PP-OCR's, drops the small terms against the large one: 4e-4 off), then divide by the sum rounded to
+// float; exp = mlk_expf, so every variant gives these bits.
 static void softmax_lane(const float *x, float *y, int64_t len, int64_t stride) {
     float m = -INFINITY;
     for (int64_t j = 0; j < len; j++) m = x[j * stride] > m ? x[j * stride] : m;
-    float sum = 0;
-    for (int64_t j = 0; j < len; j++) { float e = mlk_expf(x[j * stride] - m); y[j * stride] = e; sum += e; }
-    for (int64_t j = 0; j < len; j++) y[j * stride] /= sum;
+    double sum = 0;
+    for (int64_t j = 0; j < len; j++) { float e = mlk_expf(x[j * stride] - m); y[j * stride] = e; sum += (double)e; }
+    float total = (float)sum;
+    for (int64_t j = 0; j < len; j++) y[j * stride] /= total;
 }
 
 static void softmax_portable(const float *x, float *y, int64_t len, int64_t inner, int64_t i0, int64_t i1) {
@@ -31,6 +34,17 @@ static void softmax_portable(const float *x, float *y, int64_t len, int64_t inne
 
 // ---- AVX2 + FMA ----
 #if MLK_X86
+
+// Adds 8 floats to 8 double sums (lanes 0–3 in lo, 4–7 in hi): softmax_lane's double sum, lane by lane.
+MLK_AVX2 static inline void add_wide(__m256d *lo, __m256d *hi, __m256 v) {
+    *lo = _mm256_add_pd(*lo, _mm256_cvtps_pd(_mm256_castps256_ps128(v)));
+    *hi = _mm256_add_pd(*hi, _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)));
+}
+
+// The 8 double sums rounded to float, in lane order.
+MLK_AVX2 static inline __m256 narrow(__m256d lo, __m256d hi) {
+    return _mm256_set_m128(_mm256_cvtpd_ps(hi), _mm256_cvtpd_ps(lo));
+}
 
 // 8 lanes side by side (inner ≥ 8): the same max, mlk_expf, j-order sum and division per lane as softmax_lane.
 MLK_AVX2 static void softmax_avx2(const float *x, float *y, int64_t len, int64_t inner, int64_t i0, int64_t i1) {
@@ -42,12 +56,13 @@ MLK_AVX2 static void softmax_avx2(const float *x, float *y, int64_t len, int64_t
             __m256 v = _mm256_loadu_ps(x + j * inner + i);
             m = _mm256_blendv_ps(m, v, _mm256_cmp_ps(v, m, _CMP_GT_OQ));
         }
-        __m256 sum = _mm256_setzero_ps();
+        __m256d lo = _mm256_setzero_pd(), hi = _mm256_setzero_pd();
         for (int64_t j = 0; j < len; j++) {
             __m256 e = exp8(_mm256_sub_ps(_mm256_loadu_ps(x + j * inner + i), m));
             _mm256_storeu_ps(y + j * inner + i, e);
-            sum = _mm256_add_ps(sum, e);
+            add_wide(&lo, &hi, e);
         }
+        __m256 sum = narrow(lo, hi);
         for (int64_t j = 0; j < len; j++)
             _mm256_storeu_ps(y + j * inner + i, _mm256_div_ps(_mm256_loadu_ps(y + j * inner + i), sum));
     }
@@ -68,12 +83,13 @@ MLK_AVX2 static void softmax_rows_avx2(const float *x, float *y, int64_t len, in
                 __m256 v = _mm256_i32gather_ps(xl + j, rows, 4);
                 m = _mm256_blendv_ps(m, v, _mm256_cmp_ps(v, m, _CMP_GT_OQ));
             }
-            __m256 sum = _mm256_setzero_ps();
+            __m256d lo = _mm256_setzero_pd(), hi = _mm256_setzero_pd();
             for (int64_t j = 0; j < len; j++) {
                 __m256 v = exp8(_mm256_sub_ps(_mm256_i32gather_ps(xl + j, rows, 4), m));
                 _mm256_storeu_ps(e + j * 8, v);
-                sum = _mm256_add_ps(sum, v);
+                add_wide(&lo, &hi, v);
             }
+            __m256 sum = narrow(lo, hi);
             for (int64_t j = 0; j < len; j++) _mm256_storeu_ps(e + j * 8, _mm256_div_ps(_mm256_loadu_ps(e + j * 8), sum));
             float *yl = y + l * len;
             for (int r = 0; r < 8; r++)

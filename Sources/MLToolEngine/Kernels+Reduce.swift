@@ -52,9 +52,9 @@ extension Reference {
                     for j in 0..<len { y[at(j)] = j == first ? 1 : 0 }
                     continue
                 }
-                var sum: Float = 0
-                for j in 0..<len { sum += exp(x[at(j)] - m) }
-                let logSum = log(sum) + m
+                var sum: Double = 0   // as softmax: a float sum loses a long peaked row's small terms
+                for j in 0..<len { sum += Double(exp(x[at(j)] - m)) }
+                let logSum = log(Float(sum)) + m
                 for j in 0..<len { y[at(j)] = x[at(j)] - logSum }
             }
         }
@@ -62,22 +62,24 @@ extension Reference {
 }
 
 extension ReduceFunction {
-    /// The reduction of `values` (the definition; an empty set gives the function's identity).
+    /// The reduction of `values` (the definition; an empty set gives the function's identity). Sums accumulate in
+    /// double (a float sum over a large feature map, PP-OCR's 57,600-element means, drifts by 1e-4) and round once.
     public func reduced(_ values: [Float]) -> Float {
+        func total(_ f: (Float) -> Double) -> Double { values.reduce(0) { $0 + f($1) } }
         switch self {
-        case .sum: return values.reduce(0, +)
-        case .mean: return values.reduce(0, +) / Float(values.count)
+        case .sum: return Float(total { Double($0) })
+        case .mean: return Float(total { Double($0) } / Double(values.count))
         case .max: return values.reduce(-Float.infinity) { $0.isNaN || $1.isNaN ? .nan : Swift.max($0, $1) }
         case .min: return values.reduce(Float.infinity) { $0.isNaN || $1.isNaN ? .nan : Swift.min($0, $1) }
         case .prod: return values.reduce(1, *)
-        case .l1: return values.reduce(0) { $0 + abs($1) }
-        case .l2: return values.reduce(0) { $0 + $1 * $1 }.squareRoot()
-        case .logSum: return log(values.reduce(0, +))
+        case .l1: return Float(total { Double(abs($0)) })
+        case .l2: return Float(total { Double($0) * Double($0) }.squareRoot())
+        case .logSum: return Float(log(total { Double($0) }))
         case .logSumExp:
             let m = ReduceFunction.max.reduced(values)
             guard m.isFinite else { return m }
-            return log(values.reduce(0) { $0 + exp($1 - m) }) + m
-        case .sumSquare: return values.reduce(0) { $0 + $1 * $1 }
+            return Float(log(total { Double(exp($0 - m)) })) + m
+        case .sumSquare: return Float(total { Double($0) * Double($0) })
         }
     }
 }
@@ -113,9 +115,9 @@ extension ReduceFunction {
     func reduced(_ x: UnsafePointer<Float>, _ offsets: UnsafeBufferPointer<Int>) -> Float {
         switch self {
         case .sum, .mean, .logSum:
-            var a: Float = 0
-            for o in offsets { a += x[o] }
-            return self == .sum ? a : self == .mean ? a / Float(offsets.count) : log(a)
+            var a: Double = 0
+            for o in offsets { a += Double(x[o]) }
+            return self == .sum ? Float(a) : self == .mean ? Float(a / Double(offsets.count)) : Float(log(a))
         case .max, .min, .logSumExp:
             var m: Float = self == .min ? .infinity : -.infinity
             for o in offsets {
@@ -123,21 +125,21 @@ extension ReduceFunction {
                 if v.isNaN || m.isNaN { m = .nan } else { m = self == .min ? Swift.min(m, v) : Swift.max(m, v) }
             }
             guard self == .logSumExp, m.isFinite else { return m }
-            var a: Float = 0
-            for o in offsets { a += exp(x[o] - m) }
-            return log(a) + m
+            var a: Double = 0
+            for o in offsets { a += Double(exp(x[o] - m)) }
+            return Float(log(a)) + m
         case .prod:
             var a: Float = 1
             for o in offsets { a *= x[o] }
             return a
         case .l1:
-            var a: Float = 0
-            for o in offsets { a += abs(x[o]) }
-            return a
+            var a: Double = 0
+            for o in offsets { a += Double(abs(x[o])) }
+            return Float(a)
         case .l2, .sumSquare:
-            var a: Float = 0
-            for o in offsets { a += x[o] * x[o] }
-            return self == .l2 ? a.squareRoot() : a
+            var a: Double = 0
+            for o in offsets { a += Double(x[o]) * Double(x[o]) }
+            return Float(self == .l2 ? a.squareRoot() : a)
         }
     }
 }

@@ -141,9 +141,10 @@ enum Reference {
                 let at = { (j: Int) in (o * len + j) * inner + i }
                 var m = -Float.infinity
                 for j in 0..<len { m = max(m, x[at(j)]) }
-                var sum: Float = 0
-                for j in 0..<len { let e = exp(x[at(j)] - m); y[at(j)] = e; sum += e }
-                for j in 0..<len { y[at(j)] /= sum }
+                var sum: Double = 0   // a float sum loses a long peaked row's small terms
+                for j in 0..<len { let e = exp(x[at(j)] - m); y[at(j)] = e; sum += Double(e) }
+                let total = Float(sum)
+                for j in 0..<len { y[at(j)] /= total }
             }
         }
     }
