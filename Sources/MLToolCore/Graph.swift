@@ -75,7 +75,8 @@ import Foundation
 /// - ifElse: condition (one element), a, b → a when the condition ≠ 0, else b: the outputs of an ONNX If whose
 ///   condition is not known at import (both branches are inlined; a plan-time condition runs only the branch it
 ///   takes, whose shape may differ from the other's; else both run and share one shape). An If whose condition
-///   folds at import inlines only the taken branch and leaves no ifElse
+///   folds at import inlines only the taken branch and leaves no ifElse. Without b, the condition must be a
+///   plan-time value and non-zero (a variant of the graph converted for one branch only: `ONNXGraphBuilder+Variants`)
 public struct Graph: Codable, Equatable, Sendable {
     public var inputs: [GraphInput]
     public var outputs: [String]

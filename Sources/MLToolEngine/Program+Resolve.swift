@@ -94,6 +94,11 @@ extension Program {
             for (k, i) in undecided.enumerated().reversed() where r.shapes[steps[i].inputs[0]] != nil {
                 let cond = steps[i].inputs[0]
                 if let v = r.values[cond] ?? smallConstant(cond), let c = v.first, v.count == 1 {
+                    guard c != 0 || steps[i].inputs.count == 3 else {
+                        throw EngineError.invalidAttribute(node: steps[i].name, attribute: "condition",
+                                                           expected: "true for these input shapes (the graph was converted for the If branch that takes them only: the other's values do not fit the rest of the graph)",
+                                                           actual: "false")
+                    }
                     choices[i] = c != 0 ? 1 : 2
                     mark([steps[i].inputs[choices[i] ?? 1]])
                 } else {
@@ -137,7 +142,16 @@ extension Program {
         case .reshape where s.inputs.count == 2, .expand:
             s.shape = try planTimeInts(s, 1, r)
         case .slice where s.bounds != nil:
-            s.slices = try (s.bounds ?? []).map { try $0.resolved(in: ins[0], s) }
+            var bounds = s.bounds ?? []
+            if s.inputs.count == 3 {   // starts and ends computed from shapes
+                let (starts, ends) = (try planTimeInts(s, 1, r), try planTimeInts(s, 2, r))
+                guard starts.count == bounds.count, ends.count == bounds.count else {
+                    throw EngineError.invalidAttribute(node: s.name, attribute: "starts/ends inputs", expected: "\(bounds.count) values each",
+                                                       actual: "\(starts.count) and \(ends.count)")
+                }
+                for i in bounds.indices { (bounds[i].start, bounds[i].end) = (starts[i], ends[i]) }
+            }
+            s.slices = try bounds.map { try $0.resolved(in: ins[0], s) }
         case .conv where s.autoPad != nil:
             s.pads = Self.autoPads(s, ins[0], kernel: [s.weightShape[0], s.weightShape[1]])
         case .maxPool where s.autoPad != nil, .avgPool where s.autoPad != nil:

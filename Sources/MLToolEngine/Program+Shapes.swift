@@ -134,6 +134,10 @@ extension Program {
         case .ifElse:
             guard x.reduce(1, &*) == 1 else { throw bad("condition", "one element", x) }
             if let c = s.chosen { return ins[c] }   // a plan-time condition: the other branch never runs
+            guard ins.count == 3 else {
+                throw EngineError.invalidAttribute(node: s.name, attribute: "condition", expected: "a value known when planning (the graph holds one branch only)",
+                                                   actual: "a value computed at run time")
+            }
             guard ins[1] == ins[2] else {
                 throw EngineError.invalidAttribute(node: s.name, attribute: "If branches",
                                                    expected: "one shape (the condition is only known at run time)",

@@ -338,7 +338,7 @@ struct Program: Sendable {
             try inputCount(1...1)
             s.resize = try ResizeSpec(node)
         case .slice where a.ends != nil:
-            try inputCount(1...1)
+            try inputCount([1, 3].contains(node.inputs.count) ? node.inputs.count...node.inputs.count : 1...1)
             s.bounds = try SliceBound.list(a, node)
         case .slice:
             try inputCount(1...1)
@@ -403,7 +403,7 @@ struct Program: Sendable {
             try inputCount(2...2)
             s.binary = try Self.function(BinaryFunction.self, a.mode, node)
         case .where: try inputCount(3...3)
-        case .ifElse: try inputCount(3...3)
+        case .ifElse: try inputCount(2...3)
         case .reduce:
             try inputCount(1...1)
             s.reduce = try Self.function(ReduceFunction.self, a.mode, node)

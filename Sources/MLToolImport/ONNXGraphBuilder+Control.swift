@@ -53,15 +53,16 @@ extension ONNXGraphBuilder {
         guard condShape.allSatisfy({ $0 == 1 }) else {
             throw ImportError.invalid(file: file, place: "\(place(node)) condition", expected: "one element", actual: "shape \(condShape)")
         }
+        let before = (nodes: nodes.count, weights: weightOrder.count)
         let values = try branches.indices.map { try inline(branches[$0], of: node, tag: Self.ifBranches[$0].1) }
+        if try ranksDiffer(values, node) {
+            let taken = try assumeBranch(node, condition: cond, values: values, before: before)
+            for (out, v) in zip(node.outputs, taken) where !out.isEmpty && out != v { try alias(out, to: v, node) }
+            return
+        }
         for (i, out) in node.outputs.enumerated() where !out.isEmpty {
             let pair = [values[0][i], values[1][i]]
             let (a, b) = (try shape(of: pair[0], in: node), try shape(of: pair[1], in: node))
-            guard a.count == b.count else {
-                throw ImportError.invalid(file: file, place: "\(place(node)) output \(i) '\(out)'",
-                                          expected: "branch values of one rank (the condition is known only at run time)",
-                                          actual: "shapes \(a) and \(b)")
-            }
             let operands = pair.map { name -> String in
                 guard shapes[name] == nil, let c = constants[name] else { return name }
                 return addWeight(name, c.rank == 4 ? c.transposed(Layout.toNHWC) : c)

@@ -12,6 +12,9 @@ extension ONNXGraphBuilder {
                                               "Div", "Neg", "Floor", "Ceil", "Sqrt", "Min", "Max", "Pow", "Equal", "Less",
                                               "Greater", "Where", "Not"]
 
+    /// Ops whose result is the input's shape or size: unknown only where a dimension is.
+    static let shapeReading: Set<String> = ["Shape", "Size"]
+
     /// Inputs (by position) that set the shape of an op's result: with an unknown value there, the op cannot fold.
     static let shapeSetting: [String: Set<Int>] = [
         "Reshape": [1], "Expand": [1], "ConstantOfShape": [0], "Range": [0, 1, 2], "Tile": [1], "Gather": [1],
@@ -32,7 +35,8 @@ extension ONNXGraphBuilder {
     /// `result` of folding `node`, recorded as a run-time constant when it follows from one (wholly unknown when
     /// the op does not carry unknown values through: `nanPropagating`).
     mutating func recordRunTime(_ node: ONNXFile.Node, _ result: ONNXConstant) -> ONNXConstant {
-        let unknown = node.opType == "Shape" ? result.values.contains(where: \.isNaN) : node.inputs.contains(where: isPartial)
+        // Shape and Size read only the input's shape, which a run-time constant knows.
+        let unknown = Self.shapeReading.contains(node.opType) ? result.values.contains(where: \.isNaN) : node.inputs.contains(where: isPartial)
         guard unknown, let out = node.outputs.first else { return result }
         runTime[out] = node
         guard !Self.nanPropagating.contains(node.opType) else { return result }
@@ -178,6 +182,36 @@ extension ONNXGraphBuilder {
 extension ONNXGraphBuilder {
     /// A Slice along an axis whose size is known only at run time: the IR slice keeps ONNX's bounds and resolves
     /// them per input size (`ends`).
+    /// A Slice whose starts or ends follow from a dimension known only at run time (`x[:, :n]` with n a size):
+    /// an IR slice taking them as plan-time inputs (axes and steps known at import).
+    mutating func sliceWithRunTimeBounds(_ node: ONNXFile.Node, _ x: (name: String, shape: [Int]), output: String) throws {
+        let r = x.shape.count
+        let count = constants[node.inputs[1]]?.values.count ?? 0
+        let axes = try optionalConstant(node, 3, what: "axes")?.ints ?? (0..<count).map { $0 }
+        let steps = try optionalConstant(node, 4, what: "steps")?.ints ?? [Int?](repeating: 1, count: count)
+        let axisList = axes.compactMap { $0 }, stepList = steps.compactMap { $0 }
+        guard axisList.count == count, axes.count == count, stepList.count == count, steps.count == count,
+              constants[node.inputs[2]]?.values.count == count, !stepList.contains(0) else {
+            throw ImportError.invalid(file: file, place: place(node), expected: "starts, ends, axes and non-zero steps of one length, axes and steps known",
+                                      actual: "\(count) starts, axes \(axes), steps \(steps)")
+        }
+        let normalized = try axisList.map { try normalize($0, rank: r, node) }
+        let bounds = try [1, 2].map { i -> String in
+            if isPartial(node.inputs[i]) { return try materialize(node.inputs[i]) }
+            var c = try constant(node, i, what: i == 1 ? "starts" : "ends")
+            let limit = Double(1 << 24)   // beyond any axis: the engine reads plan-time values as float32
+            c.values = c.values.map { min(max($0, -limit), limit) }
+            return addWeight("\(node.inputs[i]).bound", c)
+        }
+        var attrs = Attributes(axes: normalized.map { Layout.irAxis($0, rank: r) }, starts: [Int](repeating: 0, count: count), steps: stepList)
+        attrs.ends = [Int](repeating: 0, count: count)
+        emit(node.name, .slice, [x.name] + bounds, output, attrs)
+        var out = x.shape
+        for a in normalized { out[a] = -1 }
+        if normalized.contains(0) { batchFree = false }
+        shapes[output] = out
+    }
+
     mutating func emitRunTimeSlice(_ name: String, _ x: (name: String, shape: [Int]),
                                    _ bounds: [(axis: Int, start: Int, end: Int, step: Int)], output: String) {
         let r = x.shape.count

@@ -61,7 +61,12 @@ extension ONNXGraphBuilder {
         let axis = try normalize(int(node, "axis", 0), rank: x.shape.count, node)
         let n = x.shape[axis]
         guard n >= 0 else {
-            throw ImportError.invalid(file: file, place: place(node), expected: "axis \(axis) of known size", actual: "\(x.shape)")
+            // Along a free axis the indices cannot become a slice: the IR gather takes them as a tensor (negative
+            // ones counting from the end of the size each run has).
+            var m = node
+            m.inputs[1] = addWeight("\(node.inputs[1]).indices", idx)
+            shapes[m.inputs[1]] = idx.shape
+            return try gatherComputed(m)
         }
         let indices = try idx.ints.map { i -> Int in
             guard let i, i >= -n, i < n else {
@@ -88,6 +93,9 @@ extension ONNXGraphBuilder {
         let x = try activation(node)
         guard let out = node.outputs.first, !out.isEmpty else {
             throw ImportError.invalid(file: file, place: place(node), expected: "an output", actual: "none")
+        }
+        if opset >= 10, [1, 2].contains(where: { $0 < node.inputs.count && isPartial(node.inputs[$0]) }) {
+            return try sliceWithRunTimeBounds(node, x, output: out)
         }
         let bounds = try sliceBounds(node, rank: x.shape.count)
         if bounds.contains(where: { x.shape[$0.axis] < 0 && !($0.start == 0 && $0.step == 1 && $0.end >= Int(Int32.max)) }) {

@@ -13,6 +13,7 @@ extension ONNXGraphBuilder {
     static let spatial3D: Set<String> = ["Conv", "MaxPool", "AveragePool", "BatchNormalization", "GlobalAveragePool", "GlobalMaxPool"]
 
     mutating func convert3D(_ node: ONNXFile.Node, _ convert: ONNXOps.Converter) throws {
+        if try isDepthOne(node) { return try depthOne(node, convert) }
         switch node.opType {
         case "Conv": try conv3D(node)
         case "MaxPool", "AveragePool": try pool3D(node)
@@ -146,6 +147,49 @@ extension ONNXGraphBuilder {
         try emitReshape("\(node.name).split_rows", input: y4, from: sy, to: [n, od, sy[1], sy[2], sy[3]], output: y5)
         emit("\(node.name).to_ncdhw", .transpose, [y5], out, Attributes(perm: [0, 2, 1, 3, 4]))
         shapes[out] = [n, sy[1], od, sy[2], sy[3]]
+    }
+
+    /// Whether `node` reads a depth of 1 and leaves it 1 with a 1-deep window and no depth padding (RivaGAN's
+    /// (1, 11, 11) kernels on single frames): then it is its 2-D form on (N, C, H, W), whatever H and W are.
+    private func isDepthOne(_ node: ONNXFile.Node) throws -> Bool {
+        guard let s = shapes[node.inputs.first ?? ""], s.count == 5, s[2] == 1 else { return false }
+        guard node.opType == "Conv" || node.opType == "MaxPool" || node.opType == "AveragePool" else { return true }
+        let kernel = node.opType == "Conv" ? constants[node.inputs.count > 1 ? node.inputs[1] : ""]?.shape.dropFirst(2).first : ints(node, "kernel_shape")?.first
+        let pads = ints(node, "pads") ?? [0, 0, 0, 0, 0, 0]
+        return kernel == 1 && pads.count == 6 && pads[0] == 0 && pads[3] == 0 && (ints(node, "dilations")?.first ?? 1) >= 1
+    }
+
+    /// `node` (see `isDepthOne`) as its 2-D form: the depth axis squeezed out (and the channels moved last, the IR's
+    /// 2-D layout), windows, pads and conv weights without their depth entry, and the depth put back.
+    private mutating func depthOne(_ node: ONNXFile.Node, _ convert: ONNXOps.Converter) throws {
+        let x = try activation(node)
+        let out = try output(of: node)
+        let (squeezed, x4) = (fresh("\(x.name).no_depth"), fresh("\(x.name).2d"))
+        emit("\(node.name).no_depth", .squeeze, [x.name], squeezed, Attributes(axes: [2]))
+        emit("\(node.name).to_nhwc", .transpose, [squeezed], x4, Attributes(perm: Layout.toNHWC))
+        shapes[x4] = [x.shape[0], x.shape[1], x.shape[3], x.shape[4]]
+        var n = node
+        n.inputs[0] = x4
+        if node.opType == "Conv" {
+            let w = try constant(node, 1, what: "weights")
+            let w4 = fresh("\(node.inputs[1]).2d")
+            var w2 = w
+            w2.shape = [w.shape[0], w.shape[1], w.shape[3], w.shape[4]]   // the depth axis has size 1: same values
+            constants[w4] = w2
+            n.inputs[1] = w4
+        }
+        for key in ["kernel_shape", "strides", "dilations"] {
+            if var a = n.attributes[key], a.ints.count == 3 { a.ints.removeFirst(); n.attributes[key] = a }
+        }
+        if var a = n.attributes["pads"], a.ints.count == 6 { a.ints = [a.ints[1], a.ints[2], a.ints[4], a.ints[5]]; n.attributes["pads"] = a }
+        let y4 = fresh("\(out).2d")
+        n.outputs = [y4] + node.outputs.dropFirst()
+        try convert(&self, n)
+        guard let sy = shapes[y4] else { return }
+        let nchw = fresh("\(out).nchw")
+        emit("\(node.name).to_nchw", .transpose, [y4], nchw, Attributes(perm: Layout.toNCHW))
+        emit("\(node.name).depth", .unsqueeze, [nchw], out, Attributes(axes: [2]))
+        shapes[out] = [sy[0], sy[1], 1, sy[2], sy[3]]
     }
 
     /// Runs a per-channel op (BatchNormalization, global pooling) on (N, C, D·H·W, 1).

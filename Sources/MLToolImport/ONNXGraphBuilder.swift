@@ -27,6 +27,10 @@ struct ONNXGraphBuilder {
     /// TensorProto element types of the graph inputs the file types: integer ops whose result depends on the width
     /// or on being integers (BitShift, Bitwise*, Div) read them.
     var elementTypes: [String: Int32] = [:]
+    /// The branch each rank-varying If takes in this conversion, in the order they are met, and where the
+    /// conversion stood at each (`ONNXGraphBuilder+Variants`).
+    var assumptions: [Bool] = []
+    var forks: [Fork] = []
     private var usedNames: Set<String>
     private var counter = 0
 
@@ -148,9 +152,10 @@ struct ONNXGraphBuilder {
 
     /// Emits the IR for "reinterpret `input` (ONNX shape `from`) with ONNX shape `to`" under the name `output`: the
     /// data order is ONNX's row-major NCHW order, so rank-4 tensors whose NCHW and NHWC orders differ go through a
-    /// transpose on the way in and/or out. `to` may hold one -1 (inferred).
-    mutating func emitReshape(_ nodeName: String, input: String, from: [Int], to: [Int], output: String) throws {
-        guard to.filter({ $0 < 0 }).count <= 1 else {
+    /// transpose on the way in and/or out. `to` may hold one -1 (inferred), and one more as its first dimension
+    /// with `keepingFirst` (the input's first, copied: Flatten at axis 1).
+    mutating func emitReshape(_ nodeName: String, input: String, from: [Int], to: [Int], output: String, keepingFirst: Bool = false) throws {
+        guard to.dropFirst(keepingFirst ? 1 : 0).filter({ $0 < 0 }).count <= 1 else {
             throw ImportError.invalid(file: file, place: "node '\(nodeName)'", expected: "a shape with at most one dimension unknown before run time",
                                       actual: "\(to.map { $0 < 0 ? "?" : String($0) })")
         }
@@ -159,6 +164,7 @@ struct ONNXGraphBuilder {
         if let f = from.first, let t = to.first, f >= 0, t >= 0 {
             if f == t { target[0] = 0 } else { batchFree = false }
         }
+        if keepingFirst && !target.isEmpty { target[0] = 0 }
         if from.isEmpty || to.isEmpty { batchFree = false }
         for i in target.indices where to[i] == 0 && (i >= from.count || from[i] != 0) {
             // A real zero-size axis (Reshape allowzero): the IR reads 0 as "copy the input's", so let it be inferred.

@@ -114,22 +114,10 @@ public enum ONNXImporter {
             builder.elementTypes[input.name] = input.elemType
             inputs.append(GraphInput(name: input.name, shape: Layout.irShape(shape)))
         }
-        var nms: ONNXFile.Node?
-        for node in onnx.nodes {
-            if node.opType == "NonMaxSuppression" {
-                guard nms == nil else {
-                    throw ImportError.invalid(file: path, place: builder.place(node), expected: "one NonMaxSuppression", actual: "several")
-                }
-                nms = node
-                continue
-            }
-            if let n = nms, node.inputs.contains(where: { n.outputs.contains($0) }) {
-                throw ImportError.invalid(file: path, place: builder.place(node),
-                                          expected: "nothing computed from NonMaxSuppression's selected indices (mltool runs NMS after the graph)",
-                                          actual: "an input '\(node.inputs.first { n.outputs.contains($0) } ?? "")'")
-            }
-            try builder.convert(node)
-        }
+        let joined = onnx.outputs.map(\.name) + (options.featureTensor.map { [$0] } ?? [])
+        let (converted, nms) = try Self.converted(builder, onnx, path: path, outputs: joined)
+        builder = converted
+        if !builder.forks.isEmpty { builder.nodes = builder.pruned(outputs: joined) }
         // The batch (first axis) is free unless the graph mixes it with other axes.
         if builder.batchFree {
             for i in inputs.indices where !inputs[i].shape.isEmpty { inputs[i].shape[0] = -1 }
@@ -191,6 +179,62 @@ public enum ONNXImporter {
         let used = Set(model.metadata.graph?.nodes.flatMap(\.inputs) ?? [])
         model.tensors = model.tensors.filter { used.contains($0.name) }
         return model
+    }
+
+    /// `base` (its inputs set) after converting the file's nodes, once per variant when a rank-varying If needs
+    /// them (`ONNXGraphBuilder+Variants`: each variant takes `assumptions` for the Ifs met first), merged.
+    static func converted(_ base: ONNXGraphBuilder, _ onnx: ONNXFile, path: String, outputs: [String],
+                          assumptions: [Bool] = []) throws -> (ONNXGraphBuilder, ONNXFile.Node?) {
+        var builder = base
+        builder.assumptions = assumptions
+        do {
+            let nms = try convertNodes(&builder, onnx, path: path)
+            return (builder, nms)
+        } catch let fork as ONNXGraphBuilder.NeedsVariants {
+            guard 2 << assumptions.count <= ONNXGraphBuilder.maxVariants else {
+                throw ImportError.invalid(file: path, place: fork.place,
+                                          expected: "at most \(ONNXGraphBuilder.maxVariants) variants of the graph (each If whose branches differ in rank, on a condition known only at run time, doubles them)",
+                                          actual: "more")
+            }
+            // A variant whose values do not fit the rest of the graph (silero-vad's decoder: an LSTM cell fed a
+            // sequence) is one the source framework fails on too: the other is kept alone, for the shapes it takes.
+            let variants = [true, false].map { choice in
+                Result { try converted(base, onnx, path: path, outputs: outputs, assumptions: assumptions + [choice]) }
+            }
+            switch (variants[0], variants[1]) {
+            case (.success(var then), .success(let otherwise)):
+                try then.0.merge(otherwise.0, depth: assumptions.count, outputs: outputs)
+                return then
+            case (.success(var only), .failure(let e)), (.failure(let e), .success(var only)):
+                guard e is ImportError else { throw e }
+                only.0.guardVariant(depth: assumptions.count, outputs: outputs, taken: only.0.assumptions[assumptions.count])
+                return only
+            case (.failure(let e), _), (_, .failure(let e)):
+                throw e
+            }
+        }
+    }
+
+    /// Converts the file's nodes in order into `builder`; returns the NonMaxSuppression node, which the engine
+    /// runs after the graph.
+    static func convertNodes(_ builder: inout ONNXGraphBuilder, _ onnx: ONNXFile, path: String) throws -> ONNXFile.Node? {
+        var nms: ONNXFile.Node?
+        for node in onnx.nodes {
+            if node.opType == "NonMaxSuppression" {
+                guard nms == nil else {
+                    throw ImportError.invalid(file: path, place: builder.place(node), expected: "one NonMaxSuppression", actual: "several")
+                }
+                nms = node
+                continue
+            }
+            if let n = nms, node.inputs.contains(where: { n.outputs.contains($0) }) {
+                throw ImportError.invalid(file: path, place: builder.place(node),
+                                          expected: "nothing computed from NonMaxSuppression's selected indices (mltool runs NMS after the graph)",
+                                          actual: "an input '\(node.inputs.first { n.outputs.contains($0) } ?? "")'")
+            }
+            try builder.convert(node)
+        }
+        return nms
     }
 
     /// Throws one error naming every unsupported op type, with its count and first node names.

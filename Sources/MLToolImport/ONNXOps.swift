@@ -560,7 +560,9 @@ extension ONNXGraphBuilder {
         }
         if node.opType == "Flatten" && (int(node, "axis", 1) == 0 || int(node, "axis", 1) == -x.shape.count) { batchFree = false }
         if ["Squeeze", "Unsqueeze"].contains(node.opType) && to.first != x.shape.first { batchFree = false }
-        try emitReshape(node.name, input: x.name, from: x.shape, to: to, output: try output(node))
+        // Flatten at axis 1 keeps the first dimension, whatever the others are.
+        let keepsFirst = node.opType == "Flatten" && (int(node, "axis", 1) == 1 || int(node, "axis", 1) == 1 - x.shape.count)
+        try emitReshape(node.name, input: x.name, from: x.shape, to: to, output: try output(node), keepingFirst: keepsFirst)
     }
 
     mutating func transpose(_ node: ONNXFile.Node) throws {

@@ -8,7 +8,8 @@ import Testing
 /// ONNX If, inlined at import: a condition folded from shape arithmetic (only the taken branch is in the graph), a
 /// run-time condition on a scalar int64 input (both branches and an `ifElse` per output), nested Ifs on
 /// data-dependent conditions reading tensors of the main graph and of the enclosing branch; Loop and Scan unrolled
-/// (a counted loop with a scan output, a backwards Scan along axis 1); and the files the importer refuses. Fixtures and onnxruntime's outputs come from Tests/Fixtures/onnx/make_control.py (committed:
+/// (a counted loop with a scan output, a backwards Scan along axis 1); an If whose branches differ in rank (the graph
+/// after it converted once per branch); and the files the importer refuses. Fixtures and onnxruntime's outputs come from Tests/Fixtures/onnx/make_control.py (committed:
 /// no Python at test time).
 @Suite struct ONNXControlFlowTests {
     struct Manifest: Decodable { let onnxruntime: String; let opset: Int; let cases: [ONNXFixtures.Case] }
@@ -89,6 +90,32 @@ import Testing
         try Self.check("scan_axes", count: 1)
     }
 
+    @Test func rankVaryingIfConvertsOnceForEachBranch() throws {
+        // Squeeze the free last axis when it is 1, else keep it: the graph after the If converts twice (rank 2 and
+        // rank 3, Flatten giving (N, 4) or (N, 4·T)), joined by one ifElse on the shape-derived condition, and
+        // planning T = 1 or T = 3 runs only the variant it takes.
+        let m = try Self.model("if_rank_flatten")
+        let joins = m.metadata.graph?.nodes.filter { $0.op == .ifElse } ?? []
+        #expect(joins.map(\.name) == ["y.variant"])
+        #expect(joins.first?.inputs.count == 3)
+        try Self.check("if_rank_flatten", count: 2)
+    }
+
+    @Test func rankVaryingIfKeepsTheVariantThatConverts() throws {
+        // Gemm takes the squeezed (N, 4) only: the other variant does not convert, so the graph holds one and a
+        // two-input ifElse refuses the shapes that would take the other (onnxruntime fails on them too).
+        let m = try Self.model("if_rank_guard")
+        let joins = m.metadata.graph?.nodes.filter { $0.op == .ifElse } ?? []
+        #expect(joins.map(\.inputs.count) == [2])
+        try Self.check("if_rank_guard", count: 1)
+        let engine = try Engine(model: m, threads: 1)
+        let three = Tensor(shape: [2, 4, 3], data: (0..<24).map { Float($0) })
+        #expect(throws: EngineError.invalidAttribute(
+            node: "y.variant", attribute: "condition",
+            expected: "true for these input shapes (the graph was converted for the If branch that takes them only: the other's values do not fit the rest of the graph)",
+            actual: "false")) { try engine.run(["x": three]) }
+    }
+
     static func refusal(_ name: String) -> String? {
         do {
             _ = try model(name)
@@ -107,7 +134,7 @@ import Testing
         ("bad_undefined", "node 'the_if' (If) then node 'Add_0' (Add): expected 'nowhere' defined in the subgraph or an enclosing graph, found undefined tensor"),
         ("bad_loop_condition", "node 'the_loop' (Loop) body condition: expected a value known at import (the loop is unrolled), found 'cond_out', computed at run time"),
         ("bad_loop_count", "node 'the_loop' (Loop) trip count M: expected at most 4096 iterations (unrolled at import), found 5000"),
-        ("bad_branch_rank", "node 'the_if' (If) output 0 'y': expected branch values of one rank (the condition is known only at run time), found shapes [2, 3] and [2, 3, 1]"),
+        ("bad_branch_rank", "node 'the_if' (If) (graph output 'y'): expected graph outputs of one rank whichever branch the If takes, found shapes [2, 3] and [2, 3, 1]"),
     ])
     func refusesNamingTheNode(name: String, message: String) {
         let path = ONNXFixtures.path("control/\(name).onnx")

@@ -15,6 +15,9 @@ Made with onnx.helper (opset 17), seeded inputs:
   iteration number folded in) and stacking a scan output of each iteration's row sums, (3, 2).
 - scan_axes: a Scan over axis 1 of x (2, 4, 3), read backwards, carrying a (2, 3) running sum and stacking its
   states along output axis 1 in reverse, (2, 4, 3).
+- if_rank_flatten, if_rank_guard: silero-vad's decoder, an If on whether the input's free last size T is 1 that
+  squeezes that axis or keeps it (rank 2 or 3 after it), then Flatten (both ranks convert: T = 1 and T = 3) or Gemm
+  (only the squeezed one does: T = 1).
 Each goes to Tests/Fixtures/onnx/control/<name>.onnx with its inputs and onnxruntime's outputs as raw
 little-endian float32 files, listed in control/manifest.json (the format of ../manifest.json; a case per input
 set). The tests need neither onnx nor onnxruntime.
@@ -138,6 +141,32 @@ def scan_axes():
     return m, [{"s0": rng.standard_normal((2, 3)).astype(np.float32), "x": rng.standard_normal((2, 4, 3)).astype(np.float32)}]
 
 
+def rank_if(name, after, after_inits=()):
+    """silero-vad's decoder: an If on Equal(T, 1), T the input's last (free) size, whose then branch squeezes that
+    axis and whose else branch keeps it: its output has rank 2 or 3, and `after` reads it."""
+    x = f32("x", ["N", 4, "T"])
+    then = branch("t", [const("ax", np.array([2], np.int64)), helper.make_node("Squeeze", ["x", "ax"], ["sq"])], [f32("sq", ["N", 4])])
+    otherwise = branch("e", [helper.make_node("Identity", ["x"], ["same"])], [f32("same", ["N", 4, "T"])])
+    nodes = [helper.make_node("Shape", ["x"], ["s"]), const("two", np.array(2, np.int64)),
+             helper.make_node("Gather", ["s", "two"], ["t"], axis=0), const("one", np.array(1, np.int64)),
+             helper.make_node("Equal", ["t", "one"], ["cond"]),
+             helper.make_node("If", ["cond"], ["h"], name="the_if", then_branch=then, else_branch=otherwise), after]
+    return model(name, nodes, [x], [f32("y", ["N", "M"])], after_inits)
+
+
+def if_rank_flatten():
+    """Flatten(axis 1) after the rank-varying If: (N, 4) for one frame, (N, 4·T) for more; both variants convert."""
+    m = rank_if("if_rank_flatten", helper.make_node("Flatten", ["h"], ["y"], axis=1))
+    return m, [{"x": rng.standard_normal((2, 4, 1)).astype(np.float32)}, {"x": rng.standard_normal((2, 4, 3)).astype(np.float32)}]
+
+
+def if_rank_guard():
+    """Gemm after the rank-varying If: only the one-frame variant converts (onnxruntime fails on more frames too)."""
+    w = numpy_helper.from_array(rng.standard_normal((4, 3)).astype(np.float32), "w")
+    m = rank_if("if_rank_guard", helper.make_node("Gemm", ["h", "w"], ["y"]), [w])
+    return m, [{"x": rng.standard_normal((2, 4, 1)).astype(np.float32)}]
+
+
 def write_case(name, m, feeds, manifest):
     onnx.checker.check_model(m, full_check=True)
     path = os.path.join(HERE, name + ".onnx")
@@ -219,7 +248,7 @@ def main():
     for f in os.listdir(HERE):
         os.remove(os.path.join(HERE, f))
     manifest = []
-    for make in (if_constant, if_runtime, if_nested, loop_counted, scan_axes):
+    for make in (if_constant, if_runtime, if_nested, loop_counted, scan_axes, if_rank_flatten, if_rank_guard):
         m, feeds = make()
         write_case(make.__name__, m, feeds, manifest)
     for name, m in bad_files().items():
