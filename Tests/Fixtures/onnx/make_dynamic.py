@@ -6,8 +6,9 @@ sizes (run from the repository root):
 Each model is written as <name>.onnx with <name>.json: per input size, the inputs and onnxruntime's outputs (NCHW
 / ONNX layout, float32 values). The shapes are what PyTorch, paddle2onnx and tf2onnx exports compute: Shape →
 Gather/Slice → Concat → Reshape with several free dimensions, SAME_* padding and scale-factor Resize on a free
-height and width, ConstantOfShape / Expand to a computed shape, Slice along a free axis, Clip with computed
-bounds. Weights are seeded.
+height and width, ConstantOfShape / Expand to a computed shape, Slice along a free axis (and bounded by another
+input's free size), Gather along a free axis, Clip with computed bounds, a 3-D convolution on one frame of a free
+height and width. Weights are seeded.
 """
 import argparse
 import json
@@ -133,12 +134,51 @@ def clip_computed():
     return m, [{"x": (1, 10)}, {"x": (2, 33)}]
 
 
+def slice_sized():
+    """RivaGAN's encoder: Slice(x, 0, n) along a free axis, n the free size of another input (x[:, :, :m.shape[1]])."""
+    n = helper.make_node
+    nodes = [
+        n("Shape", ["m"], ["ms"]),
+        n("Gather", ["ms", "one"], ["k"], axis=0),
+        n("Unsqueeze", ["k", "zero_axis"], ["end"]),
+        n("Slice", ["x", "start", "end", "two"], ["y"]),
+    ]
+    inits = [const("one", 1), const("zero_axis", [0]), const("start", [0]), const("two", [2])]
+    m = model("slice_sized", nodes, [free("x", ["batch", 6, "time"]), free("m", ["batch", "k"])], [free("y", ["batch", 6, "k"])], inits)
+    return m, [{"x": (1, 6, 7), "m": (1, 3)}, {"x": (2, 6, 5), "m": (2, 5)}, {"x": (1, 6, 2), "m": (1, 4)}]
+
+
+def gather_free():
+    """silero-vad op18: Gather along a free axis with constant indices (the last frame; two frames)."""
+    n = helper.make_node
+    nodes = [n("Gather", ["x", "last"], ["y"], axis=2), n("Gather", ["x", "pair"], ["z"], axis=2)]
+    inits = [const("last", -1), const("pair", [0, -2])]
+    m = model("gather_free", nodes, [free("x", ["batch", 4, "time"])], [free("y", ["batch", 4]), free("z", ["batch", 4, 2])], inits)
+    return m, [{"x": (1, 4, 3)}, {"x": (2, 4, 6)}]
+
+
+def conv3d_frame():
+    """RivaGAN: 3-D convolution and batch norm on one frame (depth 1) of a free height and width, flattened."""
+    n = helper.make_node
+    nodes = [
+        n("Conv", ["x", "w", "b"], ["c"], kernel_shape=[1, 3, 3], pads=[0, 1, 1, 0, 1, 1]),
+        n("BatchNormalization", ["c", "g", "beta", "mean", "var"], ["bn"]),
+        n("Flatten", ["bn"], ["y"], axis=1),
+    ]
+    f = lambda shape: RNG.standard_normal(shape).astype(np.float32)
+    inits = [numpy_helper.from_array(f((4, 3, 1, 3, 3)), "w"), numpy_helper.from_array(f(4), "b"),
+             numpy_helper.from_array(f(4), "g"), numpy_helper.from_array(f(4), "beta"), numpy_helper.from_array(f(4), "mean"),
+             numpy_helper.from_array(np.abs(f(4)) + 0.5, "var")]
+    m = model("conv3d_frame", nodes, [free("x", ["batch", 3, 1, "h", "w"])], [free("y", ["batch", "hw4"])], inits)
+    return m, [{"x": (1, 3, 1, 5, 7)}, {"x": (2, 3, 1, 4, 4)}]
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "dynamic"))
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
-    for make in [reshape_heads, same_pad_resize, expand_fill, slice_free, clip_computed]:
+    for make in [reshape_heads, same_pad_resize, expand_fill, slice_free, clip_computed, slice_sized, gather_free, conv3d_frame]:
         m, sizes = make()
         name = m.graph.name
         onnx.save(m, os.path.join(args.out, name + ".onnx"))
