@@ -342,6 +342,56 @@ def stream_states(entry, graph_inputs, path, data):
 
 ONNX_NP = {1: np.float32, 6: np.int32, 7: np.int64, 10: np.float16, 11: np.float64}
 
+# Chunks a stateful file is streamed for (its warmup, the compared chunk, and more after it).
+STREAM_AFTER = 8
+
+
+def npy_name(name):
+    """The file `mltool run -o FOLDER` writes output `name` to (GraphRun.fileName)."""
+    return re.sub(r"[^\w.\-]", "_", name, flags=re.ASCII) + ".npy"
+
+
+def stream_check(entry, graph_inputs, path, binpath, data, work, args):
+    """Streams the recording through the file chunk by chunk from zero state, onnxruntime and `mltool run` (one
+    process per chunk, several --input NAME=FILE) each carrying its own state: the worst difference of any output of
+    any chunk relative to its range (max(|v|, 1) for one value), and the chunk count."""
+    stream = {name: r for name, r in entry["inputs"].items() if r["kind"] == "stream_state"}
+    first = next(iter(stream.values()))
+    chunk_name, warmup = first["chunk_input"], first["warmup"]
+    chunk = entry["inputs"][chunk_name]
+    sess = session(path)
+    names = [o.name for o in sess.get_outputs()]
+    ours = {name: np.zeros(r["shape"], np.float32) for name, r in stream.items()}
+    theirs = dict(ours)
+    worst, count = 0.0, warmup + 1 + STREAM_AFTER
+    folder = os.path.join(work, "stream")
+    for j in range(count):
+        fixed = {}
+        for v in graph_inputs:
+            if v.name == chunk_name:
+                fixed[v.name] = make_input(data, dict(chunk, offset=chunk["offset"] + (j - warmup) * chunk["hop"]))
+            elif v.name not in stream:
+                fixed[v.name] = make_input(data, entry["inputs"][v.name])
+        types = {v.name: ONNX_NP.get(v.type.tensor_type.elem_type, np.float32) for v in graph_inputs}
+        ref = dict(zip(names, sess.run(None, {k: np.asarray(x).astype(types[k]) for k, x in {**fixed, **theirs}.items()})))
+        flags = []
+        for k, x in {**fixed, **ours}.items():
+            f = os.path.join(work, f"stream-in-{k}.npy".replace("/", "_"))
+            np.save(f, np.asarray(x).astype(np.float32))
+            flags += ["--input", f"{k}={f}"]
+        q = subprocess.run([args.mltool, "run", binpath, *flags, *sum((["--output", n] for n in names), []), "-o", folder,
+                            "--threads", "1"], capture_output=True, text=True)
+        if q.returncode != 0:
+            raise RuntimeError(f"chunk {j}: " + first_line(q.stderr))
+        got = {n: np.load(os.path.join(folder, npy_name(n))).reshape(np.shape(ref[n])) for n in names}
+        for n in names:
+            r = np.asarray(ref[n], np.float64)
+            span = float(r.max() - r.min()) if r.size > 1 else max(float(np.abs(r).max()), 1.0)
+            worst = max(worst, float(np.abs(got[n] - r).max()) / (span or 1.0))
+        theirs = {k: np.asarray(ref[r["output"]], np.float32) for k, r in stream.items()}
+        ours = {k: got[r["output"]].astype(np.float32) for k, r in stream.items()}
+    return worst, count
+
 
 def rewrite(model_path, how, work):
     """The rewrite the package's own code applies before it makes its session (both runtimes get the result)."""
@@ -512,6 +562,14 @@ def run_file(entry, args, data):
     res["outputs"] = detail
     limit = INT8_TOLERANCE if entry.get("int8") else TOLERANCE
     res["status"] = "pass" if worst <= limit and argmax_ok else "mismatch"
+    if states and res["status"] == "pass":   # the state carried between calls, as the package streams
+        try:
+            res["stream_worst"], res["stream_chunks"] = stream_check(entry, graph_inputs, path, binpath, data, work, args)
+        except RuntimeError as e:
+            res.update(status="error", detail=f"streaming: {e}")
+            return res
+        if res["stream_worst"] > limit:
+            res.update(status="mismatch", detail=f"streamed {res['stream_chunks']} chunks: {res['stream_worst']:.1e}")
     if not args.no_speed:
         t_ort = median_time(lambda: sess.run(None, feeds), args.repeat)
         res["ort_ms"] = 1e3 * t_ort
@@ -710,6 +768,7 @@ def main():
                  "detail": f"run.py: {type(e).__name__}: {e}"}
         results.append(r)
         print(f"  {r['id']}: {r['status']}" + (f" {r['worst_rel']:.1e}" if "worst_rel" in r else "")
+              + (f" (streamed {r['stream_chunks']} chunks: {r['stream_worst']:.1e})" if "stream_worst" in r else "")
               + (f" ({', '.join(r['missing'])})" if r.get("missing") else "")
               + (f" ({r['detail']})" if r.get("detail") else ""), file=sys.stderr)
     elapsed = time.time() - start
