@@ -94,7 +94,19 @@ public struct Graph: Codable, Equatable, Sendable {
 public struct GraphInput: Codable, Equatable, Sendable {
     public var name: String
     public var shape: [Int]
-    public init(name: String, shape: [Int]) { self.name = name; self.shape = shape }
+    /// The source's element type when it is an integer or bool ("int64", "int32", "uint8", "bool", …): the engine
+    /// carries the values as float32, and refuses one that is not an integer of that type (docs/FORMAT.md).
+    public var elementType: String?
+    public init(name: String, shape: [Int], elementType: String? = nil) {
+        self.name = name; self.shape = shape; self.elementType = elementType
+    }
+
+    /// The range of each integer element type an input may declare (bool: 0 and 1).
+    public static let integerRanges: [String: ClosedRange<Double>] = [
+        "bool": 0...1, "int8": -128...127, "uint8": 0...255, "int16": -32_768...32_767, "uint16": 0...65_535,
+        "int32": -2_147_483_648...2_147_483_647, "uint32": 0...4_294_967_295,
+        "int64": -0x1p63...0x1.fffffffffffffp62, "uint64": 0...0x1.fffffffffffffp63,   // the doubles within range
+    ]
 }
 
 extension Attributes {

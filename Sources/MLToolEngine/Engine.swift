@@ -184,6 +184,7 @@ public final class Engine: @unchecked Sendable {
                 throw EngineError.inputShape(name: gi.name, expected: gi.shape, actual: t.shape)
             }
             inShapes[id] = t.shape
+            if let type = gi.elementType { try Self.checkValues(t, of: gi, type) }
         }
         let targets = wanted.map { p.ids[$0]! }
         let steps = p.needed(targets)
@@ -193,6 +194,16 @@ public final class Engine: @unchecked Sendable {
         var result: [String: Tensor] = [:]
         for (name, t) in zip(wanted, targets) { result[name] = values[t] }
         return result
+    }
+
+    /// Refuses a value of `t` that is not an integer of `type` (input `gi`'s element type): a float given for token
+    /// ids or a sample rate would compute something else without a word.
+    static func checkValues(_ t: Tensor, of gi: GraphInput, _ type: String) throws {
+        guard let range = GraphInput.integerRanges[type] else { return }
+        for (i, v) in t.data.enumerated() where v != v.rounded() || !range.contains(Double(v)) {
+            throw EngineError.inputValue(name: gi.name, expected: "\(type) values (\(type == "bool" ? "0 or 1" : "integers that \(type) holds")), as the model types the input",
+                                         actual: "\(v) at element \(i)")
+        }
     }
 
     /// The compiled graph that has every name in `wanted`; the original one when a pass fused a name away.

@@ -19,6 +19,8 @@ public enum EngineError: MLToolError, Equatable {
     case missingInput(name: String)
     /// A run input's shape does not match the graph input's.
     case inputShape(name: String, expected: [Int], actual: [Int])
+    /// A run input's value does not fit the graph input's integer or bool element type.
+    case inputValue(name: String, expected: String, actual: String)
     /// `run` asked for a tensor the graph does not have.
     case unknownOutput(name: String)
     /// Running the graph on these input shapes needs more memory (activations and scratch, bytes; nil: more than
@@ -42,6 +44,7 @@ public enum EngineError: MLToolError, Equatable {
         case let .missingInput(name): return "graph input '\(name)' was not given"
         case let .inputShape(name, expected, actual):
             return "input '\(name)': shape \(actual), expected \(expected) (-1: any)"
+        case let .inputValue(name, expected, actual): return "input '\(name)': expected \(expected), found \(actual)"
         case let .unknownOutput(name): return "output '\(name)' is not a tensor of the graph"
         case let .tooLarge(inputs, bytes, available):
             return "inputs \(inputs) need \(bytes.map { "\($0 >> 20) MiB" } ?? "more bytes than an Int counts") of activations, "

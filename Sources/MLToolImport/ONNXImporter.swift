@@ -112,7 +112,9 @@ public enum ONNXImporter {
             }
             builder.shapes[input.name] = shape
             builder.elementTypes[input.name] = input.elemType
-            inputs.append(GraphInput(name: input.name, shape: Layout.irShape(shape)))
+            let type = input.elemType.flatMap { TensorReader.elementTypes[$0]?.name }
+            inputs.append(GraphInput(name: input.name, shape: Layout.irShape(shape),
+                                     elementType: type.flatMap { GraphInput.integerRanges[$0] != nil ? $0 : nil }))
         }
         let joined = onnx.outputs.map(\.name) + (options.featureTensor.map { [$0] } ?? [])
         let (converted, nms) = try Self.converted(builder, onnx, path: path, outputs: joined)

@@ -126,6 +126,25 @@ struct CLIModelTests {
         #expect(withModel.status == 64)
     }
 
+    @Test func runRefusesAFloatFileForAnIntegerInput() throws {
+        // if_runtime's `sr` is an int64 scalar (silero-vad's sample rate): a float .npy is refused naming the input
+        // (exit 65); the same value as int64 runs.
+        let dir = try TempDir(); defer { dir.cleanup() }
+        let onnx = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("Fixtures/onnx/control/if_runtime.onnx").path
+        #expect(try Tool.run(["import", onnx, "-o", dir.file("m.bin")]).status == 0)
+        try Data(NPYWriter.encode(Tensor(shape: [2, 3], data: [Float](repeating: 1, count: 6)))).write(to: URL(fileURLWithPath: dir.file("x.npy")))
+        try Data(NPYWriter.encode(Tensor(shape: [1, 2, 2, 3], data: [Float](repeating: 1, count: 12)))).write(to: URL(fileURLWithPath: dir.file("img.npy")))
+        try Data(NPYWriter.encode(Tensor(shape: [], data: [16000]))).write(to: URL(fileURLWithPath: dir.file("sr.npy")))
+        try Data(NPYWriter.encode(Int64(16000))).write(to: URL(fileURLWithPath: dir.file("sr64.npy")))
+        let inputs = ["--input", "x=" + dir.file("x.npy"), "--input", "img=" + dir.file("img.npy")]
+        let float = try Tool.run(["run", dir.file("m.bin")] + inputs + ["--input", "sr=" + dir.file("sr.npy")])
+        #expect(float.status == 65)
+        #expect(float.stderr.contains("sr.npy: input 'sr' is int64 in the model, and this file holds floats (<f4): give an integer .npy"), "\(float.stderr)")
+        let int = try Tool.run(["run", dir.file("m.bin")] + inputs + ["--input", "sr=" + dir.file("sr64.npy")])
+        #expect(int.status == 0, "\(int.stderr)")
+    }
+
     @Test func runWritesTheNamedTensorAsNpy() throws {
         let dir = try TempDir(); defer { dir.cleanup() }
         let model = Make.tinyClassifier()
@@ -157,6 +176,15 @@ struct CLIModelTests {
 
 /// Minimal .npy float32 encode/decode for the tests (independent of the CLI's own reader).
 enum NPYWriter {
+    /// A scalar int64 .npy.
+    static func encode(_ v: Int64) -> [UInt8] {
+        var header = "{'descr': '<i8', 'fortran_order': False, 'shape': (), }"
+        while (10 + header.utf8.count + 1) % 64 != 0 { header += " " }
+        header += "\n"
+        let head: [UInt8] = [0x93] + Array("NUMPY".utf8) + [1, 0, UInt8(header.utf8.count & 0xff), UInt8(header.utf8.count >> 8)]
+        return head + Array(header.utf8) + withUnsafeBytes(of: v.littleEndian) { Array($0) }
+    }
+
     static func encode(_ t: Tensor) -> [UInt8] {
         var header = "{'descr': '<f4', 'fortran_order': False, 'shape': (\(t.shape.map(String.init).joined(separator: ", "))), }"
         while (10 + header.utf8.count + 1) % 64 != 0 { header += " " }

@@ -68,6 +68,20 @@ import Testing
         try Self.check("if_runtime", count: 2)
     }
 
+    @Test func integerInputRefusesOtherValues() throws {
+        // sr is int64 in the file: the model records it, and the engine refuses a value int64 cannot hold.
+        let m = try Self.model("if_runtime")
+        #expect(m.metadata.graph?.inputs.map(\.elementType) == [nil, nil, "int64"])
+        let engine = try Engine(model: m, threads: 1)
+        let feeds = ["x": Tensor(shape: [2, 3], data: [Float](repeating: 1, count: 6)),
+                     "img": Tensor(shape: [1, 2, 3, 2], data: [Float](repeating: 1, count: 12))]   // NHWC
+        #expect(throws: EngineError.inputValue(name: "sr", expected: "int64 values (integers that int64 holds), as the model types the input",
+                                               actual: "16000.5 at element 0")) {
+            try engine.run(feeds.merging(["sr": Tensor(shape: [], data: [16000.5])]) { a, _ in a })
+        }
+        _ = try engine.run(feeds.merging(["sr": Tensor(shape: [], data: [8000])]) { a, _ in a })
+    }
+
     @Test func nestedIfReadsOuterScopes() throws {
         // The inner If, in the outer then branch, reads h (main graph) and t (the enclosing branch).
         let m = try Self.model("if_nested")

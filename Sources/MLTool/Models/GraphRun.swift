@@ -38,7 +38,10 @@ public struct GraphRun {
         var feeds = [String: Tensor]()
         for (name, file) in files {
             guard let spec = graph.inputs.first(where: { $0.name == name }) else { continue }
-            var t = try NPY.read(path: file)
+            var (t, dtype) = try NPY.readTyped(path: file)
+            if let type = spec.elementType, dtype.dropFirst().hasPrefix("f") {
+                throw PipelineError.badInput(file: file, reason: "input '\(name)' is \(type) in the model, and this file holds floats (\(dtype)): give an integer .npy (numpy: x.astype(np.\(type == "bool" ? "bool_" : type)))")
+            }
             if graph.sourceLayout == "nchw" && t.rank == 4 { t = Layout.transpose(t, [0, 2, 3, 1]) }
             guard t.rank == spec.shape.count, zip(t.shape, spec.shape).allSatisfy({ $1 < 0 || $0 == $1 }) else {
                 throw PipelineError.badInput(file: file, reason: "shape \(t.shape) does not fit input '\(spec.name)' \(spec.shape) (IR layout NHWC)")

@@ -4,12 +4,15 @@ import MLToolCore
 /// NumPy `.npy` (format 1.0–3.0), as `mltool run` reads and writes tensors: little-endian float32 (`<f4`); float64,
 /// float16, the integers and bool read and converted (`dtypes`); C or Fortran order. Bounds-checked: a malformed header throws naming the file and the byte offset.
 public enum NPY {
-    public static func read(path: String) throws -> Tensor {
+    public static func read(path: String) throws -> Tensor { try readTyped(path: path).tensor }
+
+    /// The tensor and its `descr` as the file gives it ("<f4", "<i8", "|b1", …).
+    public static func readTyped(path: String) throws -> (tensor: Tensor, dtype: String) {
         guard let data = FileManager.default.contents(atPath: path) else {
             throw PipelineError.missingInput(file: path, reason: "no such file or not readable")
         }
         let bytes = [UInt8](data)
-        return try bytes.withUnsafeBytes { raw -> Tensor in
+        return try bytes.withUnsafeBytes { raw -> (tensor: Tensor, dtype: String) in
             var r = ByteReader(raw, file: path)
             let magic = try r.bytes(6, "magic")
             guard Array(magic) == [0x93] + Array("NUMPY".utf8) else {
@@ -36,14 +39,15 @@ public enum NPY {
             let count = try Checked.elementCount(dims, file: path, what: "shape")
             // Every product of the dimensions must fit too, zeros counted as 1: an empty array cannot hide a huge one.
             _ = try Checked.elementCount(dims.map { max($0, 1) }, file: path, what: "shape")
-            guard let (width, load) = dtypes[descr.trimmingCharacters(in: CharacterSet(charactersIn: "'"))] else {
+            let dtype = descr.trimmingCharacters(in: CharacterSet(charactersIn: "'"))
+            guard let (width, load) = dtypes[dtype] else {
                 throw PipelineError.badInput(file: path, reason: "byte \(headerStart): dtype \(descr) is not supported (use float32)")
             }
             let payload = try r.bytes(try Checked.mul(count, width, file: path), "data")
             let out = (0..<count).map { load(payload, $0 &* width) }
             // Fortran order: the first index varies fastest, so the bytes are the transpose's in C order.
-            guard fortran, dims.count > 1 else { return Tensor(shape: dims, data: out) }
-            return Layout.transpose(Tensor(shape: dims.reversed(), data: out), Array((0..<dims.count).reversed()))
+            guard fortran, dims.count > 1 else { return (Tensor(shape: dims, data: out), dtype) }
+            return (Layout.transpose(Tensor(shape: dims.reversed(), data: out), Array((0..<dims.count).reversed())), dtype)
         }
     }
 
