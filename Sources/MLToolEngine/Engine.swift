@@ -220,7 +220,7 @@ public final class Engine: @unchecked Sendable {
 
     private func runReference(_ p: Program, _ inputs: [String: Tensor], _ inShapes: [Int: [Int]], _ steps: [Int],
                               _ targets: [Int]) throws -> [Int: Tensor] {
-        let resolution = try p.resolve(inputs: inShapes, steps: steps, targets: targets)
+        let resolution = try p.resolve(inputs: inShapes, values: p.planTimeValues(inputs), steps: steps, targets: targets)
         let shapes = resolution.shapes
         var values = p.constants
         for (id, gi) in zip(p.inputIds, p.inputs) { values[id] = Buffer(inputs[gi.name]!.data) }
@@ -313,10 +313,12 @@ public final class Engine: @unchecked Sendable {
         let chunks = split ? images.count / per : 1
         let chunkShapes = split ? inShapes.mapValues { [per] + $0.dropFirst() } : inShapes
         let workers = min(threads, chunks)
+        let values = p.planTimeValues(inputs)
         let key = "\(p.steps.count == program.steps.count ? "main" : "original")|\(chunkShapes.sorted { $0.key < $1.key })|\(targets)"
+            + "|\(values.sorted { $0.key < $1.key })"
         let described = chunkShapes.sorted { $0.key < $1.key }.map { "'\(p.names[$0.key])' \($0.value)" }.joined(separator: ", ")
         let (entry, arenas) = try takeArenas(key, workers, p, describing: described) {
-            try Plan(program: p, inputShapes: chunkShapes, steps: steps, targets: targets, threads: threads)
+            try Plan(program: p, inputShapes: chunkShapes, inputValues: values, steps: steps, targets: targets, threads: threads)
         }
         defer { lock.lock(); entry.arenas += arenas; lock.unlock() }
         let plan = entry.plan

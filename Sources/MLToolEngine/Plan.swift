@@ -33,8 +33,9 @@ struct Plan: Sendable {
     func step(_ i: Int, _ p: Program) -> Step { resolved[i] ?? p.steps[i] }
 
     /// `threads`: the most threads one op may be split across (each fused pair needs a band buffer per thread).
-    init(program p: Program, inputShapes: [Int: [Int]], steps: [Int], targets: [Int], threads: Int = 1) throws {
-        let resolution = try p.resolve(inputs: inputShapes, steps: steps, targets: targets)
+    init(program p: Program, inputShapes: [Int: [Int]], inputValues: [Int: [Float]] = [:], steps: [Int], targets: [Int],
+         threads: Int = 1) throws {
+        let resolution = try p.resolve(inputs: inputShapes, values: inputValues, steps: steps, targets: targets)
         let steps = resolution.order
         self.steps = steps
         shapes = resolution.shapes

@@ -17,6 +17,20 @@ struct Resolution {
 }
 
 extension Program {
+    /// The inputs whose values are plan-time values (docs/FORMAT.md): one element of an integer or bool type, a
+    /// sample rate or a flag (silero-vad's `sr`, whose If then runs only the branch it takes): each value plans
+    /// apart, like each input shape.
+    var planTimeInputs: [Int] {
+        zip(inputIds, inputs).filter { $1.elementType != nil && $1.shape.allSatisfy { $0 == 1 } }.map(\.0)
+    }
+
+    /// The values of `planTimeInputs` in `feeds`.
+    func planTimeValues(_ feeds: [String: Tensor]) -> [Int: [Float]] {
+        var values: [Int: [Float]] = [:]
+        for id in planTimeInputs { if let t = feeds[names[id]], t.count == 1 { values[id] = t.data } }
+        return values
+    }
+
     /// The most elements a plan-time value may have (shape arithmetic is a handful of numbers).
     static let maxPlanTimeValue = 4096
 
@@ -27,13 +41,13 @@ extension Program {
     /// Resolves the given steps (graph order) for these input shapes; throws naming the first node that does not
     /// fit. With `targets`, an ifElse whose condition is a plan-time value resolves (and the result's `order` keeps)
     /// only the branch it takes.
-    func resolve(inputs: [Int: [Int]], steps order: [Int], targets: [Int]? = nil) throws -> Resolution {
+    func resolve(inputs: [Int: [Int]], values: [Int: [Float]] = [:], steps order: [Int], targets: [Int]? = nil) throws -> Resolution {
         // Every product of an input's dimensions must fit (a file can declare any size, and a shape with a zero
         // dimension has no elements whatever the others are).
         for (id, shape) in inputs where !Self.fits(shape) {
             throw EngineError.shapeMismatch(node: names[id], what: "input", expected: "dimensions ≥ 0 whose product fits", actual: shape)
         }
-        var r = Resolution(shapes: inputs)
+        var r = Resolution(shapes: inputs, values: values)
         for (id, s) in constantShapes { r.shapes[id] = s }
         if let targets, order.contains(where: { steps[$0].op == .ifElse }) {
             try resolveBranching(targets, &r)

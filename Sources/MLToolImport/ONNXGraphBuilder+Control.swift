@@ -54,7 +54,11 @@ extension ONNXGraphBuilder {
             throw ImportError.invalid(file: file, place: "\(place(node)) condition", expected: "one element", actual: "shape \(condShape)")
         }
         let before = (nodes: nodes.count, weights: weightOrder.count)
-        let values = try branches.indices.map { try inline(branches[$0], of: node, tag: Self.ifBranches[$0].1) }
+        let values = try branches.indices.map { i in
+            branchPath.append((cond, i == 0))
+            defer { branchPath.removeLast() }
+            return try inline(branches[i], of: node, tag: Self.ifBranches[i].1)
+        }
         if try ranksDiffer(values, node) {
             let taken = try assumeBranch(node, condition: cond, values: values, before: before)
             for (out, v) in zip(node.outputs, taken) where !out.isEmpty && out != v { try alias(out, to: v, node) }

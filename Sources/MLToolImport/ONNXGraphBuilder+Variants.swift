@@ -21,6 +21,8 @@ extension ONNXGraphBuilder {
         var weights: Int
         var condition: String
         var place: String
+        /// The branches of Ifs on run-time conditions the rank-varying If sits in (`branchPath`).
+        var path: [(condition: String, taken: Bool)]
     }
 
     /// Thrown by an If whose branches differ in rank when no assumption is left for it.
@@ -37,7 +39,7 @@ extension ONNXGraphBuilder {
     mutating func assumeBranch(_ node: ONNXFile.Node, condition: String, values: [[String]], before: (nodes: Int, weights: Int)) throws -> [String] {
         guard forks.count < assumptions.count else { throw NeedsVariants(place: place(node)) }
         let taken = assumptions[forks.count] ? 0 : 1
-        forks.append(Fork(nodes: before.nodes, weights: before.weights, condition: condition, place: place(node)))
+        forks.append(Fork(nodes: before.nodes, weights: before.weights, condition: condition, place: place(node), path: branchPath))
         return values[taken]
     }
 
@@ -95,17 +97,29 @@ extension ONNXGraphBuilder {
     mutating func guardVariant(depth: Int, outputs: [String], taken: Bool) {
         let fork = forks[depth]
         let renamed = renameOutputs(after: fork, outputs: outputs, tag: taken ? "then" : "else")
-        var condition = fork.condition
-        if !taken {
-            condition = fresh("\(fork.condition).not")
-            emit(condition, .unary, [fork.condition], condition, Attributes(mode: UnaryFunction.not.rawValue))
-            shapes[condition] = shapes[fork.condition]
+        var condition = taken ? fork.condition : negation(fork.condition)
+        // Inside the branch of an If on a run-time condition (silero-vad's sample rate), the variant only has to hold
+        // when that branch is taken: not(path) or condition, as not(path · not(condition)).
+        for (c, t) in fork.path.reversed() {
+            let inPath = t ? negation(negation(c)) : negation(c)
+            let both = fresh("\(condition).within")
+            emit(both, .mul, [inPath, negation(condition)], both)
+            shapes[both] = shapes[condition]
+            condition = negation(both)
         }
         for o in outputs {
             guard let r = renamed[o] else { continue }
             emit("\(o).variant", .ifElse, [condition, r], o)
             shapes[o] = shapes[r]
         }
+    }
+
+    /// 1 where `x` is 0, else 0 (a new value).
+    private mutating func negation(_ x: String) -> String {
+        let y = fresh("\(x).not")
+        emit(y, .unary, [x], y, Attributes(mode: UnaryFunction.not.rawValue))
+        shapes[y] = shapes[x]
+        return y
     }
 
     /// The nodes some graph output (or `keep`) reads, directly or not, in their order.

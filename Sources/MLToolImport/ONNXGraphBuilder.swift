@@ -31,6 +31,8 @@ struct ONNXGraphBuilder {
     /// conversion stood at each (`ONNXGraphBuilder+Variants`).
     var assumptions: [Bool] = []
     var forks: [Fork] = []
+    /// The If branches being inlined whose condition is known only at run time, innermost last.
+    var branchPath: [(condition: String, taken: Bool)] = []
     private var usedNames: Set<String>
     private var counter = 0
 

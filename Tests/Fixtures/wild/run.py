@@ -377,7 +377,7 @@ def stream_check(entry, graph_inputs, path, binpath, data, work, args):
         flags = []
         for k, x in {**fixed, **ours}.items():
             f = os.path.join(work, f"stream-in-{k}.npy".replace("/", "_"))
-            np.save(f, np.asarray(x).astype(np.float32))
+            np.save(f, np.asarray(x).astype(types[k]))
             flags += ["--input", f"{k}={f}"]
         q = subprocess.run([args.mltool, "run", binpath, *flags, *sum((["--output", n] for n in names), []), "-o", folder,
                             "--threads", "1"], capture_output=True, text=True)
@@ -513,7 +513,7 @@ def run_file(entry, args, data):
                 return res
         feeds[v.name] = x
         f = os.path.join(work, f"in{len(files)}.npy")
-        np.save(f, x.astype(np.float32))
+        np.save(f, x)   # in the file's element type: mltool refuses a float file for an integer input
         files.append(f)
     res["input_shapes"] = {k: list(v.shape) for k, v in feeds.items()}
     sess = session(path)
@@ -541,7 +541,7 @@ def run_file(entry, args, data):
                 x = x.astype(ONNX_NP.get(v.type.tensor_type.elem_type, np.float32))
                 feeds_k[v.name] = x
                 f = os.path.join(work, f"in{len(files_k)}-{k}.npy")
-                np.save(f, x.astype(np.float32))
+                np.save(f, x)
                 files_k.append(f)
             ref_k = sess.run(None, feeds_k)
         else:
