@@ -137,7 +137,17 @@ extension Program {
         case .reshape where s.inputs.count == 2, .expand:
             s.shape = try planTimeInts(s, 1, r)
         case .slice where s.bounds != nil:
-            s.slices = try (s.bounds ?? []).map { try $0.resolved(in: ins[0], s) }
+            var bounds = s.bounds ?? []
+            if s.inputs.count == 2 {
+                // The ends as a plan-time value (a position table sliced to the sequence length).
+                let ends = try planTimeInts(s, 1, r)
+                guard ends.count == bounds.count else {
+                    throw EngineError.invalidAttribute(node: s.name, attribute: "input '\(names[s.inputs[1]])'",
+                                                       expected: "\(bounds.count) ends (one per axis)", actual: "\(ends)")
+                }
+                for i in bounds.indices { bounds[i].end = ends[i] }
+            }
+            s.slices = try bounds.map { try $0.resolved(in: ins[0], s) }
         case .conv where s.autoPad != nil:
             s.pads = Self.autoPads(s, ins[0], kernel: [s.weightShape[0], s.weightShape[1]])
         case .maxPool where s.autoPad != nil, .avgPool where s.autoPad != nil:

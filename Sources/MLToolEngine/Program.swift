@@ -338,7 +338,7 @@ struct Program: Sendable {
             try inputCount(1...1)
             s.resize = try ResizeSpec(node)
         case .slice where a.ends != nil:
-            try inputCount(1...1)
+            try inputCount(1...2)   // the ends may be a plan-time value (input 1)
             s.bounds = try SliceBound.list(a, node)
         case .slice:
             try inputCount(1...1)

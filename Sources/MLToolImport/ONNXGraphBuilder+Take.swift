@@ -60,6 +60,7 @@ extension ONNXGraphBuilder {
         let idx = try constant(node, 1, what: "indices")
         let axis = try normalize(int(node, "axis", 0), rank: x.shape.count, node)
         let n = x.shape[axis]
+        if n < 0, idx.values.count == 1 { return try gatherOneFromFreeAxis(node, x, axis: axis, index: idx) }
         guard n >= 0 else {
             throw ImportError.invalid(file: file, place: place(node), expected: "axis \(axis) of known size", actual: "\(x.shape)")
         }
@@ -85,6 +86,7 @@ extension ONNXGraphBuilder {
 
     /// Slice on a computed tensor: constant starts / ends / axes / steps (attributes before opset 10), one IR slice.
     mutating func slice(_ node: ONNXFile.Node) throws {
+        if opset >= 10, node.inputs.count > 2, isPartial(node.inputs[2]) { return try sliceToRunTimeEnds(node) }
         let x = try activation(node)
         guard let out = node.outputs.first, !out.isEmpty else {
             throw ImportError.invalid(file: file, place: place(node), expected: "an output", actual: "none")
