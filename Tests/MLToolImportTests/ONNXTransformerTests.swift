@@ -59,13 +59,16 @@ import Testing
     static func range(_ t: Tensor) -> Double { Double((t.data.max() ?? 0) - (t.data.min() ?? 0)) }
 
     /// Float networks within `tolerance` of the output's range at every batch and sequence length. Measured (torch
-    /// 2.15.0, onnxruntime 1.23.2, AVX-512): see the arguments' comment.
+    /// 2.15.0, onnxruntime 1.32.0, AMD EPYC with AVX2): see the arguments' comment.
     @Test(arguments: [("bert", 2e-5), ("bert_dynamo", 2e-5), ("vit", 2e-5)])
     func floatEncoderMatchesOnnxruntime(model: String, tolerance: Double) throws {
         guard let manifest = try Self.manifest() else { return }
         let expectedRuns = model == "vit" ? 2 : 6
         let runs = manifest.runs.filter { $0.model == model + ".onnx" }
-        if model == "bert_dynamo" && runs.isEmpty { return Oracles.missing("bert_dynamo.onnx: the dynamo exporter failed when the fixtures were made") }
+        if model == "bert_dynamo" && runs.isEmpty {
+            Oracles.missing("bert_dynamo.onnx: the dynamo exporter failed when the fixtures were made")
+            return
+        }
         #expect(runs.count == expectedRuns)
         let (imported, results) = try Self.outputs(model, manifest: manifest)
         // The sequence length (and the batch) stay free in the imported model.
@@ -79,27 +82,50 @@ import Testing
     }
 
     /// onnxruntime's dynamic quantization (QInt8 and QUInt8 weights): the MatMulInteger chains import as layers with
-    /// int8 weights (24 encoder layers and the pooler, plus the 3 embedding tables), and the outputs stay within
-    /// `tolerance` of the range of onnxruntime's int8 run, with the same argmax on ≥ 99% of the hidden rows.
-    @Test(arguments: [("bert_int8", 1e-2), ("bert_uint8", 1e-2)])
-    func dynamicInt8EncoderMatchesOnnxruntime(model: String, tolerance: Double) throws {
+    /// int8 weights (24 encoder projections and the pooler, plus the 3 embedding tables), one import for every batch
+    /// and sequence length. Compared with onnxruntime's int8 run of the same file and with its float run of bert.onnx
+    /// on the same ids (the same argmax on ≥ 98% of the hidden rows; measured 126 of 128 at worst). On this AVX2 machine onnxruntime's u8s8 kernel saturates its int16 pair sums (no VNNI), so its
+    /// QInt8 run is 2.4e-2–4.3e-2 of the range from float where mltool's is 5e-3–9e-3: mltool is compared with
+    /// float more tightly than with that run.
+    @Test(arguments: ["bert_int8", "bert_uint8"])
+    func dynamicInt8EncoderMatchesOnnxruntime(model: String) throws {
+        // Per output: the tolerance against onnxruntime's int8 run and against its float run (fractions of the range),
+        // each just above the largest measured at any batch and length (hidden: 4.3e-2 and 1.0e-2 for QInt8, 5.9e-3
+        // and 8.4e-3 for QUInt8; pooled, the tanh of one projected row: 1.9e-1 and 3.0e-2, 2.0e-2 and 1.1e-2).
+        let tolerances: [String: (ort: Double, float: Double)] = model == "bert_int8"
+            ? ["hidden": (5e-2, 1.2e-2), "pooled": (2.2e-1, 3.5e-2)]
+            : ["hidden": (8e-3, 1e-2), "pooled": (2.5e-2, 1.5e-2)]
         guard let manifest = try Self.manifest() else { return }
         let (imported, results) = try Self.outputs(model, manifest: manifest)
         let int8 = imported.tensors.filter { $0.dtype == .int8 }
         #expect(int8.count == 28)
-        #expect(imported.metadata.graph?.nodes.contains { $0.op == .dense || $0.op == .matMul } == true)
+        #expect(!imported.metadata.graph!.nodes.contains { $0.name.contains("DynamicQuantize") })
         #expect(results.count == 12)
-        for r in results {
-            let range = Self.range(r.expected)
-            print("\(model) \(r.run) \(r.output): max |mltool − onnxruntime| / range = "
-                  + String(format: "%.2e", Closeness.ratio(r.actual.data, r.expected.data, atol: range)))
-            assertClose(r.actual, r.expected, atol: tolerance * range, "\(r.run) output '\(r.output)' (range \(range))")
-            let width = r.expected.shape.last ?? 1, rows = r.expected.count / width
-            let same = (0..<rows).filter { row in
-                let a = r.actual.data[(row * width)..<((row + 1) * width)], e = r.expected.data[(row * width)..<((row + 1) * width)]
-                return a.indices.max { a[$0] < a[$1] } == e.indices.max { e[$0] < e[$1] }
-            }.count
-            #expect(Double(same) >= 0.99 * Double(rows), "\(r.run) '\(r.output)': the same argmax on \(same) of \(rows) rows")
+        let float = try Self.outputs("bert", manifest: manifest).results
+        for (r, f) in zip(results, float) {
+            #expect(r.run.dropFirst(model.count) == f.run.dropFirst("bert".count) && r.output == f.output)
+            let range = Self.range(r.expected), floatRange = Self.range(f.expected)
+            print("\(model) \(r.run) \(r.output): max |mltool − onnxruntime int8| / range = "
+                  + String(format: "%.2e", Closeness.ratio(r.actual.data, r.expected.data, atol: range))
+                  + ", |mltool − onnxruntime float| / range = "
+                  + String(format: "%.2e", Closeness.ratio(r.actual.data, f.expected.data, atol: floatRange))
+                  + ", |onnxruntime int8 − float| / range = "
+                  + String(format: "%.2e", Closeness.ratio(r.expected.data, f.expected.data, atol: floatRange)))
+            let tolerance = try #require(tolerances[r.output])
+            assertClose(r.actual, r.expected, atol: tolerance.ort * range, "\(r.run) '\(r.output)' against onnxruntime's int8 run")
+            assertClose(r.actual, f.expected, atol: tolerance.float * floatRange, "\(r.run) '\(r.output)' against onnxruntime's float run")
+            guard r.output == "hidden" else { continue }
+            let rows = r.expected.count / 256
+            let same = (0..<rows).filter { Self.argmax(r.actual, row: $0) == Self.argmax(f.expected, row: $0) }.count
+            let sameOrt = (0..<rows).filter { Self.argmax(r.expected, row: $0) == Self.argmax(f.expected, row: $0) }.count
+            print("\(model) \(r.run): the float run's argmax on \(same) of \(rows) rows (onnxruntime int8: \(sameOrt))")
+            #expect(Double(same) >= 0.98 * Double(rows), "\(r.run): the float run's argmax on \(same) of \(rows) rows")
         }
+    }
+
+    static func argmax(_ t: Tensor, row: Int) -> Int {
+        let width = t.shape.last ?? 1
+        let slice = t.data[(row * width)..<((row + 1) * width)]
+        return slice.indices.max { slice[$0] < slice[$1] } ?? 0
     }
 }
