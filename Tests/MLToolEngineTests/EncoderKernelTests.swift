@@ -67,4 +67,25 @@ import Testing
         let nan = try #require(try Engine(model: model, threads: 1).run(["x": Tensor(shape: [1], data: [.nan])])["y"])
         #expect(nan.data[0].isNaN)
     }
+
+    /// Chained transposes (an attention head split between NCHW and NHWC) become one transpose, or an identity when
+    /// they undo each other; the fast path (optimized graph) equals the reference (original graph) exactly.
+    @Test func chainedTransposesComposeIntoOne() throws {
+        var g = GraphBuilder(seed: 495, input: [2, 5, 3, 4])
+        let t1 = g.node(.transpose, ["x"], Attributes(perm: [0, 2, 3, 1]))
+        let t2 = g.node(.transpose, [t1], Attributes(perm: [0, 3, 2, 1]))
+        let t3 = g.node(.transpose, [t2], Attributes(perm: [0, 3, 1, 2]))
+        let x = g.input([2, 5, 3, 4])
+        let three = g.model(outputs: [t3])
+        let composed = try #require(try GraphPasses.optimize(three).metadata.graph?.nodes)
+        #expect(composed.map(\.op) == [.transpose] && composed.first?.attributes.perm == [0, 2, 1, 3])
+        let back = g.node(.transpose, [t3], Attributes(perm: [0, 2, 1, 3]))
+        let undone = g.model(outputs: [back])
+        #expect(try GraphPasses.optimize(undone).metadata.graph?.nodes.map(\.op) == [.identity])
+        for model in [three, undone] {
+            let (fast, ref) = try bothModes(model, ["x": x], threads: 2)
+            let output = try #require(model.metadata.graph?.outputs.first)
+            #expect(fast[output] == ref[output] && fast[output] != nil)
+        }
+    }
 }
