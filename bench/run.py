@@ -17,7 +17,8 @@ scale: the head out of core on 2,000,000 synthetic rows, 70,000 images as 4 Slur
 classification (`ImageClassifier.classify(batch:)`) against one call per image, files decoded in both, 10 YOLOv8n and
 the raccoon detector, 11 a UPOS word tagger on UD English EWT against python-crfsuite and NLTK's perceptron, 12 the
 language identifier (models/language-id.bin) against fastText trained on the same split, with lingua and py3langid
-as off-the-shelf references: accuracy by text length and the confusion between close languages.
+as off-the-shelf references: accuracy by text length and the confusion between close languages, 14 a BERT-style
+encoder (float and onnxruntime's dynamic int8) at batch 1, sequence 128, on 1 and 2 threads against onnxruntime.
 """
 import argparse
 import csv
@@ -1165,6 +1166,67 @@ def part_language(a, res):
             row("12", "language ID held-out accuracy", name, out[peer]["accuracy"], mine["accuracy"], "acc", False)
 
 
+# ---------------------------------------------------------------------------------------------------------------
+# 14. Transformer encoders
+
+def transformer_flops(seq, hidden=256, heads=4, layers=4, intermediate=1024):
+    """2 × the multiply-adds of the BERT fixture at `seq` tokens: Q, K, V and output projections, the two MLP layers,
+    Q·Kᵀ and P·V per layer, and the pooler."""
+    per_layer = 4 * seq * hidden * hidden + 2 * seq * hidden * intermediate + 2 * seq * seq * hidden
+    return 2 * (layers * per_layer + hidden * hidden)
+
+
+def part_transformer(a, res):
+    section("14. transformer encoders: BERT-style (4 layers, hidden 256, 4 heads; Tests/Fixtures/onnx/"
+            "make_transformers.py), float and onnxruntime's dynamic int8, batch 1, sequence 128")
+    fixtures = os.path.join(ROOT, ".build/transformers")
+    run([sys.executable, os.path.join(ROOT, "Tests/Fixtures/onnx/make_transformers.py"), "--out", fixtures])
+    work = os.path.join(ROOT, ".build/bench")
+    os.makedirs(work, exist_ok=True)
+    with open(os.path.join(fixtures, "manifest.json")) as f:
+        manifest = json.load(f)
+    case = next(r for r in manifest["runs"] if r["name"] == "bert.b1.s128")
+    feeds, npy = {}, []
+    for i in case["inputs"]:
+        v = np.fromfile(os.path.join(fixtures, i["file"]), dtype="<f4").reshape(i["shape"]).astype(np.int64)
+        feeds[i["name"]] = v
+        path = os.path.join(work, f"bert.s128.{i['name']}.npy")
+        np.save(path, v)
+        npy += ["--input", f"{i['name']}={path}"]
+    flops = transformer_flops(128)
+    print(f"  graph: {flops / 1e9:.3f} GFLOP per sequence of 128 (projections, MLP, attention products)", flush=True)
+    res["transformer"] = dict(gflop_per_sequence=flops / 1e9, runs=[])
+    for name in ("bert", "bert_int8"):
+        onnx_path, model = os.path.join(fixtures, name + ".onnx"), os.path.join(work, name + ".bin")
+        if not os.path.exists(model) or os.path.getmtime(model) < os.path.getmtime(onnx_path):
+            run([a.mltool, "import", onnx_path, "-o", model])
+        for threads in (1, 2):
+            best_o, best_m, pairs = None, None, []
+            for _ in range(a.repeat):
+                s = ort_session(onnx_path, threads)   # default options: ORT_ENABLE_ALL, a spinning pool
+                s.run(None, feeds)
+                lat = []
+                start = time.perf_counter()
+                while time.perf_counter() - start < a.seconds or len(lat) < 3:
+                    t0 = time.perf_counter()
+                    s.run(None, feeds)
+                    lat.append(time.perf_counter() - t0)
+                o = len(lat) / sum(lat)
+                m = json.loads(run([a.mltool, "bench", model, *npy, "--threads", str(threads), "--seconds",
+                                    str(a.seconds), "--json"]).stdout)
+                pairs.append((o, m["images_per_second"]))
+                best_o = o if best_o is None else max(best_o, o)
+                best_m = m if best_m is None or m["images_per_second"] > best_m["images_per_second"] else best_m
+            ratios = [m / o for o, m in pairs]
+            gflops = best_m["images_per_second"] * flops / 1e9
+            th = f"{threads} thread{'s' if threads > 1 else ''}"
+            row("14", f"{name} batch 1, seq 128, {th}", "onnxruntime (ORT_ENABLE_ALL)", best_o,
+                best_m["images_per_second"], "seq/s", False, gflops=gflops, threads=threads,
+                note=f"acceptance ≥ 1.0×; same-run ratios {min(ratios):.2f}–{max(ratios):.2f}×")
+            res["transformer"]["runs"].append(dict(model=name, threads=threads, onnxruntime_per_second=best_o,
+                                                   mltool=best_m, mltool_gflops=gflops, same_run_ratio=spread(ratios)))
+
+
 def versions(a):
     v = dict(python=platform.python_version())
     v["mltool"] = run([a.mltool, "--version"]).stdout.strip()
@@ -1207,8 +1269,8 @@ def main():
     ap.add_argument("--repeat", type=int, default=3, help="best of N for the quick timings (default 3)")
     ap.add_argument("--repeat-slow", type=int, default=2, help="best of N for cold end-to-end runs (default 2)")
     ap.add_argument("--seconds", type=float, default=3, help="seconds per throughput measurement (default 3)")
-    ap.add_argument("--parts", default="1,2,4,5,6,8,9,10,11,12",
-                    help="which parts to run (3 comes with 2; default 1,2,4,5,6,8,9,10,11,12; the ceiling always runs first)")
+    ap.add_argument("--parts", default="1,2,4,5,6,8,9,10,11,12,14",
+                    help="which parts to run (3 comes with 2; default 1,2,4,5,6,8,9,10,11,12,14; the ceiling always runs first)")
     ap.add_argument("--language-id-flags", default="--text-column text --label-column label --char-ngrams 1-4 --ngrams 1 "
                     "--hash-bits 18", help="mltool train flags of models/language-id.bin (make bench passes the Makefile's)")
     ap.add_argument("--full", action="store_true", help="also parts 7 and 13: train on all 60,000 images (~10 min); "
@@ -1232,7 +1294,8 @@ def main():
     print("versions: " + ", ".join(f"{k} {v}" for k, v in res["versions"].items()))
     steps = [("0", part_ceiling), ("1", part_extractor), ("8", part_resnet), ("2", part_images), ("4", part_text),
              ("9", part_batch), ("10", part_detect), ("11", part_tagger), ("12", part_language), ("5", part_load), ("6", part_quant),
-             ("7", part_memory), ("13", part_scale)]
+             ("7", part_memory), ("13", part_scale),
+             ("14", part_transformer)]
     for key, fn in steps:
         if key in parts:
             fn(a, res)

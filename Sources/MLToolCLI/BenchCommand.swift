@@ -10,6 +10,7 @@ extension CLI {
             OptionSpec("--threads", value: "T", help: "Threads (default: all cores)."),
             OptionSpec("--seconds", value: "S", help: "Measure for about S seconds (default 5)."),
             OptionSpec("--json", help: "Print one JSON object."),
+            OptionSpec("--input", value: "[NAME=]FILE.npy", repeats: true, help: "Run on this input tensor instead of random values (token ids, a sequence length): NAME=FILE, or one per graph input in order."),
             OptionSpec("--images", value: "DIR", help: "Classify the image files below DIR one call at a time and in one batch call, and compare (images/s)."),
             OptionSpec("--head", value: "ROWSxCOLS", help: "Measure the image head's fit on synthetic rows instead (no MODEL): in memory, or out of core past --memory."),
             OptionSpec("--memory", value: "SIZE", help: "With --head: the memory budget (default half the machine's), e.g. 2G."),
@@ -57,6 +58,8 @@ extension CLI {
         bench.batch = try args.int("--batch", default: bench.batch)
         bench.threads = try args.int("--threads", default: bench.threads)
         bench.seconds = try args.double("--seconds", default: bench.seconds)
+        let files = args.strings("--input")
+        if !files.isEmpty { bench.inputs = try GraphRun(model: try ModelLoader.load(path), path: path).inputs(files) }
         let r = try bench.run()
         if args.has("--json") {
             print(String(format: "{\"model\": %@, \"batch\": %d, \"threads\": %d, \"runs\": %d, \"images_per_second\": %.3f, \"latency_median_ms\": %.3f, \"latency_p90_ms\": %.3f, \"load_ms\": %.3f, \"setup_ms\": %.3f, \"cpu_level\": %@, %@}",

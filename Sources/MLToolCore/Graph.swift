@@ -70,8 +70,8 @@ import Foundation
 /// - expand: x, target (a plan-time value) → x broadcast with the target shape (numpy rules)
 /// - plan-time values (docs/FORMAT.md): what follows from `shape` outputs and constants alone; the engine computes
 ///   them when it plans a set of input shapes. reshape may take its target as a second input of that kind; slice
-///   with `ends` resolves ONNX starts/ends per input size; conv and pools with `autoPad` their pads; resize with
-///   `scales` and no `shape` its size
+///   with `ends` resolves ONNX starts/ends per input size (they may be its second and third inputs, of that kind);
+///   conv and pools with `autoPad` their pads; resize with `scales` and no `shape` its size
 /// - ifElse: condition (one element), a, b → a when the condition ≠ 0, else b: the outputs of an ONNX If whose
 ///   condition is not known at import (both branches are inlined; a plan-time condition runs only the branch it
 ///   takes, whose shape may differ from the other's; else both run and share one shape). An If whose condition

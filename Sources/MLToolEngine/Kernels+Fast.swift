@@ -10,6 +10,7 @@ enum Fast {
     /// Floats of scratch the step needs (im2col rows for one image and one group).
     static func scratchCount(_ s: Step, _ xs: [[Int]], _ ys: [Int]) -> Int {
         if s.op == .dense, let q = s.qweights { return q.scratchFloats(rows: ys[0]) }
+        if s.op == .matMul, let q = s.qweights { return q.scratchFloats(rows: ys.dropLast().reduce(1, &*)) }
         if s.op == .convTranspose { return convTransposeScratch(s, xs[0]) }
         if s.op == .batchMatMul { return batchMatMulScratch(xs) }
         guard s.op == .conv else { return 0 }
@@ -100,6 +101,8 @@ enum Fast {
         case batchNorm, globalAvgPool
         /// Reductions along axes (`Kernels+Reduce.swift`) and `where` (`Kernels+Select.swift`).
         case reduce, select
+        /// erf elementwise, vectorised (`mlk_erf`): a transformer's exact GELU.
+        case erf
         /// LSTM, GRU, RNN: GEMMs for the products, vectorised gate functions (`Kernels+Recurrent.swift`).
         case recurrent
         /// A GEMM into columns and col2im (`Kernels+ConvTranspose.swift`).
@@ -119,12 +122,15 @@ enum Fast {
         case .layerNorm: return .layerNorm
         case .batchMatMul: return .batchMatMul
         case .dense: return s.qweights != nil ? .quantizedDense : .packedDense
+        case .matMul where s.qweights != nil: return .quantizedDense
+        case .matMul where s.packed != nil: return .packedDense
         case .matMul: return .matMul
         case .relu, .clip, .leakyRelu, .sigmoid, .hardSigmoid, .hardSwish, .swish, .tanh, .identity,
              .reshape, .flatten, .squeeze, .unsqueeze: return .activation
         case .add where xs[0] == xs[1]: return .addSame
         case .add, .sub, .mul, .div, .pow, .binary: return .broadcastBinary
         case .reduce: return .reduce
+        case .unary where s.unary == .erf: return .erf
         case .where: return .select
         case .transpose: return .transpose
         case .concat: return .concat
@@ -151,11 +157,12 @@ enum Fast {
         case .batchMatMul: batchMatMul(x, xs, y, ys, scratch: scratch, threads: threads)
         case .quantizedDense:
             guard let q = s.qweights else { preconditionFailure("dense '\(s.name)': no int8 weights (Program.compile)") }
-            quantizedGemm(x[0], lda: s.weightShape[0], q, rows: ys[0], bias: s.bias.map { UnsafePointer($0.pointer) },
+            // dense: y (rows, n); matMul: y (…, rows, n), every row of a at once.
+            quantizedGemm(x[0], lda: s.weightShape[0], q, rows: n / s.weightShape[1], bias: s.bias.map { UnsafePointer($0.pointer) },
                           y, act: s.act, scratch: scratch, threads: threads)
         case .packedDense:
             guard let packed = s.packed else { preconditionFailure("dense '\(s.name)': no packed weights (Program.compile)") }
-            packedGemm(x[0], lda: s.weightShape[0], packed.pointer, rows: ys[0], n: ys[1], k: s.weightShape[0],
+            packedGemm(x[0], lda: s.weightShape[0], packed.pointer, rows: n / s.weightShape[1], n: s.weightShape[1], k: s.weightShape[0],
                        bias: s.bias.map { UnsafePointer($0.pointer) }, y, act: s.act, threads: threads, palette: s.palette)
         case .matMul:
             let k = xs[1][0], m = xs[1][1]
@@ -174,6 +181,9 @@ enum Fast {
                 mlk_add_act(a + lo, b + lo, y + lo, Int64(hi - lo), act.code, act.p0, act.p1)
             }
         case .broadcastBinary: binary(s, x[0], xs[0], x[1], xs[1], y, ys, threads: threads)
+        case .erf:
+            nonisolated(unsafe) let (a, y) = (x[0], y)
+            rowsInParallel(n, elements: n, threads: threads) { lo, hi in mlk_erf(a + lo, y + lo, Int64(hi - lo)) }
         case .reduce: reduce(s, x[0], xs[0], y, ys, threads: threads)
         case .select: select(x, xs, y, ys, threads: threads)
         case .transpose: transpose(s, x[0], xs[0], y, ys, threads: threads)

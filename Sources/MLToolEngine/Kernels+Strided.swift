@@ -58,14 +58,17 @@ extension Fast {
 
     static func binary(_ s: Step, _ a: UnsafePointer<Float>, _ aShape: [Int], _ b: UnsafePointer<Float>, _ bShape: [Int],
                        _ y: UnsafeMutablePointer<Float>, _ ys: [Int], threads: Int) {
-        guard let inner = ys.last, inner > 0 else { Reference.run(s, [a, b], [aShape, bShape], y, ys); return }
-        let sa = broadcastStrides(aShape, rank: ys.count), sb = broadcastStrides(bShape, rank: ys.count)
-        let (ia, ib) = (sa[ys.count - 1], sb[ys.count - 1])
+        guard let last = ys.last, last > 0 else { Reference.run(s, [a, b], [aShape, bShape], y, ys); return }
+        // Axes both operands walk as one are merged, so that a short last axis (attention scores in NHWC order:
+        // (…, S, S, heads)) divided by a constant runs as long rows.
+        let (shape, strides) = mergedAxes(ys, [broadcastStrides(aShape, rank: ys.count), broadcastStrides(bShape, rank: ys.count)])
+        let inner = shape.last ?? last
+        let (ia, ib) = (strides[0].last ?? 0, strides[1].last ?? 0)
         let op = s.op, act = s.act
         nonisolated(unsafe) let (a, b, y) = (a, b, y)
-        let rows = ys.dropLast().reduce(1, *)
+        let rows = shape.dropLast().reduce(1, *)
         rowsInParallel(rows, elements: rows &* inner, threads: threads) { lo, hi in
-        forEachRow(ys, [sa, sb], rows: lo..<hi) { k, off in
+        forEachRow(shape, strides, rows: lo..<hi) { k, off in
             let yp = y + k &* inner, ap = a + off[0], bp = b + off[1]
             switch op {
             case .add: for j in 0..<inner { yp[j] = ap[j &* ia] + bp[j &* ib] }
@@ -80,6 +83,23 @@ extension Fast {
             if !act.isNone { for j in 0..<inner { yp[j] = act.apply(yp[j]) } }
         }
         }
+    }
+
+    /// `shape` with adjacent axes merged where every operand's strides walk them as one axis (axis d into the axis
+    /// after it when strides[d] = strides[d + 1] · shape[d + 1] for each; size-1 axes dropped), and the strides of
+    /// the merged axes. The output is contiguous, so its row order is unchanged.
+    static func mergedAxes(_ shape: [Int], _ strides: [[Int]]) -> (shape: [Int], strides: [[Int]]) {
+        guard let last = shape.last else { return (shape, strides) }
+        var outShape = [last], outStrides = strides.map { [$0[$0.count - 1]] }
+        for d in stride(from: shape.count - 2, through: 0, by: -1) where shape[d] != 1 {
+            if strides.indices.allSatisfy({ strides[$0][d] == outStrides[$0][0] &* outShape[0] }) {
+                outShape[0] &*= shape[d]
+            } else {
+                outShape.insert(shape[d], at: 0)
+                for i in outStrides.indices { outStrides[i].insert(strides[i][d], at: 0) }
+            }
+        }
+        return (outShape, outStrides)
     }
 
     /// x^y, with the exponents detection heads use (2, 1, 0.5) exact and fast.

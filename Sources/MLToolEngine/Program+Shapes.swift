@@ -103,7 +103,7 @@ extension Program {
             }
             return [x[0], s.weightShape[1]]
         case .matMul:
-            let b = ins[1]
+            let b = ins.count > 1 ? ins[1] : s.weightShape   // a constant b packed at compile time
             guard b.count == 2, x.count >= 2, x.last == b[0] else { throw bad("a", "(…, M, \(b.first ?? 0)) with b (K, N) rank 2 \(b)", x) }
             return x.dropLast() + [b[1]]
         case .batchMatMul:

@@ -182,9 +182,15 @@ extension ONNXGraphBuilder {
 extension ONNXGraphBuilder {
     /// A Slice along an axis whose size is known only at run time: the IR slice keeps ONNX's bounds and resolves
     /// them per input size (`ends`).
-    /// A Slice whose starts or ends follow from a dimension known only at run time (`x[:, :n]` with n a size):
-    /// an IR slice taking them as plan-time inputs (axes and steps known at import).
-    mutating func sliceWithRunTimeBounds(_ node: ONNXFile.Node, _ x: (name: String, shape: [Int]), output: String) throws {
+    /// A Slice whose starts or ends follow from a dimension known only at run time (`x[:, :n]` with n a size;
+    /// `position_ids[:, :seq]`, a constant buffer sliced to the sequence length): an IR slice taking them as
+    /// plan-time inputs (axes and steps known at import).
+    mutating func sliceWithRunTimeBounds(_ node: ONNXFile.Node) throws {
+        guard let output = node.outputs.first, !output.isEmpty else {
+            throw ImportError.invalid(file: file, place: place(node), expected: "an output", actual: "none")
+        }
+        let shape = try shape(of: node.inputs[0], in: node)
+        let x = (name: try operand(node, 0, rank: shape.count), shape: shape)
         let r = x.shape.count
         let count = constants[node.inputs[1]]?.values.count ?? 0
         let axes = try optionalConstant(node, 3, what: "axes")?.ints ?? (0..<count).map { $0 }

@@ -90,12 +90,12 @@ extension ONNXGraphBuilder {
 
     /// Slice on a computed tensor: constant starts / ends / axes / steps (attributes before opset 10), one IR slice.
     mutating func slice(_ node: ONNXFile.Node) throws {
+        if opset >= 10, [1, 2].contains(where: { $0 < node.inputs.count && isPartial(node.inputs[$0]) }) {
+            return try sliceWithRunTimeBounds(node)
+        }
         let x = try activation(node)
         guard let out = node.outputs.first, !out.isEmpty else {
             throw ImportError.invalid(file: file, place: place(node), expected: "an output", actual: "none")
-        }
-        if opset >= 10, [1, 2].contains(where: { $0 < node.inputs.count && isPartial(node.inputs[$0]) }) {
-            return try sliceWithRunTimeBounds(node, x, output: out)
         }
         let bounds = try sliceBounds(node, rank: x.shape.count)
         if bounds.contains(where: { x.shape[$0.axis] < 0 && !($0.start == 0 && $0.step == 1 && $0.end >= Int(Int32.max)) }) {

@@ -61,6 +61,8 @@ public enum ONNXImporter {
             onnx.nodes = onnx.nodes.indices.filter(needed.contains).map { onnx.nodes[$0] }
             onnx.outputs = d.tensors.map { ONNXFile.ValueInfo(name: $0, shape: nil, elemType: 1) }
         }
+        onnx.nodes = ONNXGraphBuilder.fusingDynamicQuantization(onnx.nodes, constants: onnx.initializers,
+                                                                 outputs: Set(onnx.outputs.map(\.name)))
         try checkSupported(onnx, file: path)
         guard opsets.contains(onnx.opset) else {
             throw ImportError.invalid(file: path, place: "opset_import", expected: "ai.onnx opset \(opsets.lowerBound)–\(opsets.upperBound)",

@@ -36,6 +36,8 @@ void mlk_softmax(const float *x, float *y, int64_t len, int64_t inner, int64_t i
 
 /// Softmax over the last axis of x (rows, len) for rows [r0, r1): the same definition and bits as mlk_softmax.
 void mlk_softmax_rows(const float *x, float *y, int64_t len, int64_t r0, int64_t r1);
+/// y[i] = erf(x[i]) for i < n (absolute error below 4e-7; NaN stays NaN): Abramowitz & Stegun 7.1.26.
+void mlk_erf(const float *x, float *y, int64_t n);
 
 // ---- GEMM on packed weights (gemm.c) ----
 

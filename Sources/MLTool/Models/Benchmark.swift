@@ -78,6 +78,9 @@ public struct Benchmark: Sendable {
     public var threads = 0
     /// Measure for about this many seconds (at least 3 runs).
     public var seconds = 5.0
+    /// The inputs of every run (`mltool bench --input`: token ids, a sequence length), by graph input name, instead
+    /// of random values of the graph's shapes; nil: random values.
+    public var inputs: [String: Tensor]?
 
     public init(modelPath: String) { self.modelPath = modelPath }
 
@@ -99,6 +102,7 @@ public struct Benchmark: Sendable {
         var inputs = [String: Tensor]()
         let residentBeforeInputs = ProcessMemory.field("VmRSS")
         for input in graph.inputs {
+            if let given = self.inputs?[input.name] { inputs[input.name] = given; continue }
             let shape = input.shape.enumerated().map { $0.offset == 0 && $0.element < 0 ? batch : max($0.element, 1) }
             // A file can declare sizes no machine holds: refused before the random values are made.
             let n = try Checked.elementCount(shape, file: modelPath, what: "graph input '\(input.name)'")

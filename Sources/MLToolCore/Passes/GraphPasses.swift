@@ -1,6 +1,7 @@
 /// Graph rewrites that keep a model's outputs (up to float rounding) and make it cheaper to run. Importers and the
 /// engine both use them, so they live in Core.
 ///
+/// - `composeTransposes`: a transpose of a transpose becomes one (or an identity; GraphPasses+Transpose.swift).
 /// - `removeIdentities`: drops identity nodes (ONNX Identity/Dropout map to `identity`) by rewiring their consumers.
 /// - `foldBatchNorm`: folds a batchNorm into the conv/dense that feeds it: w' = w·γ/√(σ²+ε) along the output
 ///   channel, b' = (b−μ)·γ/√(σ²+ε)+β.
@@ -13,7 +14,8 @@
 public enum GraphPasses {
     /// All passes, in an order where each one exposes work for the next.
     public static func optimize(_ model: Model) throws -> Model {
-        var m = try removeIdentities(model)
+        var m = try composeTransposes(model)
+        m = try removeIdentities(m)
         m = try foldBatchNorm(m)
         m = try fuseSwish(m)
         m = try fuseActivations(m)
