@@ -108,6 +108,8 @@ enum Fast {
         case layerNorm
         /// A packed GEMM per output matrix (`Kernels+BatchMatMul.swift`).
         case batchMatMul
+        /// ONNX QuantizeLinear / DequantizeLinear (`Kernels+Quantize.swift`).
+        case linearQuant
         /// Ops that are cheap or rare (global max pool, log-softmax, ...): the scalar reference kernel.
         case reference
     }
@@ -136,6 +138,7 @@ enum Fast {
         case .batchNorm: return .batchNorm
         case .globalAvgPool: return .globalAvgPool
         case .lstm, .gru, .rnn: return .recurrent
+        case .quantize, .dequantize: return .linearQuant
         default: return .reference
         }
     }
@@ -199,6 +202,7 @@ enum Fast {
                 for ch in 0..<c { out[ch] *= inv }
             }
         case .recurrent: recurrent(s, x, xs, y, ys)
+        case .linearQuant: linearQuant(s, x[0], xs[0], y, threads: threads)
         case .reference:
             Reference.run(s, x, xs, y, ys)
         }

@@ -67,6 +67,8 @@ struct Step: Sendable {
     var bounds: [SliceBound]?
     /// ifElse: the input (1 or 2) a plan-time condition takes; nil when the condition is known only at run time.
     var chosen: Int?
+    /// quantize, dequantize: scales, zero points and code range.
+    var linearQuant: LinearQuant?
 }
 
 /// A graph compiled for execution: values (graph inputs, constants, node outputs) by id, and the steps in order.
@@ -404,6 +406,7 @@ struct Program: Sendable {
             s.binary = try Self.function(BinaryFunction.self, a.mode, node)
         case .where: try inputCount(3...3)
         case .ifElse: try inputCount(3...3)
+        case .quantize, .dequantize: try inputCount(1...1); s.linearQuant = try LinearQuant(node)
         case .reduce:
             try inputCount(1...1)
             s.reduce = try Self.function(ReduceFunction.self, a.mode, node)
