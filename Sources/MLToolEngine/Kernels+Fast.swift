@@ -373,7 +373,7 @@ enum Fast {
         // into the start of this part's own room, so only a block per part is written.
         if rows < fewRows && (w.kept != nil || (parts > 1 && n >= 96)) {
             prepare?(0, rows, UnsafeMutablePointer(mutating: a))
-            mlk_quantize_rows(a, Int64(lda), 0, Int64(rows), Int64(k), q, Int64(ldq), scales, zps)
+            w.quantizeRows(a, lda: lda, rows: rows, q, ldq: ldq, scales, zps)
             parallel(n, parts: parts, align: 48) { lo, hi in
                 let block = w.kept == nil ? hi &- lo : w.blockColumns
                 var c = lo
@@ -394,8 +394,7 @@ enum Fast {
             }
             parallel(rows, parts: parts, align: 8) { lo, hi in
                 inBlocks(lo, hi, a, lda: lda, prepare) { rowLo, lo, hi in
-                    mlk_quantize_rows(rowLo, Int64(lda), 0, Int64(hi - lo), Int64(k), q + lo &* ldq, Int64(ldq),
-                                      scales + lo, zps + lo)
+                    w.quantizeRows(rowLo, lda: lda, rows: hi - lo, q + lo &* ldq, ldq: ldq, scales + lo, zps + lo)
                     mlk_qgemm(q, Int64(ldq), scales, zps, panels, w.colsum, w.scales, Int64(lo), Int64(hi), Int64(n),
                               Int64(k), bias, res, y, Int64(n), act.code, act.p0, act.p1)
                 }

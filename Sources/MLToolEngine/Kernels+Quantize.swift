@@ -116,3 +116,21 @@ extension Fast {
         }
     }
 }
+
+extension Program {
+    /// Ops that pass values through unchanged (a quantized tensor's codes with them).
+    static let valuePreserving: Set<Op> = [.reshape, .flatten, .squeeze, .unsqueeze, .identity]
+
+    /// Int8 layers whose input is the output of a per-tensor `quantize` in mode "values" with 8-bit codes (possibly
+    /// through reshapes) read that tensor as its codes (`QuantizedWeights.readInputCodes`): the integer arithmetic of
+    /// the quantized ONNX file, not a second, 7-bit quantization per row.
+    mutating func readInputCodes() {
+        for s in steps {
+            guard let w = s.qweights, var v = s.inputs.first else { continue }
+            while let p = producer[v], Self.valuePreserving.contains(steps[p].op), let next = steps[p].inputs.first { v = next }
+            guard let p = producer[v], steps[p].op == .quantize, let q = steps[p].linearQuant, q.values, q.axis == nil,
+                  q.scales.count == 1, q.hi - q.lo <= 255, q.lo == 0 || q.lo == -128 else { continue }
+            w.readInputCodes(scale: q.scales[0], zeroPoint: Int32(q.zeroPoints[0] - q.lo))
+        }
+    }
+}

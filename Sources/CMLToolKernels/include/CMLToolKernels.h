@@ -196,6 +196,13 @@ int64_t mlk_qrow_bytes(int64_t K);
 void mlk_quantize_rows(const float *a, int64_t lda, int64_t m0, int64_t m1, int64_t K, uint8_t *q, int64_t ldq,
                        float *scale, int32_t *zp);
 
+/// Rows [m0, m1) of a whose values are already s · (code − z) for 8-bit codes (an ONNX QuantizeLinear →
+/// DequantizeLinear pair; z in 0…255, shifted by 128 for int8 codes) as those codes: q = clamp(round(a / s) + z, 0,
+/// 255) (halves to even; NaN gives z), scale[m] = s, zp[m] = z; bytes past K zeroed. With weights in −64…64 (or a VNNI
+/// level) mlk_qgemm's sums are then exact: the integer products the ONNX file states.
+void mlk_quantize_rows_fixed(const float *a, int64_t lda, int64_t m0, int64_t m1, int64_t K, uint8_t *q, int64_t ldq,
+                             float *scale, int32_t *zp, float s, int32_t z);
+
 /// Rows [m0, m1) of y (M, N; row stride ldy) from quantized rows q (ldq from mlk_qrow_bytes) and W packed by
 /// mlk_qpack with its colsum and wscale (N rounded up to 16 values each); bias may be NULL. With a residual res (y's
 /// layout; NULL for none, never y itself), each value is (that sum) + res before the activation, as
