@@ -25,7 +25,8 @@ int8 kernel on AVX2 without VNNI (vpmaddubsw) saturates pairs of products in int
 run is not the arithmetic the file states (measured on an AMD EPYC without VNNI: top-1 equal to its own unfused QDQ run,
 optimizations off, on 31% of the photos; a QGemm output off by 10.3). Its documentation gives reduce_range as the remedy.
 
-Usage: python3 Tests/Fixtures/onnx/make_quantized.py [--out DIR] [--only-ops]
+Usage: python3 Tests/Fixtures/onnx/make_quantized.py [--out DIR] [--only-ops] [--only-reference] [--force]
+(the EfficientNet-Lite0 files are kept when complete: `make test` runs this each time)
 Needs numpy, Pillow, onnx, onnxruntime (with onnxruntime.quantization); builds models/efficientnet-lite0.onnx and
 datasets/fashion-mnist-small first when they are missing.
 """
@@ -282,10 +283,15 @@ def main():
     p.add_argument("--out", default=os.path.join(ROOT, ".build/onnx-quantized"))
     p.add_argument("--only-ops", action="store_true")
     p.add_argument("--only-reference", action="store_true", help="keep the quantized models, redo the logits")
+    p.add_argument("--force", action="store_true", help="redo the EfficientNet-Lite0 files even when they exist")
     a = p.parse_args()
     os.makedirs(a.out, exist_ok=True)
     make_ops(a.out)
     if a.only_ops:
+        return
+    last = os.path.join(a.out, "efficientnet-lite0-qop.unfused.logits.f32")
+    if os.path.exists(last) and not a.force and not a.only_reference:
+        print(f"EfficientNet-Lite0 files: {a.out} is complete (--force to redo them)")
         return
     ensure_inputs()
     if not a.only_reference:
