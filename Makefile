@@ -61,6 +61,7 @@ MLTOOL_EXPECT_CPU_LEVELS ?= $(shell bash Tests/cpu-levels.sh)
 test: shared-datasets setup models demo-model check-proto $(KERAS_APPS)/app_mnv3_k3.json example install-test fuzz-smoke
 	$(PYTHON) Tests/Fixtures/onnx/make_conformance.py --out .build/onnx-conformance
 	bash datasets/debian-descriptions.sh && $(PYTHON) Tests/Fixtures/onnx/make_transformers.py --out .build/transformers
+	$(PYTHON) Tests/Fixtures/onnx/make_quantized.py --out .build/onnx-quantized
 	$(PYTHON) Tests/Fixtures/wild/fetch.py && $(PYTHON) Tests/Fixtures/wild/run.py --check --mltool $(MLTOOL)
 	bash datasets/ud-english-ewt.sh
 	MLTOOL_BIN=$(CURDIR)/$(MLTOOL) MLTOOL_KERAS_APPS_DIR=$(CURDIR)/$(KERAS_APPS) MLTOOL_REQUIRE_ORACLES=1 \

@@ -18,7 +18,9 @@ classification (`ImageClassifier.classify(batch:)`) against one call per image, 
 the raccoon detector, 11 a UPOS word tagger on UD English EWT against python-crfsuite and NLTK's perceptron, 12 the
 language identifier (models/language-id.bin) against fastText trained on the same split, with lingua and py3langid
 as off-the-shelf references: accuracy by text length and the confusion between close languages, 14 a BERT-style
-encoder (float and onnxruntime's dynamic int8) at batch 1, sequence 128, on 1 and 2 threads against onnxruntime.
+encoder (float and onnxruntime's dynamic int8) at batch 1, sequence 128, on 1 and 2 threads against onnxruntime, 15
+EfficientNet-Lite0 quantized by onnxruntime's quantize_static (QDQ, Tests/Fixtures/onnx/make_quantized.py): mltool's
+int8 run against onnxruntime's on the same file.
 """
 import argparse
 import csv
@@ -170,6 +172,10 @@ def graph_flops(onnx_path, size=None):
     for v in list(m.graph.input) + list(m.graph.value_info) + list(m.graph.output):
         shapes[v.name] = [d.dim_value for d in v.type.tensor_type.shape.dim]
     inits = {t.name: list(t.dims) for t in m.graph.initializer}
+    # A quantized (QDQ) graph's weights are DequantizeLinear outputs of int8 initializers.
+    for n in m.graph.node:
+        if n.op_type == "DequantizeLinear" and n.input[0] in inits:
+            inits[n.output[0]] = inits[n.input[0]]
     flops = 0
     for n in m.graph.node:
         if n.op_type == "Conv":
@@ -300,6 +306,23 @@ def part_resnet(a, res):
     if not os.path.exists(model) or os.path.getmtime(model) < os.path.getmtime(onnx_path):
         run([a.mltool, "import", onnx_path, "-o", model])
     side_by_side(a, "8", "ResNet-18", onnx_path, model, [(1, 1), (1, 2)], "logits", "resnet18", res)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# 14. int8 ONNX: EfficientNet-Lite0 through onnxruntime's quantize_static (QDQ), both on int8 kernels
+
+def part_qdq(a, res):
+    section("15. int8 ONNX: EfficientNet-Lite0 QDQ (quantize_static, per-channel int8 weights, uint8 activations), "
+            "mltool's int8 run vs onnxruntime's on the same file")
+    work = os.path.join(ROOT, ".build/onnx-quantized")
+    onnx_path, model = os.path.join(work, "efficientnet-lite0-qdq.onnx"), os.path.join(ROOT, ".build/bench/efficientnet-lite0-qdq.bin")
+    if not os.path.exists(onnx_path):
+        run([sys.executable, os.path.join(ROOT, "Tests/Fixtures/onnx/make_quantized.py"), "--out", work])
+    os.makedirs(os.path.dirname(model), exist_ok=True)
+    if not os.path.exists(model) or os.path.getmtime(model) < os.path.getmtime(onnx_path):
+        run([a.mltool, "import", onnx_path, "-o", model])
+    side_by_side(a, "15", "EfficientNet-Lite0 QDQ int8", onnx_path, model, [(1, 1), (1, 2), (32, 1), (32, 2)], "logits",
+                 "qdq_int8", res)
 
 
 def python_package_file(package, name):
@@ -1269,8 +1292,8 @@ def main():
     ap.add_argument("--repeat", type=int, default=3, help="best of N for the quick timings (default 3)")
     ap.add_argument("--repeat-slow", type=int, default=2, help="best of N for cold end-to-end runs (default 2)")
     ap.add_argument("--seconds", type=float, default=3, help="seconds per throughput measurement (default 3)")
-    ap.add_argument("--parts", default="1,2,4,5,6,8,9,10,11,12,14",
-                    help="which parts to run (3 comes with 2; default 1,2,4,5,6,8,9,10,11,12,14; the ceiling always runs first)")
+    ap.add_argument("--parts", default="1,2,4,5,6,8,9,10,11,12,14,15",
+                    help="which parts to run (3 comes with 2; default 1,2,4,5,6,8,9,10,11,12,14,15; the ceiling always runs first)")
     ap.add_argument("--language-id-flags", default="--text-column text --label-column label --char-ngrams 1-4 --ngrams 1 "
                     "--hash-bits 18", help="mltool train flags of models/language-id.bin (make bench passes the Makefile's)")
     ap.add_argument("--full", action="store_true", help="also parts 7 and 13: train on all 60,000 images (~10 min); "
@@ -1295,7 +1318,7 @@ def main():
     steps = [("0", part_ceiling), ("1", part_extractor), ("8", part_resnet), ("2", part_images), ("4", part_text),
              ("9", part_batch), ("10", part_detect), ("11", part_tagger), ("12", part_language), ("5", part_load), ("6", part_quant),
              ("7", part_memory), ("13", part_scale),
-             ("14", part_transformer)]
+             ("14", part_transformer), ("15", part_qdq)]
     for key, fn in steps:
         if key in parts:
             fn(a, res)

@@ -466,3 +466,43 @@ void mlk_qgemm(const uint8_t *q, int64_t ldq, const float *ascale, const int32_t
 #endif
     qgemm_portable(q, ldq, ascale, zp, packed, colsum, wscale, m0, m1, N, K, bias, res, y, ldy, act, p0, p1);
 }
+
+// ---- rows of codes with known parameters ----
+// q = clamp(round_half_even(a / s), −z, 255 − z) + z, the float add of 1.5 · 2^23 doing the rounding (exact for the
+// clamped values), so both variants give the same bytes; NaN gives z.
+#define MLK_QROWS_FIXED_BODY                                                                                   \
+    const float magic = 12582912.0f, below = (float)-z, above = (float)(255 - z), zf = (float)z;             \
+    for (int64_t m = m0; m < m1; m++) {                                                                        \
+        const float *r = a + m * lda;                                                                          \
+        uint8_t *out = q + m * ldq;                                                                            \
+        scale[m] = s;                                                                                          \
+        zp[m] = z;                                                                                             \
+        for (int64_t k = 0; k < K; k++) {                                                                      \
+            float v = r[k] / s;                                                                                \
+            v = v == v ? v : 0.0f;                                                                             \
+            v = v < below ? below : v;                                                                         \
+            v = v > above ? above : v;                                                                         \
+            out[k] = (uint8_t)(int32_t)(((v + magic) - magic) + zf);                                           \
+        }                                                                                                      \
+        for (int64_t k = K; k < ldq; k++) out[k] = 0;                                                          \
+    }
+
+static void quantize_rows_fixed_portable(const float *a, int64_t lda, int64_t m0, int64_t m1, int64_t K, uint8_t *q,
+                                         int64_t ldq, float *scale, int32_t *zp, float s, int32_t z) {
+    MLK_QROWS_FIXED_BODY
+}
+
+#if MLK_X86
+MLK_AVX2 static void quantize_rows_fixed_avx2(const float *a, int64_t lda, int64_t m0, int64_t m1, int64_t K, uint8_t *q,
+                                              int64_t ldq, float *scale, int32_t *zp, float s, int32_t z) {
+    MLK_QROWS_FIXED_BODY
+}
+#endif
+
+void mlk_quantize_rows_fixed(const float *a, int64_t lda, int64_t m0, int64_t m1, int64_t K, uint8_t *q, int64_t ldq,
+                             float *scale, int32_t *zp, float s, int32_t z) {
+#if MLK_X86
+    if (mlk_cpu_has(MLK_CPU_AVX2)) { quantize_rows_fixed_avx2(a, lda, m0, m1, K, q, ldq, scale, zp, s, z); return; }
+#endif
+    quantize_rows_fixed_portable(a, lda, m0, m1, K, q, ldq, scale, zp, s, z);
+}

@@ -77,6 +77,13 @@ import Foundation
 ///   takes, whose shape may differ from the other's; else both run and share one shape). An If whose condition
 ///   folds at import inlines only the taken branch and leaves no ifElse. Without b, the condition must be a
 ///   plan-time value and non-zero (a variant of the graph converted for one branch only: `ONNXGraphBuilder+Variants`)
+/// - quantize: x → q = clamp(round_half_even(x / scale[c]) + zeroPoint[c], min, max), c the index along `axis` (one
+///   scale and zero point for the whole tensor when `axis` is absent), the integer codes as float32 values (ONNX
+///   QuantizeLinear; x / scale in float32, NaN gives the zero point); mode "values": the codes dequantized again,
+///   scale[c] · (q − zeroPoint[c]) (a QuantizeLinear → DequantizeLinear pair) [axis, quantScales, quantZeroPoints,
+///   min, max (the code range, e.g. 0, 255 for uint8), mode "codes" (default) | "values"]
+/// - dequantize: q → (q − zeroPoint[c]) · scale[c] in float32 (ONNX DequantizeLinear) [axis, quantScales,
+///   quantZeroPoints]
 public struct Graph: Codable, Equatable, Sendable {
     public var inputs: [GraphInput]
     public var outputs: [String]
@@ -144,6 +151,7 @@ public enum Op: String, Codable, CaseIterable, Sendable {
     case convTranspose, layerNorm, batchMatMul   // layers
     case shape, expand   // shapes computed from the input shapes
     case ifElse   // control flow (ONNX If)
+    case quantize, dequantize   // quantized ONNX: linear (de)quantization of computed tensors
 }
 
 /// The elementwise functions of the `unary` op, by name (`Attributes.mode`): the one table every reader, kernel and
@@ -364,6 +372,9 @@ public struct Attributes: Codable, Equatable, Sendable {
     public var ends: [Int]?
     // conv, maxPool, avgPool: "SAME_UPPER" | "SAME_LOWER" (pads resolved per input size)
     public var autoPad: String?
+    // quantize, dequantize: per tensor (one value) or per index along `axis`
+    public var quantScales: [Float]?
+    public var quantZeroPoints: [Int]?
 
     public init(kernel: [Int]? = nil, strides: [Int]? = nil, dilations: [Int]? = nil, pads: [Int]? = nil,
                 groups: Int? = nil, activation: Activation? = nil, axis: Int? = nil, axes: [Int]? = nil,

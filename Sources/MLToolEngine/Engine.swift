@@ -273,6 +273,8 @@ public final class Engine: @unchecked Sendable {
             case .slice: if s.slices.contains(where: { $0.axis == 0 || $0.axis == -rank }) { return false }
             case .lstm, .gru, .rnn: return false   // the first axis is time (or the direction of a state)
             case .ifElse: return false   // one condition for the whole batch (it may be computed from every image)
+            case .quantize, .dequantize:   // scales along the batch axis differ per image
+                if let a = s.linearQuant?.axis, (try? Program.axis(a, rank: rank, s)) == 0 { return false }
             default: break
             }
         }

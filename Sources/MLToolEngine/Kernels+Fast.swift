@@ -111,6 +111,8 @@ enum Fast {
         case layerNorm
         /// A packed GEMM per output matrix (`Kernels+BatchMatMul.swift`).
         case batchMatMul
+        /// ONNX QuantizeLinear / DequantizeLinear (`Kernels+Quantize.swift`).
+        case linearQuant
         /// Ops that are cheap or rare (global max pool, log-softmax, ...): the scalar reference kernel.
         case reference
     }
@@ -142,6 +144,7 @@ enum Fast {
         case .batchNorm: return .batchNorm
         case .globalAvgPool: return .globalAvgPool
         case .lstm, .gru, .rnn: return .recurrent
+        case .quantize, .dequantize: return .linearQuant
         default: return .reference
         }
     }
@@ -209,6 +212,7 @@ enum Fast {
                 for ch in 0..<c { out[ch] *= inv }
             }
         case .recurrent: recurrent(s, x, xs, y, ys)
+        case .linearQuant: linearQuant(s, x[0], xs[0], y, threads: threads)
         case .reference:
             Reference.run(s, x, xs, y, ys)
         }
@@ -379,7 +383,7 @@ enum Fast {
         // into the start of this part's own room, so only a block per part is written.
         if rows < fewRows && (w.kept != nil || (parts > 1 && n >= 96)) {
             prepare?(0, rows, UnsafeMutablePointer(mutating: a))
-            mlk_quantize_rows(a, Int64(lda), 0, Int64(rows), Int64(k), q, Int64(ldq), scales, zps)
+            w.quantizeRows(a, lda: lda, rows: rows, q, ldq: ldq, scales, zps)
             parallel(n, parts: parts, align: 48) { lo, hi in
                 let block = w.kept == nil ? hi &- lo : w.blockColumns
                 var c = lo
@@ -400,8 +404,7 @@ enum Fast {
             }
             parallel(rows, parts: parts, align: 8) { lo, hi in
                 inBlocks(lo, hi, a, lda: lda, prepare) { rowLo, lo, hi in
-                    mlk_quantize_rows(rowLo, Int64(lda), 0, Int64(hi - lo), Int64(k), q + lo &* ldq, Int64(ldq),
-                                      scales + lo, zps + lo)
+                    w.quantizeRows(rowLo, lda: lda, rows: hi - lo, q + lo &* ldq, ldq: ldq, scales + lo, zps + lo)
                     mlk_qgemm(q, Int64(ldq), scales, zps, panels, w.colsum, w.scales, Int64(lo), Int64(hi), Int64(n),
                               Int64(k), bias, res, y, Int64(n), act.code, act.p0, act.p1)
                 }

@@ -86,7 +86,7 @@ enum Fused {
                         let scaleOffset = (bandRowsIn &* w &* ldq &+ 63) / 64 &* 64
                         let scales = (raw + scaleOffset).assumingMemoryBound(to: Float.self)
                         let zps = (raw + (scaleOffset &+ bandRowsIn &* w &* 4)).assumingMemoryBound(to: Int32.self)
-                        mlk_quantize_rows(xb + start &* w &* cin, Int64(cin), 0, Int64(rows), Int64(cin), q, Int64(ldq), scales, zps)
+                        qw.quantizeRows(xb + start &* w &* cin, lda: cin, rows: rows, q, ldq: ldq, scales, zps)
                         mlk_qgemm(q, Int64(ldq), scales, zps, qw.packed, qw.colsum, qw.scales, 0, Int64(rows), Int64(c),
                                   Int64(cin), eb, nil, buf + (start &- r0) &* rowFloats, Int64(c), ea.code, ea.p0, ea.p1)
                     } else if start < r1 {

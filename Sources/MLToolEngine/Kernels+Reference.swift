@@ -67,6 +67,7 @@ enum Reference {
         case .topK: topK(s, x[0], xs[0], y, ys)
         case .binary: binary(s, x[0], xs[0], x[1], xs[1], y, ys)
         case .where: select(x, xs, y, ys)
+        case .quantize, .dequantize: linearQuant(s, x[0], xs[0], y)
         case .ifElse:   // the condition has one element; with a plan-time one, only the chosen branch was computed
             y.update(from: x[s.chosen ?? (x[0][0] != 0 ? 1 : 2)], count: n)
         case .reduce: reduce(s, x[0], xs[0], y, ys)

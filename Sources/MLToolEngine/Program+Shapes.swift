@@ -144,6 +144,9 @@ extension Program {
                                                    actual: "shapes \(ins[1]) and \(ins[2])")
             }
             return ins[1]
+        case .quantize, .dequantize:
+            _ = try s.linearQuant?.split(x, s)
+            return x
         case .reduce:
             var out = x
             for a in try reducedAxes(s, rank: x.count) { out[a] = 1 }

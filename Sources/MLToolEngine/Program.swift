@@ -67,6 +67,8 @@ struct Step: Sendable {
     var bounds: [SliceBound]?
     /// ifElse: the input (1 or 2) a plan-time condition takes; nil when the condition is known only at run time.
     var chosen: Int?
+    /// quantize, dequantize: scales, zero points and code range.
+    var linearQuant: LinearQuant?
 }
 
 /// A graph compiled for execution: values (graph inputs, constants, node outputs) by id, and the steps in order.
@@ -105,6 +107,7 @@ struct Program: Sendable {
         for i in graph.inputs { inputIds.append(define(i.name)) }
         for node in graph.nodes { steps.append(try compile(node, tensors)) }
         for (i, s) in steps.enumerated() { producer[s.output] = i }
+        readInputCodes()
         // Every weight is now copied or packed: the model file's pages go back to the kernel
         // (`TensorBytes.releasePages`), also those that reading the small tensors (biases) mapped around them.
         for t in tensors.values { t.bytes.releasePages() }
@@ -412,6 +415,7 @@ struct Program: Sendable {
             s.binary = try Self.function(BinaryFunction.self, a.mode, node)
         case .where: try inputCount(3...3)
         case .ifElse: try inputCount(2...3)
+        case .quantize, .dequantize: try inputCount(1...1); s.linearQuant = try LinearQuant(node)
         case .reduce:
             try inputCount(1...1)
             s.reduce = try Self.function(ReduceFunction.self, a.mode, node)

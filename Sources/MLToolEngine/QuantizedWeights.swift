@@ -21,6 +21,13 @@ final class QuantizedWeights: @unchecked Sendable {
     let panelBytes: Int
     /// An int8-table palette's indices as `mlk_qpalette_pack` orders them, and each panel's table (2^bits values).
     let kept: (indices: UnsafeMutablePointer<UInt8>, bits: Int, tables: [Int8])?
+    /// Whether the sums stay exact with 8-bit input codes (`inputCodes`): every weight in −64…64 (onnxruntime's
+    /// reduce_range), or a VNNI level, whose products do not pass through int16.
+    private(set) var takesEightBitCodes = false
+    /// The scale and (u8) zero point of the layer's input when it is a QuantizeLinear → DequantizeLinear pair's
+    /// output (set once by `Program`, before any run): its rows are then those codes (`mlk_quantize_rows_fixed`), not
+    /// quantized per row to 7 bits, and the sums are the integer products the ONNX file states.
+    private(set) var inputCodes: (scale: Float, zeroPoint: Int32)?
 
     /// Weights (k · n) from which `Engine.Int8Compute.auto` takes the int8 kernels. Measured per layer shape of
     /// EfficientNet-Lite0 on AVX-512 VNNI (int8 time including the input's quantization vs the float GEMM):
@@ -124,6 +131,25 @@ final class QuantizedWeights: @unchecked Sendable {
         (colsum, scales) = Self.columns(n, scales: s)
         mlk_qpack(w, Int64(k), Int64(n), packed, colsum)
         self.packed = packed
+        let vnni = mlk_cpu_has(Int32(MLK_CPU_AVX512_VNNI)) != 0 || mlk_cpu_has(Int32(MLK_CPU_AVX2_VNNI)) != 0
+        takesEightBitCodes = k <= Int(Int32.max) / (255 * 128) && (vnni || (0..<(k &* n)).allSatisfy { abs(Int(w[$0])) <= 64 })
+    }
+
+    /// Reads this layer's input as 8-bit codes of `scale` and `zeroPoint` (0…255) when its weights allow it.
+    func readInputCodes(scale: Float, zeroPoint: Int32) {
+        guard takesEightBitCodes, scale.isFinite, scale != 0, (0...255).contains(zeroPoint) else { return }
+        inputCodes = (scale, zeroPoint)
+    }
+
+    /// Rows [0, rows) of `a` as `mlk_qgemm` reads them: the input's codes (`inputCodes`), or each row quantized to
+    /// 7 bits.
+    func quantizeRows(_ a: UnsafePointer<Float>, lda: Int, rows: Int, _ q: UnsafeMutablePointer<UInt8>, ldq: Int,
+                      _ scales: UnsafeMutablePointer<Float>, _ zps: UnsafeMutablePointer<Int32>) {
+        if let c = inputCodes {
+            mlk_quantize_rows_fixed(a, Int64(lda), 0, Int64(rows), Int64(k), q, Int64(ldq), scales, zps, c.scale, c.zeroPoint)
+        } else {
+            mlk_quantize_rows(a, Int64(lda), 0, Int64(rows), Int64(k), q, Int64(ldq), scales, zps)
+        }
     }
 
     /// Kept indices; their column sums from the panels they decode to, `blockColumns` columns at a time (summing each

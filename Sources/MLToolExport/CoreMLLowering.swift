@@ -136,6 +136,8 @@ struct CoreMLLowering {
             throw unsupported(n, "a Core ML lowering for \(n.op.rawValue) (not yet supported)")
         case .ifElse:
             throw unsupported(n, "a Core ML lowering for \(n.op.rawValue) (not yet supported)")
+        case .quantize, .dequantize:
+            throw unsupported(n, "a Core ML lowering for \(n.op.rawValue) (not yet supported)")
         }
         if let act { try activation(act, target, blob(out), n.name + ".activation") }
         for o in n.outputs { rank[o] = outRank }

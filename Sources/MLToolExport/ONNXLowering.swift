@@ -195,6 +195,8 @@ struct ONNXLowering {
             throw unsupported(n, "an ONNX lowering for \(n.op.rawValue) (not yet supported)")
         case .lstm, .gru, .rnn:
             throw unsupported(n, "a recurrent layer (not yet written back as ONNX LSTM/GRU/RNN)")
+        case .quantize, .dequantize:
+            throw unsupported(n, "an ONNX lowering for \(n.op.rawValue) (not yet supported: its codes are float values in the IR)")
         case .ifElse:
             // Where on the condition as a bool scalar: it broadcasts to nothing, so the output is the chosen value.
             guard n.inputs.count == 3 else { throw unsupported(n, "three inputs") }

@@ -14,7 +14,7 @@ extension ONNXGraphBuilder {
         }
         var axis: Int?
         if scale.values.count != 1 {
-            guard opset >= 13, scale.rank == 1 else {
+            guard opset >= 13 || node.domain == Self.expansionDomain, scale.rank == 1 else {
                 throw ImportError.invalid(file: file, place: "\(place(node)) scale", expected: "a scalar (per-tensor) or, from opset 13, a 1-D per-axis scale",
                                           actual: "\(scale.shape)")
             }

@@ -248,9 +248,8 @@ public enum ONNXImporter {
         var pending = onnx.nodes[...]
         while let node = pending.popFirst() {
             for a in node.attributes.values.sorted(by: { $0.name < $1.name }) { if let g = a.g { pending += g.nodes } }
-            let known = (node.domain.isEmpty || node.domain == "ai.onnx") && ONNXOps.converters[node.opType] != nil
-            if known { continue }
-            let key = node.domain.isEmpty || node.domain == "ai.onnx" ? node.opType : "\(node.domain).\(node.opType)"
+            let key = ONNXOps.key(node)
+            if ONNXOps.converters[key] != nil { continue }
             var entry = counts[key] ?? (0, [], counts.count)
             entry.count += 1
             if entry.names.count < 3 { entry.names.append(node.name) }

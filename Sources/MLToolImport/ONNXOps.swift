@@ -166,17 +166,34 @@ enum ONNXOps {
         "Size": { try $0.foldOnly($1) },
         "Range": { try $0.foldOnly($1) },
         "ConstantOfShape": { try $0.constantOfShape($1) },
-        "DequantizeLinear": { try $0.foldOnly($1) },
-        "QuantizeLinear": { try $0.foldOnly($1) },
+        // Quantized ONNX (ONNXGraphBuilder+Quantized.swift): folded on constants, computed otherwise; the operator
+        // forms expanded into DequantizeLinear → the float op → QuantizeLinear. Other domains by "domain.Op" (`key`).
+        "DequantizeLinear": { try $0.dequantizeLinear($1) },
+        "QuantizeLinear": { try $0.quantizeLinear($1) },
+        "QLinearConv": { try $0.qlinearConv($1) },
+        "QLinearMatMul": { try $0.qlinearMatMul($1) },
+        "com.microsoft.QGemm": { try $0.qgemm($1) },
+        "com.microsoft.QLinearAdd": { try $0.qlinearBinary($1, "Add") },
+        "com.microsoft.QLinearMul": { try $0.qlinearBinary($1, "Mul") },
+        "com.microsoft.QLinearSigmoid": { try $0.qlinearUnary($1, "Sigmoid") },
+        "com.microsoft.QLinearLeakyRelu": { try $0.qlinearUnary($1, "LeakyRelu") },
+        "com.microsoft.QLinearGlobalAveragePool": { try $0.qlinearUnary($1, "GlobalAveragePool") },
+        "com.microsoft.QLinearConcat": { try $0.qlinearConcat($1) },
     ]
+
+    /// A node's key in `converters`: its op type in the default domain (and in the expansions of quantized operator
+    /// forms), else "domain.OpType".
+    static func key(_ node: ONNXFile.Node) -> String {
+        ["", "ai.onnx", ONNXGraphBuilder.expansionDomain].contains(node.domain) ? node.opType : "\(node.domain).\(node.opType)"
+    }
 }
 
 extension ONNXGraphBuilder {
     /// Converts one node: folds it when it is constant, else runs its converter.
     mutating func convert(_ node: ONNXFile.Node) throws {
         if try fold(node) { return }
-        guard let converter = ONNXOps.converters[node.opType] else {
-            throw ImportError.unsupported(file: file, ops: [.init(op: node.opType, count: 1, firstNodes: [node.name])])
+        guard let converter = ONNXOps.converters[ONNXOps.key(node)] else {
+            throw ImportError.unsupported(file: file, ops: [.init(op: ONNXOps.key(node), count: 1, firstNodes: [node.name])])
         }
         let node = try withRunTimeInputs(node)
         if Self.liftable.contains(node.opType), let s = shapes[node.inputs.first ?? ""], s.count == 3 {

@@ -1,9 +1,10 @@
 // Hot CPU kernels for MLToolEngine, one file per op family: gemm.c, conv.c (im2col, stem), winograd.c (3×3),
 // depthwise.c, elementwise.c, qgemm.c (int8), palette.c (palettized weights decoded into GEMM panels), qpalette.c
-// (int8-table palettes decoded into int8 panels). Each op has a portable C version and AVX2+FMA (and, for GEMM,
-// depthwise and int8, AVX-512 / VNNI) versions side by side, compiled with per-function target attributes (isa.h);
-// every call picks the best variant the current CPU level allows (CMLToolCPU: one feature table, MLTOOL_CPU_LEVEL to
-// force a lower level), so the binary runs, slower, on any x86-64 (or other) CPU.
+// (int8-table palettes decoded into int8 panels), quantize.c (ONNX QuantizeLinear / DequantizeLinear). Each op has
+// a portable C version and AVX2+FMA (and, for GEMM, depthwise and int8, AVX-512 / VNNI) versions side by side,
+// compiled with per-function target attributes (isa.h); every call picks the best variant the current CPU level
+// allows (CMLToolCPU: one feature table, MLTOOL_CPU_LEVEL to force a lower level), so the binary runs, slower, on any
+// x86-64 (or other) CPU.
 #ifndef CMLTOOLKERNELS_H
 #define CMLTOOLKERNELS_H
 #include <stdint.h>
@@ -197,6 +198,13 @@ int64_t mlk_qrow_bytes(int64_t K);
 void mlk_quantize_rows(const float *a, int64_t lda, int64_t m0, int64_t m1, int64_t K, uint8_t *q, int64_t ldq,
                        float *scale, int32_t *zp);
 
+/// Rows [m0, m1) of a whose values are already s · (code − z) for 8-bit codes (an ONNX QuantizeLinear →
+/// DequantizeLinear pair; z in 0…255, shifted by 128 for int8 codes) as those codes: q = clamp(round(a / s) + z, 0,
+/// 255) (halves to even; NaN gives z), scale[m] = s, zp[m] = z; bytes past K zeroed. With weights in −64…64 (or a VNNI
+/// level) mlk_qgemm's sums are then exact: the integer products the ONNX file states.
+void mlk_quantize_rows_fixed(const float *a, int64_t lda, int64_t m0, int64_t m1, int64_t K, uint8_t *q, int64_t ldq,
+                             float *scale, int32_t *zp, float s, int32_t z);
+
 /// Rows [m0, m1) of y (M, N; row stride ldy) from quantized rows q (ldq from mlk_qrow_bytes) and W packed by
 /// mlk_qpack with its colsum and wscale (N rounded up to 16 values each); bias may be NULL. With a residual res (y's
 /// layout; NULL for none, never y itself), each value is (that sum) + res before the activation, as
@@ -204,6 +212,17 @@ void mlk_quantize_rows(const float *a, int64_t lda, int64_t m0, int64_t m1, int6
 void mlk_qgemm(const uint8_t *q, int64_t ldq, const float *ascale, const int32_t *zp, const int8_t *packed,
                const int32_t *colsum, const float *wscale, int64_t m0, int64_t m1, int64_t N, int64_t K,
                const float *bias, const float *res, float *y, int64_t ldy, int act, float p0, float p1);
+
+
+// ---- linear quantization of float tensors (quantize.c) ----
+// ONNX QuantizeLinear / DequantizeLinear with one scale and zero point over n values; the codes are float values.
+
+/// y[i] = clamp(round_half_even(x[i] / scale) + zp, lo, hi) (NaN gives zp), or with `values` that code dequantized
+/// again, (q − zp) · scale. zp, lo and hi are integers, lo ≤ zp ≤ hi, |lo|, |hi| < 2^22; y may be x.
+void mlk_quantize_linear(const float *x, float *y, int64_t n, float scale, float zp, float lo, float hi, int values);
+
+/// y[i] = (q[i] − zp) · scale; y may be q.
+void mlk_dequantize_linear(const float *q, float *y, int64_t n, float scale, float zp);
 
 
 // ---- int8-table palettes kept as indices (qpalette.c) ----

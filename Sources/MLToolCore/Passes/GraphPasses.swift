@@ -8,6 +8,8 @@
 /// - `fuseSwish`: x · σ(x) (a sigmoid feeding only a mul with the sigmoid's own input: SiLU as ONNX exports spell
 ///   it) becomes one `swish` node, which `fuseActivations` can then move into the conv that makes x.
 /// - `fuseActivations`: moves a standalone activation into its producer (conv/dense/add/sub/mul/div).
+/// - `fuseQuantizeDequantize`: a quantize → dequantize pair with the same parameters becomes one quantize giving
+///   values (GraphPasses+Quantized.swift).
 ///
 /// A rewrite only happens when the intermediate tensor has one consumer and is not a graph output, so every graph
 /// output and every surviving tensor keeps its name and value.
@@ -19,6 +21,7 @@ public enum GraphPasses {
         m = try foldBatchNorm(m)
         m = try fuseSwish(m)
         m = try fuseActivations(m)
+        m = try fuseQuantizeDequantize(m)
         return m
     }
 

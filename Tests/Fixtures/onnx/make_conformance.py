@@ -55,7 +55,8 @@ Shrink Trilu CastLike CumSum RMSNormalization LpNormalization MeanVarianceNormal
 GatherElements GatherND ScatterElements Scatter ScatterND OneHot Attention
 BitShift BitwiseAnd BitwiseOr BitwiseXor BitwiseNot GridSample RotaryEmbedding CenterCropPad AffineGrid TensorScatter
 CumProd Compress ReverseSequence
-If Loop Scan""".split())
+If Loop Scan
+QuantizeLinear DequantizeLinear QLinearConv QLinearMatMul""".split())
 # op → input positions that are parameters (made initializers).
 PARAMETER_INPUTS = {
     "Conv": {1, 2}, "Gemm": {1, 2}, "MatMul": {1}, "BatchNormalization": {1, 2, 3, 4}, "Clip": {1, 2},
@@ -72,6 +73,9 @@ PARAMETER_INPUTS = {
     "CastLike": {1}, "RMSNormalization": {1}, "CumSum": {1}, "CumProd": {1}, "Compress": {1}, "ReverseSequence": {1}, "Trilu": {1}, "OneHot": {0, 1},
     "GridSample": {1}, "RotaryEmbedding": {1, 2, 3}, "CenterCropPad": {1}, "AffineGrid": {1}, "TensorScatter": {2},
     "GatherElements": {1}, "GatherND": {1}, "ScatterElements": {1}, "Scatter": {1}, "ScatterND": {1},
+    # Scales and zero points; QLinearConv's and QLinearMatMul's weights too (a quantized network's are constants).
+    "QuantizeLinear": {1, 2}, "DequantizeLinear": {1, 2},
+    "QLinearConv": {1, 2, 3, 4, 5, 6, 7, 8}, "QLinearMatMul": {1, 2, 3, 4, 5, 6, 7},
 }
 # op → input positions that stay graph inputs whatever their element type (fed as float32 values): If's condition,
 # which would otherwise fold at import and leave nothing computed from the inputs. Loop's trip count and condition are
@@ -106,6 +110,7 @@ UNCLAIMED_VARIANTS = [
     (r"^node/test_wrap_pad$", "Pad mode wrap"),
     (r"^node/test_einsum_(batch_diagonal|sum)$", "Einsum with a diagonal or a one-operand sum"),
     (r"^node/test_constantofshape_", "ConstantOfShape of a graph input (mltool folds it at import: the shape must be a constant)"),
+    (r"^node/test_(de)?quantizelinear_blocked", "blocked quantization (block_size > 0: per-tensor and per-axis are claimed)"),
 ]
 # Claimed cases that fail today (case-name pattern → why): ONNXConformanceTests reports them and counts them as what
 # they give, never as a test failure. Every other claimed case must pass.
