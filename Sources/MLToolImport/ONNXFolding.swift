@@ -254,8 +254,8 @@ extension ONNXGraphBuilder {
             return [Self.product(input[..<axis]), Self.product(input[axis...])]
         case "Squeeze":
             let axesList = opset >= 13 ? try optionalConstant(node, 1, what: "axes")?.ints.compactMap { $0 } : ints(node, "axes")
-            // Without axes: the axes of size 1 known at import (a free dimension that is 1 at run time stays, where
-            // onnxruntime would drop it: the result's rank cannot depend on the input here).
+            // Without axes: the axes of size 1 (a free dimension is assumed 1 or not by the variant converting it:
+            // `assumeSqueezedSizes`).
             let axes = try Set((axesList ?? input.indices.filter { input[$0] == 1 }).map { try normalize($0, rank: r, node) })
             for a in axes where input[a] != 1 && input[a] >= 0 {
                 throw ImportError.invalid(file: file, place: "\(place(node)) axes", expected: "axes of size 1",

@@ -23,6 +23,8 @@ extension ONNXGraphBuilder {
         var place: String
         /// The branches of Ifs on run-time conditions the rank-varying If sits in (`branchPath`).
         var path: [(condition: String, taken: Bool)]
+        /// Whether the condition is a size (a Squeeze's): always known when the engine plans.
+        var sized = false
     }
 
     /// Thrown by an If whose branches differ in rank when no assumption is left for it.
@@ -41,6 +43,27 @@ extension ONNXGraphBuilder {
         let taken = assumptions[forks.count] ? 0 : 1
         forks.append(Fork(nodes: before.nodes, weights: before.weights, condition: condition, place: place(node), path: branchPath))
         return values[taken]
+    }
+
+    /// Squeeze without axes drops every axis of size 1 — for a free dimension, a rank that depends on the input
+    /// (AECMOS squeezes a batch of 1 this way). Each free dimension is a fork on whether it is 1 at run time (an IR
+    /// `shape` of it compared with 1, computed before the fork): returns `x`'s shape with the dimensions this variant
+    /// assumes to be 1 set to 1, or throws `NeedsVariants`.
+    mutating func assumeSqueezedSizes(_ node: ONNXFile.Node, _ x: (name: String, shape: [Int])) throws -> [Int] {
+        var assumed = x.shape
+        for axis in x.shape.indices where x.shape[axis] < 0 {
+            guard forks.count < assumptions.count else { throw NeedsVariants(place: place(node)) }
+            let size = fresh("\(node.name).size\(axis)"), isOne = fresh("\(node.name).size\(axis).is_one")
+            emit(size, .shape, [x.name], size, Attributes(perm: [Layout.irAxis(axis, rank: x.shape.count)]))
+            shapes[size] = [1]
+            let one = addWeight("\(node.name).one", shape: [1], values: [1])
+            emit(isOne, .binary, [size, one], isOne, Attributes(mode: BinaryFunction.equal.rawValue))
+            shapes[isOne] = [1]
+            if assumptions[forks.count] { assumed[axis] = 1 }
+            forks.append(Fork(nodes: nodes.count, weights: weightOrder.count, condition: isOne, place: place(node), path: branchPath,
+                              sized: true))
+        }
+        return assumed
     }
 
     /// Joins `other`, the variant that took the else branch at `forks[depth]`, to this one (which took then):

@@ -197,7 +197,7 @@ public enum ONNXImporter {
         } catch let fork as ONNXGraphBuilder.NeedsVariants {
             guard 2 << assumptions.count <= ONNXGraphBuilder.maxVariants else {
                 throw ImportError.invalid(file: path, place: fork.place,
-                                          expected: "at most \(ONNXGraphBuilder.maxVariants) variants of the graph (each If whose branches differ in rank, on a condition known only at run time, doubles them)",
+                                          expected: "at most \(ONNXGraphBuilder.maxVariants) variants of the graph (each If whose branches differ in rank on a condition known only at run time, and each free dimension a Squeeze without axes may drop, doubles them)",
                                           actual: "more")
             }
             // A variant whose values do not fit the rest of the graph (silero-vad's decoder: an LSTM cell fed a
@@ -206,7 +206,17 @@ public enum ONNXImporter {
                 Result { try converted(base, onnx, path: path, outputs: outputs, assumptions: assumptions + [choice]) }
             }
             switch (variants[0], variants[1]) {
-            case (.success(var then), .success(let otherwise)):
+            case (.success(var then), .success(var otherwise)):
+                // Variants whose outputs differ in rank cannot join: on a size (known when planning), the one whose
+                // ranks the file declares stays.
+                let fits = [then.0, otherwise.0].map { b in
+                    onnx.outputs.allSatisfy { o in o.shape.map { b.shapes[o.name]?.count == $0.count } ?? true }
+                }
+                if fits[0] != fits[1], then.0.forks[assumptions.count].sized {
+                    if fits[0] { then.0.guardVariant(depth: assumptions.count, outputs: outputs, taken: true); return then }
+                    otherwise.0.guardVariant(depth: assumptions.count, outputs: outputs, taken: false)
+                    return otherwise
+                }
                 try then.0.merge(otherwise.0, depth: assumptions.count, outputs: outputs)
                 return then
             case (.success(var only), .failure(let e)), (.failure(let e), .success(var only)):

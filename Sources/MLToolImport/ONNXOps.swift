@@ -569,7 +569,11 @@ extension ONNXGraphBuilder {
     }
 
     mutating func reshapeLike(_ node: ONNXFile.Node) throws {
-        let x = try activation(node)
+        var x = try activation(node)
+        let noAxes = opset >= 13 ? node.inputs.count < 2 || node.inputs[1].isEmpty : node.attributes["axes"] == nil
+        if node.opType == "Squeeze" && noAxes && x.shape.contains(where: { $0 < 0 }) {
+            x.shape = try assumeSqueezedSizes(node, x)
+        }
         let to = try reshapedShape(node, input: x.shape)
         if node.opType == "Reshape", to.filter({ $0 < 0 }).count > 1 { return try reshapeWithFreeDimensions(node, x, to: to) }
         if ["Squeeze", "Unsqueeze"].contains(node.opType) && to.filter({ $0 < 0 }).count > 1 {

@@ -130,6 +130,16 @@ import Testing
             actual: "false")) { try engine.run(["x": three]) }
     }
 
+    @Test func squeezeWithoutAxesOnAFreeBatch() throws {
+        // Whether the free batch is 1 decides the rank: of the two variants, the one with the file's declared
+        // output rank (the batch squeezed) stays, and a batch of 2 is refused when planned.
+        let m = try Self.model("squeeze_free_batch")
+        #expect(m.metadata.graph?.nodes.filter { $0.op == .ifElse }.map(\.inputs.count) == [2])
+        try Self.check("squeeze_free_batch", count: 1)
+        let engine = try Engine(model: m, threads: 1)
+        #expect(throws: EngineError.self) { try engine.run(["x": Tensor(shape: [2, 1, 4], data: [Float](repeating: 1, count: 8))]) }
+    }
+
     static func refusal(_ name: String) -> String? {
         do {
             _ = try model(name)

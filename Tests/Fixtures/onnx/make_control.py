@@ -18,6 +18,8 @@ Made with onnx.helper (opset 17), seeded inputs:
 - if_rank_flatten, if_rank_guard: silero-vad's decoder, an If on whether the input's free last size T is 1 that
   squeezes that axis or keeps it (rank 2 or 3 after it), then Flatten (both ranks convert: T = 1 and T = 3) or Gemm
   (only the squeezed one does: T = 1).
+- squeeze_free_batch: speechmos AECMOS's Squeeze without axes on a free batch of 1, then a Slice along axis 0; the
+  file declares the rank-1 output that only the squeezing variant gives (N = 1).
 Each goes to Tests/Fixtures/onnx/control/<name>.onnx with its inputs and onnxruntime's outputs as raw
 little-endian float32 files, listed in control/manifest.json (the format of ../manifest.json; a case per input
 set). The tests need neither onnx nor onnxruntime.
@@ -167,6 +169,16 @@ def if_rank_guard():
     return m, [{"x": rng.standard_normal((2, 4, 1)).astype(np.float32)}]
 
 
+def squeeze_free_batch():
+    """speechmos AECMOS: Squeeze without axes drops a batch of 1, then slices the (former class) axis 0; the file
+    declares a rank-1 output, so only the variant that squeezes the batch converts to it (N = 1)."""
+    x = f32("x", ["N", 1, 4])
+    nodes = [helper.make_node("Squeeze", ["x"], ["sq"]), const("s", np.array([0], np.int64)), const("e", np.array([2], np.int64)),
+             const("a", np.array([0], np.int64)), helper.make_node("Slice", ["sq", "s", "e", "a"], ["y"])]
+    m = model("squeeze_free_batch", nodes, [x], [f32("y", ["M"])])
+    return m, [{"x": rng.standard_normal((1, 1, 4)).astype(np.float32)}]
+
+
 def write_case(name, m, feeds, manifest):
     onnx.checker.check_model(m, full_check=True)
     path = os.path.join(HERE, name + ".onnx")
@@ -248,7 +260,7 @@ def main():
     for f in os.listdir(HERE):
         os.remove(os.path.join(HERE, f))
     manifest = []
-    for make in (if_constant, if_runtime, if_nested, loop_counted, scan_axes, if_rank_flatten, if_rank_guard):
+    for make in (if_constant, if_runtime, if_nested, loop_counted, scan_axes, if_rank_flatten, if_rank_guard, squeeze_free_batch):
         m, feeds = make()
         write_case(make.__name__, m, feeds, manifest)
     for name, m in bad_files().items():
