@@ -1,0 +1,95 @@
+import Foundation
+import MLToolCore
+import MLToolEngine
+import MLToolTestSupport
+import Testing
+@testable import MLToolImport
+
+/// Dynamically quantized ONNX (Tests/Fixtures/onnx/make_dynamic_int8.py, committed): ConvInteger chains as
+/// `quantize_dynamic` writes them (uint8 per tensor, int8 per channel) and as ddddocr's older quantizer did (a bias
+/// quantized at run time), com.microsoft.DynamicQuantizeLSTM and MatMulInteger. Each imports as its float layer on
+/// int8 weights; its outputs meet the float graph those weights stand for, and onnxruntime's own int8 run of the file
+/// (which rounds every activation to uint8) within the difference that rounding makes.
+@Suite struct ONNXDynamicInt8Tests {
+    struct Manifest: Decodable { let cases: [ONNXFixtures.Case]; let int8: [ONNXFixtures.Case] }
+
+    static func manifest() throws -> Manifest {
+        let data = try Data(contentsOf: URL(fileURLWithPath: ONNXFixtures.path("dynamic-int8/manifest.json")))
+        return try JSONDecoder().decode(Manifest.self, from: data)
+    }
+
+    static func model(_ name: String) throws -> Model {
+        try ONNXImporter.importModel(path: ONNXFixtures.path("dynamic-int8/\(name).onnx"), options: ImportOptions())
+    }
+
+    /// Runs every case of `name` on the reference kernels and the fast path: the worst difference from the float
+    /// graph's outputs and from onnxruntime's int8 run, each over the output's range.
+    static func check(_ name: String) throws -> (float: Double, onnxruntime: Double) {
+        let imported = try model(name)
+        let m = try manifest()
+        let cases = m.cases.filter { $0.model == name + ".onnx" }, int8 = m.int8.filter { $0.model == name + ".onnx" }
+        #expect(cases.count == 2 && int8.count == 2)
+        var worst = (float: 0.0, onnxruntime: 0.0)
+        for mode in [Engine.Mode.reference, .fast] {
+            let engine = try Engine(model: imported, threads: 2, mode: mode)
+            for (c, q) in zip(cases, int8) {
+                var feeds: [String: Tensor] = [:]
+                for i in c.inputs { feeds[i.name] = ONNXFixtures.toNHWC(try ONNXFixtures.load(i, under: "dynamic-int8")) }
+                let got = try engine.run(feeds, outputs: c.outputs.map(\.name))
+                for (o, r) in zip(c.outputs, q.outputs) {
+                    let actual = ONNXFixtures.toNCHW(try #require(got[o.name])).data
+                    let reference = try ONNXFixtures.load(o, under: "dynamic-int8").data
+                    let ort = try ONNXFixtures.load(r, under: "dynamic-int8").data
+                    let range = Double((reference.max() ?? 0) - (reference.min() ?? 0))
+                    try #require(actual.count == reference.count && range > 0)
+                    func over(_ e: [Float]) -> Double { zip(actual, e).map { Double(abs($0 - $1)) }.max() ?? 0 }
+                    worst = (max(worst.float, over(reference) / range), max(worst.onnxruntime, over(ort) / range))
+                }
+            }
+        }
+        return worst
+    }
+
+    static func ops(_ m: Model) -> [Op] { m.metadata.graph?.nodes.map(\.op) ?? [] }
+
+    /// How many conv, dense and matMul layers read int8 weights.
+    static func int8Layers(_ m: Model) -> Int {
+        (m.metadata.graph?.nodes ?? []).filter {
+            [.conv, .dense, .matMul].contains($0.op) && $0.inputs.count > 1 && m.tensor(named: $0.inputs[1])?.dtype == .int8
+        }.count
+    }
+
+    @Test func quantizeDynamicConvolutionsAreConvolutionsOnInt8Weights() throws {
+        for name in ["conv_dynamic", "conv_dynamic_per_channel"] {
+            let m = try Self.model(name)
+            #expect(Self.int8Layers(m) == 3, "\(name)")
+            let worst = try Self.check(name)
+            // Measured: 1.0e-7 of the range from the float graph; from onnxruntime's run, which rounds activations to
+            // uint8, 5.0e-3 (uint8 weights) and 4.0e-3 (int8 per channel).
+            #expect(worst.float < 3e-7, "\(name)")
+            #expect(worst.onnxruntime < 6e-3, "\(name): \(worst.onnxruntime)")
+        }
+    }
+
+    @Test func aBiasQuantizedAtRunTimeIsTheFloatBias() throws {
+        // ddddocr's older quantizer: Floor(b / (xs·Ws)) added in int32. The conv takes b itself (within one step of
+        // the output's scale of what onnxruntime adds).
+        let m = try Self.model("conv_runtime_bias")
+        #expect(Self.int8Layers(m) == 2)
+        #expect(Self.ops(m) == [.conv, .conv])   // the Sigmoids fused, no bias arithmetic left
+        let worst = try Self.check("conv_runtime_bias")
+        #expect(worst.float < 5e-7)   // measured 3.4e-7
+        #expect(worst.onnxruntime < 4e-3, "\(worst.onnxruntime)")   // measured 3.4e-3
+    }
+
+    @Test func dynamicQuantizeLSTMIsAnLSTM() throws {
+        let m = try Self.model("lstm_dynamic")
+        #expect(Self.ops(m).contains(.lstm))
+        #expect(Self.int8Layers(m) == 1)   // the MatMulInteger after it
+        let worst = try Self.check("lstm_dynamic")
+        // Measured: 1.9e-7 from the float graph; 3.3e-2 from onnxruntime's run, which rounds x and h to uint8 at
+        // every step (11 steps each way).
+        #expect(worst.float < 3e-7)
+        #expect(worst.onnxruntime < 0.04, "\(worst.onnxruntime)")
+    }
+}
