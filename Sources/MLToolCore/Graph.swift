@@ -104,6 +104,9 @@ public struct GraphInput: Codable, Equatable, Sendable {
     /// The source's element type when it is an integer or bool ("int64", "int32", "uint8", "bool", …): the engine
     /// carries the values as float32, and refuses one that is not an integer of that type (docs/FORMAT.md).
     public var elementType: String?
+    /// The source's names of free dimensions, one per `shape` entry ("" for an unnamed or fixed one); nil when none
+    /// is named (docs/FORMAT.md).
+    public var dimensionNames: [String]?
     public init(name: String, shape: [Int], elementType: String? = nil) {
         self.name = name; self.shape = shape; self.elementType = elementType
     }

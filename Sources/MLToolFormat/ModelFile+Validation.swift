@@ -133,6 +133,10 @@ extension ModelFile {
                     throw FormatError.badGraph(file: file, node: "graph", field: "input '\(input.name)'",
                                                reason: "listed twice")
                 }
+                if let names = input.dimensionNames, names.count != input.shape.count {
+                    throw FormatError.badGraph(file: file, node: "graph", field: "input '\(input.name)' dimensionNames",
+                                               reason: "\(names.count) names for \(input.shape.count) dimensions")
+                }
             }
             for n in g.nodes {
                 for out in n.outputs {

@@ -108,7 +108,12 @@ enum Layout {
     static func irAxis(_ axis: Int, rank: Int) -> Int { rank == 4 ? nchwToNhwc[axis] : axis }
 
     /// An ONNX-layout shape as the IR stores it.
-    static func irShape(_ shape: [Int]) -> [Int] { shape.count == 4 ? nhwcToNchw.map { shape[$0] } : shape }
+    static func irShape(_ shape: [Int]) -> [Int] { irOrder(shape) }
+
+    /// Anything given per ONNX dimension (a name, a size) in the IR's order: NCHW → NHWC at rank 4.
+    static func irOrder<T>(_ perDimension: [T]) -> [T] {
+        perDimension.count == 4 ? nhwcToNchw.map { perDimension[$0] } : perDimension
+    }
 
     /// Whether NCHW and NHWC orders of this ONNX shape hold the same bytes (C is 1 or H·W is 1).
     static func orderFree(_ shape: [Int]) -> Bool {

@@ -45,6 +45,8 @@ struct ONNXFile {
         var shape: [Int]?
         /// TensorProto.DataType of the elements (1 = float), nil when the file does not say.
         var elemType: Int32? = nil
+        /// The file's name of each dimension given by name (`dim_param`), "" for the others.
+        var dimensionNames: [String] = []
     }
 
     var irVersion: Int
@@ -171,5 +173,9 @@ private func valueInfo(_ v: Onnx__ValueInfoProto) -> ONNXFile.ValueInfo {
               d.dim_value >= 0, d.dim_value < Int64(Int32.max) else { return -1 }
         return Int(d.dim_value)
     }
-    return .init(name: name, shape: dims, elemType: elemType)
+    let names: [String] = (0..<shapeProto.n_dim).map { i in
+        guard let d = shapeProto.dim[i]?.pointee, d.value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM else { return "" }
+        return str(d.dim_param)
+    }
+    return .init(name: name, shape: dims, elemType: elemType, dimensionNames: names)
 }

@@ -117,6 +117,11 @@ public enum ONNXImporter {
             let type = input.elemType.flatMap { TensorReader.elementTypes[$0]?.name }
             inputs.append(GraphInput(name: input.name, shape: Layout.irShape(shape),
                                      elementType: type.flatMap { GraphInput.integerRanges[$0] != nil ? $0 : nil }))
+            // The file's names of the dimensions still free (a size --input-size pins loses its name).
+            let names = zip(input.dimensionNames, shape).map { name, size in size < 0 ? name : "" }
+            if names.count == shape.count, names.contains(where: { !$0.isEmpty }) {
+                inputs[inputs.count - 1].dimensionNames = Layout.irOrder(names)
+            }
         }
         let joined = onnx.outputs.map(\.name) + (options.featureTensor.map { [$0] } ?? [])
         let (converted, nms) = try Self.converted(builder, onnx, path: path, outputs: joined)

@@ -145,6 +145,21 @@ struct CLIModelTests {
         #expect(int.status == 0, "\(int.stderr)")
     }
 
+    @Test func infoNamesTheFreeDimensions() throws {
+        // same_pad_resize's input is NCHW (n, 3, h, w): the names follow the dimensions into NHWC, the fixed channel
+        // count has none; --input-size pins h and w, whose names then go. A file keeps them (FORMAT.md).
+        let dir = try TempDir(); defer { dir.cleanup() }
+        let onnx = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("Fixtures/onnx/dynamic/same_pad_resize.onnx").path
+        #expect(try Tool.run(["import", onnx, "-o", dir.file("m.bin")]).status == 0)
+        let info = try Tool.run(["info", dir.file("m.bin")])
+        #expect(info.stdout.contains("input         x [n, h, w, 3]"), "\(info.stdout)")
+        let json = try Tool.run(["info", dir.file("m.bin"), "--json"])
+        #expect(json.stdout.contains(#""dimensionNames":["n","h","w",""]"#), "\(json.stdout)")
+        #expect(try Tool.run(["import", onnx, "-o", dir.file("p.bin"), "--input-size", "32x48"]).status == 0)
+        #expect(try Tool.run(["info", dir.file("p.bin")]).stdout.contains("input         x [n, 32, 48, 3]"))
+    }
+
     @Test func runWritesTheNamedTensorAsNpy() throws {
         let dir = try TempDir(); defer { dir.cleanup() }
         let model = Make.tinyClassifier()

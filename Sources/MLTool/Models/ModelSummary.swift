@@ -6,7 +6,19 @@ import MLToolFormat
 /// What a model is, in one value (`mltool info` prints it): task, inputs and outputs with their shapes,
 /// preprocessing, labels, sizes per dtype and per file section, provenance and recorded metrics.
 public struct ModelSummary: Encodable, Sendable {
-    public struct IO: Encodable, Sendable { public var name: String; public var shape: [Int] }
+    public struct IO: Encodable, Sendable {
+        public var name: String
+        public var shape: [Int]
+        /// The source's names of free dimensions ("" for the others); nil when it names none.
+        public var dimensionNames: [String]? = nil
+
+        /// The shape as `info` prints it: a free dimension by its name where it has one, else -1.
+        public var shapeText: String {
+            let names = dimensionNames ?? []
+            let dims = shape.enumerated().map { k, size in size < 0 && k < names.count && !names[k].isEmpty ? names[k] : "\(size)" }
+            return "[" + dims.joined(separator: ", ") + "]"
+        }
+    }
     public struct Section: Encodable, Sendable { public var name: String; public var offset: Int; public var bytes: Int }
     public var task: String
     public var name: String?
@@ -43,7 +55,7 @@ public struct ModelSummary: Encodable, Sendable {
         let md = model.metadata
         task = md.task.rawValue
         name = md.name
-        inputs = md.graph?.inputs.map { IO(name: $0.name, shape: $0.shape) } ?? []
+        inputs = md.graph?.inputs.map { IO(name: $0.name, shape: $0.shape, dimensionNames: $0.dimensionNames) } ?? []
         outputs = md.graph.map { g in
             let shapes = ModelSummary.outputShapes(model)
             return g.outputs.map { IO(name: $0, shape: shapes[$0] ?? []) }
@@ -85,7 +97,7 @@ public struct ModelSummary: Encodable, Sendable {
     public func text(path: String) -> String {
         var s = "\(path)\n"
         s += "  task          \(task)\(name.map { " (\($0))" } ?? "")\n"
-        for i in inputs { s += "  input         \(i.name) \(i.shape)\n" }
+        for i in inputs { s += "  input         \(i.name) \(i.shapeText)\n" }
         for (i, o) in outputs.enumerated() {
             s += "  output        \(o.name) \(o.shape)\(i == 0 ? outputKind.map { " (\($0))" } ?? "" : "")\n"
         }
