@@ -152,6 +152,75 @@ def engine_models(out, mltool, tmp):
                     put(out, "engine", f"{stem}_q{bits}.bin", f.read())
 
 
+# What issue 48 added to the ONNX importer and the engine: control flow, free dimensions, recurrent layers, dynamic
+# int8, attention, and the op breadth of op_breadth.
+GRAPH_SEEDS = ("control/if_runtime.onnx", "control/if_nested.onnx", "control/if_rank_guard.onnx", "control/loop_counted.onnx",
+               "control/scan_axes.onnx", "control/squeeze_free_batch.onnx", "dynamic/reshape_heads.onnx",
+               "dynamic/slice_sized.onnx", "dynamic/gather_free.onnx", "dynamic/same_pad_resize.onnx",
+               "dynamic-int8/conv_runtime_bias.onnx", "dynamic-int8/lstm_dynamic.onnx", "recurrent/onnx_lstm_functions.onnx",
+               "recurrent/onnx_gru_linear_before_reset.onnx", "einsum_attention.onnx", "attention_block.onnx")
+GRAPH_ENGINE_SEEDS = ("if_runtime", "if_rank_guard", "slice_sized", "reshape_heads", "lstm_dynamic",
+                      "onnx_gru_linear_before_reset", "einsum_attention", "op_breadth")
+
+
+def op_breadth():
+    """One graph (fixed sizes) through the op families issue 48 added: reductions, unary math, PRelu, ConvTranspose,
+    Einsum, comparisons and Where on live tensors, GatherElements / ScatterElements, CumSum, Tile, DepthToSpace,
+    ArgMax, LogSoftmax, Cast."""
+    import numpy as np
+    from onnx import helper as h, TensorProto as T, numpy_helper as nh
+    rng = np.random.default_rng(48)
+    c = lambda name, v: nh.from_array(np.asarray(v), name)
+    inits = [c("slope", rng.normal(0, 0.1, (4, 1, 1)).astype(np.float32)),
+             c("wt", rng.normal(0, 0.3, (4, 8, 2, 2)).astype(np.float32)),
+             c("axes", np.array([2], np.int64)), c("zero", np.array(0.0, np.float32)),
+             c("axis", np.array(1, np.int64)), c("reps", np.array([1, 1, 1, 2], np.int64)),
+             c("idx", np.zeros((1, 8, 1, 1), np.int64))]
+    n = h.make_node
+    nodes = [
+        n("PRelu", ["x", "slope"], ["p"]),
+        n("ConvTranspose", ["p", "wt"], ["ct"], strides=[2, 2], pads=[0, 0, 0, 0]),
+        n("Softplus", ["ct"], ["inorm"]),
+        n("Erf", ["inorm"], ["e"]),
+        n("ReduceMax", ["e", "axes"], ["rmax"], keepdims=1),
+        n("Sub", ["e", "rmax"], ["centered"]),
+        n("Exp", ["centered"], ["ex"]),
+        n("CumSum", ["ex", "axis"], ["cs"]),
+        n("Greater", ["cs", "zero"], ["pos"]),
+        n("Where", ["pos", "cs", "centered"], ["w"]),
+        n("Tile", ["w", "reps"], ["tiled"]),
+        n("DepthToSpace", ["tiled"], ["d2s"], blocksize=2, mode="CRD"),
+        n("ReduceMean", ["d2s", "axes"], ["rmean"], keepdims=1),
+        n("GatherElements", ["ct", "idx"], ["ge"], axis=2),
+        n("ScatterElements", ["ct", "idx", "ge"], ["se"], axis=2),
+        n("Einsum", ["se", "se"], ["gram"], equation="nchw,ndhw->ncdw"),
+        n("LogSoftmax", ["gram"], ["ls"], axis=-1),
+        n("ArgMax", ["ls"], ["am"], axis=1, keepdims=0),
+        n("Cast", ["am"], ["amf"], to=T.FLOAT),
+    ]
+    g = h.make_graph(nodes, "op_breadth", [h.make_tensor_value_info("x", T.FLOAT, [1, 4, 6, 5])],
+                     [h.make_tensor_value_info("rmean", T.FLOAT, None), h.make_tensor_value_info("amf", T.FLOAT, None)], inits)
+    m = h.make_model(g, opset_imports=[h.make_opsetid("", 18)], producer_name="make_seeds.py")
+    m.ir_version = 8
+    return m.SerializeToString()
+
+
+def graph_seeds(out, mltool, tmp):
+    """ONNX seeds of the graphs in GRAPH_SEEDS and op_breadth, and the engine seeds of those in GRAPH_ENGINE_SEEDS
+    imported (plan-time values and guards of free dimensions, ifElse, recurrent steps, int8 matMul)."""
+    paths = {}
+    for src in GRAPH_SEEDS:
+        copy(out, "onnx", "onnx/" + src)
+        paths[os.path.splitext(os.path.basename(src))[0]] = os.path.join(FIX, "onnx", src)
+    put(out, "onnx", "op_breadth.onnx", op_breadth())
+    paths["op_breadth"] = os.path.join(out, "onnx", "seeds", "op_breadth.onnx")
+    for stem in GRAPH_ENGINE_SEEDS:
+        dst = os.path.join(tmp, "graph-" + stem + ".bin")
+        subprocess.run([mltool, "import", paths[stem], "-o", dst], check=True, capture_output=True)
+        with open(dst, "rb") as f:
+            put(out, "engine", stem + ".bin", f.read())
+
+
 def hdf5_replies(out, mltool, tmp):
     """The bytes the parent reads from its end of the sandbox's socket pair during `mltool import x.h5`."""
     for name in ("k2_mlp", "k3_mlp", "k2_nested", "unsupported"):
@@ -221,8 +290,14 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("mltool")
     ap.add_argument("--out", default=os.path.join(FIX, "fuzz"))
+    ap.add_argument("--graphs-only", action="store_true",
+                    help="write only graph_seeds' ONNX and engine seeds (the others' .bin provenance would change)")
     a = ap.parse_args()
     mltool = os.path.abspath(a.mltool)
+    if a.graphs_only:
+        with tempfile.TemporaryDirectory() as tmp:
+            graph_seeds(a.out, mltool, tmp)
+        return
     for t in os.listdir(a.out) if os.path.isdir(a.out) else []:
         shutil.rmtree(os.path.join(a.out, t, "seeds"), ignore_errors=True)
     for src in ("mlp_opset9.onnx", "softmax_legacy.onnx", "qdq_weights.onnx", "free_size.onnx", "depthwise_cnn.onnx",
@@ -243,6 +318,7 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         native_models(a.out, mltool, tmp)
         engine_models(a.out, mltool, tmp)
+        graph_seeds(a.out, mltool, tmp)
         hdf5_replies(a.out, mltool, tmp)
 
 
