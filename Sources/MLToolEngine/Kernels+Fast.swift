@@ -173,6 +173,7 @@ enum Fast {
         case .matMul:
             let k = xs[1][0], m = xs[1][1]
             sgemm(n / m, m, k, x[0], k, x[1], m, y, m)
+            if let b = s.bias { mlk_bias_act(y, Int64(n / m), Int64(m), b.pointer, s.act.code, s.act.p0, s.act.p1) }
         case .activation:
             nonisolated(unsafe) let (a, y) = (x[0], y)
             let act = s.act

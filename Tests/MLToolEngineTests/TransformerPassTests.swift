@@ -10,6 +10,30 @@ import Testing
 @Suite struct TransformerPassTests {
     static let sqrt2: Float = 1.4142135, half: Float = 0.5
 
+    /// A projection as ONNX spells it, add(bias, matMul(x, W)), becomes one matMul whose third input is the bias:
+    /// the packed GEMM adds it in its epilogue, the reference after its product (also on the fused graph), and
+    /// both give the original graph's values; with the product also asked for, nothing fuses.
+    @Test func projectionBiasMovesIntoTheGemm() throws {
+        var g = GraphBuilder(seed: 484, input: [2, 9, 24])
+        let w = g.constant([24, 40], -0.4, 0.4), b = g.constant([40], -0.5, 0.5)
+        let product = g.node(.matMul, ["x", w])
+        let y = g.node(.add, [b, product])
+        let model = g.model(outputs: [y]), x = g.input([2, 9, 24])
+        let fused = try GraphPasses.optimize(model)
+        let nodes = try #require(fused.metadata.graph?.nodes)
+        #expect(nodes.map(\.op) == [.matMul] && nodes[0].inputs == ["x", w, b] && nodes[0].outputs == [y])
+        #expect(try Engine(model: model, threads: 1).plannedKernels().map(\.kernel) == [.packedDense])
+        let ref = try #require(try Engine(model: model, threads: 1, mode: .reference).run(["x": x])[y])
+        let fusedRef = try #require(try Engine(model: fused, threads: 1, mode: .reference).run(["x": x])[y])
+        assertClose(fusedRef, ref, rtol: fastTolerance, atol: fastTolerance, "the reference on the fused matMul")
+        for threads in [1, 2] {
+            let fast = try #require(try Engine(model: model, threads: threads).run(["x": x])[y])
+            assertClose(fast, ref, rtol: fastTolerance, atol: fastTolerance, "bias in the GEMM with \(threads) threads")
+        }
+        let kept = try #require(try GraphPasses.optimize(g.model(outputs: [y, product])).metadata.graph?.nodes)
+        #expect(kept.map(\.op) == [.matMul, .add])
+    }
+
     /// x·(1 + erf(x/√2))·½ as torch exports nn.GELU, after a projection (matMul + bias).
     static func geluModel(readErfElsewhere: Bool = false) -> (Model, Tensor) {
         var g = GraphBuilder(seed: 481, input: [1, 16, 24])
@@ -30,7 +54,8 @@ import Testing
     @Test func erfGeluBecomesOneGelu() throws {
         let (model, x) = Self.geluModel()
         let nodes = try #require(try GraphPasses.optimize(model).metadata.graph?.nodes)
-        #expect(nodes.map(\.op) == [.matMul, .add, .unary] && nodes.last?.attributes.mode == "gelu")
+        #expect(nodes.map(\.op) == [.matMul, .unary] && nodes.last?.attributes.mode == "gelu")
+        #expect(nodes.first?.inputs.count == 3)   // the projection's bias moved into its GEMM (fuseMatMulBias)
         #expect(nodes.last?.outputs == model.metadata.graph?.outputs)
         #expect(try Engine(model: model, threads: 1).plannedKernels().map(\.kernel).last == .gelu)
         let y = try #require(model.metadata.graph?.outputs.first)

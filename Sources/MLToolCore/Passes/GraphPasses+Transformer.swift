@@ -1,4 +1,36 @@
 extension GraphPasses {
+    /// Moves the add of a constant bias (N) after a matMul by a constant (K, N) into the matMul's third input, where
+    /// the engine adds it in the GEMM's epilogue instead of a pass of its own (a transformer's every projection). The
+    /// add's output keeps its name; only when the product has one consumer, is not a graph output and the add has
+    /// no activation.
+    public static func fuseMatMulBias(_ model: Model) throws -> Model {
+        guard var graph = model.metadata.graph else { return model }
+        var nodes = graph.nodes
+        var removed = Set<Int>()
+        let consumers = consumerCounts(graph), producer = producers(nodes), outputs = Set(graph.outputs)
+        let tensors = model.tensorsByName
+        for (i, add) in nodes.enumerated() where add.op == .add && add.inputs.count == 2 && add.outputs.count == 1
+            && add.attributes.activation == nil {
+            for k in 0..<2 {
+                let product = add.inputs[1 - k], bias = add.inputs[k]
+                guard let p = producer[product], !removed.contains(p), nodes[p].op == .matMul, nodes[p].inputs.count == 2,
+                      nodes[p].outputs.count == 1, nodes[p].attributes.activation == nil,
+                      consumers[product] == 1, !outputs.contains(product),
+                      let b = tensors[nodes[p].inputs[1]], b.shape.count == 2, let c = tensors[bias], c.shape == [b.shape[1]]
+                else { continue }
+                nodes[p].inputs.append(bias)
+                nodes[p].outputs = add.outputs
+                removed.insert(i)
+                break
+            }
+        }
+        guard !removed.isEmpty else { return model }
+        graph.nodes = nodes.indices.filter { !removed.contains($0) }.map { nodes[$0] }
+        var m = model
+        m.metadata.graph = graph
+        return m
+    }
+
     /// Rewrites the exact GELU as ONNX exports spell it, x·(1 + erf(x / √2))·½ (div by √2 or mul by 1/√2, add of 1,
     /// mul by x, mul by ½: five passes over a transformer's widest activation), as one unary `gelu` on x. The last
     /// mul's output keeps its name; every intermediate tensor must have one consumer and not be a graph output.

@@ -9,6 +9,8 @@
 ///   it) becomes one `swish` node, which `fuseActivations` can then move into the conv that makes x.
 /// - `unwrapTransposedSoftmax`: attention scores moved to NHWC for a scale, a mask and a softmax and back run in their
 ///   own layout (GraphPasses+Transformer.swift).
+/// - `fuseMatMulBias`: add(bias (N), matMul(a, b (K, N))) becomes matMul(a, b, bias), the bias in the GEMM's epilogue
+///   (GraphPasses+Transformer.swift).
 /// - `fuseGelu`: x·(1 + erf(x/√2))·½ becomes one unary `gelu` (GraphPasses+Transformer.swift).
 /// - `fuseActivations`: moves a standalone activation into its producer (conv/dense/add/sub/mul/div).
 /// - `fuseQuantizeDequantize`: a quantize → dequantize pair with the same parameters becomes one quantize giving
@@ -21,6 +23,7 @@ public enum GraphPasses {
     public static func optimize(_ model: Model) throws -> Model {
         var m = try unwrapTransposedSoftmax(model)
         m = try composeTransposes(m)
+        m = try fuseMatMulBias(m)
         m = try removeIdentities(m)
         m = try foldBatchNorm(m)
         m = try fuseSwish(m)
