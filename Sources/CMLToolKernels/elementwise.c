@@ -1,4 +1,5 @@
-// Element-wise kernels: bias + activation in place, add + activation, and softmax; portable C and AVX2 side by side.
+// Element-wise kernels: bias + activation in place, add + activation, softmax and layer norm; portable C and AVX2 side
+// by side.
 #include "CMLToolKernels.h"
 #include "isa.h"
 #include "vec.h"
@@ -30,6 +31,40 @@ static void softmax_lane(const float *x, float *y, int64_t len, int64_t stride) 
 
 static void softmax_portable(const float *x, float *y, int64_t len, int64_t inner, int64_t i0, int64_t i1) {
     for (int64_t i = i0; i < i1; i++) softmax_lane(x + i, y + i, len, inner);
+}
+
+// Layer norm of rows [r0, r1) of x (rows, len): the mean and the mean square deviation each summed in 8 lanes
+// (element j into lane j mod 8, the lanes then added in order, then the tail), y = (x − mean)·inv·scale + bias with
+// inv = 1/√(variance + ε), every product rounded before its add, so the AVX2 form gives these bits.
+static float lane_sum(const float acc[8]) {
+    float s = acc[0];
+    for (int k = 1; k < 8; k++) s += acc[k];
+    return s;
+}
+
+static void layer_norm_portable(const float *x, float *y, int64_t len, int64_t r0, int64_t r1, const float *scale,
+                                const float *bias, float eps) {
+    int64_t vectors = len / 8 * 8;
+    for (int64_t r = r0; r < r1; r++) {
+        const float *row = x + r * len;
+        float *out = y + r * len;
+        float acc[8] = {0};
+        for (int64_t j = 0; j < vectors; j++) acc[j % 8] += row[j];
+        float sum = lane_sum(acc);
+        for (int64_t j = vectors; j < len; j++) sum += row[j];
+        float mean = sum / (float)len;
+        float sq[8] = {0};
+        for (int64_t j = 0; j < vectors; j++) { float d = row[j] - mean; float dd = d * d; sq[j % 8] += dd; }
+        float squares = lane_sum(sq);
+        for (int64_t j = vectors; j < len; j++) { float d = row[j] - mean; float dd = d * d; squares += dd; }
+        float inv = 1.0f / sqrtf(squares / (float)len + eps);
+        for (int64_t j = 0; j < len; j++) {
+            float v = (row[j] - mean) * inv;
+            if (scale) v *= scale[j];
+            if (bias) v += bias[j];
+            out[j] = v;
+        }
+    }
 }
 
 // ---- AVX2 + FMA ----
@@ -70,11 +105,12 @@ MLK_AVX2 static void softmax_avx2(const float *x, float *y, int64_t len, int64_t
 }
 
 // The last axis: 8 rows of len values gathered side by side, the same per-row operations in the same order as
-// softmax_lane. Rows longer than 64 (a classifier's 1,000 classes: one row per image) go one at a time.
+// softmax_lane. Rows longer than 512 (a classifier's 1,000 classes: one row per image) go one at a time; attention
+// scores (a row per query, one value per key: 128 at sequence 128) go 8 at a time.
 MLK_AVX2 static void softmax_rows_avx2(const float *x, float *y, int64_t len, int64_t l0, int64_t l1) {
     int64_t l = l0;
-    if (len <= 64 && len * 8 <= INT32_MAX) {
-        float e[64 * 8];
+    if (len <= 512 && len * 8 <= INT32_MAX) {
+        float e[512 * 8];
         __m256i rows = _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32((int)len));
         for (; l + 8 <= l1; l += 8) {
             const float *xl = x + l * len;
@@ -97,6 +133,45 @@ MLK_AVX2 static void softmax_rows_avx2(const float *x, float *y, int64_t len, in
         }
     }
     for (; l < l1; l++) softmax_lane(x + l * len, y + l * len, len, 1);
+}
+
+MLK_AVX2 static void layer_norm_avx2(const float *x, float *y, int64_t len, int64_t r0, int64_t r1, const float *scale,
+                                     const float *bias, float eps) {
+    int64_t vectors = len / 8 * 8;
+    for (int64_t r = r0; r < r1; r++) {
+        const float *row = x + r * len;
+        float *out = y + r * len;
+        __m256 acc = _mm256_setzero_ps();
+        for (int64_t j = 0; j < vectors; j += 8) acc = _mm256_add_ps(acc, _mm256_loadu_ps(row + j));
+        float lanes[8];
+        _mm256_storeu_ps(lanes, acc);
+        float sum = lane_sum(lanes);
+        for (int64_t j = vectors; j < len; j++) sum += row[j];
+        float mean = sum / (float)len;
+        __m256 m = _mm256_set1_ps(mean), sq = _mm256_setzero_ps();
+        for (int64_t j = 0; j < vectors; j += 8) {
+            __m256 d = _mm256_sub_ps(_mm256_loadu_ps(row + j), m);
+            sq = _mm256_add_ps(sq, _mm256_mul_ps(d, d));
+        }
+        _mm256_storeu_ps(lanes, sq);
+        float squares = lane_sum(lanes);
+        for (int64_t j = vectors; j < len; j++) { float d = row[j] - mean; float dd = d * d; squares += dd; }
+        float inv = 1.0f / sqrtf(squares / (float)len + eps);
+        __m256 iv = _mm256_set1_ps(inv);
+        int64_t j = 0;
+        for (; j < vectors; j += 8) {
+            __m256 v = _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(row + j), m), iv);
+            if (scale) v = _mm256_mul_ps(v, _mm256_loadu_ps(scale + j));
+            if (bias) v = _mm256_add_ps(v, _mm256_loadu_ps(bias + j));
+            _mm256_storeu_ps(out + j, v);
+        }
+        for (; j < len; j++) {
+            float v = (row[j] - mean) * inv;
+            if (scale) v *= scale[j];
+            if (bias) v += bias[j];
+            out[j] = v;
+        }
+    }
 }
 
 MLK_AVX2 static void bias_act_avx2(float *y, int64_t rows, int64_t cols, const float *bias, int act, float p0, float p1) {
@@ -162,4 +237,12 @@ void mlk_add_act(const float *a, const float *b, float *y, int64_t n, int act, f
     if (mlk_cpu_has(MLK_CPU_AVX2)) { add_act_avx2(a, b, y, n, act, p0, p1); return; }
 #endif
     add_act_portable(a, b, y, n, act, p0, p1);
+}
+
+void mlk_layer_norm_rows(const float *x, float *y, int64_t len, int64_t r0, int64_t r1, const float *scale,
+                         const float *bias, float eps) {
+#if MLK_X86
+    if (mlk_cpu_has(MLK_CPU_AVX2)) { layer_norm_avx2(x, y, len, r0, r1, scale, bias, eps); return; }
+#endif
+    layer_norm_portable(x, y, len, r0, r1, scale, bias, eps);
 }

@@ -10,7 +10,7 @@ import Foundation
 /// - conv: x (N,H,W,C), w (KH,KW,C/groups,OC), b? (OC) → (N,OH,OW,OC)
 ///   [strides (sh,sw), dilations (dh,dw), pads (top,left,bottom,right), groups, activation]
 /// - dense: x (N,…) flattened to (N,IN), w (IN,OUT), b? (OUT) → (N,OUT) [activation]
-/// - matMul: a (…,M,K), b (K,N) → (…,M,N)  (b a constant)
+/// - matMul: a (…,M,K), b (K,N), bias? (N) → (…,M,N)  (b and the bias constants)
 /// - batchMatMul: a (…,M,K), b (…,K,N) → (…,M,N), both of rank ≥ 2, the batch axes broadcast (numpy rules); plain
 ///   row-major operands (the ONNX importer gives it rank-4 tensors in NCHW order)
 /// - batchNorm: x, scale, bias, mean, variance (C, along the last axis) → x [epsilon]

@@ -103,6 +103,8 @@ enum Fast {
         case reduce, select
         /// erf elementwise, vectorised (`mlk_erf`): a transformer's exact GELU.
         case erf
+        /// The exact GELU elementwise, vectorised (`mlk_gelu`, erf as `mlk_erf`'s).
+        case gelu
         /// LSTM, GRU, RNN: GEMMs for the products, vectorised gate functions (`Kernels+Recurrent.swift`).
         case recurrent
         /// A GEMM into columns and col2im (`Kernels+ConvTranspose.swift`).
@@ -133,6 +135,7 @@ enum Fast {
         case .add, .sub, .mul, .div, .pow, .binary: return .broadcastBinary
         case .reduce: return .reduce
         case .unary where s.unary == .erf: return .erf
+        case .unary where s.unary == .gelu: return .gelu
         case .where: return .select
         case .transpose: return .transpose
         case .concat: return .concat
@@ -170,6 +173,7 @@ enum Fast {
         case .matMul:
             let k = xs[1][0], m = xs[1][1]
             sgemm(n / m, m, k, x[0], k, x[1], m, y, m)
+            if let b = s.bias { mlk_bias_act(y, Int64(n / m), Int64(m), b.pointer, s.act.code, s.act.p0, s.act.p1) }
         case .activation:
             nonisolated(unsafe) let (a, y) = (x[0], y)
             let act = s.act
@@ -187,6 +191,9 @@ enum Fast {
         case .erf:
             nonisolated(unsafe) let (a, y) = (x[0], y)
             rowsInParallel(n, elements: n, threads: threads) { lo, hi in mlk_erf(a + lo, y + lo, Int64(hi - lo)) }
+        case .gelu:
+            nonisolated(unsafe) let (a, y) = (x[0], y)
+            rowsInParallel(n, elements: n, threads: threads) { lo, hi in mlk_gelu(a + lo, y + lo, Int64(hi - lo)) }
         case .reduce: reduce(s, x[0], xs[0], y, ys, threads: threads)
         case .select: select(x, xs, y, ys, threads: threads)
         case .transpose: transpose(s, x[0], xs[0], y, ys, threads: threads)

@@ -1,3 +1,4 @@
+import CMLToolKernels
 import MLToolCore
 
 // layerNorm: x (…) normalised over its trailing axes from `axis` (a row of `inner` values per outer index):
@@ -25,39 +26,18 @@ extension Reference {
 }
 
 extension Fast {
-    /// Rows split across threads; each row's sums eight lanes wide (SIMD8), the same for any split.
+    /// Rows split across threads; each row's sums in eight lanes (`mlk_layer_norm_rows`), the same for any split and
+    /// at every CPU level.
     static func layerNorm(_ s: Step, _ x: UnsafePointer<Float>, _ xs: [Int], _ y: UnsafeMutablePointer<Float>, threads: Int) {
         guard let ax = try? Program.axis(s.axis ?? -1, rank: xs.count, s) else { return }   // checked by shape inference
         let inner = xs[ax...].reduce(1, &*), outer = xs[..<ax].reduce(1, &*)
         guard inner > 0, s.statistic == nil else { Reference.layerNorm(s, x, xs, y); return }
         nonisolated(unsafe) let (x, y) = (x, y)
         nonisolated(unsafe) let scale = s.weight.map { UnsafePointer($0.pointer) }, bias = s.bias.map { UnsafePointer($0.pointer) }
-        let eps = s.epsilon, count = Float(inner), vectors = inner / 8
+        let eps = s.epsilon
         let parts = outer &* inner >= copyParallelThreshold ? threads : 1
         parallel(outer, parts: parts) { lo, hi in
-            for o in lo..<hi {
-                let row = x + o &* inner, out = y + o &* inner
-                let rowV = UnsafeRawPointer(row)
-                var acc = SIMD8<Float>()
-                for v in 0..<vectors { acc += rowV.loadUnaligned(fromByteOffset: v &* 32, as: SIMD8<Float>.self) }
-                var sum = acc.sum()
-                for i in (vectors &* 8)..<inner { sum += row[i] }
-                let mean = sum / count
-                let meanV = SIMD8<Float>(repeating: mean)
-                var sq = SIMD8<Float>()
-                for v in 0..<vectors {
-                    let d = rowV.loadUnaligned(fromByteOffset: v &* 32, as: SIMD8<Float>.self) - meanV
-                    sq.addProduct(d, d)
-                }
-                var squares = sq.sum()
-                for i in (vectors &* 8)..<inner { squares += (row[i] - mean) * (row[i] - mean) }
-                let inv = 1 / (squares / count + eps).squareRoot()
-                switch (scale, bias) {
-                case let (g?, b?): for i in 0..<inner { out[i] = (row[i] - mean) * inv * g[i] + b[i] }
-                case let (g?, nil): for i in 0..<inner { out[i] = (row[i] - mean) * inv * g[i] }
-                default: for i in 0..<inner { out[i] = (row[i] - mean) * inv }
-                }
-            }
+            mlk_layer_norm_rows(x, y, Int64(inner), Int64(lo), Int64(hi), scale, bias, eps)
         }
     }
 }

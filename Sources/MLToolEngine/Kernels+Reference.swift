@@ -15,7 +15,7 @@ enum Reference {
             gemm(x[0], s.weight!.pointer, y, rows: rows, k: k, n: m, bias: s.bias?.pointer, act: s.act)
         case .matMul:
             let k = xs[1][0], m = xs[1][1]
-            gemm(x[0], x[1], y, rows: n / m, k: k, n: m, bias: nil, act: .none)
+            gemm(x[0], x[1], y, rows: n / m, k: k, n: m, bias: s.bias?.pointer, act: .none)
         case .batchMatMul: batchMatMul(x, xs, y, ys)
         case .batchNorm:
             let c = s.weightShape[0]

@@ -70,6 +70,7 @@ extension Fast {
         rowsInParallel(rows, elements: rows &* inner, threads: threads) { lo, hi in
         forEachRow(shape, strides, rows: lo..<hi) { k, off in
             let yp = y + k &* inner, ap = a + off[0], bp = b + off[1]
+            if ia == 1, ib <= 1, act.isNone, contiguousRow(op, ap, bp, bIsScalar: ib == 0, yp, inner) { return }
             switch op {
             case .add: for j in 0..<inner { yp[j] = ap[j &* ia] + bp[j &* ib] }
             case .sub: for j in 0..<inner { yp[j] = ap[j &* ia] - bp[j &* ib] }
@@ -83,6 +84,33 @@ extension Fast {
             if !act.isNone { for j in 0..<inner { yp[j] = act.apply(yp[j]) } }
         }
         }
+    }
+
+    /// y = a op b over a row of n values, a contiguous and b contiguous or one value (a transformer's bias adds and
+    /// scalings): loops the compiler vectorises, the same operation per element as the strided loop. False (nothing
+    /// written) for the ops it leaves to that loop.
+    @inline(__always)
+    static func contiguousRow(_ op: Op, _ a: UnsafePointer<Float>, _ b: UnsafePointer<Float>, bIsScalar: Bool,
+                              _ y: UnsafeMutablePointer<Float>, _ n: Int) -> Bool {
+        if bIsScalar {
+            let c = b[0]
+            switch op {
+            case .add: for j in 0..<n { y[j] = a[j] + c }
+            case .sub: for j in 0..<n { y[j] = a[j] - c }
+            case .mul: for j in 0..<n { y[j] = a[j] * c }
+            case .div: for j in 0..<n { y[j] = a[j] / c }
+            default: return false
+            }
+        } else {
+            switch op {
+            case .add: for j in 0..<n { y[j] = a[j] + b[j] }
+            case .sub: for j in 0..<n { y[j] = a[j] - b[j] }
+            case .mul: for j in 0..<n { y[j] = a[j] * b[j] }
+            case .div: for j in 0..<n { y[j] = a[j] / b[j] }
+            default: return false
+            }
+        }
+        return true
     }
 
     /// `shape` with adjacent axes merged where every operand's strides walk them as one axis (axis d into the axis

@@ -331,13 +331,20 @@ struct Program: Sendable {
             s.weightShape = [c]
             s.bias = Buffer((0..<c).map { p[1][$0] - p[2][$0] * scale[$0] })
         case .matMul:
-            try inputCount(2...2)
+            try inputCount(2...3)
             // A constant (K, N) b (a transformer's projections) runs as a dense layer's weight: packed once for the
             // GEMM, on the int8 kernels where they take it, every row of a (…, M, K) at once.
             if purpose == .fast, ids[node.inputs[1]] == nil, let wt = tensors[node.inputs[1]], wt.shape.count == 2,
                wt.shape.allSatisfy({ $0 > 0 }), !wt.dtype.traits.isPalette {
                 s.weightShape = wt.shape
                 try gemmWeight(wt, k: wt.shape[0], n: wt.shape[1], gemm: true)
+            }
+            // A bias (N) rides in the GEMM's epilogue (GraphPasses.fuseMatMulBias); b must then be a constant.
+            if node.inputs.count == 3 {
+                guard let b = tensors[node.inputs[1]], ids[node.inputs[1]] == nil, b.shape.count == 2 else {
+                    throw EngineError.badWeights(node: node.name, tensor: node.inputs[1], reason: "a matMul with a bias needs a constant (K, N) b")
+                }
+                s.bias = try bias(node, 2, count: b.shape[1], tensors)
             }
         case .batchMatMul: try inputCount(2...2)
         case .relu, .sigmoid, .tanh, .hardSwish, .swish, .identity, .clip, .leakyRelu, .hardSigmoid:
@@ -431,7 +438,7 @@ struct Program: Sendable {
             s.recurrent = try RecurrentSpec(node) { try weight($0, rank: $1) }
         }
         var dataInputs = [.conv, .dense, .batchNorm, .convTranspose, .layerNorm].contains(node.op) ? Array(node.inputs.prefix(1)) : node.inputs
-        if node.op == .matMul && !s.weightShape.isEmpty { dataInputs = [node.inputs[0]] }   // b packed above
+        if node.op == .matMul { dataInputs = Array(node.inputs.prefix(s.weightShape.isEmpty ? 2 : 1)) }   // b packed above; the bias in `bias`
         // A recurrent layer reads x and its initial states; its weights are in `recurrent`.
         if let r = s.recurrent { dataInputs = [node.inputs[0]] + node.inputs.suffix(r.states.count) }
         s.inputs = try dataInputs.map { try use($0, node, tensors) }

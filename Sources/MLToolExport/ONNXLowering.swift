@@ -118,7 +118,13 @@ struct ONNXLowering {
         case .matMul:
             guard let b = n.inputs[safe: 1], tensors[b] != nil else { throw unsupported(n, "a constant right-hand matrix") }
             let y = xr == 4 ? fresh(out) : target
-            add("MatMul", [toIR(x), try constant(b)], [y], node: n.name)
+            if let bias = n.inputs[safe: 2] {   // the bias GraphPasses.fuseMatMulBias moved in: an Add after
+                let product = fresh(out)
+                add("MatMul", [toIR(x), try constant(b)], [product], node: n.name)
+                add("Add", [product, try constant(bias)], [y], node: n.name + ".bias")
+            } else {
+                add("MatMul", [toIR(x), try constant(b)], [y], node: n.name)
+            }
             if xr == 4 { add("Transpose", [y], [target], node: n.name + ".nchw", [("perm", .ints(WeightLayout.nhwcToNCHW))]) }
         case .batchNorm:
             guard xr == 2 || xr == 4 else { throw unsupported(n, "rank 2 or 4 (channels last in the IR)") }

@@ -4,7 +4,7 @@ import MLToolEngine
 import MLToolTestSupport
 import Testing
 
-/// layerNorm: the fast path (SIMD8 sums, rows across threads) against the scalar reference.
+/// layerNorm: the fast path (`mlk_layer_norm_rows`: sums in 8 lanes, rows across threads) against the scalar reference.
 enum LayerNormCase: String, CaseIterable, CustomTestStringConvertible {
     /// 6 channels: no full vector; 64 / 37: whole vectors, and a tail of 5.
     case lastAxis, wideRows, oddRows, axis1Rank4, axis0, noBias, noScale, rank2, mean, invStdDev
@@ -59,6 +59,20 @@ enum LayerNormCase: String, CaseIterable, CustomTestStringConvertible {
         let a = try #require(try Engine(model: model, threads: 1).run(["x": input])[name])
         let b = try #require(try Engine(model: model, threads: 2).run(["x": input])[name])
         #expect(a.data.map(\.bitPattern) == b.data.map(\.bitPattern))
+    }
+
+    /// `mlk_layer_norm_rows` gives the portable level's bits at every CPU level (sums in the same 8 lanes, every
+    /// product rounded before its add), rows of whole vectors and with a tail, with and without scale and bias.
+    @Test func everyLevelGivesThePortableBits() throws {
+        for c in [LayerNormCase.wideRows, .oddRows, .noScale, .lastAxis] {
+            let (model, input) = c.build()
+            let name = model.metadata.graph!.outputs[0]
+            var bits: [[UInt32]] = []
+            try forEachCPULevel { _ in
+                bits.append(try #require(try Engine(model: model, threads: 2).run(["x": input])[name]).data.map(\.bitPattern))
+            }
+            #expect(Set(bits).count == 1, "\(c): the levels differ")
+        }
     }
 
     /// Rows [1, 2, 3, 4] and [10, 10, 10, 10]: mean 2.5, variance 1.25, and a constant row normalises to 0 (ε keeps

@@ -37,8 +37,15 @@ void mlk_softmax(const float *x, float *y, int64_t len, int64_t inner, int64_t i
 
 /// Softmax over the last axis of x (rows, len) for rows [r0, r1): the same definition and bits as mlk_softmax.
 void mlk_softmax_rows(const float *x, float *y, int64_t len, int64_t r0, int64_t r1);
+
+/// Layer norm over the last axis of x (rows, len) for rows [r0, r1): y = (x − mean)·(1/√(variance + eps))·scale + bias
+/// (scale, bias: len values, or NULL for 1 and 0); sums in 8 lanes, the same bits at every level.
+void mlk_layer_norm_rows(const float *x, float *y, int64_t len, int64_t r0, int64_t r1, const float *scale,
+                         const float *bias, float eps);
 /// y[i] = erf(x[i]) for i < n (absolute error below 4e-7; NaN stays NaN): Abramowitz & Stegun 7.1.26.
 void mlk_erf(const float *x, float *y, int64_t n);
+/// y[i] = ½x[i]·(1 + erf(x[i]/√2)) for i < n, the exact GELU, erf as mlk_erf's.
+void mlk_gelu(const float *x, float *y, int64_t n);
 
 // ---- GEMM on packed weights (gemm.c) ----
 

@@ -7,6 +7,11 @@
 ///   channel, b' = (b−μ)·γ/√(σ²+ε)+β.
 /// - `fuseSwish`: x · σ(x) (a sigmoid feeding only a mul with the sigmoid's own input: SiLU as ONNX exports spell
 ///   it) becomes one `swish` node, which `fuseActivations` can then move into the conv that makes x.
+/// - `unwrapTransposedSoftmax`: attention scores moved to NHWC for a scale, a mask and a softmax and back run in their
+///   own layout (GraphPasses+Transformer.swift).
+/// - `fuseMatMulBias`: add(bias (N), matMul(a, b (K, N))) becomes matMul(a, b, bias), the bias in the GEMM's epilogue
+///   (GraphPasses+Transformer.swift).
+/// - `fuseGelu`: x·(1 + erf(x/√2))·½ becomes one unary `gelu` (GraphPasses+Transformer.swift).
 /// - `fuseActivations`: moves a standalone activation into its producer (conv/dense/add/sub/mul/div).
 /// - `fuseQuantizeDequantize`: a quantize → dequantize pair with the same parameters becomes one quantize giving
 ///   values (GraphPasses+Quantized.swift).
@@ -16,10 +21,13 @@
 public enum GraphPasses {
     /// All passes, in an order where each one exposes work for the next.
     public static func optimize(_ model: Model) throws -> Model {
-        var m = try composeTransposes(model)
+        var m = try unwrapTransposedSoftmax(model)
+        m = try composeTransposes(m)
+        m = try fuseMatMulBias(m)
         m = try removeIdentities(m)
         m = try foldBatchNorm(m)
         m = try fuseSwish(m)
+        m = try fuseGelu(m)
         m = try fuseActivations(m)
         m = try fuseQuantizeDequantize(m)
         return m
