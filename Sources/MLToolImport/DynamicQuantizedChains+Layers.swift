@@ -16,7 +16,8 @@ import MLToolCore
 /// kernels are float, so its products are exact where onnxruntime's are rounded.
 extension DynamicQuantizedChains {
     mutating func rewriteConvolutions() {
-        for (i, c) in nodes.enumerated() where c.opType == "ConvInteger" && c.domain.isEmpty && c.inputs.count >= 3 {
+        for (i, c) in nodes.enumerated() where c.opType == "ConvInteger" && c.domain.isEmpty && c.inputs.count >= 3
+                                          && c.outputs.count == 1 {
             let w = c.inputs[1]
             let wz = c.inputs.count > 3 && !c.inputs[3].isEmpty ? c.inputs[3] : nil
             guard let (d, dq) = quantizer(of: c), quantizedCodes(w), let shape = constants[w]?.shape, shape.count >= 3,

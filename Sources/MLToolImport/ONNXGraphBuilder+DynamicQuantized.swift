@@ -63,9 +63,11 @@ struct DynamicQuantizedChains {
         return r[0]
     }
 
-    /// Node `i` when it is an `op` of the default domain.
+    /// Node `i` when it is an `op` of the default domain with an input and an output (the importer names a node
+    /// without them later; a chain never matches one).
     func node(_ i: Int?, _ op: String) -> ONNXFile.Node? {
-        guard let i, nodes[i].opType == op, nodes[i].domain.isEmpty || nodes[i].domain == "ai.onnx" else { return nil }
+        guard let i, nodes[i].opType == op, nodes[i].domain.isEmpty || nodes[i].domain == "ai.onnx",
+              !nodes[i].inputs.isEmpty, !nodes[i].outputs.isEmpty else { return nil }
         return nodes[i]
     }
 
@@ -111,7 +113,8 @@ struct DynamicQuantizedChains {
     }
 
     mutating func rewriteMatMuls() {
-        for (i, m) in nodes.enumerated() where m.opType == "MatMulInteger" && m.domain.isEmpty && m.inputs.count >= 3 {
+        for (i, m) in nodes.enumerated() where m.opType == "MatMulInteger" && m.domain.isEmpty && m.inputs.count >= 3
+                                          && m.outputs.count == 1 {
             let w = m.inputs[1]
             let wz = m.inputs.count > 3 && !m.inputs[3].isEmpty ? m.inputs[3] : nil
             guard let (d, dq) = quantizer(of: m), quantizedCodes(w), constants[w]?.rank == 2,
@@ -131,7 +134,7 @@ struct DynamicQuantizedChains {
 
     /// Quantized embedding tables: Gather(Tq, ids) → DequantizeLinear(·, s, z), one scale.
     mutating func rewriteEmbeddings() {
-        for (i, g) in nodes.enumerated() where g.opType == "Gather" && g.domain.isEmpty && g.inputs.count == 2 {
+        for (i, g) in nodes.enumerated() where g.opType == "Gather" && g.domain.isEmpty && g.inputs.count == 2 && g.outputs.count == 1 {
             guard quantizedCodes(g.inputs[0]), constants[g.inputs[1]] == nil, let r = onlyReader(g.outputs[0]),
                   let dq = node(r, "DequantizeLinear"), dq.inputs.first == g.outputs[0], dq.inputs.count >= 2,
                   constants[dq.inputs[1]]?.values.count == 1,
