@@ -105,6 +105,9 @@ extension ONNXGraphBuilder {
                                     scale: [Float], bias: [Float], epsilon: Float) throws {
         try onlyFirstOutput(node, "more than Y")
         let out = try output(of: node)
+        if groups == channels, x.shape.count == 4, x.shape[1] == channels, x.shape.dropFirst(2).contains(where: { $0 < 0 }) {
+            return try instanceNormOverFreeSizes(node, x, scale: scale, bias: bias, epsilon: epsilon, output: out)
+        }
         guard x.shape.dropFirst(2).allSatisfy({ $0 >= 0 }) else {
             throw ImportError.invalid(file: file, place: place(node), expected: "known spatial sizes (use --input-size)", actual: "\(x.shape)")
         }
@@ -134,6 +137,32 @@ extension ONNXGraphBuilder {
             shapes[m] = x.shape
             emit("\(node.name).bias", .add, [m, addWeight("\(node.name).bias", shape: shape, values: bias)], out)
         }
+        shapes[out] = x.shape
+    }
+
+    /// One group per channel of an image whose height or width is known only at run time: the statistics per image
+    /// and channel as reductions over H and W (NHWC axes 1 and 2), (x − mean) · rsqrt(variance + ε), then the affine.
+    private mutating func instanceNormOverFreeSizes(_ node: ONNXFile.Node, _ x: (name: String, shape: [Int]), scale: [Float],
+                                                    bias: [Float], epsilon: Float, output out: String) throws {
+        let stats = [x.shape[0], x.shape[1], 1, 1], channels = x.shape[1]
+        let mean = fresh("\(out).mean"), centered = fresh("\(out).centered"), square = fresh("\(out).square"),
+            variance = fresh("\(out).variance"), inverse = fresh("\(out).rstd"), normalized = fresh("\(out).normalized")
+        let over = Attributes(axes: [1, 2], mode: ReduceFunction.mean.rawValue)
+        emit("\(node.name).mean", .reduce, [x.name], mean, over)
+        emit("\(node.name).center", .sub, [x.name, mean], centered)
+        emit("\(node.name).square", .mul, [centered, centered], square)
+        emit("\(node.name).variance", .reduce, [square], variance, over)
+        emit("\(node.name).rstd", .unary, [variance], inverse, Attributes(alpha: epsilon, mode: UnaryFunction.rsqrt.rawValue))
+        emit("\(node.name).normalize", .mul, [centered, inverse], normalized)
+        for (name, shape) in [(mean, stats), (centered, x.shape), (square, x.shape), (variance, stats), (inverse, stats),
+                              (normalized, x.shape)] {
+            shapes[name] = shape
+        }
+        let names = [normalized, addWeight("\(node.name).scale", shape: [channels], values: scale),
+                     addWeight("\(node.name).bias", shape: [channels], values: bias),
+                     addWeight("\(node.name).mean", shape: [channels], values: [Float](repeating: 0, count: channels)),
+                     addWeight("\(node.name).var", shape: [channels], values: [Float](repeating: 1, count: channels))]
+        emit("\(node.name).affine", .batchNorm, names, out, Attributes(epsilon: 0))
         shapes[out] = x.shape
     }
 

@@ -8,7 +8,7 @@ Each model is written as <name>.onnx with <name>.json: per input size, the input
 Gather/Slice → Concat → Reshape with several free dimensions, SAME_* padding and scale-factor Resize on a free
 height and width, ConstantOfShape / Expand to a computed shape, Slice along a free axis (and bounded by another
 input's free size), Gather along a free axis, Clip with computed bounds, a 3-D convolution on one frame of a free
-height and width. Weights are seeded.
+height and width, InstanceNormalization over a free height and width. Weights are seeded.
 """
 import argparse
 import json
@@ -173,12 +173,23 @@ def conv3d_frame():
     return m, [{"x": (1, 3, 1, 5, 7)}, {"x": (2, 3, 1, 4, 4)}]
 
 
+def instance_norm_free():
+    """Style-transfer and GAN generators: InstanceNormalization on a free height and width, then Relu."""
+    n = helper.make_node
+    nodes = [n("InstanceNormalization", ["x", "s", "b"], ["n"], epsilon=1e-3), n("Relu", ["n"], ["y"])]
+    inits = [numpy_helper.from_array((1 + 0.2 * RNG.standard_normal(5)).astype(np.float32), "s"),
+             numpy_helper.from_array((0.2 * RNG.standard_normal(5)).astype(np.float32), "b")]
+    m = model("instance_norm_free", nodes, [free("x", ["batch", 5, "h", "w"])], [free("y", ["batch", 5, "h", "w"])], inits)
+    return m, [{"x": (1, 5, 7, 9)}, {"x": (2, 5, 3, 16)}]
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "dynamic"))
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
-    for make in [reshape_heads, same_pad_resize, expand_fill, slice_free, clip_computed, slice_sized, gather_free, conv3d_frame]:
+    for make in [reshape_heads, same_pad_resize, expand_fill, slice_free, clip_computed, slice_sized, gather_free, conv3d_frame,
+                 instance_norm_free]:
         m, sizes = make()
         name = m.graph.name
         onnx.save(m, os.path.join(args.out, name + ".onnx"))
