@@ -213,6 +213,25 @@ void mlk_qgemm(const uint8_t *q, int64_t ldq, const float *ascale, const int32_t
                const int32_t *colsum, const float *wscale, int64_t m0, int64_t m1, int64_t N, int64_t K,
                const float *bias, const float *res, float *y, int64_t ldy, int act, float p0, float p1);
 
+/// The requantization of an int8 layer's sums that onnxruntime's QLinearConv / QLinearMatMul / QGemm (with y_scale)
+/// do: a layer whose input is 8-bit codes (mlk_quantize_rows_fixed) and whose output an ONNX QuantizeLinear
+/// (per tensor) quantizes. bias (int32, the file's bias codes) and mult (x_scale · w_scale[n] / y_scale, in float) hold
+/// N rounded up to 16 values, zero-padded; lo and hi are the code range less the output zero point; scale is the
+/// output's scale.
+typedef struct {
+    const int32_t *bias;
+    const float *mult;
+    float lo, hi, scale;
+} mlk_qrequant;
+
+/// Rows [m0, m1) of y as mlk_qgemm, requantized instead of scaled: with c = Σ Q·W − zp[m]·colsum[n] + bias[n] (exact in
+/// int32), y[m][n] = act(clamp(round_half_even(float(c) · mult[n]), lo, hi) · scale + res[m][n]) — the output codes (less
+/// their zero point) the DequantizeLinear after the QuantizeLinear gives, then a residual (res NULL: none; the bits of
+/// mlk_add_act after it) and an activation. Every level gives the same bits.
+void mlk_qgemm_requant(const uint8_t *q, int64_t ldq, const int32_t *zp, const int8_t *packed, const int32_t *colsum,
+                       int64_t m0, int64_t m1, int64_t N, int64_t K, const mlk_qrequant *rq, const float *res, float *y,
+                       int64_t ldy, int act, float p0, float p1);
+
 
 // ---- linear quantization of float tensors (quantize.c) ----
 // ONNX QuantizeLinear / DequantizeLinear with one scale and zero point over n values; the codes are float values.
@@ -223,6 +242,12 @@ void mlk_quantize_linear(const float *x, float *y, int64_t n, float scale, float
 
 /// y[i] = (q[i] − zp) · scale; y may be q.
 void mlk_dequantize_linear(const float *q, float *y, int64_t n, float scale, float zp);
+
+/// Requantizes rows × C exact integer sums (float32 values in int32's range, channels last) in place:
+/// y = clamp(round_half_even(float(y + bias[c]) · mult[c]), lo, hi) · scale, the bias added in int32, as
+/// mlk_qgemm_requant does (QuantizedDepthwise). Every level gives the same bits.
+void mlk_requantize_channels(float *y, int64_t rows, int64_t C, const int32_t *bias, const float *mult, float lo,
+                             float hi, float scale);
 
 
 // ---- int8-table palettes kept as indices (qpalette.c) ----
