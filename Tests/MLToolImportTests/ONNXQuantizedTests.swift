@@ -148,20 +148,23 @@ import Testing
         return (layers.count, layers.filter { m.tensor(named: $0.inputs[1])?.dtype == .int8 }.count)
     }
 
-    /// QDQ (per-channel 7-bit weights, uint8 activations): every conv (49) and the dense layer hold int8 weights; against
-    /// onnxruntime's int8 run (its fused kernels) the top-1 class is equal on 962 of the 1,000 photos (measured) and
-    /// every logit within 0.037 of the photo's logit range (measured 0.0362); against the arithmetic the file states
-    /// (onnxruntime with optimizations off) see the counts printed. onnxruntime's own two runs agree on fewer: see
-    /// make_quantized.py's output.
+    /// QDQ (per-channel 7-bit weights, uint8 activations): every conv (49) and the dense layer hold int8 weights and
+    /// run as onnxruntime's QLinearConv / QGemm (requantized in int32, `QuantizedWeights.requantizeOutput`,
+    /// `QuantizedDepthwise`); against onnxruntime's int8 run (its fused kernels) the top-1 class is equal on all 1,000
+    /// photos (measured) and every logit within 0.014 of the photo's logit range (measured 0.0137: one step of the
+    /// logits' own quantization, about 1/73 of the range); against the arithmetic the file states in float
+    /// (onnxruntime with optimizations off) see the counts printed (967, 0.034). onnxruntime's own two runs agree on
+    /// fewer: see make_quantized.py's output.
     @Test func efficientNetQDQMatchesOnnxRuntime() throws {
-        try Self.checkEfficientNet("qdq", top1: 962, worst: 0.037)
+        try Self.checkEfficientNet("qdq", top1: 1000, worst: 0.014)
     }
 
     /// The operator format (QLinearConv, QLinearAdd, QLinearGlobalAveragePool, QGemm): the same layers on int8 weights;
-    /// top-1 equal to onnxruntime's int8 run on 969 of 1,000 (measured), logits within 0.035 of the range (measured
-    /// 0.0350).
+    /// top-1 equal to onnxruntime's int8 run on 971 of 1,000 (measured), logits within 0.042 of the range (measured
+    /// 0.0420). Its expansion (DequantizeLinear → op → QuantizeLinear) requantizes the convs as the QDQ file's, but
+    /// onnxruntime's operator-format run differs from its QDQ run elsewhere (not yet traced).
     @Test func efficientNetQOperatorMatchesOnnxRuntime() throws {
-        try Self.checkEfficientNet("qop", top1: 969, worst: 0.035)
+        try Self.checkEfficientNet("qop", top1: 971, worst: 0.042)
     }
 
     static func checkEfficientNet(_ name: String, top1: Int, worst: Double) throws {
