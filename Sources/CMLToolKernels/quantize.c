@@ -75,3 +75,31 @@ void mlk_requantize_channels(float *y, int64_t rows, int64_t C, const int32_t *b
 #endif
     requantize_portable(y, rows, C, bias, mult, lo, hi, scale);
 }
+
+// mlk_grid_codes: the rounding of MLK_QUANTIZE_BODY on x · inv, without zero point or saturation (but ±2^22).
+#define MLK_GRID_CODES_BODY                                                                                    \
+    const float magic = 12582912.0f;                                                                           \
+    for (int64_t i = 0; i < n; i++) {                                                                          \
+        float v = x[i] * inv;                                                                                  \
+        v = v == v ? v : 0.0f;                                                                                 \
+        v = v < -4194304.0f ? -4194304.0f : v;                                                                 \
+        v = v > 4194304.0f ? 4194304.0f : v;                                                                   \
+        y[i] = (v + magic) - magic;                                                                            \
+    }
+
+static void grid_codes_portable(const float *x, float *y, int64_t n, float inv) {
+    MLK_GRID_CODES_BODY
+}
+
+#if MLK_X86
+MLK_AVX2 static void grid_codes_avx2(const float *x, float *y, int64_t n, float inv) {
+    MLK_GRID_CODES_BODY
+}
+#endif
+
+void mlk_grid_codes(const float *x, float *y, int64_t n, float inv) {
+#if MLK_X86
+    if (mlk_cpu_has(MLK_CPU_AVX2)) { grid_codes_avx2(x, y, n, inv); return; }
+#endif
+    grid_codes_portable(x, y, n, inv);
+}

@@ -3,7 +3,7 @@ import MLToolCore
 
 /// A depthwise conv of a QDQ file whose input is a QuantizeLinear → DequantizeLinear pair's output and whose output
 /// one per-tensor QuantizeLinear reads: run as onnxruntime's QLinearConv does, on the integers. Its weights are kept as
-/// their int8 codes (as floats), and a run takes the input's codes less their zero point (`mlk_quantize_linear`: the
+/// their int8 codes (as floats), and a run takes the input's codes less their zero point (`mlk_grid_codes`: the
 /// values are those codes times the scale), sums them with the codes on the float depthwise kernel — every product
 /// and partial sum an integer below 2^24, so exact — and requantizes each sum with the file's int32 bias added in
 /// int32 (`mlk_requantize_channels`): the codes the QuantizeLinear after it gives, dequantized, bit for bit
@@ -73,8 +73,7 @@ extension Fast {
         for b in 0..<batch {
             nonisolated(unsafe) let xb = x + b &* h &* w &* c, yb = y + b &* oh &* ow &* c
             parallel(h, parts: parts) { lo, hi in
-                mlk_quantize_linear(xb + lo &* w &* c, codes + lo &* w &* c, Int64((hi &- lo) &* w &* c), r.inputScale, 0,
-                                    -255, 255, 0)
+                mlk_grid_codes(xb + lo &* w &* c, codes + lo &* w &* c, Int64((hi &- lo) &* w &* c), 1 / r.inputScale)
             }
             d.codes.withUnsafeBufferPointer { wt in
                 r.bias.withUnsafeBufferPointer { bias in

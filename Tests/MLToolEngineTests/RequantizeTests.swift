@@ -92,6 +92,21 @@ import MLToolTestSupport
         }
     }
 
+    /// mlk_grid_codes gives the codes of values on a grid (a QDQ pair's output, (q − z) · s) at every level, and
+    /// rounds off-grid values half to even, NaN to 0.
+    @Test func gridCodesGiveTheCodesAtEveryLevel() throws {
+        let s: Float = 0.0173
+        var x = (0..<300).map { Float($0 - 120) * s }
+        x += [0.5 * s, 1.5 * s, 2.5 * s, .nan]
+        var want = (0..<300).map { Float($0 - 120) }
+        want += [0.5, 1.5, 2.5].map { (Float($0) * s * (1 / s)).rounded(.toNearestOrEven) } + [0]
+        _ = forEachCPULevel { level in
+            var y = [Float](repeating: .nan, count: x.count)
+            mlk_grid_codes(x, &y, Int64(x.count), 1 / s)
+            assertClose(y, want, atol: 0, "mlk_grid_codes at level \(level)")
+        }
+    }
+
     /// The input's codes: x quantized with scale 0.02, zero point 120 (uint8), less the zero point.
     static func centered(_ x: Float) -> Int { max(0, min(255, Int((x / 0.02).rounded(.toNearestOrEven)) + 120)) - 120 }
 

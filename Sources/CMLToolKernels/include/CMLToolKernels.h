@@ -199,8 +199,9 @@ void mlk_quantize_rows(const float *a, int64_t lda, int64_t m0, int64_t m1, int6
                        float *scale, int32_t *zp);
 
 /// Rows [m0, m1) of a whose values are already s · (code − z) for 8-bit codes (an ONNX QuantizeLinear →
-/// DequantizeLinear pair; z in 0…255, shifted by 128 for int8 codes) as those codes: q = clamp(round(a / s) + z, 0,
-/// 255) (halves to even; NaN gives z), scale[m] = s, zp[m] = z; bytes past K zeroed. With weights in −64…64 (or a VNNI
+/// DequantizeLinear pair; z in 0…255, shifted by 128 for int8 codes) as those codes: q = clamp(round(a · (1/s)) + z, 0,
+/// 255) (halves to even; NaN gives z; for values on that grid, the codes a / s gives), scale[m] = s, zp[m] = z; bytes
+/// past K zeroed. With weights in −64…64 (or a VNNI
 /// level) mlk_qgemm's sums are then exact: the integer products the ONNX file states.
 void mlk_quantize_rows_fixed(const float *a, int64_t lda, int64_t m0, int64_t m1, int64_t K, uint8_t *q, int64_t ldq,
                              float *scale, int32_t *zp, float s, int32_t z);
@@ -242,6 +243,10 @@ void mlk_quantize_linear(const float *x, float *y, int64_t n, float scale, float
 
 /// y[i] = (q[i] − zp) · scale; y may be q.
 void mlk_dequantize_linear(const float *q, float *y, int64_t n, float scale, float zp);
+
+/// y[i] = round_half_even(x[i] · inv) clamped to ±2^22 (NaN gives 0): the codes, less their zero point, of values on a
+/// grid of step 1/inv (a QDQ pair's output), as floats (QuantizedDepthwise). Every level gives the same bits.
+void mlk_grid_codes(const float *x, float *y, int64_t n, float inv);
 
 /// Requantizes rows × C exact integer sums (float32 values in int32's range, channels last) in place:
 /// y = clamp(round_half_even(float(y + bias[c]) · mult[c]), lo, hi) · scale, the bias added in int32, as
