@@ -153,10 +153,10 @@ import Testing
     /// `QuantizedDepthwise`); against onnxruntime's int8 run (its fused kernels) the top-1 class is equal on all 1,000
     /// photos (measured) and every logit within 0.014 of the photo's logit range (measured 0.0137: one step of the
     /// logits' own quantization, about 1/73 of the range); against the arithmetic the file states in float
-    /// (onnxruntime with optimizations off) see the counts printed (967, 0.034). onnxruntime's own two runs agree on
-    /// fewer: see make_quantized.py's output.
+    /// (onnxruntime with optimizations off) top-1 on 967 and logits within 0.035 (measured 0.0342). onnxruntime's own
+    /// two runs agree on fewer: see make_quantized.py's output.
     @Test func efficientNetQDQMatchesOnnxRuntime() throws {
-        try Self.checkEfficientNet("qdq", top1: 1000, worst: 0.014)
+        try Self.checkEfficientNet("qdq", top1: 1000, worst: 0.014, unfusedWorst: 0.035)
     }
 
     /// The operator format (QLinearConv, QLinearAdd, QLinearGlobalAveragePool, QGemm): the same layers on int8 weights;
@@ -167,7 +167,9 @@ import Testing
         try Self.checkEfficientNet("qop", top1: 971, worst: 0.042)
     }
 
-    static func checkEfficientNet(_ name: String, top1: Int, worst: Double) throws {
+    /// `worst`: the tolerance (of each photo's logit range) against onnxruntime's int8 run; `unfusedWorst` against its
+    /// unfused run (the default: the same).
+    static func checkEfficientNet(_ name: String, top1: Int, worst: Double, unfusedWorst: Double? = nil) throws {
         guard available("efficientnet-lite0-\(name).onnx"), available("fashion-test.u8"),
               available("efficientnet-lite0-\(name).unfused.logits.f32") else { return }
         let m = try ONNXImporter.importModel(path: directory + "/efficientnet-lite0-\(name).onnx", options: ImportOptions())
@@ -175,7 +177,7 @@ import Testing
         #expect(layers == 50 && int8 == 50, "\(int8) of \(layers) conv/dense layers with int8 weights")
         let got = try logits(m)
         let fused = try agreement(got, reference: "efficientnet-lite0-\(name).logits.f32", tolerance: worst)
-        let unfused = try agreement(got, reference: "efficientnet-lite0-\(name).unfused.logits.f32", tolerance: worst)
+        let unfused = try agreement(got, reference: "efficientnet-lite0-\(name).unfused.logits.f32", tolerance: unfusedWorst ?? worst)
         print("ONNXQuantizedTests: \(name) EfficientNet-Lite0 vs onnxruntime's int8 run: top-1 equal on \(fused.top1) of \(photos), "
               + "worst logit difference \(fused.worstOverRange) of the range; vs its unfused arithmetic: \(unfused.top1), "
               + "\(unfused.worstOverRange)")
