@@ -44,6 +44,17 @@ static inline float qepilogue(int32_t acc, int32_t zp, int32_t colsum, float asc
     return fmaf((float)(acc - zp * colsum), ascale * wscale, bias);
 }
 
+// The requantized output of one sum c (its zero-point correction and integer bias included): the code relative to the
+// output zero point, clamp(round_half_even(float(c) · mult), lo, hi), dequantized (times rq->scale). The clamped value
+// lies in ±2^22, where adding and subtracting 1.5 · 2^23 rounds it to the nearest integer, halves to even, as
+// onnxruntime's vcvtps2dq does; every variant does the same float operations in the same order.
+static inline float qrequant(int32_t c, float mult, const mlk_qrequant *rq) {
+    float v = (float)c * mult;
+    v = v < rq->lo ? rq->lo : v;
+    v = v > rq->hi ? rq->hi : v;
+    return ((v + 12582912.0f) - 12582912.0f) * rq->scale;
+}
+
 // The largest quantized activation (see the top of this file).
 #define QMAX 127
 
@@ -84,7 +95,7 @@ static void quantize_rows_portable(const float *a, int64_t lda, int64_t m0, int6
 
 static void qgemm_portable(const uint8_t *q, int64_t ldq, const float *ascale, const int32_t *zp, const int8_t *packed,
                            const int32_t *colsum, const float *wscale, int64_t m0, int64_t m1, int64_t N, int64_t K,
-                           const float *bias, const float *res, float *y, int64_t ldy, int act, float p0, float p1) {
+                           const float *bias, const float *res, float *y, int64_t ldy, int act, float p0, float p1, const mlk_qrequant *rq) {
     int64_t groups = (K + 3) / 4;
     for (int64_t m = m0; m < m1; m++) {
         const uint8_t *r = q + m * ldq;
@@ -93,7 +104,10 @@ static void qgemm_portable(const uint8_t *q, int64_t ldq, const float *ascale, c
             int32_t acc = 0;
             for (int64_t g = 0; g < groups; g++)
                 for (int64_t i = 0; i < 4; i++) acc += (int32_t)r[g * 4 + i] * bp[g * 64 + i];
-            float v = qepilogue(acc, zp[m], colsum[n], ascale[m], wscale[n], bias ? bias[n] : 0);
+            // The requantized sum in int32 wrapping as the vector adds do (a clipped bias lies near −2^31).
+            float v = rq ? qrequant((int32_t)((uint32_t)acc - (uint32_t)zp[m] * (uint32_t)colsum[n] + (uint32_t)rq->bias[n]),
+                                    rq->mult[n], rq)
+                         : qepilogue(acc, zp[m], colsum[n], ascale[m], wscale[n], bias ? bias[n] : 0);
             if (res) v += res[m * ldy + n];
             y[m * ldy + n] = act_scalar(v, act, p0, p1);
         }
@@ -204,10 +218,38 @@ MLK_AVX2 static inline void qstore8_panel(float *yr, __m256i acc, int32_t zp, __
         for (int64_t j = 0, n = nv < 8 ? nv : 8; j < n; j++) yr[j] = act_scalar(yr[j], act, p0, p1);
 }
 
+// qrequant of 8 columns: cs, rb and rm are their column sums, integer biases and multipliers.
+// Then the residual row rr (NULL: none) and the activation, as qstore8_panel.
+MLK_AVX2 static inline void qrequant8(float *yr, __m256i acc, int32_t zp, __m256i cs, __m256i rb, __m256 rm,
+                                      const mlk_qrequant *rq, const float *rr, __m256i mask, int64_t nv, int act,
+                                      float p0, float p1) {
+    __m256i c = _mm256_add_epi32(_mm256_sub_epi32(acc, _mm256_mullo_epi32(_mm256_set1_epi32(zp), cs)), rb);
+    __m256 v = _mm256_mul_ps(_mm256_cvtepi32_ps(c), rm);
+    v = _mm256_min_ps(_mm256_max_ps(v, _mm256_set1_ps(rq->lo)), _mm256_set1_ps(rq->hi));
+    const __m256 magic = _mm256_set1_ps(12582912.0f);
+    v = _mm256_mul_ps(_mm256_sub_ps(_mm256_add_ps(v, magic), magic), _mm256_set1_ps(rq->scale));
+    if (rr) v = _mm256_add_ps(v, nv >= 8 ? _mm256_loadu_ps(rr) : _mm256_maskload_ps(rr, mask));
+    if (MLK_ACT_VECTOR(act)) v = act8(v, act, _mm256_set1_ps(p0), _mm256_set1_ps(p1));
+    if (nv >= 8) _mm256_storeu_ps(yr, v);
+    else _mm256_maskstore_ps(yr, mask, v);
+    if (!MLK_ACT_VECTOR(act) && act != MLK_ACT_NONE)
+        for (int64_t j = 0, n = nv < 8 ? nv : 8; j < n; j++) yr[j] = act_scalar(yr[j], act, p0, p1);
+}
+
 // Epilogue of one row of a 16-column panel held as two 8-column halves (nv ≤ 16 columns stored).
 MLK_AVX2 static inline void qstore16_halves(float *yr, const __m256i *acc, int32_t zp, const int32_t *cs, float as,
                                              const float *ws, const float *bias, const float *rr, int64_t nv, int act,
-                                             float p0, float p1) {
+                                             float p0, float p1, const mlk_qrequant *rq, int64_t n0) {
+    if (rq) {
+        const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+        for (int h = 0; h < 2 && 8 * h < nv; h++) {
+            __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32((int32_t)(nv - 8 * h < 8 ? nv - 8 * h : 8)), lanes);
+            qrequant8(yr + 8 * h, acc[h], zp, _mm256_loadu_si256((const __m256i *)(cs + 8 * h)),
+                      _mm256_loadu_si256((const __m256i *)(rq->bias + n0 + 8 * h)), _mm256_loadu_ps(rq->mult + n0 + 8 * h),
+                      rq, rr ? rr + 8 * h : NULL, mask, nv - 8 * h, act, p0, p1);
+        }
+        return;
+    }
     qstore8(yr, acc[0], zp, cs, as, ws, bias, rr, nv, act, p0, p1);
     if (nv > 8)
         qstore8(yr + 8, acc[1], zp, cs + 8, as, ws + 8, bias ? bias + 8 : NULL, rr ? rr + 8 : NULL, nv - 8, act, p0, p1);
@@ -242,7 +284,7 @@ MLK_INLINE MLK_AVX2 void qtile_avx2(int R, int H, const uint8_t *const *r, const
 MLK_AVX2 static void qgemm_avx2(const uint8_t *q, int64_t ldq, const float *ascale, const int32_t *zp,
                                   const int8_t *packed, const int32_t *colsum, const float *wscale, int64_t m0,
                                   int64_t m1, int64_t N, int64_t K, const float *bias, const float *res, float *y, int64_t ldy,
-                                  int act, float p0, float p1) {
+                                  int act, float p0, float p1, const mlk_qrequant *rq) {
     int64_t groups = (K + 3) / 4;
     // Rows in chunks whose quantized block stays in L2 while every panel passes over it.
     int64_t mc = (256 * 1024) / (groups * 4);
@@ -259,9 +301,16 @@ MLK_AVX2 static void qgemm_avx2(const uint8_t *q, int64_t ldq, const float *asca
             __m256i mask1 = _mm256_cmpgt_epi32(_mm256_set1_epi32((int32_t)(nv > 8 ? nv - 8 : 0)), lanes);
             __m256i cs0 = _mm256_loadu_si256((const __m256i *)(colsum + n0));
             __m256i cs1 = _mm256_loadu_si256((const __m256i *)(colsum + n0 + 8));
-            __m256 ws0 = _mm256_loadu_ps(wscale + n0), ws1 = _mm256_loadu_ps(wscale + n0 + 8);
+            // (No weight scales when requantizing: rq's multipliers hold them.)
+            __m256 ws0 = rq ? _mm256_setzero_ps() : _mm256_loadu_ps(wscale + n0);
+            __m256 ws1 = rq ? _mm256_setzero_ps() : _mm256_loadu_ps(wscale + n0 + 8);
             __m256 b0 = bias ? _mm256_maskload_ps(bias + n0, mask0) : _mm256_setzero_ps();
             __m256 b1 = bias ? _mm256_maskload_ps(bias + n0 + 8, mask1) : _mm256_setzero_ps();
+            // Requantization: the panel's integer biases and multipliers (padded to 16, like colsum).
+            __m256i rb0 = rq ? _mm256_loadu_si256((const __m256i *)(rq->bias + n0)) : _mm256_setzero_si256();
+            __m256i rb1 = rq ? _mm256_loadu_si256((const __m256i *)(rq->bias + n0 + 8)) : _mm256_setzero_si256();
+            __m256 rm0 = rq ? _mm256_loadu_ps(rq->mult + n0) : _mm256_setzero_ps();
+            __m256 rm1 = rq ? _mm256_loadu_ps(rq->mult + n0 + 8) : _mm256_setzero_ps();
             for (int64_t m = mb; m < me; m += 4) {
                 int R = me - m < 4 ? (int)(me - m) : 4;
                 const uint8_t *r[4];
@@ -271,6 +320,13 @@ MLK_AVX2 static void qgemm_avx2(const uint8_t *q, int64_t ldq, const float *asca
                 for (int i = 0; i < R; i++) {
                     float *yr = y + (m + i) * ldy + n0;
                     const float *rr = res ? res + (m + i) * ldy + n0 : NULL;
+                    if (rq) {
+                        qrequant8(yr, acc[2 * i], zp[m + i], cs0, rb0, rm0, rq, rr, mask0, nv, act, p0, p1);
+                        if (nv > 8)
+                            qrequant8(yr + 8, acc[2 * i + 1], zp[m + i], cs1, rb1, rm1, rq, rr ? rr + 8 : NULL, mask1, nv - 8,
+                                      act, p0, p1);
+                        continue;
+                    }
                     qstore8_panel(yr, acc[2 * i], zp[m + i], cs0, ascale[m + i], ws0, b0, rr, mask0, nv, act, p0, p1);
                     if (nv > 8)
                         qstore8_panel(yr + 8, acc[2 * i + 1], zp[m + i], cs1, ascale[m + i], ws1, b1, rr ? rr + 8 : NULL,
@@ -303,7 +359,7 @@ MLK_INLINE MLK_AVX2_VNNI void qtile_avxvnni(int R, const uint8_t *const *r, cons
 MLK_AVX2_VNNI static void qgemm_avxvnni(const uint8_t *q, int64_t ldq, const float *ascale, const int32_t *zp,
                                         const int8_t *packed, const int32_t *colsum, const float *wscale, int64_t m0,
                                         int64_t m1, int64_t N, int64_t K, const float *bias, const float *res, float *y,
-                                        int64_t ldy, int act, float p0, float p1) {
+                                        int64_t ldy, int act, float p0, float p1, const mlk_qrequant *rq) {
     int64_t groups = (K + 3) / 4;
     for (int64_t n0 = 0; n0 < N; n0 += 16) {
         const int8_t *bp = packed + (n0 / 16) * groups * 64;
@@ -322,9 +378,9 @@ MLK_AVX2_VNNI static void qgemm_avxvnni(const uint8_t *q, int64_t ldq, const flo
             default: qtile_avxvnni(1, r, bp, groups, acc); break;
             }
             for (int i = 0; i < R; i++)
-                qstore16_halves(y + (m + i) * ldy + n0, acc + 2 * i, zp[m + i], colsum + n0, ascale[m + i],
-                                wscale + n0, bias ? bias + n0 : NULL, res ? res + (m + i) * ldy + n0 : NULL, nv, act,
-                                p0, p1);
+                qstore16_halves(y + (m + i) * ldy + n0, acc + 2 * i, zp[m + i], colsum + n0, rq ? 0 : ascale[m + i],
+                                rq ? NULL : wscale + n0, bias ? bias + n0 : NULL, res ? res + (m + i) * ldy + n0 : NULL, nv, act,
+                                p0, p1, rq, n0);
         }
     }
 }
@@ -337,6 +393,21 @@ MLK_AVX512_VNNI static inline void qstore16(float *yr, __m512i acc, int32_t zp, 
                                           float p1) {
     __m512i c = _mm512_sub_epi32(acc, _mm512_mullo_epi32(_mm512_set1_epi32(zp), cs));
     __m512 v = _mm512_fmadd_ps(_mm512_cvtepi32_ps(c), _mm512_mul_ps(_mm512_set1_ps(as), ws), b);
+    if (rr) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(mask, rr));
+    if (MLK_ACT_VECTOR(act)) { _mm512_mask_storeu_ps(yr, mask, mlk_act16(v, act, p0, p1)); return; }
+    _mm512_mask_storeu_ps(yr, mask, v);
+    for (int64_t j = 0; j < nv; j++) yr[j] = act_scalar(yr[j], act, p0, p1);
+}
+
+// qrequant of one 16-column panel row; cs, rb and rm are the panel's column sums, integer biases and multipliers.
+MLK_AVX512_VNNI static inline void qrequant16(float *yr, __m512i acc, int32_t zp, __m512i cs, __m512i rb, __m512 rm,
+                                            const mlk_qrequant *rq, const float *rr, __mmask16 mask, int64_t nv, int act,
+                                            float p0, float p1) {
+    __m512i c = _mm512_add_epi32(_mm512_sub_epi32(acc, _mm512_mullo_epi32(_mm512_set1_epi32(zp), cs)), rb);
+    __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(c), rm);
+    v = _mm512_min_ps(_mm512_max_ps(v, _mm512_set1_ps(rq->lo)), _mm512_set1_ps(rq->hi));
+    const __m512 magic = _mm512_set1_ps(12582912.0f);
+    v = _mm512_mul_ps(_mm512_sub_ps(_mm512_add_ps(v, magic), magic), _mm512_set1_ps(rq->scale));
     if (rr) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(mask, rr));
     if (MLK_ACT_VECTOR(act)) { _mm512_mask_storeu_ps(yr, mask, mlk_act16(v, act, p0, p1)); return; }
     _mm512_mask_storeu_ps(yr, mask, v);
@@ -404,7 +475,7 @@ MLK_INLINE MLK_AVX512_VNNI void qtile_vnni512(int R, int P, const uint8_t *const
 MLK_AVX512_VNNI static void qgemm_vnni512(const uint8_t *q, int64_t ldq, const float *ascale, const int32_t *zp,
                                         const int8_t *packed, const int32_t *colsum, const float *wscale, int64_t m0,
                                         int64_t m1, int64_t N, int64_t K, const float *bias, const float *res, float *y,
-                                        int64_t ldy, int act, float p0, float p1) {
+                                        int64_t ldy, int act, float p0, float p1, const mlk_qrequant *rq) {
     int64_t groups = (K + 3) / 4, pstride = groups * 64, panels = (N + 15) / 16;
     // Rows in chunks whose quantized block stays in L2 while every panel passes over it.
     int64_t mc = (256 * 1024) / (groups * 4);
@@ -418,14 +489,17 @@ MLK_AVX512_VNNI static void qgemm_vnni512(const uint8_t *q, int64_t ldq, const f
             int64_t n0 = p * 16, nv[3];
             __mmask16 mask[3];
             __m512i cs[3];
-            __m512 ws[3], b[3];
+            __m512 ws[3], b[3], rm[3];
+            __m512i rb[3];
             for (int j = 0; j < P; j++) {
                 int64_t n = n0 + 16 * j;
                 nv[j] = N - n < 16 ? N - n : 16;
                 mask[j] = (__mmask16)((1u << nv[j]) - 1);
                 cs[j] = _mm512_loadu_si512(colsum + n);
-                ws[j] = _mm512_loadu_ps(wscale + n);
+                ws[j] = rq ? _mm512_setzero_ps() : _mm512_loadu_ps(wscale + n);
                 b[j] = bias ? _mm512_maskz_loadu_ps(mask[j], bias + n) : _mm512_setzero_ps();
+                rb[j] = rq ? _mm512_loadu_si512(rq->bias + n) : _mm512_setzero_si512();
+                rm[j] = rq ? _mm512_loadu_ps(rq->mult + n) : _mm512_setzero_ps();
             }
             for (int64_t m = mb; m < me; m += 8) {
                 int R = me - m < 8 ? (int)(me - m) : 8;
@@ -435,7 +509,9 @@ MLK_AVX512_VNNI static void qgemm_vnni512(const uint8_t *q, int64_t ldq, const f
                 switch (R) { MLK_QT(8) MLK_QT(7) MLK_QT(6) MLK_QT(5) MLK_QT(4) MLK_QT(3) MLK_QT(2) MLK_QT(1) }
                 for (int i = 0; i < R; i++)
                     for (int j = 0; j < P; j++)
-                        qstore16(y + (m + i) * ldy + n0 + 16 * j, acc[i * 3 + j], zp[m + i], cs[j], ascale[m + i],
+                        if (rq) qrequant16(y + (m + i) * ldy + n0 + 16 * j, acc[i * 3 + j], zp[m + i], cs[j], rb[j], rm[j], rq,
+                                           res ? res + (m + i) * ldy + n0 + 16 * j : NULL, mask[j], nv[j], act, p0, p1);
+                        else qstore16(y + (m + i) * ldy + n0 + 16 * j, acc[i * 3 + j], zp[m + i], cs[j], ascale[m + i],
                                  ws[j], b[j], res ? res + (m + i) * ldy + n0 + 16 * j : NULL, mask[j], nv[j], act, p0, p1);
             }
         }
@@ -460,25 +536,40 @@ void mlk_qgemm(const uint8_t *q, int64_t ldq, const float *ascale, const int32_t
                const float *bias, const float *res, float *y, int64_t ldy, int act, float p0, float p1) {
     if (m1 <= m0 || N <= 0) return;
 #if MLK_X86
-    if (mlk_cpu_has(MLK_CPU_AVX512_VNNI)) { qgemm_vnni512(q, ldq, ascale, zp, packed, colsum, wscale, m0, m1, N, K, bias, res, y, ldy, act, p0, p1); return; }
-    if (mlk_cpu_has(MLK_CPU_AVX2_VNNI)) { qgemm_avxvnni(q, ldq, ascale, zp, packed, colsum, wscale, m0, m1, N, K, bias, res, y, ldy, act, p0, p1); return; }
-    if (mlk_cpu_has(MLK_CPU_AVX2)) { qgemm_avx2(q, ldq, ascale, zp, packed, colsum, wscale, m0, m1, N, K, bias, res, y, ldy, act, p0, p1); return; }
+    if (mlk_cpu_has(MLK_CPU_AVX512_VNNI)) { qgemm_vnni512(q, ldq, ascale, zp, packed, colsum, wscale, m0, m1, N, K, bias, res, y, ldy, act, p0, p1, NULL); return; }
+    if (mlk_cpu_has(MLK_CPU_AVX2_VNNI)) { qgemm_avxvnni(q, ldq, ascale, zp, packed, colsum, wscale, m0, m1, N, K, bias, res, y, ldy, act, p0, p1, NULL); return; }
+    if (mlk_cpu_has(MLK_CPU_AVX2)) { qgemm_avx2(q, ldq, ascale, zp, packed, colsum, wscale, m0, m1, N, K, bias, res, y, ldy, act, p0, p1, NULL); return; }
 #endif
-    qgemm_portable(q, ldq, ascale, zp, packed, colsum, wscale, m0, m1, N, K, bias, res, y, ldy, act, p0, p1);
+    qgemm_portable(q, ldq, ascale, zp, packed, colsum, wscale, m0, m1, N, K, bias, res, y, ldy, act, p0, p1, NULL);
+}
+
+void mlk_qgemm_requant(const uint8_t *q, int64_t ldq, const int32_t *zp, const int8_t *packed, const int32_t *colsum,
+                       int64_t m0, int64_t m1, int64_t N, int64_t K, const mlk_qrequant *rq, const float *res, float *y,
+                       int64_t ldy, int act, float p0, float p1) {
+    if (m1 <= m0 || N <= 0) return;
+    // The row scales are not read (the multipliers hold the scales); the weight scales neither.
+#if MLK_X86
+    if (mlk_cpu_has(MLK_CPU_AVX512_VNNI)) { qgemm_vnni512(q, ldq, NULL, zp, packed, colsum, NULL, m0, m1, N, K, NULL, res, y, ldy, act, p0, p1, rq); return; }
+    if (mlk_cpu_has(MLK_CPU_AVX2_VNNI)) { qgemm_avxvnni(q, ldq, NULL, zp, packed, colsum, NULL, m0, m1, N, K, NULL, res, y, ldy, act, p0, p1, rq); return; }
+    if (mlk_cpu_has(MLK_CPU_AVX2)) { qgemm_avx2(q, ldq, NULL, zp, packed, colsum, NULL, m0, m1, N, K, NULL, res, y, ldy, act, p0, p1, rq); return; }
+#endif
+    qgemm_portable(q, ldq, NULL, zp, packed, colsum, NULL, m0, m1, N, K, NULL, res, y, ldy, act, p0, p1, rq);
 }
 
 // ---- rows of codes with known parameters ----
-// q = clamp(round_half_even(a / s), −z, 255 − z) + z, the float add of 1.5 · 2^23 doing the rounding (exact for the
-// clamped values), so both variants give the same bytes; NaN gives z.
+// q = clamp(round_half_even(a · (1/s)), −z, 255 − z) + z, the float add of 1.5 · 2^23 doing the rounding (exact for
+// the clamped values), so both variants give the same bytes; NaN gives z. The values lie on the grid s · integer (a
+// QDQ pair's output), so the reciprocal's product is within a few ulps of the integer: the division's code, at a
+// fraction of its cost.
 #define MLK_QROWS_FIXED_BODY                                                                                   \
-    const float magic = 12582912.0f, below = (float)-z, above = (float)(255 - z), zf = (float)z;             \
+    const float magic = 12582912.0f, below = (float)-z, above = (float)(255 - z), zf = (float)z, inv = 1.0f / s;\
     for (int64_t m = m0; m < m1; m++) {                                                                        \
         const float *r = a + m * lda;                                                                          \
         uint8_t *out = q + m * ldq;                                                                            \
         scale[m] = s;                                                                                          \
         zp[m] = z;                                                                                             \
         for (int64_t k = 0; k < K; k++) {                                                                      \
-            float v = r[k] / s;                                                                                \
+            float v = r[k] * inv;                                                                              \
             v = v == v ? v : 0.0f;                                                                             \
             v = v < below ? below : v;                                                                         \
             v = v > above ? above : v;                                                                         \

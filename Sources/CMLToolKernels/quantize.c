@@ -40,3 +40,66 @@ void mlk_quantize_linear(const float *x, float *y, int64_t n, float scale, float
 void mlk_dequantize_linear(const float *q, float *y, int64_t n, float scale, float zp) {
     for (int64_t i = 0; i < n; i++) y[i] = (q[i] - zp) * scale;
 }
+
+// y[r][c] = clamp(round_half_even(float(int(y[r][c]) + bias[c]) · mult[c]), lo, hi) · scale: the requantization of
+// exact integer sums (as floats) per channel of the last axis, the bias added in int32 (wrapping, as vector adds do),
+// as mlk_qgemm_requant's (the clamped value lies in ±2^22, where adding and subtracting 1.5 · 2^23 rounds it).
+#define MLK_REQUANTIZE_BODY                                                                                    \
+    const float magic = 12582912.0f;                                                                           \
+    for (int64_t r = 0; r < rows; r++) {                                                                       \
+        float *yr = y + r * C;                                                                                 \
+        for (int64_t c = 0; c < C; c++) {                                                                      \
+            float v = (float)(int32_t)((uint32_t)(int32_t)yr[c] + (uint32_t)bias[c]) * mult[c];                \
+            v = v < lo ? lo : v;                                                                               \
+            v = v > hi ? hi : v;                                                                               \
+            yr[c] = ((v + magic) - magic) * scale;                                                             \
+        }                                                                                                      \
+    }
+
+static void requantize_portable(float *y, int64_t rows, int64_t C, const int32_t *bias, const float *mult, float lo,
+                                float hi, float scale) {
+    MLK_REQUANTIZE_BODY
+}
+
+#if MLK_X86
+MLK_AVX2 static void requantize_avx2(float *y, int64_t rows, int64_t C, const int32_t *bias, const float *mult,
+                                     float lo, float hi, float scale) {
+    MLK_REQUANTIZE_BODY
+}
+#endif
+
+void mlk_requantize_channels(float *y, int64_t rows, int64_t C, const int32_t *bias, const float *mult, float lo,
+                             float hi, float scale) {
+#if MLK_X86
+    if (mlk_cpu_has(MLK_CPU_AVX2)) { requantize_avx2(y, rows, C, bias, mult, lo, hi, scale); return; }
+#endif
+    requantize_portable(y, rows, C, bias, mult, lo, hi, scale);
+}
+
+// mlk_grid_codes: the rounding of MLK_QUANTIZE_BODY on x · inv, without zero point or saturation (but ±2^22).
+#define MLK_GRID_CODES_BODY                                                                                    \
+    const float magic = 12582912.0f;                                                                           \
+    for (int64_t i = 0; i < n; i++) {                                                                          \
+        float v = x[i] * inv;                                                                                  \
+        v = v == v ? v : 0.0f;                                                                                 \
+        v = v < -4194304.0f ? -4194304.0f : v;                                                                 \
+        v = v > 4194304.0f ? 4194304.0f : v;                                                                   \
+        y[i] = (v + magic) - magic;                                                                            \
+    }
+
+static void grid_codes_portable(const float *x, float *y, int64_t n, float inv) {
+    MLK_GRID_CODES_BODY
+}
+
+#if MLK_X86
+MLK_AVX2 static void grid_codes_avx2(const float *x, float *y, int64_t n, float inv) {
+    MLK_GRID_CODES_BODY
+}
+#endif
+
+void mlk_grid_codes(const float *x, float *y, int64_t n, float inv) {
+#if MLK_X86
+    if (mlk_cpu_has(MLK_CPU_AVX2)) { grid_codes_avx2(x, y, n, inv); return; }
+#endif
+    grid_codes_portable(x, y, n, inv);
+}

@@ -14,6 +14,7 @@ enum Fast {
         if s.op == .convTranspose { return convTransposeScratch(s, xs[0]) }
         if s.op == .batchMatMul { return batchMatMulScratch(xs) }
         guard s.op == .conv else { return 0 }
+        if s.qdepthwise?.run != nil && isDepthwise(s, xs[0]) { return quantizedDepthwiseScratch(xs[0]) }
         if s.winograd != nil {
             // V (16 planes of tiles × C) and M (16 planes of tiles × N) of one image.
             let t = Int64(winogradTiles(ys))
@@ -398,8 +399,8 @@ enum Fast {
                     let e = min(hi, c &+ block)
                     let at = panels + ((w.kept == nil ? c : lo) / 16) &* w.panelBytes
                     w.decode(panels: c / 16, (e &+ 15) / 16, into: at)
-                    mlk_qgemm(q, Int64(ldq), scales, zps, at, w.colsum + c, w.scales + c, 0, Int64(rows), Int64(e &- c),
-                              Int64(k), bias.map { $0 + c }, res.map { $0 + c }, y + c, Int64(n), act.code, act.p0, act.p1)
+                    w.gemm(q, ldq: ldq, scales, zps, panels: at, column: c, count: e &- c, rows: 0, rows,
+                           bias: bias.map { $0 + c }, residual: res.map { $0 + c }, y + c, ldy: n, act: act)
                     c = e
                 }
             }
@@ -412,8 +413,8 @@ enum Fast {
             parallel(rows, parts: parts, align: 8) { lo, hi in
                 inBlocks(lo, hi, a, lda: lda, prepare) { rowLo, lo, hi in
                     w.quantizeRows(rowLo, lda: lda, rows: hi - lo, q + lo &* ldq, ldq: ldq, scales + lo, zps + lo)
-                    mlk_qgemm(q, Int64(ldq), scales, zps, panels, w.colsum, w.scales, Int64(lo), Int64(hi), Int64(n),
-                              Int64(k), bias, res, y, Int64(n), act.code, act.p0, act.p1)
+                    w.gemm(q, ldq: ldq, scales, zps, panels: panels, column: 0, count: n, rows: lo, hi, bias: bias,
+                           residual: res, y, ldy: n, act: act)
                 }
             }
         }
@@ -475,6 +476,10 @@ enum Fast {
         let ocg = oc / s.groups, k = kh &* kw &* cg
         nonisolated(unsafe) let bias = s.bias.map { UnsafePointer($0.pointer) }
         let act = s.act, st = s.strides, dl = s.dilations, pd = s.pads
+        if let d = s.qdepthwise, d.run != nil, isDepthwise(s, xs) {
+            quantizedDepthwise(s, d, x, xs, y, ys, scratch, threads)
+            return
+        }
         if let qw = s.qweights {
             // groups == 1 with int8 weights: as below, on rows quantized in the scratch (after the im2col rows).
             let direct = readsInputDirectly(s)

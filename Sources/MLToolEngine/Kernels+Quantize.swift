@@ -123,14 +123,74 @@ extension Program {
 
     /// Int8 layers whose input is the output of a per-tensor `quantize` in mode "values" with 8-bit codes (possibly
     /// through reshapes) read that tensor as its codes (`QuantizedWeights.readInputCodes`): the integer arithmetic of
-    /// the quantized ONNX file, not a second, 7-bit quantization per row.
+    /// the quantized ONNX file, not a second, 7-bit quantization per row. When such a layer's one reader is another
+    /// such `quantize` (no activation, not a graph output), it requantizes its sums to that quantize's codes as
+    /// onnxruntime's QLinearConv does (`QuantizedWeights.requantizeOutput`, `QuantizedDepthwise`) and takes that
+    /// quantize's place.
     mutating func readInputCodes() {
-        for s in steps {
-            guard let w = s.qweights, var v = s.inputs.first else { continue }
+        var readers: [Int: [Int]] = [:]
+        for (i, s) in steps.enumerated() {
+            for v in Set(s.inputs) { readers[v, default: []].append(i) }
+        }
+        let outputIds = Set(outputs.compactMap { ids[$0] })
+        var absorbed: [Int: Int] = [:]   // requantizing step → the quantize step reading it
+        for s in steps where s.qweights != nil || s.qdepthwise != nil {
+            guard var v = s.inputs.first else { continue }
             while let p = producer[v], Self.valuePreserving.contains(steps[p].op), let next = steps[p].inputs.first { v = next }
             guard let p = producer[v], steps[p].op == .quantize, let q = steps[p].linearQuant, q.values, q.axis == nil,
                   q.scales.count == 1, q.hi - q.lo <= 255, q.lo == 0 || q.lo == -128 else { continue }
-            w.readInputCodes(scale: q.scales[0], zeroPoint: Int32(q.zeroPoints[0] - q.lo))
+            s.qweights?.readInputCodes(scale: q.scales[0], zeroPoint: Int32(q.zeroPoints[0] - q.lo))
+            guard s.act.code == Act.none.code, !outputIds.contains(s.output), let r = readers[s.output], r.count == 1,
+                  steps[r[0]].op == .quantize, steps[r[0]].inputs.first == s.output, let out = steps[r[0]].linearQuant,
+                  out.values, out.axis == nil, out.scales.count == 1 else { continue }
+            let bias = s.bias.map { UnsafePointer($0.pointer) }
+            let requantized = s.qweights?.requantizeOutput(bias: bias, scale: out.scales[0], zeroPoint: out.zeroPoints[0],
+                                                           lo: out.lo, hi: out.hi)
+                ?? s.qdepthwise?.requantize(inputScale: q.scales[0], bias: bias, taps: s.kernel.reduce(1, &*),
+                                            scale: out.scales[0], zeroPoint: out.zeroPoints[0], lo: out.lo, hi: out.hi)
+            if requantized == true, let i = producer[s.output] { absorbed[i] = r[0] }
         }
+        // Not where a depthwise conv on float weights would then read the layer directly: the plan would fuse the two
+        // (`Fused`), whose GEMM does not requantize; the quantize stays between them.
+        absorbed = absorbed.filter { _, j in
+            !(readers[steps[j].output] ?? []).contains { steps[$0].op == .conv && steps[$0].groups > 1 && steps[$0].qdepthwise?.run == nil }
+        }
+        // A requantizing layer writes what its quantize gives (the same bits): that step goes, and the layer writes
+        // the quantize's output (its own, which only the quantize read, is no longer computed).
+        guard !absorbed.isEmpty else { return }
+        for (i, j) in absorbed {
+            steps[i].output = steps[j].output
+            // A depthwise conv on the integers no longer needs its float weights (nor takes the float band fusion,
+            // `Fused.fusable`, which would run it on them).
+            if steps[i].qdepthwise != nil { steps[i].weight = nil }
+        }
+        let gone = Set(absorbed.values)
+        steps = steps.enumerated().filter { !gone.contains($0.offset) }.map(\.element)
+        producer = [:]
+        for (i, s) in steps.enumerated() { producer[s.output] = i }
+    }
+
+    /// Conv and dense nodes whose input is the output of a per-tensor `quantize` in mode "values" (through
+    /// value-preserving ops): a QDQ file's layers, which run on the int8 kernels whatever their size where their
+    /// weights allow exact sums (`Program.quantized`), since the file states integer arithmetic.
+    static func codeReaders(_ graph: Graph) -> Set<String> {
+        var producer: [String: Node] = [:]
+        for n in graph.nodes {
+            for o in n.outputs { producer[o] = n }
+        }
+        var readers = Set<String>()
+        for n in graph.nodes where n.op == .conv || n.op == .dense {
+            guard var v = n.inputs.first else { continue }
+            // Bounded: a malformed graph with a cycle of reshapes does not loop here (compile reports it).
+            var hops = 0
+            while let p = producer[v], valuePreserving.contains(p.op), let next = p.inputs.first, hops < graph.nodes.count {
+                v = next
+                hops += 1
+            }
+            guard let p = producer[v], p.op == .quantize, p.attributes.mode == "values", p.attributes.axis == nil,
+                  p.attributes.quantScales?.count == 1 else { continue }
+            readers.insert(n.name)
+        }
+        return readers
     }
 }

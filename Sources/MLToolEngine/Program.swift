@@ -49,6 +49,8 @@ struct Step: Sendable {
     /// The same weights kept as int8 for `mlk_qgemm`, when they are stored that way and int8 compute is on (then
     /// `packed` is nil).
     var qweights: QuantizedWeights?
+    /// A QDQ file's depthwise conv on its integers (`QuantizedDepthwise`), when `readInputCodes` finds its codes.
+    var qdepthwise: QuantizedDepthwise?
     /// Palettized weights kept as their indices and decoded into `packed` form just before the step runs (each
     /// arena's copy of the step points `packed` at its decode buffer; here `packed` is nil).
     var palette: PaletteWeights?
@@ -86,6 +88,8 @@ struct Program: Sendable {
     var producer: [Int: Int] = [:]
     let int8Minimum: Int8Minimum?
     let purpose: Purpose
+    /// Conv and dense nodes that read a QDQ pair's codes (`codeReaders`): int8 whatever their size.
+    var codeReaders: Set<String> = []
 
     /// Which layers run on int8 kernels: at least `weights` weights (k · n) and `k` input channels; palettized ones
     /// too when `palettes`.
@@ -105,6 +109,7 @@ struct Program: Sendable {
         inputs = graph.inputs
         outputs = graph.outputs
         for i in graph.inputs { inputIds.append(define(i.name)) }
+        codeReaders = Self.codeReaders(graph)
         for node in graph.nodes { steps.append(try compile(node, tensors)) }
         for (i, s) in steps.enumerated() { producer[s.output] = i }
         readInputCodes()
@@ -186,7 +191,11 @@ struct Program: Sendable {
         /// when `gemm`); nothing is read when only validating.
         func gemmWeight(_ t: StoredTensor, k: Int, n: Int, gemm: Bool) throws {
             if purpose == .validate { return }
-            if gemm, let q = quantized(t, k: k, n: n) { s.qweights = q; t.bytes.releasePages(); return }
+            if gemm, let q = quantized(t, k: k, n: n, readsCodes: codeReaders.contains(node.name)) {
+                s.qweights = q
+                t.bytes.releasePages()
+                return
+            }
             // Fast mode reads only the packed form: float32 weights are packed straight from their stored
             // (memory-mapped) bytes, with no copy in between.
             // A one-channel 1 → 1 conv is depthwise by shape and runs the depthwise kernel on float weights.
@@ -264,6 +273,9 @@ struct Program: Sendable {
             }
             if node.inputs.count == 3 { s.bias = try bias(node, 2, count: oc, tensors) }
             try gemmWeight(wt, k: s.weightShape[0] * s.weightShape[1] * s.weightShape[2], n: oc, gemm: s.groups == 1)
+            if s.groups > 1, purpose == .fast, int8Minimum != nil, codeReaders.contains(node.name) {
+                s.qdepthwise = QuantizedDepthwise(wt)
+            }
         case .convTranspose:
             try inputCount(2...3)
             let wt = try weightTensor(1, rank: 4)   // (C, KH, KW, OC/groups)
@@ -468,8 +480,13 @@ struct Program: Sendable {
     /// int8 weights as they are stored, and palettes with int8 tables as their exact int8 values (4- and 6-bit ones
     /// kept as indices where the CPU decodes them quickly); other palettes (`.all` only) rounded per column to int8
     /// (`QuantizedWeights(floats:)`).
-    private func quantized(_ t: StoredTensor, k: Int, n: Int) -> QuantizedWeights? {
-        guard purpose == .fast, let minimum = int8Minimum, k &* n >= minimum.weights, k >= minimum.k else { return nil }
+    private func quantized(_ t: StoredTensor, k: Int, n: Int, readsCodes: Bool = false) -> QuantizedWeights? {
+        guard purpose == .fast, let minimum = int8Minimum else { return nil }
+        if k &* n < minimum.weights || k < minimum.k {
+            // A QDQ file's small layer too (`codeReaders`), where its sums of 8-bit codes stay exact.
+            guard readsCodes, t.dtype == .int8, let q = QuantizedWeights(t, k: k, n: n), q.takesEightBitCodes else { return nil }
+            return q
+        }
         if t.dtype == .int8 { return QuantizedWeights(t, k: k, n: n) }
         if t.dtype.traits.isPalette, let exact = QuantizedWeights(int8Table: t, k: k, n: n, keepIndices: true) { return exact }
         guard minimum.palettes, t.dtype.traits.isPalette, let floats = try? t.floats() else { return nil }

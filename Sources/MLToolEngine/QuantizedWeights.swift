@@ -28,6 +28,12 @@ final class QuantizedWeights: @unchecked Sendable {
     /// output (set once by `Program`, before any run): its rows are then those codes (`mlk_quantize_rows_fixed`), not
     /// quantized per row to 7 bits, and the sums are the integer products the ONNX file states.
     private(set) var inputCodes: (scale: Float, zeroPoint: Int32)?
+    /// onnxruntime's requantization (`mlk_qgemm_requant`) when the layer reads codes and a per-tensor QuantizeLinear
+    /// quantizes its output (set once by `Program`, before any run): the file's integer bias and the multipliers
+    /// x_scale · w_scale[n] / y_scale (n rounded up to 16, zero-padded), the output's code range less its zero point,
+    /// and its scale. The layer then writes the codes that QuantizeLinear gives, dequantized, as QLinearConv does.
+    private(set) var requant: (bias: UnsafeMutablePointer<Int32>, mult: UnsafeMutablePointer<Float>, lo: Float, hi: Float,
+                               scale: Float)?
 
     /// Weights (k · n) from which `Engine.Int8Compute.auto` takes the int8 kernels. Measured per layer shape of
     /// EfficientNet-Lite0 on AVX-512 VNNI (int8 time including the input's quantization vs the float GEMM):
@@ -135,10 +141,61 @@ final class QuantizedWeights: @unchecked Sendable {
         takesEightBitCodes = k <= Int(Int32.max) / (255 * 128) && (vnni || (0..<(k &* n)).allSatisfy { abs(Int(w[$0])) <= 64 })
     }
 
+    /// Whether a dequantized bias over its scale, `ratio`, is the integer `code` up to float32 rounding (the importer
+    /// dequantized the int32 code and the scale is x_scale · w_scale in float: a few parts in 10^7 of the code).
+    static func isCode(_ ratio: Float, _ code: Float) -> Bool { abs(ratio - code) <= 1e-3 + abs(code) * 1e-6 }
+
+    /// Whether an integral float converts to Int32 (the largest float below 2^31 is 2^31 − 128).
+    static func isInt32(_ code: Float) -> Bool { abs(code) <= 2_147_483_520 }
+
     /// Reads this layer's input as 8-bit codes of `scale` and `zeroPoint` (0…255) when its weights allow it.
     func readInputCodes(scale: Float, zeroPoint: Int32) {
         guard takesEightBitCodes, scale.isFinite, scale != 0, (0...255).contains(zeroPoint) else { return }
         inputCodes = (scale, zeroPoint)
+    }
+
+    /// Requantizes the output to the codes of a QuantizeLinear of `scale` and `zeroPoint` with code range `lo`…`hi`
+    /// (`requant`), given the layer's float bias; false (and nothing set) unless the layer reads codes and each bias
+    /// is an integer times x_scale · w_scale[n] (to float rounding: the importer dequantized a QDQ file's int32 bias)
+    /// within int32's safe range.
+    @discardableResult
+    func requantizeOutput(bias: UnsafePointer<Float>?, scale: Float, zeroPoint: Float, lo: Float, hi: Float) -> Bool {
+        guard requant == nil, let c = inputCodes, scale.isFinite, scale > 0, lo <= zeroPoint, zeroPoint <= hi,
+              hi - lo <= 255 else { return false }
+        let padded = (n &+ 15) / 16 &* 16
+        var codes = [Int32](repeating: 0, count: padded), mult = [Float](repeating: 0, count: padded)
+        for j in 0..<n {
+            let s = c.scale * scales[j], b = bias?[j] ?? 0
+            let code = (b / s).rounded(.toNearestOrEven)
+            // Any int32 code: quantize_static clips a dead channel's bias (weights near 0, a tiny scale) to about
+            // −2^31, which the int32 sum then carries as onnxruntime's does (wrapping, like its vector adds).
+            guard s.isFinite, s > 0, Self.isInt32(code), Self.isCode(b / s, code) else { return false }
+            codes[j] = Int32(code)
+            mult[j] = s / scale
+            guard mult[j].isFinite else { return false }
+        }
+        let bp = UnsafeMutablePointer<Int32>.allocate(capacity: padded), mp = UnsafeMutablePointer<Float>.allocate(capacity: padded)
+        bp.initialize(from: codes, count: padded)
+        mp.initialize(from: mult, count: padded)
+        requant = (bp, mp, lo - zeroPoint, hi - zeroPoint, scale)
+        return true
+    }
+
+    /// y's columns [c, c + count) of rows [m0, m1) from quantized rows, then `residual` and `act`: `mlk_qgemm_requant`
+    /// when requantizing (a residual is the add after the QuantizeLinear the layer absorbed: `FusedResidual`), else
+    /// `mlk_qgemm` with `bias` (from column c).
+    func gemm(_ q: UnsafePointer<UInt8>, ldq: Int, _ scales: UnsafePointer<Float>, _ zps: UnsafePointer<Int32>,
+              panels: UnsafePointer<Int8>, column c: Int, count: Int, rows m0: Int, _ m1: Int, bias: UnsafePointer<Float>?,
+              residual: UnsafePointer<Float>?, _ y: UnsafeMutablePointer<Float>, ldy: Int, act: Act) {
+        if let r = requant {
+            var rq = mlk_qrequant(bias: UnsafePointer(r.bias + c), mult: UnsafePointer(r.mult + c), lo: r.lo, hi: r.hi,
+                                  scale: r.scale)
+            mlk_qgemm_requant(q, Int64(ldq), zps, panels, colsum + c, Int64(m0), Int64(m1), Int64(count), Int64(k), &rq,
+                              residual, y, Int64(ldy), act.code, act.p0, act.p1)
+        } else {
+            mlk_qgemm(q, Int64(ldq), scales, zps, panels, colsum + c, self.scales + c, Int64(m0), Int64(m1), Int64(count),
+                      Int64(k), bias, residual, y, Int64(ldy), act.code, act.p0, act.p1)
+        }
     }
 
     /// Rows [0, rows) of `a` as `mlk_qgemm` reads them: the input's codes (`inputCodes`), or each row quantized to
@@ -180,6 +237,8 @@ final class QuantizedWeights: @unchecked Sendable {
     }
 
     deinit {
+        requant?.bias.deallocate()
+        requant?.mult.deallocate()
         packed?.deallocate()
         kept?.indices.deallocate()
         colsum.deallocate()

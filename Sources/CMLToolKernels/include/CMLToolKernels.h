@@ -206,8 +206,9 @@ void mlk_quantize_rows(const float *a, int64_t lda, int64_t m0, int64_t m1, int6
                        float *scale, int32_t *zp);
 
 /// Rows [m0, m1) of a whose values are already s · (code − z) for 8-bit codes (an ONNX QuantizeLinear →
-/// DequantizeLinear pair; z in 0…255, shifted by 128 for int8 codes) as those codes: q = clamp(round(a / s) + z, 0,
-/// 255) (halves to even; NaN gives z), scale[m] = s, zp[m] = z; bytes past K zeroed. With weights in −64…64 (or a VNNI
+/// DequantizeLinear pair; z in 0…255, shifted by 128 for int8 codes) as those codes: q = clamp(round(a · (1/s)) + z, 0,
+/// 255) (halves to even; NaN gives z; for values on that grid, the codes a / s gives), scale[m] = s, zp[m] = z; bytes
+/// past K zeroed. With weights in −64…64 (or a VNNI
 /// level) mlk_qgemm's sums are then exact: the integer products the ONNX file states.
 void mlk_quantize_rows_fixed(const float *a, int64_t lda, int64_t m0, int64_t m1, int64_t K, uint8_t *q, int64_t ldq,
                              float *scale, int32_t *zp, float s, int32_t z);
@@ -220,6 +221,25 @@ void mlk_qgemm(const uint8_t *q, int64_t ldq, const float *ascale, const int32_t
                const int32_t *colsum, const float *wscale, int64_t m0, int64_t m1, int64_t N, int64_t K,
                const float *bias, const float *res, float *y, int64_t ldy, int act, float p0, float p1);
 
+/// The requantization of an int8 layer's sums that onnxruntime's QLinearConv / QLinearMatMul / QGemm (with y_scale)
+/// do: a layer whose input is 8-bit codes (mlk_quantize_rows_fixed) and whose output an ONNX QuantizeLinear
+/// (per tensor) quantizes. bias (int32, the file's bias codes) and mult (x_scale · w_scale[n] / y_scale, in float) hold
+/// N rounded up to 16 values, zero-padded; lo and hi are the code range less the output zero point; scale is the
+/// output's scale.
+typedef struct {
+    const int32_t *bias;
+    const float *mult;
+    float lo, hi, scale;
+} mlk_qrequant;
+
+/// Rows [m0, m1) of y as mlk_qgemm, requantized instead of scaled: with c = Σ Q·W − zp[m]·colsum[n] + bias[n] (exact in
+/// int32), y[m][n] = act(clamp(round_half_even(float(c) · mult[n]), lo, hi) · scale + res[m][n]) — the output codes (less
+/// their zero point) the DequantizeLinear after the QuantizeLinear gives, then a residual (res NULL: none; the bits of
+/// mlk_add_act after it) and an activation. Every level gives the same bits.
+void mlk_qgemm_requant(const uint8_t *q, int64_t ldq, const int32_t *zp, const int8_t *packed, const int32_t *colsum,
+                       int64_t m0, int64_t m1, int64_t N, int64_t K, const mlk_qrequant *rq, const float *res, float *y,
+                       int64_t ldy, int act, float p0, float p1);
+
 
 // ---- linear quantization of float tensors (quantize.c) ----
 // ONNX QuantizeLinear / DequantizeLinear with one scale and zero point over n values; the codes are float values.
@@ -230,6 +250,16 @@ void mlk_quantize_linear(const float *x, float *y, int64_t n, float scale, float
 
 /// y[i] = (q[i] − zp) · scale; y may be q.
 void mlk_dequantize_linear(const float *q, float *y, int64_t n, float scale, float zp);
+
+/// y[i] = round_half_even(x[i] · inv) clamped to ±2^22 (NaN gives 0): the codes, less their zero point, of values on a
+/// grid of step 1/inv (a QDQ pair's output), as floats (QuantizedDepthwise). Every level gives the same bits.
+void mlk_grid_codes(const float *x, float *y, int64_t n, float inv);
+
+/// Requantizes rows × C exact integer sums (float32 values in int32's range, channels last) in place:
+/// y = clamp(round_half_even(float(y + bias[c]) · mult[c]), lo, hi) · scale, the bias added in int32, as
+/// mlk_qgemm_requant does (QuantizedDepthwise). Every level gives the same bits.
+void mlk_requantize_channels(float *y, int64_t rows, int64_t C, const int32_t *bias, const float *mult, float lo,
+                             float hi, float scale);
 
 
 // ---- int8-table palettes kept as indices (qpalette.c) ----

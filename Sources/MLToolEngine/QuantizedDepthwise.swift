@@ -1,0 +1,94 @@
+import CMLToolKernels
+import MLToolCore
+
+/// A depthwise conv of a QDQ file whose input is a QuantizeLinear → DequantizeLinear pair's output and whose output
+/// one per-tensor QuantizeLinear reads: run as onnxruntime's QLinearConv does, on the integers. Its weights are kept as
+/// their int8 codes (as floats), and a run takes the input's codes less their zero point (`mlk_grid_codes`: the
+/// values are those codes times the scale), sums them with the codes on the float depthwise kernel — every product
+/// and partial sum an integer below 2^24, so exact — and requantizes each sum with the file's int32 bias added in
+/// int32 (`mlk_requantize_channels`): the codes the QuantizeLinear after it gives, dequantized, bit for bit
+/// onnxruntime's.
+final class QuantizedDepthwise: @unchecked Sendable {
+    /// The weight codes (KH, KW, 1, C) as floats, and each channel's weight scale.
+    let codes: [Float]
+    let weightScales: [Float]
+    let channels: Int
+    /// Set once by `Program.readInputCodes`, before any run: the input's scale, the int32 bias codes and multipliers
+    /// x_scale · w_scale[c] / y_scale, and the output's code range less its zero point, and scale.
+    private(set) var run: (inputScale: Float, bias: [Int32], mult: [Float], lo: Float, hi: Float, scale: Float)?
+
+    /// Whether a kernel of `taps` taps sums codes of 8 bits and weights in ±127 exactly in float32 (below 2^24), and
+    /// the bias is an int32 code (added in int32, as `QuantizedWeights.requantizeOutput`'s).
+    static func exact(taps: Int, bias: Float) -> Bool { Double(taps) * 255 * 127 < 16_777_216 && QuantizedWeights.isInt32(bias) }
+
+    /// nil unless `t` is int8 (KH, KW, 1, C) with one finite, positive scale per channel (the last axis) and zero points 0.
+    init?(_ t: StoredTensor) {
+        guard t.dtype == .int8, t.shape.count == 4, t.shape[2] == 1, let q = t.quant, let s = q.scales,
+              q.axis == 3, s.count == t.shape[3], s.allSatisfy({ $0.isFinite && $0 > 0 }),
+              (q.zeroPoints ?? []).allSatisfy({ $0 == 0 }), let count = try? Checked.elementCount(t.shape),
+              t.bytes.count == count, let base = t.bytes.buffer.baseAddress else { return nil }
+        let w = base.assumingMemoryBound(to: Int8.self)
+        codes = (0..<count).map { Float(w[$0]) }
+        weightScales = s
+        channels = t.shape[3]
+    }
+
+    /// Runs on the integers with an input of `inputScale` and an output QuantizeLinear of `scale`, `zeroPoint` and
+    /// code range `lo`…`hi`, given the float bias; false (nothing set) unless each bias is an integer times
+    /// x_scale · w_scale[c] (to float rounding: a QDQ file's dequantized int32 bias) and the sums stay exact.
+    @discardableResult
+    func requantize(inputScale: Float, bias: UnsafePointer<Float>?, taps: Int, scale: Float, zeroPoint: Float, lo: Float,
+                    hi: Float) -> Bool {
+        guard run == nil, inputScale.isFinite, inputScale > 0, scale.isFinite, scale > 0, lo <= zeroPoint, zeroPoint <= hi,
+              hi - lo <= 255 else { return false }
+        var codes = [Int32](repeating: 0, count: channels), mult = [Float](repeating: 0, count: channels)
+        for c in 0..<channels {
+            let s = inputScale * weightScales[c], b = bias?[c] ?? 0
+            let code = (b / s).rounded(.toNearestOrEven)
+            guard s.isFinite, s > 0, QuantizedWeights.isCode(b / s, code), Self.exact(taps: taps, bias: code) else { return false }
+            codes[c] = Int32(code)
+            mult[c] = s / scale
+            guard mult[c].isFinite else { return false }
+        }
+        run = (inputScale, codes, mult, lo - zeroPoint, hi - zeroPoint, scale)
+        return true
+    }
+}
+
+extension Fast {
+    /// Floats of scratch a requantizing depthwise conv takes: one image's input codes.
+    static func quantizedDepthwiseScratch(_ xs: [Int]) -> Int { xs[1] &* xs[2] &* xs[3] }
+
+    /// A depthwise conv on the integers (`QuantizedDepthwise`), an image at a time: its codes into the scratch, then
+    /// bands of output rows summed and requantized on the thread that sums them.
+    static func quantizedDepthwise(_ s: Step, _ d: QuantizedDepthwise, _ x: UnsafePointer<Float>, _ xs: [Int],
+                                   _ y: UnsafeMutablePointer<Float>, _ ys: [Int], _ scratch: UnsafeMutablePointer<Float>,
+                                   _ threads: Int) {
+        guard let r = d.run else { return }   // checked by the caller
+        let (batch, h, w, c) = (xs[0], xs[1], xs[2], xs[3])
+        let (kh, kw, oh, ow) = (s.weightShape[0], s.weightShape[1], ys[1], ys[2])
+        let st = s.strides, dl = s.dilations, pd = s.pads
+        let parts = oh &* ow &* c &* kh &* kw >= parallelThreshold ? threads : 1
+        nonisolated(unsafe) let codes = scratch
+        for b in 0..<batch {
+            nonisolated(unsafe) let xb = x + b &* h &* w &* c, yb = y + b &* oh &* ow &* c
+            parallel(h, parts: parts) { lo, hi in
+                mlk_grid_codes(xb + lo &* w &* c, codes + lo &* w &* c, Int64((hi &- lo) &* w &* c), 1 / r.inputScale)
+            }
+            d.codes.withUnsafeBufferPointer { wt in
+                r.bias.withUnsafeBufferPointer { bias in
+                    r.mult.withUnsafeBufferPointer { mult in
+                        nonisolated(unsafe) let (wt, bias, mult) = (wt.baseAddress, bias.baseAddress, mult.baseAddress)
+                        parallel(oh, parts: parts) { lo, hi in
+                            mlk_depthwise(codes, Int64(h), Int64(w), Int64(c), wt, Int64(kh), Int64(kw), nil, yb, Int64(lo),
+                                          Int64(hi), Int64(ow), Int64(st[0]), Int64(st[1]), Int64(dl[0]), Int64(dl[1]),
+                                          Int64(pd[0]), Int64(pd[1]), Act.none.code, 0, 0)
+                            mlk_requantize_channels(yb + lo &* ow &* c, Int64((hi &- lo) &* ow), Int64(c), bias, mult, r.lo,
+                                                    r.hi, r.scale)
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
