@@ -22,32 +22,31 @@ import Testing
         try ONNXImporter.importModel(path: ONNXFixtures.path("dynamic-int8/\(name).onnx"), options: ImportOptions())
     }
 
-    /// Runs every case of `name` on the reference kernels and the fast path: the worst difference from the float
-    /// graph's outputs and from onnxruntime's int8 run, each over the output's range.
-    static func check(_ name: String) throws -> (float: Double, onnxruntime: Double) {
+    /// Runs every case of `name` on the reference kernels and the fast path: within `float` of each output's range
+    /// of the float graph's outputs, and within `onnxruntime` of it of onnxruntime's int8 run.
+    static func check(_ name: String, float: Double, onnxruntime: Double,
+                      sourceLocation: SourceLocation = #_sourceLocation) throws {
         let imported = try model(name)
         let m = try manifest()
         let cases = m.cases.filter { $0.model == name + ".onnx" }, int8 = m.int8.filter { $0.model == name + ".onnx" }
-        #expect(cases.count == 2 && int8.count == 2)
-        var worst = (float: 0.0, onnxruntime: 0.0)
+        #expect(cases.count == 2 && int8.count == 2, sourceLocation: sourceLocation)
         for mode in [Engine.Mode.reference, .fast] {
             let engine = try Engine(model: imported, threads: 2, mode: mode)
-            for (c, q) in zip(cases, int8) {
+            for (k, (c, q)) in zip(cases, int8).enumerated() {
                 var feeds: [String: Tensor] = [:]
                 for i in c.inputs { feeds[i.name] = ONNXFixtures.toNHWC(try ONNXFixtures.load(i, under: "dynamic-int8")) }
                 let got = try engine.run(feeds, outputs: c.outputs.map(\.name))
                 for (o, r) in zip(c.outputs, q.outputs) {
-                    let actual = ONNXFixtures.toNCHW(try #require(got[o.name])).data
+                    let actual = ONNXFixtures.toNCHW(try #require(got[o.name], sourceLocation: sourceLocation)).data
                     let reference = try ONNXFixtures.load(o, under: "dynamic-int8").data
                     let ort = try ONNXFixtures.load(r, under: "dynamic-int8").data
                     let range = Double((reference.max() ?? 0) - (reference.min() ?? 0))
-                    try #require(actual.count == reference.count && range > 0)
-                    func over(_ e: [Float]) -> Double { zip(actual, e).map { Double(abs($0 - $1)) }.max() ?? 0 }
-                    worst = (max(worst.float, over(reference) / range), max(worst.onnxruntime, over(ort) / range))
+                    let what = "\(name) case \(k) \(mode) '\(o.name)'"
+                    assertClose(actual, reference, atol: float * range, "\(what) vs the float graph", sourceLocation: sourceLocation)
+                    assertClose(actual, ort, atol: onnxruntime * range, "\(what) vs onnxruntime's int8 run", sourceLocation: sourceLocation)
                 }
             }
         }
-        return worst
     }
 
     static func ops(_ m: Model) -> [Op] { m.metadata.graph?.nodes.map(\.op) ?? [] }
@@ -63,11 +62,9 @@ import Testing
         for name in ["conv_dynamic", "conv_dynamic_per_channel"] {
             let m = try Self.model(name)
             #expect(Self.int8Layers(m) == 3, "\(name)")
-            let worst = try Self.check(name)
             // Measured: 1.0e-7 of the range from the float graph; from onnxruntime's run, which rounds activations to
             // uint8, 5.0e-3 (uint8 weights) and 4.0e-3 (int8 per channel).
-            #expect(worst.float < 3e-7, "\(name)")
-            #expect(worst.onnxruntime < 6e-3, "\(name): \(worst.onnxruntime)")
+            try Self.check(name, float: 3e-7, onnxruntime: 6e-3)
         }
     }
 
@@ -77,19 +74,15 @@ import Testing
         let m = try Self.model("conv_runtime_bias")
         #expect(Self.int8Layers(m) == 2)
         #expect(Self.ops(m) == [.conv, .conv])   // the Sigmoids fused, no bias arithmetic left
-        let worst = try Self.check("conv_runtime_bias")
-        #expect(worst.float < 5e-7)   // measured 3.4e-7
-        #expect(worst.onnxruntime < 4e-3, "\(worst.onnxruntime)")   // measured 3.4e-3
+        try Self.check("conv_runtime_bias", float: 5e-7, onnxruntime: 4e-3)   // measured 3.4e-7 and 3.4e-3
     }
 
     @Test func dynamicQuantizeLSTMIsAnLSTM() throws {
         let m = try Self.model("lstm_dynamic")
         #expect(Self.ops(m).contains(.lstm))
         #expect(Self.int8Layers(m) == 1)   // the MatMulInteger after it
-        let worst = try Self.check("lstm_dynamic")
         // Measured: 1.9e-7 from the float graph; 3.3e-2 from onnxruntime's run, which rounds x and h to uint8 at
         // every step (11 steps each way).
-        #expect(worst.float < 3e-7)
-        #expect(worst.onnxruntime < 0.04, "\(worst.onnxruntime)")
+        try Self.check("lstm_dynamic", float: 3e-7, onnxruntime: 0.04)
     }
 }

@@ -45,7 +45,8 @@ import Testing
         #expect(m.metadata.featureTensor == "features")
         #expect(m.metadata.image == .efficientNetLite)
         #expect(g.sourceLayout == "nchw")
-        #expect(g.inputs == [GraphInput(name: "input", shape: [-1, 224, 224, 3])])
+        #expect(g.inputs.map { [$0.name: $0.shape] } == [["input": [-1, 224, 224, 3]]])
+        #expect(g.inputs.map(\.dimensionNames) == [["N", "", "", ""]])
         #expect(g.outputs == ["logits", "features"])
         // Every BatchNormalization folded: 49 convs + 1 dense carry all the parameters.
         #expect(!g.nodes.contains { $0.op == .batchNorm })

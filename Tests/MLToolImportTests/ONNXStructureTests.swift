@@ -12,7 +12,8 @@ import Testing
 
     @Test func reshapeOfNonUnitSpatialGoesThroughNCHW() throws {
         let (_, g) = try Self.load("flatten_nchw.onnx")
-        #expect(g.inputs == [GraphInput(name: "x", shape: [-1, 7, 6, 3])])
+        #expect(g.inputs.map { [$0.name: $0.shape] } == [["x": [-1, 7, 6, 3]]])
+        #expect(g.inputs.map(\.dimensionNames) == [["N", "", "", ""]])   // the file's name of the free batch
         #expect(g.sourceLayout == "nchw")
         // Shape → Gather → Unsqueeze → Concat folded: the view is one reshape after a transpose to NCHW.
         let view = try #require(g.nodes.first { $0.name == "view" })
@@ -129,12 +130,14 @@ import Testing
     @Test func freeSpatialSizePadsPerInputSize() throws {
         // Free: the conv keeps SAME_UPPER and the engine pads per input size (ONNXDynamicShapeTests runs it).
         let (_, free) = try Self.load("free_size.onnx", ImportOptions())
-        #expect(free.inputs == [GraphInput(name: "x", shape: [-1, -1, -1, 3])])
+        #expect(free.inputs.map { [$0.name: $0.shape] } == [["x": [-1, -1, -1, 3]]])
+        #expect(free.inputs.map(\.dimensionNames) == [["N", "H", "W", ""]])
         let conv = try #require(free.nodes.first { $0.op == .conv })
         #expect(conv.attributes.autoPad == "SAME_UPPER" && conv.attributes.pads == nil)
         // Pinned with --input-size: the pads are resolved at import.
         let (_, g) = try Self.load("free_size.onnx", ImportOptions(inputSize: (height: 9, width: 11)))
-        #expect(g.inputs == [GraphInput(name: "x", shape: [-1, 9, 11, 3])])
+        #expect(g.inputs.map { [$0.name: $0.shape] } == [["x": [-1, 9, 11, 3]]])
+        #expect(g.inputs.map(\.dimensionNames) == [["N", "", "", ""]])   // the pinned sizes lose their names
         // SAME_UPPER 3×3/2 on 9×11: totals 2 and 2 → one row/column each side.
         #expect(g.nodes.first { $0.op == .conv }?.attributes.pads == [1, 1, 1, 1])
     }
