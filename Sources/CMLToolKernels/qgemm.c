@@ -3,6 +3,8 @@
 // fused multiply-add in each, so the portable, AVX2, AVX-VNNI and AVX-512 VNNI versions give bit-identical outputs.
 // Seven bits, not eight, so that AVX2's vpmaddubsw (two u8 × s8 products summed in a saturating int16) is exact:
 // 2 · 127 · 128 = 32,512 ≤ 32,767. Every level quantizes the same way, so a model gives the same outputs everywhere.
+// Rows of 8-bit codes (a quantized file's) against weights outside −64…64 take the `wide` AVX2 tile, whose products
+// |q − 128| · ±w stay within the same bound.
 #include "CMLToolKernels.h"
 #include "isa.h"
 #include "vec.h"
@@ -260,8 +262,12 @@ MLK_AVX2 static inline void qstore16_halves(float *yr, const __m256i *acc, int32
 // R ≤ 4 rows × 8·H columns (H = 2: one panel; H = 1: its first half, for a last panel of ≤ 8 columns). A group's 64
 // bytes are two vectors of 8 columns × 4 k values; the row's 4 activations, broadcast, multiply them pairwise into
 // 16-bit sums (exact, see the top of this file), which vpmaddwd by ones adds into one int32 per column, in order.
-MLK_INLINE MLK_AVX2 void qtile_avx2(int R, int H, const uint8_t *const *r, const int8_t *bp, int64_t groups, __m256i *out) {
-    const __m256i ones = _mm256_set1_epi16(1);
+// `wide` (8-bit codes against weights in −127…127): the sums of c · w for c = q − 128 instead, each product formed
+// as |c| · (w · sign(c)) — at most 128 · 127, two of them 32,512 — so the pairs stay exact; the caller adds
+// 128 · colsum back through the zero point.
+MLK_INLINE MLK_AVX2 void qtile_avx2(int R, int H, int wide, const uint8_t *const *r, const int8_t *bp, int64_t groups,
+                                    __m256i *out) {
+    const __m256i ones = _mm256_set1_epi16(1), flip = _mm256_set1_epi8((char)0x80);
     __m256i c[4][2];
     for (int i = 0; i < R; i++) for (int h = 0; h < H; h++) c[i][h] = _mm256_setzero_si256();
     for (int64_t g = 0; g < groups; g++) {
@@ -269,23 +275,37 @@ MLK_INLINE MLK_AVX2 void qtile_avx2(int R, int H, const uint8_t *const *r, const
         for (int h = 0; h < H; h++) w[h] = _mm256_loadu_si256((const __m256i *)(bp + g * 64 + 32 * h));
         for (int i = 0; i < R; i++) {
             __m256i a = _mm256_set1_epi32(load32(r[i] + g * 4));
-            for (int h = 0; h < H; h++)
-                c[i][h] = _mm256_add_epi32(c[i][h], _mm256_madd_epi16(_mm256_maddubs_epi16(a, w[h]), ones));
+            if (wide) {
+                const __m256i centred = _mm256_xor_si256(a, flip), magnitude = _mm256_abs_epi8(centred);
+                for (int h = 0; h < H; h++)
+                    c[i][h] = _mm256_add_epi32(c[i][h], _mm256_madd_epi16(
+                        _mm256_maddubs_epi16(magnitude, _mm256_sign_epi8(w[h], centred)), ones));
+            } else {
+                for (int h = 0; h < H; h++)
+                    c[i][h] = _mm256_add_epi32(c[i][h], _mm256_madd_epi16(_mm256_maddubs_epi16(a, w[h]), ones));
+            }
         }
     }
     for (int i = 0; i < R; i++) for (int h = 0; h < H; h++) out[2 * i + h] = c[i][h];
 }
 
 #define MLK_QT2(R) case R: \
-    if (nv > 8) qtile_avx2(R, 2, r, bp, groups, acc); \
-    else qtile_avx2(R, 1, r, bp, groups, acc); \
+    if (wide) { \
+        if (nv > 8) qtile_avx2(R, 2, 1, r, bp, groups, acc); \
+        else qtile_avx2(R, 1, 1, r, bp, groups, acc); \
+    } else { \
+        if (nv > 8) qtile_avx2(R, 2, 0, r, bp, groups, acc); \
+        else qtile_avx2(R, 1, 0, r, bp, groups, acc); \
+    } \
     break;
 
 MLK_AVX2 static void qgemm_avx2(const uint8_t *q, int64_t ldq, const float *ascale, const int32_t *zp,
                                   const int8_t *packed, const int32_t *colsum, const float *wscale, int64_t m0,
                                   int64_t m1, int64_t N, int64_t K, const float *bias, const float *res, float *y, int64_t ldy,
-                                  int act, float p0, float p1, const mlk_qrequant *rq) {
+                                  int act, float p0, float p1, const mlk_qrequant *rq, int wide) {
     int64_t groups = (K + 3) / 4;
+    // The wide tile sums (q − 128) · w: Σ q·w − zp·colsum = that − (zp − 128)·colsum.
+    const int32_t shift = wide ? 128 : 0;
     // Rows in chunks whose quantized block stays in L2 while every panel passes over it.
     int64_t mc = (256 * 1024) / (groups * 4);
     mc = mc < 4 ? 4 : (mc > 1024 ? 1024 : mc);
@@ -311,8 +331,11 @@ MLK_AVX2 static void qgemm_avx2(const uint8_t *q, int64_t ldq, const float *asca
             __m256i rb1 = rq ? _mm256_loadu_si256((const __m256i *)(rq->bias + n0 + 8)) : _mm256_setzero_si256();
             __m256 rm0 = rq ? _mm256_loadu_ps(rq->mult + n0) : _mm256_setzero_ps();
             __m256 rm1 = rq ? _mm256_loadu_ps(rq->mult + n0 + 8) : _mm256_setzero_ps();
-            for (int64_t m = mb; m < me; m += 4) {
-                int R = me - m < 4 ? (int)(me - m) : 4;
+            // Wide sums hold a row's centred codes and their magnitudes in two more registers: three rows at a time
+            // keep the accumulators out of memory (four spilled one on every group).
+            const int64_t tile = wide ? 3 : 4;
+            for (int64_t m = mb; m < me; m += tile) {
+                int R = me - m < tile ? (int)(me - m) : (int)tile;
                 const uint8_t *r[4];
                 for (int i = 0; i < 4; i++) r[i] = q + (m + (i < R ? i : 0)) * ldq;
                 __m256i acc[8];
@@ -321,15 +344,15 @@ MLK_AVX2 static void qgemm_avx2(const uint8_t *q, int64_t ldq, const float *asca
                     float *yr = y + (m + i) * ldy + n0;
                     const float *rr = res ? res + (m + i) * ldy + n0 : NULL;
                     if (rq) {
-                        qrequant8(yr, acc[2 * i], zp[m + i], cs0, rb0, rm0, rq, rr, mask0, nv, act, p0, p1);
+                        qrequant8(yr, acc[2 * i], zp[m + i] - shift, cs0, rb0, rm0, rq, rr, mask0, nv, act, p0, p1);
                         if (nv > 8)
-                            qrequant8(yr + 8, acc[2 * i + 1], zp[m + i], cs1, rb1, rm1, rq, rr ? rr + 8 : NULL, mask1, nv - 8,
+                            qrequant8(yr + 8, acc[2 * i + 1], zp[m + i] - shift, cs1, rb1, rm1, rq, rr ? rr + 8 : NULL, mask1, nv - 8,
                                       act, p0, p1);
                         continue;
                     }
-                    qstore8_panel(yr, acc[2 * i], zp[m + i], cs0, ascale[m + i], ws0, b0, rr, mask0, nv, act, p0, p1);
+                    qstore8_panel(yr, acc[2 * i], zp[m + i] - shift, cs0, ascale[m + i], ws0, b0, rr, mask0, nv, act, p0, p1);
                     if (nv > 8)
-                        qstore8_panel(yr + 8, acc[2 * i + 1], zp[m + i], cs1, ascale[m + i], ws1, b1, rr ? rr + 8 : NULL,
+                        qstore8_panel(yr + 8, acc[2 * i + 1], zp[m + i] - shift, cs1, ascale[m + i], ws1, b1, rr ? rr + 8 : NULL,
                                       mask1, nv - 8, act, p0, p1);
                 }
             }
@@ -533,43 +556,45 @@ void mlk_quantize_rows(const float *a, int64_t lda, int64_t m0, int64_t m1, int6
 
 void mlk_qgemm(const uint8_t *q, int64_t ldq, const float *ascale, const int32_t *zp, const int8_t *packed,
                const int32_t *colsum, const float *wscale, int64_t m0, int64_t m1, int64_t N, int64_t K,
-               const float *bias, const float *res, float *y, int64_t ldy, int act, float p0, float p1) {
+               const float *bias, const float *res, float *y, int64_t ldy, int act, float p0, float p1, int wide) {
     if (m1 <= m0 || N <= 0) return;
 #if MLK_X86
     if (mlk_cpu_has(MLK_CPU_AVX512_VNNI)) { qgemm_vnni512(q, ldq, ascale, zp, packed, colsum, wscale, m0, m1, N, K, bias, res, y, ldy, act, p0, p1, NULL); return; }
     if (mlk_cpu_has(MLK_CPU_AVX2_VNNI)) { qgemm_avxvnni(q, ldq, ascale, zp, packed, colsum, wscale, m0, m1, N, K, bias, res, y, ldy, act, p0, p1, NULL); return; }
-    if (mlk_cpu_has(MLK_CPU_AVX2)) { qgemm_avx2(q, ldq, ascale, zp, packed, colsum, wscale, m0, m1, N, K, bias, res, y, ldy, act, p0, p1, NULL); return; }
+    if (mlk_cpu_has(MLK_CPU_AVX2)) { qgemm_avx2(q, ldq, ascale, zp, packed, colsum, wscale, m0, m1, N, K, bias, res, y, ldy, act, p0, p1, NULL, wide); return; }
 #endif
     qgemm_portable(q, ldq, ascale, zp, packed, colsum, wscale, m0, m1, N, K, bias, res, y, ldy, act, p0, p1, NULL);
 }
 
 void mlk_qgemm_requant(const uint8_t *q, int64_t ldq, const int32_t *zp, const int8_t *packed, const int32_t *colsum,
                        int64_t m0, int64_t m1, int64_t N, int64_t K, const mlk_qrequant *rq, const float *res, float *y,
-                       int64_t ldy, int act, float p0, float p1) {
+                       int64_t ldy, int act, float p0, float p1, int wide) {
     if (m1 <= m0 || N <= 0) return;
     // The row scales are not read (the multipliers hold the scales); the weight scales neither.
 #if MLK_X86
     if (mlk_cpu_has(MLK_CPU_AVX512_VNNI)) { qgemm_vnni512(q, ldq, NULL, zp, packed, colsum, NULL, m0, m1, N, K, NULL, res, y, ldy, act, p0, p1, rq); return; }
     if (mlk_cpu_has(MLK_CPU_AVX2_VNNI)) { qgemm_avxvnni(q, ldq, NULL, zp, packed, colsum, NULL, m0, m1, N, K, NULL, res, y, ldy, act, p0, p1, rq); return; }
-    if (mlk_cpu_has(MLK_CPU_AVX2)) { qgemm_avx2(q, ldq, NULL, zp, packed, colsum, NULL, m0, m1, N, K, NULL, res, y, ldy, act, p0, p1, rq); return; }
+    if (mlk_cpu_has(MLK_CPU_AVX2)) { qgemm_avx2(q, ldq, NULL, zp, packed, colsum, NULL, m0, m1, N, K, NULL, res, y, ldy, act, p0, p1, rq, wide); return; }
 #endif
     qgemm_portable(q, ldq, NULL, zp, packed, colsum, NULL, m0, m1, N, K, NULL, res, y, ldy, act, p0, p1, rq);
 }
 
 // ---- rows of codes with known parameters ----
-// q = clamp(round_half_even(a · (1/s)), −z, 255 − z) + z, the float add of 1.5 · 2^23 doing the rounding (exact for
-// the clamped values), so both variants give the same bytes; NaN gives z. The values lie on the grid s · integer (a
-// QDQ pair's output), so the reciprocal's product is within a few ulps of the integer: the division's code, at a
-// fraction of its cost.
-#define MLK_QROWS_FIXED_BODY                                                                                   \
+// q = clamp(round_half_even(SCALED), −z, 255 − z) + z, the float add of 1.5 · 2^23 doing the rounding (exact for
+// the clamped values), so both variants give the same bytes; NaN gives z. mlk_quantize_rows_fixed's values lie on the
+// grid s · integer (a QDQ pair's output), so the reciprocal's product is within a few ulps of the integer: the
+// division's code, at a fraction of its cost. mlk_quantize_rows_divided's are any values: it divides, as
+// onnxruntime's QuantizeLinear does.
+#define MLK_QROWS_FIXED_BODY(SCALED)                                                                           \
     const float magic = 12582912.0f, below = (float)-z, above = (float)(255 - z), zf = (float)z, inv = 1.0f / s;\
+    (void)inv;                                                                                                 \
     for (int64_t m = m0; m < m1; m++) {                                                                        \
         const float *r = a + m * lda;                                                                          \
         uint8_t *out = q + m * ldq;                                                                            \
         scale[m] = s;                                                                                          \
         zp[m] = z;                                                                                             \
         for (int64_t k = 0; k < K; k++) {                                                                      \
-            float v = r[k] * inv;                                                                              \
+            float v = SCALED;                                                                                  \
             v = v == v ? v : 0.0f;                                                                             \
             v = v < below ? below : v;                                                                         \
             v = v > above ? above : v;                                                                         \
@@ -580,15 +605,86 @@ void mlk_qgemm_requant(const uint8_t *q, int64_t ldq, const int32_t *zp, const i
 
 static void quantize_rows_fixed_portable(const float *a, int64_t lda, int64_t m0, int64_t m1, int64_t K, uint8_t *q,
                                          int64_t ldq, float *scale, int32_t *zp, float s, int32_t z) {
-    MLK_QROWS_FIXED_BODY
+    MLK_QROWS_FIXED_BODY(r[k] * inv)
+}
+
+static void quantize_rows_divided_portable(const float *a, int64_t lda, int64_t m0, int64_t m1, int64_t K, uint8_t *q,
+                                           int64_t ldq, float *scale, int32_t *zp, float s, int32_t z) {
+    MLK_QROWS_FIXED_BODY(r[k] / s)
 }
 
 #if MLK_X86
 MLK_AVX2 static void quantize_rows_fixed_avx2(const float *a, int64_t lda, int64_t m0, int64_t m1, int64_t K, uint8_t *q,
                                               int64_t ldq, float *scale, int32_t *zp, float s, int32_t z) {
-    MLK_QROWS_FIXED_BODY
+    MLK_QROWS_FIXED_BODY(r[k] * inv)
+}
+
+MLK_AVX2 static void quantize_rows_divided_avx2(const float *a, int64_t lda, int64_t m0, int64_t m1, int64_t K, uint8_t *q,
+                                                int64_t ldq, float *scale, int32_t *zp, float s, int32_t z) {
+    MLK_QROWS_FIXED_BODY(r[k] / s)
 }
 #endif
+
+void mlk_quantize_rows_divided(const float *a, int64_t lda, int64_t m0, int64_t m1, int64_t K, uint8_t *q, int64_t ldq,
+                               float *scale, int32_t *zp, float s, int32_t z) {
+#if MLK_X86
+    if (mlk_cpu_has(MLK_CPU_AVX2)) { quantize_rows_divided_avx2(a, lda, m0, m1, K, q, ldq, scale, zp, s, z); return; }
+#endif
+    quantize_rows_divided_portable(a, lda, m0, m1, K, q, ldq, scale, zp, s, z);
+}
+
+// ---- onnxruntime's DynamicQuantizeLinear parameters ----
+// The range of x (NaN skipped: a comparison with NaN is false, and _mm256_min_ps / _mm256_max_ps return their
+// second operand, the running value, when either is NaN), so both variants find the same bounds.
+static void dynamic_range_portable(const float *x, int64_t n, float *mn, float *mx) {
+    float lo = 0.0f, hi = 0.0f;
+    for (int64_t i = 0; i < n; i++) {
+        if (x[i] < lo) lo = x[i];
+        if (x[i] > hi) hi = x[i];
+    }
+    *mn = lo;
+    *mx = hi;
+}
+
+#if MLK_X86
+MLK_AVX2 static void dynamic_range_avx2(const float *x, int64_t n, float *mn, float *mx) {
+    __m256 lo = _mm256_setzero_ps(), hi = _mm256_setzero_ps();
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m256 v = _mm256_loadu_ps(x + i);
+        lo = _mm256_min_ps(v, lo);
+        hi = _mm256_max_ps(v, hi);
+    }
+    float l[8], h[8];
+    _mm256_storeu_ps(l, lo);
+    _mm256_storeu_ps(h, hi);
+    float a = 0.0f, b = 0.0f;
+    for (int j = 0; j < 8; j++) {
+        if (l[j] < a) a = l[j];
+        if (h[j] > b) b = h[j];
+    }
+    for (; i < n; i++) {
+        if (x[i] < a) a = x[i];
+        if (x[i] > b) b = x[i];
+    }
+    *mn = a;
+    *mx = b;
+}
+#endif
+
+void mlk_dynamic_quant_params(const float *x, int64_t n, float *scale, int32_t *zp) {
+    float lo, hi;
+#if MLK_X86
+    if (mlk_cpu_has(MLK_CPU_AVX2)) dynamic_range_avx2(x, n, &lo, &hi);
+    else
+#endif
+        dynamic_range_portable(x, n, &lo, &hi);
+    const float s = hi == lo ? 1.0f : (hi - lo) / 255.0f;
+    float z = 0.0f - lo / s;
+    z = z < 0.0f ? 0.0f : (z > 255.0f ? 255.0f : z);
+    *scale = s;
+    *zp = (int32_t)nearbyintf(z);
+}
 
 void mlk_quantize_rows_fixed(const float *a, int64_t lda, int64_t m0, int64_t m1, int64_t K, uint8_t *q, int64_t ldq,
                              float *scale, int32_t *zp, float s, int32_t z) {

@@ -81,7 +81,9 @@ import Foundation
 ///   scale and zero point for the whole tensor when `axis` is absent), the integer codes as float32 values (ONNX
 ///   QuantizeLinear; x / scale in float32, NaN gives the zero point); mode "values": the codes dequantized again,
 ///   scale[c] · (q − zeroPoint[c]) (a QuantizeLinear → DequantizeLinear pair) [axis, quantScales, quantZeroPoints,
-///   min, max (the code range, e.g. 0, 255 for uint8), mode "codes" (default) | "values"]
+///   min, max (the code range, e.g. 0, 255 for uint8), mode "codes" (default) | "values"]; mode "dynamic": ONNX
+///   DynamicQuantizeLinear → DequantizeLinear, one uint8 scale and zero point computed from the whole input when it
+///   runs (onnxruntime's rule, docs/FORMAT.md), no quantScales [min 0, max 255]
 /// - dequantize: q → (q − zeroPoint[c]) · scale[c] in float32 (ONNX DequantizeLinear) [axis, quantScales,
 ///   quantZeroPoints]
 public struct Graph: Codable, Equatable, Sendable {

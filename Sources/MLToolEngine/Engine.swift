@@ -275,8 +275,10 @@ public final class Engine: @unchecked Sendable {
             case .ifElse: return false   // one condition for the whole batch (it may be computed from every image)
             case .quantize, .dequantize:   // scales along the batch axis differ per image
                 if let a = s.linearQuant?.axis, (try? Program.axis(a, rank: rank, s)) == 0 { return false }
+                if s.linearQuant?.dynamic == true { return false }   // one pair from the whole batch
             default: break
             }
+            if s.qweights?.readsDynamicCodes == true { return false }   // the same, absorbed by the layer
         }
         return true
     }

@@ -165,8 +165,10 @@ enum Fast {
         case .quantizedDense:
             guard let q = s.qweights else { preconditionFailure("dense '\(s.name)': no int8 weights (Program.compile)") }
             // dense: y (rows, n); matMul: y (…, rows, n), every row of a at once.
-            quantizedGemm(x[0], lda: s.weightShape[0], q, rows: n / s.weightShape[1], bias: s.bias.map { UnsafePointer($0.pointer) },
-                          y, act: s.act, scratch: scratch, threads: threads)
+            let rows = n / s.weightShape[1]
+            quantizedGemm(x[0], lda: s.weightShape[0], q, rows: rows, bias: s.bias.map { UnsafePointer($0.pointer) },
+                          y, act: s.act, scratch: scratch, threads: threads,
+                          dynamic: q.dynamicCodes(x[0], count: rows &* s.weightShape[0]))
         case .packedDense:
             guard let packed = s.packed else { preconditionFailure("dense '\(s.name)': no packed weights (Program.compile)") }
             packedGemm(x[0], lda: s.weightShape[0], packed.pointer, rows: n / s.weightShape[1], n: s.weightShape[1], k: s.weightShape[0],
@@ -373,7 +375,8 @@ enum Fast {
     static func quantizedGemm(_ a: UnsafePointer<Float>, lda: Int, _ w: QuantizedWeights, rows: Int,
                               bias: UnsafePointer<Float>?, _ y: UnsafeMutablePointer<Float>, act: Act,
                               scratch: UnsafeMutablePointer<Float>, threads: Int,
-                              prepare: Im2col? = nil, residual: UnsafePointer<Float>? = nil) {
+                              prepare: Im2col? = nil, residual: UnsafePointer<Float>? = nil,
+                              dynamic: (scale: Float, zeroPoint: Int32)? = nil) {
         let (n, k) = (w.n, w.k)
         let ldq = Int(mlk_qrow_bytes(Int64(k)))
         let raw = UnsafeMutableRawPointer(scratch)
@@ -391,7 +394,7 @@ enum Fast {
         // into the start of this part's own room, so only a block per part is written.
         if rows < fewRows && (w.kept != nil || (parts > 1 && n >= 96)) {
             prepare?(0, rows, UnsafeMutablePointer(mutating: a))
-            w.quantizeRows(a, lda: lda, rows: rows, q, ldq: ldq, scales, zps)
+            w.quantizeRows(a, lda: lda, rows: rows, q, ldq: ldq, scales, zps, dynamic: dynamic)
             parallel(n, parts: parts, align: 48) { lo, hi in
                 let block = w.kept == nil ? hi &- lo : w.blockColumns
                 var c = lo
@@ -412,7 +415,8 @@ enum Fast {
             }
             parallel(rows, parts: parts, align: 8) { lo, hi in
                 inBlocks(lo, hi, a, lda: lda, prepare) { rowLo, lo, hi in
-                    w.quantizeRows(rowLo, lda: lda, rows: hi - lo, q + lo &* ldq, ldq: ldq, scales + lo, zps + lo)
+                    w.quantizeRows(rowLo, lda: lda, rows: hi - lo, q + lo &* ldq, ldq: ldq, scales + lo, zps + lo,
+                                   dynamic: dynamic)
                     w.gemm(q, ldq: ldq, scales, zps, panels: panels, column: 0, count: n, rows: lo, hi, bias: bias,
                            residual: res, y, ldy: n, act: act)
                 }
@@ -485,10 +489,12 @@ enum Fast {
             let direct = readsInputDirectly(s)
             let rows = direct ? batch &* h &* w : oh &* ow
             let qscratch = direct ? scratch : scratch + oh &* ow &* k
+            // A dynamic quantization's pair comes from the whole input, every image (ConvInteger's input tensor).
+            let dynamic = qw.dynamicCodes(x, count: batch &* h &* w &* c)
             for b in 0..<(direct ? 1 : batch) {
                 quantizedGemm(direct ? x : UnsafePointer(scratch), lda: direct ? c : k, qw, rows: rows, bias: bias,
                               y + b &* oh &* ow &* oc, act: act, scratch: qscratch, threads: threads,
-                              prepare: direct ? nil : im2col(s, x + b &* h &* w &* c, xs, ys))
+                              prepare: direct ? nil : im2col(s, x + b &* h &* w &* c, xs, ys), dynamic: dynamic)
             }
             return
         }

@@ -15,7 +15,9 @@ enum Fused {
     /// Whether `e` then `d` can run fused (the plan also checks that `d` is the only reader of `e`'s output).
     static func fusable(_ e: Step, _ ex: [Int], _ d: Step, _ dx: [Int]) -> Bool {
         // int8 weights only when packed: kept indices (`QuantizedWeights.kept`) would be decoded for every band.
+        // Nor a dynamic quantization's codes: their pair comes from the whole input, which a band does not see.
         let expand = (e.packed != nil || e.qweights?.packed != nil || e.palette != nil) && Fast.readsInputDirectly(e)
+            && e.qweights?.readsDynamicCodes != true
         let stem = (e.packed != nil || e.palette != nil) && e.qweights == nil && e.winograd == nil && Fast.isStem(e, ex)
         return e.op == .conv && e.groups == 1 && ex.count == 4 && (expand || stem) &&
             d.op == .conv && d.inputs == [e.output] && dx.count == 4 && Fast.isDepthwise(d, dx) &&
@@ -88,7 +90,8 @@ enum Fused {
                         let zps = (raw + (scaleOffset &+ bandRowsIn &* w &* 4)).assumingMemoryBound(to: Int32.self)
                         qw.quantizeRows(xb + start &* w &* cin, lda: cin, rows: rows, q, ldq: ldq, scales, zps)
                         mlk_qgemm(q, Int64(ldq), scales, zps, qw.packed, qw.colsum, qw.scales, 0, Int64(rows), Int64(c),
-                                  Int64(cin), eb, nil, buf + (start &- r0) &* rowFloats, Int64(c), ea.code, ea.p0, ea.p1)
+                                  Int64(cin), eb, nil, buf + (start &- r0) &* rowFloats, Int64(c), ea.code, ea.p0, ea.p1,
+                                  qw.wide)
                     } else if start < r1 {
                         mlk_gemm_packed(xb + start &* w &* cin, Int64(cin), packed!, 0, Int64((r1 &- start) &* w), Int64(c),
                                         Int64(cin), eb, buf + (start &- r0) &* rowFloats, Int64(c), ea.code, ea.p0, ea.p1)
@@ -138,7 +141,7 @@ enum FusedResidual {
         let bias = c.bias.map { UnsafePointer($0.pointer) }
         if let q = c.qweights {
             Fast.quantizedGemm(x, lda: xs[3], q, rows: rows, bias: bias, y, act: act, scratch: scratch,
-                               threads: threads, residual: r)
+                               threads: threads, residual: r, dynamic: q.dynamicCodes(x, count: rows &* xs[3]))
             return
         }
         guard let packed = c.packed else { preconditionFailure("conv '\(c.name)': no packed weights (Program.compile)") }

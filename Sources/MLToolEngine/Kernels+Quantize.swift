@@ -13,6 +13,9 @@ struct LinearQuant: Sendable {
     var lo: Float = 0, hi: Float = 0
     /// quantize with mode "values": the codes dequantized again.
     var values = false
+    /// quantize with mode "dynamic": one uint8 pair computed from the input when it runs (`dynamicParameters`), the
+    /// codes dequantized again; `scales` and `zeroPoints` hold a placeholder pair.
+    var dynamic = false
 
     /// Largest |code| accepted: every code and every difference of two is then exact in float32.
     static let maxCode = 1 << 22
@@ -21,6 +24,16 @@ struct LinearQuant: Sendable {
         let a = node.attributes
         func bad(_ attribute: String, _ expected: String, _ actual: String) -> EngineError {
             .invalidAttribute(node: node.name, attribute: attribute, expected: expected, actual: actual)
+        }
+        if node.op == .quantize, a.mode == "dynamic" {
+            guard a.quantScales == nil, a.quantZeroPoints == nil, a.axis == nil else {
+                throw bad("quantScales", "none (mode dynamic computes one pair when it runs)", "\(a.quantScales ?? []), axis \(a.axis.map(String.init) ?? "none")")
+            }
+            guard (a.min ?? 0) == 0, (a.max ?? 255) == 255 else {
+                throw bad("min/max", "0…255 (mode dynamic gives uint8 codes)", "\(a.min ?? 0)…\(a.max ?? 255)")
+            }
+            (scales, zeroPoints, lo, hi, values, dynamic) = ([1], [0], 0, 255, true, true)
+            return
         }
         guard let s = a.quantScales, !s.isEmpty, s.allSatisfy({ $0.isFinite && $0 != 0 }) else {
             throw bad("quantScales", "finite non-zero scales", "\(a.quantScales ?? [])")
@@ -41,8 +54,34 @@ struct LinearQuant: Sendable {
         switch a.mode {
         case nil, "codes"?: values = false
         case "values"?: values = true
-        default: throw bad("mode", "codes or values", a.mode ?? "")
+        default: throw bad("mode", "codes, values or dynamic", a.mode ?? "")
         }
+    }
+
+    /// DynamicQuantizeLinear's scale and zero point of `n` values, one at a time: the definition in docs/FORMAT.md
+    /// (`mlk_dynamic_quant_params` is the fast one).
+    static func dynamicParameters(_ x: UnsafePointer<Float>, count n: Int) -> (scale: Float, zeroPoint: Float) {
+        var lo: Float = 0, hi: Float = 0
+        for i in 0..<n {
+            if x[i] < lo { lo = x[i] }
+            if x[i] > hi { hi = x[i] }
+        }
+        let scale: Float = hi == lo ? 1 : (hi - lo) / 255
+        let z = Swift.min(Swift.max(0 - lo / scale, 0), 255)
+        return (scale, z.rounded(.toNearestOrEven))
+    }
+
+    /// This node's (scale, zero point) pairs for an input of `n` values at `x`: the computed pair in mode "dynamic"
+    /// (`fast`: by `mlk_dynamic_quant_params`), else the node's own.
+    func pairs(_ x: UnsafePointer<Float>, count n: Int, fast: Bool) -> (scales: [Float], zeroPoints: [Float]) {
+        guard dynamic else { return (scales, zeroPoints) }
+        if !fast {
+            let p = Self.dynamicParameters(x, count: n)
+            return ([p.scale], [p.zeroPoint])
+        }
+        var scale: Float = 1, zp: Int32 = 0
+        mlk_dynamic_quant_params(x, Int64(n), &scale, &zp)
+        return ([scale], [Float(zp)])
     }
 
     /// (outer, channels, inner) of a tensor of `shape` around the axis; nil when the scales do not fit it.
@@ -61,10 +100,11 @@ extension Reference {
     /// quantize / dequantize, one value at a time: the definition in docs/FORMAT.md.
     static func linearQuant(_ s: Step, _ x: UnsafePointer<Float>, _ xs: [Int], _ y: UnsafeMutablePointer<Float>) {
         guard let q = s.linearQuant, let (outer, channels, inner) = try? q.split(xs, s) else { return }   // checked by shape inference
+        let p = q.pairs(x, count: outer &* channels &* inner, fast: false)
         var i = 0
         for _ in 0..<outer {
             for c in 0..<channels {
-                let (scale, zp) = (q.scales[c], q.zeroPoints[c])
+                let (scale, zp) = (p.scales[c], p.zeroPoints[c])
                 for _ in 0..<inner {
                     if s.op == .dequantize {
                         y[i] = (x[i] - zp) * scale
@@ -87,14 +127,15 @@ extension Fast {
         guard let q = s.linearQuant, let (outer, channels, inner) = try? q.split(xs, s) else { return }   // checked by shape inference
         nonisolated(unsafe) let (x, y) = (x, y)
         let dequantize = s.op == .dequantize
+        let total = outer &* channels &* inner
+        let p = q.pairs(x, count: total, fast: true)
         let run: @Sendable (Int, Int, Int) -> Void = { at, n, c in
             if dequantize {
-                mlk_dequantize_linear(x + at, y + at, Int64(n), q.scales[c], q.zeroPoints[c])
+                mlk_dequantize_linear(x + at, y + at, Int64(n), p.scales[c], p.zeroPoints[c])
             } else {
-                mlk_quantize_linear(x + at, y + at, Int64(n), q.scales[c], q.zeroPoints[c], q.lo, q.hi, q.values ? 1 : 0)
+                mlk_quantize_linear(x + at, y + at, Int64(n), p.scales[c], p.zeroPoints[c], q.lo, q.hi, q.values ? 1 : 0)
             }
         }
-        let total = outer &* channels &* inner
         if channels == 1 {
             // One pair for everything: chunks of at least 4,096 values.
             let chunk = 4096, chunks = (total &+ chunk &- 1) / chunk
@@ -137,7 +178,7 @@ extension Program {
         for s in steps where s.qweights != nil || s.qdepthwise != nil {
             guard var v = s.inputs.first else { continue }
             while let p = producer[v], Self.valuePreserving.contains(steps[p].op), let next = steps[p].inputs.first { v = next }
-            guard let p = producer[v], steps[p].op == .quantize, let q = steps[p].linearQuant, q.values, q.axis == nil,
+            guard let p = producer[v], steps[p].op == .quantize, let q = steps[p].linearQuant, q.values, !q.dynamic, q.axis == nil,
                   q.scales.count == 1, q.hi - q.lo <= 255, q.lo == 0 || q.lo == -128 else { continue }
             s.qweights?.readInputCodes(scale: q.scales[0], zeroPoint: Int32(q.zeroPoints[0] - q.lo))
             guard s.act.code == Act.none.code, !outputIds.contains(s.output), let r = readers[s.output], r.count == 1,
@@ -150,6 +191,7 @@ extension Program {
                                             scale: out.scales[0], zeroPoint: out.zeroPoints[0], lo: out.lo, hi: out.hi)
             if requantized == true, let i = producer[s.output] { absorbed[i] = r[0] }
         }
+        readDynamicCodes(outputs: outputIds)
         // Not where a depthwise conv on float weights would then read the layer directly: the plan would fuse the two
         // (`Fused`), whose GEMM does not requantize; the quantize stays between them.
         absorbed = absorbed.filter { _, j in
@@ -170,17 +212,41 @@ extension Program {
         for (i, s) in steps.enumerated() { producer[s.output] = i }
     }
 
-    /// Conv and dense nodes whose input is the output of a per-tensor `quantize` in mode "values" (through
-    /// value-preserving ops): a QDQ file's layers, which run on the int8 kernels whatever their size where their
-    /// weights allow exact sums (`Program.quantized`), since the file states integer arithmetic.
-    static func codeReaders(_ graph: Graph) -> Set<String> {
+    /// Int8 layers reading a `quantize` in mode "dynamic" directly read its input instead and quantize it themselves
+    /// with the pair it would compute (`QuantizedWeights.readDynamicCodes`), where their weights allow exact sums; a
+    /// dynamic quantize no step reads any more (nor the graph's outputs) goes.
+    mutating func readDynamicCodes(outputs: Set<Int>) {
+        var absorbed = false
+        for i in steps.indices {
+            guard let w = steps[i].qweights, let v = steps[i].inputs.first, let p = producer[v], steps[p].op == .quantize,
+                  steps[p].linearQuant?.dynamic == true, let x = steps[p].inputs.first, w.readDynamicCodes() else { continue }
+            steps[i].inputs[0] = x
+            absorbed = true
+        }
+        guard absorbed else { return }
+        let read = Set(steps.flatMap(\.inputs)).union(outputs)
+        steps = steps.filter { !($0.op == .quantize && $0.linearQuant?.dynamic == true && !read.contains($0.output)) }
+        producer = [:]
+        for (i, s) in steps.enumerated() { producer[s.output] = i }
+    }
+
+    /// Conv, dense and matMul nodes whose input is the output of a per-tensor `quantize` in mode "values" (through
+    /// value-preserving ops) or directly of one in mode "dynamic" (`dynamic`): a QDQ file's layers and a dynamically
+    /// quantized file's, which run on the int8 kernels whatever their size where their weights allow exact sums
+    /// (`Program.quantized`), since the file states integer arithmetic.
+    static func codeReaders(_ graph: Graph) -> (codes: Set<String>, dynamic: Set<String>) {
         var producer: [String: Node] = [:]
         for n in graph.nodes {
             for o in n.outputs { producer[o] = n }
         }
-        var readers = Set<String>()
-        for n in graph.nodes where n.op == .conv || n.op == .dense {
+        var readers = Set<String>(), dynamic = Set<String>()
+        for n in graph.nodes where n.op == .conv || n.op == .dense || n.op == .matMul {
             guard var v = n.inputs.first else { continue }
+            if let p = producer[v], p.op == .quantize, p.attributes.mode == "dynamic" {
+                readers.insert(n.name)
+                dynamic.insert(n.name)
+                continue
+            }
             // Bounded: a malformed graph with a cycle of reshapes does not loop here (compile reports it).
             var hops = 0
             while let p = producer[v], valuePreserving.contains(p.op), let next = p.inputs.first, hops < graph.nodes.count {
@@ -191,6 +257,6 @@ extension Program {
                   p.attributes.quantScales?.count == 1 else { continue }
             readers.insert(n.name)
         }
-        return readers
+        return (readers, dynamic)
     }
 }

@@ -90,6 +90,9 @@ struct Program: Sendable {
     let purpose: Purpose
     /// Conv and dense nodes that read a QDQ pair's codes (`codeReaders`): int8 whatever their size.
     var codeReaders: Set<String> = []
+    /// Of those, the ones reading a dynamic quantization (`readDynamicCodes`): int8 only where their sums are exact,
+    /// else float on the dequantized weights (the same arithmetic).
+    var dynamicReaders: Set<String> = []
 
     /// Which layers run on int8 kernels: at least `weights` weights (k · n) and `k` input channels; palettized ones
     /// too when `palettes`.
@@ -109,7 +112,7 @@ struct Program: Sendable {
         inputs = graph.inputs
         outputs = graph.outputs
         for i in graph.inputs { inputIds.append(define(i.name)) }
-        codeReaders = Self.codeReaders(graph)
+        (codeReaders, dynamicReaders) = Self.codeReaders(graph)
         for node in graph.nodes { steps.append(try compile(node, tensors)) }
         for (i, s) in steps.enumerated() { producer[s.output] = i }
         readInputCodes()
@@ -191,7 +194,8 @@ struct Program: Sendable {
         /// when `gemm`); nothing is read when only validating.
         func gemmWeight(_ t: StoredTensor, k: Int, n: Int, gemm: Bool) throws {
             if purpose == .validate { return }
-            if gemm, let q = quantized(t, k: k, n: n, readsCodes: codeReaders.contains(node.name)) {
+            if gemm, let q = quantized(t, k: k, n: n, readsCodes: codeReaders.contains(node.name)),
+               q.takesEightBitCodes || !dynamicReaders.contains(node.name) {
                 s.qweights = q
                 t.bytes.releasePages()
                 return

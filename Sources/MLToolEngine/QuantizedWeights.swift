@@ -22,12 +22,20 @@ final class QuantizedWeights: @unchecked Sendable {
     /// An int8-table palette's indices as `mlk_qpalette_pack` orders them, and each panel's table (2^bits values).
     let kept: (indices: UnsafeMutablePointer<UInt8>, bits: Int, tables: [Int8])?
     /// Whether the sums stay exact with 8-bit input codes (`inputCodes`): every weight in −64…64 (onnxruntime's
-    /// reduce_range), or a VNNI level, whose products do not pass through int16.
+    /// reduce_range), a VNNI level, whose products do not pass through int16, or every weight in −127…127 with
+    /// `wideWeights`.
     private(set) var takesEightBitCodes = false
+    /// Whether 8-bit codes need `mlk_qgemm`'s `wide` sums to stay exact: weights outside −64…64 where the CPU has no
+    /// VNNI (AVX2's vpmaddubsw would saturate a pair of products in int16; onnxruntime's U8S8 kernel does).
+    private(set) var wideWeights = false
     /// The scale and (u8) zero point of the layer's input when it is a QuantizeLinear → DequantizeLinear pair's
     /// output (set once by `Program`, before any run): its rows are then those codes (`mlk_quantize_rows_fixed`), not
     /// quantized per row to 7 bits, and the sums are the integer products the ONNX file states.
     private(set) var inputCodes: (scale: Float, zeroPoint: Int32)?
+    /// Whether the layer's input is a `quantize` in mode "dynamic" that the layer absorbed (set once by `Program`,
+    /// before any run): each run computes that pair from the whole input (`dynamicCodes`) and reads its codes, the
+    /// integer arithmetic of onnxruntime's MatMulInteger and ConvInteger.
+    private(set) var readsDynamicCodes = false
     /// onnxruntime's requantization (`mlk_qgemm_requant`) when the layer reads codes and a per-tensor QuantizeLinear
     /// quantizes its output (set once by `Program`, before any run): the file's integer bias and the multipliers
     /// x_scale · w_scale[n] / y_scale (n rounded up to 16, zero-padded), the output's code range less its zero point,
@@ -138,7 +146,9 @@ final class QuantizedWeights: @unchecked Sendable {
         mlk_qpack(w, Int64(k), Int64(n), packed, colsum)
         self.packed = packed
         let vnni = mlk_cpu_has(Int32(MLK_CPU_AVX512_VNNI)) != 0 || mlk_cpu_has(Int32(MLK_CPU_AVX2_VNNI)) != 0
-        takesEightBitCodes = k <= Int(Int32.max) / (255 * 128) && (vnni || (0..<(k &* n)).allSatisfy { abs(Int(w[$0])) <= 64 })
+        let narrow = vnni || (0..<(k &* n)).allSatisfy { abs(Int(w[$0])) <= 64 }
+        wideWeights = !narrow
+        takesEightBitCodes = k <= Int(Int32.max) / (255 * 128) && (narrow || (0..<(k &* n)).allSatisfy { w[$0] != -128 })
     }
 
     /// Whether a dequantized bias over its scale, `ratio`, is the integer `code` up to float32 rounding (the importer
@@ -152,6 +162,26 @@ final class QuantizedWeights: @unchecked Sendable {
     func readInputCodes(scale: Float, zeroPoint: Int32) {
         guard takesEightBitCodes, scale.isFinite, scale != 0, (0...255).contains(zeroPoint) else { return }
         inputCodes = (scale, zeroPoint)
+    }
+
+    /// `mlk_qgemm`'s `wide` for the rows `quantizeRows` gives: 1 when they are 8-bit codes and the weights need it.
+    var wide: Int32 { (inputCodes != nil || readsDynamicCodes) && wideWeights ? 1 : 0 }
+
+    /// Reads this layer's input as the codes of a dynamic quantization when its weights allow exact sums; false
+    /// (and nothing set) otherwise.
+    func readDynamicCodes() -> Bool {
+        guard takesEightBitCodes, inputCodes == nil else { return false }
+        readsDynamicCodes = true
+        return true
+    }
+
+    /// The pair a dynamic quantization of `count` values at `x` gives (`mlk_dynamic_quant_params`), nil unless the
+    /// layer reads dynamic codes.
+    func dynamicCodes(_ x: UnsafePointer<Float>, count: Int) -> (scale: Float, zeroPoint: Int32)? {
+        guard readsDynamicCodes else { return nil }
+        var scale: Float = 1, zp: Int32 = 0
+        mlk_dynamic_quant_params(x, Int64(count), &scale, &zp)
+        return (scale, zp)
     }
 
     /// Requantizes the output to the codes of a QuantizeLinear of `scale` and `zeroPoint` with code range `lo`…`hi`
@@ -191,18 +221,21 @@ final class QuantizedWeights: @unchecked Sendable {
             var rq = mlk_qrequant(bias: UnsafePointer(r.bias + c), mult: UnsafePointer(r.mult + c), lo: r.lo, hi: r.hi,
                                   scale: r.scale)
             mlk_qgemm_requant(q, Int64(ldq), zps, panels, colsum + c, Int64(m0), Int64(m1), Int64(count), Int64(k), &rq,
-                              residual, y, Int64(ldy), act.code, act.p0, act.p1)
+                              residual, y, Int64(ldy), act.code, act.p0, act.p1, wide)
         } else {
             mlk_qgemm(q, Int64(ldq), scales, zps, panels, colsum + c, self.scales + c, Int64(m0), Int64(m1), Int64(count),
-                      Int64(k), bias, residual, y, Int64(ldy), act.code, act.p0, act.p1)
+                      Int64(k), bias, residual, y, Int64(ldy), act.code, act.p0, act.p1, wide)
         }
     }
 
-    /// Rows [0, rows) of `a` as `mlk_qgemm` reads them: the input's codes (`inputCodes`), or each row quantized to
-    /// 7 bits.
+    /// Rows [0, rows) of `a` as `mlk_qgemm` reads them: the codes of the run's dynamic pair (`dynamic`, from
+    /// `dynamicCodes`), the input's codes (`inputCodes`), or each row quantized to 7 bits.
     func quantizeRows(_ a: UnsafePointer<Float>, lda: Int, rows: Int, _ q: UnsafeMutablePointer<UInt8>, ldq: Int,
-                      _ scales: UnsafeMutablePointer<Float>, _ zps: UnsafeMutablePointer<Int32>) {
-        if let c = inputCodes {
+                      _ scales: UnsafeMutablePointer<Float>, _ zps: UnsafeMutablePointer<Int32>,
+                      dynamic: (scale: Float, zeroPoint: Int32)? = nil) {
+        if let d = dynamic {
+            mlk_quantize_rows_divided(a, Int64(lda), 0, Int64(rows), Int64(k), q, Int64(ldq), scales, zps, d.scale, d.zeroPoint)
+        } else if let c = inputCodes {
             mlk_quantize_rows_fixed(a, Int64(lda), 0, Int64(rows), Int64(k), q, Int64(ldq), scales, zps, c.scale, c.zeroPoint)
         } else {
             mlk_quantize_rows(a, Int64(lda), 0, Int64(rows), Int64(k), q, Int64(ldq), scales, zps)

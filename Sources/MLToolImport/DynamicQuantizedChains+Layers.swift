@@ -6,7 +6,8 @@ import MLToolCore
 /// what `quantize_dynamic` writes (its bias is an Add of the float bias after the Mul, left as it is). Older
 /// onnxruntime quantizers add the bias in int32 before the Cast, quantizing it at run time with the activation's
 /// scale: Add(·, [Reshape] Cast(to: int32, Floor|Round(Div(b, Mul(xs, Ws'))))). The chain becomes
-/// Conv(x, DequantizeLinear(Wq, Ws, Wz), b): the weight stays int8 (per tensor or per output channel), and the bias
+/// Conv(DynamicQuantizeValues(x), DequantizeLinear(Wq, Ws, Wz), b): the weight stays int8 (per tensor or per output
+/// channel), x goes through its dynamic quantization (`ONNXGraphBuilder+DynamicQuantized.swift`), and the bias
 /// is the float `b` the run-time rounding approximated to within one step of xs·Ws'.
 ///
 /// com.microsoft.DynamicQuantizeLSTM(X, Wq, Rq, B, lengths, h0, c0, P, Ws, Wz, Rs, Rz) is an ONNX LSTM whose weights
@@ -36,7 +37,7 @@ extension DynamicQuantizedChains {
                   wz.map({ constants[$0]?.values.count == constants[ws]?.values.count }) ?? true else { continue }
             let dequantize = dequantize(w, scale: ws, zeroPoint: wz, axis: 0, name: "\(c.name).weight")
             let conv = ONNXFile.Node(name: c.name, opType: "Conv", domain: "",
-                                     inputs: [dq.inputs[0], dequantize.outputs[0]] + (bias.map { [$0] } ?? []),
+                                     inputs: [Self.values(dq), dequantize.outputs[0]] + (bias.map { [$0] } ?? []),
                                      outputs: mul.outputs, attributes: c.attributes, label: c.label)
             replaced[i] = [dequantize, conv]
             removed.formUnion(chain + [next, u, v])

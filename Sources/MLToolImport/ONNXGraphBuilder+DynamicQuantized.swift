@@ -8,8 +8,10 @@ import MLToolCore
 ///     MatMulInteger(xq, Wq, xz, Wz) → Cast(to: float) → Mul(·, Mul(xs, Ws))
 ///
 /// which is x · Ws·(Wq − Wz) with x rounded to uint8 on the way: a dense layer with a quantized weight and a
-/// dynamically quantized activation — what the engine's int8 kernels run (`QuantizedWeights`, each input row
-/// quantized on the fly). The chain is rewritten, before conversion, into MatMul(x, DequantizeLinear(Wq, Ws, Wz)):
+/// dynamically quantized activation — what the engine's int8 kernels run (`QuantizedWeights`, reading the codes of
+/// the input's dynamic quantization). The chain is rewritten, before conversion, into
+/// MatMul(DynamicQuantizeValues(x), DequantizeLinear(Wq, Ws, Wz)), DynamicQuantizeValues being the importer's own
+/// node for DynamicQuantizeLinear → DequantizeLinear (the IR's `quantize` in mode "dynamic", one per quantizer):
 /// the DequantizeLinear folds at import and its weight is stored as int8 with its scales and zero points (uint8
 /// codes shifted by 128, exactly: `dequantize`), so the layer runs on the int8 kernels where the engine takes them,
 /// and on the same weights dequantized elsewhere. A quantized embedding table, Gather(Tq, ids) → DequantizeLinear(·,
@@ -124,7 +126,7 @@ struct DynamicQuantizedChains {
                   let (v, ws) = weightScale(mul, besides: cast.outputs[0], quantizer: dq, channels: n),
                   wz.map({ constants[$0]?.values.count == constants[ws]?.values.count }) ?? true else { continue }
             let dequantize = dequantize(w, scale: ws, zeroPoint: wz, axis: 1, name: "\(m.name).weight")
-            let matMul = ONNXFile.Node(name: m.name, opType: "MatMul", domain: "", inputs: [dq.inputs[0], dequantize.outputs[0]],
+            let matMul = ONNXFile.Node(name: m.name, opType: "MatMul", domain: "", inputs: [Self.values(dq), dequantize.outputs[0]],
                                        outputs: mul.outputs, attributes: [:], label: m.label)
             replaced[i] = [dequantize, matMul]
             removed.formUnion([c, u, v])
@@ -152,14 +154,21 @@ struct DynamicQuantizedChains {
         }
     }
 
-    /// The nodes after the rewrites, the DynamicQuantizeLinear nodes nothing reads any more left out.
+    /// The name of what a rewritten layer reads: DynamicQuantizeLinear `dq`'s input quantized and dequantized again.
+    static func values(_ dq: ONNXFile.Node) -> String { "\(dq.outputs[0]).values" }
+
+    /// The nodes after the rewrites: before each DynamicQuantizeLinear whose readers were rewritten, the
+    /// DynamicQuantizeValues node they read; the DynamicQuantizeLinear nodes nothing reads any more left out.
     func result() -> [ONNXFile.Node] {
-        var removed = removed
+        var removed = removed, replaced = replaced
         for (d, chains) in quantizerReaders {
-            let reads = Set(nodes[d].outputs.flatMap { readers[$0] ?? [] })
-            if reads.isSubset(of: chains), !nodes[d].outputs.contains(where: { outputs.contains($0) || hidden.contains($0) }) {
-                removed.insert(d)
-            }
+            let dq = nodes[d]
+            let values = ONNXFile.Node(name: "\(dq.name).values", opType: "DynamicQuantizeValues",
+                                       domain: ONNXGraphBuilder.expansionDomain, inputs: [dq.inputs[0]],
+                                       outputs: [Self.values(dq)], attributes: [:], label: dq.label)
+            let reads = Set(dq.outputs.flatMap { readers[$0] ?? [] })
+            let kept = !reads.isSubset(of: chains) || dq.outputs.contains(where: { outputs.contains($0) || hidden.contains($0) })
+            replaced[d] = kept ? [values, dq] : [values]
         }
         return nodes.indices.flatMap { i in removed.contains(i) ? [] : (replaced[i] ?? [nodes[i]]) }
     }

@@ -88,6 +88,20 @@ extension ONNXGraphBuilder {
         elementTypes[out] = type
     }
 
+    /// DynamicQuantizeLinear → DequantizeLinear of a layer's input, as the dynamic-quantization rewrite makes it
+    /// (`DynamicQuantizedChains`): the IR's `quantize` in mode "dynamic". The importer's own node: refused in a file.
+    mutating func dynamicQuantizeValues(_ node: ONNXFile.Node) throws {
+        guard node.domain == Self.expansionDomain else {
+            throw ImportError.unsupported(file: file, ops: [.init(op: ONNXOps.key(node), count: 1, firstNodes: [node.name])])
+        }
+        let x = try activation(node)
+        var attrs = Attributes(min: 0, max: 255)
+        attrs.mode = "dynamic"
+        let out = try quantOutput(node)
+        emit(node.name, .quantize, [x.name], out, attrs)
+        shapes[out] = x.shape
+    }
+
     /// DequantizeLinear of a computed tensor (constants fold at import, keeping int8 codes as int8 weights).
     mutating func dequantizeLinear(_ node: ONNXFile.Node) throws {
         let x = try activation(node)

@@ -170,6 +170,7 @@ enum ONNXOps {
         // forms expanded into DequantizeLinear → the float op → QuantizeLinear. Other domains by "domain.Op" (`key`).
         "DequantizeLinear": { try $0.dequantizeLinear($1) },
         "QuantizeLinear": { try $0.quantizeLinear($1) },
+        "DynamicQuantizeValues": { try $0.dynamicQuantizeValues($1) },
         "QLinearConv": { try $0.qlinearConv($1) },
         "QLinearMatMul": { try $0.qlinearMatMul($1) },
         "com.microsoft.QGemm": { try $0.qgemm($1) },

@@ -120,10 +120,10 @@ func int8Network() throws -> Model {
             var y = [Float](repeating: .nan, count: m * n)
             // Two row ranges, as threads would split them.
             let split = Int64(m / 2)
-            withBias ? mlk_qgemm(q, Int64(ldq), scale, zp, packed, colsum, wscale, 0, split, Int64(n), Int64(k), bias, nil, &y, Int64(n), act.code, act.p0, act.p1)
-                     : mlk_qgemm(q, Int64(ldq), scale, zp, packed, colsum, wscale, 0, split, Int64(n), Int64(k), nil, nil, &y, Int64(n), act.code, act.p0, act.p1)
-            withBias ? mlk_qgemm(q, Int64(ldq), scale, zp, packed, colsum, wscale, split, Int64(m), Int64(n), Int64(k), bias, nil, &y, Int64(n), act.code, act.p0, act.p1)
-                     : mlk_qgemm(q, Int64(ldq), scale, zp, packed, colsum, wscale, split, Int64(m), Int64(n), Int64(k), nil, nil, &y, Int64(n), act.code, act.p0, act.p1)
+            withBias ? mlk_qgemm(q, Int64(ldq), scale, zp, packed, colsum, wscale, 0, split, Int64(n), Int64(k), bias, nil, &y, Int64(n), act.code, act.p0, act.p1, 0)
+                     : mlk_qgemm(q, Int64(ldq), scale, zp, packed, colsum, wscale, 0, split, Int64(n), Int64(k), nil, nil, &y, Int64(n), act.code, act.p0, act.p1, 0)
+            withBias ? mlk_qgemm(q, Int64(ldq), scale, zp, packed, colsum, wscale, split, Int64(m), Int64(n), Int64(k), bias, nil, &y, Int64(n), act.code, act.p0, act.p1, 0)
+                     : mlk_qgemm(q, Int64(ldq), scale, zp, packed, colsum, wscale, split, Int64(m), Int64(n), Int64(k), nil, nil, &y, Int64(n), act.code, act.p0, act.p1, 0)
             let r = Int8Reference.gemm(a, m: m, k: k, w, n: n, wscale: ws, bias: withBias ? bias : nil, act: f)
             let mismatches = zip(y, r).filter { $0 != $1 }.count
             #expect(mismatches == 0, "level \(level), \(m)×\(n)×\(k), act \(act.code): \(mismatches) values differ")
@@ -133,11 +133,11 @@ func int8Network() throws -> Model {
             let res = (0..<(m * ldy)).map { Float(sin(Double($0) * 0.71)) * 2 }
             var fused = [Float](repeating: 777, count: m * ldy), twoSteps = fused
             mlk_qgemm(q, Int64(ldq), scale, zp, packed, colsum, wscale, 0, split, Int64(n), Int64(k), withBias ? bias : nil,
-                      res, &fused, Int64(ldy), act.code, act.p0, act.p1)
+                      res, &fused, Int64(ldy), act.code, act.p0, act.p1, 0)
             mlk_qgemm(q, Int64(ldq), scale, zp, packed, colsum, wscale, split, Int64(m), Int64(n), Int64(k),
-                      withBias ? bias : nil, res, &fused, Int64(ldy), act.code, act.p0, act.p1)
+                      withBias ? bias : nil, res, &fused, Int64(ldy), act.code, act.p0, act.p1, 0)
             mlk_qgemm(q, Int64(ldq), scale, zp, packed, colsum, wscale, 0, Int64(m), Int64(n), Int64(k), withBias ? bias : nil,
-                      nil, &twoSteps, Int64(ldy), Int32(MLK_ACT_NONE), 0, 0)
+                      nil, &twoSteps, Int64(ldy), Int32(MLK_ACT_NONE), 0, 0, 0)
             twoSteps.withUnsafeMutableBufferPointer { t in
                 res.withUnsafeBufferPointer { rb in
                     for i in 0..<m {

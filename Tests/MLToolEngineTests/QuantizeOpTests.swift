@@ -76,4 +76,67 @@ import Testing
         }
         assertClose(got.data, want, rtol: 1e-6, atol: 1e-6, "int8 dense on the QDQ codes")
     }
+
+    /// mode "dynamic" (ONNX DynamicQuantizeLinear → DequantizeLinear): one scale and zero point from the whole tensor
+    /// (range widened to 0: scale 3/255, zero point round(1 / (3/255)) = 85 for −1…2), the same bits on both paths.
+    @Test func dynamicAtKnownPoints() throws {
+        var b = GraphBuilder(seed: 4, input: [-1, 2, 2, 1])
+        var a = Attributes(min: 0, max: 255, mode: "dynamic")
+        a.axis = nil
+        let q = b.node(.quantize, ["x"], a)
+        let model = b.model(outputs: [q])
+        var x = b.input([2, 2, 2, 1])
+        x.data = [-1, 2, 0, 0.5, 0.0117, -0.5, 1.99, .nan]
+        let got = try bothModesAgree(model, ["x": x], q)
+        let s = Float(3) / 255
+        let codes: [Float] = [0, 255, 85, 85 + 42, 86, 85 - 42, 254, 85]   // 0.5 / s = 42.5 → 42 (even); NaN → z
+        #expect(got.data == codes.map { ($0 - 85) * s })
+        // All positive (a ReLU's output): zero point 0; all zero: scale 1.
+        x.data = [0, 1, 2, 3, 4, 5, 6, 255]
+        #expect(try bothModesAgree(model, ["x": x], q).data == x.data)
+        x.data = [Float](repeating: 0, count: 8)
+        #expect(try bothModesAgree(model, ["x": x], q).data == x.data)
+    }
+
+    /// x → dynamic quantize → dense on int8 weights in −127…127 (not −64…64): the fast path reads the codes with
+    /// exact (`wide`) sums at every CPU level; the reference path multiplies the dequantized codes and weights in
+    /// float. Both are the integer definition Σ (q − z)·w · s·wscale to float rounding; codes of 255 against weights
+    /// of 127 in the first row and column, where saturating int16 pair sums (vpmaddubsw alone) would be off.
+    @Test func int8LayerReadsDynamicCodesExactly() throws {
+        var b = GraphBuilder(seed: 11, input: [-1, 200])
+        let xq = b.node(.quantize, ["x"], Attributes(min: 0, max: 255, mode: "dynamic"))
+        let (k, n, rows) = (200, 40, 6)
+        var codes = (0..<(k * n)).map { Int8(($0 * 53) % 255 - 127) }
+        for t in 0..<k { codes[t * n] = 127 }
+        let wscale = (0..<n).map { 0.002 * Float($0 + 1) }
+        b.tensors.append(StoredTensor(name: "w", dtype: .int8, shape: [k, n], quant: QuantParams(axis: 1, scales: wscale),
+                                      bytes: TensorBytes(copying: codes.map { UInt8(bitPattern: $0) })))
+        let y = b.node(.dense, [xq, "w"])
+        let model = b.model(outputs: [y])
+        var x = b.input([rows, k])
+        for t in 0..<k { x.data[t] = 10 }   // the tensor's maximum: code 255 all along the first row
+        let (lo, hi) = (min(0, x.data.min() ?? 0), max(0, x.data.max() ?? 0))
+        let s = (hi - lo) / 255, z = Int((0 - lo / s).rounded(.toNearestOrEven))
+        var want = [Double](repeating: 0, count: rows * n)
+        for r in 0..<rows {
+            for c in 0..<n {
+                var acc = 0
+                for t in 0..<k {
+                    let q = max(0, min(255, Int((x.data[r * k + t] / s).rounded(.toNearestOrEven)) + z))
+                    acc += (q - z) * Int(codes[t * n + c])
+                }
+                want[r * n + c] = Double(acc) * Double(s) * Double(wscale[c])
+            }
+        }
+        let levels = try forEachCPULevel { level in
+            for mode in [Engine.Mode.fast, .reference] {
+                let got = try #require(try Engine(model: model, threads: 1, mode: mode, int8Compute: .all).run(["x": x], outputs: [y])[y])
+                // Measured: the fast path's exact sums within 1e-7 (relative); the reference's float sums of 200
+                // products up to 1.1e-6 relative and 8.9e-6 absolute (a value of 1.3 that sums terms of ±100).
+                let (rtol, atol) = mode == .fast ? (1e-7, 1e-7) : (2e-6, 1.2e-5)
+                assertClose(got.data, want, rtol: rtol, atol: atol, "dynamic int8 dense, \(mode) at level \(level)")
+            }
+        }
+        #expect(!levels.isEmpty)
+    }
 }

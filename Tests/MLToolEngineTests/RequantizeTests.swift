@@ -17,11 +17,18 @@ import MLToolTestSupport
         min(max(Float(acc) * mult, lo), hi).rounded(.toNearestOrEven) * scale
     }
 
-    @Test func qgemmRequantGivesTheDefinitionAtEveryLevel() throws {
-        var rng = SplitMix64(seed: 41)
+    /// Weights in −64…64 (plain sums), and in −127…127 with `wide` sums: every code 255 against every weight 127
+    /// in the first rows and columns, where AVX2's vpmaddubsw would saturate a pair (2 · 255 · 127 > 32,767).
+    @Test(arguments: [false, true])
+    func qgemmRequantGivesTheDefinitionAtEveryLevel(wide: Bool) throws {
+        var rng = SplitMix64(seed: wide ? 45 : 41)
         for (m, k, n) in [(13, 70, 37), (4, 8, 16), (9, 131, 50), (1, 27, 5)] {
-            let codes = (0..<(m * k)).map { _ in UInt8(rng.next() % 256) }
-            let w = (0..<(k * n)).map { _ in Int8(Int(rng.next() % 129) - 64) }
+            var codes = (0..<(m * k)).map { _ in UInt8(rng.next() % 256) }
+            let bound = wide ? 127 : 64
+            var w = (0..<(k * n)).map { _ in Int8(Int(rng.next() % UInt64(2 * bound + 1)) - bound) }
+            if wide {
+                for t in 0..<k { codes[t] = 255; w[t * n] = 127; w[t * n + n - 1] = -127 }
+            }
             let zp = (0..<m).map { _ in Int32(rng.next() % 256) }
             let padded = (n + 15) / 16 * 16
             var bias = [Int32](repeating: 0, count: padded), mult = [Float](repeating: 0, count: padded)
@@ -58,14 +65,14 @@ import MLToolTestSupport
                                 let rp = residual ? r.baseAddress : nil
                                 // Two calls over a split of the rows, as the engine's parts make them.
                                 mlk_qgemm_requant(q, Int64(ldq), zp, packed, colsum, 0, Int64(m / 2), Int64(n), Int64(k), &rq,
-                                                  rp, &y, Int64(n), act.code, act.p0, act.p1)
+                                                  rp, &y, Int64(n), act.code, act.p0, act.p1, wide ? 1 : 0)
                                 mlk_qgemm_requant(q, Int64(ldq), zp, packed, colsum, Int64(m / 2), Int64(m), Int64(n), Int64(k),
-                                                  &rq, rp, &y, Int64(n), act.code, act.p0, act.p1)
+                                                  &rq, rp, &y, Int64(n), act.code, act.p0, act.p1, wide ? 1 : 0)
                             }
                         }
                     }
                     assertClose(y, residual ? wantResidual : want, atol: 0,
-                                "mlk_qgemm_requant m \(m) k \(k) n \(n) residual \(residual) at level \(level)")
+                                "mlk_qgemm_requant m \(m) k \(k) n \(n) wide \(wide) residual \(residual) at level \(level)")
                 }
             }
             #expect(!levels.isEmpty)

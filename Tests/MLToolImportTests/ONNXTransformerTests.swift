@@ -12,7 +12,11 @@ import Testing
 /// onnxruntime's values). Without the fixtures (no torch), the tests say so through `Oracles.missing`.
 @Suite struct ONNXTransformerTests {
     struct TensorFile: Decodable { var name: String; var shape: [Int]; var file: String }
-    struct Run: Decodable { var model: String; var name: String; var inputs: [TensorFile]; var outputs: [TensorFile] }
+    struct Run: Decodable {
+        var model: String; var name: String; var inputs: [TensorFile]; var outputs: [TensorFile]
+        /// The int8 models' outputs by onnx's reference evaluator (ONNX's definition of each op), in `outputs`' order.
+        var spec: [TensorFile]?
+    }
     struct Manifest: Decodable { var torch: String; var onnxruntime: String; var runs: [Run] }
 
     static let directory: String = ProcessInfo.processInfo.environment["MLTOOL_TRANSFORMERS"]
@@ -37,20 +41,23 @@ import Testing
         return Tensor(shape: t.shape, data: floats)
     }
 
-    /// Each output of every run of `model` from one import: mltool's and onnxruntime's values.
-    static func outputs(_ model: String, manifest: Manifest, threads: Int = 2)
-        throws -> (model: Model, results: [(run: String, output: String, actual: Tensor, expected: Tensor)]) {
+    typealias Result = (run: String, output: String, actual: Tensor, expected: Tensor, spec: Tensor?)
+
+    /// Each output of every run of `model` from one import: mltool's and onnxruntime's values (and the reference
+    /// evaluator's where the manifest has them).
+    static func outputs(_ model: String, manifest: Manifest, threads: Int = 2) throws -> (model: Model, results: [Result]) {
         let runs = manifest.runs.filter { $0.model == model + ".onnx" }
         let imported = try ONNXImporter.importModel(path: (directory as NSString).appendingPathComponent(model + ".onnx"),
                                                     options: ImportOptions())
         let engine = try Engine(model: imported, threads: threads)
-        var results: [(run: String, output: String, actual: Tensor, expected: Tensor)] = []
+        var results: [Result] = []
         for run in runs {
             var feeds: [String: Tensor] = [:]
             for i in run.inputs { feeds[i.name] = ONNXFixtures.toNHWC(try load(i)) }
             let got = try engine.run(feeds, outputs: run.outputs.map(\.name))
-            for o in run.outputs {
-                results.append((run.name, o.name, ONNXFixtures.toNCHW(try #require(got[o.name])), try load(o)))
+            for (i, o) in run.outputs.enumerated() {
+                let spec = try run.spec.map { try load($0[i]) }
+                results.append((run.name, o.name, ONNXFixtures.toNCHW(try #require(got[o.name])), try load(o), spec))
             }
         }
         return (imported, results)
@@ -82,36 +89,46 @@ import Testing
     }
 
     /// onnxruntime's dynamic quantization (QInt8 and QUInt8 weights): the MatMulInteger chains import as layers with
-    /// int8 weights (24 encoder projections and the pooler, plus the 3 embedding tables), one import for every batch
-    /// and sequence length. Compared with onnxruntime's int8 run of the same file and with its float run of bert.onnx
-    /// on the same ids (the same argmax on ≥ 98% of the hidden rows; measured 126 of 128 at worst). On this AVX2 machine onnxruntime's u8s8 kernel saturates its int16 pair sums (no VNNI), so its
-    /// QInt8 run is 2.4e-2–4.3e-2 of the range from float where mltool's is 5e-3–9e-3: mltool is compared with
-    /// float more tightly than with that run.
+    /// int8 weights (24 encoder projections and the pooler, plus the 3 embedding tables) reading the codes of their
+    /// input's DynamicQuantizeLinear (17 `quantize` nodes in mode "dynamic"), one import for every batch and sequence
+    /// length. Compared with ONNX's definition (onnx's reference evaluator: exact integer sums), with onnxruntime's
+    /// int8 run of the same file and with its float run of bert.onnx on the same ids (the same argmax on ≥ 97% of the
+    /// hidden rows; measured 125 of 128 at worst). Three exact implementations still differ by up to ~1e-3 of the
+    /// range at 64 and 128 tokens, a few parts in 10^7 at 8: a float op before a quantizer (LayerNorm, erf, softmax)
+    /// rounding one value differently moves it to the next code, and later layers carry that on — onnxruntime and
+    /// the reference evaluator differ from each other as much. On AVX2 without VNNI onnxruntime's U8S8 kernel
+    /// saturates its int16 pair sums, so its QInt8 run is 2.5e-2–4.6e-2 of the range from the definition (mltool's
+    /// `wide` sums are exact there); its U8U8 run (QUInt8) is exact.
     @Test(arguments: ["bert_int8", "bert_uint8"])
     func dynamicInt8EncoderMatchesOnnxruntime(model: String) throws {
-        // Per output: the tolerance against onnxruntime's int8 run and against its float run (fractions of the range),
-        // each just above the largest measured at any batch and length (hidden: 4.3e-2 and 1.0e-2 for QInt8, 5.9e-3
-        // and 8.4e-3 for QUInt8; pooled, the tanh of one projected row: 1.9e-1 and 3.0e-2, 2.0e-2 and 1.1e-2).
-        let tolerances: [String: (ort: Double, float: Double)] = model == "bert_int8"
-            ? ["hidden": (5e-2, 1.2e-2), "pooled": (2.2e-1, 3.5e-2)]
-            : ["hidden": (8e-3, 1e-2), "pooled": (2.5e-2, 1.5e-2)]
+        // Per output: the tolerance against the reference evaluator, onnxruntime's int8 run and its float run
+        // (fractions of the range), each just above the largest measured at any batch and length (Zen 3, AVX2):
+        // QInt8 hidden 1.3e-3, 4.5e-2, 8.1e-3, pooled (the tanh of one projected row) 1.4e-2, 1.9e-1, 2.3e-2;
+        // QUInt8 hidden 1.7e-3, 2.0e-3, 8.1e-3, pooled 1.6e-2, 1.1e-2, 2.3e-2. At batch 1, 8 tokens: 9e-8–2e-7.
+        let tolerances: [String: (spec: Double, ort: Double, float: Double)] = model == "bert_int8"
+            ? ["hidden": (1.5e-3, 5e-2, 9e-3), "pooled": (1.6e-2, 2.2e-1, 2.5e-2)]
+            : ["hidden": (2e-3, 2.2e-3, 9e-3), "pooled": (1.8e-2, 1.2e-2, 2.5e-2)]
         guard let manifest = try Self.manifest() else { return }
         let (imported, results) = try Self.outputs(model, manifest: manifest)
         let int8 = imported.tensors.filter { $0.dtype == .int8 }
         #expect(int8.count == 28)
-        #expect(!imported.metadata.graph!.nodes.contains { $0.name.contains("DynamicQuantize") })
+        let quantizers = imported.metadata.graph!.nodes.filter { $0.op == .quantize }
+        #expect(quantizers.count == 17 && quantizers.allSatisfy { $0.attributes.mode == "dynamic" })
         #expect(results.count == 12)
         let float = try Self.outputs("bert", manifest: manifest).results
         for (r, f) in zip(results, float) {
             #expect(r.run.dropFirst(model.count) == f.run.dropFirst("bert".count) && r.output == f.output)
-            let range = Self.range(r.expected), floatRange = Self.range(f.expected)
-            print("\(model) \(r.run) \(r.output): max |mltool − onnxruntime int8| / range = "
-                  + String(format: "%.2e", Closeness.ratio(r.actual.data, r.expected.data, atol: range))
-                  + ", |mltool − onnxruntime float| / range = "
-                  + String(format: "%.2e", Closeness.ratio(r.actual.data, f.expected.data, atol: floatRange))
-                  + ", |onnxruntime int8 − float| / range = "
-                  + String(format: "%.2e", Closeness.ratio(r.expected.data, f.expected.data, atol: floatRange)))
+            let spec = try #require(r.spec, "\(r.run): no reference evaluator outputs in the manifest")
+            let range = Self.range(spec), floatRange = Self.range(f.expected)
+            func ratio(_ a: Tensor, _ b: Tensor, _ range: Double) -> String {
+                String(format: "%.2e", Closeness.ratio(a.data, b.data, atol: range))
+            }
+            print("\(model) \(r.run) \(r.output): max |mltool − definition| / range = \(ratio(r.actual, spec, range)), "
+                  + "|mltool − onnxruntime int8| = \(ratio(r.actual, r.expected, range)), "
+                  + "|onnxruntime int8 − definition| = \(ratio(r.expected, spec, range)), "
+                  + "|mltool − onnxruntime float| = \(ratio(r.actual, f.expected, floatRange))")
             let tolerance = try #require(tolerances[r.output])
+            assertClose(r.actual, spec, atol: tolerance.spec * range, "\(r.run) '\(r.output)' against the reference evaluator")
             assertClose(r.actual, r.expected, atol: tolerance.ort * range, "\(r.run) '\(r.output)' against onnxruntime's int8 run")
             assertClose(r.actual, f.expected, atol: tolerance.float * floatRange, "\(r.run) '\(r.output)' against onnxruntime's float run")
             guard r.output == "hidden" else { continue }
@@ -119,7 +136,7 @@ import Testing
             let same = (0..<rows).filter { Self.argmax(r.actual, row: $0) == Self.argmax(f.expected, row: $0) }.count
             let sameOrt = (0..<rows).filter { Self.argmax(r.expected, row: $0) == Self.argmax(f.expected, row: $0) }.count
             print("\(model) \(r.run): the float run's argmax on \(same) of \(rows) rows (onnxruntime int8: \(sameOrt))")
-            #expect(Double(same) >= 0.98 * Double(rows), "\(r.run): the float run's argmax on \(same) of \(rows) rows")
+            #expect(Double(same) >= 0.97 * Double(rows), "\(r.run): the float run's argmax on \(same) of \(rows) rows")
         }
     }
 

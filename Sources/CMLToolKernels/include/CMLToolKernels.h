@@ -178,7 +178,9 @@ void mlk_depthwise_channels(const float *x, int64_t H, int64_t W, int64_t C,
 // y = act(A · W + bias) with W int8 per output column (real w[k][n] = wscale[n] · W[k][n]) and A quantized per row to
 // 7 bits (0…127) on the fly (real a[m][k] ≈ ascale[m] · (Q[m][k] − zp[m])). The int32 sums are exact, so every variant
 // gives bit-identical results: y[m][n] = act(fma(float(Σ Q·W − zp[m]·colsum[n]), ascale[m]·wscale[n], bias[n])).
-// Seven bits keep AVX2's vpmaddubsw exact (two products of at most 127 · 128 summed in int16).
+// Seven bits keep AVX2's vpmaddubsw exact (two products of at most 127 · 128 summed in int16). A quantized file's
+// 8-bit codes (mlk_quantize_rows_fixed, mlk_quantize_rows_divided) are exact with weights in −64…64, at a VNNI level,
+// or with `wide` sums (weights in −127…127).
 
 // Variants: portable C, AVX2 (vpmaddubsw + vpmaddwd), AVX-VNNI (256-bit vpdpbusd), AVX-512 VNNI.
 
@@ -208,18 +210,32 @@ void mlk_quantize_rows(const float *a, int64_t lda, int64_t m0, int64_t m1, int6
 /// Rows [m0, m1) of a whose values are already s · (code − z) for 8-bit codes (an ONNX QuantizeLinear →
 /// DequantizeLinear pair; z in 0…255, shifted by 128 for int8 codes) as those codes: q = clamp(round(a · (1/s)) + z, 0,
 /// 255) (halves to even; NaN gives z; for values on that grid, the codes a / s gives), scale[m] = s, zp[m] = z; bytes
-/// past K zeroed. With weights in −64…64 (or a VNNI
-/// level) mlk_qgemm's sums are then exact: the integer products the ONNX file states.
+/// past K zeroed. With weights in −127…127 (mlk_qgemm's `wide` where they leave −64…64) its sums are then exact:
+/// the integer products the ONNX file states.
 void mlk_quantize_rows_fixed(const float *a, int64_t lda, int64_t m0, int64_t m1, int64_t K, uint8_t *q, int64_t ldq,
                              float *scale, int32_t *zp, float s, int32_t z);
+
+/// mlk_quantize_rows_fixed for any values: q = clamp(round_half_even(a / s) + z, 0, 255), a divided by s in float32
+/// as onnxruntime's QuantizeLinear does (NaN gives z); scale[m] = s, zp[m] = z; bytes past K zeroed.
+void mlk_quantize_rows_divided(const float *a, int64_t lda, int64_t m0, int64_t m1, int64_t K, uint8_t *q, int64_t ldq,
+                               float *scale, int32_t *zp, float s, int32_t z);
+
+/// ONNX DynamicQuantizeLinear's parameters of x (n values) as onnxruntime computes them: the range widened to include
+/// 0 (NaN takes no part), scale = (max − min) / 255 (1 when max = min), zp = round_half_even(clamp(−min / scale, 0,
+/// 255)). Every level gives the same bits.
+void mlk_dynamic_quant_params(const float *x, int64_t n, float *scale, int32_t *zp);
 
 /// Rows [m0, m1) of y (M, N; row stride ldy) from quantized rows q (ldq from mlk_qrow_bytes) and W packed by
 /// mlk_qpack with its colsum and wscale (N rounded up to 16 values each); bias may be NULL. With a residual res (y's
 /// layout; NULL for none, never y itself), each value is (that sum) + res before the activation, as
 /// mlk_gemm_packed_res: the bits of the product without activation followed by mlk_add_act.
+/// `wide`: the rows may hold 8-bit codes (above 127) and the weights lie in −127…127 but not all in −64…64 — the
+/// AVX2 level (no VNNI) then sums c · w for c = q − 128 as |c| · (w · sign(c)), whose pairs cannot saturate, and
+/// adds 128 · colsum back; the sums stay exact and every level gives the same bits. 0 otherwise (7-bit rows, or
+/// weights in −64…64), where that costs a sign and an absolute value per product vector for nothing.
 void mlk_qgemm(const uint8_t *q, int64_t ldq, const float *ascale, const int32_t *zp, const int8_t *packed,
                const int32_t *colsum, const float *wscale, int64_t m0, int64_t m1, int64_t N, int64_t K,
-               const float *bias, const float *res, float *y, int64_t ldy, int act, float p0, float p1);
+               const float *bias, const float *res, float *y, int64_t ldy, int act, float p0, float p1, int wide);
 
 /// The requantization of an int8 layer's sums that onnxruntime's QLinearConv / QLinearMatMul / QGemm (with y_scale)
 /// do: a layer whose input is 8-bit codes (mlk_quantize_rows_fixed) and whose output an ONNX QuantizeLinear
@@ -238,7 +254,7 @@ typedef struct {
 /// mlk_add_act after it) and an activation. Every level gives the same bits.
 void mlk_qgemm_requant(const uint8_t *q, int64_t ldq, const int32_t *zp, const int8_t *packed, const int32_t *colsum,
                        int64_t m0, int64_t m1, int64_t N, int64_t K, const mlk_qrequant *rq, const float *res, float *y,
-                       int64_t ldy, int act, float p0, float p1);
+                       int64_t ldy, int act, float p0, float p1, int wide);
 
 
 // ---- linear quantization of float tensors (quantize.c) ----

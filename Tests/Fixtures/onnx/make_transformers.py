@@ -28,7 +28,8 @@ longer than the sequence with one shorter than it, so its attention mask has rea
 Everything goes to OUT: the .onnx files, each input and onnxruntime's outputs as raw little-endian float32 files
 (the int64 ids as their float32 values, exact below 2^24), and manifest.json:
 {"torch": version, "onnxruntime": version, "runs": [{"model", "name", "inputs": [{name, shape, file}],
-"outputs": [...]}]} — one run per model, batch (1, 2) and sequence length (8, 64, 128; ViT: its 197 tokens).
+"outputs": [...]}]} — one run per model, batch (1, 2) and sequence length (8, 64, 128; ViT: its 197 tokens); the
+int8 models' runs also have "spec": the outputs of onnx's reference evaluator (`specification`).
 A complete OUT (its manifest written by this version of the script) is left alone.
 """
 import argparse
@@ -261,6 +262,7 @@ def main():
     runs = []
     for model in models:
         session = ort.InferenceSession(os.path.join(out, model + ".onnx"), providers=["CPUExecutionProvider"])
+        spec = specification(os.path.join(out, model + ".onnx")) if model in ("bert_int8", "bert_uint8") else None
         for batch in BATCHES:
             for length in ([197] if model == "vit" else LENGTHS):
                 if model == "vit":
@@ -275,9 +277,27 @@ def main():
                     "inputs": [write(f"{tag}.in.{n}", v) for n, v in feeds.items()],
                     "outputs": [write(f"{tag}.out.{o.name}", r) for o, r in zip(session.get_outputs(), results)],
                 })
+                if spec is not None:
+                    runs[-1]["spec"] = [write(f"{tag}.spec.{o.name}", r)
+                                        for o, r in zip(session.get_outputs(), spec.run(None, feeds))]
     with open(manifest_path, "w") as f:
         json.dump({"script": stamp, "torch": torch.__version__, "onnxruntime": ort.__version__, "runs": runs}, f, indent=1)
     print(f"make_transformers: {len(runs)} runs of {', '.join(models)} in {out}")
+
+
+def specification(path):
+    """onnx's reference evaluator (onnx.reference, pure numpy) on the file: ONNX's own definition of each op, here
+    the exact integer arithmetic of DynamicQuantizeLinear → MatMulInteger, which onnxruntime's AVX2 kernel without VNNI
+    does not keep for int8 weights (its vpmaddubsw saturates pairs of products in int16). The evaluator has no
+    DequantizeLinear before opset 19, so the file is read as opset 21: every op this encoder uses means the same there
+    for its types."""
+    import onnx
+    from onnx.reference import ReferenceEvaluator
+    model = onnx.load(path)
+    for o in model.opset_import:
+        if o.domain in ("", "ai.onnx"):
+            o.version = 21
+    return ReferenceEvaluator(model)
 
 
 if __name__ == "__main__":
