@@ -159,7 +159,7 @@ GRAPH_SEEDS = ("control/if_runtime.onnx", "control/if_nested.onnx", "control/if_
                "dynamic/slice_sized.onnx", "dynamic/gather_free.onnx", "dynamic/same_pad_resize.onnx",
                "dynamic-int8/conv_runtime_bias.onnx", "dynamic-int8/lstm_dynamic.onnx", "recurrent/onnx_lstm_functions.onnx",
                "recurrent/onnx_gru_linear_before_reset.onnx", "einsum_attention.onnx", "attention_block.onnx")
-GRAPH_ENGINE_SEEDS = ("if_runtime", "if_rank_guard", "slice_sized", "reshape_heads", "lstm_dynamic",
+GRAPH_ENGINE_SEEDS = ("if_runtime", "if_rank_guard", "slice_sized", "reshape_heads", "lstm_dynamic", "conv_runtime_bias",
                       "onnx_gru_linear_before_reset", "einsum_attention", "op_breadth")
 
 
@@ -207,7 +207,8 @@ def op_breadth():
 
 def graph_seeds(out, mltool, tmp):
     """ONNX seeds of the graphs in GRAPH_SEEDS and op_breadth, and the engine seeds of those in GRAPH_ENGINE_SEEDS
-    imported (plan-time values and guards of free dimensions, ifElse, recurrent steps, int8 matMul)."""
+    imported (plan-time values and guards of free dimensions, ifElse, recurrent steps, int8 matMul and conv on
+    dynamically quantized codes)."""
     paths = {}
     for src in GRAPH_SEEDS:
         copy(out, "onnx", "onnx/" + src)
