@@ -264,29 +264,54 @@ MLK_AVX2 static inline void qstore16_halves(float *yr, const __m256i *acc, int32
 // 16-bit sums (exact, see the top of this file), which vpmaddwd by ones adds into one int32 per column, in order.
 // `wide` (8-bit codes against weights in −127…127): the sums of c · w for c = q − 128 instead, each product formed
 // as |c| · (w · sign(c)) — at most 128 · 127, two of them 32,512 — so the pairs stay exact; the caller adds
-// 128 · colsum back through the zero point.
+// 128 · colsum back through the zero point. Its rows are `centre_rows_avx2`'s: per group, c then |c| (8 bytes).
 MLK_INLINE MLK_AVX2 void qtile_avx2(int R, int H, int wide, const uint8_t *const *r, const int8_t *bp, int64_t groups,
                                     __m256i *out) {
-    const __m256i ones = _mm256_set1_epi16(1), flip = _mm256_set1_epi8((char)0x80);
+    const __m256i ones = _mm256_set1_epi16(1);
     __m256i c[4][2];
     for (int i = 0; i < R; i++) for (int h = 0; h < H; h++) c[i][h] = _mm256_setzero_si256();
     for (int64_t g = 0; g < groups; g++) {
         __m256i w[2];
         for (int h = 0; h < H; h++) w[h] = _mm256_loadu_si256((const __m256i *)(bp + g * 64 + 32 * h));
         for (int i = 0; i < R; i++) {
-            __m256i a = _mm256_set1_epi32(load32(r[i] + g * 4));
             if (wide) {
-                const __m256i centred = _mm256_xor_si256(a, flip), magnitude = _mm256_abs_epi8(centred);
+                const __m256i centred = _mm256_set1_epi32(load32(r[i] + g * 8));
+                const __m256i magnitude = _mm256_set1_epi32(load32(r[i] + g * 8 + 4));
                 for (int h = 0; h < H; h++)
                     c[i][h] = _mm256_add_epi32(c[i][h], _mm256_madd_epi16(
                         _mm256_maddubs_epi16(magnitude, _mm256_sign_epi8(w[h], centred)), ones));
             } else {
+                __m256i a = _mm256_set1_epi32(load32(r[i] + g * 4));
                 for (int h = 0; h < H; h++)
                     c[i][h] = _mm256_add_epi32(c[i][h], _mm256_madd_epi16(_mm256_maddubs_epi16(a, w[h]), ones));
             }
         }
     }
     for (int i = 0; i < R; i++) for (int h = 0; h < H; h++) out[2 * i + h] = c[i][h];
+}
+
+// Rows [m0, m1) of 8-bit codes as the wide tile reads them: per group of 4, the codes less 128 (int8) then their
+// magnitudes (0…128 as uint8; −128's is 128), 8 bytes, rows groups · 8 bytes apart.
+MLK_AVX2 static void centre_rows_avx2(const uint8_t *q, int64_t ldq, int64_t m0, int64_t m1, int64_t groups, uint8_t *out) {
+    const __m256i flip = _mm256_set1_epi8((char)0x80);
+    for (int64_t m = m0; m < m1; m++) {
+        const uint8_t *src = q + m * ldq;
+        uint8_t *dst = out + (m - m0) * groups * 8;
+        int64_t g = 0;
+        for (; g + 8 <= groups; g += 8) {
+            const __m256i v = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(src + g * 4)), flip);
+            const __m256i a = _mm256_abs_epi8(v);
+            const __m256i lo = _mm256_unpacklo_epi32(v, a), hi = _mm256_unpackhi_epi32(v, a);
+            _mm256_storeu_si256((__m256i *)(dst + g * 8), _mm256_permute2x128_si256(lo, hi, 0x20));
+            _mm256_storeu_si256((__m256i *)(dst + g * 8 + 32), _mm256_permute2x128_si256(lo, hi, 0x31));
+        }
+        for (; g < groups; g++)
+            for (int j = 0; j < 4; j++) {
+                const int c = (int)src[g * 4 + j] - 128;
+                dst[g * 8 + j] = (uint8_t)(int8_t)c;
+                dst[g * 8 + 4 + j] = (uint8_t)(c < 0 ? -c : c);
+            }
+    }
 }
 
 #define MLK_QT2(R) case R: \
@@ -310,8 +335,18 @@ MLK_AVX2 static void qgemm_avx2(const uint8_t *q, int64_t ldq, const float *asca
     int64_t mc = (256 * 1024) / (groups * 4);
     mc = mc < 4 ? 4 : (mc > 1024 ? 1024 : mc);
     mc -= mc % 4;
+    // The wide tile's rows, centred a chunk at a time (below); without the memory, the portable kernel's exact sums.
+    uint8_t *centred = NULL;
+    if (wide) {
+        centred = malloc((size_t)((mc < m1 - m0 ? mc : m1 - m0) * groups * 8));
+        if (!centred) {
+            qgemm_portable(q, ldq, ascale, zp, packed, colsum, wscale, m0, m1, N, K, bias, res, y, ldy, act, p0, p1, rq);
+            return;
+        }
+    }
     for (int64_t mb = m0; mb < m1; mb += mc) {
         int64_t me = mb + mc < m1 ? mb + mc : m1;
+        if (centred) centre_rows_avx2(q, ldq, mb, me, groups, centred);
         for (int64_t n0 = 0; n0 < N; n0 += 16) {
             const int8_t *bp = packed + (n0 / 16) * groups * 64;
             int64_t nv = N - n0 < 16 ? N - n0 : 16;
@@ -331,13 +366,11 @@ MLK_AVX2 static void qgemm_avx2(const uint8_t *q, int64_t ldq, const float *asca
             __m256i rb1 = rq ? _mm256_loadu_si256((const __m256i *)(rq->bias + n0 + 8)) : _mm256_setzero_si256();
             __m256 rm0 = rq ? _mm256_loadu_ps(rq->mult + n0) : _mm256_setzero_ps();
             __m256 rm1 = rq ? _mm256_loadu_ps(rq->mult + n0 + 8) : _mm256_setzero_ps();
-            // Wide sums hold a row's centred codes and their magnitudes in two more registers: three rows at a time
-            // keep the accumulators out of memory (four spilled one on every group).
-            const int64_t tile = wide ? 3 : 4;
-            for (int64_t m = mb; m < me; m += tile) {
-                int R = me - m < tile ? (int)(me - m) : (int)tile;
+            for (int64_t m = mb; m < me; m += 4) {
+                int R = me - m < 4 ? (int)(me - m) : 4;
                 const uint8_t *r[4];
-                for (int i = 0; i < 4; i++) r[i] = q + (m + (i < R ? i : 0)) * ldq;
+                for (int i = 0; i < 4; i++)
+                    r[i] = centred ? centred + (m - mb + (i < R ? i : 0)) * groups * 8 : q + (m + (i < R ? i : 0)) * ldq;
                 __m256i acc[8];
                 switch (R) { MLK_QT2(4) MLK_QT2(3) MLK_QT2(2) MLK_QT2(1) }
                 for (int i = 0; i < R; i++) {
@@ -358,6 +391,7 @@ MLK_AVX2 static void qgemm_avx2(const uint8_t *q, int64_t ldq, const float *asca
             }
         }
     }
+    free(centred);
 }
 #undef MLK_QT2
 
