@@ -56,7 +56,7 @@ GatherElements GatherND ScatterElements Scatter ScatterND OneHot Attention
 BitShift BitwiseAnd BitwiseOr BitwiseXor BitwiseNot GridSample RotaryEmbedding CenterCropPad AffineGrid TensorScatter
 CumProd Compress ReverseSequence
 If Loop Scan
-QuantizeLinear DequantizeLinear QLinearConv QLinearMatMul""".split())
+QuantizeLinear DequantizeLinear QLinearConv QLinearMatMul DynamicQuantizeLinear MatMulInteger ConvInteger""".split())
 # op → input positions that are parameters (made initializers).
 PARAMETER_INPUTS = {
     "Conv": {1, 2}, "Gemm": {1, 2}, "MatMul": {1}, "BatchNormalization": {1, 2, 3, 4}, "Clip": {1, 2},
@@ -76,6 +76,7 @@ PARAMETER_INPUTS = {
     # Scales and zero points; QLinearConv's and QLinearMatMul's weights too (a quantized network's are constants).
     "QuantizeLinear": {1, 2}, "DequantizeLinear": {1, 2},
     "QLinearConv": {1, 2, 3, 4, 5, 6, 7, 8}, "QLinearMatMul": {1, 2, 3, 4, 5, 6, 7},
+    "MatMulInteger": {1, 2, 3}, "ConvInteger": {1, 2, 3},
 }
 # op → input positions that stay graph inputs whatever their element type (fed as float32 values): If's condition,
 # which would otherwise fold at import and leave nothing computed from the inputs. Loop's trip count and condition are
