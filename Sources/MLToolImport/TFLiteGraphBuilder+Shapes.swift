@@ -147,6 +147,7 @@ extension TFLiteGraphBuilder {
                                       actual: "begin \(begin), end \(end), strides \(steps), input \(s)")
         }
         var axes: [Int] = [], starts: [Int] = [], counts: [Int] = [], strides: [Int] = []
+        var result = s
         for a in begin.indices {
             let n = s[a], step = steps[a]
             guard step != 0 else {
@@ -163,11 +164,13 @@ extension TFLiteGraphBuilder {
                                           actual: "begin \(begin[a]), end \(end[a]), stride \(step)")
             }
             if start != 0 || count != n || step != 1 { axes.append(a); starts.append(start); counts.append(count); strides.append(step) }
+            result[a] = count
         }
+        let shrunk = s.indices.filter { !($0 < begin.count && shrinkMask >> $0 & 1 == 1) }.map { result[$0] }
         let sliced = shrinkMask == 0 ? c.output : fresh(c.output, "sliced")
         emit(c.node, .slice, [try input(x)], output: sliced, Attributes(axes: axes, starts: starts, steps: strides, counts: counts))
         if shrinkMask != 0 {
-            emit(c.node + ".shrink", .reshape, [sliced], output: c.output, Attributes(shape: shape(try out(c))))
+            emit(c.node + ".shrink", .reshape, [sliced], output: c.output, Attributes(shape: shrunk))
         }
     }
 }

@@ -77,8 +77,8 @@ public enum TFLiteImporter {
     }
 
     /// Every operator of subgraph 0 that the table lacks, in one error with counts and the first few output names;
-    /// then the first tensor computed in int8/uint8 (full-integer models are not yet supported). Opcode indices are
-    /// checked here.
+    /// the first int8/uint8 tensor that is no constant DEQUANTIZE reads (full-integer models are not yet supported)
+    /// comes first. Opcode indices are checked here.
     static func checkSupported(_ tfl: TFLiteFile) throws {
         let graph = tfl.subgraphs[0]
         var counts: [String: (count: Int, nodes: [String])] = [:]
@@ -95,14 +95,14 @@ public enum TFLiteImporter {
             counts[name, default: (0, [])].count += 1
             if counts[name, default: (0, [])].nodes.count < 3 { counts[name, default: (0, [])].nodes.append(node) }
         }
-        if !order.isEmpty {
-            throw ImportError.unsupported(file: tfl.file, ops: order.map { .init(op: $0, count: counts[$0]?.count ?? 0, firstNodes: counts[$0]?.nodes ?? []) })
-        }
         let dequantized = Set(graph.operators.filter { tfl.operatorCodes[$0.opcode].name == "DEQUANTIZE" }.flatMap(\.inputs))
         for (i, t) in graph.tensors.enumerated() where (t.type == 3 || t.type == 9) && !dequantized.contains(i) {
             let constant = t.buffer > 0 && t.buffer < tfl.buffers.count && !tfl.buffers[t.buffer].isEmpty
             throw ImportError.refused(file: tfl.file, place: "tensor \(i) '\(t.name)' (\(TFLiteFile.typeName(t.type))\(constant ? ", constant" : ""))",
                                       reason: "int8 TFLite models are not yet supported")
+        }
+        if !order.isEmpty {
+            throw ImportError.unsupported(file: tfl.file, ops: order.map { .init(op: $0, count: counts[$0]?.count ?? 0, firstNodes: counts[$0]?.nodes ?? []) })
         }
         if let (i, t) = graph.tensors.enumerated().first(where: { $0.element.isSparse }) {
             throw ImportError.refused(file: tfl.file, place: "tensor \(i) '\(t.name)' sparsity",
