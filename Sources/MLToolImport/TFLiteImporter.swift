@@ -96,8 +96,9 @@ public enum TFLiteImporter {
             if counts[name, default: (0, [])].nodes.count < 3 { counts[name, default: (0, [])].nodes.append(node) }
         }
         let dequantized = Set(graph.operators.filter { tfl.operatorCodes[$0.opcode].name == "DEQUANTIZE" }.flatMap(\.inputs))
-        for (i, t) in graph.tensors.enumerated() where (t.type == 3 || t.type == 9) && !dequantized.contains(i) {
+        for (i, t) in graph.tensors.enumerated() where t.type == 3 || t.type == 9 {
             let constant = t.buffer > 0 && t.buffer < tfl.buffers.count && !tfl.buffers[t.buffer].isEmpty
+            if constant && dequantized.contains(i) { continue }
             throw ImportError.refused(file: tfl.file, place: "tensor \(i) '\(t.name)' (\(TFLiteFile.typeName(t.type))\(constant ? ", constant" : ""))",
                                       reason: "int8 TFLite models are not yet supported")
         }

@@ -51,7 +51,8 @@ enum TFLiteFixtures {
     static func range(_ t: Tensor) -> Double { Double((t.data.max() ?? 0) - (t.data.min() ?? 0)) }
 
     /// Runs every run of `model` in `manifest` through one import and compares each output with LiteRT's within
-    /// `tolerance(output)` of its range; returns the worst difference relative to the range per output.
+    /// `tolerance(output)` of its range (of its magnitude, at least 1, when the range is 0: a one-element score);
+    /// returns the worst difference relative to that per output.
     @discardableResult
     static func compare(_ model: String, manifest: Manifest, in dir: String, tolerance: (String) -> Double,
                         sourceLocation: SourceLocation = #_sourceLocation) throws -> [String: Double] {
@@ -68,7 +69,8 @@ enum TFLiteFixtures {
                 let expected = try npy(path(o.file, in: dir))
                 let actual = try #require(got[o.name], sourceLocation: sourceLocation)
                 #expect(actual.shape == expected.shape, "\(model) \(o.name)", sourceLocation: sourceLocation)
-                let r = max(range(expected), 1e-6)
+                // A one-element output (a score or a logit) has no range: its magnitude, at least 1, instead.
+                let r = range(expected) > 0 ? range(expected) : max(Double(expected.data.map(abs).max() ?? 0), 1)
                 let diff = zip(actual.data, expected.data).map { Double(abs($0 - $1)) }.max() ?? 0
                 worst[o.name] = max(worst[o.name] ?? 0, diff / r)
                 assertClose(actual, expected, atol: tolerance(o.name) * r, "\(model) \(run.photo) \(o.name)", sourceLocation: sourceLocation)
