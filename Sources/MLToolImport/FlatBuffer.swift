@@ -12,6 +12,8 @@ import MLToolCore
 /// - A union is two fields: a u8 type (slot n) and an offset to the table (slot n + 1).
 /// Every position, vtable entry and vector length is checked against the bytes before it is used; sizes go through
 /// `Checked`; a failure throws `ImportError.invalid` naming the file, the byte offset and what was expected.
+/// Tables are read to the fixed depth of the schema subset (Model → SubGraph → Operator → options): nothing recurses
+/// on what the file says, so a cyclic or deeply nested file costs one read per field asked for.
 struct FlatBuffer {
     /// A table: its position and the position and size of its vtable.
     struct Table {

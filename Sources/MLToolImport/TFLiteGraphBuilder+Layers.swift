@@ -280,7 +280,12 @@ extension TFLiteGraphBuilder {
         let x = try c.input(0, self)
         let values = try constant(x, "DEQUANTIZE input")
         let t = graph.tensors[x]
-        guard let q = t.quantization, t.type != 1 else { return setConstant(try out(c), values) }
+        let o = try out(c)
+        guard try Checked.elementCount(shape(o), file: file, what: c.place("output shape")) == values.count else {
+            throw ImportError.invalid(file: file, place: c.place("output '\(name(o))'"), expected: "\(values.count) elements (the input's)",
+                                      actual: "shape \(shape(o))")
+        }
+        guard let q = t.quantization, t.type != 1 else { return setConstant(o, values) }
         let s = t.shape
         let channels = q.scales.count
         let dim = q.dimension
@@ -296,7 +301,7 @@ extension TFLiteGraphBuilder {
             let zero = q.zeroPoints.isEmpty ? 0 : Float(q.zeroPoints[ch])
             return (values[i] - zero) * q.scales[ch]
         }
-        setConstant(try out(c), folded)
+        setConstant(o, folded)
     }
 
     /// The first output of `c`.

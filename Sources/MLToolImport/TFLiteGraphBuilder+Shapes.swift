@@ -30,7 +30,10 @@ extension TFLiteGraphBuilder {
     /// CONCATENATION [axis, activation].
     mutating func concatenation(_ c: TFLiteCall) throws {
         let xs = try c.inputs.indices.map { try c.input($0, self) }
-        let rank = shape(xs.first ?? 0).count
+        guard let first = xs.first else {
+            throw ImportError.invalid(file: file, place: c.place("inputs"), expected: "at least one tensor", actual: "none")
+        }
+        let rank = shape(first).count
         let a = try axis(try optionInt(c, 0, "axis"), rank: rank, c)
         let names = try xs.map { try input($0) }
         emit(c, .concat, names, Attributes(axis: a), activation: try fusedActivation(c, 1))

@@ -64,11 +64,11 @@ struct TFLiteGraphBuilder {
         return v
     }
 
-    /// A constant holding integers (shapes, axes, paddings).
+    /// A constant holding integers (shapes, axes, paddings), each within int32 (so sums of two never overflow).
     func ints(_ i: Int, _ place: String) throws -> [Int] {
         try constant(i, place).map { v in
-            guard let n = Int(exactly: v) else {
-                throw ImportError.invalid(file: file, place: "\(place) '\(name(i))'", expected: "integers", actual: "\(v)")
+            guard let n = Int(exactly: v), abs(n) <= Int(Int32.max) else {
+                throw ImportError.invalid(file: file, place: "\(place) '\(name(i))'", expected: "int32 integers", actual: "\(v)")
             }
             return n
         }
