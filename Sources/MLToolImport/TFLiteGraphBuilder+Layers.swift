@@ -285,7 +285,7 @@ extension TFLiteGraphBuilder {
             throw ImportError.invalid(file: file, place: c.place("output '\(name(o))'"), expected: "\(values.count) elements (the input's)",
                                       actual: "shape \(shape(o))")
         }
-        guard let q = t.quantization, t.type != 1 else { return setConstant(o, values) }
+        guard let q = t.quantization, t.type != 1, !values.isEmpty else { return setConstant(o, values) }
         let s = t.shape
         let channels = q.scales.count
         let dim = q.dimension
