@@ -287,6 +287,15 @@ def protobuf_depth(out):
         f.write(nested_pipelines(5000))
 
 
+def tflite_seeds(out):
+    """Tests/Fixtures/tflite/make_tflite.py's tiny files (needs ai_edge_litert for its schema and references)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        subprocess.run([sys.executable, os.path.join(FIX, "tflite", "make_tflite.py"), "--out", tmp], check=True)
+        for name in ("ops_conv", "ops_elementwise", "ops_shapes", "int8", "unsupported"):
+            with open(os.path.join(tmp, name + ".tflite"), "rb") as f:
+                put(out, "tflite", name + ".tflite", f.read())
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("mltool")
@@ -316,6 +325,7 @@ def main():
     keras_configs(a.out)
     protobuf_depth(a.out)
     coreml_packages(a.out)
+    tflite_seeds(a.out)
     with tempfile.TemporaryDirectory() as tmp:
         native_models(a.out, mltool, tmp)
         engine_models(a.out, mltool, tmp)

@@ -3,7 +3,7 @@ import MLTool
 
 extension CLI {
     static let importCommand = CommandSpec(
-        name: "import", abstract: "Import an ONNX, Keras HDF5 or Core ML network into a native model.",
+        name: "import", abstract: "Import an ONNX, Keras HDF5, Core ML or TensorFlow Lite network into a native model.",
         arguments: "SRC",
         discussion: """
         The source kind is recognised by content. Preprocessing options are stored in the model and used by

@@ -6,6 +6,8 @@ import Foundation
 /// - `mltool`: the 8 bytes at offset 0 are the format's magic `89 4D 4C 54 0D 0A 1A 0A`.
 /// - `hdf5`: the HDF5 signature `89 48 44 46 0D 0A 1A 0A` at offset 0, 512, 1024, 2048, … (powers of two × 512),
 ///   where the HDF5 specification allows a user block before it.
+/// - `tflite`: the FlatBuffers file identifier "TFL3" at offset 4 (TensorFlow Lite), after a root offset at 0 that
+///   points inside the file.
 /// - The whole file must parse as a sequence of top-level protobuf fields (wire types 0, 1, 2, 5) that ends exactly
 ///   at the end of the file, with field 1 a varint (ONNX `ir_version` / Core ML `specificationVersion`, 1 … 10,000):
 ///   - `onnx` (ModelProto): field 7 (`graph`) is present as a length-delimited field and no field number is above
@@ -17,7 +19,10 @@ import Foundation
 /// - A directory holding `Manifest.json` and `Data/com.apple.CoreML/model.mlmodel` (an .mlpackage) is `coreml`.
 /// - Anything else is `unknown`.
 public enum FileKind: String, Sendable, Equatable, CaseIterable {
-    case mltool, onnx, hdf5, coreml, unknown
+    case mltool, onnx, hdf5, coreml, tflite, unknown
+
+    /// The FlatBuffers file identifier of TensorFlow Lite, at offset 4.
+    public static let tfliteIdentifier: [UInt8] = Array("TFL3".utf8)
 
     /// The HDF5 format signature.
     public static let hdf5Signature: [UInt8] = [0x89, 0x48, 0x44, 0x46, 0x0D, 0x0A, 0x1A, 0x0A]
@@ -57,6 +62,10 @@ public enum FileKind: String, Sendable, Equatable, CaseIterable {
         if bytes.count >= 8, bytes.prefix(8).elementsEqual(FileHeader.magic) { return .mltool }
         for at in hdf5SignatureOffsets(fileSize: bytes.count) where bytes[at..<(at + 8)].elementsEqual(hdf5Signature) {
             return .hdf5
+        }
+        if bytes.count >= 8, bytes[4..<8].elementsEqual(tfliteIdentifier) {
+            let root = Int(bytes[0]) | Int(bytes[1]) << 8 | Int(bytes[2]) << 16 | Int(bytes[3]) << 24
+            if root >= 8, root < bytes.count { return .tflite }
         }
         return protobufKind(bytes)
     }

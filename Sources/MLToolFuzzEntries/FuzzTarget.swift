@@ -25,6 +25,7 @@ public struct FuzzTarget: Sendable {
         FuzzTarget(name: "engine", dictionary: "native-model", run: FuzzEntries.engine),
         FuzzTarget(name: "onnx", dictionary: "protobuf", run: FuzzEntries.onnx),
         FuzzTarget(name: "coreml", dictionary: "protobuf", run: FuzzEntries.coreML),
+        FuzzTarget(name: "tflite", dictionary: "tflite", run: FuzzEntries.tflite),
         FuzzTarget(name: "coreml-package", dictionary: "coreml-package", run: FuzzEntries.coreMLPackage),
         FuzzTarget(name: "keras-config", dictionary: "json", run: FuzzEntries.kerasConfig),
         FuzzTarget(name: "hdf5-replies", dictionary: "hdf5-replies", run: FuzzEntries.hdf5Replies),
@@ -148,6 +149,12 @@ public enum FuzzEntries {
     @Sendable public static func onnx(_ bytes: [UInt8]) -> Bool {
         let path = file("model.onnx", bytes)
         return accepts { _ = try ONNXImporter.importModel(path: path, options: ImportOptions()) }
+    }
+
+    /// `mltool import x.tflite`: the FlatBuffer reader (offsets, vtables, vector lengths), the schema subset and the
+    /// graph builder (weight layouts, folded DEQUANTIZE, operator options). In memory: the reader takes bytes.
+    @Sendable public static func tflite(_ bytes: [UInt8]) -> Bool {
+        accepts { _ = try TFLiteImporter.importModel(bytes: bytes, file: "model.tflite") }
     }
 
     /// `mltool import x.mlmodel`: protobuf-c's unpacking of the Core ML specification, then the importer.

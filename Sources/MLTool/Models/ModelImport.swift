@@ -7,19 +7,20 @@ import MLToolImport
 
 /// Networks from other frameworks in, models for other runtimes out.
 public enum ModelImport {
-    /// Imports an ONNX, Keras HDF5 or Core ML file (recognised by content) with `options` recorded in the model.
+    /// Imports an ONNX, Keras HDF5, Core ML or TensorFlow Lite file (recognised by content) with `options` recorded in the model.
     /// A Core ML model records its own preprocessing and labels, so `options` must be empty for one.
     public static func importModel(path: String, options: ImportOptions = ImportOptions()) throws -> Model {
         switch try FileKind.detect(path: path) {
         case .onnx: return try ONNXImporter.importModel(path: path, options: options)
         case .hdf5: return try KerasImporter.importModel(path: path, options: options)
+        case .tflite: return try TFLiteImporter.importModel(path: path, options: options)
         case .mltool: throw PipelineError.badInput(file: path, reason: "already an mltool model")
         case .coreml:
             guard options.image == nil, options.labels.isEmpty, options.featureTensor == nil else {
                 throw PipelineError.invalidParameter(name: "options", reason: "a Core ML model records its own preprocessing and labels; drop the preprocessing, --labels and --feature-tensor options")
             }
             return try CoreMLImporter.importModel(path: path)
-        case .unknown: throw PipelineError.badInput(file: path, reason: "neither ONNX, Keras HDF5 nor Core ML (recognised by content; \(FileKind.unrecognisedPlace(path: path)))")
+        case .unknown: throw PipelineError.badInput(file: path, reason: "neither ONNX, Keras HDF5, Core ML nor TensorFlow Lite (recognised by content; \(FileKind.unrecognisedPlace(path: path)))")
         }
     }
 

@@ -3,9 +3,9 @@ import MLToolCore
 import MLToolFormat
 import MLToolImport
 
-/// Loading models of every kind mltool reads, recognised by content: its own files, ONNX, Keras HDF5, Core ML.
+/// Loading models of every kind mltool reads, recognised by content: its own files, ONNX, Keras HDF5, Core ML, TensorFlow Lite.
 public enum ModelLoader {
-    /// Reads a native model, or imports an ONNX / Keras / Core ML file on the fly (with no import options).
+    /// Reads a native model, or imports an ONNX / Keras / Core ML / TFLite file on the fly (with no import options).
     public static func load(_ path: String) throws -> Model {
         guard FileManager.default.fileExists(atPath: path) else {
             throw PipelineError.missingInput(file: path, reason: "no such file")
@@ -15,8 +15,9 @@ public enum ModelLoader {
         case .onnx: return try ONNXImporter.importModel(path: path, options: ImportOptions())
         case .hdf5: return try KerasImporter.importModel(path: path, options: ImportOptions())
         case .coreml: return try CoreMLImporter.importModel(path: path)
+        case .tflite: return try TFLiteImporter.importModel(path: path, options: ImportOptions())
         case .unknown:
-            throw PipelineError.badInput(file: path, reason: "not a model: neither an mltool model, ONNX, Keras HDF5 nor Core ML (\(FileKind.unrecognisedPlace(path: path)))")
+            throw PipelineError.badInput(file: path, reason: "not a model: neither an mltool model, ONNX, Keras HDF5, Core ML nor TensorFlow Lite (\(FileKind.unrecognisedPlace(path: path)))")
         }
     }
 

@@ -1,0 +1,152 @@
+import MLToolCore
+
+/// Accumulates the IR graph of subgraph 0 of a TFLite file. TFLite is NHWC like the IR, so activations keep their
+/// layout; weights are rearranged into the IR's layouts (`TFLiteOps`). Tensors are known by their index in the
+/// subgraph; each has the IR name `name(_:)` (its TFLite name, unless empty or taken).
+struct TFLiteGraphBuilder {
+    let tfl: TFLiteFile
+    let graph: TFLiteFile.SubGraph
+    private(set) var nodes: [Node] = []
+    private(set) var tensors: [StoredTensor] = []
+    private(set) var inputs: [GraphInput] = []
+    /// The float32 values of every constant tensor: those with data in a buffer, and those folded at import
+    /// (DEQUANTIZE of a constant).
+    private var constants: [Int: [Float]] = [:]
+    /// Constants already stored as model tensors.
+    private var stored: Set<Int> = []
+    private var names: [String] = []
+
+    var file: String { tfl.file }
+
+    init(_ tfl: TFLiteFile) throws {
+        self.tfl = tfl
+        graph = tfl.subgraphs[0]
+        var taken = Set<String>()
+        for (i, t) in graph.tensors.enumerated() {
+            let name = t.name.isEmpty || taken.contains(t.name) ? "tensor_\(i)" : t.name
+            taken.insert(name)
+            names.append(name)
+        }
+        for (i, t) in graph.tensors.enumerated() where t.buffer > 0 {
+            guard t.buffer < tfl.buffers.count else {
+                throw ImportError.invalid(file: file, place: "tensor \(i) '\(t.name)' buffer", expected: "an index below \(tfl.buffers.count)",
+                                          actual: "\(t.buffer)")
+            }
+            let range = tfl.buffers[t.buffer]
+            guard !range.isEmpty else { continue }
+            constants[i] = try values(i, range)
+        }
+    }
+
+    // MARK: - Tensors
+
+    func tensor(_ i: Int, _ place: String) throws -> TFLiteFile.Tensor {
+        guard i >= 0, i < graph.tensors.count else {
+            throw ImportError.invalid(file: file, place: place, expected: "a tensor index below \(graph.tensors.count)", actual: "\(i)")
+        }
+        return graph.tensors[i]
+    }
+
+    /// The IR name of tensor `i` (checked).
+    func name(_ i: Int) -> String { names[i] }
+
+    /// The static shape of tensor `i` as the file gives it.
+    func shape(_ i: Int) -> [Int] { graph.tensors[i].shape }
+
+    func isConstant(_ i: Int) -> Bool { constants[i] != nil }
+
+    /// The values of constant tensor `i`, or an error naming the op that needs it constant.
+    func constant(_ i: Int, _ place: String) throws -> [Float] {
+        guard let v = constants[i] else {
+            throw ImportError.unsupported(file: file, ops: [.init(op: "\(place) computed at run time (a constant is needed)",
+                                                                  count: 1, firstNodes: [i >= 0 && i < names.count ? names[i] : "\(i)"])])
+        }
+        return v
+    }
+
+    /// A constant holding integers (shapes, axes, paddings), each within int32 (so sums of two never overflow).
+    func ints(_ i: Int, _ place: String) throws -> [Int] {
+        try constant(i, place).map { v in
+            guard let n = Int(exactly: v), abs(n) <= Int(Int32.max) else {
+                throw ImportError.invalid(file: file, place: "\(place) '\(name(i))'", expected: "int32 integers", actual: "\(v)")
+            }
+            return n
+        }
+    }
+
+    /// Records folded values for tensor `i`.
+    mutating func setConstant(_ i: Int, _ values: [Float]) { constants[i] = values }
+
+    /// The IR name to read tensor `i` from: a constant becomes a model tensor the first time it is read.
+    mutating func input(_ i: Int) throws -> String {
+        if let v = constants[i], !stored.contains(i) {
+            tensors.append(StoredTensor(name: names[i], tensor: Tensor(shape: shape(i), data: v)))
+            stored.insert(i)
+        }
+        return names[i]
+    }
+
+    /// Adds a model tensor of the given values under a fresh name derived from `base`.
+    mutating func weight(_ base: String, shape: [Int], data: [Float]) -> String {
+        var name = base, n = 1
+        while names.contains(name) || tensors.contains(where: { $0.name == name }) { n += 1; name = "\(base)_\(n)" }
+        tensors.append(StoredTensor(name: name, tensor: Tensor(shape: shape, data: data)))
+        return name
+    }
+
+    mutating func addInput(_ i: Int) throws {
+        let t = try tensor(i, "subgraph input")
+        guard t.type == 0 else {
+            throw ImportError.unsupported(file: file, ops: [.init(op: "graph input of type \(TFLiteFile.typeName(t.type)) (float32 only)",
+                                                                  count: 1, firstNodes: [names[i]])])
+        }
+        inputs.append(GraphInput(name: names[i], shape: t.shapeSignature.flatMap { $0.count == t.shape.count ? $0 : nil } ?? t.shape))
+    }
+
+    mutating func emit(_ name: String, _ op: Op, _ inputs: [String], output: String, _ attributes: Attributes = Attributes()) {
+        nodes.append(Node(name: name, op: op, inputs: inputs, outputs: [output], attributes: attributes))
+    }
+
+    /// A fresh name for an intermediate tensor of the node making `output`.
+    func fresh(_ output: String, _ suffix: String) -> String {
+        var name = "\(output).\(suffix)", n = 1
+        while names.contains(name) || nodes.contains(where: { $0.outputs.contains(name) }) { n += 1; name = "\(output).\(suffix)\(n)" }
+        return name
+    }
+
+    // MARK: - Buffers
+
+    /// The float32 values of constant tensor `i` stored in `range`: float32, float16, int32, int64, int8 and uint8
+    /// (the integer codes; DEQUANTIZE applies their scales).
+    private func values(_ i: Int, _ range: Range<Int>) throws -> [Float] {
+        let t = graph.tensors[i]
+        let count = try Checked.elementCount(t.shape, file: file, what: "tensor '\(t.name)' shape")
+        let size: Int
+        switch t.type {
+        case 0, 2: size = 4
+        case 1: size = 2
+        case 4: size = 8
+        case 3, 9, 6: size = 1
+        default:
+            throw ImportError.unsupported(file: file, ops: [.init(op: "constant of type \(TFLiteFile.typeName(t.type))",
+                                                                  count: 1, firstNodes: [t.name])])
+        }
+        let bytes = try Checked.mul(count, size, file: file, what: "tensor '\(t.name)' size")
+        guard bytes == range.count else {
+            throw ImportError.invalid(file: file, place: "byte \(range.lowerBound): buffer \(t.buffer) of tensor \(i) '\(t.name)'",
+                                      expected: "\(bytes) bytes (\(count) × \(TFLiteFile.typeName(t.type)))", actual: "\(range.count)")
+        }
+        let b = tfl.flat.bytes, s = range.lowerBound
+        func u32(_ k: Int) -> UInt32 {
+            UInt32(b[s + k]) | UInt32(b[s + k + 1]) << 8 | UInt32(b[s + k + 2]) << 16 | UInt32(b[s + k + 3]) << 24
+        }
+        switch t.type {
+        case 0: return (0..<count).map { Float(bitPattern: u32(4 * $0)) }
+        case 2: return (0..<count).map { Float(Int32(bitPattern: u32(4 * $0))) }
+        case 1: return (0..<count).map { Float(Float16(bitPattern: UInt16(b[s + 2 * $0]) | UInt16(b[s + 2 * $0 + 1]) << 8)) }
+        case 4: return (0..<count).map { Float(Int64(bitPattern: UInt64(u32(8 * $0)) | UInt64(u32(8 * $0 + 4)) << 32)) }
+        case 9: return (0..<count).map { Float(Int8(bitPattern: b[s + $0])) }
+        default: return (0..<count).map { Float(b[s + $0]) }
+        }
+    }
+}

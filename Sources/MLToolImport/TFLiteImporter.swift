@@ -1,0 +1,113 @@
+import Foundation
+import MLToolCore
+
+/// Imports a TensorFlow Lite flatbuffer (identifier "TFL3" at byte 4) into the NHWC IR: subgraph 0, its inputs and
+/// outputs by tensor name, free dimensions from shape_signature (−1).
+///
+/// TFLite is NHWC like the IR, so activations keep their layout; CONV_2D weights (OC,KH,KW,C) are transposed to the
+/// IR's (KH,KW,C,OC), depthwise (1,KH,KW,C·m) reshaped, FULLY_CONNECTED (OUT,IN) transposed. Constants (tensors with
+/// data in a buffer) become model tensors in float32: float16 weights and DEQUANTIZE of a constant fold at import.
+/// Every unsupported operator is listed, with counts, in one error (`TFLiteOps.converters` is the table); models whose
+/// activations are int8/uint8 (full-integer quantization) are refused by their first quantized tensor.
+public enum TFLiteImporter {
+    /// Reads the TFLite file at `path` and converts it, recording `options` (preprocessing, labels, feature tensor).
+    public static func importModel(path: String, options: ImportOptions) throws -> Model {
+        let tfl = try TFLiteFile(path: path)
+        var model = try model(tfl, options: options)
+        model.metadata.provenance = Provenance(sources: [.init(path: path, sha256: try SHA256.hex(fileAt: path))])
+        return model
+    }
+
+    /// The import of bytes held in memory (no provenance): the fuzz target and the hostile-file tests.
+    package static func importModel(bytes: [UInt8], file: String, options: ImportOptions = ImportOptions()) throws -> Model {
+        try model(TFLiteFile(bytes: bytes, file: file), options: options)
+    }
+
+    /// Whether `bytes` start like a TFLite flatbuffer: "TFL3" at byte 4.
+    public static func isTFLite(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        bytes.count >= 8 && bytes[4..<8].elementsEqual(Array(TFLiteFile.identifier.utf8))
+    }
+
+    static func model(_ tfl: TFLiteFile, options: ImportOptions) throws -> Model {
+        let file = tfl.file
+        try checkSupported(tfl)
+        var builder = try TFLiteGraphBuilder(tfl)
+        let graph = builder.graph
+        for i in graph.inputs { try builder.addInput(i) }
+        for (k, op) in graph.operators.enumerated() {
+            let code = tfl.operatorCodes[op.opcode]
+            let out = try op.outputs.first.map { try builder.tensor($0, "operator \(k) (\(code.name)) output") }
+            let name = op.outputs.first.map(builder.name) ?? "operator_\(k)"
+            guard out != nil, let convert = TFLiteOps.converters[code.name] else { continue }
+            try convert(&builder, TFLiteCall(op: op, index: k, opName: code.name, node: name, output: name))
+        }
+        let outputs = try graph.outputs.map { i -> String in
+            _ = try builder.tensor(i, "subgraph output")
+            return builder.name(i)
+        }
+        let produced = Set(builder.nodes.flatMap(\.outputs)).union(builder.inputs.map(\.name))
+        if let missing = outputs.first(where: { !produced.contains($0) }) {
+            throw ImportError.invalid(file: file, place: "subgraph output '\(missing)'", expected: "a tensor computed by the graph",
+                                      actual: "a constant or a tensor no operator makes")
+        }
+        if let image = options.image, let input = builder.inputs.first, input.shape.count == 4,
+           (input.shape[1] >= 0 && input.shape[1] != image.height) || (input.shape[2] >= 0 && input.shape[2] != image.width) {
+            throw ImportError.invalid(file: file, place: "input size", expected: "\(input.shape[1])×\(input.shape[2]) (the model's input '\(input.name)')",
+                                      actual: "\(image.height)×\(image.width)")
+        }
+        let protected = outputs + (options.featureTensor.map { outputs.contains($0) ? [] : [$0] } ?? [])
+        let ir = Graph(inputs: builder.inputs, outputs: protected, nodes: builder.nodes, sourceLayout: "nhwc")
+        var metadata = ModelMetadata(task: options.labels.isEmpty ? .network : .imageClassifier, graph: ir, labels: options.labels)
+        metadata.name = graph.name.isEmpty ? ((file as NSString).lastPathComponent as NSString).deletingPathExtension : graph.name
+        metadata.description = "imported from TensorFlow Lite" + (tfl.description.map { $0.isEmpty ? "" : " (\($0))" } ?? "")
+        let last = builder.nodes.last { $0.outputs.contains(outputs.first ?? "") }
+        metadata.outputKind = last?.op == .softmax ? "probabilities" : "logits"
+        metadata.image = options.image
+        if let feature = options.featureTensor {
+            guard produced.contains(feature) else {
+                throw ImportError.invalid(file: file, place: "feature tensor", expected: "a tensor of the graph", actual: "'\(feature)'")
+            }
+            metadata.featureTensor = feature
+        }
+        var model = try GraphPasses.optimize(Model(metadata: metadata, tensors: builder.tensors))
+        model.metadata.graph?.outputs = outputs
+        let used = Set(model.metadata.graph?.nodes.flatMap(\.inputs) ?? [])
+        model.tensors = model.tensors.filter { used.contains($0.name) }
+        return model
+    }
+
+    /// Every operator of subgraph 0 that the table lacks, in one error with counts and the first few output names;
+    /// the first int8/uint8 tensor that is no constant DEQUANTIZE reads (full-integer models are not yet supported)
+    /// comes first. Opcode indices are checked here.
+    static func checkSupported(_ tfl: TFLiteFile) throws {
+        let graph = tfl.subgraphs[0]
+        var counts: [String: (count: Int, nodes: [String])] = [:]
+        var order: [String] = []
+        for (k, op) in graph.operators.enumerated() {
+            guard op.opcode >= 0, op.opcode < tfl.operatorCodes.count else {
+                throw ImportError.invalid(file: tfl.file, place: "operator \(k) opcode_index",
+                                          expected: "an index below \(tfl.operatorCodes.count)", actual: "\(op.opcode)")
+            }
+            let name = tfl.operatorCodes[op.opcode].name
+            guard TFLiteOps.converters[name] == nil else { continue }
+            if counts[name] == nil { order.append(name) }
+            let node = op.outputs.first.flatMap { $0 >= 0 && $0 < graph.tensors.count ? graph.tensors[$0].name : nil } ?? "operator \(k)"
+            counts[name, default: (0, [])].count += 1
+            if counts[name, default: (0, [])].nodes.count < 3 { counts[name, default: (0, [])].nodes.append(node) }
+        }
+        let dequantized = Set(graph.operators.filter { tfl.operatorCodes[$0.opcode].name == "DEQUANTIZE" }.flatMap(\.inputs))
+        for (i, t) in graph.tensors.enumerated() where t.type == 3 || t.type == 9 {
+            let constant = t.buffer > 0 && t.buffer < tfl.buffers.count && !tfl.buffers[t.buffer].isEmpty
+            if constant && dequantized.contains(i) { continue }
+            throw ImportError.refused(file: tfl.file, place: "tensor \(i) '\(t.name)' (\(TFLiteFile.typeName(t.type))\(constant ? ", constant" : ""))",
+                                      reason: "int8 TFLite models are not yet supported")
+        }
+        if !order.isEmpty {
+            throw ImportError.unsupported(file: tfl.file, ops: order.map { .init(op: $0, count: counts[$0]?.count ?? 0, firstNodes: counts[$0]?.nodes ?? []) })
+        }
+        if let (i, t) = graph.tensors.enumerated().first(where: { $0.element.isSparse }) {
+            throw ImportError.refused(file: tfl.file, place: "tensor \(i) '\(t.name)' sparsity",
+                                      reason: "sparse tensors (DENSIFY) are not yet supported")
+        }
+    }
+}

@@ -1,0 +1,258 @@
+#!/usr/bin/env python3
+"""Writes tiny hand-built TFLite files into --out (default .build/tflite/tiny) with the schema's object API
+(ai_edge_litert.schema_py_generated: ModelT, SubGraphT, ...), for the operator cases the mediapipe models do not
+cover, with LiteRT's outputs on seeded inputs (manifest.json), and files the importer must refuse:
+
+- ops_*.tflite: one operator (or a short chain) each, float32, with the options the importer reads
+  (fused activations, SAME/VALID, strides, dilations, masks, keep_dims, align_corners/half_pixel_centers).
+- int8.tflite: a QUANTIZE to int8 (a full-integer model's activations), refused.
+- buffer_index.tflite: a tensor whose buffer index is past the buffer list, refused with the index.
+Hostile byte variants (truncations, lengths and vtable offsets past the end) are made in the Swift tests from
+ops_conv.tflite. Nothing it writes is committed."""
+import argparse, json, os, sys
+import numpy as np
+import flatbuffers
+from ai_edge_litert import schema_py_generated as s
+from ai_edge_litert.interpreter import Interpreter
+
+OP = s.BuiltinOperator
+OPTIONS = s.BuiltinOptions
+
+
+class Builder:
+    def __init__(self):
+        self.model = s.ModelT()
+        self.model.version = 3
+        self.model.operatorCodes, self.model.buffers = [], [s.BufferT()]
+        self.graph = s.SubGraphT()
+        self.graph.tensors, self.graph.operators, self.graph.inputs, self.graph.outputs = [], [], [], []
+        self.graph.name = "main"
+        self.model.subgraphs = [self.graph]
+        self.model.description = "make_tflite.py"
+
+    def tensor(self, name, shape, data=None, dtype=s.TensorType.FLOAT32):
+        t = s.TensorT()
+        t.name, t.shape, t.type = name, list(shape), dtype
+        t.buffer = 0
+        if data is not None:
+            b = s.BufferT()
+            b.data = np.ascontiguousarray(data).view(np.uint8).ravel().tolist()
+            self.model.buffers.append(b)
+            t.buffer = len(self.model.buffers) - 1
+        self.graph.tensors.append(t)
+        return len(self.graph.tensors) - 1
+
+    def const(self, name, array):
+        a = np.asarray(array)
+        dtype = {np.dtype(np.float32): s.TensorType.FLOAT32, np.dtype(np.int32): s.TensorType.INT32,
+                 np.dtype(np.float16): s.TensorType.FLOAT16}[a.dtype]
+        return self.tensor(name, a.shape, a, dtype)
+
+    def op(self, code, inputs, outputs, options_type=0, options=None, custom=None, custom_options=None):
+        key = (code, custom)
+        codes = [(c.builtinCode, c.customCode) for c in self.model.operatorCodes]
+        if key not in codes:
+            c = s.OperatorCodeT()
+            c.builtinCode, c.deprecatedBuiltinCode, c.version = code, min(code, 127), 1
+            c.customCode = custom
+            self.model.operatorCodes.append(c)
+            codes.append(key)
+        o = s.OperatorT()
+        o.opcodeIndex = codes.index(key)
+        o.inputs, o.outputs = list(inputs), list(outputs)
+        o.builtinOptionsType, o.builtinOptions = options_type, options
+        if custom_options is not None:
+            o.customOptions = list(custom_options)
+        self.graph.operators.append(o)
+
+    def bytes(self):
+        b = flatbuffers.Builder(1024)
+        b.Finish(self.model.Pack(b), file_identifier=b"TFL3")
+        return bytes(b.Output())
+
+
+def options(cls, **fields):
+    o = cls()
+    for k, v in fields.items():
+        setattr(o, k, v)
+    return o
+
+
+rng = np.random.default_rng(49)
+
+
+def w(*shape):
+    return rng.standard_normal(shape).astype(np.float32) * 0.5
+
+
+def conv_file():
+    """CONV_2D SAME stride 2 + RELU6 → DEPTHWISE (m = 2, dilation 2, VALID) → MAX_POOL SAME → RESHAPE →
+    FULLY_CONNECTED + bias + RELU_N1_TO_1 → SOFTMAX (beta 0.5)."""
+    m = Builder()
+    x = m.tensor("input", [1, 9, 9, 3])
+    c = m.tensor("conv", [1, 5, 5, 4])
+    m.op(OP.CONV_2D, [x, m.const("conv_w", w(4, 3, 3, 3)), m.const("conv_b", w(4))], [c], OPTIONS.Conv2DOptions,
+         options(s.Conv2DOptionsT, padding=s.Padding.SAME, strideW=2, strideH=2,
+                 fusedActivationFunction=s.ActivationFunctionType.RELU6))
+    d = m.tensor("depthwise", [1, 1, 3, 8])
+    m.op(OP.DEPTHWISE_CONV_2D, [c, m.const("dw_w", w(1, 2, 2, 8)), m.const("dw_b", w(8))], [d],
+         OPTIONS.DepthwiseConv2DOptions,
+         options(s.DepthwiseConv2DOptionsT, padding=s.Padding.VALID, strideW=1, strideH=2, depthMultiplier=2,
+                 dilationWFactor=2, dilationHFactor=2))
+    p = m.tensor("pool", [1, 1, 2, 8])
+    m.op(OP.MAX_POOL_2D, [d], [p], OPTIONS.Pool2DOptions,
+         options(s.Pool2DOptionsT, padding=s.Padding.SAME, strideW=2, strideH=2, filterWidth=2, filterHeight=2))
+    r = m.tensor("flat", [1, 16])
+    m.op(OP.RESHAPE, [p, m.const("flat_shape", np.array([1, 16], np.int32))], [r])
+    f = m.tensor("dense", [1, 5])
+    m.op(OP.FULLY_CONNECTED, [r, m.const("fc_w", w(5, 16)), m.const("fc_b", w(5))], [f], OPTIONS.FullyConnectedOptions,
+         options(s.FullyConnectedOptionsT, fusedActivationFunction=s.ActivationFunctionType.RELU_N1_TO_1))
+    y = m.tensor("probabilities", [1, 5])
+    m.op(OP.SOFTMAX, [f], [y], OPTIONS.SoftmaxOptions, options(s.SoftmaxOptionsT, beta=0.5))
+    m.graph.inputs, m.graph.outputs = [0], [y]
+    return m
+
+
+def elementwise_file():
+    """ADD (broadcast, RELU_N1_TO_1), SUB, MUL (RELU), DIV, MAXIMUM, MINIMUM, PRELU, LOGISTIC, TANH, RELU, RELU6,
+    HARD_SWISH, CONCATENATION (axis −1), PADV2, AVERAGE_POOL_2D SAME, MEAN without keep_dims."""
+    m = Builder()
+    x = m.tensor("input", [1, 4, 6, 3])
+    t = m.tensor("t", [1, 4, 6, 3])
+    m.op(OP.ADD, [x, m.const("bias", w(3))], [t], OPTIONS.AddOptions,
+         options(s.AddOptionsT, fusedActivationFunction=s.ActivationFunctionType.RELU_N1_TO_1))
+    outs = [t]
+    for i, (code, otype, ocls, arg) in enumerate([
+            (OP.SUB, OPTIONS.SubOptions, s.SubOptionsT, w(1, 1, 6, 1)),
+            (OP.MUL, OPTIONS.MulOptions, s.MulOptionsT, w(1, 4, 1, 3)),
+            (OP.DIV, OPTIONS.DivOptions, s.DivOptionsT, (np.abs(w(3)) + 0.5).astype(np.float32)),
+            (OP.MAXIMUM, 0, None, w(3)), (OP.MINIMUM, 0, None, w(1, 4, 6, 3)), (OP.PRELU, 0, None, w(1, 1, 3))]):
+        o = m.tensor(f"binary{i}", [1, 4, 6, 3])
+        opts = options(ocls, fusedActivationFunction=s.ActivationFunctionType.RELU) if code == OP.MUL else (ocls() if ocls else None)
+        m.op(code, [x, m.const(f"arg{i}", arg)], [o], otype, opts)
+        outs.append(o)
+    for i, code in enumerate([OP.LOGISTIC, OP.TANH, OP.RELU, OP.RELU6, OP.HARD_SWISH]):
+        o = m.tensor(f"unary{i}", [1, 4, 6, 3])
+        m.op(code, [outs[-1] if i == 0 else x], [o])
+        outs.append(o)
+    cat = m.tensor("concat", [1, 4, 6, 3 * len(outs)])
+    m.op(OP.CONCATENATION, outs, [cat], OPTIONS.ConcatenationOptions, options(s.ConcatenationOptionsT, axis=-1))
+    pad = m.tensor("pad", [1, 5, 9, 3 * len(outs)])
+    m.op(OP.PADV2, [cat, m.const("paddings", np.array([[0, 0], [1, 0], [1, 2], [0, 0]], np.int32)),
+                    m.const("pad_value", np.array([0.25], np.float32))], [pad])
+    avg = m.tensor("avg", [1, 3, 5, 3 * len(outs)])
+    m.op(OP.AVERAGE_POOL_2D, [pad], [avg], OPTIONS.Pool2DOptions,
+         options(s.Pool2DOptionsT, padding=s.Padding.SAME, strideW=2, strideH=2, filterWidth=3, filterHeight=3))
+    mean = m.tensor("mean", [1, 3 * len(outs)])
+    m.op(OP.MEAN, [avg, m.const("axes", np.array([1, 2], np.int32))], [mean], OPTIONS.ReducerOptions,
+         options(s.ReducerOptionsT, keepDims=False))
+    m.graph.inputs, m.graph.outputs = [x], [mean, avg]
+    return m
+
+
+def shapes_file():
+    """RESIZE_BILINEAR (align_corners; half_pixel_centers; neither), RESIZE_NEAREST_NEIGHBOR (the same three),
+    TRANSPOSE, SQUEEZE, SLICE, STRIDED_SLICE (masks, negative stride, shrink), TRANSPOSE_CONV SAME stride 2 + bias."""
+    m = Builder()
+    x = m.tensor("input", [1, 5, 7, 2])
+    outs = []
+    for i, (code, otype, ocls) in enumerate([(OP.RESIZE_BILINEAR, OPTIONS.ResizeBilinearOptions, s.ResizeBilinearOptionsT),
+                                             (OP.RESIZE_NEAREST_NEIGHBOR, OPTIONS.ResizeNearestNeighborOptions,
+                                              s.ResizeNearestNeighborOptionsT)]):
+        for j, (align, half) in enumerate([(True, False), (False, True), (False, False)]):
+            o = m.tensor(f"resize{i}{j}", [1, 8, 13, 2])
+            m.op(code, [x, m.const(f"size{i}{j}", np.array([8, 13], np.int32))], [o], otype,
+                 options(ocls, alignCorners=align, halfPixelCenters=half))
+            outs.append(o)
+    tr = m.tensor("transposed", [1, 2, 5, 7])
+    m.op(OP.TRANSPOSE, [x, m.const("perm", np.array([0, 3, 1, 2], np.int32))], [tr])
+    outs.append(tr)
+    sl = m.tensor("slice", [1, 3, 7, 1])
+    m.op(OP.SLICE, [x, m.const("begin", np.array([0, 1, 0, 1], np.int32)), m.const("size", np.array([1, 3, -1, 1], np.int32))], [sl])
+    sq = m.tensor("squeezed", [3, 7])
+    m.op(OP.SQUEEZE, [sl], [sq], OPTIONS.SqueezeOptions, options(s.SqueezeOptionsT, squeezeDims=[0, 3]))
+    outs.append(sq)
+    ss = m.tensor("strided", [1, 2, 2])
+    m.op(OP.STRIDED_SLICE, [x, m.const("ss_begin", np.array([0, 4, 1, 1], np.int32)), m.const("ss_end", np.array([1, 0, 7, 2], np.int32)),
+                            m.const("ss_strides", np.array([1, -2, 3, 1], np.int32))], [ss], OPTIONS.StridedSliceOptions,
+         options(s.StridedSliceOptionsT, beginMask=0, endMask=0b0100, shrinkAxisMask=0b1000))
+    outs.append(ss)
+    tc = m.tensor("transpose_conv", [1, 10, 14, 3])
+    m.op(OP.TRANSPOSE_CONV, [m.const("tc_shape", np.array([1, 10, 14, 3], np.int32)), m.const("tc_w", w(3, 3, 3, 2)), x,
+                             m.const("tc_b", w(3))], [tc], OPTIONS.TransposeConvOptions,
+         options(s.TransposeConvOptionsT, padding=s.Padding.SAME, strideW=2, strideH=2))
+    outs.append(tc)
+    m.graph.inputs, m.graph.outputs = [x], outs
+    return m
+
+
+def int8_file():
+    m = Builder()
+    x = m.tensor("input", [1, 4])
+    q = m.tensor("quantized", [1, 4], dtype=s.TensorType.INT8)
+    qp = s.QuantizationParametersT()
+    qp.scale, qp.zeroPoint = [0.05], [3]
+    m.graph.tensors[q].quantization = qp
+    y = m.tensor("output", [1, 4])
+    m.op(OP.QUANTIZE, [x], [q])
+    m.op(OP.DEQUANTIZE, [q], [y])
+    m.graph.inputs, m.graph.outputs = [x], [y]
+    return m
+
+
+def buffer_index_file():
+    m = conv_file()
+    m.graph.tensors[1].buffer = 99
+    return m
+
+
+def unsupported_file():
+    """Two unsupported builtins and a custom op, for the one error listing them all."""
+    m = Builder()
+    x = m.tensor("input", [1, 4, 4, 4])
+    a = m.tensor("d2s", [1, 8, 8, 1])
+    m.op(OP.DEPTH_TO_SPACE, [x], [a], OPTIONS.DepthToSpaceOptions, options(s.DepthToSpaceOptionsT, blockSize=2))
+    b = m.tensor("floor", [1, 8, 8, 1])
+    m.op(OP.FLOOR, [a], [b])
+    c = m.tensor("floor2", [1, 8, 8, 1])
+    m.op(OP.FLOOR, [b], [c])
+    d = m.tensor("custom", [1, 8, 8, 1])
+    m.op(OP.CUSTOM, [c], [d], custom=b"MyOp")
+    m.graph.inputs, m.graph.outputs = [x], [d]
+    return m
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--out", default=".build/tflite/tiny")
+    args = ap.parse_args()
+    os.makedirs(args.out, exist_ok=True)
+    runs = []
+    for name, make in [("ops_conv", conv_file), ("ops_elementwise", elementwise_file), ("ops_shapes", shapes_file)]:
+        m = make()
+        path = os.path.join(args.out, name + ".tflite")
+        with open(path, "wb") as f:
+            f.write(m.bytes())
+        it = Interpreter(model_path=path)
+        it.allocate_tensors()
+        (inp,) = it.get_input_details()
+        x = np.random.default_rng(7).standard_normal(inp["shape"]).astype(np.float32) * 2
+        it.set_tensor(inp["index"], x)
+        it.invoke()
+        np.save(os.path.join(args.out, name + ".input.npy"), x)
+        outputs = []
+        for k, o in enumerate(it.get_output_details()):
+            y = it.get_tensor(o["index"]).astype(np.float32)
+            np.save(os.path.join(args.out, f"{name}.output{k}.npy"), y)
+            outputs.append({"name": o["name"], "shape": list(map(int, y.shape)), "file": f"{name}.output{k}.npy"})
+        runs.append({"model": name, "photo": "random", "input": {"name": inp["name"], "shape": list(map(int, x.shape)),
+                                                                 "file": name + ".input.npy"}, "outputs": outputs})
+    for name, make in [("int8", int8_file), ("buffer_index", buffer_index_file), ("unsupported", unsupported_file)]:
+        with open(os.path.join(args.out, name + ".tflite"), "wb") as f:
+            f.write(make().bytes())
+    with open(os.path.join(args.out, "manifest.json"), "w") as f:
+        json.dump({"runs": runs}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
