@@ -1,0 +1,36 @@
+import MLToolCore
+
+/// Writes an image model as a TensorFlow Lite flatbuffer (schema version 3, file identifier "TFL3") for LiteRT's
+/// interpreter: one subgraph, input the model's graph input as float32 NHWC (N, H, W, C) holding the *preprocessed*
+/// image (as the ONNX export's, in TFLite's own layout), batch free; output the model's first graph output
+/// (probabilities for trained classifiers). Every weight is float32 (int8, palettized and f16 weights dequantized,
+/// listed in `notes`).
+///
+/// The preprocessing, labels and provenance are in the model's metadata: one entry "mltool" whose buffer holds the
+/// same key/value pairs as the ONNX export's metadata_props, as a JSON object. The model description is the
+/// model's description.
+public enum TFLiteExporter {
+    /// Exports `model`; `name` identifies it in errors (usually its path). `shapes`: the IR shape of every tensor the
+    /// graph computes for one image at the model's input size (`ModelExport.tensorShapes` infers them).
+    public static func export(_ model: Model, name: String, shapes: [String: [Int]]) throws -> ExportResult {
+        let md = model.metadata
+        let graph = try ExportResult.graph(
+            of: model, name: name, format: "TensorFlow Lite",
+            textReason: "its features come from a tokenizer, n-gram vocabulary and TF-IDF weighting that TFLite's builtin "
+                + "operators cannot express on raw strings; export an image model, or run text models with `mltool predict`")
+        guard md.detection == nil else {
+            throw ExportError.unsupported(model: name, format: "TensorFlow Lite", place: "detection",
+                                          reason: "a detector's decoder and NMS are not written as TFLite operators yet; export to ONNX or Core ML")
+        }
+        var lowering = TFLiteLowering(model: model, name: name, graph: graph, shapes: shapes)
+        try lowering.lower()
+        var program = lowering.program
+        program.description = md.description ?? "exported by mltool \(MLToolInfo.version)"
+        let notes = Array(Set(lowering.notes)).sorted()
+        var pairs = [String: String]()
+        for (k, v) in ExportMetadata.pairs(md, notes: notes, inputLayout: "NHWC") { pairs[k] = v }
+        let buffer = program.buffer(Array(ExportMetadata.json(pairs).utf8))
+        program.metadata.append((name: "mltool", buffer: buffer))
+        return ExportResult(bytes: try TFLiteWriter.pack(program, modelName: name), notes: notes)
+    }
+}
