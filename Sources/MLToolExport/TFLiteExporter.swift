@@ -6,9 +6,9 @@ import MLToolCore
 /// (probabilities for trained classifiers). Every weight is float32 (int8, palettized and f16 weights dequantized,
 /// listed in `notes`).
 ///
-/// The preprocessing, labels and provenance are in the model's metadata: one entry "mltool" whose buffer holds the
-/// same key/value pairs as the ONNX export's metadata_props, as a JSON object. The model description is the
-/// model's description.
+/// The preprocessing, labels and provenance are in the model's metadata: the entry "mltool" holds the same key/value
+/// pairs as the ONNX export's metadata_props, as a JSON object; the entry "TFLITE_METADATA" the TFLite Support
+/// metadata (`TFLiteMetadata`: normalization, image size, labels.txt, which is appended to the file as a zip).
 public enum TFLiteExporter {
     /// Exports `model`; `name` identifies it in errors (usually its path). `shapes`: the IR shape of every tensor the
     /// graph computes for one image at the model's input size (`ModelExport.tensorShapes` infers them).
@@ -26,11 +26,17 @@ public enum TFLiteExporter {
         try lowering.lower()
         var program = lowering.program
         program.description = md.description ?? "exported by mltool \(MLToolInfo.version)"
-        let notes = Array(Set(lowering.notes)).sorted()
+        var notes = Array(Set(lowering.notes)).sorted()
         var pairs = [String: String]()
         for (k, v) in ExportMetadata.pairs(md, notes: notes, inputLayout: "NHWC") { pairs[k] = v }
-        let buffer = program.buffer(Array(ExportMetadata.json(pairs).utf8))
-        program.metadata.append((name: "mltool", buffer: buffer))
-        return ExportResult(bytes: try TFLiteWriter.pack(program, modelName: name), notes: notes)
+        program.metadata.append((name: "mltool", buffer: program.buffer(Array(ExportMetadata.json(pairs).utf8))))
+        let support = try TFLiteMetadata.buffer(md, input: graph.inputs.first?.name ?? "", output: graph.outputs.first ?? "", notes: &notes)
+        program.metadata.append((name: "TFLITE_METADATA", buffer: program.buffer(support)))
+        var bytes = try TFLiteWriter.pack(program, modelName: name)
+        if !md.labels.isEmpty {
+            let labels = Array(md.labels.joined(separator: "\n").utf8) + [0x0a]
+            bytes += TFLiteMetadata.zip([(TFLiteMetadata.labelFile, labels)], prefixLength: bytes.count)
+        }
+        return ExportResult(bytes: bytes, notes: notes)
     }
 }

@@ -76,6 +76,8 @@ import Testing
         #expect(mltool["labels"] == #"["circle","square","stripes"]"#)
         #expect(mltool["preprocessing"]?.contains("layout NHWC float32") == true)
         #expect(summary["description"] as? String == "a tiny classifier built in code")
+        #expect(summary["metadata_names"] as? [String] == ["TFLITE_METADATA", "mltool"])
+        #expect(summary["zip"] as? [String: String] == ["labels.txt": "circle\nsquare\nstripes\n"])
         if variant == "int8" || variant == "palette4" {
             #expect(notes.count == 3 && notes.allSatisfy { $0.contains("dequantized to float32") }, "\(notes)")
             #expect(mltool["weights"]?.contains("dequantized to float32") == true)
@@ -165,6 +167,64 @@ import Testing
             // Measured worst: 3.8e-6 (float), 4.1e-6 (int8 weights, dequantized) on probabilities.
             assertClose(try readNPYFloats(out), want, atol: 1e-5, "\(tag): LiteRT vs predict --json")
         }
+    }
+
+    /// The TFLite Support metadata (M001) read back: the model's facts, the input's image properties and
+    /// normalization on 0…255 pixels, the output's labels.txt, which the appended zip holds.
+    @Test func supportMetadataDescribesInputAndLabels() throws {
+        typealias Reader = FlatBufferBuilderTests.Reader
+        let bytes = try Self.export(tinyClassifier(), name: "tiny").bytes
+        let r = Reader(b: bytes)
+        let model = r.root
+        let entries = try #require(r.field(model, 6).map(r.vector))
+        var found: Int?
+        for i in 0..<entries.count {
+            let e = r.deref(entries.start + 4 * i)
+            if r.field(e, 0).map(r.string) == "TFLITE_METADATA" { found = r.field(e, 1).map(r.u32) }
+        }
+        let index = try #require(found)
+        let buffers = try #require(r.field(model, 4).map(r.vector))
+        let data = try #require(r.field(r.deref(buffers.start + 4 * index), 0).map(r.vector))
+        let m = Reader(b: Array(bytes[data.start..<(data.start + data.count)]))
+        #expect(Array(m.b[4..<8]) == Array("M001".utf8))
+        let root = m.root
+        #expect([0, 1, 2, 4, 5, 7].map { m.field(root, $0).map(m.string) }
+                == ["tiny", "a tiny classifier built in code", "1.2", "mltool tests", "MIT", "1.0.0"])
+        let subgraph = m.deref(try #require(m.field(root, 3).map(m.vector)).start)
+        let input = m.deref(try #require(m.field(subgraph, 2).map(m.vector)).start)
+        #expect(m.field(input, 0).map(m.string) == "input")
+        let content = try #require(m.field(input, 3).map(m.deref))
+        #expect(m.field(content, 0).map { m.b[$0] } == 2, "ImageProperties")
+        let image = try #require(m.field(content, 1).map(m.deref))
+        #expect(m.field(image, 0).map { m.b[$0] } == 1, "RGB")
+        let size = try #require(m.field(image, 1).map(m.deref))
+        #expect(m.field(size, 0).map(m.u32) == 12 && m.field(size, 1).map(m.u32) == 12)
+        let unit = m.deref(try #require(m.field(input, 4).map(m.vector)).start)
+        #expect(m.field(unit, 0).map { m.b[$0] } == 1, "NormalizationOptions")
+        let normalization = try #require(m.field(unit, 1).map(m.deref))
+        // (pixel / 127.5 − 1) = (pixel − 127.5) / 127.5.
+        for slot in [0, 1] {
+            let v = try #require(m.field(normalization, slot).map(m.vector))
+            // 1 / Float(1 / 127.5) is 127.49999 in float32.
+            assertClose((0..<v.count).map { Float(bitPattern: UInt32(m.u32(v.start + 4 * $0))) }, [127.5, 127.5, 127.5], atol: 1e-4,
+                        "NormalizationOptions slot \(slot)")
+        }
+        let output = m.deref(try #require(m.field(subgraph, 3).map(m.vector)).start)
+        #expect(m.field(output, 0).map(m.string) == "probabilities")
+        let file = m.deref(try #require(m.field(output, 6).map(m.vector)).start)
+        #expect(m.field(file, 0).map(m.string) == "labels.txt" && m.field(file, 2).map { m.b[$0] } == 2, "TENSOR_AXIS_LABELS")
+
+        // The zip after the flatbuffer: its end record, then labels.txt stored at the offset the directory gives.
+        let end = bytes.count - 22
+        #expect(r.u32(end) == 0x0605_4b50 && r.u16(end + 10) == 1)
+        let directory = r.u32(end + 16)
+        #expect(r.u32(directory) == 0x0201_4b50)
+        let local = r.u32(directory + 42)
+        #expect(r.u32(local) == 0x0403_4b50)
+        let labels = Array(bytes[(local + 30 + 10)..<(local + 30 + 10 + r.u32(local + 18))])
+        #expect(String(decoding: labels, as: UTF8.self) == "circle\nsquare\nstripes\n")
+        #expect(r.u32(local + 14) == Int(TFLiteMetadata.crc32(labels)))
+        #expect(TFLiteMetadata.crc32(Array("123456789".utf8)) == 0xcbf4_3926, "the CRC-32 check value")
     }
 
     /// An op without a TFLite mapping is refused with the node's name and why.

@@ -5,11 +5,13 @@ Usage: run_tflite.py MODEL.tflite INPUT.npy OUTPUT.npy
 INPUT is the preprocessed batch in NHWC float32 (the input is resized to its batch); OUTPUT gets the model's first
 output. Prints a JSON summary on stdout: the file identifier, schema version, input/output names, shapes and shape
 signatures, the builtin operators in order, tensor types, the metadata entry names and the "mltool" metadata entry
-(JSON), all read back from the flatbuffer with LiteRT's generated schema (ModelT.InitFromPackedBuf).
+(JSON), read back from the flatbuffer with LiteRT's generated schema (ModelT.InitFromPackedBuf), and the files of
+the zip appended to the model (Python's zipfile, CRCs checked).
 Exit 3 when ai_edge_litert (pip install ai-edge-litert) is missing, so the caller can skip loudly.
 """
 import json
 import sys
+import zipfile
 
 try:
     import numpy as np
@@ -42,6 +44,9 @@ metadata = {}
 for e in m.metadata or []:
     raw = m.buffers[e.buffer].data
     metadata[e.name.decode()] = bytes(raw).decode("utf-8", "replace") if raw is not None else ""
+with zipfile.ZipFile(model_path) as z:  # the associated files appended after the flatbuffer
+    assert z.testzip() is None
+    files = {n: z.read(n).decode("utf-8", "replace") for n in z.namelist()}
 def dims(t):
     return [int(d) for d in (t.shape if t.shape is not None else [])]
 print(json.dumps({
@@ -51,5 +56,5 @@ print(json.dumps({
     "output": g.tensors[g.outputs[0]].name.decode(), "output_shape": list(y.shape),
     "ops": ops, "tensor_types": sorted({types[t.type] for t in g.tensors}),
     "metadata_names": sorted(metadata), "mltool": json.loads(metadata.get("mltool", "{}")),
-    "description": (m.description or b"").decode(),
+    "description": (m.description or b"").decode(), "zip": files,
 }))
