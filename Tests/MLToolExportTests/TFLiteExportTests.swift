@@ -49,11 +49,12 @@ import Testing
     /// The tiny classifier of the ONNX tests (conv stride 2 with TF-SAME pads and relu6, depthwise conv with
     /// hard-swish, a per-channel add, max pool, batch norm, global average pool, reshape, dense, softmax), float and
     /// with int8 or palettized weights; "pads" gives the first conv pads TFLite's SAME does not make (a PAD before it).
-    @Test(arguments: ["float", "int8", "palette4", "pads", "mapHead"])
+    @Test(arguments: ["float", "int8", "palette4", "fp16", "pads", "mapHead"])
     func liteRTMatchesTheEngine(variant: String) throws {
         var model = tinyClassifier(mapHead: variant == "mapHead")
         if variant == "int8" { model = try ExportOracleTests.quantized(model, QuantizeOptions(mode: .linear, bits: 8, asymmetric: true)) }
         if variant == "palette4" { model = try ExportOracleTests.quantized(model, QuantizeOptions(mode: .palette, bits: 4)) }
+        if variant == "fp16" { model = try ExportOracleTests.quantized(model, QuantizeOptions(mode: .fp16, bits: 16)) }
         if variant == "pads", var graph = model.metadata.graph {
             graph.nodes[0].attributes.pads = [1, 1, 1, 1]
             model.metadata.graph = graph
@@ -66,12 +67,18 @@ import Testing
         #expect(summary["input_shape"] as? [Int] == [1, 12, 12, 3])
         #expect(summary["input_signature"] as? [Int] == [-1, 12, 12, 3])
         #expect(summary["output"] as? String == "probabilities" && summary["output_shape"] as? [Int] == [6, 3])
-        // Weights are float32 whatever the source; int32 holds the MEAN axes and the reshape target.
-        #expect(summary["tensor_types"] as? [String] == (variant == "mapHead" ? ["FLOAT32"] : ["FLOAT32", "INT32"]))
+        // Weights are float32 but f16 ones (float16 behind a DEQUANTIZE); int32 holds the MEAN axes and the reshape target.
+        let types = variant == "mapHead" ? ["FLOAT32"] : variant == "fp16" ? ["FLOAT16", "FLOAT32", "INT32"] : ["FLOAT32", "INT32"]
+        #expect(summary["tensor_types"] as? [String] == types)
         let ops = summary["ops"] as? [String] ?? []
         let head = variant == "mapHead" ? ["FULLY_CONNECTED", "SOFTMAX"] : ["MEAN", "RESHAPE", "FULLY_CONNECTED", "SOFTMAX"]
         let stem = variant == "pads" ? ["PAD", "CONV_2D"] : ["CONV_2D"]
-        #expect(ops == stem + ["DEPTHWISE_CONV_2D", "HARD_SWISH", "ADD", "MAX_POOL_2D", "MUL", "ADD"] + head, "\(ops)")
+        if variant == "fp16" {
+            #expect(ops == ["DEQUANTIZE", "CONV_2D", "DEQUANTIZE", "DEPTHWISE_CONV_2D", "HARD_SWISH", "ADD", "MAX_POOL_2D", "MUL", "ADD",
+                            "MEAN", "RESHAPE", "DEQUANTIZE", "FULLY_CONNECTED", "SOFTMAX"], "\(ops)")
+        } else {
+            #expect(ops == stem + ["DEPTHWISE_CONV_2D", "HARD_SWISH", "ADD", "MAX_POOL_2D", "MUL", "ADD"] + head, "\(ops)")
+        }
         let mltool = summary["mltool"] as? [String: String] ?? [:]
         #expect(mltool["labels"] == #"["circle","square","stripes"]"#)
         #expect(mltool["preprocessing"]?.contains("layout NHWC float32") == true)
@@ -81,6 +88,8 @@ import Testing
         if variant == "int8" || variant == "palette4" {
             #expect(notes.count == 3 && notes.allSatisfy { $0.contains("dequantized to float32") }, "\(notes)")
             #expect(mltool["weights"]?.contains("dequantized to float32") == true)
+        } else if variant == "fp16" {
+            #expect(notes.count == 3 && notes.allSatisfy { $0.contains("kept as float16 behind a DEQUANTIZE") }, "\(notes)")
         } else {
             #expect(notes.isEmpty)
         }
@@ -119,7 +128,7 @@ import Testing
 
     /// The Fashion-MNIST classifier of `make demo` (EfficientNet-Lite0 features, standardised, dense head), through
     /// the CLI: `mltool export --to tflite`, LiteRT on 50 test images vs `mltool predict --json`; its int8 version
-    /// exports dequantized.
+    /// exports dequantized, its fp16 version as float16 weights behind DEQUANTIZE.
     @Test func fashionMNISTModelMatchesPredict() throws {
         let demo = ProcessInfo.processInfo.environment["MLTOOL_FASHION_MODEL"] ?? Paths.root.appendingPathComponent(".build/demo/model.bin").path
         let test = Paths.root.appendingPathComponent("datasets/fashion-mnist-small/test")
@@ -135,9 +144,10 @@ import Testing
         #expect(images.count == 50)
         let dir = try Paths.temporaryDirectory("tflite-fashion")
         defer { try? FileManager.default.removeItem(at: dir) }
-        for model in [demo, (demo as NSString).deletingPathExtension + ".int8.bin"] {
+        let base = (demo as NSString).deletingPathExtension
+        for model in [demo, base + ".int8.bin", base + ".fp16.bin"] {
             guard FileManager.default.fileExists(atPath: model) else {
-                skip("no \(model) (make demo-model writes it with `mltool quantize --bits 8`)")
+                skip("no \(model) (make demo-model writes it with `mltool quantize`)")
                 continue
             }
             let tag = (model as NSString).lastPathComponent
@@ -164,7 +174,7 @@ import Testing
                 let row = try #require(expected[f], "no prediction for \(f)")
                 want += source.metadata.labels.map { row[$0] ?? .nan }
             }
-            // Measured worst: 3.8e-6 (float), 4.1e-6 (int8 weights, dequantized) on probabilities.
+            // Measured worst: 3.8e-6 (float), 4.1e-6 (int8 weights, dequantized), 3.6e-6 (fp16) on probabilities.
             assertClose(try readNPYFloats(out), want, atol: 1e-5, "\(tag): LiteRT vs predict --json")
         }
     }
