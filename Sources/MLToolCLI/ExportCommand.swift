@@ -3,7 +3,7 @@ import MLTool
 
 extension CLI {
     static let export = CommandSpec(
-        name: "export", abstract: "Export a model for ONNX Runtime or Core ML.",
+        name: "export", abstract: "Export a model for ONNX Runtime, Core ML or TensorFlow Lite.",
         arguments: "MODEL",
         discussion: """
         --to onnx writes one ONNX graph (opset 13): input 'image', NCHW float32 holding the preprocessed image; the
@@ -13,22 +13,26 @@ extension CLI {
         image input with the preprocessing as an image scaler, outputs 'classLabel' and a probability dictionary.
         Object detectors: ONNX gets the decoder and NMS in the graph (outputs detected_boxes, detected_scores,
         detected_labels); Core ML a pipeline ending in NonMaximumSuppression, for Vision (docs/COREML.md).
-        Text classifiers are refused (their tokenizer is not expressible in either format).
+        --to tflite writes a TensorFlow Lite flatbuffer (schema 3) for LiteRT: input float32 NHWC holding the
+        preprocessed image, batch free; f16 weights stay float16, int8 and palettized ones become float32; labels,
+        preprocessing and provenance in its metadata, labels.txt zipped at its end (docs/TFLITE-EXPORT.md).
+        Detectors: ONNX or Core ML only.
+        Text classifiers are refused (their tokenizer is not expressible in these formats).
         """,
         options: [
-            OptionSpec("--to", value: "onnx|coreml", help: "Target format (required)."),
-            OptionSpec("--out", short: "-o", value: "OUT", help: "Output file (default: MODEL's name with .onnx / .mlmodel)."), noProvenance,
+            OptionSpec("--to", value: "onnx|coreml|tflite", help: "Target format (required)."),
+            OptionSpec("--out", short: "-o", value: "OUT", help: "Output file (default: MODEL's name with .onnx / .mlmodel / .tflite)."),
+            noProvenance,
         ]
     ) { args in
         guard args.positionals.count == 1 else {
             throw CLIError.usage(command: "export", message: "expected one MODEL")
         }
         let path = args.positionals[0]
-        guard let format = args.string("--to"), ["onnx", "coreml"].contains(format) else {
-            throw CLIError.usage(command: "export", message: "--to onnx or --to coreml is required")
+        guard let format = args.string("--to"), let target = ModelExport.Format(rawValue: format) else {
+            throw CLIError.usage(command: "export", message: "--to onnx, --to coreml or --to tflite is required")
         }
         let model = try ModelLoader.load(path)
-        let target = format == "onnx" ? ModelExport.Format.onnx : .coreml
         let out = args.string("--out") ?? (URL(fileURLWithPath: path).deletingPathExtension().path + target.fileExtension)
         let (bytes, notes) = try { let r = try ModelExport.export(model, name: path, format: target); return (r.bytes, r.notes) }()
         try AtomicFile.write(bytes, to: out, inputs: [path])

@@ -45,9 +45,17 @@ public enum ModelExport {
         /// A Core ML NeuralNetworkClassifier (specification version 5); for a detector a pipeline of the network and
         /// decoder, then a NonMaximumSuppression model.
         case coreml
+        /// A TensorFlow Lite flatbuffer (schema version 3) for LiteRT's interpreter: float32 NHWC in and out.
+        case tflite
 
         /// The file extension of the format.
-        public var fileExtension: String { self == .onnx ? ".onnx" : ".mlmodel" }
+        public var fileExtension: String {
+            switch self {
+            case .onnx: return ".onnx"
+            case .coreml: return ".mlmodel"
+            case .tflite: return ".tflite"
+            }
+        }
     }
 
     /// The bytes of `model` in `format`, with notes on what could not be carried over exactly. `name` names the
@@ -56,7 +64,27 @@ public enum ModelExport {
         switch format {
         case .onnx: return try ONNXExporter.export(model, name: name, headShapes: try headShapes(model))
         case .coreml: return try CoreMLExporter.export(model, name: name, headShapes: try headShapes(model), boxes: try boxesTrace(model, name: name))
+        case .tflite: return try TFLiteExporter.export(model, name: name, shapes: try tensorShapes(model))
         }
+    }
+
+    /// The shape of every tensor the graph computes for one image at the model's input size (the image size of its
+    /// preprocessing where the input's height and width are free), by the engine's shape inference: nothing runs.
+    public static func tensorShapes(_ model: Model) throws -> [String: [Int]] {
+        guard var graph = model.metadata.graph else { throw EngineError.noGraph }
+        if let image = model.metadata.image {
+            for i in graph.inputs.indices where graph.inputs[i].shape.count == 4 {
+                graph.inputs[i].shape[1] = image.height
+                graph.inputs[i].shape[2] = image.width
+            }
+        }
+        var seen = Set(graph.inputs.map(\.name))
+        graph.outputs = graph.nodes.flatMap(\.outputs).filter { seen.insert($0).inserted }
+        var md = model.metadata
+        md.graph = graph
+        var shapes = try Engine.outputShapes(model: Model(metadata: md, tensors: model.tensors), batch: 1)
+        for input in graph.inputs { shapes[input.name] = input.shape.enumerated().map { $0.element == -1 ? 1 : $0.element } }
+        return shapes
     }
 
     /// Where a "boxes" decoder's values come from (`BoxesTrace`): the feature maps before the shape-only nodes that

@@ -1,0 +1,258 @@
+import Foundation
+import MLToolCore
+import MLToolData
+import MLToolEngine
+import MLToolFormat
+import MLToolQuant
+import MLToolTestSupport
+import Testing
+@testable import MLToolExport
+
+/// The TensorFlow Lite export, run by LiteRT's interpreter (Tests/Fixtures/tflite/run_tflite.py) against the engine
+/// on the same preprocessed tensors; skips loudly (Oracles.missing) when ai_edge_litert is absent.
+@Suite struct TFLiteExportTests {
+    /// Every tensor's shape at the model's input size (what `ModelExport.tensorShapes` gives the exporter).
+    static func shapes(_ model: Model) throws -> [String: [Int]] {
+        var md = model.metadata
+        var graph = try #require(md.graph)
+        if let image = md.image {
+            for i in graph.inputs.indices where graph.inputs[i].shape.count == 4 {
+                graph.inputs[i].shape[1] = image.height
+                graph.inputs[i].shape[2] = image.width
+            }
+        }
+        var seen = Set(graph.inputs.map(\.name))
+        graph.outputs = graph.nodes.flatMap(\.outputs).filter { seen.insert($0).inserted }
+        md.graph = graph
+        var shapes = try Engine.outputShapes(model: Model(metadata: md, tensors: model.tensors), batch: 1)
+        for input in graph.inputs { shapes[input.name] = input.shape.map { $0 == -1 ? 1 : $0 } }
+        return shapes
+    }
+
+    static func export(_ model: Model, name: String) throws -> ExportResult {
+        try TFLiteExporter.export(model, name: name, shapes: try shapes(model))
+    }
+
+    /// Writes `model` as .tflite, runs LiteRT on `x` (NHWC); its output and the summary, nil when skipped.
+    static func liteRT(_ model: Model, _ x: Tensor, tag: String) throws -> (output: [Float], summary: [String: Any], notes: [String])? {
+        let dir = try Paths.temporaryDirectory("tflite-\(tag)")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let exported = try export(model, name: tag)
+        let file = dir.appendingPathComponent("\(tag).tflite"), input = dir.appendingPathComponent("x.npy")
+        let output = dir.appendingPathComponent("y.npy")
+        try Data(exported.bytes).write(to: file)
+        try writeNPY(x, to: input)
+        guard let text = try python("../tflite/run_tflite.py", [file.path, input.path, output.path]) else { return nil }
+        return (try readNPYFloats(output), try json(text), exported.notes)
+    }
+
+    /// The tiny classifier of the ONNX tests (conv stride 2 with TF-SAME pads and relu6, depthwise conv with
+    /// hard-swish, a per-channel add, max pool, batch norm, global average pool, reshape, dense, softmax), float and
+    /// with int8 or palettized weights; "pads" gives the first conv pads TFLite's SAME does not make (a PAD before it).
+    @Test(arguments: ["float", "int8", "palette4", "fp16", "pads", "mapHead"])
+    func liteRTMatchesTheEngine(variant: String) throws {
+        var model = tinyClassifier(mapHead: variant == "mapHead")
+        if variant == "int8" { model = try ExportOracleTests.quantized(model, QuantizeOptions(mode: .linear, bits: 8, asymmetric: true)) }
+        if variant == "palette4" { model = try ExportOracleTests.quantized(model, QuantizeOptions(mode: .palette, bits: 4)) }
+        if variant == "fp16" { model = try ExportOracleTests.quantized(model, QuantizeOptions(mode: .fp16, bits: 16)) }
+        if variant == "pads", var graph = model.metadata.graph {
+            graph.nodes[0].attributes.pads = [1, 1, 1, 1]
+            model.metadata.graph = graph
+        }
+        let x = randomInputs(6, seed: 5)
+        guard let (y, summary, notes) = try Self.liteRT(model, x, tag: variant) else { return }
+        #expect(summary["identifier"] as? String == "TFL3")
+        #expect(summary["version"] as? Int == 3)
+        #expect(summary["input"] as? String == "input")
+        #expect(summary["input_shape"] as? [Int] == [1, 12, 12, 3])
+        #expect(summary["input_signature"] as? [Int] == [-1, 12, 12, 3])
+        #expect(summary["output"] as? String == "probabilities" && summary["output_shape"] as? [Int] == [6, 3])
+        // Weights are float32 but f16 ones (float16 behind a DEQUANTIZE); int32 holds the MEAN axes and the reshape target.
+        let types = variant == "mapHead" ? ["FLOAT32"] : variant == "fp16" ? ["FLOAT16", "FLOAT32", "INT32"] : ["FLOAT32", "INT32"]
+        #expect(summary["tensor_types"] as? [String] == types)
+        let ops = summary["ops"] as? [String] ?? []
+        let head = variant == "mapHead" ? ["FULLY_CONNECTED", "SOFTMAX"] : ["MEAN", "RESHAPE", "FULLY_CONNECTED", "SOFTMAX"]
+        let stem = variant == "pads" ? ["PAD", "CONV_2D"] : ["CONV_2D"]
+        if variant == "fp16" {
+            #expect(ops == ["DEQUANTIZE", "CONV_2D", "DEQUANTIZE", "DEPTHWISE_CONV_2D", "HARD_SWISH", "ADD", "MAX_POOL_2D", "MUL", "ADD",
+                            "MEAN", "RESHAPE", "DEQUANTIZE", "FULLY_CONNECTED", "SOFTMAX"], "\(ops)")
+        } else {
+            #expect(ops == stem + ["DEPTHWISE_CONV_2D", "HARD_SWISH", "ADD", "MAX_POOL_2D", "MUL", "ADD"] + head, "\(ops)")
+        }
+        let mltool = summary["mltool"] as? [String: String] ?? [:]
+        #expect(mltool["labels"] == #"["circle","square","stripes"]"#)
+        #expect(mltool["preprocessing"]?.contains("layout NHWC float32") == true)
+        #expect(summary["description"] as? String == "a tiny classifier built in code")
+        #expect(summary["metadata_names"] as? [String] == ["TFLITE_METADATA", "mltool"])
+        #expect(summary["zip"] as? [String: String] == ["labels.txt": "circle\nsquare\nstripes\n"])
+        if variant == "int8" || variant == "palette4" {
+            #expect(notes.count == 3 && notes.allSatisfy { $0.contains("dequantized to float32") }, "\(notes)")
+            #expect(mltool["weights"]?.contains("dequantized to float32") == true)
+        } else if variant == "fp16" {
+            #expect(notes.count == 3 && notes.allSatisfy { $0.contains("kept as float16 behind a DEQUANTIZE") }, "\(notes)")
+        } else {
+            #expect(notes.isEmpty)
+        }
+        // Measured worst: 1.2e-7 (mapHead), 6e-8 for the others, on probabilities of range 0.3–0.9.
+        assertClose(y, try run(model, x), atol: 3e-7, "\(variant): LiteRT vs the engine")
+    }
+
+    /// EfficientNet-Lite0, the default feature extractor, on the six photos its recipe keeps (preprocessed by the
+    /// recipe): logits within 2e-6 of their range.
+    @Test func efficientNetLite0MatchesTheEngine() throws {
+        let dir = Paths.root.appendingPathComponent("models")
+        let bin = dir.appendingPathComponent("efficientnet-lite0.bin").path
+        let reference = dir.appendingPathComponent("efficientnet-lite0-reference")
+        guard FileManager.default.fileExists(atPath: bin), FileManager.default.fileExists(atPath: reference.path) else {
+            return skip("no \(bin) or its reference photos (make models)")
+        }
+        let model = try ModelFile.read(path: bin)
+        var nhwc = [Float]()
+        let photos = ["chelsea", "coffee", "rocket", "astronaut", "china", "flower"]
+        for p in photos {
+            let d = [UInt8](try Data(contentsOf: reference.appendingPathComponent("\(p).input.f32")))
+            let chw = d.withUnsafeBytes { Array($0.bindMemory(to: Float.self)) }
+            #expect(chw.count == 3 * 224 * 224)
+            for i in 0..<(224 * 224) { for c in 0..<3 { nhwc.append(chw[c * 224 * 224 + i]) } }
+        }
+        let x = Tensor(shape: [photos.count, 224, 224, 3], data: nhwc)
+        guard let (y, summary, _) = try Self.liteRT(model, x, tag: "efficientnet") else { return }
+        let ops = summary["ops"] as? [String] ?? []
+        #expect(ops.filter { $0 == "CONV_2D" }.count == 33 && ops.filter { $0 == "DEPTHWISE_CONV_2D" }.count == 16, "\(ops)")
+        #expect(!ops.contains("PAD") && !ops.contains("RELU6"), "every pad is SAME or VALID, every ReLU6 fused")
+        let expected = try run(model, x)
+        let range = Double((expected.max() ?? 0) - (expected.min() ?? 0))
+        // Measured worst: 1.62e-5 on logits of range 15.6 (1.04e-6 of it).
+        assertClose(y, expected, atol: 2e-6 * range, "EfficientNet-Lite0: LiteRT vs the engine")
+    }
+
+    /// The Fashion-MNIST classifier of `make demo` (EfficientNet-Lite0 features, standardised, dense head), through
+    /// the CLI: `mltool export --to tflite`, LiteRT on 50 test images vs `mltool predict --json`; its int8 version
+    /// exports dequantized, its fp16 version as float16 weights behind DEQUANTIZE.
+    @Test func fashionMNISTModelMatchesPredict() throws {
+        let demo = ProcessInfo.processInfo.environment["MLTOOL_FASHION_MODEL"] ?? Paths.root.appendingPathComponent(".build/demo/model.bin").path
+        let test = Paths.root.appendingPathComponent("datasets/fashion-mnist-small/test")
+        guard FileManager.default.fileExists(atPath: demo), FileManager.default.fileExists(atPath: test.path) else {
+            return skip("no Fashion-MNIST model at \(demo) (make demo, or set MLTOOL_FASHION_MODEL) or no \(test.path)")
+        }
+        guard Oracles.mltoolBinary != nil else { return skip(Oracles.mltoolBinaryProblem) }
+        var images = [String]()
+        for l in try FileManager.default.contentsOfDirectory(atPath: test.path).filter({ !$0.hasPrefix(".") }).sorted() {
+            let files = try FileManager.default.contentsOfDirectory(atPath: test.appendingPathComponent(l).path).sorted().prefix(5)
+            images += files.map { test.appendingPathComponent(l).appendingPathComponent($0).path }
+        }
+        #expect(images.count == 50)
+        let dir = try Paths.temporaryDirectory("tflite-fashion")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let base = (demo as NSString).deletingPathExtension
+        for model in [demo, base + ".int8.bin", base + ".fp16.bin"] {
+            guard FileManager.default.fileExists(atPath: model) else {
+                skip("no \(model) (make demo-model writes it with `mltool quantize`)")
+                continue
+            }
+            let tag = (model as NSString).lastPathComponent
+            guard let predicted = try mltool(["predict", model] + images + ["--json", "--top", "100"]) else { return }
+            #expect(predicted.status == 0, "predict: \(predicted.stderr)")
+            let expected = try parsePredictions(predicted.stdout)
+            let source = try ModelFile.read(path: model)
+            let preprocessor = try ImagePreprocessor(try #require(source.metadata.image))
+            var inputs = [Float]()
+            for f in images { inputs += try preprocessor.process(try ImageDecoder.decode(path: f)) }
+            let p = preprocessor.config
+            let x = Tensor(shape: [images.count, p.height, p.width, preprocessor.channels], data: inputs)
+
+            let file = dir.appendingPathComponent(tag + ".tflite").path
+            guard let exported = try mltool(["export", model, "--to", "tflite", "-o", file]) else { return }
+            #expect(exported.status == 0 && exported.stdout.contains("(tflite)"), "export: \(exported.stderr)")
+            let npy = dir.appendingPathComponent("x.npy"), out = dir.appendingPathComponent("y.npy")
+            try writeNPY(x, to: npy)
+            guard let text = try python("../tflite/run_tflite.py", [file, npy.path, out.path]) else { return }
+            let summary = try json(text)
+            #expect(summary["output_shape"] as? [Int] == [50, source.metadata.labels.count])
+            var want = [Double]()
+            for f in images {
+                let row = try #require(expected[f], "no prediction for \(f)")
+                want += source.metadata.labels.map { row[$0] ?? .nan }
+            }
+            // Measured worst: 3.8e-6 (float), 4.1e-6 (int8 weights, dequantized), 3.6e-6 (fp16) on probabilities.
+            assertClose(try readNPYFloats(out), want, atol: 1e-5, "\(tag): LiteRT vs predict --json")
+        }
+    }
+
+    /// The TFLite Support metadata (M001) read back: the model's facts, the input's image properties and
+    /// normalization on 0…255 pixels, the output's labels.txt, which the appended zip holds.
+    @Test func supportMetadataDescribesInputAndLabels() throws {
+        typealias Reader = FlatBufferBuilderTests.Reader
+        let bytes = try Self.export(tinyClassifier(), name: "tiny").bytes
+        let r = Reader(b: bytes)
+        let model = r.root
+        let entries = try #require(r.field(model, 6).map(r.vector))
+        var found: Int?
+        for i in 0..<entries.count {
+            let e = r.deref(entries.start + 4 * i)
+            if r.field(e, 0).map(r.string) == "TFLITE_METADATA" { found = r.field(e, 1).map(r.u32) }
+        }
+        let index = try #require(found)
+        let buffers = try #require(r.field(model, 4).map(r.vector))
+        let data = try #require(r.field(r.deref(buffers.start + 4 * index), 0).map(r.vector))
+        let m = Reader(b: Array(bytes[data.start..<(data.start + data.count)]))
+        #expect(Array(m.b[4..<8]) == Array("M001".utf8))
+        let root = m.root
+        #expect([0, 1, 2, 4, 5, 7].map { m.field(root, $0).map(m.string) }
+                == ["tiny", "a tiny classifier built in code", "1.2", "mltool tests", "MIT", "1.0.0"])
+        let subgraph = m.deref(try #require(m.field(root, 3).map(m.vector)).start)
+        let input = m.deref(try #require(m.field(subgraph, 2).map(m.vector)).start)
+        #expect(m.field(input, 0).map(m.string) == "input")
+        let content = try #require(m.field(input, 3).map(m.deref))
+        #expect(m.field(content, 0).map { m.b[$0] } == 2, "ImageProperties")
+        let image = try #require(m.field(content, 1).map(m.deref))
+        #expect(m.field(image, 0).map { m.b[$0] } == 1, "RGB")
+        let size = try #require(m.field(image, 1).map(m.deref))
+        #expect(m.field(size, 0).map(m.u32) == 12 && m.field(size, 1).map(m.u32) == 12)
+        let unit = m.deref(try #require(m.field(input, 4).map(m.vector)).start)
+        #expect(m.field(unit, 0).map { m.b[$0] } == 1, "NormalizationOptions")
+        let normalization = try #require(m.field(unit, 1).map(m.deref))
+        // (pixel / 127.5 − 1) = (pixel − 127.5) / 127.5.
+        for slot in [0, 1] {
+            let v = try #require(m.field(normalization, slot).map(m.vector))
+            // 1 / Float(1 / 127.5) is 127.49999 in float32.
+            assertClose((0..<v.count).map { Float(bitPattern: UInt32(m.u32(v.start + 4 * $0))) }, [127.5, 127.5, 127.5], atol: 1e-4,
+                        "NormalizationOptions slot \(slot)")
+        }
+        let output = m.deref(try #require(m.field(subgraph, 3).map(m.vector)).start)
+        #expect(m.field(output, 0).map(m.string) == "probabilities")
+        let file = m.deref(try #require(m.field(output, 6).map(m.vector)).start)
+        #expect(m.field(file, 0).map(m.string) == "labels.txt" && m.field(file, 2).map { m.b[$0] } == 2, "TENSOR_AXIS_LABELS")
+
+        // The zip after the flatbuffer: its end record, then labels.txt stored at the offset the directory gives.
+        let end = bytes.count - 22
+        #expect(r.u32(end) == 0x0605_4b50 && r.u16(end + 10) == 1)
+        let directory = r.u32(end + 16)
+        #expect(r.u32(directory) == 0x0201_4b50)
+        let local = r.u32(directory + 42)
+        #expect(r.u32(local) == 0x0403_4b50)
+        let labels = Array(bytes[(local + 30 + 10)..<(local + 30 + 10 + r.u32(local + 18))])
+        #expect(String(decoding: labels, as: UTF8.self) == "circle\nsquare\nstripes\n")
+        #expect(r.u32(local + 14) == Int(TFLiteMetadata.crc32(labels)))
+        #expect(TFLiteMetadata.crc32(Array("123456789".utf8)) == 0xcbf4_3926, "the CRC-32 check value")
+    }
+
+    /// An op without a TFLite mapping is refused with the node's name and why.
+    @Test func unmappedOpIsRefusedNamingTheNode() throws {
+        var model = tinyClassifier()
+        var graph = try #require(model.metadata.graph)
+        graph.nodes[graph.nodes.count - 1].op = .logSoftmax
+        model.metadata.graph = graph
+        #expect(throws: ExportError.unsupported(model: "tiny", format: "TensorFlow Lite", place: "node 'softmax' (logSoftmax)",
+                                                reason: "needs a TensorFlow Lite lowering for logSoftmax (not yet supported)")) {
+            try Self.export(model, name: "tiny")
+        }
+        graph.nodes[graph.nodes.count - 1].op = .softmax
+        graph.nodes[graph.nodes.count - 1].attributes.axis = 0
+        model.metadata.graph = graph
+        #expect(throws: ExportError.unsupported(model: "tiny", format: "TensorFlow Lite", place: "node 'softmax' (softmax)",
+                                                reason: "needs softmax over the last axis (TFLite's only)")) {
+            try Self.export(model, name: "tiny")
+        }
+    }
+}
