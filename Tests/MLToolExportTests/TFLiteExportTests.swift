@@ -3,6 +3,7 @@ import MLToolCore
 import MLToolData
 import MLToolEngine
 import MLToolFormat
+import MLToolImport
 import MLToolQuant
 import MLToolTestSupport
 import Testing
@@ -124,6 +125,38 @@ import Testing
         let range = Double((expected.max() ?? 0) - (expected.min() ?? 0))
         // Measured worst: 1.62e-5 on logits of range 15.6 (1.04e-6 of it).
         assertClose(y, expected, atol: 2e-6 * range, "EfficientNet-Lite0: LiteRT vs the engine")
+    }
+
+    /// The export read back by mltool's own TFLite importer (`mltool import model.tflite`): EfficientNet-Lite0 on the
+    /// same six photos gives the engine's logits on the original model, no LiteRT involved.
+    @Test func efficientNetLite0ReimportsToTheSameOutputs() throws {
+        let dir = Paths.root.appendingPathComponent("models")
+        let bin = dir.appendingPathComponent("efficientnet-lite0.bin").path
+        let reference = dir.appendingPathComponent("efficientnet-lite0-reference")
+        guard FileManager.default.fileExists(atPath: bin), FileManager.default.fileExists(atPath: reference.path) else {
+            return skip("no \(bin) or its reference photos (make models)")
+        }
+        let model = try ModelFile.read(path: bin)
+        var nhwc = [Float]()
+        let photos = ["chelsea", "coffee", "rocket", "astronaut", "china", "flower"]
+        for p in photos {
+            let d = [UInt8](try Data(contentsOf: reference.appendingPathComponent("\(p).input.f32")))
+            let chw = d.withUnsafeBytes { Array($0.bindMemory(to: Float.self)) }
+            for i in 0..<(224 * 224) { for c in 0..<3 { nhwc.append(chw[c * 224 * 224 + i]) } }
+        }
+        let x = Tensor(shape: [photos.count, 224, 224, 3], data: nhwc)
+        let exported = try Self.export(model, name: "efficientnet")
+        let back = try TFLiteImporter.importModel(bytes: exported.bytes, file: "efficientnet.tflite")
+        let engine = try Engine(model: back, threads: 2)
+        let input = try #require(engine.inputNames.first)
+        let output = try #require(back.metadata.graph?.outputs.first)
+        let y = try #require(try engine.run([input: x])[output])
+        let expected = try run(model, x)
+        let range = Double((expected.max() ?? 0) - (expected.min() ?? 0))
+        print("TFLite round trip: max |re-imported − original| / range = "
+              + String(format: "%.2e", Closeness.ratio(y.data, expected, atol: range)))
+        // Measured: 9.2e-8 of the range (the same float ops, in another order where TFLite fuses differently).
+        assertClose(y.data, expected, atol: 2e-7 * range, "EfficientNet-Lite0 exported to TFLite and imported again")
     }
 
     /// The Fashion-MNIST classifier of `make demo` (EfficientNet-Lite0 features, standardised, dense head), through
