@@ -36,7 +36,8 @@ struct TFLiteFile {
         var buffer: Int
         var quantization: Quantization?
         var isVariable: Bool
-        var isSparse: Bool
+        var sparsity: TFLiteSparsity?
+        var isSparse: Bool { sparsity != nil }
     }
 
     struct Operator {
@@ -155,6 +156,6 @@ struct TFLiteFile {
                       buffer: Int(try fb.uint32(t, 2, "buffer")),
                       quantization: quantization,
                       isVariable: try fb.bool(t, 5, "is_variable"),
-                      isSparse: try fb.table(t, 6, "sparsity") != nil)
+                      sparsity: try fb.table(t, 6, "sparsity").map { try TFLiteSparsity($0, fb) })
     }
 }

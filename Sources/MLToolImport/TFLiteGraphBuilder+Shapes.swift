@@ -101,6 +101,23 @@ extension TFLiteGraphBuilder {
         emit(c.node, .transpose, [try input(x)], output: c.output, Attributes(perm: perm))
     }
 
+    /// DEPTH_TO_SPACE (DepthToSpaceOptions: block_size 0) on NHWC: output[n, h·b + i, w·b + j, c] = input[n, h, w,
+    /// (i·b + j)·C' + c], as reshape (n, h, w, b, b, C') → transpose (0, 1, 3, 2, 4, 5) → reshape (n, h·b, w·b, C').
+    mutating func depthToSpace(_ c: TFLiteCall) throws {
+        let x = try c.input(0, self)
+        let s = shape(x), b = try optionInt(c, 0, "block_size")
+        guard s.count == 4, s.dropFirst().allSatisfy({ $0 > 0 }), b >= 1, b <= 64, s[3] % (b * b) == 0 else {
+            throw ImportError.invalid(file: file, place: c.place("block_size"),
+                                      expected: "a block whose square divides the channels of a known (N, H, W, C) input",
+                                      actual: "\(b) for \(s)")
+        }
+        let (n, h, w, ch) = (s[0] < 0 ? -1 : s[0], s[1], s[2], s[3] / (b * b))
+        let split = fresh(c.output, "split"), moved = fresh(c.output, "moved")
+        emit("\(c.node).split", .reshape, [try input(x)], output: split, Attributes(shape: [n, h, w, b, b, ch]))
+        emit("\(c.node).move", .transpose, [split], output: moved, Attributes(perm: [0, 1, 3, 2, 4, 5]))
+        emit(c.node, .reshape, [moved], output: c.output, Attributes(shape: [n, h * b, w * b, ch]))
+    }
+
     /// SQUEEZE: squeeze_dims (SqueezeOptions 0), or every axis of size 1.
     mutating func squeeze(_ c: TFLiteCall) throws {
         let x = try c.input(0, self)

@@ -12,6 +12,8 @@ struct TFLiteGraphBuilder {
     /// The float32 values of every constant tensor: those with data in a buffer, and those folded at import
     /// (DEQUANTIZE of a constant).
     private var constants: [Int: [Float]] = [:]
+    /// The stored non-zero entries of each sparse constant (read by DENSIFY).
+    private var sparseValues: [Int: [Float]] = [:]
     /// Constants already stored as model tensors.
     private var stored: Set<Int> = []
     private var names: [String] = []
@@ -34,7 +36,8 @@ struct TFLiteGraphBuilder {
             }
             let range = tfl.buffers[t.buffer]
             guard !range.isEmpty else { continue }
-            constants[i] = try values(i, range)
+            // A sparse constant's buffer holds its non-zero entries only; DENSIFY makes the tensor.
+            if t.isSparse { sparseValues[i] = try values(i, range, stored: true) } else { constants[i] = try values(i, range) }
         }
     }
 
@@ -77,6 +80,22 @@ struct TFLiteGraphBuilder {
     /// Records folded values for tensor `i`.
     mutating func setConstant(_ i: Int, _ values: [Float]) { constants[i] = values }
 
+    /// DENSIFY: the dense values of sparse constant input 0 (`TFLiteSparsity.densify`), folded into its output.
+    mutating func densify(_ c: TFLiteCall) throws {
+        let x = try c.input(0, self)
+        let t = graph.tensors[x]
+        guard let sparsity = t.sparsity, let values = sparseValues[x] else {
+            throw ImportError.invalid(file: file, place: c.place("input '\(name(x))'"), expected: "a sparse constant",
+                                      actual: t.isSparse ? "a sparse tensor without a buffer" : "a dense tensor")
+        }
+        let o = try out(c)
+        guard shape(o) == t.shape else {
+            throw ImportError.invalid(file: file, place: c.place("output '\(name(o))'"), expected: "shape \(t.shape) (the input's)",
+                                      actual: "\(shape(o))")
+        }
+        setConstant(o, try sparsity.densify(values, shape: t.shape, file: file, place: "tensor \(x) '\(t.name)'"))
+    }
+
     /// The IR name to read tensor `i` from: a constant becomes a model tensor the first time it is read.
     mutating func input(_ i: Int) throws -> String {
         if let v = constants[i], !stored.contains(i) {
@@ -118,9 +137,10 @@ struct TFLiteGraphBuilder {
 
     /// The float32 values of constant tensor `i` stored in `range`: float32, float16, int32, int64, int8 and uint8
     /// (the integer codes; DEQUANTIZE applies their scales).
-    private func values(_ i: Int, _ range: Range<Int>) throws -> [Float] {
+    /// With `stored`, as many values as the buffer holds (a sparse tensor's non-zero entries).
+    private func values(_ i: Int, _ range: Range<Int>, stored: Bool = false) throws -> [Float] {
         let t = graph.tensors[i]
-        let count = try Checked.elementCount(t.shape, file: file, what: "tensor '\(t.name)' shape")
+        var count = try stored ? 0 : Checked.elementCount(t.shape, file: file, what: "tensor '\(t.name)' shape")
         let size: Int
         switch t.type {
         case 0, 2: size = 4
@@ -131,6 +151,7 @@ struct TFLiteGraphBuilder {
             throw ImportError.unsupported(file: file, ops: [.init(op: "constant of type \(TFLiteFile.typeName(t.type))",
                                                                   count: 1, firstNodes: [t.name])])
         }
+        if stored { count = range.count / size }
         let bytes = try Checked.mul(count, size, file: file, what: "tensor '\(t.name)' size")
         guard bytes == range.count else {
             throw ImportError.invalid(file: file, place: "byte \(range.lowerBound): buffer \(t.buffer) of tensor \(i) '\(t.name)'",

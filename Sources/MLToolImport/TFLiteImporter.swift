@@ -105,9 +105,12 @@ public enum TFLiteImporter {
         if !order.isEmpty {
             throw ImportError.unsupported(file: tfl.file, ops: order.map { .init(op: $0, count: counts[$0]?.count ?? 0, firstNodes: counts[$0]?.nodes ?? []) })
         }
-        if let (i, t) = graph.tensors.enumerated().first(where: { $0.element.isSparse }) {
+        // A sparse tensor is a constant DENSIFY reads, nothing else.
+        let densified = Set(graph.operators.filter { tfl.operatorCodes[$0.opcode].name == "DENSIFY" }.flatMap(\.inputs))
+        let readers = Set(graph.operators.filter { tfl.operatorCodes[$0.opcode].name != "DENSIFY" }.flatMap(\.inputs))
+        if let (i, t) = graph.tensors.enumerated().first(where: { $0.element.isSparse && (!densified.contains($0.offset) || readers.contains($0.offset)) }) {
             throw ImportError.refused(file: tfl.file, place: "tensor \(i) '\(t.name)' sparsity",
-                                      reason: "sparse tensors (DENSIFY) are not yet supported")
+                                      reason: "a sparse tensor must be a constant that only DENSIFY reads")
         }
     }
 }

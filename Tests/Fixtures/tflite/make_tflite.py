@@ -7,6 +7,8 @@ cover, with LiteRT's outputs on seeded inputs (manifest.json), and files the imp
   (fused activations, SAME/VALID, strides, dilations, masks, keep_dims, align_corners/half_pixel_centers).
 - int8.tflite: a QUANTIZE to int8 (a full-integer model's activations), refused.
 - buffer_index.tflite: a tensor whose buffer index is past the buffer list, refused with the index.
+- ops_sparse.tflite: a pruned weight stored sparse (DENSIFY) into a conv, then DEPTH_TO_SPACE; sparse_bad_index.tflite
+  the same with a column index past the row, refused.
 Hostile byte variants (truncations, lengths and vtable offsets past the end) are made in the Swift tests from
 ops_conv.tflite. Nothing it writes is committed."""
 import argparse, json, os, sys
@@ -186,6 +188,51 @@ def shapes_file():
     return m
 
 
+def sparse_weight(m, name, dense, bad_index=False):
+    """A float32 constant stored as TFLite does a pruned weight: the first dimensions dense, the last compressed
+    (SPARSE_CSR: per row a segment of column indices), its buffer the non-zero values in that order."""
+    rows = dense.reshape(-1, dense.shape[-1])
+    segments, indices, values = [0], [], []
+    for r in rows:
+        nz = np.nonzero(r)[0]
+        indices += nz.tolist()
+        values += r[nz].tolist()
+        segments.append(len(indices))
+    if bad_index:
+        indices[0] = dense.shape[-1] + 4
+    t = m.tensor(name, dense.shape, np.array(values, np.float32))
+    sp = s.SparsityParametersT()
+    sp.traversalOrder, sp.blockMap = list(range(dense.ndim)), []
+    sp.dimMetadata = []
+    for k, size in enumerate(dense.shape):
+        d = s.DimensionMetadataT()
+        if k < dense.ndim - 1:
+            d.format, d.denseSize = s.DimensionType.DENSE, size
+        else:
+            d.format = s.DimensionType.SPARSE_CSR
+            d.arraySegmentsType, d.arraySegments = s.SparseIndexVector.Uint8Vector, options(s.Uint8VectorT, values=segments)
+            d.arrayIndicesType, d.arrayIndices = s.SparseIndexVector.Uint8Vector, options(s.Uint8VectorT, values=indices)
+        sp.dimMetadata.append(d)
+    m.graph.tensors[t].sparsity = sp
+    return t
+
+
+def sparse_file(bad_index=False):
+    """A pruned conv weight (about half zero) through DENSIFY into CONV_2D, then DEPTH_TO_SPACE (block 2)."""
+    m = Builder()
+    x = m.tensor("input", [1, 4, 4, 3])
+    kernel = w(4, 1, 1, 3) * (rng.random((4, 1, 1, 3)) > 0.5)
+    dense = m.tensor("conv_w_dense", [4, 1, 1, 3])
+    m.op(OP.DENSIFY, [sparse_weight(m, "conv_w_sparse", kernel.astype(np.float32), bad_index)], [dense])
+    c = m.tensor("conv", [1, 4, 4, 4])
+    m.op(OP.CONV_2D, [x, dense, m.const("conv_b", w(4))], [c], OPTIONS.Conv2DOptions,
+         options(s.Conv2DOptionsT, padding=s.Padding.VALID, strideW=1, strideH=1))
+    y = m.tensor("depth_to_space", [1, 8, 8, 1])
+    m.op(OP.DEPTH_TO_SPACE, [c], [y], OPTIONS.DepthToSpaceOptions, options(s.DepthToSpaceOptionsT, blockSize=2))
+    m.graph.inputs, m.graph.outputs = [x], [y]
+    return m
+
+
 def int8_file():
     m = Builder()
     x = m.tensor("input", [1, 4])
@@ -209,14 +256,14 @@ def buffer_index_file():
 def unsupported_file():
     """Two unsupported builtins and a custom op, for the one error listing them all."""
     m = Builder()
-    x = m.tensor("input", [1, 4, 4, 4])
-    a = m.tensor("d2s", [1, 8, 8, 1])
-    m.op(OP.DEPTH_TO_SPACE, [x], [a], OPTIONS.DepthToSpaceOptions, options(s.DepthToSpaceOptionsT, blockSize=2))
-    b = m.tensor("floor", [1, 8, 8, 1])
+    x = m.tensor("input", [1, 16, 16, 1])
+    a = m.tensor("s2d", [1, 8, 8, 4])
+    m.op(OP.SPACE_TO_DEPTH, [x], [a], OPTIONS.SpaceToDepthOptions, options(s.SpaceToDepthOptionsT, blockSize=2))
+    b = m.tensor("floor", [1, 8, 8, 4])
     m.op(OP.FLOOR, [a], [b])
-    c = m.tensor("floor2", [1, 8, 8, 1])
+    c = m.tensor("floor2", [1, 8, 8, 4])
     m.op(OP.FLOOR, [b], [c])
-    d = m.tensor("custom", [1, 8, 8, 1])
+    d = m.tensor("custom", [1, 8, 8, 4])
     m.op(OP.CUSTOM, [c], [d], custom=b"MyOp")
     m.graph.inputs, m.graph.outputs = [x], [d]
     return m
@@ -228,7 +275,8 @@ def main():
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     runs = []
-    for name, make in [("ops_conv", conv_file), ("ops_elementwise", elementwise_file), ("ops_shapes", shapes_file)]:
+    for name, make in [("ops_conv", conv_file), ("ops_elementwise", elementwise_file), ("ops_shapes", shapes_file),
+                       ("ops_sparse", sparse_file)]:
         m = make()
         path = os.path.join(args.out, name + ".tflite")
         with open(path, "wb") as f:
@@ -247,7 +295,8 @@ def main():
             outputs.append({"name": o["name"], "shape": list(map(int, y.shape)), "file": f"{name}.output{k}.npy"})
         runs.append({"model": name, "photo": "random", "input": {"name": inp["name"], "shape": list(map(int, x.shape)),
                                                                  "file": name + ".input.npy"}, "outputs": outputs})
-    for name, make in [("int8", int8_file), ("buffer_index", buffer_index_file), ("unsupported", unsupported_file)]:
+    for name, make in [("int8", int8_file), ("buffer_index", buffer_index_file), ("unsupported", unsupported_file),
+                       ("sparse_bad_index", lambda: sparse_file(bad_index=True))]:
         with open(os.path.join(args.out, name + ".tflite"), "wb") as f:
             f.write(make().bytes())
     with open(os.path.join(args.out, "manifest.json"), "w") as f:
