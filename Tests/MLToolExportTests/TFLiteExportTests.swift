@@ -178,7 +178,11 @@ import Testing
         let dir = try Paths.temporaryDirectory("tflite-fashion")
         defer { try? FileManager.default.removeItem(at: dir) }
         let base = (demo as NSString).deletingPathExtension
-        for model in [demo, base + ".int8.bin", base + ".fp16.bin"] {
+        // The float16 version is made here (make demo-model writes only the int8 one).
+        let fp16 = dir.appendingPathComponent("model.fp16.bin").path
+        guard let made = try mltool(["quantize", demo, "--bits", "16", "--no-eval", "--quiet", "-o", fp16]) else { return }
+        #expect(made.status == 0, "quantize --bits 16: \(made.stderr)")
+        for model in [demo, base + ".int8.bin", fp16] {
             guard FileManager.default.fileExists(atPath: model) else {
                 skip("no \(model) (make demo-model writes it with `mltool quantize`)")
                 continue
