@@ -98,16 +98,16 @@ import Testing
         assertClose(y, try run(model, x), atol: 3e-7, "\(variant): LiteRT vs the engine")
     }
 
-    /// EfficientNet-Lite0, the default feature extractor, on the six photos its recipe keeps (preprocessed by the
-    /// recipe): logits within 2e-6 of their range.
-    @Test func efficientNetLite0MatchesTheEngine() throws {
+    /// EfficientNet-Lite0 (models/efficientnet-lite0.bin) and the six photos its recipe keeps, preprocessed by the
+    /// recipe, as one NHWC batch; nil after `skip` when `make models` has not made them.
+    static func efficientNetLite0() throws -> (Model, Tensor)? {
         let dir = Paths.root.appendingPathComponent("models")
         let bin = dir.appendingPathComponent("efficientnet-lite0.bin").path
         let reference = dir.appendingPathComponent("efficientnet-lite0-reference")
         guard FileManager.default.fileExists(atPath: bin), FileManager.default.fileExists(atPath: reference.path) else {
-            return skip("no \(bin) or its reference photos (make models)")
+            skip("no \(bin) or its reference photos (make models)")
+            return nil
         }
-        let model = try ModelFile.read(path: bin)
         var nhwc = [Float]()
         let photos = ["chelsea", "coffee", "rocket", "astronaut", "china", "flower"]
         for p in photos {
@@ -116,7 +116,13 @@ import Testing
             #expect(chw.count == 3 * 224 * 224)
             for i in 0..<(224 * 224) { for c in 0..<3 { nhwc.append(chw[c * 224 * 224 + i]) } }
         }
-        let x = Tensor(shape: [photos.count, 224, 224, 3], data: nhwc)
+        return (try ModelFile.read(path: bin), Tensor(shape: [photos.count, 224, 224, 3], data: nhwc))
+    }
+
+    /// EfficientNet-Lite0, the default feature extractor, on the six photos its recipe keeps (preprocessed by the
+    /// recipe): logits within 2e-6 of their range.
+    @Test func efficientNetLite0MatchesTheEngine() throws {
+        guard let (model, x) = try Self.efficientNetLite0() else { return }
         guard let (y, summary, _) = try Self.liteRT(model, x, tag: "efficientnet") else { return }
         let ops = summary["ops"] as? [String] ?? []
         #expect(ops.filter { $0 == "CONV_2D" }.count == 33 && ops.filter { $0 == "DEPTHWISE_CONV_2D" }.count == 16, "\(ops)")
@@ -130,21 +136,7 @@ import Testing
     /// The export read back by mltool's own TFLite importer (`mltool import model.tflite`): EfficientNet-Lite0 on the
     /// same six photos gives the engine's logits on the original model, no LiteRT involved.
     @Test func efficientNetLite0ReimportsToTheSameOutputs() throws {
-        let dir = Paths.root.appendingPathComponent("models")
-        let bin = dir.appendingPathComponent("efficientnet-lite0.bin").path
-        let reference = dir.appendingPathComponent("efficientnet-lite0-reference")
-        guard FileManager.default.fileExists(atPath: bin), FileManager.default.fileExists(atPath: reference.path) else {
-            return skip("no \(bin) or its reference photos (make models)")
-        }
-        let model = try ModelFile.read(path: bin)
-        var nhwc = [Float]()
-        let photos = ["chelsea", "coffee", "rocket", "astronaut", "china", "flower"]
-        for p in photos {
-            let d = [UInt8](try Data(contentsOf: reference.appendingPathComponent("\(p).input.f32")))
-            let chw = d.withUnsafeBytes { Array($0.bindMemory(to: Float.self)) }
-            for i in 0..<(224 * 224) { for c in 0..<3 { nhwc.append(chw[c * 224 * 224 + i]) } }
-        }
-        let x = Tensor(shape: [photos.count, 224, 224, 3], data: nhwc)
+        guard let (model, x) = try Self.efficientNetLite0() else { return }
         let exported = try Self.export(model, name: "efficientnet")
         let back = try TFLiteImporter.importModel(bytes: exported.bytes, file: "efficientnet.tflite")
         let engine = try Engine(model: back, threads: 2)
