@@ -1,17 +1,28 @@
 import Foundation
 import MLTool
 
-/// One option a command accepts. `value` names the option's argument (nil for a flag). `repeats` lets it be given
-/// more than once.
-public struct OptionSpec: Sendable {
-    public let name: String
-    public let short: String?
-    public let value: String?
-    public let help: String
-    public let repeats: Bool
+/// One option a command accepts: the library's declaration (`OptionDeclaration`), so a task's options are written
+/// once, in its table.
+public typealias OptionSpec = OptionDeclaration
 
-    public init(_ name: String, short: String? = nil, value: String? = nil, repeats: Bool = false, help: String) {
-        self.name = name; self.short = short; self.value = value; self.help = help; self.repeats = repeats
+extension Array where Element == OptionSpec {
+    /// The options with each flag kept once (its first declaration).
+    var uniqued: [OptionSpec] {
+        var seen = Set<String>()
+        return filter { seen.insert($0.flag).inserted }
+    }
+}
+
+/// Options shown under their own heading in a command's help (one task's options).
+public struct OptionGroup: Sendable {
+    /// What `mltool help COMMAND NAME` takes (a task's name).
+    public let name: String
+    public let title: String
+    public let discussion: String
+    public let options: [OptionSpec]
+
+    public init(name: String, title: String, discussion: String, options: [OptionSpec]) {
+        self.name = name; self.title = title; self.discussion = discussion; self.options = options
     }
 }
 
@@ -22,32 +33,55 @@ public struct CommandSpec: Sendable {
     /// Positional part of the usage line, e.g. "MODEL INPUT...".
     public let arguments: String
     public let discussion: String
-    public let options: [OptionSpec]
+    /// The options every use of the command takes.
+    public let common: [OptionSpec]
+    /// Options of one kind of use each (a task's), after the common ones in the help.
+    public let groups: [OptionGroup]
     public let run: @Sendable (ParsedArguments) throws -> Void
 
     public init(name: String, abstract: String, arguments: String, discussion: String = "", options: [OptionSpec],
-                run: @escaping @Sendable (ParsedArguments) throws -> Void) {
+                groups: [OptionGroup] = [], run: @escaping @Sendable (ParsedArguments) throws -> Void) {
         self.name = name; self.abstract = abstract; self.arguments = arguments; self.discussion = discussion
-        self.options = options + [OptionSpec("--help", short: "-h", help: "Show help for this command.")]
+        self.common = options + [OptionSpec("--help", short: "-h", help: "Show help for this command.")]
+        self.groups = groups
         self.run = run
     }
 
+    /// Every option the command parses: the common ones, then each group's not seen before (by flag).
+    public var options: [OptionSpec] {
+        (common + groups.flatMap(\.options)).uniqued
+    }
+
     public var usage: String {
-        let opts = options.filter { $0.name != "--help" }.map { o in
-            "[\(o.name)\(o.value.map { " \($0)" } ?? "")]"
-        }.joined(separator: " ")
-        return "mltool \(name) \(arguments)\(opts.isEmpty ? "" : " " + opts)"
+        let opts = common.filter { $0.flag != "--help" }.map { o in
+            "[\(o.flag)\(o.value.map { " \($0)" } ?? "")]"
+        } + (groups.isEmpty ? [] : ["[" + groups.map(\.name).joined(separator: "|") + " options]"])
+        return "mltool \(name) \(arguments)\(opts.isEmpty ? "" : " " + opts.joined(separator: " "))"
     }
 
     public var help: String {
         var s = "\(abstract)\n\nUSAGE: \(usage)\n"
         if !discussion.isEmpty { s += "\n\(discussion)\n" }
-        s += "\nOPTIONS:\n"
-        for o in options {
-            let head = ([o.short].compactMap { $0 } + [o.name]).joined(separator: ", ") + (o.value.map { " \($0)" } ?? "")
-            s += "  " + head.padding(toLength: max(head.count + 2, 28), withPad: " ", startingAt: 0) + o.help + "\n"
-        }
+        s += "\nOPTIONS:\n" + Self.lines(common)
+        for g in groups { s += Self.section(g) }
         return s
+    }
+
+    /// The help of one group (`mltool help train detect`), or nil when the command has no such group.
+    public func help(group name: String) -> String? {
+        guard let g = groups.first(where: { $0.name == name }) else { return nil }
+        return "\(abstract)\n\nUSAGE: \(usage)\n" + Self.section(g) + "\nCOMMON OPTIONS:\n" + Self.lines(common)
+    }
+
+    private static func section(_ g: OptionGroup) -> String {
+        "\n\(g.title.uppercased()) (\(g.name)):\n" + (g.discussion.isEmpty ? "" : "\(g.discussion)\n\n") + lines(g.options)
+    }
+
+    private static func lines(_ options: [OptionSpec]) -> String {
+        options.map { o in
+            let head = ([o.short].compactMap { $0 } + [o.flag]).joined(separator: ", ") + (o.value.map { " \($0)" } ?? "")
+            return "  " + head.padding(toLength: max(head.count + 2, 28), withPad: " ", startingAt: 0) + o.help + "\n"
+        }.joined()
     }
 }
 
@@ -56,6 +90,9 @@ public struct ParsedArguments: Sendable {
     public let command: String
     public var positionals: [String] = []
     public var values: [String: [String]] = [:]
+
+    /// The option values as the library reads them.
+    public var optionValues: OptionValues { OptionValues(values) }
 
     public func has(_ name: String) -> Bool { values[name] != nil }
     public func string(_ name: String) -> String? { values[name]?.last }
@@ -96,25 +133,28 @@ extension CommandSpec {
             if a.hasPrefix("--"), let eq = a.firstIndex(of: "=") {
                 key = String(a[..<eq]); inline = String(a[a.index(after: eq)...])
             }
-            guard let spec = options.first(where: { $0.name == key || $0.short == key }) else {
+            guard let spec = options.first(where: { $0.flag == key || $0.short == key }) else {
                 throw CLIError.usage(command: name, message: "unknown option '\(key)'")
             }
             let value: String
             if spec.value != nil {
                 if let v = inline { value = v } else {
                     guard i < args.count else {
-                        throw CLIError.usage(command: name, message: "\(spec.name) needs a value (\(spec.value!))")
+                        throw CLIError.usage(command: name, message: "\(spec.flag) needs a value (\(spec.value ?? "a value"))")
                     }
                     value = args[i]; i += 1
                 }
             } else {
-                if inline != nil { throw CLIError.usage(command: name, message: "\(spec.name) takes no value") }
+                if inline != nil { throw CLIError.usage(command: name, message: "\(spec.flag) takes no value") }
                 value = ""
             }
-            if !spec.repeats, out.values[spec.name] != nil {
-                throw CLIError.usage(command: name, message: "\(spec.name) given more than once")
+            do { try spec.check(value) } catch PipelineError.invalidParameter(_, let reason) {
+                throw CLIError.usage(command: name, message: reason)
             }
-            out.values[spec.name, default: []].append(value)
+            if !spec.repeats, out.values[spec.flag] != nil {
+                throw CLIError.usage(command: name, message: "\(spec.flag) given more than once")
+            }
+            out.values[spec.flag, default: []].append(value)
         }
         return out
     }

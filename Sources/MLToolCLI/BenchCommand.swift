@@ -27,8 +27,8 @@ extension CLI {
             }
             let rows = GemmCeiling.measure(GemmCeiling.Parameters(threads: threads == 0 ? [1, 2] : [threads], seconds: seconds))
             if args.has("--json") {
-                let items = rows.map { String(format: "{\"kernel\": %@, \"threads\": %d, \"gflops\": %.2f}", jsonString($0.kernel), $0.threads, $0.gflops) }
-                print("{\"cpu_level\": \(jsonString(Engine.cpuLevel)), \"sgemm_size\": 1024, \"ceiling\": [\(items.joined(separator: ", "))]}")
+                let items = rows.map { String(format: "{\"kernel\": %@, \"threads\": %d, \"gflops\": %.2f}", TaskOutput.jsonString($0.kernel), $0.threads, $0.gflops) }
+                print("{\"cpu_level\": \(TaskOutput.jsonString(Engine.cpuLevel)), \"sgemm_size\": 1024, \"ceiling\": [\(items.joined(separator: ", "))]}")
             } else {
                 print("sgemm 1024³, CPU level \(Engine.cpuLevel)")
                 for r in rows {
@@ -46,7 +46,7 @@ extension CLI {
             let r = try bench.run()
             if args.has("--json") {
                 print(String(format: "{\"model\": %@, \"images\": %d, \"threads\": %d, \"one_by_one_images_per_second\": %.3f, \"batch_images_per_second\": %.3f}",
-                             jsonString(path), r.images, r.threads, r.oneByOneImagesPerSecond, r.batchImagesPerSecond))
+                             TaskOutput.jsonString(path), r.images, r.threads, r.oneByOneImagesPerSecond, r.batchImagesPerSecond))
             } else {
                 print("\(path): \(r.images) images from \(folder), \(r.threads) thread\(r.threads == 1 ? "" : "s")")
                 print(String(format: "  one by one     %.1f images/s", r.oneByOneImagesPerSecond))
@@ -63,7 +63,7 @@ extension CLI {
         let r = try bench.run()
         if args.has("--json") {
             print(String(format: "{\"model\": %@, \"batch\": %d, \"threads\": %d, \"runs\": %d, \"images_per_second\": %.3f, \"latency_median_ms\": %.3f, \"latency_p90_ms\": %.3f, \"load_ms\": %.3f, \"setup_ms\": %.3f, \"cpu_level\": %@, %@}",
-                         jsonString(path), r.batch, r.threads, r.runs, r.imagesPerSecond, r.latencyMedian * 1000, r.latencyP90 * 1000, r.load * 1000, r.setup * 1000, jsonString(Engine.cpuLevel), r.memoryJSON))
+                         TaskOutput.jsonString(path), r.batch, r.threads, r.runs, r.imagesPerSecond, r.latencyMedian * 1000, r.latencyP90 * 1000, r.load * 1000, r.setup * 1000, TaskOutput.jsonString(Engine.cpuLevel), r.memoryJSON))
         } else {
             print("\(path): batch \(r.batch), \(r.threads) thread\(r.threads == 1 ? "" : "s"), \(r.runs) runs")
             print(String(format: "  throughput     %.1f images/s", r.imagesPerSecond))

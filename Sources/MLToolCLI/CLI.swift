@@ -3,8 +3,10 @@ import MLTool
 
 /// The `mltool` command line: dispatches to one `CommandSpec` per subcommand (one file each).
 public enum CLI {
-    /// Every subcommand, in the order `--help` lists them.
-    static let commands: [CommandSpec] = [importCommand, train, eval, quantize, export, info, predict, runCommand, bench]
+    /// Every subcommand, in the order `--help` lists them; train, eval and predict consult `tasks`.
+    static func commands(_ tasks: TaskRegistry) -> [CommandSpec] {
+        [importCommand, train(tasks), eval(tasks), quantize, export, info, predict(tasks), runCommand, bench]
+    }
 
     static var overview: String {
         var s = """
@@ -15,7 +17,7 @@ public enum CLI {
         COMMANDS:
 
         """
-        for c in commands { s += "  " + c.name.padding(toLength: 12, withPad: " ", startingAt: 0) + c.abstract + "\n" }
+        for c in commands(.standard) { s += "  " + c.name.padding(toLength: 12, withPad: " ", startingAt: 0) + c.abstract + "\n" }
         s += "\nSee 'mltool help <command>' or 'mltool <command> --help' for a command's options.\n"
         return s
     }
@@ -25,8 +27,10 @@ public enum CLI {
         exit(run(arguments: arguments).rawValue)
     }
 
-    /// Runs the command line and returns the exit status (testable: never exits).
-    public static func run(arguments: [String]) -> ExitStatus {
+    /// Runs the command line and returns the exit status (testable: never exits). `tasks`: the task table train,
+    /// eval and predict consult.
+    public static func run(arguments: [String], tasks: TaskRegistry = .standard) -> ExitStatus {
+        let commands = commands(tasks)
         guard let first = arguments.first else {
             FileHandle.standardError.write(Data(overview.utf8))
             return .usage
@@ -41,15 +45,19 @@ public enum CLI {
         case "help":
             guard arguments.count > 1 else { print(overview, terminator: ""); return .ok }
             guard let c = commands.first(where: { $0.name == arguments[1] }) else {
-                return fail(CLIError.usage(command: nil, message: "unknown command '\(arguments[1])'"))
+                return fail(CLIError.usage(command: nil, message: "unknown command '\(arguments[1])'"), commands)
             }
-            print(c.help, terminator: "")
+            guard arguments.count > 2 else { print(c.help, terminator: ""); return .ok }
+            guard let text = c.help(group: arguments[2]) else {
+                return fail(CLIError.usage(command: c.name, message: "'\(arguments[2])' is not one of \(c.name)'s tasks (\(c.groups.map(\.name).joined(separator: ", ")))"), commands)
+            }
+            print(text, terminator: "")
             return .ok
         default:
             break
         }
         guard let command = commands.first(where: { $0.name == first }) else {
-            return fail(CLIError.usage(command: nil, message: "unknown command '\(first)'"))
+            return fail(CLIError.usage(command: nil, message: "unknown command '\(first)'"), commands)
         }
         let rest = Array(arguments.dropFirst())
         if rest.contains("--help") || rest.contains("-h") {
@@ -63,16 +71,16 @@ public enum CLI {
             return .ok
         } catch PipelineError.invalidParameter(_, let reason) {
             // A parameter the library refused came from this command's options: a usage error of the command.
-            return fail(CLIError.usage(command: command.name, message: reason))
+            return fail(CLIError.usage(command: command.name, message: reason), commands)
         } catch {
-            return fail(error)
+            return fail(error, commands)
         }
     }
 
     /// `--no-provenance` (train, import, quantize, export): the output records no sources, paths or command.
     static let noProvenance = OptionSpec("--no-provenance", help: "Record no source paths or command in the output (docs/SECURITY.md).")
 
-    static func fail(_ error: Error) -> ExitStatus {
+    static func fail(_ error: Error, _ commands: [CommandSpec]) -> ExitStatus {
         let status: ExitStatus
         var text: String
         if let e = error as? MLToolError {

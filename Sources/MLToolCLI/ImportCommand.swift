@@ -26,7 +26,7 @@ extension CLI {
             OptionSpec("--task", value: "detect", help: "Import an object detector (with --decoder)."),
             OptionSpec("--decoder", value: "SPEC", help: "Detector outputs: yolov8[:T], yolov5[:T], boxes:…, anchor-free:…, anchor-grid:… (docs/FORMAT.md 4.4)."),
             OptionSpec("--classes", value: "N", help: "Detector classes (default: the --labels count)."), noProvenance,
-        ] + detectionOptions
+        ] + ObjectDetectionTask.boxOptions
     ) { args in
         guard args.positionals.count == 1 else {
             throw CLIError.usage(command: "import", message: "expected one SRC file")
@@ -44,7 +44,7 @@ extension CLI {
         if args.has("--decoder") || args.string("--task") == "detect" {
             guard let spec = args.string("--decoder") else { throw CLIError.usage(command: "import", message: "--task detect needs --decoder SPEC") }
             options.detection = try DetectionSpec.parse(spec, classes: try args.int("--classes", default: options.labels.count),
-                                                        nms: try detectorOptions(args).applied(to: NMSSettings()))
+                                                        nms: try ObjectDetectionTask.detectorOptions(args.optionValues).applied(to: NMSSettings()))
         }
         let model = try ModelImport.importModel(path: src, options: options)
         let ext = (src as NSString).pathExtension
@@ -96,17 +96,4 @@ extension CLI {
     }
 
     /// `--min-confidence`, `--iou`, `--max-objects`, `--class-agnostic` (import records them; predict overrides).
-    static let detectionOptions = [
-        OptionSpec("--min-confidence", value: "F", help: "Detectors: drop boxes scoring at or below F (model's default)."),
-        OptionSpec("--iou", value: "F", help: "Detectors: NMS IoU threshold (model's default)."),
-        OptionSpec("--max-objects", value: "N", help: "Detectors: at most N boxes per photo (model's default)."),
-        OptionSpec("--class-agnostic", help: "Detectors: suppress overlapping boxes across classes."),
-    ]
-
-    static func detectorOptions(_ args: ParsedArguments) throws -> DetectorOptions {
-        DetectorOptions(minConfidence: try args.string("--min-confidence").map { _ in Float(try args.double("--min-confidence", default: 0)) },
-                        iouThreshold: try args.string("--iou").map { _ in Float(try args.double("--iou", default: 0)) },
-                        maxObjects: try args.string("--max-objects").map { _ in try args.int("--max-objects", default: 1) },
-                        perClass: args.has("--class-agnostic") ? false : nil, threads: try args.int("--threads", default: 0))
-    }
 }

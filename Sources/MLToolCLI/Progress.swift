@@ -68,27 +68,16 @@ func note(_ text: String) {
     FileHandle.standardError.write(Data((text + "\n").utf8))
 }
 
-/// `s` as a JSON string literal.
-func jsonString(_ s: String) -> String {
-    let e = JSONEncoder()
-    e.outputFormatting = [.withoutEscapingSlashes]
-    let data = (try? e.encode(s)) ?? Data("\"\"".utf8)
-    return String(decoding: data, as: UTF8.self)
-}
 
 /// Prints a pipeline's events on stderr: warnings always; notes, status lines, progress bars, the feature summary
 /// and the optimiser table unless quiet; phase times when MLTOOL_PHASES is set.
 final class EventPrinter: @unchecked Sendable {
     private let quiet: Bool
-    private let row: (IterationRecord) -> String
     private var bars: [String: Progress] = [:]
     private let phases = ProcessInfo.processInfo.environment["MLTOOL_PHASES"] != nil
     private let lock = NSLock()
 
-    /// `row` formats one line of the optimiser table (printed every 10th iteration).
-    init(quiet: Bool, row: @escaping (IterationRecord) -> String = EventPrinter.imageRow) {
-        self.quiet = quiet; self.row = row
-    }
+    init(quiet: Bool) { self.quiet = quiet }
 
     func handle(_ event: PipelineEvent) {
         lock.lock(); defer { lock.unlock() }
@@ -110,7 +99,7 @@ final class EventPrinter: @unchecked Sendable {
         case let .featuresReady(extracted, cached, seconds):
             if !quiet { note(String(format: "features: %d extracted, %d from cache, %.1f s", extracted, cached, seconds)) }
         case .fitStarted: if !quiet { note("  l2        iter        loss   train acc   valid acc   seconds") }
-        case .iteration(let r): if !quiet && r.iteration % 10 == 0 { note(row(r)) }
+        case .iteration(let r): if !quiet && r.iteration % 10 == 0 { note(Self.row(r)) }
         case .detectorEpoch(let r):
             if !quiet {
                 note(String(format: "  epoch %3d/%d  class loss %.4f  box loss %.4f  validation mAP@0.5 %@  %.1f s", r.epoch, r.epochs,
@@ -122,15 +111,12 @@ final class EventPrinter: @unchecked Sendable {
                             r.validationAccuracy.map { String(format: "%.4f", $0) } ?? "-", r.seconds))
             }
         case let .phase(name, seconds): if phases { note(String(format: "phase %-12@ %6.1f ms", name, seconds * 1000)) }
+        case .inputFailed(let message): note("mltool: error: \(message)")
         }
     }
 
-    static func imageRow(_ r: IterationRecord) -> String {
-        String(format: "  %-8.0e  %4d  %10.5f  %10.4f  %10@  %7.2f", r.l2, r.iteration, r.loss, r.trainAccuracy,
-               r.validationAccuracy.map { String(format: "%.4f", $0) } ?? "-", r.elapsed)
-    }
-
-    static func textRow(_ r: IterationRecord) -> String {
+    /// One line of the optimiser table (printed every 10th iteration); a value that is missing or NaN shows as "-".
+    static func row(_ r: IterationRecord) -> String {
         func cell(_ v: Double?, _ format: String) -> String {
             let text = v.flatMap { $0.isNaN ? nil : String(format: format, $0) } ?? "-"
             return String(repeating: " ", count: max(0, 10 - text.count)) + text

@@ -2,7 +2,7 @@ import Foundation
 import MLTool
 import Testing
 
-/// The library's detection flow (`Sources/MLTool/Detection/`): a missing test folder is named; running a detector
+/// The library's detection flow (`Sources/MLTool/Tasks/ObjectDetection/`): a missing test folder is named; running a detector
 /// names a missing photo.
 @Suite struct ObjectDetectionLibraryTests {
     @Test func trainingNamesAMissingTestFolder() throws {

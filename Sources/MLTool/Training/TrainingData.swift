@@ -108,6 +108,8 @@ public enum PipelineEvent: Sendable {
     case taggerEpoch(TaggerEpoch)
     /// A stage took `seconds` (for profiling: `MLTOOL_PHASES=1` prints these).
     case phase(String, seconds: Double)
+    /// One input could not be used (the error's text); the work goes on with the others.
+    case inputFailed(String)
 }
 
 /// A cancellation request that pipelines check between stages and batches; the `async` entry points set it when

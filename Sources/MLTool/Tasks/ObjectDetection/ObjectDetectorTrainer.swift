@@ -123,7 +123,8 @@ public struct ObjectDetectorTrainer: Sendable {
         // Assemble and evaluate with the model itself (what `predict` and `eval` will run).
         var model = try fitter.assemble(backbone: maps.backbone, preprocessing: maps.preprocessing)
         model.metadata.name = p.name
-        model.metadata.provenance = Provenance(sources: [Provenance.Source(path: extractor.path, sha256: extractor.digest)], seed: p.seed)
+        model.metadata.provenance = Provenance(sources: [Provenance.Source(path: extractor.path, sha256: extractor.digest)], seed: p.seed,
+                                               command: ObjectDetectionTask.Setup(data: data, test: test, parameters: p).command(ObjectDetectionTask.options))
         // The holdout with its boxes (docs/FORMAT.md 4.4), so `mltool eval` needs only the photos.
         let root = (URL(fileURLWithPath: dataset.source).path as NSString).standardizingPath
         var isFolder: ObjCBool = false

@@ -154,33 +154,13 @@ public struct ImageClassifierTrainer: Sendable {
                     validation: validationItems, holdout: holdoutItems)
     }
 
-    /// The command line that does this training, recorded in the model's provenance: `mltool train DATA` with the
-    /// test data and every parameter that differs from its default (the same for the CLI and a library call).
+    /// The command line that does this training, recorded in the model's provenance: `mltool train DATA` with what
+    /// the task's option table records (the same for the CLI and a library call).
     func command() -> String {
-        let d = ImageClassifierParameters(), p = parameters
-        var parts = ["mltool", "train", data.location ?? "<memory>"]
-        // The name comes from the output file's name (`-o x.bin` names the model "x"); the default is model.bin.
-        if p.name != d.name { parts += ["-o", p.name + ".bin"] }
-        if let t = testData { parts += ["--test", t.location ?? "<memory>"] }
-        if testData == nil && p.holdoutFraction != d.holdoutFraction { parts += ["--holdout", "\(p.holdoutFraction)"] }
-        if p.validation != d.validation {
-            switch p.validation {
-            case .auto: break
-            case .none: parts += ["--validation", "none"]
-            case .fraction(let f): parts += ["--validation", "\(f)"]
-            }
-        }
-        if p.seed != d.seed { parts += ["--seed", "\(p.seed)"] }
-        if let e = p.extractor { parts += ["--extractor", e] }
-        if let f = p.featureLayer { parts += ["--feature-layer", f] }
-        if case .fixed(let v) = p.l2 { parts += ["--l2", "\(v)"] }
-        if p.maxIterations != d.maxIterations { parts += ["--max-iterations", "\(p.maxIterations)"] }
-        if let e = p.earlyStoppingPatience { parts += ["--early-stopping", "\(e)"] }
-        if p.balanceClasses { parts.append("--balance") }
-        if !p.augmentations.isEmpty { parts += ["--augment", p.augmentations.map(\.rawValue).joined(separator: ",")] }
-        if data.pathColumn != "path" { parts += ["--path-column", data.pathColumn] }
-        if data.labelColumn != "label" { parts += ["--label-column", data.labelColumn] }
-        return parts.joined(separator: " ")
+        var s = ImageClassificationTask.Setup(data: data.location ?? "<memory>", test: testData.map { $0.location ?? "<memory>" },
+                                              parameters: parameters)
+        s.pathColumn = data.pathColumn; s.labelColumn = data.labelColumn
+        return s.command(ImageClassificationTask.options)
     }
 
     // MARK: - Extraction

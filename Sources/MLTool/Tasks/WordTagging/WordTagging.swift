@@ -121,15 +121,7 @@ public struct WordTaggerTraining: Sendable {
 
     /// The command line that reproduces this training, for the model's provenance.
     func command() -> String {
-        let d = WordTaggerPipelineParameters(), p = parameters
-        var parts = ["mltool", "train", data]
-        if p.name != d.name { parts += ["-o", p.name + ".bin"] }
-        if let test { parts += ["--test", test] }
-        if test == nil && p.holdoutFraction != d.holdoutFraction { parts += ["--holdout", "\(p.holdoutFraction)"] }
-        if p.tagColumn != d.tagColumn { parts += ["--tag-column", p.tagColumn.description] }
-        if p.tagger.seed != d.tagger.seed { parts += ["--seed", "\(p.tagger.seed)"] }
-        if p.tagger.epochs != d.tagger.epochs { parts += ["--epochs", "\(p.tagger.epochs)"] }
-        return parts.joined(separator: " ")
+        WordTaggingTask.Setup(data: data, test: test, parameters: parameters).command(WordTaggingTask.options)
     }
 }
 

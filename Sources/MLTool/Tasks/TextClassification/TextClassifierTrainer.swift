@@ -211,37 +211,10 @@ public struct TextClassifierTrainer: Sendable {
     /// The command line that does this training, recorded in the model's provenance (see
     /// `ImageClassifierTrainer.command`).
     func command() -> String {
-        let d = TextClassifierParameters(), p = parameters
-        var parts = ["mltool", "train", data.location ?? "<memory>"]
-        // The name comes from the output file's name (`-o x.bin` names the model "x"); the default is model.bin.
-        if p.name != d.name { parts += ["-o", p.name + ".bin"] }
-        if let t = testData { parts += ["--test", t.location ?? "<memory>"] }
-        if testData == nil && p.holdoutFraction != d.holdoutFraction { parts += ["--holdout", "\(p.holdoutFraction)"] }
-        switch p.validation {
-        case .auto: break
-        case .none: parts += ["--validation", "none"]
-        case .fraction(let f): parts += ["--validation", "\(f)"]
-        }
-        if p.seed != d.seed { parts += ["--seed", "\(p.seed)"] }
-        if p.wordNgrams != d.wordNgrams { parts += ["--ngrams", p.wordNgrams.map(String.init).joined(separator: "-")] }
-        // `mltool train` turns the short-text rule off when either feature flag is given: a rule other than auto is
-        // recorded as the flags that give it.
-        if p.shortTexts == .always {
-            parts += ["--char-ngrams", p.shortTextCharNgrams.map(String.init).joined(separator: "-"), "--min-count", "\(p.shortTextMinCount)"]
-        } else {
-            if let c = p.charNgrams { parts += ["--char-ngrams", c.map(String.init).joined(separator: "-")] }
-            if p.minCount != d.minCount || (p.shortTexts == .never && p.charNgrams == nil) { parts += ["--min-count", "\(p.minCount)"] }
-        }
-        if p.weighting != d.weighting { parts += ["--weighting", p.weighting] }
-        if let h = p.hashBits { parts += ["--hash-bits", "\(h)"] }
-        if case .fixed(let v) = p.l2 { parts += ["--l2", "\(v)"] }
-        if p.epochs != d.epochs { parts += ["--epochs", "\(p.epochs)"] }
-        if p.maxIterations != d.maxIterations { parts += ["--max-iterations", "\(p.maxIterations)"] }
-        if let e = p.earlyStoppingPatience { parts += ["--early-stopping", "\(e)"] }
-        if p.balanceClasses { parts.append("--balance") }
-        if data.textColumn != "text" { parts += ["--text-column", data.textColumn] }
-        if data.labelColumn != "label" { parts += ["--label-column", data.labelColumn] }
-        return parts.joined(separator: " ")
+        var s = TextClassificationTask.Setup(data: data.location ?? "<memory>", test: testData.map { $0.location ?? "<memory>" },
+                                             parameters: parameters)
+        s.textColumn = data.textColumn; s.labelColumn = data.labelColumn
+        return s.command(TextClassificationTask.options)
     }
 
     /// The holdout as evaluation finds it again: files relative to the folder (hashed as bytes), table rows as
