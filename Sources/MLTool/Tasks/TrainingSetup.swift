@@ -21,6 +21,24 @@ public struct TrainingSetup<Parameters: Sendable>: Sendable {
         self.data = data; self.test = test; self.parameters = parameters
     }
 
+    /// The setup `request` asks for: DATA from its arguments, then `table`'s options applied in order.
+    public static func reading(_ request: TaskRequest, _ table: OptionTable<Self>, parameters: Parameters) throws -> Self {
+        guard let data = request.arguments.first else {
+            throw PipelineError.invalidParameter(name: "DATA", reason: "expected one DATA folder or file")
+        }
+        var setup = Self(data: data, parameters: parameters)
+        try table.apply(request.values, to: &setup)
+        return setup
+    }
+
+    /// The data and the test data with this setup's table columns.
+    public var trainingData: (data: TrainingData, test: TrainingData?) {
+        func read(_ path: String) -> TrainingData {
+            .path(path, pathColumn: pathColumn, textColumn: textColumn, labelColumn: labelColumn)
+        }
+        return (read(data), test.map(read))
+    }
+
     /// `mltool train DATA` followed by what `table` records of this setup: the command a model keeps.
     public func command(_ table: OptionTable<Self>) -> String {
         (["mltool", "train", data] + table.recorded(self)).joined(separator: " ")

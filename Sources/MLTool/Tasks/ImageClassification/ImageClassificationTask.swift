@@ -70,11 +70,8 @@ public enum ImageClassificationTask: TaskKind {
 
     public static func train(_ request: TaskRequest) throws {
         let started = Date()
-        guard let path = request.arguments.first else { throw PipelineError.invalidParameter(name: "DATA", reason: "expected one DATA folder or CSV") }
-        var setup = Setup(data: path, parameters: ImageClassifierParameters())
-        try options.apply(request.values, to: &setup)
-        let data = TrainingData.path(path, pathColumn: setup.pathColumn, labelColumn: setup.labelColumn)
-        let test = setup.test.map { TrainingData.path($0, pathColumn: setup.pathColumn, labelColumn: setup.labelColumn) }
+        let setup = try Setup.reading(request, options, parameters: ImageClassifierParameters())
+        let (data, test) = setup.trainingData
         let trainer = ImageClassifierTrainer(data: data, testData: test, parameters: setup.parameters)
         let v = request.values
         if v.has("--features-only") {

@@ -77,10 +77,9 @@ public enum ObjectDetectionTask: TaskKind {
     public static func handles(model: Model) -> Bool { model.metadata.detection != nil }
 
     public static func train(_ request: TaskRequest) throws {
-        guard let path = request.arguments.first else { throw PipelineError.invalidParameter(name: "DATA", reason: "expected one DATA folder or CSV") }
-        var setup = Setup(data: path, parameters: ObjectDetectorParameters())
-        setup.parameters.name = "model"
-        try options.apply(request.values, to: &setup)
+        var parameters = ObjectDetectorParameters()
+        parameters.name = "model"   // the model is named after its file (model.bin by default)
+        let setup = try Setup.reading(request, options, parameters: parameters), path = setup.data
         let r = try ObjectDetectorTrainer(data: path, test: setup.test, parameters: setup.parameters).train(progress: request.progress)
         try r.write(to: setup.output)
         let heldOut = setup.test == nil ? "holdout" : "test"

@@ -89,11 +89,8 @@ public enum TextClassificationTask: TaskKind {
 
     public static func train(_ request: TaskRequest) throws {
         let started = Date()
-        guard let path = request.arguments.first else { throw PipelineError.invalidParameter(name: "DATA", reason: "expected one DATA folder or CSV") }
-        var setup = Setup(data: path, parameters: TextClassifierParameters())
-        try options.apply(request.values, to: &setup)
-        let data = TrainingData.path(path, textColumn: setup.textColumn, labelColumn: setup.labelColumn)
-        let test = setup.test.map { TrainingData.path($0, textColumn: setup.textColumn, labelColumn: setup.labelColumn) }
+        let setup = try Setup.reading(request, options, parameters: TextClassifierParameters())
+        let (data, test) = setup.trainingData
         let r = try TextClassifierTrainer(data: data, testData: test, parameters: setup.parameters).train(progress: request.progress)
         try r.write(to: setup.output)
         request.progress(.phase("write", seconds: Date().timeIntervalSince(started) - r.totalSeconds))

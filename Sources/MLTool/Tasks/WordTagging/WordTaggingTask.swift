@@ -45,9 +45,7 @@ public enum WordTaggingTask: TaskKind {
     public static func predictsOn(file: String, model: Model) -> Bool { file.lowercased().hasSuffix(".txt") }
 
     public static func train(_ request: TaskRequest) throws {
-        guard let path = request.arguments.first else { throw PipelineError.invalidParameter(name: "DATA", reason: "expected one DATA file") }
-        var setup = Setup(data: path, parameters: WordTaggerPipelineParameters())
-        try options.apply(request.values, to: &setup)
+        let setup = try Setup.reading(request, options, parameters: WordTaggerPipelineParameters()), path = setup.data
         let r = try WordTaggerTraining(data: path, test: setup.test, parameters: setup.parameters).train(progress: request.progress)
         try r.write(to: setup.output)
         let heldOut = setup.test == nil ? "holdout" : "test"
