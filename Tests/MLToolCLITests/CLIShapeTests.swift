@@ -49,4 +49,20 @@ struct CLIShapeTests {
             for word in taskWords { #expect(!text.contains(word), "\(name) names \(word): a task's code belongs in its folder") }
         }
     }
+
+    /// The library's facade calls the modules below it, never a C library (those are the modules' business).
+    @Test func theFacadeImportsNoCLibrary() throws {
+        let facade = Self.sources.deletingLastPathComponent().appendingPathComponent("MLTool")
+        let walk = FileManager.default.enumerator(atPath: facade.path)
+        var files = 0
+        while let path = walk?.nextObject() as? String {
+            guard path.hasSuffix(".swift") else { continue }
+            files += 1
+            let text = try String(contentsOf: facade.appendingPathComponent(path), encoding: .utf8)
+            for line in text.split(separator: "\n") where line.range(of: #"^(@\w+\s+)*import\s+C"#, options: .regularExpression) != nil {
+                Issue.record("Sources/MLTool/\(path): \(line): the facade imports a C library")
+            }
+        }
+        #expect(files > 30, "only \(files) files under \(facade.path)")
+    }
 }

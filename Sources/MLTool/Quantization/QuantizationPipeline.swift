@@ -127,200 +127,22 @@ public struct QuantizationPipeline: Sendable {
         }
     }
 
+    /// Runs the stages (`QuantizationRun`): items → calibration → compress → size budget → gate → report.
     public func run(progress: ((PipelineEvent) -> Void)? = nil) throws -> Outcome {
-        let p = parameters, path = modelPath, out = output
-        let emit = progress ?? { _ in }
-        let mode = p.mode, bits = p.bits
-        var options = QuantizeOptions(mode: mode, bits: bits, perTensor: p.perTensor, asymmetric: p.asymmetric,
-                                      groupSize: p.groupSize, minElements: p.minElements, seed: p.seed)
-        options.int8Table = p.int8Table
-        let model = try ModelLoader.load(path)
-        let threads = p.threads
-        let started = Date()
-        let isImage = model.metadata.image != nil && model.metadata.graph != nil
-        let isDetector = DetectorEvaluator.isDetector(model)
-        // A word tagger is gated on token accuracy over tagged sentences (`data`: CoNLL-U, CoNLL or JSON).
-        let sentences = try model.metadata.task == .wordTagger ? p.data.map { try TaggedCorpus.load($0) } : nil
-        // The evaluation items: `data`, else the recorded holdout; a detector's with their boxes.
-        var photos: [AnnotatedImage]?
-        if isDetector {
-            photos = try p.data.map { try DetectionDataset.load($0).images }
-                ?? (model.metadata.split?.holdout.isEmpty == false ? try DetectorEvaluator.recordedHoldout(model, modelPath: path, skipMissing: !p.evaluate).photos : nil)
-        }
-        var items: [LabeledItem]? = isDetector ? photos.map { $0.map { LabeledItem(path: $0.path, label: "") } }
-            : model.metadata.task == .wordTagger ? nil
-            : try p.data.map { try Evaluation.loadItems($0, task: model.metadata.task) }
-            ?? (p.evaluate && model.metadata.split?.holdout.isEmpty == false
-                ? try Evaluation.recordedHoldout(model, modelPath: path, skipMissing: false).items : nil)
-
-        // Calibration (image models; fp16 needs none): bias correction, and error feedback for palettes.
-        var calibration: QuantizeCalibration?
-        if isImage && mode != .fp16 && p.biasCorrection {
-            let count = p.calibrationCount
-            guard count >= 1 else {
-                throw PipelineError.invalidParameter(name: "calibrationCount", reason: "--calibration-count must be ≥ 1")
-            }
-            // Without evaluation (--no-eval) the recorded holdout is not read: it is the test split when the model
-            // was trained with --test, which `mltool eval` scores later with no calibration image left out. Such a
-            // model is calibrated on --calibration (e.g. its training images) or not at all.
-            let source: (String, [LabeledItem])? = try p.calibration.map {
-                ($0, isDetector ? try DetectionDataset.load($0).images.map { LabeledItem(path: $0.path, label: "") }
-                     : try Evaluation.loadItems($0, task: model.metadata.task))
-            }
-                ?? items.map { (p.data != nil ? "--data" : "holdout", $0) }
-            // Drawn from the evaluated items: at most half of them, so that the gate keeps the rest.
-            let fromEvaluated = p.calibration == nil && items != nil
-            let useCount = fromEvaluated && (items?.count ?? 0) >= 2 ? min(count, (items?.count ?? 0) / 2) : count
-            if let (name, calItems) = source, !calItems.isEmpty {
-                calibration = try QuantizeCalibration(model: model, modelPath: path, items: calItems, count: useCount,
-                                                      source: name, threads: threads)
-            } else {
-                emit(.note("no calibration images (no holdout, --data or --calibration): no bias correction or error feedback"))
-            }
-        }
-        // Calibration images drawn from the evaluation items are left out of the gate, which then scores only
-        // images the compression never saw.
-        var calibrationLeftOut = 0
-        if let calibration, p.calibration == nil, let all = items {
-            let kept = all.filter { !calibration.paths.contains($0.path) }
-            if !kept.isEmpty {
-                items = kept
-                photos = photos?.filter { !calibration.paths.contains($0.path) }
-                calibrationLeftOut = all.count - kept.count
-            }
-        }
-        var corrected = 0
-        if let calibration, mode == .palette {
-            options.errorFeedback = calibration.errorFeedbackFactors()
-        }
-        func compress(_ options: QuantizeOptions) throws -> (Model, [TensorQuantReport]) {
-            var (q, r) = try Quantizer.quantize(model, options)
-            if let calibration { corrected = try calibration.correctBiases(original: model, quantized: &q) }
-            return (q, r)
-        }
-        var (quantized, reports) = try compress(options)
-
-        // The searches (MLToolQuant.QuantizationSearch) ask this pipeline about candidate models.
-        let classes = model.metadata.labels.count
-        var measure: (Model) throws -> GateResult = { _ in throw PipelineError.badInput(file: path, reason: "no evaluation items") }
-        let judge = PipelineJudge(
-            compressBody: compress,
-            sensitivitySource: calibration?.source,
-            sensitivityBody: { quantized, tensors in
-                guard let calibration else { return [:] }
-                if isDetector { return try calibration.outputChange(original: model, quantized: quantized, tensors: tensors) }
-                return try calibration.sensitivity(original: model, quantized: quantized, tensors: tensors, modelPath: path,
-                                                   classes: classes)
-            },
-            verdictBody: { try measure($0) },
-            emit: emit, output: out)
-
-        // Mixed precision within a size budget: raise the most sensitive tensors per byte while the file fits.
-        var raised: String?
-        let floatFileBytes = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0
-        if let maxSize = p.maxSize {
-            guard mode == .palette, calibration != nil, !model.metadata.labels.isEmpty else {
-                throw PipelineError.invalidParameter(name: "maxSize", reason: "--max-size needs a palette mode and calibration images of a classifier")
-            }
-            let budget = Int(Double(floatFileBytes) * maxSize / 100)
-            let size = try judge.fileBytes(quantized)
-            if size < budget {
-                let start = QuantizationSearch.State(model: quantized, reports: reports, options: options)
-                let (state, levels) = try QuantizationSearch.fillBudget(start, size: size, budget: budget, judge: judge)
-                if !levels.isEmpty {
-                    (quantized, reports, options) = (state.model, state.reports, state.options)
-                    raised = "\(levels.count) tensors raised within \(String(format: "%g", maxSize))% (most sensitive per byte first): "
-                        + levels.sorted { $0.key < $1.key }.map { "\($0.key) → \($0.value) bits" }.joined(separator: ", ")
-                }
-            } else {
-                emit(.status(String(format: "size budget: the file is already %.1f%% > --max-size %g%%; nothing raised",
-                                    Double(size) / Double(max(floatFileBytes, 1)) * 100, maxSize)))
-            }
-        }
-
-        /// `maxDrop`: backs off the most sensitive tensors until the drop fits.
-        func gated(_ first: GateResult) throws -> GateResult {
-            var result = first
-            guard let maxDrop = p.maxDrop else { return result }
-            let start = QuantizationSearch.State(model: quantized, reports: reports, options: options)
-            let b: QuantizationSearch.BackOff<GateResult>
-            do {
-                b = try QuantizationSearch.backOff(start, verdict: result, maxDrop: maxDrop, judge: judge)
-            } catch let e as QuantError {
-                throw PipelineError.badInput(file: path, reason: e.description)
-            }
-            (quantized, reports, options) = (b.state.model, b.state.reports, b.state.options)
-            result = b.verdict
-            result.backedOff = b.backedOff
-            result.backOffOrder = b.backedOff.isEmpty ? nil : b.order
-            return result
-        }
-        // The gate: mAP@0.5 for a detector, token accuracy for a word tagger, accuracy for a classifier.
-        var gate: GateResult?
-        if p.evaluate, let sentences {
-            let float = try WordTagger(model: model, file: path).evaluate(sentences).report.accuracy
-            measure = { m in
-                let q = try WordTagger(model: m, file: out).evaluate(sentences).report.accuracy
-                return GateResult(metric: "token accuracy", items: sentences.tokenCount, calibrationLeftOut: 0,
-                                  floatAccuracy: float, quantizedAccuracy: q, agreement: nil, meanKL: nil,
-                                  floatMAP50to95: nil, quantizedMAP50to95: nil, backedOff: [], backOffOrder: nil)
-            }
-            gate = try gated(try measure(quantized))
-        } else if p.evaluate, isDetector, let photos, !photos.isEmpty {
-            var e = DetectorEvaluator.Parameters()
-            e.threads = threads
-            func evaluate(_ m: Model) throws -> DetectionEvaluation {
-                try DetectorEvaluator.evaluate(model: m, photos: photos, parameters: e, emit: emit).0
-            }
-            let float = try evaluate(model)
-            measure = { m in
-                let q = try evaluate(m)
-                return GateResult(metric: "mAP@0.5", items: photos.count, calibrationLeftOut: calibrationLeftOut,
-                                  floatAccuracy: float.mAP50, quantizedAccuracy: q.mAP50, agreement: nil, meanKL: nil,
-                                  floatMAP50to95: float.mAP50to95, quantizedMAP50to95: q.mAP50to95, backedOff: [], backOffOrder: nil)
-            }
-            gate = try gated(try measure(quantized))
-        } else if p.evaluate {
-            if let items, !model.metadata.labels.isEmpty {
-                let truth = try Evaluation.truth(items, labels: model.metadata.labels, modelPath: path)
-                func probabilities(_ m: Model, _ name: String) throws -> [Float] {
-                    defer { emit(.progressFinished(label: "evaluating")) }
-                    return try Evaluation.probabilities(m, modelPath: name, items: items, threads: threads, progress: { n, total in
-                        emit(.progress(label: "evaluating", advanced: n, total: total))
-                    })
-                }
-                let floatProbs = try probabilities(model, path)
-                let floatAcc = Metrics.evaluate(truth: truth, probabilities: floatProbs, labels: model.metadata.labels).accuracy
-                measure = { m in
-                    let pr = try probabilities(m, out)
-                    let r = Metrics.evaluate(truth: truth, probabilities: pr, labels: model.metadata.labels)
-                    let c = ModelComparison.compare(floatProbs, pr, classes: classes)
-                    return GateResult(metric: "accuracy", items: items.count, calibrationLeftOut: calibrationLeftOut,
-                                      floatAccuracy: floatAcc, quantizedAccuracy: r.accuracy,
-                                      agreement: c.agreement, meanKL: c.meanKL, floatMAP50to95: nil, quantizedMAP50to95: nil,
-                                      backedOff: [], backOffOrder: nil)
-                }
-                gate = try gated(try measure(quantized))
-            } else {
-                emit(.note("no recorded holdout and no --data: weights compressed without an accuracy check"))
-            }
-        }
-        let report = QuantizeReport(model: path, output: out, mode: mode.rawValue, bits: bits,
-                                    table: mode == .palette ? (options.usesInt8Table ? "int8" : "float") : nil, tensors: reports,
-                                    fileBytesBefore: floatFileBytes, fileBytesAfter: try judge.fileBytes(quantized),
-                                    calibration: calibration.map {
-                                        let fed = reports.filter { $0.mode.hasSuffix("+gptq") }.count
-                                        return "\($0.source): \(corrected) biases corrected"
-                                            + (fed > 0 ? ", error feedback (GPTQ) on \(fed) tensors" : "")
-                                    }, mixedPrecision: raised, gate: gate,
-                                    seconds: Date().timeIntervalSince(started))
-        return Outcome(model: quantized, report: report)
+        let r = try QuantizationRun(self, emit: progress ?? { _ in })
+        try r.loadEvaluationItems()
+        try r.calibrate()
+        r.leaveCalibrationOut()
+        try r.compressFirst()
+        let raised = try r.fillSizeBudget()
+        let gate = try r.gate()
+        return Outcome(model: r.quantized, report: try r.report(raised: raised, gate: gate))
     }
 }
 
 /// The quantize pipeline's answers to `QuantizationSearch`: compress with bias correction, measure sensitivity on
 /// the calibration images and accuracy on the evaluation items.
-private struct PipelineJudge: QuantizationJudge {
+struct PipelineJudge: QuantizationJudge {
     let compressBody: (QuantizeOptions) throws -> (Model, [TensorQuantReport])
     let sensitivitySource: String?
     let sensitivityBody: (Model, [String]) throws -> [String: Double]

@@ -1,4 +1,3 @@
-import COpenBLAS
 import Foundation
 import MLToolCore
 import MLToolData
@@ -397,8 +396,8 @@ struct DetectorFit {
     mutating func fit(_ train: DetectorSamples, validation: DetectorSamples, truth: [[ObjectAnnotation]],
                       emit: (PipelineEvent) -> Void) -> Double? {
         let p = parameters
-        openblas_set_num_threads(1)
-        defer { openblas_set_num_threads(0) }
+        BLASThreads.set(1)
+        defer { BLASThreads.set(0) }
         let start = DispatchTime.now().uptimeNanoseconds
         var rng = SplitMix64(seed: p.seed ^ 0x6669_74)  // "fit"
         var order = Array(0..<train.count)
