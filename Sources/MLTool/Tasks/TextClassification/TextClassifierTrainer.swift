@@ -58,45 +58,13 @@ public struct TextClassifierTrainer: Sendable {
         }
         try cancellation.check()
 
-        // Splits: holdout first (kept out of everything), then validation from the rest.
-        var train = dataset.items, holdout = testSet?.items ?? []
-        if testSet == nil {
-            guard p.holdoutFraction >= 0, p.holdoutFraction < 1 else {
-                throw PipelineError.invalidParameter(name: "holdoutFraction", reason: "--holdout must be in [0, 1)")
-            }
-            if p.holdoutFraction > 0 {
-                let split = try DataSplit.stratified(labels: train.map(\.label), fraction: p.holdoutFraction, seed: p.seed)
-                (train, holdout) = (split.train.map { dataset.items[$0] }, split.held.map { dataset.items[$0] })
-            }
-        }
-        var validation = [TextItem]()
-        let vf = p.validation.fraction(count: train.count)
-        if vf > 0 {
-            let all = train
-            let split = try DataSplit.stratified(labels: all.map(\.label), fraction: vf, seed: p.seed &+ 1)
-            (train, validation) = (split.train.map { all[$0] }, split.held.map { all[$0] })
-        }
+        let (train, validation, holdout) = try Self.split(dataset, testSet: testSet, p)
 
         // Features and the head.
         let labels = dataset.labels
         let labelIndex = Dictionary(labels.enumerated().map { ($1, $0) }, uniquingKeysWith: { a, _ in a })
         func y(_ items: [TextItem]) -> [Int] { items.map { labelIndex[$0.label] ?? 0 } }
-        var options = LogisticRegressionOptions()
-        options.l2 = p.l2
-        options.sgdEpochs = p.epochs
-        options.maxIterations = p.maxIterations
-        guard options.sgdEpochs >= 0, options.maxIterations >= 0, options.sgdEpochs + options.maxIterations > 0 else {
-            throw PipelineError.invalidParameter(name: "epochs", reason: "--epochs and --max-iterations must be ≥ 0, not both 0")
-        }
-        options.seed = p.seed
-        options.lossTolerance = p.lossTolerance
-        options.balanceClasses = p.balanceClasses
-        options.earlyStoppingPatience = p.earlyStoppingPatience
-        options.l2Grid = p.l2Factors.map { $0 / Double(max(train.count, 1)) }
-        // With no validation split there is nothing to rank on: `auto` takes the stronger of the two (on the Debian
-        // descriptions 0.864 holdout accuracy, where the dense head's fallback 1/n gives 0.850).
-        if options.l2 == .auto && validation.isEmpty, let first = options.l2Grid.first { options.l2 = .fixed(first) }
-        options.selection = .logLoss
+        let options = try Self.headOptions(p, trainCount: train.count, validating: !validation.isEmpty)
         emit(.fitStarted)
         let fitStart = Date()
         // Every document is tokenized once; vocabularies, idf and rows for each subset come from the term ids.
@@ -160,11 +128,81 @@ public struct TextClassifierTrainer: Sendable {
         let fitSeconds = Date().timeIntervalSince(fitStart)
         phase("refit")
 
-        // Metrics through the model on the rows predict would compute (the same bits as `vectorizer.transform`).
-        let model = head
+        var metrics = try Self.metrics(head, labels: labels, train: refits ? nil : (train, fitMatrix),
+                                       holdout: (holdout, holdoutMatrix))
+        metrics["validation.accuracy"] = head.validationAccuracy
+        phase("metrics")
+
+        // The model: no graph; the text section names the tensors.
+        var md = ModelMetadata(task: .textClassifier, labels: labels)
+        md.name = p.name
+        md.outputKind = "probabilities"
+        md.text = config
+        md.metrics = metrics
+        md.provenance = Provenance(seed: p.seed, command: command())
+        md.split = manifest
+        let d = fitted.featureCount
+        let tensors = Self.tensors(config, head: head, features: d, classes: labels.count, idf: fitted.idf, vocabulary: vocabularyBytes)
+        let inputs = [dataset.source] + (testSet.map { [$0.source] } ?? [])
+        return TrainingResult(
+            model: Model(metadata: md, tensors: tensors), metrics: metrics, trainCount: train.count,
+            validationCount: validation.count, holdoutCount: holdout.count, l2: head.chosenL2,
+            iterations: head.iterations, stopReason: head.stopReason, extractedCount: 0, featureSeconds: featureSeconds,
+            fitSeconds: fitSeconds, totalSeconds: Date().timeIntervalSince(started), featureCount: d, inputs: inputs)
+    }
+
+    /// Holdout first (kept out of everything; none with test data), then validation from the rest: stratified, seeded.
+    static func split(_ dataset: TextDataset, testSet: TextDataset?, _ p: TextClassifierParameters) throws
+        -> (train: [TextItem], validation: [TextItem], holdout: [TextItem]) {
+        var train = dataset.items, holdout = testSet?.items ?? []
+        if testSet == nil {
+            guard p.holdoutFraction >= 0, p.holdoutFraction < 1 else {
+                throw PipelineError.invalidParameter(name: "holdoutFraction", reason: "--holdout must be in [0, 1)")
+            }
+            if p.holdoutFraction > 0 {
+                let split = try DataSplit.stratified(labels: train.map(\.label), fraction: p.holdoutFraction, seed: p.seed)
+                (train, holdout) = (split.train.map { dataset.items[$0] }, split.held.map { dataset.items[$0] })
+            }
+        }
+        var validation = [TextItem]()
+        let vf = p.validation.fraction(count: train.count)
+        if vf > 0 {
+            let all = train
+            let split = try DataSplit.stratified(labels: all.map(\.label), fraction: vf, seed: p.seed &+ 1)
+            (train, validation) = (split.train.map { all[$0] }, split.held.map { all[$0] })
+        }
+        return (train, validation, holdout)
+    }
+
+    /// The head's settings: λ = c/n for each c of `l2Factors`, ranked by validation log-loss.
+    static func headOptions(_ p: TextClassifierParameters, trainCount: Int, validating: Bool) throws -> LogisticRegressionOptions {
+        var options = LogisticRegressionOptions()
+        options.l2 = p.l2
+        options.sgdEpochs = p.epochs
+        options.maxIterations = p.maxIterations
+        guard options.sgdEpochs >= 0, options.maxIterations >= 0, options.sgdEpochs + options.maxIterations > 0 else {
+            throw PipelineError.invalidParameter(name: "epochs", reason: "--epochs and --max-iterations must be ≥ 0, not both 0")
+        }
+        options.seed = p.seed
+        options.lossTolerance = p.lossTolerance
+        options.balanceClasses = p.balanceClasses
+        options.earlyStoppingPatience = p.earlyStoppingPatience
+        options.l2Grid = p.l2Factors.map { $0 / Double(max(trainCount, 1)) }
+        // With no validation split there is nothing to rank on: `auto` takes the stronger of the two (on the Debian
+        // descriptions 0.864 holdout accuracy, where the dense head's fallback 1/n gives 0.850).
+        if options.l2 == .auto && !validating, let first = options.l2Grid.first { options.l2 = .fixed(first) }
+        options.selection = .logLoss
+        return options
+    }
+
+    /// Train and holdout accuracy through the model on the rows predict would compute (the same bits as
+    /// `vectorizer.transform`); `train` nil after a refit, which measured it on training + validation documents.
+    static func metrics(_ head: LogisticRegressionModel, labels: [String], train: ([TextItem], CSRMatrix)?,
+                        holdout: ([TextItem], CSRMatrix?)) throws -> [String: Double] {
+        let labelIndex = Dictionary(labels.enumerated().map { ($1, $0) }, uniquingKeysWith: { a, _ in a })
         func accuracy(_ items: [TextItem], _ matrix: CSRMatrix?) throws -> Double? {
             guard !items.isEmpty, let matrix else { return nil }
-            let probabilities = try model.probabilities(sparse: matrix)
+            let probabilities = try head.probabilities(sparse: matrix)
             let k = labels.count
             var correct = 0
             for (i, item) in items.enumerated() {
@@ -176,36 +214,27 @@ public struct TextClassifierTrainer: Sendable {
             return Double(correct) / Double(items.count)
         }
         var metrics = [String: Double]()
-        // On the documents the final model learned from: training + validation after a refit (measured by it).
-        metrics["train.accuracy"] = refits ? head.trainAccuracy : try accuracy(train, fitMatrix)
-        metrics["validation.accuracy"] = head.validationAccuracy
-        metrics["holdout.accuracy"] = try accuracy(holdout, holdoutMatrix)
+        if let (items, matrix) = train {
+            metrics["train.accuracy"] = try accuracy(items, matrix)
+        } else {
+            metrics["train.accuracy"] = head.trainAccuracy
+        }
+        metrics["holdout.accuracy"] = try accuracy(holdout.0, holdout.1)
         metrics["l2"] = head.chosenL2
-        phase("metrics")
+        return metrics
+    }
 
-        // The model: no graph; the text section names the tensors.
-        var md = ModelMetadata(task: .textClassifier, labels: labels)
-        md.name = p.name
-        md.outputKind = "probabilities"
-        md.text = config
-        md.metrics = metrics
-        md.provenance = Provenance(seed: p.seed, command: command())
-        md.split = manifest
-        let k = labels.count, d = fitted.featureCount
+    /// The model's tensors: vocabulary (unless hashed), idf (tf-idf), weights [d, k] and bias.
+    static func tensors(_ config: TextConfig, head: LogisticRegressionModel, features d: Int, classes k: Int, idf: [Float],
+                        vocabulary: [UInt8]) -> [StoredTensor] {
         var tensors = [StoredTensor]()
         if let name = config.vocabularyTensor {
-            tensors.append(StoredTensor(name: name, dtype: .u8, shape: [vocabularyBytes.count],
-                                        bytes: TensorBytes(copying: vocabularyBytes)))
+            tensors.append(StoredTensor(name: name, dtype: .u8, shape: [vocabulary.count], bytes: TensorBytes(copying: vocabulary)))
         }
-        if let name = config.idfTensor { tensors.append(StoredTensor(name: name, tensor: Tensor(shape: [d], data: fitted.idf))) }
+        if let name = config.idfTensor { tensors.append(StoredTensor(name: name, tensor: Tensor(shape: [d], data: idf))) }
         tensors.append(StoredTensor(name: config.weightsTensor, tensor: Tensor(shape: [d, k], data: head.weights)))
         tensors.append(StoredTensor(name: config.biasTensor, tensor: Tensor(shape: [k], data: head.bias)))
-        let inputs = [dataset.source] + (testSet.map { [$0.source] } ?? [])
-        return TrainingResult(
-            model: Model(metadata: md, tensors: tensors), metrics: metrics, trainCount: train.count,
-            validationCount: validation.count, holdoutCount: holdout.count, l2: head.chosenL2,
-            iterations: head.iterations, stopReason: head.stopReason, extractedCount: 0, featureSeconds: featureSeconds,
-            fitSeconds: fitSeconds, totalSeconds: Date().timeIntervalSince(started), featureCount: d, inputs: inputs)
+        return tensors
     }
 
     /// The command line that does this training, recorded in the model's provenance (see
