@@ -78,6 +78,36 @@ public struct DetectionDataset: Sendable {
                                       actual: json.count > 1 ? "\(json.count) JSON files" : "none of them")
     }
 
+    /// Whether `path` is laid out as one of the annotation formats `load` reads, told from names and the first
+    /// bytes of one file (never the whole set): a Create ML JSON (an array whose first entries carry "annotations"),
+    /// a CSV whose header has xmin, ymin, xmax and ymax, or a folder with annotations/*.xml (Pascal VOC), labels/ and
+    /// classes.txt or obj.names (YOLO), or one such JSON or CSV.
+    public static func looksLikeAnnotations(_ path: String) -> Bool {
+        guard DirectoryWalk.isDirectory(path) else { return annotationFile(path) }
+        guard let names = try? DirectoryWalk.listing(path) else { return false }
+        if names.contains("annotations"), DirectoryWalk.isDirectory(path + "/annotations") {
+            return ((try? DirectoryWalk.listing(path + "/annotations")) ?? []).contains { $0.lowercased().hasSuffix(".xml") }
+        }
+        if names.contains("labels"), DirectoryWalk.isDirectory(path + "/labels") {
+            return names.contains("classes.txt") || names.contains("obj.names")
+        }
+        let files = names.filter { $0.lowercased().hasSuffix(".json") || $0.lowercased().hasSuffix(".csv") }
+        return files.count == 1 && annotationFile(path + "/" + files[0])
+    }
+
+    /// A Create ML JSON or a detection CSV, from its first 64 KiB.
+    private static func annotationFile(_ path: String) -> Bool {
+        guard let handle = FileHandle(forReadingAtPath: path) else { return false }
+        defer { try? handle.close() }
+        let head = String(decoding: (try? handle.read(upToCount: 65536)) ?? Data(), as: UTF8.self)
+        if path.lowercased().hasSuffix(".json") {
+            return head.drop { $0.isWhitespace }.first == "[" && head.contains("\"annotations\"")
+        }
+        let header = head.prefix { $0 != "\n" && $0 != "\r" }.lowercased()
+            .split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces.union(CharacterSet(charactersIn: "\""))) }
+        return ["xmin", "ymin", "xmax", "ymax"].allSatisfy(header.contains)
+    }
+
     /// Fails when more than `limitPercent` % of the boxes were skipped (the first skip is quoted).
     public func checkSkipped(limitPercent: Int = 10) throws {
         let lost = skipped.reduce(0) { $0 + $1.boxes }

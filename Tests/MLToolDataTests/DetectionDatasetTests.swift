@@ -164,4 +164,29 @@ import Testing
             #expect(Set(v.objects) == Set(i.objects) && v.width == i.width && v.height == i.height, "\(i.path)")
         }
     }
+
+    /// `looksLikeAnnotations` (how `mltool train` tells detection data, without loading it) says yes to each layout
+    /// `load` reads and no to a label-folder tree — even one with a class named "labels" — or a table of paths.
+    @Test func annotationLayoutsAreToldFromNamesAndOneHeader() throws {
+        let d = try TempDir()
+        defer { d.remove() }
+        _ = try d.file("voc/annotations/a.xml", text: "<annotation/>")
+        _ = try d.file("yolo/labels/a.txt", text: "0 0.5 0.5 0.1 0.1\n")
+        _ = try d.file("yolo/classes.txt", text: "cat\n")
+        _ = try d.file("cml/boxes.json", text: "[{\"image\": \"a.jpg\", \"annotations\": []}]")
+        _ = try d.file("det.csv", text: "filename,width,height,class,xmin,ymin,xmax,ymax\n")
+        _ = try d.file("folders/labels/a.png", [0x89])
+        _ = try d.file("folders/cats/b.png", [0x89])
+        _ = try d.file("paths.csv", text: "path,label\na.png,cat\n")
+        _ = try d.file("other/data.json", text: "{\"annotations\": 1}")
+        for yes in ["voc", "yolo", "cml", "cml/boxes.json", "det.csv"] {
+            #expect(DetectionDataset.looksLikeAnnotations(d.path + "/" + yes), "\(yes)")
+        }
+        for no in ["folders", "paths.csv", "other", "missing"] {
+            #expect(!DetectionDataset.looksLikeAnnotations(d.path + "/" + no), "\(no)")
+        }
+        if let root = SharedDatasets.raccoon {
+            #expect(DetectionDataset.looksLikeAnnotations(root) && DetectionDataset.looksLikeAnnotations(root + "/data/train_labels.csv"))
+        }
+    }
 }

@@ -72,7 +72,7 @@ public struct ObjectDetectorTrainer: Sendable {
 
     /// Whether `path` holds detection annotations rather than label folders or a table of labels.
     public static func looksLikeDetectionData(_ path: String) -> Bool {
-        (try? DetectionDataset.load(path)) != nil
+        DetectionDataset.looksLikeAnnotations(path)
     }
 
     public func train(progress: ((PipelineEvent) -> Void)? = nil) throws -> ObjectDetectorTrainingResult {
