@@ -86,7 +86,22 @@ extension TFLiteGraphBuilder {
         default:
             break
         }
-        guard outputQuantized else { return try convert(&self, c) }
+        guard outputQuantized else {
+            guard let x = c.inputs.first, Self.weightOps.contains(c.opName), quantizedInputs.isEmpty,
+                  int8Constants.contains(where: { $0.offset == 1 }), graph.tensors[x].type == 0 else { return try convert(&self, c) }
+            // Dynamic range: LiteRT quantizes the float input of an int8-weight CONV_2D, DEPTHWISE_CONV_2D or
+            // FULLY_CONNECTED with one asymmetric 8-bit pair per run, from the tensor's range widened to 0 (measured:
+            // its depthwise output is that within 1.6e-6 of the range, 0.19 from a symmetric pair, 0.079 from float
+            // input): the IR's `quantize` in mode "dynamic".
+            let original = name(x)
+            let codes = fresh(c.output, "dynamic")
+            var a = Attributes(min: 0, max: 255)
+            a.mode = "dynamic"
+            emit(c.node + ".dynamic", .quantize, [original], output: codes, a)
+            rename(x, to: codes)
+            defer { rename(x, to: original) }
+            return try convert(&self, c)
+        }
         if Self.valueMoving.contains(c.opName), let x = c.inputs.first, isQuantizedActivation(x),
            try activationQuant(x, c) == activationQuant(o, c) {
             return try convert(&self, c)
@@ -147,7 +162,12 @@ extension TFLiteGraphBuilder {
             throw ImportError.invalid(file: file, place: c.place("bias '\(name(b))'"), expected: "\(qw.scales.count) values (one per weight scale)",
                                       actual: "\(codes.count)")
         }
-        setConstant(b, codes.indices.map { k in codes[k] * (sx * qw.scales[qw.scales.count == 1 ? 0 : k]) })
+        // A dead channel's bias (weights near 0, a scale near 1e-9) is clipped by the quantizer to −2^31, and
+        // LiteRT's int32 sum wraps past it; the engine carries wrapping codes only up to ±(2^31 − 128)
+        // (`QuantizedWeights.isInt32`), which shifts the wrapped sum by 128 codes of a tiny scale (~1e-6 output codes).
+        setConstant(b, codes.indices.map { k in
+            min(max(codes[k], -2_147_483_520), 2_147_483_520) * (sx * qw.scales[qw.scales.count == 1 ? 0 : k])
+        })
     }
 
     /// A layer's weights, `data` in the IR layout `shape` (rearranged from weight input `k`): int8 codes with their

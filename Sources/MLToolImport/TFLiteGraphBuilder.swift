@@ -118,6 +118,9 @@ struct TFLiteGraphBuilder {
         return name
     }
 
+    /// Makes readers of tensor `i` read `name` from now on.
+    mutating func rename(_ i: Int, to name: String) { names[i] = name }
+
     /// A graph input: float32, or int8/uint8 codes, which the IR input takes as real values and quantizes to the
     /// file's scale and zero point (its readers see `name(i)`, the quantized values).
     mutating func addInput(_ i: Int) throws {
