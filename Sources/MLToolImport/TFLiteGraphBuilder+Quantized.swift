@@ -89,17 +89,27 @@ extension TFLiteGraphBuilder {
         guard outputQuantized else {
             guard let x = c.inputs.first, Self.weightOps.contains(c.opName), quantizedInputs.isEmpty,
                   int8Constants.contains(where: { $0.offset == 1 }), graph.tensors[x].type == 0 else { return try convert(&self, c) }
-            // Dynamic range: LiteRT quantizes the float input of an int8-weight CONV_2D, DEPTHWISE_CONV_2D or
-            // FULLY_CONNECTED with one asymmetric 8-bit pair per run, from the tensor's range widened to 0 (measured:
-            // its depthwise output is that within 1.6e-6 of the range, 0.19 from a symmetric pair, 0.079 from float
-            // input): the IR's `quantize` in mode "dynamic".
             let original = name(x)
+            defer { rename(x, to: original) }
+            if c.opName == "CONV_2D", shape(c.inputs[1]).count == 4, shape(c.inputs[1])[1...2] == [1, 1] {
+                rename(x, to: rowQuantized(original, c))
+                dequantizesWeights = true
+                defer { dequantizesWeights = false }
+                return try convert(&self, c)
+            }
+            // Dynamic range: LiteRT (XNNPACK's qd8 kernels) quantizes the float input of an int8-weight CONV_2D,
+            // DEPTHWISE_CONV_2D or FULLY_CONNECTED with asymmetric 8-bit pairs from the range widened to 0: one per
+            // image for a conv with a window (measured: its depthwise output is that within 3.3e-6 of the range, 0.19
+            // from a symmetric pair, 0.079 from float input), the IR's `quantize` in mode "dynamic"; one per row of
+            // its GEMM for a 1×1 conv and FULLY_CONNECTED (3.7e-7 per pixel, 7.1e-3 per image): a 1×1 conv reads
+            // its input quantized per pixel by plain IR ops (`rowQuantized`) with its weights in float32 (the engine's
+            // int8 GEMM would quantize the rows again, to 7 bits); a dense layer at batch 1 has one row, which the
+            // dynamic quantize gives.
             let codes = fresh(c.output, "dynamic")
             var a = Attributes(min: 0, max: 255)
             a.mode = "dynamic"
             emit(c.node + ".dynamic", .quantize, [original], output: codes, a)
             rename(x, to: codes)
-            defer { rename(x, to: original) }
             return try convert(&self, c)
         }
         if Self.valueMoving.contains(c.opName), let x = c.inputs.first, isQuantizedActivation(x),
@@ -116,6 +126,29 @@ extension TFLiteGraphBuilder {
     func quantizeOp(_ c: TFLiteCall) throws {
         let t = graph.tensors[try out(c)]
         throw ImportError.unsupported(file: file, ops: [.init(op: "QUANTIZE to \(TFLiteFile.typeName(t.type))", count: 1, firstNodes: [c.node])])
+    }
+
+    /// `x` (NHWC) quantized per pixel as DynamicQuantizeLinear quantizes a tensor, then dequantized: over the
+    /// channels, lo = min(min x, 0), hi = max(max x, 0), s = max((hi − lo) / 255, 2^−126), z = round(−lo / s),
+    /// value = (clamp(round(x / s) + z, 0, 255) − z) · s (rounding halves to even), in IR ops.
+    private mutating func rowQuantized(_ x: String, _ c: TFLiteCall) -> String {
+        let zero = weight(c.output + ".row_zero", shape: [1], data: [0])
+        let levels = weight(c.output + ".row_levels", shape: [1], data: [255])
+        let tiny = weight(c.output + ".row_tiny", shape: [1], data: [Float.leastNormalMagnitude])
+        var step = 0
+        func node(_ op: Op, _ inputs: [String], _ a: Attributes = Attributes()) -> String {
+            step += 1
+            let out = fresh(c.output, "row\(step)")
+            emit("\(c.node).row\(step)", op, inputs, output: out, a)
+            return out
+        }
+        let lo = node(.binary, [node(.reduce, [x], Attributes(axes: [3], mode: ReduceFunction.min.rawValue)), zero], Attributes(mode: BinaryFunction.min.rawValue))
+        let hi = node(.binary, [node(.reduce, [x], Attributes(axes: [3], mode: ReduceFunction.max.rawValue)), zero], Attributes(mode: BinaryFunction.max.rawValue))
+        let s = node(.binary, [node(.div, [node(.sub, [hi, lo]), levels]), tiny], Attributes(mode: BinaryFunction.max.rawValue))
+        let z = node(.unary, [node(.div, [node(.sub, [zero, lo]), s])], Attributes(mode: UnaryFunction.round.rawValue))
+        let q = node(.clip, [node(.add, [node(.unary, [node(.div, [x, s])], Attributes(mode: UnaryFunction.round.rawValue)), z])],
+                     Attributes(min: 0, max: 255))
+        return node(.mul, [node(.sub, [q, z]), s])
     }
 
     /// A `quantize` in mode "values" of `source` into `c`'s output at output tensor `o`'s parameters.
@@ -182,6 +215,13 @@ extension TFLiteGraphBuilder {
                                       actual: "none")
         }
         let perChannel = q.scales.count > 1
+        if dequantizesWeights {
+            let inner = perChannel ? shape[(axis + 1)...].reduce(1, *) : 1
+            return weight(base, shape: shape, data: data.indices.map { k in
+                let ch = perChannel ? (k / inner) % q.scales.count : 0
+                return (data[k] - Float(q.zeroPoints.isEmpty ? 0 : q.zeroPoints[ch])) * q.scales[ch]
+            })
+        }
         guard !perChannel || q.dimension == fileAxis else {
             throw ImportError.invalid(file: file, place: c.place("weights '\(name(i))' quantization.quantized_dimension"),
                                       expected: "\(fileAxis) (the output channels)", actual: "\(q.dimension)")

@@ -17,6 +17,9 @@ struct TFLiteGraphBuilder {
     /// Constants already stored as model tensors.
     private var stored: Set<Int> = []
     private(set) var names: [String] = []
+    /// Whether `layerWeight` stores int8 weights dequantized to float32 (a layer whose input is already on its
+    /// quantization grid, `TFLiteGraphBuilder.rowQuantized`).
+    var dequantizesWeights = false
 
     var file: String { tfl.file }
 

@@ -54,21 +54,29 @@ import Testing
     static func argmax(_ v: ArraySlice<Float>) -> Int { v.indices.max { v[$0] < v[$1] }.map { $0 - v.startIndex } ?? 0 }
 
     /// EfficientNet-Lite0 quantized by ai-edge-quantizer, full integer (int8 input and logits, per-channel int8
-    /// weights, int32 biases) and dynamic range (int8 weights, float activations), on 120 real photos one at a time:
-    /// the same top-1 class as LiteRT (XNNPACK) on at least 99% of them, logits within a measured fraction of their
-    /// range.
-    @Test(arguments: [("efficientnet_lite0_int8", 120, 0.0), ("efficientnet_lite0_dynamic", 120, 0.0)])
+    /// weights, int32 biases) and dynamic range (int8 weights, float activations), on 120 real photos one at a time,
+    /// against LiteRT 2.3.0 with its default XNNPACK delegate (AMD EPYC, AVX2). Full integer: the same top-1 class on
+    /// all 120, logits within 9.13e-3 of their range (a few codes of 0.042; layer by layer on the first photo at
+    /// most 0.07% of a tensor's codes differ from XNNPACK's and none of the logits). Dynamic range: 117 of 120, worst
+    /// 0.107 of the range; the file's per-run input quantization makes every layer chaotic (LiteRT's XNNPACK run is
+    /// 0.21 of the range from the float model and agrees with it on 93 photos, and LiteRT's own builtin kernels on
+    /// the same file agree with its XNNPACK run on 116 of 120, worst 0.110).
+    @Test(arguments: [("efficientnet_lite0_int8", 120, 1e-2), ("efficientnet_lite0_dynamic", 117, 0.11)])
     func efficientNetMatchesLiteRT(name: String, agreeing: Int, tolerance: Double) throws {
         guard let model = Self.fixture(name + ".tflite"), let photos = Self.fixture("photos.npy") else { return }
         guard let (expected, used, summary) = try Self.liteRT(model, photos) else { return }
         let imported = try TFLiteImporter.importModel(path: model, options: ImportOptions())
         let graph = try #require(imported.metadata.graph)
         #expect(graph.inputs.map(\.name) == ["input"] && graph.outputs == ["logits", "features"])
-        // The 50 conv, depthwise and dense weights stay int8 with one scale per output channel.
+        // Full integer: the 50 conv, depthwise and dense weights stay int8 with one scale per output channel, and
+        // 61 quantize nodes make the input's and every layer's codes. Dynamic range: the stem, the 16 depthwise convs
+        // and the dense layer keep int8 weights behind a dynamic quantize; the 32 1×1 convs read their input
+        // quantized per pixel with float32 weights.
+        let full = name.hasSuffix("int8")
         let int8 = imported.tensors.filter { $0.dtype == .int8 }
-        #expect(int8.count == 50 && int8.allSatisfy { $0.quant?.axis == $0.shape.count - 1 }, "\(int8.count) int8 tensors")
-        let quantizes = graph.nodes.filter { $0.op == .quantize }.count
-        #expect(quantizes == (name.hasSuffix("int8") ? 61 : 0), "\(quantizes) quantize nodes")
+        #expect(int8.count == (full ? 50 : 18) && int8.allSatisfy { $0.quant?.axis == $0.shape.count - 1 }, "\(int8.count) int8 tensors")
+        let quantizes = graph.nodes.filter { $0.op == .quantize }.map { $0.attributes.mode ?? "" }
+        #expect(quantizes == [String](repeating: full ? "values" : "dynamic", count: full ? 61 : 18), "\(quantizes)")
         let engine = try Engine(model: imported, threads: 2)
         let n = used.shape[0], classes = expected.count / n, size = used.count / n
         #expect(n == 120 && classes == 1000)
