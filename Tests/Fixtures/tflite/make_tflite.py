@@ -8,7 +8,7 @@ cover, with LiteRT's outputs on seeded inputs (manifest.json), and files the imp
 - ops_int8.tflite: a full-integer chain between QUANTIZE and DEQUANTIZE (float in and out): per-channel int8
   conv, depthwise and dense weights, int32 biases, fused activations, ADD, AVERAGE_POOL, CONCATENATION, MEAN, RESHAPE,
   SOFTMAX; int8_<field>.tflite: the same with one bad quantization field (refused naming it); int16.tflite: int16
-  activations (refused).
+  activations (refused); ops_uint8.tflite: the older uint8 form (asymmetric uint8 weights).
 - buffer_index.tflite: a tensor whose buffer index is past the buffer list, refused with the index.
 - ops_sparse.tflite: a pruned weight stored sparse (DENSIFY) into a conv, then DEPTH_TO_SPACE; sparse_bad_index.tflite
   the same with a column index past the row, refused.
@@ -303,6 +303,39 @@ def int8_file():
     return m
 
 
+def uint8_file():
+    """The older full-integer form, uint8 (float in and out): QUANTIZE → CONV_2D (uint8 weights with one scale and a
+    zero point of 120, int32 bias, RELU6) → AVERAGE_POOL_2D → RESHAPE → FULLY_CONNECTED (uint8 weights, zero point 131)
+    → DEQUANTIZE."""
+    m = Builder()
+    r = np.random.default_rng(9)
+    U8 = s.TensorType.UINT8
+    x = m.tensor("input", [1, 6, 6, 3])
+    q = qtensor(m, "quantized", [1, 6, 6, 3], 0.02, 131, U8)
+    m.op(OP.QUANTIZE, [x], [q])
+    w = quant(m, m.tensor("conv_w", [4, 3, 3, 3], r.integers(0, 256, size=(4, 3, 3, 3)).astype(np.uint8), U8), [0.01], [120])
+    b = quant(m, m.tensor("conv_b", [4], r.integers(-2000, 2000, size=4).astype(np.int32), s.TensorType.INT32),
+              [np.float32(0.02) * np.float32(0.01)], [0])
+    c = qtensor(m, "conv", [1, 6, 6, 4], 0.03, 10, U8)
+    m.op(OP.CONV_2D, [q, w, b], [c], OPTIONS.Conv2DOptions,
+         options(s.Conv2DOptionsT, padding=s.Padding.SAME, strideW=1, strideH=1,
+                 fusedActivationFunction=s.ActivationFunctionType.RELU6))
+    p = qtensor(m, "pooled", [1, 3, 3, 4], 0.03, 10, U8)
+    m.op(OP.AVERAGE_POOL_2D, [c], [p], OPTIONS.Pool2DOptions,
+         options(s.Pool2DOptionsT, padding=s.Padding.VALID, strideW=2, strideH=2, filterWidth=2, filterHeight=2))
+    flat = qtensor(m, "flat", [1, 36], 0.03, 10, U8)
+    m.op(OP.RESHAPE, [p, m.const("flat_shape", np.array([1, 36], np.int32))], [flat])
+    fw = quant(m, m.tensor("fc_w", [5, 36], r.integers(0, 256, size=(5, 36)).astype(np.uint8), U8), [0.02], [131])
+    fb = quant(m, m.tensor("fc_b", [5], r.integers(-300, 300, size=5).astype(np.int32), s.TensorType.INT32),
+               [np.float32(0.03) * np.float32(0.02)], [0])
+    f = qtensor(m, "dense", [1, 5], 0.05, 128, U8)
+    m.op(OP.FULLY_CONNECTED, [flat, fw, fb], [f], OPTIONS.FullyConnectedOptions, options(s.FullyConnectedOptionsT))
+    y = m.tensor("output", [1, 5])
+    m.op(OP.DEQUANTIZE, [f], [y])
+    m.graph.inputs, m.graph.outputs = [x], [y]
+    return m
+
+
 def int16_file():
     """A QUANTIZE to int16 activations (16x8 quantization), still refused."""
     m = Builder()
@@ -360,7 +393,7 @@ def main():
     os.makedirs(args.out, exist_ok=True)
     runs = []
     for name, make in [("ops_conv", conv_file), ("ops_elementwise", elementwise_file), ("ops_shapes", shapes_file),
-                       ("ops_sparse", sparse_file), ("ops_int8", int8_file)]:
+                       ("ops_sparse", sparse_file), ("ops_int8", int8_file), ("ops_uint8", uint8_file)]:
         m = make()
         path = os.path.join(args.out, name + ".tflite")
         with open(path, "wb") as f:
