@@ -115,6 +115,7 @@ import Testing
         ("int8_scale_count.tflite", "tensor 2 'conv_w' quantization.scale: expected 1 or 4 values (quantized_dimension 0 of shape [4, 3, 3, 3]), found 3 values"),
         ("int8_zero_scale.tflite", "tensor 4 'conv' quantization.scale: expected finite scales > 0, found 0.0"),
         ("int8_nan_scale.tflite", "tensor 4 'conv' quantization.scale: expected finite scales > 0, found nan"),
+        ("int8_negative_scale.tflite", "tensor 4 'conv' quantization.scale: expected finite scales > 0, found -0.03"),
         ("int8_zero_point.tflite", "tensor 4 'conv' quantization.zero_point: expected int8 codes in -128…127, found 200"),
         ("int16.tflite", "tensor 1 'quantized16' (int16): refused: quantized int16 activations are not supported (int8 and uint8 are)"),
     ])

@@ -349,14 +349,16 @@ def int16_file():
 
 
 def hostile_int8_file(kind):
-    """ops_int8 with one bad quantization field: the conv weights' scale vector one short ("scale_count"), a zero
-    or NaN activation scale, an activation zero point outside int8 ("zero_point")."""
+    """ops_int8 with one bad quantization field: the conv weights' scale vector one short ("scale_count"), a zero,
+    NaN or negative activation scale, an activation zero point outside int8 ("zero_point")."""
     m = int8_file()
     t = m.graph.tensors
     if kind == "scale_count":
         t[2].quantization.scale = t[2].quantization.scale[:3]
     elif kind == "zero_scale":
         t[4].quantization.scale = [0.0]
+    elif kind == "negative_scale":
+        t[4].quantization.scale = [-0.03]
     elif kind == "nan_scale":
         t[4].quantization.scale = [float("nan")]
     elif kind == "zero_point":
@@ -417,6 +419,7 @@ def main():
                        ("int8_scale_count", lambda: hostile_int8_file("scale_count")),
                        ("int8_zero_scale", lambda: hostile_int8_file("zero_scale")),
                        ("int8_nan_scale", lambda: hostile_int8_file("nan_scale")),
+                       ("int8_negative_scale", lambda: hostile_int8_file("negative_scale")),
                        ("int8_zero_point", lambda: hostile_int8_file("zero_point"))]:
         with open(os.path.join(args.out, name + ".tflite"), "wb") as f:
             f.write(make().bytes())
