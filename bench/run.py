@@ -20,7 +20,9 @@ language identifier (models/language-id.bin) against fastText trained on the sam
 as off-the-shelf references: accuracy by text length and the confusion between close languages, 14 a BERT-style
 encoder (float and onnxruntime's dynamic int8) at batch 1, sequence 128, on 1 and 2 threads against onnxruntime, 15
 EfficientNet-Lite0 quantized by onnxruntime's quantize_static (QDQ, Tests/Fixtures/onnx/make_quantized.py): mltool's
-int8 run against onnxruntime's on the same file.
+int8 run against onnxruntime's on the same file, 16 EfficientNet-Lite0 quantized to full-integer TFLite by
+ai-edge-quantizer (Tests/Fixtures/tflite/make_int8.py): mltool's import against LiteRT's interpreter (XNNPACK) at batch
+1 on 1 and 2 threads.
 """
 import argparse
 import csv
@@ -323,6 +325,68 @@ def part_qdq(a, res):
         run([a.mltool, "import", onnx_path, "-o", model])
     side_by_side(a, "15", "EfficientNet-Lite0 QDQ int8", onnx_path, model, [(1, 1), (1, 2), (32, 1), (32, 2)], "logits",
                  "qdq_int8", res)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# 16. int8 TFLite: EfficientNet-Lite0 full integer (ai-edge-quantizer), mltool's import vs LiteRT (XNNPACK)
+
+def litert_bench(tflite_path, threads, seconds):
+    """LiteRT's interpreter (its default XNNPACK delegate) at batch 1, same protocol as `mltool bench`: one warm-up,
+    then runs for `seconds`; images/s over the runs, median latency."""
+    from ai_edge_litert.interpreter import Interpreter
+    it = Interpreter(model_path=tflite_path, num_threads=threads)
+    it.allocate_tensors()
+    inp = it.get_input_details()[0]
+    lo, hi = (-128, 127) if inp["dtype"] == np.int8 else (0, 255) if inp["dtype"] == np.uint8 else (-1, 1)
+    x = np.random.default_rng(1).uniform(lo, hi, inp["shape"]).astype(inp["dtype"])
+    it.set_tensor(inp["index"], x)
+    it.invoke()
+    lat = []
+    start = time.perf_counter()
+    while time.perf_counter() - start < seconds or len(lat) < 3:
+        t0 = time.perf_counter()
+        it.set_tensor(inp["index"], x)
+        it.invoke()
+        lat.append(time.perf_counter() - t0)
+    return dict(images_per_second=len(lat) / sum(lat), latency_median_ms=statistics.median(lat) * 1000)
+
+
+def part_tflite_int8(a, res):
+    section("16. int8 TFLite: EfficientNet-Lite0 full integer (ai-edge-quantizer, Tests/Fixtures/tflite/make_int8.py), "
+            "mltool's import vs LiteRT's interpreter (XNNPACK) on the same file, batch 1")
+    work = os.path.join(ROOT, ".build/tflite/int8")
+    tflite = os.path.join(work, "efficientnet_lite0_int8.tflite")
+    model = os.path.join(ROOT, ".build/bench/efficientnet_lite0_int8.tflite.bin")
+    if not os.path.exists(tflite):
+        run([sys.executable, os.path.join(ROOT, "Tests/Fixtures/tflite/make_int8.py"), "--out", work, "--mltool", a.mltool])
+    os.makedirs(os.path.dirname(model), exist_ok=True)
+    if not os.path.exists(model) or os.path.getmtime(model) < os.path.getmtime(tflite):
+        run([a.mltool, "import", tflite, "-o", model])
+    res["tflite_int8"] = dict(runs=[])
+    for threads in (1, 2):
+        pairs, best_l, best_m = [], None, None
+        for _ in range(a.repeat):
+            lr = litert_bench(tflite, threads, a.seconds)
+            m = mltool_bench(a, model, 1, threads, a.seconds)
+            pairs.append((lr["images_per_second"], m["images_per_second"]))
+            if best_l is None or lr["images_per_second"] > best_l["images_per_second"]:
+                best_l = lr
+            if best_m is None or m["images_per_second"] > best_m["images_per_second"]:
+                best_m = m
+        ratios = [m / o for o, m in pairs]
+        th = f"{threads} thread{'s' if threads > 1 else ''}"
+        print(f"    batch 1, {th}: per repetition mltool {', '.join(f'{m:.1f}' for _, m in pairs)} vs LiteRT "
+              f"{', '.join(f'{o:.1f}' for o, _ in pairs)} images/s, same-run ratios {min(ratios):.2f}–{max(ratios):.2f}× "
+              f"(median {statistics.median(ratios):.2f}×)", flush=True)
+        res["tflite_int8"]["runs"].append(dict(batch=1, threads=threads, litert=best_l, mltool=best_m,
+                                               litert_images_per_second=spread([o for o, _ in pairs]),
+                                               mltool_images_per_second=spread([m for _, m in pairs]),
+                                               same_run_ratio=spread(ratios)))
+        row("16", f"EfficientNet-Lite0 TFLite int8 batch 1, {th}", "LiteRT (XNNPACK)", best_l["images_per_second"],
+            best_m["images_per_second"], "images/s", False, note=f"same-run ratios {min(ratios):.2f}–{max(ratios):.2f}×",
+            threads=threads)
+        row("16", f"EfficientNet-Lite0 TFLite int8 median latency batch 1, {th}", "LiteRT (XNNPACK)",
+            best_l["latency_median_ms"], best_m["latency_median_ms"], "ms", True)
 
 
 def python_package_file(package, name):
@@ -1292,8 +1356,8 @@ def main():
     ap.add_argument("--repeat", type=int, default=3, help="best of N for the quick timings (default 3)")
     ap.add_argument("--repeat-slow", type=int, default=2, help="best of N for cold end-to-end runs (default 2)")
     ap.add_argument("--seconds", type=float, default=3, help="seconds per throughput measurement (default 3)")
-    ap.add_argument("--parts", default="1,2,4,5,6,8,9,10,11,12,14,15",
-                    help="which parts to run (3 comes with 2; default 1,2,4,5,6,8,9,10,11,12,14,15; the ceiling always runs first)")
+    ap.add_argument("--parts", default="1,2,4,5,6,8,9,10,11,12,14,15,16",
+                    help="which parts to run (3 comes with 2; default 1,2,4,5,6,8,9,10,11,12,14,15,16; the ceiling always runs first)")
     ap.add_argument("--language-id-flags", default="--text-column text --label-column label --char-ngrams 1-4 --ngrams 1 "
                     "--hash-bits 18", help="mltool train flags of models/language-id.bin (make bench passes the Makefile's)")
     ap.add_argument("--full", action="store_true", help="also parts 7 and 13: train on all 60,000 images (~10 min); "
@@ -1305,8 +1369,10 @@ def main():
     parts = set(a.parts.split(",")) | {"0"}
     if a.full:
         parts.update({"7", "13"})
-    # Parts 14 (the encoders) and 15 (the QDQ file, made from the .onnx) do not run the float extractor.
-    needed = [a.mltool] + ([a.onnx] if "15" in parts else []) + ([] if parts <= {"0", "14", "15"} else [a.model, a.onnx])
+    # Parts 14 (the encoders), 15 (the QDQ file, made from the .onnx) and 16 (the int8 TFLite file, made from the .bin)
+    # do not run the float extractor.
+    needed = [a.mltool] + ([a.onnx] if "15" in parts else []) + ([a.model] if "16" in parts else []) \
+        + ([] if parts <= {"0", "14", "15", "16"} else [a.model, a.onnx])
     for p in needed:
         if not os.path.exists(p):
             sys.exit(f"bench: {p} is missing: run `make setup models build` first")
@@ -1320,7 +1386,7 @@ def main():
     steps = [("0", part_ceiling), ("1", part_extractor), ("8", part_resnet), ("2", part_images), ("4", part_text),
              ("9", part_batch), ("10", part_detect), ("11", part_tagger), ("12", part_language), ("5", part_load), ("6", part_quant),
              ("7", part_memory), ("13", part_scale),
-             ("14", part_transformer), ("15", part_qdq)]
+             ("14", part_transformer), ("15", part_qdq), ("16", part_tflite_int8)]
     for key, fn in steps:
         if key in parts:
             fn(a, res)

@@ -11,7 +11,8 @@ import MLToolCore
 /// - Tensor: shape 0, type 1, buffer 2, name 3, quantization 4, is_variable 5, sparsity 6, shape_signature 7.
 /// - QuantizationParameters: scale 2, zero_point 3, quantized_dimension 6.
 /// - Operator: opcode_index 0, inputs 1, outputs 2, builtin_options 3–4, custom_options 5.
-/// - Buffer: data 0, offset 1, size 2 (data outside the flatbuffer, for files over 2 GB: refused).
+/// - Buffer: data 0, offset 1, size 2 (offset > 1: `size` bytes at `offset` from the file's start, after the
+///   flatbuffer, as files over 2 GB and ai-edge-quantizer's are written).
 struct TFLiteFile {
     struct OperatorCode {
         var builtin: Int32
@@ -111,11 +112,15 @@ struct TFLiteFile {
         }
         buffers = try fb.tables(model, 4, "buffers").map { t in
             let offset = try fb.uint64(t, 1, "offset")
-            guard offset <= 1 else {
-                throw ImportError.refused(file: file, place: "byte \(t.position): \(t.what).offset",
-                                          reason: "buffers stored after the flatbuffer (files over 2 GB) are not yet supported")
+            guard offset > 1 else { return try fb.byteRange(t, 0, "data") ?? 0..<0 }
+            // Data after the flatbuffer (what ai-edge-quantizer and files over 2 GB write): `size` bytes at `offset`
+            // from the start of the file.
+            let size = try fb.uint64(t, 2, "size")
+            guard offset <= UInt64(bytes.count), size <= UInt64(bytes.count) - offset else {
+                throw ImportError.invalid(file: file, place: "byte \(t.position): \(t.what).offset",
+                                          expected: "offset + size inside the file's \(bytes.count) bytes", actual: "offset \(offset), size \(size)")
             }
-            return try fb.byteRange(t, 0, "data") ?? 0..<0
+            return Int(offset)..<Int(offset + size)
         }
         let graphs = try fb.tables(model, 2, "subgraphs")
         subgraphs = try graphs.map { try Self.subgraph($0, fb) }

@@ -22,16 +22,19 @@ extension TFLiteGraphBuilder {
 
     /// The fused activation in options slot `slot` (ActivationFunctionType: NONE 0, RELU 1, RELU_N1_TO_1 2,
     /// RELU6 3, TANH 4); SIGN_BIT (5) and unknown codes are refused.
+    /// An activation an 8-bit output's codes already imply is dropped (`activationIsImplied`).
     func fusedActivation(_ c: TFLiteCall, _ slot: Int) throws -> Activation? {
+        let activation: Activation
         switch try optionByte(c, slot, "fused_activation_function") {
         case 0: return nil
-        case 1: return .relu
-        case 2: return Activation(op: .clip, min: -1, max: 1)
-        case 3: return .relu6
-        case 4: return Activation(op: .tanh)
+        case 1: activation = .relu
+        case 2: activation = Activation(op: .clip, min: -1, max: 1)
+        case 3: activation = .relu6
+        case 4: activation = Activation(op: .tanh)
         case let code:
             throw ImportError.unsupported(file: file, ops: [.init(op: "\(c.opName) with fused activation \(code)", count: 1, firstNodes: [c.node])])
         }
+        return try activationIsImplied(activation, c) ? nil : activation
     }
 
     /// Emits `activation` as its own node from `input` to `output`.
@@ -127,7 +130,7 @@ extension TFLiteGraphBuilder {
         for o in 0..<oc { for y in 0..<kh { for z in 0..<kw { for i in 0..<ic {
             hwio[((y * kw + z) * ic + i) * oc + o] = w[((o * kh + y) * kw + z) * ic + i]
         } } } }
-        let weight = weight(c.output + ".weight", shape: [kh, kw, ic, oc], data: hwio)
+        let weight = try layerWeight(c, 1, name: c.output + ".weight", shape: [kh, kw, ic, oc], data: hwio, axis: 3, fileAxis: 0)
         var a = try window(c, size: [xs[1], xs[2]], kernel: [kh, kw],
                            strides: [try optionInt(c, 2, "stride_h"), try optionInt(c, 1, "stride_w")],
                            dilations: [try optionInt(c, 5, "dilation_h_factor", default: 1), try optionInt(c, 4, "dilation_w_factor", default: 1)],
@@ -146,7 +149,7 @@ extension TFLiteGraphBuilder {
             throw ImportError.invalid(file: file, place: c.place("weights"), expected: "shape (1, KH, KW, C·m) for \(xs[3]) input channels",
                                       actual: "\(ws)")
         }
-        let weight = weight(c.output + ".weight", shape: [ws[1], ws[2], 1, ws[3]], data: w)
+        let weight = try layerWeight(c, 1, name: c.output + ".weight", shape: [ws[1], ws[2], 1, ws[3]], data: w, axis: 3, fileAxis: 3)
         var a = try window(c, size: [xs[1], xs[2]], kernel: [ws[1], ws[2]],
                            strides: [try optionInt(c, 2, "stride_h"), try optionInt(c, 1, "stride_w")],
                            dilations: [try optionInt(c, 6, "dilation_h_factor", default: 1), try optionInt(c, 5, "dilation_w_factor", default: 1)],
@@ -224,7 +227,7 @@ extension TFLiteGraphBuilder {
         let (units, inner) = (ws[0], ws[1])
         var io = [Float](repeating: 0, count: w.count)
         for o in 0..<units { for i in 0..<inner { io[i * units + o] = w[o * inner + i] } }
-        let weight = weight(c.output + ".weight", shape: [inner, units], data: io)
+        let weight = try layerWeight(c, 1, name: c.output + ".weight", shape: [inner, units], data: io, axis: 1, fileAxis: 0)
         var source = name(x)
         if shape(x).count != 2 {
             source = fresh(c.output, "rows")

@@ -16,7 +16,10 @@ struct TFLiteGraphBuilder {
     private var sparseValues: [Int: [Float]] = [:]
     /// Constants already stored as model tensors.
     private var stored: Set<Int> = []
-    private var names: [String] = []
+    private(set) var names: [String] = []
+    /// Whether `layerWeight` stores int8 weights dequantized to float32 (a layer whose input is already on its
+    /// quantization grid, `TFLiteGraphBuilder.rowQuantized`).
+    var dequantizesWeights = false
 
     var file: String { tfl.file }
 
@@ -107,19 +110,43 @@ struct TFLiteGraphBuilder {
 
     /// Adds a model tensor of the given values under a fresh name derived from `base`.
     mutating func weight(_ base: String, shape: [Int], data: [Float]) -> String {
+        store(base) { StoredTensor(name: $0, tensor: Tensor(shape: shape, data: data)) }
+    }
+
+    /// Adds the model tensor `make` gives for a fresh name derived from `base`; that name.
+    mutating func store(_ base: String, _ make: (String) -> StoredTensor) -> String {
         var name = base, n = 1
         while names.contains(name) || tensors.contains(where: { $0.name == name }) { n += 1; name = "\(base)_\(n)" }
-        tensors.append(StoredTensor(name: name, tensor: Tensor(shape: shape, data: data)))
+        tensors.append(make(name))
         return name
     }
 
+    /// Makes readers of tensor `i` read `name` from now on.
+    mutating func rename(_ i: Int, to name: String) { names[i] = name }
+
+    /// A graph input: float32, or int8/uint8 codes, which the IR input takes as real values and quantizes to the
+    /// file's scale and zero point (its readers see `name(i)`, the quantized values).
     mutating func addInput(_ i: Int) throws {
         let t = try tensor(i, "subgraph input")
-        guard t.type == 0 else {
-            throw ImportError.unsupported(file: file, ops: [.init(op: "graph input of type \(TFLiteFile.typeName(t.type)) (float32 only)",
+        let range = Self.codeRange(t.type)
+        guard t.type == 0 || range != nil else {
+            throw ImportError.unsupported(file: file, ops: [.init(op: "graph input of type \(TFLiteFile.typeName(t.type)) (float32, int8 or uint8 only)",
                                                                   count: 1, firstNodes: [names[i]])])
         }
         inputs.append(GraphInput(name: names[i], shape: t.shapeSignature.flatMap { $0.count == t.shape.count ? $0 : nil } ?? t.shape))
+        guard let range, let q = t.quantization, q.scales.count == 1 else {
+            guard range == nil else {
+                throw ImportError.invalid(file: file, place: "subgraph input \(i) '\(t.name)' quantization", expected: "one scale and zero point",
+                                          actual: t.quantization.map { "\($0.scales.count) scales" } ?? "none")
+            }
+            return
+        }
+        let quantized = fresh(names[i], "quantized")
+        var a = Attributes(min: Float(range.lowerBound), max: Float(range.upperBound), mode: "values")
+        a.quantScales = [q.scales[0]]
+        a.quantZeroPoints = [q.zeroPoints.first.map(Int.init) ?? 0]
+        emit(names[i] + ".quantize", .quantize, [names[i]], output: quantized, a)
+        names[i] = quantized
     }
 
     mutating func emit(_ name: String, _ op: Op, _ inputs: [String], output: String, _ attributes: Attributes = Attributes()) {

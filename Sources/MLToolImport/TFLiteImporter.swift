@@ -7,8 +7,10 @@ import MLToolCore
 /// TFLite is NHWC like the IR, so activations keep their layout; CONV_2D weights (OC,KH,KW,C) are transposed to the
 /// IR's (KH,KW,C,OC), depthwise (1,KH,KW,C·m) reshaped, FULLY_CONNECTED (OUT,IN) transposed. Constants (tensors with
 /// data in a buffer) become model tensors in float32: float16 weights and DEQUANTIZE of a constant fold at import.
-/// Every unsupported operator is listed, with counts, in one error (`TFLiteOps.converters` is the table); models whose
-/// activations are int8/uint8 (full-integer quantization) are refused by their first quantized tensor.
+/// Every unsupported operator is listed, with counts, in one error (`TFLiteOps.converters` is the table). Quantized
+/// models (full-integer int8/uint8 and dynamic-range int8 weights) import as the ONNX QDQ importer's IR: int8 weights,
+/// activations as `quantize` nodes giving real values (`TFLiteGraphBuilder+Quantized.swift`); int16 activations and
+/// ops without int8 semantics here are refused by name.
 public enum TFLiteImporter {
     /// Reads the TFLite file at `path` and converts it, recording `options` (preprocessing, labels, feature tensor).
     public static func importModel(path: String, options: ImportOptions) throws -> Model {
@@ -39,7 +41,7 @@ public enum TFLiteImporter {
             let out = try op.outputs.first.map { try builder.tensor($0, "operator \(k) (\(code.name)) output") }
             let name = op.outputs.first.map(builder.name) ?? "operator_\(k)"
             guard out != nil, let convert = TFLiteOps.converters[code.name] else { continue }
-            try convert(&builder, TFLiteCall(op: op, index: k, opName: code.name, node: name, output: name))
+            try builder.convertQuantized(convert, TFLiteCall(op: op, index: k, opName: code.name, node: name, output: name))
         }
         let outputs = try graph.outputs.map { i -> String in
             _ = try builder.tensor(i, "subgraph output")
@@ -76,9 +78,8 @@ public enum TFLiteImporter {
         return model
     }
 
-    /// Every operator of subgraph 0 that the table lacks, in one error with counts and the first few output names;
-    /// the first int8/uint8 tensor that is no constant DEQUANTIZE reads (full-integer models are not yet supported)
-    /// comes first. Opcode indices are checked here.
+    /// Every operator of subgraph 0 that the table lacks, in one error with counts and the first few output names,
+    /// after the quantization parameters (`checkQuantization`). Opcode indices are checked here.
     static func checkSupported(_ tfl: TFLiteFile) throws {
         let graph = tfl.subgraphs[0]
         var counts: [String: (count: Int, nodes: [String])] = [:]
@@ -95,13 +96,7 @@ public enum TFLiteImporter {
             counts[name, default: (0, [])].count += 1
             if counts[name, default: (0, [])].nodes.count < 3 { counts[name, default: (0, [])].nodes.append(node) }
         }
-        let dequantized = Set(graph.operators.filter { tfl.operatorCodes[$0.opcode].name == "DEQUANTIZE" }.flatMap(\.inputs))
-        for (i, t) in graph.tensors.enumerated() where t.type == 3 || t.type == 9 {
-            let constant = t.buffer > 0 && t.buffer < tfl.buffers.count && !tfl.buffers[t.buffer].isEmpty
-            if constant && dequantized.contains(i) { continue }
-            throw ImportError.refused(file: tfl.file, place: "tensor \(i) '\(t.name)' (\(TFLiteFile.typeName(t.type))\(constant ? ", constant" : ""))",
-                                      reason: "int8 TFLite models are not yet supported")
-        }
+        try checkQuantization(tfl)
         if !order.isEmpty {
             throw ImportError.unsupported(file: tfl.file, ops: order.map { .init(op: $0, count: counts[$0]?.count ?? 0, firstNodes: counts[$0]?.nodes ?? []) })
         }
@@ -111,6 +106,48 @@ public enum TFLiteImporter {
         if let (i, t) = graph.tensors.enumerated().first(where: { $0.element.isSparse && (!densified.contains($0.offset) || readers.contains($0.offset)) }) {
             throw ImportError.refused(file: tfl.file, place: "tensor \(i) '\(t.name)' sparsity",
                                       reason: "a sparse tensor must be a constant that only DENSIFY reads")
+        }
+    }
+
+    /// Every tensor's quantization parameters: finite scales > 0, one per tensor or one per index of
+    /// quantized_dimension, as many zero points (or none), int8/uint8 zero points inside their codes; activations
+    /// (tensors no buffer holds) quantized only as int8 or uint8, with parameters when they are 8-bit.
+    static func checkQuantization(_ tfl: TFLiteFile) throws {
+        let graph = tfl.subgraphs[0]
+        for (i, t) in graph.tensors.enumerated() {
+            let place = "tensor \(i) '\(t.name)' quantization"
+            let constant = t.buffer > 0 && t.buffer < tfl.buffers.count && !tfl.buffers[t.buffer].isEmpty
+            let range = TFLiteGraphBuilder.codeRange(t.type)
+            guard let q = t.quantization else {
+                if range != nil && !constant {
+                    throw ImportError.invalid(file: tfl.file, place: place, expected: "a scale and zero point for an \(TFLiteFile.typeName(t.type)) activation",
+                                              actual: "none")
+                }
+                continue
+            }
+            if let bad = q.scales.first(where: { !($0.isFinite && $0 > 0) }) {
+                throw ImportError.invalid(file: tfl.file, place: place + ".scale", expected: "finite scales > 0", actual: "\(bad)")
+            }
+            if q.scales.count > 1 {
+                guard q.dimension >= 0, q.dimension < t.shape.count, t.shape[q.dimension] == q.scales.count else {
+                    let axis = q.dimension >= 0 && q.dimension < t.shape.count ? "\(t.shape[q.dimension])" : "a dimension of \(t.shape)"
+                    throw ImportError.invalid(file: tfl.file, place: place + ".scale",
+                                              expected: "1 or \(axis) values (quantized_dimension \(q.dimension) of shape \(t.shape))",
+                                              actual: "\(q.scales.count) values")
+                }
+            }
+            guard q.zeroPoints.isEmpty || q.zeroPoints.count == q.scales.count else {
+                throw ImportError.invalid(file: tfl.file, place: place + ".zero_point", expected: "\(q.scales.count) values (one per scale)",
+                                          actual: "\(q.zeroPoints.count)")
+            }
+            if let range, let bad = q.zeroPoints.first(where: { !range.contains(Int($0)) }) {
+                throw ImportError.invalid(file: tfl.file, place: place + ".zero_point",
+                                          expected: "\(TFLiteFile.typeName(t.type)) codes in \(range.lowerBound)…\(range.upperBound)", actual: "\(bad)")
+            }
+            if !constant && range == nil && t.type != 0 {
+                throw ImportError.refused(file: tfl.file, place: "tensor \(i) '\(t.name)' (\(TFLiteFile.typeName(t.type)))",
+                                          reason: "quantized \(TFLiteFile.typeName(t.type)) activations are not supported (int8 and uint8 are)")
+            }
         }
     }
 }

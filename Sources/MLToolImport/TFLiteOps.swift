@@ -71,6 +71,7 @@ enum TFLiteOps {
         "STRIDED_SLICE": { try $0.stridedSlice($1) },
         "SLICE": { try $0.slice($1) },
         "DEQUANTIZE": { try $0.dequantize($1) },
+        "QUANTIZE": { try $0.quantizeOp($1) },
         "DENSIFY": { try $0.densify($1) },
         "DEPTH_TO_SPACE": { try $0.depthToSpace($1) },
     ]

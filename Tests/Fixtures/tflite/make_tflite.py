@@ -5,7 +5,10 @@ cover, with LiteRT's outputs on seeded inputs (manifest.json), and files the imp
 
 - ops_*.tflite: one operator (or a short chain) each, float32, with the options the importer reads
   (fused activations, SAME/VALID, strides, dilations, masks, keep_dims, align_corners/half_pixel_centers).
-- int8.tflite: a QUANTIZE to int8 (a full-integer model's activations), refused.
+- ops_int8.tflite: a full-integer chain between QUANTIZE and DEQUANTIZE (float in and out): per-channel int8
+  conv, depthwise and dense weights, int32 biases, fused activations, ADD, AVERAGE_POOL, CONCATENATION, MEAN, RESHAPE,
+  SOFTMAX; int8_<field>.tflite: the same with one bad quantization field (refused naming it); int16.tflite: int16
+  activations (refused); ops_uint8.tflite: the older uint8 form (asymmetric uint8 weights).
 - buffer_index.tflite: a tensor whose buffer index is past the buffer list, refused with the index.
 - ops_sparse.tflite: a pruned weight stored sparse (DENSIFY) into a conv, then DEPTH_TO_SPACE; sparse_bad_index.tflite
   the same with a column index past the row, refused.
@@ -233,17 +236,133 @@ def sparse_file(bad_index=False):
     return m
 
 
+def quant(m, t, scales, zero_points, dim=0):
+    qp = s.QuantizationParametersT()
+    qp.scale, qp.zeroPoint, qp.quantizedDimension = list(scales), list(zero_points), dim
+    m.graph.tensors[t].quantization = qp
+    return t
+
+
+def qtensor(m, name, shape, scale, zero_point, dtype=s.TensorType.INT8):
+    return quant(m, m.tensor(name, shape, dtype=dtype), [scale], [zero_point])
+
+
+def qweight(m, name, shape, dim, rng):
+    """int8 codes with one scale per index of `dim` (zero points 0), as TFLite's quantizer writes weights."""
+    codes = rng.integers(-127, 128, size=shape).astype(np.int8)
+    scales = (rng.uniform(0.5, 1.5, size=shape[dim]) * 0.01).astype(np.float32)
+    return quant(m, m.tensor(name, shape, codes, s.TensorType.INT8), scales, [0] * shape[dim], dim), scales
+
+
 def int8_file():
+    """A full-integer chain with float input and output: QUANTIZE → CONV_2D (per-channel int8 weights, int32 bias,
+    fused RELU6 that clamps inside the codes) → DEPTHWISE_CONV_2D (per-channel, RELU implied by the zero point −128)
+    → ADD (of it and an AVERAGE_POOL_2D of the conv: three scales) → CONCATENATION (XNNPACK wants one scale) → MEAN → RESHAPE → FULLY_CONNECTED →
+    SOFTMAX (1/256, −128) → DEQUANTIZE."""
+    m = Builder()
+    r = np.random.default_rng(8)
+    x = m.tensor("input", [1, 6, 6, 3])
+    q = qtensor(m, "quantized", [1, 6, 6, 3], 0.02, 3)
+    m.op(OP.QUANTIZE, [x], [q])
+    w, ws = qweight(m, "conv_w", [4, 3, 3, 3], 0, r)
+    b = quant(m, m.tensor("conv_b", [4], r.integers(-2000, 2000, size=4).astype(np.int32), s.TensorType.INT32),
+              (0.02 * ws).astype(np.float32), [0] * 4)
+    c = qtensor(m, "conv", [1, 6, 6, 4], 0.03, -20)
+    m.op(OP.CONV_2D, [q, w, b], [c], OPTIONS.Conv2DOptions,
+         options(s.Conv2DOptionsT, padding=s.Padding.SAME, strideW=1, strideH=1,
+                 fusedActivationFunction=s.ActivationFunctionType.RELU6))
+    dw, dws = qweight(m, "dw_w", [1, 3, 3, 4], 3, r)
+    db = quant(m, m.tensor("dw_b", [4], r.integers(-500, 500, size=4).astype(np.int32), s.TensorType.INT32),
+               (0.03 * dws).astype(np.float32), [0] * 4)
+    d = qtensor(m, "depthwise", [1, 3, 3, 4], 0.02, -128)
+    m.op(OP.DEPTHWISE_CONV_2D, [c, dw, db], [d], OPTIONS.DepthwiseConv2DOptions,
+         options(s.DepthwiseConv2DOptionsT, padding=s.Padding.SAME, strideW=2, strideH=2, depthMultiplier=1,
+                 fusedActivationFunction=s.ActivationFunctionType.RELU))
+    pooled = qtensor(m, "pooled", [1, 3, 3, 4], 0.03, -20)
+    m.op(OP.AVERAGE_POOL_2D, [c], [pooled], OPTIONS.Pool2DOptions,
+         options(s.Pool2DOptionsT, padding=s.Padding.VALID, strideW=2, strideH=2, filterWidth=2, filterHeight=2))
+    a = qtensor(m, "sum", [1, 3, 3, 4], 0.04, -10)
+    m.op(OP.ADD, [d, pooled], [a], OPTIONS.AddOptions, options(s.AddOptionsT))
+    cat = qtensor(m, "cat", [1, 3, 3, 8], 0.04, -10)
+    m.op(OP.CONCATENATION, [a, a], [cat], OPTIONS.ConcatenationOptions, options(s.ConcatenationOptionsT, axis=3))
+    mean = qtensor(m, "mean", [1, 1, 1, 8], 0.02, -30)
+    m.op(OP.MEAN, [cat, m.const("axes", np.array([1, 2], np.int32))], [mean], OPTIONS.ReducerOptions,
+         options(s.ReducerOptionsT, keepDims=True))
+    flat = qtensor(m, "flat", [1, 8], 0.02, -30)
+    m.op(OP.RESHAPE, [mean, m.const("flat_shape", np.array([1, 8], np.int32))], [flat])
+    fw, fws = qweight(m, "fc_w", [5, 8], 0, r)
+    fb = quant(m, m.tensor("fc_b", [5], r.integers(-300, 300, size=5).astype(np.int32), s.TensorType.INT32),
+               (0.02 * fws).astype(np.float32), [0] * 5)
+    f = qtensor(m, "dense", [1, 5], 0.05, 5)
+    m.op(OP.FULLY_CONNECTED, [flat, fw, fb], [f], OPTIONS.FullyConnectedOptions, options(s.FullyConnectedOptionsT))
+    sm = qtensor(m, "softmax", [1, 5], 1 / 256, -128)
+    m.op(OP.SOFTMAX, [f], [sm], OPTIONS.SoftmaxOptions, options(s.SoftmaxOptionsT, beta=1.0))
+    y = m.tensor("probabilities", [1, 5])
+    m.op(OP.DEQUANTIZE, [sm], [y])
+    m.graph.inputs, m.graph.outputs = [x], [y]
+    return m
+
+
+def uint8_file():
+    """The older full-integer form, uint8 (float in and out): QUANTIZE → CONV_2D (uint8 weights with one scale and a
+    zero point of 120, int32 bias, RELU6) → AVERAGE_POOL_2D → RESHAPE → FULLY_CONNECTED (uint8 weights, zero point 131)
+    → DEQUANTIZE."""
+    m = Builder()
+    r = np.random.default_rng(9)
+    U8 = s.TensorType.UINT8
+    x = m.tensor("input", [1, 6, 6, 3])
+    q = qtensor(m, "quantized", [1, 6, 6, 3], 0.02, 131, U8)
+    m.op(OP.QUANTIZE, [x], [q])
+    w = quant(m, m.tensor("conv_w", [4, 3, 3, 3], r.integers(0, 256, size=(4, 3, 3, 3)).astype(np.uint8), U8), [0.01], [120])
+    b = quant(m, m.tensor("conv_b", [4], r.integers(-2000, 2000, size=4).astype(np.int32), s.TensorType.INT32),
+              [np.float32(0.02) * np.float32(0.01)], [0])
+    c = qtensor(m, "conv", [1, 6, 6, 4], 0.03, 10, U8)
+    m.op(OP.CONV_2D, [q, w, b], [c], OPTIONS.Conv2DOptions,
+         options(s.Conv2DOptionsT, padding=s.Padding.SAME, strideW=1, strideH=1,
+                 fusedActivationFunction=s.ActivationFunctionType.RELU6))
+    p = qtensor(m, "pooled", [1, 3, 3, 4], 0.03, 10, U8)
+    m.op(OP.AVERAGE_POOL_2D, [c], [p], OPTIONS.Pool2DOptions,
+         options(s.Pool2DOptionsT, padding=s.Padding.VALID, strideW=2, strideH=2, filterWidth=2, filterHeight=2))
+    flat = qtensor(m, "flat", [1, 36], 0.03, 10, U8)
+    m.op(OP.RESHAPE, [p, m.const("flat_shape", np.array([1, 36], np.int32))], [flat])
+    fw = quant(m, m.tensor("fc_w", [5, 36], r.integers(0, 256, size=(5, 36)).astype(np.uint8), U8), [0.02], [131])
+    fb = quant(m, m.tensor("fc_b", [5], r.integers(-300, 300, size=5).astype(np.int32), s.TensorType.INT32),
+               [np.float32(0.03) * np.float32(0.02)], [0])
+    f = qtensor(m, "dense", [1, 5], 0.05, 128, U8)
+    m.op(OP.FULLY_CONNECTED, [flat, fw, fb], [f], OPTIONS.FullyConnectedOptions, options(s.FullyConnectedOptionsT))
+    y = m.tensor("output", [1, 5])
+    m.op(OP.DEQUANTIZE, [f], [y])
+    m.graph.inputs, m.graph.outputs = [x], [y]
+    return m
+
+
+def int16_file():
+    """A QUANTIZE to int16 activations (16x8 quantization), still refused."""
     m = Builder()
     x = m.tensor("input", [1, 4])
-    q = m.tensor("quantized", [1, 4], dtype=s.TensorType.INT8)
-    qp = s.QuantizationParametersT()
-    qp.scale, qp.zeroPoint = [0.05], [3]
-    m.graph.tensors[q].quantization = qp
+    q = qtensor(m, "quantized16", [1, 4], 0.001, 0, dtype=s.TensorType.INT16)
     y = m.tensor("output", [1, 4])
     m.op(OP.QUANTIZE, [x], [q])
     m.op(OP.DEQUANTIZE, [q], [y])
     m.graph.inputs, m.graph.outputs = [x], [y]
+    return m
+
+
+def hostile_int8_file(kind):
+    """ops_int8 with one bad quantization field: the conv weights' scale vector one short ("scale_count"), a zero,
+    NaN or negative activation scale, an activation zero point outside int8 ("zero_point")."""
+    m = int8_file()
+    t = m.graph.tensors
+    if kind == "scale_count":
+        t[2].quantization.scale = t[2].quantization.scale[:3]
+    elif kind == "zero_scale":
+        t[4].quantization.scale = [0.0]
+    elif kind == "negative_scale":
+        t[4].quantization.scale = [-0.03]
+    elif kind == "nan_scale":
+        t[4].quantization.scale = [float("nan")]
+    elif kind == "zero_point":
+        t[4].quantization.zeroPoint = [200]
     return m
 
 
@@ -276,7 +395,7 @@ def main():
     os.makedirs(args.out, exist_ok=True)
     runs = []
     for name, make in [("ops_conv", conv_file), ("ops_elementwise", elementwise_file), ("ops_shapes", shapes_file),
-                       ("ops_sparse", sparse_file)]:
+                       ("ops_sparse", sparse_file), ("ops_int8", int8_file), ("ops_uint8", uint8_file)]:
         m = make()
         path = os.path.join(args.out, name + ".tflite")
         with open(path, "wb") as f:
@@ -295,8 +414,13 @@ def main():
             outputs.append({"name": o["name"], "shape": list(map(int, y.shape)), "file": f"{name}.output{k}.npy"})
         runs.append({"model": name, "photo": "random", "input": {"name": inp["name"], "shape": list(map(int, x.shape)),
                                                                  "file": name + ".input.npy"}, "outputs": outputs})
-    for name, make in [("int8", int8_file), ("buffer_index", buffer_index_file), ("unsupported", unsupported_file),
-                       ("sparse_bad_index", lambda: sparse_file(bad_index=True))]:
+    for name, make in [("int16", int16_file), ("buffer_index", buffer_index_file), ("unsupported", unsupported_file),
+                       ("sparse_bad_index", lambda: sparse_file(bad_index=True)),
+                       ("int8_scale_count", lambda: hostile_int8_file("scale_count")),
+                       ("int8_zero_scale", lambda: hostile_int8_file("zero_scale")),
+                       ("int8_nan_scale", lambda: hostile_int8_file("nan_scale")),
+                       ("int8_negative_scale", lambda: hostile_int8_file("negative_scale")),
+                       ("int8_zero_point", lambda: hostile_int8_file("zero_point"))]:
         with open(os.path.join(args.out, name + ".tflite"), "wb") as f:
             f.write(make().bytes())
     with open(os.path.join(args.out, "manifest.json"), "w") as f:
