@@ -103,3 +103,57 @@ void mlk_grid_codes(const float *x, float *y, int64_t n, float inv) {
 #endif
     grid_codes_portable(x, y, n, inv);
 }
+
+// ---- tensors stored as 8-bit codes (a requantizing depthwise conv's input and output) ----
+
+// mlk_requantize_channels' value less lo, as a byte (0…255: the code less the range's low end).
+#define MLK_REQUANTIZE_CODES_BODY                                                                              \
+    const float magic = 12582912.0f;                                                                           \
+    for (int64_t r = 0; r < rows; r++) {                                                                       \
+        const float *yr = y + r * C;                                                                           \
+        uint8_t *o = out + r * C;                                                                              \
+        for (int64_t c = 0; c < C; c++) {                                                                      \
+            float v = (float)(int32_t)((uint32_t)(int32_t)yr[c] + (uint32_t)bias[c]) * mult[c];                \
+            v = v < lo ? lo : v;                                                                               \
+            v = v > hi ? hi : v;                                                                               \
+            o[c] = (uint8_t)(int32_t)(((v + magic) - magic) - lo);                                             \
+        }                                                                                                      \
+    }
+
+static void requantize_codes_portable(const float *y, int64_t rows, int64_t C, const int32_t *bias, const float *mult,
+                                      float lo, float hi, uint8_t *out) {
+    MLK_REQUANTIZE_CODES_BODY
+}
+
+#define MLK_CODES_CENTRED_BODY                                                                                 \
+    for (int64_t i = 0; i < n; i++) y[i] = (float)((int32_t)q[i] - zp);
+
+static void codes_centred_portable(const uint8_t *q, float *y, int64_t n, int32_t zp) {
+    MLK_CODES_CENTRED_BODY
+}
+
+#if MLK_X86
+MLK_AVX2 static void requantize_codes_avx2(const float *y, int64_t rows, int64_t C, const int32_t *bias,
+                                           const float *mult, float lo, float hi, uint8_t *out) {
+    MLK_REQUANTIZE_CODES_BODY
+}
+
+MLK_AVX2 static void codes_centred_avx2(const uint8_t *q, float *y, int64_t n, int32_t zp) {
+    MLK_CODES_CENTRED_BODY
+}
+#endif
+
+void mlk_requantize_channels_codes(const float *y, int64_t rows, int64_t C, const int32_t *bias, const float *mult,
+                                   float lo, float hi, uint8_t *out) {
+#if MLK_X86
+    if (mlk_cpu_has(MLK_CPU_AVX2)) { requantize_codes_avx2(y, rows, C, bias, mult, lo, hi, out); return; }
+#endif
+    requantize_codes_portable(y, rows, C, bias, mult, lo, hi, out);
+}
+
+void mlk_codes_centred(const uint8_t *q, float *y, int64_t n, int32_t zp) {
+#if MLK_X86
+    if (mlk_cpu_has(MLK_CPU_AVX2)) { codes_centred_avx2(q, y, n, zp); return; }
+#endif
+    codes_centred_portable(q, y, n, zp);
+}
