@@ -437,10 +437,16 @@ MLK_AVX2 static void qgemm_avx2(const uint8_t *q, int64_t ldq, const float *asca
                     float *yr = y + (m + i) * ldy + n0;
                     const float *rr = res ? res + (m + i) * ldy + n0 : NULL;
                     if (rq) {
-                        uint8_t *cr = rq->codes ? rq->codes + (m + i) * rq->ldc + n0 : NULL;
-                        qrequant8(yr, cr, acc[2 * i], zp[m + i] - shift, cs0, rb0, rm0, rq, rr, mask0, nv, act, p0, p1);
+                        // bias − zp · colsum once per zero point (int32 wrapping: the same sums as qrequant8's order)
+                        if (zp[m + i] - shift != codeZp) {
+                            codeZp = zp[m + i] - shift;
+                            const __m256i z = _mm256_set1_epi32(codeZp);
+                            off0 = _mm256_sub_epi32(rb0, _mm256_mullo_epi32(z, cs0));
+                            off1 = _mm256_sub_epi32(rb1, _mm256_mullo_epi32(z, cs1));
+                        }
+                        qrequant8(yr, NULL, acc[2 * i], 0, cs0, off0, rm0, rq, rr, mask0, nv, act, p0, p1);
                         if (nv > 8)
-                            qrequant8(yr + 8, cr ? cr + 8 : NULL, acc[2 * i + 1], zp[m + i] - shift, cs1, rb1, rm1, rq, rr ? rr + 8 : NULL, mask1, nv - 8,
+                            qrequant8(yr + 8, NULL, acc[2 * i + 1], 0, cs1, off1, rm1, rq, rr ? rr + 8 : NULL, mask1, nv - 8,
                                       act, p0, p1);
                         continue;
                     }

@@ -85,14 +85,13 @@ extension Fast {
         return xs[1] &* xs[2] &* xs[3] &+ (d.writesCodes ? ys[1] &* ys[2] &* ys[3] : 0)
     }
 
-    /// Whether a depthwise conv between tensors stored as codes runs `mlk_qdepthwise_codes` on them: strided with at
-    /// most 9 taps, where each input code is read by at most 9 / 4 outputs on average. Measured on a Zen 3 (AVX2, one
-    /// thread, EfficientNet-Lite0's layers, against centring the input into floats and the float kernels): 3×3
-    /// stride 2 at 112×112×96 0.235 vs 0.460 ms; 5×5 stride 2 at 56×56×144 0.22 vs 0.24 ms (kept on floats); stride 1
-    /// 3×3 at 56×56×144 0.40 vs 0.35 ms and 5×5 at 28×28×240 0.34 vs 0.23 ms.
-    static func readsCodesDirectly(_ s: Step) -> Bool {
-        s.strides[0] &* s.strides[1] >= 4 && s.weightShape[0] &* s.weightShape[1] <= 9
-    }
+    /// Whether a depthwise conv between tensors stored as codes runs `mlk_qdepthwise_codes` on them: when strided, where
+    /// each input code is read by a quarter of the taps' outputs, so centring every code into floats first costs more
+    /// than widening it per tap. Measured on a Zen 3 (AVX2, one thread, EfficientNet-Lite0's layers, the kernels alone,
+    /// against centring the input into floats and the float kernels): 3×3 stride 2 at 112×112×96 0.235 vs 0.460 ms,
+    /// 5×5 stride 2 at 56×56×144 0.222 vs 0.239 ms (in the network 0.436 ms, the floats no longer in cache); stride 1
+    /// loses (3×3 at 56×56×144 0.40 vs 0.35 ms, 5×5 at 28×28×240 0.34 vs 0.23 ms).
+    static func readsCodesDirectly(_ s: Step) -> Bool { s.strides[0] &* s.strides[1] >= 4 }
 
     /// A depthwise conv on the integers (`QuantizedDepthwise`), an image at a time: its codes into the scratch, then
     /// bands of output rows summed and requantized on the thread that sums them. An input stored as codes is centred
