@@ -5,6 +5,7 @@
 // an AVX2 variant, bit-identical.
 #include "CMLToolKernels.h"
 #include "isa.h"
+#include <stdlib.h>
 #include <string.h>
 
 // The code byte of one exact sum (as mlk_requantize_channels_codes).
@@ -48,12 +49,27 @@ static void qdepthwise_portable(const uint8_t *x, int64_t H, int64_t W, int64_t 
 #if MLK_X86
 // V vectors of 8 channels from c of one output pixel: the taps' codes widened to int32, less zp, as floats, summed
 // with the weights (exact), then requantized and stored as 8 bytes each.
+// An interior pixel (every tap inside the image) with the channels' tap sums wsum: Σ x · w, less zp · Σ w once (both
+// exact integers, so the same sum).
 MLK_INLINE MLK_AVX2 void qdw_block_avx2(int V, const uint8_t *x, int64_t H, int64_t W, int64_t C, __m256 zpf,
                                         const float *w, int64_t KH, int64_t KW, const int32_t *bias, const float *mult,
                                         __m256 lo, __m256 hi, __m128i shift, uint8_t *yp, int64_t oy, int64_t ox,
-                                        int64_t sh, int64_t sw, int64_t dh, int64_t dw, int64_t pt, int64_t pl, int64_t c) {
+                                        int64_t sh, int64_t sw, int64_t dh, int64_t dw, int64_t pt, int64_t pl, int64_t c,
+                                        const float *wsum) {
     __m256 acc[4];
     for (int j = 0; j < V; j++) acc[j] = _mm256_setzero_ps();
+    if (wsum) {
+        const uint8_t *p0 = x + ((oy * sh - pt) * W + (ox * sw - pl)) * C + c;
+        for (int64_t ky = 0; ky < KH; ky++)
+            for (int64_t kx = 0; kx < KW; kx++) {
+                const uint8_t *p = p0 + (ky * dh * W + kx * dw) * C;
+                const float *wp = w + (ky * KW + kx) * C + c;
+                for (int j = 0; j < V; j++)
+                    acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(p + 8 * j)))),
+                                             _mm256_loadu_ps(wp + 8 * j), acc[j]);
+            }
+        for (int j = 0; j < V; j++) acc[j] = _mm256_fnmadd_ps(zpf, _mm256_loadu_ps(wsum + c + 8 * j), acc[j]);
+    } else
     for (int64_t ky = 0; ky < KH; ky++) {
         int64_t iy = oy * sh - pt + ky * dh;
         if (iy < 0 || iy >= H) continue;
@@ -86,17 +102,28 @@ MLK_AVX2 static void qdepthwise_avx2(const uint8_t *x, int64_t H, int64_t W, int
     const __m256 zpf = _mm256_set1_ps((float)zp), vlo = _mm256_set1_ps(lo), vhi = _mm256_set1_ps(hi);
     const __m128i shift = _mm_set1_epi16((int16_t)-(int32_t)lo);
     int64_t C8 = C & ~(int64_t)7;
+    // Each channel's tap sum, for the interior pixels (without the memory, every pixel as a border one).
+    float *wsum = malloc((size_t)(C8 > 0 ? C8 : 1) * sizeof(float));
+    if (wsum)
+        for (int64_t c = 0; c < C8; c++) {
+            float t = 0;
+            for (int64_t k = 0; k < KH * KW; k++) t += w[k * C + c];
+            wsum[c] = t;
+        }
     for (int64_t oy = oy0; oy < oy1; oy++)
         for (int64_t ox = 0; ox < OW; ox++) {
             uint8_t *yp = y + (oy * OW + ox) * C;
+            const int64_t iy = oy * sh - pt, ix = ox * sw - pl;
+            const float *ws = iy >= 0 && iy + (KH - 1) * dh < H && ix >= 0 && ix + (KW - 1) * dw < W ? wsum : NULL;
             int64_t c = 0;
             for (; c + 32 <= C8; c += 32)
-                qdw_block_avx2(4, x, H, W, C, zpf, w, KH, KW, bias, mult, vlo, vhi, shift, yp, oy, ox, sh, sw, dh, dw, pt, pl, c);
+                qdw_block_avx2(4, x, H, W, C, zpf, w, KH, KW, bias, mult, vlo, vhi, shift, yp, oy, ox, sh, sw, dh, dw, pt, pl, c, ws);
             for (; c < C8; c += 8)
-                qdw_block_avx2(1, x, H, W, C, zpf, w, KH, KW, bias, mult, vlo, vhi, shift, yp, oy, ox, sh, sw, dh, dw, pt, pl, c);
+                qdw_block_avx2(1, x, H, W, C, zpf, w, KH, KW, bias, mult, vlo, vhi, shift, yp, oy, ox, sh, sw, dh, dw, pt, pl, c, ws);
             if (c < C)
                 qdw_pixel_portable(x, H, W, C, zp, w, KH, KW, bias, mult, lo, hi, yp, oy, ox, sh, sw, dh, dw, pt, pl, c, C);
         }
+    free(wsum);
 }
 #endif
 
