@@ -87,11 +87,14 @@ extension Fast {
 
     /// Whether a depthwise conv between tensors stored as codes runs `mlk_qdepthwise_codes` on them: when strided, where
     /// each input code is read by a quarter of the taps' outputs, so centring every code into floats first costs more
-    /// than widening it per tap. Measured on a Zen 3 (AVX2, one thread, EfficientNet-Lite0's layers, the kernels alone,
-    /// against centring the input into floats and the float kernels): 3×3 stride 2 at 112×112×96 0.235 vs 0.460 ms,
-    /// 5×5 stride 2 at 56×56×144 0.222 vs 0.239 ms (in the network 0.436 ms, the floats no longer in cache); stride 1
-    /// loses (3×3 at 56×56×144 0.40 vs 0.35 ms, 5×5 at 28×28×240 0.34 vs 0.23 ms).
-    static func readsCodesDirectly(_ s: Step) -> Bool { s.strides[0] &* s.strides[1] >= 4 }
+    /// than widening it per tap; and 3×3 stride 1, whose runs of 4 pixels widen each input column once. Measured on a
+    /// Zen 3 (AVX2, one thread, EfficientNet-Lite0's layers, the kernels alone, against centring the input into floats
+    /// and the float kernels): 3×3 stride 2 at 112×112×96 0.20 vs 0.42 ms, 5×5 stride 2 at 56×56×144 0.19 vs 0.23 ms;
+    /// 3×3 stride 1 at 112×112×32 0.242 vs 0.254 ms, 56×56×144 0.273 vs 0.315, 14×14×480 0.058 vs 0.062; 5×5 stride 1
+    /// loses (28×28×240 0.236 vs 0.212 ms, 14×14×672 0.196 vs 0.153, 7×7×1152 0.098 vs 0.062).
+    static func readsCodesDirectly(_ s: Step) -> Bool {
+        s.strides[0] &* s.strides[1] >= 4 || (s.strides == [1, 1] && s.dilations == [1, 1] && s.weightShape[0] == 3 && s.weightShape[1] == 3)
+    }
 
     /// A depthwise conv on the integers (`QuantizedDepthwise`), an image at a time: its codes into the scratch, then
     /// bands of output rows summed and requantized on the thread that sums them. An input stored as codes is centred
