@@ -57,6 +57,14 @@ static inline float qrequant(int32_t c, float mult, const mlk_qrequant *rq) {
     return ((v + 12582912.0f) - 12582912.0f) * rq->scale;
 }
 
+// qrequant's code as a byte (mlk_qrequant.codes): the clamped, rounded value less rq->lo (0…255).
+static inline uint8_t qcode(int32_t c, float mult, const mlk_qrequant *rq) {
+    float v = (float)c * mult;
+    v = v < rq->lo ? rq->lo : v;
+    v = v > rq->hi ? rq->hi : v;
+    return (uint8_t)(int32_t)(((v + 12582912.0f) - 12582912.0f) - rq->lo);
+}
+
 // The largest quantized activation (see the top of this file).
 #define QMAX 127
 
@@ -107,6 +115,11 @@ static void qgemm_portable(const uint8_t *q, int64_t ldq, const float *ascale, c
             for (int64_t g = 0; g < groups; g++)
                 for (int64_t i = 0; i < 4; i++) acc += (int32_t)r[g * 4 + i] * bp[g * 64 + i];
             // The requantized sum in int32 wrapping as the vector adds do (a clipped bias lies near −2^31).
+            if (rq && rq->codes) {
+                rq->codes[m * rq->ldc + n] = qcode((int32_t)((uint32_t)acc - (uint32_t)zp[m] * (uint32_t)colsum[n] +
+                                                             (uint32_t)rq->bias[n]), rq->mult[n], rq);
+                continue;
+            }
             float v = rq ? qrequant((int32_t)((uint32_t)acc - (uint32_t)zp[m] * (uint32_t)colsum[n] + (uint32_t)rq->bias[n]),
                                     rq->mult[n], rq)
                          : qepilogue(acc, zp[m], colsum[n], ascale[m], wscale[n], bias ? bias[n] : 0);
@@ -222,13 +235,25 @@ MLK_AVX2 static inline void qstore8_panel(float *yr, __m256i acc, int32_t zp, __
 
 // qrequant of 8 columns: cs, rb and rm are their column sums, integer biases and multipliers.
 // Then the residual row rr (NULL: none) and the activation, as qstore8_panel.
-MLK_AVX2 static inline void qrequant8(float *yr, __m256i acc, int32_t zp, __m256i cs, __m256i rb, __m256 rm,
+// With cr (the row's codes from this column; NULL: floats), the nv ≤ 8 codes as bytes (qcode) instead.
+MLK_AVX2 static inline void qrequant8(float *yr, uint8_t *cr, __m256i acc, int32_t zp, __m256i cs, __m256i rb, __m256 rm,
                                       const mlk_qrequant *rq, const float *rr, __m256i mask, int64_t nv, int act,
                                       float p0, float p1) {
     __m256i c = _mm256_add_epi32(_mm256_sub_epi32(acc, _mm256_mullo_epi32(_mm256_set1_epi32(zp), cs)), rb);
     __m256 v = _mm256_mul_ps(_mm256_cvtepi32_ps(c), rm);
     v = _mm256_min_ps(_mm256_max_ps(v, _mm256_set1_ps(rq->lo)), _mm256_set1_ps(rq->hi));
     const __m256 magic = _mm256_set1_ps(12582912.0f);
+    if (cr) {
+        const __m256i i = _mm256_cvtps_epi32(_mm256_sub_ps(_mm256_sub_ps(_mm256_add_ps(v, magic), magic),
+                                                           _mm256_set1_ps(rq->lo)));
+        const __m128i w = _mm_packus_epi32(_mm256_castsi256_si128(i), _mm256_extracti128_si256(i, 1));
+        const __m128i b = _mm_packus_epi16(w, w);
+        if (nv >= 8) { _mm_storel_epi64((__m128i *)cr, b); return; }
+        uint8_t t[16];
+        _mm_storeu_si128((__m128i *)t, b);
+        memcpy(cr, t, (size_t)nv);
+        return;
+    }
     v = _mm256_mul_ps(_mm256_sub_ps(_mm256_add_ps(v, magic), magic), _mm256_set1_ps(rq->scale));
     if (rr) v = _mm256_add_ps(v, nv >= 8 ? _mm256_loadu_ps(rr) : _mm256_maskload_ps(rr, mask));
     if (MLK_ACT_VECTOR(act)) v = act8(v, act, _mm256_set1_ps(p0), _mm256_set1_ps(p1));
@@ -238,15 +263,33 @@ MLK_AVX2 static inline void qrequant8(float *yr, __m256i acc, int32_t zp, __m256
         for (int64_t j = 0, n = nv < 8 ? nv : 8; j < n; j++) yr[j] = act_scalar(yr[j], act, p0, p1);
 }
 
+// qcode of one row of a 16-column panel (nv ≤ 16 columns stored) from its two 8-column sums, off being
+// bias − zp · colsum of each half: the clamped product rounded by vcvtps2dq (halves to even, as the 1.5 · 2^23 add),
+// less lo in 16-bit integers (exact: the codes lie in lo…hi), packed to bytes in column order.
+MLK_AVX2 static inline void qcodes16(uint8_t *cr, const __m256i *acc, __m256i off0, __m256i off1, __m256 rm0,
+                                     __m256 rm1, __m256 lo, __m256 hi, __m256i shift, int64_t nv) {
+    __m256 v0 = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(acc[0], off0)), rm0);
+    __m256 v1 = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(acc[1], off1)), rm1);
+    v0 = _mm256_min_ps(_mm256_max_ps(v0, lo), hi);
+    v1 = _mm256_min_ps(_mm256_max_ps(v1, lo), hi);
+    // lanes: v0[0..3], v1[0..3] | v0[4..7], v1[4..7] as 16-bit, then bytes (each 128-bit lane's first 8)
+    __m256i w = _mm256_add_epi16(_mm256_packs_epi32(_mm256_cvtps_epi32(v0), _mm256_cvtps_epi32(v1)), shift);
+    __m256i b = _mm256_permutevar8x32_epi32(_mm256_packus_epi16(w, w), _mm256_setr_epi32(0, 4, 1, 5, 0, 4, 1, 5));
+    if (nv >= 16) { _mm_storeu_si128((__m128i *)cr, _mm256_castsi256_si128(b)); return; }
+    uint8_t t[16];
+    _mm_storeu_si128((__m128i *)t, _mm256_castsi256_si128(b));
+    memcpy(cr, t, (size_t)nv);
+}
+
 // Epilogue of one row of a 16-column panel held as two 8-column halves (nv ≤ 16 columns stored).
-MLK_AVX2 static inline void qstore16_halves(float *yr, const __m256i *acc, int32_t zp, const int32_t *cs, float as,
+MLK_AVX2 static inline void qstore16_halves(float *yr, uint8_t *cr, const __m256i *acc, int32_t zp, const int32_t *cs, float as,
                                              const float *ws, const float *bias, const float *rr, int64_t nv, int act,
                                              float p0, float p1, const mlk_qrequant *rq, int64_t n0) {
     if (rq) {
         const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
         for (int h = 0; h < 2 && 8 * h < nv; h++) {
             __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32((int32_t)(nv - 8 * h < 8 ? nv - 8 * h : 8)), lanes);
-            qrequant8(yr + 8 * h, acc[h], zp, _mm256_loadu_si256((const __m256i *)(cs + 8 * h)),
+            qrequant8(yr + 8 * h, cr ? cr + 8 * h : NULL, acc[h], zp, _mm256_loadu_si256((const __m256i *)(cs + 8 * h)),
                       _mm256_loadu_si256((const __m256i *)(rq->bias + n0 + 8 * h)), _mm256_loadu_ps(rq->mult + n0 + 8 * h),
                       rq, rr ? rr + 8 * h : NULL, mask, nv - 8 * h, act, p0, p1);
         }
@@ -366,6 +409,11 @@ MLK_AVX2 static void qgemm_avx2(const uint8_t *q, int64_t ldq, const float *asca
             __m256i rb1 = rq ? _mm256_loadu_si256((const __m256i *)(rq->bias + n0 + 8)) : _mm256_setzero_si256();
             __m256 rm0 = rq ? _mm256_loadu_ps(rq->mult + n0) : _mm256_setzero_ps();
             __m256 rm1 = rq ? _mm256_loadu_ps(rq->mult + n0 + 8) : _mm256_setzero_ps();
+            // Codes (rq->codes): bias − zp · colsum per half, for the zero point codeZp (recomputed when a row's differs).
+            __m256i off0 = _mm256_setzero_si256(), off1 = _mm256_setzero_si256();
+            int32_t codeZp = INT32_MIN;
+            const __m256 rlo = _mm256_set1_ps(rq ? rq->lo : 0), rhi = _mm256_set1_ps(rq ? rq->hi : 0);
+            const __m256i rshift = _mm256_set1_epi16((int16_t)(rq ? -(int32_t)rq->lo : 0));
             for (int64_t m = mb; m < me; m += 4) {
                 int R = me - m < 4 ? (int)(me - m) : 4;
                 const uint8_t *r[4];
@@ -373,13 +421,32 @@ MLK_AVX2 static void qgemm_avx2(const uint8_t *q, int64_t ldq, const float *asca
                     r[i] = centred ? centred + (m - mb + (i < R ? i : 0)) * groups * 8 : q + (m + (i < R ? i : 0)) * ldq;
                 __m256i acc[8];
                 switch (R) { MLK_QT2(4) MLK_QT2(3) MLK_QT2(2) MLK_QT2(1) }
+                if (rq && rq->codes) {
+                    for (int i = 0; i < R; i++) {
+                        if (zp[m + i] - shift != codeZp) {
+                            codeZp = zp[m + i] - shift;
+                            const __m256i z = _mm256_set1_epi32(codeZp);
+                            off0 = _mm256_sub_epi32(rb0, _mm256_mullo_epi32(z, cs0));
+                            off1 = _mm256_sub_epi32(rb1, _mm256_mullo_epi32(z, cs1));
+                        }
+                        qcodes16(rq->codes + (m + i) * rq->ldc + n0, acc + 2 * i, off0, off1, rm0, rm1, rlo, rhi, rshift, nv);
+                    }
+                    continue;
+                }
                 for (int i = 0; i < R; i++) {
                     float *yr = y + (m + i) * ldy + n0;
                     const float *rr = res ? res + (m + i) * ldy + n0 : NULL;
                     if (rq) {
-                        qrequant8(yr, acc[2 * i], zp[m + i] - shift, cs0, rb0, rm0, rq, rr, mask0, nv, act, p0, p1);
+                        // bias − zp · colsum once per zero point (int32 wrapping: the same sums as qrequant8's order)
+                        if (zp[m + i] - shift != codeZp) {
+                            codeZp = zp[m + i] - shift;
+                            const __m256i z = _mm256_set1_epi32(codeZp);
+                            off0 = _mm256_sub_epi32(rb0, _mm256_mullo_epi32(z, cs0));
+                            off1 = _mm256_sub_epi32(rb1, _mm256_mullo_epi32(z, cs1));
+                        }
+                        qrequant8(yr, NULL, acc[2 * i], 0, cs0, off0, rm0, rq, rr, mask0, nv, act, p0, p1);
                         if (nv > 8)
-                            qrequant8(yr + 8, acc[2 * i + 1], zp[m + i] - shift, cs1, rb1, rm1, rq, rr ? rr + 8 : NULL, mask1, nv - 8,
+                            qrequant8(yr + 8, NULL, acc[2 * i + 1], 0, cs1, off1, rm1, rq, rr ? rr + 8 : NULL, mask1, nv - 8,
                                       act, p0, p1);
                         continue;
                     }
@@ -435,7 +502,7 @@ MLK_AVX2_VNNI static void qgemm_avxvnni(const uint8_t *q, int64_t ldq, const flo
             default: qtile_avxvnni(1, r, bp, groups, acc); break;
             }
             for (int i = 0; i < R; i++)
-                qstore16_halves(y + (m + i) * ldy + n0, acc + 2 * i, zp[m + i], colsum + n0, rq ? 0 : ascale[m + i],
+                qstore16_halves(y + (m + i) * ldy + n0, rq && rq->codes ? rq->codes + (m + i) * rq->ldc + n0 : NULL, acc + 2 * i, zp[m + i], colsum + n0, rq ? 0 : ascale[m + i],
                                 rq ? NULL : wscale + n0, bias ? bias + n0 : NULL, res ? res + (m + i) * ldy + n0 : NULL, nv, act,
                                 p0, p1, rq, n0);
         }
@@ -457,13 +524,20 @@ MLK_AVX512_VNNI static inline void qstore16(float *yr, __m512i acc, int32_t zp, 
 }
 
 // qrequant of one 16-column panel row; cs, rb and rm are the panel's column sums, integer biases and multipliers.
-MLK_AVX512_VNNI static inline void qrequant16(float *yr, __m512i acc, int32_t zp, __m512i cs, __m512i rb, __m512 rm,
-                                            const mlk_qrequant *rq, const float *rr, __mmask16 mask, int64_t nv, int act,
-                                            float p0, float p1) {
+// With cr (the row's codes from this panel; NULL: floats), the codes as bytes (qcode) instead.
+MLK_AVX512_VNNI static inline void qrequant16(float *yr, uint8_t *cr, __m512i acc, int32_t zp, __m512i cs, __m512i rb,
+                                            __m512 rm, const mlk_qrequant *rq, const float *rr, __mmask16 mask, int64_t nv,
+                                            int act, float p0, float p1) {
     __m512i c = _mm512_add_epi32(_mm512_sub_epi32(acc, _mm512_mullo_epi32(_mm512_set1_epi32(zp), cs)), rb);
     __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(c), rm);
     v = _mm512_min_ps(_mm512_max_ps(v, _mm512_set1_ps(rq->lo)), _mm512_set1_ps(rq->hi));
     const __m512 magic = _mm512_set1_ps(12582912.0f);
+    if (cr) {
+        const __m512i i = _mm512_cvtps_epi32(_mm512_sub_ps(_mm512_sub_ps(_mm512_add_ps(v, magic), magic),
+                                                           _mm512_set1_ps(rq->lo)));
+        _mm_mask_storeu_epi8(cr, mask, _mm512_cvtusepi32_epi8(i));
+        return;
+    }
     v = _mm512_mul_ps(_mm512_sub_ps(_mm512_add_ps(v, magic), magic), _mm512_set1_ps(rq->scale));
     if (rr) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(mask, rr));
     if (MLK_ACT_VECTOR(act)) { _mm512_mask_storeu_ps(yr, mask, mlk_act16(v, act, p0, p1)); return; }
@@ -566,7 +640,8 @@ MLK_AVX512_VNNI static void qgemm_vnni512(const uint8_t *q, int64_t ldq, const f
                 switch (R) { MLK_QT(8) MLK_QT(7) MLK_QT(6) MLK_QT(5) MLK_QT(4) MLK_QT(3) MLK_QT(2) MLK_QT(1) }
                 for (int i = 0; i < R; i++)
                     for (int j = 0; j < P; j++)
-                        if (rq) qrequant16(y + (m + i) * ldy + n0 + 16 * j, acc[i * 3 + j], zp[m + i], cs[j], rb[j], rm[j], rq,
+                        if (rq) qrequant16(y + (m + i) * ldy + n0 + 16 * j,
+                                           rq->codes ? rq->codes + (m + i) * rq->ldc + n0 + 16 * j : NULL, acc[i * 3 + j], zp[m + i], cs[j], rb[j], rm[j], rq,
                                            res ? res + (m + i) * ldy + n0 + 16 * j : NULL, mask[j], nv[j], act, p0, p1);
                         else qstore16(y + (m + i) * ldy + n0 + 16 * j, acc[i * 3 + j], zp[m + i], cs[j], ascale[m + i],
                                  ws[j], b[j], res ? res + (m + i) * ldy + n0 + 16 * j : NULL, mask[j], nv[j], act, p0, p1);

@@ -14,7 +14,7 @@ enum Fast {
         if s.op == .convTranspose { return convTransposeScratch(s, xs[0]) }
         if s.op == .batchMatMul { return batchMatMulScratch(xs) }
         guard s.op == .conv else { return 0 }
-        if s.qdepthwise?.run != nil && isDepthwise(s, xs[0]) { return quantizedDepthwiseScratch(xs[0]) }
+        if let d = s.qdepthwise, d.run != nil, isDepthwise(s, xs[0]) { return quantizedDepthwiseScratch(s, d, xs[0], ys) }
         if s.winograd != nil {
             // V (16 planes of tiles × C) and M (16 planes of tiles × N) of one image.
             let t = Int64(winogradTiles(ys))
@@ -376,11 +376,14 @@ enum Fast {
                               bias: UnsafePointer<Float>?, _ y: UnsafeMutablePointer<Float>, act: Act,
                               scratch: UnsafeMutablePointer<Float>, threads: Int,
                               prepare: Im2col? = nil, residual: UnsafePointer<Float>? = nil,
-                              dynamic: (scale: Float, zeroPoint: Int32)? = nil) {
+                              dynamic: (scale: Float, zeroPoint: Int32)? = nil, codes: UnsafeMutablePointer<UInt8>? = nil) {
         let (n, k) = (w.n, w.k)
         let ldq = Int(mlk_qrow_bytes(Int64(k)))
         let raw = UnsafeMutableRawPointer(scratch)
-        nonisolated(unsafe) let q = raw.assumingMemoryBound(to: UInt8.self)
+        nonisolated(unsafe) let quantized = raw.assumingMemoryBound(to: UInt8.self)
+        // A layer reading stored codes (`QuantizedWeights.readsStoredCodes`) multiplies them in place (ldq is k).
+        nonisolated(unsafe) let q = w.readsStoredCodes ? UnsafeMutableRawPointer(mutating: a).assumingMemoryBound(to: UInt8.self) : quantized
+        nonisolated(unsafe) let codes = codes
         let scaleOffset = (rows &* ldq + 63) / 64 &* 64
         nonisolated(unsafe) let scales = (raw + scaleOffset).assumingMemoryBound(to: Float.self)
         nonisolated(unsafe) let zps = (raw + (scaleOffset &+ rows &* 4)).assumingMemoryBound(to: Int32.self)
@@ -394,7 +397,7 @@ enum Fast {
         // into the start of this part's own room, so only a block per part is written.
         if rows < fewRows && (w.kept != nil || (parts > 1 && n >= 96)) {
             prepare?(0, rows, UnsafeMutablePointer(mutating: a))
-            w.quantizeRows(a, lda: lda, rows: rows, q, ldq: ldq, scales, zps, dynamic: dynamic)
+            w.quantizeRows(a, lda: lda, rows: rows, quantized, ldq: ldq, scales, zps, dynamic: dynamic)
             parallel(n, parts: parts, align: 48) { lo, hi in
                 let block = w.kept == nil ? hi &- lo : w.blockColumns
                 var c = lo
@@ -403,7 +406,8 @@ enum Fast {
                     let at = panels + ((w.kept == nil ? c : lo) / 16) &* w.panelBytes
                     w.decode(panels: c / 16, (e &+ 15) / 16, into: at)
                     w.gemm(q, ldq: ldq, scales, zps, panels: at, column: c, count: e &- c, rows: 0, rows,
-                           bias: bias.map { $0 + c }, residual: res.map { $0 + c }, y + c, ldy: n, act: act)
+                           bias: bias.map { $0 + c }, residual: res.map { $0 + c }, y + c, ldy: n, act: act,
+                           codes: codes.map { $0 + c })
                     c = e
                 }
             }
@@ -415,10 +419,10 @@ enum Fast {
             }
             parallel(rows, parts: parts, align: 8) { lo, hi in
                 inBlocks(lo, hi, a, lda: lda, prepare) { rowLo, lo, hi in
-                    w.quantizeRows(rowLo, lda: lda, rows: hi - lo, q + lo &* ldq, ldq: ldq, scales + lo, zps + lo,
+                    w.quantizeRows(rowLo, lda: lda, rows: hi - lo, quantized + lo &* ldq, ldq: ldq, scales + lo, zps + lo,
                                    dynamic: dynamic)
                     w.gemm(q, ldq: ldq, scales, zps, panels: panels, column: 0, count: n, rows: lo, hi, bias: bias,
-                           residual: res, y, ldy: n, act: act)
+                           residual: res, y, ldy: n, act: act, codes: codes)
                 }
             }
         }
@@ -491,10 +495,13 @@ enum Fast {
             let qscratch = direct ? scratch : scratch + oh &* ow &* k
             // A dynamic quantization's pair comes from the whole input, every image (ConvInteger's input tensor).
             let dynamic = qw.dynamicCodes(x, count: batch &* h &* w &* c)
+            // Stored codes (`QuantizedWeights.writesCodes`): an image's bytes are oh · ow · oc apart.
+            let codes = qw.writesCodes ? UnsafeMutableRawPointer(y).assumingMemoryBound(to: UInt8.self) : nil
             for b in 0..<(direct ? 1 : batch) {
                 quantizedGemm(direct ? x : UnsafePointer(scratch), lda: direct ? c : k, qw, rows: rows, bias: bias,
                               y + b &* oh &* ow &* oc, act: act, scratch: qscratch, threads: threads,
-                              prepare: direct ? nil : im2col(s, x + b &* h &* w &* c, xs, ys), dynamic: dynamic)
+                              prepare: direct ? nil : im2col(s, x + b &* h &* w &* c, xs, ys), dynamic: dynamic,
+                              codes: codes.map { $0 + b &* oh &* ow &* oc })
             }
             return
         }

@@ -17,7 +17,7 @@ enum Fused {
         // int8 weights only when packed: kept indices (`QuantizedWeights.kept`) would be decoded for every band.
         // Nor a dynamic quantization's codes: their pair comes from the whole input, which a band does not see.
         let expand = (e.packed != nil || e.qweights?.packed != nil || e.palette != nil) && Fast.readsInputDirectly(e)
-            && e.qweights?.readsDynamicCodes != true
+            && e.qweights?.readsDynamicCodes != true && e.qweights?.readsStoredCodes != true
         let stem = (e.packed != nil || e.palette != nil) && e.qweights == nil && e.winograd == nil && Fast.isStem(e, ex)
         return e.op == .conv && e.groups == 1 && ex.count == 4 && (expand || stem) &&
             d.op == .conv && d.inputs == [e.output] && dx.count == 4 && Fast.isDepthwise(d, dx) &&

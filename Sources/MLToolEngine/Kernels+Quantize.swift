@@ -212,6 +212,38 @@ extension Program {
         for (i, s) in steps.enumerated() { producer[s.output] = i }
     }
 
+    /// A requantizing layer's output (`readInputCodes`) that only int8 layers read, each directly as codes of the
+    /// same scale and zero point — a 1×1 conv with k a multiple of 4, or a requantizing depthwise conv — and that is
+    /// no graph output, is stored as its 8-bit codes: the producer writes bytes (`writesCodes`), the readers take them
+    /// in place (`readsStoredCodes`, `QuantizedDepthwise.storedInput`), and no float copy is written, read, or
+    /// quantized again. The place the plan gives the value (sized in floats) holds the bytes from its start. The same
+    /// codes as the float path, so the same outputs, bit for bit.
+    mutating func storeCodes() {
+        var readers: [Int: [Int]] = [:]
+        for (i, s) in steps.enumerated() {
+            for v in s.inputs { readers[v, default: []].append(i) }
+        }
+        let outputIds = Set(outputs.compactMap { ids[$0] })
+        for s in steps {
+            guard let out = s.qweights?.outputCodes ?? s.qdepthwise?.outputCodes, !outputIds.contains(s.output),
+                  let r = readers[s.output], !r.isEmpty,
+                  r.allSatisfy({ j in
+                      let t = steps[j]
+                      guard t.op == .conv, t.inputs == [s.output] else { return false }
+                      if let d = t.qdepthwise, d.run != nil { return d.run?.inputScale == out.scale }
+                      guard let w = t.qweights, t.groups == 1, Fast.readsInputDirectly(t), let c = w.inputCodes else { return false }
+                      return c.scale == out.scale && c.zeroPoint == out.zeroPoint && !w.readsDynamicCodes
+                          && Int(mlk_qrow_bytes(Int64(w.k))) == w.k
+                  }) else { continue }
+            for j in r {
+                let ok = steps[j].qdepthwise?.readStoredCodes(scale: out.scale, zeroPoint: out.zeroPoint)
+                    ?? steps[j].qweights?.readStoredCodes(scale: out.scale, zeroPoint: out.zeroPoint)
+                precondition(ok == true, "'\(steps[j].name)': checked above")
+            }
+            _ = s.qweights?.storeOutputCodes() ?? s.qdepthwise?.storeOutputCodes()
+        }
+    }
+
     /// Int8 layers reading a `quantize` in mode "dynamic" directly read its input instead and quantize it themselves
     /// with the pair it would compute (`QuantizedWeights.readDynamicCodes`), where their weights allow exact sums; a
     /// dynamic quantize no step reads any more (nor the graph's outputs) goes.

@@ -116,6 +116,7 @@ struct Program: Sendable {
         for node in graph.nodes { steps.append(try compile(node, tensors)) }
         for (i, s) in steps.enumerated() { producer[s.output] = i }
         readInputCodes()
+        storeCodes()
         // Every weight is now copied or packed: the model file's pages go back to the kernel
         // (`TensorBytes.releasePages`), also those that reading the small tensors (biases) mapped around them.
         for t in tensors.values { t.bytes.releasePages() }

@@ -16,6 +16,27 @@ final class QuantizedDepthwise: @unchecked Sendable {
     /// Set once by `Program.readInputCodes`, before any run: the input's scale, the int32 bias codes and multipliers
     /// x_scale · w_scale[c] / y_scale, and the output's code range less its zero point, and scale.
     private(set) var run: (inputScale: Float, bias: [Int32], mult: [Float], lo: Float, hi: Float, scale: Float)?
+    /// Whether the output is stored as its 8-bit codes (bytes, code less `lo`), and the u8 zero point of an input
+    /// stored as codes (`Program.storeCodes`, set once before any run).
+    private(set) var writesCodes = false
+    private(set) var storedInput: Int32?
+
+    /// The output's scale and u8 zero point (what a reader of its codes must take), nil unless requantizing.
+    var outputCodes: (scale: Float, zeroPoint: Int32)? { run.map { ($0.scale, Int32(-$0.lo)) } }
+
+    /// Stores the requantized output as codes; false unless the conv requantizes.
+    func storeOutputCodes() -> Bool {
+        guard run != nil else { return false }
+        writesCodes = true
+        return true
+    }
+
+    /// Reads the input as codes stored with `scale` and u8 `zeroPoint`; false unless the conv reads codes of that scale.
+    func readStoredCodes(scale: Float, zeroPoint: Int32) -> Bool {
+        guard let r = run, r.inputScale == scale, (0...255).contains(zeroPoint) else { return false }
+        storedInput = zeroPoint
+        return true
+    }
 
     /// Whether a kernel of `taps` taps sums codes of 8 bits and weights in ±127 exactly in float32 (below 2^24), and
     /// the bias is an int32 code (added in int32, as `QuantizedWeights.requantizeOutput`'s).
@@ -56,11 +77,29 @@ final class QuantizedDepthwise: @unchecked Sendable {
 }
 
 extension Fast {
-    /// Floats of scratch a requantizing depthwise conv takes: one image's input codes.
-    static func quantizedDepthwiseScratch(_ xs: [Int]) -> Int { xs[1] &* xs[2] &* xs[3] }
+    /// Floats of scratch a requantizing depthwise conv takes: one image's input codes, and for an output stored as
+    /// codes one image's sums (each band uses one output row of its own); none when it reads and writes codes
+    /// directly.
+    static func quantizedDepthwiseScratch(_ s: Step, _ d: QuantizedDepthwise, _ xs: [Int], _ ys: [Int]) -> Int {
+        if d.storedInput != nil && d.writesCodes && readsCodesDirectly(s) { return 0 }
+        return xs[1] &* xs[2] &* xs[3] &+ (d.writesCodes ? ys[1] &* ys[2] &* ys[3] : 0)
+    }
+
+    /// Whether a depthwise conv between tensors stored as codes runs `mlk_qdepthwise_codes` on them: when strided, where
+    /// each input code is read by a quarter of the taps' outputs, so centring every code into floats first costs more
+    /// than widening it per tap; and 3×3 stride 1, whose runs of 4 pixels widen each input column once. Measured on a
+    /// Zen 3 (AVX2, one thread, EfficientNet-Lite0's layers, the kernels alone, against centring the input into floats
+    /// and the float kernels): 3×3 stride 2 at 112×112×96 0.20 vs 0.42 ms, 5×5 stride 2 at 56×56×144 0.19 vs 0.23 ms;
+    /// 3×3 stride 1 at 112×112×32 0.242 vs 0.254 ms, 56×56×144 0.273 vs 0.315, 14×14×480 0.058 vs 0.062; 5×5 stride 1
+    /// loses (28×28×240 0.236 vs 0.212 ms, 14×14×672 0.196 vs 0.153, 7×7×1152 0.098 vs 0.062).
+    static func readsCodesDirectly(_ s: Step) -> Bool {
+        s.strides[0] &* s.strides[1] >= 4 || (s.strides == [1, 1] && s.dilations == [1, 1] && s.weightShape[0] == 3 && s.weightShape[1] == 3)
+    }
 
     /// A depthwise conv on the integers (`QuantizedDepthwise`), an image at a time: its codes into the scratch, then
-    /// bands of output rows summed and requantized on the thread that sums them.
+    /// bands of output rows summed and requantized on the thread that sums them. An input stored as codes is centred
+    /// from its bytes (`mlk_codes_centred`); an output stored as codes is summed a row at a time into the band's
+    /// room in the scratch and requantized from there into bytes (`mlk_requantize_channels_codes`).
     static func quantizedDepthwise(_ s: Step, _ d: QuantizedDepthwise, _ x: UnsafePointer<Float>, _ xs: [Int],
                                    _ y: UnsafeMutablePointer<Float>, _ ys: [Int], _ scratch: UnsafeMutablePointer<Float>,
                                    _ threads: Int) {
@@ -69,11 +108,61 @@ extension Fast {
         let (kh, kw, oh, ow) = (s.weightShape[0], s.weightShape[1], ys[1], ys[2])
         let st = s.strides, dl = s.dilations, pd = s.pads
         let parts = oh &* ow &* c &* kh &* kw >= parallelThreshold ? threads : 1
-        nonisolated(unsafe) let codes = scratch
+        nonisolated(unsafe) let codes = scratch, sums = scratch + h &* w &* c
+        nonisolated(unsafe) let xq = UnsafeRawPointer(x).assumingMemoryBound(to: UInt8.self)
+        nonisolated(unsafe) let yq = UnsafeMutableRawPointer(y).assumingMemoryBound(to: UInt8.self)
+        let stored = d.storedInput, writesCodes = d.writesCodes
+        if let zp = stored, writesCodes, Self.readsCodesDirectly(s) {
+            // Codes in, codes out, strided: each input code is read by few outputs, so they are widened per tap
+            // (`mlk_qdepthwise_codes`) instead of centred into the scratch first.
+            d.codes.withUnsafeBufferPointer { wt in
+                r.bias.withUnsafeBufferPointer { bias in
+                    r.mult.withUnsafeBufferPointer { mult in
+                        nonisolated(unsafe) let (wt, bias, mult) = (wt.baseAddress, bias.baseAddress, mult.baseAddress)
+                        for b in 0..<batch {
+                            let image = b &* h &* w &* c, outImage = b &* oh &* ow &* c
+                            parallel(oh, parts: parts) { lo, hi in
+                                mlk_qdepthwise_codes(xq + image, Int64(h), Int64(w), Int64(c), zp, wt, Int64(kh), Int64(kw),
+                                                     bias, mult, r.lo, r.hi, yq + outImage, Int64(lo), Int64(hi), Int64(ow),
+                                                     Int64(st[0]), Int64(st[1]), Int64(dl[0]), Int64(dl[1]), Int64(pd[0]),
+                                                     Int64(pd[1]))
+                            }
+                        }
+                    }
+                }
+            }
+            return
+        }
         for b in 0..<batch {
             nonisolated(unsafe) let xb = x + b &* h &* w &* c, yb = y + b &* oh &* ow &* c
+            let image = b &* h &* w &* c, outImage = b &* oh &* ow &* c
             parallel(h, parts: parts) { lo, hi in
-                mlk_grid_codes(xb + lo &* w &* c, codes + lo &* w &* c, Int64((hi &- lo) &* w &* c), 1 / r.inputScale)
+                if let zp = stored {
+                    mlk_codes_centred(xq + (image &+ lo &* w &* c), codes + lo &* w &* c, Int64((hi &- lo) &* w &* c), zp)
+                } else {
+                    mlk_grid_codes(xb + lo &* w &* c, codes + lo &* w &* c, Int64((hi &- lo) &* w &* c), 1 / r.inputScale)
+                }
+            }
+            if writesCodes {
+                d.codes.withUnsafeBufferPointer { wt in
+                    r.bias.withUnsafeBufferPointer { bias in
+                        r.mult.withUnsafeBufferPointer { mult in
+                            nonisolated(unsafe) let (wt, bias, mult) = (wt.baseAddress, bias.baseAddress, mult.baseAddress)
+                            parallel(oh, parts: parts) { lo, hi in
+                                let row = sums + lo &* ow &* c
+                                for o in lo..<hi {
+                                    mlk_depthwise(codes, Int64(h), Int64(w), Int64(c), wt, Int64(kh), Int64(kw), nil,
+                                                  row - o &* ow &* c, Int64(o), Int64(o &+ 1), Int64(ow), Int64(st[0]),
+                                                  Int64(st[1]), Int64(dl[0]), Int64(dl[1]), Int64(pd[0]), Int64(pd[1]),
+                                                  Act.none.code, 0, 0)
+                                    mlk_requantize_channels_codes(row, Int64(ow), Int64(c), bias, mult, r.lo, r.hi,
+                                                                  yq + (outImage &+ o &* ow &* c))
+                                }
+                            }
+                        }
+                    }
+                }
+                continue
             }
             d.codes.withUnsafeBufferPointer { wt in
                 r.bias.withUnsafeBufferPointer { bias in

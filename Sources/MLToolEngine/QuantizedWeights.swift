@@ -42,6 +42,12 @@ final class QuantizedWeights: @unchecked Sendable {
     /// and its scale. The layer then writes the codes that QuantizeLinear gives, dequantized, as QLinearConv does.
     private(set) var requant: (bias: UnsafeMutablePointer<Int32>, mult: UnsafeMutablePointer<Float>, lo: Float, hi: Float,
                                scale: Float)?
+    /// Whether the requantized output is stored as its 8-bit codes (`Program.storeCodes`, set once before any run):
+    /// the layer writes bytes (code less the range's low end: zero point −lo) into its output's place, rows n apart.
+    private(set) var writesCodes = false
+    /// Whether the input is stored as 8-bit codes of `inputCodes` (`Program.storeCodes`, set once before any run): a
+    /// 1×1 conv then reads them in place as its quantized rows (k a multiple of 4, so rows are `mlk_qrow_bytes` apart).
+    private(set) var readsStoredCodes = false
 
     /// Weights (k · n) from which `Engine.Int8Compute.auto` takes the int8 kernels. Measured per layer shape of
     /// EfficientNet-Lite0 on AVX-512 VNNI (int8 time including the input's quantization vs the float GEMM):
@@ -164,6 +170,26 @@ final class QuantizedWeights: @unchecked Sendable {
         inputCodes = (scale, zeroPoint)
     }
 
+    /// The output's scale and u8 zero point when the layer requantizes it and no activation follows (what a reader of
+    /// its codes must take), nil otherwise.
+    var outputCodes: (scale: Float, zeroPoint: Int32)? { requant.map { ($0.scale, Int32(-$0.lo)) } }
+
+    /// Stores the requantized output as codes (`writesCodes`); false unless the layer requantizes.
+    func storeOutputCodes() -> Bool {
+        guard requant != nil else { return false }
+        writesCodes = true
+        return true
+    }
+
+    /// Reads the input as stored codes (`readsStoredCodes`); false unless the layer reads codes of `scale` and
+    /// `zeroPoint` and its rows need no padding.
+    func readStoredCodes(scale: Float, zeroPoint: Int32) -> Bool {
+        guard let c = inputCodes, c.scale == scale, c.zeroPoint == zeroPoint, !readsDynamicCodes,
+              Int(mlk_qrow_bytes(Int64(k))) == k else { return false }
+        readsStoredCodes = true
+        return true
+    }
+
     /// `mlk_qgemm`'s `wide` for the rows `quantizeRows` gives: 1 when they are 8-bit codes and the weights need it.
     var wide: Int32 { (inputCodes != nil || readsDynamicCodes) && wideWeights ? 1 : 0 }
 
@@ -214,12 +240,14 @@ final class QuantizedWeights: @unchecked Sendable {
     /// y's columns [c, c + count) of rows [m0, m1) from quantized rows, then `residual` and `act`: `mlk_qgemm_requant`
     /// when requantizing (a residual is the add after the QuantizeLinear the layer absorbed: `FusedResidual`), else
     /// `mlk_qgemm` with `bias` (from column c).
+    /// With `writesCodes`, `codes` (row 0's bytes from column c, rows `ldy` apart) takes the output instead of y.
     func gemm(_ q: UnsafePointer<UInt8>, ldq: Int, _ scales: UnsafePointer<Float>, _ zps: UnsafePointer<Int32>,
               panels: UnsafePointer<Int8>, column c: Int, count: Int, rows m0: Int, _ m1: Int, bias: UnsafePointer<Float>?,
-              residual: UnsafePointer<Float>?, _ y: UnsafeMutablePointer<Float>, ldy: Int, act: Act) {
+              residual: UnsafePointer<Float>?, _ y: UnsafeMutablePointer<Float>, ldy: Int, act: Act,
+              codes: UnsafeMutablePointer<UInt8>? = nil) {
         if let r = requant {
             var rq = mlk_qrequant(bias: UnsafePointer(r.bias + c), mult: UnsafePointer(r.mult + c), lo: r.lo, hi: r.hi,
-                                  scale: r.scale)
+                                  scale: r.scale, codes: writesCodes ? codes : nil, ldc: Int64(ldy))
             mlk_qgemm_requant(q, Int64(ldq), zps, panels, colsum + c, Int64(m0), Int64(m1), Int64(count), Int64(k), &rq,
                               residual, y, Int64(ldy), act.code, act.p0, act.p1, wide)
         } else {
@@ -233,7 +261,11 @@ final class QuantizedWeights: @unchecked Sendable {
     func quantizeRows(_ a: UnsafePointer<Float>, lda: Int, rows: Int, _ q: UnsafeMutablePointer<UInt8>, ldq: Int,
                       _ scales: UnsafeMutablePointer<Float>, _ zps: UnsafeMutablePointer<Int32>,
                       dynamic: (scale: Float, zeroPoint: Int32)? = nil) {
-        if let d = dynamic {
+        if readsStoredCodes, let c = inputCodes {
+            // The rows are the stored codes themselves (the caller reads them in place): only their parameters.
+            scales.update(repeating: c.scale, count: rows)
+            zps.update(repeating: c.zeroPoint, count: rows)
+        } else if let d = dynamic {
             mlk_quantize_rows_divided(a, Int64(lda), 0, Int64(rows), Int64(k), q, Int64(ldq), scales, zps, d.scale, d.zeroPoint)
         } else if let c = inputCodes {
             mlk_quantize_rows_fixed(a, Int64(lda), 0, Int64(rows), Int64(k), q, Int64(ldq), scales, zps, c.scale, c.zeroPoint)

@@ -61,7 +61,7 @@ import MLToolTestSupport
                     bias.withUnsafeBufferPointer { b in
                         mult.withUnsafeBufferPointer { mu in
                             res.withUnsafeBufferPointer { r in
-                                var rq = mlk_qrequant(bias: b.baseAddress, mult: mu.baseAddress, lo: lo, hi: hi, scale: scale)
+                                var rq = mlk_qrequant(bias: b.baseAddress, mult: mu.baseAddress, lo: lo, hi: hi, scale: scale, codes: nil, ldc: 0)
                                 let rp = residual ? r.baseAddress : nil
                                 // Two calls over a split of the rows, as the engine's parts make them.
                                 mlk_qgemm_requant(q, Int64(ldq), zp, packed, colsum, 0, Int64(m / 2), Int64(n), Int64(k), &rq,
@@ -74,6 +74,133 @@ import MLToolTestSupport
                     assertClose(y, residual ? wantResidual : want, atol: 0,
                                 "mlk_qgemm_requant m \(m) k \(k) n \(n) wide \(wide) residual \(residual) at level \(level)")
                 }
+            }
+            #expect(!levels.isEmpty)
+        }
+    }
+
+    /// The codes a requantizing GEMM stores as bytes (`mlk_qrequant.codes`, a tensor stored as codes) at every level:
+    /// clamp(round_half_even(float(acc) · mult), lo, hi) − lo, for rows whose zero points all agree (a QDQ tensor's) and
+    /// rows whose differ (the tile recomputes its offsets), a last panel of fewer than 16 and 8 columns, plain and
+    /// wide sums, an output range of 256 codes (0…255 stored) and a narrower one; the floats are not written.
+    @Test(arguments: [false, true])
+    func qgemmRequantStoresTheDefinitionsCodesAtEveryLevel(wide: Bool) throws {
+        var rng = SplitMix64(seed: wide ? 61 : 59)
+        for (m, k, n, sameZp) in [(13, 72, 37, true), (6, 16, 96, true), (9, 132, 50, false), (1, 24, 5, false), (17, 40, 24, true)] {
+            var codes = (0..<(m * k)).map { _ in UInt8(rng.next() % 256) }
+            let bound = wide ? 127 : 64
+            var w = (0..<(k * n)).map { _ in Int8(Int(rng.next() % UInt64(2 * bound + 1)) - bound) }
+            if wide {
+                for t in 0..<k { codes[t] = 255; w[t * n] = 127; w[t * n + n - 1] = -127 }
+            }
+            let zp = (0..<m).map { _ in sameZp ? 131 : Int32(rng.next() % 256) }
+            let padded = (n + 15) / 16 * 16
+            var bias = [Int32](repeating: 0, count: padded), mult = [Float](repeating: 0, count: padded)
+            for j in 0..<n {
+                bias[j] = Int32(Int(rng.next() % 40_001) - 20_000)
+                mult[j] = Float(rng.next() % 1000 + 1) * 1e-6
+            }
+            mult[0] = 0.5   // ties
+            var packed = [Int8](repeating: 0, count: (n + 15) / 16 * Int(mlk_qpanel_bytes(Int64(k))))
+            var colsum = [Int32](repeating: 0, count: padded)
+            mlk_qpack(w, Int64(k), Int64(n), &packed, &colsum)
+            for (lo, hi): (Float, Float) in [(-128, 127), (-100, 120)] {
+                var want = [UInt8](repeating: 0, count: m * n)
+                for r in 0..<m {
+                    for j in 0..<n {
+                        var acc = Int(bias[j])
+                        for t in 0..<k { acc += (Int(codes[r * k + t]) - Int(zp[r])) * Int(w[t * n + j]) }
+                        want[r * n + j] = UInt8(min(max(Float(acc) * mult[j], lo), hi).rounded(.toNearestOrEven) - lo)
+                    }
+                }
+                let levels = forEachCPULevel { level in
+                    var got = [UInt8](repeating: 0xAA, count: m * n)
+                    var y = [Float](repeating: .nan, count: m * n)
+                    got.withUnsafeMutableBufferPointer { g in
+                        bias.withUnsafeBufferPointer { b in
+                            mult.withUnsafeBufferPointer { mu in
+                                var rq = mlk_qrequant(bias: b.baseAddress, mult: mu.baseAddress, lo: lo, hi: hi, scale: 0.05,
+                                                      codes: g.baseAddress, ldc: Int64(n))
+                                // Two calls over a split of the rows, as the engine's parts make them.
+                                mlk_qgemm_requant(codes, Int64(k), zp, packed, colsum, 0, Int64(m / 2), Int64(n), Int64(k), &rq,
+                                                  nil, &y, Int64(n), Act.none.code, 0, 0, wide ? 1 : 0)
+                                mlk_qgemm_requant(codes, Int64(k), zp, packed, colsum, Int64(m / 2), Int64(m), Int64(n), Int64(k),
+                                                  &rq, nil, &y, Int64(n), Act.none.code, 0, 0, wide ? 1 : 0)
+                            }
+                        }
+                    }
+                    #expect(got == want, "codes m \(m) k \(k) n \(n) wide \(wide) range \(lo)…\(hi) at level \(level)")
+                    #expect(y.allSatisfy { $0.isNaN }, "no float written at level \(level)")
+                }
+                #expect(!levels.isEmpty)
+            }
+        }
+    }
+
+    /// `mlk_requantize_channels_codes` stores `mlk_requantize_channels`' codes less lo as bytes, and
+    /// `mlk_codes_centred` gives float(code − zp), at every level.
+    @Test func requantizeChannelsCodesAndCentredCodesGiveTheDefinitionAtEveryLevel() throws {
+        var rng = SplitMix64(seed: 67)
+        let (rows, c) = (11, 37)
+        let sums = (0..<(rows * c)).map { _ in Float(Int(rng.next() % 200_001) - 100_000) }
+        var m = (0..<c).map { _ in Float(rng.next() % 1000 + 1) * 2e-5 }
+        m[0] = 0.5
+        let bias = (0..<c).map { _ in Int32(Int(rng.next() % 60_001) - 30_000) }
+        let want = (0..<(rows * c)).map {
+            UInt8(min(max(Float(Int(sums[$0]) + Int(bias[$0 % c])) * m[$0 % c], -20), 235).rounded(.toNearestOrEven) + 20)
+        }
+        let bytes = (0..<300).map { UInt8($0 % 256) }
+        let centred = bytes.map { Float(Int($0) - 77) }
+        _ = forEachCPULevel { level in
+            var out = [UInt8](repeating: 0, count: rows * c)
+            mlk_requantize_channels_codes(sums, Int64(rows), Int64(c), bias, m, -20, 235, &out)
+            #expect(out == want, "mlk_requantize_channels_codes at level \(level)")
+            var y = [Float](repeating: .nan, count: bytes.count)
+            mlk_codes_centred(bytes, &y, Int64(bytes.count), 77)
+            assertClose(y, centred, atol: 0, "mlk_codes_centred at level \(level)")
+        }
+    }
+
+    /// `mlk_qdepthwise_codes` (a strided depthwise conv from codes to codes) gives the integer definition at every
+    /// level: borders (a tap in the padding adds 0), 32-channel blocks, 8-channel vectors and a scalar tail (C = 45),
+    /// stride 2 and 1, dilation 2, a band of rows at a time, and stride 1's runs of 4 interior pixels (3×3 and 5×5,
+    /// with a channel tail of 5).
+    @Test func qdepthwiseCodesGiveTheIntegerDefinitionAtEveryLevel() throws {
+        var rng = SplitMix64(seed: 79)
+        for (h, w, c, k, stride, dilation, pad) in [(9, 8, 45, 3, 2, 1, 1), (7, 7, 16, 3, 1, 2, 2), (6, 5, 5, 5, 2, 1, 2),
+                                                    (6, 13, 21, 3, 1, 1, 1), (8, 11, 16, 5, 1, 1, 2)] {
+            let oh = (h + 2 * pad - dilation * (k - 1) - 1) / stride + 1, ow = (w + 2 * pad - dilation * (k - 1) - 1) / stride + 1
+            let x = (0..<(h * w * c)).map { _ in UInt8(rng.next() % 256) }
+            let wt = (0..<(k * k * c)).map { _ in Float(Int(rng.next() % 255) - 127) }
+            let bias = (0..<c).map { _ in Int32(Int(rng.next() % 40_001) - 20_000) }
+            var mult = (0..<c).map { _ in Float(rng.next() % 1000 + 1) * 1e-5 }
+            mult[0] = 0.5
+            let zp: Int32 = 113
+            let (lo, hi): (Float, Float) = (-113, 142)
+            var want = [UInt8](repeating: 0, count: oh * ow * c)
+            for oy in 0..<oh {
+                for ox in 0..<ow {
+                    for ch in 0..<c {
+                        var acc = Int(bias[ch])
+                        for ky in 0..<k {
+                            for kx in 0..<k {
+                                let (iy, ix) = (oy * stride - pad + ky * dilation, ox * stride - pad + kx * dilation)
+                                guard iy >= 0, iy < h, ix >= 0, ix < w else { continue }
+                                acc += (Int(x[(iy * w + ix) * c + ch]) - Int(zp)) * Int(wt[(ky * k + kx) * c + ch])
+                            }
+                        }
+                        want[(oy * ow + ox) * c + ch] = UInt8(min(max(Float(acc) * mult[ch], lo), hi).rounded(.toNearestOrEven) - lo)
+                    }
+                }
+            }
+            let levels = forEachCPULevel { level in
+                var y = [UInt8](repeating: 0xAA, count: oh * ow * c)
+                for (r0, r1) in [(0, oh / 2), (oh / 2, oh)] {
+                    mlk_qdepthwise_codes(x, Int64(h), Int64(w), Int64(c), zp, wt, Int64(k), Int64(k), bias, mult, lo, hi, &y,
+                                         Int64(r0), Int64(r1), Int64(ow), Int64(stride), Int64(stride), Int64(dilation),
+                                         Int64(dilation), Int64(pad), Int64(pad))
+                }
+                #expect(y == want, "mlk_qdepthwise_codes \(h)×\(w)×\(c) k \(k) stride \(stride) at level \(level)")
             }
             #expect(!levels.isEmpty)
         }
@@ -171,5 +298,53 @@ import MLToolTestSupport
         let p = try Program(graph: graph, tensors: model.tensorsByName, int8Minimum: Engine.int8Minimum(.auto))
         let step = try #require(p.steps.first { $0.op == .conv })
         #expect(groups == 1 ? step.qweights?.requant != nil : step.qdepthwise?.run != nil, "the plan requantizes the conv")
+    }
+    /// An int8 layer of `cin` → `cout` channels (1×1, or a depthwise 3×3 when `depthwise`) on the QDQ tensor `x` of
+    /// input scale `xs`, then its output's QuantizeLinear (scale `ys`, zero point `yzp`).
+    static func qdqLayer(_ b: inout GraphBuilder, _ x: String, _ xs: Float, cin: Int, cout: Int, depthwise: Bool, ys: Float,
+                         yzp: Int, _ rng: inout SplitMix64, name: String) -> String {
+        let shape = depthwise ? [3, 3, 1, cout] : [1, 1, cin, cout]
+        let codes = (0..<shape.reduce(1, *)).map { _ in Int8(Int(rng.next() % 255) - 127) }
+        let ws = (0..<cout).map { _ in Float(rng.next() % 100 + 1) * 2e-3 }
+        let bias = (0..<cout).map { Float(Int(rng.next() % 4001) - 2000) * (xs * ws[$0]) }
+        b.tensors.append(StoredTensor(name: name + ".w", dtype: .int8, shape: shape, quant: QuantParams(axis: 3, scales: ws),
+                                      bytes: TensorBytes(copying: codes.map { UInt8(bitPattern: $0) })))
+        b.tensors.append(StoredTensor(name: name + ".b", tensor: Tensor(shape: [cout], data: bias)))
+        let attributes = depthwise ? Attributes(strides: [2, 2], pads: [1, 1, 1, 1], groups: cout) : Attributes()
+        let conv = b.node(.conv, [x, name + ".w", name + ".b"], attributes)
+        return b.node(.quantize, [conv], QuantizeOpTests.attributes([ys], [yzp], range: 0...255, mode: "values"))
+    }
+
+    /// A QDQ chain 1×1 expansion → depthwise (stride 2) → 1×1 projection (k 8, 24 and 24, full-range weights, so
+    /// `wide` sums on AVX2): the tensors between the layers are stored as their 8-bit codes (`Program.storeCodes`:
+    /// written as bytes by the requantizing layers, read in place), and the output has the bits of the same graph
+    /// with those tensors also asked for, which keeps them as floats; at batch 1 and 3 (one image per worker and
+    /// a chunk), 1 and 2 threads.
+    @Test func tensorsStoredAsCodesGiveTheFloatPathsBits() throws {
+        let (h, w, c) = (11, 10, 8)
+        var b = GraphBuilder(seed: 71, input: [-1, h, w, c])
+        var rng = SplitMix64(seed: 73)
+        let xq = b.node(.quantize, ["x"], QuantizeOpTests.attributes([0.02], [120], range: 0...255, mode: "values"))
+        let e = Self.qdqLayer(&b, xq, 0.02, cin: c, cout: 24, depthwise: false, ys: 0.05, yzp: 100, &rng, name: "expand")
+        let d = Self.qdqLayer(&b, e, 0.05, cin: 24, cout: 24, depthwise: true, ys: 0.04, yzp: 7, &rng, name: "depthwise")
+        let p = Self.qdqLayer(&b, d, 0.04, cin: 24, cout: 8, depthwise: false, ys: 0.03, yzp: 110, &rng, name: "project")
+        let model = b.model(outputs: [p])
+        let graph = try #require(model.metadata.graph)
+        let program = try Program(graph: graph, tensors: model.tensorsByName, int8Minimum: Engine.int8Minimum(.auto))
+        let convs = program.steps.filter { $0.op == .conv }
+        #expect(convs.count == 3)
+        #expect(convs.map { $0.qweights?.writesCodes ?? $0.qdepthwise?.writesCodes ?? false } == [true, true, false],
+                "the expansion and the depthwise conv write codes")
+        #expect(convs.map { $0.qweights?.readsStoredCodes ?? ($0.qdepthwise?.storedInput != nil) } == [false, true, true],
+                "the depthwise conv and the projection read them")
+        for batch in [1, 3] {
+            let x = b.input([batch, h, w, c])
+            for threads in [1, 2] {
+                let stored = try #require(try Engine(model: model, threads: threads).run(["x": x], outputs: [p])[p])
+                let floats = try #require(try Engine(model: model, threads: threads).run(["x": x], outputs: [p, e, d])[p])
+                #expect(stored.shape == [batch, 6, 5, 8])
+                assertClose(stored.data, floats.data, atol: 0, "batch \(batch), \(threads) threads: the float path's bits")
+            }
+        }
     }
 }

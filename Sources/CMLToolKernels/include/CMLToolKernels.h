@@ -241,11 +241,15 @@ void mlk_qgemm(const uint8_t *q, int64_t ldq, const float *ascale, const int32_t
 /// do: a layer whose input is 8-bit codes (mlk_quantize_rows_fixed) and whose output an ONNX QuantizeLinear
 /// (per tensor) quantizes. bias (int32, the file's bias codes) and mult (x_scale · w_scale[n] / y_scale, in float) hold
 /// N rounded up to 16 values, zero-padded; lo and hi are the code range less the output zero point; scale is the
-/// output's scale.
+/// output's scale. codes (NULL: none) makes the layer write the output codes as bytes instead of y: row m's
+/// codes at codes + m · ldc, each clamp(round_half_even(float(c) · mult[n]), lo, hi) − lo (0…255: the code less the
+/// range's low end, which a reader takes with zero point −lo; y, res and the activation are then not used).
 typedef struct {
     const int32_t *bias;
     const float *mult;
     float lo, hi, scale;
+    uint8_t *codes;
+    int64_t ldc;
 } mlk_qrequant;
 
 /// Rows [m0, m1) of y as mlk_qgemm, requantized instead of scaled: with c = Σ Q·W − zp[m]·colsum[n] + bias[n] (exact in
@@ -276,6 +280,24 @@ void mlk_grid_codes(const float *x, float *y, int64_t n, float inv);
 /// mlk_qgemm_requant does (QuantizedDepthwise). Every level gives the same bits.
 void mlk_requantize_channels(float *y, int64_t rows, int64_t C, const int32_t *bias, const float *mult, float lo,
                              float hi, float scale);
+
+/// mlk_requantize_channels writing the codes as bytes: out[r][c] = clamp(round_half_even(float(y + bias[c]) · mult[c]),
+/// lo, hi) − lo (0…255, as mlk_qgemm_requant's codes), y unchanged. Every level gives the same bytes.
+void mlk_requantize_channels_codes(const float *y, int64_t rows, int64_t C, const int32_t *bias, const float *mult,
+                                   float lo, float hi, uint8_t *out);
+
+/// A depthwise conv (channel multiplier 1) of 8-bit codes x (H, W, C; zero point zp) with integer weights w (KH, KW, C,
+/// as floats in ±127), output rows [oy0, oy1) of y (OH, OW, C) as codes: Σ (x − zp) · w over the taps inside the image
+/// (padding reads zp: adds 0; exact below 2^24: KH · KW · 255 · 127 < 2^24), then bias and mult as
+/// mlk_requantize_channels_codes (lo, hi: the code range less the output zero point; each byte the code less lo).
+/// Every level gives the same bytes.
+void mlk_qdepthwise_codes(const uint8_t *x, int64_t H, int64_t W, int64_t C, int32_t zp, const float *w, int64_t KH,
+                          int64_t KW, const int32_t *bias, const float *mult, float lo, float hi, uint8_t *y, int64_t oy0,
+                          int64_t oy1, int64_t OW, int64_t sh, int64_t sw, int64_t dh, int64_t dw, int64_t pt, int64_t pl);
+
+/// y[i] = float(q[i] − zp): 8-bit codes less their zero point as floats (a requantizing depthwise conv reading a
+/// tensor stored as codes). Every level gives the same bits.
+void mlk_codes_centred(const uint8_t *q, float *y, int64_t n, int32_t zp);
 
 
 // ---- int8-table palettes kept as indices (qpalette.c) ----
