@@ -15,12 +15,12 @@ public enum ClassifierTasks {
     }
 
     static func threads(_ values: OptionValues) throws -> Int {
-        try values.string("--threads").map { try OptionText.int("--threads", $0) } ?? 0
+        try values.int("--threads") ?? 0
     }
 
     /// `--top K` of `predict` (default 3).
     static func rankingOptions(_ values: OptionValues) throws -> ClassificationOptions {
-        let k = try values.string("--top").map { try OptionText.int("--top", $0) } ?? 3
+        let k = try values.int("--top") ?? 3
         guard k >= 1 else { throw OptionText.refuse("--top", "--top must be ≥ 1") }
         return ClassificationOptions(maximumCount: k)
     }
@@ -31,13 +31,10 @@ public enum ClassifierTasks {
         let v = request.values
         var parameters = Evaluator.Parameters()
         parameters.threads = try threads(v)
-        parameters.topK = try v.string("--top").map { try OptionText.int("--top", $0) } ?? parameters.topK
+        parameters.topK = try v.int("--top") ?? parameters.topK
         parameters.skipMissing = v.has("--skip-missing")
         let r = try Evaluator(modelPaths: models, dataPath: data, parameters: parameters).run(progress: request.progress)
-        if let reportPath = v.string("--report") {
-            try r.writeReport(to: reportPath)
-            request.progress(.status("mltool: wrote \(reportPath)"))
-        }
+        try request.writeReport(r.writeReport(to:))
         if v.has("--json") {
             struct Out: Encodable {
                 var data: String; var models: [String]; var reports: [EvaluationReport]; var comparison: ModelComparison?

@@ -21,6 +21,13 @@ public struct TaskRequest: Sendable {
 
     /// `--quiet` was given.
     public var quiet: Bool { values.has("--quiet") }
+
+    /// `--report FILE` (eval): writes the HTML report with `write` and says so.
+    public func writeReport(_ write: (String) throws -> Void) throws {
+        guard let path = values.string("--report") else { return }
+        try write(path)
+        progress(.status("mltool: wrote \(path)"))
+    }
 }
 
 /// One task mltool trains, evaluates and predicts with (image classification, text classification, object

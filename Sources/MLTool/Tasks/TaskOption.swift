@@ -42,6 +42,12 @@ public struct OptionValues: Sendable {
     public func strings(_ flag: String) -> [String] { values[flag] ?? [] }
     /// The flags given, sorted.
     public var flags: [String] { values.keys.sorted() }
+
+    /// The integer `flag` was given, or nil when it was not (a value that is not one: `OptionText`'s refusal).
+    public func int(_ flag: String) throws -> Int? { try string(flag).map { try OptionText.int(flag, $0) } }
+
+    /// The number `flag` was given, or nil when it was not.
+    public func double(_ flag: String) throws -> Double? { try string(flag).map { try OptionText.double(flag, $0) } }
 }
 
 /// One option of a task, declared once beside its default: how its value sets the task's `Target` (its parameters

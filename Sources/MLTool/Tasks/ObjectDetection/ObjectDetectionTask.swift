@@ -56,11 +56,11 @@ public enum ObjectDetectionTask: TaskKind {
 
     /// The box options given (`boxOptions`), with `--threads`.
     public static func detectorOptions(_ v: OptionValues) throws -> DetectorOptions {
-        DetectorOptions(minConfidence: try v.string("--min-confidence").map { Float(try OptionText.double("--min-confidence", $0)) },
-                        iouThreshold: try v.string("--iou").map { Float(try OptionText.double("--iou", $0)) },
-                        maxObjects: try v.string("--max-objects").map { try OptionText.int("--max-objects", $0) },
+        DetectorOptions(minConfidence: try v.double("--min-confidence").map { Float($0) },
+                        iouThreshold: try v.double("--iou").map { Float($0) },
+                        maxObjects: try v.int("--max-objects"),
                         perClass: v.has("--class-agnostic") ? false : nil,
-                        threads: try v.string("--threads").map { try OptionText.int("--threads", $0) } ?? 0)
+                        threads: try v.int("--threads") ?? 0)
     }
 
     public static var trainOptions: [OptionDeclaration] { options.declarations }
@@ -95,14 +95,11 @@ public enum ObjectDetectionTask: TaskKind {
     public static func evaluate(_ request: TaskRequest, models: [String], data: String?) throws {
         let v = request.values
         var p = DetectorEvaluator.Parameters()
-        p.threads = try v.string("--threads").map { try OptionText.int("--threads", $0) } ?? p.threads
+        p.threads = try v.int("--threads") ?? p.threads
         p.skipMissing = v.has("--skip-missing")
-        p.confidenceThreshold = try v.string("--min-confidence").map { try OptionText.double("--min-confidence", $0) }
+        p.confidenceThreshold = try v.double("--min-confidence")
         let r = try DetectorEvaluator(modelPath: models[0], dataPath: data, parameters: p).run(progress: request.progress)
-        if let reportPath = v.string("--report") {
-            try r.writeReport(to: reportPath)
-            request.progress(.status("mltool: wrote \(reportPath)"))
-        }
+        try request.writeReport(r.writeReport(to:))
         let text = v.has("--json") ? try TaskOutput.json(r.evaluation) : r.text()
         request.print(text.hasSuffix("\n") ? String(text.dropLast()) : text)
     }

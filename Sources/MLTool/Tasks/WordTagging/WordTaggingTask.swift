@@ -66,10 +66,7 @@ public enum WordTaggingTask: TaskKind {
         let v = request.values
         let ev = try WordTagging.evaluate(model: try ModelLoader.load(models[0]), path: models[0], data: data,
                                           tagColumn: try TagColumn(parsing: v.string("--tag-column") ?? "upos"))
-        if let reportPath = v.string("--report") {
-            try ev.writeReport(to: reportPath)
-            request.progress(.status("mltool: wrote \(reportPath)"))
-        }
+        try request.writeReport(ev.writeReport(to:))
         request.print(v.has("--json") ? try TaskOutput.json(ev.report) : ev.report.text(title: "\(models[0]) on \(data)"))
     }
 
