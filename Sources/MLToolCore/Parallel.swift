@@ -22,6 +22,8 @@ public final class Slots<T>: @unchecked Sendable {
     deinit { slots.deinitialize(count: count); slots.deallocate() }
     /// Stores task `i`'s result.
     public func set(_ i: Int, _ value: T) { slots[i] = value }
+    /// Slot `i`'s result (nil: none stored), after the loop.
+    public func value(_ i: Int) -> T? { slots[i] }
     /// The results stored, in slot order.
     public var values: [T] { (0..<count).compactMap { slots[$0] } }
 }

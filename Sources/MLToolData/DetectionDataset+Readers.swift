@@ -66,11 +66,12 @@ extension DetectionDataset {
                 b.unknownImage(name, file: path, place: place, boxes: objects.count)
                 continue
             }
-            let size = try ImageDecoder.size(path: photo)
+            guard let size = b.size(of: photo, boxes: objects.count) else { continue }
             let kept = objects.enumerated().compactMap { k, o in
                 b.check(o, width: size.width, height: size.height, file: path, place: "\(place) ('\(name)') annotation \(k + 1)")
             }
-            b.images.append(AnnotatedImage(path: photo, width: size.width, height: size.height, objects: kept))
+            b.add(AnnotatedImage(path: photo, width: size.width, height: size.height, objects: kept), annotated: objects.count,
+                  file: path, place: "\(place) ('\(name)')")
         }
         return b.dataset(.createML)
     }
@@ -108,10 +109,12 @@ extension DetectionDataset {
             if let s = root.child("size"), let w = Int(s.value("width") ?? ""), let h = Int(s.value("height") ?? ""), w > 0, h > 0 {
                 size = (w, h)
             } else {
-                size = try ImageDecoder.size(path: photo)
+                guard let s = b.size(of: photo, boxes: objects.count) else { continue }
+                size = s
             }
             let kept = objects.compactMap { b.check($0.0, width: size.width, height: size.height, file: file, place: $0.1) }
-            b.images.append(AnnotatedImage(path: photo, width: size.width, height: size.height, objects: kept))
+            b.add(AnnotatedImage(path: photo, width: size.width, height: size.height, objects: kept), annotated: objects.count,
+                  file: file, place: "every <object>")
         }
         return b.dataset(.pascalVOC)
     }
@@ -130,8 +133,9 @@ extension DetectionDataset {
             let photo = imageDir + "/" + name
             let stem = (name as NSString).deletingPathExtension
             let labelFile = folder + "/labels/" + stem + ".txt"
-            let size = try ImageDecoder.size(path: photo)
+            guard let size = b.size(of: photo, boxes: exists(labelFile) ? try Self.yoloLineCount(labelFile) : 0) else { continue }
             var kept: [ObjectAnnotation] = []
+            var annotated = 0
             if exists(labelFile) {
                 let text = String(decoding: try TableFile.read(labelFile), as: UTF8.self)
                 for (n, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
@@ -157,12 +161,20 @@ extension DetectionDataset {
                     let w = v[2] * Double(size.width), h = v[3] * Double(size.height)
                     let o = ObjectAnnotation(label: label, box: BoundingBox(x: v[0] * Double(size.width) - w / 2, y: v[1] * Double(size.height) - h / 2,
                                                                              width: w, height: h))
+                    annotated += 1
                     if let k = b.check(o, width: size.width, height: size.height, file: labelFile, place: place) { kept.append(k) }
                 }
             }
-            b.images.append(AnnotatedImage(path: photo, width: size.width, height: size.height, objects: kept))
+            b.add(AnnotatedImage(path: photo, width: size.width, height: size.height, objects: kept), annotated: annotated,
+                  file: labelFile, place: "every line")
         }
         return b.dataset(.yolo)
+    }
+
+    /// The boxes a YOLO label file lists (its non-blank lines).
+    static func yoloLineCount(_ file: String) throws -> Int {
+        String(decoding: try TableFile.read(file), as: UTF8.self).split(separator: "\n")
+            .filter { !$0.allSatisfy(\.isWhitespace) }.count
     }
 
     /// A CSV `filename,width,height,class,xmin,ymin,xmax,ymax` (one row per box, pixels).
@@ -175,6 +187,7 @@ extension DetectionDataset {
         var b = Builder(source: path)
         var order: [String] = []
         var byName: [String: (photo: String?, width: Int, height: Int, objects: [ObjectAnnotation], line: Int)] = [:]
+        var rows: [String: Int] = [:]
         for row in table.rows {
             let place = "line \(row.line)"
             let f = cols.map { row.fields[$0] }
@@ -196,6 +209,7 @@ extension DetectionDataset {
                 throw DataError.badAnnotation(file: path, place: place, expected: "\(byName[name]!.width) × \(byName[name]!.height) for '\(name)' (line \(byName[name]!.line))",
                                               actual: "\(Int(w)) × \(Int(h))")
             }
+            rows[name, default: 0] += 1
             if byName[name]!.photo != nil {
                 if let k = b.check(o, width: Int(w), height: Int(h), file: path, place: place) { byName[name]!.objects.append(k) }
             } else {
@@ -208,7 +222,8 @@ extension DetectionDataset {
                 b.unknownImage(name, file: path, place: "line \(e.line)", boxes: e.objects.count)
                 continue
             }
-            b.images.append(AnnotatedImage(path: photo, width: e.width, height: e.height, objects: e.objects))
+            b.add(AnnotatedImage(path: photo, width: e.width, height: e.height, objects: e.objects), annotated: rows[name] ?? 0,
+                  file: path, place: "'\(name)' (from line \(e.line))")
         }
         return b.dataset(.csv)
     }

@@ -21,6 +21,10 @@ public struct AnnotationSkip: Equatable, Sendable, CustomStringConvertible {
         case zeroArea = "zero-area box"
         /// The annotation names a photo that is not there.
         case unknownImage = "unknown image"
+        /// The photo is there but cannot be decoded (truncated, corrupt, too large); its boxes go with it.
+        case unreadableImage = "photo cannot be decoded"
+        /// Every box of the photo was skipped: it is left out rather than trained on as a photo without objects.
+        case noBoxLeft = "no box left"
     }
     public var file: String
     public var place: String
@@ -28,7 +32,16 @@ public struct AnnotationSkip: Equatable, Sendable, CustomStringConvertible {
     public var detail: String
     /// Boxes lost: 1 for a box, all of a photo's boxes for an unknown photo.
     public var boxes: Int = 1
-    public var description: String { "\(file): \(place): skipped (\(reason.rawValue)): \(detail)" }
+    /// `photo` left out because it cannot be decoded (`error` says why; its own path is not repeated).
+    static func unreadable(_ photo: String, _ error: Error, boxes: Int) -> AnnotationSkip {
+        let text = "\(error)", prefix = photo + ": "
+        return AnnotationSkip(file: photo, place: "", reason: .unreadableImage,
+                              detail: text.hasPrefix(prefix) ? String(text.dropFirst(prefix.count)) : text, boxes: boxes)
+    }
+
+    public var description: String {
+        (place.isEmpty ? "\(file): " : "\(file): \(place): ") + "skipped (\(reason.rawValue)): \(detail)"
+    }
 }
 
 /// Annotated photos for object detection, from any of four layouts (`load` recognises them):
@@ -42,7 +55,9 @@ public struct AnnotationSkip: Equatable, Sendable, CustomStringConvertible {
 ///   or beside its folder.
 /// Malformed files and missing fields (a label, a coordinate) throw `DataError.badAnnotation` naming the file and
 /// place. Boxes outside the photo (by more than a pixel; within a pixel they are clipped), boxes of zero area and
-/// photos that do not exist are skipped and listed in `skipped`; `checkSkipped` fails when too many are.
+/// photos that do not exist or whose header cannot be read are skipped and listed in `skipped`, as is a photo whose
+/// boxes were all skipped (left out, not kept as a photo without objects); `droppingUnreadablePhotos` decodes each
+/// photo and names those that fail the same way; `checkSkipped` fails when too many boxes went.
 public struct DetectionDataset: Sendable {
     public enum Format: String, Sendable { case createML, pascalVOC, yolo, csv }
     public var source: String
@@ -116,6 +131,38 @@ public struct DetectionDataset: Sendable {
                                               limitPercent: limitPercent, first: first.description)
     }
 
+    /// This data set without the photos that cannot be decoded (each photo decoded once, `workers` at a time; an
+    /// image's size limit is `maxPixels`), which are named in `skipped` with their boxes — as image classification
+    /// skips an undecodable image. `strict`: the first such photo's error (in data set order) is thrown instead.
+    public func droppingUnreadablePhotos(maxPixels: Int, workers: Int, strict: Bool = false) throws -> DetectionDataset {
+        let slots = Slots<DataError>(count: images.count)
+        let photos = images
+        DispatchQueue.concurrentPerform(iterations: max(1, min(workers, photos.count))) { w in
+            var i = w
+            while i < photos.count {
+                do { _ = try ImageDecoder.decode(path: photos[i].path, maxPixels: maxPixels) } catch let e as DataError {
+                    slots.set(i, e)
+                } catch {
+                    slots.set(i, .cannotRead(file: photos[i].path, reason: "\(error)"))
+                }
+                i += max(1, min(workers, photos.count))
+            }
+        }
+        // A photo whose header could not be read was named by `load`; strict stops there too, with its own error.
+        if strict, let first = skipped.first(where: { $0.reason == .unreadableImage }) {
+            _ = try ImageDecoder.decode(path: first.file, maxPixels: maxPixels)
+        }
+        var kept = self
+        kept.images = []
+        for (i, photo) in images.enumerated() {
+            guard let e = slots.value(i) else { kept.images.append(photo); continue }
+            if strict { throw e }
+            kept.skipped.append(.unreadable(photo.path, e, boxes: photo.objects.count))
+        }
+        kept.labels = Set(kept.images.flatMap { $0.objects.map(\.label) }).sorted()
+        return kept
+    }
+
     /// Boxes per class, in `labels` order.
     public func counts() -> [(label: String, boxes: Int)] {
         var n: [String: Int] = [:]
@@ -157,6 +204,25 @@ public struct DetectionDataset: Sendable {
                 return nil
             }
             return ObjectAnnotation(label: o.label, box: c)
+        }
+
+        /// Keeps `image` unless it had `annotated` boxes and none survived `check` (then it is named and left out:
+        /// training on it as a photo with no objects would teach that its objects are background).
+        mutating func add(_ image: AnnotatedImage, annotated: Int, file: String, place: String) {
+            guard annotated > 0, image.objects.isEmpty else { images.append(image); return }
+            let name = (image.path as NSString).lastPathComponent
+            skipped.append(AnnotationSkip(file: file, place: place, reason: .noBoxLeft,
+                                          detail: "\(name): all \(annotated) of its boxes were skipped", boxes: 0))
+        }
+
+        /// The size of `photo` from its header, or nil after naming it (with its `boxes`) when the header cannot
+        /// be read: one bad photo is skipped like an undecodable image, never the end of the data set.
+        mutating func size(of photo: String, boxes: Int) -> (width: Int, height: Int)? {
+            do { return try ImageDecoder.size(path: photo) } catch {
+                count += boxes
+                skipped.append(.unreadable(photo, error, boxes: boxes))
+                return nil
+            }
         }
 
         mutating func unknownImage(_ path: String, file: String, place: String, boxes: Int) {

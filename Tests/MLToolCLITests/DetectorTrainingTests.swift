@@ -87,6 +87,29 @@ import Testing
         #expect(abs(n.x * w - first.box.x) < 1e-6 && abs((1 - n.y - n.height) * h - first.box.y) < 1e-6)
     }
 
+    /// Issue 52: a photo cut short in a real detection set (raccoon's test half, one JPEG truncated inside its scan)
+    /// is skipped and named, with its box, and counted in the summary; training goes on. `--strict` stops at it.
+    @Test func truncatedPhotoIsSkippedAndNamed() throws {
+        guard Tool.available else { return Oracles.missing(Oracles.mltoolBinaryProblem) }
+        guard let tree = Self.tree else { Oracles.missing("the raccoon set (../shared/datasets/raccoon or RACCOON_DIR)"); return }
+        let dir = try TempDir(); defer { dir.cleanup() }
+        let data = dir.file("photos")
+        try FileManager.default.copyItem(atPath: tree + "/test", toPath: data)
+        let photo = data + "/images/raccoon-105.jpg"
+        let bytes = try Data(contentsOf: URL(fileURLWithPath: photo))
+        try FileManager.default.removeItem(atPath: photo)
+        try bytes.prefix(40_000).write(to: URL(fileURLWithPath: photo))
+        let env = ["MLTOOL_CACHE": dir.file("cache")]
+        let train = try Tool.run(["train", data, "--epochs", "1", "--augment", "none", "--holdout", "0", "-o", dir.file("det.bin")], env: env)
+        #expect(train.status == 0, "\(train.stderr)")
+        let named = "\(photo): skipped (photo cannot be decoded): truncated JPEG: the file ends at byte 40000, inside the scan that starts at byte 356"
+        #expect(train.stderr.contains(named), "\(train.stderr)")
+        #expect(train.stdout.contains("on 39 photos (39 with augmented copies; 0 validation, 0 holdout)") && train.stdout.contains("  skipped    1 photo and 1 box (named above)"), "\(train.stdout)")
+        let strict = try Tool.run(["train", data, "--epochs", "1", "--strict", "-o", dir.file("strict.bin")], env: env)
+        #expect(strict.status == 65 && strict.stderr.contains("\(photo): truncated JPEG: the file ends at byte 40000, inside the scan that starts at byte 356"), "\(strict.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: dir.file("strict.bin")))
+    }
+
     /// The recorded holdout: without --test, a seeded share is held out with its boxes, and `eval` finds it again.
     /// The same data and seed give the same bytes, from a cold or a half-warm cache, with one worker or two.
     @Test func holdoutIsRecordedAndTrainingIsDeterministic() throws {

@@ -96,6 +96,37 @@ import Testing
         try d.checkSkipped(limitPercent: 60)
     }
 
+    /// A photo whose boxes were all skipped is left out and named (not trained on as background); a photo that
+    /// cannot be decoded is dropped with its boxes by `droppingUnreadablePhotos`, or stops it when strict.
+    @Test func photosWithoutUsableBoxesOrPixelsAreNamed() throws {
+        let dir = try folder(["a.png": (40, 30), "b.png": (40, 30), "c.png": (40, 30)], under: "images/")
+        try write("cat\n", dir + "/classes.txt")
+        try write("0 0.5 0.5 0.2 0.2\n", dir + "/labels/a.txt")
+        try write("0 0.5 0.5 0 0.2\n0 2.5 0.5 0.2 0.2\n", dir + "/labels/b.txt")   // zero-area, then outside
+        let png = try Data(contentsOf: URL(fileURLWithPath: dir + "/images/c.png"))
+        try png.prefix(png.count - 20).write(to: URL(fileURLWithPath: dir + "/images/c.png"))   // IDAT cut short
+        try write("0 0.5 0.5 0.2 0.2\n", dir + "/labels/c.txt")
+        // c.png's header is read (YOLO needs its size): it is named by `load` already, with its box.
+        let d = try DetectionDataset.load(dir)
+        #expect(d.images.map { ($0.path as NSString).lastPathComponent } == ["a.png"])
+        #expect(d.skipped.map(\.description) == [
+            "\(dir)/labels/b.txt: line 1: skipped (zero-area box): 'cat' box x 20–20, y 12–18",
+            "\(dir)/labels/b.txt: line 2: skipped (box outside the image): 'cat' box x 96–104, y 12–18 in a 40×30 image",
+            "\(dir)/labels/b.txt: every line: skipped (no box left): b.png: all 2 of its boxes were skipped",
+            "\(dir)/images/c.png: skipped (photo cannot be decoded): truncated PNG: the file ends at byte 93, inside the IDAT chunk at byte 46 (it claims 43 bytes)",
+        ])
+        #expect(d.skipped.map(\.boxes) == [1, 1, 0, 1] && d.annotationCount == 4)
+        let readable = try d.droppingUnreadablePhotos(maxPixels: 1 << 20, workers: 2)
+        #expect(readable.images.count == 1 && readable.skipped == d.skipped)
+        do { _ = try d.droppingUnreadablePhotos(maxPixels: 1 << 20, workers: 1, strict: true); Issue.record("no error") } catch let e as DataError {
+            #expect(e.description.hasPrefix("\(dir)/images/c.png: "), "\(e)")
+        }
+        // Too small a pixel limit makes every photo unreadable, each named with the limit.
+        let none = try d.droppingUnreadablePhotos(maxPixels: 100, workers: 2)
+        #expect(none.images.isEmpty && none.labels.isEmpty && none.skipped.count == 5)
+        #expect(none.skipped.last?.description == "\(dir)/images/a.png: skipped (photo cannot be decoded): 40×30 is 1200 pixels, over the limit of 100")
+    }
+
     // MARK: errors, exact
 
     @Test func missingLabels() throws {

@@ -140,6 +140,12 @@ public enum TrainingOptions {
         })
     }
 
+    /// `--strict`: stop at the first image that cannot be decoded (else it is skipped and named; not recorded).
+    public static func strict<P>(_ key: WritableKeyPath<P, Bool> & Sendable) -> Option<P> {
+        Option(OptionDeclaration("--strict", help: "Stop at the first image that cannot be decoded (else: skipped and named)."),
+               set: { s, _ in s.parameters[keyPath: key] = true })
+    }
+
     /// `--label-column NAME` (tables).
     public static func labelColumn<P>() -> Option<P> {
         Option(OptionDeclaration("--label-column", value: "NAME", help: "CSV column with labels (default label)."),

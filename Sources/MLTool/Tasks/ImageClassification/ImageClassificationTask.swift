@@ -40,7 +40,7 @@ public enum ImageClassificationTask: TaskKind {
             O(OptionDeclaration("--path-column", value: "NAME", help: "CSV column with image paths (default path)."),
               set: { s, v in s.pathColumn = v }, record: { s in s.pathColumn == "path" ? [] : ["--path-column", s.pathColumn] }),
             TrainingOptions.labelColumn(),
-            O(OptionDeclaration("--strict", help: "Stop at the first image that cannot be decoded."), set: { s, _ in s.parameters.strict = true }),
+            TrainingOptions.strict(\.strict),
             TrainingOptions.int(OptionDeclaration("--max-pixels", value: "N", help: "Refuse larger images (default \(d.maxPixels))."),
                                 \.maxPixels, default: d.maxPixels, recorded: false),
             TrainingOptions.threads(\.threads),

@@ -162,7 +162,8 @@ public struct DetectorEvaluator: Sendable {
         let source: String
         if let dataPath {
             guard FileManager.default.fileExists(atPath: dataPath) else { throw PipelineError.missingInput(file: dataPath, reason: "no such file or folder") }
-            let data = try DetectionDataset.load(dataPath)
+            let workers = parameters.threads > 0 ? parameters.threads : max(1, ProcessInfo.processInfo.activeProcessorCount)
+            let data = try DetectionDataset.load(dataPath).droppingUnreadablePhotos(maxPixels: ImageDecoder.defaultMaxPixels, workers: workers)
             try data.checkSkipped()
             for s in data.skipped { emit(.warning(s.description)) }
             photos = data.images

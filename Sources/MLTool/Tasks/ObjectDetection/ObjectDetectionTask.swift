@@ -41,6 +41,7 @@ public enum ObjectDetectionTask: TaskKind {
             }, record: { s in s.parameters.augmentedCopies == 0 ? ["--augment", "none"] : [] }),
             TrainingOptions.int(OptionDeclaration("--max-pixels", value: "N", help: "Refuse larger images (default \(d.maxPixels))."),
                                 \.maxPixels, default: d.maxPixels, recorded: false),
+            TrainingOptions.strict(\.strict),
             TrainingOptions.threads(\.threads),
         ])
     }()
@@ -86,6 +87,11 @@ public enum ObjectDetectionTask: TaskKind {
         request.print("trained a detector for \(r.model.metadata.labels.count) classes on \(r.trainCount) photos (\(r.sampleCount) with augmented copies; \(r.validationCount) validation, \(r.holdoutCount) \(heldOut))")
         if let e = r.evaluation {
             request.print(String(format: "  mAP        @0.5 %.4f, @0.5:0.95 %.4f (%@)", e.mAP50, e.mAP50to95, heldOut))
+        }
+        if !r.skipped.isEmpty {
+            let photos = r.skipped.filter { [.unreadableImage, .noBoxLeft, .unknownImage].contains($0.reason) }.count
+            let boxes = r.skipped.reduce(0) { $0 + $1.boxes }
+            request.print("  skipped    \(photos) photo\(photos == 1 ? "" : "s") and \(boxes) box\(boxes == 1 ? "" : "es") (named above)")
         }
         request.print(String(format: "  seconds    features %.1f (%d extracted), heads %.1f, total %.1f", r.featureSeconds, r.extractedCount,
                              r.fitSeconds, r.totalSeconds))

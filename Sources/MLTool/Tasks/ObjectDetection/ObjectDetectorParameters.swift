@@ -48,6 +48,9 @@ public struct ObjectDetectorParameters: Sendable, Equatable {
     public var threads = 0
     /// The largest photo decoded, in pixels.
     public var maxPixels = ImageDecoder.defaultMaxPixels
+    /// Stop at the first photo that cannot be decoded; by default such a photo is skipped and named (with its
+    /// boxes), as image classification skips an image.
+    public var strict = false
     /// The model's name.
     public var name = "detector"
 

@@ -84,9 +84,14 @@ public struct ObjectDetectorTrainer: Sendable {
         for path in [data] + (test.map { [$0] } ?? []) where !FileManager.default.fileExists(atPath: path) {
             throw PipelineError.missingInput(file: path, reason: "no such file or folder")
         }
-        let dataset = try DetectionDataset.load(data)
+        // Photos that cannot be decoded are found before the split, so the recorded holdout never holds one.
+        let workers = p.threads > 0 ? p.threads : max(1, ProcessInfo.processInfo.activeProcessorCount)
+        func readable(_ path: String) throws -> DetectionDataset {
+            try DetectionDataset.load(path).droppingUnreadablePhotos(maxPixels: p.maxPixels, workers: workers, strict: p.strict)
+        }
+        let dataset = try readable(data)
         try dataset.checkSkipped()
-        let testSet = try test.map { try DetectionDataset.load($0) }
+        let testSet = try test.map(readable)
         try testSet?.checkSkipped()
         let skipped = dataset.skipped + (testSet?.skipped ?? [])
         for s in skipped { emit(.warning(s.description)) }
