@@ -41,6 +41,36 @@ struct CLIBasicsTests {
         #expect(bad.status == 65)
         #expect(bad.stderr.contains("text.bin: not a model"))
     }
+
+    /// Without a default extractor, `train` names each place it looked once: a binary two folders below / used to
+    /// list /models/efficientnet-lite0.bin four times (its parents stop climbing at /).
+    @Test func missingExtractorNamesEachPlaceOnce() throws {
+        let dir = try TempDir(); defer { dir.cleanup() }
+        let copy = dir.file("bin/mltool")
+        try FileManager.default.createDirectory(atPath: dir.file("bin"), withIntermediateDirectories: true)
+        try FileManager.default.copyItem(atPath: try #require(Tool.path), toPath: copy)
+        for label in ["a", "b"] {
+            try FileManager.default.createDirectory(atPath: dir.file("photos/\(label)"), withIntermediateDirectories: true)
+            for k in 0..<3 {
+                let image = RGBImage(width: 8, height: 8, pixels: [UInt8](repeating: UInt8(40 * k), count: 192))
+                try Data(try PNGEncoder.encode(image)).write(to: URL(fileURLWithPath: dir.file("photos/\(label)/\(k).png")))
+            }
+        }
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: copy)
+        p.arguments = ["train", "photos", "-q"]
+        p.currentDirectoryURL = URL(fileURLWithPath: dir.path)
+        p.environment = ProcessInfo.processInfo.environment.filter { $0.key != "MLTOOL_EXTRACTOR" }
+        let err = Pipe()
+        p.standardError = err
+        p.standardOutput = FileHandle.nullDevice
+        try p.run()
+        let text = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        p.waitUntilExit()
+        let looked = try #require(text.range(of: "looked in: ").map { text[$0.upperBound...].prefix { $0 != ")" } }, "\(text)")
+        let places = looked.components(separatedBy: ", ")
+        #expect(p.terminationStatus == 66 && places.count == Set(places).count && places.contains("/models/efficientnet-lite0.bin"), "\(text)")
+    }
 }
 
 @Suite(.enabled(if: Tool.available, "needs MLTOOL_BIN (make test sets it)"))

@@ -29,7 +29,8 @@ public struct BundledModel: Sendable, Equatable {
                 list.append(dir.appendingPathComponent("models/" + fileName).path)
             }
         }
-        return list
+        var seen = Set<String>()
+        return list.filter { seen.insert($0).inserted }   // a binary near / climbs to the same folder more than once
     }
 
     /// The first candidate that exists, or nil.
