@@ -18,9 +18,7 @@ public enum DataSplit {
             let take = min(Int((Double(idx.count) * fraction).rounded()), max(idx.count - 1, 0))
             guard take > 0 else { continue }
             var rng = SplitMix64(seed: seed ^ fnv1a(label))
-            for i in stride(from: idx.count - 1, to: 0, by: -1) {
-                idx.swapAt(i, Int(rng.next() % UInt64(i + 1)))
-            }
+            idx.seededShuffle(&rng)
             held += idx.prefix(take)
         }
         held.sort()

@@ -71,7 +71,7 @@ public struct WordTaggerTrainer {
         var history: [TaggerEpoch] = []
         var best: (epoch: Int, accuracy: Double, weights: [Float], transitions: [Float])?
         for epoch in 1...parameters.epochs {
-            for i in stride(from: order.count - 1, to: 0, by: -1) { order.swapAt(i, Int(rng.next() % UInt64(i + 1))) }
+            order.seededShuffle(&rng)
             let correct = trainer.epoch(design, order: order)
             let averaged = trainer.averaged()
             var validationAccuracy: Double?
@@ -110,13 +110,8 @@ public struct WordTaggerTrainer {
         let n = corpus.sentences.count
         let fraction = parameters.validation.fraction(count: n)
         let take = min(Int((Double(n) * fraction).rounded()), max(n - 1, 0))
-        guard take > 0 else { return (corpus.sentences, []) }
-        var order = Array(0..<n)
-        var rng = SplitMix64(seed: parameters.seed &+ 1)
-        for i in stride(from: n - 1, to: 0, by: -1) { order.swapAt(i, Int(rng.next() % UInt64(i + 1))) }
-        let held = Set(order.prefix(take))
-        return (corpus.sentences.indices.filter { !held.contains($0) }.map { corpus.sentences[$0] },
-                held.sorted().map { corpus.sentences[$0] })
+        let (rest, held) = SeededSplit.indices(count: n, taking: take, seed: parameters.seed &+ 1)
+        return (rest.map { corpus.sentences[$0] }, held.map { corpus.sentences[$0] })
     }
 
     /// Sentences with their words interned: every distinct form once, as a `TaggerWord`.

@@ -68,10 +68,7 @@ struct SoftmaxSGD {
         let rowScale = rowWeights.map { w in w.map { $0 * Double(n) } }
         var a = 1.0, t = 0.0
         for _ in 0..<effectiveEpochs {
-            for i in stride(from: n - 1, to: 0, by: -1) {
-                let j = Int(rng.next() % UInt64(i + 1))
-                order.swapAt(i, j)
-            }
+            order.seededShuffle(&rng)
             guard let level else {
                 referenceEpoch(order: order, rowScale: rowScale, kp: kp, v: v, bias: &bias, a: &a, t: &t,
                                eta0: eta0, total: total)

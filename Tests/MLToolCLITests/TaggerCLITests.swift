@@ -107,5 +107,13 @@ import Testing
         // Training on a held-out share instead of a test file names it so.
         let h = try Tool.run(["train", Self.ewt("entities-dev.bio"), "-o", dir.file("h.bin"), "--quiet", "--holdout", "0.25"])
         #expect(h.status == 0 && h.stdout.contains("500 holdout)") && h.stdout.contains(", holdout 0."), "\(h.stdout)\(h.stderr)")
+        // The same data and seed give the same bytes (the model records no timings). From two folders at the same
+        // depth, since the recorded command names the data relative to where it ran.
+        for run in ["a", "b"] {
+            try FileManager.default.createDirectory(atPath: dir.file(run), withIntermediateDirectories: true)
+            let r = try Tool.run(["train", Self.ewt("entities-dev.bio"), "-o", "h.bin", "--quiet", "--holdout", "0.25"], in: dir.file(run))
+            #expect(r.status == 0, "\(r.stderr)")
+        }
+        #expect(try Data(contentsOf: URL(fileURLWithPath: dir.file("a/h.bin"))) == Data(contentsOf: URL(fileURLWithPath: dir.file("b/h.bin"))))
     }
 }

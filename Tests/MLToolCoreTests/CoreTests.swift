@@ -102,3 +102,25 @@ import Testing
         #expect(g.nodes.map(\.op) == [.conv, .sigmoid, .mul, .relu])
     }
 }
+
+/// The one seeded shuffle and split: the documented algorithm (a seed's order is part of every model's bytes), and
+/// the split's sides disjoint, complete and in increasing order.
+@Suite struct SeededShuffleTests {
+    @Test func shuffleIsFisherYatesFromTheBack() {
+        var a = Array(0..<50), rng = SplitMix64(seed: 7)
+        a.seededShuffle(&rng)
+        var b = Array(0..<50), check = SplitMix64(seed: 7)
+        var i = 49
+        while i > 0 { b.swapAt(i, Int(check.next() % UInt64(i + 1))); i -= 1 }
+        #expect(a == b && a != Array(0..<50) && a.sorted() == Array(0..<50))
+    }
+
+    @Test func splitTakesTheShuffledPrefix() {
+        let (rest, taken) = SeededSplit.indices(count: 20, taking: 5, seed: 3)
+        var order = Array(0..<20), rng = SplitMix64(seed: 3)
+        order.seededShuffle(&rng)
+        #expect(taken == order.prefix(5).sorted() && rest == (0..<20).filter { !taken.contains($0) })
+        #expect(SeededSplit.indices(count: 4, taking: 0, seed: 3) == ([0, 1, 2, 3], []))
+        #expect(SeededSplit.indices(count: 0, taking: 2, seed: 3) == ([], []))
+    }
+}

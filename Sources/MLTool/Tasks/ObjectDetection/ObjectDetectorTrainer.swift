@@ -163,13 +163,8 @@ public struct ObjectDetectorTrainer: Sendable {
 
     /// A seeded share `fraction` of `photos` (in their original order) and the rest.
     static func split(_ photos: [AnnotatedImage], fraction: Double, seed: UInt64) -> (rest: [AnnotatedImage], taken: [AnnotatedImage]) {
-        let n = Int((Double(photos.count) * fraction).rounded())
-        guard n > 0 else { return (photos, []) }
-        var rng = SplitMix64(seed: seed)
-        var order = Array(photos.indices)
-        for i in stride(from: order.count - 1, to: 0, by: -1) { order.swapAt(i, Int(rng.next() % UInt64(i + 1))) }
-        let taken = Set(order.prefix(n))
-        return (photos.indices.filter { !taken.contains($0) }.map { photos[$0] }, photos.indices.filter(taken.contains).map { photos[$0] })
+        let (rest, taken) = SeededSplit.indices(count: photos.count, taking: Int((Double(photos.count) * fraction).rounded()), seed: seed)
+        return (rest.map { photos[$0] }, taken.map { photos[$0] })
     }
 }
 
@@ -411,7 +406,7 @@ struct DetectorFit {
         var step = 0
         var lastMAP: Double?
         for epoch in 0..<p.epochs {
-            for i in stride(from: order.count - 1, to: 0, by: -1) { order.swapAt(i, Int(rng.next() % UInt64(i + 1))) }
+            order.seededShuffle(&rng)
             var classLoss = 0.0, boxLoss = 0.0
             var b = 0
             while b < order.count {

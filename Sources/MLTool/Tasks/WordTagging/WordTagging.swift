@@ -98,7 +98,8 @@ public struct WordTaggerTraining: Sendable {
             if let e = scores.entities { metrics[test == nil ? "holdout.entityF1" : "test.entityF1"] = e.f1 }
         }
         let seconds = Date().timeIntervalSince(started)
-        let provenance = Provenance(seed: p.tagger.seed, command: command(), timings: r.timings.merging(["total": seconds]) { a, _ in a })
+        // No timings in the model: the same data and seed give the same bytes.
+        let provenance = Provenance(seed: p.tagger.seed, command: command())
         return Result(model: r.tagger.model(name: p.name, metrics: metrics, provenance: provenance), tagger: r.tagger,
                       trainSentences: r.trainSentences, validationSentences: r.validationSentences,
                       testSentences: testCorpus?.sentences.count ?? 0, test: scores, testSource: test ?? "holdout",
@@ -110,13 +111,9 @@ public struct WordTaggerTraining: Sendable {
         let n = sentences.count
         let count = min(max(1, Int((Double(n) * fraction).rounded())), n - 1)
         guard count > 0 else { return (sentences, []) }
-        var order = Array(0..<n)
         // A stream of its own (seed + 1), so the trainer's validation split does not repeat this one.
-        var rng = SplitMix64(seed: seed &+ 1)
-        for i in stride(from: n - 1, to: 0, by: -1) { order.swapAt(i, Int(rng.next() % UInt64(i + 1))) }
-        let held = Set(order.prefix(count))
-        return (sentences.indices.filter { !held.contains($0) }.map { sentences[$0] },
-                sentences.indices.filter { held.contains($0) }.map { sentences[$0] })
+        let (rest, held) = SeededSplit.indices(count: n, taking: count, seed: seed &+ 1)
+        return (rest.map { sentences[$0] }, held.map { sentences[$0] })
     }
 
     /// The command line that reproduces this training, for the model's provenance.
