@@ -99,13 +99,14 @@ public final class HTTPServer: @unchecked Sendable {
             context.pointee = Unmanaged.passRetained(exchange).toOpaque()
             lock.withLock { active += 1 }
             let announced = head.contentLength
-            if let n = announced, n > limits.maxBodyBytes {
-                exchange.answered = true
-                return queue(Self.tooLarge(n, limits.maxBodyBytes), on: connection, close: true)
-            }
             if let refusal = handler.screen(head) {
                 exchange.answered = true
                 return queue(refusal, on: connection, close: (announced ?? 0) > 0 || head.header("transfer-encoding") != nil)
+            }
+            // The handler may not know the limit: the body is never read past it either way.
+            if let n = announced, n > limits.maxBodyBytes {
+                exchange.answered = true
+                return queue(Self.tooLarge(n, limits.maxBodyBytes), on: connection, close: true)
             }
             return .YES
         }

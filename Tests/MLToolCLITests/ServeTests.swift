@@ -168,12 +168,13 @@ struct ServeTests {
         var args = ["-s", "-Z", "--parallel-max", "32", "--parallel-immediate"]
         for i in 0..<32 {
             if i > 0 { args.append("--next") }
-            args += ["-H", "Content-Type: image/png", "-H", "X-Filename: \(i)", "--data-binary", "@" + dir.file(i % 2 == 0 ? "red.png" : "blue.png"),
+            args += ["-s", "-H", "Content-Type: image/png", "-H", "X-Filename: \(i)", "--data-binary", "@" + dir.file(i % 2 == 0 ? "red.png" : "blue.png"),
                      "-o", dir.file("out\(i).json"), server.url + "/v1/models/tiny/predict"]
         }
         let p = Process()
         p.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
         p.arguments = args
+        p.standardError = FileHandle.nullDevice
         try p.run()
         p.waitUntilExit()
         #expect(p.terminationStatus == 0)
@@ -219,14 +220,15 @@ struct ServeTests {
 
         let p = Process()
         p.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
-        var args = ["-s", "-Z", "--parallel-immediate", "-w", "%{http_code}\n"]
+        var args = ["-s", "-Z", "--parallel-immediate"]
         for i in 0..<8 {
             if i > 0 { args.append("--next") }
-            args += ["-H", "Content-Type: image/png", "--data-binary", "@" + dir.file("red.png"), "-o", "/dev/null", server.url + "/v1/models/tiny/predict"]
+            args += ["-w", "%{http_code}\n", "-H", "Content-Type: image/png", "--data-binary", "@" + dir.file("red.png"), "-o", "/dev/null", server.url + "/v1/models/tiny/predict"]
         }
         p.arguments = args
         let out = Pipe()
         p.standardOutput = out
+        p.standardError = FileHandle.nullDevice
         try p.run()
         Thread.sleep(forTimeInterval: 0.5)    // the 8 requests are in, waiting for their batch (1.5 s)
         let status = server.stop()
