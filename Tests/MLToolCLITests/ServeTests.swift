@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 import MLTool
 import MLToolFormat
 import Testing
@@ -60,6 +61,20 @@ struct ServeTests {
         let text = String(decoding: data, as: UTF8.self)
         let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
         return Reply(status: Int(lines.last ?? "") ?? -1, body: lines.dropLast().joined(separator: "\n"))
+    }
+
+    /// A TCP connection to the server (a descriptor; -1 when it cannot connect).
+    static func connect(_ port: Int) -> Int32 {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_port = in_port_t(UInt16(port).bigEndian)
+        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        if connected != 0 { close(fd); return -1 }
+        return fd
     }
 
     /// The two models: `tiny.bin` (image: red/blue) and `topics.bin` (text: cooking/weather).
@@ -133,6 +148,14 @@ struct ServeTests {
         #expect(huge.status == 413)
         #expect(Date().timeIntervalSince(started) < 5)
 
+        // 10,000 connections opened and dropped (some mid-request): the server keeps answering.
+        for i in 0..<10_000 {
+            let fd = Self.connect(server.port)
+            if i % 10 == 0 { _ = "POST /v1/models/tiny/predict HTTP/1.1\r\nContent-Length: 100\r\n\r\nab".withCString { send(fd, $0, 60, Int32(MSG_NOSIGNAL)) } }
+            close(fd)
+        }
+        #expect(try Self.curl([server.url + "/healthz"]).status == 200)
+
         // Still up, and the metrics counted what happened.
         #expect(try Self.curl(["-H", "Content-Type: image/png", "--data-binary", "@" + dir.file("red.png"), predict]).status == 200)
         let metrics = try Self.curl([server.url + "/metrics"])
@@ -199,14 +222,9 @@ struct ServeTests {
         try Self.models(dir)
         let server = try Server([dir.file("tiny.bin"), "--max-wait", "1500", "--timeout", "1"])
         // A slow-loris client: half a request line, then nothing.
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var addr = sockaddr_in()
-        addr.sin_family = sa_family_t(AF_INET)
-        addr.sin_port = in_port_t(UInt16(server.port).bigEndian)
-        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
-        #expect(connected == 0)
-        _ = "GET /heal".withCString { write(fd, $0, 9) }
+        let fd = Self.connect(server.port)
+        #expect(fd >= 0)
+        _ = "GET /heal".withCString { send(fd, $0, 9, Int32(MSG_NOSIGNAL)) }
         // Others are answered meanwhile; the slow client is closed by the server after about --timeout (read gives
         // end of file well before our own 5 s receive timeout).
         #expect(try Self.curl([server.url + "/healthz"]).status == 200)
