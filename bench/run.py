@@ -39,6 +39,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 
 import numpy as np
 
@@ -1348,6 +1349,73 @@ def machine():
     return dict(cpu=cpu, cores=os.cpu_count(), simd_flags=simd, flags=flags, linux=platform.release())
 
 
+def part_serve(a, res):
+    """Part 17: `mltool serve` under load (issue 54). wrk (Debian's) with 64 connections for --serve-seconds posts one
+    Fashion-MNIST test PNG to the Fashion-MNIST classifier (.build/demo/model.bin, `make demo-model`); the peer is
+    FastAPI + uvicorn + onnxruntime (bench/serve_peer.py) on the same model exported to ONNX, same preprocessing,
+    same load. Prints both throughputs and p99 latencies, the error counts, and mltool serve's throughput against
+    `mltool bench` batch 32 of the same model."""
+    section(f"17: mltool serve vs FastAPI + onnxruntime, wrk 64 connections, {a.serve_seconds:.0f} s each")
+    wrk = shutil.which("wrk")
+    model = os.path.join(ROOT, ".build/demo/model.bin")
+    if wrk is None or not os.path.exists(model):
+        print(f"  skipped: {'wrk (apt) is not installed' if wrk is None else model + ' is missing (make demo-model)'}")
+        return
+    work = tempfile.mkdtemp(prefix="mltool-bench-serve-")
+    test = os.path.join(ROOT, "datasets/fashion-mnist-small/test")
+    label = sorted(os.listdir(test))[0]
+    png = os.path.join(test, label, sorted(os.listdir(os.path.join(test, label)))[0])
+    onnx_path, info_path = os.path.join(work, "model.onnx"), os.path.join(work, "info.json")
+    run([a.mltool, "export", model, "--to", "onnx", "-o", onnx_path])
+    with open(info_path, "w") as f:
+        f.write(run([a.mltool, "info", model, "--json"]).stdout)
+    script = os.path.join(work, "post.lua")
+    with open(script, "w") as f:
+        f.write(f'local f = io.open("{png}", "rb")\nwrk.body = f:read("*a")\nf:close()\n'
+                'wrk.method = "POST"\nwrk.headers["Content-Type"] = "image/png"\n')
+
+    def load(name, cmd, port):
+        server = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        url = f"http://127.0.0.1:{port}"
+        for _ in range(300):
+            try:
+                urllib.request.urlopen(url + "/healthz", timeout=1).read()
+                break
+            except OSError:
+                time.sleep(0.1)
+        target = url + "/v1/models/model/predict"
+        subprocess.run([wrk, "-t", "2", "-c", "64", "-d", "3s", "-s", script, target], capture_output=True)  # warm up
+        out = subprocess.run([wrk, "-t", "2", "-c", "64", "-d", f"{a.serve_seconds:.0f}s", "--timeout", "30s",
+                              "--latency", "-s", script, target], capture_output=True, text=True).stdout
+        rss = 0
+        with open(f"/proc/{server.pid}/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    rss = int(line.split()[1]) * 1024
+        server.terminate()
+        server.wait(timeout=60)
+        rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
+        p99 = re.search(r"99%\s+([\d.]+)(us|ms|s)\b", out)
+        p99_ms = float(p99.group(1)) * {"us": 1e-3, "ms": 1, "s": 1e3}[p99.group(2)] if p99 else None
+        non2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+        sock = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", out)
+        errors = (int(non2xx.group(1)) if non2xx else 0) + (sum(int(x) for x in sock.groups()) if sock else 0)
+        print(f"  {name}: {rps:.1f} requests/s, p99 {p99_ms} ms, {errors} errors, peak RSS {rss / 2**20:.0f} MiB", flush=True)
+        return dict(requests_per_second=rps, p99_ms=p99_ms, errors=errors, peak_rss=rss, wrk=out)
+
+    peer = load("FastAPI + uvicorn + onnxruntime", [sys.executable, os.path.join(ROOT, "bench/serve_peer.py"),
+                                                    onnx_path, info_path, "18717"], 18717)
+    mine = load("mltool serve", [a.mltool, "serve", "model=" + model, "--port", "18718"], 18718)
+    batch = mltool_bench(a, model, 32, 0, a.seconds)
+    row("17", "serve, 64 connections: requests/s", "FastAPI+uvicorn+onnxruntime", peer["requests_per_second"],
+        mine["requests_per_second"], "req/s", False, note=f"p99 {peer['p99_ms']} vs {mine['p99_ms']} ms; errors {peer['errors']} vs {mine['errors']}")
+    row("17", "serve, 64 connections: p99 latency", "FastAPI+uvicorn+onnxruntime", peer["p99_ms"], mine["p99_ms"], "ms", True)
+    row("17", "serve vs mltool bench batch 32", "mltool bench --batch 32", batch["images_per_second"],
+        mine["requests_per_second"], "images/s", False)
+    res["serve"] = dict(peer=peer, mltool=mine, bench_batch32=batch, seconds=a.serve_seconds, image=os.path.relpath(png, ROOT))
+    shutil.rmtree(work, ignore_errors=True)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--mltool", default=os.path.join(ROOT, ".build/release/mltool"))
@@ -1356,14 +1424,15 @@ def main():
     ap.add_argument("--repeat", type=int, default=3, help="best of N for the quick timings (default 3)")
     ap.add_argument("--repeat-slow", type=int, default=2, help="best of N for cold end-to-end runs (default 2)")
     ap.add_argument("--seconds", type=float, default=3, help="seconds per throughput measurement (default 3)")
-    ap.add_argument("--parts", default="1,2,4,5,6,8,9,10,11,12,14,15,16",
-                    help="which parts to run (3 comes with 2; default 1,2,4,5,6,8,9,10,11,12,14,15,16; the ceiling always runs first)")
+    ap.add_argument("--parts", default="1,2,4,5,6,8,9,10,11,12,14,15,16,17",
+                    help="which parts to run (3 comes with 2; default 1,2,4,5,6,8,9,10,11,12,14,15,16,17; the ceiling always runs first)")
     ap.add_argument("--language-id-flags", default="--text-column text --label-column label --char-ngrams 1-4 --ngrams 1 "
                     "--hash-bits 18", help="mltool train flags of models/language-id.bin (make bench passes the Makefile's)")
     ap.add_argument("--full", action="store_true", help="also parts 7 and 13: train on all 60,000 images (~10 min); "
                     "the head out of core on 2,000,000 synthetic rows and 70,000 images as 4 Slurm tasks (~40 min)")
     ap.add_argument("--scratch", default=None, help="where part 13 puts its 10 GB row file and its caches "
                     "(default: the system's temporary folder; it must be a disk, not memory)")
+    ap.add_argument("--serve-seconds", type=float, default=60, help="seconds of wrk load per server in part 17 (default 60)")
     ap.add_argument("--out", default=os.path.join(ROOT, "bench/results.json"))
     a = ap.parse_args()
     parts = set(a.parts.split(",")) | {"0"}
@@ -1372,7 +1441,7 @@ def main():
     # Parts 14 (the encoders), 15 (the QDQ file, made from the .onnx) and 16 (the int8 TFLite file, made from the .bin)
     # do not run the float extractor.
     needed = [a.mltool] + ([a.onnx] if "15" in parts else []) + ([a.model] if "16" in parts else []) \
-        + ([] if parts <= {"0", "14", "15", "16"} else [a.model, a.onnx])
+        + ([] if parts <= {"0", "14", "15", "16", "17"} else [a.model, a.onnx])
     for p in needed:
         if not os.path.exists(p):
             sys.exit(f"bench: {p} is missing: run `make setup models build` first")
@@ -1386,7 +1455,7 @@ def main():
     steps = [("0", part_ceiling), ("1", part_extractor), ("8", part_resnet), ("2", part_images), ("4", part_text),
              ("9", part_batch), ("10", part_detect), ("11", part_tagger), ("12", part_language), ("5", part_load), ("6", part_quant),
              ("7", part_memory), ("13", part_scale),
-             ("14", part_transformer), ("15", part_qdq), ("16", part_tflite_int8)]
+             ("14", part_transformer), ("15", part_qdq), ("16", part_tflite_int8), ("17", part_serve)]
     for key, fn in steps:
         if key in parts:
             fn(a, res)

@@ -103,6 +103,18 @@ def corpora(out):
     put(out, "conll", "xpos.conllu", b"\x04" + conllu.encode())
 
 
+def request_bodies(out):
+    """mltool serve's bodies: 0x00 + multipart/form-data (boundary fuzz-boundary), 0x01 + a JSON text body."""
+    b = b"--fuzz-boundary"
+    form = (b + b"\r\nContent-Disposition: form-data; name=\"image\"; filename=\"a.png\"\r\nContent-Type: image/png\r\n\r\n"
+            + b"\x89PNG\r\n\x1a\n" + b"\r\n" + b + b"\r\nContent-Disposition: form-data; name=\"note\"\r\n\r\nhello\r\n"
+            + b + b"--\r\n")
+    put(out, "request-body", "form.multipart", b"\x00" + form)
+    put(out, "request-body", "empty.multipart", b"\x00" + b + b"--")
+    put(out, "request-body", "text.json", b"\x01" + json.dumps({"text": "The cat sat on the mat."}).encode())
+    put(out, "request-body", "texts.json", b"\x01" + json.dumps({"texts": ["Ein Satz.", "Une phrase.", ""]}).encode())
+
+
 def feature_cache(out):
     key = bytes.fromhex("e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
     for n in (0, 1, 5):
@@ -322,6 +334,7 @@ def main():
     annotations(a.out)
     corpora(a.out)
     feature_cache(a.out)
+    request_bodies(a.out)
     keras_configs(a.out)
     protobuf_depth(a.out)
     coreml_packages(a.out)

@@ -3,6 +3,7 @@ import MLToolCore
 import MLToolData
 import MLToolEngine
 import MLToolFormat
+import MLToolHTTP
 import MLToolImport
 
 /// The fuzz targets of mltool: one per reader of outside bytes, defined here once. The libFuzzer executable
@@ -35,6 +36,7 @@ public struct FuzzTarget: Sendable {
         FuzzTarget(name: "annotations", dictionary: "annotations", run: FuzzEntries.annotations),
         FuzzTarget(name: "conll", dictionary: "conll", run: FuzzEntries.conll),
         FuzzTarget(name: "feature-cache", dictionary: "feature-cache", run: FuzzEntries.featureCache),
+        FuzzTarget(name: "request-body", dictionary: "request-body", run: FuzzEntries.requestBody),
     ]
 
     public static func named(_ name: String) -> FuzzTarget? { all.first { $0.name == name } }
@@ -271,6 +273,18 @@ public enum FuzzEntries {
         let column: TagColumn = [.upos, .xpos, .misc("NE")][Int(first / 4) % 3]
         let path = file("corpus." + ext, bytes.dropFirst())
         return accepts { _ = try TaggedCorpus.load(path, tagColumn: column) }
+    }
+
+    /// A request body `mltool serve` parses itself: the first byte picks a multipart/form-data body (boundary
+    /// `fuzz-boundary`, as a client's Content-Type gives it) or a JSON text body (`{"text": …}` / `{"texts": […]}`,
+    /// with the server's default limits); the rest is the body.
+    @Sendable public static func requestBody(_ bytes: [UInt8]) -> Bool {
+        guard let first = bytes.first else { return false }
+        let body = Array(bytes.dropFirst())
+        if first % 2 == 0 {
+            return accepts { _ = try MultipartBody(body, boundary: "fuzz-boundary") }
+        }
+        return accepts { _ = try TextBody(body, maxTextBytes: 100_000, maxTexts: 256) }
     }
 
     /// A feature-cache entry under the key the seeds are filed under (`featureCacheKey`), as `FeatureCache.get`

@@ -63,12 +63,17 @@ public enum ClassifierTasks {
     static func printPrediction(_ request: TaskRequest, _ name: String, _ ranked: [Classification], key: String = "file",
                                 title: String? = nil) {
         if request.values.has("--json") {
-            let items = ranked.map { "{\"label\": \(TaskOutput.jsonString($0.identifier)), \"index\": \($0.index), \"probability\": \($0.confidence)}" }
-            request.print("{\"\(key)\": \(TaskOutput.jsonString(name)), \"top\": [\(items.joined(separator: ", "))]}")
+            request.print(predictionJSON(name, ranked, key: key))
         } else {
             request.print(title ?? name)
             for c in ranked { request.print(String(format: "  %7.4f  %@", c.confidence, c.identifier)) }
         }
+    }
+
+    /// One prediction as `predict --json` prints it (and `mltool serve` answers it): `{"<key>": name, "top": […]}`.
+    static func predictionJSON(_ name: String, _ ranked: [Classification], key: String = "file") -> String {
+        let items = ranked.map { "{\"label\": \(TaskOutput.jsonString($0.identifier)), \"index\": \($0.index), \"probability\": \($0.confidence)}" }
+        return "{\"\(key)\": \(TaskOutput.jsonString(name)), \"top\": [\(items.joined(separator: ", "))]}"
     }
 
     /// Inputs that could not be read: each reported as it happens, then one error for all.

@@ -59,12 +59,18 @@ public protocol TaskKind: Sendable {
     static func predict(_ request: TaskRequest, model: Model, modelPath: String, inputs: [String]) throws
     /// Which files below a folder `predict` takes (default: every file).
     static func predictsOn(file: String, model: Model) -> Bool
+    /// `mltool serve`: the model loaded once, answering batches of requests with `predict --json`'s objects
+    /// (default: not yet supported for the task).
+    static func servingPredictor(model: Model, path: String) throws -> any ServingPredictor
 }
 
 extension TaskKind {
     public static var evaluationOptions: [OptionDeclaration] { [] }
     public static var predictionOptions: [OptionDeclaration] { [] }
     public static func predictsOn(file: String, model: Model) -> Bool { true }
+    public static func servingPredictor(model: Model, path: String) throws -> any ServingPredictor {
+        throw PipelineError.notSupported("mltool serve for \(name) models (\(path))")
+    }
 }
 
 /// The table of tasks. Later entries are more specific: DATA goes to the last task that recognises it and a model

@@ -80,11 +80,16 @@ public enum WordTaggingTask: TaskKind {
                 request.print("  " + tokens.map { "\($0.span.text)/\($0.tag)" }.joined(separator: " "))
                 continue
             }
-            let items = tokens.map {
-                "{\"token\": \(TaskOutput.jsonString($0.span.text)), \"tag\": \(TaskOutput.jsonString($0.tag)), \"start\": \($0.span.scalars.lowerBound), "
-                    + "\"end\": \($0.span.scalars.upperBound), \"utf8\": [\($0.span.utf8.lowerBound), \($0.span.utf8.upperBound)]}"
-            }
-            request.print("{\"\(t.key)\": \(TaskOutput.jsonString(t.name)), \"tokens\": [\(items.joined(separator: ", "))]}")
+            request.print(predictionJSON(t.name, tokens, key: t.key))
         }
+    }
+
+    /// One tagged text as `predict --json` prints it (and `mltool serve` answers it): `{"<key>": name, "tokens": […]}`.
+    static func predictionJSON(_ name: String, _ tokens: [TaggedToken], key: String) -> String {
+        let items = tokens.map {
+            "{\"token\": \(TaskOutput.jsonString($0.span.text)), \"tag\": \(TaskOutput.jsonString($0.tag)), \"start\": \($0.span.scalars.lowerBound), "
+                + "\"end\": \($0.span.scalars.upperBound), \"utf8\": [\($0.span.utf8.lowerBound), \($0.span.utf8.upperBound)]}"
+        }
+        return "{\"\(key)\": \(TaskOutput.jsonString(name)), \"tokens\": [\(items.joined(separator: ", "))]}"
     }
 }

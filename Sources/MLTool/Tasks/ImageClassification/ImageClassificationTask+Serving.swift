@@ -1,0 +1,29 @@
+import Foundation
+
+extension ImageClassificationTask {
+    public static func servingPredictor(model: Model, path: String) throws -> any ServingPredictor {
+        ImageClassificationServing(classifier: try ImageClassifier(model: model, path: path))
+    }
+}
+
+/// An image classifier behind `mltool serve`: a batch decodes on every core and is one run of the network
+/// (`ImageClassifier.classify(batch:)`), answered as `predict --json`'s lines.
+struct ImageClassificationServing: ServingPredictor {
+    let classifier: ImageClassifier
+    var takesImages: Bool { true }
+
+    func predict(_ inputs: [ServingInput]) -> [Result<String, Error>] {
+        let sources = inputs.map { input -> ImageClassifier.Source in
+            switch input {
+            case .image(let bytes, let name): return .data(Data(bytes), name: name)
+            case .text: return .data(Data(), name: "text")
+            }
+        }
+        return zip(inputs, classifier.classify(batch: sources, options: ClassificationOptions(maximumCount: 3))).map { input, result in
+            guard case .image(_, let name) = input else {
+                return .failure(PipelineError.badInput(file: "request", reason: "an image classifier takes images, not texts"))
+            }
+            return result.map { ClassifierTasks.predictionJSON(name, $0) }
+        }
+    }
+}

@@ -1,0 +1,43 @@
+import Foundation
+import MLTool
+
+extension CLI {
+    /// `mltool serve MODEL...`: a `ModelServer` until SIGTERM or SIGINT, then a drain of the requests in flight.
+    static let serve = CommandSpec(
+        name: "serve", abstract: "Serve models over HTTP: predictions in batches, health, metrics (docs/SERVE.md).",
+        arguments: "MODEL...",
+        discussion: "Each MODEL (a path, or NAME=PATH) answers POST /v1/models/NAME/predict: an image model takes the image "
+            + "bytes as the body or a multipart form, a text model or tagger takes JSON {\"text\": …} or {\"texts\": […]}; answers are "
+            + "predict --json's objects. GET /v1/models, /healthz and /metrics (Prometheus). Concurrent requests for a model run "
+            + "as one engine batch. A --host other than loopback needs --token. SIGTERM stops accepting and answers every "
+            + "request already received before exiting.",
+        options: ModelServerParameters.options.declarations
+    ) { args in
+        guard !args.positionals.isEmpty else { throw CLIError.usage(command: "serve", message: "expected at least one MODEL") }
+        var parameters = ModelServerParameters()
+        if let token = ProcessInfo.processInfo.environment["MLTOOL_TOKEN"], !token.isEmpty { parameters.token = token }
+        try ModelServerParameters.options.apply(args.optionValues, to: &parameters)
+        // Signals arrive as events on a queue, never in a handler: the default action is turned off first.
+        signal(SIGTERM, SIG_IGN)
+        signal(SIGINT, SIG_IGN)
+        let server = try ModelServer(models: args.positionals, parameters: parameters)
+        let stopped = DispatchSemaphore(value: 0)
+        let sources = [SIGTERM, SIGINT].map { DispatchSource.makeSignalSource(signal: $0, queue: .global()) }
+        for s in sources {
+            s.setEventHandler { stopped.signal() }
+            s.resume()
+        }
+        let host = parameters.host.contains(":") ? "[\(parameters.host)]" : parameters.host
+        for m in server.models {
+            FileHandle.standardError.write(Data("mltool: \(m.name) (\(m.task)) from \(m.path)\n".utf8))
+        }
+        print("mltool: serving \(server.models.count) model\(server.models.count == 1 ? "" : "s") on http://\(host):\(server.port)")
+        fflush(nil)   // every stream: the line above must reach a pipe now
+        stopped.wait()
+        FileHandle.standardError.write(Data("mltool: stopping: answering the requests in flight\n".utf8))
+        let left = server.stop()
+        sources.forEach { $0.cancel() }
+        if left > 0 { throw PipelineError.badInput(file: "serve", reason: "\(left) requests were still unanswered after 30 s") }
+        FileHandle.standardError.write(Data("mltool: stopped\n".utf8))
+    }
+}
