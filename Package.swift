@@ -19,6 +19,7 @@ let package = Package(
         .systemLibrary(name: "COpenBLAS", pkgConfig: "openblas", providers: [.apt(["libopenblas-dev"])]),
         .systemLibrary(name: "CTurboJPEG", pkgConfig: "libturbojpeg", providers: [.apt(["libturbojpeg0-dev"])]),
         .systemLibrary(name: "CPNG", pkgConfig: "libpng", providers: [.apt(["libpng-dev"])]),
+        .systemLibrary(name: "CSndFile", pkgConfig: "sndfile", providers: [.apt(["libsndfile1-dev"])]),
 
         .target(name: "COnnxProto", dependencies: ["CProtobufC"]),
         .target(name: "CCoreMLProto", dependencies: ["CProtobufC"], exclude: ["coreml_subset.proto"]),
@@ -42,10 +43,12 @@ let package = Package(
         .target(name: "MLToolNL", dependencies: ["MLToolCore", "MLToolData", "MLToolTrain", "MLToolEval", "MLToolQuant"]),
         // Object detection: decode, NMS, the detector runner and box drawing (issue 17).
         .target(name: "MLToolDetect", dependencies: ["MLToolCore", "MLToolEngine", "MLToolData"]),
+        // Sound: decoding (libsndfile), resampling, the mel front end and windows of the speech embedding (issue 58).
+        .target(name: "MLToolAudio", dependencies: ["MLToolCore", "MLToolData", "CSndFile"]),
         // The library product: the pipelines (train, evaluate, quantize, import, export) and the classifiers, over
         // the targets above; it re-exports them, so `import MLTool` is all a program needs.
         .target(name: "MLTool", dependencies: [
-            "MLToolCore", "MLToolFormat", "MLToolImport", "MLToolEngine", "MLToolData", "MLToolTrain", "MLToolEval", "MLToolQuant", "MLToolExport", "MLToolNL", "MLToolDetect",
+            "MLToolCore", "MLToolFormat", "MLToolImport", "MLToolEngine", "MLToolData", "MLToolTrain", "MLToolEval", "MLToolQuant", "MLToolExport", "MLToolNL", "MLToolDetect", "MLToolAudio",
         ]),
         // One entry per reader of outside bytes (bytes in, errors swallowed): run by fuzz/ under libFuzzer and by
         // FuzzRegressionTests on every committed seed and regression input.
@@ -73,6 +76,7 @@ let package = Package(
         .testTarget(name: "MLToolReportTests", dependencies: ["MLToolEval", "MLToolData", "MLToolCore"]),
         .testTarget(name: "MLToolNLTests", dependencies: ["MLToolNL", "MLToolData", "MLToolCore", "MLToolFormat", "MLToolEval", "MLToolQuant", "MLToolTestSupport"]),
         .testTarget(name: "FuzzRegressionTests", dependencies: ["MLToolFuzzEntries"]),
+        .testTarget(name: "MLToolAudioTests", dependencies: ["MLToolAudio", "MLToolData", "MLToolImport", "MLToolEngine", "MLToolCore", "MLToolTestSupport"]),
         .testTarget(name: "MLToolCLITextTests", dependencies: ["MLToolCLI", "MLTool", "MLToolTestSupport"]),
     ]
 )
