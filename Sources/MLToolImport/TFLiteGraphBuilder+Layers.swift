@@ -264,6 +264,12 @@ extension TFLiteGraphBuilder {
         emitActivation(activation, node: c.node, input: try input(try c.input(0, self)), output: c.output)
     }
 
+    /// LEAKY_RELU [alpha]: x where x ≥ 0, alpha·x below (the speech embedding of issue 58 has 19).
+    mutating func leakyRelu(_ c: TFLiteCall) throws {
+        let alpha = try c.options.map { try tfl.flat.float32($0, 0, "alpha") } ?? 0
+        try unaryOp(c, Activation(op: .leakyRelu, alpha: alpha))
+    }
+
     /// SOFTMAX over the last axis of β·x.
     mutating func softmax(_ c: TFLiteCall) throws {
         let x = try c.input(0, self)
