@@ -44,7 +44,7 @@ let package = Package(
         // Object detection: decode, NMS, the detector runner and box drawing (issue 17).
         .target(name: "MLToolDetect", dependencies: ["MLToolCore", "MLToolEngine", "MLToolData"]),
         // Sound: decoding (libsndfile), resampling, the mel front end and windows of the speech embedding (issue 58).
-        .target(name: "MLToolAudio", dependencies: ["MLToolCore", "MLToolData", "CSndFile"]),
+        .target(name: "MLToolAudio", dependencies: ["MLToolCore", "MLToolData", "MLToolEngine", "CSndFile"]),
         // The library product: the pipelines (train, evaluate, quantize, import, export) and the classifiers, over
         // the targets above; it re-exports them, so `import MLTool` is all a program needs.
         .target(name: "MLTool", dependencies: [
@@ -76,7 +76,7 @@ let package = Package(
         .testTarget(name: "MLToolReportTests", dependencies: ["MLToolEval", "MLToolData", "MLToolCore"]),
         .testTarget(name: "MLToolNLTests", dependencies: ["MLToolNL", "MLToolData", "MLToolCore", "MLToolFormat", "MLToolEval", "MLToolQuant", "MLToolTestSupport"]),
         .testTarget(name: "FuzzRegressionTests", dependencies: ["MLToolFuzzEntries"]),
-        .testTarget(name: "MLToolAudioTests", dependencies: ["MLToolAudio", "MLToolData", "MLToolImport", "MLToolEngine", "MLToolCore", "MLToolTestSupport"]),
+        .testTarget(name: "MLToolAudioTests", dependencies: ["MLToolAudio", "MLToolData", "MLToolImport", "MLToolEngine", "MLToolTrain", "MLToolCore", "MLToolTestSupport"]),
         .testTarget(name: "MLToolCLITextTests", dependencies: ["MLToolCLI", "MLTool", "MLToolTestSupport"]),
     ]
 )
