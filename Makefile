@@ -45,8 +45,8 @@ setup:
 
 ## shared-datasets: stops at once, saying where they are looked for, when a data set the tests read is missing
 shared-datasets:
-	@for d in "$(RACCOON_DIR)" "$(UD_EWT_DIR)"; do \
-		[ -d "$$d" ] || { echo "make: $$d not found: the tests read the real data sets in ../shared/datasets beside the checkout (or beside the repository a local clone came from); set SHARED_DATASETS=DIR (or RACCOON_DIR and UD_EWT_DIR) to where they are" >&2; exit 66; }; \
+	@for d in "$(RACCOON_DIR)" "$(UD_EWT_DIR)" "$(FSDD_DIR)"; do \
+		[ -d "$$d" ] || { echo "make: $$d not found: the tests read the real data sets in ../shared/datasets beside the checkout (or beside the repository a local clone came from); set SHARED_DATASETS=DIR (or RACCOON_DIR, UD_EWT_DIR and FSDD_DIR) to where they are" >&2; exit 66; }; \
 	done
 
 ## build: the release binary
