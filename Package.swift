@@ -20,6 +20,7 @@ let package = Package(
         .systemLibrary(name: "CTurboJPEG", pkgConfig: "libturbojpeg", providers: [.apt(["libturbojpeg0-dev"])]),
         .systemLibrary(name: "CPNG", pkgConfig: "libpng", providers: [.apt(["libpng-dev"])]),
         .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
+        .systemLibrary(name: "CSndFile", pkgConfig: "sndfile", providers: [.apt(["libsndfile1-dev"])]),
 
         .target(name: "COnnxProto", dependencies: ["CProtobufC"]),
         .target(name: "CCoreMLProto", dependencies: ["CProtobufC"], exclude: ["coreml_subset.proto"]),
@@ -45,10 +46,12 @@ let package = Package(
         .target(name: "MLToolDetect", dependencies: ["MLToolCore", "MLToolEngine", "MLToolData"]),
         // HTTP for `mltool serve` (issue 54): libmicrohttpd as Swift values, and the request bodies mltool parses.
         .target(name: "MLToolHTTP", dependencies: ["MLToolCore", "CMicroHTTPD"]),
+        // Sound: decoding (libsndfile), resampling, the mel front end and windows of the speech embedding (issue 58).
+        .target(name: "MLToolAudio", dependencies: ["MLToolCore", "MLToolData", "MLToolEngine", "CSndFile"]),
         // The library product: the pipelines (train, evaluate, quantize, import, export) and the classifiers, over
         // the targets above; it re-exports them, so `import MLTool` is all a program needs.
         .target(name: "MLTool", dependencies: [
-            "MLToolCore", "MLToolFormat", "MLToolImport", "MLToolEngine", "MLToolData", "MLToolTrain", "MLToolEval", "MLToolQuant", "MLToolExport", "MLToolNL", "MLToolDetect",
+            "MLToolCore", "MLToolFormat", "MLToolImport", "MLToolEngine", "MLToolData", "MLToolTrain", "MLToolEval", "MLToolQuant", "MLToolExport", "MLToolNL", "MLToolDetect", "MLToolAudio",
             "MLToolHTTP",
         ]),
         // One entry per reader of outside bytes (bytes in, errors swallowed): run by fuzz/ under libFuzzer and by
@@ -77,6 +80,7 @@ let package = Package(
         .testTarget(name: "MLToolReportTests", dependencies: ["MLToolEval", "MLToolData", "MLToolCore"]),
         .testTarget(name: "MLToolNLTests", dependencies: ["MLToolNL", "MLToolData", "MLToolCore", "MLToolFormat", "MLToolEval", "MLToolQuant", "MLToolTestSupport"]),
         .testTarget(name: "FuzzRegressionTests", dependencies: ["MLToolFuzzEntries"]),
+        .testTarget(name: "MLToolAudioTests", dependencies: ["MLToolAudio", "MLToolData", "MLToolImport", "MLToolEngine", "MLToolTrain", "MLToolCore", "MLToolTestSupport"]),
         .testTarget(name: "MLToolCLITextTests", dependencies: ["MLToolCLI", "MLTool", "MLToolTestSupport"]),
     ]
 )

@@ -18,6 +18,10 @@ public enum InputLimits {
     /// and models are memory-mapped.
     public static let maxFileBytes = environment("MLTOOL_MAX_FILE_BYTES", default: 256 << 20)
 
+    /// The longest recording, in seconds, as its header declares it (checked before any sample is decoded): one
+    /// hour, or `MLTOOL_MAX_AUDIO_SECONDS`.
+    public static let maxAudioSeconds = environment("MLTOOL_MAX_AUDIO_SECONDS", default: 3600)
+
     /// The deepest nesting of arrays and objects in any JSON mltool reads: 512 (Foundation's parser stops there too,
     /// without saying where; `firstTooDeepJSON` does).
     public static let maxJSONDepth = 512

@@ -65,6 +65,7 @@ enum TFLiteOps {
         "RELU6": { try $0.unaryOp($1, .relu6) },
         "RELU_N1_TO_1": { try $0.unaryOp($1, Activation(op: .clip, min: -1, max: 1)) },
         "HARD_SWISH": { try $0.unaryOp($1, Activation(op: .hardSwish)) },
+        "LEAKY_RELU": { try $0.leakyRelu($1) },
         "SOFTMAX": { try $0.softmax($1) },
         "TRANSPOSE": { try $0.transpose($1) },
         "SQUEEZE": { try $0.squeeze($1) },
