@@ -68,6 +68,7 @@ test: shared-datasets setup models demo-model check-proto $(KERAS_APPS)/app_mnv3
 	$(PYTHON) Tests/Fixtures/tflite/make_int8.py --out .build/tflite/int8 --mltool $(MLTOOL)
 	$(PYTHON) Tests/Fixtures/wild/fetch.py && $(PYTHON) Tests/Fixtures/wild/run.py --check --mltool $(MLTOOL)
 	bash datasets/ud-english-ewt.sh
+	bash datasets/tabular.sh
 	MLTOOL_BIN=$(CURDIR)/$(MLTOOL) MLTOOL_KERAS_APPS_DIR=$(CURDIR)/$(KERAS_APPS) MLTOOL_REQUIRE_ORACLES=1 \
 		MLTOOL_EXPECT_CPU_LEVELS="$(MLTOOL_EXPECT_CPU_LEVELS)" $(SWIFT) test $(TEST_FLAGS)
 
@@ -214,6 +215,7 @@ bench: setup models build
 	bash datasets/fashion-mnist.sh --small
 	bash datasets/debian-descriptions.sh || echo "bench: could not build datasets/debian-descriptions: part 4 will say skipped"
 	bash datasets/debian-descriptions.sh --short || echo "bench: could not build datasets/debian-synopses: part 4's synopsis rows will say skipped"
+	bash datasets/tabular.sh
 	$(PYTHON) bench/run.py --language-id-flags "$(LANGUAGE_ID_FLAGS)" $(BENCH_ARGS)
 
 clean:

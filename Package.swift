@@ -42,10 +42,13 @@ let package = Package(
         .target(name: "MLToolNL", dependencies: ["MLToolCore", "MLToolData", "MLToolTrain", "MLToolEval", "MLToolQuant"]),
         // Object detection: decode, NMS, the detector runner and box drawing (issue 17).
         .target(name: "MLToolDetect", dependencies: ["MLToolCore", "MLToolEngine", "MLToolData"]),
+        // Tables: the reader, quantile bins and histogram gradient-boosted trees (issue 53).
+        .target(name: "MLToolTabular", dependencies: ["MLToolCore", "MLToolData"]),
         // The library product: the pipelines (train, evaluate, quantize, import, export) and the classifiers, over
         // the targets above; it re-exports them, so `import MLTool` is all a program needs.
         .target(name: "MLTool", dependencies: [
             "MLToolCore", "MLToolFormat", "MLToolImport", "MLToolEngine", "MLToolData", "MLToolTrain", "MLToolEval", "MLToolQuant", "MLToolExport", "MLToolNL", "MLToolDetect",
+            "MLToolTabular",
         ]),
         // One entry per reader of outside bytes (bytes in, errors swallowed): run by fuzz/ under libFuzzer and by
         // FuzzRegressionTests on every committed seed and regression input.
@@ -73,6 +76,7 @@ let package = Package(
         .testTarget(name: "MLToolReportTests", dependencies: ["MLToolEval", "MLToolData", "MLToolCore"]),
         .testTarget(name: "MLToolNLTests", dependencies: ["MLToolNL", "MLToolData", "MLToolCore", "MLToolFormat", "MLToolEval", "MLToolQuant", "MLToolTestSupport"]),
         .testTarget(name: "FuzzRegressionTests", dependencies: ["MLToolFuzzEntries"]),
+        .testTarget(name: "MLToolTabularTests", dependencies: ["MLToolTabular", "MLToolFormat", "MLToolCore", "MLToolTestSupport"]),
         .testTarget(name: "MLToolCLITextTests", dependencies: ["MLToolCLI", "MLTool", "MLToolTestSupport"]),
     ]
 )

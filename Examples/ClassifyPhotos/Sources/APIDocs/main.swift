@@ -3,9 +3,9 @@
 import Foundation
 import MLTool
 
-/// docs/API.md:68, Load and inspect a model — `MLModel`
+/// docs/API.md:69, Load and inspect a model — `MLModel`
 func example1() throws {
-#sourceLocation(file: "docs/API.md", line: 68)
+#sourceLocation(file: "docs/API.md", line: 69)
     let model = try Model(contentsOf: URL(fileURLWithPath: "models/efficientnet-lite0.bin"))
     print(model.metadata.task, model.metadata.labels.count, model.parameterCount)
     let summary = try ModelSummary(path: "models/efficientnet-lite0.bin")   // what `mltool info` prints
@@ -14,9 +14,9 @@ func example1() throws {
 #sourceLocation()
 }
 
-/// docs/API.md:91, Classify an image — `VNClassifyImageRequest`
+/// docs/API.md:92, Classify an image — `VNClassifyImageRequest`
 func example2() throws {
-#sourceLocation(file: "docs/API.md", line: 91)
+#sourceLocation(file: "docs/API.md", line: 92)
     let classifier = try ImageClassifier(contentsOf: URL(fileURLWithPath: "models/efficientnet-lite0.bin"))
     for observation in try classifier.classify(contentsOf: URL(fileURLWithPath: "cat.jpg")).prefix(5) {
         print(observation.identifier, observation.confidence)
@@ -24,9 +24,9 @@ func example2() throws {
 #sourceLocation()
 }
 
-/// docs/API.md:115, Classify with your own model — `VNCoreMLRequest`
+/// docs/API.md:116, Classify with your own model — `VNCoreMLRequest`
 func example3() throws {
-#sourceLocation(file: "docs/API.md", line: 115)
+#sourceLocation(file: "docs/API.md", line: 116)
     let classifier = try ImageClassifier(contentsOf: URL(fileURLWithPath: "Clothes.bin"))
     let options = ClassificationOptions(maximumCount: 1, minimumConfidence: 0.5)
     if let best = try classifier.classify(contentsOf: URL(fileURLWithPath: "bag.png"), options: options).first {
@@ -43,9 +43,9 @@ func example3() throws {
 #sourceLocation()
 }
 
-/// docs/API.md:142, Classify text — `NLModel`
+/// docs/API.md:143, Classify text — `NLModel`
 func example4() throws {
-#sourceLocation(file: "docs/API.md", line: 142)
+#sourceLocation(file: "docs/API.md", line: 143)
     let model = try TextClassifier(contentsOf: URL(fileURLWithPath: "Reviews.bin"))
     let label: String? = try model.predictedLabel(for: "The battery died after two days.")
     let hypotheses: [String: Double] = try model.predictedLabelHypotheses(for: "The battery died after two days.",
@@ -58,9 +58,9 @@ func example4() throws {
 #sourceLocation()
 }
 
-/// docs/API.md:171, Train an image classifier — `MLImageClassifier`
+/// docs/API.md:172, Train an image classifier — `MLImageClassifier`
 func example5() throws {
-#sourceLocation(file: "docs/API.md", line: 171)
+#sourceLocation(file: "docs/API.md", line: 172)
     var parameters = ImageClassifierParameters()
     parameters.maxIterations = 50
     parameters.augmentations = [.flip]
@@ -77,9 +77,9 @@ func example5() throws {
 #sourceLocation()
 }
 
-/// docs/API.md:208, Train a text classifier — `MLTextClassifier`
+/// docs/API.md:209, Train a text classifier — `MLTextClassifier`
 func example6() throws {
-#sourceLocation(file: "docs/API.md", line: 208)
+#sourceLocation(file: "docs/API.md", line: 209)
     var parameters = TextClassifierParameters()
     parameters.holdoutFraction = 0.2            // the testing split: kept out, measured, recorded in the model
     parameters.minCount = 1
@@ -90,9 +90,9 @@ func example6() throws {
 #sourceLocation()
 }
 
-/// docs/API.md:239, Tag words — `MLWordTagger`, `NLTagger`
+/// docs/API.md:240, Tag words — `MLWordTagger`, `NLTagger`
 func example7() throws {
-#sourceLocation(file: "docs/API.md", line: 239)
+#sourceLocation(file: "docs/API.md", line: 240)
     var parameters = WordTaggerPipelineParameters()
     parameters.holdoutFraction = 0.2            // sentences kept out and scored (or pass test: a tagged file)
     let result = try WordTaggerTraining(data: "names.bio", parameters: parameters).train()
@@ -107,9 +107,24 @@ func example7() throws {
 #sourceLocation()
 }
 
-/// docs/API.md:269, Identify the language — `NLLanguageRecognizer`
+/// docs/API.md:270, Train on a table — `MLBoostedTreeClassifier`, LightGBM
 func example8() throws {
-#sourceLocation(file: "docs/API.md", line: 269)
+#sourceLocation(file: "docs/API.md", line: 270)
+    var parameters = TabularParameters()
+    parameters.target = "diabetes"                // a column of words: a classifier (numbers: a regressor)
+    let result = try TabularTrainer(data: "diabetes.csv", test: "diabetes-test.csv", parameters: parameters).train()
+    print(result.evaluation?.classification?.accuracy ?? .nan, result.rounds)
+    try result.write(to: "Diabetes.bin")
+
+    let model = try TabularModel(contentsOf: "Diabetes.bin")
+    let p = try model.predict(rows: [["glucose": "148", "mass": "33.6", "age": "50", "pedigree": "0.627"]])
+    print(p[0].label ?? "", p[0].probabilities)     // columns the row lacks are missing values
+#sourceLocation()
+}
+
+/// docs/API.md:298, Identify the language — `NLLanguageRecognizer`
+func example9() throws {
+#sourceLocation(file: "docs/API.md", line: 298)
     var recognizer = try LanguageRecognizer()
     print("language:", try recognizer.dominantLanguage(for: "Diese Bibliothek liest und schreibt Dateien im JSON-Format.") ?? "und")
     print(try recognizer.languageHypotheses(for: "Biblioteca para ler e escrever ficheiros", withMaximum: 3))
@@ -121,9 +136,9 @@ func example8() throws {
 #sourceLocation()
 }
 
-/// docs/API.md:298, Classify many images — `MLArrayBatchProvider`
-func example9() throws {
-#sourceLocation(file: "docs/API.md", line: 298)
+/// docs/API.md:327, Classify many images — `MLArrayBatchProvider`
+func example10() throws {
+#sourceLocation(file: "docs/API.md", line: 327)
     let classifier = try ImageClassifier(contentsOf: URL(fileURLWithPath: "Clothes.bin"))
     let urls = try FileManager.default.contentsOfDirectory(at: URL(fileURLWithPath: "Clothes/bag"),
                                                            includingPropertiesForKeys: nil)
@@ -137,9 +152,9 @@ func example9() throws {
 #sourceLocation()
 }
 
-/// docs/API.md:332, Compress weights — `linear_quantize_weights`, `palettize_weights`
-func example10() throws {
-#sourceLocation(file: "docs/API.md", line: 332)
+/// docs/API.md:361, Compress weights — `linear_quantize_weights`, `palettize_weights`
+func example11() throws {
+#sourceLocation(file: "docs/API.md", line: 361)
     let linear = QuantizationParameters(bits: 8, mode: .linear)
     let int8 = try QuantizationPipeline(modelPath: "Clothes.bin", parameters: linear).run()
     if let gate = int8.report.gate {
@@ -156,9 +171,9 @@ func example10() throws {
 #sourceLocation()
 }
 
-/// docs/API.md:368, Convert models — `ct.convert`
-func example11() throws {
-#sourceLocation(file: "docs/API.md", line: 368)
+/// docs/API.md:397, Convert models — `ct.convert`
+func example12() throws {
+#sourceLocation(file: "docs/API.md", line: 397)
     // In. `featureTensor` names the layer that `ImageClassifierParameters.extractor` would train on.
     let labels = try String(contentsOfFile: "labels.txt", encoding: .utf8).split(separator: "\n").map(String.init)
     let options = ImportOptions(image: .efficientNetLite, labels: labels, featureTensor: "features")
@@ -178,17 +193,18 @@ func example11() throws {
 }
 
 let examples: [(String, @Sendable () async throws -> Void)] = [
-    ("docs/API.md:68 Load and inspect a model — `MLModel`", example1),
-    ("docs/API.md:91 Classify an image — `VNClassifyImageRequest`", example2),
-    ("docs/API.md:115 Classify with your own model — `VNCoreMLRequest`", example3),
-    ("docs/API.md:142 Classify text — `NLModel`", example4),
-    ("docs/API.md:171 Train an image classifier — `MLImageClassifier`", example5),
-    ("docs/API.md:208 Train a text classifier — `MLTextClassifier`", example6),
-    ("docs/API.md:239 Tag words — `MLWordTagger`, `NLTagger`", example7),
-    ("docs/API.md:269 Identify the language — `NLLanguageRecognizer`", example8),
-    ("docs/API.md:298 Classify many images — `MLArrayBatchProvider`", example9),
-    ("docs/API.md:332 Compress weights — `linear_quantize_weights`, `palettize_weights`", example10),
-    ("docs/API.md:368 Convert models — `ct.convert`", example11),
+    ("docs/API.md:69 Load and inspect a model — `MLModel`", example1),
+    ("docs/API.md:92 Classify an image — `VNClassifyImageRequest`", example2),
+    ("docs/API.md:116 Classify with your own model — `VNCoreMLRequest`", example3),
+    ("docs/API.md:143 Classify text — `NLModel`", example4),
+    ("docs/API.md:172 Train an image classifier — `MLImageClassifier`", example5),
+    ("docs/API.md:209 Train a text classifier — `MLTextClassifier`", example6),
+    ("docs/API.md:240 Tag words — `MLWordTagger`, `NLTagger`", example7),
+    ("docs/API.md:270 Train on a table — `MLBoostedTreeClassifier`, LightGBM", example8),
+    ("docs/API.md:298 Identify the language — `NLLanguageRecognizer`", example9),
+    ("docs/API.md:327 Classify many images — `MLArrayBatchProvider`", example10),
+    ("docs/API.md:361 Compress weights — `linear_quantize_weights`, `palettize_weights`", example11),
+    ("docs/API.md:397 Convert models — `ct.convert`", example12),
 ]
 var failures = 0
 for (location, example) in examples {
