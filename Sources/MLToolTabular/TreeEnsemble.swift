@@ -76,7 +76,14 @@ public struct TreeEnsemble: Sendable {
         case .regression: return s
         case .binary:
             var out = [Float](repeating: 0, count: s.count * 2)
-            for (r, v) in s.enumerated() { let p = 1 / (1 + Float(exp(Double(-v)))); out[2 * r] = 1 - p; out[2 * r + 1] = p }
+            // The larger probability is rounded and the smaller is 1 minus it, exact in binary32 (Sterbenz): each
+            // row sums to exactly 1.
+            for (r, v) in s.enumerated() {
+                let p = 1 / (1 + exp(-Double(v)))
+                if p >= 0.5 { out[2 * r + 1] = Float(p); out[2 * r] = 1 - out[2 * r + 1] } else {
+                    out[2 * r] = Float(1 - p); out[2 * r + 1] = 1 - out[2 * r]
+                }
+            }
             return out
         case .multiclass:
             var out = s

@@ -51,15 +51,15 @@ import Testing
         let report = try Self.json(e.stdout)
         let c = try #require(report["classification"] as? [String: Any])
         let accuracy = try #require(c["accuracy"] as? Double)
-        // Measured 0.7883 (108 of 137) on Zen 3; the margin is 2 rows.
-        #expect(accuracy >= 0.773, "pima test accuracy \(accuracy)")
+        // Measured 0.8759 (120 of 137, 13 rounds) on Zen 3; the margin is 2 rows.
+        #expect(accuracy >= 0.861, "pima test accuracy \(accuracy)")
         let importance = try #require(report["importance"] as? [[String: Any]])
         #expect(importance.count == 8 && importance.first?["feature"] as? String == "glucose", "\(importance)")
 
         let p = try Tool.run(["predict", model, Self.pima("test"), "--json", "--id", "age"])
         #expect(p.status == 0, "\(p.stderr)")
         let lines = try p.stdout.split(separator: "\n").map { try Self.json(String($0)) }
-        #expect(lines.count == 137 && lines[0]["id"] as? String == "31", "\(lines.first ?? [:])")
+        #expect(lines.count == 137 && lines[0]["id"] as? String == "32", "\(lines.first ?? [:])")   // test.csv's first age
         let probabilities = try lines.map { l -> [Double] in
             let d = try #require(l["probabilities"] as? [String: Double])
             return [try #require(d["neg"]), try #require(d["pos"])]
@@ -105,11 +105,13 @@ import Testing
         let dir = try TempDir()
         defer { dir.cleanup() }
         var bytes: [Data] = []
-        for (i, threads) in ["1", "2"].enumerated() {
+        for threads in ["1", "2"] {
+            // The same -o path (the model's name comes from it), one folder per run.
+            try FileManager.default.createDirectory(atPath: dir.file(threads), withIntermediateDirectories: true)
             let r = try Tool.run(["train", Self.pima("train"), "--target", "diabetes", "--seed", "7", "--threads", threads,
-                                  "-o", dir.file("m\(i).bin"), "--quiet"])
+                                  "-o", "m.bin", "--quiet"], in: dir.file(threads))
             #expect(r.status == 0, "\(r.stderr)")
-            bytes.append(try Data(contentsOf: URL(fileURLWithPath: dir.file("m\(i).bin"))))
+            bytes.append(try Data(contentsOf: URL(fileURLWithPath: dir.file(threads + "/m.bin"))))
         }
         #expect(bytes[0] == bytes[1])
     }

@@ -31,8 +31,8 @@ public struct TabularEvaluation: Sendable {
         lines.append("feature importance (gain, splits)")
         let total = importance.reduce(0.0) { $0 + $1.gain }
         for f in importance.prefix(top) {
-            lines.append(String(format: "  %-24@ %12.4g %6.1f%%  %6d", f.name as NSString, f.gain,
-                                total > 0 ? 100 * f.gain / total : 0, f.splits))
+            let name = f.name.count < 24 ? f.name.padding(toLength: 24, withPad: " ", startingAt: 0) : f.name
+            lines.append("  " + name + String(format: " %12.4g %6.1f%%  %6d", f.gain, total > 0 ? 100 * f.gain / total : 0, f.splits))
         }
         if importance.count > top { lines.append("  … \(importance.count - top) more") }
         return lines.joined(separator: "\n")
