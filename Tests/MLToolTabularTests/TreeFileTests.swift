@@ -96,3 +96,18 @@ import MLToolCore
         #expect(throws: expected) { _ = try ModelFile.serialize(model, asWrittenTo: "t.bin") }
     }
 }
+
+/// The threaded, pointer-walking prediction against the plain traversal (`leafValue`) on a real model.
+@Suite struct PredictionKernelTests {
+    @Test func fastScoresEqualTheReferenceTraversal() throws {
+        guard let s = try BoostedTreeTests.load("spam", target: "type") else { return }
+        let e = BoostedTreeTests.fit(s).ensemble
+        var reference = [Float](repeating: e.baseScores[0], count: s.test.rowCount)
+        for r in 0..<s.test.rowCount { for t in 0..<e.treeCount { reference[r] += e.leafValue(t) { s.test.columns[$0][r] } } }
+        for threads in [1, 3] { #expect(e.scores(s.test, threads: threads) == reference, "threads \(threads)") }
+        let tree = TreeFileTests.ensemble()
+        let m = FeatureMatrix(rowCount: 3, columns: [[1, 2, 2], [2, 2, 1]])
+        let plain = (0..<3).map { r in (0..<2).reduce(tree.baseScores[0]) { $0 + tree.leafValue($1) { m.columns[$0][r] } } }
+        #expect(tree.scores(m, threads: 2) == plain)
+    }
+}
