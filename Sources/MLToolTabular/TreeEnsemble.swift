@@ -77,12 +77,18 @@ public struct TreeEnsemble: Sendable {
                                 categoryCounts.withUnsafeBufferPointer { cc in
                                     let tables = ScoringTables(rp, np, vp, cp, sp, cc)
                                     DispatchQueue.concurrentPerform(iterations: workers) { w in
-                                        for r in (n * w / workers)..<(n * (w + 1) / workers) {
-                                            let x = tables.rows.baseAddress! + r * width
-                                            for j in 0..<k { o.p[r * k + j] = baseScores[j] }
+                                        // Blocks of rows through one tree at a time: a tree stays in cache while
+                                        // the block walks it (a row through every tree would sweep the whole ensemble).
+                                        let lo = n * w / workers, hi = n * (w + 1) / workers
+                                        for r in lo..<hi { for j in 0..<k { o.p[r * k + j] = baseScores[j] } }
+                                        for block in stride(from: lo, to: hi, by: 64) {
+                                            let end = min(block + 64, hi)
                                             for t in 0..<count {
-                                                o.p[r * k + t % k] += Self.leaf(Int(tables.starts[t]), x, tables.nodes, tables.values,
-                                                                                tables.words, tables.counts)
+                                                let start = Int(tables.starts[t]), j = t % k
+                                                for r in block..<end {
+                                                    o.p[r * k + j] += Self.leaf(start, tables.rows.baseAddress! + r * width, tables.nodes,
+                                                                                tables.values, tables.words, tables.counts)
+                                                }
                                             }
                                         }
                                     }
