@@ -16,9 +16,9 @@ public enum TabularTask: TaskKind {
             or categorical when their fields are words (--categorical, --ignore override); empty, NA and NaN fields are
             missing, and each split learns where they go. A target of words or of at most 10 distinct integers is a
             classification (binary or multiclass log-loss), else a regression (squared error); --objective overrides.
-            Histogram gradient-boosted trees grown leaf-wise (\(t.leaves) leaves, learning rate \(t.learningRate), \(t.minDataInLeaf) rows per
-            leaf, \(t.maxBins) bins, native categorical splits), at most \(t.iterations) rounds, stopping \(t.earlyStopping) rounds after the best
-            loss on the validation rows (--validation, or --validation-data TABLE).
+            Histogram gradient-boosted trees grown leaf-wise (\(t.leaves) leaves, learning rate \(t.learningRate), \(t.minDataInLeaf) rows per leaf, \(t.maxBins) bins,
+            native categorical splits), at most \(t.iterations) rounds, stopping \(t.earlyStopping) rounds after the best loss on the
+            validation rows (--validation, or --validation-data TABLE).
             """
     }
 
