@@ -23,7 +23,7 @@ def load(name):
     regression = name == "diamonds"
     for df in parts.values():
         for c in df.columns:
-            if c != target and df[c].dtype == object:
+            if c != target and not pd.api.types.is_numeric_dtype(df[c]):
                 df[c] = df[c].astype("category")
     cats = {c: sorted(parts["train"][c].dropna().unique()) for c in parts["train"].columns
             if c != target and str(parts["train"][c].dtype) == "category"}
