@@ -13,6 +13,8 @@ PIP_PACKAGES := numpy onnx onnxruntime h5py scikit-learn pillow scikit-image ima
 	scipy librosa soundfile opencv-python-headless torch onnxscript ai-edge-litert ai-edge-quantizer==0.10.0
 APT_PACKAGES += libmicrohttpd-dev wrk
 APT_PACKAGES += libsndfile1-dev
+APT_PACKAGES += r-cran-mlbench r-cran-ggplot2 r-cran-kernlab
+PIP_PACKAGES += lightgbm xgboost pandas
 
 # The real data sets the tests read (the raccoon photos, UD English EWT): ../shared/datasets beside the checkout, as
 # CI provides it; for a clone of a local repository (git clone /path/mltool /tmp/x), beside the repository it was
@@ -70,6 +72,7 @@ test: shared-datasets setup models demo-model check-proto $(KERAS_APPS)/app_mnv3
 	$(PYTHON) Tests/Fixtures/wild/fetch.py && $(PYTHON) Tests/Fixtures/wild/run.py --check --mltool $(MLTOOL)
 	bash datasets/ud-english-ewt.sh
 	$(PYTHON) Tests/Fixtures/audio/make_audio.py && $(PYTHON) Tests/Fixtures/speech/fetch_speech_embedding.py --references
+	bash datasets/tabular.sh
 	MLTOOL_BIN=$(CURDIR)/$(MLTOOL) MLTOOL_KERAS_APPS_DIR=$(CURDIR)/$(KERAS_APPS) MLTOOL_REQUIRE_ORACLES=1 \
 		MLTOOL_EXPECT_CPU_LEVELS="$(MLTOOL_EXPECT_CPU_LEVELS)" $(SWIFT) test $(TEST_FLAGS)
 
@@ -224,6 +227,7 @@ bench: setup models build
 	bash datasets/fashion-mnist.sh --small
 	bash datasets/debian-descriptions.sh || echo "bench: could not build datasets/debian-descriptions: part 4 will say skipped"
 	bash datasets/debian-descriptions.sh --short || echo "bench: could not build datasets/debian-synopses: part 4's synopsis rows will say skipped"
+	bash datasets/tabular.sh
 	$(PYTHON) bench/run.py --language-id-flags "$(LANGUAGE_ID_FLAGS)" $(BENCH_ARGS)
 
 clean:

@@ -48,11 +48,13 @@ let package = Package(
         .target(name: "MLToolHTTP", dependencies: ["MLToolCore", "CMicroHTTPD"]),
         // Sound: decoding (libsndfile), resampling, the mel front end and windows of the speech embedding (issue 58).
         .target(name: "MLToolAudio", dependencies: ["MLToolCore", "MLToolData", "MLToolEngine", "CSndFile"]),
+        // Tables: the reader, quantile bins and histogram gradient-boosted trees (issue 53).
+        .target(name: "MLToolTabular", dependencies: ["MLToolCore", "MLToolData"]),
         // The library product: the pipelines (train, evaluate, quantize, import, export) and the classifiers, over
         // the targets above; it re-exports them, so `import MLTool` is all a program needs.
         .target(name: "MLTool", dependencies: [
             "MLToolCore", "MLToolFormat", "MLToolImport", "MLToolEngine", "MLToolData", "MLToolTrain", "MLToolEval", "MLToolQuant", "MLToolExport", "MLToolNL", "MLToolDetect", "MLToolAudio",
-            "MLToolHTTP",
+            "MLToolHTTP", "MLToolTabular",
         ]),
         // One entry per reader of outside bytes (bytes in, errors swallowed): run by fuzz/ under libFuzzer and by
         // FuzzRegressionTests on every committed seed and regression input.
@@ -81,6 +83,7 @@ let package = Package(
         .testTarget(name: "MLToolNLTests", dependencies: ["MLToolNL", "MLToolData", "MLToolCore", "MLToolFormat", "MLToolEval", "MLToolQuant", "MLToolTestSupport"]),
         .testTarget(name: "FuzzRegressionTests", dependencies: ["MLToolFuzzEntries"]),
         .testTarget(name: "MLToolAudioTests", dependencies: ["MLToolAudio", "MLToolData", "MLToolImport", "MLToolEngine", "MLToolTrain", "MLToolCore", "MLToolTestSupport"]),
+        .testTarget(name: "MLToolTabularTests", dependencies: ["MLToolTabular", "MLToolFormat", "MLToolCore", "MLToolTestSupport"]),
         .testTarget(name: "MLToolCLITextTests", dependencies: ["MLToolCLI", "MLTool", "MLToolTestSupport"]),
     ]
 )

@@ -308,6 +308,10 @@ def run_api_docs(binary, mltool, work):
     # The word-tagging example: UD English EWT's dev split with names and numbers as BIO entities.
     subprocess.run(["bash", os.path.join(ROOT, "datasets", "ud-english-ewt.sh")], check=True, stdout=subprocess.DEVNULL)
     shutil.copy(os.path.join(ROOT, "datasets", "ud-english-ewt", "entities-dev.bio"), os.path.join(work, "names.bio"))
+    # The tabular example: PimaIndiansDiabetes2's fixed split (datasets/tabular.sh).
+    subprocess.run(["bash", os.path.join(ROOT, "datasets", "tabular.sh")], check=True, stdout=subprocess.DEVNULL)
+    shutil.copy(os.path.join(ROOT, "datasets", "tabular", "pima", "train.csv"), os.path.join(work, "diabetes.csv"))
+    shutil.copy(os.path.join(ROOT, "datasets", "tabular", "pima", "test.csv"), os.path.join(work, "diabetes-test.csv"))
     env = with_cache(os.path.join(work, "cache"))
     # The models the classifying examples read before the training examples (re)write them.
     run([os.path.abspath(mltool), "train", "Clothes", "-o", "Clothes.bin", "--quiet"], cwd=work, env=env)
@@ -326,7 +330,7 @@ def run_api_docs(binary, mltool, work):
     if "tiger cat" not in result.stdout:
         fail("the VNClassifyImageRequest example did not find a tiger cat in cat.jpg:\n" + result.stdout)
     for name in ("Clothes-int8.bin", "Clothes.pal4.bin", "Clothes.onnx", "Clothes.mlmodel", "net.bin",
-                 "Clothes-report.html", "Names.bin"):
+                 "Clothes-report.html", "Names.bin", "Diabetes.bin"):
         if not os.path.isfile(os.path.join(work, name)) or os.path.getsize(os.path.join(work, name)) == 0:
             fail(f"the examples did not write {name}")
     print(f"run-api-docs: all {count} examples of docs/API.md ran in {seconds:.1f} s")

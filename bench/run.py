@@ -1416,6 +1416,25 @@ def part_serve(a, res):
     shutil.rmtree(work, ignore_errors=True)
 
 
+def part_tabular(a, res):
+    """Part 53: boosted trees on datasets/tabular.sh's tables against LightGBM, XGBoost and scikit-learn (bench/tabular.py)."""
+    section("53. tabular: boosted trees, 2 threads, 3 seeds (bench/tabular.py)")
+    import tabular
+    rows = tabular.measure(a.mltool, list(tabular.SETS), 3, report=lambda r: print(
+        f"  {r['set']:<9} seed {r['seed']}  {r['who']:<30} {r['metric']} {r['score']:.4f}  train {r['train_s']:.2f} s  "
+        f"predict {r['rows_per_s']:.0f} rows/s", flush=True))
+    res["tabular"] = rows
+    for r in rows:
+        if r["who"] == "mltool" or r["seed"] != 0:
+            continue
+        mine = next(m for m in rows if m["who"] == "mltool" and m["set"] == r["set"] and m["seed"] == 0)
+        lower = r["metric"] == "RMSE"
+        row("53", f"{r['set']} train ({r['metric']})", r["who"], r["train_s"], mine["train_s"], "s", True,
+            peer_acc=r["score"], mltool_acc=mine["score"], note="RMSE: lower is better" if lower else "")
+        row("53", f"{r['set']} predict 10,000 rows", r["who"], r["rows_per_s"], mine["rows_per_s"], "rows/s", False,
+            note="mltool: whole process (CSV in/out)")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--mltool", default=os.path.join(ROOT, ".build/release/mltool"))
@@ -1424,8 +1443,8 @@ def main():
     ap.add_argument("--repeat", type=int, default=3, help="best of N for the quick timings (default 3)")
     ap.add_argument("--repeat-slow", type=int, default=2, help="best of N for cold end-to-end runs (default 2)")
     ap.add_argument("--seconds", type=float, default=3, help="seconds per throughput measurement (default 3)")
-    ap.add_argument("--parts", default="1,2,4,5,6,8,9,10,11,12,14,15,16,17",
-                    help="which parts to run (3 comes with 2; default 1,2,4,5,6,8,9,10,11,12,14,15,16,17; the ceiling always runs first)")
+    ap.add_argument("--parts", default="1,2,4,5,6,8,9,10,11,12,14,15,16,17,53",
+                    help="which parts to run (3 comes with 2; default 1,2,4,5,6,8,9,10,11,12,14,15,16,17,53; the ceiling always runs first)")
     ap.add_argument("--language-id-flags", default="--text-column text --label-column label --char-ngrams 1-4 --ngrams 1 "
                     "--hash-bits 18", help="mltool train flags of models/language-id.bin (make bench passes the Makefile's)")
     ap.add_argument("--full", action="store_true", help="also parts 7 and 13: train on all 60,000 images (~10 min); "
@@ -1441,7 +1460,7 @@ def main():
     # Parts 14 (the encoders), 15 (the QDQ file, made from the .onnx) and 16 (the int8 TFLite file, made from the .bin)
     # do not run the float extractor.
     needed = [a.mltool] + ([a.onnx] if "15" in parts else []) + ([a.model] if "16" in parts else []) \
-        + ([] if parts <= {"0", "14", "15", "16", "17"} else [a.model, a.onnx])
+        + ([] if parts <= {"0", "14", "15", "16", "17", "53"} else [a.model, a.onnx])
     for p in needed:
         if not os.path.exists(p):
             sys.exit(f"bench: {p} is missing: run `make setup models build` first")
@@ -1455,7 +1474,7 @@ def main():
     steps = [("0", part_ceiling), ("1", part_extractor), ("8", part_resnet), ("2", part_images), ("4", part_text),
              ("9", part_batch), ("10", part_detect), ("11", part_tagger), ("12", part_language), ("5", part_load), ("6", part_quant),
              ("7", part_memory), ("13", part_scale),
-             ("14", part_transformer), ("15", part_qdq), ("16", part_tflite_int8), ("17", part_serve)]
+             ("14", part_transformer), ("15", part_qdq), ("16", part_tflite_int8), ("17", part_serve), ("53", part_tabular)]
     for key, fn in steps:
         if key in parts:
             fn(a, res)

@@ -21,4 +21,5 @@
 @_exported import MLToolImport
 @_exported import MLToolNL
 @_exported import MLToolQuant
+@_exported import MLToolTabular
 @_exported import MLToolTrain

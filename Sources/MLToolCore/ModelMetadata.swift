@@ -10,6 +10,8 @@ public struct ModelMetadata: Codable, Equatable, Sendable {
         case wordTagger
         /// Boxes with labels and confidences: `detection` says how the graph's outputs become them.
         case objectDetector
+        /// A tree ensemble over the columns of a table (`tabular` holds its features and tensor names).
+        case tabular
     }
 
     public var task: Task
@@ -32,6 +34,8 @@ public struct ModelMetadata: Codable, Equatable, Sendable {
     public var tagger: TaggerConfig?
     /// Object detectors: the decoder and non-maximum suppression after the graph.
     public var detection: DetectionConfig?
+    /// A tree ensemble's features and objective (task `tabular`).
+    public var tabular: TabularConfig?
     public var provenance: Provenance
     /// Stored metrics (e.g. "holdout.accuracy").
     public var metrics: [String: Double]

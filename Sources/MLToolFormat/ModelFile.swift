@@ -267,6 +267,8 @@ public enum ModelFile {
         try validateTagger(document.metadata, tensors: tensors, file: file)
         // 14. Detectors.
         try validateDetection(document.metadata, file: file)
+        // 15. Tree ensembles.
+        try validateTabular(document.metadata, tensors: tensors, file: file)
         return Model(metadata: document.metadata, tensors: tensors)
     }
 
@@ -315,6 +317,7 @@ public enum ModelFile {
         try validateReferences(model.metadata, tensorNames: firstIndex, file: file)
         try validateTagger(model.metadata, tensors: model.tensors, file: file)
         try validateDetection(model.metadata, file: file)
+        try validateTabular(model.metadata, tensors: model.tensors, file: file)
         let json: [UInt8]
         do {
             let document = MetadataDocument(metadata: model.metadata, tensors: entries)

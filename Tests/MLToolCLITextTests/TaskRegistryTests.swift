@@ -92,7 +92,7 @@ struct TaskRegistryTests {
 
     @Test func theStandardTableTellsEachTaskFromItsData() throws {
         let tasks = TaskRegistry.standard
-        #expect(tasks.names == ["image", "text", "detect", "tagger"])
+        #expect(tasks.names == ["image", "text", "detect", "tagger", "tabular"])
         let dir = try Self.scratch()
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let conllu = dir + "/a.conllu", csv = dir + "/t.csv"
@@ -100,6 +100,8 @@ struct TaskRegistryTests {
         try "text,label\nthe rain in spain,weather\n".write(toFile: csv, atomically: true, encoding: .utf8)
         #expect(tasks.recognizing(data: conllu).name == "tagger")
         #expect(tasks.recognizing(data: csv).name == "text")
+        // A table with --target is tabular data.
+        #expect(tasks.recognizing(data: csv, values: OptionValues(["--target": ["label"]])).name == "tabular")
         #expect(tasks.recognizing(data: dir).name == "image")
     }
 

@@ -89,6 +89,7 @@ public struct TaskRegistry: Sendable {
         TextClassificationTask.self,
         ObjectDetectionTask.self,
         WordTaggingTask.self,
+        TabularTask.self,
     ])
 
     /// This table with `task` added at the end (asked first).

@@ -3,9 +3,9 @@
 import Foundation
 import MLTool
 
-/// docs/API.md:69, Load and inspect a model — `MLModel`
+/// docs/API.md:70, Load and inspect a model — `MLModel`
 func example1() throws {
-#sourceLocation(file: "docs/API.md", line: 69)
+#sourceLocation(file: "docs/API.md", line: 70)
     let model = try Model(contentsOf: URL(fileURLWithPath: "models/efficientnet-lite0.bin"))
     print(model.metadata.task, model.metadata.labels.count, model.parameterCount)
     let summary = try ModelSummary(path: "models/efficientnet-lite0.bin")   // what `mltool info` prints
@@ -14,9 +14,9 @@ func example1() throws {
 #sourceLocation()
 }
 
-/// docs/API.md:92, Classify an image — `VNClassifyImageRequest`
+/// docs/API.md:93, Classify an image — `VNClassifyImageRequest`
 func example2() throws {
-#sourceLocation(file: "docs/API.md", line: 92)
+#sourceLocation(file: "docs/API.md", line: 93)
     let classifier = try ImageClassifier(contentsOf: URL(fileURLWithPath: "models/efficientnet-lite0.bin"))
     for observation in try classifier.classify(contentsOf: URL(fileURLWithPath: "cat.jpg")).prefix(5) {
         print(observation.identifier, observation.confidence)
@@ -24,9 +24,9 @@ func example2() throws {
 #sourceLocation()
 }
 
-/// docs/API.md:116, Classify with your own model — `VNCoreMLRequest`
+/// docs/API.md:117, Classify with your own model — `VNCoreMLRequest`
 func example3() throws {
-#sourceLocation(file: "docs/API.md", line: 116)
+#sourceLocation(file: "docs/API.md", line: 117)
     let classifier = try ImageClassifier(contentsOf: URL(fileURLWithPath: "Clothes.bin"))
     let options = ClassificationOptions(maximumCount: 1, minimumConfidence: 0.5)
     if let best = try classifier.classify(contentsOf: URL(fileURLWithPath: "bag.png"), options: options).first {
@@ -43,9 +43,9 @@ func example3() throws {
 #sourceLocation()
 }
 
-/// docs/API.md:143, Classify text — `NLModel`
+/// docs/API.md:144, Classify text — `NLModel`
 func example4() throws {
-#sourceLocation(file: "docs/API.md", line: 143)
+#sourceLocation(file: "docs/API.md", line: 144)
     let model = try TextClassifier(contentsOf: URL(fileURLWithPath: "Reviews.bin"))
     let label: String? = try model.predictedLabel(for: "The battery died after two days.")
     let hypotheses: [String: Double] = try model.predictedLabelHypotheses(for: "The battery died after two days.",
@@ -58,9 +58,9 @@ func example4() throws {
 #sourceLocation()
 }
 
-/// docs/API.md:172, Train an image classifier — `MLImageClassifier`
+/// docs/API.md:173, Train an image classifier — `MLImageClassifier`
 func example5() throws {
-#sourceLocation(file: "docs/API.md", line: 172)
+#sourceLocation(file: "docs/API.md", line: 173)
     var parameters = ImageClassifierParameters()
     parameters.maxIterations = 50
     parameters.augmentations = [.flip]
@@ -77,9 +77,9 @@ func example5() throws {
 #sourceLocation()
 }
 
-/// docs/API.md:209, Train a text classifier — `MLTextClassifier`
+/// docs/API.md:210, Train a text classifier — `MLTextClassifier`
 func example6() throws {
-#sourceLocation(file: "docs/API.md", line: 209)
+#sourceLocation(file: "docs/API.md", line: 210)
     var parameters = TextClassifierParameters()
     parameters.holdoutFraction = 0.2            // the testing split: kept out, measured, recorded in the model
     parameters.minCount = 1
@@ -90,9 +90,9 @@ func example6() throws {
 #sourceLocation()
 }
 
-/// docs/API.md:240, Tag words — `MLWordTagger`, `NLTagger`
+/// docs/API.md:241, Tag words — `MLWordTagger`, `NLTagger`
 func example7() throws {
-#sourceLocation(file: "docs/API.md", line: 240)
+#sourceLocation(file: "docs/API.md", line: 241)
     var parameters = WordTaggerPipelineParameters()
     parameters.holdoutFraction = 0.2            // sentences kept out and scored (or pass test: a tagged file)
     let result = try WordTaggerTraining(data: "names.bio", parameters: parameters).train()
@@ -107,9 +107,24 @@ func example7() throws {
 #sourceLocation()
 }
 
-/// docs/API.md:270, Identify the language — `NLLanguageRecognizer`
+/// docs/API.md:271, Train on a table — `MLBoostedTreeClassifier`, LightGBM
 func example8() throws {
-#sourceLocation(file: "docs/API.md", line: 270)
+#sourceLocation(file: "docs/API.md", line: 271)
+    var parameters = TabularParameters()
+    parameters.target = "diabetes"                // a column of words: a classifier (numbers: a regressor)
+    let result = try TabularTrainer(data: "diabetes.csv", test: "diabetes-test.csv", parameters: parameters).train()
+    print(result.evaluation?.classification?.accuracy ?? .nan, result.rounds)
+    try result.write(to: "Diabetes.bin")
+
+    let model = try TabularModel(contentsOf: "Diabetes.bin")
+    let p = try model.predict(rows: [["glucose": "148", "mass": "33.6", "age": "50", "pedigree": "0.627"]])
+    print(p[0].label ?? "", p[0].probabilities)     // columns the row lacks are missing values
+#sourceLocation()
+}
+
+/// docs/API.md:299, Identify the language — `NLLanguageRecognizer`
+func example9() throws {
+#sourceLocation(file: "docs/API.md", line: 299)
     var recognizer = try LanguageRecognizer()
     print("language:", try recognizer.dominantLanguage(for: "Diese Bibliothek liest und schreibt Dateien im JSON-Format.") ?? "und")
     print(try recognizer.languageHypotheses(for: "Biblioteca para ler e escrever ficheiros", withMaximum: 3))
@@ -121,9 +136,9 @@ func example8() throws {
 #sourceLocation()
 }
 
-/// docs/API.md:299, Classify many images — `MLArrayBatchProvider`
-func example9() throws {
-#sourceLocation(file: "docs/API.md", line: 299)
+/// docs/API.md:328, Classify many images — `MLArrayBatchProvider`
+func example10() throws {
+#sourceLocation(file: "docs/API.md", line: 328)
     let classifier = try ImageClassifier(contentsOf: URL(fileURLWithPath: "Clothes.bin"))
     let urls = try FileManager.default.contentsOfDirectory(at: URL(fileURLWithPath: "Clothes/bag"),
                                                            includingPropertiesForKeys: nil)
@@ -137,9 +152,9 @@ func example9() throws {
 #sourceLocation()
 }
 
-/// docs/API.md:319, Serve models over HTTP — `ModelServer`
-func example10() throws {
-#sourceLocation(file: "docs/API.md", line: 319)
+/// docs/API.md:348, Serve models over HTTP — `ModelServer`
+func example11() throws {
+#sourceLocation(file: "docs/API.md", line: 348)
     var parameters = ModelServerParameters()
     parameters.port = 0                         // any free port; 8080 by default
     parameters.maxWaitMilliseconds = 2          // how long a batch waits for more requests
@@ -151,9 +166,9 @@ func example10() throws {
 #sourceLocation()
 }
 
-/// docs/API.md:351, Compress weights — `linear_quantize_weights`, `palettize_weights`
-func example11() throws {
-#sourceLocation(file: "docs/API.md", line: 351)
+/// docs/API.md:380, Compress weights — `linear_quantize_weights`, `palettize_weights`
+func example12() throws {
+#sourceLocation(file: "docs/API.md", line: 380)
     let linear = QuantizationParameters(bits: 8, mode: .linear)
     let int8 = try QuantizationPipeline(modelPath: "Clothes.bin", parameters: linear).run()
     if let gate = int8.report.gate {
@@ -170,9 +185,9 @@ func example11() throws {
 #sourceLocation()
 }
 
-/// docs/API.md:387, Convert models — `ct.convert`
-func example12() throws {
-#sourceLocation(file: "docs/API.md", line: 387)
+/// docs/API.md:416, Convert models — `ct.convert`
+func example13() throws {
+#sourceLocation(file: "docs/API.md", line: 416)
     // In. `featureTensor` names the layer that `ImageClassifierParameters.extractor` would train on.
     let labels = try String(contentsOfFile: "labels.txt", encoding: .utf8).split(separator: "\n").map(String.init)
     let options = ImportOptions(image: .efficientNetLite, labels: labels, featureTensor: "features")
@@ -192,18 +207,19 @@ func example12() throws {
 }
 
 let examples: [(String, @Sendable () async throws -> Void)] = [
-    ("docs/API.md:69 Load and inspect a model — `MLModel`", example1),
-    ("docs/API.md:92 Classify an image — `VNClassifyImageRequest`", example2),
-    ("docs/API.md:116 Classify with your own model — `VNCoreMLRequest`", example3),
-    ("docs/API.md:143 Classify text — `NLModel`", example4),
-    ("docs/API.md:172 Train an image classifier — `MLImageClassifier`", example5),
-    ("docs/API.md:209 Train a text classifier — `MLTextClassifier`", example6),
-    ("docs/API.md:240 Tag words — `MLWordTagger`, `NLTagger`", example7),
-    ("docs/API.md:270 Identify the language — `NLLanguageRecognizer`", example8),
-    ("docs/API.md:299 Classify many images — `MLArrayBatchProvider`", example9),
-    ("docs/API.md:319 Serve models over HTTP — `ModelServer`", example10),
-    ("docs/API.md:351 Compress weights — `linear_quantize_weights`, `palettize_weights`", example11),
-    ("docs/API.md:387 Convert models — `ct.convert`", example12),
+    ("docs/API.md:70 Load and inspect a model — `MLModel`", example1),
+    ("docs/API.md:93 Classify an image — `VNClassifyImageRequest`", example2),
+    ("docs/API.md:117 Classify with your own model — `VNCoreMLRequest`", example3),
+    ("docs/API.md:144 Classify text — `NLModel`", example4),
+    ("docs/API.md:173 Train an image classifier — `MLImageClassifier`", example5),
+    ("docs/API.md:210 Train a text classifier — `MLTextClassifier`", example6),
+    ("docs/API.md:241 Tag words — `MLWordTagger`, `NLTagger`", example7),
+    ("docs/API.md:271 Train on a table — `MLBoostedTreeClassifier`, LightGBM", example8),
+    ("docs/API.md:299 Identify the language — `NLLanguageRecognizer`", example9),
+    ("docs/API.md:328 Classify many images — `MLArrayBatchProvider`", example10),
+    ("docs/API.md:348 Serve models over HTTP — `ModelServer`", example11),
+    ("docs/API.md:380 Compress weights — `linear_quantize_weights`, `palettize_weights`", example12),
+    ("docs/API.md:416 Convert models — `ct.convert`", example13),
 ]
 var failures = 0
 for (location, example) in examples {

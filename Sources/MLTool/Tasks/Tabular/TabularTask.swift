@@ -1,0 +1,161 @@
+import Foundation
+import MLToolCore
+import MLToolData
+import MLToolTabular
+
+/// Tabular data (Create ML's `MLBoostedTreeClassifier` / `MLBoostedTreeRegressor`, LightGBM): a CSV, TSV or JSON
+/// Lines table with a --target column; histogram gradient-boosted trees.
+public enum TabularTask: TaskKind {
+    public typealias Setup = TrainingSetup<TabularParameters>
+    public static let name = "tabular"
+    public static let title = "Tabular data"
+    public static var trainingHelp: String {
+        let t = BoostedTreeParameters()
+        return """
+            A CSV, TSV or JSON Lines table and --target COLUMN (recognised by the two together). Columns are numeric,
+            or categorical when their fields are words (--categorical, --ignore override); empty, NA and NaN fields are
+            missing, and each split learns where they go. A target of words or of at most 10 distinct integers is a
+            classification (binary or multiclass log-loss), else a regression (squared error); --objective overrides.
+            Histogram gradient-boosted trees grown leaf-wise (\(t.leaves) leaves, learning rate \(t.learningRate), \(t.minDataInLeaf) rows per leaf, \(t.maxBins) bins,
+            native categorical splits), at most \(t.iterations) rounds, stopping \(t.earlyStopping) rounds after the best loss on the
+            validation rows (--validation, or --validation-data TABLE).
+            """
+    }
+
+    static let id = OptionDeclaration("--id", value: "COLUMN", help: "Tables: copy this column into each prediction.")
+
+    @Sendable static func names(_ text: String) -> [String] {
+        text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+    }
+
+    /// The options, in the order the recorded command lists them.
+    public static let options: OptionTable<Setup> = {
+        let d = TabularParameters()
+        typealias O = TaskOption<Setup>
+        return OptionTable([
+            TrainingOptions.out(\.name, default: d.name),
+            O(OptionDeclaration("--target", value: "COLUMN", help: "The column to predict (required)."),
+              set: { s, v in s.parameters.target = v }, record: { s in s.parameters.target.map { ["--target", $0] } ?? [] }),
+            TrainingOptions.test(),
+            TrainingOptions.holdout(\.holdoutFraction, default: d.holdoutFraction),
+            TrainingOptions.validation(\.validation),
+            O(OptionDeclaration("--validation-data", value: "TABLE", help: "Validation rows for early stopping (instead of --validation)."),
+              set: { s, v in s.parameters.validationData = v }, record: { s in s.parameters.validationData.map { ["--validation-data", $0] } ?? [] }),
+            TrainingOptions.seed(\.seed, default: d.seed),
+            O(OptionDeclaration("--categorical", value: "COL,…", help: "Read these columns as categories."),
+              set: { s, v in s.parameters.categorical = names(v) },
+              record: { s in s.parameters.categorical.isEmpty ? [] : ["--categorical", s.parameters.categorical.joined(separator: ",")] }),
+            O(OptionDeclaration("--ignore", value: "COL,…", help: "Leave these columns out."),
+              set: { s, v in s.parameters.ignore = names(v) },
+              record: { s in s.parameters.ignore.isEmpty ? [] : ["--ignore", s.parameters.ignore.joined(separator: ",")] }),
+            O(OptionDeclaration("--objective", value: "classification|regression", help: "Override how the target is told."), set: { s, v in
+                guard v == "classification" || v == "regression" else {
+                    throw OptionText.refuse("--objective", "--objective must be classification or regression")
+                }
+                s.parameters.regression = v == "regression"
+            }, record: { s in s.parameters.regression.map { ["--objective", $0 ? "regression" : "classification"] } ?? [] }),
+            TrainingOptions.int(OptionDeclaration("--iterations", value: "N", kind: .integer, help: "Boosting rounds at most (default \(d.trees.iterations))."),
+                                \.trees.iterations, default: d.trees.iterations),
+            TrainingOptions.int(OptionDeclaration("--leaves", value: "N", kind: .integer, help: "Leaves per tree (default \(d.trees.leaves))."),
+                                \.trees.leaves, default: d.trees.leaves),
+            TrainingOptions.int(OptionDeclaration("--min-data-in-leaf", value: "N", kind: .integer, help: "Rows per leaf at least (default \(d.trees.minDataInLeaf))."),
+                                \.trees.minDataInLeaf, default: d.trees.minDataInLeaf),
+            TrainingOptions.int(OptionDeclaration("--stop-after", value: "N", kind: .integer, help: "Stop N rounds after the best validation loss (default \(d.trees.earlyStopping))."),
+                                \.trees.earlyStopping, default: d.trees.earlyStopping),
+            O(OptionDeclaration("--learning-rate", value: "X", kind: .number, help: "Shrinkage (default \(d.trees.learningRate))."), set: { s, v in
+                let x = try OptionText.double("--learning-rate", v)
+                guard x > 0, x <= 1 else { throw OptionText.refuse("--learning-rate", "--learning-rate must be in (0, 1]") }
+                s.parameters.trees.learningRate = Float(x)
+            }, record: { s in s.parameters.trees.learningRate == d.trees.learningRate ? [] : ["--learning-rate", "\(s.parameters.trees.learningRate)"] }),
+            O(OptionDeclaration("--leaf-l2", value: "X", kind: .number, help: "L2 regularisation of leaf values (default \(d.trees.l2))."), set: { s, v in
+                s.parameters.trees.l2 = try OptionText.double("--leaf-l2", v)
+                guard s.parameters.trees.l2 >= 0 else { throw OptionText.refuse("--leaf-l2", "--leaf-l2 must be ≥ 0") }
+            }, record: { s in s.parameters.trees.l2 == d.trees.l2 ? [] : ["--leaf-l2", "\(s.parameters.trees.l2)"] }),
+            O(OptionDeclaration("--leaf-l1", value: "X", kind: .number, help: "L1 regularisation of leaf values (default \(d.trees.l1))."), set: { s, v in
+                s.parameters.trees.l1 = try OptionText.double("--leaf-l1", v)
+                guard s.parameters.trees.l1 >= 0 else { throw OptionText.refuse("--leaf-l1", "--leaf-l1 must be ≥ 0") }
+            }, record: { s in s.parameters.trees.l1 == d.trees.l1 ? [] : ["--leaf-l1", "\(s.parameters.trees.l1)"] }),
+            TrainingOptions.threads(\.trees.threads),
+        ])
+    }()
+
+    public static var trainOptions: [OptionDeclaration] { options.declarations }
+    public static var predictionOptions: [OptionDeclaration] { [id] }
+
+    /// A table (.csv, .tsv, .jsonl) given with --target.
+    public static func recognizes(data: String, values: OptionValues) -> Bool {
+        values.has("--target") && RawTable.isTable(data)
+    }
+
+    public static func handles(model: Model) -> Bool { model.metadata.task == .tabular }
+
+    public static func predictsOn(file: String, model: Model) -> Bool { RawTable.isTable(file) }
+
+    public static func train(_ request: TaskRequest) throws {
+        let setup = try Setup.reading(request, options, parameters: TabularParameters())
+        let r = try TabularTrainer(data: setup.data, test: setup.test, parameters: setup.parameters).train(progress: request.progress)
+        try r.write(to: setup.output)
+        let e = r.ensemble, split = setup.test == nil ? "holdout" : "test"
+        let kind = e.objective == .regression ? "a regressor" : "a \(e.objective.rawValue) classifier of \(e.labels.count) classes"
+        request.print("trained \(kind) for '\(e.target)' on \(r.trainRows) rows (\(r.validationRows) validation, \(r.testRows) \(split)), \(e.features.count) features")
+        request.print("  trees      \(e.treeCount) (\(r.rounds) rounds), \(e.values.count) nodes")
+        if let c = r.evaluation?.classification {
+            request.print(String(format: "  %@ accuracy %.4f, macro F1 %.4f, log-loss %.4f", split, c.accuracy, c.macro.f1, c.logLoss))
+        }
+        if let g = r.evaluation?.regression { request.print(String(format: "  %@ RMSE %.6g, MAE %.6g, R² %.4f", split, g.rmse, g.mae, g.r2)) }
+        request.print(String(format: "  seconds    %.2f", r.seconds))
+        request.print("  wrote      \(setup.output)")
+    }
+
+    /// Metrics and feature importance on a table with the target column.
+    public static func evaluate(_ request: TaskRequest, models: [String], data: String?) throws {
+        guard let data else {
+            throw TabularError.notYetSupported(what: "evaluating a tabular model on its recorded holdout (give the table: mltool eval MODEL TABLE)")
+        }
+        guard models.count == 1 else { throw TabularError.notYetSupported(what: "comparing two tabular models") }
+        let ensemble = try TreeEnsemble(model: try ModelLoader.load(models[0]), file: models[0])
+        let ev = try TabularEvaluation(ensemble: ensemble, table: try RawTable.read(data))
+        guard request.values.has("--json") else { return request.print(ev.text(title: "\(models[0]) on \(data)")) }
+        struct Importance: Encodable { var feature: String; var gain: Double; var splits: Int }
+        struct Report: Encodable {
+            var classification: EvaluationReport?; var regression: RegressionMetrics?; var importance: [Importance]
+        }
+        request.print(try TaskOutput.json(Report(classification: ev.classification, regression: ev.regression,
+                                                 importance: ev.importance.map { Importance(feature: $0.name, gain: $0.gain, splits: $0.splits) })))
+    }
+
+    /// Each row's prediction (and class probabilities) as CSV, or as JSON lines with --json; --id copies a column.
+    public static func predict(_ request: TaskRequest, model: Model, modelPath: String, inputs: [String]) throws {
+        let ensemble = try TreeEnsemble(model: model, file: modelPath)
+        let idColumn = request.values.string("--id"), json = request.values.has("--json")
+        let classes = ensemble.objective == .regression ? [] : ensemble.labels
+        if !json {
+            request.print(((idColumn.map { [$0] } ?? []) + [ensemble.target] + classes.map { "p(\($0))" }).map(csvField).joined(separator: ","))
+        }
+        for input in inputs {
+            let table = try RawTable.read(input)
+            let id = try idColumn.map { try table.column($0) }
+            let out = ensemble.predict(try FeatureMatrix(table: table, features: ensemble.features))
+            for r in 0..<table.rows.count {
+                let probabilities = classes.isEmpty ? [] : Array(out[(r * classes.count)..<((r + 1) * classes.count)])
+                let value = classes.isEmpty ? "\(out[r])" : classes[probabilities.indices.max { probabilities[$0] < probabilities[$1] } ?? 0]
+                if json {
+                    var fields = id.map { ["\"id\": \(TaskOutput.jsonString(table.rows[r][$0]))"] } ?? []
+                    fields.append("\"prediction\": " + (classes.isEmpty ? value : TaskOutput.jsonString(value)))
+                    if !classes.isEmpty {
+                        fields.append("\"probabilities\": {" + zip(classes, probabilities).map { "\(TaskOutput.jsonString($0)): \($1)" }
+                            .joined(separator: ", ") + "}")
+                    }
+                    request.print("{" + fields.joined(separator: ", ") + "}")
+                } else {
+                    request.print(((id.map { [table.rows[r][$0]] } ?? []) + [value] + probabilities.map { "\($0)" }).map(csvField).joined(separator: ","))
+                }
+            }
+        }
+    }
+
+    /// A CSV field, quoted when it holds a comma, a quote or a line break.
+    static func csvField(_ s: String) -> String {
+        s.contains(where: { $0 == "," || $0 == "\"" || $0.isNewline }) ? "\"" + s.replacingOccurrences(of: "\"", with: "\"\"") + "\"" : s
+    }
+}

@@ -1,0 +1,48 @@
+/// A tree ensemble's settings (task "tabular"): its objective, the column it predicts, its features (how a table's
+/// fields become feature values, and how much each one contributed) and the names of its four tensors
+/// (docs/FORMAT.md, section 4.5).
+public struct TabularConfig: Codable, Equatable, Sendable {
+    /// One input column.
+    public struct Feature: Codable, Equatable, Sendable {
+        public enum Kind: String, Codable, Sendable {
+            case numeric, categorical
+        }
+
+        public var name: String
+        public var kind: Kind
+        /// Categorical features: category c is `categories[c]`; nil for numeric ones.
+        public var categories: [String]?
+        /// The loss reduction of this feature's splits, summed over the trees.
+        public var gain: Double
+        /// How many splits use this feature.
+        public var splits: Int
+
+        public init(name: String, kind: Kind, categories: [String]? = nil, gain: Double = 0, splits: Int = 0) {
+            self.name = name; self.kind = kind; self.categories = categories; self.gain = gain; self.splits = splits
+        }
+    }
+
+    /// "binary", "multiclass" or "regression".
+    public var objective: String
+    /// The column the model predicts.
+    public var target: String
+    public var features: [Feature]
+    /// K starting scores (K = 1, or the class count for "multiclass").
+    public var baseScores: [Float]
+    /// i32 [T + 1]: where each tree's nodes start, then N.
+    public var treesTensor: String
+    /// i32 [N, 5]: feature, left, right, flags, category offset per node.
+    public var nodesTensor: String
+    /// f32 [N]: thresholds and leaf values.
+    public var valuesTensor: String
+    /// i32 [W]: the category bit sets of categorical splits.
+    public var categoriesTensor: String
+
+    public init(objective: String, target: String, features: [Feature], baseScores: [Float],
+                treesTensor: String = "tabular.trees", nodesTensor: String = "tabular.nodes",
+                valuesTensor: String = "tabular.values", categoriesTensor: String = "tabular.categories") {
+        self.objective = objective; self.target = target; self.features = features; self.baseScores = baseScores
+        self.treesTensor = treesTensor; self.nodesTensor = nodesTensor; self.valuesTensor = valuesTensor
+        self.categoriesTensor = categoriesTensor
+    }
+}

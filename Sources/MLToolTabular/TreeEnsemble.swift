@@ -1,0 +1,212 @@
+import Foundation
+import MLToolCore
+
+/// A trained tree ensemble: the trees of docs/FORMAT.md section 4.5, flattened into node tables, with its features,
+/// objective and labels. `scores` and `predict` follow that section's rule exactly.
+///
+///     let model = try TreeEnsemble(model: ModelLoader.load("model.bin"))
+///     let p = model.probabilities(FeatureMatrix(table: RawTable.read("rows.csv"), features: model.features))
+public struct TreeEnsemble: Sendable {
+    public var objective: TabularSchema.Objective
+    public var target: String
+    public var labels: [String]
+    public var features: [TabularConfig.Feature]
+    public var baseScores: [Float]
+    /// Where each tree's nodes start, then the node count.
+    public var treeStarts: [Int32]
+    /// Per node: feature (−1: leaf), left, right (relative to the tree's first node), flags, category offset.
+    public var nodes: [Int32]
+    /// Per node: a numeric split's threshold or a leaf's value.
+    public var values: [Float]
+    public var categoryWords: [UInt32]
+
+    /// Scores per row: K = 1, or the class count for multiclass.
+    public var scoreCount: Int { objective == .multiclass ? labels.count : 1 }
+    public var treeCount: Int { treeStarts.count - 1 }
+
+    public init(objective: TabularSchema.Objective, target: String, labels: [String], features: [TabularConfig.Feature],
+                baseScores: [Float], treeStarts: [Int32] = [0], nodes: [Int32] = [], values: [Float] = [],
+                categoryWords: [UInt32] = []) {
+        self.objective = objective; self.target = target; self.labels = labels; self.features = features
+        self.baseScores = baseScores; self.treeStarts = treeStarts; self.nodes = nodes; self.values = values
+        self.categoryWords = categoryWords
+    }
+
+    /// The leaf value tree `t` gives a row whose feature values `value(f)` returns.
+    @inline(__always)
+    func leafValue(_ t: Int, _ value: (Int) -> Float) -> Float {
+        let start = Int(treeStarts[t])
+        var i = 0
+        while true {
+            let row = (start + i) * 5
+            let f = Int(nodes[row])
+            if f < 0 { return values[start + i] }
+            let x = value(f), flags = nodes[row + 3]
+            let left: Bool
+            if x.isNaN {
+                left = flags & 1 != 0
+            } else if flags & 2 != 0 {
+                let c = Int(x), offset = Int(nodes[row + 4])
+                let known = c >= 0 && c < (features[f].categories?.count ?? 0)
+                left = known ? categoryWords[offset + c >> 5] >> UInt32(c & 31) & 1 != 0 : flags & 1 != 0
+            } else {
+                left = x <= values[start + i]
+            }
+            i = Int(nodes[row + (left ? 1 : 2)])
+        }
+    }
+
+    /// Raw scores, [row · K + k], trees added in order from the base scores (binary32). Rows are split across
+    /// `threads` workers (each row's sum is the same whatever the split).
+    public func scores(_ m: FeatureMatrix, trees: Int? = nil, threads: Int = 0) -> [Float] {
+        let k = scoreCount, n = m.rowCount, count = min(trees ?? treeCount, treeCount), width = features.count
+        var out = [Float](repeating: 0, count: n * k)
+        guard n > 0 else { return out }
+        // Row-major values, so a traversal reads one row's features from one place.
+        var rows = [Float](repeating: 0, count: n * width)
+        for (f, column) in m.columns.enumerated() { for r in 0..<n { rows[r * width + f] = column[r] } }
+        let categoryCounts = features.map { Int32($0.categories?.count ?? 0) }
+        let workers = max(1, min(threads > 0 ? threads : ProcessInfo.processInfo.activeProcessorCount, n / 256 + 1))
+        out.withUnsafeMutableBufferPointer { op in
+            let o = SharedPointer(p: op.baseAddress!)
+            rows.withUnsafeBufferPointer { rp in
+                nodes.withUnsafeBufferPointer { np in
+                    values.withUnsafeBufferPointer { vp in
+                        categoryWords.withUnsafeBufferPointer { cp in
+                            treeStarts.withUnsafeBufferPointer { sp in
+                                categoryCounts.withUnsafeBufferPointer { cc in
+                                    let tables = ScoringTables(rp, np, vp, cp, sp, cc)
+                                    DispatchQueue.concurrentPerform(iterations: workers) { w in
+                                        // Blocks of rows through one tree at a time: a tree stays in cache while
+                                        // the block walks it (a row through every tree would sweep the whole ensemble).
+                                        let lo = n * w / workers, hi = n * (w + 1) / workers
+                                        for r in lo..<hi { for j in 0..<k { o.p[r * k + j] = baseScores[j] } }
+                                        for block in stride(from: lo, to: hi, by: 64) {
+                                            let end = min(block + 64, hi)
+                                            for t in 0..<count {
+                                                let start = Int(tables.starts[t]), j = t % k
+                                                for r in block..<end {
+                                                    o.p[r * k + j] += Self.leaf(start, tables.rows.baseAddress! + r * width, tables.nodes,
+                                                                                tables.values, tables.words, tables.counts)
+                                                }
+                                            }
+                                        }
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        return out
+    }
+
+    /// The leaf value of the tree whose nodes start at `start`, for one row's values `x` (docs/FORMAT.md 4.5).
+    @inline(__always)
+    static func leaf(_ start: Int, _ x: UnsafePointer<Float>, _ nodes: UnsafeBufferPointer<Int32>, _ values: UnsafeBufferPointer<Float>,
+                     _ words: UnsafeBufferPointer<UInt32>, _ categoryCounts: UnsafeBufferPointer<Int32>) -> Float {
+        var i = start
+        while true {
+            let node = nodes.baseAddress! + i * 5
+            let f = Int(node[0])
+            if f < 0 { return values[i] }
+            let v = x[f], flags = node[3]
+            let left: Bool
+            if v.isNaN {
+                left = flags & 1 != 0
+            } else if flags & 2 != 0 {
+                let c = Int(v)
+                left = c >= 0 && c < Int(categoryCounts[f]) ? words[Int(node[4]) + c >> 5] >> UInt32(c & 31) & 1 != 0 : flags & 1 != 0
+            } else {
+                left = v <= values[i]
+            }
+            i = start + Int(node[left ? 1 : 2])
+        }
+    }
+
+    /// Class probabilities, [row · C + c] (C = labels), or for a regression the predictions (one per row).
+    public func predict(_ m: FeatureMatrix) -> [Float] { Self.transform(scores(m), objective: objective, classes: labels.count) }
+
+    /// Scores to probabilities (sigmoid for binary, softmax for multiclass) or predictions (regression).
+    public static func transform(_ s: [Float], objective: TabularSchema.Objective, classes: Int) -> [Float] {
+        switch objective {
+        case .regression: return s
+        case .binary:
+            var out = [Float](repeating: 0, count: s.count * 2)
+            // The larger probability is rounded and the smaller is 1 minus it, exact in binary32 (Sterbenz): each
+            // row sums to exactly 1.
+            for (r, v) in s.enumerated() {
+                let p = 1 / (1 + exp(-Double(v)))
+                if p >= 0.5 { out[2 * r + 1] = Float(p); out[2 * r] = 1 - out[2 * r + 1] } else {
+                    out[2 * r] = Float(1 - p); out[2 * r + 1] = 1 - out[2 * r]
+                }
+            }
+            return out
+        case .multiclass:
+            var out = s
+            for r in 0..<(s.count / classes) {
+                let row = r * classes
+                var top = -Float.infinity
+                for j in 0..<classes { top = max(top, s[row + j]) }
+                var sum: Float = 0
+                for j in 0..<classes { out[row + j] = Float(exp(Double(s[row + j] - top))); sum += out[row + j] }
+                for j in 0..<classes { out[row + j] /= sum }
+            }
+            return out
+        }
+    }
+
+    /// Reads the ensemble of a model file (task "tabular"; the format's reader has checked docs/FORMAT.md 4.5).
+    public init(model: Model, file: String = "model") throws {
+        let md = model.metadata
+        guard md.task == .tabular, let c = md.tabular else {
+            throw TabularError.invalidModel(file: file, what: "task", expected: "tabular", actual: md.task.rawValue)
+        }
+        guard let objective = TabularSchema.Objective(rawValue: c.objective) else {
+            throw TabularError.invalidModel(file: file, what: "objective", expected: "binary, multiclass or regression", actual: c.objective)
+        }
+        func ints(_ name: String) throws -> [Int32] {
+            guard let t = model.tensor(named: name), t.dtype == .i32 else {
+                throw TabularError.invalidModel(file: file, what: "tensor '\(name)'", expected: "an i32 tensor", actual: "none")
+            }
+            return (0..<(t.bytes.count / 4)).map { Int32(littleEndian: t.bytes.buffer.loadUnaligned(fromByteOffset: $0 * 4, as: Int32.self)) }
+        }
+        guard let v = model.tensor(named: c.valuesTensor), v.dtype == .f32 else {
+            throw TabularError.invalidModel(file: file, what: "tensor '\(c.valuesTensor)'", expected: "an f32 tensor", actual: "none")
+        }
+        self.init(objective: objective, target: c.target, labels: md.labels, features: c.features, baseScores: c.baseScores,
+                  treeStarts: try ints(c.treesTensor), nodes: try ints(c.nodesTensor),
+                  values: (0..<(v.bytes.count / 4)).map { v.bytes.buffer.loadUnaligned(fromByteOffset: $0 * 4, as: Float.self) },
+                  categoryWords: try ints(c.categoriesTensor).map { UInt32(bitPattern: $0) })
+    }
+
+    /// The model file's contents: metadata (task "tabular") and the four tensors.
+    public func model(name: String? = nil, metrics: [String: Double] = [:], provenance: Provenance = Provenance()) -> Model {
+        var md = ModelMetadata(task: .tabular, labels: labels, provenance: provenance)
+        md.name = name
+        md.metrics = metrics
+        let c = TabularConfig(objective: objective.rawValue, target: target, features: features, baseScores: baseScores)
+        md.tabular = c
+        func bytes<T>(_ v: [T]) -> TensorBytes { TensorBytes(copying: v.withUnsafeBytes { Array($0) }) }
+        let tensors = [
+            StoredTensor(name: c.treesTensor, dtype: .i32, shape: [treeStarts.count], bytes: bytes(treeStarts.map(\.littleEndian))),
+            StoredTensor(name: c.nodesTensor, dtype: .i32, shape: [values.count, 5], bytes: bytes(nodes.map(\.littleEndian))),
+            StoredTensor(name: c.valuesTensor, tensor: Tensor(shape: [values.count], data: values)),
+            StoredTensor(name: c.categoriesTensor, dtype: .i32, shape: [categoryWords.count],
+                         bytes: bytes(categoryWords.map { Int32(bitPattern: $0).littleEndian })),
+        ]
+        return Model(metadata: md, tensors: tensors)
+    }
+}
+
+/// The tables `scores` walks, shared read-only by its workers.
+struct ScoringTables: @unchecked Sendable {
+    let rows: UnsafeBufferPointer<Float>, nodes: UnsafeBufferPointer<Int32>, values: UnsafeBufferPointer<Float>
+    let words: UnsafeBufferPointer<UInt32>, starts: UnsafeBufferPointer<Int32>, counts: UnsafeBufferPointer<Int32>
+
+    init(_ rows: UnsafeBufferPointer<Float>, _ nodes: UnsafeBufferPointer<Int32>, _ values: UnsafeBufferPointer<Float>,
+         _ words: UnsafeBufferPointer<UInt32>, _ starts: UnsafeBufferPointer<Int32>, _ counts: UnsafeBufferPointer<Int32>) {
+        self.rows = rows; self.nodes = nodes; self.values = values; self.words = words; self.starts = starts; self.counts = counts
+    }
+}

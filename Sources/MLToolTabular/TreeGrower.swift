@@ -1,0 +1,183 @@
+/// One tree, grown leaf-wise on binned data (see `BoostedTreeTrainer`).
+struct TreeGrower {
+    /// A node as grown: a split (feature ≥ 0) or a leaf (feature −1).
+    struct Node {
+        var feature = -1
+        var left = -1, right = -1
+        var missingLeft = false
+        var categorical = false
+        var threshold: Float = 0
+        /// Categorical splits: the category indices that go left.
+        var categories: [Int] = []
+        var value: Float = 0
+        var gain = 0.0
+    }
+
+    struct Split {
+        var gain = 0.0
+        var feature = -1
+        /// Numeric: bins 1…bin go left; categorical: `leftBins` go left. Missing (bin 0) goes left iff missingLeft.
+        var bin = 0
+        var leftBins: [Int] = []
+        var missingLeft = false
+        var categorical = false
+        var leftG = 0.0, leftH = 0.0, leftC: Int32 = 0
+    }
+
+    struct Leaf {
+        var node: Int
+        var start: Int, count: Int
+        var sumG: Double, sumH: Double
+        var hist: Histogram
+        var split: Split?
+    }
+
+    let p: BoostedTreeParameters
+    let bins: FeatureBins
+    let binned: [UInt8]
+    let n: Int
+    let offsets: [Int]
+    let threads: Int
+    var order: [Int32]
+    var scratch: [Int32]
+
+    init(parameters: BoostedTreeParameters, bins: FeatureBins, binned: [UInt8], rowCount: Int, offsets: [Int], threads: Int) {
+        p = parameters; self.bins = bins; self.binned = binned; n = rowCount; self.offsets = offsets; self.threads = threads
+        order = (0..<Int32(rowCount)).map { $0 }; scratch = order
+    }
+
+    /// Grows one tree on gradients `g` and hessians `h`: its nodes (root first, children after their parent) and
+    /// the rows of each leaf.
+    mutating func grow(g: [Float], h: [Float]) -> (nodes: [Node], leafRows: [(Int, ArraySlice<Int32>)]) {
+        for i in 0..<n { order[i] = Int32(i) }
+        var hist = Histogram(bins: offsets[offsets.count - 1])
+        HistogramKernel.build(bins: binned, rowCount: n, offsets: offsets, rows: order[0..<n], g: g, h: h, threads: threads, into: &hist)
+        var sumG = 0.0, sumH = 0.0
+        for i in 0..<n { sumG += Double(g[i]); sumH += Double(h[i]) }
+        var nodes = [Node()]
+        var leaves = [Leaf(node: 0, start: 0, count: n, sumG: sumG, sumH: sumH, hist: hist, split: nil)]
+        leaves[0].split = bestSplit(leaves[0])
+        while leaves.count < p.leaves {
+            var pick = -1
+            for (i, l) in leaves.enumerated() {
+                guard let s = l.split, s.gain > 0 else { continue }
+                if pick < 0 || s.gain > leaves[pick].split!.gain { pick = i }
+            }
+            guard pick >= 0, let s = leaves[pick].split else { break }
+            let parent = leaves[pick]
+            let leftCount = partition(parent, s)
+            let l = nodes.count, r = nodes.count + 1
+            var node = Node(feature: s.feature, left: l, right: r, missingLeft: s.missingLeft, categorical: s.categorical,
+                            gain: s.gain)
+            if s.categorical { node.categories = s.leftBins.map { $0 - 1 } } else { node.threshold = bins.bounds[s.feature]![s.bin - 1] }
+            nodes[parent.node] = node
+            nodes.append(Node()); nodes.append(Node())
+            let rightCount = parent.count - leftCount
+            var small = Histogram(bins: hist.g.count), large = parent.hist
+            let leftSmaller = leftCount <= rightCount
+            let smallStart = leftSmaller ? parent.start : parent.start + leftCount
+            let smallCount = leftSmaller ? leftCount : rightCount
+            HistogramKernel.build(bins: binned, rowCount: n, offsets: offsets, rows: order[smallStart..<(smallStart + smallCount)],
+                                  g: g, h: h, threads: threads, into: &small)
+            large.subtract(small)
+            var left = Leaf(node: l, start: parent.start, count: leftCount, sumG: s.leftG, sumH: s.leftH,
+                            hist: leftSmaller ? small : large, split: nil)
+            var right = Leaf(node: r, start: parent.start + leftCount, count: rightCount, sumG: parent.sumG - s.leftG,
+                             sumH: parent.sumH - s.leftH, hist: leftSmaller ? large : small, split: nil)
+            left.split = bestSplit(left); right.split = bestSplit(right)
+            leaves[pick] = left
+            leaves.append(right)
+        }
+        var rows: [(Int, ArraySlice<Int32>)] = []
+        for leaf in leaves {
+            nodes[leaf.node].value = Float(-Self.threshold(leaf.sumG, p.l1) / (leaf.sumH + p.l2)) * p.learningRate
+            rows.append((leaf.node, order[leaf.start..<(leaf.start + leaf.count)]))
+        }
+        return (nodes, rows)
+    }
+
+    /// Stable partition of a leaf's rows: those going left first. Returns how many go left.
+    mutating func partition(_ leaf: Leaf, _ s: Split) -> Int {
+        var goes = [Bool](repeating: false, count: 256)
+        if s.categorical { for b in s.leftBins { goes[b] = true } } else { for b in 1...s.bin { goes[b] = true } }
+        goes[0] = s.missingLeft
+        let column = s.feature * n
+        var l = leaf.start, r = 0
+        for i in leaf.start..<(leaf.start + leaf.count) {
+            let row = order[i]
+            if goes[Int(binned[column + Int(row)])] { order[l] = row; l += 1 } else { scratch[r] = row; r += 1 }
+        }
+        for i in 0..<r { order[l + i] = scratch[i] }
+        return l - leaf.start
+    }
+
+    /// sign(g) · max(|g| − l1, 0).
+    static func threshold(_ g: Double, _ l1: Double) -> Double {
+        l1 == 0 ? g : g > l1 ? g - l1 : g < -l1 ? g + l1 : 0
+    }
+
+    func score(_ g: Double, _ h: Double, _ l2: Double) -> Double {
+        let t = Self.threshold(g, p.l1)
+        return t * t / (h + l2)
+    }
+
+    /// The best split of a leaf over every feature (the first of equal gains).
+    func bestSplit(_ leaf: Leaf) -> Split? {
+        guard leaf.count >= 2 * p.minDataInLeaf else { return nil }
+        var best = Split()
+        for f in 0..<(offsets.count - 1) {
+            if bins.bounds[f] == nil { categoricalSplit(leaf, f, &best) } else { numericSplit(leaf, f, &best) }
+        }
+        return best.feature >= 0 ? best : nil
+    }
+
+    func allowed(_ lc: Int32, _ lh: Double, _ rc: Int32, _ rh: Double) -> Bool {
+        Int(lc) >= p.minDataInLeaf && Int(rc) >= p.minDataInLeaf && lh >= p.minHessianInLeaf && rh >= p.minHessianInLeaf
+    }
+
+    func numericSplit(_ leaf: Leaf, _ f: Int, _ best: inout Split) {
+        let o = offsets[f], count = bins.counts[f], hist = leaf.hist
+        let parentScore = score(leaf.sumG, leaf.sumH, p.l2), total = Int32(leaf.count)
+        for missingLeft in hist.c[o] > 0 ? [false, true] : [false] {
+            var lg = missingLeft ? hist.g[o] : 0, lh = missingLeft ? hist.h[o] : 0, lc = missingLeft ? hist.c[o] : 0
+            for b in 1..<max(count - 1, 1) {
+                lg += hist.g[o + b]; lh += hist.h[o + b]; lc += hist.c[o + b]
+                let rg = leaf.sumG - lg, rh = leaf.sumH - lh, rc = total - lc
+                guard allowed(lc, lh, rc, rh) else { continue }
+                let gain = score(lg, lh, p.l2) + score(rg, rh, p.l2) - parentScore
+                if gain > best.gain {
+                    best = Split(gain: gain, feature: f, bin: b, missingLeft: missingLeft, leftG: lg, leftH: lh, leftC: lc)
+                }
+            }
+        }
+    }
+
+    func categoricalSplit(_ leaf: Leaf, _ f: Int, _ best: inout Split) {
+        let o = offsets[f], count = bins.counts[f], hist = leaf.hist, total = Int32(leaf.count)
+        let used = (1..<max(count, 1)).filter { hist.c[o + $0] > 0 }
+        guard used.count >= 2 else { return }
+        let l2 = p.l2 + p.catL2, parentScore = score(leaf.sumG, leaf.sumH, l2)
+        func consider(_ left: [Int]) {
+            var lg = 0.0, lh = 0.0, lc: Int32 = 0
+            for b in left { lg += hist.g[o + b]; lh += hist.h[o + b]; lc += hist.c[o + b] }
+            let rg = leaf.sumG - lg, rh = leaf.sumH - lh, rc = total - lc
+            guard allowed(lc, lh, rc, rh) else { return }
+            let gain = score(lg, lh, l2) + score(rg, rh, l2) - parentScore
+            if gain > best.gain {
+                best = Split(gain: gain, feature: f, leftBins: left.sorted(), categorical: true, leftG: lg, leftH: lh, leftC: lc)
+            }
+        }
+        if used.count <= p.maxCatToOneHot {
+            for b in used { consider([b]) }
+            return
+        }
+        let sorted = used.sorted { a, b in
+            let x = hist.g[o + a] / (hist.h[o + a] + p.catSmooth), y = hist.g[o + b] / (hist.h[o + b] + p.catSmooth)
+            return x != y ? x < y : a < b
+        }
+        let limit = min(p.maxCatThreshold, sorted.count - 1)
+        for direction in [sorted, Array(sorted.reversed())] {
+            for m in 1...max(limit, 1) { consider(Array(direction.prefix(m))) }
+        }
+    }
+}

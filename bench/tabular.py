@@ -1,0 +1,150 @@
+"""Part 53 of `make bench` (bench/README.md): mltool's boosted trees against LightGBM, XGBoost and scikit-learn's
+HistGradientBoosting on datasets/tabular.sh's tables, same train/validation/test files, 2 threads.
+
+For each set and seed: test accuracy (classification) or RMSE (regression), training seconds (mltool: the whole
+`mltool train` process, reading the CSV included; peers: the fit call on data already in memory) and prediction
+rows/s on 10,000 rows (mltool: the whole `mltool predict` process on a 10,000-row CSV, reading and writing
+included; peers: predict on a DataFrame in memory). Peers run with their defaults, and LightGBM and XGBoost also
+with early stopping on the validation file (1000 rounds at most, patience 20, as mltool). Run alone:
+python3 bench/tabular.py [--sets letter,spam] [--seeds 3] [--mltool .build/release/mltool]
+"""
+import argparse, csv, os, subprocess, sys, tempfile, time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SETS = {"letter": "lettr", "pima": "diabetes", "dna": "Class", "diamonds": "price", "spam": "type"}
+THREADS = 2
+
+
+def load(name):
+    import pandas as pd
+    d = os.path.join(ROOT, "datasets/tabular", name)
+    parts = {p: pd.read_csv(os.path.join(d, p + ".csv"), keep_default_na=True) for p in ("train", "validation", "test")}
+    target = SETS[name]
+    regression = name == "diamonds"
+    for df in parts.values():
+        for c in df.columns:
+            if c != target and not pd.api.types.is_numeric_dtype(df[c]):
+                df[c] = df[c].astype("category")
+    cats = {c: sorted(parts["train"][c].dropna().unique()) for c in parts["train"].columns
+            if c != target and str(parts["train"][c].dtype) == "category"}
+    for df in parts.values():
+        for c, levels in cats.items():
+            df[c] = pd.Categorical(df[c], categories=levels)
+    labels = None if regression else sorted(parts["train"][target].astype(str).unique())
+    out = {}
+    for p, df in parts.items():
+        x = df.drop(columns=[target])
+        y = df[target].astype(float) if regression else df[target].astype(str).map({l: i for i, l in enumerate(labels)})
+        out[p] = (x, y.to_numpy())
+    return out, regression, labels
+
+
+def score(regression, y, pred):
+    import numpy as np
+    if regression:
+        return float(np.sqrt(np.mean((np.asarray(pred, dtype=float) - y) ** 2)))
+    return float(np.mean(np.asarray(pred) == y))
+
+
+def batch_of(x, n=10_000):
+    import pandas as pd
+    reps = -(-n // len(x))
+    return pd.concat([x] * reps, ignore_index=True).iloc[:n]
+
+
+def peers(data, regression, seed):
+    """(name, fit seconds, test score, rows/s on 10,000 rows) for each peer configuration."""
+    import numpy as np
+    import lightgbm as lgb
+    import xgboost as xgb
+    from sklearn.ensemble import HistGradientBoostingClassifier, HistGradientBoostingRegressor
+    (xtr, ytr), (xva, yva), (xte, yte) = data["train"], data["validation"], data["test"]
+    big = batch_of(xte)
+    out = []
+
+    def measure(name, model, fit, predict):
+        t = time.perf_counter(); fit(); fit_s = time.perf_counter() - t
+        s = score(regression, yte, predict(xte))
+        best = float("inf")
+        for _ in range(3):
+            t = time.perf_counter(); predict(big); best = min(best, time.perf_counter() - t)
+        out.append((name, fit_s, s, len(big) / best))
+
+    common = dict(n_jobs=THREADS, random_state=seed)
+    lgb_cls = lgb.LGBMRegressor if regression else lgb.LGBMClassifier
+    m = lgb_cls(verbose=-1, **common)
+    measure("LightGBM defaults", m, lambda: m.fit(xtr, ytr), m.predict)
+    m2 = lgb_cls(verbose=-1, n_estimators=1000, **common)
+    measure("LightGBM early stopping", m2, lambda: m2.fit(xtr, ytr, eval_set=[(xva, yva)],
+                                                          callbacks=[lgb.early_stopping(20, verbose=False)]), m2.predict)
+    xgb_cls = xgb.XGBRegressor if regression else xgb.XGBClassifier
+    m3 = xgb_cls(tree_method="hist", enable_categorical=True, **common)
+    measure("XGBoost defaults", m3, lambda: m3.fit(xtr, ytr), m3.predict)
+    m4 = xgb_cls(tree_method="hist", enable_categorical=True, n_estimators=1000, early_stopping_rounds=20, **common)
+    measure("XGBoost early stopping", m4, lambda: m4.fit(xtr, ytr, eval_set=[(xva, yva)], verbose=False), m4.predict)
+    hgb_cls = HistGradientBoostingRegressor if regression else HistGradientBoostingClassifier
+    m5 = hgb_cls(categorical_features="from_dtype", random_state=seed)
+    measure("sklearn HistGradientBoosting", m5, lambda: m5.fit(xtr, ytr), m5.predict)
+    return out
+
+
+def mltool(binary, name, seed, work):
+    """(train seconds, test score, predict rows/s on 10,000 rows) of mltool's defaults."""
+    d = os.path.join(ROOT, "datasets/tabular", name)
+    model = os.path.join(work, f"{name}-{seed}.bin")
+    t = time.perf_counter()
+    r = subprocess.run([binary, "train", f"{d}/train.csv", "--target", SETS[name], "--test", f"{d}/test.csv",
+                        "--validation-data", f"{d}/validation.csv", "--seed", str(seed), "--threads", str(THREADS),
+                        "-o", model, "--quiet"], capture_output=True, text=True)
+    train_s = time.perf_counter() - t
+    if r.returncode != 0:
+        sys.exit(f"bench: mltool train {name} exited {r.returncode}\n{r.stderr[-2000:]}")
+    ev = subprocess.run([binary, "eval", model, f"{d}/test.csv", "--json"], capture_output=True, text=True, check=True)
+    import json
+    report = json.loads(ev.stdout)
+    s = report["regression"]["rmse"] if report.get("regression") else report["classification"]["accuracy"]
+    rows = list(csv.reader(open(f"{d}/test.csv")))
+    big = os.path.join(work, f"{name}-10000.csv")
+    with open(big, "w", newline="") as f:
+        w = csv.writer(f, lineterminator="\n")
+        w.writerow(rows[0])
+        for i in range(10_000):
+            w.writerow(rows[1 + i % (len(rows) - 1)])
+    best = float("inf")
+    for _ in range(3):
+        t = time.perf_counter()
+        subprocess.run([binary, "predict", model, big], capture_output=True, check=True)
+        best = min(best, time.perf_counter() - t)
+    return train_s, s, 10_000 / best
+
+
+def measure(binary, sets, seeds, report=print):
+    """Rows of dicts: set, seed, who, train seconds, score, rows/s; `report` sees each as it is made."""
+    rows = []
+    with tempfile.TemporaryDirectory() as work:
+        for name in sets:
+            data, regression, _ = load(name)
+            metric = "RMSE" if regression else "accuracy"
+            for seed in range(seeds):
+                t, s, rps = mltool(binary, name, seed, work)
+                mine = dict(set=name, seed=seed, who="mltool", train_s=t, score=s, metric=metric, rows_per_s=rps)
+                rows.append(mine); report(mine)
+                for who, ft, ps, prs in peers(data, regression, seed):
+                    r = dict(set=name, seed=seed, who=who, train_s=ft, score=ps, metric=metric, rows_per_s=prs)
+                    rows.append(r); report(r)
+    return rows
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--mltool", default=os.path.join(ROOT, ".build/release/mltool"))
+    ap.add_argument("--sets", default=",".join(SETS))
+    ap.add_argument("--seeds", type=int, default=3)
+    a = ap.parse_args()
+    measure(a.mltool, a.sets.split(","), a.seeds,
+            report=lambda r: print(f"{r['set']:<9} seed {r['seed']}  {r['who']:<30} {r['metric']} {r['score']:.4f}  "
+                                   f"train {r['train_s']:.2f} s  predict {r['rows_per_s']:.0f} rows/s", flush=True))
+
+
+if __name__ == "__main__":
+    main()

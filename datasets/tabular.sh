@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# Real tables for the tabular task (issue 53), from Debian's R packages, as CSV with fixed seeded splits:
+#     OUT/<name>/train.csv  validation.csv  test.csv   (70 / 10 / 20 % of the rows)
+#     OUT/<name>/README     (source package and version, target column, row counts)
+# Sets (name: R data set, package; target):
+#     letter:   LetterRecognition, r-cran-mlbench (20,000 × 16, 26 classes; target lettr)
+#     pima:     PimaIndiansDiabetes2, r-cran-mlbench (768 × 8, missing values as empty fields; target diabetes)
+#     dna:      DNA, r-cran-mlbench (3,186 × 180 binary indicators, 3 classes; target Class)
+#     diamonds: diamonds, r-cran-ggplot2 (53,940 × 9, ordered categoricals cut/color/clarity; target price)
+#     spam:     spam, r-cran-kernlab (4,601 × 57; target type)
+# Usage: datasets/tabular.sh [OUT]      OUT defaults to datasets/tabular
+# The packages install their data as R lazy-load databases (data/Rdata.rdb), which only R reads: Rscript (from
+# r-base-core, which they depend on) writes each table as CSV (factors as their level names, NA as an empty field),
+# then the split is made here: a row goes to a split by the SHA-256 of "<name>:<seed>:<row number>" (seed 53), so
+# every machine, R and Python version gives the same files. Idempotent: a complete tree (OUT/.complete) is left alone.
+set -euo pipefail
+
+out=""
+for arg in "$@"; do
+    case "$arg" in
+        -h|--help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -*) echo "tabular.sh: unknown option $arg" >&2; exit 64 ;;
+        *) [ -z "$out" ] || { echo "tabular.sh: more than one OUT given" >&2; exit 64; }; out="$arg" ;;
+    esac
+done
+here="$(cd "$(dirname "$0")" && pwd)"
+out="${out:-$here/tabular}"
+if [ -f "$out/.complete" ]; then
+    echo "tabular: $out is already complete"
+    exit 0
+fi
+command -v Rscript >/dev/null || { echo "tabular.sh: Rscript not found: apt-get install r-cran-mlbench r-cran-ggplot2 r-cran-kernlab (make setup)" >&2; exit 69; }
+partial="$out.partial-$$"
+rm -rf "$partial"
+mkdir -p "$partial/raw"
+trap 'rm -rf "$partial"' EXIT
+
+Rscript --vanilla - "$partial/raw" <<'EOF'
+dir <- commandArgs(trailingOnly = TRUE)[1]
+save <- function(name, set, package) {
+    e <- new.env()
+    data(list = set, package = package, envir = e)
+    write.csv(as.data.frame(get(set, envir = e)), file.path(dir, paste0(name, ".csv")), row.names = FALSE, na = "")
+    cat(name, as.character(packageVersion(package)), "\n", file = file.path(dir, paste0(name, ".version")))
+}
+save("letter", "LetterRecognition", "mlbench")
+save("pima", "PimaIndiansDiabetes2", "mlbench")
+save("dna", "DNA", "mlbench")
+save("diamonds", "diamonds", "ggplot2")
+save("spam", "spam", "kernlab")
+EOF
+
+python3 - "$partial" <<'EOF'
+import csv, hashlib, os, sys
+root = sys.argv[1]
+sets = {"letter": ("LetterRecognition", "r-cran-mlbench", "lettr"), "pima": ("PimaIndiansDiabetes2", "r-cran-mlbench", "diabetes"),
+        "dna": ("DNA", "r-cran-mlbench", "Class"), "diamonds": ("diamonds", "r-cran-ggplot2", "price"),
+        "spam": ("spam", "r-cran-kernlab", "type")}
+for name, (rname, package, target) in sets.items():
+    with open(os.path.join(root, "raw", name + ".csv"), newline="") as f:
+        rows = list(csv.reader(f))
+    header, body = rows[0], rows[1:]
+    assert target in header, (name, target, header)
+    version = open(os.path.join(root, "raw", name + ".version")).read().split()[1]
+    # Each row's place in [0, 1) from a hash of its number: 70 % train, 10 % validation, 20 % test.
+    parts = {"train": [], "validation": [], "test": []}
+    for i, row in enumerate(body):
+        u = int.from_bytes(hashlib.sha256(f"{name}:53:{i}".encode()).digest()[:8], "big") / 2**64
+        parts["train" if u < 0.7 else "validation" if u < 0.8 else "test"].append(row)
+    os.makedirs(os.path.join(root, name))
+    for part, prows in parts.items():
+        with open(os.path.join(root, name, part + ".csv"), "w", newline="") as f:
+            w = csv.writer(f, lineterminator="\n")
+            w.writerow(header)
+            w.writerows(prows)
+    with open(os.path.join(root, name, "README"), "w") as f:
+        f.write(f"{rname} from Debian's {package} (R package version {version}); target column '{target}'.\n")
+        f.write(f"{len(body)} rows x {len(header) - 1} features: train {len(parts['train'])}, "
+                f"validation {len(parts['validation'])}, test {len(parts['test'])} (datasets/tabular.sh, seed 53).\n")
+    print(f"tabular: {name}: {len(body)} rows, {len(header) - 1} features, target {target}: "
+          f"{len(parts['train'])}/{len(parts['validation'])}/{len(parts['test'])}")
+EOF
+rm -rf "$partial/raw"
+touch "$partial/.complete"
+rm -rf "$out"
+mv "$partial" "$out"
+trap - EXIT
+echo "tabular: wrote $out"
