@@ -16,22 +16,7 @@ import Testing
 
     /// scikit-learn's metrics (Tests/Fixtures/tabular/sklearn_metrics.py) of `request`, or nil when it is missing.
     static func sklearn(_ request: [String: Any]) throws -> [String: Any]? {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        p.arguments = ["python3", root + "/Tests/Fixtures/tabular/sklearn_metrics.py"]
-        let input = Pipe(), output = Pipe(), errors = Pipe()
-        p.standardInput = input; p.standardOutput = output; p.standardError = errors
-        try p.run()
-        input.fileHandleForWriting.write(try JSONSerialization.data(withJSONObject: request))
-        try input.fileHandleForWriting.close()
-        let out = output.fileHandleForReading.readDataToEndOfFile()
-        let err = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        p.waitUntilExit()
-        guard p.terminationStatus == 0 else {
-            Oracles.missing("scikit-learn oracle: \(err.split(separator: "\n").last ?? "")")
-            return nil
-        }
-        return try JSONSerialization.jsonObject(with: out) as? [String: Any]
+        try JSONOracle.call("Tests/Fixtures/tabular/sklearn_metrics.py", request, missing: "scikit-learn oracle (pip install scikit-learn)")
     }
 
     /// PimaIndiansDiabetes2 (missing values in five columns): test accuracy, eval against scikit-learn, predict.

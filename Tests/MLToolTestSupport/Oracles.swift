@@ -65,15 +65,15 @@ public enum SharedDatasets {
     }
 }
 
-/// pycocotools' COCOeval as an oracle (Tests/Fixtures/eval/coco_reference.py): the request is
-/// {"labels", "truth": per photo [{"label", "box": [x, y, w, h]}], "detections": per photo [{"label", "score", "box"}]};
-/// the answer {"mAP50", "mAP50to95", "perClass"}. nil (and a loud skip, or a failure under MLTOOL_REQUIRE_ORACLES=1)
-/// when pycocotools is missing.
-public enum CocoOracle {
-    public static func evaluate(_ request: [String: Any], sourceLocation: SourceLocation = #_sourceLocation) throws -> [String: Any]? {
+/// A Python script under Tests/Fixtures as an oracle: the request as JSON on its stdin, the answer as a JSON object
+/// on its stdout. nil after a loud skip (`Oracles.missing`: a failure under MLTOOL_REQUIRE_ORACLES=1) when a module
+/// it imports is missing, or after recording the script's failure.
+public enum JSONOracle {
+    public static func call(_ script: String, _ request: [String: Any], missing what: String,
+                            sourceLocation: SourceLocation = #_sourceLocation) throws -> [String: Any]? {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        p.arguments = ["python3", SharedDatasets.repository.appendingPathComponent("Tests/Fixtures/eval/coco_reference.py").path]
+        p.arguments = ["python3", SharedDatasets.repository.appendingPathComponent(script).path]
         let input = Pipe(), output = Pipe(), errors = Pipe()
         p.standardInput = input; p.standardOutput = output; p.standardError = errors
         try p.run()
@@ -84,12 +84,23 @@ public enum CocoOracle {
         p.waitUntilExit()
         guard p.terminationStatus == 0 else {
             if err.contains("No module named") {
-                Oracles.missing("pycocotools oracle (pip install pycocotools): \(err.split(separator: "\n").last ?? "")", sourceLocation: sourceLocation)
+                Oracles.missing("\(what): \(err.split(separator: "\n").last ?? "")", sourceLocation: sourceLocation)
                 return nil
             }
-            Issue.record("coco_reference.py failed: \(err)", sourceLocation: sourceLocation)
+            Issue.record("\(script) failed: \(err)", sourceLocation: sourceLocation)
             return nil
         }
         return try JSONSerialization.jsonObject(with: out) as? [String: Any]
+    }
+}
+
+/// pycocotools' COCOeval as an oracle (Tests/Fixtures/eval/coco_reference.py): the request is
+/// {"labels", "truth": per photo [{"label", "box": [x, y, w, h]}], "detections": per photo [{"label", "score", "box"}]};
+/// the answer {"mAP50", "mAP50to95", "perClass"}. nil (and a loud skip, or a failure under MLTOOL_REQUIRE_ORACLES=1)
+/// when pycocotools is missing.
+public enum CocoOracle {
+    public static func evaluate(_ request: [String: Any], sourceLocation: SourceLocation = #_sourceLocation) throws -> [String: Any]? {
+        try JSONOracle.call("Tests/Fixtures/eval/coco_reference.py", request, missing: "pycocotools oracle (pip install pycocotools)",
+                            sourceLocation: sourceLocation)
     }
 }
