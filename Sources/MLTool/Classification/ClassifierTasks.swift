@@ -18,9 +18,12 @@ public enum ClassifierTasks {
         try values.int("--threads") ?? 0
     }
 
-    /// `--top K` of `predict` (default 3).
+    /// How many labels `predict` (and `mltool serve`) give per input unless `--top` says otherwise.
+    static let defaultTop = 3
+
+    /// `--top K` of `predict` (default `defaultTop`).
     static func rankingOptions(_ values: OptionValues) throws -> ClassificationOptions {
-        let k = try values.int("--top") ?? 3
+        let k = try values.int("--top") ?? defaultTop
         guard k >= 1 else { throw OptionText.refuse("--top", "--top must be ≥ 1") }
         return ClassificationOptions(maximumCount: k)
     }

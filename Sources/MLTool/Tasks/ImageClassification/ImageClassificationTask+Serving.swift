@@ -19,7 +19,7 @@ struct ImageClassificationServing: ServingPredictor {
             case .text: return .data(Data(), name: "text")
             }
         }
-        return zip(inputs, classifier.classify(batch: sources, options: ClassificationOptions(maximumCount: 3))).map { input, result in
+        return zip(inputs, classifier.classify(batch: sources, options: ClassificationOptions(maximumCount: ClassifierTasks.defaultTop))).map { input, result in
             guard case .image(_, let name) = input else {
                 return .failure(PipelineError.badInput(file: "request", reason: "an image classifier takes images, not texts"))
             }
