@@ -136,8 +136,8 @@ public struct DetectionDataset: Sendable {
     /// skips an undecodable image. `strict`: the first such photo's error (in data set order) is thrown instead.
     public func droppingUnreadablePhotos(maxPixels: Int, workers: Int, strict: Bool = false) throws -> DetectionDataset {
         let slots = Slots<DataError>(count: images.count)
-        let photos = images
-        DispatchQueue.concurrentPerform(iterations: max(1, min(workers, photos.count))) { w in
+        let photos = images, lanes = max(1, min(workers, photos.count))
+        DispatchQueue.concurrentPerform(iterations: lanes) { w in
             var i = w
             while i < photos.count {
                 do { _ = try ImageDecoder.decode(path: photos[i].path, maxPixels: maxPixels) } catch let e as DataError {
@@ -145,7 +145,7 @@ public struct DetectionDataset: Sendable {
                 } catch {
                     slots.set(i, .cannotRead(file: photos[i].path, reason: "\(error)"))
                 }
-                i += max(1, min(workers, photos.count))
+                i += lanes
             }
         }
         // A photo whose header could not be read was named by `load`; strict stops there too, with its own error.
