@@ -135,16 +135,19 @@ def main():
                what="the data view and the form")
         result["bars"] = b.js("document.querySelectorAll('#class-chart rect').length")
         b.screenshot(shots, "data")
+        # The curve: its point count each time the page redraws it (a MutationObserver sees every redraw, also
+        # those of events that arrive together), until the run ends.
+        b.js("window.curveSeen = []; new MutationObserver(() => { const n = Number(document.getElementById('run-curves')"
+             ".dataset.points || 0); if (n && curveSeen[curveSeen.length - 1] !== n) curveSeen.push(n); })"
+             ".observe(document.getElementById('run-curves'), {attributes: true, childList: true})")
         click("#train")
-        # The curve: its point count, each time it changes, until the run ends.
         deadline = time.time() + 240
         while time.time() < deadline:
-            n = b.js("Number(document.getElementById('run-curves').dataset.points || 0)")
-            if n and (not result["curve"] or result["curve"][-1] != n):
-                result["curve"].append(n)
+            result["curve"] = b.js("window.curveSeen")
             state = b.js("document.getElementById('run-state').textContent")
             if state in ("finished", "failed", "cancelled"):
                 result["run"] = state
+                result["curve"] = b.js("window.curveSeen")
                 break
             time.sleep(0.05)
         b.screenshot(shots, "train")
