@@ -55,6 +55,9 @@ let package = Package(
         .target(name: "MLTool", dependencies: [
             "MLToolCore", "MLToolFormat", "MLToolImport", "MLToolEngine", "MLToolData", "MLToolTrain", "MLToolEval", "MLToolQuant", "MLToolExport", "MLToolNL", "MLToolDetect", "MLToolAudio",
             "MLToolHTTP", "MLToolTabular",
+        ], resources: [
+            // `mltool studio`'s page (issue 55), embedded as byte arrays (PackageResources): nothing beside the binary.
+            .embedInCode("Studio/Assets/index.html"), .embedInCode("Studio/Assets/studio.css"), .embedInCode("Studio/Assets/studio.js"),
         ]),
         // One entry per reader of outside bytes (bytes in, errors swallowed): run by fuzz/ under libFuzzer and by
         // FuzzRegressionTests on every committed seed and regression input.

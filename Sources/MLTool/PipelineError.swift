@@ -11,12 +11,15 @@ public enum PipelineError: MLToolError, Equatable {
     case invalidParameter(name: String, reason: String)
     /// Something the pipeline does not do yet.
     case notSupported(String)
+    /// A path a request named (`field`) that leads outside `folder` (`mltool studio`'s project): absolute, through
+    /// `..`, or through a symbolic link out of it.
+    case outsideFolder(field: String, path: String, folder: String, reason: String)
 
     public var exitStatus: ExitStatus {
         switch self {
         case .missingInput: return .noInput
         case .badInput, .notSupported: return .dataError
-        case .invalidParameter: return .usage
+        case .invalidParameter, .outsideFolder: return .usage
         }
     }
 
@@ -25,6 +28,8 @@ public enum PipelineError: MLToolError, Equatable {
         case let .missingInput(file, reason), let .badInput(file, reason): return "\(file): \(reason)"
         case let .invalidParameter(_, reason): return reason
         case let .notSupported(what): return "not yet supported: \(what)"
+        case let .outsideFolder(field, path, folder, reason):
+            return "\(field) '\(path)': \(reason); paths must stay inside the project folder \(folder)"
         }
     }
 }

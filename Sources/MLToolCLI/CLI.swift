@@ -5,7 +5,7 @@ import MLTool
 public enum CLI {
     /// Every subcommand, in the order `--help` lists them; train, eval and predict consult `tasks`.
     static func commands(_ tasks: TaskRegistry) -> [CommandSpec] {
-        [importCommand, train(tasks), eval(tasks), quantize, export, info, predict(tasks), runCommand, bench, serve]
+        [importCommand, train(tasks), eval(tasks), quantize, export, info, predict(tasks), runCommand, bench, serve, studio]
     }
 
     static var overview: String {

@@ -7,11 +7,14 @@ public struct HTTPRequestHead: Sendable {
     public var path: String
     public var query: String
     public var headers: [String: String]
+    /// The query's arguments, percent-decoded (a repeated name keeps its last value).
+    public var arguments: [String: String]
     /// The length the client announced (nil for a chunked body or none).
     public var contentLength: Int? { headers["content-length"].flatMap { Int($0) } }
 
-    public init(method: String, path: String, query: String = "", headers: [String: String] = [:]) {
-        self.method = method; self.path = path; self.query = query; self.headers = headers
+    public init(method: String, path: String, query: String = "", headers: [String: String] = [:],
+                arguments: [String: String] = [:]) {
+        self.method = method; self.path = path; self.query = query; self.headers = headers; self.arguments = arguments
     }
 
     /// A header's value; `name` in any case.

@@ -94,7 +94,8 @@ public final class HTTPServer: @unchecked Sendable {
                             size: UnsafeMutablePointer<Int>, context: UnsafeMutablePointer<UnsafeMutableRawPointer?>) -> MHD_Result {
         guard let raw = context.pointee else {
             // The head: screen it before reading any of the body.
-            let head = HTTPRequestHead(method: method, path: url, headers: Self.headers(connection))
+            let head = HTTPRequestHead(method: method, path: url, headers: Self.values(connection, .HEADER_KIND),
+                                       arguments: Self.values(connection, .GET_ARGUMENT_KIND))
             let exchange = Exchange(head: head)
             context.pointee = Unmanaged.passRetained(exchange).toOpaque()
             lock.withLock { active += 1 }
@@ -178,17 +179,24 @@ public final class HTTPServer: @unchecked Sendable {
 
     private final class HeaderBox { var headers: [String: String] = [:] }
 
-    private static func headers(_ connection: OpaquePointer) -> [String: String] {
+    /// The request's headers (names in lower case) or query arguments (percent-decoded by libmicrohttpd).
+    private static func values(_ connection: OpaquePointer, _ kind: MHD_ValueKind) -> [String: String] {
         let box = HeaderBox()
         withExtendedLifetime(box) {
-            _ = MHD_get_connection_values(connection, .HEADER_KIND, { cls, _, key, value in
+            let collect: MHD_KeyValueIterator = { cls, kind, key, value in
                 guard let cls, let key else { return .YES }
                 let box = Unmanaged<HeaderBox>.fromOpaque(cls).takeUnretainedValue()
-                let name = String(cString: key).lowercased(), v = value.map { String(cString: $0) } ?? ""
-                // A repeated header keeps its values joined, as RFC 9110 allows for list-valued fields.
-                box.headers[name] = box.headers[name].map { $0 + ", " + v } ?? v
+                let raw = String(cString: key), v = value.map { String(cString: $0) } ?? ""
+                if kind == .HEADER_KIND {
+                    // A repeated header keeps its values joined, as RFC 9110 allows for list-valued fields.
+                    let name = raw.lowercased()
+                    box.headers[name] = box.headers[name].map { $0 + ", " + v } ?? v
+                } else {
+                    box.headers[raw] = v
+                }
                 return .YES
-            }, Unmanaged.passUnretained(box).toOpaque())
+            }
+            _ = MHD_get_connection_values(connection, kind, collect, Unmanaged.passUnretained(box).toOpaque())
         }
         return box.headers
     }

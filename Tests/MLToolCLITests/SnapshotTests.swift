@@ -11,7 +11,7 @@ import Testing
 struct SnapshotTests {
     static let directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Snapshots")
     static let recording = ProcessInfo.processInfo.environment["MLTOOL_RECORD_SNAPSHOTS"] == "1"
-    static let commands = ["import", "train", "eval", "quantize", "export", "info", "predict", "run", "bench", "serve"]
+    static let commands = ["import", "train", "eval", "quantize", "export", "info", "predict", "run", "bench", "serve", "studio"]
 
     /// One command's run as a snapshot: the command line, exit status, stdout and stderr, masked.
     static func render(_ args: [String], _ r: Tool.Result, scratch: String) -> String {

@@ -9,6 +9,9 @@ public struct TaskRequest: Sendable {
     public var progress: @Sendable (PipelineEvent) -> Void
     /// One line of the command's result.
     public var output: @Sendable (String) -> Void
+    /// Cancels the work between its stages and batches (`CancellationError`); tasks whose trainers take no
+    /// cancellation check it before they start.
+    public var cancellation = Cancellation()
 
     public init(arguments: [String], values: OptionValues = OptionValues(),
                 progress: @escaping @Sendable (PipelineEvent) -> Void = { _ in },

@@ -84,7 +84,7 @@ public enum ImageClassificationTask: TaskKind {
         } else if let o = ["--shard", "--manifest"].first(where: v.has) {
             throw PipelineError.invalidParameter(name: o, reason: "\(o) needs --features-only (a shard fills the cache; the final train reads it all)")
         }
-        let r = try trainer.train(progress: request.progress)
+        let r = try trainer.train(progress: request.progress, cancellation: request.cancellation)
         try r.write(to: setup.output)
         request.print("trained \(r.model.metadata.labels.count) classes on \(r.trainCount) images (\(r.validationCount) validation, \(r.holdoutCount) holdout)")
         request.print(ClassifierTasks.accuracyLine(r))

@@ -91,7 +91,7 @@ public enum TextClassificationTask: TaskKind {
         let started = Date()
         let setup = try Setup.reading(request, options, parameters: TextClassifierParameters())
         let (data, test) = setup.trainingData
-        let r = try TextClassifierTrainer(data: data, testData: test, parameters: setup.parameters).train(progress: request.progress)
+        let r = try TextClassifierTrainer(data: data, testData: test, parameters: setup.parameters).train(progress: request.progress, cancellation: request.cancellation)
         try r.write(to: setup.output)
         request.progress(.phase("write", seconds: Date().timeIntervalSince(started) - r.totalSeconds))
         let config = r.model.metadata.text ?? TextConfig()

@@ -1,0 +1,287 @@
+// mltool studio: the page. Plain JavaScript over the studio's JSON API (docs/STUDIO.md); no framework, no build.
+"use strict";
+const TOKEN = document.documentElement.dataset.token;
+const SVG = "http://www.w3.org/2000/svg";
+const $ = (id) => document.getElementById(id);
+const state = { source: null, model: null, run: null, events: null, takesImages: true, task: null };
+
+function url(path, args = {}) {
+  const q = new URLSearchParams(Object.assign({ token: TOKEN }, args));
+  return path + "?" + q.toString();
+}
+
+// Every call: the token in a header; a refusal's message shown as `mltool` prints it.
+async function api(method, path, args = {}, body = undefined, type = "application/json") {
+  const init = { method, headers: { "X-Studio-Token": TOKEN } };
+  if (body !== undefined) {
+    init.body = type === "application/json" ? JSON.stringify(body) : body;
+    init.headers["Content-Type"] = type;
+  }
+  const r = await fetch(url(path, args), init);
+  const j = await r.json().catch(() => ({ error: "HTTP " + r.status }));
+  if (!r.ok) { showError(j.error || ("HTTP " + r.status)); throw new Error(j.error); }
+  clearError();
+  return j;
+}
+
+function showError(message) { const e = $("error"); e.textContent = "mltool: error: " + message; e.hidden = false; }
+function clearError() { $("error").hidden = true; }
+function el(tag, attrs = {}, ...children) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v);
+  for (const c of children) e.append(c);
+  return e;
+}
+function svg(tag, attrs = {}) {
+  const e = document.createElementNS(SVG, tag);
+  for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v);
+  return e;
+}
+function show(pane) { for (const p of ["data-pane", "run-pane", "model-pane"]) $(p).hidden = p !== pane; }
+function select(list, li) { for (const x of $(list).children) x.classList.toggle("selected", x === li); }
+
+// ---- The project ----
+async function loadProject() {
+  const p = await api("GET", "/api/project");
+  $("root").textContent = p.root;
+  $("sources").replaceChildren(...p.sources.map((s) => {
+    const li = el("li", { "data-path": s.path }, s.path + (s.isFolder ? "/" : ""), el("small", {}, s.title));
+    li.onclick = () => { select("sources", li); openSource(s.path); };
+    return li;
+  }));
+  $("models").replaceChildren(...p.models.map((m) => {
+    const li = el("li", { "data-path": m.path }, m.path, el("small", {}, m.summary || m.kind));
+    li.onclick = () => { select("models", li); m.kind === "mltool" ? openModel(m) : download(m.path); };
+    return li;
+  }));
+  $("reports").replaceChildren(...p.reports.map((r) => {
+    const li = el("li", {}, r);
+    li.onclick = () => showReport(r);
+    return li;
+  }));
+  return p;
+}
+
+// ---- Data view and the parameters form ----
+async function openSource(path) {
+  const v = await api("GET", "/api/data", { path });
+  state.source = path;
+  show("data-pane");
+  $("data-title").textContent = v.source.path + " — " + v.source.title;
+  $("data-why").textContent = "Recognised as " + v.source.task + " data: " + v.source.why;
+  $("data-chart").replaceChildren(barChart(v.classes));
+  const samples = el("div", { class: "samples" });
+  for (const c of v.classes) {
+    const fig = el("figure", {});
+    for (const s of c.samples) {
+      if (v.source.task === "image") fig.append(el("img", { src: url("/api/file", { path: s }), alt: c.label }));
+    }
+    fig.append(el("figcaption", {}, c.label + " (" + c.count + ")"));
+    if (v.source.task !== "image") fig.append(el("ul", { class: "texts" }, ...c.samples.map((t) => el("li", {}, t))));
+    samples.append(fig);
+  }
+  $("data-samples").replaceChildren(samples);
+  const bad = v.badFiles.length ? el("div", {}, el("h3", {}, v.badFiles.length + " files training would skip"),
+    el("ul", {}, ...v.badFiles.map((b) => el("li", {}, b)))) : "";
+  $("data-bad").replaceChildren(bad, v.note ? el("p", {}, v.note) : "");
+  await buildForm(v.source.task);
+}
+
+function barChart(classes) {
+  const w = 560, row = 18, h = classes.length * row + 4, max = Math.max(1, ...classes.map((c) => c.count));
+  const s = svg("svg", { width: w, height: h, id: "class-chart", role: "img", "aria-label": "class counts" });
+  classes.forEach((c, i) => {
+    const t = svg("text", { x: 0, y: i * row + 13 }); t.textContent = c.label; s.append(t);
+    s.append(svg("rect", { class: "bar", x: 150, y: i * row + 3, height: row - 6, width: Math.max(1, (w - 210) * c.count / max) }));
+    const n = svg("text", { x: 155 + (w - 210) * c.count / max, y: i * row + 13 }); n.textContent = c.count; s.append(n);
+  });
+  return s;
+}
+
+async function buildForm(task) {
+  const f = await api("GET", "/api/options", { task });
+  state.task = task;
+  $("train-help").textContent = f.help;
+  $("train-fields").replaceChildren(...f.fields.map((d) => {
+    const input = d.kind === "switch" ? el("input", { type: "checkbox", name: d.flag })
+      : el("input", { type: d.kind === "text" ? "text" : "number", name: d.flag, placeholder: d.value, step: "any" });
+    return el("div", { class: "field" }, el("code", {}, d.flag), input, el("small", {}, d.help));
+  }));
+}
+
+$("train-form").onsubmit = async (e) => {
+  e.preventDefault();
+  const options = {};
+  for (const i of $("train-fields").querySelectorAll("input")) {
+    if (i.type === "checkbox") { if (i.checked) options[i.name] = ""; }
+    else if (i.value !== "") options[i.name] = i.value;
+  }
+  const r = await api("POST", "/api/train", {}, { data: state.source, task: state.task, options });
+  follow(r.run, r.output);
+};
+
+// ---- A run: its events over server-sent events; the page may close and reopen ----
+function follow(id, output) {
+  if (state.events) state.events.close();
+  state.run = { id, output, iterations: [], epochs: [], log: [] };
+  show("run-pane");
+  $("run-title").textContent = "Run " + id + " → " + output;
+  $("run-state").textContent = "running";
+  $("run-log").textContent = "";
+  $("run-curves").replaceChildren();
+  $("run-progress").replaceChildren();
+  const es = new EventSource(url("/api/runs/" + id + "/events"));
+  state.events = es;
+  es.onmessage = (m) => onEvent(JSON.parse(m.data));
+  es.addEventListener("end", () => es.close());
+}
+
+$("cancel").onclick = () => state.run && api("POST", "/api/runs/" + state.run.id + "/cancel", {}, {});
+
+const progressBars = {};
+function onEvent(e) {
+  const run = state.run;
+  const log = (line) => { $("run-log").textContent += line + "\n"; };
+  switch (e.type) {
+    case "progress": {
+      let p = progressBars[e.label];
+      if (!p || !p.isConnected) {
+        p = el("div", {}, el("span", {}, e.label + " "), el("progress", { max: e.total, value: 0 }), el("span", { class: "eta" }));
+        progressBars[e.label] = p; p.start = e.t; $("run-progress").append(p);
+      }
+      p.children[1].value = e.done;
+      const rate = e.done / Math.max(1e-3, e.t - p.start), eta = rate > 0 ? (e.total - e.done) / rate : 0;
+      p.children[2].textContent = ` ${e.done}/${e.total}, ETA ${Math.round(eta)} s`;
+      break;
+    }
+    case "iteration": run.iterations.push(e); drawCurves(); break;
+    case "epoch": run.epochs.push(e); drawCurves(); break;
+    case "features": log(`features: ${e.extracted} extracted, ${e.cached} from cache, ${e.seconds.toFixed(1)} s`); break;
+    case "line": log(e.text); break;
+    case "warning": log("mltool: warning: " + e.text); break;
+    case "note": log("mltool: note: " + e.text); break;
+    case "status": log(e.text); break;
+    case "skipped": log(e.files.length + " images skipped:\n  " + e.files.join("\n  ")); break;
+    case "failed": $("run-state").textContent = "failed"; showError(e.error); break;
+    case "cancelled": $("run-state").textContent = "cancelled"; break;
+    case "finished":
+      $("run-state").textContent = "finished";
+      loadProject().then((p) => {
+        const m = p.models.find((x) => x.path === e.model);
+        if (m) openModel(m, true);
+      });
+      break;
+  }
+}
+
+// Loss and accuracies per iteration (or epoch); redrawn on every event.
+function drawCurves() {
+  const points = state.run.iterations.length ? state.run.iterations : state.run.epochs;
+  const w = 560, h = 220, pad = 30;
+  const s = svg("svg", { width: w, height: h, id: "curves" });
+  const n = Math.max(2, points.length);
+  const x = (i) => pad + (w - 2 * pad) * i / (n - 1);
+  const maxLoss = Math.max(1e-9, ...points.map((p) => p.loss || 0));
+  const series = [["loss", (p) => p.loss / maxLoss], ["train-acc", (p) => p.trainAccuracy], ["valid-acc", (p) => p.validationAccuracy]];
+  s.append(svg("line", { x1: pad, y1: h - pad, x2: w - pad, y2: h - pad, stroke: "#999" }));
+  for (const [cls, f] of series) {
+    const pts = points.map((p, i) => [x(i), f(p)]).filter(([, v]) => typeof v === "number" && isFinite(v));
+    if (!pts.length) continue;
+    s.append(svg("polyline", { class: cls, points: pts.map(([px, v]) => px + "," + (h - pad - (h - 2 * pad) * v)).join(" ") }));
+  }
+  const last = points[points.length - 1] || {};
+  const legend = svg("text", { x: pad, y: 14 });
+  legend.textContent = `${points.length} points — loss (red, scaled) ${fmt(last.loss)}, train accuracy (blue) ${fmt(last.trainAccuracy)}, validation (green) ${fmt(last.validationAccuracy)}`;
+  s.append(legend);
+  $("run-curves").replaceChildren(s);
+  $("run-curves").dataset.points = points.length;
+}
+const fmt = (v) => (typeof v === "number" ? v.toFixed(4) : "-");
+
+// ---- A model: evaluate, preview, quantize, export ----
+function openModel(m, fromRun = false) {
+  state.model = m;
+  if (!fromRun) show("model-pane"); else $("model-pane").hidden = false;
+  $("model-title").textContent = m.path;
+  $("model-summary").textContent = m.summary || "";
+  state.takesImages = !["text", "tagger"].includes(m.task);
+  $("photo").hidden = !state.takesImages;
+  $("text-input").hidden = state.takesImages;
+  $("predictions").replaceChildren();
+  $("preview-canvas").hidden = true;
+}
+
+$("evaluate").onclick = async () => {
+  const r = await api("POST", "/api/evaluate", {}, { model: state.model.path });
+  showReport(r.report);
+};
+
+function showReport(path) {
+  $("model-pane").hidden = false;
+  const f = $("report-frame");
+  f.src = url("/api/file", { path });
+  f.hidden = false;
+}
+
+$("photo").onchange = async () => {
+  const file = $("photo").files[0];
+  if (!file) return;
+  const r = await api("POST", "/api/predict", { model: state.model.path }, file, file.type || "application/octet-stream");
+  const img = new Image();
+  img.onload = () => drawPrediction(img, r);
+  img.src = URL.createObjectURL(file);
+};
+
+$("try-text").onclick = async () => {
+  const r = await api("POST", "/api/predict", { model: state.model.path }, { text: $("sentence").value });
+  drawPrediction(null, r);
+};
+
+// Classes with confidences, or boxes drawn on the photo (each box also a list item, for the page's DOM).
+function drawPrediction(img, r) {
+  const items = [];
+  // predict --json's objects: classifiers {"top": [{label, probability}]}, taggers {"tokens": [{token, tag}]},
+  // detectors {"objects": [{label, confidence, box: {x, y, width, height}}]}.
+  for (const p of r.top || []) items.push(`${p.label}  ${(p.probability * 100).toFixed(1)}%`);
+  if (r.tokens) items.push(r.tokens.map((t) => t.token + "/" + t.tag).join(" "));
+  const c = $("preview-canvas");
+  if (img) {
+    const scale = Math.min(1, 480 / img.width);
+    c.width = img.width * scale; c.height = img.height * scale;
+    const g = c.getContext("2d");
+    g.drawImage(img, 0, 0, c.width, c.height);
+    for (const o of r.objects || []) {
+      const b = o.box || o;
+      g.strokeStyle = "#ff2d55"; g.lineWidth = 2;
+      g.strokeRect(b.x * scale, b.y * scale, b.width * scale, b.height * scale);
+      items.push(`${o.label} ${(o.confidence * 100).toFixed(1)}% [${[b.x, b.y, b.width, b.height].map(Math.round).join(", ")}]`);
+    }
+    c.hidden = false;
+  }
+  $("predictions").replaceChildren(...items.map((t) => el("li", { class: "prediction" }, t)));
+}
+
+$("quantize").onclick = async () => {
+  const r = await api("POST", "/api/quantize", {}, { model: state.model.path, options: { "--bits": $("bits").value } });
+  $("quantize-report").textContent = r.text;
+  $("quantize-report").hidden = false;
+  await loadProject();
+};
+
+for (const b of [$("export-onnx"), $("export-coreml")]) {
+  b.onclick = async () => {
+    const r = await api("POST", "/api/export", {}, { model: state.model.path, to: b.dataset.to });
+    const a = el("a", { href: url("/api/file", { path: r.file, download: "1" }), download: "", id: "download-" + b.dataset.to }, "Download " + r.file);
+    $("downloads").replaceChildren(r.line + " ", a);
+    await loadProject();
+  };
+}
+
+function download(path) { location.href = url("/api/file", { path, download: "1" }); }
+
+// On load: the project, and the run still going (a reopened page picks it up from its first event).
+loadProject().then(async () => {
+  const r = await api("GET", "/api/runs");
+  const running = r.runs.filter((x) => x.state === "running").pop();
+  if (running) follow(running.id, running.output);
+}).catch(() => {});

@@ -1,0 +1,74 @@
+import Foundation
+import MLTool
+import MLToolTestSupport
+import Testing
+
+/// `mltool studio` in a real browser: headless Chromium (Debian's `chromium`) driven over the DevTools protocol by
+/// Tests/Fixtures/studio/drive_studio.py (standard library only) opens the studio on a temporary project holding a
+/// Fashion-MNIST subset and a text CSV, then: pick the data, Train, watch the curve, pick a photo, Quantize, Export
+/// ONNX, download. Set MLTOOL_STUDIO_SCREENSHOTS=DIR to keep one screenshot per screen (docs/ holds them).
+@Suite(.serialized)
+struct StudioBrowserTests {
+    /// The first `n` training images of each class of datasets/fashion-mnist-small, copied into `project`/fashion.
+    static func fashion(into project: String, perClass n: Int) throws -> String? {
+        let source = SharedDatasets.repository.appendingPathComponent("datasets/fashion-mnist-small/train").path
+        guard let labels = try? FileManager.default.contentsOfDirectory(atPath: source).sorted(), labels.count == 10 else { return nil }
+        for label in labels {
+            let dir = project + "/fashion/" + label
+            try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+            for f in try FileManager.default.contentsOfDirectory(atPath: source + "/" + label).sorted().prefix(n) {
+                try FileManager.default.copyItem(atPath: source + "/" + label + "/" + f, toPath: dir + "/" + f)
+            }
+        }
+        return try FileManager.default.contentsOfDirectory(atPath: source + "/" + labels[0]).sorted().last.map { source + "/" + labels[0] + "/" + $0 }
+    }
+
+    @Test func trainTryQuantizeExportInTenClicks() throws {
+        let dir = try TempDir(); defer { dir.cleanup() }
+        let project = dir.file("project")
+        try FileManager.default.createDirectory(atPath: project + "/downloads", withIntermediateDirectories: true)
+        guard let photo = try Self.fashion(into: project, perClass: 20) else {
+            return Oracles.missing("datasets/fashion-mnist-small (make test builds it: datasets/fashion-mnist.sh --small)")
+        }
+        guard BundledModel.extractor.locate() != nil else { return Oracles.missing("models/efficientnet-lite0.bin (make models)") }
+        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/chromium") else { return Oracles.missing("chromium (apt-get install -y chromium)") }
+        var csv = "label,text\n"
+        for i in 0..<12 { csv += "cooking,\"bake bread \(i) in the oven\"\nweather,\"rain and wind \(i) today\"\n" }
+        try csv.write(toFile: project + "/texts.csv", atomically: true, encoding: .utf8)
+        // The photo is the user's own, picked from outside the project: it is uploaded, not read by the studio.
+        try FileManager.default.copyItem(atPath: photo, toPath: dir.file("photo.png"))
+
+        var p = StudioParameters()
+        p.port = 0
+        let server = try StudioServer(folder: project, parameters: p)
+        defer { server.stop() }
+        let driver = SharedDatasets.repository.appendingPathComponent("Tests/Fixtures/studio/drive_studio.py").path
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", driver, server.url, dir.file("photo.png"), "fashion", project + "/downloads"]
+            + (ProcessInfo.processInfo.environment["MLTOOL_STUDIO_SCREENSHOTS"].map { [$0] } ?? [])
+        let out = Pipe()
+        process.standardOutput = out
+        let started = Date()
+        try process.run()
+        let data = out.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        let seconds = Date().timeIntervalSince(started)
+        let result = (try? JSONSerialization.jsonObject(with: data) as? [String: Any]) ?? [:]
+        if let missing = result["missing"] as? String { return Oracles.missing(missing) }
+        #expect(result["error"] is NSNull, "\(result)")
+        // ≤ 10 clicks from the open page to a trained, tried and exported classifier (measured: 6).
+        let clicks = result["clicks"] as? Int ?? 99
+        #expect(clicks <= 10, "\(clicks) clicks: \(result)")
+        #expect(result["bars"] as? Int == 10)
+        // The curve was seen to grow at least twice while training ran.
+        let curve = result["curve"] as? [Int] ?? []
+        #expect(curve.count >= 2, "curve point counts seen: \(curve)")
+        let predictions = result["predictions"] as? [String] ?? []
+        #expect(predictions.count == 3 && predictions.allSatisfy { $0.contains("%") }, "\(predictions)")
+        #expect((result["quantize"] as? String)?.isEmpty == false, "\(result)")
+        #expect((result["downloaded"] as? [String]) == ["fashion.onnx"], "\(result)")
+        #expect(FileManager.default.fileExists(atPath: project + "/models/fashion.onnx"))
+        print("StudioBrowserTests: \(clicks) clicks, curve \(curve), \(String(format: "%.1f", seconds)) s")
+    }
+}

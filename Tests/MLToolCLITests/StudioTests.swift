@@ -1,0 +1,192 @@
+import Foundation
+import MLTool
+import MLToolFormat
+import Testing
+
+/// `mltool studio`'s server (`StudioServer`) on a temporary project, with curl as the client: the security checks
+/// with their exact statuses (token 401, foreign Origin or Host 403, every path out of the project 403 naming it,
+/// uploads 413 over the byte or pixel limit) and the API a page drives (project, data view, form, train with its
+/// events, evaluate, preview, quantize, export).
+@Suite(.serialized)
+struct StudioTests {
+    typealias Reply = ServeTests.Reply
+
+    /// A project: a text CSV (two topics), red/blue photos in label folders, the tiny red/blue classifier in
+    /// models/, and two symbolic links out of it.
+    static func project(_ dir: TempDir) throws -> (project: String, outside: String) {
+        let root = dir.file("project"), outside = dir.file("outside")
+        try FileManager.default.createDirectory(atPath: root + "/models", withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: outside, withIntermediateDirectories: true)
+        try "secret\n".write(toFile: outside + "/secret.txt", atomically: true, encoding: .utf8)
+        try ModelFile.write(Make.tinyClassifier(), to: root + "/models/tiny.bin")
+        var csv = "label,text\n"
+        let topics = [("cooking", ["flour", "oven", "bake", "bread", "dough"]), ("weather", ["rain", "cloud", "storm", "wind", "snow"])]
+        for i in 0..<15 {
+            for (label, words) in topics { csv += "\(label),\"Today \(words[i % 5]) and \(words[(i * 3 + 1) % 5]), then \(words[(i + 2) % 5]).\"\n" }
+        }
+        try csv.write(toFile: root + "/texts.csv", atomically: true, encoding: .utf8)
+        for (label, rgb) in [("red", (UInt8(200), UInt8(30), UInt8(30))), ("blue", (UInt8(30), UInt8(30), UInt8(200)))] {
+            try FileManager.default.createDirectory(atPath: root + "/photos/\(label)", withIntermediateDirectories: true)
+            for i in 0..<3 {
+                try Data(Make.png(width: 16, height: 12, rgb: rgb, noiseSeed: UInt64(i + 1))).write(to: URL(fileURLWithPath: root + "/photos/\(label)/\(i).png"))
+            }
+        }
+        try Data("not an image".utf8).write(to: URL(fileURLWithPath: root + "/photos/red/broken.png"))
+        try FileManager.default.createSymbolicLink(atPath: root + "/escape", withDestinationPath: outside)
+        try FileManager.default.createSymbolicLink(atPath: root + "/secret.txt", withDestinationPath: outside + "/secret.txt")
+        return (root, outside)
+    }
+
+    static func start(_ root: String, maxBody: Int? = nil) throws -> StudioServer {
+        var p = StudioParameters()
+        p.port = 0
+        p.eventWaitSeconds = 2
+        if let maxBody { p.serving.http.maxBodyBytes = maxBody }
+        return try StudioServer(folder: root, parameters: p)
+    }
+
+    static func base(_ s: StudioServer) -> String { "http://127.0.0.1:\(s.port)" }
+
+    /// curl with the token in its header (unless `token` is nil).
+    static func call(_ s: StudioServer, _ path: String, token: String?? = .none, _ args: [String] = []) throws -> Reply {
+        let t = token ?? s.parameters.token
+        return try ServeTests.curl((t.map { ["-H", "X-Studio-Token: \($0)"] } ?? []) + args + [base(s) + path])
+    }
+
+    static func post(_ s: StudioServer, _ path: String, _ json: String, _ extra: [String] = []) throws -> Reply {
+        try call(s, path, ["-H", "Content-Type: application/json", "-H", "Origin: \(base(s))", "-d", json] + extra)
+    }
+
+    static func object(_ body: String) -> [String: Any] {
+        (try? JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any]) ?? [:]
+    }
+
+    @Test func everyRefusalHasItsExactStatusAndNamesThePath() throws {
+        let dir = try TempDir(); defer { dir.cleanup() }
+        let (root, _) = try Self.project(dir)
+        let s = try Self.start(root, maxBody: 64 << 10)
+        defer { s.stop() }
+        #expect(s.url.hasPrefix("http://127.0.0.1:\(s.port)/?token=") && s.parameters.token.count == 32)
+
+        // The token: none, a wrong one, then in the header and in the query.
+        #expect(try Self.call(s, "/api/project", token: .some(nil)).status == 401)
+        #expect(try Self.call(s, "/", token: .some(nil)).status == 401)
+        #expect(try Self.call(s, "/static/studio.js", token: .some(nil)).status == 401)
+        #expect(try Self.call(s, "/api/project", token: "0123456789abcdef0123456789abcdef").status == 401)
+        let page = try Self.call(s, "/?token=\(s.parameters.token)", token: .some(nil))
+        #expect(page.status == 200 && page.body.contains("/static/studio.js?token=\(s.parameters.token)"))
+        #expect(try Self.call(s, "/static/studio.js").status == 200)
+
+        // A foreign Origin may not change anything; a foreign Host is refused (DNS rebinding).
+        let train = "{\"data\": \"texts.csv\"}"
+        #expect(try Self.call(s, "/api/train", ["-H", "Content-Type: application/json", "-H", "Origin: http://evil.example", "-d", train]).status == 403)
+        #expect(try Self.call(s, "/api/train", ["-H", "Content-Type: application/json", "-H", "Origin: http://127.0.0.1:1", "-d", train]).status == 403)
+        #expect(try Self.call(s, "/api/project", ["-H", "Host: evil.example:\(s.port)"]).status == 403)
+        #expect(try Self.call(s, "/api/train", ["-H", "Content-Type: application/json", "-H", "Sec-Fetch-Site: cross-site", "-d", train]).status == 403)
+
+        // Paths out of the project, in a query and in a body field: 403, the path named.
+        for (path, reason) in [("../outside/secret.txt", "through '..'"), ("/etc/passwd", "an absolute path"),
+                               ("escape/secret.txt", "a symbolic link"), ("secret.txt", "a symbolic link")] {
+            let r = try Self.call(s, "/api/file?path=" + (path.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? path))
+            #expect(r.status == 403, "\(path): \(r.body)")
+            #expect(r.body.contains("path '\(path)': \(reason)"), "\(r.body)")
+        }
+        let up = try Self.post(s, "/api/train", "{\"data\": \"photos/../../outside\"}")
+        #expect(up.status == 403 && up.body.contains("data 'photos/../../outside'"), "\(up.body)")
+        let test = try Self.post(s, "/api/train", "{\"data\": \"texts.csv\", \"options\": {\"--out\": \"/tmp/x.bin\"}}")
+        #expect(test.status == 403 && test.body.contains("--out '/tmp/x.bin': an absolute path"), "\(test.body)")
+        let model = try Self.post(s, "/api/export", "{\"model\": \"escape/m.bin\", \"to\": \"onnx\"}")
+        #expect(model.status == 403, "\(model.body)")
+        #expect(try Self.call(s, "/api/file?path=nothing.txt").status == 404)
+
+        // Uploads: over the byte limit (unread), over the pixel limit, and a photo that is fine.
+        let big = dir.file("big.bin")
+        try Data(count: 65 << 10).write(to: URL(fileURLWithPath: big))
+        #expect(try Self.post(s, "/api/predict?model=models/tiny.bin", "", ["-H", "Content-Type: image/png", "--data-binary", "@" + big]).status == 413)
+        var bomb: [UInt8] = [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]
+        bomb += Make.chunk("IHDR", Make.be32(100_000) + Make.be32(100_000) + [8, 2, 0, 0, 0]) + Make.chunk("IDAT", [0x78, 0x01]) + Make.chunk("IEND", [])
+        try Data(bomb).write(to: URL(fileURLWithPath: dir.file("bomb.png")))
+        let refused = try Self.call(s, "/api/predict?model=models/tiny.bin", ["-H", "Content-Type: image/png", "--data-binary", "@" + dir.file("bomb.png")])
+        #expect(refused.status == 413, "\(refused.body)")
+        let red = try Self.call(s, "/api/predict?model=models/tiny.bin", ["-H", "Content-Type: image/png", "--data-binary", "@" + root + "/photos/red/0.png"])
+        #expect(red.status == 200 && ServeTests.topLabel(red.body) == "red", "\(red.body)")
+    }
+
+    @Test func aPageCanSeeTrainTryQuantizeAndExport() throws {
+        let dir = try TempDir(); defer { dir.cleanup() }
+        let (root, outside) = try Self.project(dir)
+        let s = try Self.start(root)
+        defer { s.stop() }
+
+        // The project: the CSV is text data, the photo folders image data, the model listed with its summary.
+        let listing = Self.object(try Self.call(s, "/api/project").body)
+        let sources = (listing["sources"] as? [[String: Any]]) ?? []
+        #expect(sources.map { "\($0["path"] ?? "")=\($0["task"] ?? "")" } == ["photos=image", "texts.csv=text"])
+        let models = (listing["models"] as? [[String: Any]]) ?? []
+        #expect(models.map { $0["path"] as? String } == ["models/tiny.bin"])
+
+        // The data view: class counts, samples, and the broken file named as `train` names it.
+        let photos = Self.object(try Self.call(s, "/api/data?path=photos").body)
+        let classes = (photos["classes"] as? [[String: Any]]) ?? []
+        #expect(classes.map { "\($0["label"] ?? "")=\($0["count"] ?? "")" } == ["blue=3", "red=4"])
+        let bad = (photos["badFiles"] as? [String]) ?? []
+        #expect(bad.count == 1 && bad.first?.contains("broken.png") == true, "\(bad)")
+        let texts = Self.object(try Self.call(s, "/api/data?path=texts.csv").body)
+        #expect(((texts["classes"] as? [[String: Any]]) ?? []).map { $0["count"] as? Int } == [15, 15])
+
+        // The form is the task's option table.
+        let form = Self.object(try Self.call(s, "/api/options?task=text").body)
+        let flags = ((form["fields"] as? [[String: Any]]) ?? []).compactMap { $0["flag"] as? String }
+        #expect(flags.contains("--epochs") && flags.contains("--seed") && !flags.contains("--cache"))
+
+        // Train: a run whose events arrive in several answers (each an SSE body), until it ends.
+        let started = try Self.post(s, "/api/train", "{\"data\": \"texts.csv\", \"options\": {\"--epochs\": \"5\", \"--max-iterations\": \"10\"}}")
+        #expect(started.status == 202, "\(started.body)")
+        #expect(Self.object(started.body)["output"] as? String == "models/texts.bin")
+        var last = -1, iterations = 0, answers = 0, ended = false, finished = false
+        let deadline = Date().addingTimeInterval(60)
+        while !ended && Date() < deadline {
+            let r = try Self.call(s, "/api/runs/1/events?after=\(last)")
+            #expect(r.status == 200)
+            answers += 1
+            for line in r.body.split(separator: "\n") {
+                if line.hasPrefix("id: ") { last = Int(line.dropFirst(4)) ?? last }
+                if line.hasPrefix("data: {\"iteration\"") || line.contains("\"type\":\"iteration\"") { iterations += 1 }
+                if line.contains("\"type\":\"finished\"") { finished = true }
+                if line == "event: end" { ended = true }
+            }
+        }
+        #expect(finished && iterations >= 2, "\(iterations) iterations in \(answers) answers")
+        // A page that reconnects from the start gets every event again.
+        let replay = try Self.call(s, "/api/runs/1/events?after=-1")
+        #expect(replay.body.contains("\"type\":\"finished\"") && replay.body.contains("event: end"))
+        let after = Self.object(try Self.call(s, "/api/project").body)
+        let trained = ((after["models"] as? [[String: Any]]) ?? []).first { $0["path"] as? String == "models/texts.bin" }
+        #expect((trained?["summary"] as? String)?.hasPrefix("Text classification, 2 labels") == true, "\(String(describing: trained))")
+
+        // Evaluate (the HTML report into reports/), try a sentence, quantize, export.
+        let evaluated = try Self.post(s, "/api/evaluate", "{\"model\": \"models/texts.bin\"}")
+        #expect(evaluated.status == 200, "\(evaluated.body)")
+        #expect(FileManager.default.fileExists(atPath: root + "/reports/texts.html"))
+        let report = try Self.call(s, "/api/file?path=reports/texts.html")
+        #expect(report.status == 200 && report.body.contains("<html"))
+        let sentence = try Self.post(s, "/api/predict?model=models/texts.bin", "{\"text\": \"rain and snow and wind\"}")
+        #expect(sentence.status == 200 && ServeTests.topLabel(sentence.body) == "weather", "\(sentence.body)")
+        let exported = try Self.post(s, "/api/export", "{\"model\": \"models/tiny.bin\", \"to\": \"onnx\"}")
+        #expect(exported.status == 200 && Self.object(exported.body)["file"] as? String == "models/tiny.onnx", "\(exported.body)")
+        let download = try Self.call(s, "/api/file?path=models/tiny.onnx&download=1", ["-D", "-"])
+        #expect(download.body.lowercased().contains("content-disposition: attachment; filename=\"tiny.onnx\""))
+        let quantized = try Self.post(s, "/api/quantize", "{\"model\": \"models/tiny.bin\", \"options\": {\"--bits\": \"8\", \"--min-elements\": \"1\"}}")
+        #expect(quantized.status == 200, "\(quantized.body)")
+        #expect(Self.object(quantized.body)["output"] as? String == "models/tiny.int8.bin")
+        // An error is the CLI's text: the option's own refusal ends the run, in the words `mltool train` prints.
+        let wrong = try Self.post(s, "/api/train", "{\"data\": \"texts.csv\", \"options\": {\"--epochs\": \"many\"}}")
+        #expect(wrong.status == 202, "\(wrong.body)")
+        var failed = ""
+        while !failed.contains("event: end") && Date() < deadline { failed = try Self.call(s, "/api/runs/2/events?after=-1").body }
+        #expect(failed.contains("\"error\":\"--epochs: 'many' is not an integer\"") && failed.contains("\"type\":\"failed\""), "\(failed)")
+
+        // Nothing was written outside the project.
+        #expect(try FileManager.default.contentsOfDirectory(atPath: outside) == ["secret.txt"])
+    }
+}
