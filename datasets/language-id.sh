@@ -4,9 +4,9 @@
 # Usage: datasets/language-id.sh [OUT]        (OUT default datasets/language-id)
 #        datasets/language-id.sh --pin        (rewrite datasets/language-id.manifest from today's mirror: maintainers)
 # - Every input is a file named in datasets/language-id.manifest with its size and sha256: the translated package
-#   descriptions (main/i18n/Translation-*.bz2, fetched by hash from the Release file's by-hash store), the binary
-#   package index (main/binary-amd64/Packages.xz: binary package → source package) and ~35 binary .debs, each at an
-#   exact version (pool path), whose gettext catalogues (.mo) and .desktop files are read. A file that is gone from
+#   descriptions (main/i18n/Translation-*.bz2 or .xz, fetched by hash from the Release file's by-hash store), the
+#   binary package index (main/binary-amd64/Packages.xz: binary package → source package) and 36 binary .debs, each
+#   at an exact version (pool path), whose gettext catalogues (.mo) and .desktop files are read. A file gone from
 #   the mirror stops the script (exit 69); one whose size or sha256 differs stops it too (exit 65). Nothing else is
 #   read from the network, so the data set is the same on every machine and every day the files remain.
 # - The rules (sources, cleaning, labels, split, caps) are datasets/language_id.py's docstring.
@@ -21,7 +21,7 @@ out=""
 pin=0
 for arg in "$@"; do
     case "$arg" in
-        -h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         --pin) pin=1 ;;
         -*) echo "language-id.sh: unknown option $arg" >&2; exit 64 ;;
         *) [ -z "$out" ] || { echo "language-id.sh: more than one OUT given" >&2; exit 64; }; out="$arg" ;;
