@@ -14,6 +14,7 @@ PIP_PACKAGES := numpy onnx onnxruntime h5py scikit-learn pillow scikit-image ima
 APT_PACKAGES += libmicrohttpd-dev wrk
 APT_PACKAGES += libsndfile1-dev
 APT_PACKAGES += r-cran-mlbench r-cran-ggplot2 r-cran-kernlab
+APT_PACKAGES += protobuf-compiler libprotobuf-dev
 PIP_PACKAGES += lightgbm xgboost pandas
 
 # The real data sets the tests read (the raccoon photos, UD English EWT): ../shared/datasets beside the checkout, as
@@ -180,13 +181,17 @@ models/speech-embedding.bin: Tests/Fixtures/speech/fetch_speech_embedding.py
 	$(SWIFT) build -c release --product mltool
 	$(MLTOOL) import .build/speech/embedding_model.tflite -o $@
 
-## The language identifier: a text classifier on Debian's translated package descriptions (21 languages, split by
-## package; datasets/debian-translations.sh) over hashed character 1-4-grams and words, held-out split recorded in it
-## (mltool eval models/language-id.bin). About 2 CPU-minutes.
-LANGUAGES := datasets/debian-translations
+## The language identifier: a text classifier on pinned Debian text (package descriptions, desktop programs'
+## catalogues; datasets/language-id.sh and its manifest, split by source package) over hashed character 1-4-grams and
+## words, held-out split recorded in it (mltool eval models/language-id.bin). Rebuilt when the data's manifest or
+## builder or the text trainer's sources change.
+LANGUAGES := datasets/language-id
 LANGUAGE_ID_FLAGS := --text-column text --label-column label --char-ngrams 1-4 --ngrams 1 --hash-bits 18
-models/language-id.bin: datasets/debian-translations.sh
-	bash datasets/debian-translations.sh
+LANGUAGE_ID_INPUTS := datasets/language-id.sh datasets/language-id.manifest datasets/language_id.py datasets/deb822.py \
+	$(wildcard Sources/MLTool/Tasks/TextClassification/*.swift Sources/MLToolTrain/*.swift \
+	Sources/CMLToolTrainKernels/*.c Sources/MLToolData/Text/*.swift)
+models/language-id.bin: $(LANGUAGE_ID_INPUTS)
+	bash datasets/language-id.sh
 	$(SWIFT) build -c release --product mltool
 	$(MLTOOL) train $(LANGUAGES)/train.csv --test $(LANGUAGES)/test.csv $(LANGUAGE_ID_FLAGS) -o $@ --quiet
 
@@ -221,6 +226,7 @@ demo: setup models build
 ## 60,000-image memory run: make bench BENCH_ARGS=--full
 BENCH_PIP := fasttext-wheel python-crfsuite nltk py3langid lingua-language-detector
 BENCH_PIP += fastapi uvicorn
+BENCH_PIP += pycld2 gcld3
 bench: setup models build
 	@missing=$$(for p in $(BENCH_PIP); do $(PYTHON) -m pip show -q $$p >/dev/null 2>&1 || echo $$p; done); \
 	if [ -n "$$missing" ]; then $(PYTHON) -m pip install -q --disable-pip-version-check $$missing; fi

@@ -1123,8 +1123,13 @@ def slurm_extract(a, data, test, cache, work, shards):
 
 # Close languages whose confusion part 12 reports (both directions, per 1000 texts of the pair).
 CLOSE_LANGUAGES = [("cs", "sk"), ("es", "pt"), ("ru", "uk"), ("da", "sv"), ("zh-Hans", "zh-Hant"), ("sr", "ru"),
-                   ("de", "nl")]
+                   ("de", "nl"), ("nb", "da"), ("nb", "nn"), ("hr", "bs"), ("hr", "sr-Latn"), ("id", "ms"),
+                   ("es", "gl"), ("ca", "es"), ("hi", "mr"), ("fa", "ur")]
 LENGTH_BUCKETS = ((20, "≤ 20"), (50, "21–50"), (None, "> 50"))
+# Google's CLD3 (gcld3) languages, from its README: it cannot list them itself.
+CLD3_LANGUAGES = set("""af am ar bg bn bs ca ceb co cs cy da de el en eo es et eu fa fi fil fr fy ga gd gl gu ha haw hi
+    hmn hr ht hu hy id ig is it iw ja jv ka kk km kn ko ku ky la lb lo lt lv mg mi mk ml mn mr ms mt my ne nl no ny pa
+    pl ps pt ro ru sd si sk sl sm sn so sq sr st su sv sw ta te tg th tr uk ur uz vi xh yi yo zh zu""".split())
 
 
 def length_bucket(text):
@@ -1134,7 +1139,7 @@ def length_bucket(text):
 
 def language_scores(truth, predicted, texts):
     """Accuracy overall and by length bucket, and the confusion between close languages."""
-    out = dict(accuracy=sum(p == t for p, t in zip(predicted, truth)) / len(truth), by_length={}, close={})
+    out = dict(accuracy=sum(p == t for p, t in zip(predicted, truth)) / max(len(truth), 1), by_length={}, close={})
     for _, name in LENGTH_BUCKETS:
         idx = [i for i, x in enumerate(texts) if length_bucket(x) == name]
         out["by_length"][name] = dict(count=len(idx), accuracy=sum(predicted[i] == truth[i] for i in idx) / max(len(idx), 1))
@@ -1145,39 +1150,58 @@ def language_scores(truth, predicted, texts):
     return out
 
 
-def part_language(a, res):
-    section("12. language identification: Debian translated descriptions, held-out packages (fastText trained on the "
-            "same split; lingua and py3langid off the shelf)")
-    d = os.path.join(ROOT, "datasets/debian-translations")
-    if not os.path.exists(os.path.join(d, ".complete")):
-        run(["bash", "datasets/debian-translations.sh"])
-    train_path, test_path = os.path.join(d, "train.csv"), os.path.join(d, "test.csv")
-    xtr, ytr = read_csv(train_path)
-    xte, yte = read_csv(test_path)
-    languages = sorted(set(ytr))
-    out = dict(texts=dict(train=len(xtr), test=len(xte)), languages=languages)
-    model = os.path.join(ROOT, "models/language-id.bin")
+def peer_code(label, peer):
+    """A label as `peer` writes it. Scripts (zh-Hans/zh-Hant, sr/sr-Latn) become the bare language for peers that
+    do not tell them apart, which counts either script right for them (it flatters them); CLD2 tells the Chinese
+    scripts apart and is held to it."""
+    if peer == "cld2" and label == "zh-Hant": return "zh-Hant"
+    base = label.split("-")[0]
+    if peer in ("cld2", "cld3"): return {"nb": "no", "he": "iw"}.get(base, base)
+    return base
 
-    # mltool: the model `make models` built, scored by `mltool eval --json` (its predictions: the confusion matrix's
-    # argmax, recomputed here per text from `mltool predict` to report the buckets the same way for everyone).
-    e = run([a.mltool, "eval", model, test_path, "--json"])
-    report = json.loads(e.stdout)["reports"][0]
+
+def mltool_ranked(a, model, texts, top):
+    """Each text's `top` labels, most probable first, from `mltool predict --json`."""
     tmp = tempfile.mkdtemp(prefix="mltool-bench-language-")
     try:
-        for i, x in enumerate(xte):
+        for i, x in enumerate(texts):
             with open(os.path.join(tmp, f"{i:06d}.txt"), "w", encoding="utf-8") as f:
                 f.write(x)
-        p = run([a.mltool, "predict", model, tmp, "--json", "--top", "1"])
-        predicted = [json.loads(l)["top"][0]["label"] if json.loads(l)["top"] else "" for l in p.stdout.splitlines()]
-        # Training time of the same recipe (Makefile LANGUAGE_ID_FLAGS), into a scratch file.
+        start = time.perf_counter()
+        p = run([a.mltool, "predict", model, tmp, "--json", "--top", str(top)])
+        seconds = time.perf_counter() - start
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return [[h["label"] for h in json.loads(l)["top"]] for l in p.stdout.splitlines()], seconds
+
+
+def part_language(a, res):
+    section("12. language identification: pinned Debian text (datasets/language-id), held-out sources and the "
+            "cross-domain set (command-line tools' catalogues, never trained on); fastText trained on the same split, "
+            "py3langid, lingua, CLD3 and CLD2 off the shelf, everyone restricted to the same languages")
+    d = os.path.join(ROOT, "datasets/language-id")
+    run(["bash", "datasets/language-id.sh"])
+    train_path, test_path, cross_path = (os.path.join(d, f + ".csv") for f in ("train", "test", "cross"))
+    xtr, ytr = read_csv(train_path)
+    languages = sorted(set(ytr))
+    model = os.path.join(ROOT, "models/language-id.bin")
+    out = dict(texts=dict(train=len(xtr)), languages=languages)
+
+    # Training time of the Makefile's recipe, into a scratch file; the accuracy of `mltool eval` on every language.
+    tmp = tempfile.mkdtemp(prefix="mltool-bench-language-train-")
+    try:
         t = run([a.mltool, "train", train_path, "--test", test_path, "-o", os.path.join(tmp, "lid.bin"), "--quiet"]
                 + a.language_id_flags.split())
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    out["mltool"] = language_scores(yte, predicted, xte)
-    out["mltool"].update(eval_accuracy=report["accuracy"], by_length_eval=report.get("byLength"),
-                         train_seconds=t.seconds, texts_per_second=len(xte) / e.seconds)
+    out["train_seconds"] = t.seconds
+    for name, path in (("test", test_path), ("cross", cross_path)):
+        e = run([a.mltool, "eval", model, path, "--json"])
+        report = json.loads(e.stdout)["reports"][0]
+        out[f"mltool_all_languages_{name}"] = dict(accuracy=report["accuracy"], by_length=report.get("byLength"),
+                                                  count=report["count"])
 
+    fasttext_model = None
     try:
         import fasttext
         work = tempfile.mkdtemp(prefix="mltool-bench-language-ft-")
@@ -1187,71 +1211,103 @@ def part_language(a, res):
                 for x, y in zip(xtr, ytr):
                     f.write(f"__label__{y} {' '.join(x.split())}\n")
             start = time.perf_counter()
-            m = fasttext.train_supervised(ftr, epoch=25, minn=2, maxn=4, dim=16, lr=0.5, thread=os.cpu_count(),
-                                          verbose=0, seed=1)
-            seconds = time.perf_counter() - start
-            start = time.perf_counter()
-            # model.f.predict: the wrapper's predict breaks under NumPy 2.
-            ft_pred = [m.f.predict(" ".join(x.split()), 1, 0.0, "strict") for x in xte]
-            ft_pred = [r[0][1][len("__label__"):] if r else "" for r in ft_pred]
-            out["fasttext"] = language_scores(yte, ft_pred, xte)
-            out["fasttext"].update(train_seconds=seconds, texts_per_second=len(xte) / (time.perf_counter() - start))
+            fasttext_model = fasttext.train_supervised(ftr, epoch=25, minn=2, maxn=4, dim=16, lr=0.5,
+                                                       thread=os.cpu_count(), verbose=0, seed=1)
+            out["fasttext_train_seconds"] = time.perf_counter() - start
         finally:
             shutil.rmtree(work, ignore_errors=True)
     except ImportError:
         print("  skipped fastText: not installed (make bench installs it)", flush=True)
 
-    # Off-the-shelf references, restricted to the same languages; they know only "zh", counted right for both
-    # Chinese scripts (which flatters them).
-    def lenient(pred):
-        return [("zh-Hans" if t == "zh-Hans" else "zh-Hant") if p == "zh" and t.startswith("zh") else p
-                for p, t in zip(pred, yte)]
-    iso = sorted({l.split("-")[0] for l in languages})
+    # The peers that are installed, each with the codes it knows.
+    peers = {}
     try:
         import py3langid.langid as langid
-        langid.set_languages(iso)
-        start = time.perf_counter()
-        pred = [langid.classify(x)[0] for x in xte]
-        out["py3langid"] = language_scores(yte, lenient(pred), xte)
-        out["py3langid"]["texts_per_second"] = len(xte) / (time.perf_counter() - start)
+        langid.classify("")   # loads the model, whose classes are the languages it knows
+        peers["py3langid"] = set(langid.IDENTIFIER.nb_classes)
     except ImportError:
         print("  skipped py3langid: not installed (make bench installs it)", flush=True)
     try:
-        from lingua import IsoCode639_1, LanguageDetectorBuilder
-        codes = [getattr(IsoCode639_1, c.upper()) for c in iso]
-        detector = LanguageDetectorBuilder.from_iso_codes_639_1(*codes).build()
-        start = time.perf_counter()
-        found = detector.detect_languages_in_parallel_of(xte)
-        pred = [l.iso_code_639_1.name.lower() if l else "" for l in found]
-        out["lingua"] = language_scores(yte, lenient(pred), xte)
-        out["lingua"]["texts_per_second"] = len(xte) / (time.perf_counter() - start)
+        from lingua import IsoCode639_1, Language, LanguageDetectorBuilder
+        peers["lingua"] = {l.iso_code_639_1.name.lower() for l in Language.all()}
     except ImportError:
         print("  skipped lingua: not installed (make bench installs lingua-language-detector)", flush=True)
-    res["language"] = out
+    try:
+        import gcld3
+        peers["cld3"] = CLD3_LANGUAGES
+    except ImportError:
+        print("  skipped CLD3: gcld3 not installed (make bench installs it; it needs protobuf-compiler)", flush=True)
+    try:
+        import pycld2
+        peers["cld2"] = {code for _, code in pycld2.LANGUAGES}
+    except ImportError:
+        print("  skipped CLD2: pycld2 not installed (make bench installs it)", flush=True)
+    common = [l for l in languages if all(peer_code(l, p) in known for p, known in peers.items())]
+    out["common_languages"] = common
+    print(f"  {len(languages)} languages; {len(common)} known to every peer ({', '.join(peers)}), the comparison's",
+          flush=True)
 
-    mine = out["mltool"]
-    print(f"  held-out texts by length (characters), {len(languages)} languages:")
-    systems = [s for s in ("mltool", "fasttext", "lingua", "py3langid") if s in out]
-    print("    " + f"{'':<10}" + "".join(f"{s:>11}" for s in systems))
-    for _, name in LENGTH_BUCKETS:
-        print(f"    {name:<6}{mine['by_length'][name]['count']:>6}"
-              + "".join(f"{out[s]['by_length'][name]['accuracy']:>11.4f}" for s in systems))
-    print("    all   " + f"{len(xte):>4}" + "".join(f"{out[s]['accuracy']:>11.4f}" for s in systems))
-    print("  close languages, confused per 1000 texts of the pair:")
-    for pair in mine["close"]:
-        print(f"    {pair:<16}" + "".join(f"{out[s]['close'][pair]['per_1000']:>11.1f}" for s in systems))
-    if "fasttext" in out:
-        ft = out["fasttext"]
-        row("12", "language ID train, held-out accuracy beside", "fastText 25 ep, char 2-4, dim 16", ft["train_seconds"],
-            mine["train_seconds"], "s", True, peer_acc=ft["accuracy"], mltool_acc=mine["accuracy"])
-        for _, name in LENGTH_BUCKETS:
-            row("12", f"language ID accuracy, texts {name} chars", "fastText (same split)",
-                ft["by_length"][name]["accuracy"], mine["by_length"][name]["accuracy"], "acc", False)
-        row("12", "language ID on the test split", "fastText predict loop", ft["texts_per_second"],
-            mine["texts_per_second"], "texts/s", False, note="mltool: the whole `mltool eval` process")
-    for peer, name in (("lingua", "lingua (off the shelf)"), ("py3langid", "py3langid (off the shelf)")):
-        if peer in out:
-            row("12", "language ID held-out accuracy", name, out[peer]["accuracy"], mine["accuracy"], "acc", False)
+    def restricted(ranked, allowed):
+        return [next((c for c in r if c in allowed), "") for r in ranked]
+
+    for name, path in (("test", test_path), ("cross", cross_path)):
+        xs, ys = read_csv(path)
+        keep = [i for i, y in enumerate(ys) if y in common]
+        xs, ys = [xs[i] for i in keep], [ys[i] for i in keep]
+        scores = {}
+        ranked, seconds = mltool_ranked(a, model, xs, 10)
+        scores["mltool"] = language_scores(ys, restricted(ranked, set(common)), xs)
+        scores["mltool"]["texts_per_second"] = len(xs) / seconds
+        if fasttext_model is not None:
+            # model.f.predict: the wrapper's predict breaks under NumPy 2.
+            ft = [[l[len("__label__"):] for _, l in fasttext_model.f.predict(" ".join(x.split()), 10, 0.0, "strict")]
+                  for x in xs]
+            scores["fasttext"] = language_scores(ys, restricted(ft, set(common)), xs)
+        for peer in peers:
+            allowed = sorted({peer_code(l, peer) for l in common})
+            start = time.perf_counter()
+            if peer == "py3langid":
+                langid.set_languages(allowed)
+                codes = [langid.classify(x)[0] for x in xs]
+            elif peer == "lingua":
+                detector = LanguageDetectorBuilder.from_iso_codes_639_1(
+                    *[getattr(IsoCode639_1, c.upper()) for c in allowed]).build()
+                codes = [l.iso_code_639_1.name.lower() if l else "" for l in detector.detect_languages_in_parallel_of(xs)]
+            elif peer == "cld3":
+                detector = gcld3.NNetLanguageIdentifier(0, 1000)
+                codes = restricted([[r.language for r in detector.FindTopNMostFreqLangs(x, 5)] for x in xs], set(allowed))
+            else:
+                def cld2(x):
+                    try:
+                        return [l[1] for l in pycld2.detect(x, bestEffort=True)[2]]
+                    except pycld2.error:
+                        return []
+                codes = restricted([cld2(x) for x in xs], set(allowed))
+            seconds = time.perf_counter() - start
+            predicted = [next((l for l in common if peer_code(l, peer) == c and (c != peer_code(y, peer) or l == y)), "")
+                         for c, y in zip(codes, ys)]
+            scores[peer] = language_scores(ys, predicted, xs)
+            scores[peer]["texts_per_second"] = len(xs) / seconds
+        out[name] = scores
+
+        systems = list(scores)
+        title = "held-out Debian sources" if name == "test" else "cross-domain (command-line tools' catalogues)"
+        print(f"  {title}, {len(xs)} texts in {len(common)} languages, accuracy by length (characters):")
+        print("    " + f"{'':<12}" + "".join(f"{s:>11}" for s in systems))
+        for _, bucket in LENGTH_BUCKETS:
+            print(f"    {bucket:<6}{scores['mltool']['by_length'][bucket]['count']:>6}"
+                  + "".join(f"{scores[s]['by_length'][bucket]['accuracy']:>11.4f}" for s in systems))
+        print(f"    all   {len(xs):>6}" + "".join(f"{scores[s]['accuracy']:>11.4f}" for s in systems))
+        print("    close languages, confused per 1000 texts of the pair:")
+        for pair in scores["mltool"]["close"]:
+            if scores["mltool"]["close"][pair]["texts"]:
+                print(f"      {pair:<16}" + "".join(f"{scores[s]['close'][pair]['per_1000']:>11.1f}" for s in systems))
+        for peer in systems[1:]:
+            row("12", f"language ID {name} accuracy", peer, scores[peer]["accuracy"], scores["mltool"]["accuracy"],
+                "acc", False)
+            row("12", f"language ID {name} accuracy, ≤ 20 chars", peer, scores[peer]["by_length"]["≤ 20"]["accuracy"],
+                scores["mltool"]["by_length"]["≤ 20"]["accuracy"], "acc", False)
+    res["language"] = out
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""Reading apt's indexes for the dataset scripts (debian-descriptions.sh, debian-translations.sh)."""
+"""Reading apt's indexes for the dataset scripts (debian-descriptions.sh, language-id.sh)."""
 
 
 def stanzas(path):

@@ -164,13 +164,13 @@ struct VectorizerFixture: Decodable {
 
 /// The hashed fast path (`TextTokenizer.appendHashedTerms`, used by `transform`) against the term-by-term reference
 /// (`transformReference`): identical matrices, bit for bit, on real text — UD English EWT's dev sentences
-/// (`SharedDatasets.udEWT`) and Debian's translated descriptions in 21 languages and scripts (`make models` builds
-/// them; without them the test says so through `Oracles.missing`) — plus strings whose characters are several scalars
-/// (combining marks, emoji sequences, Hangul jamo).
+/// (`SharedDatasets.udEWT`) and every 19th held-out text of datasets/language-id in 72 languages and scripts (`make
+/// models` builds them; without them the test says so through `Oracles.missing`) — plus strings whose characters are
+/// several scalars (combining marks, emoji sequences, Hangul jamo).
 @Suite struct HashedTransformTests {
-    static let debian = SharedDatasets.repository.appendingPathComponent("datasets/debian-translations/test.csv").path
+    static let debian = SharedDatasets.repository.appendingPathComponent("datasets/language-id/test.csv").path
     static let debianTexts: [String]? = (try? TextDataset.load(debian)).map {
-        $0.items.enumerated().filter { $0.offset % 7 == 0 }.map(\.element.text)
+        $0.items.enumerated().filter { $0.offset % 19 == 0 }.map(\.element.text)
     }
 
     static let texts: [String] = {
@@ -188,7 +188,7 @@ struct VectorizerFixture: Decodable {
     func fastPathEqualsReference(words: [Int], chars: [Int]?) throws {
         #expect(Self.texts.count > 1000, "EWT's dev split should be in $UD_EWT_DIR, ../shared/datasets/ud-english-ewt or datasets/ud-english-ewt")
         if Self.debianTexts == nil {
-            Oracles.missing("\(Self.debian) (datasets/debian-translations.sh, run by make models): the 21-language texts")
+            Oracles.missing("\(Self.debian) (datasets/language-id.sh, run by make models): the texts in 72 languages")
         }
         for weighting in ["tfidf", "count", "binary"] {
             var c = TextConfig()

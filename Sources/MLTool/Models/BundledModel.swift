@@ -11,7 +11,7 @@ public struct BundledModel: Sendable, Equatable {
 
     /// The default feature extractor (EfficientNet-Lite0, ImageNet weights).
     public static let extractor = BundledModel(fileName: "efficientnet-lite0.bin", environmentVariable: "MLTOOL_EXTRACTOR")
-    /// The language identifier (`LanguageRecognizer`; trained on Debian's translated package descriptions).
+    /// The language identifier (`LanguageRecognizer`; trained on pinned Debian text, datasets/language-id).
     public static let languageIdentifier = BundledModel(fileName: "language-id.bin", environmentVariable: "MLTOOL_LANGUAGE_MODEL")
 
     /// Where the model is looked for, in order: `explicit` alone when given, else the places above.

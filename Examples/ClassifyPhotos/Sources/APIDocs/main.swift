@@ -122,9 +122,9 @@ func example8() throws {
 #sourceLocation()
 }
 
-/// docs/API.md:299, Identify the language — `NLLanguageRecognizer`
+/// docs/API.md:301, Identify the language — `NLLanguageRecognizer`
 func example9() throws {
-#sourceLocation(file: "docs/API.md", line: 299)
+#sourceLocation(file: "docs/API.md", line: 301)
     var recognizer = try LanguageRecognizer()
     print("language:", try recognizer.dominantLanguage(for: "Diese Bibliothek liest und schreibt Dateien im JSON-Format.") ?? "und")
     print(try recognizer.languageHypotheses(for: "Biblioteca para ler e escrever ficheiros", withMaximum: 3))
@@ -136,9 +136,9 @@ func example9() throws {
 #sourceLocation()
 }
 
-/// docs/API.md:328, Classify many images — `MLArrayBatchProvider`
+/// docs/API.md:330, Classify many images — `MLArrayBatchProvider`
 func example10() throws {
-#sourceLocation(file: "docs/API.md", line: 328)
+#sourceLocation(file: "docs/API.md", line: 330)
     let classifier = try ImageClassifier(contentsOf: URL(fileURLWithPath: "Clothes.bin"))
     let urls = try FileManager.default.contentsOfDirectory(at: URL(fileURLWithPath: "Clothes/bag"),
                                                            includingPropertiesForKeys: nil)
@@ -152,9 +152,9 @@ func example10() throws {
 #sourceLocation()
 }
 
-/// docs/API.md:348, Serve models over HTTP — `ModelServer`
+/// docs/API.md:350, Serve models over HTTP — `ModelServer`
 func example11() throws {
-#sourceLocation(file: "docs/API.md", line: 348)
+#sourceLocation(file: "docs/API.md", line: 350)
     var parameters = ModelServerParameters()
     parameters.port = 0                         // any free port; 8080 by default
     parameters.maxWaitMilliseconds = 2          // how long a batch waits for more requests
@@ -166,9 +166,9 @@ func example11() throws {
 #sourceLocation()
 }
 
-/// docs/API.md:380, Compress weights — `linear_quantize_weights`, `palettize_weights`
+/// docs/API.md:382, Compress weights — `linear_quantize_weights`, `palettize_weights`
 func example12() throws {
-#sourceLocation(file: "docs/API.md", line: 380)
+#sourceLocation(file: "docs/API.md", line: 382)
     let linear = QuantizationParameters(bits: 8, mode: .linear)
     let int8 = try QuantizationPipeline(modelPath: "Clothes.bin", parameters: linear).run()
     if let gate = int8.report.gate {
@@ -185,9 +185,9 @@ func example12() throws {
 #sourceLocation()
 }
 
-/// docs/API.md:416, Convert models — `ct.convert`
+/// docs/API.md:418, Convert models — `ct.convert`
 func example13() throws {
-#sourceLocation(file: "docs/API.md", line: 416)
+#sourceLocation(file: "docs/API.md", line: 418)
     // In. `featureTensor` names the layer that `ImageClassifierParameters.extractor` would train on.
     let labels = try String(contentsOfFile: "labels.txt", encoding: .utf8).split(separator: "\n").map(String.init)
     let options = ImportOptions(image: .efficientNetLite, labels: labels, featureTensor: "features")
@@ -215,11 +215,11 @@ let examples: [(String, @Sendable () async throws -> Void)] = [
     ("docs/API.md:210 Train a text classifier — `MLTextClassifier`", example6),
     ("docs/API.md:241 Tag words — `MLWordTagger`, `NLTagger`", example7),
     ("docs/API.md:271 Train on a table — `MLBoostedTreeClassifier`, LightGBM", example8),
-    ("docs/API.md:299 Identify the language — `NLLanguageRecognizer`", example9),
-    ("docs/API.md:328 Classify many images — `MLArrayBatchProvider`", example10),
-    ("docs/API.md:348 Serve models over HTTP — `ModelServer`", example11),
-    ("docs/API.md:380 Compress weights — `linear_quantize_weights`, `palettize_weights`", example12),
-    ("docs/API.md:416 Convert models — `ct.convert`", example13),
+    ("docs/API.md:301 Identify the language — `NLLanguageRecognizer`", example9),
+    ("docs/API.md:330 Classify many images — `MLArrayBatchProvider`", example10),
+    ("docs/API.md:350 Serve models over HTTP — `ModelServer`", example11),
+    ("docs/API.md:382 Compress weights — `linear_quantize_weights`, `palettize_weights`", example12),
+    ("docs/API.md:418 Convert models — `ct.convert`", example13),
 ]
 var failures = 0
 for (location, example) in examples {
