@@ -15,6 +15,7 @@ APT_PACKAGES += libmicrohttpd-dev wrk
 APT_PACKAGES += libsndfile1-dev
 APT_PACKAGES += r-cran-mlbench r-cran-ggplot2 r-cran-kernlab
 PIP_PACKAGES += lightgbm xgboost pandas
+PIP_PACKAGES += tokenizers==0.23.3
 
 # The real data sets the tests read (the raccoon photos, UD English EWT): ../shared/datasets beside the checkout, as
 # CI provides it; for a clone of a local repository (git clone /path/mltool /tmp/x), beside the repository it was
@@ -73,6 +74,7 @@ test: shared-datasets setup models demo-model check-proto $(KERAS_APPS)/app_mnv3
 	bash datasets/ud-english-ewt.sh
 	$(PYTHON) Tests/Fixtures/audio/make_audio.py && $(PYTHON) Tests/Fixtures/speech/fetch_speech_embedding.py --references
 	bash datasets/tabular.sh
+	$(PYTHON) Tests/Fixtures/minilm/fetch_minilm.py
 	MLTOOL_BIN=$(CURDIR)/$(MLTOOL) MLTOOL_KERAS_APPS_DIR=$(CURDIR)/$(KERAS_APPS) MLTOOL_REQUIRE_ORACLES=1 \
 		MLTOOL_EXPECT_CPU_LEVELS="$(MLTOOL_EXPECT_CPU_LEVELS)" $(SWIFT) test $(TEST_FLAGS)
 
