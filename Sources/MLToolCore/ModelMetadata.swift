@@ -36,6 +36,8 @@ public struct ModelMetadata: Codable, Equatable, Sendable {
     public var detection: DetectionConfig?
     /// A tree ensemble's features and objective (task `tabular`).
     public var tabular: TabularConfig?
+    /// A sentence encoder's tokenizer (a network whose `input_ids` and `attention_mask` come from text).
+    public var sentenceEncoder: SentenceEncoderConfig?
     public var provenance: Provenance
     /// Stored metrics (e.g. "holdout.accuracy").
     public var metrics: [String: Double]

@@ -5,13 +5,13 @@ import MLToolCore
 /// one object (compared as Swift strings, i.e. up to canonical equivalence, which is how the decoder would merge
 /// them), and an integer outside the signed 64-bit range (the decoder only says "not valid JSON"; this names the
 /// key and the byte). Grammar errors are left to the decoder; this scan only needs to never read out of bounds.
-enum JSONKeyCheck {
+package enum JSONKeyCheck {
     static let maxDepth = InputLimits.maxJSONDepth
 
     /// The byte offset and reason of the first problem, or nil. An integer must fit in 64 bits, signed or unsigned;
     /// with `unsignedKeys` given, one above 2^63 − 1 must belong to one of those keys (the decoder's own error for
     /// it names neither the key nor the place, so a failed decode asks again this way).
-    static func firstProblem(_ b: UnsafeRawBufferPointer, unsignedKeys: Set<String>? = nil) -> (offset: Int, reason: String)? {
+    package static func firstProblem(_ b: UnsafeRawBufferPointer, unsignedKeys: Set<String>? = nil) -> (offset: Int, reason: String)? {
         guard b.first == UInt8(ascii: "{") else {
             return (0, "the metadata must be one JSON object starting at its first byte")
         }

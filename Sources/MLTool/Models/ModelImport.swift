@@ -24,6 +24,33 @@ public enum ModelImport {
         }
     }
 
+    /// The architectures `mltool import … --architecture` builds from a weights-only file (safetensors).
+    public static let architectures = ["bert-encoder"]
+
+    /// Imports a sentence encoder from Hugging Face's files (`BERTImporter`): `path` is a folder holding
+    /// model.safetensors, config.json and tokenizer.json, or the safetensors file itself with `architecture`
+    /// "bert-encoder" and the tokenizer.json given (config.json is read from beside it).
+    public static func importEncoder(path: String, architecture: String?, tokenizer: String?) throws -> Model {
+        var isFolder: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isFolder) else {
+            throw PipelineError.missingInput(file: path, reason: "no such file or folder")
+        }
+        if let architecture, !architectures.contains(architecture) {
+            throw PipelineError.invalidParameter(name: "--architecture", reason: "--architecture: '\(architecture)', expected \(architectures.joined(separator: " or "))")
+        }
+        let folder = isFolder.boolValue ? path : (path as NSString).deletingLastPathComponent
+        let weights = isFolder.boolValue ? (folder as NSString).appendingPathComponent("model.safetensors") : path
+        let config = ((folder.isEmpty ? "." : folder) as NSString).appendingPathComponent("config.json")
+        let tokens = tokenizer ?? ((folder.isEmpty ? "." : folder) as NSString).appendingPathComponent("tokenizer.json")
+        if !isFolder.boolValue && architecture == nil {
+            throw PipelineError.invalidParameter(name: "--architecture", reason: "a safetensors file holds weights only: say what they are with --architecture bert-encoder")
+        }
+        for needed in [weights, config, tokens] where !FileManager.default.fileExists(atPath: needed) {
+            throw PipelineError.missingInput(file: needed, reason: "no such file (a BERT encoder needs model.safetensors, config.json and tokenizer.json)")
+        }
+        return try BERTImporter.importModel(safetensors: weights, config: config, tokenizer: tokens)
+    }
+
     /// Class names from a labels file: UTF-8 text, one name per line in output order, surrounding spaces trimmed,
     /// trailing empty lines dropped (`ImportOptions.labels`).
     public static func labels(file: String) throws -> [String] {
