@@ -88,10 +88,38 @@ def schedule(case):
     return {"rates": rates}
 
 
+def graph(case):
+    """A TrainableGraph (nodes in order, the last one the output) with softmax cross-entropy on its output."""
+    params = [torch.tensor(p, dtype=torch.float32, requires_grad=True) for p in case["parameters"]]
+    n, h, w, c = case["shape"]
+    x = tensor(case["x"], (n, h, w, c)).permute(0, 3, 1, 2).contiguous().requires_grad_()
+    outs = []
+    for node in case["nodes"]:
+        a = x if node["inputs"][0] < 0 else outs[node["inputs"][0]]
+        if node["kind"] == "conv":
+            cin, groups, oc = a.shape[1], node["groups"], node["outChannels"]
+            kh, kw = node["kernel"]
+            wt = params[node["weight"]].reshape(kh, kw, cin // groups, oc).permute(3, 2, 0, 1)
+            top, left, bottom, right = node["pads"]
+            z = F.conv2d(F.pad(a, (left, right, top, bottom)), wt, params[node["bias"]], stride=tuple(node["strides"]),
+                         dilation=tuple(node["dilations"]), groups=groups)
+        elif node["kind"] == "add":
+            b = x if node["inputs"][1] < 0 else outs[node["inputs"][1]]
+            z = a + b
+        else:
+            z = a.mean(dim=(2, 3), keepdim=True)
+        outs.append(ACTIVATIONS[node.get("activation", "identity")](z))
+    logits = outs[-1].reshape(n, -1)
+    loss = F.cross_entropy(logits, torch.tensor(case["labels"]))
+    loss.backward()
+    return {"loss": [loss.item()], "logits": flat(logits), "input": flat(x.grad.permute(0, 2, 3, 1)),
+            "parameters": [flat(p.grad) for p in params]}
+
+
 def main():
     request = json.load(sys.stdin)
     kinds = {"conv": conv, "batchNorm": batch_norm, "activation": activation, "optimizer": optimizer,
-             "schedule": schedule}
+             "schedule": schedule, "graph": graph}
     json.dump({kind: [kinds[kind](case) for case in request.get(kind, [])] for kind in kinds}, sys.stdout)
 
 
