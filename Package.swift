@@ -78,7 +78,7 @@ let package = Package(
         .testTarget(name: "MLToolEngineTests", dependencies: ["MLToolEngine", "MLToolFormat", "MLToolCore", "CMLToolCPU", "CMLToolKernels", "MLToolTestSupport"], exclude: ["Fixtures"]),
         .testTarget(name: "MLToolImportTests", dependencies: ["MLToolImport", "MLToolCore", "MLToolEngine", "MLToolDetect", "MLToolTestSupport"]),
         .testTarget(name: "MLToolDataTests", dependencies: ["MLToolData", "MLToolCore", "MLToolTestSupport"], exclude: ["Fixtures"]),
-        .testTarget(name: "MLToolTrainTests", dependencies: ["MLToolTrain", "MLToolData", "MLToolTestSupport"]),
+        .testTarget(name: "MLToolTrainTests", dependencies: ["MLToolTrain", "MLToolData", "MLToolEngine", "MLToolFormat", "MLToolTestSupport"]),
         .testTarget(name: "MLToolDetectTests", dependencies: ["MLToolDetect", "MLToolImport", "MLToolFormat", "MLToolEngine", "MLToolData", "MLToolCore", "MLToolTestSupport"]),
         .testTarget(name: "MLToolTextTests", dependencies: ["MLToolData", "MLToolTestSupport"]),
         .testTarget(name: "MLToolExportTests", dependencies: ["MLToolExport", "MLToolImport", "MLToolEngine", "MLToolFormat", "MLToolData", "MLToolQuant", "MLToolCore", "CPNG", "MLToolTestSupport"]),

@@ -106,21 +106,18 @@ public enum FuzzEntries {
     /// What `mltool predict` and `mltool bench` do with a model file from elsewhere, past the reader: a native model
     /// that `ModelFile.read` accepts (checksums repaired as in `nativeModel`) compiled by the engine — graph passes,
     /// shape inference, weights packed, int8 and palette weights checked and kept (`QuantizedWeights`,
-    /// `PaletteWeights`), the plan and its arena — then every declared input shape through `bench`'s checks
-    /// (`Benchmark.run`: a free leading dimension as the batch, 1, other dimensions below 1 as 1, the element count
-    /// by `Checked.elementCount`, its floats against this machine's memory), whatever the declared dimensions
-    /// (negative, huge, overflowing); the model is then run once, on one thread, on zeros of those shapes when every
-    /// input has at most `engineRunElements` elements.
+    /// `PaletteWeights`), the plan and its arena — then every declared input shape through the checks `bench` runs
+    /// (`GraphInput.runShape`, batch 1: the element count overflow-checked, its floats against this machine's
+    /// memory), whatever the declared dimensions (negative, huge, overflowing); the model is then run once, on one
+    /// thread, on zeros of those shapes when every input has at most `engineRunElements` elements (larger ones would
+    /// make each fuzz execution slow, not reach other code).
     @Sendable public static func engine(_ bytes: [UInt8]) -> Bool {
         guard let model = try? ModelFile.read(bytes: withChecksumsFixed(bytes), name: "fuzz.bin") else { return false }
         return accepts {
             let engine = try Engine(model: model, threads: 1)
             var inputs: [String: Tensor] = [:], small = true
             for input in model.metadata.graph?.inputs ?? [] {
-                let shape = input.shape.enumerated().map { $0.offset == 0 && $0.element < 0 ? 1 : max($0.element, 1) }
-                let n = try Checked.elementCount(shape, file: "fuzz.bin", what: "graph input '\(input.name)'")
-                let bytes = n.multipliedReportingOverflow(by: 4)
-                guard !bytes.overflow, bytes.partialValue <= Int(clamping: ProcessInfo.processInfo.physicalMemory) else { return }
+                let (shape, n) = try input.runShape(batch: 1, file: "fuzz.bin")
                 small = small && n <= engineRunElements
                 if small { inputs[input.name] = Tensor(shape: shape, data: [Float](repeating: 0, count: n)) }
             }

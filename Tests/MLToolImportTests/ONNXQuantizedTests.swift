@@ -160,11 +160,14 @@ import Testing
     }
 
     /// The operator format (QLinearConv, QLinearAdd, QLinearGlobalAveragePool, QGemm): the same layers on int8 weights;
-    /// top-1 equal to onnxruntime's int8 run on 971 of 1,000 (measured), logits within 0.042 of the range (measured
-    /// 0.0420). Its expansion (DequantizeLinear → op → QuantizeLinear) requantizes the convs as the QDQ file's, but
-    /// onnxruntime's operator-format run differs from its QDQ run elsewhere (not yet traced).
+    /// top-1 equal to onnxruntime's int8 run on 971 of 1,000 (measured at the avx2 level, Zen 3 and Zen 4), logits
+    /// within 0.042 of the range (measured 0.0420). Its expansion (DequantizeLinear → op → QuantizeLinear) requantizes
+    /// the convs as the QDQ file's, but onnxruntime's operator-format run differs from its QDQ run elsewhere (not yet
+    /// traced). With VNNI (Zen 4, avx512-vnni) the layers with fewer than 64 input channels also run on int8 kernels,
+    /// their inputs quantized on the fly (`Engine.int8Minimum`) where AVX2 keeps them in float: measured 961 and 0.0472.
     @Test func efficientNetQOperatorMatchesOnnxRuntime() throws {
-        try Self.checkEfficientNet("qop", top1: 971, worst: 0.042)
+        let vnni = Engine.cpuLevel.hasSuffix("vnni")
+        try Self.checkEfficientNet("qop", top1: vnni ? 961 : 971, worst: vnni ? 0.048 : 0.042)
     }
 
     /// `worst`: the tolerance (of each photo's logit range) against onnxruntime's int8 run; `unfusedWorst` against its

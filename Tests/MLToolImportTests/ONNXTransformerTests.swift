@@ -105,9 +105,13 @@ import Testing
         // (fractions of the range), each just above the largest measured at any batch and length (Zen 3, AVX2):
         // QInt8 hidden 1.3e-3, 4.5e-2, 8.1e-3, pooled (the tanh of one projected row) 1.4e-2, 1.9e-1, 2.3e-2;
         // QUInt8 hidden 1.7e-3, 2.0e-3, 8.1e-3, pooled 1.6e-2, 1.1e-2, 2.3e-2. At batch 1, 8 tokens: 9e-8–2e-7.
+        // With VNNI (Zen 4) QUInt8's pooled output is 2.6e-2 to 5.0e-2 (two runs) of the float run's range at batch 2,
+        // 64 tokens: the float run is a reference for the quantization's cost, not for the arithmetic, which the other
+        // two hold.
+        let vnni = Engine.cpuLevel.hasSuffix("vnni")
         let tolerances: [String: (spec: Double, ort: Double, float: Double)] = model == "bert_int8"
             ? ["hidden": (1.5e-3, 5e-2, 9e-3), "pooled": (1.6e-2, 2.2e-1, 2.5e-2)]
-            : ["hidden": (2e-3, 2.2e-3, 9e-3), "pooled": (1.8e-2, 1.2e-2, 2.5e-2)]
+            : ["hidden": (2e-3, 2.2e-3, 9e-3), "pooled": (1.8e-2, 1.2e-2, vnni ? 5.5e-2 : 2.5e-2)]
         guard let manifest = try Self.manifest() else { return }
         let (imported, results) = try Self.outputs(model, manifest: manifest)
         let int8 = imported.tensors.filter { $0.dtype == .int8 }

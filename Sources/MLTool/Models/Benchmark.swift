@@ -103,15 +103,7 @@ public struct Benchmark: Sendable {
         let residentBeforeInputs = ProcessMemory.field("VmRSS")
         for input in graph.inputs {
             if let given = self.inputs?[input.name] { inputs[input.name] = given; continue }
-            let shape = input.shape.enumerated().map { $0.offset == 0 && $0.element < 0 ? batch : max($0.element, 1) }
-            // A file can declare sizes no machine holds: refused before the random values are made.
-            let n = try Checked.elementCount(shape, file: modelPath, what: "graph input '\(input.name)'")
-            let bytes = n.multipliedReportingOverflow(by: 4)
-            let available = Int(clamping: ProcessInfo.processInfo.physicalMemory)
-            guard !bytes.overflow, bytes.partialValue <= available else {
-                throw PipelineError.badInput(file: modelPath, reason: "graph input '\(input.name)' of shape \(shape) needs more "
-                                             + "than this machine's \(available >> 20) MiB of memory")
-            }
+            let (shape, n) = try input.runShape(batch: batch, file: modelPath)
             inputs[input.name] = Tensor(shape: shape, data: (0..<n).map { _ in rng.nextUnit() * 2 - 1 })
         }
         let residentAfterInputs = ProcessMemory.field("VmRSS")

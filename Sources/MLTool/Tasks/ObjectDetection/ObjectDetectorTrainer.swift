@@ -129,12 +129,13 @@ public struct ObjectDetectorTrainer: Sendable {
         model.metadata.name = p.name
         model.metadata.provenance = Provenance(sources: [Provenance.Source(path: extractor.path, sha256: extractor.digest)], seed: p.seed,
                                                command: ObjectDetectionTask.Setup(data: data, test: test, parameters: p).command(ObjectDetectionTask.options))
-        // The holdout with its boxes (docs/FORMAT.md 4.4), so `mltool eval` needs only the photos.
-        let root = (URL(fileURLWithPath: dataset.source).path as NSString).standardizingPath
+        // The photos evaluated on — the test data, else the holdout — with their boxes (docs/FORMAT.md 4.4), so
+        // `mltool eval` needs only the photos, as for image classifiers.
+        let root = (URL(fileURLWithPath: testSet?.source ?? dataset.source).path as NSString).standardizingPath
         var isFolder: ObjCBool = false
         let rootFolder = FileManager.default.fileExists(atPath: root, isDirectory: &isFolder) && isFolder.boolValue
             ? root : (root as NSString).deletingLastPathComponent
-        model.metadata.split = SplitManifest(root: rootFolder, holdout: try holdout.map {
+        model.metadata.split = SplitManifest(root: rootFolder, holdout: try evaluationPhotos.map {
             SplitManifest.Item(path: SplitManifest.relative($0.path, to: rootFolder), label: ObjectDetection.holdoutLabel($0.objects),
                                sha256: try SHA256.hex(fileAt: $0.path))
         }, trainCount: fitPhotos.count, validationCount: validationPhotos.count, seed: p.seed)
