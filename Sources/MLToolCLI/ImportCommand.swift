@@ -40,9 +40,7 @@ extension CLI {
         guard FileManager.default.fileExists(atPath: src) else {
             throw CLIError.missingInput(file: src, reason: "no such file")
         }
-        var isFolder: ObjCBool = false
-        if args.has("--architecture") || args.has("--tokenizer") || src.hasSuffix(".safetensors")
-            || (FileManager.default.fileExists(atPath: src, isDirectory: &isFolder) && isFolder.boolValue) {
+        if ModelImport.isEncoderSource(path: src, architecture: args.string("--architecture"), tokenizer: args.string("--tokenizer")) {
             let model = try ModelImport.importEncoder(path: src, architecture: args.string("--architecture"),
                                                       tokenizer: args.string("--tokenizer"))
             let trimmed = src.hasSuffix("/") ? String(src.dropLast()) : src

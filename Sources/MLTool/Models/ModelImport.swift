@@ -27,6 +27,16 @@ public enum ModelImport {
     /// The architectures `mltool import … --architecture` builds from a weights-only file (safetensors).
     public static let architectures = ["bert-encoder"]
 
+    /// Whether `path` names a sentence encoder's files (`importEncoder`) rather than one network: `architecture` or
+    /// `tokenizer` given, a .safetensors file, or a folder holding model.safetensors. Any other folder — a Core ML
+    /// .mlpackage first of all — is `importModel`'s.
+    public static func isEncoderSource(path: String, architecture: String?, tokenizer: String?) -> Bool {
+        if architecture != nil || tokenizer != nil || path.hasSuffix(".safetensors") { return true }
+        var isFolder: ObjCBool = false
+        return FileManager.default.fileExists(atPath: path, isDirectory: &isFolder) && isFolder.boolValue
+            && FileManager.default.fileExists(atPath: (path as NSString).appendingPathComponent("model.safetensors"))
+    }
+
     /// Imports a sentence encoder from Hugging Face's files (`BERTImporter`): `path` is a folder holding
     /// model.safetensors, config.json and tokenizer.json, or the safetensors file itself with `architecture`
     /// "bert-encoder" and the tokenizer.json given (config.json is read from beside it).
