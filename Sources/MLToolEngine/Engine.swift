@@ -208,7 +208,7 @@ public final class Engine: @unchecked Sendable {
 
     /// The compiled graph that has every name in `wanted`; the original one when a pass fused a name away.
     private func programFor(_ wanted: [String]) throws -> Program {
-        if wanted.allSatisfy({ program.ids[$0] != nil }) { return program }
+        if wanted.allSatisfy(program.computes) { return program }
         lock.lock(); defer { lock.unlock() }
         if original == nil, let graph = model.metadata.graph {
             original = try Program(graph: graph, tensors: model.tensorsByName)

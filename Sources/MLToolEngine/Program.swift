@@ -530,6 +530,13 @@ struct Program: Sendable {
     /// computed from them can overflow.
     static let maxExtent = 1 << 20
 
+    /// Whether running this program gives the tensor `name`: an input, a constant or a step's output. A tensor the
+    /// compiled steps no longer produce (a layer's float output, absorbed by its requantizing reader) is not.
+    func computes(_ name: String) -> Bool {
+        guard let id = ids[name] else { return false }
+        return producer[id] != nil || constants[id] != nil || inputIds.contains(id)
+    }
+
     /// The steps needed to compute `targets`, in graph order.
     func needed(_ targets: [Int]) -> [Int] {
         var want = Set<Int>(), stack = targets

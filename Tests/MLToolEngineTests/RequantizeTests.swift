@@ -347,4 +347,46 @@ import MLToolTestSupport
             }
         }
     }
+
+    /// Codes read by two DequantizeLinear nodes — a residual block's input, read by its first conv and by its add,
+    /// each expanded from a QLinear op with its own dequantization — fuse into one `quantize` in mode "values" that
+    /// both read (`GraphPasses.fuseQuantizeDequantize`), so the conv (k 8: under the float threshold without VNNI)
+    /// reads the file's codes like any QDQ layer: its output has the integer definition's bits. Before, only codes
+    /// with one reader fused, and such a conv ran on floats, or with VNNI on inputs quantized again per row
+    /// (EfficientNet-Lite0's operator-format file: 29 % of block 2's expansion codes off by up to 10 steps). Asking
+    /// for the conv's float output, which the requantizing conv no longer computes, runs the unfused graph.
+    @Test func codesReadTwiceFuseAndTheConvReadsThem() throws {
+        let (h, w, c) = (5, 6, 8)
+        var b = GraphBuilder(seed: 91, input: [-1, h, w, c])
+        var rng = SplitMix64(seed: 97)
+        let codes = b.node(.quantize, ["x"], QuantizeOpTests.attributes([0.02], [120], range: 0...255, mode: "codes"))
+        let toConv = b.node(.dequantize, [codes], QuantizeOpTests.attributes([0.02], [120]))
+        let toAdd = b.node(.dequantize, [codes], QuantizeOpTests.attributes([0.02], [120]))
+        let y = Self.qdqLayer(&b, toConv, 0.02, cin: c, cout: c, depthwise: false, ys: 0.05, yzp: 100, &rng, name: "expand")
+        let sum = b.node(.add, [y, toAdd])
+        let model = b.model(outputs: [sum])
+        let fused = try #require(try GraphPasses.fuseQuantizeDequantize(model).metadata.graph)
+        #expect(!fused.nodes.contains { $0.op == .dequantize }, "both dequantizations fused")
+        let q = try #require(fused.nodes.first { $0.op == .quantize && $0.inputs == ["x"] })
+        #expect(q.attributes.mode == "values")
+        #expect(fused.nodes.filter { $0.inputs.contains(q.outputs[0]) }.map(\.op) == [.conv, .add], "the conv and the add read it")
+        let engine = try Engine(model: model, threads: 1, int8Compute: .auto)
+        let x = b.input([2, h, w, c])
+        let got = try #require(try engine.run(["x": x], outputs: [y])[y])
+        let convOutput = try #require(model.metadata.graph?.nodes.first { $0.op == .conv }?.outputs.first)
+        let unfused = try engine.run(["x": x], outputs: [y, convOutput])
+        #expect(unfused[convOutput]?.shape == [2, h, w, c], "asking for a tensor the plan no longer computes runs the unfused graph")
+        assertClose(try #require(unfused[y]).data, got.data, atol: 0.05 + 1e-6, "the unfused graph: within a step")
+        var want = [Float]()
+        let wq = try #require(model.tensor(named: "expand.w")), bias = try #require(model.tensor(named: "expand.b")).floats()
+        let weights = wq.bytes.buffer.map { Int(Int8(bitPattern: $0)) }, ws = try #require(wq.quant?.scales)
+        for i in 0..<(2 * h * w) {
+            for o in 0..<c {
+                var acc = Int((bias[o] / (0.02 * ws[o])).rounded())
+                for k in 0..<c { acc += Self.centered(x.data[i * c + k]) * weights[k * c + o] }
+                want.append(Self.requantized(acc, Float(0.02) * ws[o] / 0.05, lo: -100, hi: 155, scale: 0.05))
+            }
+        }
+        assertClose(got.data, want, atol: 0, "the integer definition's bits")
+    }
 }
