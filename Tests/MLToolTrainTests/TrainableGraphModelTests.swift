@@ -45,4 +45,17 @@ import Testing
         }
         #expect(throws: TrainError.self) { _ = try TrainableGraph.top(of: model, from: "features", to: "_blocks.14.add") }
     }
+
+    /// `--fine-tune N` counts convolutions back from the features: 1 is the head conv (its input is block 15's
+    /// projection), 4 the whole of block 15 (no skip connection), and 5 to 7, which would split block 14 from its
+    /// residual add, all move up to that block's input.
+    @Test func cutsCountConvolutionsAndKeepResidualBlocksWhole() throws {
+        guard let model = try Self.model() else { return }
+        let cuts = try (1...8).map { try TrainableGraph.cut(in: model, before: "features", convolutions: $0) }
+        #expect(cuts == ["_blocks.15._bn2.out", "_blocks.15._bn1.relu6", "_blocks.15._bn0.relu6", "_blocks.14.add",
+                         "_blocks.13.add", "_blocks.13.add", "_blocks.13.add", "_blocks.12.add"])
+        for cut in Set(cuts) { _ = try TrainableGraph.top(of: model, from: cut, to: "features") }
+        #expect(throws: TrainError.self) { _ = try TrainableGraph.cut(in: model, before: "features", convolutions: 0) }
+        #expect(throws: TrainError.self) { _ = try TrainableGraph.cut(in: model, before: "features", convolutions: 100) }
+    }
 }

@@ -33,6 +33,10 @@ public enum ImageClassificationTask: TaskKind {
             TrainingOptions.int(OptionDeclaration("--max-iterations", value: "N", help: "L-BFGS iterations per L2 value (default \(d.maxIterations))."),
                                 \.maxIterations, default: d.maxIterations),
             TrainingOptions.earlyStopping(\.earlyStoppingPatience), TrainingOptions.balance(\.balanceClasses),
+            TrainingOptions.int(OptionDeclaration("--fine-tune", value: "N", help: "Also train the extractor's last N convolutions (default 0: frozen)."),
+                                \.fineTune, default: d.fineTune),
+            TrainingOptions.int(OptionDeclaration("--fine-tune-epochs", value: "N", help: "Epochs of --fine-tune (default \(d.fineTuning.epochs))."),
+                                \.fineTuning.epochs, default: d.fineTuning.epochs),
             O(OptionDeclaration("--augment", value: "LIST", help: "Augment training images: flip,crop,rotate,exposure,blur,noise."),
               set: { s, v in s.parameters.augmentations = try Augmentation.parseList(v) }, record: { s in
                 s.parameters.augmentations.isEmpty ? [] : ["--augment", s.parameters.augmentations.map(\.rawValue).joined(separator: ",")]

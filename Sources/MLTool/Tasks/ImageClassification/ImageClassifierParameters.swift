@@ -32,6 +32,15 @@ public struct ImageClassifierParameters: Sendable {
     public var earlyStoppingPatience: Int?
     /// Weight classes inversely to their frequency.
     public var balanceClasses = false
+    /// Convolutions at the top of the extractor trained along with the head (0: none, the extractor stays frozen).
+    /// Their input, the activations at the cut, is what the feature cache keeps, so only those layers run in each
+    /// epoch; a cut that would split a residual block moves up to its start (`TrainableGraph.cut`). The head is first
+    /// fitted on the frozen features of the training split, then both train by AdamW (`fineTuning`), and the epoch
+    /// kept is the one with the best validation accuracy, the frozen start included. Batch norms train folded into
+    /// their convolutions (their statistics are not estimated again). Off by default: it costs minutes, not seconds.
+    public var fineTune = 0
+    /// How fine-tuning trains (epochs, batch, rate, weight decay); its seed is `seed`.
+    public var fineTuning = FineTuning.Options()
     /// Extra training variants of each image.
     public var augmentations: [Augmentation] = []
     /// Stop at the first image that cannot be decoded (else: skip it, within the data set's limit).

@@ -37,7 +37,8 @@ extension ImageClassifierTrainer {
         options.tolerance = p.tolerance
         options.selection = .logLoss
         let fullIterations = options.maxIterations
-        let refitting = options.l2 == .auto && nValidation > 0
+        // Not when fine-tuning follows: the validation split then chooses its epoch, and must be unseen.
+        let refitting = options.l2 == .auto && nValidation > 0 && p.fineTune == 0
         // Choosing the strength needs the validation loss of each candidate, not a fully converged fit: the
         // search stops each candidate early and the refit below converges.
         if refitting { options.maxIterations = min(fullIterations, p.searchIterations) }

@@ -43,14 +43,18 @@ public struct ImageClassifierTrainer: Sendable {
         let emit = progress ?? { _ in }
         let plan = try split(emit: emit)
         let dataset = plan.dataset, testSet = plan.testSet, extractor = plan.extractor, holdoutItems = plan.holdout
+        guard p.fineTune >= 0 else {
+            throw PipelineError.invalidParameter(name: "fineTune", reason: "--fine-tune must be 0 or more (layers)")
+        }
+        let tuning = p.fineTune > 0 ? try Self.fineTunePlan(extractor, layers: p.fineTune, threads: p.threads) : nil
         try cancellation.check()
 
-        // Features.
-        let extraction = try extract(extractor, train: plan.train, validation: plan.validation, holdout: holdoutItems,
-                                     keepWithin: p.memoryBudget ?? MemoryBudget.machineDefault(), emit: emit,
-                                     cancellation: cancellation)
+        // Features; when fine-tuning, the activations at the cut, through which the top then computes them.
+        let extraction = try extract(tuning?.extractor ?? extractor, train: plan.train, validation: plan.validation,
+                                     holdout: holdoutItems, keepWithin: p.memoryBudget ?? MemoryBudget.machineDefault(),
+                                     emit: emit, cancellation: cancellation)
         var train = extraction.train, validation = extraction.validation
-        let holdout = extraction.holdout
+        var holdout = extraction.holdout
         if !extraction.failures.isEmpty {
             emit(.skippedImages(extraction.failures))
             try dataset.checkBadImages(extraction.failures)
@@ -62,17 +66,33 @@ public struct ImageClassifierTrainer: Sendable {
 
         // The head, on features in memory or, past the memory budget, on rows streamed from a scratch file.
         let labels = dataset.labels
-        guard let width = extraction.width, width > 0 else {
+        guard var width = extraction.width, width > 0 else {
             throw PipelineError.badInput(file: data.location ?? dataset.source, reason: "no usable training images")
         }
         let fitStart = Date()
+        var rows: (train: FineTuning.Rows, validation: FineTuning.Rows, holdout: FineTuning.Rows)?
+        if let t = tuning {
+            guard !extraction.outOfCore else {
+                throw PipelineError.notSupported("--fine-tune with more activations at the cut than the memory budget (--memory)")
+            }
+            rows = (try pooled(&train, t, labels: labels), try pooled(&validation, t, labels: labels),
+                    try pooled(&holdout, t, labels: labels))
+            width = train.first?.features.count ?? 0
+        }
         let fit = try fitHead(train: &train, validation: &validation, holdout: holdout, labels: labels, width: width,
                               outOfCore: extraction.outOfCore, emit: emit, cancellation: cancellation)
-        let standardizer = fit.standardizer, head = fit.head, metrics = fit.metrics
-        let fitSeconds = Date().timeIntervalSince(fitStart)
+        let standardizer = fit.standardizer
+        var head = fit.head, metrics = fit.metrics
 
-        // The model: extractor up to the features, then dense + softmax.
-        let (nodes, tensors, graph) = try extractor.truncated()
+        // The model: extractor up to the features (its top fine-tuned), then dense + softmax.
+        var (nodes, tensors, graph) = try extractor.truncated()
+        if let t = tuning, let r = rows {
+            let (tuned, m) = try fineTune(t, fit: fit, train: r.train, validation: r.validation, holdout: r.holdout,
+                                          emit: emit, cancellation: cancellation)
+            (metrics, head.weights, head.bias) = (m, tuned.head.weights, tuned.head.bias)
+            tensors = try Self.writeBack(tuned.top, names: t.parameterNames, nodes: &nodes, tensors: tensors)
+        }
+        let fitSeconds = Date().timeIntervalSince(fitStart)
         let headNodes = [
             Node(name: "head.center", op: .sub, inputs: [extractor.featureTensor, "head.mean"], outputs: ["head.centered"]),
             Node(name: "head.scale", op: .mul, inputs: ["head.centered", "head.inverseStd"], outputs: ["head.standardized"]),
