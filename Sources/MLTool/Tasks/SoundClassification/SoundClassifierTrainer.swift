@@ -68,18 +68,16 @@ public struct SoundClassifierTrainer: Sendable {
 
         // The windowing and the L2, on the validation recordings.
         let featureStart = Date()
-        var best: (windowing: SoundClassifierParameters.Windowing, head: Head, train: Clips, validation: Clips, score: Double)?
+        var best: (windowing: SoundClassifierParameters.Windowing, head: Head, train: Clips, validation: Clips, score: Score)?
         for w in validationItems.isEmpty ? [fallback] : p.windowings {
             let train = try clips(trainItems, w, "extracting train"), validation = try clips(validationItems, w, "extracting validation")
             guard !train.labels.isEmpty else { throw PipelineError.badInput(file: dataset.source, reason: "no usable training recordings") }
             let head = try fitHead(train: train, validation: validation, classes: classes, options: headOptions, emit: emit)
-            let score = try head.score(validation)
-            if let score {
+            let score = try head.score(validation) ?? Score(accuracy: 0, logLoss: .infinity)
+            if !validation.labels.isEmpty {
                 emit(.status(String(format: "windowing %@: validation accuracy %.4f, log-loss %.4f", w.description, score.accuracy, score.logLoss)))
             }
-            if best == nil || (score?.logLoss ?? .infinity) < best?.score ?? .infinity {
-                best = (w, head, train, validation, score?.logLoss ?? .infinity)
-            }
+            if best.map({ score.isBetter(than: $0.score) }) ?? true { best = (w, head, train, validation, score) }
         }
         guard let chosen = best else { throw PipelineError.invalidParameter(name: "windowings", reason: "no windowing to try") }
         let featureSeconds = Date().timeIntervalSince(featureStart)
