@@ -24,7 +24,10 @@ public enum SoundClassificationTask: TaskKind {
         return OptionTable([
             TrainingOptions.out(\.name, default: d.name), TrainingOptions.test(),
             TrainingOptions.holdout(\.holdoutFraction, default: d.holdoutFraction),
-            TrainingOptions.validation(\.validation), TrainingOptions.seed(\.seed, default: d.seed),
+            TrainingOptions.validation(\.validation),
+            O(OptionDeclaration("--validation-data", value: "DIR|CSV", help: "Validation recordings (other speakers or devices) instead of --validation's split."),
+              set: { s, v in s.parameters.validationData = v }, record: { s in s.parameters.validationData.map { ["--validation-data", $0] } ?? [] }),
+            TrainingOptions.seed(\.seed, default: d.seed),
             O(OptionDeclaration("--embedding", value: "MODEL", help: "The speech embedding (default models/speech-embedding.bin)."),
               set: { s, v in s.parameters.embedding = v }, record: { s in s.parameters.embedding.map { ["--embedding", $0] } ?? [] }),
             O(OptionDeclaration("--overlap", value: "F", kind: .number, help: "Window overlap in [0, 1) (default: chosen on validation)."),
@@ -117,7 +120,7 @@ public enum SoundClassificationTask: TaskKind {
         for file in inputs {
             do {
                 let clip = try AudioDecoder.decode(file: file)
-                if clip.isSilent { request.progress(.note(clip.silenceNote(file: file))) }
+                if clip.isSilent { request.progress(.warning(clip.silenceNote(file: file))) }
                 print(request, file, try classifier.classify(clip), options)
             } catch {
                 failures.add(error)

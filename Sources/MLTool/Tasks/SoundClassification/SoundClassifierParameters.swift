@@ -21,6 +21,9 @@ public struct SoundClassifierParameters: Sendable {
     public var holdoutFraction = 0.2
     /// The validation split taken from the rest (`.auto`: Create ML's rule). It ranks the windowings and the L2.
     public var validation: ValidationRule = .auto
+    /// A folder (or table) of validation recordings instead of `validation`'s split: recordings of other
+    /// speakers or devices than the training ones, so that the windowing and L2 are chosen for new ones.
+    public var validationData: String?
     /// The windowings tried, each ranked by the validation recordings' log-loss (a recording's probabilities: the
     /// mean of its windows'); the first is taken when there is no validation split. One window at overlap 0.5
     /// (Create ML's default factor), and short clips padded to 1 s and 1.5 s with windows every 8 frames

@@ -14,10 +14,16 @@ public struct SoundClassifierTrainer: Sendable {
     public var data: TrainingData
     /// Held-out test data; nil holds out `parameters.holdoutFraction` of `data` instead.
     public var testData: TrainingData?
+    /// Validation recordings instead of a split of `data` (nil: `parameters.validationData`, else the split).
+    public var validationData: TrainingData?
     public var parameters: SoundClassifierParameters
 
-    public init(data: TrainingData, testData: TrainingData? = nil, parameters: SoundClassifierParameters = .init()) {
+    public init(data: TrainingData, testData: TrainingData? = nil, validationData: TrainingData? = nil,
+                parameters: SoundClassifierParameters = .init()) {
         self.data = data; self.testData = testData; self.parameters = parameters
+        self.validationData = validationData ?? parameters.validationData.map {
+            .path($0, pathColumn: data.pathColumn, labelColumn: data.labelColumn)
+        }
     }
 
     /// Trains on a thread of its own; cancelling the calling task stops it at the next block of recordings.
@@ -35,28 +41,31 @@ public struct SoundClassifierTrainer: Sendable {
             throw PipelineError.invalidParameter(name: "windowings", reason: "no windowing to try")
         }
         let (dataset, testSet) = (try Self.dataset(data), try testData.map(Self.dataset))
+        let validationSet = try validationData.map(Self.dataset)
         for w in try dataset.preflight() { emit(.warning(w)) }
-        if let t = testSet {
+        for t in [testSet, validationSet].compactMap({ $0 }) {
             let unknown = Set(t.items.map(\.label)).subtracting(dataset.labels)
             if !unknown.isEmpty {
                 throw PipelineError.badInput(file: t.source, reason: "labels not in the training data: \(unknown.sorted().joined(separator: ", "))")
             }
         }
         let features = try SoundFeatures(explicit: p.embedding, threads: p.threads, cacheDirectory: p.cacheDirectory)
-        let (trainItems, validationItems, holdoutItems) = try split(dataset, testSet: testSet)
+        let (trainItems, validationItems, holdoutItems) = try split(dataset, testSet: testSet, validationSet: validationSet)
         let labelIndex = Dictionary(dataset.labels.enumerated().map { ($1, $0) }, uniquingKeysWith: { a, _ in a })
         let classes = dataset.labels.count
 
         /// The clips of `items` cut by `w`: the unreadable ones skipped and named (once, on the first pass).
-        var reported = Set<String>()
+        var reported = Set<String>(), failures = [(path: String, error: Error)]()
+        let total = dataset.items.count + (testSet?.items.count ?? 0) + (validationSet?.items.count ?? 0)
         func clips(_ items: [ImageItem], _ w: SoundClassifierParameters.Windowing, _ stage: String) throws -> Clips {
             let r = try features.embed(items.map(\.path), w, cancellation: cancellation) {
                 emit(.progress(label: stage, advanced: $0, total: $1))
             }
             emit(.progressFinished(label: stage))
             let failed = r.failures.filter { !reported.contains($0.path) }
-            try checkFailures(failed, of: items.count, source: dataset.source, emit: emit)
             reported.formUnion(failed.map(\.path))
+            failures += failed
+            try checkFailures(failures, new: failed.count, of: total, source: dataset.source, emit: emit)
             var out = Clips()
             for (e, item) in zip(r.embeddings, items) {
                 guard let e else { continue }
@@ -119,21 +128,22 @@ public struct SoundClassifierTrainer: Sendable {
         return d
     }
 
-    /// Recordings that could not be read: named one by one, an error past 10 % of the data (or at the first with
-    /// `strict`).
-    func checkFailures(_ failures: [(path: String, error: Error)], of total: Int, source: String,
+    /// Recordings that could not be read so far (the last `new` of them not yet named): named one by one, an error
+    /// past 10 % of the `total` recordings (training and test data), or at the first with `strict`.
+    func checkFailures(_ failures: [(path: String, error: Error)], new: Int, of total: Int, source: String,
                        emit: (PipelineEvent) -> Void) throws {
-        guard let first = failures.first else { return }
+        guard let first = failures.first, new > 0 else { return }
         if parameters.strict { throw first.error }
-        for f in failures { emit(.warning("skipped: \((f.error as? MLToolError)?.description ?? "\(f.path): \(f.error)")")) }
+        for f in failures.suffix(new) { emit(.warning("skipped: \((f.error as? MLToolError)?.description ?? "\(f.path): \(f.error)")")) }
         guard failures.count * 100 > total * 10 else { return }
         let text = (first.error as? MLToolError)?.description ?? "\(first.error)"
         throw PipelineError.badInput(file: source, reason: "\(failures.count) of \(total) recordings could not be decoded (more than 10%); first: \(text)")
     }
 
-    /// Holdout first (kept out of everything; the test data when given), then validation from the rest: stratified,
-    /// seeded.
-    func split(_ dataset: ImageDataset, testSet: ImageDataset?) throws -> (train: [ImageItem], validation: [ImageItem], holdout: [ImageItem]) {
+    /// Holdout first (kept out of everything; the test data when given), then validation from the rest (the
+    /// validation data when given): stratified, seeded.
+    func split(_ dataset: ImageDataset, testSet: ImageDataset?, validationSet: ImageDataset?) throws
+        -> (train: [ImageItem], validation: [ImageItem], holdout: [ImageItem]) {
         let p = parameters
         var train = dataset.items, holdout = testSet?.items ?? []
         if testSet == nil {
@@ -145,8 +155,8 @@ public struct SoundClassifierTrainer: Sendable {
                 (train, holdout) = (s.train, s.held)
             }
         }
-        var validation = [ImageItem]()
-        let vf = p.validation.fraction(count: train.count)
+        var validation = validationSet?.items ?? []
+        let vf = validationSet == nil ? p.validation.fraction(count: train.count) : 0
         if vf > 0 {
             let s = try DataSplit.stratified(train, fraction: vf, seed: p.seed &+ 1)
             (train, validation) = (s.train, s.held)
