@@ -84,6 +84,18 @@ import Testing
         #expect(!windows.isEmpty && windows.first?["start"] as? Double == 0, "\(j.stdout)")
         #expect((windows.last?["end"] as? Double).map { abs($0 - duration) < 1e-9 } == true, "\(j.stdout)")
 
+        // Exports are refused, naming the task (the graph would start at the mel windows, without the front end).
+        for format in ["onnx", "coreml", "tflite"] {
+            let x = try Tool.run(["export", model, "--to", format, "-o", dir.file("digits.\(format)")])
+            #expect(x.status == 65, "\(format): \(x.stderr)")
+            #expect(x.stderr == "mltool: error: not yet supported: \(model): exporting a sound classifier (task sound) to \(format)\n", "\(x.stderr)")
+        }
+
+        // Quantization goes through the gate on the recorded holdout (10 recordings).
+        let q8 = try Tool.run(["quantize", model, "--bits", "8", "-o", dir.file("digits.int8.bin")])
+        #expect(q8.status == 0, "\(q8.stderr)")
+        #expect(q8.stdout.contains("accuracy on 10 items: float 1.0000, quantized "), "\(q8.stdout)")
+
         let e = try Tool.run(["eval", model])
         #expect(e.status == 0, "\(e.stderr)")
         // The seeded holdout: 12 of the 64 files, 2 of them bad ones (left out of the recorded holdout).

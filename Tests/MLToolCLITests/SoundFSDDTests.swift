@@ -58,7 +58,11 @@ import Testing
     }
 
     /// The official split (test: index 0–4, 300 recordings) and leave-one-speaker-out (mean over the 6 speakers).
-    /// Measured (AMD EPYC, 2 vCPUs shared with other builds): see the bars below.
+    /// Measured (AMD EPYC, 2 vCPUs shared with other builds): official 0.9967 (299 of 300; windows of 1.5 s padding,
+    /// overlap 0.9 chosen on the validation split), leave-one-speaker-out mean 0.9653 (george 0.962, jackson 0.966,
+    /// lucas 0.992, nicolas 0.900, theo 0.984, yweweler 0.988); asserted at ≥ 0.99 (2 more recordings wrong) and
+    /// ≥ 0.955. The issue wants 0.995 and 0.975: the second is not reached by the frozen embedding with this head.
+    /// Cold (no cached embeddings: three windowings of 3,000 recordings) 196 s; warm 52 s.
     @Test func officialSplitAndLeaveOneSpeakerOut() throws {
         guard let recs = try Self.setup() else { return }
         let started = Date()
@@ -78,8 +82,8 @@ import Testing
                      official.accuracy, official.windowing, loso,
                      perSpeaker.sorted { $0.key < $1.key }.map { "\($0.key) \(String(format: "%.3f", $0.value.accuracy)) (\($0.value.windowing))" }
                         .joined(separator: ", "), Date().timeIntervalSince(started)))
-        #expect(official.accuracy >= 0.97, "official split accuracy \(official.accuracy)")
-        #expect(loso >= 0.90, "leave-one-speaker-out mean \(loso)")
+        #expect(official.accuracy >= 0.99, "official split accuracy \(official.accuracy)")
+        #expect(loso >= 0.955, "leave-one-speaker-out mean \(loso)")
     }
 
     /// The same data and seed give the same model file, byte for byte (two speakers' recordings of three digits).
