@@ -101,4 +101,20 @@ import Testing
         #expect(bytes[0] == bytes[1])
         #expect(bytes[0].count > 1_000_000)
     }
+
+    /// `SoundClassifier` (the library's `SNClassifySoundRequest`): windows in time order covering the recording, and
+    /// the recording's label (a training recording of the small model above).
+    @Test func classifierGivesTimeRanges() throws {
+        guard let recs = try Self.setup() else { return }
+        let some = recs.filter { ["0", "1", "2"].contains($0.digit) && ["jackson", "theo"].contains($0.speaker) && $0.index < 12 }
+        let model = try Self.trainer(some, []).train().model
+        let clip = try #require(some.first { $0.digit == "2" })
+        let r = try SoundClassifier(model: model).classify(URL(fileURLWithPath: clip.path))
+        #expect(r.classifications.first?.identifier == "2", "\(r.classifications)")
+        #expect(abs(r.probabilities.reduce(0, +) - 1) < 1e-5)
+        #expect(r.windows.first?.timeRange.lowerBound == 0)
+        #expect(r.windows.last?.timeRange.upperBound == r.duration, "\(r.windows.map(\.timeRange)), \(r.duration)")
+        #expect(zip(r.windows, r.windows.dropFirst()).allSatisfy { $0.timeRange.lowerBound <= $1.timeRange.lowerBound })
+        #expect(r.windows.allSatisfy { $0.classifications.count == 3 })
+    }
 }
