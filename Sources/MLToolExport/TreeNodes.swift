@@ -47,11 +47,15 @@ struct TreeNodes {
     /// The F features and then the derived columns.
     var width: Int
 
-    /// The most values the look-up tables may hold together (64 MiB of binary32), and the most nodes.
-    static let maxTableValues = 1 << 24
-    static let maxNodes = 1 << 24
+    /// The most values the look-up tables may hold together (64 MiB of binary32), and the most nodes (equality
+    /// chains copy subtrees: a file of ~250 MB); an ensemble needing more is refused, naming the feature or tree.
+    static let tableValueLimit = 1 << 24
+    static let nodeLimit = 1 << 22
+    let maxTableValues: Int, maxNodes: Int
 
-    init(_ e: TreeEnsemble, style: Style, model name: String, format: String) throws {
+    init(_ e: TreeEnsemble, style: Style, model name: String, format: String,
+         maxTableValues: Int = TreeNodes.tableValueLimit, maxNodes: Int = TreeNodes.nodeLimit) throws {
+        self.maxTableValues = maxTableValues; self.maxNodes = maxNodes
         scoreCount = e.scoreCount
         width = e.features.count
         let column = style == .lookups ? try lookupColumns(e, model: name, format: format) : [:]
@@ -73,9 +77,9 @@ struct TreeNodes {
     @discardableResult
     mutating func emit(_ e: TreeEnsemble, tree t: Int, node i: Int, start: Int, id: inout Int, column: [Int: Int],
                        model name: String, format: String) throws -> Int {
-        guard nodes.count < Self.maxNodes else {
+        guard nodes.count < maxNodes else {
             throw ExportError.unsupported(model: name, format: format, place: "tree \(t)",
-                                          reason: "its categorical splits as equality tests need more than \(Self.maxNodes) nodes")
+                                          reason: "its categorical splits as equality tests need more than \(maxNodes) nodes")
         }
         let row = i * 5, feature = Int(e.nodes[row]), me = id
         id += 1
@@ -125,9 +129,9 @@ struct TreeNodes {
         for (feature, list) in splits.enumerated() where !list.isEmpty {
             let categories = e.features[feature].categories?.count ?? 0
             total += (categories + 1) * list.count
-            guard total <= Self.maxTableValues else {
+            guard total <= maxTableValues else {
                 throw ExportError.unsupported(model: name, format: format, place: "feature '\(e.features[feature].name)'",
-                                              reason: "its categorical splits need look-up tables of more than \(Self.maxTableValues) values")
+                                              reason: "its categorical splits need look-up tables of more than \(maxTableValues) values")
             }
             var table = [Float](repeating: 1, count: (categories + 1) * list.count)
             for (j, node) in list.enumerated() {

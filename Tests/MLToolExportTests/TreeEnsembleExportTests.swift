@@ -1,6 +1,6 @@
 import Foundation
 import MLToolCore
-import MLToolExport
+@testable import MLToolExport
 import MLToolTabular
 import MLToolTestSupport
 import Testing
@@ -131,6 +131,40 @@ import Testing
             let worst = Self.expectSame(e, test, summary: s, theirs: theirs, "\(c.name) by the Core ML spec's trees")
             print("\(c.name): Core ML spec, \(test.rowCount) rows, \(e.treeCount) trees, largest difference \(worst)")
         }
+    }
+
+    /// Ten trees, each one split of a 100-category feature sending categories 0…49 left.
+    static func categoricalEnsemble() -> TreeEnsemble {
+        var e = TreeEnsemble(objective: .regression, target: "y", labels: [],
+                             features: [.init(name: "c", kind: .categorical, categories: (0..<100).map { "c\($0)" })], baseScores: [0])
+        for t in 0..<10 {
+            e.nodes += [0, 1, 2, 2, Int32(4 * t), -1, -1, -1, 0, 0, -1, -1, -1, 0, 0]
+            e.values += [0, 1, -1]
+            e.categoryWords += [0xFFFF_FFFF, (1 << 18) - 1, 0, 0]
+            e.treeStarts.append(Int32(3 * (t + 1)))
+        }
+        return e
+    }
+
+    /// What an export cannot hold is refused by name: ONNX's look-up tables past their limit (here 500 values for
+    /// 10 splits × 101 rows), Core ML's equality chains past the node limit (here 100; a tree needs 101: 50 tests,
+    /// 50 copies of the left leaf, the right leaf). Within the limits, the chains are that long.
+    @Test func exportLimitsAreRefusedByName() throws {
+        let e = Self.categoricalEnsemble()
+        #expect(throws: ExportError.unsupported(model: "m.bin", format: "ONNX", place: "feature 'c'",
+                                                reason: "its categorical splits need look-up tables of more than 500 values")) {
+            try TreeNodes(e, style: .lookups, model: "m.bin", format: "ONNX", maxTableValues: 500)
+        }
+        #expect(throws: ExportError.unsupported(model: "m.bin", format: "Core ML", place: "tree 0",
+                                                reason: "its categorical splits as equality tests need more than 100 nodes")) {
+            try TreeNodes(e, style: .equalityChains, model: "m.bin", format: "Core ML", maxNodes: 100)
+        }
+        let chains = try TreeNodes(e, style: .equalityChains, model: "m.bin", format: "Core ML")
+        #expect(chains.nodes.count == 10 * 101 && chains.nodes.filter(\.equal).count == 500)
+        let lookups = try TreeNodes(e, style: .lookups, model: "m.bin", format: "ONNX")
+        #expect(lookups.nodes.count == 30 && lookups.width == 11 && lookups.lookups.first?.table.count == 101 * 10)
+        #expect(try !ONNXExporter.export(e.model(), name: "m.bin").bytes.isEmpty)
+        #expect(try !CoreMLExporter.export(e.model(), name: "m.bin").bytes.isEmpty)
     }
 
     @Test func tfliteRefusesATreeEnsemble() throws {
