@@ -1,7 +1,7 @@
 // swift-tools-version:6.0
 // mltool: Create ML and coremltools for Linux. Targets depend in one direction:
 //   C system libraries ← MLToolCore ← MLToolFormat ← MLToolImport
-//   MLToolCore ← MLToolEngine, MLToolData, MLToolTrain, MLToolEval, MLToolQuant, MLToolExport
+//   MLToolCore ← MLToolEngine, MLToolData, MLToolTrain, MLToolEval, MLToolQuant, MLToolExport (which uses MLToolTabular)
 //   all of them ← MLTool (the library product: pipelines and classifiers) ← MLToolCLI ← mltool (only @main)
 import PackageDescription
 
@@ -39,7 +39,7 @@ let package = Package(
         .target(name: "MLToolTrain", dependencies: ["MLToolCore", "COpenBLAS", "CMLToolCPU", "CMLToolTrainKernels"]),
         .target(name: "MLToolEval", dependencies: ["MLToolCore", "MLToolFormat"]),
         .target(name: "MLToolQuant", dependencies: ["MLToolCore"]),
-        .target(name: "MLToolExport", dependencies: ["MLToolCore", "CProtobufC", "COnnxProto", "CCoreMLProto"]),
+        .target(name: "MLToolExport", dependencies: ["MLToolCore", "MLToolTabular", "CProtobufC", "COnnxProto", "CCoreMLProto"]),
         // Natural language beyond one label per text: word tagging, language identification (issue 18).
         .target(name: "MLToolNL", dependencies: ["MLToolCore", "MLToolData", "MLToolTrain", "MLToolEval", "MLToolQuant"]),
         // Object detection: decode, NMS, the detector runner and box drawing (issue 17).
@@ -81,7 +81,7 @@ let package = Package(
         .testTarget(name: "MLToolTrainTests", dependencies: ["MLToolTrain", "MLToolData", "MLToolEngine", "MLToolFormat", "MLToolTestSupport"]),
         .testTarget(name: "MLToolDetectTests", dependencies: ["MLToolDetect", "MLToolImport", "MLToolFormat", "MLToolEngine", "MLToolData", "MLToolCore", "MLToolTestSupport"]),
         .testTarget(name: "MLToolTextTests", dependencies: ["MLToolData", "MLToolTestSupport"]),
-        .testTarget(name: "MLToolExportTests", dependencies: ["MLToolExport", "MLToolImport", "MLToolEngine", "MLToolFormat", "MLToolData", "MLToolQuant", "MLToolCore", "CPNG", "MLToolTestSupport"]),
+        .testTarget(name: "MLToolExportTests", dependencies: ["MLToolExport", "MLToolTabular", "MLToolImport", "MLToolEngine", "MLToolFormat", "MLToolData", "MLToolQuant", "MLToolCore", "CPNG", "MLToolTestSupport"]),
         .testTarget(name: "MLToolReportTests", dependencies: ["MLToolEval", "MLToolData", "MLToolCore"]),
         .testTarget(name: "MLToolNLTests", dependencies: ["MLToolNL", "MLToolData", "MLToolCore", "MLToolFormat", "MLToolEval", "MLToolQuant", "MLToolTestSupport"]),
         .testTarget(name: "FuzzRegressionTests", dependencies: ["MLToolFuzzEntries"]),

@@ -187,6 +187,153 @@ void   core_ml__specification__pipeline_regressor__free_unpacked
   assert(message->base.descriptor == &core_ml__specification__pipeline_regressor__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   core_ml__specification__tree_ensemble_classifier__init
+                     (CoreML__Specification__TreeEnsembleClassifier         *message)
+{
+  static const CoreML__Specification__TreeEnsembleClassifier init_value = CORE_ML__SPECIFICATION__TREE_ENSEMBLE_CLASSIFIER__INIT;
+  *message = init_value;
+}
+size_t core_ml__specification__tree_ensemble_classifier__get_packed_size
+                     (const CoreML__Specification__TreeEnsembleClassifier *message)
+{
+  assert(message->base.descriptor == &core_ml__specification__tree_ensemble_classifier__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t core_ml__specification__tree_ensemble_classifier__pack
+                     (const CoreML__Specification__TreeEnsembleClassifier *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &core_ml__specification__tree_ensemble_classifier__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t core_ml__specification__tree_ensemble_classifier__pack_to_buffer
+                     (const CoreML__Specification__TreeEnsembleClassifier *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &core_ml__specification__tree_ensemble_classifier__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+CoreML__Specification__TreeEnsembleClassifier *
+       core_ml__specification__tree_ensemble_classifier__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (CoreML__Specification__TreeEnsembleClassifier *)
+     protobuf_c_message_unpack (&core_ml__specification__tree_ensemble_classifier__descriptor,
+                                allocator, len, data);
+}
+void   core_ml__specification__tree_ensemble_classifier__free_unpacked
+                     (CoreML__Specification__TreeEnsembleClassifier *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &core_ml__specification__tree_ensemble_classifier__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   core_ml__specification__tree_ensemble_regressor__init
+                     (CoreML__Specification__TreeEnsembleRegressor         *message)
+{
+  static const CoreML__Specification__TreeEnsembleRegressor init_value = CORE_ML__SPECIFICATION__TREE_ENSEMBLE_REGRESSOR__INIT;
+  *message = init_value;
+}
+size_t core_ml__specification__tree_ensemble_regressor__get_packed_size
+                     (const CoreML__Specification__TreeEnsembleRegressor *message)
+{
+  assert(message->base.descriptor == &core_ml__specification__tree_ensemble_regressor__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t core_ml__specification__tree_ensemble_regressor__pack
+                     (const CoreML__Specification__TreeEnsembleRegressor *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &core_ml__specification__tree_ensemble_regressor__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t core_ml__specification__tree_ensemble_regressor__pack_to_buffer
+                     (const CoreML__Specification__TreeEnsembleRegressor *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &core_ml__specification__tree_ensemble_regressor__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+CoreML__Specification__TreeEnsembleRegressor *
+       core_ml__specification__tree_ensemble_regressor__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (CoreML__Specification__TreeEnsembleRegressor *)
+     protobuf_c_message_unpack (&core_ml__specification__tree_ensemble_regressor__descriptor,
+                                allocator, len, data);
+}
+void   core_ml__specification__tree_ensemble_regressor__free_unpacked
+                     (CoreML__Specification__TreeEnsembleRegressor *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &core_ml__specification__tree_ensemble_regressor__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   core_ml__specification__tree_ensemble_parameters__tree_node__evaluation_info__init
+                     (CoreML__Specification__TreeEnsembleParameters__TreeNode__EvaluationInfo         *message)
+{
+  static const CoreML__Specification__TreeEnsembleParameters__TreeNode__EvaluationInfo init_value = CORE_ML__SPECIFICATION__TREE_ENSEMBLE_PARAMETERS__TREE_NODE__EVALUATION_INFO__INIT;
+  *message = init_value;
+}
+void   core_ml__specification__tree_ensemble_parameters__tree_node__init
+                     (CoreML__Specification__TreeEnsembleParameters__TreeNode         *message)
+{
+  static const CoreML__Specification__TreeEnsembleParameters__TreeNode init_value = CORE_ML__SPECIFICATION__TREE_ENSEMBLE_PARAMETERS__TREE_NODE__INIT;
+  *message = init_value;
+}
+void   core_ml__specification__tree_ensemble_parameters__init
+                     (CoreML__Specification__TreeEnsembleParameters         *message)
+{
+  static const CoreML__Specification__TreeEnsembleParameters init_value = CORE_ML__SPECIFICATION__TREE_ENSEMBLE_PARAMETERS__INIT;
+  *message = init_value;
+}
+size_t core_ml__specification__tree_ensemble_parameters__get_packed_size
+                     (const CoreML__Specification__TreeEnsembleParameters *message)
+{
+  assert(message->base.descriptor == &core_ml__specification__tree_ensemble_parameters__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t core_ml__specification__tree_ensemble_parameters__pack
+                     (const CoreML__Specification__TreeEnsembleParameters *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &core_ml__specification__tree_ensemble_parameters__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t core_ml__specification__tree_ensemble_parameters__pack_to_buffer
+                     (const CoreML__Specification__TreeEnsembleParameters *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &core_ml__specification__tree_ensemble_parameters__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+CoreML__Specification__TreeEnsembleParameters *
+       core_ml__specification__tree_ensemble_parameters__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (CoreML__Specification__TreeEnsembleParameters *)
+     protobuf_c_message_unpack (&core_ml__specification__tree_ensemble_parameters__descriptor,
+                                allocator, len, data);
+}
+void   core_ml__specification__tree_ensemble_parameters__free_unpacked
+                     (CoreML__Specification__TreeEnsembleParameters *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &core_ml__specification__tree_ensemble_parameters__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   core_ml__specification__non_maximum_suppression__pick_top__init
                      (CoreML__Specification__NonMaximumSuppression__PickTop         *message)
 {
@@ -4420,7 +4567,7 @@ void   core_ml__specification__miltensor_value__free_unpacked
   assert(message->base.descriptor == &core_ml__specification__miltensor_value__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
-static const ProtobufCFieldDescriptor core_ml__specification__model__field_descriptors[10] =
+static const ProtobufCFieldDescriptor core_ml__specification__model__field_descriptors[12] =
 {
   {
     "specificationVersion",
@@ -4483,6 +4630,18 @@ static const ProtobufCFieldDescriptor core_ml__specification__model__field_descr
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
   {
+    "treeEnsembleRegressor",
+    302,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__Model, treeensembleregressor),
+    &core_ml__specification__tree_ensemble_regressor__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
     "neuralNetworkRegressor",
     303,
     PROTOBUF_C_LABEL_NONE,
@@ -4490,6 +4649,18 @@ static const ProtobufCFieldDescriptor core_ml__specification__model__field_descr
     0,   /* quantifier_offset */
     offsetof(CoreML__Specification__Model, neuralnetworkregressor),
     &core_ml__specification__neural_network_regressor__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "treeEnsembleClassifier",
+    402,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__Model, treeensembleclassifier),
+    &core_ml__specification__tree_ensemble_classifier__descriptor,
     NULL,
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
@@ -4545,26 +4716,28 @@ static const ProtobufCFieldDescriptor core_ml__specification__model__field_descr
 };
 static const unsigned core_ml__specification__model__field_indices_by_name[] = {
   1,   /* field[1] = description */
-  8,   /* field[8] = mlProgram */
-  7,   /* field[7] = neuralNetwork */
-  6,   /* field[6] = neuralNetworkClassifier */
-  5,   /* field[5] = neuralNetworkRegressor */
-  9,   /* field[9] = nonMaximumSuppression */
+  10,   /* field[10] = mlProgram */
+  9,   /* field[9] = neuralNetwork */
+  8,   /* field[8] = neuralNetworkClassifier */
+  6,   /* field[6] = neuralNetworkRegressor */
+  11,   /* field[11] = nonMaximumSuppression */
   4,   /* field[4] = pipeline */
   2,   /* field[2] = pipelineClassifier */
   3,   /* field[3] = pipelineRegressor */
   0,   /* field[0] = specificationVersion */
+  7,   /* field[7] = treeEnsembleClassifier */
+  5,   /* field[5] = treeEnsembleRegressor */
 };
 static const ProtobufCIntRange core_ml__specification__model__number_ranges[7 + 1] =
 {
   { 1, 0 },
   { 200, 2 },
-  { 303, 5 },
-  { 403, 6 },
-  { 500, 7 },
-  { 502, 8 },
-  { 610, 9 },
-  { 0, 10 }
+  { 302, 5 },
+  { 402, 7 },
+  { 500, 9 },
+  { 502, 10 },
+  { 610, 11 },
+  { 0, 12 }
 };
 const ProtobufCMessageDescriptor core_ml__specification__model__descriptor =
 {
@@ -4574,7 +4747,7 @@ const ProtobufCMessageDescriptor core_ml__specification__model__descriptor =
   "CoreML__Specification__Model",
   "CoreML.Specification",
   sizeof(CoreML__Specification__Model),
-  10,
+  12,
   core_ml__specification__model__field_descriptors,
   core_ml__specification__model__field_indices_by_name,
   7,  core_ml__specification__model__number_ranges,
@@ -4706,6 +4879,408 @@ const ProtobufCMessageDescriptor core_ml__specification__pipeline_regressor__des
   core_ml__specification__pipeline_regressor__field_indices_by_name,
   1,  core_ml__specification__pipeline_regressor__number_ranges,
   (ProtobufCMessageInit) core_ml__specification__pipeline_regressor__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor core_ml__specification__tree_ensemble_classifier__field_descriptors[4] =
+{
+  {
+    "treeEnsemble",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__TreeEnsembleClassifier, treeensemble),
+    &core_ml__specification__tree_ensemble_parameters__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "postEvaluationTransform",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT32,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__TreeEnsembleClassifier, postevaluationtransform),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "stringClassLabels",
+    100,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__TreeEnsembleClassifier, stringclasslabels),
+    &core_ml__specification__string_vector__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "int64ClassLabels",
+    101,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__TreeEnsembleClassifier, int64classlabels),
+    &core_ml__specification__int64_vector__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned core_ml__specification__tree_ensemble_classifier__field_indices_by_name[] = {
+  3,   /* field[3] = int64ClassLabels */
+  1,   /* field[1] = postEvaluationTransform */
+  2,   /* field[2] = stringClassLabels */
+  0,   /* field[0] = treeEnsemble */
+};
+static const ProtobufCIntRange core_ml__specification__tree_ensemble_classifier__number_ranges[2 + 1] =
+{
+  { 1, 0 },
+  { 100, 2 },
+  { 0, 4 }
+};
+const ProtobufCMessageDescriptor core_ml__specification__tree_ensemble_classifier__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "CoreML.Specification.TreeEnsembleClassifier",
+  "TreeEnsembleClassifier",
+  "CoreML__Specification__TreeEnsembleClassifier",
+  "CoreML.Specification",
+  sizeof(CoreML__Specification__TreeEnsembleClassifier),
+  4,
+  core_ml__specification__tree_ensemble_classifier__field_descriptors,
+  core_ml__specification__tree_ensemble_classifier__field_indices_by_name,
+  2,  core_ml__specification__tree_ensemble_classifier__number_ranges,
+  (ProtobufCMessageInit) core_ml__specification__tree_ensemble_classifier__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor core_ml__specification__tree_ensemble_regressor__field_descriptors[2] =
+{
+  {
+    "treeEnsemble",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__TreeEnsembleRegressor, treeensemble),
+    &core_ml__specification__tree_ensemble_parameters__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "postEvaluationTransform",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT32,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__TreeEnsembleRegressor, postevaluationtransform),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned core_ml__specification__tree_ensemble_regressor__field_indices_by_name[] = {
+  1,   /* field[1] = postEvaluationTransform */
+  0,   /* field[0] = treeEnsemble */
+};
+static const ProtobufCIntRange core_ml__specification__tree_ensemble_regressor__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor core_ml__specification__tree_ensemble_regressor__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "CoreML.Specification.TreeEnsembleRegressor",
+  "TreeEnsembleRegressor",
+  "CoreML__Specification__TreeEnsembleRegressor",
+  "CoreML.Specification",
+  sizeof(CoreML__Specification__TreeEnsembleRegressor),
+  2,
+  core_ml__specification__tree_ensemble_regressor__field_descriptors,
+  core_ml__specification__tree_ensemble_regressor__field_indices_by_name,
+  1,  core_ml__specification__tree_ensemble_regressor__number_ranges,
+  (ProtobufCMessageInit) core_ml__specification__tree_ensemble_regressor__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor core_ml__specification__tree_ensemble_parameters__tree_node__evaluation_info__field_descriptors[2] =
+{
+  {
+    "evaluationIndex",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__TreeEnsembleParameters__TreeNode__EvaluationInfo, evaluationindex),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "evaluationValue",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_DOUBLE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__TreeEnsembleParameters__TreeNode__EvaluationInfo, evaluationvalue),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned core_ml__specification__tree_ensemble_parameters__tree_node__evaluation_info__field_indices_by_name[] = {
+  0,   /* field[0] = evaluationIndex */
+  1,   /* field[1] = evaluationValue */
+};
+static const ProtobufCIntRange core_ml__specification__tree_ensemble_parameters__tree_node__evaluation_info__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor core_ml__specification__tree_ensemble_parameters__tree_node__evaluation_info__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "CoreML.Specification.TreeEnsembleParameters.TreeNode.EvaluationInfo",
+  "EvaluationInfo",
+  "CoreML__Specification__TreeEnsembleParameters__TreeNode__EvaluationInfo",
+  "CoreML.Specification",
+  sizeof(CoreML__Specification__TreeEnsembleParameters__TreeNode__EvaluationInfo),
+  2,
+  core_ml__specification__tree_ensemble_parameters__tree_node__evaluation_info__field_descriptors,
+  core_ml__specification__tree_ensemble_parameters__tree_node__evaluation_info__field_indices_by_name,
+  1,  core_ml__specification__tree_ensemble_parameters__tree_node__evaluation_info__number_ranges,
+  (ProtobufCMessageInit) core_ml__specification__tree_ensemble_parameters__tree_node__evaluation_info__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor core_ml__specification__tree_ensemble_parameters__tree_node__field_descriptors[10] =
+{
+  {
+    "treeId",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__TreeEnsembleParameters__TreeNode, treeid),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "nodeId",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__TreeEnsembleParameters__TreeNode, nodeid),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "nodeBehavior",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT32,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__TreeEnsembleParameters__TreeNode, nodebehavior),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "branchFeatureIndex",
+    10,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__TreeEnsembleParameters__TreeNode, branchfeatureindex),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "branchFeatureValue",
+    11,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_DOUBLE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__TreeEnsembleParameters__TreeNode, branchfeaturevalue),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "trueChildNodeId",
+    12,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__TreeEnsembleParameters__TreeNode, truechildnodeid),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "falseChildNodeId",
+    13,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__TreeEnsembleParameters__TreeNode, falsechildnodeid),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "missingValueTracksTrueChild",
+    14,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__TreeEnsembleParameters__TreeNode, missingvaluetrackstruechild),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "evaluationInfo",
+    20,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(CoreML__Specification__TreeEnsembleParameters__TreeNode, n_evaluationinfo),
+    offsetof(CoreML__Specification__TreeEnsembleParameters__TreeNode, evaluationinfo),
+    &core_ml__specification__tree_ensemble_parameters__tree_node__evaluation_info__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "relativeHitRate",
+    30,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_DOUBLE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__TreeEnsembleParameters__TreeNode, relativehitrate),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned core_ml__specification__tree_ensemble_parameters__tree_node__field_indices_by_name[] = {
+  3,   /* field[3] = branchFeatureIndex */
+  4,   /* field[4] = branchFeatureValue */
+  8,   /* field[8] = evaluationInfo */
+  6,   /* field[6] = falseChildNodeId */
+  7,   /* field[7] = missingValueTracksTrueChild */
+  2,   /* field[2] = nodeBehavior */
+  1,   /* field[1] = nodeId */
+  9,   /* field[9] = relativeHitRate */
+  0,   /* field[0] = treeId */
+  5,   /* field[5] = trueChildNodeId */
+};
+static const ProtobufCIntRange core_ml__specification__tree_ensemble_parameters__tree_node__number_ranges[4 + 1] =
+{
+  { 1, 0 },
+  { 10, 3 },
+  { 20, 8 },
+  { 30, 9 },
+  { 0, 10 }
+};
+const ProtobufCMessageDescriptor core_ml__specification__tree_ensemble_parameters__tree_node__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "CoreML.Specification.TreeEnsembleParameters.TreeNode",
+  "TreeNode",
+  "CoreML__Specification__TreeEnsembleParameters__TreeNode",
+  "CoreML.Specification",
+  sizeof(CoreML__Specification__TreeEnsembleParameters__TreeNode),
+  10,
+  core_ml__specification__tree_ensemble_parameters__tree_node__field_descriptors,
+  core_ml__specification__tree_ensemble_parameters__tree_node__field_indices_by_name,
+  4,  core_ml__specification__tree_ensemble_parameters__tree_node__number_ranges,
+  (ProtobufCMessageInit) core_ml__specification__tree_ensemble_parameters__tree_node__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor core_ml__specification__tree_ensemble_parameters__field_descriptors[3] =
+{
+  {
+    "nodes",
+    1,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(CoreML__Specification__TreeEnsembleParameters, n_nodes),
+    offsetof(CoreML__Specification__TreeEnsembleParameters, nodes),
+    &core_ml__specification__tree_ensemble_parameters__tree_node__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "numPredictionDimensions",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__TreeEnsembleParameters, numpredictiondimensions),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "basePredictionValue",
+    3,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_DOUBLE,
+    offsetof(CoreML__Specification__TreeEnsembleParameters, n_basepredictionvalue),
+    offsetof(CoreML__Specification__TreeEnsembleParameters, basepredictionvalue),
+    NULL,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_PACKED,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned core_ml__specification__tree_ensemble_parameters__field_indices_by_name[] = {
+  2,   /* field[2] = basePredictionValue */
+  0,   /* field[0] = nodes */
+  1,   /* field[1] = numPredictionDimensions */
+};
+static const ProtobufCIntRange core_ml__specification__tree_ensemble_parameters__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 3 }
+};
+const ProtobufCMessageDescriptor core_ml__specification__tree_ensemble_parameters__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "CoreML.Specification.TreeEnsembleParameters",
+  "TreeEnsembleParameters",
+  "CoreML__Specification__TreeEnsembleParameters",
+  "CoreML.Specification",
+  sizeof(CoreML__Specification__TreeEnsembleParameters),
+  3,
+  core_ml__specification__tree_ensemble_parameters__field_descriptors,
+  core_ml__specification__tree_ensemble_parameters__field_indices_by_name,
+  1,  core_ml__specification__tree_ensemble_parameters__number_ranges,
+  (ProtobufCMessageInit) core_ml__specification__tree_ensemble_parameters__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
 static const ProtobufCFieldDescriptor core_ml__specification__non_maximum_suppression__pick_top__field_descriptors[1] =

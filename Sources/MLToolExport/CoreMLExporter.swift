@@ -7,7 +7,8 @@ import MLToolCore
 /// userDefined). int8 weights are 8-bit linear-quantized WeightParams, single-table palettes look-up-table ones,
 /// f16 weights half floats.
 public enum CoreMLExporter {
-    /// Exports `model`; `name` identifies it in errors (usually its path).
+    /// Exports `model`; `name` identifies it in errors (usually its path). A tabular model becomes a tree ensemble
+    /// instead (`CoreMLTreeEnsemble`).
     ///
     /// An object detector (`metadata.detection`: anchorFree ltrb or dfl, or boxes) becomes a Pipeline instead: a NeuralNetwork (the
     /// network and the decoder, `CoreMLDetection.swift`) with outputs `raw_confidence` (B × C) and `raw_coordinates`
@@ -16,6 +17,7 @@ public enum CoreMLExporter {
     /// (docs/COREML.md says what Vision sees). `headShapes`: each head tensor's IR shape (N, H, W, channels).
     /// A "boxes" detector needs `boxes`: where its boxes and scores come from (`BoxesTrace`, which `ModelExport` makes).
     public static func export(_ model: Model, name: String, headShapes: [String: [Int]] = [:], boxes: BoxesTrace? = nil) throws -> ExportResult {
+        if model.metadata.task == .tabular { return try CoreMLTreeEnsemble.export(model, name: name) }
         let md = model.metadata
         let graph = try ExportResult.graph(
             of: model, name: name, format: "Core ML",

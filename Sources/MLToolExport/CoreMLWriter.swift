@@ -191,7 +191,7 @@ enum CoreMLWriter {
         return try serialize(&model, modelName: modelName)
     }
 
-    private static func serialize(_ model: inout CoreML__Specification__Model, modelName: String) throws -> [UInt8] {
+    static func serialize(_ model: inout CoreML__Specification__Model, modelName: String) throws -> [UInt8] {
         let size = core_ml__specification__model__get_packed_size(&model)
         var out = [UInt8](repeating: 0, count: size)
         let written = out.withUnsafeMutableBufferPointer { core_ml__specification__model__pack(&model, $0.baseAddress) }
@@ -218,7 +218,7 @@ enum CoreMLWriter {
         return pre
     }
 
-    private static func metadata(_ p: CoreMLProgram, _ arena: CArena) -> CoreML__Specification__Metadata {
+    static func metadata(_ p: CoreMLProgram, _ arena: CArena) -> CoreML__Specification__Metadata {
         var meta = CoreML__Specification__Metadata()
         core_ml__specification__metadata__init(&meta)
         meta.shortdescription = arena.string(p.shortDescription)

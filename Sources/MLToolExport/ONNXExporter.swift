@@ -11,10 +11,13 @@ import MLToolCore
 /// An object detector (`metadata.detection`) ends in its decoder and non-maximum suppression instead: one image in,
 /// `detected_boxes` (K, 4), `detected_scores` (K) and `detected_labels` (K, int64) out (`ONNXDetection.swift`), with
 /// `detection` (the decoder and NMS settings as JSON) and `detection_outputs` (a sentence) in `metadata_props`.
+///
+/// A tabular model becomes an ONNX-ML tree ensemble instead (`ONNXTreeEnsemble`).
 public enum ONNXExporter {
     /// Exports `model`; `name` identifies it in errors (usually its path). A detector needs `headShapes`: the IR shape
     /// (N, H, W, channels) of every head tensor of its decoder (`ModelExport` runs the network once to learn them).
     public static func export(_ model: Model, name: String, headShapes: [String: [Int]] = [:]) throws -> ExportResult {
+        if model.metadata.task == .tabular { return try ONNXTreeEnsemble.export(model, name: name) }
         let md = model.metadata
         let graph = try ExportResult.graph(
             of: model, name: name, format: "ONNX",

@@ -5,6 +5,8 @@ struct ONNXProgram {
         case float(Float)
         case ints([Int])
         case string(String)
+        case floats([Float])
+        case strings([String])
     }
 
     struct Node {
@@ -13,6 +15,8 @@ struct ONNXProgram {
         var inputs: [String]
         var outputs: [String]
         var attributes: [(String, AttributeValue)]
+        /// The operator set's domain: "" (ONNX's own) or "ai.onnx.ml".
+        var domain = ""
     }
 
     /// An initializer: ONNX data type (1 float, 3 int8, 7 int64), dims and little-endian raw bytes.
@@ -39,6 +43,8 @@ struct ONNXProgram {
     var graphName = "mltool"
     var docString = ""
     var modelVersion: Int64 = 1
+    /// Operator sets besides ONNX's own (domain, version): "ai.onnx.ml" for tree ensembles.
+    var extraOpsets: [(String, Int64)] = []
 
     /// The default-domain opset the lowering targets (per-axis DequantizeLinear and Softmax over one axis need 13).
     static let opset: Int64 = 13
@@ -49,6 +55,7 @@ struct ONNXProgram {
         static let float: Int32 = 1
         static let int8: Int32 = 3
         static let int64: Int32 = 7
+        static let string: Int32 = 8
         static let bool: Int32 = 9
     }
 }

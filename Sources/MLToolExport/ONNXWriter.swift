@@ -14,6 +14,7 @@ enum ONNXWriter {
             onnx__node_proto__init(&node)
             node.op_type = arena.string(n.op)
             node.name = arena.string(n.name)
+            if !n.domain.isEmpty { node.domain = arena.string(n.domain) }
             node.n_input = n.inputs.count; node.input = arena.strings(n.inputs)
             node.n_output = n.outputs.count; node.output = arena.strings(n.outputs)
             let attrs = n.attributes.map { attribute($0.0, $0.1, arena) }
@@ -45,6 +46,14 @@ enum ONNXWriter {
         onnx__operator_set_id_proto__init(&opset)
         opset.domain = arena.string("")
         opset.has_version = 1; opset.version = ONNXProgram.opset
+        var opsets = [opset]
+        for (domain, version) in p.extraOpsets {
+            var o = Onnx__OperatorSetIdProto()
+            onnx__operator_set_id_proto__init(&o)
+            o.domain = arena.string(domain)
+            o.has_version = 1; o.version = version
+            opsets.append(o)
+        }
 
         var props = [Onnx__StringStringEntryProto]()
         for (k, v) in p.metadata {
@@ -62,7 +71,7 @@ enum ONNXWriter {
         model.has_model_version = 1; model.model_version = p.modelVersion
         model.doc_string = arena.string(p.docString)
         model.graph = arena.new(graph)
-        model.n_opset_import = 1; model.opset_import = arena.messages([opset])
+        model.n_opset_import = opsets.count; model.opset_import = arena.messages(opsets)
         model.n_metadata_props = props.count; model.metadata_props = arena.messages(props)
 
         let size = onnx__model_proto__get_packed_size(&model)
@@ -87,6 +96,14 @@ enum ONNXWriter {
             a.type = 3
             let (len, data) = arena.bytes(Array(s.utf8))
             a.has_s = 1; a.s = ProtobufCBinaryData(len: len, data: data)
+        case let .floats(list): a.type = 6; a.n_floats = list.count; a.floats = arena.array(list)
+        case let .strings(list):
+            a.type = 8
+            a.n_strings = list.count
+            a.strings = arena.array(list.map { s -> ProtobufCBinaryData in
+                let (len, data) = arena.bytes(Array(s.utf8))
+                return ProtobufCBinaryData(len: len, data: data)
+            })
         }
         return a
     }

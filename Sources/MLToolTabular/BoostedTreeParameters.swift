@@ -16,8 +16,21 @@ public struct BoostedTreeParameters: Sendable, Equatable {
     public var catL2 = 10.0
     public var maxCatThreshold = 32
     public var maxCatToOneHot = 4
+    /// The loss a regression minimises: squared error, absolute error (LightGBM's regression_l1: sign gradients,
+    /// each leaf's value then the median of its rows' residuals), or Huber's with `huberDelta` (LightGBM's alpha, 0.9).
+    public var regressionLoss: RegressionLoss = .squared
+    public var huberDelta = 0.9
+    /// The share of rows each round's trees are grown on (LightGBM's bagging_fraction with bagging_freq 1), and of
+    /// features each tree may split on (feature_fraction); both drawn from `seed`.
+    public var rowFraction = 1.0
+    public var featureFraction = 1.0
+    public var seed: UInt64 = 0
     /// Worker threads for histograms (the model does not depend on it).
     public var threads = 0
+
+    public enum RegressionLoss: String, Sendable, CaseIterable {
+        case squared, absolute, huber
+    }
 
     public init() {}
 }

@@ -21,9 +21,11 @@ public struct BoostedTreeTrainer: Sendable {
 
     /// Trains on `train` with `targets` (class index, or the value for a regression), stopping early on
     /// `validation`. The schema's categorical features keep at most `maxBins` categories (the most frequent; the
-    /// others read as missing).
+    /// others read as missing). `weights` (one per training row, > 0) scale each row's gradient and hessian and its
+    /// share of the starting scores, as if the row appeared that many times (class weights); the validation loss is
+    /// unweighted.
     public func train(schema: TabularSchema, train: FeatureMatrix, targets: [Float],
-                      validation: (matrix: FeatureMatrix, targets: [Float])? = nil) -> Result {
+                      validation: (matrix: FeatureMatrix, targets: [Float])? = nil, weights: [Float]? = nil) -> Result {
         let p = parameters
         var features = schema.features
         for i in features.indices where features[i].kind == .categorical {
@@ -37,17 +39,21 @@ public struct BoostedTreeTrainer: Sendable {
         let n = train.rowCount, k = schema.objective == .multiclass ? schema.labels.count : 1
         let threads = p.threads > 0 ? p.threads : ProcessInfo.processInfo.activeProcessorCount
 
-        // Starting scores: the log-odds of the positive class, the log prior of each class, or the mean.
+        // Starting scores: the log-odds of the positive class, the log prior of each class, or the mean (weighted).
         var base = [Float](repeating: 0, count: k)
+        let weight = { (r: Int) -> Double in weights.map { Double($0[r]) } ?? 1 }
+        let total = max((0..<n).reduce(0.0) { $0 + weight($1) }, .leastNormalMagnitude)
         switch schema.objective {
-        case .regression: base[0] = Float(targets.reduce(0.0) { $0 + Double($1) } / Double(max(n, 1)))
+        case .regression where p.regressionLoss == .absolute:
+            base[0] = Self.median(targets.indices.map { (targets[$0], Float(weight($0))) })
+        case .regression: base[0] = Float(targets.indices.reduce(0.0) { $0 + Double(targets[$1]) * weight($1) } / total)
         case .binary:
-            let pos = Double(targets.filter { $0 == 1 }.count) / Double(max(n, 1))
+            let pos = targets.indices.reduce(0.0) { $0 + (targets[$1] == 1 ? weight($1) : 0) } / total
             base[0] = Float(log(max(pos, 1e-15) / max(1 - pos, 1e-15)))
         case .multiclass:
             var counts = [Double](repeating: 0, count: k)
-            for t in targets { counts[Int(t)] += 1 }
-            for j in 0..<k { base[j] = Float(log(max(counts[j] / Double(max(n, 1)), 1e-15))) }
+            for (r, t) in targets.enumerated() { counts[Int(t)] += weight(r) }
+            for j in 0..<k { base[j] = Float(log(max(counts[j] / total, 1e-15))) }
         }
         var ensemble = TreeEnsemble(objective: schema.objective, target: schema.target, labels: schema.labels,
                                     features: features, baseScores: base)
@@ -59,13 +65,34 @@ public struct BoostedTreeTrainer: Sendable {
         var nodeGains: [Double] = []
         var grower = TreeGrower(parameters: p, bins: bins, binned: binned, rowCount: n, offsets: offsets, threads: threads)
 
+        var sampler = Sampler(seed: p.seed, rows: n, features: features.count, rowFraction: p.rowFraction, featureFraction: p.featureFraction)
         for round in 0..<p.iterations {
-            Self.gradients(schema.objective, k: k, scores: scores, targets: targets, g: &g, h: &h)
+            Self.gradients(schema.objective, k: k, scores: scores, targets: targets, g: &g, h: &h,
+                           loss: p.regressionLoss, delta: Float(p.huberDelta))
+            if let weights {
+                for r in 0..<n { for j in 0..<k { g[r * k + j] *= weights[r]; h[r * k + j] *= weights[r] } }
+            }
+            let sample = sampler.rows()
             for j in 0..<k {
                 let gj = k == 1 ? g : (0..<n).map { g[$0 * k + j] }, hj = k == 1 ? h : (0..<n).map { h[$0 * k + j] }
-                let tree = grower.grow(g: gj, h: hj)
-                for (leaf, rows) in tree.leafRows { for r in rows { scores[Int(r) * k + j] += tree.nodes[leaf].value } }
-                ensemble.append(tree.nodes, features: features)
+                grower.features = sampler.features()
+                var tree = grower.grow(g: gj, h: hj, rows: sample)
+                if schema.objective == .regression, p.regressionLoss == .absolute {
+                    // LightGBM's RenewTreeOutput: a leaf's value is the (weighted) median of its rows' residuals.
+                    for (leaf, rows) in tree.leafRows {
+                        let residuals = rows.map { (targets[Int($0)] - scores[Int($0)], weights?[Int($0)] ?? 1) }
+                        tree.nodes[leaf].value = Self.median(residuals) * p.learningRate
+                    }
+                }
+                if sample == nil {
+                    for (leaf, rows) in tree.leafRows { for r in rows { scores[Int(r) * k + j] += tree.nodes[leaf].value } }
+                    ensemble.append(tree.nodes, features: features)
+                } else {
+                    // Rows out of the sample are scored by the tree as prediction would.
+                    ensemble.append(tree.nodes, features: features)
+                    let t = ensemble.treeCount - 1
+                    for r in 0..<n { scores[r * k + j] += ensemble.leafValue(t) { train.columns[$0][r] } }
+                }
                 nodeGains += tree.nodes.map(\.gain)
                 if let v = validation {
                     let t = ensemble.treeCount - 1
@@ -73,7 +100,8 @@ public struct BoostedTreeTrainer: Sendable {
                 }
             }
             guard let v = validation else { continue }
-            let loss = Self.loss(schema.objective, k: k, scores: vScores, targets: v.targets)
+            let loss = Self.loss(schema.objective, k: k, scores: vScores, targets: v.targets, regression: p.regressionLoss,
+                                 delta: p.huberDelta)
             losses.append(loss)
             if loss < best { best = loss; bestRound = round + 1 } else if round + 1 - bestRound >= p.earlyStopping { break }
         }
@@ -91,10 +119,19 @@ public struct BoostedTreeTrainer: Sendable {
 
     /// Per row (and class): the loss's first and second derivatives at the current scores.
     static func gradients(_ objective: TabularSchema.Objective, k: Int, scores: [Float], targets: [Float],
-                          g: inout [Float], h: inout [Float]) {
+                          g: inout [Float], h: inout [Float], loss: BoostedTreeParameters.RegressionLoss = .squared,
+                          delta: Float = 0.9) {
         switch objective {
         case .regression:
-            for r in targets.indices { g[r] = scores[r] - targets[r]; h[r] = 1 }
+            for r in targets.indices {
+                let d = scores[r] - targets[r]
+                switch loss {
+                case .squared: g[r] = d
+                case .absolute: g[r] = d > 0 ? 1 : d < 0 ? -1 : 0
+                case .huber: g[r] = min(max(d, -delta), delta)
+                }
+                h[r] = 1
+            }
         case .binary:
             for r in targets.indices {
                 let p = 1 / (1 + Float(exp(Double(-scores[r]))))
@@ -119,17 +156,68 @@ public struct BoostedTreeTrainer: Sendable {
         }
     }
 
-    /// Mean log-loss (classification) or mean squared error (regression) of `scores`.
-    static func loss(_ objective: TabularSchema.Objective, k: Int, scores: [Float], targets: [Float]) -> Double {
+    /// Mean log-loss (classification), or the regression's loss (squared, absolute or Huber's error), of `scores`.
+    static func loss(_ objective: TabularSchema.Objective, k: Int, scores: [Float], targets: [Float],
+                     regression: BoostedTreeParameters.RegressionLoss = .squared, delta: Double = 0.9) -> Double {
         var sum = 0.0
         let p = TreeEnsemble.transform(scores, objective: objective, classes: objective == .binary ? 2 : k)
         for (r, t) in targets.enumerated() {
             switch objective {
-            case .regression: let d = Double(p[r]) - Double(t); sum += d * d
+            case .regression:
+                let d = abs(Double(p[r]) - Double(t))
+                switch regression {
+                case .squared: sum += d * d
+                case .absolute: sum += d
+                case .huber: sum += d <= delta ? d * d / 2 : delta * (d - delta / 2)
+                }
             case .binary: sum -= log(max(Double(p[2 * r + Int(t)]), 1e-15))
             case .multiclass: sum -= log(max(Double(p[r * k + Int(t)]), 1e-15))
             }
         }
         return sum / Double(max(targets.count, 1))
+    }
+
+    /// The weighted median of (value, weight > 0) pairs: the smallest value whose cumulative weight reaches half
+    /// the total (LightGBM's weighted percentile at 0.5 without interpolation); 0 when empty.
+    static func median(_ pairs: [(Float, Float)]) -> Float {
+        let sorted = pairs.sorted { $0.0 < $1.0 }
+        let half = sorted.reduce(0.0) { $0 + Double($1.1) } / 2
+        var sum = 0.0
+        for (v, w) in sorted {
+            sum += Double(w)
+            if sum >= half { return v }
+        }
+        return sorted.last?.0 ?? 0
+    }
+}
+
+/// The rows of a round and the features of a tree, drawn without replacement from one seeded generator (the same
+/// draws for any thread count). nil when the fraction is 1.
+struct Sampler {
+    var rng: SplitMix64
+    let rowCount: Int, featureCount: Int, rowFraction: Double, featureFraction: Double
+
+    init(seed: UInt64, rows: Int, features: Int, rowFraction: Double, featureFraction: Double) {
+        rng = SplitMix64(seed: seed)
+        rowCount = rows; featureCount = features; self.rowFraction = rowFraction; self.featureFraction = featureFraction
+    }
+
+    /// `count` of 0..<n, ascending.
+    mutating func draw(_ count: Int, of n: Int) -> [Int] {
+        var pool = Array(0..<n)
+        for i in 0..<count { pool.swapAt(i, i + Int(rng.next() % UInt64(n - i))) }
+        return pool.prefix(count).sorted()
+    }
+
+    mutating func rows() -> [Int32]? {
+        guard rowFraction < 1 else { return nil }
+        return draw(max(1, Int((Double(rowCount) * rowFraction).rounded())), of: rowCount).map(Int32.init)
+    }
+
+    mutating func features() -> [Bool]? {
+        guard featureFraction < 1 else { return nil }
+        var mask = [Bool](repeating: false, count: featureCount)
+        for f in draw(max(1, Int((Double(featureCount) * featureFraction).rounded())), of: featureCount) { mask[f] = true }
+        return mask
     }
 }

@@ -40,22 +40,25 @@ struct TreeGrower {
     let threads: Int
     var order: [Int32]
     var scratch: [Int32]
+    /// The features this tree may split on (nil: all).
+    var features: [Bool]?
 
     init(parameters: BoostedTreeParameters, bins: FeatureBins, binned: [UInt8], rowCount: Int, offsets: [Int], threads: Int) {
         p = parameters; self.bins = bins; self.binned = binned; n = rowCount; self.offsets = offsets; self.threads = threads
         order = (0..<Int32(rowCount)).map { $0 }; scratch = order
     }
 
-    /// Grows one tree on gradients `g` and hessians `h`: its nodes (root first, children after their parent) and
-    /// the rows of each leaf.
-    mutating func grow(g: [Float], h: [Float]) -> (nodes: [Node], leafRows: [(Int, ArraySlice<Int32>)]) {
-        for i in 0..<n { order[i] = Int32(i) }
+    /// Grows one tree on gradients `g` and hessians `h` of `rows` (ascending; nil: every row): its nodes (root
+    /// first, children after their parent) and the rows of each leaf.
+    mutating func grow(g: [Float], h: [Float], rows sample: [Int32]? = nil) -> (nodes: [Node], leafRows: [(Int, ArraySlice<Int32>)]) {
+        let m = sample?.count ?? n
+        if let sample { for i in 0..<m { order[i] = sample[i] } } else { for i in 0..<n { order[i] = Int32(i) } }
         var hist = Histogram(bins: offsets[offsets.count - 1])
-        HistogramKernel.build(bins: binned, rowCount: n, offsets: offsets, rows: order[0..<n], g: g, h: h, threads: threads, into: &hist)
+        HistogramKernel.build(bins: binned, rowCount: n, offsets: offsets, rows: order[0..<m], g: g, h: h, threads: threads, into: &hist)
         var sumG = 0.0, sumH = 0.0
-        for i in 0..<n { sumG += Double(g[i]); sumH += Double(h[i]) }
+        for i in 0..<m { sumG += Double(g[Int(order[i])]); sumH += Double(h[Int(order[i])]) }
         var nodes = [Node()]
-        var leaves = [Leaf(node: 0, start: 0, count: n, sumG: sumG, sumH: sumH, hist: hist, split: nil)]
+        var leaves = [Leaf(node: 0, start: 0, count: m, sumG: sumG, sumH: sumH, hist: hist, split: nil)]
         leaves[0].split = bestSplit(leaves[0])
         while leaves.count < p.leaves {
             var pick = -1
@@ -125,7 +128,7 @@ struct TreeGrower {
     func bestSplit(_ leaf: Leaf) -> Split? {
         guard leaf.count >= 2 * p.minDataInLeaf else { return nil }
         var best = Split()
-        for f in 0..<(offsets.count - 1) {
+        for f in 0..<(offsets.count - 1) where features?[f] ?? true {
             if bins.bounds[f] == nil { categoricalSplit(leaf, f, &best) } else { numericSplit(leaf, f, &best) }
         }
         return best.feature >= 0 ? best : nil

@@ -84,6 +84,76 @@ import Testing
                     "RMSE, MAE, R² against scikit-learn")
     }
 
+    /// `mltool eval MODEL` alone evaluates the rows recorded at training: the --test table's, or the seeded holdout
+    /// of the data (which gives the accuracy training printed); a row changed since then is refused, named.
+    @Test func evalFindsTheRecordedHoldout() throws {
+        guard Tool.available else { return Oracles.missing(Oracles.mltoolBinaryProblem) }
+        guard Self.havePima else { return Oracles.missing("datasets/tabular (run bash datasets/tabular.sh)") }
+        let dir = try TempDir()
+        defer { dir.cleanup() }
+        let tested = dir.file("tested.bin")
+        #expect(try Tool.run(["train", Self.pima("train"), "--target", "diabetes", "--test", Self.pima("test"), "-o", tested, "--quiet"]).status == 0)
+        let recorded = try Tool.run(["eval", tested, "--json"]), given = try Tool.run(["eval", tested, Self.pima("test"), "--json"])
+        #expect(recorded.status == 0 && recorded.stdout == given.stdout, "\(recorded.stderr)")
+
+        // The holdout of a copy of the table (20 % of its 540 rows: 108), found from another working directory.
+        let table = dir.file("pima.csv")
+        try FileManager.default.copyItem(atPath: Self.pima("train"), toPath: table)
+        let t = try Tool.run(["train", table, "--target", "diabetes", "-o", dir.file("held.bin")])
+        #expect(t.status == 0, "\(t.stderr)")
+        let accuracy = try #require(t.stdout.split(separator: "\n").first { $0.contains("holdout accuracy") })
+        let e = try Tool.run(["eval", dir.file("held.bin")], in: "/")
+        #expect(e.status == 0, "\(e.stderr)")
+        #expect(e.stdout.contains("on its recorded holdout (108 rows of \(table))"), "\(e.stdout)")
+        let printed = String(accuracy.split(separator: " ")[2].dropLast())   // "holdout accuracy 0.8704, …"
+        #expect(e.stdout.contains(printed), "training printed \(accuracy); eval: \(e.stdout)")
+
+        // Rewrite one held-out row (the first of the file's rows the model lists) and eval refuses it by name.
+        var lines = try String(contentsOfFile: table, encoding: .utf8).components(separatedBy: "\n")
+        let heldRow = try #require(Self.firstHeldRow(model: dir.file("held.bin")))
+        lines[heldRow] = lines[heldRow].replacingOccurrences(of: ",", with: ",1", options: [], range: lines[heldRow].range(of: ","))
+        try lines.joined(separator: "\n").write(toFile: table, atomically: true, encoding: .utf8)
+        let changed = try Tool.run(["eval", dir.file("held.bin")])
+        #expect(changed.status == 66, "\(changed.stderr)")
+        #expect(changed.stderr.contains("1 of 108 recorded holdout rows cannot be used:\n  changed since training: \(table)#row=\(heldRow)"),
+                "\(changed.stderr)")
+    }
+
+    /// The record number of the first holdout row a model file lists (its metadata is JSON in the file's text).
+    static func firstHeldRow(model: String) -> Int? {
+        let text = String(decoding: (try? Data(contentsOf: URL(fileURLWithPath: model))) ?? Data(), as: UTF8.self)
+        guard let r = text.range(of: "#row=") else { return nil }
+        return Int(text[r.upperBound...].prefix { $0.isNumber })
+    }
+
+    /// --class-weights: a label that is not a class, a regression target and a weight that is not > 0 are refused
+    /// (exit 64, the option named), as is --loss for classes; a tabular model cannot go to TensorFlow Lite (exit 65,
+    /// why).
+    @Test func classWeightsAndExportRefusals() throws {
+        guard Tool.available else { return Oracles.missing(Oracles.mltoolBinaryProblem) }
+        guard Self.havePima else { return Oracles.missing("datasets/tabular (run bash datasets/tabular.sh)") }
+        let dir = try TempDir()
+        defer { dir.cleanup() }
+        let model = dir.file("m.bin")
+        for (target, weights, message) in [
+            ("diabetes", "yes=2", "mltool: error: --class-weights: 'yes' is not a class of 'diabetes' (neg, pos)"),
+            ("age", "balanced", "mltool: error: --class-weights needs classes; 'age' is a regression target"),
+            ("diabetes", "pos=0", "mltool: error: --class-weights: 'pos=0' is not LABEL=W with a weight W > 0 (or give 'balanced')"),
+            ("diabetes", "--loss", "mltool: error: --loss huber is a regression's loss; 'diabetes' is a classification target"),
+        ] {
+            let option = weights == "--loss" ? ["--loss", "huber"] : ["--class-weights", weights]
+            let r = try Tool.run(["train", Self.pima("train"), "--target", target, "-o", model, "--quiet"] + option)
+            #expect(r.status == 64 && r.stderr.hasPrefix(message + "\n"), "\(r.stderr)")
+        }
+        let t = try Tool.run(["train", Self.pima("train"), "--target", "diabetes", "--class-weights", "pos=2.5", "-o", model, "--quiet"])
+        #expect(t.status == 0, "\(t.stderr)")
+        let recorded = String(decoding: try Data(contentsOf: URL(fileURLWithPath: model)), as: UTF8.self)
+        #expect(recorded.contains("--class-weights pos=2.5"), "the recorded command lacks --class-weights")
+        let e = try Tool.run(["export", model, "--to", "tflite", "-o", dir.file("m.tflite")])
+        #expect(e.status == 65 && e.stderr.contains("\(model): cannot export to TensorFlow Lite: tree ensemble: TensorFlow Lite has no "
+            + "tree-ensemble model; export a tabular model with --to onnx or --to coreml"), "\(e.stderr)")
+    }
+
     @Test func sameSeedGivesTheSameBytes() throws {
         guard Tool.available else { return Oracles.missing(Oracles.mltoolBinaryProblem) }
         guard Self.havePima else { return Oracles.missing("datasets/tabular (run bash datasets/tabular.sh)") }

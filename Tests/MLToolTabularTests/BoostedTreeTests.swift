@@ -54,6 +54,29 @@ import MLToolTestSupport
                                                        validation: (s.validation, s.validationTargets))
     }
 
+    /// A row of weight w trains as w copies of the row (class weights' definition): DNA with class "ei" at weight 3
+    /// grows the trees that repeating each "ei" row three times grows (its 180 columns are 0/1, so the bins are the
+    /// same; one row per leaf at least, so no count limit differs), and predicts the same.
+    @Test func classWeightsAreRepeatedRows() throws {
+        guard let s = try Self.load("dna", target: "Class") else { return }
+        var p = BoostedTreeParameters()
+        p.iterations = 10; p.minDataInLeaf = 1; p.threads = 2
+        let weights: [Float] = s.trainTargets.map { $0 == 0 ? 3 : 1 }
+        let trainer = BoostedTreeTrainer(parameters: p)
+        let weighted = trainer.train(schema: s.schema, train: s.train, targets: s.trainTargets, weights: weights).ensemble
+        let rows = s.trainTargets.indices.flatMap { r in Array(repeating: r, count: Int(weights[r])) }
+        let repeated = FeatureMatrix(rowCount: rows.count, columns: s.train.columns.map { c in rows.map { c[$0] } })
+        let copies = trainer.train(schema: s.schema, train: repeated, targets: rows.map { s.trainTargets[$0] }).ensemble
+        let plain = trainer.train(schema: s.schema, train: s.train, targets: s.trainTargets).ensemble
+        #expect(s.schema.labels[0] == "ei" && weighted.nodes == copies.nodes && weighted.nodes != plain.nodes)
+        #expect(weighted.baseScores == copies.baseScores)
+        let a = weighted.predict(s.test), b = copies.predict(s.test)
+        let worst = zip(a, b).map { abs($0 - $1) }.max() ?? .infinity
+        // The histograms sum 3·g once instead of g three times: binary64 rounding only.
+        #expect(worst <= 1e-5, "weighted vs repeated rows: probabilities differ by \(worst)")
+        print("class weights vs repeated rows: largest probability difference \(worst)")
+    }
+
     @Test func spamTestAccuracy() throws {
         guard let s = try Self.load("spam", target: "type") else { return }
         let r = Self.fit(s)

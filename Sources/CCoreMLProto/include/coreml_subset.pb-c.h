@@ -19,6 +19,11 @@ typedef struct CoreML__Specification__Model CoreML__Specification__Model;
 typedef struct CoreML__Specification__Pipeline CoreML__Specification__Pipeline;
 typedef struct CoreML__Specification__PipelineClassifier CoreML__Specification__PipelineClassifier;
 typedef struct CoreML__Specification__PipelineRegressor CoreML__Specification__PipelineRegressor;
+typedef struct CoreML__Specification__TreeEnsembleClassifier CoreML__Specification__TreeEnsembleClassifier;
+typedef struct CoreML__Specification__TreeEnsembleRegressor CoreML__Specification__TreeEnsembleRegressor;
+typedef struct CoreML__Specification__TreeEnsembleParameters CoreML__Specification__TreeEnsembleParameters;
+typedef struct CoreML__Specification__TreeEnsembleParameters__TreeNode CoreML__Specification__TreeEnsembleParameters__TreeNode;
+typedef struct CoreML__Specification__TreeEnsembleParameters__TreeNode__EvaluationInfo CoreML__Specification__TreeEnsembleParameters__TreeNode__EvaluationInfo;
 typedef struct CoreML__Specification__NonMaximumSuppression CoreML__Specification__NonMaximumSuppression;
 typedef struct CoreML__Specification__NonMaximumSuppression__PickTop CoreML__Specification__NonMaximumSuppression__PickTop;
 typedef struct CoreML__Specification__ModelDescription CoreML__Specification__ModelDescription;
@@ -148,7 +153,9 @@ struct  CoreML__Specification__Model
   CoreML__Specification__PipelineClassifier *pipelineclassifier;
   CoreML__Specification__PipelineRegressor *pipelineregressor;
   CoreML__Specification__Pipeline *pipeline;
+  CoreML__Specification__TreeEnsembleRegressor *treeensembleregressor;
   CoreML__Specification__NeuralNetworkRegressor *neuralnetworkregressor;
+  CoreML__Specification__TreeEnsembleClassifier *treeensembleclassifier;
   CoreML__Specification__NeuralNetworkClassifier *neuralnetworkclassifier;
   CoreML__Specification__NeuralNetwork *neuralnetwork;
   CoreML__Specification__MILProgram *mlprogram;
@@ -156,7 +163,7 @@ struct  CoreML__Specification__Model
 };
 #define CORE_ML__SPECIFICATION__MODEL__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__model__descriptor) \
-    , 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL }
+    , 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL }
 
 
 struct  CoreML__Specification__Pipeline
@@ -190,6 +197,83 @@ struct  CoreML__Specification__PipelineRegressor
 #define CORE_ML__SPECIFICATION__PIPELINE_REGRESSOR__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__pipeline_regressor__descriptor) \
     , NULL }
+
+
+/*
+ * TreeEnsemble.proto. postEvaluationTransform: 0 NoTransform, 1 Classification_SoftMax, 2 Regression_Logistic,
+ * 3 Classification_SoftMaxWithZeroClassReference.
+ */
+struct  CoreML__Specification__TreeEnsembleClassifier
+{
+  ProtobufCMessage base;
+  CoreML__Specification__TreeEnsembleParameters *treeensemble;
+  int32_t postevaluationtransform;
+  CoreML__Specification__StringVector *stringclasslabels;
+  CoreML__Specification__Int64Vector *int64classlabels;
+};
+#define CORE_ML__SPECIFICATION__TREE_ENSEMBLE_CLASSIFIER__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__tree_ensemble_classifier__descriptor) \
+    , NULL, 0, NULL, NULL }
+
+
+struct  CoreML__Specification__TreeEnsembleRegressor
+{
+  ProtobufCMessage base;
+  CoreML__Specification__TreeEnsembleParameters *treeensemble;
+  int32_t postevaluationtransform;
+};
+#define CORE_ML__SPECIFICATION__TREE_ENSEMBLE_REGRESSOR__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__tree_ensemble_regressor__descriptor) \
+    , NULL, 0 }
+
+
+struct  CoreML__Specification__TreeEnsembleParameters__TreeNode__EvaluationInfo
+{
+  ProtobufCMessage base;
+  uint64_t evaluationindex;
+  double evaluationvalue;
+};
+#define CORE_ML__SPECIFICATION__TREE_ENSEMBLE_PARAMETERS__TREE_NODE__EVALUATION_INFO__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__tree_ensemble_parameters__tree_node__evaluation_info__descriptor) \
+    , 0, 0 }
+
+
+struct  CoreML__Specification__TreeEnsembleParameters__TreeNode
+{
+  ProtobufCMessage base;
+  uint64_t treeid;
+  uint64_t nodeid;
+  /*
+   * 0 BranchOnValueLessThanEqual, 1 BranchOnValueLessThan, 2 BranchOnValueGreaterThanEqual,
+   * 3 BranchOnValueGreaterThan, 4 BranchOnValueEqual, 5 BranchOnValueNotEqual, 6 LeafNode
+   */
+  int32_t nodebehavior;
+  uint64_t branchfeatureindex;
+  double branchfeaturevalue;
+  uint64_t truechildnodeid;
+  uint64_t falsechildnodeid;
+  protobuf_c_boolean missingvaluetrackstruechild;
+  size_t n_evaluationinfo;
+  CoreML__Specification__TreeEnsembleParameters__TreeNode__EvaluationInfo **evaluationinfo;
+  double relativehitrate;
+};
+#define CORE_ML__SPECIFICATION__TREE_ENSEMBLE_PARAMETERS__TREE_NODE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__tree_ensemble_parameters__tree_node__descriptor) \
+    , 0, 0, 0, 0, 0, 0, 0, 0, 0,NULL, 0 }
+
+
+struct  CoreML__Specification__TreeEnsembleParameters
+{
+  ProtobufCMessage base;
+  size_t n_nodes;
+  CoreML__Specification__TreeEnsembleParameters__TreeNode **nodes;
+  uint64_t numpredictiondimensions;
+  size_t n_basepredictionvalue;
+  double *basepredictionvalue;
+};
+#define CORE_ML__SPECIFICATION__TREE_ENSEMBLE_PARAMETERS__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__tree_ensemble_parameters__descriptor) \
+    , 0,NULL, 0, 0,NULL }
 
 
 struct  CoreML__Specification__NonMaximumSuppression__PickTop
@@ -1701,6 +1785,69 @@ CoreML__Specification__PipelineRegressor *
                       const uint8_t       *data);
 void   core_ml__specification__pipeline_regressor__free_unpacked
                      (CoreML__Specification__PipelineRegressor *message,
+                      ProtobufCAllocator *allocator);
+/* CoreML__Specification__TreeEnsembleClassifier methods */
+void   core_ml__specification__tree_ensemble_classifier__init
+                     (CoreML__Specification__TreeEnsembleClassifier         *message);
+size_t core_ml__specification__tree_ensemble_classifier__get_packed_size
+                     (const CoreML__Specification__TreeEnsembleClassifier   *message);
+size_t core_ml__specification__tree_ensemble_classifier__pack
+                     (const CoreML__Specification__TreeEnsembleClassifier   *message,
+                      uint8_t             *out);
+size_t core_ml__specification__tree_ensemble_classifier__pack_to_buffer
+                     (const CoreML__Specification__TreeEnsembleClassifier   *message,
+                      ProtobufCBuffer     *buffer);
+CoreML__Specification__TreeEnsembleClassifier *
+       core_ml__specification__tree_ensemble_classifier__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   core_ml__specification__tree_ensemble_classifier__free_unpacked
+                     (CoreML__Specification__TreeEnsembleClassifier *message,
+                      ProtobufCAllocator *allocator);
+/* CoreML__Specification__TreeEnsembleRegressor methods */
+void   core_ml__specification__tree_ensemble_regressor__init
+                     (CoreML__Specification__TreeEnsembleRegressor         *message);
+size_t core_ml__specification__tree_ensemble_regressor__get_packed_size
+                     (const CoreML__Specification__TreeEnsembleRegressor   *message);
+size_t core_ml__specification__tree_ensemble_regressor__pack
+                     (const CoreML__Specification__TreeEnsembleRegressor   *message,
+                      uint8_t             *out);
+size_t core_ml__specification__tree_ensemble_regressor__pack_to_buffer
+                     (const CoreML__Specification__TreeEnsembleRegressor   *message,
+                      ProtobufCBuffer     *buffer);
+CoreML__Specification__TreeEnsembleRegressor *
+       core_ml__specification__tree_ensemble_regressor__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   core_ml__specification__tree_ensemble_regressor__free_unpacked
+                     (CoreML__Specification__TreeEnsembleRegressor *message,
+                      ProtobufCAllocator *allocator);
+/* CoreML__Specification__TreeEnsembleParameters__TreeNode__EvaluationInfo methods */
+void   core_ml__specification__tree_ensemble_parameters__tree_node__evaluation_info__init
+                     (CoreML__Specification__TreeEnsembleParameters__TreeNode__EvaluationInfo         *message);
+/* CoreML__Specification__TreeEnsembleParameters__TreeNode methods */
+void   core_ml__specification__tree_ensemble_parameters__tree_node__init
+                     (CoreML__Specification__TreeEnsembleParameters__TreeNode         *message);
+/* CoreML__Specification__TreeEnsembleParameters methods */
+void   core_ml__specification__tree_ensemble_parameters__init
+                     (CoreML__Specification__TreeEnsembleParameters         *message);
+size_t core_ml__specification__tree_ensemble_parameters__get_packed_size
+                     (const CoreML__Specification__TreeEnsembleParameters   *message);
+size_t core_ml__specification__tree_ensemble_parameters__pack
+                     (const CoreML__Specification__TreeEnsembleParameters   *message,
+                      uint8_t             *out);
+size_t core_ml__specification__tree_ensemble_parameters__pack_to_buffer
+                     (const CoreML__Specification__TreeEnsembleParameters   *message,
+                      ProtobufCBuffer     *buffer);
+CoreML__Specification__TreeEnsembleParameters *
+       core_ml__specification__tree_ensemble_parameters__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   core_ml__specification__tree_ensemble_parameters__free_unpacked
+                     (CoreML__Specification__TreeEnsembleParameters *message,
                       ProtobufCAllocator *allocator);
 /* CoreML__Specification__NonMaximumSuppression__PickTop methods */
 void   core_ml__specification__non_maximum_suppression__pick_top__init
@@ -3514,6 +3661,21 @@ typedef void (*CoreML__Specification__PipelineClassifier_Closure)
 typedef void (*CoreML__Specification__PipelineRegressor_Closure)
                  (const CoreML__Specification__PipelineRegressor *message,
                   void *closure_data);
+typedef void (*CoreML__Specification__TreeEnsembleClassifier_Closure)
+                 (const CoreML__Specification__TreeEnsembleClassifier *message,
+                  void *closure_data);
+typedef void (*CoreML__Specification__TreeEnsembleRegressor_Closure)
+                 (const CoreML__Specification__TreeEnsembleRegressor *message,
+                  void *closure_data);
+typedef void (*CoreML__Specification__TreeEnsembleParameters__TreeNode__EvaluationInfo_Closure)
+                 (const CoreML__Specification__TreeEnsembleParameters__TreeNode__EvaluationInfo *message,
+                  void *closure_data);
+typedef void (*CoreML__Specification__TreeEnsembleParameters__TreeNode_Closure)
+                 (const CoreML__Specification__TreeEnsembleParameters__TreeNode *message,
+                  void *closure_data);
+typedef void (*CoreML__Specification__TreeEnsembleParameters_Closure)
+                 (const CoreML__Specification__TreeEnsembleParameters *message,
+                  void *closure_data);
 typedef void (*CoreML__Specification__NonMaximumSuppression__PickTop_Closure)
                  (const CoreML__Specification__NonMaximumSuppression__PickTop *message,
                   void *closure_data);
@@ -3866,6 +4028,11 @@ extern const ProtobufCMessageDescriptor core_ml__specification__model__descripto
 extern const ProtobufCMessageDescriptor core_ml__specification__pipeline__descriptor;
 extern const ProtobufCMessageDescriptor core_ml__specification__pipeline_classifier__descriptor;
 extern const ProtobufCMessageDescriptor core_ml__specification__pipeline_regressor__descriptor;
+extern const ProtobufCMessageDescriptor core_ml__specification__tree_ensemble_classifier__descriptor;
+extern const ProtobufCMessageDescriptor core_ml__specification__tree_ensemble_regressor__descriptor;
+extern const ProtobufCMessageDescriptor core_ml__specification__tree_ensemble_parameters__descriptor;
+extern const ProtobufCMessageDescriptor core_ml__specification__tree_ensemble_parameters__tree_node__descriptor;
+extern const ProtobufCMessageDescriptor core_ml__specification__tree_ensemble_parameters__tree_node__evaluation_info__descriptor;
 extern const ProtobufCMessageDescriptor core_ml__specification__non_maximum_suppression__descriptor;
 extern const ProtobufCMessageDescriptor core_ml__specification__non_maximum_suppression__pick_top__descriptor;
 extern const ProtobufCMessageDescriptor core_ml__specification__model_description__descriptor;

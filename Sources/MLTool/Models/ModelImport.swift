@@ -106,7 +106,9 @@ public enum ModelExport {
         switch format {
         case .onnx: return try ONNXExporter.export(model, name: name, headShapes: try headShapes(model))
         case .coreml: return try CoreMLExporter.export(model, name: name, headShapes: try headShapes(model), boxes: try boxesTrace(model, name: name))
-        case .tflite: return try TFLiteExporter.export(model, name: name, shapes: try tensorShapes(model))
+        case .tflite:
+            // A model without a graph (a tree ensemble) gets the exporter's refusal, not the shape pass's.
+            return try TFLiteExporter.export(model, name: name, shapes: model.metadata.graph == nil ? [:] : try tensorShapes(model))
         }
     }
 

@@ -24,6 +24,14 @@ public struct TabularParameters: Sendable {
     /// A table of validation rows instead of a split.
     public var validationData: String?
     public var trees = BoostedTreeParameters()
+    /// How much each class's rows count (classification only): `.balanced` is scikit-learn's n / (K · n_c).
+    public var classWeights: ClassWeights = .none
+
+    public enum ClassWeights: Sendable, Equatable {
+        case none, balanced
+        /// Label → weight (> 0); a class not named weighs 1.
+        case given([String: Double])
+    }
 
     public init() {}
 }

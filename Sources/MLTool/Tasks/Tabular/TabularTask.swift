@@ -75,9 +75,51 @@ public enum TabularTask: TaskKind {
                 s.parameters.trees.l1 = try OptionText.double("--leaf-l1", v)
                 guard s.parameters.trees.l1 >= 0 else { throw OptionText.refuse("--leaf-l1", "--leaf-l1 must be ≥ 0") }
             }, record: { s in s.parameters.trees.l1 == d.trees.l1 ? [] : ["--leaf-l1", "\(s.parameters.trees.l1)"] }),
+            O(OptionDeclaration("--loss", value: "squared|absolute|huber", help: "A regression's loss (default \(d.trees.regressionLoss.rawValue))."),
+              set: { s, v in
+                  guard let loss = BoostedTreeParameters.RegressionLoss(rawValue: v) else {
+                      throw OptionText.refuse("--loss", "--loss must be squared, absolute or huber")
+                  }
+                  s.parameters.trees.regressionLoss = loss
+              }, record: { s in s.parameters.trees.regressionLoss == d.trees.regressionLoss ? [] : ["--loss", s.parameters.trees.regressionLoss.rawValue] }),
+            fraction("--huber-delta", "Huber's loss: errors beyond X count linearly", \.trees.huberDelta, default: d.trees.huberDelta, upTo: .infinity),
+            fraction("--row-fraction", "The share of rows each round's trees grow on", \.trees.rowFraction, default: d.trees.rowFraction),
+            fraction("--feature-fraction", "The share of features each tree may split on", \.trees.featureFraction, default: d.trees.featureFraction),
+            O(OptionDeclaration("--class-weights", value: "balanced|LABEL=W,…", help: "Weigh each class's rows (classification)."),
+              set: { s, v in s.parameters.classWeights = try classWeights(v) },
+              record: { s in
+                  switch s.parameters.classWeights {
+                  case .none: return []
+                  case .balanced: return ["--class-weights", "balanced"]
+                  case .given(let w): return ["--class-weights", w.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: ",")]
+                  }
+              }),
             TrainingOptions.threads(\.trees.threads),
         ])
     }()
+
+    /// A number option in (0, `upTo`] that sets `path`, recorded when it is not the default.
+    static func fraction(_ flag: String, _ help: String, _ path: WritableKeyPath<TabularParameters, Double> & Sendable, default value: Double,
+                         upTo top: Double = 1) -> TaskOption<Setup> {
+        TaskOption<Setup>(OptionDeclaration(flag, value: "X", kind: .number, help: "\(help) (default \(value))."), set: { s, v in
+            let x = try OptionText.double(flag, v)
+            guard x > 0, x <= top, x.isFinite else { throw OptionText.refuse(flag, "\(flag) must be in (0, \(top == 1 ? "1" : "∞"))" + (top == 1 ? "]" : "")) }
+            s.parameters[keyPath: path] = x
+        }, record: { s in s.parameters[keyPath: path] == value ? [] : [flag, "\(s.parameters[keyPath: path])"] })
+    }
+
+    /// `balanced`, or LABEL=W pairs (W > 0) separated by commas.
+    @Sendable static func classWeights(_ text: String) throws -> TabularParameters.ClassWeights {
+        if text == "balanced" { return .balanced }
+        var weights: [String: Double] = [:]
+        for pair in names(text) {
+            guard let eq = pair.lastIndex(of: "="), let w = Double(pair[pair.index(after: eq)...]), w > 0, w.isFinite else {
+                throw OptionText.refuse("--class-weights", "--class-weights: '\(pair)' is not LABEL=W with a weight W > 0 (or give 'balanced')")
+            }
+            weights[String(pair[..<eq])] = w
+        }
+        return .given(weights)
+    }
 
     public static var trainOptions: [OptionDeclaration] { options.declarations }
     public static var predictionOptions: [OptionDeclaration] { [id] }
@@ -109,13 +151,14 @@ public enum TabularTask: TaskKind {
 
     /// Metrics and feature importance on a table with the target column.
     public static func evaluate(_ request: TaskRequest, models: [String], data: String?) throws {
-        guard let data else {
-            throw TabularError.notYetSupported(what: "evaluating a tabular model on its recorded holdout (give the table: mltool eval MODEL TABLE)")
-        }
         guard models.count == 1 else { throw TabularError.notYetSupported(what: "comparing two tabular models") }
-        let ensemble = try TreeEnsemble(model: try ModelLoader.load(models[0]), file: models[0])
-        let ev = try TabularEvaluation(ensemble: ensemble, table: try RawTable.read(data))
-        guard request.values.has("--json") else { return request.print(ev.text(title: "\(models[0]) on \(data)")) }
+        let model = try ModelLoader.load(models[0])
+        let ensemble = try TreeEnsemble(model: model, file: models[0])
+        // Without a table, the rows recorded at training (its holdout or --test rows).
+        let table = try data.map { try RawTable.read($0) } ?? TabularHoldout.table(model, modelPath: models[0])
+        let ev = try TabularEvaluation(ensemble: ensemble, table: table)
+        let source = data ?? "its recorded holdout (\(table.rows.count) rows of \(table.file))"
+        guard request.values.has("--json") else { return request.print(ev.text(title: "\(models[0]) on \(source)")) }
         struct Importance: Encodable { var feature: String; var gain: Double; var splits: Int }
         struct Report: Encodable {
             var classification: EvaluationReport?; var regression: RegressionMetrics?; var importance: [Importance]

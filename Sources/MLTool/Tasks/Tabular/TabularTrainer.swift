@@ -34,6 +34,31 @@ public struct TabularTrainer: Sendable {
         public func write(to path: String) throws { try ModelFile.write(model, to: path) }
     }
 
+    /// Each training row's weight, its class's; nil without class weights.
+    static func rowWeights(_ w: TabularParameters.ClassWeights, schema: TabularSchema, targets: [Float]) throws -> [Float]? {
+        guard w != .none else { return nil }
+        guard schema.objective != .regression else {
+            throw PipelineError.invalidParameter(name: "--class-weights", reason: "--class-weights needs classes; '\(schema.target)' is a regression target")
+        }
+        var perClass = [Double](repeating: 1, count: schema.labels.count)
+        switch w {
+        case .none: break
+        case .balanced:
+            var counts = [Double](repeating: 0, count: schema.labels.count)
+            for t in targets { counts[Int(t)] += 1 }
+            for c in perClass.indices where counts[c] > 0 { perClass[c] = Double(targets.count) / (Double(schema.labels.count) * counts[c]) }
+        case .given(let given):
+            for (label, weight) in given.sorted(by: { $0.key < $1.key }) {
+                guard let c = schema.labels.firstIndex(of: label) else {
+                    throw PipelineError.invalidParameter(name: "--class-weights", reason: "--class-weights: '\(label)' is not a class of '\(schema.target)' "
+                        + "(\(schema.labels.prefix(20).joined(separator: ", "))\(schema.labels.count > 20 ? ", …" : ""))")
+                }
+                perClass[c] = weight
+            }
+        }
+        return targets.map { Float(perClass[Int($0)]) }
+    }
+
     public func train(progress: ((PipelineEvent) -> Void)? = nil) throws -> Result {
         let started = Date()
         let p = parameters
@@ -46,15 +71,18 @@ public struct TabularTrainer: Sendable {
         var rng = SplitMix64(seed: p.seed)
         var order = Array(table.rows.indices)
         for i in stride(from: order.count - 1, to: 0, by: -1) { order.swapAt(i, Int(rng.next() % UInt64(i + 1))) }
-        let testTable: RawTable?
+        // The rows evaluated at the end (the --test table, or the holdout's rows of the data), recorded in the model.
+        let testTable: RawTable?, evaluated: (table: RawTable, rows: [Int])?
         if let test {
-            testTable = try RawTable.read(test)
+            let t = try RawTable.read(test)
+            testTable = t; evaluated = (t, Array(t.rows.indices))
         } else if p.holdoutFraction > 0 {
             let count = min(Int((Double(order.count) * p.holdoutFraction).rounded()), order.count - 1)
-            testTable = TabularSchema.rows(table, order.suffix(count).sorted())
+            let rows = Array(order.suffix(count).sorted())
+            testTable = TabularSchema.rows(table, rows); evaluated = (table, rows)
             order.removeLast(count)
         } else {
-            testTable = nil
+            testTable = nil; evaluated = nil
         }
         let validationTable: RawTable?
         if let v = p.validationData {
@@ -68,8 +96,15 @@ public struct TabularTrainer: Sendable {
         let train = try FeatureMatrix(table: trainTable, features: schema.features)
         let validation = try validationTable.map { (try FeatureMatrix(table: $0, features: schema.features), try schema.targets(of: $0)) }
         progress?(.status("mltool: \(schema.features.count) features, \(schema.objective.rawValue); training on \(train.rowCount) rows"))
-        let r = BoostedTreeTrainer(parameters: p.trees).train(schema: schema, train: train, targets: try schema.targets(of: trainTable),
-                                                              validation: validation)
+        guard p.trees.regressionLoss == .squared || schema.objective == .regression else {
+            throw PipelineError.invalidParameter(name: "--loss", reason: "--loss \(p.trees.regressionLoss.rawValue) is a regression's loss; "
+                + "'\(target)' is a classification target")
+        }
+        let targets = try schema.targets(of: trainTable)
+        var trees = p.trees
+        trees.seed = p.seed
+        let r = BoostedTreeTrainer(parameters: trees).train(schema: schema, train: train, targets: targets, validation: validation,
+                                                              weights: try Self.rowWeights(p.classWeights, schema: schema, targets: targets))
         let evaluation = try testTable.map { try TabularEvaluation(ensemble: r.ensemble, table: $0) }
         var metrics: [String: Double] = ["rounds": Double(r.rounds)]
         let split = test == nil ? "holdout" : "test"
@@ -80,7 +115,12 @@ public struct TabularTrainer: Sendable {
         if let g = evaluation?.regression { metrics["\(split).rmse"] = g.rmse; metrics["\(split).r2"] = g.r2 }
         // No timings: the same data and seed give the same bytes.
         let provenance = Provenance(seed: p.seed, command: TabularTask.Setup(data: data, test: test, parameters: p).command(TabularTask.options))
-        return Result(model: r.ensemble.model(name: p.name, metrics: metrics, provenance: provenance), ensemble: r.ensemble,
+        var model = r.ensemble.model(name: p.name, metrics: metrics, provenance: provenance)
+        if let evaluated, !evaluated.rows.isEmpty {
+            model.metadata.split = try TabularHoldout.manifest(evaluated.table, rows: evaluated.rows, target: target, trainCount: train.rowCount,
+                                                               validationCount: validation?.0.rowCount ?? 0, seed: p.seed)
+        }
+        return Result(model: model, ensemble: r.ensemble,
                       trainRows: train.rowCount, validationRows: validation?.0.rowCount ?? 0, testRows: testTable?.rows.count ?? 0,
                       rounds: r.rounds, evaluation: evaluation, seconds: Date().timeIntervalSince(started))
     }

@@ -1,0 +1,150 @@
+import CCoreMLProto
+import CProtobufC
+import Foundation
+import MLToolCore
+import MLToolTabular
+
+/// Writes a tabular model (a tree ensemble, docs/FORMAT.md 4.5) as a Core ML tree ensemble (specification version 1):
+///
+/// - input `features`, a MultiArray of F doubles: element f is feature f (the order of `features` in userDefined): a
+///   numeric field's binary32 value, a categorical field as the index of its string in the feature's `categories`;
+///   NaN where the field is missing. An unknown category must be NaN too (its code would go where the split's other
+///   categories go, `TreeNodes.Style.equalityChains`).
+/// - a classifier: `treeEnsembleClassifier` (Regression_Logistic of one score for two classes, Classification_SoftMax
+///   of K scores for more; tree t adds to score t mod K) with outputs `classLabel` (string) and `classProbability`
+///   (label → probability); a regressor: `treeEnsembleRegressor` with output `prediction` (double).
+///   Numeric splits are BranchOnValueLessThanEqual, categorical ones chains of BranchOnValueEqual;
+///   `missingValueTracksTrueChild` is set where missing values take the true child.
+enum CoreMLTreeEnsemble {
+    static let specificationVersion: Int32 = 1
+
+    static func export(_ model: Model, name: String) throws -> ExportResult {
+        let e = try TreeEnsemble(model: model, file: name)
+        let t = try TreeNodes(e, style: .equalityChains, model: name, format: "Core ML")
+        let arena = CArena()
+        let nodes = t.nodes.map { n -> CoreML__Specification__TreeEnsembleParameters__TreeNode in
+            var c = CoreML__Specification__TreeEnsembleParameters__TreeNode()
+            core_ml__specification__tree_ensemble_parameters__tree_node__init(&c)
+            c.treeid = UInt64(n.tree); c.nodeid = UInt64(n.id)
+            if n.leaf {
+                c.nodebehavior = 6
+                var info = CoreML__Specification__TreeEnsembleParameters__TreeNode__EvaluationInfo()
+                core_ml__specification__tree_ensemble_parameters__tree_node__evaluation_info__init(&info)
+                info.evaluationindex = UInt64(n.tree % t.scoreCount); info.evaluationvalue = Double(n.weight)
+                c.n_evaluationinfo = 1; c.evaluationinfo = arena.messages([info])
+            } else {
+                c.nodebehavior = n.equal ? 4 : 0
+                c.branchfeatureindex = UInt64(n.feature); c.branchfeaturevalue = Double(n.threshold)
+                c.truechildnodeid = UInt64(n.yes); c.falsechildnodeid = UInt64(n.no)
+                c.missingvaluetrackstruechild = n.missingYes ? 1 : 0
+            }
+            return c
+        }
+        var params = CoreML__Specification__TreeEnsembleParameters()
+        core_ml__specification__tree_ensemble_parameters__init(&params)
+        params.n_nodes = nodes.count; params.nodes = arena.messages(nodes)
+        params.numpredictiondimensions = UInt64(t.scoreCount)
+        // The base scores are in the first trees' leaves (TreeNodes).
+        params.n_basepredictionvalue = t.scoreCount; params.basepredictionvalue = arena.array([Double](repeating: 0, count: t.scoreCount))
+
+        var m = CoreML__Specification__Model()
+        core_ml__specification__model__init(&m)
+        m.specificationversion = specificationVersion
+        let types = FeatureTypes(arena)
+        var outputs: [CoreML__Specification__FeatureDescription]
+        var desc = CoreML__Specification__ModelDescription()
+        core_ml__specification__model_description__init(&desc)
+        if e.objective == .regression {
+            var r = CoreML__Specification__TreeEnsembleRegressor()
+            core_ml__specification__tree_ensemble_regressor__init(&r)
+            r.treeensemble = arena.new(params)
+            m.treeensembleregressor = arena.new(r)
+            outputs = [types.feature("prediction", "The predicted \(e.target)", types.double)]
+            desc.predictedfeaturename = arena.string("prediction")
+        } else {
+            var labels = CoreML__Specification__StringVector()
+            core_ml__specification__string_vector__init(&labels)
+            labels.n_vector = e.labels.count; labels.vector = arena.strings(e.labels)
+            var c = CoreML__Specification__TreeEnsembleClassifier()
+            core_ml__specification__tree_ensemble_classifier__init(&c)
+            c.treeensemble = arena.new(params)
+            c.postevaluationtransform = e.objective == .binary ? 2 : 1
+            c.stringclasslabels = arena.new(labels)
+            m.treeensembleclassifier = arena.new(c)
+            outputs = [types.feature("classLabel", "The most likely \(e.target)", types.string),
+                       types.feature("classProbability", "The probability of each class", types.stringDictionary)]
+            desc.predictedfeaturename = arena.string("classLabel")
+            desc.predictedprobabilitiesname = arena.string("classProbability")
+        }
+        let inputs = [types.feature("features", "\(e.features.count) features (userDefined 'features'): numbers, category indices, NaN when missing",
+                                    types.array(e.features.count))]
+        desc.n_input = inputs.count; desc.input = arena.messages(inputs)
+        desc.n_output = outputs.count; desc.output = arena.messages(outputs)
+        let md = model.metadata
+        var p = CoreMLProgram()
+        p.author = md.author ?? ""; p.license = md.license ?? ""; p.version = md.version ?? ""
+        p.shortDescription = md.description ?? "\(md.name ?? "tabular model") (exported by mltool \(MLToolInfo.version))"
+        p.metadata = ExportMetadata.pairs(md, notes: [], inputLayout: "") + [
+            ("target", e.target), ("objective", e.objective.rawValue),
+            ("features", ExportMetadata.json(e.features.map { ONNXTreeEnsemble.TabularInput(name: $0.name, kind: $0.kind.rawValue, categories: $0.categories) })),
+        ]
+        desc.metadata = arena.new(CoreMLWriter.metadata(p, arena))
+        m.description = arena.new(desc)
+        return ExportResult(bytes: try CoreMLWriter.serialize(&m, modelName: name), notes: [])
+    }
+
+    /// Feature descriptions and the types a tree ensemble's take.
+    struct FeatureTypes {
+        let arena: CArena
+        init(_ arena: CArena) { self.arena = arena }
+
+        func feature(_ name: String, _ doc: String, _ type: CoreML__Specification__FeatureType) -> CoreML__Specification__FeatureDescription {
+            var f = CoreML__Specification__FeatureDescription()
+            core_ml__specification__feature_description__init(&f)
+            f.name = arena.string(name); f.shortdescription = arena.string(doc); f.type = arena.new(type)
+            return f
+        }
+
+        var string: CoreML__Specification__FeatureType {
+            var s = CoreML__Specification__StringFeatureType()
+            core_ml__specification__string_feature_type__init(&s)
+            var t = CoreML__Specification__FeatureType()
+            core_ml__specification__feature_type__init(&t)
+            t.stringtype = arena.new(s)
+            return t
+        }
+
+        var double: CoreML__Specification__FeatureType {
+            var d = CoreML__Specification__DoubleFeatureType()
+            core_ml__specification__double_feature_type__init(&d)
+            var t = CoreML__Specification__FeatureType()
+            core_ml__specification__feature_type__init(&t)
+            t.doubletype = arena.new(d)
+            return t
+        }
+
+        var stringDictionary: CoreML__Specification__FeatureType {
+            var s = CoreML__Specification__StringFeatureType()
+            core_ml__specification__string_feature_type__init(&s)
+            var d = CoreML__Specification__DictionaryFeatureType()
+            core_ml__specification__dictionary_feature_type__init(&d)
+            d.stringkeytype = arena.new(s)
+            var t = CoreML__Specification__FeatureType()
+            core_ml__specification__feature_type__init(&t)
+            t.dictionarytype = arena.new(d)
+            return t
+        }
+
+        /// A MultiArray of `count` doubles (data type 65600).
+        func array(_ count: Int) -> CoreML__Specification__FeatureType {
+            var a = CoreML__Specification__ArrayFeatureType()
+            core_ml__specification__array_feature_type__init(&a)
+            a.n_shape = 1; a.shape = arena.array([Int64(count)])
+            a.datatype = 65600
+            var t = CoreML__Specification__FeatureType()
+            core_ml__specification__feature_type__init(&t)
+            t.multiarraytype = arena.new(a)
+            return t
+        }
+    }
+}
