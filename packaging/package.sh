@@ -50,7 +50,7 @@ stage() {
     install -d "$prefix/bin" "$prefix/share/mltool" "$prefix/share/man/man1" \
         "$prefix/share/bash-completion/completions" "$prefix/share/$zsh"
     install -m 755 "$mltool" "$prefix/bin/mltool"
-    strip --strip-unneeded "$prefix/bin/mltool"
+    strip --strip-unneeded --remove-section=.comment "$prefix/bin/mltool"
     for m in $models; do install -m 644 "models/$m" "$prefix/share/mltool/$m"; done
     "$mltool" completions man > "$prefix/share/man/man1/mltool.1"
     "$mltool" completions bash > "$prefix/share/bash-completion/completions/mltool"
@@ -85,6 +85,8 @@ deb)
     sed -e "s/@VERSION@/$version/" -e "s/@DEPENDS@/$depends/" -e "s/@SIZE@/$size/" -e "s|@MAINTAINER@|$maintainer|" \
         packaging/control.in > "$pkg/DEBIAN/control"
     find "$pkg" -type d -exec chmod 755 {} +
+    (cd "$pkg" && find usr -type f -print0 | sort -z | xargs -0 md5sum) > "$pkg/DEBIAN/md5sums"
+    chmod 644 "$pkg/DEBIAN/md5sums"
     deb=$out/mltool_${version}_amd64.deb
     dpkg-deb --root-owner-group -Zgzip -z6 --build "$pkg" "$deb" >/dev/null
     echo "package: $deb ($(du -h "$deb" | cut -f1)); Depends: $depends"

@@ -6,10 +6,13 @@
 # /usr/share/mltool; a Fashion-MNIST round trip (train with the installed extractor, eval, predict); mltool serve
 # answering /healthz and one predict (curl); `man mltool` listing every command; the bash completion completing a
 # command and an option. Needs root (chroot, mount), debootstrap, network to the mirror, and
-# datasets/fashion-mnist.sh --small. Usage: packaging/test-deb.sh DEB
+# datasets/fashion-mnist.sh --small. With TARBALL (make dist's), the same root (its libraries now installed) runs
+# the tarball's binary unpacked in /tmp: ldd, --version, and a train that finds the extractor in its share/mltool.
+# Usage: packaging/test-deb.sh DEB [TARBALL]
 set -euo pipefail
 root_dir=$(cd "$(dirname "$0")/.." && pwd)
-deb=$(readlink -f "${1:?usage: packaging/test-deb.sh DEB}")
+deb=$(readlink -f "${1:?usage: packaging/test-deb.sh DEB [TARBALL]}")
+tarball=${2:+$(readlink -f "$2")}
 mirror=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 cache=$root_dir/.build/debian12-minbase.tar
 fashion=$root_dir/datasets/fashion-mnist-small
@@ -23,7 +26,7 @@ start=$(date +%s)
 if [ ! -f "$cache" ]; then
     boot=$(mktemp -d)
     debootstrap --variant=minbase bookworm "$boot" "$mirror" > "$boot.log" 2>&1 || { tail "$boot.log"; fail "debootstrap"; }
-    tar -C "$boot" -cf "$cache.tmp" . && mv "$cache.tmp" "$cache"
+    tar -C "$boot" --numeric-owner -cf "$cache.tmp" . && mv "$cache.tmp" "$cache"
     rm -rf "$boot" "$boot.log"
 fi
 chroot_dir=$(mktemp -d)
@@ -33,7 +36,8 @@ cleanup() {
     rm -rf "$chroot_dir"
 }
 trap cleanup EXIT
-tar -C "$chroot_dir" -xf "$cache"
+tar -C "$chroot_dir" --numeric-owner -xf "$cache"
+chmod 755 "$chroot_dir"   # as / is (the tarball's "." is mktemp's 700): apt's _apt user must reach /var/lib/apt
 mount -t proc proc "$chroot_dir/proc"
 cp /etc/resolv.conf "$chroot_dir/etc/resolv.conf"
 cp "$deb" "$chroot_dir/tmp/mltool.deb"
@@ -97,7 +101,20 @@ completed=$(in_root bash -c 'source /usr/share/bash-completion/completions/mltoo
     COMP_WORDS=(mltool tr); COMP_CWORD=1; _mltool; echo "${COMPREPLY[*]}"
     COMP_WORDS=(mltool serve --to); COMP_CWORD=2; _mltool; echo "${COMPREPLY[*]}"')
 [ "$completed" = $'train\n--token' ] || fail "bash completion: expected train and --token, got: $completed"
+untarred=
+if [ -n "$tarball" ]; then
+    tar -C "$chroot_dir/tmp" -xzf "$tarball"
+    bin=$(cd "$chroot_dir" && echo tmp/mltool-*/bin/mltool)
+    [ -x "$chroot_dir/$bin" ] || fail "$tarball has no mltool-*/bin/mltool"
+    libs=$(in_root ldd "/$bin")
+    grep -q "not found\|swift" <<< "$libs" && fail "the tarball's mltool: $libs"
+    in_root "/$bin" --version > /dev/null || fail "the tarball's mltool --version"
+    in_root sh -c "cd /tmp && /$bin train clothes/train -o tarball.bin --quiet" > /dev/null || fail "the tarball's mltool train"
+    in_root "/$bin" info /tmp/tarball.bin | grep -q "source        /${bin%/bin/mltool}/share/mltool/efficientnet-lite0.bin " \
+        || fail "the tarball's mltool did not find its extractor in share/mltool: $(in_root "/$bin" info /tmp/tarball.bin)"
+    untarred="; the tarball's binary: ldd, --version, train with its share/mltool extractor"
+fi
 done_at=$(date +%s)
 echo "test-deb: $version in a Debian 12 root without Swift: root $((booted - start)) s, apt-get install $((installed - booted)) s," \
     "checks $((done_at - installed)) s; language-id de; train/eval/predict ($accuracy; trousers $trousers/10);" \
-    "serve: healthz $health, predict bag; man page lists every command; bash completion"
+    "serve: healthz $health, predict bag; man page lists every command; bash completion$untarred"
