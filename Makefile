@@ -19,7 +19,7 @@ APT_PACKAGES += libmicrohttpd-dev wrk
 APT_PACKAGES += libsndfile1-dev
 APT_PACKAGES += r-cran-mlbench r-cran-ggplot2 r-cran-kernlab
 APT_PACKAGES += protobuf-compiler libprotobuf-dev
-APT_PACKAGES += debootstrap lintian zsh
+APT_PACKAGES += debootstrap lintian zsh libicu72
 PIP_PACKAGES += lightgbm xgboost pandas
 PIP_PACKAGES += tokenizers==0.23.3
 
