@@ -42,6 +42,14 @@ public enum CLI {
         case "--version":
             print("mltool \(MLToolInfo.version)")
             return .ok
+        case "completions":
+            // Hidden: what `make deb` installs (bash and zsh completions, the man page), from the table above.
+            let what = arguments.dropFirst().first ?? ""
+            guard let text = what == "man" ? ManPage.roff(commands) : Completions.script(shell: what, commands: commands) else {
+                return fail(CLIError.usage(command: nil, message: "completions: expected bash, zsh or man, got '\(what)'"), commands)
+            }
+            print(text, terminator: "")
+            return .ok
         case "help":
             guard arguments.count > 1 else { print(overview, terminator: ""); return .ok }
             guard let c = commands.first(where: { $0.name == arguments[1] }) else {

@@ -18,8 +18,13 @@ enum Tool {
 
     /// Runs `mltool args` in `directory` with extra environment variables.
     static func run(_ args: [String], in directory: String? = nil, env: [String: String] = [:]) throws -> Result {
+        try exec(path ?? "/nonexistent", args, in: directory, env: env)
+    }
+
+    /// Runs any program (`executable`, a path) the same way.
+    static func exec(_ executable: String, _ args: [String], in directory: String? = nil, env: [String: String] = [:]) throws -> Result {
         let p = Process()
-        p.executableURL = URL(fileURLWithPath: path ?? "/nonexistent")
+        p.executableURL = URL(fileURLWithPath: executable)
         p.arguments = args
         if let d = directory { p.currentDirectoryURL = URL(fileURLWithPath: d) }
         var environment = ProcessInfo.processInfo.environment

@@ -262,19 +262,7 @@ struct CrashSafetyTests {
     }
 
     static func shell(_ args: [String], env: [String: String]) throws -> Tool.Result {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: args[0])
-        p.arguments = Array(args.dropFirst())
-        var environment = ProcessInfo.processInfo.environment
-        for (k, v) in env { environment[k] = v }
-        p.environment = environment
-        let out = Pipe(), err = Pipe()
-        p.standardOutput = out
-        p.standardError = err
-        try p.run()
-        let o = out.fileHandleForReading.readDataToEndOfFile(), e = err.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        return Tool.Result(status: p.terminationStatus, stdout: String(decoding: o, as: UTF8.self), stderr: String(decoding: e, as: UTF8.self))
+        try Tool.exec(args[0], Array(args.dropFirst()), env: env)
     }
 
     /// The entries of a feature cache, by file name (temporary files and folders apart).
