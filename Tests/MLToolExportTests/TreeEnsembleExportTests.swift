@@ -86,11 +86,9 @@ import Testing
         let ours = e.predict(test), n = test.rowCount
         #expect(theirs.count == ours.count, "\(what): \(theirs.count) values, mltool \(ours.count)")
         guard theirs.count == ours.count else { return .infinity }
-        var worst: Float = 0
         if e.objective == .regression {
-            for (a, b) in zip(theirs, ours) { worst = max(worst, abs(a - b) / max(abs(b), 1)) }
-            #expect(worst <= rtol, "\(what): predictions differ by \(worst) (relative)")
-            return worst
+            assertClose(theirs, ours, rtol: Double(rtol), atol: Double(rtol), "\(what): predictions (relative, at least 1 in the denominator)")
+            return Float(Closeness.ratio(theirs, ours, rtol: 1, atol: 1))   // the largest |a − b| / (1 + |b|)
         }
         let k = e.labels.count
         let labels = (0..<n).map { r -> String in
@@ -100,9 +98,8 @@ import Testing
         let theirLabels = s["labels"] as? [String] ?? []
         let differing = zip(theirLabels, labels).filter { $0 != $1 }.count
         #expect(theirLabels.count == n && differing == 0, "\(what): \(differing) of \(n) classes differ from mltool's")
-        for (a, b) in zip(theirs, ours) { worst = max(worst, abs(a - b)) }
-        #expect(worst <= atol, "\(what): probabilities differ by \(worst)")
-        return worst
+        assertClose(theirs, ours, atol: Double(atol), "\(what): probabilities")
+        return Float(Closeness.ratio(theirs, ours, atol: 1))   // the largest |a − b|
     }
 
     /// One model per set (training is the cost), exported both ways.
