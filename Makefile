@@ -140,7 +140,7 @@ demo-model: models build
 	bash datasets/fashion-mnist.sh --small
 	@mkdir -p $(DEMO)
 	MLTOOL_CACHE=$(CURDIR)/.build/cache $(MLTOOL) train $(FASHION)/train --test $(FASHION)/test -o $(DEMO)/model.bin --quiet
-	$(MLTOOL) quantize $(DEMO)/model.bin --bits 8 --quiet --no-eval --calibration $(FASHION)/train
+	$(MLTOOL) quantize $(DEMO)/model.bin --bits 8 --quiet --no-eval
 
 ## example: Examples/ClassifyPhotos, a package of its own that depends on this one by path and uses the MLTool
 ## product (its first build compiles the library again, into $(EXAMPLE)/.build). ClassifyPhotos' output must match

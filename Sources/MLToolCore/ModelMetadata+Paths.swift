@@ -47,13 +47,13 @@ extension ModelMetadata {
     /// This metadata as it is recorded in a model file written at `path` under `policy` (docs/FORMAT.md,
     /// "Paths"): no absolute path remains. In memory, relative paths are relative to the working directory; in the
     /// file, sources, the holdout root and the command's absolute words are relative to the file's directory.
-    /// Holdout items stay relative to the root (an absolute one is made so first).
+    /// Holdout and calibration items stay relative to the root (an absolute one is made so first).
     public func recordingPaths(forFileAt path: String, policy: ProvenancePolicy = .current) -> ModelMetadata {
         let home = RecordedPath.directory(of: path)
         var md = self
         if var split = md.split {
             let root = split.root.map { RecordedPath.absolute($0) }
-            split.holdout = split.holdout.map { item in
+            func recorded(_ item: SplitManifest.Item) -> SplitManifest.Item {
                 var item = item
                 // A text record keeps its "#row=N" suffix; only the file part is a path.
                 let marker = item.path.range(of: "#row=", options: .backwards)
@@ -62,6 +62,8 @@ extension ModelMetadata {
                 if file.hasPrefix("/") { item.path = (root.map { RecordedPath.relative(file, from: $0) } ?? RecordedPath.relative(file, from: ".")) + suffix }
                 return item
             }
+            split.holdout = split.holdout.map(recorded)
+            split.calibration = split.calibration?.map(recorded)
             split.root = policy == .none ? nil : root.map { RecordedPath.relative($0, from: home) }
             md.split = split
         }

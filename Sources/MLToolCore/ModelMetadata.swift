@@ -183,9 +183,21 @@ public struct SplitManifest: Codable, Equatable, Sendable {
     public var trainCount: Int
     public var validationCount: Int
     public var seed: UInt64
-    public init(root: String?, holdout: [Item], trainCount: Int, validationCount: Int, seed: UInt64) {
+    /// Training items for quantization's calibration (never a validation or holdout item), relative to `root`.
+    public var calibration: [Item]?
+    public init(root: String?, holdout: [Item], trainCount: Int, validationCount: Int, seed: UInt64,
+                calibration: [Item]? = nil) {
         self.root = root; self.holdout = holdout; self.trainCount = trainCount
-        self.validationCount = validationCount; self.seed = seed
+        self.validationCount = validationCount; self.seed = seed; self.calibration = calibration
+    }
+
+    /// How many calibration items a trainer records (`calibration`).
+    public static let calibrationCount = 64
+
+    /// `count` of `items` spread evenly over them (items in class order hit every class), in their order.
+    public static func spread<T>(_ items: [T], count: Int) -> [T] {
+        guard items.count > count, count > 0 else { return items }
+        return (0..<count).map { items[$0 * items.count / count] }
     }
 }
 

@@ -47,9 +47,14 @@ struct TrainEvalTests {
         let q = try Tool.run(["quantize", "model.bin", "--bits", "8", "--min-elements", "1"], in: dir.path, env: env)
         #expect(q.status == 0, "\(q.stderr)")
         #expect(q.stdout.contains("model.bin → model.int8.bin (linear, 8 bits)"))
-        // Half of the 4 holdout images calibrate; the gate scores the other two.
-        #expect(q.stdout.contains("accuracy on 2 items (2 calibration images left out): float 1.0000, quantized 1.0000"), "\(q.stdout)")
-        #expect(q.stdout.contains("calibration on 2 holdout images: "), "\(q.stdout)")
+        // Calibration on the training images the model records (never a holdout or validation image); the gate
+        // scores all 4 holdout images.
+        let recorded = try #require(model.metadata.split?.calibration)
+        let split = try #require(model.metadata.split)
+        #expect(recorded.count == split.trainCount)
+        #expect(Set(recorded.map(\.path)).isDisjoint(with: split.holdout.map(\.path)))
+        #expect(q.stdout.contains("accuracy on 4 items: float 1.0000, quantized 1.0000"), "\(q.stdout)")
+        #expect(q.stdout.contains("calibration on \(split.trainCount) training images: "), "\(q.stdout)")
         let e8 = try Tool.run(["eval", "model.int8.bin"], in: dir.path, env: env)
         #expect(e8.status == 0 && e8.stdout.contains("accuracy      1.0000"))
         let q8 = try ModelFile.read(path: dir.file("model.int8.bin"))

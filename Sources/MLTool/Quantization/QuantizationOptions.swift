@@ -50,7 +50,7 @@ extension QuantizationParameters {
               set: { s, v in s.parameters.maxSize = try OptionText.double("--max-size", v) }),
             O(OptionDeclaration("--data", value: "DATA", help: "Evaluate on DATA instead of the recorded holdout."),
               set: { s, v in s.parameters.data = v }),
-            O(OptionDeclaration("--calibration", value: "DATA", help: "Calibration images, e.g. the training images (default: --data, else the recorded holdout when evaluating)."),
+            O(OptionDeclaration("--calibration", value: "DATA", help: "Calibration images (default: the training images the model records for it; never the evaluated images)."),
               set: { s, v in s.parameters.calibration = v }),
             O(OptionDeclaration("--calibration-count", value: "N", kind: .integer, help: "Calibration images to use, spread over DATA (default \(d.calibrationCount))."),
               set: { s, v in s.parameters.calibrationCount = try OptionText.int("--calibration-count", v) }),

@@ -29,7 +29,7 @@ public struct QuantizationParameters: Sendable {
     public var maxSize: Double?
     /// Evaluate on this data (a label-folder tree or a table) instead of the recorded holdout.
     public var data: String?
-    /// Calibration images (default: `data`, else the recorded holdout).
+    /// Calibration images (default: the training images the model records for calibration; never the evaluated items).
     public var calibration: String?
     /// Calibration images used, spread over the calibration data.
     public var calibrationCount = 32

@@ -47,7 +47,8 @@ final class QuantizationRun {
         sentences = try task == .wordTagger ? p.data.map { try TaggedCorpus.load($0) } : nil
         if isDetector {
             photos = try p.data.map { try DetectionDataset.load($0).images }
-                ?? (model.metadata.split?.holdout.isEmpty == false ? try DetectorEvaluator.recordedHoldout(model, modelPath: path, skipMissing: !p.evaluate).photos : nil)
+                ?? (p.evaluate && model.metadata.split?.holdout.isEmpty == false
+                    ? try DetectorEvaluator.recordedHoldout(model, modelPath: path, skipMissing: false).photos : nil)
         }
         items = isDetector ? photos.map { $0.map { LabeledItem(path: $0.path, label: "") } }
             : task == .wordTagger ? nil
@@ -59,35 +60,51 @@ final class QuantizationRun {
     /// Calibration (image models; fp16 needs none): bias correction, and error feedback for palettes.
     func calibrate() throws {
         guard isImage && p.mode != .fp16 && p.biasCorrection else { return }
-        let count = p.calibrationCount
-        guard count >= 1 else {
+        guard p.calibrationCount >= 1 else {
             throw PipelineError.invalidParameter(name: "calibrationCount", reason: "--calibration-count must be ≥ 1")
         }
-        // Without evaluation (--no-eval) the recorded holdout is not read: it is the test split when the model
-        // was trained with --test, which `mltool eval` scores later with no calibration image left out. Such a
-        // model is calibrated on --calibration (e.g. its training images) or not at all.
-        let source: (String, [LabeledItem])? = try p.calibration.map {
-            ($0, isDetector ? try DetectionDataset.load($0).images.map { LabeledItem(path: $0.path, label: "") }
-                 : try Evaluation.loadItems($0, task: model.metadata.task))
+        guard let (name, calItems) = try calibrationSource(), !calItems.isEmpty else {
+            emit(.note("no calibration images: \(path) records no training images for it; give --calibration DATA "
+                       + "(e.g. the training images) for bias correction and error feedback"))
+            return
         }
-            ?? items.map { (p.data != nil ? "--data" : "holdout", $0) }
-        // Drawn from the evaluated items: at most half of them, so that the gate keeps the rest.
-        let fromEvaluated = p.calibration == nil && items != nil
-        let useCount = fromEvaluated && (items?.count ?? 0) >= 2 ? min(count, (items?.count ?? 0) / 2) : count
-        if let (name, calItems) = source, !calItems.isEmpty {
-            calibration = try QuantizeCalibration(model: model, modelPath: path, items: calItems, count: useCount,
-                                                  source: name, threads: p.threads)
-        } else {
-            emit(.note("no calibration images (no holdout, --data or --calibration): no bias correction or error feedback"))
-        }
+        calibration = try QuantizeCalibration(model: model, modelPath: path, items: calItems, count: p.calibrationCount,
+                                              source: name, threads: p.threads)
     }
 
-    /// Calibration images drawn from the evaluation items are left out of the gate, which then scores only images
-    /// the compression never saw.
+    /// `--calibration`, else the training images the model records for calibration (docs/FORMAT.md, SplitManifest);
+    /// never the evaluated items, which are the test split (or the user's test data).
+    func calibrationSource() throws -> (String, [LabeledItem])? {
+        if let data = p.calibration {
+            return (data, isDetector ? try DetectionDataset.load(data).images.map { LabeledItem(path: $0.path, label: "") }
+                        : try Evaluation.loadItems(data, task: model.metadata.task))
+        }
+        guard let split = model.metadata.split, let recorded = split.calibration, !recorded.isEmpty else { return nil }
+        let resolver = HoldoutResolver(root: split.root)
+        var items = [LabeledItem](), problems = [String]()
+        for item in recorded {
+            switch try resolver.resolve(item) {
+            case .item(let resolved): items.append(resolved)
+            case .problem(let problem): problems.append(problem)
+            }
+        }
+        if let first = problems.first {
+            emit(.note("\(problems.count) of the \(recorded.count) training images \(path) records for calibration cannot "
+                       + "be used (\(first)); calibrating on the other \(items.count)"))
+        }
+        return ("training", items)
+    }
+
+    /// Evaluated items that are also calibration images (`--calibration` naming the evaluated data) are left out of
+    /// the gate, which then scores only images the compression never saw.
     func leaveCalibrationOut() {
-        guard let calibration, p.calibration == nil, let all = items else { return }
+        guard let calibration, let all = items else { return }
         let kept = all.filter { !calibration.paths.contains($0.path) }
-        guard !kept.isEmpty else { return }
+        guard kept.count < all.count else { return }
+        guard !kept.isEmpty else {
+            emit(.note("every evaluated image is also a calibration image: the gate scores images the compression saw"))
+            return
+        }
         items = kept
         photos = photos?.filter { !calibration.paths.contains($0.path) }
         calibrationLeftOut = all.count - kept.count

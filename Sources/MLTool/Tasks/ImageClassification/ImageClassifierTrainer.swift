@@ -115,7 +115,10 @@ public struct ImageClassifierTrainer: Sendable {
         md.split = SplitManifest(
             root: root,
             holdout: holdout.map { SplitManifest.Item(path: SplitManifest.relative($0.item.path, to: root), label: $0.item.label, sha256: $0.sha256) },
-            trainCount: train.count, validationCount: validation.count, seed: p.seed)
+            trainCount: train.count, validationCount: validation.count, seed: p.seed,
+            calibration: SplitManifest.spread(train, count: SplitManifest.calibrationCount).map {
+                SplitManifest.Item(path: SplitManifest.relative($0.item.path, to: root), label: $0.item.label, sha256: $0.sha256)
+            })
         let model = Model(metadata: md, tensors: tensors + [
             StoredTensor(name: "head.mean", tensor: Tensor(shape: [width], data: standardizer.mean)),
             StoredTensor(name: "head.inverseStd", tensor: Tensor(shape: [width], data: standardizer.std.map { 1 / $0 })),

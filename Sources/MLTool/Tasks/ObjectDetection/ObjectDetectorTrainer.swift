@@ -135,10 +135,14 @@ public struct ObjectDetectorTrainer: Sendable {
         var isFolder: ObjCBool = false
         let rootFolder = FileManager.default.fileExists(atPath: root, isDirectory: &isFolder) && isFolder.boolValue
             ? root : (root as NSString).deletingLastPathComponent
-        model.metadata.split = SplitManifest(root: rootFolder, holdout: try evaluationPhotos.map {
-            SplitManifest.Item(path: SplitManifest.relative($0.path, to: rootFolder), label: ObjectDetection.holdoutLabel($0.objects),
-                               sha256: try SHA256.hex(fileAt: $0.path))
-        }, trainCount: fitPhotos.count, validationCount: validationPhotos.count, seed: p.seed)
+        func recorded(_ photo: AnnotatedImage) throws -> SplitManifest.Item {
+            SplitManifest.Item(path: SplitManifest.relative(photo.path, to: rootFolder), label: ObjectDetection.holdoutLabel(photo.objects),
+                               sha256: try SHA256.hex(fileAt: photo.path))
+        }
+        model.metadata.split = SplitManifest(
+            root: rootFolder, holdout: try evaluationPhotos.map(recorded), trainCount: fitPhotos.count,
+            validationCount: validationPhotos.count, seed: p.seed,
+            calibration: try SplitManifest.spread(fitPhotos, count: SplitManifest.calibrationCount / 2).map(recorded))
         var evaluation: DetectionEvaluation?
         if !evaluationPhotos.isEmpty {
             let t2 = DispatchTime.now().uptimeNanoseconds
