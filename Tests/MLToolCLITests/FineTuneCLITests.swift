@@ -22,15 +22,22 @@ struct FineTuneCLITests {
                 try FileManager.default.copyItem(atPath: from + "/" + n, toPath: to + "/" + n)
             }
         }
+        let flags = ["--fine-tune", "4", "--fine-tune-epochs", "2", "--holdout", "0.3", "--validation", "none",
+                     "--cache", dir.path + "/cache"]
+        // Two shards fill the cache at the cut (the activations fine-tuning reads), so training extracts nothing.
+        for shard in ["0/2", "1/2"] {
+            let r = try Tool.run(["train", dir.path + "/data", "--features-only", "--shard", shard] + flags)
+            #expect(r.status == 0, "\(r.stderr)")
+        }
         var models: [Data] = []
         for run in ["a", "b"] {
             try FileManager.default.createDirectory(atPath: dir.file(run), withIntermediateDirectories: true)
-            let r = try Tool.run(["train", dir.path + "/data", "--fine-tune", "4", "--fine-tune-epochs", "2", "--holdout", "0.3",
-                                  "--validation", "none", "--cache", dir.path + "/cache", "--quiet", "-o", dir.file(run) + "/m.bin"])
+            let r = try Tool.run(["train", dir.path + "/data", "-o", dir.file(run) + "/m.bin"] + flags)
             #expect(r.status == 0, "\(r.stderr)")
+            #expect(r.stdout.contains("(0 extracted)"), "\(r.stdout)")
             models.append(try Data(contentsOf: URL(fileURLWithPath: dir.file(run) + "/m.bin")))
         }
-        #expect(models[0] == models[1], "same data, seed and threads (the second run from the cache): the same bytes")
+        #expect(models[0] == models[1], "same data, seed and threads (both runs from the shards' cache): the same bytes")
 
         let model = try ModelFile.read(path: dir.file("a") + "/m.bin")
         let extractor = try ModelFile.read(path: try #require(FeatureExtractor.candidates(explicit: nil)

@@ -28,6 +28,13 @@ extension ImageClassifierTrainer {
         let started = Date()
         let emit = progress ?? { _ in }
         let plan = try split(emit: emit)
+        // A fine-tuning run reads the activations at its cut, not the features: its shards fill the cache there.
+        guard parameters.fineTune >= 0 else {
+            throw PipelineError.invalidParameter(name: "fineTune", reason: "--fine-tune must be 0 or more (layers)")
+        }
+        let extractor = parameters.fineTune > 0
+            ? try Self.fineTunePlan(plan.extractor, layers: parameters.fineTune, threads: parameters.threads).extractor
+            : plan.extractor
         let root = Self.root(of: plan.dataset.source), testRoot = plan.testSet.map { Self.root(of: $0.source) }
         var relative = [String: String]()
         for item in plan.train + plan.validation { relative[item.path] = SplitManifest.relative(item.path, to: root) }
@@ -35,7 +42,7 @@ extension ImageClassifierTrainer {
             relative[item.path] = SplitManifest.relative(item.path, to: testRoot ?? root)
         }
         let owned = Set(relative.filter { shard.owns(relativePath: $0.value) }.keys)
-        let settings = settingsID(root: root, testRoot: testRoot, extractor: plan.extractor)
+        let settings = settingsID(root: root, testRoot: testRoot, extractor: extractor)
         let path = manifest ?? ShardManifest.defaultPath(cache: cacheFolder, settings: settings, shard: shard)
         var record = ShardManifest(
             tool: "mltool \(MLToolInfo.version)", shard: shard.index, shards: shard.count, origin: shard.origin,
@@ -51,7 +58,7 @@ extension ImageClassifierTrainer {
         }
         let extraction: Extraction
         do {
-            extraction = try extract(plan.extractor, train: plan.train, validation: plan.validation, holdout: plan.holdout,
+            extraction = try extract(extractor, train: plan.train, validation: plan.validation, holdout: plan.holdout,
                                      owns: { owned.contains($0.path) }, keepWithin: 0, emit: emit,
                                      cancellation: cancellation)
         } catch {
