@@ -84,6 +84,30 @@ import Testing
         #expect(words <= 0.6, "word features: holdout \(words)")
     }
 
+    /// With a validation split, `.auto` trains both feature sets on short texts and keeps the one the validation
+    /// split scores higher (the short-text features on a tie): the same features and weights as the winner's own
+    /// run, and a note naming both accuracies. (`bench/short_texts.py` measures the choice on real data.)
+    @Test func validationSplitChoosesTheFeatureSet() throws {
+        func fit(_ rule: TextClassifierParameters.ShortTextRule, notes: Notes? = nil) throws -> TrainingResult {
+            var p = TextClassifierParameters()
+            p.shortTexts = rule
+            p.validation = .fraction(0.25)
+            return try TextClassifierTrainer(data: .labeledTexts(Self.train), testData: .labeledTexts(Self.test), parameters: p)
+                .train(progress: { if case .note(let s) = $0 { notes?.append(s) } })
+        }
+        let notes = Notes()
+        let auto = try fit(.auto, notes: notes), short = try fit(.always), words = try fit(.never)
+        let vs = try #require(short.metrics["validation.accuracy"]), vw = try #require(words.metrics["validation.accuracy"])
+        let winner = vw > vs ? words : short
+        let config = try #require(auto.model.metadata.text)
+        #expect(config.charNgrams == winner.model.metadata.text?.charNgrams && config.minCount == winner.model.metadata.text?.minCount)
+        #expect(try auto.model.tensor(named: config.weightsTensor)?.floats() == winner.model.tensor(named: config.weightsTensor)?.floats())
+        #expect(auto.metrics["validation.accuracy"] == max(vs, vw))
+        let note = try #require(notes.all.first { $0.hasPrefix("short texts (median ") })
+        #expect(note.contains("chosen on the validation split (accuracy \(String(format: "%.4f", max(vs, vw)))"), "\(note)")
+        #expect(note.contains(String(format: "%.4f", min(vs, vw))), "\(note)")
+    }
+
     @Test func longDocumentsKeepWordFeatures() throws {
         // The same lines with a long shared body: the median document has far more than shortTextMedianWords words.
         let body = Array(repeating: "this package is part of a larger suite and is installed by default", count: 4)
