@@ -42,14 +42,20 @@ extension KerasLayerConverters {
 
     // MARK: - Layout
 
-    /// The call's input as (N, L, C), transposing a channels_first (N, C, L) input, and whether it was.
-    private static func sequence(_ b: inout KerasGraphBuilder, _ call: KerasCall) throws -> (String, [Int], Bool) {
+    /// The call's single input and its shape, which must be of rank 3.
+    private static func rank3(_ b: KerasGraphBuilder, _ call: KerasCall) throws -> (String, [Int]) {
         let x = try single(call, b)
         let s = b.shape(x)
         guard s.count == 3 else {
             throw ImportError.invalid(file: b.file, place: "layer '\(call.layer.name)' input",
                                       expected: "a rank-3 (N, steps, channels) tensor", actual: KerasGraphBuilder.format(s))
         }
+        return (x, s)
+    }
+
+    /// The call's input as (N, L, C), transposing a channels_first (N, C, L) input, and whether it was.
+    private static func sequence(_ b: inout KerasGraphBuilder, _ call: KerasCall) throws -> (String, [Int], Bool) {
+        let (x, s) = try rank3(b, call)
         guard call.config.string("data_format") == "channels_first" else { return (x, s, false) }
         let nlc = [s[0], s[2], s[1]]
         b.emit(call.node + ".nlc", .transpose, [x], output: call.output + ".nlc", shape: nlc, Attributes(perm: [0, 2, 1]))
@@ -233,12 +239,7 @@ extension KerasLayerConverters {
 
     /// The mean or maximum over the steps axis (2 for channels_first), kept as size 1 with keepdims.
     private static func globalPool1D(_ b: inout KerasGraphBuilder, _ call: KerasCall, _ f: ReduceFunction) throws -> String {
-        let x = try single(call, b)
-        let s = b.shape(x)
-        guard s.count == 3 else {
-            throw ImportError.invalid(file: b.file, place: "layer '\(call.layer.name)' input",
-                                      expected: "a rank-3 (N, steps, channels) tensor", actual: KerasGraphBuilder.format(s))
-        }
+        let (x, s) = try rank3(b, call)
         let axis = call.config.string("data_format") == "channels_first" ? 2 : 1
         var kept = s
         kept[axis] = 1
@@ -282,22 +283,13 @@ extension KerasLayerConverters {
     }
 
     private static func cropping1D(_ b: inout KerasGraphBuilder, _ call: KerasCall) throws -> String {
-        let x = try single(call, b)
-        guard b.shape(x).count == 3 else {
-            throw ImportError.invalid(file: b.file, place: "layer '\(call.layer.name)' input",
-                                      expected: "a rank-3 (N, steps, channels) tensor", actual: KerasGraphBuilder.format(b.shape(x)))
-        }
+        let (x, _) = try rank3(b, call)
         let c = try pair(b, call, call.config.value("cropping") ?? 1, key: "cropping")
         return try crop(&b, call, x, axes: [1], [c])
     }
 
     private static func zeroPadding1D(_ b: inout KerasGraphBuilder, _ call: KerasCall) throws -> String {
-        let x = try single(call, b)
-        let s = b.shape(x)
-        guard s.count == 3 else {
-            throw ImportError.invalid(file: b.file, place: "layer '\(call.layer.name)' input",
-                                      expected: "a rank-3 (N, steps, channels) tensor", actual: KerasGraphBuilder.format(s))
-        }
+        let (x, s) = try rank3(b, call)
         let (begin, end) = try pair(b, call, call.config.value("padding") ?? 1, key: "padding")
         let length = s[1] < 0 ? -1 : try b.add(b.add(s[1], begin, place: call.layer.name), end, place: call.layer.name)
         b.emit(call.node, .pad, [x], output: call.output, shape: [s[0], length, s[2]],
@@ -307,12 +299,7 @@ extension KerasLayerConverters {
 
     /// Each step repeated `size` times: a nearest-neighbour resize of (N, L, 1, C) by (size, 1).
     private static func upSampling1D(_ b: inout KerasGraphBuilder, _ call: KerasCall) throws -> String {
-        let x = try single(call, b)
-        let s = b.shape(x)
-        guard s.count == 3 else {
-            throw ImportError.invalid(file: b.file, place: "layer '\(call.layer.name)' input",
-                                      expected: "a rank-3 (N, steps, channels) tensor", actual: KerasGraphBuilder.format(s))
-        }
+        let (x, s) = try rank3(b, call)
         let size = try windowSize(b, call, "size", fallback: 2)
         let length = s[1] < 0 ? -1 : try b.mul(s[1], size, place: call.layer.name)
         b.emit(call.node + ".resize", .resize, [lift(&b, call, x, s)], output: call.output + ".resize",

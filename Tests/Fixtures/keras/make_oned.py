@@ -2,6 +2,10 @@
 """Writes the Keras 1-D, resampling and lambda-activation fixtures of MLToolImportTests, with Keras's own outputs.
 
 Keras 3 (JAX backend, CPU), as make_fixtures.py:  KERAS_BACKEND=jax python3 make_oned.py
+Keras 2 (tf_keras 2.21, TensorFlow 2.21):           python3 -m venv /tmp/tf-venv &&
+    /tmp/tf-venv/bin/pip install tensorflow-cpu==2.21.* tf-keras==2.21.* h5py && TF_USE_LEGACY_KERAS=1 /tmp/tf-venv/bin/python make_oned.py
+(each model as k<major>_NAME.h5 / .json; Keras 2 leaves out what it lacks or TensorFlow cannot run on a CPU:
+channels_first convolutions and pools, mish, hard_silu, log_softmax, keras.ops).
 Inputs are real data: spoken digits of the Free Spoken Digit Dataset (WAV, 8 kHz; SHARED_DATASETS, default
 ../shared/datasets from the checkout) and token ids of UD English EWT sentences (the 300 most frequent words of the
 train file, 1 = unknown, 0 = padding). Weights are seeded random (make_fixtures.randomize's rule).
@@ -13,10 +17,12 @@ train file, 1 = unknown, 0 = padding). Weights are seeded random (make_fixtures.
   k3_text1d.h5      Embedding → Conv1D → MaxPooling1D → dilated Conv1D → GlobalMaxPooling1D → Dense, on token ids
   k3_resample2d.h5  Cropping2D and UpSampling2D (nearest and bilinear, channels_last and channels_first)
   k3_lambdas.h5     Lambda layers that are only a known activation: keras.activations.swish, lambda x:
-                    keras.activations.relu6(x), lambda x: keras.ops.gelu(x), lambda x: tf.nn.relu6(x) (TensorFlow is
-                    not installed: `tf` here is a stand-in namespace whose nn.relu6 is keras.ops.relu6, so the file
-                    records exactly the bytecode of that lambda, and its output is relu6's)
-  k3_lambda_scaled.h5  Lambda(lambda x: keras.activations.relu(x) * 2): must be refused (no .json)
+                    keras.activations.relu6(x), lambda x: keras.ops.gelu(x), lambda x: tf.nn.relu6(x) (without
+                    TensorFlow, `tf` is a stand-in namespace whose nn.relu6 is keras.ops.relu6, so the file records
+                    exactly the bytecode of that lambda, and its output is relu6's); k2_lambdas.h5: lambda x: tf.nn.swish(x),
+                    lambda x: keras.activations.relu(x), lambda x: tf.nn.gelu(x), lambda x: tf.nn.relu6(x) with real
+                    TensorFlow
+  k3_lambda_scaled.h5  Lambda(lambda x: keras.activations.relu(x) * 2): must be refused (no .json; k2_ alike)
 
 Run with --templates to print the bytecode of `lambda x: a.b(x)` for the running Python (KerasLambda.lambdaBytecode).
 """
@@ -40,10 +46,18 @@ if "--templates" in sys.argv:
         print(sys.version_info[:2], src, eval(src).__code__.co_code.hex())
     sys.exit(0)
 
-import keras  # noqa: E402
+if os.environ.get("TF_USE_LEGACY_KERAS") == "1":
+    import tensorflow as tf  # noqa: E402
+    import tf_keras as keras  # noqa: E402
+else:
+    import keras  # noqa: E402
+    # A stand-in for TensorFlow: the lambda below compiles to the same bytecode as with the real module.
+    tf = types.SimpleNamespace(nn=types.SimpleNamespace(relu6=keras.ops.relu6))
 
 sys.path.insert(0, HERE)
-from make_fixtures import randomize, save  # noqa: E402  (seeded rng, k3_ prefix, JSON writer)
+from make_fixtures import PREFIX, randomize, save  # noqa: E402  (seeded rng, k<major>_ prefix, JSON writer)
+
+K3 = PREFIX == "k3_"
 
 L = keras.layers
 rng = np.random.default_rng(4321)
@@ -53,8 +67,8 @@ def quiet_biases(model):
     """Biases a tenth of randomize's size, so that the outputs follow the input rather than the biases."""
     for layer in model.layers:
         ws = layer.get_weights()
-        if ws and any("bias" in w.path for w in layer.weights):
-            layer.set_weights([v * 0.1 if "bias" in w.path else v for w, v in zip(layer.weights, ws)])
+        if ws and any("bias" in w.name for w in layer.weights):
+            layer.set_weights([v * 0.1 if "bias" in w.name else v for w, v in zip(layer.weights, ws)])
 
 
 def waveforms(n, length):
@@ -105,21 +119,25 @@ def audio1d():
     x = L.Conv1D(8, 3, groups=4, padding="same", activation="softsign", name="grouped")(x)
     x = L.AveragePooling1D(2, name="avgpool_valid")(x)
     x = L.MaxPooling1D(2, strides=1, name="maxpool_valid")(x)
-    # channels_first on a (N, steps, channels) tensor reads the steps as channels: the transposes are exercised.
-    c = L.Conv1D(6, 3, strides=2, dilation_rate=1, padding="valid", data_format="channels_first",
-                 activation="softmax", name="conv_cf")(x)
-    c = L.MaxPooling1D(2, data_format="channels_first", name="pool_cf")(c)
-    x = L.Conv1D(10, 4, strides=3, padding="same", use_bias=False, activation="mish", name="strided")(x)
+    if K3:
+        # channels_first on a (N, steps, channels) tensor reads the steps as channels: the transposes are exercised.
+        c = L.Conv1D(6, 3, strides=2, dilation_rate=1, padding="valid", data_format="channels_first",
+                     activation="softmax", name="conv_cf")(x)
+        c = L.MaxPooling1D(2, data_format="channels_first", name="pool_cf")(c)
+    x = L.Conv1D(10, 4, strides=3, padding="same", use_bias=False, activation="mish" if K3 else "swish",
+                 name="strided")(x)
     x = L.ReLU(max_value=1.5, negative_slope=0.1, threshold=0.05, name="relu_t")(x)
     a = L.GlobalAveragePooling1D(name="gap")(x)
     m = L.GlobalMaxPooling1D(keepdims=True, name="gmp")(x)
     m = L.Flatten(name="gmp_flat")(m)
-    g = L.GlobalAveragePooling1D(data_format="channels_first", name="gap_cf")(c)
-    g = L.ReLU(threshold=0.16, name="relu_t2")(g)
-    s = L.Activation("softplus", name="softplus")(L.Concatenate(name="cat")([a, m, g]))
+    parts = [a, m]
+    if K3:
+        g = L.GlobalAveragePooling1D(data_format="channels_first", name="gap_cf")(c)
+        parts.append(L.ReLU(threshold=0.16, name="relu_t2")(g))
+    s = L.Activation("softplus", name="softplus")(L.Concatenate(name="cat")(parts))
     s = L.Dense(6, activation="exponential", name="fc")(s)
     s = L.Dense(5, name="fc2")(s)
-    out = L.Activation("log_softmax", name="log_probs")(s)
+    out = L.Activation("log_softmax" if K3 else "softmax", name="log_probs")(s)
     model = keras.Model(inp, out, name="audio1d")
     randomize(model)
     quiet_biases(model)
@@ -131,7 +149,8 @@ def text1d():
     x = L.Embedding(300, 16, name="embed")(inp)
     x = L.Conv1D(12, 3, padding="same", activation="relu", name="conv1")(x)
     x = L.MaxPooling1D(2, name="pool")(x)
-    x = L.Conv1D(8, 3, dilation_rate=2, padding="valid", activation="hard_silu", name="conv2")(x)
+    x = L.Conv1D(8, 3, dilation_rate=2, padding="valid", activation="hard_silu" if K3 else "hard_sigmoid",
+                 name="conv2")(x)
     x = L.GlobalMaxPooling1D(name="gmp")(x)
     out = L.Dense(4, activation="softmax", name="probs")(x)
     model = keras.Model(inp, out, name="text1d")
@@ -155,18 +174,24 @@ def resample2d():
     save(model, "resample2d", rng.standard_normal((2, 6, 7, 3)).astype(np.float32))
 
 
-# A stand-in for TensorFlow (not installed): the lambda below compiles to the same bytecode as with the real module.
-tf = types.SimpleNamespace(nn=types.SimpleNamespace(relu6=keras.ops.relu6))
-
-
 def lambdas():
     x = inp = keras.Input(shape=(10,), name="features")
     x = L.Dense(12, name="fc1")(x)
-    x = L.Lambda(keras.activations.swish, name="swish")(x)
+    if K3:
+        x = L.Lambda(keras.activations.swish, name="swish")(x)
+    else:
+        # tf_keras records keras.activations.swish as the marshalled code of its dispatch wrapper (refused).
+        x = L.Lambda(lambda t: tf.nn.swish(t), name="swish")(x)
     x = L.Dense(12, name="fc2")(x)
-    x = L.Lambda(lambda t: keras.activations.relu6(t), name="relu6")(x)
+    if K3:
+        x = L.Lambda(lambda t: keras.activations.relu6(t), name="relu6")(x)
+    else:
+        x = L.Lambda(lambda t: keras.activations.relu(t), name="relu6")(x)   # tf_keras has no relu6 activation
     x = L.Dense(12, name="fc3")(x)
-    x = L.Lambda(lambda t: keras.ops.gelu(t), name="gelu_tanh")(x)
+    if K3:
+        x = L.Lambda(lambda t: keras.ops.gelu(t), name="gelu_tanh")(x)
+    else:
+        x = L.Lambda(lambda t: tf.nn.gelu(t), name="gelu_tanh")(x)   # the exact form
     x = L.Dense(12, name="fc4")(x)
     x = L.Lambda(lambda t: tf.nn.relu6(t), name="tf_relu6")(x)
     out = L.Dense(3, name="logits")(x)
@@ -178,11 +203,10 @@ def lambdas():
 def lambda_scaled():
     model = keras.Sequential([keras.Input(shape=(4,)), L.Dense(3, name="fc"),
                               L.Lambda(lambda t: keras.activations.relu(t) * 2, name="scaled_relu")], name="scaled")
-    model.save(os.path.join(HERE, "k3_lambda_scaled.h5"))
+    model.save(os.path.join(HERE, PREFIX + "lambda_scaled.h5"))
 
 
 if __name__ == "__main__":
-    assert keras.__version__.startswith("3."), keras.__version__
     audio1d()
     text1d()
     resample2d()
