@@ -127,6 +127,11 @@ extension KerasLayerConverters {
                                       actual: "kernel \(kernel) × dilation \(dilation)")
         }
         let padding = call.config.string("padding") ?? "valid"
+        if padding == "valid", length >= 0, extent > length {
+            throw ImportError.invalid(file: b.file, place: "layer '\(name)' kernel_size",
+                                      expected: "a kernel of at most the input's \(length) steps with 'valid' padding",
+                                      actual: dilation == 1 ? "\(kernel)" : "\(kernel) dilated by \(dilation) (\(extent) steps)")
+        }
         if padding == "causal" {
             let padded = length < 0 ? -1 : try b.add(length, extent - 1, place: name)
             let w = try b.window(padded, kernel: kernel, stride: stride, dilation: dilation, padding: "valid", place: name)

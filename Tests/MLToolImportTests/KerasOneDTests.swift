@@ -9,7 +9,7 @@ import Testing
 /// ids), and how their configs are refused.
 @Suite struct KerasOneDTests {
     // Measured (release, 2-core CI machine, `mltool run` on the same inputs): largest difference / output range
-    // Keras 3: 2.0e-7 (audio1d), 9.5e-8 (text1d), 1.4e-7 (resample2d), 1.9e-7 (lambdas); Keras 2: 6.8e-8, 1.3e-7,
+    // Keras 3: 2.0e-7 (audio1d), 9.5e-8 (text1d), 1.4e-7 (resample2d), 2.0e-7 (lambdas); Keras 2: 6.8e-8, 1.3e-7,
     // 1.9e-7, 5.0e-8. The bar is rtol 1e-4, atol 1e-5.
     @Test(arguments: ["k3_audio1d", "k3_text1d", "k3_resample2d", "k3_lambdas", "k2_audio1d", "k2_text1d", "k2_resample2d",
                       "k2_lambdas"], [Engine.Mode.fast, .reference])
@@ -116,7 +116,14 @@ import Testing
             KerasFixture.message { try KerasFixture.convert(className, conv.merging(change) { $1 }, input: input) }
         }
         #expect(message(["strides": [-2]]) == "m.h5: layer 'l' strides: expected a size from 1 to 65536, found [-2]")
-        #expect(message(["kernel_size": [40]]) == "m.h5: layer 'l': expected an input of at least 40, found 16")
+        #expect(message(["kernel_size": [40]])
+            == "m.h5: layer 'l' kernel_size: expected a kernel of at most the input's 16 steps with 'valid' padding, found 40")
+        #expect(message(["kernel_size": [6], "dilation_rate": [4]])
+            == "m.h5: layer 'l' kernel_size: expected a kernel of at most the input's 16 steps with 'valid' padding, "
+            + "found 6 dilated by 4 (21 steps)")
+        // 16 steps, exactly the input: the geometry passes and the (absent) weights come next.
+        #expect(message(["kernel_size": [6], "dilation_rate": [3]])
+            == "m.h5: layer 'l' kernel: expected a weight in model_weights, found no weights")
         #expect(message(["dilation_rate": [1 << 30]])
             == "m.h5: layer 'l' dilation_rate: expected a size from 1 to 65536, found [1073741824]")
         #expect(message(["dilation_rate": [60000], "padding": "same"])
@@ -131,6 +138,24 @@ import Testing
             == "m.h5: layer 'l' input: expected a rank-3 (N, steps, channels) tensor, found [?,4,4,4]")
         #expect(message(["cropping": [[0, 9], [0, 0]]], "Cropping2D", input: [-1, 8, 8, 3])
             == "m.h5: layer 'l' cropping: expected fewer than the 8 steps of axis 1, found 0 + 9")
+    }
+
+    /// The same through whole files (make_oned.py's hostile_1d_*.h5): exit 65, the layer and field named.
+    @Test(arguments: [
+        ("strides", "layer 'conv' strides: expected a size from 1 to 65536, found [-2]"),
+        ("kernel", "layer 'conv' kernel_size: expected a kernel of at most the input's 16 steps with 'valid' padding, found 40"),
+        ("dilation", "layer 'sep' dilation_rate: expected a size from 1 to 65536, found [1073741824]"),
+        ("crop", "layer 'crop' cropping: expected fewer than the 16 steps of axis 1, found 10 + 6"),
+    ])
+    func hostileFilesAreRefused(_ c: (String, String)) throws {
+        let name = "hostile_1d_\(c.0).h5"
+        do {
+            _ = try KerasImporter.importModel(path: KerasFixture.path(name), options: ImportOptions())
+            Issue.record("\(name) was imported")
+        } catch let error as ImportError {
+            #expect(error.description == "\(name): \(c.1)")
+            #expect(error.exitStatus.rawValue == 65)
+        }
     }
 
     @Test func unsupportedVariantsAreListed() {

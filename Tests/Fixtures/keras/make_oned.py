@@ -23,6 +23,8 @@ train file, 1 = unknown, 0 = padding). Weights are seeded random (make_fixtures.
                     lambda x: keras.activations.relu(x), lambda x: tf.nn.gelu(x), lambda x: tf.nn.relu6(x) with real
                     TensorFlow
   k3_lambda_scaled.h5  Lambda(lambda x: keras.activations.relu(x) * 2): must be refused (no .json; k2_ alike)
+  hostile_1d_*.h5   (h5py only, no weights) a Sequential on (16, 4) sequences whose one layer has a hostile config:
+                    negative strides, a kernel longer than the input, a huge dilation, a crop longer than the input
 
 Run with --templates to print the bytecode of `lambda x: a.b(x)` for the running Python (KerasLambda.lambdaBytecode).
 """
@@ -189,6 +191,8 @@ def lambdas():
         x = L.Lambda(lambda t: keras.activations.relu(t), name="relu6")(x)   # tf_keras has no relu6 activation
     x = L.Dense(12, name="fc3")(x)
     if K3:
+        x = L.Activation("leaky_relu", name="leaky")(x)   # Keras 3's string: slope 0.2
+    if K3:
         x = L.Lambda(lambda t: keras.ops.gelu(t), name="gelu_tanh")(x)
     else:
         x = L.Lambda(lambda t: tf.nn.gelu(t), name="gelu_tanh")(x)   # the exact form
@@ -206,9 +210,28 @@ def lambda_scaled():
     model.save(os.path.join(HERE, PREFIX + "lambda_scaled.h5"))
 
 
+def hostile():
+    import h5py
+    cases = {
+        "strides": {"class_name": "Conv1D", "config": {"name": "conv", "filters": 2, "kernel_size": [3], "strides": [-2]}},
+        "kernel": {"class_name": "Conv1D", "config": {"name": "conv", "filters": 2, "kernel_size": [40]}},
+        "dilation": {"class_name": "SeparableConv1D", "config": {"name": "sep", "filters": 2, "kernel_size": [3],
+                                                                 "dilation_rate": [2 ** 30], "padding": "same"}},
+        "crop": {"class_name": "Cropping1D", "config": {"name": "crop", "cropping": [10, 6]}},
+    }
+    for case, layer in cases.items():
+        cfg = {"class_name": "Sequential", "config": {"name": "hostile", "layers": [
+            {"class_name": "InputLayer", "config": {"batch_shape": [None, 16, 4], "name": "x"}}, layer]}}
+        with h5py.File(os.path.join(HERE, f"hostile_1d_{case}.h5"), "w") as f:
+            f.attrs["keras_version"] = "3.15.1"
+            f.attrs["model_config"] = json.dumps(cfg)
+            f.create_group("model_weights").attrs["layer_names"] = np.array([], dtype=np.float64)
+
+
 if __name__ == "__main__":
     audio1d()
     text1d()
     resample2d()
     lambdas()
     lambda_scaled()
+    hostile()
