@@ -113,10 +113,18 @@ extension KerasLayerConverters {
         return v
     }
 
-    /// Output length, strides, dilation and (begin, end) padding of a 1-D convolution or pool over `length`.
+    /// Where a 1-D window goes: output length, stride, dilation and (begin, end) padding, or for 'same' with a
+    /// stride over a free length TensorFlow's split resolved by the engine per input (`autoPad` SAME_UPPER).
+    struct Window1D {
+        var size: Int, stride: Int, dilation: Int, begin: Int, end: Int
+        var autoPad = false
+        /// The IR attributes of the lifted (L, 1) window.
+        var pads: [Int]? { autoPad ? nil : [begin, 0, end, 0] }
+    }
+
+    /// The window of a 1-D convolution or pool over `length` (-1 when free).
     private static func geometry1D(_ b: KerasGraphBuilder, _ call: KerasCall, length: Int, kernel: Int,
-                                   strideKey: String = "strides", strideFallback: Int = 1)
-        throws -> (size: Int, stride: Int, dilation: Int, begin: Int, end: Int) {
+                                   strideKey: String = "strides", strideFallback: Int = 1) throws -> Window1D {
         let name = call.layer.name
         let stride = try windowSize(b, call, strideKey, fallback: strideFallback)
         let dilation = try windowSize(b, call, "dilation_rate", fallback: 1)
@@ -135,16 +143,20 @@ extension KerasLayerConverters {
         if padding == "causal" {
             let padded = length < 0 ? -1 : try b.add(length, extent - 1, place: name)
             let w = try b.window(padded, kernel: kernel, stride: stride, dilation: dilation, padding: "valid", place: name)
-            return (w.size, stride, dilation, extent - 1, 0)
+            return Window1D(size: w.size, stride: stride, dilation: dilation, begin: extent - 1, end: 0)
+        }
+        if padding == "same", length < 0, stride > 1 {
+            return Window1D(size: -1, stride: stride, dilation: dilation, begin: 0, end: 0, autoPad: true)
         }
         let w = try b.window(length, kernel: kernel, stride: stride, dilation: dilation, padding: padding, place: name)
-        return (w.size, stride, dilation, w.begin, w.end)
+        return Window1D(size: w.size, stride: stride, dilation: dilation, begin: w.begin, end: w.end)
     }
 
-    private static func attributes(_ g: (size: Int, stride: Int, dilation: Int, begin: Int, end: Int), groups: Int,
-                                   activation: Activation?) -> Attributes {
-        Attributes(strides: [g.stride, 1], dilations: [g.dilation, 1], pads: [g.begin, 0, g.end, 0], groups: groups,
-                   activation: activation)
+    private static func attributes(_ g: Window1D, groups: Int, activation: Activation?) -> Attributes {
+        var a = Attributes(strides: [g.stride, 1], dilations: [g.dilation, 1], pads: g.pads, groups: groups,
+                           activation: activation)
+        if g.autoPad { a.autoPad = "SAME_UPPER" }
+        return a
     }
 
     private static func bias(_ b: inout KerasGraphBuilder, _ call: KerasCall, count: Int) throws -> [String] {
@@ -236,9 +248,10 @@ extension KerasLayerConverters {
         let k = try windowSize(b, call, "pool_size", fallback: 2)
         let g = try geometry1D(b, call, length: s[1], kernel: k, strideFallback: k)
         // TensorFlow's 'same' average pooling divides by the number of real (unpadded) inputs.
-        b.emit(call.node + ".pool", op, [lift(&b, call, x, s)], output: call.output + ".pool", shape: [s[0], g.size, 1, s[2]],
-               Attributes(kernel: [k, 1], strides: [g.stride, 1], pads: [g.begin, 0, g.end, 0], ceilMode: false,
-                          countIncludePad: op == .avgPool ? false : nil))
+        var a = Attributes(kernel: [k, 1], strides: [g.stride, 1], pads: g.pads, ceilMode: false,
+                           countIncludePad: op == .avgPool ? false : nil)
+        if g.autoPad { a.autoPad = "SAME_UPPER" }
+        b.emit(call.node + ".pool", op, [lift(&b, call, x, s)], output: call.output + ".pool", shape: [s[0], g.size, 1, s[2]], a)
         return lower(&b, call, call.output + ".pool", channelsFirst: cf)
     }
 

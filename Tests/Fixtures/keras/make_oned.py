@@ -14,6 +14,8 @@ train file, 1 = unknown, 0 = padding). Weights are seeded random (make_fixtures.
                     DepthwiseConv1D, SeparableConv1D, Max/AveragePooling1D valid and same, ZeroPadding1D,
                     Cropping1D, UpSampling1D, the global 1-D pools (keepdims), and the activations Keras 3 names
                     (gelu, elu, selu, softplus, softsign, mish, exponential, log_softmax, ReLU with a threshold)
+  k3_free_length.h5 a waveform CNN on sequences of free length ('same' strided convs and pools, causal conv,
+                    UpSampling1D, ZeroPadding1D), run at 101 samples
   k3_text1d.h5      Embedding → Conv1D → MaxPooling1D → dilated Conv1D → GlobalMaxPooling1D → Dense, on token ids
   k3_resample2d.h5  Cropping2D and UpSampling2D (nearest and bilinear, channels_last and channels_first)
   k3_lambdas.h5     Lambda layers that are only a known activation: keras.activations.swish, lambda x:
@@ -146,6 +148,22 @@ def audio1d():
     save(model, "audio1d", waveforms(3, 256))
 
 
+def free_length():
+    x = inp = keras.Input(shape=(None, 1), name="waveform")
+    x = L.Conv1D(4, 5, strides=2, padding="same", activation="relu", name="conv_same")(x)
+    x = L.MaxPooling1D(3, strides=2, padding="same", name="maxpool_same")(x)
+    x = L.Conv1D(6, 3, padding="causal", dilation_rate=2, activation="tanh", name="conv_causal")(x)
+    x = L.AveragePooling1D(2, padding="same", name="avgpool_same")(x)
+    x = L.UpSampling1D(2, name="up")(x)
+    x = L.ZeroPadding1D(1, name="zpad")(x)
+    x = L.GlobalAveragePooling1D(name="gap")(x)
+    out = L.Dense(3, name="logits")(x)
+    model = keras.Model(inp, out, name="free_length")
+    randomize(model)
+    quiet_biases(model)
+    save(model, "free_length", waveforms(2, 101))
+
+
 def text1d():
     inp = keras.Input(shape=(20,), dtype="int32", name="tokens")
     x = L.Embedding(300, 16, name="embed")(inp)
@@ -235,3 +253,4 @@ if __name__ == "__main__":
     lambdas()
     lambda_scaled()
     hostile()
+    free_length()
