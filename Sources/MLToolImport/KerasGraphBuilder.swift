@@ -33,6 +33,9 @@ enum KerasActivation {
     case linear
     case fused(Activation)
     case softmax
+    case logSoftmax
+    /// An elementwise function the engine runs as its own `unary` node (gelu, elu, selu, softplus, ...).
+    case unary(UnaryFunction, alpha: Float, beta: Float)
 }
 
 /// Accumulates the IR graph of a Keras model: nodes, weight tensors, and the shape of every tensor (batch and free
@@ -146,7 +149,7 @@ struct KerasGraphBuilder {
     }
 
     /// The activations Keras names by string; hard_sigmoid changed between Keras 2 (0.2x + 0.5) and Keras 3
-    /// (relu6(x + 3) / 6).
+    /// (relu6(x + 3) / 6). The names only Keras 3 has are nil for Keras 2.
     static func activation(named name: String, kerasMajor: Int) -> KerasActivation? {
         switch name {
         case "linear": return .linear
@@ -161,9 +164,17 @@ struct KerasGraphBuilder {
         case "hard_silu", "hard_swish": return kerasMajor >= 3 ? .fused(Activation(op: .hardSwish)) : nil
         case "leaky_relu": return kerasMajor >= 3 ? .fused(Activation(op: .leakyRelu, alpha: 0.2)) : nil
         case "softmax": return .softmax
-        default: return nil
+        case "log_softmax": return kerasMajor >= 3 ? .logSoftmax : nil
+        default: return unaryActivations[name].map { .unary($0.function, alpha: $0.alpha, beta: $0.beta) }
         }
     }
+
+    /// Keras's activations that are one `unary` function, with their parameters (Keras 2 and 3 agree on these:
+    /// gelu is the exact, erf form; elu's alpha is 1; selu's alpha and scale are the SELU paper's constants).
+    static let unaryActivations: [String: (function: UnaryFunction, alpha: Float, beta: Float)] = [
+        "gelu": (.gelu, 0, 0), "elu": (.elu, 1, 0), "selu": (.selu, 1.6732632423543772, 1.0507009873554805),
+        "softplus": (.softplus, 0, 0), "softsign": (.softsign, 0, 0), "exponential": (.exp, 0, 0), "mish": (.mish, 0, 0),
+    ]
 
     /// Emits a standalone activation from `input` to `output` (identity when linear).
     mutating func emitActivation(_ activation: KerasActivation, node: String, input: String, output: String) {
@@ -176,6 +187,10 @@ struct KerasGraphBuilder {
                  Attributes(min: a.min, max: a.max, alpha: a.alpha, beta: a.beta))
         case .softmax:
             emit(node, .softmax, [input], output: output, shape: shape, Attributes(axis: max(shape.count - 1, 0)))
+        case .logSoftmax:
+            emit(node, .logSoftmax, [input], output: output, shape: shape, Attributes(axis: max(shape.count - 1, 0)))
+        case .unary(let f, let alpha, let beta):
+            emit(node, .unary, [input], output: output, shape: shape, Attributes(alpha: alpha, beta: beta, mode: f.rawValue))
         }
     }
 
@@ -189,10 +204,12 @@ struct KerasGraphBuilder {
         case .fused(let a):
             attributes.activation = a
             emit(name, op, inputs, output: output, shape: shape, attributes)
-        case .softmax:
+        case .softmax, .logSoftmax, .unary:
+            // Not fusable: the op, then the activation as its own node.
             let pre = output + ".logits"
             emit(name, op, inputs, output: pre, shape: shape, attributes)
-            emitActivation(.softmax, node: name + ".softmax", input: pre, output: output)
+            let suffix = if case .softmax = activation { "softmax" } else { "activation" }
+            emitActivation(activation, node: name + "." + suffix, input: pre, output: output)
         }
     }
 

@@ -17,6 +17,7 @@ enum KerasLayerConverters {
     static let table: [String: KerasLayerConverter] = {
         var t: [String: KerasLayerConverter] = [
             "Dense": .init(check: checkDense, convert: dense),
+            "Lambda": .init(check: nil, convert: lambda),
             "Conv2D": .init(check: checkConv, convert: conv),
             "DepthwiseConv2D": .init(check: checkConv, convert: depthwise),
             "SeparableConv2D": .init(check: checkConv, convert: separable),
@@ -54,6 +55,9 @@ enum KerasLayerConverters {
                               ("GaussianNoise", "Dropout"), ("AlphaDropout", "Dropout")] {
             t[alias] = t[name]
         }
+        t.merge(oneD) { a, _ in a }
+        t.merge(resampling) { a, _ in a }
+        for (alias, name) in oneDAliases { t[alias] = t[name] }
         return t
     }()
 
@@ -68,7 +72,7 @@ enum KerasLayerConverters {
         if layer.className == "InputLayer" { return nil }
         guard let converter = table[layer.className] else { return layer.className }
         let config = layer.config
-        if config.string("data_format") == "channels_first" {
+        if config.string("data_format") == "channels_first", !channelsFirstClasses.contains(layer.className) {
             return "\(layer.className) (data_format channels_first)"
         }
         if config.value("activation") != nil,
@@ -78,7 +82,7 @@ enum KerasLayerConverters {
         return converter.check?(config).map { "\(layer.className) (\($0))" }
     }
 
-    private static func activationName(_ value: Any?) -> String {
+    static func activationName(_ value: Any?) -> String {
         if let s = value as? String { return s }
         if let d = value as? [String: Any] { return d.string("config") ?? d.string("class_name") ?? "?" }
         return "\(value ?? "?")"
@@ -93,7 +97,7 @@ enum KerasLayerConverters {
         return nil
     }
 
-    private static func checkPool(_ c: [String: Any]) -> String? {
+    static func checkPool(_ c: [String: Any]) -> String? {
         let padding = c.string("padding") ?? "valid"
         return padding == "same" || padding == "valid" ? nil : "padding \(padding)"
     }
@@ -105,7 +109,6 @@ enum KerasLayerConverters {
     }
 
     private static func checkReLU(_ c: [String: Any]) -> String? {
-        if let t = c.double("threshold"), t != 0 { return "threshold ≠ 0" }
         if let m = c.double("max_value"), m < 0 { return "max_value < 0" }
         return nil
     }
@@ -116,7 +119,7 @@ enum KerasLayerConverters {
         try single(call, b)
     }
 
-    private static func single(_ call: KerasCall, _ b: KerasGraphBuilder) throws -> String {
+    static func single(_ call: KerasCall, _ b: KerasGraphBuilder) throws -> String {
         guard call.inputs.count == 1 else {
             throw ImportError.invalid(file: b.file, place: "layer '\(call.layer.name)'", expected: "one input",
                                       actual: "\(call.inputs.count)")
@@ -135,7 +138,7 @@ enum KerasLayerConverters {
         return (x, s)
     }
 
-    private static func activation(of b: KerasGraphBuilder, _ call: KerasCall) throws -> KerasActivation {
+    static func activation(of b: KerasGraphBuilder, _ call: KerasCall) throws -> KerasActivation {
         guard let a = b.activation(call.config.value("activation")) else {
             throw ImportError.unsupported(file: b.file, ops: [.init(op: "activation '\(activationName(call.config.value("activation")))'",
                                                                     count: 1, firstNodes: [call.layer.name])])
@@ -307,6 +310,9 @@ enum KerasLayerConverters {
         let c = call.config, s = b.shape(x)
         let slope = Float(c.double("negative_slope") ?? 0)
         let maxValue = c.double("max_value").map { Float($0) }
+        if let t = c.double("threshold"), t != 0 {
+            return thresholdRelu(&b, call, x, threshold: Float(t), slope: slope, maxValue: maxValue)
+        }
         switch (slope, maxValue) {
         case (0, nil):
             b.emit(call.node, .relu, [x], output: call.output, shape: s)

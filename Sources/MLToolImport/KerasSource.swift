@@ -28,19 +28,22 @@ struct KerasSource {
             // No version attribute: Keras 3 writes "batch_shape" where Keras 2 wrote "batch_input_shape".
             kerasMajor = config.layers.contains { $0.config["batch_shape"] != nil } ? 3 : 2
         }
-        try Self.refuseCode(config.layers, file: file)
+        try Self.refuseCode(config.layers, file: file, kerasMajor: kerasMajor)
         try Self.checkSupported(config.layers, file: file, kerasMajor: kerasMajor)
         try readWeights(h5)
     }
 
-    /// Refuses the first layer that carries code: Lambda, a class from a module outside Keras, an object registered
-    /// by a package ("package>Name"), or a serialized Python lambda anywhere in its config.
-    static func refuseCode(_ layers: [KerasLayer], file: String) throws {
+    /// Refuses the first layer that carries code: a Lambda that is not a known activation (`KerasLambda`), a class
+    /// from a module outside Keras, an object registered by a package ("package>Name"), or a serialized Python lambda
+    /// anywhere in its config.
+    static func refuseCode(_ layers: [KerasLayer], file: String, kerasMajor: Int = 3) throws {
         for layer in layers {
             let place = "layer '\(layer.name)' (\(layer.className))"
             if layer.className == "Lambda" {
-                throw ImportError.refused(file: file, place: place,
-                                          reason: "the layer carries Python code, which mltool never runs")
+                guard KerasLambda.activation(layer.config, kerasMajor: kerasMajor) != nil else {
+                    throw ImportError.refused(file: file, place: place, reason: KerasLambda.refusal)
+                }
+                continue
             }
             if let reason = codeCarrier(layer.entry.isEmpty ? layer.config : layer.entry) {
                 throw ImportError.refused(file: file, place: place, reason: reason)

@@ -12,13 +12,7 @@ import Testing
 
     @Test(arguments: fixtures, [Engine.Mode.fast, .reference])
     func matchesKeras(_ name: String, _ mode: Engine.Mode) throws {
-        let model = try KerasImporter.importModel(path: KerasFixture.path(name + ".h5"), options: ImportOptions())
-        let (input, expected) = try KerasFixture.io(name)
-        let engine = try Engine(model: model, threads: 1, mode: mode)
-        let inputName = try #require(model.metadata.graph?.inputs.first?.name)
-        let outputName = try #require(model.metadata.graph?.outputs.first)
-        let got = try #require(try engine.run([inputName: input])[outputName])
-        KerasFixture.expectClose(got, expected, "\(name) (\(mode))")
+        try KerasFixture.expectMatchesKeras(name, mode)
     }
 
     @Test func freeSizeModelWithTheGivenSize() throws {

@@ -257,16 +257,9 @@ import Testing
 
     // MARK: - Pieces
 
-    /// Runs one converter on a synthetic layer whose input is a graph input of `shape`.
     func convert(_ className: String, _ config: [String: Any], input shape: [Int],
                  weights: [KerasLayerWeights.Entry] = []) throws -> KerasGraphBuilder {
-        var b = KerasGraphBuilder(file: "m.h5", kerasMajor: 3, weights: ["l": KerasLayerWeights(entries: weights)],
-                                  inputSize: nil)
-        b.addInput("x", shape: shape)
-        let layer = KerasLayer(name: "l", className: className, config: config, entry: [:], calls: [])
-        let converter = try #require(KerasLayerConverters.table[className])
-        _ = try converter.convert(&b, KerasCall(layer: layer, inputs: ["x"], output: "l", node: "l"))
-        return b
+        try KerasFixture.convert(className, config, input: shape, weights: weights)
     }
 
     @Test func batchNormWithoutScaleOrCenterUsesOnesAndZeros() throws {

@@ -328,8 +328,8 @@ def h5py_files():
         {"class_name": "LSTM", "config": {"name": "lstm_b"}},
         {"class_name": "Conv2D", "config": {"name": "cf", "data_format": "channels_first", "filters": 2,
                                             "kernel_size": [1, 1]}},
-        {"class_name": "Dense", "config": {"name": "gelu_fc", "units": 3, "activation": "gelu"}},
-        {"class_name": "ReLU", "config": {"name": "thresh", "threshold": 0.5}},
+        {"class_name": "Dense", "config": {"name": "shrink_fc", "units": 3, "activation": "hard_shrink"}},
+        {"class_name": "ReLU", "config": {"name": "negative_cap", "max_value": -1.0}},
         {"class_name": "Dense", "config": {"name": "fine", "units": 3}}])
     hdf5_cases()
 
