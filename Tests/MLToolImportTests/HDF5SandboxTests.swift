@@ -74,19 +74,41 @@ import Testing
         #expect(message?.hasSuffix("killed by signal 11 (SIGSEGV)") == true)
     }
 
-    /// Each read has its own reader process, so reads can run side by side (libhdf5 is never shared).
-    @Test func readersRunSideBySide() async throws {
-        try await withThrowingTaskGroup(of: [Float].self) { group in
-            for _ in 0..<8 {
-                group.addTask { try HDF5File.read(path: path) { f in try f.readFloats(f.open("g/f32", in: f.root)).data } }
-            }
-            var results = 0
-            for try await data in group {
-                #expect(data == [0, 0.25, 0.5, 0.75, 1, 1.25])
-                results += 1
-            }
-            #expect(results == 8)
+    /// Each read has its own reader process, so reads run side by side (libhdf5 is never shared): three reads on
+    /// three threads each wait inside their read — their reader processes alive — until all three are inside. Reads
+    /// serialised behind one lock or one shared reader would never all get there (the wait times out after 60 s and
+    /// the test fails); then each reads its values through its own reader.
+    @Test func readersRunSideBySide() throws {
+        final class Outcomes: @unchecked Sendable {
+            let lock = NSLock()
+            var values: [[Float]] = [], errors: [String] = []
+            func add(_ v: [Float]?, _ e: String?) { lock.lock(); defer { lock.unlock() }; v.map { values.append($0) }; e.map { errors.append($0) } }
         }
+        let n = 3, path = path, outcomes = Outcomes()
+        let arrived = DispatchSemaphore(value: 0), release = DispatchSemaphore(value: 0), done = DispatchGroup()
+        for _ in 0..<n {
+            done.enter()
+            Thread {
+                defer { done.leave() }
+                do {
+                    let v = try HDF5File.read(path: path) { f -> [Float] in
+                        arrived.signal()
+                        guard release.wait(timeout: .now() + 60) == .success else { return [] }
+                        return try f.readFloats(f.open("g/f32", in: f.root)).data
+                    }
+                    outcomes.add(v, nil)
+                } catch {
+                    outcomes.add(nil, "\(error)")
+                }
+            }.start()
+        }
+        var inside = 0
+        for _ in 0..<n where arrived.wait(timeout: .now() + 60) == .success { inside += 1 }
+        #expect(inside == n, "only \(inside) of \(n) reads were open at once")
+        for _ in 0..<n { release.signal() }
+        done.wait()
+        #expect(outcomes.errors.isEmpty, "\(outcomes.errors)")
+        #expect(outcomes.values.count == n && outcomes.values.allSatisfy { $0 == [0, 0.25, 0.5, 0.75, 1, 1.25] })
     }
 
     /// The signature search that replaces H5Fis_hdf5 (the parent never calls libhdf5): at byte 0, or at 512, 1024,
