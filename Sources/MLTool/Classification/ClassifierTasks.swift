@@ -14,6 +14,11 @@ public enum ClassifierTasks {
         return "  accuracy   train \(pct(r.metrics["train.accuracy"])), validation \(pct(r.metrics["validation.accuracy"])), holdout \(pct(r.metrics["holdout.accuracy"]))"
     }
 
+    /// The head's line of a classifier's training summary: its L2 strength, iterations and why it stopped.
+    static func headLine(_ r: TrainingResult) -> String {
+        String(format: "  l2 %.0e, %d iterations (%@)", r.l2, r.iterations, r.stopReason.rawValue)
+    }
+
     static func threads(_ values: OptionValues) throws -> Int {
         try values.int("--threads") ?? 0
     }

@@ -92,7 +92,7 @@ public enum ImageClassificationTask: TaskKind {
         try r.write(to: setup.output)
         request.print("trained \(r.model.metadata.labels.count) classes on \(r.trainCount) images (\(r.validationCount) validation, \(r.holdoutCount) holdout)")
         request.print(ClassifierTasks.accuracyLine(r))
-        request.print(String(format: "  l2 %.0e, %d iterations (%@)", r.l2, r.iterations, r.stopReason.rawValue))
+        request.print(ClassifierTasks.headLine(r))
         request.print(String(format: "  seconds    features %.1f (%d extracted), head %.2f%@, total %.1f", r.featureSeconds, r.extractedCount,
                              r.fitSeconds, r.outOfCore ? " (out of core)" : "", Date().timeIntervalSince(started)))
         request.print("  wrote      \(setup.output)")

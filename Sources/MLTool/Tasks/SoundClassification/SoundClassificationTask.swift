@@ -102,7 +102,7 @@ public enum SoundClassificationTask: TaskKind {
         request.print("trained \(r.model.metadata.labels.count) classes on \(r.trainCount) recordings (\(r.validationCount) validation, \(r.holdoutCount) holdout)")
         request.print("  windows    " + SoundClassifierParameters.Windowing(minimumSamples: sound.minimumSamples, overlap: sound.overlap).description)
         request.print(ClassifierTasks.accuracyLine(r))
-        request.print(String(format: "  l2 %.0e, %d iterations (%@)", r.l2, r.iterations, r.stopReason.rawValue))
+        request.print(ClassifierTasks.headLine(r))
         request.print(String(format: "  seconds    features and search %.1f, head %.2f, total %.1f", r.featureSeconds, r.fitSeconds,
                              Date().timeIntervalSince(started)))
         request.print("  wrote      \(setup.output)")

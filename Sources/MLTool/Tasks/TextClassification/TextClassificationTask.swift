@@ -98,7 +98,7 @@ public enum TextClassificationTask: TaskKind {
         request.print("trained \(r.model.metadata.labels.count) classes on \(r.trainCount) documents (\(r.validationCount) validation, \(r.holdoutCount) holdout)")
         request.print("  features   \(r.featureCount ?? 0) \(config.hashBits == nil ? "terms" : "hashed buckets"), \(config.weighting), word n-grams \(config.wordNgrams)\(config.charNgrams.map { ", char n-grams \($0)" } ?? "")")
         request.print(ClassifierTasks.accuracyLine(r))
-        request.print(String(format: "  l2 %.0e, %d iterations (%@)", r.l2, r.iterations, r.stopReason.rawValue))
+        request.print(ClassifierTasks.headLine(r))
         request.print(String(format: "  seconds    features %.2f, fit %.2f, total %.2f", r.featureSeconds, r.fitSeconds,
                              Date().timeIntervalSince(started)))
         request.print("  wrote      \(setup.output)")
