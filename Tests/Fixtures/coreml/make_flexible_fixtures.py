@@ -18,6 +18,11 @@ decoder.mlpackage / decoder.mlmodel: a conv_transpose / upsample decoder on an R
 sizes 32×32, 48×48 (default) and 64×64; decoder.<s>.out.f32 holds torch's output on the chelsea photo resized to
 s×s (PIL bilinear; decoder.<s>.in.u8 the uint8 NCHW pixels), (1, 1, s, s).
 
+ops.mlpackage / ops.mlmodel (when coremltools can write it): the other ops on a fixed (1, 3, 16, 16) input (the
+chelsea photo at 16×16, values / 255) — instance_norm, bilinear upsampling with aligned corners, reflect padding,
+split, einsum of two computed tensors, tile, gather_along_axis, reduce_max and reduce_l2_norm over two axes,
+reduce_argmax, tanh-approximated gelu — concatenated into one flat output, ops.out.f32.
+
 manifest_flexible.json lists each case, its sizes and the output shapes.
 """
 import json
@@ -77,6 +82,26 @@ class Decoder(nn.Module):
         u = torch.relu(self.up2(u))                                       # (1, 4, H, W): conv_transpose + crop
         n = nn.functional.interpolate(self.side(h), scale_factor=4.0, mode="nearest")
         return torch.sigmoid(self.head(u) + n)                            # (1, 1, H, W)
+
+
+class Ops(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.norm = nn.InstanceNorm2d(3, affine=True)
+        self.register_buffer("index", torch.randint(0, 4, (1, 2, 34, 34), generator=torch.Generator().manual_seed(5)))
+
+    def forward(self, x):
+        b = nn.functional.interpolate(self.norm(x), scale_factor=2.0, mode="bilinear", align_corners=True)
+        c = nn.functional.pad(b, (1, 1, 1, 1), mode="reflect")                 # (1, 3, 34, 34)
+        c1, c2 = torch.split(c, [1, 2], dim=1)
+        e = torch.einsum("bchw,bdhw->bcd", c1, c2) / 1000.0                     # (1, 1, 2)
+        f = c2.repeat(1, 2, 1, 1)                                              # (1, 4, 34, 34): tile
+        g = torch.gather(f, 1, self.index)                                     # (1, 2, 34, 34)
+        h = torch.amax(g, dim=(1, 2))                                          # (1, 34): a max over two axes
+        i = torch.norm(f, dim=(2, 3))                                          # (1, 4)
+        j = (f + g.sum(1, keepdim=True)).argmax(dim=1).float()                 # (1, 34, 34)
+        k = nn.functional.gelu(f, approximate="tanh").mean((2, 3))             # (1, 4)
+        return torch.cat([e.flatten(), i.flatten(), h.flatten(), j.flatten(), k.flatten()])
 
 
 def seeded(cls, seed):
@@ -148,9 +173,31 @@ def decoder_fixtures(manifest):
     manifest["decoder"] = {"models": formats, "input": "image", "sizes": SIZES, "scale": scale, "channels": 1}
 
 
+def ops_fixtures(manifest):
+    net = seeded(Ops, 13)
+    x = chelsea(16).astype(np.float32) / 255.0
+    traced = torch.jit.trace(net, torch.from_numpy(x))
+    inputs = [ct.TensorType(name="x", shape=x.shape, dtype=np.float32)]
+    ct.convert(traced, inputs=inputs, convert_to="mlprogram", compute_precision=ct.precision.FLOAT32,
+               minimum_deployment_target=ct.target.iOS16).save(os.path.join(HERE, "ops.mlpackage"))
+    formats = ["ops.mlpackage"]
+    try:
+        ct.convert(traced, inputs=inputs, convert_to="neuralnetwork",
+                   minimum_deployment_target=ct.target.iOS14).save(os.path.join(HERE, "ops.mlmodel"))
+        formats.append("ops.mlmodel")
+    except Exception as e:
+        print("ops: neuralnetwork conversion failed:", e)
+    write("ops.in.f32", x)
+    with torch.no_grad():
+        out = net(torch.from_numpy(x)).numpy()
+    write("ops.out.f32", out)
+    manifest["ops"] = {"models": formats, "input": "x", "shape": list(x.shape), "outputs": int(out.size)}
+
+
 if __name__ == "__main__":
     manifest = {"torch": torch.__version__, "coremltools": ct.__version__}
     block_fixtures(manifest)
     decoder_fixtures(manifest)
+    ops_fixtures(manifest)
     with open(os.path.join(HERE, "manifest_flexible.json"), "w") as f:
         json.dump(manifest, f, indent=1)
