@@ -4321,6 +4321,51 @@ void   core_ml__specification__gather_layer_params__free_unpacked
   assert(message->base.descriptor == &core_ml__specification__gather_layer_params__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   core_ml__specification__split_ndlayer_params__init
+                     (CoreML__Specification__SplitNDLayerParams         *message)
+{
+  static const CoreML__Specification__SplitNDLayerParams init_value = CORE_ML__SPECIFICATION__SPLIT_NDLAYER_PARAMS__INIT;
+  *message = init_value;
+}
+size_t core_ml__specification__split_ndlayer_params__get_packed_size
+                     (const CoreML__Specification__SplitNDLayerParams *message)
+{
+  assert(message->base.descriptor == &core_ml__specification__split_ndlayer_params__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t core_ml__specification__split_ndlayer_params__pack
+                     (const CoreML__Specification__SplitNDLayerParams *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &core_ml__specification__split_ndlayer_params__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t core_ml__specification__split_ndlayer_params__pack_to_buffer
+                     (const CoreML__Specification__SplitNDLayerParams *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &core_ml__specification__split_ndlayer_params__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+CoreML__Specification__SplitNDLayerParams *
+       core_ml__specification__split_ndlayer_params__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (CoreML__Specification__SplitNDLayerParams *)
+     protobuf_c_message_unpack (&core_ml__specification__split_ndlayer_params__descriptor,
+                                allocator, len, data);
+}
+void   core_ml__specification__split_ndlayer_params__free_unpacked
+                     (CoreML__Specification__SplitNDLayerParams *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &core_ml__specification__split_ndlayer_params__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   core_ml__specification__slice_static_layer_params__init
                      (CoreML__Specification__SliceStaticLayerParams         *message)
 {
@@ -7605,7 +7650,7 @@ const ProtobufCMessageDescriptor core_ml__specification__neural_network_image_sc
   (ProtobufCMessageInit) core_ml__specification__neural_network_image_scaler__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor core_ml__specification__neural_network_layer__field_descriptors[70] =
+static const ProtobufCFieldDescriptor core_ml__specification__neural_network_layer__field_descriptors[72] =
 {
   {
     "name",
@@ -8160,6 +8205,30 @@ static const ProtobufCFieldDescriptor core_ml__specification__neural_network_lay
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
   {
+    "gatherAlongAxis",
+    952,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__NeuralNetworkLayer, gatheralongaxis),
+    &core_ml__specification__gather_layer_params__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "splitND",
+    975,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__NeuralNetworkLayer, splitnd),
+    &core_ml__specification__split_ndlayer_params__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
     "concatND",
     980,
     PROTOBUF_C_LABEL_NONE,
@@ -8452,35 +8521,36 @@ static const unsigned core_ml__specification__neural_network_layer__field_indice
   5,   /* field[5] = activation */
   13,   /* field[13] = add */
   37,   /* field[37] = addBroadcastable */
-  50,   /* field[50] = argMax */
-  49,   /* field[49] = argMin */
+  52,   /* field[52] = argMax */
+  51,   /* field[51] = argMin */
   15,   /* field[15] = average */
-  51,   /* field[51] = batchedMatmul */
+  53,   /* field[53] = batchedMatmul */
   7,   /* field[7] = batchnorm */
   17,   /* field[17] = bias */
-  69,   /* field[69] = clampedReLU */
+  71,   /* field[71] = clampedReLU */
   26,   /* field[26] = clip */
   24,   /* field[24] = concat */
-  46,   /* field[46] = concatND */
+  48,   /* field[48] = concatND */
   3,   /* field[3] = convolution */
   9,   /* field[9] = crop */
   39,   /* field[39] = divideBroadcastable */
   29,   /* field[29] = equal */
   27,   /* field[27] = erf */
-  54,   /* field[54] = expandDims */
+  56,   /* field[56] = expandDims */
   22,   /* field[22] = flatten */
-  55,   /* field[55] = flattenTo2D */
+  57,   /* field[57] = flattenTo2D */
   44,   /* field[44] = gather */
+  46,   /* field[46] = gatherAlongAxis */
   28,   /* field[28] = gelu */
   34,   /* field[34] = greaterEqual */
   33,   /* field[33] = greaterThan */
   6,   /* field[6] = innerProduct */
   1,   /* field[1] = input */
-  68,   /* field[68] = layerNormalization */
+  70,   /* field[70] = layerNormalization */
   32,   /* field[32] = lessEqual */
   31,   /* field[31] = lessThan */
   20,   /* field[20] = loadConstant */
-  52,   /* field[52] = loadConstantND */
+  54,   /* field[54] = loadConstantND */
   18,   /* field[18] = max */
   36,   /* field[36] = maxBroadcastable */
   19,   /* field[19] = min */
@@ -8494,33 +8564,34 @@ static const unsigned core_ml__specification__neural_network_layer__field_indice
   23,   /* field[23] = permute */
   4,   /* field[4] = pooling */
   38,   /* field[38] = powBroadcastable */
-  57,   /* field[57] = reduceL1 */
-  58,   /* field[58] = reduceL2 */
-  64,   /* field[64] = reduceLogSum */
-  66,   /* field[66] = reduceLogSumExp */
-  59,   /* field[59] = reduceMax */
-  63,   /* field[63] = reduceMean */
-  60,   /* field[60] = reduceMin */
-  62,   /* field[62] = reduceProd */
-  61,   /* field[61] = reduceSum */
-  65,   /* field[65] = reduceSumSquare */
+  59,   /* field[59] = reduceL1 */
+  60,   /* field[60] = reduceL2 */
+  66,   /* field[66] = reduceLogSum */
+  68,   /* field[68] = reduceLogSumExp */
+  61,   /* field[61] = reduceMax */
+  65,   /* field[65] = reduceMean */
+  62,   /* field[62] = reduceMin */
+  64,   /* field[64] = reduceProd */
+  63,   /* field[63] = reduceSum */
+  67,   /* field[67] = reduceSumSquare */
   21,   /* field[21] = reshape */
-  56,   /* field[56] = reshapeStatic */
+  58,   /* field[58] = reshapeStatic */
   16,   /* field[16] = scale */
   25,   /* field[25] = slice */
-  48,   /* field[48] = sliceStatic */
+  50,   /* field[50] = sliceStatic */
   8,   /* field[8] = softmax */
   45,   /* field[45] = softmaxND */
-  53,   /* field[53] = squeeze */
+  47,   /* field[47] = splitND */
+  55,   /* field[55] = squeeze */
   43,   /* field[43] = stack */
   41,   /* field[41] = subtractBroadcastable */
   42,   /* field[42] = tile */
-  47,   /* field[47] = transpose */
+  49,   /* field[49] = transpose */
   12,   /* field[12] = unary */
   11,   /* field[11] = upsample */
-  67,   /* field[67] = whereBroadcastable */
+  69,   /* field[69] = whereBroadcastable */
 };
-static const ProtobufCIntRange core_ml__specification__neural_network_layer__number_ranges[65 + 1] =
+static const ProtobufCIntRange core_ml__specification__neural_network_layer__number_ranges[67 + 1] =
 {
   { 1, 0 },
   { 100, 3 },
@@ -8563,31 +8634,33 @@ static const ProtobufCIntRange core_ml__specification__neural_network_layer__num
   { 925, 43 },
   { 930, 44 },
   { 950, 45 },
-  { 980, 46 },
-  { 985, 47 },
-  { 995, 48 },
-  { 1020, 49 },
-  { 1025, 50 },
-  { 1045, 51 },
-  { 1070, 52 },
-  { 1120, 53 },
-  { 1125, 54 },
-  { 1130, 55 },
-  { 1140, 56 },
-  { 1250, 57 },
-  { 1255, 58 },
-  { 1260, 59 },
-  { 1265, 60 },
-  { 1270, 61 },
-  { 1275, 62 },
-  { 1280, 63 },
-  { 1285, 64 },
-  { 1290, 65 },
-  { 1295, 66 },
-  { 1330, 67 },
-  { 1350, 68 },
-  { 1460, 69 },
-  { 0, 70 }
+  { 952, 46 },
+  { 975, 47 },
+  { 980, 48 },
+  { 985, 49 },
+  { 995, 50 },
+  { 1020, 51 },
+  { 1025, 52 },
+  { 1045, 53 },
+  { 1070, 54 },
+  { 1120, 55 },
+  { 1125, 56 },
+  { 1130, 57 },
+  { 1140, 58 },
+  { 1250, 59 },
+  { 1255, 60 },
+  { 1260, 61 },
+  { 1265, 62 },
+  { 1270, 63 },
+  { 1275, 64 },
+  { 1280, 65 },
+  { 1285, 66 },
+  { 1290, 67 },
+  { 1295, 68 },
+  { 1330, 69 },
+  { 1350, 70 },
+  { 1460, 71 },
+  { 0, 72 }
 };
 const ProtobufCMessageDescriptor core_ml__specification__neural_network_layer__descriptor =
 {
@@ -8597,10 +8670,10 @@ const ProtobufCMessageDescriptor core_ml__specification__neural_network_layer__d
   "CoreML__Specification__NeuralNetworkLayer",
   "CoreML.Specification",
   sizeof(CoreML__Specification__NeuralNetworkLayer),
-  70,
+  72,
   core_ml__specification__neural_network_layer__field_descriptors,
   core_ml__specification__neural_network_layer__field_indices_by_name,
-  65,  core_ml__specification__neural_network_layer__number_ranges,
+  67,  core_ml__specification__neural_network_layer__number_ranges,
   (ProtobufCMessageInit) core_ml__specification__neural_network_layer__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
@@ -12121,6 +12194,70 @@ const ProtobufCMessageDescriptor core_ml__specification__gather_layer_params__de
   core_ml__specification__gather_layer_params__field_indices_by_name,
   1,  core_ml__specification__gather_layer_params__number_ranges,
   (ProtobufCMessageInit) core_ml__specification__gather_layer_params__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor core_ml__specification__split_ndlayer_params__field_descriptors[3] =
+{
+  {
+    "axis",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__SplitNDLayerParams, axis),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "numSplits",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__SplitNDLayerParams, numsplits),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "splitSizes",
+    3,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_UINT64,
+    offsetof(CoreML__Specification__SplitNDLayerParams, n_splitsizes),
+    offsetof(CoreML__Specification__SplitNDLayerParams, splitsizes),
+    NULL,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_PACKED,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned core_ml__specification__split_ndlayer_params__field_indices_by_name[] = {
+  0,   /* field[0] = axis */
+  1,   /* field[1] = numSplits */
+  2,   /* field[2] = splitSizes */
+};
+static const ProtobufCIntRange core_ml__specification__split_ndlayer_params__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 3 }
+};
+const ProtobufCMessageDescriptor core_ml__specification__split_ndlayer_params__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "CoreML.Specification.SplitNDLayerParams",
+  "SplitNDLayerParams",
+  "CoreML__Specification__SplitNDLayerParams",
+  "CoreML.Specification",
+  sizeof(CoreML__Specification__SplitNDLayerParams),
+  3,
+  core_ml__specification__split_ndlayer_params__field_descriptors,
+  core_ml__specification__split_ndlayer_params__field_indices_by_name,
+  1,  core_ml__specification__split_ndlayer_params__number_ranges,
+  (ProtobufCMessageInit) core_ml__specification__split_ndlayer_params__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
 static const ProtobufCFieldDescriptor core_ml__specification__slice_static_layer_params__field_descriptors[6] =

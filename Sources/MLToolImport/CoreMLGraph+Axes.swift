@@ -58,6 +58,28 @@ extension CoreMLGraph {
         }
     }
 
+    /// x split along `axis` (its size known) into `outputs`: by `sizes`, or into equal parts when `sizes` is empty.
+    mutating func split(_ x: String, axis given: Int, sizes listed: [Int], _ outputs: [String]) throws {
+        let s = try need(x)
+        let axis = given < 0 ? given + s.count : given
+        guard s.indices.contains(axis), s[axis] >= 0, !outputs.isEmpty else {
+            throw refused("a split along axis \(given) of \(s) (the axis' size must be known)")
+        }
+        var sizes = listed
+        if sizes.isEmpty {
+            guard s[axis] % outputs.count == 0 else { throw invalid("", expected: "\(outputs.count) equal parts of \(s[axis])", actual: "a remainder") }
+            sizes = [Int](repeating: s[axis] / outputs.count, count: outputs.count)
+        }
+        guard sizes.count == outputs.count, sizes.allSatisfy({ $0 >= 0 }), sizes.reduce(0, +) == s[axis] else {
+            throw invalid("split sizes", expected: "\(outputs.count) sizes adding up to \(s[axis])", actual: "\(sizes)")
+        }
+        var start = 0
+        for (name, size) in zip(outputs, sizes) {
+            try op("Slice", [x, ints(name + ".starts", [start]), ints(name + ".ends", [start + size]), ints(name + ".axes", [axis])], name)
+            start += size
+        }
+    }
+
     /// x transposed over its last two axes (a batched matmul's transposed operand).
     mutating func transposedLastTwo(_ x: String, _ out: String) throws -> String {
         let r = try need(x).count

@@ -2,7 +2,7 @@ import CCoreMLProto
 import MLToolCore
 
 /// The rank-N NeuralNetwork layers coremltools writes for transformer and decoder networks (spec 4+): the reduce
-/// family, arg-max/min, gelu, erf, comparisons and where, stack, gather, tile, the static slices, layer
+/// family, arg-max/min, gelu, erf, comparisons and where, stack, gather(AlongAxis), splitND, tile, the static slices, layer
 /// normalization, and the classic crop and slice.
 extension CoreMLLayers {
     static let ndConverters: [String: Converter] = [
@@ -44,6 +44,17 @@ extension CoreMLLayers {
             let p = try c.param(l.tile)
             try c.g.op("Tile", [x[0], c.g.ints(y + ".reps", (0..<p.n_reps).map { Int(clamping: p.reps[$0]) })], y)
         },
+        "gatherAlongAxis": { c, l, x, y in
+            try c.g.op("GatherElements", x, y, ["axis": CoreMLGraph.int(Int(try c.param(l.gatheralongaxis).axis))])
+        },
+        "splitND": { c, l, x, _ in
+            let p = try c.param(l.splitnd)
+            let outputs = (0..<l.n_output).map { cString(l.output[$0]) }
+            guard p.numsplits == 0 || p.numsplits == UInt64(outputs.count) else {
+                throw c.g.invalid("numSplits", expected: "\(outputs.count) (one per output)", actual: "\(p.numsplits)")
+            }
+            try c.g.split(x[0], axis: Int(p.axis), sizes: (0..<p.n_splitsizes).map { Int(clamping: p.splitsizes[$0]) }, outputs)
+        },
         "slice": { try $0.classicSlice($0.param($1.slice), $2, $3) },
         "sliceStatic": { try $0.sliceStatic($0.param($1.slicestatic), $2, $3) },
         "crop": { try $0.crop($0.param($1.crop), $2, $3) },
@@ -62,7 +73,7 @@ extension CoreMLLayers {
             ("minBroadcastable", l.minbroadcastable != nil), ("greaterThan", l.greaterthan != nil),
             ("greaterEqual", l.greaterequal != nil), ("lessThan", l.lessthan != nil), ("lessEqual", l.lessequal != nil),
             ("equal", l.equal != nil), ("notEqual", l.notequal != nil), ("stack", l.stack != nil), ("gather", l.gather != nil),
-            ("tile", l.tile != nil), ("slice", l.slice != nil), ("sliceStatic", l.slicestatic != nil), ("crop", l.crop != nil),
+            ("tile", l.tile != nil), ("gatherAlongAxis", l.gatheralongaxis != nil), ("splitND", l.splitnd != nil), ("slice", l.slice != nil), ("sliceStatic", l.slicestatic != nil), ("crop", l.crop != nil),
             ("layerNormalization", l.layernormalization != nil),
         ]
         return parsed.first { $0.1 }?.0

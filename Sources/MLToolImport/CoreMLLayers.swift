@@ -168,8 +168,10 @@ struct CoreMLNeuralNetwork {
         g.label = "layer '\(name)' (\(kind))"
         let inputs = (0..<l.n_input).map { cString(l.input[$0]) }
         let outputs = (0..<l.n_output).map { cString(l.output[$0]) }
-        guard outputs.count == 1, let out = outputs.first, !out.isEmpty, kind == "loadConstant" || kind == "loadConstantND" || !inputs.isEmpty else {
-            throw g.invalid("", expected: "inputs and one output", actual: "\(inputs.count) inputs, \(outputs.count) outputs")
+        // splitND alone has several outputs (its converter reads them from the layer).
+        guard outputs.count == 1 || (kind == "splitND" && outputs.count > 1), let out = outputs.first, !out.isEmpty,
+              kind == "loadConstant" || kind == "loadConstantND" || !inputs.isEmpty else {
+            throw g.invalid("", expected: "inputs and one output (splitND: several)", actual: "\(inputs.count) inputs, \(outputs.count) outputs")
         }
         for i in inputs { _ = try g.need(i) }
         guard let converter = CoreMLLayers.converters[kind] else {
@@ -346,8 +348,15 @@ struct CoreMLNeuralNetwork {
     }
 
     mutating func batchnorm(_ b: CoreML__Specification__BatchnormLayerParams, _ x: [String], _ y: String) throws {
-        guard b.computemeanvar == 0, b.instancenormalization == 0 else { throw g.refused("batchnorm computing its own statistics is not supported") }
         let c = Int(clamping: b.channels)
+        if b.computemeanvar != 0 && b.instancenormalization != 0 {
+            // Instance normalization: statistics per image and channel, then gamma and beta.
+            let params = try [("gamma", b.gamma), ("beta", b.beta)].map { key, w in
+                g.constant(y + "." + key, try reader.constant(w, shape: [c], place: g.label + " " + key))
+            }
+            return try g.op("InstanceNormalization", [x[0]] + params, y, ["epsilon": CoreMLGraph.float(b.epsilon)])
+        }
+        guard b.computemeanvar == 0 else { throw g.refused("batchnorm computing its statistics over the batch is not supported") }
         let params = try [("gamma", b.gamma), ("beta", b.beta), ("mean", b.mean), ("variance", b.variance)].map { key, w in
             g.constant(y + "." + key, try reader.constant(w, shape: [c], place: g.label + " " + key))
         }

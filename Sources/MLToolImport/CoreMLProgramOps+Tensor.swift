@@ -105,27 +105,10 @@ extension CoreMLProgramReader {
         try g.op("Slice", [x, g.ints(out[0] + ".starts", begin), g.ints(out[0] + ".ends", ends), g.ints(out[0] + ".axes", Array(0..<r))], out[0])
     }
 
-    /// `split(x, num_splits | split_sizes, axis)`: one Slice per output; the axis' size must be known.
+    /// `split(x, num_splits | split_sizes, axis)`: `CoreMLGraph.split`.
     mutating func split(_ op: CoreMLProgramOps.Op, _ out: [String]) throws {
-        let x = try required(op, "x"), s = try g.need(x)
-        var axis = try int(op, "axis", 0)
-        if axis < 0 { axis += s.count }
-        guard s.indices.contains(axis), s[axis] >= 0 else {
-            throw g.refused("a split along axis \(axis) of \(s) (the axis' size must be known)")
-        }
-        var sizes = try ints(op, "split_sizes", [])
-        if sizes.isEmpty {
-            let n = try int(op, "num_splits", out.count)
-            guard n >= 1, s[axis] % n == 0 else { throw g.invalid("num_splits", expected: "a divisor of \(s[axis])", actual: "\(n)") }
-            sizes = [Int](repeating: s[axis] / n, count: n)
-        }
-        guard sizes.count == out.count, sizes.allSatisfy({ $0 >= 0 }), sizes.reduce(0, +) == s[axis] else {
-            throw g.invalid("split_sizes", expected: "\(out.count) sizes adding up to \(s[axis])", actual: "\(sizes)")
-        }
-        var start = 0
-        for (name, size) in zip(out, sizes) {
-            try g.op("Slice", [x, g.ints(name + ".starts", [start]), g.ints(name + ".ends", [start + size]), g.ints(name + ".axes", [axis])], name)
-            start += size
-        }
+        let n = try int(op, "num_splits", out.count)
+        guard n == out.count else { throw g.invalid("num_splits", expected: "\(out.count) (one per output)", actual: "\(n)") }
+        try g.split(try required(op, "x"), axis: try int(op, "axis", 0), sizes: try ints(op, "split_sizes", []), out)
     }
 }

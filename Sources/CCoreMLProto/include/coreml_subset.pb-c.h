@@ -123,6 +123,7 @@ typedef struct CoreML__Specification__ComparisonLayerParams CoreML__Specificatio
 typedef struct CoreML__Specification__TileLayerParams CoreML__Specification__TileLayerParams;
 typedef struct CoreML__Specification__StackLayerParams CoreML__Specification__StackLayerParams;
 typedef struct CoreML__Specification__GatherLayerParams CoreML__Specification__GatherLayerParams;
+typedef struct CoreML__Specification__SplitNDLayerParams CoreML__Specification__SplitNDLayerParams;
 typedef struct CoreML__Specification__SliceStaticLayerParams CoreML__Specification__SliceStaticLayerParams;
 typedef struct CoreML__Specification__ArgLayerParams CoreML__Specification__ArgLayerParams;
 typedef struct CoreML__Specification__LayerNormalizationLayerParams CoreML__Specification__LayerNormalizationLayerParams;
@@ -713,7 +714,9 @@ struct  CoreML__Specification__NeuralNetworkLayer
   CoreML__Specification__StackLayerParams *stack;
   CoreML__Specification__GatherLayerParams *gather;
   CoreML__Specification__SoftmaxNDLayerParams *softmaxnd;
+  CoreML__Specification__GatherLayerParams *gatheralongaxis;
   CoreML__Specification__ConcatNDLayerParams *concatnd;
+  CoreML__Specification__SplitNDLayerParams *splitnd;
   CoreML__Specification__TransposeLayerParams *transpose;
   CoreML__Specification__SliceStaticLayerParams *slicestatic;
   CoreML__Specification__ArgLayerParams *argmin;
@@ -743,7 +746,7 @@ struct  CoreML__Specification__NeuralNetworkLayer
 };
 #define CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__neural_network_layer__descriptor) \
-    , (char *)protobuf_c_empty_string, 0,NULL, 0,NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL }
+    , (char *)protobuf_c_empty_string, 0,NULL, 0,NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL }
 
 
 struct  CoreML__Specification__WeightParams
@@ -1566,6 +1569,9 @@ struct  CoreML__Specification__StackLayerParams
     , 0 }
 
 
+/*
+ * gather and gatherAlongAxis share this wire form.
+ */
 struct  CoreML__Specification__GatherLayerParams
 {
   ProtobufCMessage base;
@@ -1574,6 +1580,19 @@ struct  CoreML__Specification__GatherLayerParams
 #define CORE_ML__SPECIFICATION__GATHER_LAYER_PARAMS__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__gather_layer_params__descriptor) \
     , 0 }
+
+
+struct  CoreML__Specification__SplitNDLayerParams
+{
+  ProtobufCMessage base;
+  int64_t axis;
+  uint64_t numsplits;
+  size_t n_splitsizes;
+  uint64_t *splitsizes;
+};
+#define CORE_ML__SPECIFICATION__SPLIT_NDLAYER_PARAMS__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__split_ndlayer_params__descriptor) \
+    , 0, 0, 0,NULL }
 
 
 struct  CoreML__Specification__SliceStaticLayerParams
@@ -3802,6 +3821,25 @@ CoreML__Specification__GatherLayerParams *
 void   core_ml__specification__gather_layer_params__free_unpacked
                      (CoreML__Specification__GatherLayerParams *message,
                       ProtobufCAllocator *allocator);
+/* CoreML__Specification__SplitNDLayerParams methods */
+void   core_ml__specification__split_ndlayer_params__init
+                     (CoreML__Specification__SplitNDLayerParams         *message);
+size_t core_ml__specification__split_ndlayer_params__get_packed_size
+                     (const CoreML__Specification__SplitNDLayerParams   *message);
+size_t core_ml__specification__split_ndlayer_params__pack
+                     (const CoreML__Specification__SplitNDLayerParams   *message,
+                      uint8_t             *out);
+size_t core_ml__specification__split_ndlayer_params__pack_to_buffer
+                     (const CoreML__Specification__SplitNDLayerParams   *message,
+                      ProtobufCBuffer     *buffer);
+CoreML__Specification__SplitNDLayerParams *
+       core_ml__specification__split_ndlayer_params__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   core_ml__specification__split_ndlayer_params__free_unpacked
+                     (CoreML__Specification__SplitNDLayerParams *message,
+                      ProtobufCAllocator *allocator);
 /* CoreML__Specification__SliceStaticLayerParams methods */
 void   core_ml__specification__slice_static_layer_params__init
                      (CoreML__Specification__SliceStaticLayerParams         *message);
@@ -4480,6 +4518,9 @@ typedef void (*CoreML__Specification__StackLayerParams_Closure)
 typedef void (*CoreML__Specification__GatherLayerParams_Closure)
                  (const CoreML__Specification__GatherLayerParams *message,
                   void *closure_data);
+typedef void (*CoreML__Specification__SplitNDLayerParams_Closure)
+                 (const CoreML__Specification__SplitNDLayerParams *message,
+                  void *closure_data);
 typedef void (*CoreML__Specification__SliceStaticLayerParams_Closure)
                  (const CoreML__Specification__SliceStaticLayerParams *message,
                   void *closure_data);
@@ -4690,6 +4731,7 @@ extern const ProtobufCMessageDescriptor core_ml__specification__comparison_layer
 extern const ProtobufCMessageDescriptor core_ml__specification__tile_layer_params__descriptor;
 extern const ProtobufCMessageDescriptor core_ml__specification__stack_layer_params__descriptor;
 extern const ProtobufCMessageDescriptor core_ml__specification__gather_layer_params__descriptor;
+extern const ProtobufCMessageDescriptor core_ml__specification__split_ndlayer_params__descriptor;
 extern const ProtobufCMessageDescriptor core_ml__specification__slice_static_layer_params__descriptor;
 extern const ProtobufCMessageDescriptor core_ml__specification__arg_layer_params__descriptor;
 extern const ProtobufCMessageDescriptor core_ml__specification__layer_normalization_layer_params__descriptor;
