@@ -706,6 +706,24 @@ void   core_ml__specification__string_feature_type__free_unpacked
   assert(message->base.descriptor == &core_ml__specification__string_feature_type__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   core_ml__specification__image_feature_type__image_size__init
+                     (CoreML__Specification__ImageFeatureType__ImageSize         *message)
+{
+  static const CoreML__Specification__ImageFeatureType__ImageSize init_value = CORE_ML__SPECIFICATION__IMAGE_FEATURE_TYPE__IMAGE_SIZE__INIT;
+  *message = init_value;
+}
+void   core_ml__specification__image_feature_type__enumerated_image_sizes__init
+                     (CoreML__Specification__ImageFeatureType__EnumeratedImageSizes         *message)
+{
+  static const CoreML__Specification__ImageFeatureType__EnumeratedImageSizes init_value = CORE_ML__SPECIFICATION__IMAGE_FEATURE_TYPE__ENUMERATED_IMAGE_SIZES__INIT;
+  *message = init_value;
+}
+void   core_ml__specification__image_feature_type__image_size_range__init
+                     (CoreML__Specification__ImageFeatureType__ImageSizeRange         *message)
+{
+  static const CoreML__Specification__ImageFeatureType__ImageSizeRange init_value = CORE_ML__SPECIFICATION__IMAGE_FEATURE_TYPE__IMAGE_SIZE_RANGE__INIT;
+  *message = init_value;
+}
 void   core_ml__specification__image_feature_type__init
                      (CoreML__Specification__ImageFeatureType         *message)
 {
@@ -795,6 +813,18 @@ void   core_ml__specification__size_range__free_unpacked
     return;
   assert(message->base.descriptor == &core_ml__specification__size_range__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   core_ml__specification__array_feature_type__shape__init
+                     (CoreML__Specification__ArrayFeatureType__Shape         *message)
+{
+  static const CoreML__Specification__ArrayFeatureType__Shape init_value = CORE_ML__SPECIFICATION__ARRAY_FEATURE_TYPE__SHAPE__INIT;
+  *message = init_value;
+}
+void   core_ml__specification__array_feature_type__enumerated_shapes__init
+                     (CoreML__Specification__ArrayFeatureType__EnumeratedShapes         *message)
+{
+  static const CoreML__Specification__ArrayFeatureType__EnumeratedShapes init_value = CORE_ML__SPECIFICATION__ARRAY_FEATURE_TYPE__ENUMERATED_SHAPES__INIT;
+  *message = init_value;
 }
 void   core_ml__specification__array_feature_type__shape_range__init
                      (CoreML__Specification__ArrayFeatureType__ShapeRange         *message)
@@ -3886,6 +3916,591 @@ void   core_ml__specification__reduce_mean_layer_params__free_unpacked
   assert(message->base.descriptor == &core_ml__specification__reduce_mean_layer_params__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   core_ml__specification__empty_layer_params__init
+                     (CoreML__Specification__EmptyLayerParams         *message)
+{
+  static const CoreML__Specification__EmptyLayerParams init_value = CORE_ML__SPECIFICATION__EMPTY_LAYER_PARAMS__INIT;
+  *message = init_value;
+}
+size_t core_ml__specification__empty_layer_params__get_packed_size
+                     (const CoreML__Specification__EmptyLayerParams *message)
+{
+  assert(message->base.descriptor == &core_ml__specification__empty_layer_params__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t core_ml__specification__empty_layer_params__pack
+                     (const CoreML__Specification__EmptyLayerParams *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &core_ml__specification__empty_layer_params__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t core_ml__specification__empty_layer_params__pack_to_buffer
+                     (const CoreML__Specification__EmptyLayerParams *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &core_ml__specification__empty_layer_params__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+CoreML__Specification__EmptyLayerParams *
+       core_ml__specification__empty_layer_params__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (CoreML__Specification__EmptyLayerParams *)
+     protobuf_c_message_unpack (&core_ml__specification__empty_layer_params__descriptor,
+                                allocator, len, data);
+}
+void   core_ml__specification__empty_layer_params__free_unpacked
+                     (CoreML__Specification__EmptyLayerParams *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &core_ml__specification__empty_layer_params__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   core_ml__specification__crop_layer_params__init
+                     (CoreML__Specification__CropLayerParams         *message)
+{
+  static const CoreML__Specification__CropLayerParams init_value = CORE_ML__SPECIFICATION__CROP_LAYER_PARAMS__INIT;
+  *message = init_value;
+}
+size_t core_ml__specification__crop_layer_params__get_packed_size
+                     (const CoreML__Specification__CropLayerParams *message)
+{
+  assert(message->base.descriptor == &core_ml__specification__crop_layer_params__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t core_ml__specification__crop_layer_params__pack
+                     (const CoreML__Specification__CropLayerParams *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &core_ml__specification__crop_layer_params__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t core_ml__specification__crop_layer_params__pack_to_buffer
+                     (const CoreML__Specification__CropLayerParams *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &core_ml__specification__crop_layer_params__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+CoreML__Specification__CropLayerParams *
+       core_ml__specification__crop_layer_params__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (CoreML__Specification__CropLayerParams *)
+     protobuf_c_message_unpack (&core_ml__specification__crop_layer_params__descriptor,
+                                allocator, len, data);
+}
+void   core_ml__specification__crop_layer_params__free_unpacked
+                     (CoreML__Specification__CropLayerParams *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &core_ml__specification__crop_layer_params__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   core_ml__specification__slice_layer_params__init
+                     (CoreML__Specification__SliceLayerParams         *message)
+{
+  static const CoreML__Specification__SliceLayerParams init_value = CORE_ML__SPECIFICATION__SLICE_LAYER_PARAMS__INIT;
+  *message = init_value;
+}
+size_t core_ml__specification__slice_layer_params__get_packed_size
+                     (const CoreML__Specification__SliceLayerParams *message)
+{
+  assert(message->base.descriptor == &core_ml__specification__slice_layer_params__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t core_ml__specification__slice_layer_params__pack
+                     (const CoreML__Specification__SliceLayerParams *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &core_ml__specification__slice_layer_params__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t core_ml__specification__slice_layer_params__pack_to_buffer
+                     (const CoreML__Specification__SliceLayerParams *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &core_ml__specification__slice_layer_params__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+CoreML__Specification__SliceLayerParams *
+       core_ml__specification__slice_layer_params__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (CoreML__Specification__SliceLayerParams *)
+     protobuf_c_message_unpack (&core_ml__specification__slice_layer_params__descriptor,
+                                allocator, len, data);
+}
+void   core_ml__specification__slice_layer_params__free_unpacked
+                     (CoreML__Specification__SliceLayerParams *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &core_ml__specification__slice_layer_params__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   core_ml__specification__gelu_layer_params__init
+                     (CoreML__Specification__GeluLayerParams         *message)
+{
+  static const CoreML__Specification__GeluLayerParams init_value = CORE_ML__SPECIFICATION__GELU_LAYER_PARAMS__INIT;
+  *message = init_value;
+}
+size_t core_ml__specification__gelu_layer_params__get_packed_size
+                     (const CoreML__Specification__GeluLayerParams *message)
+{
+  assert(message->base.descriptor == &core_ml__specification__gelu_layer_params__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t core_ml__specification__gelu_layer_params__pack
+                     (const CoreML__Specification__GeluLayerParams *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &core_ml__specification__gelu_layer_params__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t core_ml__specification__gelu_layer_params__pack_to_buffer
+                     (const CoreML__Specification__GeluLayerParams *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &core_ml__specification__gelu_layer_params__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+CoreML__Specification__GeluLayerParams *
+       core_ml__specification__gelu_layer_params__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (CoreML__Specification__GeluLayerParams *)
+     protobuf_c_message_unpack (&core_ml__specification__gelu_layer_params__descriptor,
+                                allocator, len, data);
+}
+void   core_ml__specification__gelu_layer_params__free_unpacked
+                     (CoreML__Specification__GeluLayerParams *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &core_ml__specification__gelu_layer_params__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   core_ml__specification__equality_layer_params__init
+                     (CoreML__Specification__EqualityLayerParams         *message)
+{
+  static const CoreML__Specification__EqualityLayerParams init_value = CORE_ML__SPECIFICATION__EQUALITY_LAYER_PARAMS__INIT;
+  *message = init_value;
+}
+size_t core_ml__specification__equality_layer_params__get_packed_size
+                     (const CoreML__Specification__EqualityLayerParams *message)
+{
+  assert(message->base.descriptor == &core_ml__specification__equality_layer_params__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t core_ml__specification__equality_layer_params__pack
+                     (const CoreML__Specification__EqualityLayerParams *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &core_ml__specification__equality_layer_params__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t core_ml__specification__equality_layer_params__pack_to_buffer
+                     (const CoreML__Specification__EqualityLayerParams *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &core_ml__specification__equality_layer_params__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+CoreML__Specification__EqualityLayerParams *
+       core_ml__specification__equality_layer_params__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (CoreML__Specification__EqualityLayerParams *)
+     protobuf_c_message_unpack (&core_ml__specification__equality_layer_params__descriptor,
+                                allocator, len, data);
+}
+void   core_ml__specification__equality_layer_params__free_unpacked
+                     (CoreML__Specification__EqualityLayerParams *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &core_ml__specification__equality_layer_params__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   core_ml__specification__comparison_layer_params__init
+                     (CoreML__Specification__ComparisonLayerParams         *message)
+{
+  static const CoreML__Specification__ComparisonLayerParams init_value = CORE_ML__SPECIFICATION__COMPARISON_LAYER_PARAMS__INIT;
+  *message = init_value;
+}
+size_t core_ml__specification__comparison_layer_params__get_packed_size
+                     (const CoreML__Specification__ComparisonLayerParams *message)
+{
+  assert(message->base.descriptor == &core_ml__specification__comparison_layer_params__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t core_ml__specification__comparison_layer_params__pack
+                     (const CoreML__Specification__ComparisonLayerParams *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &core_ml__specification__comparison_layer_params__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t core_ml__specification__comparison_layer_params__pack_to_buffer
+                     (const CoreML__Specification__ComparisonLayerParams *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &core_ml__specification__comparison_layer_params__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+CoreML__Specification__ComparisonLayerParams *
+       core_ml__specification__comparison_layer_params__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (CoreML__Specification__ComparisonLayerParams *)
+     protobuf_c_message_unpack (&core_ml__specification__comparison_layer_params__descriptor,
+                                allocator, len, data);
+}
+void   core_ml__specification__comparison_layer_params__free_unpacked
+                     (CoreML__Specification__ComparisonLayerParams *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &core_ml__specification__comparison_layer_params__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   core_ml__specification__tile_layer_params__init
+                     (CoreML__Specification__TileLayerParams         *message)
+{
+  static const CoreML__Specification__TileLayerParams init_value = CORE_ML__SPECIFICATION__TILE_LAYER_PARAMS__INIT;
+  *message = init_value;
+}
+size_t core_ml__specification__tile_layer_params__get_packed_size
+                     (const CoreML__Specification__TileLayerParams *message)
+{
+  assert(message->base.descriptor == &core_ml__specification__tile_layer_params__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t core_ml__specification__tile_layer_params__pack
+                     (const CoreML__Specification__TileLayerParams *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &core_ml__specification__tile_layer_params__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t core_ml__specification__tile_layer_params__pack_to_buffer
+                     (const CoreML__Specification__TileLayerParams *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &core_ml__specification__tile_layer_params__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+CoreML__Specification__TileLayerParams *
+       core_ml__specification__tile_layer_params__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (CoreML__Specification__TileLayerParams *)
+     protobuf_c_message_unpack (&core_ml__specification__tile_layer_params__descriptor,
+                                allocator, len, data);
+}
+void   core_ml__specification__tile_layer_params__free_unpacked
+                     (CoreML__Specification__TileLayerParams *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &core_ml__specification__tile_layer_params__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   core_ml__specification__stack_layer_params__init
+                     (CoreML__Specification__StackLayerParams         *message)
+{
+  static const CoreML__Specification__StackLayerParams init_value = CORE_ML__SPECIFICATION__STACK_LAYER_PARAMS__INIT;
+  *message = init_value;
+}
+size_t core_ml__specification__stack_layer_params__get_packed_size
+                     (const CoreML__Specification__StackLayerParams *message)
+{
+  assert(message->base.descriptor == &core_ml__specification__stack_layer_params__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t core_ml__specification__stack_layer_params__pack
+                     (const CoreML__Specification__StackLayerParams *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &core_ml__specification__stack_layer_params__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t core_ml__specification__stack_layer_params__pack_to_buffer
+                     (const CoreML__Specification__StackLayerParams *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &core_ml__specification__stack_layer_params__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+CoreML__Specification__StackLayerParams *
+       core_ml__specification__stack_layer_params__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (CoreML__Specification__StackLayerParams *)
+     protobuf_c_message_unpack (&core_ml__specification__stack_layer_params__descriptor,
+                                allocator, len, data);
+}
+void   core_ml__specification__stack_layer_params__free_unpacked
+                     (CoreML__Specification__StackLayerParams *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &core_ml__specification__stack_layer_params__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   core_ml__specification__gather_layer_params__init
+                     (CoreML__Specification__GatherLayerParams         *message)
+{
+  static const CoreML__Specification__GatherLayerParams init_value = CORE_ML__SPECIFICATION__GATHER_LAYER_PARAMS__INIT;
+  *message = init_value;
+}
+size_t core_ml__specification__gather_layer_params__get_packed_size
+                     (const CoreML__Specification__GatherLayerParams *message)
+{
+  assert(message->base.descriptor == &core_ml__specification__gather_layer_params__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t core_ml__specification__gather_layer_params__pack
+                     (const CoreML__Specification__GatherLayerParams *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &core_ml__specification__gather_layer_params__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t core_ml__specification__gather_layer_params__pack_to_buffer
+                     (const CoreML__Specification__GatherLayerParams *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &core_ml__specification__gather_layer_params__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+CoreML__Specification__GatherLayerParams *
+       core_ml__specification__gather_layer_params__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (CoreML__Specification__GatherLayerParams *)
+     protobuf_c_message_unpack (&core_ml__specification__gather_layer_params__descriptor,
+                                allocator, len, data);
+}
+void   core_ml__specification__gather_layer_params__free_unpacked
+                     (CoreML__Specification__GatherLayerParams *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &core_ml__specification__gather_layer_params__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   core_ml__specification__split_ndlayer_params__init
+                     (CoreML__Specification__SplitNDLayerParams         *message)
+{
+  static const CoreML__Specification__SplitNDLayerParams init_value = CORE_ML__SPECIFICATION__SPLIT_NDLAYER_PARAMS__INIT;
+  *message = init_value;
+}
+size_t core_ml__specification__split_ndlayer_params__get_packed_size
+                     (const CoreML__Specification__SplitNDLayerParams *message)
+{
+  assert(message->base.descriptor == &core_ml__specification__split_ndlayer_params__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t core_ml__specification__split_ndlayer_params__pack
+                     (const CoreML__Specification__SplitNDLayerParams *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &core_ml__specification__split_ndlayer_params__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t core_ml__specification__split_ndlayer_params__pack_to_buffer
+                     (const CoreML__Specification__SplitNDLayerParams *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &core_ml__specification__split_ndlayer_params__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+CoreML__Specification__SplitNDLayerParams *
+       core_ml__specification__split_ndlayer_params__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (CoreML__Specification__SplitNDLayerParams *)
+     protobuf_c_message_unpack (&core_ml__specification__split_ndlayer_params__descriptor,
+                                allocator, len, data);
+}
+void   core_ml__specification__split_ndlayer_params__free_unpacked
+                     (CoreML__Specification__SplitNDLayerParams *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &core_ml__specification__split_ndlayer_params__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   core_ml__specification__slice_static_layer_params__init
+                     (CoreML__Specification__SliceStaticLayerParams         *message)
+{
+  static const CoreML__Specification__SliceStaticLayerParams init_value = CORE_ML__SPECIFICATION__SLICE_STATIC_LAYER_PARAMS__INIT;
+  *message = init_value;
+}
+size_t core_ml__specification__slice_static_layer_params__get_packed_size
+                     (const CoreML__Specification__SliceStaticLayerParams *message)
+{
+  assert(message->base.descriptor == &core_ml__specification__slice_static_layer_params__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t core_ml__specification__slice_static_layer_params__pack
+                     (const CoreML__Specification__SliceStaticLayerParams *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &core_ml__specification__slice_static_layer_params__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t core_ml__specification__slice_static_layer_params__pack_to_buffer
+                     (const CoreML__Specification__SliceStaticLayerParams *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &core_ml__specification__slice_static_layer_params__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+CoreML__Specification__SliceStaticLayerParams *
+       core_ml__specification__slice_static_layer_params__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (CoreML__Specification__SliceStaticLayerParams *)
+     protobuf_c_message_unpack (&core_ml__specification__slice_static_layer_params__descriptor,
+                                allocator, len, data);
+}
+void   core_ml__specification__slice_static_layer_params__free_unpacked
+                     (CoreML__Specification__SliceStaticLayerParams *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &core_ml__specification__slice_static_layer_params__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   core_ml__specification__arg_layer_params__init
+                     (CoreML__Specification__ArgLayerParams         *message)
+{
+  static const CoreML__Specification__ArgLayerParams init_value = CORE_ML__SPECIFICATION__ARG_LAYER_PARAMS__INIT;
+  *message = init_value;
+}
+size_t core_ml__specification__arg_layer_params__get_packed_size
+                     (const CoreML__Specification__ArgLayerParams *message)
+{
+  assert(message->base.descriptor == &core_ml__specification__arg_layer_params__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t core_ml__specification__arg_layer_params__pack
+                     (const CoreML__Specification__ArgLayerParams *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &core_ml__specification__arg_layer_params__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t core_ml__specification__arg_layer_params__pack_to_buffer
+                     (const CoreML__Specification__ArgLayerParams *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &core_ml__specification__arg_layer_params__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+CoreML__Specification__ArgLayerParams *
+       core_ml__specification__arg_layer_params__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (CoreML__Specification__ArgLayerParams *)
+     protobuf_c_message_unpack (&core_ml__specification__arg_layer_params__descriptor,
+                                allocator, len, data);
+}
+void   core_ml__specification__arg_layer_params__free_unpacked
+                     (CoreML__Specification__ArgLayerParams *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &core_ml__specification__arg_layer_params__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   core_ml__specification__layer_normalization_layer_params__init
+                     (CoreML__Specification__LayerNormalizationLayerParams         *message)
+{
+  static const CoreML__Specification__LayerNormalizationLayerParams init_value = CORE_ML__SPECIFICATION__LAYER_NORMALIZATION_LAYER_PARAMS__INIT;
+  *message = init_value;
+}
+size_t core_ml__specification__layer_normalization_layer_params__get_packed_size
+                     (const CoreML__Specification__LayerNormalizationLayerParams *message)
+{
+  assert(message->base.descriptor == &core_ml__specification__layer_normalization_layer_params__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t core_ml__specification__layer_normalization_layer_params__pack
+                     (const CoreML__Specification__LayerNormalizationLayerParams *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &core_ml__specification__layer_normalization_layer_params__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t core_ml__specification__layer_normalization_layer_params__pack_to_buffer
+                     (const CoreML__Specification__LayerNormalizationLayerParams *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &core_ml__specification__layer_normalization_layer_params__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+CoreML__Specification__LayerNormalizationLayerParams *
+       core_ml__specification__layer_normalization_layer_params__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (CoreML__Specification__LayerNormalizationLayerParams *)
+     protobuf_c_message_unpack (&core_ml__specification__layer_normalization_layer_params__descriptor,
+                                allocator, len, data);
+}
+void   core_ml__specification__layer_normalization_layer_params__free_unpacked
+                     (CoreML__Specification__LayerNormalizationLayerParams *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &core_ml__specification__layer_normalization_layer_params__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   core_ml__specification__clamped_re_lulayer_params__init
                      (CoreML__Specification__ClampedReLULayerParams         *message)
 {
@@ -5962,7 +6577,147 @@ const ProtobufCMessageDescriptor core_ml__specification__string_feature_type__de
   (ProtobufCMessageInit) core_ml__specification__string_feature_type__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor core_ml__specification__image_feature_type__field_descriptors[3] =
+static const ProtobufCFieldDescriptor core_ml__specification__image_feature_type__image_size__field_descriptors[2] =
+{
+  {
+    "width",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__ImageFeatureType__ImageSize, width),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "height",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__ImageFeatureType__ImageSize, height),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned core_ml__specification__image_feature_type__image_size__field_indices_by_name[] = {
+  1,   /* field[1] = height */
+  0,   /* field[0] = width */
+};
+static const ProtobufCIntRange core_ml__specification__image_feature_type__image_size__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor core_ml__specification__image_feature_type__image_size__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "CoreML.Specification.ImageFeatureType.ImageSize",
+  "ImageSize",
+  "CoreML__Specification__ImageFeatureType__ImageSize",
+  "CoreML.Specification",
+  sizeof(CoreML__Specification__ImageFeatureType__ImageSize),
+  2,
+  core_ml__specification__image_feature_type__image_size__field_descriptors,
+  core_ml__specification__image_feature_type__image_size__field_indices_by_name,
+  1,  core_ml__specification__image_feature_type__image_size__number_ranges,
+  (ProtobufCMessageInit) core_ml__specification__image_feature_type__image_size__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor core_ml__specification__image_feature_type__enumerated_image_sizes__field_descriptors[1] =
+{
+  {
+    "sizes",
+    1,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(CoreML__Specification__ImageFeatureType__EnumeratedImageSizes, n_sizes),
+    offsetof(CoreML__Specification__ImageFeatureType__EnumeratedImageSizes, sizes),
+    &core_ml__specification__image_feature_type__image_size__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned core_ml__specification__image_feature_type__enumerated_image_sizes__field_indices_by_name[] = {
+  0,   /* field[0] = sizes */
+};
+static const ProtobufCIntRange core_ml__specification__image_feature_type__enumerated_image_sizes__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor core_ml__specification__image_feature_type__enumerated_image_sizes__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "CoreML.Specification.ImageFeatureType.EnumeratedImageSizes",
+  "EnumeratedImageSizes",
+  "CoreML__Specification__ImageFeatureType__EnumeratedImageSizes",
+  "CoreML.Specification",
+  sizeof(CoreML__Specification__ImageFeatureType__EnumeratedImageSizes),
+  1,
+  core_ml__specification__image_feature_type__enumerated_image_sizes__field_descriptors,
+  core_ml__specification__image_feature_type__enumerated_image_sizes__field_indices_by_name,
+  1,  core_ml__specification__image_feature_type__enumerated_image_sizes__number_ranges,
+  (ProtobufCMessageInit) core_ml__specification__image_feature_type__enumerated_image_sizes__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor core_ml__specification__image_feature_type__image_size_range__field_descriptors[2] =
+{
+  {
+    "widthRange",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__ImageFeatureType__ImageSizeRange, widthrange),
+    &core_ml__specification__size_range__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "heightRange",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__ImageFeatureType__ImageSizeRange, heightrange),
+    &core_ml__specification__size_range__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned core_ml__specification__image_feature_type__image_size_range__field_indices_by_name[] = {
+  1,   /* field[1] = heightRange */
+  0,   /* field[0] = widthRange */
+};
+static const ProtobufCIntRange core_ml__specification__image_feature_type__image_size_range__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor core_ml__specification__image_feature_type__image_size_range__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "CoreML.Specification.ImageFeatureType.ImageSizeRange",
+  "ImageSizeRange",
+  "CoreML__Specification__ImageFeatureType__ImageSizeRange",
+  "CoreML.Specification",
+  sizeof(CoreML__Specification__ImageFeatureType__ImageSizeRange),
+  2,
+  core_ml__specification__image_feature_type__image_size_range__field_descriptors,
+  core_ml__specification__image_feature_type__image_size_range__field_indices_by_name,
+  1,  core_ml__specification__image_feature_type__image_size_range__number_ranges,
+  (ProtobufCMessageInit) core_ml__specification__image_feature_type__image_size_range__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor core_ml__specification__image_feature_type__field_descriptors[5] =
 {
   {
     "width",
@@ -6000,16 +6755,44 @@ static const ProtobufCFieldDescriptor core_ml__specification__image_feature_type
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "enumeratedSizes",
+    21,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__ImageFeatureType, enumeratedsizes),
+    &core_ml__specification__image_feature_type__enumerated_image_sizes__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "imageSizeRange",
+    31,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__ImageFeatureType, imagesizerange),
+    &core_ml__specification__image_feature_type__image_size_range__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned core_ml__specification__image_feature_type__field_indices_by_name[] = {
   2,   /* field[2] = colorSpace */
+  3,   /* field[3] = enumeratedSizes */
   1,   /* field[1] = height */
+  4,   /* field[4] = imageSizeRange */
   0,   /* field[0] = width */
 };
-static const ProtobufCIntRange core_ml__specification__image_feature_type__number_ranges[1 + 1] =
+static const ProtobufCIntRange core_ml__specification__image_feature_type__number_ranges[3 + 1] =
 {
   { 1, 0 },
-  { 0, 3 }
+  { 21, 3 },
+  { 31, 4 },
+  { 0, 5 }
 };
 const ProtobufCMessageDescriptor core_ml__specification__image_feature_type__descriptor =
 {
@@ -6019,10 +6802,10 @@ const ProtobufCMessageDescriptor core_ml__specification__image_feature_type__des
   "CoreML__Specification__ImageFeatureType",
   "CoreML.Specification",
   sizeof(CoreML__Specification__ImageFeatureType),
-  3,
+  5,
   core_ml__specification__image_feature_type__field_descriptors,
   core_ml__specification__image_feature_type__field_indices_by_name,
-  1,  core_ml__specification__image_feature_type__number_ranges,
+  3,  core_ml__specification__image_feature_type__number_ranges,
   (ProtobufCMessageInit) core_ml__specification__image_feature_type__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
@@ -6077,6 +6860,82 @@ const ProtobufCMessageDescriptor core_ml__specification__size_range__descriptor 
   (ProtobufCMessageInit) core_ml__specification__size_range__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
+static const ProtobufCFieldDescriptor core_ml__specification__array_feature_type__shape__field_descriptors[1] =
+{
+  {
+    "shape",
+    1,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_INT64,
+    offsetof(CoreML__Specification__ArrayFeatureType__Shape, n_shape),
+    offsetof(CoreML__Specification__ArrayFeatureType__Shape, shape),
+    NULL,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_PACKED,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned core_ml__specification__array_feature_type__shape__field_indices_by_name[] = {
+  0,   /* field[0] = shape */
+};
+static const ProtobufCIntRange core_ml__specification__array_feature_type__shape__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor core_ml__specification__array_feature_type__shape__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "CoreML.Specification.ArrayFeatureType.Shape",
+  "Shape",
+  "CoreML__Specification__ArrayFeatureType__Shape",
+  "CoreML.Specification",
+  sizeof(CoreML__Specification__ArrayFeatureType__Shape),
+  1,
+  core_ml__specification__array_feature_type__shape__field_descriptors,
+  core_ml__specification__array_feature_type__shape__field_indices_by_name,
+  1,  core_ml__specification__array_feature_type__shape__number_ranges,
+  (ProtobufCMessageInit) core_ml__specification__array_feature_type__shape__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor core_ml__specification__array_feature_type__enumerated_shapes__field_descriptors[1] =
+{
+  {
+    "shapes",
+    1,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(CoreML__Specification__ArrayFeatureType__EnumeratedShapes, n_shapes),
+    offsetof(CoreML__Specification__ArrayFeatureType__EnumeratedShapes, shapes),
+    &core_ml__specification__array_feature_type__shape__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned core_ml__specification__array_feature_type__enumerated_shapes__field_indices_by_name[] = {
+  0,   /* field[0] = shapes */
+};
+static const ProtobufCIntRange core_ml__specification__array_feature_type__enumerated_shapes__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor core_ml__specification__array_feature_type__enumerated_shapes__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "CoreML.Specification.ArrayFeatureType.EnumeratedShapes",
+  "EnumeratedShapes",
+  "CoreML__Specification__ArrayFeatureType__EnumeratedShapes",
+  "CoreML.Specification",
+  sizeof(CoreML__Specification__ArrayFeatureType__EnumeratedShapes),
+  1,
+  core_ml__specification__array_feature_type__enumerated_shapes__field_descriptors,
+  core_ml__specification__array_feature_type__enumerated_shapes__field_indices_by_name,
+  1,  core_ml__specification__array_feature_type__enumerated_shapes__number_ranges,
+  (ProtobufCMessageInit) core_ml__specification__array_feature_type__enumerated_shapes__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
 static const ProtobufCFieldDescriptor core_ml__specification__array_feature_type__shape_range__field_descriptors[1] =
 {
   {
@@ -6115,7 +6974,7 @@ const ProtobufCMessageDescriptor core_ml__specification__array_feature_type__sha
   (ProtobufCMessageInit) core_ml__specification__array_feature_type__shape_range__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor core_ml__specification__array_feature_type__field_descriptors[3] =
+static const ProtobufCFieldDescriptor core_ml__specification__array_feature_type__field_descriptors[4] =
 {
   {
     "shape",
@@ -6142,6 +7001,18 @@ static const ProtobufCFieldDescriptor core_ml__specification__array_feature_type
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
   {
+    "enumeratedShapes",
+    21,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__ArrayFeatureType, enumeratedshapes),
+    &core_ml__specification__array_feature_type__enumerated_shapes__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
     "shapeRange",
     31,
     PROTOBUF_C_LABEL_NONE,
@@ -6156,14 +7027,16 @@ static const ProtobufCFieldDescriptor core_ml__specification__array_feature_type
 };
 static const unsigned core_ml__specification__array_feature_type__field_indices_by_name[] = {
   1,   /* field[1] = dataType */
+  2,   /* field[2] = enumeratedShapes */
   0,   /* field[0] = shape */
-  2,   /* field[2] = shapeRange */
+  3,   /* field[3] = shapeRange */
 };
-static const ProtobufCIntRange core_ml__specification__array_feature_type__number_ranges[2 + 1] =
+static const ProtobufCIntRange core_ml__specification__array_feature_type__number_ranges[3 + 1] =
 {
   { 1, 0 },
-  { 31, 2 },
-  { 0, 3 }
+  { 21, 2 },
+  { 31, 3 },
+  { 0, 4 }
 };
 const ProtobufCMessageDescriptor core_ml__specification__array_feature_type__descriptor =
 {
@@ -6173,10 +7046,10 @@ const ProtobufCMessageDescriptor core_ml__specification__array_feature_type__des
   "CoreML__Specification__ArrayFeatureType",
   "CoreML.Specification",
   sizeof(CoreML__Specification__ArrayFeatureType),
-  3,
+  4,
   core_ml__specification__array_feature_type__field_descriptors,
   core_ml__specification__array_feature_type__field_indices_by_name,
-  2,  core_ml__specification__array_feature_type__number_ranges,
+  3,  core_ml__specification__array_feature_type__number_ranges,
   (ProtobufCMessageInit) core_ml__specification__array_feature_type__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
@@ -6777,7 +7650,7 @@ const ProtobufCMessageDescriptor core_ml__specification__neural_network_image_sc
   (ProtobufCMessageInit) core_ml__specification__neural_network_image_scaler__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor core_ml__specification__neural_network_layer__field_descriptors[40] =
+static const ProtobufCFieldDescriptor core_ml__specification__neural_network_layer__field_descriptors[72] =
 {
   {
     "name",
@@ -6883,6 +7756,18 @@ static const ProtobufCFieldDescriptor core_ml__specification__neural_network_lay
     0,   /* quantifier_offset */
     offsetof(CoreML__Specification__NeuralNetworkLayer, softmax),
     &core_ml__specification__softmax_layer_params__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "crop",
+    190,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__NeuralNetworkLayer, crop),
+    &core_ml__specification__crop_layer_params__descriptor,
     NULL,
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
@@ -7068,6 +7953,18 @@ static const ProtobufCFieldDescriptor core_ml__specification__neural_network_lay
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
   {
+    "slice",
+    350,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__NeuralNetworkLayer, slice),
+    &core_ml__specification__slice_layer_params__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
     "clip",
     660,
     PROTOBUF_C_LABEL_NONE,
@@ -7080,6 +7977,126 @@ static const ProtobufCFieldDescriptor core_ml__specification__neural_network_lay
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
   {
+    "erf",
+    790,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__NeuralNetworkLayer, erf),
+    &core_ml__specification__empty_layer_params__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "gelu",
+    795,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__NeuralNetworkLayer, gelu),
+    &core_ml__specification__gelu_layer_params__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "equal",
+    815,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__NeuralNetworkLayer, equal),
+    &core_ml__specification__equality_layer_params__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "notEqual",
+    820,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__NeuralNetworkLayer, notequal),
+    &core_ml__specification__equality_layer_params__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "lessThan",
+    825,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__NeuralNetworkLayer, lessthan),
+    &core_ml__specification__comparison_layer_params__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "lessEqual",
+    827,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__NeuralNetworkLayer, lessequal),
+    &core_ml__specification__comparison_layer_params__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "greaterThan",
+    830,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__NeuralNetworkLayer, greaterthan),
+    &core_ml__specification__comparison_layer_params__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "greaterEqual",
+    832,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__NeuralNetworkLayer, greaterequal),
+    &core_ml__specification__comparison_layer_params__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "minBroadcastable",
+    870,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__NeuralNetworkLayer, minbroadcastable),
+    &core_ml__specification__empty_layer_params__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "maxBroadcastable",
+    875,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__NeuralNetworkLayer, maxbroadcastable),
+    &core_ml__specification__empty_layer_params__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
     "addBroadcastable",
     880,
     PROTOBUF_C_LABEL_NONE,
@@ -7087,6 +8104,18 @@ static const ProtobufCFieldDescriptor core_ml__specification__neural_network_lay
     0,   /* quantifier_offset */
     offsetof(CoreML__Specification__NeuralNetworkLayer, addbroadcastable),
     &core_ml__specification__add_broadcastable_layer_params__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "powBroadcastable",
+    885,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__NeuralNetworkLayer, powbroadcastable),
+    &core_ml__specification__empty_layer_params__descriptor,
     NULL,
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
@@ -7128,6 +8157,42 @@ static const ProtobufCFieldDescriptor core_ml__specification__neural_network_lay
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
   {
+    "tile",
+    920,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__NeuralNetworkLayer, tile),
+    &core_ml__specification__tile_layer_params__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "stack",
+    925,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__NeuralNetworkLayer, stack),
+    &core_ml__specification__stack_layer_params__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "gather",
+    930,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__NeuralNetworkLayer, gather),
+    &core_ml__specification__gather_layer_params__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
     "softmaxND",
     950,
     PROTOBUF_C_LABEL_NONE,
@@ -7135,6 +8200,30 @@ static const ProtobufCFieldDescriptor core_ml__specification__neural_network_lay
     0,   /* quantifier_offset */
     offsetof(CoreML__Specification__NeuralNetworkLayer, softmaxnd),
     &core_ml__specification__softmax_ndlayer_params__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "gatherAlongAxis",
+    952,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__NeuralNetworkLayer, gatheralongaxis),
+    &core_ml__specification__gather_layer_params__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "splitND",
+    975,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__NeuralNetworkLayer, splitnd),
+    &core_ml__specification__split_ndlayer_params__descriptor,
     NULL,
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
@@ -7159,6 +8248,42 @@ static const ProtobufCFieldDescriptor core_ml__specification__neural_network_lay
     0,   /* quantifier_offset */
     offsetof(CoreML__Specification__NeuralNetworkLayer, transpose),
     &core_ml__specification__transpose_layer_params__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "sliceStatic",
+    995,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__NeuralNetworkLayer, slicestatic),
+    &core_ml__specification__slice_static_layer_params__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "argMin",
+    1020,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__NeuralNetworkLayer, argmin),
+    &core_ml__specification__arg_layer_params__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "argMax",
+    1025,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__NeuralNetworkLayer, argmax),
+    &core_ml__specification__arg_layer_params__descriptor,
     NULL,
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
@@ -7236,6 +8361,78 @@ static const ProtobufCFieldDescriptor core_ml__specification__neural_network_lay
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
   {
+    "reduceL1",
+    1250,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__NeuralNetworkLayer, reducel1),
+    &core_ml__specification__reduce_mean_layer_params__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "reduceL2",
+    1255,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__NeuralNetworkLayer, reducel2),
+    &core_ml__specification__reduce_mean_layer_params__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "reduceMax",
+    1260,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__NeuralNetworkLayer, reducemax),
+    &core_ml__specification__reduce_mean_layer_params__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "reduceMin",
+    1265,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__NeuralNetworkLayer, reducemin),
+    &core_ml__specification__reduce_mean_layer_params__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "reduceSum",
+    1270,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__NeuralNetworkLayer, reducesum),
+    &core_ml__specification__reduce_mean_layer_params__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "reduceProd",
+    1275,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__NeuralNetworkLayer, reduceprod),
+    &core_ml__specification__reduce_mean_layer_params__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
     "reduceMean",
     1280,
     PROTOBUF_C_LABEL_NONE,
@@ -7243,6 +8440,66 @@ static const ProtobufCFieldDescriptor core_ml__specification__neural_network_lay
     0,   /* quantifier_offset */
     offsetof(CoreML__Specification__NeuralNetworkLayer, reducemean),
     &core_ml__specification__reduce_mean_layer_params__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "reduceLogSum",
+    1285,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__NeuralNetworkLayer, reducelogsum),
+    &core_ml__specification__reduce_mean_layer_params__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "reduceSumSquare",
+    1290,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__NeuralNetworkLayer, reducesumsquare),
+    &core_ml__specification__reduce_mean_layer_params__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "reduceLogSumExp",
+    1295,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__NeuralNetworkLayer, reducelogsumexp),
+    &core_ml__specification__reduce_mean_layer_params__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "whereBroadcastable",
+    1330,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__NeuralNetworkLayer, wherebroadcastable),
+    &core_ml__specification__empty_layer_params__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "layerNormalization",
+    1350,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__NeuralNetworkLayer, layernormalization),
+    &core_ml__specification__layer_normalization_layer_params__descriptor,
     NULL,
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
@@ -7262,47 +8519,79 @@ static const ProtobufCFieldDescriptor core_ml__specification__neural_network_lay
 };
 static const unsigned core_ml__specification__neural_network_layer__field_indices_by_name[] = {
   5,   /* field[5] = activation */
-  12,   /* field[12] = add */
-  25,   /* field[25] = addBroadcastable */
-  14,   /* field[14] = average */
-  32,   /* field[32] = batchedMatmul */
+  13,   /* field[13] = add */
+  37,   /* field[37] = addBroadcastable */
+  52,   /* field[52] = argMax */
+  51,   /* field[51] = argMin */
+  15,   /* field[15] = average */
+  53,   /* field[53] = batchedMatmul */
   7,   /* field[7] = batchnorm */
-  16,   /* field[16] = bias */
-  39,   /* field[39] = clampedReLU */
-  24,   /* field[24] = clip */
-  23,   /* field[23] = concat */
-  30,   /* field[30] = concatND */
+  17,   /* field[17] = bias */
+  71,   /* field[71] = clampedReLU */
+  26,   /* field[26] = clip */
+  24,   /* field[24] = concat */
+  48,   /* field[48] = concatND */
   3,   /* field[3] = convolution */
-  26,   /* field[26] = divideBroadcastable */
-  35,   /* field[35] = expandDims */
-  21,   /* field[21] = flatten */
-  36,   /* field[36] = flattenTo2D */
+  9,   /* field[9] = crop */
+  39,   /* field[39] = divideBroadcastable */
+  29,   /* field[29] = equal */
+  27,   /* field[27] = erf */
+  56,   /* field[56] = expandDims */
+  22,   /* field[22] = flatten */
+  57,   /* field[57] = flattenTo2D */
+  44,   /* field[44] = gather */
+  46,   /* field[46] = gatherAlongAxis */
+  28,   /* field[28] = gelu */
+  34,   /* field[34] = greaterEqual */
+  33,   /* field[33] = greaterThan */
   6,   /* field[6] = innerProduct */
   1,   /* field[1] = input */
-  19,   /* field[19] = loadConstant */
-  33,   /* field[33] = loadConstantND */
-  17,   /* field[17] = max */
-  18,   /* field[18] = min */
-  13,   /* field[13] = multiply */
-  27,   /* field[27] = multiplyBroadcastable */
+  70,   /* field[70] = layerNormalization */
+  32,   /* field[32] = lessEqual */
+  31,   /* field[31] = lessThan */
+  20,   /* field[20] = loadConstant */
+  54,   /* field[54] = loadConstantND */
+  18,   /* field[18] = max */
+  36,   /* field[36] = maxBroadcastable */
+  19,   /* field[19] = min */
+  35,   /* field[35] = minBroadcastable */
+  14,   /* field[14] = multiply */
+  40,   /* field[40] = multiplyBroadcastable */
   0,   /* field[0] = name */
+  30,   /* field[30] = notEqual */
   2,   /* field[2] = output */
-  9,   /* field[9] = padding */
-  22,   /* field[22] = permute */
+  10,   /* field[10] = padding */
+  23,   /* field[23] = permute */
   4,   /* field[4] = pooling */
-  38,   /* field[38] = reduceMean */
-  20,   /* field[20] = reshape */
-  37,   /* field[37] = reshapeStatic */
-  15,   /* field[15] = scale */
+  38,   /* field[38] = powBroadcastable */
+  59,   /* field[59] = reduceL1 */
+  60,   /* field[60] = reduceL2 */
+  66,   /* field[66] = reduceLogSum */
+  68,   /* field[68] = reduceLogSumExp */
+  61,   /* field[61] = reduceMax */
+  65,   /* field[65] = reduceMean */
+  62,   /* field[62] = reduceMin */
+  64,   /* field[64] = reduceProd */
+  63,   /* field[63] = reduceSum */
+  67,   /* field[67] = reduceSumSquare */
+  21,   /* field[21] = reshape */
+  58,   /* field[58] = reshapeStatic */
+  16,   /* field[16] = scale */
+  25,   /* field[25] = slice */
+  50,   /* field[50] = sliceStatic */
   8,   /* field[8] = softmax */
-  29,   /* field[29] = softmaxND */
-  34,   /* field[34] = squeeze */
-  28,   /* field[28] = subtractBroadcastable */
-  31,   /* field[31] = transpose */
-  11,   /* field[11] = unary */
-  10,   /* field[10] = upsample */
+  45,   /* field[45] = softmaxND */
+  47,   /* field[47] = splitND */
+  55,   /* field[55] = squeeze */
+  43,   /* field[43] = stack */
+  41,   /* field[41] = subtractBroadcastable */
+  42,   /* field[42] = tile */
+  49,   /* field[49] = transpose */
+  12,   /* field[12] = unary */
+  11,   /* field[11] = upsample */
+  69,   /* field[69] = whereBroadcastable */
 };
-static const ProtobufCIntRange core_ml__specification__neural_network_layer__number_ranges[35 + 1] =
+static const ProtobufCIntRange core_ml__specification__neural_network_layer__number_ranges[67 + 1] =
 {
   { 1, 0 },
   { 100, 3 },
@@ -7311,35 +8600,67 @@ static const ProtobufCIntRange core_ml__specification__neural_network_layer__num
   { 140, 6 },
   { 160, 7 },
   { 175, 8 },
-  { 200, 9 },
-  { 210, 10 },
-  { 220, 11 },
-  { 230, 12 },
-  { 240, 14 },
-  { 245, 15 },
-  { 250, 16 },
-  { 260, 17 },
-  { 290, 19 },
-  { 300, 20 },
-  { 310, 22 },
-  { 320, 23 },
-  { 660, 24 },
-  { 880, 25 },
-  { 890, 26 },
-  { 900, 27 },
-  { 905, 28 },
-  { 950, 29 },
-  { 980, 30 },
-  { 985, 31 },
-  { 1045, 32 },
-  { 1070, 33 },
-  { 1120, 34 },
-  { 1125, 35 },
-  { 1130, 36 },
-  { 1140, 37 },
-  { 1280, 38 },
-  { 1460, 39 },
-  { 0, 40 }
+  { 190, 9 },
+  { 200, 10 },
+  { 210, 11 },
+  { 220, 12 },
+  { 230, 13 },
+  { 240, 15 },
+  { 245, 16 },
+  { 250, 17 },
+  { 260, 18 },
+  { 290, 20 },
+  { 300, 21 },
+  { 310, 23 },
+  { 320, 24 },
+  { 350, 25 },
+  { 660, 26 },
+  { 790, 27 },
+  { 795, 28 },
+  { 815, 29 },
+  { 820, 30 },
+  { 825, 31 },
+  { 827, 32 },
+  { 830, 33 },
+  { 832, 34 },
+  { 870, 35 },
+  { 875, 36 },
+  { 880, 37 },
+  { 885, 38 },
+  { 890, 39 },
+  { 900, 40 },
+  { 905, 41 },
+  { 920, 42 },
+  { 925, 43 },
+  { 930, 44 },
+  { 950, 45 },
+  { 952, 46 },
+  { 975, 47 },
+  { 980, 48 },
+  { 985, 49 },
+  { 995, 50 },
+  { 1020, 51 },
+  { 1025, 52 },
+  { 1045, 53 },
+  { 1070, 54 },
+  { 1120, 55 },
+  { 1125, 56 },
+  { 1130, 57 },
+  { 1140, 58 },
+  { 1250, 59 },
+  { 1255, 60 },
+  { 1260, 61 },
+  { 1265, 62 },
+  { 1270, 63 },
+  { 1275, 64 },
+  { 1280, 65 },
+  { 1285, 66 },
+  { 1290, 67 },
+  { 1295, 68 },
+  { 1330, 69 },
+  { 1350, 70 },
+  { 1460, 71 },
+  { 0, 72 }
 };
 const ProtobufCMessageDescriptor core_ml__specification__neural_network_layer__descriptor =
 {
@@ -7349,10 +8670,10 @@ const ProtobufCMessageDescriptor core_ml__specification__neural_network_layer__d
   "CoreML__Specification__NeuralNetworkLayer",
   "CoreML.Specification",
   sizeof(CoreML__Specification__NeuralNetworkLayer),
-  40,
+  72,
   core_ml__specification__neural_network_layer__field_descriptors,
   core_ml__specification__neural_network_layer__field_indices_by_name,
-  35,  core_ml__specification__neural_network_layer__number_ranges,
+  67,  core_ml__specification__neural_network_layer__number_ranges,
   (ProtobufCMessageInit) core_ml__specification__neural_network_layer__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
@@ -10498,6 +11819,676 @@ const ProtobufCMessageDescriptor core_ml__specification__reduce_mean_layer_param
   core_ml__specification__reduce_mean_layer_params__field_indices_by_name,
   1,  core_ml__specification__reduce_mean_layer_params__number_ranges,
   (ProtobufCMessageInit) core_ml__specification__reduce_mean_layer_params__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+#define core_ml__specification__empty_layer_params__field_descriptors NULL
+#define core_ml__specification__empty_layer_params__field_indices_by_name NULL
+#define core_ml__specification__empty_layer_params__number_ranges NULL
+const ProtobufCMessageDescriptor core_ml__specification__empty_layer_params__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "CoreML.Specification.EmptyLayerParams",
+  "EmptyLayerParams",
+  "CoreML__Specification__EmptyLayerParams",
+  "CoreML.Specification",
+  sizeof(CoreML__Specification__EmptyLayerParams),
+  0,
+  core_ml__specification__empty_layer_params__field_descriptors,
+  core_ml__specification__empty_layer_params__field_indices_by_name,
+  0,  core_ml__specification__empty_layer_params__number_ranges,
+  (ProtobufCMessageInit) core_ml__specification__empty_layer_params__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor core_ml__specification__crop_layer_params__field_descriptors[2] =
+{
+  {
+    "cropAmounts",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__CropLayerParams, cropamounts),
+    &core_ml__specification__border_amounts__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "offset",
+    5,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_UINT64,
+    offsetof(CoreML__Specification__CropLayerParams, n_offset),
+    offsetof(CoreML__Specification__CropLayerParams, offset),
+    NULL,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_PACKED,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned core_ml__specification__crop_layer_params__field_indices_by_name[] = {
+  0,   /* field[0] = cropAmounts */
+  1,   /* field[1] = offset */
+};
+static const ProtobufCIntRange core_ml__specification__crop_layer_params__number_ranges[2 + 1] =
+{
+  { 1, 0 },
+  { 5, 1 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor core_ml__specification__crop_layer_params__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "CoreML.Specification.CropLayerParams",
+  "CropLayerParams",
+  "CoreML__Specification__CropLayerParams",
+  "CoreML.Specification",
+  sizeof(CoreML__Specification__CropLayerParams),
+  2,
+  core_ml__specification__crop_layer_params__field_descriptors,
+  core_ml__specification__crop_layer_params__field_indices_by_name,
+  2,  core_ml__specification__crop_layer_params__number_ranges,
+  (ProtobufCMessageInit) core_ml__specification__crop_layer_params__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor core_ml__specification__slice_layer_params__field_descriptors[4] =
+{
+  {
+    "startIndex",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__SliceLayerParams, startindex),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "endIndex",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__SliceLayerParams, endindex),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "stride",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__SliceLayerParams, stride),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "axis",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT32,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__SliceLayerParams, axis),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned core_ml__specification__slice_layer_params__field_indices_by_name[] = {
+  3,   /* field[3] = axis */
+  1,   /* field[1] = endIndex */
+  0,   /* field[0] = startIndex */
+  2,   /* field[2] = stride */
+};
+static const ProtobufCIntRange core_ml__specification__slice_layer_params__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 4 }
+};
+const ProtobufCMessageDescriptor core_ml__specification__slice_layer_params__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "CoreML.Specification.SliceLayerParams",
+  "SliceLayerParams",
+  "CoreML__Specification__SliceLayerParams",
+  "CoreML.Specification",
+  sizeof(CoreML__Specification__SliceLayerParams),
+  4,
+  core_ml__specification__slice_layer_params__field_descriptors,
+  core_ml__specification__slice_layer_params__field_indices_by_name,
+  1,  core_ml__specification__slice_layer_params__number_ranges,
+  (ProtobufCMessageInit) core_ml__specification__slice_layer_params__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor core_ml__specification__gelu_layer_params__field_descriptors[1] =
+{
+  {
+    "mode",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT32,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__GeluLayerParams, mode),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned core_ml__specification__gelu_layer_params__field_indices_by_name[] = {
+  0,   /* field[0] = mode */
+};
+static const ProtobufCIntRange core_ml__specification__gelu_layer_params__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor core_ml__specification__gelu_layer_params__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "CoreML.Specification.GeluLayerParams",
+  "GeluLayerParams",
+  "CoreML__Specification__GeluLayerParams",
+  "CoreML.Specification",
+  sizeof(CoreML__Specification__GeluLayerParams),
+  1,
+  core_ml__specification__gelu_layer_params__field_descriptors,
+  core_ml__specification__gelu_layer_params__field_indices_by_name,
+  1,  core_ml__specification__gelu_layer_params__number_ranges,
+  (ProtobufCMessageInit) core_ml__specification__gelu_layer_params__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor core_ml__specification__equality_layer_params__field_descriptors[1] =
+{
+  {
+    "alpha",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_FLOAT,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__EqualityLayerParams, alpha),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned core_ml__specification__equality_layer_params__field_indices_by_name[] = {
+  0,   /* field[0] = alpha */
+};
+static const ProtobufCIntRange core_ml__specification__equality_layer_params__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor core_ml__specification__equality_layer_params__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "CoreML.Specification.EqualityLayerParams",
+  "EqualityLayerParams",
+  "CoreML__Specification__EqualityLayerParams",
+  "CoreML.Specification",
+  sizeof(CoreML__Specification__EqualityLayerParams),
+  1,
+  core_ml__specification__equality_layer_params__field_descriptors,
+  core_ml__specification__equality_layer_params__field_indices_by_name,
+  1,  core_ml__specification__equality_layer_params__number_ranges,
+  (ProtobufCMessageInit) core_ml__specification__equality_layer_params__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor core_ml__specification__comparison_layer_params__field_descriptors[1] =
+{
+  {
+    "alpha",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_FLOAT,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__ComparisonLayerParams, alpha),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned core_ml__specification__comparison_layer_params__field_indices_by_name[] = {
+  0,   /* field[0] = alpha */
+};
+static const ProtobufCIntRange core_ml__specification__comparison_layer_params__number_ranges[1 + 1] =
+{
+  { 2, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor core_ml__specification__comparison_layer_params__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "CoreML.Specification.ComparisonLayerParams",
+  "ComparisonLayerParams",
+  "CoreML__Specification__ComparisonLayerParams",
+  "CoreML.Specification",
+  sizeof(CoreML__Specification__ComparisonLayerParams),
+  1,
+  core_ml__specification__comparison_layer_params__field_descriptors,
+  core_ml__specification__comparison_layer_params__field_indices_by_name,
+  1,  core_ml__specification__comparison_layer_params__number_ranges,
+  (ProtobufCMessageInit) core_ml__specification__comparison_layer_params__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor core_ml__specification__tile_layer_params__field_descriptors[1] =
+{
+  {
+    "reps",
+    1,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_UINT64,
+    offsetof(CoreML__Specification__TileLayerParams, n_reps),
+    offsetof(CoreML__Specification__TileLayerParams, reps),
+    NULL,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_PACKED,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned core_ml__specification__tile_layer_params__field_indices_by_name[] = {
+  0,   /* field[0] = reps */
+};
+static const ProtobufCIntRange core_ml__specification__tile_layer_params__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor core_ml__specification__tile_layer_params__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "CoreML.Specification.TileLayerParams",
+  "TileLayerParams",
+  "CoreML__Specification__TileLayerParams",
+  "CoreML.Specification",
+  sizeof(CoreML__Specification__TileLayerParams),
+  1,
+  core_ml__specification__tile_layer_params__field_descriptors,
+  core_ml__specification__tile_layer_params__field_indices_by_name,
+  1,  core_ml__specification__tile_layer_params__number_ranges,
+  (ProtobufCMessageInit) core_ml__specification__tile_layer_params__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor core_ml__specification__stack_layer_params__field_descriptors[1] =
+{
+  {
+    "axis",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__StackLayerParams, axis),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned core_ml__specification__stack_layer_params__field_indices_by_name[] = {
+  0,   /* field[0] = axis */
+};
+static const ProtobufCIntRange core_ml__specification__stack_layer_params__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor core_ml__specification__stack_layer_params__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "CoreML.Specification.StackLayerParams",
+  "StackLayerParams",
+  "CoreML__Specification__StackLayerParams",
+  "CoreML.Specification",
+  sizeof(CoreML__Specification__StackLayerParams),
+  1,
+  core_ml__specification__stack_layer_params__field_descriptors,
+  core_ml__specification__stack_layer_params__field_indices_by_name,
+  1,  core_ml__specification__stack_layer_params__number_ranges,
+  (ProtobufCMessageInit) core_ml__specification__stack_layer_params__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor core_ml__specification__gather_layer_params__field_descriptors[1] =
+{
+  {
+    "axis",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__GatherLayerParams, axis),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned core_ml__specification__gather_layer_params__field_indices_by_name[] = {
+  0,   /* field[0] = axis */
+};
+static const ProtobufCIntRange core_ml__specification__gather_layer_params__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor core_ml__specification__gather_layer_params__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "CoreML.Specification.GatherLayerParams",
+  "GatherLayerParams",
+  "CoreML__Specification__GatherLayerParams",
+  "CoreML.Specification",
+  sizeof(CoreML__Specification__GatherLayerParams),
+  1,
+  core_ml__specification__gather_layer_params__field_descriptors,
+  core_ml__specification__gather_layer_params__field_indices_by_name,
+  1,  core_ml__specification__gather_layer_params__number_ranges,
+  (ProtobufCMessageInit) core_ml__specification__gather_layer_params__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor core_ml__specification__split_ndlayer_params__field_descriptors[3] =
+{
+  {
+    "axis",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__SplitNDLayerParams, axis),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "numSplits",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__SplitNDLayerParams, numsplits),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "splitSizes",
+    3,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_UINT64,
+    offsetof(CoreML__Specification__SplitNDLayerParams, n_splitsizes),
+    offsetof(CoreML__Specification__SplitNDLayerParams, splitsizes),
+    NULL,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_PACKED,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned core_ml__specification__split_ndlayer_params__field_indices_by_name[] = {
+  0,   /* field[0] = axis */
+  1,   /* field[1] = numSplits */
+  2,   /* field[2] = splitSizes */
+};
+static const ProtobufCIntRange core_ml__specification__split_ndlayer_params__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 3 }
+};
+const ProtobufCMessageDescriptor core_ml__specification__split_ndlayer_params__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "CoreML.Specification.SplitNDLayerParams",
+  "SplitNDLayerParams",
+  "CoreML__Specification__SplitNDLayerParams",
+  "CoreML.Specification",
+  sizeof(CoreML__Specification__SplitNDLayerParams),
+  3,
+  core_ml__specification__split_ndlayer_params__field_descriptors,
+  core_ml__specification__split_ndlayer_params__field_indices_by_name,
+  1,  core_ml__specification__split_ndlayer_params__number_ranges,
+  (ProtobufCMessageInit) core_ml__specification__split_ndlayer_params__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor core_ml__specification__slice_static_layer_params__field_descriptors[6] =
+{
+  {
+    "beginIds",
+    1,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_INT64,
+    offsetof(CoreML__Specification__SliceStaticLayerParams, n_beginids),
+    offsetof(CoreML__Specification__SliceStaticLayerParams, beginids),
+    NULL,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_PACKED,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "beginMasks",
+    2,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_BOOL,
+    offsetof(CoreML__Specification__SliceStaticLayerParams, n_beginmasks),
+    offsetof(CoreML__Specification__SliceStaticLayerParams, beginmasks),
+    NULL,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_PACKED,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "endIds",
+    3,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_INT64,
+    offsetof(CoreML__Specification__SliceStaticLayerParams, n_endids),
+    offsetof(CoreML__Specification__SliceStaticLayerParams, endids),
+    NULL,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_PACKED,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "endMasks",
+    4,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_BOOL,
+    offsetof(CoreML__Specification__SliceStaticLayerParams, n_endmasks),
+    offsetof(CoreML__Specification__SliceStaticLayerParams, endmasks),
+    NULL,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_PACKED,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "strides",
+    5,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_INT64,
+    offsetof(CoreML__Specification__SliceStaticLayerParams, n_strides),
+    offsetof(CoreML__Specification__SliceStaticLayerParams, strides),
+    NULL,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_PACKED,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "squeezeMasks",
+    6,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_BOOL,
+    offsetof(CoreML__Specification__SliceStaticLayerParams, n_squeezemasks),
+    offsetof(CoreML__Specification__SliceStaticLayerParams, squeezemasks),
+    NULL,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_PACKED,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned core_ml__specification__slice_static_layer_params__field_indices_by_name[] = {
+  0,   /* field[0] = beginIds */
+  1,   /* field[1] = beginMasks */
+  2,   /* field[2] = endIds */
+  3,   /* field[3] = endMasks */
+  5,   /* field[5] = squeezeMasks */
+  4,   /* field[4] = strides */
+};
+static const ProtobufCIntRange core_ml__specification__slice_static_layer_params__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 6 }
+};
+const ProtobufCMessageDescriptor core_ml__specification__slice_static_layer_params__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "CoreML.Specification.SliceStaticLayerParams",
+  "SliceStaticLayerParams",
+  "CoreML__Specification__SliceStaticLayerParams",
+  "CoreML.Specification",
+  sizeof(CoreML__Specification__SliceStaticLayerParams),
+  6,
+  core_ml__specification__slice_static_layer_params__field_descriptors,
+  core_ml__specification__slice_static_layer_params__field_indices_by_name,
+  1,  core_ml__specification__slice_static_layer_params__number_ranges,
+  (ProtobufCMessageInit) core_ml__specification__slice_static_layer_params__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor core_ml__specification__arg_layer_params__field_descriptors[2] =
+{
+  {
+    "axis",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__ArgLayerParams, axis),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "removeDim",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__ArgLayerParams, removedim),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned core_ml__specification__arg_layer_params__field_indices_by_name[] = {
+  0,   /* field[0] = axis */
+  1,   /* field[1] = removeDim */
+};
+static const ProtobufCIntRange core_ml__specification__arg_layer_params__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor core_ml__specification__arg_layer_params__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "CoreML.Specification.ArgLayerParams",
+  "ArgLayerParams",
+  "CoreML__Specification__ArgLayerParams",
+  "CoreML.Specification",
+  sizeof(CoreML__Specification__ArgLayerParams),
+  2,
+  core_ml__specification__arg_layer_params__field_descriptors,
+  core_ml__specification__arg_layer_params__field_indices_by_name,
+  1,  core_ml__specification__arg_layer_params__number_ranges,
+  (ProtobufCMessageInit) core_ml__specification__arg_layer_params__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor core_ml__specification__layer_normalization_layer_params__field_descriptors[4] =
+{
+  {
+    "normalizedShape",
+    1,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_INT64,
+    offsetof(CoreML__Specification__LayerNormalizationLayerParams, n_normalizedshape),
+    offsetof(CoreML__Specification__LayerNormalizationLayerParams, normalizedshape),
+    NULL,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_PACKED,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "eps",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_FLOAT,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__LayerNormalizationLayerParams, eps),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "gamma",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__LayerNormalizationLayerParams, gamma),
+    &core_ml__specification__weight_params__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "beta",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__LayerNormalizationLayerParams, beta),
+    &core_ml__specification__weight_params__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned core_ml__specification__layer_normalization_layer_params__field_indices_by_name[] = {
+  3,   /* field[3] = beta */
+  1,   /* field[1] = eps */
+  2,   /* field[2] = gamma */
+  0,   /* field[0] = normalizedShape */
+};
+static const ProtobufCIntRange core_ml__specification__layer_normalization_layer_params__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 4 }
+};
+const ProtobufCMessageDescriptor core_ml__specification__layer_normalization_layer_params__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "CoreML.Specification.LayerNormalizationLayerParams",
+  "LayerNormalizationLayerParams",
+  "CoreML__Specification__LayerNormalizationLayerParams",
+  "CoreML.Specification",
+  sizeof(CoreML__Specification__LayerNormalizationLayerParams),
+  4,
+  core_ml__specification__layer_normalization_layer_params__field_descriptors,
+  core_ml__specification__layer_normalization_layer_params__field_indices_by_name,
+  1,  core_ml__specification__layer_normalization_layer_params__number_ranges,
+  (ProtobufCMessageInit) core_ml__specification__layer_normalization_layer_params__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
 static const ProtobufCFieldDescriptor core_ml__specification__clamped_re_lulayer_params__field_descriptors[2] =

@@ -109,6 +109,11 @@ public struct GraphInput: Codable, Equatable, Sendable {
     /// The source's names of free dimensions, one per `shape` entry ("" for an unnamed or fixed one); nil when none
     /// is named (docs/FORMAT.md).
     public var dimensionNames: [String]?
+    /// The source's bounds of each dimension, [min, max] (max −1: unbounded), one per `shape` entry; nil when it
+    /// sets none (docs/FORMAT.md; checked by `sizeError`).
+    public var dimensionRanges: [[Int]]?
+    /// The only shapes the source accepts (−1 entries match any size); nil when it lists none.
+    public var enumeratedShapes: [[Int]]?
     public init(name: String, shape: [Int], elementType: String? = nil) {
         self.name = name; self.shape = shape; self.elementType = elementType
     }

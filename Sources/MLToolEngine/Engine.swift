@@ -183,6 +183,7 @@ public final class Engine: @unchecked Sendable {
                   zip(t.shape, gi.shape).allSatisfy({ $1 == -1 ? $0 >= 0 : $0 == $1 }) else {
                 throw EngineError.inputShape(name: gi.name, expected: gi.shape, actual: t.shape)
             }
+            if let reason = gi.sizeError(t.shape) { throw EngineError.inputValue(name: gi.name, expected: "a size the source allows", actual: reason) }
             inShapes[id] = t.shape
             if let type = gi.elementType { try Self.checkValues(t, of: gi, type) }
         }

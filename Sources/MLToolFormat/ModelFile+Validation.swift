@@ -137,6 +137,15 @@ extension ModelFile {
                     throw FormatError.badGraph(file: file, node: "graph", field: "input '\(input.name)' dimensionNames",
                                                reason: "\(names.count) names for \(input.shape.count) dimensions")
                 }
+                if let ranges = input.dimensionRanges,
+                   ranges.count != input.shape.count || ranges.contains(where: { $0.count != 2 || $0[0] < 0 || ($0[1] >= 0 && $0[1] < $0[0]) }) {
+                    throw FormatError.badGraph(file: file, node: "graph", field: "input '\(input.name)' dimensionRanges",
+                                               reason: "expected one [min, max] with 0 ≤ min ≤ max (or max −1) per dimension, found \(ranges)")
+                }
+                if let shapes = input.enumeratedShapes, shapes.contains(where: { $0.count != input.shape.count }) {
+                    throw FormatError.badGraph(file: file, node: "graph", field: "input '\(input.name)' enumeratedShapes",
+                                               reason: "a shape of another rank than \(input.shape.count)")
+                }
             }
             for n in g.nodes {
                 for out in n.outputs {

@@ -119,13 +119,20 @@ struct CoreMLGraph {
     }
 
     /// Nearest-neighbour upsampling of (N, C, H, W) by integer factors, in the IR: (N, H, W, C) is viewed as
-    /// (N, H, 1, W, 1, C), multiplied by ones (1, 1, sh, 1, sw, 1), and viewed as (N, H·sh, W·sw, C).
+    /// (N, H, 1, W, 1, C), multiplied by ones (1, 1, sh, 1, sw, 1), and viewed as (N, H·sh, W·sw, C); a resize when
+    /// the height or width is flexible.
     mutating func upsampleNearest(_ x: String, factors: [Int], _ output: String) throws {
         let s = try need(x)
         guard s.count == 4, factors.count == 2, factors.allSatisfy({ (1...ONNXGraphBuilder.maxWindow).contains($0) }) else {
             throw invalid("", expected: "a (N, C, H, W) input and integer scale factors ≥ 1", actual: "\(s), factors \(factors)")
         }
         let (sh, sw) = (factors[0], factors[1])
+        if s[2] < 0 || s[3] < 0 {
+            // A flexible height or width: the engine's nearest resize, sized per input (floor of i / factor).
+            let scales = constant(output + ".scales", ONNXConstant(shape: [4], values: [1, 1, Double(sh), Double(sw)]))
+            return try op("Resize", [x, "", scales], output, ["mode": Self.string("nearest"), "nearest_mode": Self.string("floor"),
+                                                             "coordinate_transformation_mode": Self.string("asymmetric")])
+        }
         let spread = fresh(output + ".spread"), tiled = fresh(output + ".tiled")
         b.emit(output + ".spread", .reshape, [x], spread, Attributes(shape: [0, s[2], 1, s[3], 1, s[1]]))
         let ones = b.addWeight(output + ".ones", shape: [1, 1, sh, 1, sw, 1], values: [Float](repeating: 1, count: sh * sw))

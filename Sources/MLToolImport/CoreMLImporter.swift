@@ -71,6 +71,8 @@ struct CoreMLModelImporter {
     var labels: [String] = []
     var preprocessing: ImagePreprocessing?
     var probabilityOutput: String?
+    /// The file's default shapes of inputs with flexible sizes (ONNX order): an image's preprocessing size.
+    var defaultShapes: [String: [Int]] = [:]
 
     init(file: String, package: CoreMLPackage?, source: String) {
         self.file = file; self.package = package; self.source = source
@@ -230,7 +232,7 @@ struct CoreMLModelImporter {
 
     /// A model input as a graph input (ONNX-layout shape registered in the builder), and its colour layout when it
     /// is an image.
-    private func declare(_ f: CoreML__Specification__FeatureDescription, in g: inout CoreMLGraph, exact: Bool) throws -> (GraphInput, String?) {
+    private mutating func declare(_ f: CoreML__Specification__FeatureDescription, in g: inout CoreMLGraph, exact: Bool) throws -> (GraphInput, String?) {
         let name = cString(f.name)
         guard let t = f.type?.pointee else { throw ImportError.invalid(file: file, place: "input '\(name)'", expected: "a type", actual: "none") }
         if let image = t.imagetype?.pointee {
@@ -241,9 +243,10 @@ struct CoreMLModelImporter {
             guard let color = ["gray": 10, "rgb": 20, "bgr": 30].first(where: { $0.value == image.colorspace })?.key else {
                 throw ImportError.invalid(file: file, place: "input '\(name)' colour space", expected: "GRAYSCALE, RGB or BGR", actual: "\(image.colorspace)")
             }
-            let shape = [1, color == "gray" ? 1 : 3, h, w]
-            g.b.shapes[name] = shape
-            return (GraphInput(name: name, shape: Layout.irShape(shape)), color)
+            let flexible = try CoreMLFlexibleShape.image(image, shape: [1, color == "gray" ? 1 : 3, h, w], place: "input '\(name)'", file: file)
+            g.b.shapes[name] = flexible.graphShape
+            defaultShapes[name] = flexible.defaults
+            return (flexible.input(name) { ["batch", "channels", "height", "width"][$0] }, color)
         }
         if let array = t.multiarraytype?.pointee {
             guard [65568, 65600, 65552, 0].contains(array.datatype) else {
@@ -253,12 +256,17 @@ struct CoreMLModelImporter {
             guard !shape.isEmpty, shape.allSatisfy({ $0 > 0 && $0 <= 1 << 24 }) else {
                 throw ImportError.invalid(file: file, place: "input '\(name)' shape", expected: "fixed positive dimensions", actual: "\(shape)")
             }
+            var flexible = try CoreMLFlexibleShape.array(array, shape: shape, place: "input '\(name)'", file: file)
             if !exact {
                 // Rank-5 mapping: [C] or [C, H, W] per item.
+                guard !flexible.flexible.contains(true) else {
+                    throw ImportError.refused(file: file, place: "input '\(name)'", reason: "flexible shapes of a rank-5 (spec 1–3) array input")
+                }
                 shape = shape.count == 1 ? [1, shape[0], 1, 1] : shape.count == 3 ? [1] + shape : shape
+                flexible = CoreMLFlexibleShape(defaults: shape)
             }
-            g.b.shapes[name] = shape
-            return (GraphInput(name: name, shape: Layout.irShape(shape)), nil)
+            g.b.shapes[name] = flexible.graphShape
+            return (flexible.input(name) { $0 == 0 ? "batch" : "dim\($0)" }, nil)
         }
         throw ImportError.invalid(file: file, place: "input '\(name)'", expected: "an image or a multi-array", actual: "another feature type")
     }
@@ -312,7 +320,7 @@ struct CoreMLModelImporter {
 
     private func makePreprocessing(_ image: (name: String, color: String), g: CoreMLGraph, scale: Float, bias: [Float]?) -> ImagePreprocessing {
         let channels = image.color == "gray" ? 1 : 3
-        let s = g.b.shapes[image.name] ?? [1, channels, 1, 1]
+        let s = defaultShapes[image.name] ?? g.b.shapes[image.name] ?? [1, channels, 1, 1]
         var b = bias ?? [Float](repeating: 0, count: channels)
         if b.count == 1 && channels == 3 { b = [b[0], b[0], b[0]] }
         return ImagePreprocessing(height: s[2], width: s[3], colorOrder: image.color, scale: scale, bias: b,

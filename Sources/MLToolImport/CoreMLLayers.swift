@@ -12,7 +12,10 @@ enum CoreMLLayers {
     typealias Layer = CoreML__Specification__NeuralNetworkLayer
     typealias Converter = @Sendable (inout CoreMLNeuralNetwork, Layer, [String], String) throws -> Void
 
-    static let converters: [String: Converter] = [
+    /// Every converter: the ones below and those of `CoreMLLayers+ND` (whose reduceMean reduces along any axes).
+    static let converters: [String: Converter] = baseConverters.merging(ndConverters) { _, new in new }
+
+    private static let baseConverters: [String: Converter] = [
         "convolution": { try $0.convolution($0.param($1.convolution), $2, $3) },
         "pooling": { try $0.pooling($0.param($1.pooling), $2, $3) },
         "activation": { try $0.activation($0.param($1.activation), $2, $3) },
@@ -68,7 +71,6 @@ enum CoreMLLayers {
             let p = try c.param(l.reshapestatic)
             try c.g.op("Reshape", [x[0], c.g.ints(y + ".shape", (0..<p.n_targetshape).map { Int(p.targetshape[$0]) })], y)
         },
-        "reduceMean": { try $0.reduceMean($0.param($1.reducemean), $2, $3) },
         "batchedMatmul": { try $0.batchedMatmul($0.param($1.batchedmatmul), $2, $3) },
         "clampedReLU": { c, l, x, y in
             // min(β, x) for x ≥ 0, min(β, α·x) otherwise: a leaky ReLU clipped above.
@@ -128,7 +130,7 @@ enum CoreMLLayers {
             ("flattenTo2D", l.flattento2d != nil), ("reshapeStatic", l.reshapestatic != nil), ("reduceMean", l.reducemean != nil),
             ("clampedReLU", l.clampedrelu != nil), ("batchedMatmul", l.batchedmatmul != nil),
         ]
-        if let k = parsed.first(where: { $0.1 }) { return k.0 }
+        if let k = parsed.first(where: { $0.1 })?.0 ?? ndKind(l) { return k }
         for i in 0..<Int(l.base.n_unknown_fields) {
             let tag = l.base.unknown_fields[i].tag
             if let name = names[tag] { return name }
@@ -166,8 +168,10 @@ struct CoreMLNeuralNetwork {
         g.label = "layer '\(name)' (\(kind))"
         let inputs = (0..<l.n_input).map { cString(l.input[$0]) }
         let outputs = (0..<l.n_output).map { cString(l.output[$0]) }
-        guard outputs.count == 1, let out = outputs.first, !out.isEmpty, kind == "loadConstant" || kind == "loadConstantND" || !inputs.isEmpty else {
-            throw g.invalid("", expected: "inputs and one output", actual: "\(inputs.count) inputs, \(outputs.count) outputs")
+        // splitND alone has several outputs (its converter reads them from the layer).
+        guard outputs.count == 1 || (kind == "splitND" && outputs.count > 1), let out = outputs.first, !out.isEmpty,
+              kind == "loadConstant" || kind == "loadConstantND" || !inputs.isEmpty else {
+            throw g.invalid("", expected: "inputs and one output (splitND: several)", actual: "\(inputs.count) inputs, \(outputs.count) outputs")
         }
         for i in inputs { _ = try g.need(i) }
         guard let converter = CoreMLLayers.converters[kind] else {
@@ -225,19 +229,23 @@ struct CoreMLNeuralNetwork {
     // MARK: layers
 
     mutating func convolution(_ c: CoreML__Specification__ConvolutionLayerParams, _ x: [String], _ y: String) throws {
-        guard c.isdeconvolution == 0 else { throw g.refused("deconvolution (transposed convolution) is not supported") }
         guard c.n_kernelsize == 2 || c.n_kernelsize == 0 else { throw g.invalid("kernelSize", expected: "2 values", actual: "\(c.n_kernelsize)") }
         guard x.count == 1 else { throw g.refused("weights given as a second input are not supported") }
         let oc = Int(clamping: c.outputchannels), kc = Int(clamping: c.kernelchannels), groups = max(Int(clamping: c.ngroups), 1)
         let k = try pair(c.kernelsize, c.n_kernelsize, 3, "kernelSize")
-        let w = try reader.constant(c.weights, shape: [oc, kc, k[0], k[1]], place: g.label + " weights")
+        // Deconvolution weights are (C, OC/groups, KH, KW), as ONNX ConvTranspose's.
+        let deconvolution = c.isdeconvolution != 0
+        let w = try reader.constant(c.weights, shape: deconvolution ? [kc, oc / groups, k[0], k[1]] : [oc, kc, k[0], k[1]], place: g.label + " weights")
         var ins = [x[0], g.constant(y + ".weights", w)]
         if c.hasbias != 0 { ins.append(g.constant(y + ".bias", try reader.constant(c.bias, shape: [oc], place: g.label + " bias"))) }
         var attrs = window(valid: c.valid, same: c.same)
         attrs["strides"] = CoreMLGraph.ints(try pair(c.stride, c.n_stride, 1, "stride"))
         attrs["dilations"] = CoreMLGraph.ints(try pair(c.dilationfactor, c.n_dilationfactor, 1, "dilationFactor"))
         attrs["group"] = CoreMLGraph.int(groups)
-        try g.op("Conv", ins, y, attrs)
+        if deconvolution, c.n_outputshape == 2, let o = c.outputshape {
+            attrs["output_shape"] = CoreMLGraph.ints([Int(clamping: o[0]), Int(clamping: o[1])])
+        }
+        try g.op(deconvolution ? "ConvTranspose" : "Conv", ins, y, attrs)
     }
 
     mutating func pooling(_ p: CoreML__Specification__PoolingLayerParams, _ x: [String], _ y: String) throws {
@@ -329,14 +337,26 @@ struct CoreMLNeuralNetwork {
             ins[0] = flat
             try g.op("Gemm", ins, dense, ["transB": CoreMLGraph.int(1)])
             try g.op("Reshape", [dense, g.ints(y + ".shape", [0, outC, 1, 1])], y)
+        case 3 where s[2] == inC:
+            // (N, L, C) of the exact mapping (coremltools' linear on a sequence): a product along the last axis.
+            let product = p.hasbias != 0 ? g.fresh(y + ".product") : y
+            try g.op("MatMul", [x[0], g.constant(y + ".weightsT", w.transposed([1, 0]))], product)
+            if p.hasbias != 0 { try g.op("Add", [product, ins[2]], y) }
         default:
-            throw g.invalid("input", expected: "rank 1 (C), rank 2 (N, C) or rank 4 (N, C, H, W)", actual: "\(s)")
+            throw g.invalid("input", expected: "rank 1 (C), rank 2 (N, C), rank 3 (N, L, C) or rank 4 (N, C, H, W)", actual: "\(s)")
         }
     }
 
     mutating func batchnorm(_ b: CoreML__Specification__BatchnormLayerParams, _ x: [String], _ y: String) throws {
-        guard b.computemeanvar == 0, b.instancenormalization == 0 else { throw g.refused("batchnorm computing its own statistics is not supported") }
         let c = Int(clamping: b.channels)
+        if b.computemeanvar != 0 && b.instancenormalization != 0 {
+            // Instance normalization: statistics per image and channel, then gamma and beta.
+            let params = try [("gamma", b.gamma), ("beta", b.beta)].map { key, w in
+                g.constant(y + "." + key, try reader.constant(w, shape: [c], place: g.label + " " + key))
+            }
+            return try g.op("InstanceNormalization", [x[0]] + params, y, ["epsilon": CoreMLGraph.float(b.epsilon)])
+        }
+        guard b.computemeanvar == 0 else { throw g.refused("batchnorm computing its statistics over the batch is not supported") }
         let params = try [("gamma", b.gamma), ("beta", b.beta), ("mean", b.mean), ("variance", b.variance)].map { key, w in
             g.constant(y + "." + key, try reader.constant(w, shape: [c], place: g.label + " " + key))
         }
@@ -353,9 +373,17 @@ struct CoreMLNeuralNetwork {
     }
 
     mutating func upsample(_ p: CoreML__Specification__UpsampleLayerParams, _ x: [String], _ y: String) throws {
-        guard p.mode == 0, p.n_fractionalscalingfactor == 0 else {
-            throw g.refused("bilinear or fractional upsampling is not supported (nearest neighbour by integer factors is)")
+        guard p.n_fractionalscalingfactor == 0 else { throw g.refused("fractional upsampling factors are not supported") }
+        if p.mode == 1 {
+            // LinearUpsampleMode: DEFAULT samples at i / scale, ALIGN_CORNERS_TRUE / _FALSE as ONNX's modes.
+            let f = try pair(p.scalingfactor, p.n_scalingfactor, 1, "scalingFactor")
+            let mode = [0: "asymmetric", 1: "align_corners", 2: "half_pixel"][Int(p.linearupsamplemode)] ?? "unknown"
+            guard mode != "unknown" else { throw g.invalid("linearUpsampleMode", expected: "0, 1 or 2", actual: "\(p.linearupsamplemode)") }
+            let scales = g.constant(y + ".scales", ONNXConstant(shape: [4], values: [1, 1, Double(f[0]), Double(f[1])]))
+            return try g.op("Resize", [x[0], "", scales], y, ["mode": CoreMLGraph.string("linear"),
+                                                              "coordinate_transformation_mode": CoreMLGraph.string(mode)])
         }
+        guard p.mode == 0 else { throw g.invalid("mode", expected: "0 (nearest) or 1 (bilinear)", actual: "\(p.mode)") }
         try g.upsampleNearest(x[0], factors: try pair(p.scalingfactor, p.n_scalingfactor, 1, "scalingFactor"), y)
     }
 
@@ -468,8 +496,8 @@ struct CoreMLNeuralNetwork {
     /// fixture keras_mobilenet.mlmodel pins this: its outputs match Keras's) — or its second input.
     mutating func batchedMatmul(_ p: CoreML__Specification__BatchedMatMulLayerParams, _ x: [String], _ y: String) throws {
         guard p.int8dynamicquantize == 0 else { throw g.refused("int8 dynamic quantization of a batched matmul is not supported") }
-        guard p.transposea == 0, p.transposeb == 0 else {
-            throw g.refused("a batched matmul with a transposed input (transposeA \(p.transposea != 0), transposeB \(p.transposeb != 0)) is not supported")
+        guard x.count == 2 || (p.transposea == 0 && p.transposeb == 0) else {
+            throw g.refused("a batched matmul of weights with a transposed input (transposeA \(p.transposea != 0), transposeB \(p.transposeb != 0)) is not supported")
         }
         switch x.count {
         case 1:
@@ -486,16 +514,11 @@ struct CoreMLNeuralNetwork {
             try g.op("Gemm", ins, y, ["transB": CoreMLGraph.int(1)])
         case 2:
             guard p.hasbias == 0 else { throw g.refused("a bias on a batched matmul of two inputs is not supported") }
-            try g.op("MatMul", x, y)
+            let a = p.transposea != 0 ? try g.transposedLastTwo(x[0], y + ".aT") : x[0]
+            let b = p.transposeb != 0 ? try g.transposedLastTwo(x[1], y + ".bT") : x[1]
+            try g.op("MatMul", [a, b], y)
         default:
             throw g.invalid("inputs", expected: "one (with weights) or two", actual: "\(x.count)")
         }
-    }
-
-    mutating func reduceMean(_ p: CoreML__Specification__ReduceMeanLayerParams, _ x: [String], _ y: String) throws {
-        let s = try g.need(x[0])
-        let axes = Set((0..<p.n_axes).map { i -> Int in let v = Int(p.axes[i]); return v < 0 ? v + s.count : v })
-        guard p.reduceall == 0 else { throw g.refused("a mean over all axes of \(s) is not supported") }
-        try g.spatialReduce("GlobalAveragePool", x[0], axes: axes, keepDims: p.keepdims != 0, y, what: "a mean")
     }
 }

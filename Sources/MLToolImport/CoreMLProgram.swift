@@ -103,12 +103,18 @@ struct CoreMLProgramReader {
     static let elementBits: [Int32: Int] = [1: 8, 10: 16, 11: 32, 12: 64, 13: 16, 21: 8, 22: 16, 23: 32, 24: 64, 25: 4, 31: 8, 32: 16,
                                             33: 32, 34: 64, 35: 4, 36: 2, 37: 1, 38: 6, 39: 3]
 
-    func tensorType(_ t: UnsafeMutablePointer<CoreML__Specification__MILValueType>?, place: String) throws -> (Int32, [Int]) {
+    /// A tensor's data type and shape; `flexible` lets a dimension be unknown (−1: a function input's RangeDim or
+    /// enumerated size).
+    func tensorType(_ t: UnsafeMutablePointer<CoreML__Specification__MILValueType>?, place: String, flexible: Bool = false) throws -> (Int32, [Int]) {
         guard let tt = t?.pointee.tensortype?.pointee else {
             throw ImportError.invalid(file: file, place: place, expected: "a tensor type", actual: "a list, tuple, dictionary or state type")
         }
         var dims: [Int] = []
         for i in 0..<tt.n_dimensions {
+            if flexible, let d = tt.dimensions[i]?.pointee, d.unknown != nil, d.constant == nil {
+                dims.append(-1)
+                continue
+            }
             guard let d = tt.dimensions[i]?.pointee, let c = d.constant?.pointee, c.size <= UInt64(Int32.max) else {
                 throw ImportError.invalid(file: file, place: place, expected: "fixed dimensions", actual: "a flexible dimension (axis \(i))")
             }
@@ -227,11 +233,12 @@ struct CoreMLProgramReader {
         for i in 0..<f.n_inputs {
             guard let v = f.inputs[i]?.pointee else { continue }
             let n = cString(v.name)
-            let (type, shape) = try tensorType(v.type, place: "function input '\(n)'")
+            let (type, shape) = try tensorType(v.type, place: "function input '\(n)'", flexible: true)
             guard [10, 11].contains(type) else {
                 throw ImportError.invalid(file: file, place: "function input '\(n)'", expected: "a float tensor (mltool computes in float32)", actual: "data type \(type)")
             }
-            g.b.shapes[n] = shape
+            // The model description's shape (its flexible dimensions free) when it declares this input.
+            g.b.shapes[n] = g.b.shapes[n].flatMap { $0.count == shape.count ? $0 : nil } ?? shape
             inputs.append(GraphInput(name: n, shape: Layout.irShape(shape)))
         }
         if let image = imageInput { liftPreprocessing(ops, image: image) }

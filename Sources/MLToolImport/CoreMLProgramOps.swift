@@ -7,7 +7,12 @@ enum CoreMLProgramOps {
     typealias Op = CoreML__Specification__MILOperation
     typealias Converter = @Sendable (inout CoreMLProgramReader, Op, [String]) throws -> Void
 
-    static let converters: [String: Converter] = [
+    /// Every converter: the ones below, then those of `CoreMLProgramOps+Tensor` and `+Layers` (which replace
+    /// `reduce_mean`, `reduce_max` and `matmul` with their general forms).
+    static let converters: [String: Converter] = baseConverters.merging(tensorConverters) { _, new in new }
+        .merging(layerConverters) { _, new in new }
+
+    private static let baseConverters: [String: Converter] = [
         "const": { r, op, out in
             guard let v = attribute(op, "val") else { throw r.g.invalid("", expected: "attribute 'val'", actual: "none") }
             let t = try r.tensor(v, place: r.g.label)
@@ -24,7 +29,6 @@ enum CoreMLProgramOps {
         "identity": { r, op, out in try r.g.op("Identity", [r.required(op, "x")], out[0]) },
         "conv": { try $0.conv($1, $2) },
         "linear": { try $0.linear($1, $2) },
-        "matmul": { try $0.matmul($1, $2) },
         "batch_norm": { try $0.batchNorm($1, $2) },
         "relu": { r, op, out in try r.g.op("Relu", [r.required(op, "x")], out[0]) },
         "sigmoid": { r, op, out in try r.g.op("Sigmoid", [r.required(op, "x")], out[0]) },
@@ -68,8 +72,10 @@ enum CoreMLProgramOps {
             try r.g.op("Concat", r.variables(op, "values"), out[0], ["axis": CoreMLGraph.int(try r.int(op, "axis", 0))])
         },
         "reshape": { r, op, out in
-            guard let shape = try r.constInput(op, "shape") else { throw r.g.invalid("", expected: "input 'shape'", actual: "none") }
-            try r.g.op("Reshape", [r.required(op, "x"), r.g.ints(out[0] + ".shape", shape.ints)], out[0])
+            // A shape computed from a flexible input's size is a plan-time value (docs/FORMAT.md).
+            let target = try r.required(op, "shape")
+            let shape = r.consts[target].map { r.g.ints(out[0] + ".shape", $0.ints) } ?? target
+            try r.g.op("Reshape", [r.required(op, "x"), shape], out[0])
         },
         "transpose": { r, op, out in
             try r.g.op("Transpose", [r.required(op, "x")], out[0], ["perm": CoreMLGraph.ints(try r.ints(op, "perm", []))])
@@ -87,8 +93,6 @@ enum CoreMLProgramOps {
         },
         "max_pool": { try $0.pool("MaxPool", $1, $2) },
         "avg_pool": { try $0.pool("AveragePool", $1, $2) },
-        "reduce_mean": { try $0.reduce("GlobalAveragePool", $1, $2) },
-        "reduce_max": { try $0.reduce("GlobalMaxPool", $1, $2) },
         "upsample_nearest_neighbor": { r, op, out in
             let h = try r.float(op, "scale_factor_height", 1), w = try r.float(op, "scale_factor_width", 1)
             guard h == h.rounded(), w == w.rounded(), h >= 1, w >= 1, h <= 4096, w <= 4096 else {
@@ -151,7 +155,9 @@ extension CoreMLProgramReader {
         }
     }
 
-    mutating func conv(_ op: CoreMLProgramOps.Op, _ out: [String]) throws {
+    /// `conv` (weights (O, I/groups, KH, KW)) or, as "ConvTranspose", `conv_transpose` (weights (C, OC/groups, KH,
+    /// KW), and its optional `output_shape`).
+    mutating func conv(_ op: CoreMLProgramOps.Op, _ out: [String], onnx: String = "Conv") throws {
         let x = try required(op, "x")
         guard let w = try weight(op, "weight") else { throw g.invalid("", expected: "input 'weight'", actual: "none") }
         var ins = [x, w]
@@ -160,7 +166,10 @@ extension CoreMLProgramReader {
         attrs["strides"] = CoreMLGraph.ints(try ints(op, "strides", [1, 1]))
         attrs["dilations"] = CoreMLGraph.ints(try ints(op, "dilations", [1, 1]))
         attrs["group"] = CoreMLGraph.int(try int(op, "groups", 1))
-        try g.op("Conv", ins, out[0], attrs)
+        if onnx == "ConvTranspose", let shape = try constInput(op, "output_shape")?.ints, !shape.isEmpty {
+            attrs["output_shape"] = CoreMLGraph.ints(Array(shape.suffix(2)))
+        }
+        try g.op(onnx, ins, out[0], attrs)
     }
 
     mutating func linear(_ op: CoreMLProgramOps.Op, _ out: [String]) throws {
@@ -218,12 +227,6 @@ extension CoreMLProgramReader {
         attrs["ceil_mode"] = CoreMLGraph.int(try bool(op, "ceil_mode", false) ? 1 : 0)
         if type == "AveragePool" { attrs["count_include_pad"] = CoreMLGraph.int(try bool(op, "exclude_padding_from_average", false) ? 0 : 1) }
         try g.op(type, [required(op, "x")], out[0], attrs)
-    }
-
-    mutating func reduce(_ global: String, _ op: CoreMLProgramOps.Op, _ out: [String]) throws {
-        let x = try required(op, "x"), s = try g.need(x)
-        let axes = Set(try ints(op, "axes", []).map { $0 < 0 ? $0 + s.count : $0 })
-        try g.spatialReduce(global, x, axes: axes, keepDims: try bool(op, "keep_dims", false), out[0], what: "a reduction")
     }
 
     mutating func pad(_ op: CoreMLProgramOps.Op, _ out: [String]) throws {

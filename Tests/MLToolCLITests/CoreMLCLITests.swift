@@ -1,4 +1,5 @@
 import Foundation
+import MLToolCore
 import MLToolTestSupport
 import Testing
 
@@ -113,5 +114,31 @@ struct CoreMLCLITests {
         let d = try Tool.run(["info", Self.fixtures + "/detector_pipeline.mlmodel"])
         #expect(d.status == 0, "\(d.stderr)")
         #expect(d.stdout.contains("raccoon") && d.stdout.contains("cat"), "\(d.stdout)")
+    }
+
+    /// A model with a flexible length (block.mlpackage, RangeDim 2…32): `info` shows the free dimension and its
+    /// bounds, the imported file keeps them, `run` computes at a length inside and refuses one outside (exit 65)
+    /// naming the input, the dimension and the range.
+    @Test func flexibleLengthRunsWithinItsRangeAndIsRefusedOutside() throws {
+        let dir = try TempDir()
+        defer { dir.cleanup() }
+        let info = try Tool.run(["info", Self.fixtures + "/block.mlpackage"])
+        #expect(info.status == 0, "\(info.stderr)")
+        #expect(info.stdout.contains("input         x [-1, dim1 2…32, 16]"), "\(info.stdout)")
+        let image = try Tool.run(["info", Self.fixtures + "/decoder.mlpackage"])
+        #expect(image.stdout.contains("height 32|48|64, width 32|48|64, 3]"), "\(image.stdout)")
+        #expect(try Tool.run(["import", Self.fixtures + "/block.mlpackage", "-o", dir.file("m.bin")]).status == 0)
+        #expect(try Tool.run(["info", dir.file("m.bin")]).stdout.contains("input         x [-1, dim1 2…32, 16]"))
+        for n in [5, 40] {
+            try Data(NPYWriter.encode(Tensor(shape: [1, n, 16], data: [Float](repeating: 0.25, count: n * 16))))
+                .write(to: URL(fileURLWithPath: dir.file("x\(n).npy")))
+        }
+        let inside = try Tool.run(["run", dir.file("m.bin"), "--input", dir.file("x5.npy")])
+        #expect(inside.status == 0, "\(inside.stderr)")
+        #expect(inside.stdout.contains("[1, 5, 26]"), "\(inside.stdout)")
+        let outside = try Tool.run(["run", dir.file("m.bin"), "--input", dir.file("x40.npy")])
+        #expect(outside.status == 65, "\(outside.stderr)")
+        #expect(outside.stderr.contains("input 'x': expected a size the source allows, found dimension 1 (dim1) of 40, allowed 2…32"),
+                "\(outside.stderr)")
     }
 }

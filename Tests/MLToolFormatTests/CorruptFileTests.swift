@@ -15,6 +15,7 @@ enum Corruption: String, CaseIterable, Sendable {
     case unknownDType, wrongLength, quantOnFloat, int8MissingScales, int8ScaleCount, int8ZeroPointRange
     case int8NonFiniteScale, paletteTailBits, paletteLutSize, paletteAxisOutOfRange, paletteZeroGroupSize
     case unknownNodeInput, unknownGraphOutput, duplicateNodeOutput, nodeOutputShadowsTensor, missingFeatureTensor
+    case inputRangeInverted, enumeratedShapeRank
     case detectorWithoutDetection, detectionOnNetwork, unknownDecoder, wrongBoxEncoding, classCountMismatch
     case headNotAnOutput, zeroStride, badAnchor, anchorsOnAnchorFree, missingRegMax, iouOutOfRange, zeroMaxDetections
     case scoresLayoutMissing, boxesOnGridDecoder, letterboxCrop, letterboxPadValue
@@ -98,6 +99,11 @@ enum Corruption: String, CaseIterable, Sendable {
                              reason: "is not a graph input, a node output or a stored tensor")
         case .unknownGraphOutput:
             return .badGraph(file: f, node: "graph", field: "output 'z'", reason: "is not a graph input, a node output or a stored tensor")
+        case .inputRangeInverted:
+            return .badGraph(file: f, node: "graph", field: "input 'x' dimensionRanges",
+                             reason: "expected one [min, max] with 0 ≤ min ≤ max (or max −1) per dimension, found [[8, 2], [0, -1]]")
+        case .enumeratedShapeRank:
+            return .badGraph(file: f, node: "graph", field: "input 'x' enumeratedShapes", reason: "a shape of another rank than 2")
         case .duplicateNodeOutput:
             return .badGraph(file: f, node: "node 'fc2'", field: "output 'y'", reason: "is also produced by node 'fc'")
         case .nodeOutputShadowsTensor:
@@ -230,6 +236,8 @@ enum Corruption: String, CaseIterable, Sendable {
             return try table { $0.tensors[2].dtype = "palette8"; $0.tensors[2].quant = QuantParams(axis: 1, groupSize: 0, lut: []) }
         case .unknownNodeInput: return try table { $0.metadata.graph?.nodes[0].inputs[1] = "fc.W" }
         case .unknownGraphOutput: return try table { $0.metadata.graph?.outputs = ["z"] }
+        case .inputRangeInverted: return try table { $0.metadata.graph?.inputs[0].dimensionRanges = [[8, 2], [0, -1]] }
+        case .enumeratedShapeRank: return try table { $0.metadata.graph?.inputs[0].enumeratedShapes = [[1, 4, 1]] }
         case .duplicateNodeOutput:
             return try table { doc in
                 doc.metadata.graph?.nodes.append(Node(name: "fc2", op: .relu, inputs: ["y"], outputs: ["y"]))

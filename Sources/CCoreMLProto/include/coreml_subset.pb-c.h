@@ -35,8 +35,13 @@ typedef struct CoreML__Specification__Int64FeatureType CoreML__Specification__In
 typedef struct CoreML__Specification__DoubleFeatureType CoreML__Specification__DoubleFeatureType;
 typedef struct CoreML__Specification__StringFeatureType CoreML__Specification__StringFeatureType;
 typedef struct CoreML__Specification__ImageFeatureType CoreML__Specification__ImageFeatureType;
+typedef struct CoreML__Specification__ImageFeatureType__ImageSize CoreML__Specification__ImageFeatureType__ImageSize;
+typedef struct CoreML__Specification__ImageFeatureType__EnumeratedImageSizes CoreML__Specification__ImageFeatureType__EnumeratedImageSizes;
+typedef struct CoreML__Specification__ImageFeatureType__ImageSizeRange CoreML__Specification__ImageFeatureType__ImageSizeRange;
 typedef struct CoreML__Specification__SizeRange CoreML__Specification__SizeRange;
 typedef struct CoreML__Specification__ArrayFeatureType CoreML__Specification__ArrayFeatureType;
+typedef struct CoreML__Specification__ArrayFeatureType__Shape CoreML__Specification__ArrayFeatureType__Shape;
+typedef struct CoreML__Specification__ArrayFeatureType__EnumeratedShapes CoreML__Specification__ArrayFeatureType__EnumeratedShapes;
 typedef struct CoreML__Specification__ArrayFeatureType__ShapeRange CoreML__Specification__ArrayFeatureType__ShapeRange;
 typedef struct CoreML__Specification__DictionaryFeatureType CoreML__Specification__DictionaryFeatureType;
 typedef struct CoreML__Specification__StringVector CoreML__Specification__StringVector;
@@ -109,6 +114,19 @@ typedef struct CoreML__Specification__ExpandDimsLayerParams CoreML__Specificatio
 typedef struct CoreML__Specification__FlattenTo2DLayerParams CoreML__Specification__FlattenTo2DLayerParams;
 typedef struct CoreML__Specification__ReshapeStaticLayerParams CoreML__Specification__ReshapeStaticLayerParams;
 typedef struct CoreML__Specification__ReduceMeanLayerParams CoreML__Specification__ReduceMeanLayerParams;
+typedef struct CoreML__Specification__EmptyLayerParams CoreML__Specification__EmptyLayerParams;
+typedef struct CoreML__Specification__CropLayerParams CoreML__Specification__CropLayerParams;
+typedef struct CoreML__Specification__SliceLayerParams CoreML__Specification__SliceLayerParams;
+typedef struct CoreML__Specification__GeluLayerParams CoreML__Specification__GeluLayerParams;
+typedef struct CoreML__Specification__EqualityLayerParams CoreML__Specification__EqualityLayerParams;
+typedef struct CoreML__Specification__ComparisonLayerParams CoreML__Specification__ComparisonLayerParams;
+typedef struct CoreML__Specification__TileLayerParams CoreML__Specification__TileLayerParams;
+typedef struct CoreML__Specification__StackLayerParams CoreML__Specification__StackLayerParams;
+typedef struct CoreML__Specification__GatherLayerParams CoreML__Specification__GatherLayerParams;
+typedef struct CoreML__Specification__SplitNDLayerParams CoreML__Specification__SplitNDLayerParams;
+typedef struct CoreML__Specification__SliceStaticLayerParams CoreML__Specification__SliceStaticLayerParams;
+typedef struct CoreML__Specification__ArgLayerParams CoreML__Specification__ArgLayerParams;
+typedef struct CoreML__Specification__LayerNormalizationLayerParams CoreML__Specification__LayerNormalizationLayerParams;
 typedef struct CoreML__Specification__ClampedReLULayerParams CoreML__Specification__ClampedReLULayerParams;
 typedef struct CoreML__Specification__MILProgram CoreML__Specification__MILProgram;
 typedef struct CoreML__Specification__MILProgram__FunctionsEntry CoreML__Specification__MILProgram__FunctionsEntry;
@@ -403,6 +421,39 @@ struct  CoreML__Specification__StringFeatureType
      }
 
 
+struct  CoreML__Specification__ImageFeatureType__ImageSize
+{
+  ProtobufCMessage base;
+  uint64_t width;
+  uint64_t height;
+};
+#define CORE_ML__SPECIFICATION__IMAGE_FEATURE_TYPE__IMAGE_SIZE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__image_feature_type__image_size__descriptor) \
+    , 0, 0 }
+
+
+struct  CoreML__Specification__ImageFeatureType__EnumeratedImageSizes
+{
+  ProtobufCMessage base;
+  size_t n_sizes;
+  CoreML__Specification__ImageFeatureType__ImageSize **sizes;
+};
+#define CORE_ML__SPECIFICATION__IMAGE_FEATURE_TYPE__ENUMERATED_IMAGE_SIZES__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__image_feature_type__enumerated_image_sizes__descriptor) \
+    , 0,NULL }
+
+
+struct  CoreML__Specification__ImageFeatureType__ImageSizeRange
+{
+  ProtobufCMessage base;
+  CoreML__Specification__SizeRange *widthrange;
+  CoreML__Specification__SizeRange *heightrange;
+};
+#define CORE_ML__SPECIFICATION__IMAGE_FEATURE_TYPE__IMAGE_SIZE_RANGE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__image_feature_type__image_size_range__descriptor) \
+    , NULL, NULL }
+
+
 struct  CoreML__Specification__ImageFeatureType
 {
   ProtobufCMessage base;
@@ -412,10 +463,15 @@ struct  CoreML__Specification__ImageFeatureType
    * ColorSpace: 10 GRAYSCALE, 20 RGB, 30 BGR
    */
   int32_t colorspace;
+  /*
+   * SizeFlexibility (a oneof in Core ML's FeatureTypes.proto)
+   */
+  CoreML__Specification__ImageFeatureType__EnumeratedImageSizes *enumeratedsizes;
+  CoreML__Specification__ImageFeatureType__ImageSizeRange *imagesizerange;
 };
 #define CORE_ML__SPECIFICATION__IMAGE_FEATURE_TYPE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__image_feature_type__descriptor) \
-    , 0, 0, 0 }
+    , 0, 0, 0, NULL, NULL }
 
 
 struct  CoreML__Specification__SizeRange
@@ -430,6 +486,28 @@ struct  CoreML__Specification__SizeRange
 #define CORE_ML__SPECIFICATION__SIZE_RANGE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__size_range__descriptor) \
     , 0, 0 }
+
+
+struct  CoreML__Specification__ArrayFeatureType__Shape
+{
+  ProtobufCMessage base;
+  size_t n_shape;
+  int64_t *shape;
+};
+#define CORE_ML__SPECIFICATION__ARRAY_FEATURE_TYPE__SHAPE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__array_feature_type__shape__descriptor) \
+    , 0,NULL }
+
+
+struct  CoreML__Specification__ArrayFeatureType__EnumeratedShapes
+{
+  ProtobufCMessage base;
+  size_t n_shapes;
+  CoreML__Specification__ArrayFeatureType__Shape **shapes;
+};
+#define CORE_ML__SPECIFICATION__ARRAY_FEATURE_TYPE__ENUMERATED_SHAPES__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__array_feature_type__enumerated_shapes__descriptor) \
+    , 0,NULL }
 
 
 struct  CoreML__Specification__ArrayFeatureType__ShapeRange
@@ -452,11 +530,15 @@ struct  CoreML__Specification__ArrayFeatureType
    * ArrayDataType: 65568 FLOAT32, 65600 DOUBLE, 131104 INT32
    */
   int32_t datatype;
+  /*
+   * ShapeFlexibility (a oneof in Core ML's FeatureTypes.proto)
+   */
+  CoreML__Specification__ArrayFeatureType__EnumeratedShapes *enumeratedshapes;
   CoreML__Specification__ArrayFeatureType__ShapeRange *shaperange;
 };
 #define CORE_ML__SPECIFICATION__ARRAY_FEATURE_TYPE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__array_feature_type__descriptor) \
-    , 0,NULL, 0, NULL }
+    , 0,NULL, 0, NULL, NULL }
 
 
 struct  CoreML__Specification__DictionaryFeatureType
@@ -591,6 +673,7 @@ struct  CoreML__Specification__NeuralNetworkLayer
   char **output;
   CoreML__Specification__ConvolutionLayerParams *convolution;
   CoreML__Specification__PoolingLayerParams *pooling;
+  CoreML__Specification__CropLayerParams *crop;
   CoreML__Specification__ActivationParams *activation;
   CoreML__Specification__InnerProductLayerParams *innerproduct;
   CoreML__Specification__BatchnormLayerParams *batchnorm;
@@ -610,26 +693,60 @@ struct  CoreML__Specification__NeuralNetworkLayer
   CoreML__Specification__FlattenLayerParams *flatten;
   CoreML__Specification__PermuteLayerParams *permute;
   CoreML__Specification__ConcatLayerParams *concat;
+  CoreML__Specification__SliceLayerParams *slice;
   CoreML__Specification__ClipLayerParams *clip;
+  CoreML__Specification__EmptyLayerParams *erf;
+  CoreML__Specification__GeluLayerParams *gelu;
+  CoreML__Specification__EqualityLayerParams *equal;
+  CoreML__Specification__EqualityLayerParams *notequal;
+  CoreML__Specification__ComparisonLayerParams *lessthan;
+  CoreML__Specification__ComparisonLayerParams *lessequal;
+  CoreML__Specification__ComparisonLayerParams *greaterthan;
+  CoreML__Specification__ComparisonLayerParams *greaterequal;
+  CoreML__Specification__EmptyLayerParams *minbroadcastable;
+  CoreML__Specification__EmptyLayerParams *maxbroadcastable;
   CoreML__Specification__AddBroadcastableLayerParams *addbroadcastable;
+  CoreML__Specification__EmptyLayerParams *powbroadcastable;
   CoreML__Specification__DivideBroadcastableLayerParams *dividebroadcastable;
   CoreML__Specification__MultiplyBroadcastableLayerParams *multiplybroadcastable;
   CoreML__Specification__SubtractBroadcastableLayerParams *subtractbroadcastable;
+  CoreML__Specification__TileLayerParams *tile;
+  CoreML__Specification__StackLayerParams *stack;
+  CoreML__Specification__GatherLayerParams *gather;
   CoreML__Specification__SoftmaxNDLayerParams *softmaxnd;
+  CoreML__Specification__GatherLayerParams *gatheralongaxis;
   CoreML__Specification__ConcatNDLayerParams *concatnd;
+  CoreML__Specification__SplitNDLayerParams *splitnd;
   CoreML__Specification__TransposeLayerParams *transpose;
+  CoreML__Specification__SliceStaticLayerParams *slicestatic;
+  CoreML__Specification__ArgLayerParams *argmin;
+  CoreML__Specification__ArgLayerParams *argmax;
   CoreML__Specification__BatchedMatMulLayerParams *batchedmatmul;
   CoreML__Specification__LoadConstantNDLayerParams *loadconstantnd;
   CoreML__Specification__SqueezeLayerParams *squeeze;
   CoreML__Specification__ExpandDimsLayerParams *expanddims;
   CoreML__Specification__FlattenTo2DLayerParams *flattento2d;
   CoreML__Specification__ReshapeStaticLayerParams *reshapestatic;
+  /*
+   * The reduce layers share one wire form (axes = 1, keepDims = 2, reduceAll = 3).
+   */
+  CoreML__Specification__ReduceMeanLayerParams *reducel1;
+  CoreML__Specification__ReduceMeanLayerParams *reducel2;
+  CoreML__Specification__ReduceMeanLayerParams *reducemax;
+  CoreML__Specification__ReduceMeanLayerParams *reducemin;
+  CoreML__Specification__ReduceMeanLayerParams *reducesum;
+  CoreML__Specification__ReduceMeanLayerParams *reduceprod;
   CoreML__Specification__ReduceMeanLayerParams *reducemean;
+  CoreML__Specification__ReduceMeanLayerParams *reducelogsum;
+  CoreML__Specification__ReduceMeanLayerParams *reducesumsquare;
+  CoreML__Specification__ReduceMeanLayerParams *reducelogsumexp;
+  CoreML__Specification__EmptyLayerParams *wherebroadcastable;
+  CoreML__Specification__LayerNormalizationLayerParams *layernormalization;
   CoreML__Specification__ClampedReLULayerParams *clampedrelu;
 };
 #define CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__neural_network_layer__descriptor) \
-    , (char *)protobuf_c_empty_string, 0,NULL, 0,NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL }
+    , (char *)protobuf_c_empty_string, 0,NULL, 0,NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL }
 
 
 struct  CoreML__Specification__WeightParams
@@ -1358,6 +1475,172 @@ struct  CoreML__Specification__ReduceMeanLayerParams
     , 0,NULL, 0, 0 }
 
 
+/*
+ * Layers without parameters (erf, whereBroadcastable, powBroadcastable, min/maxBroadcastable).
+ */
+struct  CoreML__Specification__EmptyLayerParams
+{
+  ProtobufCMessage base;
+};
+#define CORE_ML__SPECIFICATION__EMPTY_LAYER_PARAMS__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__empty_layer_params__descriptor) \
+     }
+
+
+struct  CoreML__Specification__CropLayerParams
+{
+  ProtobufCMessage base;
+  CoreML__Specification__BorderAmounts *cropamounts;
+  size_t n_offset;
+  uint64_t *offset;
+};
+#define CORE_ML__SPECIFICATION__CROP_LAYER_PARAMS__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__crop_layer_params__descriptor) \
+    , NULL, 0,NULL }
+
+
+struct  CoreML__Specification__SliceLayerParams
+{
+  ProtobufCMessage base;
+  int64_t startindex;
+  int64_t endindex;
+  uint64_t stride;
+  /*
+   * SliceAxis: 0 CHANNEL_AXIS, 1 HEIGHT_AXIS, 2 WIDTH_AXIS
+   */
+  int32_t axis;
+};
+#define CORE_ML__SPECIFICATION__SLICE_LAYER_PARAMS__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__slice_layer_params__descriptor) \
+    , 0, 0, 0, 0 }
+
+
+struct  CoreML__Specification__GeluLayerParams
+{
+  ProtobufCMessage base;
+  /*
+   * GeluMode: 0 EXACT, 1 TANH_APPROXIMATION, 2 SIGMOID_APPROXIMATION
+   */
+  int32_t mode;
+};
+#define CORE_ML__SPECIFICATION__GELU_LAYER_PARAMS__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__gelu_layer_params__descriptor) \
+    , 0 }
+
+
+struct  CoreML__Specification__EqualityLayerParams
+{
+  ProtobufCMessage base;
+  float alpha;
+};
+#define CORE_ML__SPECIFICATION__EQUALITY_LAYER_PARAMS__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__equality_layer_params__descriptor) \
+    , 0 }
+
+
+struct  CoreML__Specification__ComparisonLayerParams
+{
+  ProtobufCMessage base;
+  float alpha;
+};
+#define CORE_ML__SPECIFICATION__COMPARISON_LAYER_PARAMS__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__comparison_layer_params__descriptor) \
+    , 0 }
+
+
+struct  CoreML__Specification__TileLayerParams
+{
+  ProtobufCMessage base;
+  size_t n_reps;
+  uint64_t *reps;
+};
+#define CORE_ML__SPECIFICATION__TILE_LAYER_PARAMS__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__tile_layer_params__descriptor) \
+    , 0,NULL }
+
+
+struct  CoreML__Specification__StackLayerParams
+{
+  ProtobufCMessage base;
+  int64_t axis;
+};
+#define CORE_ML__SPECIFICATION__STACK_LAYER_PARAMS__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__stack_layer_params__descriptor) \
+    , 0 }
+
+
+/*
+ * gather and gatherAlongAxis share this wire form.
+ */
+struct  CoreML__Specification__GatherLayerParams
+{
+  ProtobufCMessage base;
+  int64_t axis;
+};
+#define CORE_ML__SPECIFICATION__GATHER_LAYER_PARAMS__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__gather_layer_params__descriptor) \
+    , 0 }
+
+
+struct  CoreML__Specification__SplitNDLayerParams
+{
+  ProtobufCMessage base;
+  int64_t axis;
+  uint64_t numsplits;
+  size_t n_splitsizes;
+  uint64_t *splitsizes;
+};
+#define CORE_ML__SPECIFICATION__SPLIT_NDLAYER_PARAMS__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__split_ndlayer_params__descriptor) \
+    , 0, 0, 0,NULL }
+
+
+struct  CoreML__Specification__SliceStaticLayerParams
+{
+  ProtobufCMessage base;
+  size_t n_beginids;
+  int64_t *beginids;
+  size_t n_beginmasks;
+  protobuf_c_boolean *beginmasks;
+  size_t n_endids;
+  int64_t *endids;
+  size_t n_endmasks;
+  protobuf_c_boolean *endmasks;
+  size_t n_strides;
+  int64_t *strides;
+  size_t n_squeezemasks;
+  protobuf_c_boolean *squeezemasks;
+};
+#define CORE_ML__SPECIFICATION__SLICE_STATIC_LAYER_PARAMS__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__slice_static_layer_params__descriptor) \
+    , 0,NULL, 0,NULL, 0,NULL, 0,NULL, 0,NULL, 0,NULL }
+
+
+struct  CoreML__Specification__ArgLayerParams
+{
+  ProtobufCMessage base;
+  int64_t axis;
+  protobuf_c_boolean removedim;
+};
+#define CORE_ML__SPECIFICATION__ARG_LAYER_PARAMS__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__arg_layer_params__descriptor) \
+    , 0, 0 }
+
+
+struct  CoreML__Specification__LayerNormalizationLayerParams
+{
+  ProtobufCMessage base;
+  size_t n_normalizedshape;
+  int64_t *normalizedshape;
+  float eps;
+  CoreML__Specification__WeightParams *gamma;
+  CoreML__Specification__WeightParams *beta;
+};
+#define CORE_ML__SPECIFICATION__LAYER_NORMALIZATION_LAYER_PARAMS__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__layer_normalization_layer_params__descriptor) \
+    , 0,NULL, 0, NULL, NULL }
+
+
 struct  CoreML__Specification__ClampedReLULayerParams
 {
   ProtobufCMessage base;
@@ -2007,6 +2290,15 @@ CoreML__Specification__StringFeatureType *
 void   core_ml__specification__string_feature_type__free_unpacked
                      (CoreML__Specification__StringFeatureType *message,
                       ProtobufCAllocator *allocator);
+/* CoreML__Specification__ImageFeatureType__ImageSize methods */
+void   core_ml__specification__image_feature_type__image_size__init
+                     (CoreML__Specification__ImageFeatureType__ImageSize         *message);
+/* CoreML__Specification__ImageFeatureType__EnumeratedImageSizes methods */
+void   core_ml__specification__image_feature_type__enumerated_image_sizes__init
+                     (CoreML__Specification__ImageFeatureType__EnumeratedImageSizes         *message);
+/* CoreML__Specification__ImageFeatureType__ImageSizeRange methods */
+void   core_ml__specification__image_feature_type__image_size_range__init
+                     (CoreML__Specification__ImageFeatureType__ImageSizeRange         *message);
 /* CoreML__Specification__ImageFeatureType methods */
 void   core_ml__specification__image_feature_type__init
                      (CoreML__Specification__ImageFeatureType         *message);
@@ -2045,6 +2337,12 @@ CoreML__Specification__SizeRange *
 void   core_ml__specification__size_range__free_unpacked
                      (CoreML__Specification__SizeRange *message,
                       ProtobufCAllocator *allocator);
+/* CoreML__Specification__ArrayFeatureType__Shape methods */
+void   core_ml__specification__array_feature_type__shape__init
+                     (CoreML__Specification__ArrayFeatureType__Shape         *message);
+/* CoreML__Specification__ArrayFeatureType__EnumeratedShapes methods */
+void   core_ml__specification__array_feature_type__enumerated_shapes__init
+                     (CoreML__Specification__ArrayFeatureType__EnumeratedShapes         *message);
 /* CoreML__Specification__ArrayFeatureType__ShapeRange methods */
 void   core_ml__specification__array_feature_type__shape_range__init
                      (CoreML__Specification__ArrayFeatureType__ShapeRange         *message);
@@ -3352,6 +3650,253 @@ CoreML__Specification__ReduceMeanLayerParams *
 void   core_ml__specification__reduce_mean_layer_params__free_unpacked
                      (CoreML__Specification__ReduceMeanLayerParams *message,
                       ProtobufCAllocator *allocator);
+/* CoreML__Specification__EmptyLayerParams methods */
+void   core_ml__specification__empty_layer_params__init
+                     (CoreML__Specification__EmptyLayerParams         *message);
+size_t core_ml__specification__empty_layer_params__get_packed_size
+                     (const CoreML__Specification__EmptyLayerParams   *message);
+size_t core_ml__specification__empty_layer_params__pack
+                     (const CoreML__Specification__EmptyLayerParams   *message,
+                      uint8_t             *out);
+size_t core_ml__specification__empty_layer_params__pack_to_buffer
+                     (const CoreML__Specification__EmptyLayerParams   *message,
+                      ProtobufCBuffer     *buffer);
+CoreML__Specification__EmptyLayerParams *
+       core_ml__specification__empty_layer_params__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   core_ml__specification__empty_layer_params__free_unpacked
+                     (CoreML__Specification__EmptyLayerParams *message,
+                      ProtobufCAllocator *allocator);
+/* CoreML__Specification__CropLayerParams methods */
+void   core_ml__specification__crop_layer_params__init
+                     (CoreML__Specification__CropLayerParams         *message);
+size_t core_ml__specification__crop_layer_params__get_packed_size
+                     (const CoreML__Specification__CropLayerParams   *message);
+size_t core_ml__specification__crop_layer_params__pack
+                     (const CoreML__Specification__CropLayerParams   *message,
+                      uint8_t             *out);
+size_t core_ml__specification__crop_layer_params__pack_to_buffer
+                     (const CoreML__Specification__CropLayerParams   *message,
+                      ProtobufCBuffer     *buffer);
+CoreML__Specification__CropLayerParams *
+       core_ml__specification__crop_layer_params__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   core_ml__specification__crop_layer_params__free_unpacked
+                     (CoreML__Specification__CropLayerParams *message,
+                      ProtobufCAllocator *allocator);
+/* CoreML__Specification__SliceLayerParams methods */
+void   core_ml__specification__slice_layer_params__init
+                     (CoreML__Specification__SliceLayerParams         *message);
+size_t core_ml__specification__slice_layer_params__get_packed_size
+                     (const CoreML__Specification__SliceLayerParams   *message);
+size_t core_ml__specification__slice_layer_params__pack
+                     (const CoreML__Specification__SliceLayerParams   *message,
+                      uint8_t             *out);
+size_t core_ml__specification__slice_layer_params__pack_to_buffer
+                     (const CoreML__Specification__SliceLayerParams   *message,
+                      ProtobufCBuffer     *buffer);
+CoreML__Specification__SliceLayerParams *
+       core_ml__specification__slice_layer_params__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   core_ml__specification__slice_layer_params__free_unpacked
+                     (CoreML__Specification__SliceLayerParams *message,
+                      ProtobufCAllocator *allocator);
+/* CoreML__Specification__GeluLayerParams methods */
+void   core_ml__specification__gelu_layer_params__init
+                     (CoreML__Specification__GeluLayerParams         *message);
+size_t core_ml__specification__gelu_layer_params__get_packed_size
+                     (const CoreML__Specification__GeluLayerParams   *message);
+size_t core_ml__specification__gelu_layer_params__pack
+                     (const CoreML__Specification__GeluLayerParams   *message,
+                      uint8_t             *out);
+size_t core_ml__specification__gelu_layer_params__pack_to_buffer
+                     (const CoreML__Specification__GeluLayerParams   *message,
+                      ProtobufCBuffer     *buffer);
+CoreML__Specification__GeluLayerParams *
+       core_ml__specification__gelu_layer_params__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   core_ml__specification__gelu_layer_params__free_unpacked
+                     (CoreML__Specification__GeluLayerParams *message,
+                      ProtobufCAllocator *allocator);
+/* CoreML__Specification__EqualityLayerParams methods */
+void   core_ml__specification__equality_layer_params__init
+                     (CoreML__Specification__EqualityLayerParams         *message);
+size_t core_ml__specification__equality_layer_params__get_packed_size
+                     (const CoreML__Specification__EqualityLayerParams   *message);
+size_t core_ml__specification__equality_layer_params__pack
+                     (const CoreML__Specification__EqualityLayerParams   *message,
+                      uint8_t             *out);
+size_t core_ml__specification__equality_layer_params__pack_to_buffer
+                     (const CoreML__Specification__EqualityLayerParams   *message,
+                      ProtobufCBuffer     *buffer);
+CoreML__Specification__EqualityLayerParams *
+       core_ml__specification__equality_layer_params__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   core_ml__specification__equality_layer_params__free_unpacked
+                     (CoreML__Specification__EqualityLayerParams *message,
+                      ProtobufCAllocator *allocator);
+/* CoreML__Specification__ComparisonLayerParams methods */
+void   core_ml__specification__comparison_layer_params__init
+                     (CoreML__Specification__ComparisonLayerParams         *message);
+size_t core_ml__specification__comparison_layer_params__get_packed_size
+                     (const CoreML__Specification__ComparisonLayerParams   *message);
+size_t core_ml__specification__comparison_layer_params__pack
+                     (const CoreML__Specification__ComparisonLayerParams   *message,
+                      uint8_t             *out);
+size_t core_ml__specification__comparison_layer_params__pack_to_buffer
+                     (const CoreML__Specification__ComparisonLayerParams   *message,
+                      ProtobufCBuffer     *buffer);
+CoreML__Specification__ComparisonLayerParams *
+       core_ml__specification__comparison_layer_params__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   core_ml__specification__comparison_layer_params__free_unpacked
+                     (CoreML__Specification__ComparisonLayerParams *message,
+                      ProtobufCAllocator *allocator);
+/* CoreML__Specification__TileLayerParams methods */
+void   core_ml__specification__tile_layer_params__init
+                     (CoreML__Specification__TileLayerParams         *message);
+size_t core_ml__specification__tile_layer_params__get_packed_size
+                     (const CoreML__Specification__TileLayerParams   *message);
+size_t core_ml__specification__tile_layer_params__pack
+                     (const CoreML__Specification__TileLayerParams   *message,
+                      uint8_t             *out);
+size_t core_ml__specification__tile_layer_params__pack_to_buffer
+                     (const CoreML__Specification__TileLayerParams   *message,
+                      ProtobufCBuffer     *buffer);
+CoreML__Specification__TileLayerParams *
+       core_ml__specification__tile_layer_params__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   core_ml__specification__tile_layer_params__free_unpacked
+                     (CoreML__Specification__TileLayerParams *message,
+                      ProtobufCAllocator *allocator);
+/* CoreML__Specification__StackLayerParams methods */
+void   core_ml__specification__stack_layer_params__init
+                     (CoreML__Specification__StackLayerParams         *message);
+size_t core_ml__specification__stack_layer_params__get_packed_size
+                     (const CoreML__Specification__StackLayerParams   *message);
+size_t core_ml__specification__stack_layer_params__pack
+                     (const CoreML__Specification__StackLayerParams   *message,
+                      uint8_t             *out);
+size_t core_ml__specification__stack_layer_params__pack_to_buffer
+                     (const CoreML__Specification__StackLayerParams   *message,
+                      ProtobufCBuffer     *buffer);
+CoreML__Specification__StackLayerParams *
+       core_ml__specification__stack_layer_params__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   core_ml__specification__stack_layer_params__free_unpacked
+                     (CoreML__Specification__StackLayerParams *message,
+                      ProtobufCAllocator *allocator);
+/* CoreML__Specification__GatherLayerParams methods */
+void   core_ml__specification__gather_layer_params__init
+                     (CoreML__Specification__GatherLayerParams         *message);
+size_t core_ml__specification__gather_layer_params__get_packed_size
+                     (const CoreML__Specification__GatherLayerParams   *message);
+size_t core_ml__specification__gather_layer_params__pack
+                     (const CoreML__Specification__GatherLayerParams   *message,
+                      uint8_t             *out);
+size_t core_ml__specification__gather_layer_params__pack_to_buffer
+                     (const CoreML__Specification__GatherLayerParams   *message,
+                      ProtobufCBuffer     *buffer);
+CoreML__Specification__GatherLayerParams *
+       core_ml__specification__gather_layer_params__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   core_ml__specification__gather_layer_params__free_unpacked
+                     (CoreML__Specification__GatherLayerParams *message,
+                      ProtobufCAllocator *allocator);
+/* CoreML__Specification__SplitNDLayerParams methods */
+void   core_ml__specification__split_ndlayer_params__init
+                     (CoreML__Specification__SplitNDLayerParams         *message);
+size_t core_ml__specification__split_ndlayer_params__get_packed_size
+                     (const CoreML__Specification__SplitNDLayerParams   *message);
+size_t core_ml__specification__split_ndlayer_params__pack
+                     (const CoreML__Specification__SplitNDLayerParams   *message,
+                      uint8_t             *out);
+size_t core_ml__specification__split_ndlayer_params__pack_to_buffer
+                     (const CoreML__Specification__SplitNDLayerParams   *message,
+                      ProtobufCBuffer     *buffer);
+CoreML__Specification__SplitNDLayerParams *
+       core_ml__specification__split_ndlayer_params__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   core_ml__specification__split_ndlayer_params__free_unpacked
+                     (CoreML__Specification__SplitNDLayerParams *message,
+                      ProtobufCAllocator *allocator);
+/* CoreML__Specification__SliceStaticLayerParams methods */
+void   core_ml__specification__slice_static_layer_params__init
+                     (CoreML__Specification__SliceStaticLayerParams         *message);
+size_t core_ml__specification__slice_static_layer_params__get_packed_size
+                     (const CoreML__Specification__SliceStaticLayerParams   *message);
+size_t core_ml__specification__slice_static_layer_params__pack
+                     (const CoreML__Specification__SliceStaticLayerParams   *message,
+                      uint8_t             *out);
+size_t core_ml__specification__slice_static_layer_params__pack_to_buffer
+                     (const CoreML__Specification__SliceStaticLayerParams   *message,
+                      ProtobufCBuffer     *buffer);
+CoreML__Specification__SliceStaticLayerParams *
+       core_ml__specification__slice_static_layer_params__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   core_ml__specification__slice_static_layer_params__free_unpacked
+                     (CoreML__Specification__SliceStaticLayerParams *message,
+                      ProtobufCAllocator *allocator);
+/* CoreML__Specification__ArgLayerParams methods */
+void   core_ml__specification__arg_layer_params__init
+                     (CoreML__Specification__ArgLayerParams         *message);
+size_t core_ml__specification__arg_layer_params__get_packed_size
+                     (const CoreML__Specification__ArgLayerParams   *message);
+size_t core_ml__specification__arg_layer_params__pack
+                     (const CoreML__Specification__ArgLayerParams   *message,
+                      uint8_t             *out);
+size_t core_ml__specification__arg_layer_params__pack_to_buffer
+                     (const CoreML__Specification__ArgLayerParams   *message,
+                      ProtobufCBuffer     *buffer);
+CoreML__Specification__ArgLayerParams *
+       core_ml__specification__arg_layer_params__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   core_ml__specification__arg_layer_params__free_unpacked
+                     (CoreML__Specification__ArgLayerParams *message,
+                      ProtobufCAllocator *allocator);
+/* CoreML__Specification__LayerNormalizationLayerParams methods */
+void   core_ml__specification__layer_normalization_layer_params__init
+                     (CoreML__Specification__LayerNormalizationLayerParams         *message);
+size_t core_ml__specification__layer_normalization_layer_params__get_packed_size
+                     (const CoreML__Specification__LayerNormalizationLayerParams   *message);
+size_t core_ml__specification__layer_normalization_layer_params__pack
+                     (const CoreML__Specification__LayerNormalizationLayerParams   *message,
+                      uint8_t             *out);
+size_t core_ml__specification__layer_normalization_layer_params__pack_to_buffer
+                     (const CoreML__Specification__LayerNormalizationLayerParams   *message,
+                      ProtobufCBuffer     *buffer);
+CoreML__Specification__LayerNormalizationLayerParams *
+       core_ml__specification__layer_normalization_layer_params__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   core_ml__specification__layer_normalization_layer_params__free_unpacked
+                     (CoreML__Specification__LayerNormalizationLayerParams *message,
+                      ProtobufCAllocator *allocator);
 /* CoreML__Specification__ClampedReLULayerParams methods */
 void   core_ml__specification__clamped_re_lulayer_params__init
                      (CoreML__Specification__ClampedReLULayerParams         *message);
@@ -3706,11 +4251,26 @@ typedef void (*CoreML__Specification__DoubleFeatureType_Closure)
 typedef void (*CoreML__Specification__StringFeatureType_Closure)
                  (const CoreML__Specification__StringFeatureType *message,
                   void *closure_data);
+typedef void (*CoreML__Specification__ImageFeatureType__ImageSize_Closure)
+                 (const CoreML__Specification__ImageFeatureType__ImageSize *message,
+                  void *closure_data);
+typedef void (*CoreML__Specification__ImageFeatureType__EnumeratedImageSizes_Closure)
+                 (const CoreML__Specification__ImageFeatureType__EnumeratedImageSizes *message,
+                  void *closure_data);
+typedef void (*CoreML__Specification__ImageFeatureType__ImageSizeRange_Closure)
+                 (const CoreML__Specification__ImageFeatureType__ImageSizeRange *message,
+                  void *closure_data);
 typedef void (*CoreML__Specification__ImageFeatureType_Closure)
                  (const CoreML__Specification__ImageFeatureType *message,
                   void *closure_data);
 typedef void (*CoreML__Specification__SizeRange_Closure)
                  (const CoreML__Specification__SizeRange *message,
+                  void *closure_data);
+typedef void (*CoreML__Specification__ArrayFeatureType__Shape_Closure)
+                 (const CoreML__Specification__ArrayFeatureType__Shape *message,
+                  void *closure_data);
+typedef void (*CoreML__Specification__ArrayFeatureType__EnumeratedShapes_Closure)
+                 (const CoreML__Specification__ArrayFeatureType__EnumeratedShapes *message,
                   void *closure_data);
 typedef void (*CoreML__Specification__ArrayFeatureType__ShapeRange_Closure)
                  (const CoreML__Specification__ArrayFeatureType__ShapeRange *message,
@@ -3931,6 +4491,45 @@ typedef void (*CoreML__Specification__ReshapeStaticLayerParams_Closure)
 typedef void (*CoreML__Specification__ReduceMeanLayerParams_Closure)
                  (const CoreML__Specification__ReduceMeanLayerParams *message,
                   void *closure_data);
+typedef void (*CoreML__Specification__EmptyLayerParams_Closure)
+                 (const CoreML__Specification__EmptyLayerParams *message,
+                  void *closure_data);
+typedef void (*CoreML__Specification__CropLayerParams_Closure)
+                 (const CoreML__Specification__CropLayerParams *message,
+                  void *closure_data);
+typedef void (*CoreML__Specification__SliceLayerParams_Closure)
+                 (const CoreML__Specification__SliceLayerParams *message,
+                  void *closure_data);
+typedef void (*CoreML__Specification__GeluLayerParams_Closure)
+                 (const CoreML__Specification__GeluLayerParams *message,
+                  void *closure_data);
+typedef void (*CoreML__Specification__EqualityLayerParams_Closure)
+                 (const CoreML__Specification__EqualityLayerParams *message,
+                  void *closure_data);
+typedef void (*CoreML__Specification__ComparisonLayerParams_Closure)
+                 (const CoreML__Specification__ComparisonLayerParams *message,
+                  void *closure_data);
+typedef void (*CoreML__Specification__TileLayerParams_Closure)
+                 (const CoreML__Specification__TileLayerParams *message,
+                  void *closure_data);
+typedef void (*CoreML__Specification__StackLayerParams_Closure)
+                 (const CoreML__Specification__StackLayerParams *message,
+                  void *closure_data);
+typedef void (*CoreML__Specification__GatherLayerParams_Closure)
+                 (const CoreML__Specification__GatherLayerParams *message,
+                  void *closure_data);
+typedef void (*CoreML__Specification__SplitNDLayerParams_Closure)
+                 (const CoreML__Specification__SplitNDLayerParams *message,
+                  void *closure_data);
+typedef void (*CoreML__Specification__SliceStaticLayerParams_Closure)
+                 (const CoreML__Specification__SliceStaticLayerParams *message,
+                  void *closure_data);
+typedef void (*CoreML__Specification__ArgLayerParams_Closure)
+                 (const CoreML__Specification__ArgLayerParams *message,
+                  void *closure_data);
+typedef void (*CoreML__Specification__LayerNormalizationLayerParams_Closure)
+                 (const CoreML__Specification__LayerNormalizationLayerParams *message,
+                  void *closure_data);
 typedef void (*CoreML__Specification__ClampedReLULayerParams_Closure)
                  (const CoreML__Specification__ClampedReLULayerParams *message,
                   void *closure_data);
@@ -4044,8 +4643,13 @@ extern const ProtobufCMessageDescriptor core_ml__specification__int64_feature_ty
 extern const ProtobufCMessageDescriptor core_ml__specification__double_feature_type__descriptor;
 extern const ProtobufCMessageDescriptor core_ml__specification__string_feature_type__descriptor;
 extern const ProtobufCMessageDescriptor core_ml__specification__image_feature_type__descriptor;
+extern const ProtobufCMessageDescriptor core_ml__specification__image_feature_type__image_size__descriptor;
+extern const ProtobufCMessageDescriptor core_ml__specification__image_feature_type__enumerated_image_sizes__descriptor;
+extern const ProtobufCMessageDescriptor core_ml__specification__image_feature_type__image_size_range__descriptor;
 extern const ProtobufCMessageDescriptor core_ml__specification__size_range__descriptor;
 extern const ProtobufCMessageDescriptor core_ml__specification__array_feature_type__descriptor;
+extern const ProtobufCMessageDescriptor core_ml__specification__array_feature_type__shape__descriptor;
+extern const ProtobufCMessageDescriptor core_ml__specification__array_feature_type__enumerated_shapes__descriptor;
 extern const ProtobufCMessageDescriptor core_ml__specification__array_feature_type__shape_range__descriptor;
 extern const ProtobufCMessageDescriptor core_ml__specification__dictionary_feature_type__descriptor;
 extern const ProtobufCMessageDescriptor core_ml__specification__string_vector__descriptor;
@@ -4118,6 +4722,19 @@ extern const ProtobufCMessageDescriptor core_ml__specification__expand_dims_laye
 extern const ProtobufCMessageDescriptor core_ml__specification__flatten_to2_dlayer_params__descriptor;
 extern const ProtobufCMessageDescriptor core_ml__specification__reshape_static_layer_params__descriptor;
 extern const ProtobufCMessageDescriptor core_ml__specification__reduce_mean_layer_params__descriptor;
+extern const ProtobufCMessageDescriptor core_ml__specification__empty_layer_params__descriptor;
+extern const ProtobufCMessageDescriptor core_ml__specification__crop_layer_params__descriptor;
+extern const ProtobufCMessageDescriptor core_ml__specification__slice_layer_params__descriptor;
+extern const ProtobufCMessageDescriptor core_ml__specification__gelu_layer_params__descriptor;
+extern const ProtobufCMessageDescriptor core_ml__specification__equality_layer_params__descriptor;
+extern const ProtobufCMessageDescriptor core_ml__specification__comparison_layer_params__descriptor;
+extern const ProtobufCMessageDescriptor core_ml__specification__tile_layer_params__descriptor;
+extern const ProtobufCMessageDescriptor core_ml__specification__stack_layer_params__descriptor;
+extern const ProtobufCMessageDescriptor core_ml__specification__gather_layer_params__descriptor;
+extern const ProtobufCMessageDescriptor core_ml__specification__split_ndlayer_params__descriptor;
+extern const ProtobufCMessageDescriptor core_ml__specification__slice_static_layer_params__descriptor;
+extern const ProtobufCMessageDescriptor core_ml__specification__arg_layer_params__descriptor;
+extern const ProtobufCMessageDescriptor core_ml__specification__layer_normalization_layer_params__descriptor;
 extern const ProtobufCMessageDescriptor core_ml__specification__clamped_re_lulayer_params__descriptor;
 extern const ProtobufCMessageDescriptor core_ml__specification__milprogram__descriptor;
 extern const ProtobufCMessageDescriptor core_ml__specification__milprogram__functions_entry__descriptor;

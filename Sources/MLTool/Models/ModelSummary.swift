@@ -11,11 +11,22 @@ public struct ModelSummary: Encodable, Sendable {
         public var shape: [Int]
         /// The source's names of free dimensions ("" for the others); nil when it names none.
         public var dimensionNames: [String]? = nil
+        /// The source's bounds of each dimension ([min, max], max −1 unbounded) and the shapes it enumerates.
+        public var dimensionRanges: [[Int]]? = nil
+        public var enumeratedShapes: [[Int]]? = nil
 
-        /// The shape as `info` prints it: a free dimension by its name where it has one, else -1.
+        /// The shape as `info` prints it: a free dimension by its name where it has one, else -1, followed by its
+        /// bounds ("length 2…32") or the sizes the source enumerates for it ("height 32|48|64").
         public var shapeText: String {
             let names = dimensionNames ?? []
-            let dims = shape.enumerated().map { k, size in size < 0 && k < names.count && !names[k].isEmpty ? names[k] : "\(size)" }
+            let dims = shape.enumerated().map { k, size -> String in
+                guard size < 0 else { return "\(size)" }
+                var text = k < names.count && !names[k].isEmpty ? names[k] : "\(size)"
+                if let ranges = dimensionRanges, k < ranges.count, case let r = ranges[k], r.count == 2, r != [0, -1] { text += " \(r[0])…\(r[1] < 0 ? "∞" : String(r[1]))" }
+                let listed = (enumeratedShapes ?? []).compactMap { k < $0.count && $0[k] >= 0 ? $0[k] : nil }
+                if !listed.isEmpty { text += " " + listed.map(String.init).joined(separator: "|") }
+                return text
+            }
             return "[" + dims.joined(separator: ", ") + "]"
         }
     }
@@ -55,7 +66,10 @@ public struct ModelSummary: Encodable, Sendable {
         let md = model.metadata
         task = md.task.rawValue
         name = md.name
-        inputs = md.graph?.inputs.map { IO(name: $0.name, shape: $0.shape, dimensionNames: $0.dimensionNames) } ?? []
+        inputs = md.graph?.inputs.map {
+            IO(name: $0.name, shape: $0.shape, dimensionNames: $0.dimensionNames, dimensionRanges: $0.dimensionRanges,
+               enumeratedShapes: $0.enumeratedShapes)
+        } ?? []
         outputs = md.graph.map { g in
             let shapes = ModelSummary.outputShapes(model)
             return g.outputs.map { IO(name: $0, shape: shapes[$0] ?? []) }

@@ -20,7 +20,8 @@ by its dequantized value as coremltools stored it (dequantized here with numpy, 
 are matched at 1e-4, and the float network's outputs within the bound the test states.
 tiny_detector.mlmodel / tiny_detector.mlpackage: a YOLO-like torch detector converted to each format and wrapped with
 a NonMaximumSuppression model in a pipeline (`detector_fixtures`; `make_fixtures.py --detector` writes only these
-files and the manifest's "detectors" entries, leaving every other fixture's bytes alone).
+files and the manifest's "detectors" entries, leaving every other fixture's bytes alone; `--unsupported` writes only
+unsupported.mlpackage).
 manifest.json lists every case. unsupported.mlmodel / unsupported.mlpackage and detector_pipeline.mlmodel are
 built directly (NeuralNetworkBuilder, the MIL builder, the protobuf messages) for the refusal tests.
 """
@@ -219,8 +220,9 @@ def fp16_fixture(traced):
 
 
 def unsupported_fixtures():
-    """unsupported.mlmodel (2 LRN, 1 L2 normalization, 1 MVN layer) and unsupported.mlpackage (2 gelu, 1 sin ops):
-    the importer must list every unsupported type at once."""
+    """unsupported.mlmodel (2 LRN, 1 L2 normalization, 1 MVN layer) and unsupported.mlpackage (2 cumsum, 1
+    band_part ops): the importer must list every unsupported type at once."""
+    unsupported_program()
     from coremltools.models import datatypes
     from coremltools.models.neural_network import NeuralNetworkBuilder
     b = NeuralNetworkBuilder([("x", datatypes.Array(3, 8, 8))], [("y", None)], disable_rank5_shape_mapping=True)
@@ -231,14 +233,18 @@ def unsupported_fixtures():
     b.add_mvn("mvn", "c", "y")
     ct.models.utils.save_spec(b.spec, os.path.join(HERE, "unsupported.mlmodel"))
 
+
+
+def unsupported_program():
+    """unsupported.mlpackage alone (`make_fixtures.py --unsupported`)."""
     from coremltools.converters.mil import Builder as mb
 
     @mb.program(input_specs=[mb.TensorSpec(shape=(1, 3, 8, 8))])
     def prog(x):
-        a = mb.gelu(x=x, name="gelu_a")
+        a = mb.cumsum(x=x, axis=3, name="cumsum_a")
         r = mb.relu(x=a, name="relu")
-        c = mb.sin(x=r, name="sine")
-        return mb.gelu(x=c, name="gelu_b")
+        c = mb.band_part(x=r, lower=1, upper=1, name="band")
+        return mb.cumsum(x=c, axis=2, name="cumsum_b")
 
     ct.convert(prog, convert_to="mlprogram", compute_precision=ct.precision.FLOAT32).save(os.path.join(HERE, "unsupported.mlpackage"))
 
@@ -488,5 +494,7 @@ def main():
 if __name__ == "__main__":
     if sys.argv[1:] == ["--detector"]:
         detector_fixtures()
+    elif sys.argv[1:] == ["--unsupported"]:
+        unsupported_program()
     else:
         main()
