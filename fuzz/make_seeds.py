@@ -308,6 +308,57 @@ def tflite_seeds(out):
                 put(out, "tflite", name + ".tflite", f.read())
 
 
+def safetensors_seeds(out):
+    """safetensors files in the layout of Hugging Face's writer: a float32 matrix, float16 and bfloat16 vectors, an
+    int64 row like BERT's position_ids, a header padded with spaces to 8 bytes, and an empty file (`{}`)."""
+    def file(tensors, metadata=None):
+        header, data = {}, b""
+        if metadata:
+            header["__metadata__"] = metadata
+        for name, dtype, shape, raw in tensors:
+            header[name] = {"dtype": dtype, "shape": shape, "data_offsets": [len(data), len(data) + len(raw)]}
+            data += raw
+        h = json.dumps(header, separators=(",", ":")).encode()
+        h += b" " * (-len(h) % 8)
+        return struct.pack("<Q", len(h)) + h + data
+
+    put(out, "safetensors", "matrix.safetensors", file(
+        [("dense.weight", "F32", [2, 3], struct.pack("<6f", 0.5, -1, 2, 0, 1e-3, 3)),
+         ("dense.bias", "F16", [3], struct.pack("<3e", 1, -2, 0.25)),
+         ("norm.weight", "BF16", [2], bytes([0x80, 0x3F, 0x00, 0xC0])),
+         ("embeddings.position_ids", "I64", [1, 4], struct.pack("<4q", 0, 1, 2, 3))], {"format": "pt"}))
+    put(out, "safetensors", "scalar.safetensors", file([("s", "F64", [], struct.pack("<d", 1.5)),
+                                                        ("e", "U8", [0], b"")]))
+    put(out, "safetensors", "empty.safetensors", file([]))
+
+
+def tokenizer_seeds(out):
+    """BERT tokenizer.json files as Hugging Face writes them: a TemplateProcessing one with a 12-token vocabulary
+    and a special token, and a BertProcessing one without truncation."""
+    vocab = {t: i for i, t in enumerate(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "un", "##aff", "##able",
+                                         "hello", ",", "w", "##orld", "中", "!"])}
+    added = [{"id": 4, "content": "[MASK]", "special": True, "single_word": False, "lstrip": False, "rstrip": False,
+              "normalized": False}]
+    normalizer = {"type": "BertNormalizer", "clean_text": True, "handle_chinese_chars": True, "strip_accents": None,
+                  "lowercase": True}
+    model = {"type": "WordPiece", "unk_token": "[UNK]", "continuing_subword_prefix": "##",
+             "max_input_chars_per_word": 100, "vocab": vocab}
+    template = {"type": "TemplateProcessing",
+                "single": [{"SpecialToken": {"id": "[CLS]", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}},
+                           {"SpecialToken": {"id": "[SEP]", "type_id": 0}}],
+                "pair": [{"SpecialToken": {"id": "[CLS]", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}},
+                         {"SpecialToken": {"id": "[SEP]", "type_id": 0}}, {"Sequence": {"id": "B", "type_id": 1}},
+                         {"SpecialToken": {"id": "[SEP]", "type_id": 1}}],
+                "special_tokens": {"[CLS]": {"id": "[CLS]", "ids": [2], "tokens": ["[CLS]"]},
+                                   "[SEP]": {"id": "[SEP]", "ids": [3], "tokens": ["[SEP]"]}}}
+    for name, post, truncation in (("template.json", template, {"max_length": 8, "strategy": "LongestFirst", "stride": 0}),
+                                   ("bert.json", {"type": "BertProcessing", "sep": ["[SEP]", 3], "cls": ["[CLS]", 2]}, None)):
+        put(out, "tokenizer-json", name, json.dumps(
+            {"version": "1.0", "truncation": truncation, "padding": None, "added_tokens": added, "normalizer": normalizer,
+             "pre_tokenizer": {"type": "BertPreTokenizer"}, "post_processor": post, "model": model},
+            ensure_ascii=False).encode())
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("mltool")
@@ -339,6 +390,8 @@ def main():
     protobuf_depth(a.out)
     coreml_packages(a.out)
     tflite_seeds(a.out)
+    safetensors_seeds(a.out)
+    tokenizer_seeds(a.out)
     with tempfile.TemporaryDirectory() as tmp:
         native_models(a.out, mltool, tmp)
         engine_models(a.out, mltool, tmp)

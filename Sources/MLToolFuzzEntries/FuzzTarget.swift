@@ -37,6 +37,8 @@ public struct FuzzTarget: Sendable {
         FuzzTarget(name: "conll", dictionary: "conll", run: FuzzEntries.conll),
         FuzzTarget(name: "feature-cache", dictionary: "feature-cache", run: FuzzEntries.featureCache),
         FuzzTarget(name: "request-body", dictionary: "request-body", run: FuzzEntries.requestBody),
+        FuzzTarget(name: "safetensors", dictionary: "safetensors", run: FuzzEntries.safetensors),
+        FuzzTarget(name: "tokenizer-json", dictionary: "tokenizer-json", run: FuzzEntries.tokenizerJSON),
     ]
 
     public static func named(_ name: String) -> FuzzTarget? { all.first { $0.name == name } }
@@ -142,6 +144,24 @@ public enum FuzzEntries {
         store(XXH64.hash(Array(b[0..<120])), at: 120)
         if b.count >= 128 + 16 { store(XXH64.hash(Array(b[0..<(b.count - 8)])), at: b.count - 8) }
         return b
+    }
+
+    /// `mltool import model.safetensors`: the safetensors reader (header length, JSON header, dtypes, shapes, the
+    /// data offsets' cover of the data), then every float tensor converted as the BERT importer reads it.
+    @Sendable public static func safetensors(_ bytes: [UInt8]) -> Bool {
+        accepts {
+            let file = try SafetensorsFile(bytes: bytes, file: "fuzz.safetensors")
+            for e in file.entries where ["F32", "F16", "BF16", "F64"].contains(e.dtype) { _ = try file.floats(e) }
+        }
+    }
+
+    /// A Hugging Face tokenizer.json as `mltool import` of a BERT encoder reads it (`WordPieceTokenizer`), then the
+    /// tokenizer it gives run on a text with accents, punctuation, CJK, a control character and a special token.
+    @Sendable public static func tokenizerJSON(_ bytes: [UInt8]) -> Bool {
+        accepts {
+            let t = try WordPieceTokenizer(tokenizerJSON: bytes, file: "fuzz.json")
+            _ = t.ids("Hello, wörld!\u{7} 中文 [MASK] unaffable")
+        }
     }
 
     /// `mltool import x.onnx`: protobuf-c's unpacking, then the importer (graph building, folding, checks).
