@@ -14,6 +14,16 @@ extension ImageClassifierTrainer {
         var shape: TrainableGraph.Shape
     }
 
+    /// The fine-tuning plan `parameters.fineTune` asks for (nil for 0), or an error for a negative count: what
+    /// training and its feature-only shards both cut the extractor at.
+    func fineTuning(_ extractor: FeatureExtractor) throws -> FineTunePlan? {
+        guard parameters.fineTune >= 0 else {
+            throw PipelineError.invalidParameter(name: "fineTune", reason: "--fine-tune must be 0 or more (layers)")
+        }
+        return parameters.fineTune > 0
+            ? try Self.fineTunePlan(extractor, layers: parameters.fineTune, threads: parameters.threads) : nil
+    }
+
     /// The plan for training the last `layers` convolutions of `base` (`TrainableGraph.cut`).
     static func fineTunePlan(_ base: FeatureExtractor, layers: Int, threads: Int) throws -> FineTunePlan {
         let cut = try TrainableGraph.cut(in: base.model, before: base.featureTensor, convolutions: layers)

@@ -29,12 +29,7 @@ extension ImageClassifierTrainer {
         let emit = progress ?? { _ in }
         let plan = try split(emit: emit)
         // A fine-tuning run reads the activations at its cut, not the features: its shards fill the cache there.
-        guard parameters.fineTune >= 0 else {
-            throw PipelineError.invalidParameter(name: "fineTune", reason: "--fine-tune must be 0 or more (layers)")
-        }
-        let extractor = parameters.fineTune > 0
-            ? try Self.fineTunePlan(plan.extractor, layers: parameters.fineTune, threads: parameters.threads).extractor
-            : plan.extractor
+        let extractor = try fineTuning(plan.extractor)?.extractor ?? plan.extractor
         let root = Self.root(of: plan.dataset.source), testRoot = plan.testSet.map { Self.root(of: $0.source) }
         var relative = [String: String]()
         for item in plan.train + plan.validation { relative[item.path] = SplitManifest.relative(item.path, to: root) }

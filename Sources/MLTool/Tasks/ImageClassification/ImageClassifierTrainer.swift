@@ -43,10 +43,7 @@ public struct ImageClassifierTrainer: Sendable {
         let emit = progress ?? { _ in }
         let plan = try split(emit: emit)
         let dataset = plan.dataset, testSet = plan.testSet, extractor = plan.extractor, holdoutItems = plan.holdout
-        guard p.fineTune >= 0 else {
-            throw PipelineError.invalidParameter(name: "fineTune", reason: "--fine-tune must be 0 or more (layers)")
-        }
-        let tuning = p.fineTune > 0 ? try Self.fineTunePlan(extractor, layers: p.fineTune, threads: p.threads) : nil
+        let tuning = try fineTuning(extractor)
         try cancellation.check()
 
         // Features; when fine-tuning, the activations at the cut, through which the top then computes them.
