@@ -528,14 +528,17 @@ MLK_AVX512_VNNI static inline void qstore16(float *yr, __m512i acc, int32_t zp, 
 MLK_AVX512_VNNI static inline void qrequant16(float *yr, uint8_t *cr, __m512i acc, int32_t zp, __m512i cs, __m512i rb,
                                             __m512 rm, const mlk_qrequant *rq, const float *rr, __mmask16 mask, int64_t nv,
                                             int act, float p0, float p1) {
-    __m512i c = _mm512_add_epi32(_mm512_sub_epi32(acc, _mm512_mullo_epi32(_mm512_set1_epi32(zp), cs)), rb);
+    // zp 0: the rows share one zero point, whose correction rb already holds (bias − zp · cs; qgemm_vnni512).
+    __m512i c = _mm512_add_epi32(zp ? _mm512_sub_epi32(acc, _mm512_mullo_epi32(_mm512_set1_epi32(zp), cs)) : acc, rb);
     __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(c), rm);
     v = _mm512_min_ps(_mm512_max_ps(v, _mm512_set1_ps(rq->lo)), _mm512_set1_ps(rq->hi));
     const __m512 magic = _mm512_set1_ps(12582912.0f);
     if (cr) {
-        const __m512i i = _mm512_cvtps_epi32(_mm512_sub_ps(_mm512_sub_ps(_mm512_add_ps(v, magic), magic),
-                                                           _mm512_set1_ps(rq->lo)));
-        _mm_mask_storeu_epi8(cr, mask, _mm512_cvtusepi32_epi8(i));
+        // vcvtps2dq rounds the clamped value (within ±2^22) halves to even, as qcode's 1.5 · 2^23 add; less lo (an
+        // integer) exactly.
+        const __m512i i = _mm512_sub_epi32(_mm512_cvtps_epi32(v), _mm512_set1_epi32((int32_t)rq->lo));
+        if (nv == 16) _mm_storeu_si128((__m128i *)cr, _mm512_cvtusepi32_epi8(i));
+        else _mm_mask_storeu_epi8(cr, mask, _mm512_cvtusepi32_epi8(i));
         return;
     }
     v = _mm512_mul_ps(_mm512_sub_ps(_mm512_add_ps(v, magic), magic), _mm512_set1_ps(rq->scale));
@@ -608,6 +611,10 @@ MLK_AVX512_VNNI static void qgemm_vnni512(const uint8_t *q, int64_t ldq, const f
                                         int64_t m1, int64_t N, int64_t K, const float *bias, const float *res, float *y,
                                         int64_t ldy, int act, float p0, float p1, const mlk_qrequant *rq) {
     int64_t groups = (K + 3) / 4, pstride = groups * 64, panels = (N + 15) / 16;
+    // A requantizing layer's rows of stored codes share one zero point: its correction folds into the biases (rb),
+    // and the epilogue is given zero points of 0.
+    int uniform = rq != NULL;
+    for (int64_t m = m0 + 1; uniform && m < m1; m++) uniform = zp[m] == zp[m0];
     // Rows in chunks whose quantized block stays in L2 while every panel passes over it.
     int64_t mc = (256 * 1024) / (groups * 4);
     mc = mc < 8 ? 8 : (mc > 1024 ? 1024 : mc);
@@ -630,6 +637,7 @@ MLK_AVX512_VNNI static void qgemm_vnni512(const uint8_t *q, int64_t ldq, const f
                 ws[j] = rq ? _mm512_setzero_ps() : _mm512_loadu_ps(wscale + n);
                 b[j] = bias ? _mm512_maskz_loadu_ps(mask[j], bias + n) : _mm512_setzero_ps();
                 rb[j] = rq ? _mm512_loadu_si512(rq->bias + n) : _mm512_setzero_si512();
+                if (uniform) rb[j] = _mm512_sub_epi32(rb[j], _mm512_mullo_epi32(_mm512_set1_epi32(zp[m0]), cs[j]));
                 rm[j] = rq ? _mm512_loadu_ps(rq->mult + n) : _mm512_setzero_ps();
             }
             for (int64_t m = mb; m < me; m += 8) {
@@ -641,7 +649,7 @@ MLK_AVX512_VNNI static void qgemm_vnni512(const uint8_t *q, int64_t ldq, const f
                 for (int i = 0; i < R; i++)
                     for (int j = 0; j < P; j++)
                         if (rq) qrequant16(y + (m + i) * ldy + n0 + 16 * j,
-                                           rq->codes ? rq->codes + (m + i) * rq->ldc + n0 + 16 * j : NULL, acc[i * 3 + j], zp[m + i], cs[j], rb[j], rm[j], rq,
+                                           rq->codes ? rq->codes + (m + i) * rq->ldc + n0 + 16 * j : NULL, acc[i * 3 + j], uniform ? 0 : zp[m + i], cs[j], rb[j], rm[j], rq,
                                            res ? res + (m + i) * ldy + n0 + 16 * j : NULL, mask[j], nv[j], act, p0, p1);
                         else qstore16(y + (m + i) * ldy + n0 + 16 * j, acc[i * 3 + j], zp[m + i], cs[j], ascale[m + i],
                                  ws[j], b[j], res ? res + (m + i) * ldy + n0 + 16 * j : NULL, mask[j], nv[j], act, p0, p1);

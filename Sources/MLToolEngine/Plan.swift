@@ -261,10 +261,21 @@ final class Arena: @unchecked Sendable {
             key += " [\(plan.kernels[pos])]"
             if StepProfile.detailed {
                 key += (step.op == .conv ? " \(step.weightShape)" : "") + " in \(inputShapes[pos]) out \(outputShapes[pos])"
-                    + (step.groups > 1 ? " g\(step.groups)" : "")
+                    + (step.groups > 1 ? " g\(step.groups)" : "") + Self.int8Note(step)
             }
         }
         return key
+    }
+
+    /// How an int8 step stores its input and output, for the detailed profile: "codes→codes", "floats→floats"…
+    private static func int8Note(_ step: Step) -> String {
+        if let q = step.qweights {
+            return " int8 \(q.readsStoredCodes ? "codes" : "floats")→\(q.writesCodes ? "codes" : "floats")"
+        }
+        if let d = step.qdepthwise {
+            return " int8 \(d.storedInput != nil ? "codes" : "floats")→\(d.writesCodes ? "codes" : "floats")"
+        }
+        return ""
     }
 
     private func profiled(_ plan: Plan, _ p: Program, threads: Int, _ steps: [Step]) {

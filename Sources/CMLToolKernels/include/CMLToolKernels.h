@@ -286,6 +286,12 @@ void mlk_requantize_channels(float *y, int64_t rows, int64_t C, const int32_t *b
 void mlk_requantize_channels_codes(const float *y, int64_t rows, int64_t C, const int32_t *bias, const float *mult,
                                    float lo, float hi, uint8_t *out);
 
+/// Rows iy0 … iy0 + R − 1 and columns ix0 … ix0 + Wp − 1 of an (H, W, C) image of codes into out (R · Wp · C bytes),
+/// every code outside the image set to zp: the input a depthwise conv's padding reads, made explicit, so that
+/// mlk_qdepthwise_codes on it (with no padding) reads every pixel in place.
+void mlk_qdepthwise_pad(const uint8_t *x, int64_t H, int64_t W, int64_t C, uint8_t zp, int64_t iy0, int64_t R,
+                        int64_t ix0, int64_t Wp, uint8_t *out);
+
 /// A depthwise conv (channel multiplier 1) of 8-bit codes x (H, W, C; zero point zp) with integer weights w (KH, KW, C,
 /// as floats in ±127), output rows [oy0, oy1) of y (OH, OW, C) as codes: Σ (x − zp) · w over the taps inside the image
 /// (padding reads zp: adds 0; exact below 2^24: KH · KW · 255 · 127 < 2^24), then bias and mult as
