@@ -1,9 +1,11 @@
 // A requantizing depthwise conv on 8-bit codes (a QDQ file's depthwise QLinearConv whose input and output the engine
 // stores as codes, QuantizedDepthwise): the sum of (x − zp) · w over the taps inside the image (a tap in the padding
 // reads the zero point, so adds 0), every product and partial sum an integer below 2^24, so exact in float32 in any
-// order, then the bias in int32 and onnxruntime's requantization, as mlk_requantize_channels_codes. Portable C and
-// AVX2 and AVX-512 variants on a padded copy of the band of input rows they read (so every pixel is interior),
-// bit-identical.
+// order, then the bias in int32 and onnxruntime's requantization, as mlk_requantize_channels_codes. Portable C, an
+// AVX2 variant around the borders of the input as given, and an AVX-512 one on the band of input rows it reads with
+// the padding made explicit (so every pixel is interior; in place when the caller padded: mlk_qdepthwise_pad),
+// bit-identical. On AVX2 the padded runs lost to the border-aware kernel (the copy and 8-channel runs), on AVX-512
+// they win (see QuantizedDepthwise.codesToCodes).
 #include "CMLToolKernels.h"
 #include "isa.h"
 #include <stdlib.h>
@@ -68,6 +70,8 @@ void mlk_qdepthwise_pad(const uint8_t *x, int64_t H, int64_t W, int64_t C, uint8
 }
 
 #if MLK_X86
+// ---- AVX-512 (AVX2 for a last 8 channels): on a padded band, every pixel interior ----
+
 // The band of input a depthwise conv's output rows [oy0, oy1) read (mlk_qdepthwise_pad) in memory of its own; NULL
 // when the size overflows or memory is short (the caller then takes the portable kernel).
 static uint8_t *qdw_padded_band(const uint8_t *x, int64_t H, int64_t W, int64_t C, uint8_t zp, int64_t iy0, int64_t R,
@@ -103,7 +107,7 @@ MLK_INLINE MLK_AVX2 void qdw_run_avx2(const qdw_job *j, const int N, const int K
         const float *wr = j->w + ky * KW * j->C + c;
         for (int i = 0; i < (N - 1) * sw + KW; i++) {
             const __m256 v = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(r + i * j->C))));
-            for (int q = 0; q < N; q++) {
+                for (int q = 0; q < N; q++) {
                 const int k = i - q * sw;
                 if (k >= 0 && k < KW) acc[q] = _mm256_fmadd_ps(v, _mm256_loadu_ps(wr + k * j->C), acc[q]);
             }
@@ -169,22 +173,6 @@ static void qdw_tail(const qdw_job *j, int N, const uint8_t *p, uint8_t *yp, int
         }
 }
 
-MLK_AVX2 static void qdw_rows_avx2(const qdw_job *j, int64_t oy1) {
-    const int64_t C8 = j->C & ~(int64_t)7;
-    for (int64_t oy = j->oy0; oy < oy1; oy++)
-        for (int64_t ox = 0; ox < j->OW;) {
-            const int N = j->OW - ox >= 4 ? 4 : 1;
-            const uint8_t *p = j->band + (oy - j->oy0) * j->sh * j->rowBytes + ox * j->sw * j->C;
-            uint8_t *yp = j->y + (oy * j->OW + ox) * j->C;
-            for (int64_t c = 0; c < C8; c += 8) {
-                if (N == 4) qdw_pixels_avx2(j, 4, p, yp, c);
-                else qdw_pixels_avx2(j, 1, p, yp, c);
-            }
-            qdw_tail(j, N, p, yp, C8);
-            ox += N;
-        }
-}
-
 // As qdw_run_avx2, 16 channels from c.
 MLK_INLINE MLK_AVX512 void qdw_run_avx512(const qdw_job *j, const int N, const int KW, const int sw, const uint8_t *p,
                                           uint8_t *yp, int64_t c) {
@@ -194,7 +182,7 @@ MLK_INLINE MLK_AVX512 void qdw_run_avx512(const qdw_job *j, const int N, const i
         const float *wr = j->w + ky * KW * j->C + c;
         for (int i = 0; i < (N - 1) * sw + KW; i++) {
             const __m512 v = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(r + i * j->C))));
-            for (int q = 0; q < N; q++) {
+                for (int q = 0; q < N; q++) {
                 const int k = i - q * sw;
                 if (k >= 0 && k < KW) acc[q] = _mm512_fmadd_ps(v, _mm512_loadu_ps(wr + k * j->C), acc[q]);
             }
@@ -225,7 +213,9 @@ MLK_INLINE MLK_AVX512 void qdw_pixels_avx512(const qdw_job *j, const int N, cons
     else qdw_run_avx512(j, N, (int)j->KW, (int)j->sw, p, yp, c);
 }
 
-MLK_AVX512 static void qdw_rows_avx512(const qdw_job *j, int64_t oy1) {
+MLK_AVX512 static void qdw_rows_avx512(const qdw_job *job, int64_t oy1) {
+    // A local copy, which the byte stores cannot alias: its fields stay in registers.
+    const qdw_job local = *job, *j = &local;
     const int64_t C16 = j->C & ~(int64_t)15, C8 = j->C & ~(int64_t)7;
     for (int64_t oy = j->oy0; oy < oy1; oy++)
         for (int64_t ox = 0; ox < j->OW;) {
@@ -245,11 +235,139 @@ MLK_AVX512 static void qdw_rows_avx512(const qdw_job *j, int64_t oy1) {
         }
 }
 
+// ---- AVX2: around the borders, on the input as given ----
+
+// V vectors of 8 channels from c of one output pixel: the taps' codes widened to int32, less zp, as floats, summed
+// with the weights (exact), then requantized and stored as 8 bytes each.
+// An interior pixel (every tap inside the image) with the channels' tap sums wsum: Σ x · w, less zp · Σ w once (both
+// exact integers, so the same sum).
+MLK_INLINE MLK_AVX2 void qdw_block_avx2(int V, const uint8_t *x, int64_t H, int64_t W, int64_t C, __m256 zpf,
+                                        const float *w, int64_t KH, int64_t KW, const int32_t *bias, const float *mult,
+                                        __m256 lo, __m256 hi, __m128i shift, uint8_t *yp, int64_t oy, int64_t ox,
+                                        int64_t sh, int64_t sw, int64_t dh, int64_t dw, int64_t pt, int64_t pl, int64_t c,
+                                        const float *wsum) {
+    __m256 acc[4];
+    for (int j = 0; j < V; j++) acc[j] = _mm256_setzero_ps();
+    if (wsum) {
+        const uint8_t *p0 = x + ((oy * sh - pt) * W + (ox * sw - pl)) * C + c;
+        for (int64_t ky = 0; ky < KH; ky++)
+            for (int64_t kx = 0; kx < KW; kx++) {
+                const uint8_t *p = p0 + (ky * dh * W + kx * dw) * C;
+                const float *wp = w + (ky * KW + kx) * C + c;
+                for (int j = 0; j < V; j++)
+                    acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(p + 8 * j)))),
+                                             _mm256_loadu_ps(wp + 8 * j), acc[j]);
+            }
+        for (int j = 0; j < V; j++) acc[j] = _mm256_fnmadd_ps(zpf, _mm256_loadu_ps(wsum + c + 8 * j), acc[j]);
+    } else
+    for (int64_t ky = 0; ky < KH; ky++) {
+        int64_t iy = oy * sh - pt + ky * dh;
+        if (iy < 0 || iy >= H) continue;
+        for (int64_t kx = 0; kx < KW; kx++) {
+            int64_t ix = ox * sw - pl + kx * dw;
+            if (ix < 0 || ix >= W) continue;
+            const uint8_t *p = x + (iy * W + ix) * C + c;
+            const float *wp = w + (ky * KW + kx) * C + c;
+            for (int j = 0; j < V; j++) {
+                __m256 v = _mm256_sub_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(p + 8 * j)))), zpf);
+                acc[j] = _mm256_fmadd_ps(v, _mm256_loadu_ps(wp + 8 * j), acc[j]);
+            }
+        }
+    }
+    for (int j = 0; j < V; j++) {
+        __m256i s = _mm256_add_epi32(_mm256_cvtps_epi32(acc[j]), _mm256_loadu_si256((const __m256i *)(bias + c + 8 * j)));
+        __m256 v = _mm256_mul_ps(_mm256_cvtepi32_ps(s), _mm256_loadu_ps(mult + c + 8 * j));
+        v = _mm256_min_ps(_mm256_max_ps(v, lo), hi);
+        // vcvtps2dq rounds halves to even, as the 1.5 · 2^23 add; then less lo in 16 bits (exact), to bytes.
+        __m256i i = _mm256_cvtps_epi32(v);
+        __m128i h = _mm_add_epi16(_mm_packs_epi32(_mm256_castsi256_si128(i), _mm256_extracti128_si256(i, 1)), shift);
+        _mm_storel_epi64((__m128i *)(yp + c + 8 * j), _mm_packus_epi16(h, h));
+    }
+}
+
+// Four interior output pixels (ox … ox + 3) of a stride-1, column-dilation-1 conv, 8 channels from c, with the tap sums
+// wsum: each input pixel of a kernel row is widened once and used by the up to KW outputs it reaches (the weights of
+// the row in registers), then as qdw_block_avx2's interior path (the same exact sums, in another order).
+MLK_INLINE MLK_AVX2 void qdw_run4_avx2(const uint8_t *x, int64_t W, int64_t C, __m256 zpf, const float *w, int64_t KH,
+                                   const int KW, const int32_t *bias, const float *mult, __m256 lo, __m256 hi, __m128i shift,
+                                   uint8_t *yp, int64_t oy, int64_t ox, int64_t sh, int64_t dh, int64_t pt, int64_t pl,
+                                   int64_t c, const float *wsum) {
+    __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+    __m256 wr[5];
+    for (int64_t ky = 0; ky < KH; ky++) {
+        const uint8_t *p = x + ((oy * sh - pt + ky * dh) * W + (ox - pl)) * C + c;
+        for (int k = 0; k < KW; k++) wr[k] = _mm256_loadu_ps(w + (ky * KW + k) * C + c);
+        for (int i = 0; i < KW + 3; i++) {
+            const __m256 v = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(p + i * C))));
+            for (int q = 0; q < 4; q++) {
+                const int k = i - q;
+                if (k >= 0 && k < KW) acc[q] = _mm256_fmadd_ps(v, wr[k], acc[q]);
+            }
+        }
+    }
+    const __m256 ws = _mm256_loadu_ps(wsum + c), b = _mm256_castsi256_ps(_mm256_loadu_si256((const __m256i *)(bias + c)));
+    const __m256 m = _mm256_loadu_ps(mult + c);
+    for (int q = 0; q < 4; q++) {
+        __m256i t = _mm256_add_epi32(_mm256_cvtps_epi32(_mm256_fnmadd_ps(zpf, ws, acc[q])), _mm256_castps_si256(b));
+        __m256 v = _mm256_min_ps(_mm256_max_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(t), m), lo), hi);
+        __m256i i = _mm256_cvtps_epi32(v);
+        __m128i h = _mm_add_epi16(_mm_packs_epi32(_mm256_castsi256_si128(i), _mm256_extracti128_si256(i, 1)), shift);
+        _mm_storel_epi64((__m128i *)(yp + q * C + c), _mm_packus_epi16(h, h));
+    }
+}
+
+MLK_AVX2 static void qdepthwise_avx2(const uint8_t *x, int64_t H, int64_t W, int64_t C, int32_t zp, const float *w,
+                                     int64_t KH, int64_t KW, const int32_t *bias, const float *mult, float lo, float hi,
+                                     uint8_t *y, int64_t oy0, int64_t oy1, int64_t OW, int64_t sh, int64_t sw, int64_t dh,
+                                     int64_t dw, int64_t pt, int64_t pl) {
+    const __m256 zpf = _mm256_set1_ps((float)zp), vlo = _mm256_set1_ps(lo), vhi = _mm256_set1_ps(hi);
+    const __m128i shift = _mm_set1_epi16((int16_t)-(int32_t)lo);
+    int64_t C8 = C & ~(int64_t)7;
+    // Each channel's tap sum, for the interior pixels (without the memory, every pixel as a border one).
+    float *wsum = malloc((size_t)(C8 > 0 ? C8 : 1) * sizeof(float));
+    if (wsum)
+        for (int64_t c = 0; c < C8; c++) {
+            float t = 0;
+            for (int64_t k = 0; k < KH * KW; k++) t += w[k * C + c];
+            wsum[c] = t;
+        }
+    // Stride 1 along rows with KW ≤ 5: runs of 4 interior pixels share their input columns (qdw_run4_avx2).
+    const int runs = wsum && sw == 1 && dw == 1 && KW <= 5;
+    for (int64_t oy = oy0; oy < oy1; oy++)
+        for (int64_t ox = 0; ox < OW; ox++) {
+            uint8_t *yp = y + (oy * OW + ox) * C;
+            const int64_t iy = oy * sh - pt, ix = ox * sw - pl;
+            if (runs && ox + 4 <= OW && iy >= 0 && iy + (KH - 1) * dh < H && ix >= 0 && ix + 3 + KW - 1 < W) {
+                int64_t c = 0;
+                for (; c < C8; c += 8) {
+                    if (KW == 3) qdw_run4_avx2(x, W, C, zpf, w, KH, 3, bias, mult, vlo, vhi, shift, yp, oy, ox, sh, dh, pt, pl, c, wsum);
+                    else if (KW == 5) qdw_run4_avx2(x, W, C, zpf, w, KH, 5, bias, mult, vlo, vhi, shift, yp, oy, ox, sh, dh, pt, pl, c, wsum);
+                    else qdw_run4_avx2(x, W, C, zpf, w, KH, (int)KW, bias, mult, vlo, vhi, shift, yp, oy, ox, sh, dh, pt, pl, c, wsum);
+                }
+                if (c < C)
+                    for (int q = 0; q < 4; q++)
+                        qdw_pixel_portable(x, H, W, C, zp, w, KH, KW, bias, mult, lo, hi, yp + q * C, oy, ox + q, sh, sw, dh,
+                                           dw, pt, pl, c, C);
+                ox += 3;
+                continue;
+            }
+            const float *ws = iy >= 0 && iy + (KH - 1) * dh < H && ix >= 0 && ix + (KW - 1) * dw < W ? wsum : NULL;
+            int64_t c = 0;
+            for (; c + 32 <= C8; c += 32)
+                qdw_block_avx2(4, x, H, W, C, zpf, w, KH, KW, bias, mult, vlo, vhi, shift, yp, oy, ox, sh, sw, dh, dw, pt, pl, c, ws);
+            for (; c < C8; c += 8)
+                qdw_block_avx2(1, x, H, W, C, zpf, w, KH, KW, bias, mult, vlo, vhi, shift, yp, oy, ox, sh, sw, dh, dw, pt, pl, c, ws);
+            if (c < C)
+                qdw_pixel_portable(x, H, W, C, zp, w, KH, KW, bias, mult, lo, hi, yp, oy, ox, sh, sw, dh, dw, pt, pl, c, C);
+        }
+    free(wsum);
+}
+
 // The band padded (qdw_padded_band), the tap sums, then the rows at the best level; 0 when memory is short.
 static int qdepthwise_padded(const uint8_t *x, int64_t H, int64_t W, int64_t C, int32_t zp, const float *w, int64_t KH,
                              int64_t KW, const int32_t *bias, const float *mult, float lo, float hi, uint8_t *y,
                              int64_t oy0, int64_t oy1, int64_t OW, int64_t sh, int64_t sw, int64_t dh, int64_t dw,
-                             int64_t pt, int64_t pl, int use512) {
+                             int64_t pt, int64_t pl) {
     const int64_t R = (oy1 - 1 - oy0) * sh + (KH - 1) * dh + 1, Wp = (OW - 1) * sw + (KW - 1) * dw + 1;
     const int64_t iy0 = oy0 * sh - pt;
     // A band inside the image (an input the caller padded: mlk_qdepthwise_pad) is read in place.
@@ -267,8 +385,7 @@ static int qdepthwise_padded(const uint8_t *x, int64_t H, int64_t W, int64_t C, 
         for (int64_t c = 0; c < C; c++) wsum[c] += w[k * C + c];
     const qdw_job j = {inside ? x + iy0 * W * C : band, (inside ? W : Wp) * C, C, KH, KW, sh, sw, dh, dw, oy0, OW, w,
                        wsum, mult, bias, (float)zp, lo, hi, y};
-    if (use512) qdw_rows_avx512(&j, oy1);
-    else qdw_rows_avx2(&j, oy1);
+    qdw_rows_avx512(&j, oy1);
     free(band);
     free(wsum);
     return 1;
@@ -280,10 +397,13 @@ void mlk_qdepthwise_codes(const uint8_t *x, int64_t H, int64_t W, int64_t C, int
                           int64_t oy1, int64_t OW, int64_t sh, int64_t sw, int64_t dh, int64_t dw, int64_t pt, int64_t pl) {
     if (oy1 <= oy0 || OW <= 0) return;
 #if MLK_X86
-    if (mlk_cpu_has(MLK_CPU_AVX2) && zp >= 0 && zp <= 255 &&
-        qdepthwise_padded(x, H, W, C, zp, w, KH, KW, bias, mult, lo, hi, y, oy0, oy1, OW, sh, sw, dh, dw, pt, pl,
-                          mlk_cpu_has(MLK_CPU_AVX512)))
+    if (mlk_cpu_has(MLK_CPU_AVX512) && zp >= 0 && zp <= 255 &&
+        qdepthwise_padded(x, H, W, C, zp, w, KH, KW, bias, mult, lo, hi, y, oy0, oy1, OW, sh, sw, dh, dw, pt, pl))
         return;
+    if (mlk_cpu_has(MLK_CPU_AVX2)) {
+        qdepthwise_avx2(x, H, W, C, zp, w, KH, KW, bias, mult, lo, hi, y, oy0, oy1, OW, sh, sw, dh, dw, pt, pl);
+        return;
+    }
 #endif
     qdepthwise_portable(x, H, W, C, zp, w, KH, KW, bias, mult, lo, hi, y, oy0, oy1, OW, sh, sw, dh, dw, pt, pl);
 }

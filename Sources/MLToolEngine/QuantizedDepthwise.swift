@@ -1,3 +1,4 @@
+import CMLToolCPU
 import CMLToolKernels
 import MLToolCore
 
@@ -77,16 +78,33 @@ final class QuantizedDepthwise: @unchecked Sendable {
 }
 
 extension Fast {
-    /// Floats of scratch a requantizing depthwise conv takes: reading and writing codes, one image's padded input
-    /// (`paddedInput`; none when the conv does not pad); else one image's input codes, and for an output stored as
-    /// codes one image's sums (each band uses one output row of its own).
+    /// Floats of scratch a requantizing depthwise conv takes: one image's input codes, and for an output stored as
+    /// codes one image's sums (each band uses one output row of its own); reading and writing codes, at least one
+    /// image's padded input (`paddedInput`, when the conv pads).
     static func quantizedDepthwiseScratch(_ s: Step, _ d: QuantizedDepthwise, _ xs: [Int], _ ys: [Int]) -> Int {
-        if d.storedInput != nil && d.writesCodes {
-            let band = paddedInput(s, xs, ys)
-            return band.needed ? (band.rows &* band.cols &* xs[3] &+ 3) / 4 : 0
-        }
-        return xs[1] &* xs[2] &* xs[3] &+ (d.writesCodes ? ys[1] &* ys[2] &* ys[3] : 0)
+        let centred = xs[1] &* xs[2] &* xs[3] &+ (d.writesCodes ? ys[1] &* ys[2] &* ys[3] : 0)
+        guard d.storedInput != nil && d.writesCodes else { return centred }
+        // Room for either path: the level that runs a step may not be the planning thread's.
+        let band = paddedInput(s, xs, ys)
+        return max(centred, band.needed ? (band.rows &* band.cols &* xs[3] &+ 3) / 4 : 0)
     }
+
+    /// Whether a depthwise conv between tensors stored as codes runs `mlk_qdepthwise_codes` on them: always with
+    /// AVX-512 (`codesToCodes`); on AVX2 when strided, where each input code is read by a quarter of the taps' outputs,
+    /// so centring every code into floats first costs more than widening it per tap, and 3×3 stride 1, whose runs of 4
+    /// pixels widen each input column once. Measured on a Zen 3 (AVX2, one thread, EfficientNet-Lite0's layers, the
+    /// kernels alone, against centring the input into floats and the float kernels): 3×3 stride 2 at 112×112×96 0.20
+    /// vs 0.42 ms, 5×5 stride 2 at 56×56×144 0.19 vs 0.23 ms; 3×3 stride 1 at 112×112×32 0.242 vs 0.254 ms, 56×56×144
+    /// 0.273 vs 0.315, 14×14×480 0.058 vs 0.062; 5×5 stride 1 loses (28×28×240 0.236 vs 0.212 ms, 14×14×672 0.196 vs
+    /// 0.153, 7×7×1152 0.098 vs 0.062).
+    static func readsCodesDirectly(_ s: Step) -> Bool {
+        padsFirst || s.strides[0] &* s.strides[1] >= 4
+            || (s.strides == [1, 1] && s.dilations == [1, 1] && s.weightShape[0] == 3 && s.weightShape[1] == 3)
+    }
+
+    /// Whether `mlk_qdepthwise_codes` runs on a padded input (its AVX-512 level), so `codesToCodes` pads it first
+    /// (on AVX2 it reads around the borders of the input as given). Asked per call: a thread's CPU level can change.
+    static var padsFirst: Bool { mlk_cpu_has(Int32(MLK_CPU_AVX512)) != 0 }
 
     /// The input a depthwise conv's outputs read, padding included: rows from −pads[0], columns from −pads[1]; needed
     /// (to be made by `mlk_qdepthwise_pad`) unless it lies inside the image.
@@ -96,10 +114,10 @@ extension Fast {
         return (rows, cols, s.pads[0] != 0 || s.pads[1] != 0 || rows > xs[1] || cols > xs[2])
     }
 
-    /// Codes in, codes out (`mlk_qdepthwise_codes`): each image's input padded once into the scratch with its zero point
-    /// (when the conv pads), then bands of output rows on the threads, every pixel read in place. On Zen 4 (AVX-512, one
-    /// thread, EfficientNet-Lite0's layers, the kernels alone) against the kernel of 05848ab, which read around the
-    /// borders and sent 5×5 stride 1 to the float kernels: 3×3 stride 1 at 112×112×32 0.157 vs 0.198 ms, 56×56×144
+    /// Codes in, codes out (`mlk_qdepthwise_codes`): with AVX-512 each image's input padded once into the scratch with
+    /// its zero point (when the conv pads), then bands of output rows on the threads, every pixel read in place. On Zen
+    /// 4 (AVX-512, one thread, EfficientNet-Lite0's layers, the kernels alone, padding included) against the AVX2
+    /// kernel around the borders, which 5×5 stride 1 did not even take (the float kernels were faster): 3×3 stride 1 at 112×112×32 0.157 vs 0.198 ms, 56×56×144
     /// 0.174 vs 0.222; 3×3 stride 2 at 112×112×96 0.146 vs 0.172; 5×5 stride 1 at 28×28×240 0.143 vs 0.198, 14×14×672
     /// 0.112 vs 0.156; 5×5 stride 2 at 56×56×144 0.124 vs 0.157.
     static func codesToCodes(_ s: Step, _ d: QuantizedDepthwise, zp: Int32, _ x: UnsafePointer<UInt8>, _ xs: [Int],
@@ -109,7 +127,8 @@ extension Fast {
         let (batch, h, w, c) = (xs[0], xs[1], xs[2], xs[3])
         let (kh, kw, oh, ow) = (s.weightShape[0], s.weightShape[1], ys[1], ys[2])
         let st = s.strides, dl = s.dilations
-        let band = paddedInput(s, xs, ys)
+        var band = paddedInput(s, xs, ys)
+        band.needed = band.needed && padsFirst
         nonisolated(unsafe) let padded = UnsafeMutableRawPointer(scratch).assumingMemoryBound(to: UInt8.self)
         let (ih, iw, pt, pl) = band.needed ? (band.rows, band.cols, 0, 0) : (h, w, s.pads[0], s.pads[1])
         d.codes.withUnsafeBufferPointer { wt in
@@ -151,7 +170,7 @@ extension Fast {
         nonisolated(unsafe) let xq = UnsafeRawPointer(x).assumingMemoryBound(to: UInt8.self)
         nonisolated(unsafe) let yq = UnsafeMutableRawPointer(y).assumingMemoryBound(to: UInt8.self)
         let stored = d.storedInput, writesCodes = d.writesCodes
-        if let zp = stored, writesCodes {
+        if let zp = stored, writesCodes, Self.readsCodesDirectly(s) {
             codesToCodes(s, d, zp: zp, xq, xs, yq, ys, scratch, parts: parts)
             return
         }
