@@ -79,6 +79,26 @@ import Testing
         #expect(c.sentences.map(\.line) == [3, 7])
     }
 
+    /// UNER's `.iob2` layout (its release files: comments, a numbering column, the tag third, then two more columns,
+    /// the last an annotator's name) reads as tokens and entity tags, where the last column would give a tag per
+    /// annotator and the numbers as words (which trained a 4,000-tag model for minutes on UNER's dev file).
+    @Test func conllReadsUNERsNumberedColumnsAndComments() throws {
+        let text = "# newdoc id = a\n# sent_id = a-1\n# text = where in tampa bay\n1\twhere\tO\t-\t-\n"
+            + "2\tin\tO\t-\t-\n3\ttampa\tB-LOC\t-\tstephen\n4\tbay\tI-LOC\t-\tstephen\n\n"
+            + "# sent_id = a-2\n# text = Tim\n1\tTim\tB-PER\t-\tstephen\n"
+        let c = try conll(text)
+        #expect(c.sentences.map(\.tokens) == [["where", "in", "tampa", "bay"], ["Tim"]])
+        #expect(c.sentences.map(\.tags) == [["O", "O", "B-LOC", "I-LOC"], ["B-PER"]])
+        #expect(c.sentences.map(\.line) == [4, 11])
+        // CoNLL-2003's four columns keep the last (the chunk column is entity-shaped too); a "#" token with a tab is
+        // a token; a first column that does not number the tokens is the token.
+        let conll2003 = try conll("EU NNP B-NP B-ORG\nrejects VBZ B-VP O\n#\tSYM\tO\tO\n")
+        #expect(conll2003.sentences[0].tokens == ["EU", "rejects", "#"])
+        #expect(conll2003.sentences[0].tags == ["B-ORG", "O", "O"])
+        let counted = try conll("2 CD O\n1 CD O\n")
+        #expect(counted.sentences[0].tokens == ["2", "1"])
+    }
+
     @Test func conllTokenWithoutTag() {
         #expect(message { try conll("Paris B-LOC\nrocks\n") }
                 == "t.bio:2: token 'rocks' has no tag (expected: token, whitespace, tag)")
