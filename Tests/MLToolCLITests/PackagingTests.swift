@@ -68,7 +68,7 @@ struct PackagingTests {
             #expect(names.contains { $0.hasPrefix(package + " (>= ") }, "\(package) missing from: \(line)")
         }
         #expect(names.contains { $0.hasPrefix("libopenblas0") }, "\(line)")
-        for model in ["efficientnet-lite0.bin", "language-id.bin", "speech-embedding.bin", "minilm.bin"] {
+        for model in ["efficientnet-lite0.bin", "language-id.bin", "speech-embedding.bin", "minilm.bin", "pos-en.bin", "ner-en.bin"] {
             #expect(FileManager.default.fileExists(atPath: deb + "/usr/share/mltool/" + model), "\(model) not packaged")
         }
         for file in ["usr/share/man/man1/mltool.1.gz", "usr/share/bash-completion/completions/mltool",

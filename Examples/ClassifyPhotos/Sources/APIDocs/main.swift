@@ -3,9 +3,9 @@
 import Foundation
 import MLTool
 
-/// docs/API.md:70, Load and inspect a model — `MLModel`
+/// docs/API.md:71, Load and inspect a model — `MLModel`
 func example1() throws {
-#sourceLocation(file: "docs/API.md", line: 70)
+#sourceLocation(file: "docs/API.md", line: 71)
     let model = try Model(contentsOf: URL(fileURLWithPath: "models/efficientnet-lite0.bin"))
     print(model.metadata.task, model.metadata.labels.count, model.parameterCount)
     let summary = try ModelSummary(path: "models/efficientnet-lite0.bin")   // what `mltool info` prints
@@ -14,9 +14,9 @@ func example1() throws {
 #sourceLocation()
 }
 
-/// docs/API.md:93, Classify an image — `VNClassifyImageRequest`
+/// docs/API.md:94, Classify an image — `VNClassifyImageRequest`
 func example2() throws {
-#sourceLocation(file: "docs/API.md", line: 93)
+#sourceLocation(file: "docs/API.md", line: 94)
     let classifier = try ImageClassifier(contentsOf: URL(fileURLWithPath: "models/efficientnet-lite0.bin"))
     for observation in try classifier.classify(contentsOf: URL(fileURLWithPath: "cat.jpg")).prefix(5) {
         print(observation.identifier, observation.confidence)
@@ -24,9 +24,9 @@ func example2() throws {
 #sourceLocation()
 }
 
-/// docs/API.md:117, Classify with your own model — `VNCoreMLRequest`
+/// docs/API.md:118, Classify with your own model — `VNCoreMLRequest`
 func example3() throws {
-#sourceLocation(file: "docs/API.md", line: 117)
+#sourceLocation(file: "docs/API.md", line: 118)
     let classifier = try ImageClassifier(contentsOf: URL(fileURLWithPath: "Clothes.bin"))
     let options = ClassificationOptions(maximumCount: 1, minimumConfidence: 0.5)
     if let best = try classifier.classify(contentsOf: URL(fileURLWithPath: "bag.png"), options: options).first {
@@ -43,9 +43,9 @@ func example3() throws {
 #sourceLocation()
 }
 
-/// docs/API.md:144, Classify text — `NLModel`
+/// docs/API.md:145, Classify text — `NLModel`
 func example4() throws {
-#sourceLocation(file: "docs/API.md", line: 144)
+#sourceLocation(file: "docs/API.md", line: 145)
     let model = try TextClassifier(contentsOf: URL(fileURLWithPath: "Reviews.bin"))
     let label: String? = try model.predictedLabel(for: "The battery died after two days.")
     let hypotheses: [String: Double] = try model.predictedLabelHypotheses(for: "The battery died after two days.",
@@ -58,9 +58,9 @@ func example4() throws {
 #sourceLocation()
 }
 
-/// docs/API.md:173, Train an image classifier — `MLImageClassifier`
+/// docs/API.md:174, Train an image classifier — `MLImageClassifier`
 func example5() throws {
-#sourceLocation(file: "docs/API.md", line: 173)
+#sourceLocation(file: "docs/API.md", line: 174)
     var parameters = ImageClassifierParameters()
     parameters.maxIterations = 50
     parameters.augmentations = [.flip]
@@ -77,9 +77,9 @@ func example5() throws {
 #sourceLocation()
 }
 
-/// docs/API.md:210, Train a text classifier — `MLTextClassifier`
+/// docs/API.md:212, Train a text classifier — `MLTextClassifier`
 func example6() throws {
-#sourceLocation(file: "docs/API.md", line: 210)
+#sourceLocation(file: "docs/API.md", line: 212)
     var parameters = TextClassifierParameters()
     parameters.holdoutFraction = 0.2            // the testing split: kept out, measured, recorded in the model
     parameters.minCount = 1
@@ -90,9 +90,9 @@ func example6() throws {
 #sourceLocation()
 }
 
-/// docs/API.md:241, Tag words — `MLWordTagger`, `NLTagger`
+/// docs/API.md:243, Tag words — `MLWordTagger`, `NLTagger`
 func example7() throws {
-#sourceLocation(file: "docs/API.md", line: 241)
+#sourceLocation(file: "docs/API.md", line: 243)
     var parameters = WordTaggerPipelineParameters()
     parameters.holdoutFraction = 0.2            // sentences kept out and scored (or pass test: a tagged file)
     let result = try WordTaggerTraining(data: "names.bio", parameters: parameters).train()
@@ -107,9 +107,9 @@ func example7() throws {
 #sourceLocation()
 }
 
-/// docs/API.md:271, Train on a table — `MLBoostedTreeClassifier`, LightGBM
+/// docs/API.md:273, Train on a table — `MLBoostedTreeClassifier`, LightGBM
 func example8() throws {
-#sourceLocation(file: "docs/API.md", line: 271)
+#sourceLocation(file: "docs/API.md", line: 273)
     var parameters = TabularParameters()
     parameters.target = "diabetes"                // a column of words: a classifier (numbers: a regressor)
     let result = try TabularTrainer(data: "diabetes.csv", test: "diabetes-test.csv", parameters: parameters).train()
@@ -122,9 +122,9 @@ func example8() throws {
 #sourceLocation()
 }
 
-/// docs/API.md:301, Identify the language — `NLLanguageRecognizer`
+/// docs/API.md:310, Identify the language — `NLLanguageRecognizer`
 func example9() throws {
-#sourceLocation(file: "docs/API.md", line: 301)
+#sourceLocation(file: "docs/API.md", line: 310)
     var recognizer = try LanguageRecognizer()
     print("language:", try recognizer.dominantLanguage(for: "Diese Bibliothek liest und schreibt Dateien im JSON-Format.") ?? "und")
     print(try recognizer.languageHypotheses(for: "Biblioteca para ler e escrever ficheiros", withMaximum: 3))
@@ -136,9 +136,28 @@ func example9() throws {
 #sourceLocation()
 }
 
-/// docs/API.md:330, Classify many images — `MLArrayBatchProvider`
+/// docs/API.md:344, Tag words — `NLTagger`
 func example10() throws {
-#sourceLocation(file: "docs/API.md", line: 330)
+#sourceLocation(file: "docs/API.md", line: 344)
+    var tagger = try TextTagger(tagSchemes: [.lexicalClass, .nameType, .language])
+    tagger.string = "Barack Obama met Angela Merkel in Berlin on Monday to talk about the weather. Das ist ein Haus."
+    let all = tagger.string.startIndex..<tagger.string.endIndex
+    tagger.enumerateTags(in: all, unit: .word, scheme: .nameType, options: [.omitWhitespace, .joinNames]) { tag, range in
+        if tag != "OtherWord" && tag != "Punctuation" { print(tagger.string[range], tag ?? "-") }   // Barack Obama PersonalName …
+        return true
+    }
+    for (tag, range) in tagger.tags(in: all, unit: .word, scheme: .lexicalClass, options: .omitWhitespace).prefix(4) {
+        print(tagger.string[range], tag ?? "-")                                     // Barack Noun, Obama Noun, met Verb, …
+    }
+    for (language, sentence) in tagger.tags(in: all, unit: .sentence, scheme: .language) {
+        print(language ?? "und", tagger.string[sentence])                          // en …, de Das ist ein Haus.
+    }
+#sourceLocation()
+}
+
+/// docs/API.md:378, Classify many images — `MLArrayBatchProvider`
+func example11() throws {
+#sourceLocation(file: "docs/API.md", line: 378)
     let classifier = try ImageClassifier(contentsOf: URL(fileURLWithPath: "Clothes.bin"))
     let urls = try FileManager.default.contentsOfDirectory(at: URL(fileURLWithPath: "Clothes/bag"),
                                                            includingPropertiesForKeys: nil)
@@ -152,9 +171,9 @@ func example10() throws {
 #sourceLocation()
 }
 
-/// docs/API.md:350, Serve models over HTTP — `ModelServer`
-func example11() throws {
-#sourceLocation(file: "docs/API.md", line: 350)
+/// docs/API.md:398, Serve models over HTTP — `ModelServer`
+func example12() throws {
+#sourceLocation(file: "docs/API.md", line: 398)
     var parameters = ModelServerParameters()
     parameters.port = 0                         // any free port; 8080 by default
     parameters.maxWaitMilliseconds = 2          // how long a batch waits for more requests
@@ -166,9 +185,9 @@ func example11() throws {
 #sourceLocation()
 }
 
-/// docs/API.md:382, Compress weights — `linear_quantize_weights`, `palettize_weights`
-func example12() throws {
-#sourceLocation(file: "docs/API.md", line: 382)
+/// docs/API.md:430, Compress weights — `linear_quantize_weights`, `palettize_weights`
+func example13() throws {
+#sourceLocation(file: "docs/API.md", line: 430)
     let linear = QuantizationParameters(bits: 8, mode: .linear)
     let int8 = try QuantizationPipeline(modelPath: "Clothes.bin", parameters: linear).run()
     if let gate = int8.report.gate {
@@ -185,9 +204,9 @@ func example12() throws {
 #sourceLocation()
 }
 
-/// docs/API.md:418, Convert models — `ct.convert`
-func example13() throws {
-#sourceLocation(file: "docs/API.md", line: 418)
+/// docs/API.md:466, Convert models — `ct.convert`
+func example14() throws {
+#sourceLocation(file: "docs/API.md", line: 466)
     // In. `featureTensor` names the layer that `ImageClassifierParameters.extractor` would train on.
     let labels = try String(contentsOfFile: "labels.txt", encoding: .utf8).split(separator: "\n").map(String.init)
     let options = ImportOptions(image: .efficientNetLite, labels: labels, featureTensor: "features")
@@ -207,19 +226,20 @@ func example13() throws {
 }
 
 let examples: [(String, @Sendable () async throws -> Void)] = [
-    ("docs/API.md:70 Load and inspect a model — `MLModel`", example1),
-    ("docs/API.md:93 Classify an image — `VNClassifyImageRequest`", example2),
-    ("docs/API.md:117 Classify with your own model — `VNCoreMLRequest`", example3),
-    ("docs/API.md:144 Classify text — `NLModel`", example4),
-    ("docs/API.md:173 Train an image classifier — `MLImageClassifier`", example5),
-    ("docs/API.md:210 Train a text classifier — `MLTextClassifier`", example6),
-    ("docs/API.md:241 Tag words — `MLWordTagger`, `NLTagger`", example7),
-    ("docs/API.md:271 Train on a table — `MLBoostedTreeClassifier`, LightGBM", example8),
-    ("docs/API.md:301 Identify the language — `NLLanguageRecognizer`", example9),
-    ("docs/API.md:330 Classify many images — `MLArrayBatchProvider`", example10),
-    ("docs/API.md:350 Serve models over HTTP — `ModelServer`", example11),
-    ("docs/API.md:382 Compress weights — `linear_quantize_weights`, `palettize_weights`", example12),
-    ("docs/API.md:418 Convert models — `ct.convert`", example13),
+    ("docs/API.md:71 Load and inspect a model — `MLModel`", example1),
+    ("docs/API.md:94 Classify an image — `VNClassifyImageRequest`", example2),
+    ("docs/API.md:118 Classify with your own model — `VNCoreMLRequest`", example3),
+    ("docs/API.md:145 Classify text — `NLModel`", example4),
+    ("docs/API.md:174 Train an image classifier — `MLImageClassifier`", example5),
+    ("docs/API.md:212 Train a text classifier — `MLTextClassifier`", example6),
+    ("docs/API.md:243 Tag words — `MLWordTagger`, `NLTagger`", example7),
+    ("docs/API.md:273 Train on a table — `MLBoostedTreeClassifier`, LightGBM", example8),
+    ("docs/API.md:310 Identify the language — `NLLanguageRecognizer`", example9),
+    ("docs/API.md:344 Tag words — `NLTagger`", example10),
+    ("docs/API.md:378 Classify many images — `MLArrayBatchProvider`", example11),
+    ("docs/API.md:398 Serve models over HTTP — `ModelServer`", example12),
+    ("docs/API.md:430 Compress weights — `linear_quantize_weights`, `palettize_weights`", example13),
+    ("docs/API.md:466 Convert models — `ct.convert`", example14),
 ]
 var failures = 0
 for (location, example) in examples {
