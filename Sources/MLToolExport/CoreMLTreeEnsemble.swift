@@ -20,6 +20,7 @@ enum CoreMLTreeEnsemble {
 
     static func export(_ model: Model, name: String) throws -> ExportResult {
         let e = try TreeEnsemble(model: model, file: name)
+        try ONNXTreeEnsemble.refuseAveragedBinary(e, name: name, format: "Core ML")
         let t = try TreeNodes(e, style: .equalityChains, model: name, format: "Core ML")
         let arena = CArena()
         let nodes = t.nodes.map { n -> CoreML__Specification__TreeEnsembleParameters__TreeNode in
@@ -68,7 +69,8 @@ enum CoreMLTreeEnsemble {
             var c = CoreML__Specification__TreeEnsembleClassifier()
             core_ml__specification__tree_ensemble_classifier__init(&c)
             c.treeensemble = arena.new(params)
-            c.postevaluationtransform = e.objective == .binary ? 2 : 1
+            // NoTransform (0) for averaged trees: their sums are the probabilities.
+            c.postevaluationtransform = e.learner != .boosted ? 0 : e.objective == .binary ? 2 : 1
             c.stringclasslabels = arena.new(labels)
             m.treeensembleclassifier = arena.new(c)
             outputs = [types.feature("classLabel", "The most likely \(e.target)", types.string),

@@ -172,3 +172,40 @@ import Testing
         }
     }
 }
+
+/// Averaged trees (forests) exported: post_transform NONE / NoTransform, the leaves already divided by the tree
+/// count. Letter (26 classes, 5 trees) and diamonds (regression, 3 trees); a binary forest is refused by name.
+@Suite struct ForestExportTests {
+    static func forest(_ c: TreeEnsembleExportTests.Case, trees: Int) throws -> (TreeEnsemble, test: FeatureMatrix)? {
+        guard let (schema, train, targets, test) = try TreeEnsembleExportTests.load(c) else { return nil }
+        var p = ForestParameters()
+        p.trees = trees; p.threads = 2
+        return (ForestTrainer(parameters: p).train(schema: schema, train: train, targets: targets), test)
+    }
+
+    @Test(arguments: [(TreeEnsembleExportTests.cases[3], 5), (TreeEnsembleExportTests.cases[2], 3)])
+    func runtimesGiveMLToolsPredictions(_ c: TreeEnsembleExportTests.Case, trees: Int) throws {
+        guard let (e, test) = try Self.forest(c, trees: trees) else { return }
+        let model = e.model(name: c.name), f = e.features.count
+        if let (s, theirs) = try TreeEnsembleExportTests.run("run_tree_onnx.py", try ONNXExporter.export(model, name: c.name).bytes, test, features: f) {
+            let worst = TreeEnsembleExportTests.expectSame(e, test, summary: s, theirs: theirs, "\(c.name) forest in onnxruntime")
+            print("\(c.name) forest: onnxruntime, \(test.rowCount) rows, \(e.treeCount) trees, largest difference \(worst)")
+        }
+        if let (s, theirs) = try TreeEnsembleExportTests.run("eval_tree_coreml.py", try CoreMLExporter.export(model, name: c.name).bytes, test, features: f) {
+            let worst = TreeEnsembleExportTests.expectSame(e, test, summary: s, theirs: theirs, "\(c.name) forest by the Core ML spec's trees")
+            print("\(c.name) forest: Core ML spec, \(test.rowCount) rows, \(e.treeCount) trees, largest difference \(worst)")
+        }
+    }
+
+    @Test func aBinaryForestIsRefusedByName() throws {
+        var e = TreeEnsemble(objective: .binary, target: "y", labels: ["a", "b"], features: [.init(name: "x", kind: .numeric)], baseScores: [0],
+                             treeStarts: [0, 1], nodes: [-1, -1, -1, 0, 0], values: [0.5])
+        e.learner = .forest
+        for format in ["ONNX", "Core ML"] {
+            #expect(throws: ExportError.unsupported(model: "m.bin", format: format, place: "tabular.learner 'forest'",
+                                                    reason: "a binary forest (averaged trees of two classes) is not yet supported")) {
+                _ = format == "ONNX" ? try ONNXExporter.export(e.model(), name: "m.bin") : try CoreMLExporter.export(e.model(), name: "m.bin")
+            }
+        }
+    }
+}

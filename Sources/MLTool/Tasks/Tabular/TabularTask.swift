@@ -54,6 +54,20 @@ public enum TabularTask: TaskKind {
                 }
                 s.parameters.regression = v == "regression"
             }, record: { s in s.parameters.regression.map { ["--objective", $0 ? "regression" : "classification"] } ?? [] }),
+            O(OptionDeclaration("--learner", value: "boosted|forest|tree|linear", help: "The learner (default \(d.learner.rawValue))."),
+              set: { s, v in
+                  guard let learner = TabularParameters.Learner(rawValue: v) else {
+                      throw OptionText.refuse("--learner", "--learner must be boosted, forest, tree or linear")
+                  }
+                  s.parameters.learner = learner
+              }, record: { s in s.parameters.learner == d.learner ? [] : ["--learner", s.parameters.learner.rawValue] }),
+            TrainingOptions.int(OptionDeclaration("--forest-trees", value: "N", kind: .integer, help: "--learner forest: trees (default \(d.forest.trees))."),
+                                \.forest.trees, default: d.forest.trees),
+            O(OptionDeclaration("--max-depth", value: "N", kind: .integer, help: "--learner forest or tree: the deepest split level (default: none)."),
+              set: { s, v in
+                  guard let depth = Int(v), depth >= 1 else { throw OptionText.refuse("--max-depth", "--max-depth must be an integer ≥ 1") }
+                  s.parameters.forest.maxDepth = depth
+              }, record: { s in s.parameters.forest.maxDepth.map { ["--max-depth", "\($0)"] } ?? [] }),
             TrainingOptions.int(OptionDeclaration("--iterations", value: "N", kind: .integer, help: "Boosting rounds at most (default \(d.trees.iterations))."),
                                 \.trees.iterations, default: d.trees.iterations),
             TrainingOptions.int(OptionDeclaration("--leaves", value: "N", kind: .integer, help: "Leaves per tree (default \(d.trees.leaves))."),
