@@ -37,7 +37,8 @@ import MLToolTestSupport
         let ours = BoostedTreeTests.accuracy(e, s.test, s.testTargets)
         print("letter forest, 30 trees: mltool \(ours), scikit-learn \(theirs)")
         #expect(e.learner == .forest && e.treeCount == 30 * 26)
-        #expect(ours >= theirs[0] - 0.01 && ours >= 0.90, "letter forest accuracy \(ours), scikit-learn \(theirs)")
+        // Measured 0.9564 (3814 of 3988) against scikit-learn's 0.9536 on this 2-core machine; the margin is 25 rows.
+        #expect(ours >= theirs[0] - 0.01 && ours >= 0.950, "letter forest accuracy \(ours), scikit-learn \(theirs)")
     }
 
     @Test func pimaForestWithMissingValues() throws {
@@ -46,7 +47,8 @@ import MLToolTestSupport
         let e = Self.fit(s, trees: 100)
         let ours = BoostedTreeTests.accuracy(e, s.test, s.testTargets)
         print("pima forest, 100 trees: mltool \(ours), scikit-learn \(theirs)")
-        #expect(ours >= theirs[0] - 0.03 && ours >= 0.70, "pima forest accuracy \(ours), scikit-learn \(theirs)")
+        // Measured 0.8613 (118 of 137) against scikit-learn's 0.8394; the margin is 3 rows.
+        #expect(ours >= theirs[0] - 0.03 && ours >= 0.839, "pima forest accuracy \(ours), scikit-learn \(theirs)")
     }
 
     @Test func diamondsForestMatchesScikitLearn() throws {
@@ -55,7 +57,8 @@ import MLToolTestSupport
         let e = Self.fit(s, trees: 10)
         let ours = Self.rmse(e, s.test, s.testTargets)
         print("diamonds forest, 10 trees: mltool RMSE \(ours), scikit-learn \(theirs)")
-        #expect(ours <= theirs[0] * 1.05, "diamonds forest RMSE \(ours), scikit-learn \(theirs)")
+        // Measured 608.7 against scikit-learn's 594.5: 255 quantile bins against its exact thresholds on carat, x, y, z.
+        #expect(ours <= theirs[0] * 1.05 && ours <= 620, "diamonds forest RMSE \(ours), scikit-learn \(theirs)")
     }
 
     @Test func singleTreesMatchScikitLearn() throws {
@@ -65,8 +68,9 @@ import MLToolTestSupport
         let a = BoostedTreeTests.accuracy(Self.fit(l, trees: 1, tree: true), l.test, l.testTargets)
         let r = Self.rmse(Self.fit(d, trees: 1, tree: true), d.test, d.testTargets)
         print("single tree: letter accuracy mltool \(a), scikit-learn \(theirLetter); diamonds RMSE mltool \(r), scikit-learn \(theirDiamonds)")
-        #expect(a >= theirLetter[0] - 0.02, "letter tree accuracy \(a), scikit-learn \(theirLetter)")
-        #expect(r <= theirDiamonds[0] * 1.05, "diamonds tree RMSE \(r), scikit-learn \(theirDiamonds)")
+        // Measured: letter 0.8588 against 0.8696 (the margin 20 rows), diamonds RMSE 777.4 against 768.0.
+        #expect(a >= theirLetter[0] - 0.02 && a >= 0.853, "letter tree accuracy \(a), scikit-learn \(theirLetter)")
+        #expect(r <= theirDiamonds[0] * 1.05 && r <= 790, "diamonds tree RMSE \(r), scikit-learn \(theirDiamonds)")
     }
 
     @Test func sameSeedSameBytesForAnyThreadCount() throws {
