@@ -16,7 +16,6 @@ import MLToolTabular
 enum ONNXTreeEnsemble {
     static func export(_ model: Model, name: String) throws -> ExportResult {
         let e = try TreeEnsemble(model: model, file: name)
-        try refuseAveragedBinary(e, name: name, format: "ONNX")
         let t = try TreeNodes(e, style: .lookups, model: name, format: "ONNX")
         var p = ONNXProgram()
         p.extraOpsets = [("ai.onnx.ml", 2)]
@@ -60,14 +59,6 @@ enum ONNXTreeEnsemble {
                 + "field as the index of its string in features[f].categories; NaN where the field is missing or the category unknown"),
         ]
         return ExportResult(bytes: try ONNXWriter.pack(p, modelName: name), notes: [])
-    }
-
-    /// Averaged trees of a binary target hold p(labels[1]) in one score, which neither format's classifier turns
-    /// into two probabilities without a transform.
-    static func refuseAveragedBinary(_ e: TreeEnsemble, name: String, format: String) throws {
-        guard e.learner != .boosted, e.objective == .binary else { return }
-        throw ExportError.unsupported(model: name, format: format, place: "tabular.learner '\(e.learner.rawValue)'",
-                                      reason: "a binary \(e.learner.rawValue) (averaged trees of two classes) is not yet supported")
     }
 
     /// One input column of the exported model, as `metadata_props["features"]` lists it.

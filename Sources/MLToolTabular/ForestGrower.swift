@@ -6,17 +6,6 @@ import MLToolCore
 /// weighted sum of residuals (the squared-error decrease), H the weight: scikit-learn's criteria. A leaf's K values are
 /// its class proportions or its mean.
 struct ForestGrower {
-    struct Node {
-        var feature = -1
-        var left = -1, right = -1
-        var missingLeft = false
-        var categorical = false
-        var threshold: Float = 0
-        var categories: [Int] = []
-        var values: [Double] = []
-        var gain = 0.0
-    }
-
     struct Split {
         var gain = 0.0
         var feature = -1
@@ -55,8 +44,10 @@ struct ForestGrower {
     }
 
     /// Grows a tree on `rows` (ascending, distinct) with each row's channel (class, or 0), value (its weight, or its
-    /// weighted residual) and weight; the features at each split drawn from `seed`.
-    mutating func grow(rows: [Int32], channel: [Int32], value: [Double], weight: [Double], seed: UInt64) -> [Node] {
+    /// weighted residual) and weight; the features at each split drawn from `seed`. Returns the nodes (the leaves'
+    /// `value` unset) and each node's K leaf values (empty for a split).
+    mutating func grow(rows: [Int32], channel: [Int32], value: [Double], weight: [Double],
+                       seed: UInt64) -> (nodes: [TreeGrower.Node], values: [[Double]]) {
         rng = SplitMix64(seed: seed)
         let m = rows.count, stride = k + 1
         for i in 0..<m { order[i] = rows[i] }
@@ -65,11 +56,11 @@ struct ForestGrower {
                  weight: weight, threads: threads)
         var sums = [Double](repeating: 0, count: stride)
         for r in rows { sums[Int(channel[Int(r)])] += value[Int(r)]; sums[k] += weight[Int(r)] }
-        var nodes = [Node()]
+        var nodes = [TreeGrower.Node()], values: [[Double]] = [[]]
         var stack = [Pending(node: 0, depth: 0, start: 0, count: m, sums: sums, hist: hist)]
         while let leaf = stack.popLast() {
             guard let s = bestSplit(leaf) else {
-                nodes[leaf.node].values = (0..<k).map { leaf.sums[$0] / leaf.sums[k] }
+                values[leaf.node] = (0..<k).map { leaf.sums[$0] / leaf.sums[k] }
                 continue
             }
             let categorical = bins.bounds[s.feature] == nil
@@ -77,10 +68,11 @@ struct ForestGrower {
                                                  count: leaf.count,
                                                  goes: TreeGrower.goesLeft(categorical ? s.leftBins : Array(1...s.bin), missingLeft: s.missingLeft))
             let l = nodes.count, r = l + 1
-            var node = Node(feature: s.feature, left: l, right: r, missingLeft: s.missingLeft, categorical: categorical, gain: s.gain)
+            var node = TreeGrower.Node(feature: s.feature, left: l, right: r, missingLeft: s.missingLeft, categorical: categorical, gain: s.gain)
             if categorical { node.categories = s.leftBins.map { $0 - 1 } } else { node.threshold = bins.bounds[s.feature]![s.bin - 1] }
             nodes[leaf.node] = node
-            nodes.append(Node()); nodes.append(Node())
+            nodes += [TreeGrower.Node(), TreeGrower.Node()]
+            values += [[], []]
             let rightCount = leaf.count - leftCount, leftSmaller = leftCount <= rightCount
             let smallStart = leftSmaller ? leaf.start : leaf.start + leftCount
             var small = ForestHistogram(bins: offsets[offsets.count - 1], channels: k), large = leaf.hist
@@ -94,7 +86,7 @@ struct ForestGrower {
             stack.append(Pending(node: l, depth: leaf.depth + 1, start: leaf.start, count: leftCount, sums: s.left,
                                  hist: leftSmaller ? small : large))
         }
-        return nodes
+        return (nodes, values)
     }
 
     /// Σ_k s_k² / s_K of K + 1 sums (0 without weight).

@@ -51,17 +51,12 @@ public struct ForestTrainer: Sendable {
             let weight = (0..<n).map { w[$0] * times[$0] }
             let value = (0..<n).map { schema.objective == .regression ? weight[$0] * (Double(targets[$0]) - mean) : weight[$0] }
             let grown = grower.grow(rows: rows, channel: channel, value: value, weight: weight, seed: rng.next())
-            for node in grown where node.feature >= 0 { gains[node.feature] += node.gain; splits[node.feature] += 1 }
+            for node in grown.nodes where node.feature >= 0 { gains[node.feature] += node.gain; splits[node.feature] += 1 }
             for j in 0..<k {
-                let nodes = grown.map { node -> TreeGrower.Node in
-                    var out = TreeGrower.Node(feature: node.feature, left: node.left, right: node.right, missingLeft: node.missingLeft,
-                                              categorical: node.categorical, threshold: node.threshold, categories: node.categories)
-                    if node.feature < 0 {
-                        // Binary: the probability of labels[1]; regression: the mean (residual + the training mean).
-                        let v = schema.objective == .binary ? node.values[1] : node.values[j] + mean
-                        out.value = Float(v / Double(trees))
-                    }
-                    return out
+                var nodes = grown.nodes
+                for (i, v) in grown.values.enumerated() where nodes[i].feature < 0 {
+                    // Binary: the probability of labels[1]; regression: the mean (residual + the training mean).
+                    nodes[i].value = Float((schema.objective == .binary ? v[1] : v[j] + mean) / Double(trees))
                 }
                 ensemble.append(nodes, features: features)
             }

@@ -168,8 +168,9 @@ import Testing
         #expect(recorded.contains("--learner forest --forest-trees 50") && recorded.contains("\"learner\":\"forest\""))
         let e = try Tool.run(["eval", model, Self.pima("test"), "--json"])
         let accuracy = try #require((try Self.json(e.stdout)["classification"] as? [String: Any])?["accuracy"] as? Double)
-        // Measured 0.8613 (118 of 137) on this 2-core machine; the margin is 2 rows.
-        #expect(accuracy >= 0.846, "pima forest test accuracy \(accuracy)")
+        // Measured 0.8321 (114 of 137; all 540 training rows, no validation share) on this 2-core machine; the margin
+        // is 2 rows.
+        #expect(accuracy >= 0.817, "pima forest test accuracy \(accuracy)")
         let l = try Tool.run(["train", Self.pima("train"), "--target", "diabetes", "--learner", "linear", "-o", model, "--quiet"])
         #expect(l.status == 64 && l.stderr.hasPrefix("mltool: error: --learner linear (linear and logistic regression) is not yet supported\n"),
                 "\(l.stderr)")

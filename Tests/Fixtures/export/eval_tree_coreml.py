@@ -76,7 +76,7 @@ if kind == "treeEnsembleClassifier":
     elif m.postEvaluationTransform == 1:  # Classification_SoftMax
         e = np.exp(scores - scores.max(axis=1, keepdims=True))
         probabilities = e / e.sum(axis=1, keepdims=True)
-    elif m.postEvaluationTransform == 0 and len(labels) > 2:  # NoTransform: the sums are the probabilities
+    elif m.postEvaluationTransform == 0 and scores.shape[1] == len(labels):  # NoTransform: the sums are the probabilities
         probabilities = scores
     else:
         sys.exit(f"post-evaluation transform {m.postEvaluationTransform} is not one mltool writes")

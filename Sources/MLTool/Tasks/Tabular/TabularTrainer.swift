@@ -110,7 +110,9 @@ public struct TabularTrainer: Sendable {
         if let v = p.validationData {
             validationTable = try RawTable.read(v)
         } else {
-            let count = min(Int((Double(order.count) * p.validation.fraction(count: order.count)).rounded()), order.count - 1)
+            // Forests and single trees do not stop early: their rows are all for training.
+            let fraction = p.learner == .boosted ? p.validation.fraction(count: order.count) : 0
+            let count = min(Int((Double(order.count) * fraction).rounded()), order.count - 1)
             validationTable = count > 0 ? TabularSchema.rows(table, order.suffix(count).sorted()) : nil
             order.removeLast(count)
         }
