@@ -180,14 +180,18 @@ import Testing
 }
 
 /// Averaged trees (forests) exported: post_transform NONE / NoTransform, the leaves already divided by the tree
-/// count. Letter (26 classes, 5 trees), pima (two classes, 7 trees: one score in ONNX, two in Core ML, docs/FORMAT.md
+/// count. Depth 8 at most (--max-depth; grown to purity the Core ML spec's Python evaluator spends ~20 s per set). Letter (26 classes, 5 trees), pima (two classes, 7 trees: one score in ONNX, two in Core ML, docs/FORMAT.md
 /// 4.5) and diamonds (regression, 3 trees).
 @Suite struct ForestExportTests {
     static func forest(_ c: TreeEnsembleExportTests.Case, trees: Int) throws -> (TreeEnsemble, test: FeatureMatrix)? {
         guard let (schema, train, targets, test) = try TreeEnsembleExportTests.load(c) else { return nil }
         var p = ForestParameters()
-        p.trees = trees; p.threads = 2
-        return (ForestTrainer(parameters: p).train(schema: schema, train: train, targets: targets), test)
+        p.trees = trees; p.threads = 2; p.maxDepth = 8
+        let e = ForestTrainer(parameters: p).train(schema: schema, train: train, targets: targets)
+        // A tree of depth ≤ 8 has at most 2⁹ − 1 nodes.
+        let sizes = (0..<e.treeCount).map { e.treeStarts[$0 + 1] - e.treeStarts[$0] }
+        #expect(sizes.allSatisfy { $0 <= 511 } && sizes.contains { $0 > 63 }, "\(c.name): tree sizes \(sizes.prefix(10))")
+        return (e, test)
     }
 
     @Test(arguments: [(TreeEnsembleExportTests.cases[3], 5), (TreeEnsembleExportTests.cases[0], 7), (TreeEnsembleExportTests.cases[2], 3)])
