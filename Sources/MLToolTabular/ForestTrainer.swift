@@ -46,7 +46,7 @@ public struct ForestTrainer: Sendable {
             // Each tree's draws come from its own generator: the seed and the tree's number.
             var rng = SplitMix64(seed: p.seed &+ UInt64(t) &* 0xD1B5_4A32_D192_ED03)
             var times = [Double](repeating: p.bootstrap ? 0 : 1, count: n)
-            if p.bootstrap { for _ in 0..<n { times[Int(rng.next() % UInt64(n))] += 1 } }
+            if p.bootstrap, n > 0 { for _ in 0..<n { times[Int(rng.next() % UInt64(n))] += 1 } }
             let rows = (0..<n).filter { times[$0] > 0 }.map(Int32.init)
             let weight = (0..<n).map { w[$0] * times[$0] }
             let value = (0..<n).map { schema.objective == .regression ? weight[$0] * (Double(targets[$0]) - mean) : weight[$0] }
