@@ -24,6 +24,9 @@ public struct TabularConfig: Codable, Equatable, Sendable {
 
     /// "binary", "multiclass" or "regression".
     public var objective: String
+    /// How the trees' sums become predictions: nil or "boosted" (sigmoid / softmax of the sums), "forest" or "tree"
+    /// (the leaves hold probabilities or values already divided by the trees per score: the sums are the prediction).
+    public var learner: String?
     /// The column the model predicts.
     public var target: String
     public var features: [Feature]
@@ -38,10 +41,11 @@ public struct TabularConfig: Codable, Equatable, Sendable {
     /// i32 [W]: the category bit sets of categorical splits.
     public var categoriesTensor: String
 
-    public init(objective: String, target: String, features: [Feature], baseScores: [Float],
+    public init(objective: String, target: String, features: [Feature], baseScores: [Float], learner: String? = nil,
                 treesTensor: String = "tabular.trees", nodesTensor: String = "tabular.nodes",
                 valuesTensor: String = "tabular.values", categoriesTensor: String = "tabular.categories") {
         self.objective = objective; self.target = target; self.features = features; self.baseScores = baseScores
+        self.learner = learner
         self.treesTensor = treesTensor; self.nodesTensor = nodesTensor; self.valuesTensor = valuesTensor
         self.categoriesTensor = categoriesTensor
     }

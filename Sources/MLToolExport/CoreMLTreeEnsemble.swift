@@ -22,16 +22,22 @@ enum CoreMLTreeEnsemble {
         let e = try TreeEnsemble(model: model, file: name)
         let t = try TreeNodes(e, style: .equalityChains, model: name, format: "Core ML")
         let arena = CArena()
+        // Averaged trees of two classes: two scores, 1 / T − v and v per leaf of value v = p / T, summed with no transform.
+        let split = e.learner != .boosted && e.objective == .binary, share = 1 / Float(max(e.treeCount, 1))
+        let dimensions = split ? 2 : t.scoreCount
         let nodes = t.nodes.map { n -> CoreML__Specification__TreeEnsembleParameters__TreeNode in
             var c = CoreML__Specification__TreeEnsembleParameters__TreeNode()
             core_ml__specification__tree_ensemble_parameters__tree_node__init(&c)
             c.treeid = UInt64(n.tree); c.nodeid = UInt64(n.id)
             if n.leaf {
                 c.nodebehavior = 6
-                var info = CoreML__Specification__TreeEnsembleParameters__TreeNode__EvaluationInfo()
-                core_ml__specification__tree_ensemble_parameters__tree_node__evaluation_info__init(&info)
-                info.evaluationindex = UInt64(n.tree % t.scoreCount); info.evaluationvalue = Double(n.weight)
-                c.n_evaluationinfo = 1; c.evaluationinfo = arena.messages([info])
+                let infos = (split ? [(0, share - n.weight), (1, n.weight)] : [(n.tree % t.scoreCount, n.weight)]).map { index, value in
+                    var info = CoreML__Specification__TreeEnsembleParameters__TreeNode__EvaluationInfo()
+                    core_ml__specification__tree_ensemble_parameters__tree_node__evaluation_info__init(&info)
+                    info.evaluationindex = UInt64(index); info.evaluationvalue = Double(value)
+                    return info
+                }
+                c.n_evaluationinfo = infos.count; c.evaluationinfo = arena.messages(infos)
             } else {
                 c.nodebehavior = n.equal ? 4 : 0
                 c.branchfeatureindex = UInt64(n.feature); c.branchfeaturevalue = Double(n.threshold)
@@ -43,9 +49,9 @@ enum CoreMLTreeEnsemble {
         var params = CoreML__Specification__TreeEnsembleParameters()
         core_ml__specification__tree_ensemble_parameters__init(&params)
         params.n_nodes = nodes.count; params.nodes = arena.messages(nodes)
-        params.numpredictiondimensions = UInt64(t.scoreCount)
+        params.numpredictiondimensions = UInt64(dimensions)
         // The base scores are in the first trees' leaves (TreeNodes).
-        params.n_basepredictionvalue = t.scoreCount; params.basepredictionvalue = arena.array([Double](repeating: 0, count: t.scoreCount))
+        params.n_basepredictionvalue = dimensions; params.basepredictionvalue = arena.array([Double](repeating: 0, count: dimensions))
 
         var m = CoreML__Specification__Model()
         core_ml__specification__model__init(&m)
@@ -68,7 +74,8 @@ enum CoreMLTreeEnsemble {
             var c = CoreML__Specification__TreeEnsembleClassifier()
             core_ml__specification__tree_ensemble_classifier__init(&c)
             c.treeensemble = arena.new(params)
-            c.postevaluationtransform = e.objective == .binary ? 2 : 1
+            // NoTransform (0) for averaged trees: their sums are the probabilities.
+            c.postevaluationtransform = e.learner != .boosted ? 0 : e.objective == .binary ? 2 : 1
             c.stringclasslabels = arena.new(labels)
             m.treeensembleclassifier = arena.new(c)
             outputs = [types.feature("classLabel", "The most likely \(e.target)", types.string),

@@ -43,7 +43,7 @@ enum ONNXTreeEnsemble {
             p.nodes.append(.init(op: "TreeEnsembleRegressor", name: "trees", inputs: [x], outputs: ["prediction"], attributes: a, domain: "ai.onnx.ml"))
             p.outputs = [.init(name: "prediction", dims: [-1, 1])]
         case .binary, .multiclass:
-            a += [("classlabels_strings", .strings(e.labels)), ("post_transform", .string(e.objective == .binary ? "LOGISTIC" : "SOFTMAX"))]
+            a += [("classlabels_strings", .strings(e.labels)), ("post_transform", .string(e.learner != .boosted ? "NONE" : e.objective == .binary ? "LOGISTIC" : "SOFTMAX"))]
             p.nodes.append(.init(op: "TreeEnsembleClassifier", name: "trees", inputs: [x], outputs: ["label", "probabilities"],
                                  attributes: a, domain: "ai.onnx.ml"))
             p.outputs = [.init(name: "label", dims: [-1], elemType: ONNXProgram.DataType.string),

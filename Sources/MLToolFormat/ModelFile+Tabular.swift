@@ -25,6 +25,14 @@ extension ModelFile {
             k = 1
         default: throw bad("objective", "'\(c.objective)'; expected binary, multiclass or regression")
         }
+        switch c.learner {
+        case nil, "boosted", "forest": break
+        case "tree":
+            guard let trees = tensors.first(where: { $0.name == c.treesTensor }), trees.shape == [k + 1] else {
+                throw bad("learner", "'tree' with other than \(k) tree\(k == 1 ? "" : "s") (one per score)")
+            }
+        case let other?: throw bad("learner", "'\(other)'; expected boosted, forest or tree")
+        }
         var seen = Set<String>()
         for label in m.labels where !seen.insert(label).inserted { throw bad("labels", "'\(label)' occurs twice") }
         guard c.baseScores.count == k else { throw bad("baseScores", "\(c.baseScores.count) scores; expected \(k)") }

@@ -12,6 +12,8 @@ public struct TreeEnsemble: Sendable {
     public var labels: [String]
     public var features: [TabularConfig.Feature]
     public var baseScores: [Float]
+    /// Boosted trees (sums through a sigmoid or softmax) or averaged ones (forest, tree: the sums are the prediction).
+    public var learner: Learner = .boosted
     /// Where each tree's nodes start, then the node count.
     public var treeStarts: [Int32]
     /// Per node: feature (−1: leaf), left, right (relative to the tree's first node), flags, category offset.
@@ -19,6 +21,11 @@ public struct TreeEnsemble: Sendable {
     /// Per node: a numeric split's threshold or a leaf's value.
     public var values: [Float]
     public var categoryWords: [UInt32]
+
+    /// How the trees were grown, and so how their sums become predictions (docs/FORMAT.md 4.5, `learner`).
+    public enum Learner: String, Sendable, CaseIterable {
+        case boosted, forest, tree
+    }
 
     /// Scores per row: K = 1, or the class count for multiclass.
     public var scoreCount: Int { objective == .multiclass ? labels.count : 1 }
@@ -126,7 +133,15 @@ public struct TreeEnsemble: Sendable {
     }
 
     /// Class probabilities, [row · C + c] (C = labels), or for a regression the predictions (one per row).
-    public func predict(_ m: FeatureMatrix) -> [Float] { Self.transform(scores(m), objective: objective, classes: labels.count) }
+    public func predict(_ m: FeatureMatrix) -> [Float] {
+        let s = scores(m)
+        guard learner != .boosted else { return Self.transform(s, objective: objective, classes: labels.count) }
+        // Averaged trees: the sums are the probabilities (of labels[1] for binary) or the values.
+        guard objective == .binary else { return s }
+        var out = [Float](repeating: 0, count: s.count * 2)
+        for (r, v) in s.enumerated() { out[2 * r + 1] = min(max(v, 0), 1); out[2 * r] = 1 - out[2 * r + 1] }
+        return out
+    }
 
     /// Scores to probabilities (sigmoid for binary, softmax for multiclass) or predictions (regression).
     public static func transform(_ s: [Float], objective: TabularSchema.Objective, classes: Int) -> [Float] {
@@ -175,10 +190,14 @@ public struct TreeEnsemble: Sendable {
         guard let v = model.tensor(named: c.valuesTensor), v.dtype == .f32 else {
             throw TabularError.invalidModel(file: file, what: "tensor '\(c.valuesTensor)'", expected: "an f32 tensor", actual: "none")
         }
+        guard let learner = Learner(rawValue: c.learner ?? "boosted") else {
+            throw TabularError.invalidModel(file: file, what: "learner", expected: "boosted, forest or tree", actual: c.learner ?? "")
+        }
         self.init(objective: objective, target: c.target, labels: md.labels, features: c.features, baseScores: c.baseScores,
                   treeStarts: try ints(c.treesTensor), nodes: try ints(c.nodesTensor),
                   values: (0..<(v.bytes.count / 4)).map { v.bytes.buffer.loadUnaligned(fromByteOffset: $0 * 4, as: Float.self) },
                   categoryWords: try ints(c.categoriesTensor).map { UInt32(bitPattern: $0) })
+        self.learner = learner
     }
 
     /// The model file's contents: metadata (task "tabular") and the four tensors.
@@ -186,7 +205,8 @@ public struct TreeEnsemble: Sendable {
         var md = ModelMetadata(task: .tabular, labels: labels, provenance: provenance)
         md.name = name
         md.metrics = metrics
-        let c = TabularConfig(objective: objective.rawValue, target: target, features: features, baseScores: baseScores)
+        let c = TabularConfig(objective: objective.rawValue, target: target, features: features, baseScores: baseScores,
+                              learner: learner == .boosted ? nil : learner.rawValue)
         md.tabular = c
         func bytes<T>(_ v: [T]) -> TensorBytes { TensorBytes(copying: v.withUnsafeBytes { Array($0) }) }
         let tensors = [

@@ -101,17 +101,29 @@ struct TreeGrower {
 
     /// Stable partition of a leaf's rows: those going left first. Returns how many go left.
     mutating func partition(_ leaf: Leaf, _ s: Split) -> Int {
+        Self.partition(&order, &scratch, binned: binned, column: s.feature * n, start: leaf.start, count: leaf.count,
+                       goes: Self.goesLeft(s.categorical ? s.leftBins : Array(1...s.bin), missingLeft: s.missingLeft))
+    }
+
+    /// Per bin (0 the missing one): whether a split sending `bins` (and missing values iff `missingLeft`) left takes it.
+    static func goesLeft(_ bins: [Int], missingLeft: Bool) -> [Bool] {
         var goes = [Bool](repeating: false, count: 256)
-        if s.categorical { for b in s.leftBins { goes[b] = true } } else { for b in 1...s.bin { goes[b] = true } }
-        goes[0] = s.missingLeft
-        let column = s.feature * n
-        var l = leaf.start, r = 0
-        for i in leaf.start..<(leaf.start + leaf.count) {
+        for b in bins { goes[b] = true }
+        goes[0] = missingLeft
+        return goes
+    }
+
+    /// Stable partition of `order[start..<start + count]` by the bins of the column at `column`: rows whose bin
+    /// `goes` left first. Returns how many go left.
+    static func partition(_ order: inout [Int32], _ scratch: inout [Int32], binned: [UInt8], column: Int, start: Int, count: Int,
+                          goes: [Bool]) -> Int {
+        var l = start, r = 0
+        for i in start..<(start + count) {
             let row = order[i]
             if goes[Int(binned[column + Int(row)])] { order[l] = row; l += 1 } else { scratch[r] = row; r += 1 }
         }
         for i in 0..<r { order[l + i] = scratch[i] }
-        return l - leaf.start
+        return l - start
     }
 
     /// sign(g) · max(|g| − l1, 0).

@@ -7,7 +7,8 @@ FEATURES is the (N, F) float32 input `features`. Per tree, from node 0: a missin
 when missingValueTracksTrueChild is set, else the false one; BranchOnValueLessThanEqual is true when value ≤
 branchFeatureValue, BranchOnValueEqual when value = branchFeatureValue; a LeafNode adds each evaluationValue to score
 evaluationIndex. Scores start at basePredictionValue (float64). Post-evaluation: Regression_Logistic gives
-p = 1 / (1 + e^-s) of the second class (the first gets 1 - p), Classification_SoftMax the softmax. OUTPUT gets the
+p = 1 / (1 + e^-s) of the second class (the first gets 1 - p), Classification_SoftMax the softmax, NoTransform (averaged
+trees) the scores themselves. OUTPUT gets the
 class probabilities (N, C) or the regression's predictions (N, 1). Prints a JSON summary: the model type,
 specification version, input and output names, the classes (the most probable label of each row) and the metadata.
 Exit 3 when coremltools or numpy is missing, so the caller can skip loudly.
@@ -75,6 +76,8 @@ if kind == "treeEnsembleClassifier":
     elif m.postEvaluationTransform == 1:  # Classification_SoftMax
         e = np.exp(scores - scores.max(axis=1, keepdims=True))
         probabilities = e / e.sum(axis=1, keepdims=True)
+    elif m.postEvaluationTransform == 0 and scores.shape[1] == len(labels):  # NoTransform: the sums are the probabilities
+        probabilities = scores
     else:
         sys.exit(f"post-evaluation transform {m.postEvaluationTransform} is not one mltool writes")
     summary["labels"] = [labels[i] for i in probabilities.argmax(axis=1)]

@@ -23,7 +23,11 @@ public struct TabularParameters: Sendable {
     public var validation: ValidationRule = .auto
     /// A table of validation rows instead of a split.
     public var validationData: String?
+    /// Which learner: boosted trees (the default), a random forest, one decision tree, or (not yet) a linear model.
+    public var learner: Learner = .boosted
     public var trees = BoostedTreeParameters()
+    /// The forest's (and the single tree's) settings, with scikit-learn's defaults.
+    public var forest = ForestParameters()
     /// How much each class's rows count (classification only): `.balanced` is scikit-learn's n / (K · n_c).
     public var classWeights: ClassWeights = .none
 
@@ -31,6 +35,10 @@ public struct TabularParameters: Sendable {
         case none, balanced
         /// Label → weight (> 0); a class not named weighs 1.
         case given([String: Double])
+    }
+
+    public enum Learner: String, Sendable, CaseIterable {
+        case boosted, forest, tree, linear
     }
 
     public init() {}

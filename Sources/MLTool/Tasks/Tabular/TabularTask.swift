@@ -10,7 +10,7 @@ public enum TabularTask: TaskKind {
     public static let name = "tabular"
     public static let title = "Tabular data"
     public static var trainingHelp: String {
-        let t = BoostedTreeParameters()
+        let t = BoostedTreeParameters(), f = ForestParameters()
         return """
             A CSV, TSV or JSON Lines table and --target COLUMN (recognised by the two together). Columns are numeric,
             or categorical when their fields are words (--categorical, --ignore override); empty, NA and NaN fields are
@@ -18,7 +18,9 @@ public enum TabularTask: TaskKind {
             classification (binary or multiclass log-loss), else a regression (squared error); --objective overrides.
             Histogram gradient-boosted trees grown leaf-wise (\(t.leaves) leaves, learning rate \(t.learningRate), \(t.minDataInLeaf) rows per leaf, \(t.maxBins) bins,
             native categorical splits), at most \(t.iterations) rounds, stopping \(t.earlyStopping) rounds after the best loss on the
-            validation rows (--validation, or --validation-data TABLE).
+            validation rows (--validation, or --validation-data TABLE). --learner forest: \(f.trees) trees on bootstrap rows,
+            √F features drawn per split for classes (all for a regression), grown to pure leaves, averaged (scikit-learn's
+            random forest); --learner tree: one such tree on every row and feature.
             """
     }
 
@@ -54,6 +56,23 @@ public enum TabularTask: TaskKind {
                 }
                 s.parameters.regression = v == "regression"
             }, record: { s in s.parameters.regression.map { ["--objective", $0 ? "regression" : "classification"] } ?? [] }),
+            O(OptionDeclaration("--learner", value: "boosted|forest|tree|linear", help: "The learner (default \(d.learner.rawValue))."),
+              set: { s, v in
+                  guard let learner = TabularParameters.Learner(rawValue: v) else {
+                      throw OptionText.refuse("--learner", "--learner must be boosted, forest, tree or linear")
+                  }
+                  s.parameters.learner = learner
+              }, record: { s in s.parameters.learner == d.learner ? [] : ["--learner", s.parameters.learner.rawValue] }),
+            O(OptionDeclaration("--forest-trees", value: "N", kind: .integer, help: "--learner forest: trees (default \(d.forest.trees))."),
+              set: { s, v in
+                  guard let trees = Int(v), trees >= 1 else { throw OptionText.refuse("--forest-trees", "--forest-trees must be an integer ≥ 1") }
+                  s.parameters.forest.trees = trees
+              }, record: { s in s.parameters.forest.trees == d.forest.trees ? [] : ["--forest-trees", "\(s.parameters.forest.trees)"] }),
+            O(OptionDeclaration("--max-depth", value: "N", kind: .integer, help: "--learner forest or tree: the deepest split level (default: none)."),
+              set: { s, v in
+                  guard let depth = Int(v), depth >= 1 else { throw OptionText.refuse("--max-depth", "--max-depth must be an integer ≥ 1") }
+                  s.parameters.forest.maxDepth = depth
+              }, record: { s in s.parameters.forest.maxDepth.map { ["--max-depth", "\($0)"] } ?? [] }),
             TrainingOptions.int(OptionDeclaration("--iterations", value: "N", kind: .integer, help: "Boosting rounds at most (default \(d.trees.iterations))."),
                                 \.trees.iterations, default: d.trees.iterations),
             TrainingOptions.int(OptionDeclaration("--leaves", value: "N", kind: .integer, help: "Leaves per tree (default \(d.trees.leaves))."),

@@ -59,6 +59,28 @@ public struct TabularTrainer: Sendable {
         return targets.map { Float(perClass[Int($0)]) }
     }
 
+    /// The learner's trees: boosted with early stopping on `validation`, or a forest / one tree (which do not use it).
+    static func fit(_ p: TabularParameters, schema: TabularSchema, train: FeatureMatrix, targets: [Float],
+                    validation: (FeatureMatrix, [Float])?) throws -> (ensemble: TreeEnsemble, rounds: Int) {
+        let weights = try rowWeights(p.classWeights, schema: schema, targets: targets)
+        switch p.learner {
+        case .boosted:
+            var trees = p.trees
+            trees.seed = p.seed
+            let r = BoostedTreeTrainer(parameters: trees).train(schema: schema, train: train, targets: targets, validation: validation,
+                                                                  weights: weights)
+            return (r.ensemble, r.rounds)
+        case .forest, .tree:
+            var forest = p.learner == .tree ? ForestParameters.singleTree : p.forest
+            forest.maxDepth = p.forest.maxDepth; forest.seed = p.seed; forest.threads = p.trees.threads
+            let e = ForestTrainer(parameters: forest).train(schema: schema, train: train, targets: targets, weights: weights,
+                                                            learner: p.learner == .tree ? .tree : .forest)
+            return (e, e.treeCount / e.scoreCount)
+        case .linear:
+            throw TabularError.notYetSupported(what: "--learner linear (linear and logistic regression)")
+        }
+    }
+
     public func train(progress: ((PipelineEvent) -> Void)? = nil) throws -> Result {
         let started = Date()
         let p = parameters
@@ -88,7 +110,9 @@ public struct TabularTrainer: Sendable {
         if let v = p.validationData {
             validationTable = try RawTable.read(v)
         } else {
-            let count = min(Int((Double(order.count) * p.validation.fraction(count: order.count)).rounded()), order.count - 1)
+            // Forests and single trees do not stop early: their rows are all for training.
+            let fraction = p.learner == .boosted ? p.validation.fraction(count: order.count) : 0
+            let count = min(Int((Double(order.count) * fraction).rounded()), order.count - 1)
             validationTable = count > 0 ? TabularSchema.rows(table, order.suffix(count).sorted()) : nil
             order.removeLast(count)
         }
@@ -101,10 +125,7 @@ public struct TabularTrainer: Sendable {
                 + "'\(target)' is a classification target")
         }
         let targets = try schema.targets(of: trainTable)
-        var trees = p.trees
-        trees.seed = p.seed
-        let r = BoostedTreeTrainer(parameters: trees).train(schema: schema, train: train, targets: targets, validation: validation,
-                                                              weights: try Self.rowWeights(p.classWeights, schema: schema, targets: targets))
+        let r = try Self.fit(p, schema: schema, train: train, targets: targets, validation: validation)
         let evaluation = try testTable.map { try TabularEvaluation(ensemble: r.ensemble, table: $0) }
         var metrics: [String: Double] = ["rounds": Double(r.rounds)]
         let split = test == nil ? "holdout" : "test"
