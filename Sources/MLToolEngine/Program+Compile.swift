@@ -141,6 +141,13 @@ extension Node {
         }
     }
 
+    /// `groups` is at least 1 and divides the `count` channels.
+    func checkGroups(_ groups: Int, dividing count: Int, _ channels: String) throws {
+        guard groups >= 1, count % groups == 0 else {
+            throw EngineError.invalidAttribute(node: name, attribute: "groups", expected: "≥ 1 dividing \(count) \(channels)", actual: "\(groups)")
+        }
+    }
+
     /// The kernel the weights give, checked against a `kernel` attribute when there is one.
     func checkKernel(_ kernel: [Int]) throws {
         if let k = attributes.kernel, k != kernel {
@@ -162,9 +169,7 @@ extension Program {
         s.autoPad = try Self.autoPad(a, node)
         s.groups = a.groups ?? 1
         let oc = s.weightShape[3]
-        guard s.groups >= 1, oc % s.groups == 0 else {
-            throw EngineError.invalidAttribute(node: node.name, attribute: "groups", expected: "≥ 1 dividing \(oc) output channels", actual: "\(s.groups)")
-        }
+        try node.checkGroups(s.groups, dividing: oc, "output channels")
         s.kernel = [s.weightShape[0], s.weightShape[1]]
         try node.checkKernel(s.kernel)
         if node.inputs.count == 3 { s.bias = try bias(node, 2, count: oc, tensors) }
@@ -185,9 +190,7 @@ extension Program {
         s.outputPadding = try node.pair(a.outputPadding, "outputPadding", default: [0, 0], minimum: 0)
         s.groups = a.groups ?? 1
         let c = wt.shape[0]
-        guard s.groups >= 1, c % s.groups == 0 else {
-            throw EngineError.invalidAttribute(node: node.name, attribute: "groups", expected: "≥ 1 dividing \(c) input channels", actual: "\(s.groups)")
-        }
+        try node.checkGroups(s.groups, dividing: c, "input channels")
         s.kernel = [wt.shape[1], wt.shape[2]]
         try node.checkKernel(s.kernel)
         // Every product of the weight's dimensions fits: the tensor holds them all.
