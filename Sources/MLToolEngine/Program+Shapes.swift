@@ -77,73 +77,47 @@ extension Program {
         return out
     }
 
+    /// The shape of a step's output from its inputs' shapes; the ops with more than a line or two of rules each have
+    /// their own function below.
     static func outputShape(_ s: Step, _ ins: [[Int]]) throws -> [Int] {
         let x = ins[0]
-        func bad(_ what: String, _ expected: String, _ actual: [Int]) -> EngineError {
-            .shapeMismatch(node: s.name, what: what, expected: expected, actual: actual)
-        }
         switch s.op {
-        case .conv:
-            let w = s.weightShape
-            guard x.count == 4, x[3] == w[2] * s.groups else { throw bad("input", "(N,H,W,\(w[2] * s.groups))", x) }
-            let oh = windowCount(x[1], k: w[0], stride: s.strides[0], dilation: s.dilations[0], padBegin: s.pads[0], padEnd: s.pads[2], ceil: false)
-            let ow = windowCount(x[2], k: w[1], stride: s.strides[1], dilation: s.dilations[1], padBegin: s.pads[1], padEnd: s.pads[3], ceil: false)
-            guard oh > 0, ow > 0 else { throw bad("input", "at least the dilated kernel \(w[0])×\(w[1]) after padding", x) }
-            return [x[0], oh, ow, w[3]]
-        case .convTranspose:
-            let w = s.weightShape
-            guard x.count == 4, x[3] == w[0] else { throw bad("input", "(N,H,W,\(w[0]))", x) }
-            let oh = transposedCount(x[1], k: w[1], stride: s.strides[0], dilation: s.dilations[0], padBegin: s.pads[0], padEnd: s.pads[2], extra: s.outputPadding[0])
-            let ow = transposedCount(x[2], k: w[2], stride: s.strides[1], dilation: s.dilations[1], padBegin: s.pads[1], padEnd: s.pads[3], extra: s.outputPadding[1])
-            guard oh > 0, ow > 0 else { throw bad("input", "a non-empty output after removing pads \(s.pads)", x) }
-            return [x[0], oh, ow, w[3] &* s.groups]
+        case .conv: return try convShape(s, x)
+        case .convTranspose: return try convTransposeShape(s, x)
+        case .maxPool, .avgPool: return try poolShape(s, x)
+        case .globalAvgPool, .globalMaxPool:
+            guard x.count == 4 else { throw s.shapeError("input", "(N,H,W,C)", x) }
+            return [x[0], 1, 1, x[3]]
         case .dense:
             guard x.count >= 2, x.dropFirst().reduce(1, *) == s.weightShape[0] else {
-                throw bad("input", "(N, …) with \(s.weightShape[0]) values per item", x)
+                throw s.shapeError("input", "(N, …) with \(s.weightShape[0]) values per item", x)
             }
             return [x[0], s.weightShape[1]]
         case .matMul:
             let b = ins.count > 1 ? ins[1] : s.weightShape   // a constant b packed at compile time
-            guard b.count == 2, x.count >= 2, x.last == b[0] else { throw bad("a", "(…, M, \(b.first ?? 0)) with b (K, N) rank 2 \(b)", x) }
+            guard b.count == 2, x.count >= 2, x.last == b[0] else { throw s.shapeError("a", "(…, M, \(b.first ?? 0)) with b (K, N) rank 2 \(b)", x) }
             return x.dropLast() + [b[1]]
         case .batchMatMul:
-            guard let out = batchMatMulShape(x, ins[1]) else { throw bad("b", "(…, \(x.last ?? 0), N) against a \(x), batch axes broadcastable", ins[1]) }
+            guard let out = batchMatMulShape(x, ins[1]) else { throw s.shapeError("b", "(…, \(x.last ?? 0), N) against a \(x), batch axes broadcastable", ins[1]) }
             return out
         case .batchNorm:
-            guard x.last == s.weightShape[0] else { throw bad("input", "last axis \(s.weightShape[0])", x) }
+            guard x.last == s.weightShape[0] else { throw s.shapeError("input", "last axis \(s.weightShape[0])", x) }
             return x
         case .relu, .clip, .leakyRelu, .sigmoid, .hardSigmoid, .hardSwish, .swish, .tanh, .identity, .unary:
             return x
         case .softmax:
             _ = try axis(s.axis ?? -1, rank: x.count, s)
             return x
-        case .layerNorm:
-            let ax = try axis(s.axis ?? -1, rank: x.count, s)
-            if let c = s.weightShape.first, x[ax...].reduce(1, &*) != c {
-                throw bad("input", "\(c) values along axes \(ax)… (the scale's)", x)
-            }
-            return s.statistic == nil ? x : Array(x[..<ax]) + [Int](repeating: 1, count: x.count - ax)
+        case .layerNorm: return try layerNormShape(s, x)
         case .add, .sub, .mul, .div, .pow, .binary:
-            guard let out = broadcast(x, ins[1]) else { throw bad("second input", "broadcastable with \(x)", ins[1]) }
+            guard let out = broadcast(x, ins[1]) else { throw s.shapeError("second input", "broadcastable with \(x)", ins[1]) }
             return out
         case .where:
             guard let ab = broadcast(ins[1], ins[2]), let out = broadcast(x, ab) else {
-                throw bad("condition", "broadcastable with a \(ins[1]) and b \(ins[2])", x)
+                throw s.shapeError("condition", "broadcastable with a \(ins[1]) and b \(ins[2])", x)
             }
             return out
-        case .ifElse:
-            guard x.reduce(1, &*) == 1 else { throw bad("condition", "one element", x) }
-            if let c = s.chosen { return ins[c] }   // a plan-time condition: the other branch never runs
-            guard ins.count == 3 else {
-                throw EngineError.invalidAttribute(node: s.name, attribute: "condition", expected: "a value known when planning (the graph holds one branch only)",
-                                                   actual: "a value computed at run time")
-            }
-            guard ins[1] == ins[2] else {
-                throw EngineError.invalidAttribute(node: s.name, attribute: "If branches",
-                                                   expected: "one shape (the condition is only known at run time)",
-                                                   actual: "shapes \(ins[1]) and \(ins[2])")
-            }
-            return ins[1]
+        case .ifElse: return try ifElseShape(s, x, ins)
         case .quantize, .dequantize:
             _ = try s.linearQuant?.split(x, s)
             return x
@@ -151,149 +125,231 @@ extension Program {
             var out = x
             for a in try reducedAxes(s, rank: x.count) { out[a] = 1 }
             return out
-        case .argMax, .logSoftmax, .hardmax:
-            let ax = try axis(s.axis ?? -1, rank: x.count, s)
-            guard s.op != .argMax else {
-                guard x[ax] > 0 else { throw bad("input", "at least one element along axis \(ax)", x) }
-                var out = x
-                out[ax] = 1
-                return out
-            }
-            return x
+        case .argMax, .logSoftmax, .hardmax: return try argMaxShape(s, x)
+        case .topK: return try topKShape(s, x)
         case .gather:
             let ax = try axis(s.axis ?? 0, rank: x.count, s)
             return Array(x[..<ax]) + ins[1] + Array(x[(ax + 1)...])
-        case .maxPool, .avgPool:
-            guard x.count == 4 else { throw bad("input", "(N,H,W,C)", x) }
-            // The window spans (kernel - 1) · dilation + 1 cells; padding must leave each window a real cell.
-            let span = (0..<2).map { (s.kernel[$0] - 1).multipliedReportingOverflow(by: s.dilations[$0]).partialValue + 1 }
-            guard s.pads[0] < span[0], s.pads[2] < span[0], s.pads[1] < span[1], s.pads[3] < span[1] else {
-                throw EngineError.invalidAttribute(node: s.name, attribute: "pads", expected: "smaller than the window \(span)", actual: "\(s.pads)")
-            }
-            let oh = windowCount(x[1], k: s.kernel[0], stride: s.strides[0], dilation: s.dilations[0], padBegin: s.pads[0], padEnd: s.pads[2], ceil: s.ceilMode)
-            let ow = windowCount(x[2], k: s.kernel[1], stride: s.strides[1], dilation: s.dilations[1], padBegin: s.pads[1], padEnd: s.pads[3], ceil: s.ceilMode)
-            guard oh > 0, ow > 0 else { throw bad("input", "at least the kernel \(s.kernel) after padding", x) }
-            return [x[0], oh, ow, x[3]]
-        case .globalAvgPool, .globalMaxPool:
-            guard x.count == 4 else { throw bad("input", "(N,H,W,C)", x) }
-            return [x[0], 1, 1, x[3]]
-        case .concat:
-            let ax = try axis(s.axis ?? 0, rank: x.count, s)
-            var out = x
-            for other in ins.dropFirst() {
-                guard other.count == x.count, (0..<x.count).allSatisfy({ $0 == ax || other[$0] == x[$0] }) else {
-                    throw bad("input", "\(x) except axis \(ax)", other)
-                }
-                guard case let (sum, overflow) = out[ax].addingReportingOverflow(other[ax]), !overflow else {
-                    throw bad("input", "a total along axis \(ax) that fits", other)
-                }
-                out[ax] = sum
-            }
-            return out
-        case .reshape:
-            var out = s.shape, known = 1, infer: Int?
-            for (i, d) in out.enumerated() {
-                if d == 0 {
-                    guard i < x.count else { throw bad("input", "rank > \(i) for shape \(s.shape)", x) }
-                    out[i] = x[i]
-                } else if d == -1 {
-                    guard infer == nil else { throw EngineError.invalidAttribute(node: s.name, attribute: "shape", expected: "at most one -1", actual: "\(s.shape)") }
-                    infer = i; continue
-                } else if d < 0 {
-                    throw EngineError.invalidAttribute(node: s.name, attribute: "shape", expected: "dimensions ≥ -1", actual: "\(s.shape)")
-                }
-                guard let k = try? Checked.mul(known, out[i]) else { throw bad("input", "a shape whose size fits for \(s.shape)", x) }
-                known = k
-            }
-            let total = x.reduce(1, *)
-            if let i = infer {
-                guard known > 0, total % known == 0 else { throw bad("input", "a multiple of \(known) elements for \(s.shape)", x) }
-                out[i] = total / known
-            }
-            guard out.reduce(1, *) == total else { throw bad("input", "\(out.reduce(1, *)) elements for \(s.shape)", x) }
-            return out
-        case .flatten:
-            let ax = s.axis.map { $0 < 0 ? $0 + x.count : $0 } ?? 1
-            guard ax >= 0, ax <= x.count else {
-                throw EngineError.invalidAttribute(node: s.name, attribute: "axis", expected: "in 0...\(x.count)", actual: "\(s.axis ?? 1)")
-            }
-            return [x[..<ax].reduce(1, *), x[ax...].reduce(1, *)]
-        case .transpose:
-            let perm = s.perm ?? Array((0..<x.count).reversed())
-            guard perm.sorted() == Array(0..<x.count) else {
-                throw EngineError.invalidAttribute(node: s.name, attribute: "perm", expected: "a permutation of 0..<\(x.count)", actual: "\(perm)")
-            }
-            return perm.map { x[$0] }
-        case .squeeze:
-            let axes = try (s.axes ?? x.indices.filter { x[$0] == 1 }).map { try axis($0, rank: x.count, s) }
-            for a in axes where x[a] != 1 { throw bad("input", "size 1 on axis \(a)", x) }
-            return x.indices.filter { !axes.contains($0) }.map { x[$0] }
-        case .unsqueeze:
-            let rank = x.count + (s.axes ?? []).count
-            let axes = try (s.axes ?? []).map { try axis($0, rank: rank, s) }
-            guard Set(axes).count == axes.count else {
-                throw EngineError.invalidAttribute(node: s.name, attribute: "axes", expected: "distinct axes", actual: "\(s.axes ?? [])")
-            }
-            var out: [Int] = [], it = x.makeIterator()
-            for i in 0..<rank { out.append(axes.contains(i) ? 1 : it.next()!) }
-            return out
-        case .resize:
-            guard x.count == 4, let spec = s.resize, spec.size.count == 2 else { throw bad("input", "(N,H,W,C)", x) }
-            guard spec.size.allSatisfy({ $0 > 0 }) || x[0] == 0 || x[3] == 0 else {
-                throw bad("output", "a size > 0 (resize to \(spec.size))", x)
-            }
-            guard x[1] > 0 && x[2] > 0 || spec.size.contains(0) else { throw bad("input", "a non-empty image to resize", x) }
-            return [x[0], spec.size[0], spec.size[1], x[3]]
-        case .slice:
-            var out = x
-            var seen = Set<Int>()
-            for a in s.slices {
-                let ax = try axis(a.axis, rank: x.count, s)
-                guard seen.insert(ax).inserted else {
-                    throw EngineError.invalidAttribute(node: s.name, attribute: "axes", expected: "distinct axes", actual: "\(s.slices.map(\.axis))")
-                }
-                if a.count > 0 {
-                    let (span, o1) = (a.count - 1).multipliedReportingOverflow(by: a.step)
-                    let (last, o2) = a.start.addingReportingOverflow(span)
-                    guard !o1, !o2, a.start < x[ax], last >= 0, last < x[ax] else {
-                        throw bad("input", "axis \(ax) holding \(a.count) elements from \(a.start) every \(a.step)", x)
-                    }
-                }
-                out[ax] = a.count
-            }
-            return out
-        case .shape:
-            for a in s.perm ?? [] where a < 0 || a >= x.count {
-                throw EngineError.invalidAttribute(node: s.name, attribute: "perm", expected: "axes in 0..<\(x.count)", actual: "\(s.perm ?? [])")
-            }
-            return [s.perm?.count ?? x.count]
+        case .concat: return try concatShape(s, x, ins)
+        case .reshape: return try reshapeShape(s, x)
+        case .flatten: return try flattenShape(s, x)
+        case .transpose: return try transposeShape(s, x)
+        case .squeeze: return try squeezeShape(s, x)
+        case .unsqueeze: return try unsqueezeShape(s, x)
+        case .resize: return try resizeShape(s, x)
+        case .slice: return try sliceShape(s, x)
+        case .shape: return try shapeShape(s, x)
         case .expand:
-            guard let out = broadcast(x, s.shape) else { throw bad("input", "broadcastable with the target \(s.shape)", x) }
+            guard let out = broadcast(x, s.shape) else { throw s.shapeError("input", "broadcastable with the target \(s.shape)", x) }
             return out
         case .lstm, .gru, .rnn:
-            guard let r = s.recurrent else { throw bad("input", "a compiled recurrent layer", x) }
+            guard let r = s.recurrent else { throw s.shapeError("input", "a compiled recurrent layer", x) }
             return try r.outputShape(s, ins)
-        case .topK:
-            let ax = try axis(s.axis ?? -1, rank: x.count, s)
-            guard s.k <= x[ax] else { throw bad("input", "at least k = \(s.k) elements along axis \(ax)", x) }
+        case .pad: return try padShape(s, x)
+        }
+    }
+
+    private static func convShape(_ s: Step, _ x: [Int]) throws -> [Int] {
+        let w = s.weightShape
+        guard x.count == 4, x[3] == w[2] * s.groups else { throw s.shapeError("input", "(N,H,W,\(w[2] * s.groups))", x) }
+        let oh = windowCount(x[1], k: w[0], stride: s.strides[0], dilation: s.dilations[0], padBegin: s.pads[0], padEnd: s.pads[2], ceil: false)
+        let ow = windowCount(x[2], k: w[1], stride: s.strides[1], dilation: s.dilations[1], padBegin: s.pads[1], padEnd: s.pads[3], ceil: false)
+        guard oh > 0, ow > 0 else { throw s.shapeError("input", "at least the dilated kernel \(w[0])×\(w[1]) after padding", x) }
+        return [x[0], oh, ow, w[3]]
+    }
+
+    private static func convTransposeShape(_ s: Step, _ x: [Int]) throws -> [Int] {
+        let w = s.weightShape
+        guard x.count == 4, x[3] == w[0] else { throw s.shapeError("input", "(N,H,W,\(w[0]))", x) }
+        let oh = transposedCount(x[1], k: w[1], stride: s.strides[0], dilation: s.dilations[0], padBegin: s.pads[0], padEnd: s.pads[2], extra: s.outputPadding[0])
+        let ow = transposedCount(x[2], k: w[2], stride: s.strides[1], dilation: s.dilations[1], padBegin: s.pads[1], padEnd: s.pads[3], extra: s.outputPadding[1])
+        guard oh > 0, ow > 0 else { throw s.shapeError("input", "a non-empty output after removing pads \(s.pads)", x) }
+        return [x[0], oh, ow, w[3] &* s.groups]
+    }
+
+    private static func layerNormShape(_ s: Step, _ x: [Int]) throws -> [Int] {
+        let ax = try axis(s.axis ?? -1, rank: x.count, s)
+        if let c = s.weightShape.first, x[ax...].reduce(1, &*) != c {
+            throw s.shapeError("input", "\(c) values along axes \(ax)… (the scale's)", x)
+        }
+        return s.statistic == nil ? x : Array(x[..<ax]) + [Int](repeating: 1, count: x.count - ax)
+    }
+
+    private static func ifElseShape(_ s: Step, _ x: [Int], _ ins: [[Int]]) throws -> [Int] {
+        guard x.reduce(1, &*) == 1 else { throw s.shapeError("condition", "one element", x) }
+        if let c = s.chosen { return ins[c] }   // a plan-time condition: the other branch never runs
+        guard ins.count == 3 else {
+            throw EngineError.invalidAttribute(node: s.name, attribute: "condition", expected: "a value known when planning (the graph holds one branch only)",
+                                               actual: "a value computed at run time")
+        }
+        guard ins[1] == ins[2] else {
+            throw EngineError.invalidAttribute(node: s.name, attribute: "If branches",
+                                               expected: "one shape (the condition is only known at run time)",
+                                               actual: "shapes \(ins[1]) and \(ins[2])")
+        }
+        return ins[1]
+    }
+
+    private static func argMaxShape(_ s: Step, _ x: [Int]) throws -> [Int] {
+        let ax = try axis(s.axis ?? -1, rank: x.count, s)
+        guard s.op != .argMax else {
+            guard x[ax] > 0 else { throw s.shapeError("input", "at least one element along axis \(ax)", x) }
             var out = x
-            out[ax] = s.k
-            return out
-        case .pad:
-            guard s.pads.count == 2 * x.count else {
-                throw EngineError.invalidAttribute(node: s.name, attribute: "pads", expected: "\(2 * x.count) values", actual: "\(s.pads.count)")
-            }
-            let out = x.indices.map { x[$0] + s.pads[$0] + s.pads[$0 + x.count] }
-            guard out.allSatisfy({ $0 >= 0 }) else { throw bad("input", "large enough for pads \(s.pads)", x) }
-            if s.padMode != "constant" {
-                for i in x.indices where s.pads[i] > 0 || s.pads[i + x.count] > 0 {
-                    let limit = s.padMode == "reflect" ? x[i] - 1 : (x[i] > 0 ? Int.max : 0)
-                    guard s.pads[i] <= limit, s.pads[i + x.count] <= limit else {
-                        throw bad("input", "axis \(i) large enough for \(s.padMode) pads \(s.pads)", x)
-                    }
-                }
-            }
+            out[ax] = 1
             return out
         }
+        return x
+    }
+
+    private static func poolShape(_ s: Step, _ x: [Int]) throws -> [Int] {
+        guard x.count == 4 else { throw s.shapeError("input", "(N,H,W,C)", x) }
+        // The window spans (kernel - 1) · dilation + 1 cells; padding must leave each window a real cell.
+        let span = (0..<2).map { (s.kernel[$0] - 1).multipliedReportingOverflow(by: s.dilations[$0]).partialValue + 1 }
+        guard s.pads[0] < span[0], s.pads[2] < span[0], s.pads[1] < span[1], s.pads[3] < span[1] else {
+            throw EngineError.invalidAttribute(node: s.name, attribute: "pads", expected: "smaller than the window \(span)", actual: "\(s.pads)")
+        }
+        let oh = windowCount(x[1], k: s.kernel[0], stride: s.strides[0], dilation: s.dilations[0], padBegin: s.pads[0], padEnd: s.pads[2], ceil: s.ceilMode)
+        let ow = windowCount(x[2], k: s.kernel[1], stride: s.strides[1], dilation: s.dilations[1], padBegin: s.pads[1], padEnd: s.pads[3], ceil: s.ceilMode)
+        guard oh > 0, ow > 0 else { throw s.shapeError("input", "at least the kernel \(s.kernel) after padding", x) }
+        return [x[0], oh, ow, x[3]]
+    }
+
+    private static func concatShape(_ s: Step, _ x: [Int], _ ins: [[Int]]) throws -> [Int] {
+        let ax = try axis(s.axis ?? 0, rank: x.count, s)
+        var out = x
+        for other in ins.dropFirst() {
+            guard other.count == x.count, (0..<x.count).allSatisfy({ $0 == ax || other[$0] == x[$0] }) else {
+                throw s.shapeError("input", "\(x) except axis \(ax)", other)
+            }
+            guard case let (sum, overflow) = out[ax].addingReportingOverflow(other[ax]), !overflow else {
+                throw s.shapeError("input", "a total along axis \(ax) that fits", other)
+            }
+            out[ax] = sum
+        }
+        return out
+    }
+
+    private static func reshapeShape(_ s: Step, _ x: [Int]) throws -> [Int] {
+        var out = s.shape, known = 1, infer: Int?
+        for (i, d) in out.enumerated() {
+            if d == 0 {
+                guard i < x.count else { throw s.shapeError("input", "rank > \(i) for shape \(s.shape)", x) }
+                out[i] = x[i]
+            } else if d == -1 {
+                guard infer == nil else { throw EngineError.invalidAttribute(node: s.name, attribute: "shape", expected: "at most one -1", actual: "\(s.shape)") }
+                infer = i; continue
+            } else if d < 0 {
+                throw EngineError.invalidAttribute(node: s.name, attribute: "shape", expected: "dimensions ≥ -1", actual: "\(s.shape)")
+            }
+            guard let k = try? Checked.mul(known, out[i]) else { throw s.shapeError("input", "a shape whose size fits for \(s.shape)", x) }
+            known = k
+        }
+        let total = x.reduce(1, *)
+        if let i = infer {
+            guard known > 0, total % known == 0 else { throw s.shapeError("input", "a multiple of \(known) elements for \(s.shape)", x) }
+            out[i] = total / known
+        }
+        guard out.reduce(1, *) == total else { throw s.shapeError("input", "\(out.reduce(1, *)) elements for \(s.shape)", x) }
+        return out
+    }
+
+    private static func flattenShape(_ s: Step, _ x: [Int]) throws -> [Int] {
+        let ax = s.axis.map { $0 < 0 ? $0 + x.count : $0 } ?? 1
+        guard ax >= 0, ax <= x.count else {
+            throw EngineError.invalidAttribute(node: s.name, attribute: "axis", expected: "in 0...\(x.count)", actual: "\(s.axis ?? 1)")
+        }
+        return [x[..<ax].reduce(1, *), x[ax...].reduce(1, *)]
+    }
+
+    private static func transposeShape(_ s: Step, _ x: [Int]) throws -> [Int] {
+        let perm = s.perm ?? Array((0..<x.count).reversed())
+        guard perm.sorted() == Array(0..<x.count) else {
+            throw EngineError.invalidAttribute(node: s.name, attribute: "perm", expected: "a permutation of 0..<\(x.count)", actual: "\(perm)")
+        }
+        return perm.map { x[$0] }
+    }
+
+    private static func squeezeShape(_ s: Step, _ x: [Int]) throws -> [Int] {
+        let axes = try (s.axes ?? x.indices.filter { x[$0] == 1 }).map { try axis($0, rank: x.count, s) }
+        for a in axes where x[a] != 1 { throw s.shapeError("input", "size 1 on axis \(a)", x) }
+        return x.indices.filter { !axes.contains($0) }.map { x[$0] }
+    }
+
+    private static func unsqueezeShape(_ s: Step, _ x: [Int]) throws -> [Int] {
+        let rank = x.count + (s.axes ?? []).count
+        let axes = try (s.axes ?? []).map { try axis($0, rank: rank, s) }
+        guard Set(axes).count == axes.count else {
+            throw EngineError.invalidAttribute(node: s.name, attribute: "axes", expected: "distinct axes", actual: "\(s.axes ?? [])")
+        }
+        var out: [Int] = [], it = x.makeIterator()
+        for i in 0..<rank { out.append(axes.contains(i) ? 1 : it.next()!) }
+        return out
+    }
+
+    private static func resizeShape(_ s: Step, _ x: [Int]) throws -> [Int] {
+        guard x.count == 4, let spec = s.resize, spec.size.count == 2 else { throw s.shapeError("input", "(N,H,W,C)", x) }
+        guard spec.size.allSatisfy({ $0 > 0 }) || x[0] == 0 || x[3] == 0 else {
+            throw s.shapeError("output", "a size > 0 (resize to \(spec.size))", x)
+        }
+        guard x[1] > 0 && x[2] > 0 || spec.size.contains(0) else { throw s.shapeError("input", "a non-empty image to resize", x) }
+        return [x[0], spec.size[0], spec.size[1], x[3]]
+    }
+
+    private static func sliceShape(_ s: Step, _ x: [Int]) throws -> [Int] {
+        var out = x
+        var seen = Set<Int>()
+        for a in s.slices {
+            let ax = try axis(a.axis, rank: x.count, s)
+            guard seen.insert(ax).inserted else {
+                throw EngineError.invalidAttribute(node: s.name, attribute: "axes", expected: "distinct axes", actual: "\(s.slices.map(\.axis))")
+            }
+            if a.count > 0 {
+                let (span, o1) = (a.count - 1).multipliedReportingOverflow(by: a.step)
+                let (last, o2) = a.start.addingReportingOverflow(span)
+                guard !o1, !o2, a.start < x[ax], last >= 0, last < x[ax] else {
+                    throw s.shapeError("input", "axis \(ax) holding \(a.count) elements from \(a.start) every \(a.step)", x)
+                }
+            }
+            out[ax] = a.count
+        }
+        return out
+    }
+
+    private static func shapeShape(_ s: Step, _ x: [Int]) throws -> [Int] {
+        for a in s.perm ?? [] where a < 0 || a >= x.count {
+            throw EngineError.invalidAttribute(node: s.name, attribute: "perm", expected: "axes in 0..<\(x.count)", actual: "\(s.perm ?? [])")
+        }
+        return [s.perm?.count ?? x.count]
+    }
+
+    private static func topKShape(_ s: Step, _ x: [Int]) throws -> [Int] {
+        let ax = try axis(s.axis ?? -1, rank: x.count, s)
+        guard s.k <= x[ax] else { throw s.shapeError("input", "at least k = \(s.k) elements along axis \(ax)", x) }
+        var out = x
+        out[ax] = s.k
+        return out
+    }
+
+    private static func padShape(_ s: Step, _ x: [Int]) throws -> [Int] {
+        guard s.pads.count == 2 * x.count else {
+            throw EngineError.invalidAttribute(node: s.name, attribute: "pads", expected: "\(2 * x.count) values", actual: "\(s.pads.count)")
+        }
+        let out = x.indices.map { x[$0] + s.pads[$0] + s.pads[$0 + x.count] }
+        guard out.allSatisfy({ $0 >= 0 }) else { throw s.shapeError("input", "large enough for pads \(s.pads)", x) }
+        if s.padMode != "constant" {
+            for i in x.indices where s.pads[i] > 0 || s.pads[i + x.count] > 0 {
+                let limit = s.padMode == "reflect" ? x[i] - 1 : (x[i] > 0 ? Int.max : 0)
+                guard s.pads[i] <= limit, s.pads[i + x.count] <= limit else {
+                    throw s.shapeError("input", "axis \(i) large enough for \(s.padMode) pads \(s.pads)", x)
+                }
+            }
+        }
+        return out
+    }
+}
+
+private extension Step {
+    func shapeError(_ what: String, _ expected: String, _ actual: [Int]) -> EngineError {
+        .shapeMismatch(node: name, what: what, expected: expected, actual: actual)
     }
 }

@@ -68,55 +68,10 @@ public enum DetectionMetrics {
         var allAP50: [Double] = [], allAP: [Double] = []
         var pooledTP = 0, pooledDet = 0, pooledGT = 0
         for label in classes {
-            // Per photo: sorted detections (≤ maxDetections), their matches at each threshold.
-            var scores: [Double] = []
-            var matched: [[Bool]] = Array(repeating: [], count: t)
-            var gtCount = 0
-            for i in truth.indices {
-                let gts = truth[i].filter { $0.label == label }.map(\.box)
-                var dts = detections[i].enumerated().filter { $0.element.label == label }
-                if gts.isEmpty && dts.isEmpty { continue }
-                gtCount += gts.count
-                dts.sort { $0.element.confidence != $1.element.confidence ? $0.element.confidence > $1.element.confidence : $0.offset < $1.offset }
-                let kept = dts.prefix(maxDetections).map(\.element)
-                let ious = kept.map { d in gts.map { iou(d.box, $0) } }
-                for ti in 0..<t {
-                    var gtMatched = [Bool](repeating: false, count: gts.count)
-                    for (di, _) in kept.enumerated() {
-                        var best = min(iouThresholds[ti], 1 - 1e-10), m = -1
-                        for gi in gts.indices where !gtMatched[gi] {
-                            if ious[di][gi] < best { continue }
-                            best = ious[di][gi]; m = gi
-                        }
-                        if m >= 0 { gtMatched[m] = true }
-                        matched[ti].append(m >= 0)
-                    }
-                }
-                scores += kept.map(\.confidence)
-            }
+            let (scores, matched, gtCount) = matches(label, truth: truth, detections: detections, maxDetections: maxDetections)
             // Across photos by descending score (stable: photo order, then score order within a photo).
             let order = scores.indices.sorted { scores[$0] != scores[$1] ? scores[$0] > scores[$1] : $0 < $1 }
-            var curves: [[Double]] = []
-            for ti in 0..<t {
-                var q = [Double](repeating: 0, count: r)
-                guard gtCount > 0 else { curves.append(q); continue }
-                var tp = 0.0, fp = 0.0
-                var rc: [Double] = [], pr: [Double] = []
-                for k in order {
-                    if matched[ti][k] { tp += 1 } else { fp += 1 }
-                    rc.append(tp / Double(gtCount))
-                    pr.append(tp / (fp + tp + Double.ulpOfOne))
-                }
-                if pr.count > 1 { for i in stride(from: pr.count - 1, to: 0, by: -1) where pr[i] > pr[i - 1] { pr[i - 1] = pr[i] } }
-                for (ri, point) in recallPoints.enumerated() {
-                    // numpy searchsorted(side="left"): the first index with rc ≥ point.
-                    var lo = 0, hi = rc.count
-                    while lo < hi { let mid = (lo + hi) / 2; if rc[mid] < point { lo = mid + 1 } else { hi = mid } }
-                    if lo >= pr.count { break }
-                    q[ri] = pr[lo]
-                }
-                curves.append(q)
-            }
+            let curves = (0..<t).map { precisionAtRecall(order, matched[$0], groundTruth: gtCount) }
             var tpAt = 0, detAt = 0
             for k in order where scores[k] >= confidenceThreshold {
                 detAt += 1
@@ -136,5 +91,61 @@ public enum DetectionMetrics {
             images: truth.count, mAP50: mean(allAP50), mAP50to95: mean(allAP), confidenceThreshold: confidenceThreshold,
             precision: pooledDet > 0 ? Double(pooledTP) / Double(pooledDet) : 0,
             recall: pooledGT > 0 ? Double(pooledTP) / Double(pooledGT) : 0, perClass: perClass)
+    }
+
+    /// Per photo, the detections of `label` by descending confidence (at most `maxDetections`): their scores, whether
+    /// each matches a ground-truth box at each IoU threshold, and the number of ground-truth boxes.
+    private static func matches(_ label: String, truth: [[ObjectAnnotation]], detections: [[Detection]],
+                                maxDetections: Int) -> (scores: [Double], matched: [[Bool]], groundTruth: Int) {
+        let t = iouThresholds.count
+        var scores: [Double] = []
+        var matched: [[Bool]] = Array(repeating: [], count: t)
+        var gtCount = 0
+        for i in truth.indices {
+            let gts = truth[i].filter { $0.label == label }.map(\.box)
+            var dts = detections[i].enumerated().filter { $0.element.label == label }
+            if gts.isEmpty && dts.isEmpty { continue }
+            gtCount += gts.count
+            dts.sort { $0.element.confidence != $1.element.confidence ? $0.element.confidence > $1.element.confidence : $0.offset < $1.offset }
+            let kept = dts.prefix(maxDetections).map(\.element)
+            let ious = kept.map { d in gts.map { iou(d.box, $0) } }
+            for ti in 0..<t {
+                var gtMatched = [Bool](repeating: false, count: gts.count)
+                for (di, _) in kept.enumerated() {
+                    var best = min(iouThresholds[ti], 1 - 1e-10), m = -1
+                    for gi in gts.indices where !gtMatched[gi] {
+                        if ious[di][gi] < best { continue }
+                        best = ious[di][gi]; m = gi
+                    }
+                    if m >= 0 { gtMatched[m] = true }
+                    matched[ti].append(m >= 0)
+                }
+            }
+            scores += kept.map(\.confidence)
+        }
+        return (scores, matched, gtCount)
+    }
+
+    /// The interpolated precision at each recall point, over detections in `order` with their matches.
+    private static func precisionAtRecall(_ order: [Int], _ matched: [Bool], groundTruth gtCount: Int) -> [Double] {
+        let r = recallPoints.count
+        var q = [Double](repeating: 0, count: r)
+        guard gtCount > 0 else { return q }
+        var tp = 0.0, fp = 0.0
+        var rc: [Double] = [], pr: [Double] = []
+        for k in order {
+            if matched[k] { tp += 1 } else { fp += 1 }
+            rc.append(tp / Double(gtCount))
+            pr.append(tp / (fp + tp + Double.ulpOfOne))
+        }
+        if pr.count > 1 { for i in stride(from: pr.count - 1, to: 0, by: -1) where pr[i] > pr[i - 1] { pr[i - 1] = pr[i] } }
+        for (ri, point) in recallPoints.enumerated() {
+            // numpy searchsorted(side="left"): the first index with rc ≥ point.
+            var lo = 0, hi = rc.count
+            while lo < hi { let mid = (lo + hi) / 2; if rc[mid] < point { lo = mid + 1 } else { hi = mid } }
+            if lo >= pr.count { break }
+            q[ri] = pr[lo]
+        }
+        return q
     }
 }

@@ -104,51 +104,11 @@ extension CoreMLLowering {
                                           reason: "its feature map '\(m.name)' is not a (C, H, W) blob after lowering")
         }
 
-        // The table: per candidate b, the boxes tensor's K values, then the separate scores tensor's C.
-        let boxes = try table(trace, spec.tensor, spec.layout == "nkb", field: "detection.boxes.tensor")
-        var values = boxes.values, width = boxes.width
-        let first = 4 + (spec.objectness ? 1 : 0)
-        var classColumns = Array(first..<(first + c.classCount))
-        if let s = spec.scoresTensor {
-            let scores = try table(trace, s, spec.scoresLayout == "ncb", field: "detection.boxes.scoresTensor")
-            guard scores.count == boxes.count else {
-                throw ExportError.invalid(model: modelName, place: "detection.boxes.scoresTensor '\(s)'",
-                                          expected: "\(boxes.count) boxes (as '\(spec.tensor)')", actual: "\(scores.count)")
-            }
-            guard scores.width == c.classCount else {
-                throw ExportError.invalid(model: modelName, place: "detection.boxes.scoresTensor '\(s)'",
-                                          expected: "\(c.classCount) class scores per box", actual: "\(scores.width)")
-            }
-            var joined: [Element] = []
-            joined.reserveCapacity(values.count + scores.values.count)
-            for b in 0..<boxes.count {
-                joined += values[(b * width)..<((b + 1) * width)]
-                joined += scores.values[(b * c.classCount)..<((b + 1) * c.classCount)]
-            }
-            values = joined
-            classColumns = Array(width..<(width + c.classCount))
-            width += c.classCount
-        }
-        guard width >= 4, classColumns.last.map({ $0 < width }) ?? false else {
-            throw ExportError.invalid(model: modelName, place: "detection.boxes '\(spec.tensor)'",
-                                      expected: "at least \(classColumns.last.map { $0 + 1 } ?? 4) values per box", actual: "\(boxes.width)")
-        }
-        let runs = try self.runs(values, width: width, count: boxes.count, trace, tensor: spec.tensor)
+        let (values, width, count, classColumns) = try candidates(c, spec, trace)
+        let runs = try self.runs(values, width: width, count: count, trace, tensor: spec.tensor)
 
         // Linear rows over the table's columns: coordinates (centre, size or corner differences), classes, objectness.
-        let (sx, sy): (Float, Float) = spec.normalized ? (1, 1) : (1 / Float(inputWidth), 1 / Float(inputHeight))
-        var centre: [[Int: Float]], differences: [[Int: Float]] = []
-        switch c.boxEncoding {
-        case "cxcywh":
-            centre = [[0: sx], [1: sy], [2: sx], [3: sy]]
-        case "xyxy", "yxyx":
-            let (x1, y1, x2, y2) = c.boxEncoding == "xyxy" ? (0, 1, 2, 3) : (1, 0, 3, 2)
-            centre = [[x1: sx / 2, x2: sx / 2], [y1: sy / 2, y2: sy / 2]]
-            differences = [[x2: sx, x1: -sx], [x1: sx, x2: -sx], [y2: sy, y1: -sy], [y1: sy, y2: -sy]]
-        default:
-            throw ExportError.unsupported(model: modelName, format: "Core ML", place: "detection.boxEncoding",
-                                          reason: "box encoding '\(c.boxEncoding)' is not yet supported")
-        }
+        let (centre, differences) = try coordinateRows(c, spec, inputWidth: inputWidth, inputHeight: inputHeight)
         let sigmoid = spec.scoreActivation == "sigmoid"
         var coordinates: [String] = [], confidences: [String] = [], total = 0
         for (r, run) in runs.enumerated() {
@@ -178,6 +138,61 @@ extension CoreMLLowering {
         }
         program.detector?.boxes = total
         joinRows(coordinates: coordinates, confidences: confidences)
+    }
+
+    /// The candidates' table: per candidate b, the boxes tensor's K values, then the separate scores tensor's C; its
+    /// width, candidate count and class-score columns.
+    private func candidates(_ c: DetectionConfig, _ spec: BoxesOutput, _ trace: BoxesTrace) throws
+        -> (values: [Element], width: Int, count: Int, classColumns: [Int]) {
+        let boxes = try table(trace, spec.tensor, spec.layout == "nkb", field: "detection.boxes.tensor")
+        var values = boxes.values, width = boxes.width
+        let first = 4 + (spec.objectness ? 1 : 0)
+        var classColumns = Array(first..<(first + c.classCount))
+        if let s = spec.scoresTensor {
+            let scores = try table(trace, s, spec.scoresLayout == "ncb", field: "detection.boxes.scoresTensor")
+            guard scores.count == boxes.count else {
+                throw ExportError.invalid(model: modelName, place: "detection.boxes.scoresTensor '\(s)'",
+                                          expected: "\(boxes.count) boxes (as '\(spec.tensor)')", actual: "\(scores.count)")
+            }
+            guard scores.width == c.classCount else {
+                throw ExportError.invalid(model: modelName, place: "detection.boxes.scoresTensor '\(s)'",
+                                          expected: "\(c.classCount) class scores per box", actual: "\(scores.width)")
+            }
+            var joined: [Element] = []
+            joined.reserveCapacity(values.count + scores.values.count)
+            for b in 0..<boxes.count {
+                joined += values[(b * width)..<((b + 1) * width)]
+                joined += scores.values[(b * c.classCount)..<((b + 1) * c.classCount)]
+            }
+            values = joined
+            classColumns = Array(width..<(width + c.classCount))
+            width += c.classCount
+        }
+        guard width >= 4, classColumns.last.map({ $0 < width }) ?? false else {
+            throw ExportError.invalid(model: modelName, place: "detection.boxes '\(spec.tensor)'",
+                                      expected: "at least \(classColumns.last.map { $0 + 1 } ?? 4) values per box", actual: "\(boxes.width)")
+        }
+        return (values, width, boxes.count, classColumns)
+    }
+
+    /// The coordinates as linear rows over the table's columns: centre, and (for corner encodings) the differences
+    /// whose positive parts sum to the size.
+    private func coordinateRows(_ c: DetectionConfig, _ spec: BoxesOutput, inputWidth: Int,
+                                inputHeight: Int) throws -> (centre: [[Int: Float]], differences: [[Int: Float]]) {
+        let (sx, sy): (Float, Float) = spec.normalized ? (1, 1) : (1 / Float(inputWidth), 1 / Float(inputHeight))
+        var centre: [[Int: Float]], differences: [[Int: Float]] = []
+        switch c.boxEncoding {
+        case "cxcywh":
+            centre = [[0: sx], [1: sy], [2: sx], [3: sy]]
+        case "xyxy", "yxyx":
+            let (x1, y1, x2, y2) = c.boxEncoding == "xyxy" ? (0, 1, 2, 3) : (1, 0, 3, 2)
+            centre = [[x1: sx / 2, x2: sx / 2], [y1: sy / 2, y2: sy / 2]]
+            differences = [[x2: sx, x1: -sx], [x1: sx, x2: -sx], [y2: sy, y1: -sy], [y1: sy, y2: -sy]]
+        default:
+            throw ExportError.unsupported(model: modelName, format: "Core ML", place: "detection.boxEncoding",
+                                          reason: "box encoding '\(c.boxEncoding)' is not yet supported")
+        }
+        return (centre, differences)
     }
 
     /// The decoder tensor `name` as a table (candidates × values) of map elements; `transposed` for a (1, K, B) layout.

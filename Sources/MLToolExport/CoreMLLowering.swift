@@ -58,29 +58,8 @@ struct CoreMLLowering {
             throw unsupported(n, "sizes fixed when the model is exported (this node's follow from the input size: import with --input-size)")
         }
         switch n.op {
-        case .conv:
-            guard xr == 4, let w = tensors[n.inputs[safe: 1] ?? ""], w.shape.count == 4 else {
-                throw unsupported(n, "a feature-map input and a constant kernel")
-            }
-            let groups = a.groups ?? 1
-            let weights = try CoreMLProgram.Weights.from(w, perm: WeightLayout.hwioToOIHW, notes: &notes)
-            add(n.name, [input], [target], .convolution(
-                outputChannels: w.shape[3], kernelChannels: w.shape[2], groups: groups, kernel: [w.shape[0], w.shape[1]],
-                stride: a.strides ?? [1, 1], dilation: a.dilations ?? [1, 1], pads: a.pads ?? [0, 0, 0, 0],
-                weights: weights, bias: try optionalFloats(n.inputs[safe: 2])))
-        case .dense:
-            guard let w = tensors[n.inputs[safe: 1] ?? ""], w.shape.count == 2 else { throw unsupported(n, "a constant 2-D weight") }
-            var source = input
-            if xr == 4 {
-                source = fresh(x)
-                add(n.name + ".flatten", [input], [source], .flatten(channelLast: true))
-            } else if xr != 2 {
-                throw unsupported(n, "a rank-2 or feature-map input")
-            }
-            add(n.name, [source], [target], .innerProduct(
-                inputChannels: w.shape[0], outputChannels: w.shape[1],
-                weights: try CoreMLProgram.Weights.from(w, perm: [1, 0], notes: &notes), bias: try optionalFloats(n.inputs[safe: 2])))
-            outRank = 2
+        case .conv: try convolution(n, input, target, xr)
+        case .dense: outRank = try dense(n, x, input, target, xr)
         case .batchNorm:
             guard n.inputs.count == 5 else { throw unsupported(n, "scale, bias, mean and variance") }
             let p = try n.inputs.dropFirst().map { try floats($0, n) }
@@ -110,17 +89,7 @@ struct CoreMLLowering {
                 throw unsupported(n, "computed inputs joined along the channel axis")
             }
             add(n.name, n.inputs.map { blob($0) }, [target], .concat)
-        case .flatten, .reshape, .squeeze:
-            // Only the forms that turn (N, H, W, C) or (N, C) into (N, features) in NHWC order.
-            let ok: Bool
-            switch n.op {
-            case .flatten: ok = (a.axis ?? 1) == 1
-            case .reshape: ok = (a.shape?.count ?? 0) == 2 && [0, -1, 1].contains(a.shape?[0] ?? 9)
-            default: ok = xr == 4 && Set(a.axes ?? []) == [1, 2]
-            }
-            guard ok else { throw unsupported(n, "a flatten to (N, features)") }
-            add(n.name, [input], [target], xr == 4 ? .flatten(channelLast: true) : .activation(.linear(alpha: 1, beta: 0)))
-            outRank = 2
+        case .flatten, .reshape, .squeeze: outRank = try flattening(n, input, target, xr)
         case .pad:
             guard xr == 4, let p = a.pads, p.count == 8, p[0] == 0, p[3] == 0, p[4] == 0, p[7] == 0 else {
                 throw unsupported(n, "padding of height and width only")
@@ -141,6 +110,49 @@ struct CoreMLLowering {
         }
         if let act { try activation(act, target, blob(out), n.name + ".activation") }
         for o in n.outputs { rank[o] = outRank }
+    }
+
+    private mutating func convolution(_ n: Node, _ input: String, _ target: String, _ xr: Int) throws {
+        let a = n.attributes
+        guard xr == 4, let w = tensors[n.inputs[safe: 1] ?? ""], w.shape.count == 4 else {
+            throw unsupported(n, "a feature-map input and a constant kernel")
+        }
+        let groups = a.groups ?? 1
+        let weights = try CoreMLProgram.Weights.from(w, perm: WeightLayout.hwioToOIHW, notes: &notes)
+        add(n.name, [input], [target], .convolution(
+            outputChannels: w.shape[3], kernelChannels: w.shape[2], groups: groups, kernel: [w.shape[0], w.shape[1]],
+            stride: a.strides ?? [1, 1], dilation: a.dilations ?? [1, 1], pads: a.pads ?? [0, 0, 0, 0],
+            weights: weights, bias: try optionalFloats(n.inputs[safe: 2])))
+    }
+
+    /// An inner product, after a channel-last flatten of a feature map.
+    private mutating func dense(_ n: Node, _ x: String, _ input: String, _ target: String, _ xr: Int) throws -> Int {
+        guard let w = tensors[n.inputs[safe: 1] ?? ""], w.shape.count == 2 else { throw unsupported(n, "a constant 2-D weight") }
+        var source = input
+        if xr == 4 {
+            source = fresh(x)
+            add(n.name + ".flatten", [input], [source], .flatten(channelLast: true))
+        } else if xr != 2 {
+            throw unsupported(n, "a rank-2 or feature-map input")
+        }
+        add(n.name, [source], [target], .innerProduct(
+            inputChannels: w.shape[0], outputChannels: w.shape[1],
+            weights: try CoreMLProgram.Weights.from(w, perm: [1, 0], notes: &notes), bias: try optionalFloats(n.inputs[safe: 2])))
+        return 2
+    }
+
+    /// Only the forms that turn (N, H, W, C) or (N, C) into (N, features) in NHWC order.
+    private mutating func flattening(_ n: Node, _ input: String, _ target: String, _ xr: Int) throws -> Int {
+        let a = n.attributes
+        let ok: Bool
+        switch n.op {
+        case .flatten: ok = (a.axis ?? 1) == 1
+        case .reshape: ok = (a.shape?.count ?? 0) == 2 && [0, -1, 1].contains(a.shape?[0] ?? 9)
+        default: ok = xr == 4 && Set(a.axes ?? []) == [1, 2]
+        }
+        guard ok else { throw unsupported(n, "a flatten to (N, features)") }
+        add(n.name, [input], [target], xr == 4 ? .flatten(channelLast: true) : .activation(.linear(alpha: 1, beta: 0)))
+        return 2
     }
 
     /// Indices of the nodes that compute `tensors`, in graph order.

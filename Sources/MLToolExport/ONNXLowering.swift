@@ -67,65 +67,13 @@ struct ONNXLowering {
             throw unsupported(n, "sizes fixed when the model is exported (this node's follow from the input size: import with --input-size)")
         }
         switch n.op {
-        case .conv:
-            guard xr == 4, let w = tensors[n.inputs[safe: 1] ?? ""], w.shape.count == 4 else {
-                throw unsupported(n, "a rank-4 input and a constant rank-4 kernel")
-            }
-            var inputs = [x, try constant(w.name, perm: WeightLayout.hwioToOIHW)]
-            if let b = n.inputs[safe: 2], !b.isEmpty { inputs.append(try constant(b)) }
-            let k = [w.shape[0], w.shape[1]]
-            add("Conv", inputs, [target], node: n.name, [
-                ("kernel_shape", .ints(k)), ("strides", .ints(a.strides ?? [1, 1])),
-                ("dilations", .ints(a.dilations ?? [1, 1])), ("pads", .ints(a.pads ?? [0, 0, 0, 0])),
-                ("group", .int(a.groups ?? 1)),
-            ])
-            outRank = 4
-        case .convTranspose:
-            guard xr == 4, let w = tensors[n.inputs[safe: 1] ?? ""], w.shape.count == 4 else {
-                throw unsupported(n, "a rank-4 input and a constant rank-4 kernel")
-            }
-            // The IR kernel (C, KH, KW, OC/groups) → ONNX's (C, OC/groups, KH, KW).
-            var inputs = [x, try constant(w.name, perm: [0, 3, 1, 2])]
-            if let b = n.inputs[safe: 2], !b.isEmpty { inputs.append(try constant(b)) }
-            add("ConvTranspose", inputs, [target], node: n.name, [
-                ("kernel_shape", .ints([w.shape[1], w.shape[2]])), ("strides", .ints(a.strides ?? [1, 1])),
-                ("dilations", .ints(a.dilations ?? [1, 1])), ("pads", .ints(a.pads ?? [0, 0, 0, 0])),
-                ("output_padding", .ints(a.outputPadding ?? [0, 0])), ("group", .int(a.groups ?? 1)),
-            ])
-            outRank = 4
+        case .conv: outRank = try conv(n, x, xr, target)
+        case .convTranspose: outRank = try convTranspose(n, x, xr, target)
         case .layerNorm:
             throw unsupported(n, "LayerNormalization (opset 17; this writer emits opset 13)")
-        case .batchMatMul:
-            // The IR product is on plain (IR-ordered) data: rank-4 operands and result go through their IR order.
-            guard n.inputs.count == 2 else { throw unsupported(n, "two inputs") }
-            let operands = try n.inputs.map { tensors[$0] != nil ? try constant($0) : toIR($0) }
-            let rb = try rankOf(n.inputs[1], n)
-            outRank = max(xr, rb)
-            let y = outRank == 4 ? fresh(out) : target
-            add("MatMul", operands, [y], node: n.name)
-            fromIR(y, rank: outRank, into: target)
-        case .dense:
-            guard let w = n.inputs[safe: 1], tensors[w] != nil else { throw unsupported(n, "a constant weight matrix") }
-            var flat = x
-            if xr != 2 {
-                flat = fresh(x)
-                add("Flatten", [toIR(x)], [flat], node: n.name + ".flatten", [("axis", .int(1))])
-            }
-            var inputs = [flat, try constant(w)]
-            if let b = n.inputs[safe: 2], !b.isEmpty { inputs.append(try constant(b)) }
-            add("Gemm", inputs, [target], node: n.name)
-            outRank = 2
-        case .matMul:
-            guard let b = n.inputs[safe: 1], tensors[b] != nil else { throw unsupported(n, "a constant right-hand matrix") }
-            let y = xr == 4 ? fresh(out) : target
-            if let bias = n.inputs[safe: 2] {   // the bias GraphPasses.fuseMatMulBias moved in: an Add after
-                let product = fresh(out)
-                add("MatMul", [toIR(x), try constant(b)], [product], node: n.name)
-                add("Add", [product, try constant(bias)], [y], node: n.name + ".bias")
-            } else {
-                add("MatMul", [toIR(x), try constant(b)], [y], node: n.name)
-            }
-            if xr == 4 { add("Transpose", [y], [target], node: n.name + ".nchw", [("perm", .ints(WeightLayout.nhwcToNCHW))]) }
+        case .batchMatMul: outRank = try batchMatMul(n, x, xr, target)
+        case .dense: outRank = try dense(n, x, xr, target)
+        case .matMul: outRank = try matMul(n, x, xr, target)
         case .batchNorm:
             guard xr == 2 || xr == 4 else { throw unsupported(n, "rank 2 or 4 (channels last in the IR)") }
             let params = try n.inputs.dropFirst().map { try constant($0) }
@@ -135,26 +83,8 @@ struct ONNXLowering {
         case .softmax:
             let axis = try layoutAxis(a.axis ?? -1, rank: xr, n)
             add("Softmax", [x], [target], node: n.name, [("axis", .int(axis))])
-        case .add, .sub, .mul, .div, .pow:
-            guard n.inputs.count == 2 else { throw unsupported(n, "two inputs") }
-            let rb = try rankOf(n.inputs[1], n)
-            outRank = max(xr, rb)
-            let lhs = try broadcastOperand(x, xr, outRank), rhs = try broadcastOperand(n.inputs[1], rb, outRank)
-            let op = ["add": "Add", "sub": "Sub", "mul": "Mul", "div": "Div", "pow": "Pow"][n.op.rawValue] ?? ""
-            add(op, [lhs, rhs], [target], node: n.name)
-        case .maxPool, .avgPool:
-            // AveragePool takes dilations only from opset 19; this writer emits opset 13.
-            let dilations = a.dilations ?? [1, 1]
-            guard xr == 4, let k = a.kernel, dilations == [1, 1] || n.op == .maxPool else {
-                throw unsupported(n, "a rank-4 input, a kernel size and (average pooling) no dilation")
-            }
-            var attrs: [(String, ONNXProgram.AttributeValue)] = [
-                ("kernel_shape", .ints(k)), ("strides", .ints(a.strides ?? [1, 1])), ("pads", .ints(a.pads ?? [0, 0, 0, 0])),
-                ("ceil_mode", .int(a.ceilMode == true ? 1 : 0)),
-            ]
-            if dilations != [1, 1] { attrs.append(("dilations", .ints(dilations))) }
-            if n.op == .avgPool { attrs.append(("count_include_pad", .int(a.countIncludePad == true ? 1 : 0))) }
-            add(n.op == .maxPool ? "MaxPool" : "AveragePool", [x], [target], node: n.name, attrs)
+        case .add, .sub, .mul, .div, .pow: outRank = try arithmetic(n, x, xr, target)
+        case .maxPool, .avgPool: outRank = try pool(n, x, xr, target)
         case .globalAvgPool, .globalMaxPool:
             guard xr == 4 else { throw unsupported(n, "a rank-4 input") }
             add(n.op == .globalAvgPool ? "GlobalAveragePool" : "GlobalMaxPool", [x], [target], node: n.name)
@@ -162,12 +92,7 @@ struct ONNXLowering {
             let axis = try layoutAxis(a.axis ?? 0, rank: xr, n)
             let inputs = try n.inputs.map { tensors[$0] != nil ? try constant($0, padTo4: xr == 4) : $0 }
             add("Concat", inputs, [target], node: n.name, [("axis", .int(axis))])
-        case .reshape:
-            guard let shape = a.shape else { throw unsupported(n, "a shape attribute") }
-            outRank = shape.count
-            let y = outRank == 4 ? fresh(out) : target
-            add("Reshape", [toIR(x), int64s(shape)], [y], node: n.name)
-            fromIR(y, rank: outRank, into: target)
+        case .reshape: outRank = try reshape(n, x, xr, target)
         case .flatten:
             outRank = 2
             add("Flatten", [toIR(x)], [target], node: n.name, [("axis", .int(a.axis ?? 1))])
@@ -176,21 +101,8 @@ struct ONNXLowering {
             let y = xr == 4 ? fresh(out) : target
             add("Transpose", [toIR(x)], [y], node: n.name, [("perm", .ints(perm))])
             fromIR(y, rank: xr, into: target)
-        case .squeeze, .unsqueeze:
-            guard let axes = a.axes else { throw unsupported(n, "explicit axes") }
-            outRank = n.op == .squeeze ? xr - axes.count : xr + axes.count
-            let y = outRank == 4 ? fresh(out) : target
-            add(n.op == .squeeze ? "Squeeze" : "Unsqueeze", [toIR(x), int64s(axes)], [y], node: n.name)
-            fromIR(y, rank: outRank, into: target)
-        case .pad:
-            guard var pads = a.pads, pads.count == 2 * xr else { throw unsupported(n, "2·rank pads") }
-            if xr == 4 {
-                let begin = WeightLayout.permuted(Array(pads[0..<4]), WeightLayout.nhwcToNCHW)
-                let end = WeightLayout.permuted(Array(pads[4..<8]), WeightLayout.nhwcToNCHW)
-                pads = begin + end
-            }
-            let mode = a.mode ?? "constant"
-            add("Pad", [x, int64s(pads), floatScalar(a.value ?? 0)], [target], node: n.name, [("mode", .string(mode))])
+        case .squeeze, .unsqueeze: outRank = try squeeze(n, x, xr, target)
+        case .pad: outRank = try pad(n, x, xr, target)
         case .unary:
             try unary(n, x, target)
         case .slice:
@@ -203,31 +115,185 @@ struct ONNXLowering {
             throw unsupported(n, "a recurrent layer (not yet written back as ONNX LSTM/GRU/RNN)")
         case .quantize, .dequantize:
             throw unsupported(n, "an ONNX lowering for \(n.op.rawValue) (not yet supported: its codes are float values in the IR)")
-        case .ifElse:
-            // Where on the condition as a bool scalar: it broadcasts to nothing, so the output is the chosen value.
-            guard n.inputs.count == 3 else { throw unsupported(n, "three inputs") }
-            let rt = try rankOf(n.inputs[1], n), re = try rankOf(n.inputs[2], n)
-            outRank = max(rt, re)
-            let scalar = fresh(out), flag = fresh(out)
-            add("Reshape", [tensors[x] != nil ? try constant(x) : x, int64s([])], [scalar], node: n.name + ".scalar")
-            add("Cast", [scalar], [flag], node: n.name + ".cast", [("to", .int(Int(ONNXProgram.DataType.bool)))])
-            add("Where", [flag, try broadcastOperand(n.inputs[1], rt, outRank), try broadcastOperand(n.inputs[2], re, outRank)],
-                [target], node: n.name)
-        case .topK:
-            guard let k = a.k, k >= 0 else { throw unsupported(n, "k ≥ 0") }
-            let axis = try layoutAxis(a.axis ?? -1, rank: xr, n)
-            let values = fresh(out), indices = fresh(out)
-            add("TopK", [x, int64s([k])], [values, indices], node: n.name, [
-                ("axis", .int(axis)), ("largest", .int(a.largest == false ? 0 : 1)), ("sorted", .int(1)),
-            ])
-            if a.mode == "indices" {
-                add("Cast", [indices], [target], node: n.name + ".cast", [("to", .int(Int(ONNXProgram.DataType.float)))])
-            } else {
-                add("Identity", [values], [target], node: n.name + ".values")
-            }
+        case .ifElse: outRank = try ifElse(n, x, xr, target)
+        case .topK: outRank = try topK(n, x, xr, target)
         }
         if let act { try activation(act, target, out, n.name + ".activation") }
         for o in n.outputs { rank[o] = outRank }
+    }
+
+    /// A convolution: the HWIO kernel as OIHW.
+    private mutating func conv(_ n: Node, _ x: String, _ xr: Int, _ target: String) throws -> Int {
+        let a = n.attributes
+        guard xr == 4, let w = tensors[n.inputs[safe: 1] ?? ""], w.shape.count == 4 else {
+            throw unsupported(n, "a rank-4 input and a constant rank-4 kernel")
+        }
+        var inputs = [x, try constant(w.name, perm: WeightLayout.hwioToOIHW)]
+        if let b = n.inputs[safe: 2], !b.isEmpty { inputs.append(try constant(b)) }
+        let k = [w.shape[0], w.shape[1]]
+        add("Conv", inputs, [target], node: n.name, [
+            ("kernel_shape", .ints(k)), ("strides", .ints(a.strides ?? [1, 1])),
+            ("dilations", .ints(a.dilations ?? [1, 1])), ("pads", .ints(a.pads ?? [0, 0, 0, 0])),
+            ("group", .int(a.groups ?? 1)),
+        ])
+        return 4
+    }
+
+    /// A transposed convolution: the IR kernel (C, KH, KW, OC/groups) as ONNX's (C, OC/groups, KH, KW).
+    private mutating func convTranspose(_ n: Node, _ x: String, _ xr: Int, _ target: String) throws -> Int {
+        let a = n.attributes
+        guard xr == 4, let w = tensors[n.inputs[safe: 1] ?? ""], w.shape.count == 4 else {
+            throw unsupported(n, "a rank-4 input and a constant rank-4 kernel")
+        }
+        var inputs = [x, try constant(w.name, perm: [0, 3, 1, 2])]
+        if let b = n.inputs[safe: 2], !b.isEmpty { inputs.append(try constant(b)) }
+        add("ConvTranspose", inputs, [target], node: n.name, [
+            ("kernel_shape", .ints([w.shape[1], w.shape[2]])), ("strides", .ints(a.strides ?? [1, 1])),
+            ("dilations", .ints(a.dilations ?? [1, 1])), ("pads", .ints(a.pads ?? [0, 0, 0, 0])),
+            ("output_padding", .ints(a.outputPadding ?? [0, 0])), ("group", .int(a.groups ?? 1)),
+        ])
+        return 4
+    }
+
+    /// The IR product is on plain (IR-ordered) data: rank-4 operands and result go through their IR order.
+    private mutating func batchMatMul(_ n: Node, _ x: String, _ xr: Int, _ target: String) throws -> Int {
+        let out = n.outputs.first ?? ""
+        guard n.inputs.count == 2 else { throw unsupported(n, "two inputs") }
+        let operands = try n.inputs.map { tensors[$0] != nil ? try constant($0) : toIR($0) }
+        let rb = try rankOf(n.inputs[1], n)
+        let outRank = max(xr, rb)
+        let y = outRank == 4 ? fresh(out) : target
+        add("MatMul", operands, [y], node: n.name)
+        fromIR(y, rank: outRank, into: target)
+        return outRank
+    }
+
+    /// A dense layer: a Gemm, after a Flatten (in IR order) when the input is not a matrix.
+    private mutating func dense(_ n: Node, _ x: String, _ xr: Int, _ target: String) throws -> Int {
+        guard let w = n.inputs[safe: 1], tensors[w] != nil else { throw unsupported(n, "a constant weight matrix") }
+        var flat = x
+        if xr != 2 {
+            flat = fresh(x)
+            add("Flatten", [toIR(x)], [flat], node: n.name + ".flatten", [("axis", .int(1))])
+        }
+        var inputs = [flat, try constant(w)]
+        if let b = n.inputs[safe: 2], !b.isEmpty { inputs.append(try constant(b)) }
+        add("Gemm", inputs, [target], node: n.name)
+        return 2
+    }
+
+    /// A matMul with a constant b (and a bias the fused pass moved in, as an Add after).
+    private mutating func matMul(_ n: Node, _ x: String, _ xr: Int, _ target: String) throws -> Int {
+        let out = n.outputs.first ?? ""
+        guard let b = n.inputs[safe: 1], tensors[b] != nil else { throw unsupported(n, "a constant right-hand matrix") }
+        let y = xr == 4 ? fresh(out) : target
+        if let bias = n.inputs[safe: 2] {   // the bias GraphPasses.fuseMatMulBias moved in: an Add after
+            let product = fresh(out)
+            add("MatMul", [toIR(x), try constant(b)], [product], node: n.name)
+            add("Add", [product, try constant(bias)], [y], node: n.name + ".bias")
+        } else {
+            add("MatMul", [toIR(x), try constant(b)], [y], node: n.name)
+        }
+        if xr == 4 { add("Transpose", [y], [target], node: n.name + ".nchw", [("perm", .ints(WeightLayout.nhwcToNCHW))]) }
+        return xr
+    }
+
+    /// Add, Sub, Mul, Div, Pow with the operands broadcast in NCHW.
+    private mutating func arithmetic(_ n: Node, _ x: String, _ xr: Int, _ target: String) throws -> Int {
+        guard n.inputs.count == 2 else { throw unsupported(n, "two inputs") }
+        let rb = try rankOf(n.inputs[1], n)
+        let outRank = max(xr, rb)
+        let lhs = try broadcastOperand(x, xr, outRank), rhs = try broadcastOperand(n.inputs[1], rb, outRank)
+        let op = ["add": "Add", "sub": "Sub", "mul": "Mul", "div": "Div", "pow": "Pow"][n.op.rawValue] ?? ""
+        add(op, [lhs, rhs], [target], node: n.name)
+        return outRank
+    }
+
+    /// MaxPool or AveragePool (which takes dilations only from opset 19; this writer emits opset 13).
+    private mutating func pool(_ n: Node, _ x: String, _ xr: Int, _ target: String) throws -> Int {
+        let a = n.attributes
+        let dilations = a.dilations ?? [1, 1]
+        guard xr == 4, let k = a.kernel, dilations == [1, 1] || n.op == .maxPool else {
+            throw unsupported(n, "a rank-4 input, a kernel size and (average pooling) no dilation")
+        }
+        var attrs: [(String, ONNXProgram.AttributeValue)] = [
+            ("kernel_shape", .ints(k)), ("strides", .ints(a.strides ?? [1, 1])), ("pads", .ints(a.pads ?? [0, 0, 0, 0])),
+            ("ceil_mode", .int(a.ceilMode == true ? 1 : 0)),
+        ]
+        if dilations != [1, 1] { attrs.append(("dilations", .ints(dilations))) }
+        if n.op == .avgPool { attrs.append(("count_include_pad", .int(a.countIncludePad == true ? 1 : 0))) }
+        add(n.op == .maxPool ? "MaxPool" : "AveragePool", [x], [target], node: n.name, attrs)
+        return xr
+    }
+
+    /// Reshape, on IR-ordered data.
+    private mutating func reshape(_ n: Node, _ x: String, _ xr: Int, _ target: String) throws -> Int {
+        let a = n.attributes
+        let out = n.outputs.first ?? ""
+        guard let shape = a.shape else { throw unsupported(n, "a shape attribute") }
+        let outRank = shape.count
+        let y = outRank == 4 ? fresh(out) : target
+        add("Reshape", [toIR(x), int64s(shape)], [y], node: n.name)
+        fromIR(y, rank: outRank, into: target)
+        return outRank
+    }
+
+    /// Squeeze or Unsqueeze, on IR-ordered data.
+    private mutating func squeeze(_ n: Node, _ x: String, _ xr: Int, _ target: String) throws -> Int {
+        let a = n.attributes
+        let out = n.outputs.first ?? ""
+        guard let axes = a.axes else { throw unsupported(n, "explicit axes") }
+        let outRank = n.op == .squeeze ? xr - axes.count : xr + axes.count
+        let y = outRank == 4 ? fresh(out) : target
+        add(n.op == .squeeze ? "Squeeze" : "Unsqueeze", [toIR(x), int64s(axes)], [y], node: n.name)
+        fromIR(y, rank: outRank, into: target)
+        return outRank
+    }
+
+    /// Pads; a rank-4 tensor's begin and end pads in NCHW order.
+    private mutating func pad(_ n: Node, _ x: String, _ xr: Int, _ target: String) throws -> Int {
+        let a = n.attributes
+        guard var pads = a.pads, pads.count == 2 * xr else { throw unsupported(n, "2·rank pads") }
+        if xr == 4 {
+            let begin = WeightLayout.permuted(Array(pads[0..<4]), WeightLayout.nhwcToNCHW)
+            let end = WeightLayout.permuted(Array(pads[4..<8]), WeightLayout.nhwcToNCHW)
+            pads = begin + end
+        }
+        let mode = a.mode ?? "constant"
+        add("Pad", [x, int64s(pads), floatScalar(a.value ?? 0)], [target], node: n.name, [("mode", .string(mode))])
+        return xr
+    }
+
+    /// Where on the condition as a bool scalar: it broadcasts to nothing, so the output is the chosen value.
+    private mutating func ifElse(_ n: Node, _ x: String, _ xr: Int, _ target: String) throws -> Int {
+        let out = n.outputs.first ?? ""
+        guard n.inputs.count == 3 else { throw unsupported(n, "three inputs") }
+        let rt = try rankOf(n.inputs[1], n), re = try rankOf(n.inputs[2], n)
+        let outRank = max(rt, re)
+        let scalar = fresh(out), flag = fresh(out)
+        add("Reshape", [tensors[x] != nil ? try constant(x) : x, int64s([])], [scalar], node: n.name + ".scalar")
+        add("Cast", [scalar], [flag], node: n.name + ".cast", [("to", .int(Int(ONNXProgram.DataType.bool)))])
+        add("Where", [flag, try broadcastOperand(n.inputs[1], rt, outRank), try broadcastOperand(n.inputs[2], re, outRank)],
+            [target], node: n.name)
+        return outRank
+    }
+
+    /// TopK; its values, or its indices cast to float.
+    private mutating func topK(_ n: Node, _ x: String, _ xr: Int, _ target: String) throws -> Int {
+        let a = n.attributes
+        let out = n.outputs.first ?? ""
+        guard let k = a.k, k >= 0 else { throw unsupported(n, "k ≥ 0") }
+        let axis = try layoutAxis(a.axis ?? -1, rank: xr, n)
+        let values = fresh(out), indices = fresh(out)
+        add("TopK", [x, int64s([k])], [values, indices], node: n.name, [
+            ("axis", .int(axis)), ("largest", .int(a.largest == false ? 0 : 1)), ("sorted", .int(1)),
+        ])
+        if a.mode == "indices" {
+            add("Cast", [indices], [target], node: n.name + ".cast", [("to", .int(Int(ONNXProgram.DataType.float)))])
+        } else {
+            add("Identity", [values], [target], node: n.name + ".values")
+        }
+        return xr
     }
 
     /// A strided slice: per listed axis `counts[i]` elements from `starts[i]` every `steps[i]`.

@@ -74,13 +74,7 @@ struct TFLiteLowering {
         case .conv:
             try conv(n, x, y, act)
         case .dense, .matMul:
-            guard let w = tensors[n.inputs[safe: 1] ?? ""], w.shape.count == 2 else {
-                throw unsupported(n, "a constant weight matrix (in, out)")
-            }
-            let weights = try constant(w.name, perm: [1, 0])
-            let bias = try n.inputs[safe: 2].flatMap { $0.isEmpty ? nil : try constant($0) } ?? zeros(w.shape[1])
-            emit(.fullyConnected, [try operand(x, n), weights, bias], [y], .fullyConnected,
-                 [.int8(0, act), .bool(2, n.op == .matMul)])
+            try fullyConnected(n, x, y, act)
         case .batchNorm:
             try batchNorm(n, x, y, act)
         case .relu, .clip, .leakyRelu, .sigmoid, .hardSigmoid, .hardSwish, .swish, .tanh:
@@ -105,14 +99,7 @@ struct TFLiteLowering {
             let axis = (a.axis ?? 0) < 0 ? (a.axis ?? 0) + r : (a.axis ?? 0)
             emit(.concatenation, try n.inputs.map { try operand($0, n) }, [y], .concatenation, [.int32(0, Int32(axis), default: 0), .int8(1, act)])
         case .reshape, .flatten, .squeeze, .unsqueeze:
-            guard n.inputs.count == 1 else { throw unsupported(n, "a constant target shape (this one is computed)") }
-            // The batch stays free where axis 0 passes through unchanged.
-            let keepsBatch = batched.contains(x) && (n.op == .flatten ? (a.axis ?? 1) == 1
-                : n.op == .reshape ? [0, -1].contains(a.shape?.first ?? 1)
-                : !(a.axes ?? [0]).contains(where: { $0 == 0 || $0 == -outShape.count }))
-            var target = outShape
-            if keepsBatch, !target.isEmpty { target[0] = -1; batched.insert(out) }
-            emit(.reshape, [try operand(x, n), int32s(target)], [y], .reshape, [.ints(0, target.map { Int32(clamping: $0) })])
+            try reshape(n, x, y, outShape)
         case .transpose:
             let r = try shapeOf(x).count
             let perm = a.perm ?? Array((0..<r).reversed())
@@ -135,6 +122,31 @@ struct TFLiteLowering {
         if separate, let a = a.activation { try activation(a, y, computed(out, outShape), n) }
         // Ops that move axis 0 decided above; every other keeps the batch where its first input has it.
         if ![.reshape, .flatten, .squeeze, .unsqueeze, .transpose].contains(n.op), batched.contains(x) { batched.insert(out) }
+    }
+
+    /// dense and matMul: FULLY_CONNECTED on the (out, in) weights (keep_num_dims for a matMul).
+    private mutating func fullyConnected(_ n: Node, _ x: String, _ y: Int, _ act: Int8) throws {
+        guard let w = tensors[n.inputs[safe: 1] ?? ""], w.shape.count == 2 else {
+            throw unsupported(n, "a constant weight matrix (in, out)")
+        }
+        let weights = try constant(w.name, perm: [1, 0])
+        let bias = try n.inputs[safe: 2].flatMap { $0.isEmpty ? nil : try constant($0) } ?? zeros(w.shape[1])
+        emit(.fullyConnected, [try operand(x, n), weights, bias], [y], .fullyConnected,
+             [.int8(0, act), .bool(2, n.op == .matMul)])
+    }
+
+    /// reshape, flatten, squeeze, unsqueeze: RESHAPE to the output's shape; the batch stays free where axis 0 passes
+    /// through unchanged.
+    private mutating func reshape(_ n: Node, _ x: String, _ y: Int, _ outShape: [Int]) throws {
+        let a = n.attributes
+        let out = n.outputs.first ?? ""
+        guard n.inputs.count == 1 else { throw unsupported(n, "a constant target shape (this one is computed)") }
+        let keepsBatch = batched.contains(x) && (n.op == .flatten ? (a.axis ?? 1) == 1
+            : n.op == .reshape ? [0, -1].contains(a.shape?.first ?? 1)
+            : !(a.axes ?? [0]).contains(where: { $0 == 0 || $0 == -outShape.count }))
+        var target = outShape
+        if keepsBatch, !target.isEmpty { target[0] = -1; batched.insert(out) }
+        emit(.reshape, [try operand(x, n), int32s(target)], [y], .reshape, [.ints(0, target.map { Int32(clamping: $0) })])
     }
 
     typealias IROp = MLToolCore.Op

@@ -10,8 +10,42 @@ enum TFLiteWriter {
     static func pack(_ p: TFLiteProgram, modelName: String) throws -> [UInt8] {
         let weightBytes = p.buffers.reduce(0) { $0 + $1.count }
         var b = FlatBufferBuilder(capacity: weightBytes + 64 * 1024)
-
         // Buffers first: the large data sits at the end of the file, behind everything that points at it.
+        let buffers = Self.buffers(p, &b)
+        // One OperatorCode per operator used, in order of first use.
+        var codes = [TFLiteProgram.Operator]()
+        for n in p.nodes where !codes.contains(n.op) { codes.append(n.op) }
+        let operatorCodes = Self.operatorCodes(codes, &b)
+        let main = subgraph(p, codes, &b)
+        let subgraphs = b.vector([main])
+        var metadataOffsets = [FlatBufferBuilder.Offset]()
+        for m in p.metadata {
+            let name = b.string(m.name)
+            b.startTable()
+            b.add(0, name)
+            b.add(1, UInt32(truncatingIfNeeded: m.buffer))
+            metadataOffsets.append(b.endTable())
+        }
+        let metadata = p.metadata.isEmpty ? nil : b.vector(metadataOffsets)
+        let description = b.string(p.description)
+        b.startTable()
+        b.add(0, schemaVersion)
+        b.add(1, operatorCodes)
+        b.add(2, subgraphs)
+        b.add(3, description)
+        b.add(4, buffers)
+        b.add(6, metadata)
+        let model = b.endTable()
+        do {
+            return try b.finish(model, identifier: "TFL3")
+        } catch let e as FlatBufferBuilder.TooLarge {
+            throw ExportError.encoding(model: modelName, format: "TensorFlow Lite",
+                                       reason: "\(e.size) bytes: a flatbuffer holds at most 2 GiB (32-bit offsets)")
+        }
+    }
+
+    /// The Buffer tables (their data 16-byte aligned; an empty one has none).
+    private static func buffers(_ p: TFLiteProgram, _ b: inout FlatBufferBuilder) -> FlatBufferBuilder.Offset {
         var bufferOffsets = [FlatBufferBuilder.Offset]()
         for data in p.buffers {
             let bytes = data.isEmpty ? nil : b.bytes(data, alignment: 16)
@@ -19,11 +53,10 @@ enum TFLiteWriter {
             b.add(0, bytes)
             bufferOffsets.append(b.endTable())
         }
-        let buffers = b.vector(bufferOffsets)
+        return b.vector(bufferOffsets)
+    }
 
-        // One OperatorCode per operator used, in order of first use.
-        var codes = [TFLiteProgram.Operator]()
-        for n in p.nodes where !codes.contains(n.op) { codes.append(n.op) }
+    private static func operatorCodes(_ codes: [TFLiteProgram.Operator], _ b: inout FlatBufferBuilder) -> FlatBufferBuilder.Offset {
         var codeOffsets = [FlatBufferBuilder.Offset]()
         for op in codes {
             b.startTable()
@@ -32,8 +65,11 @@ enum TFLiteWriter {
             b.add(3, op.rawValue)
             codeOffsets.append(b.endTable())
         }
-        let operatorCodes = b.vector(codeOffsets)
+        return b.vector(codeOffsets)
+    }
 
+    /// The one SubGraph: its tensors, inputs, outputs, operators (by their index in `codes`) and name.
+    private static func subgraph(_ p: TFLiteProgram, _ codes: [TFLiteProgram.Operator], _ b: inout FlatBufferBuilder) -> FlatBufferBuilder.Offset {
         var tensorOffsets = [FlatBufferBuilder.Offset]()
         for t in p.tensors {
             let shape = b.vector(t.shape.map { Int32(clamping: $0) })
@@ -72,32 +108,7 @@ enum TFLiteWriter {
         b.add(2, subgraphOutputs)
         b.add(3, operators)
         b.add(4, subgraphName)
-        let subgraphs = b.vector([b.endTable()])
-
-        var metadataOffsets = [FlatBufferBuilder.Offset]()
-        for m in p.metadata {
-            let name = b.string(m.name)
-            b.startTable()
-            b.add(0, name)
-            b.add(1, UInt32(truncatingIfNeeded: m.buffer))
-            metadataOffsets.append(b.endTable())
-        }
-        let metadata = p.metadata.isEmpty ? nil : b.vector(metadataOffsets)
-        let description = b.string(p.description)
-        b.startTable()
-        b.add(0, schemaVersion)
-        b.add(1, operatorCodes)
-        b.add(2, subgraphs)
-        b.add(3, description)
-        b.add(4, buffers)
-        b.add(6, metadata)
-        let model = b.endTable()
-        do {
-            return try b.finish(model, identifier: "TFL3")
-        } catch let e as FlatBufferBuilder.TooLarge {
-            throw ExportError.encoding(model: modelName, format: "TensorFlow Lite",
-                                       reason: "\(e.size) bytes: a flatbuffer holds at most 2 GiB (32-bit offsets)")
-        }
+        return b.endTable()
     }
 
     /// An options table from its fields.

@@ -102,9 +102,19 @@ public enum ModelFile {
 
     /// Rules 1-8: magic, version, header fields, length, trailer, caps, section placement, all checksums.
     static func checkFrame(_ raw: UnsafeRawBufferPointer, file: String) throws -> FileHeader {
+        try checkMagicAndVersion(raw, file: file)
+        let h = try checkHeader(raw, file: file)
+        try checkLengthAndTrailer(raw, h, file: file)
+        try checkCaps(h, file: file)
+        try checkPlacement(raw, h, file: file)
+        try checkSectionHashes(raw, h, file: file)
+        return h
+    }
+
+    /// 1-2. Magic and version first, so that a text file or a newer model gets the plain message.
+    private static func checkMagicAndVersion(_ raw: UnsafeRawBufferPointer, file: String) throws {
         let size = raw.count
         let magic = FileHeader.magic
-        // 1-2. Magic and version first, so that a text file or a newer model gets the plain message.
         let head = Array(raw.prefix(magic.count))
         guard head == Array(magic.prefix(head.count)) else {
             throw FormatError.badMagic(file: file, offset: 0, expected: magic, actual: head)
@@ -118,7 +128,10 @@ public enum ModelFile {
         guard size >= FileHeader.minimumFileSize else {
             throw FormatError.truncated(file: file, expected: UInt64(FileHeader.minimumFileSize), actual: size)
         }
-        // 3. Header checksum, then its fixed fields.
+    }
+
+    /// 3. Header checksum, then its fixed fields.
+    private static func checkHeader(_ raw: UnsafeRawBufferPointer, file: String) throws -> FileHeader {
         let h = FileHeader(decoding: raw)
         let headerHash = XXH64.hash(UnsafeRawBufferPointer(rebasing: raw[0..<FileHeader.hashedSize]))
         guard headerHash == h.headerHash else {
@@ -132,7 +145,12 @@ public enum ModelFile {
             throw FormatError.invalidField(file: file, offset: 88, field: "reserved", expected: "32 zero bytes",
                                            actual: "non-zero bytes")
         }
-        // 4. Length.
+        return h
+    }
+
+    /// 4-5. Length, then the trailer and the whole-file checksum.
+    private static func checkLengthAndTrailer(_ raw: UnsafeRawBufferPointer, _ h: FileHeader, file: String) throws {
+        let size = raw.count
         guard h.fileLength <= UInt64(size) else {
             throw FormatError.truncated(file: file, expected: h.fileLength, actual: size)
         }
@@ -140,7 +158,6 @@ public enum ModelFile {
             throw FormatError.invalidField(file: file, offset: 16, field: "file_length", expected: "\(size) (the file size)",
                                            actual: "\(h.fileLength)")
         }
-        // 5. Trailer and whole-file checksum.
         let trailerAt = size - FileHeader.trailerSize
         let end = Array(raw[trailerAt..<(trailerAt + 8)])
         guard end == FileHeader.endMagic else {
@@ -152,7 +169,10 @@ public enum ModelFile {
             throw FormatError.checksumMismatch(file: file, section: "file", offset: 0, stored: storedFileHash,
                                                computed: fileHash)
         }
-        // 6. Caps.
+    }
+
+    /// 6. Caps.
+    private static func checkCaps(_ h: FileHeader, file: String) throws {
         guard h.metadataLength <= UInt64(FileHeader.maxMetadataLength) else {
             throw FormatError.capExceeded(file: file, what: "metadata_length", limit: FileHeader.maxMetadataLength,
                                           actual: h.metadataLength)
@@ -165,8 +185,11 @@ public enum ModelFile {
             throw FormatError.capExceeded(file: file, what: "tensor_count", limit: FileHeader.maxTensorCount,
                                           actual: h.tensorCount)
         }
-        // 7. Sections inside the file, then exactly where the format puts them.
-        let limit = UInt64(trailerAt)
+    }
+
+    /// 7. Sections inside the file, then exactly where the format puts them, with zero padding between.
+    private static func checkPlacement(_ raw: UnsafeRawBufferPointer, _ h: FileHeader, file: String) throws {
+        let limit = UInt64(raw.count - FileHeader.trailerSize)
         let sections = [("metadata", h.metadataOffset, h.metadataLength), ("data", h.dataOffset, h.dataLength)]
         for (name, offset, length) in sections {
             let (sectionEnd, o) = offset.addingReportingOverflow(length)
@@ -185,10 +208,13 @@ public enum ModelFile {
         try placed("data", "data_length mod 64", h.dataLength % UInt64(FileHeader.alignment), 0)
         try placed("trailer", "trailer_offset", h.trailerOffset, h.dataOffset + h.dataLength)
         try placed("trailer", "trailer_offset", h.trailerOffset, limit)
+        try requireZero(raw, from: Int(h.metadataOffset) + Int(h.metadataLength), to: Int(h.dataOffset), file: file)
+    }
+
+    /// 8. Section checksums.
+    private static func checkSectionHashes(_ raw: UnsafeRawBufferPointer, _ h: FileHeader, file: String) throws {
         let metaStart = Int(h.metadataOffset), metaLength = Int(h.metadataLength)
         let dataStart = Int(h.dataOffset), dataLength = Int(h.dataLength)
-        try requireZero(raw, from: metaStart + metaLength, to: dataStart, file: file)
-        // 8. Section checksums.
         let metadata = UnsafeRawBufferPointer(rebasing: raw[metaStart..<(metaStart + metaLength)])
         let data = UnsafeRawBufferPointer(rebasing: raw[dataStart..<(dataStart + dataLength)])
         let hashed = [("metadata", metaStart, h.metadataHash, metadata), ("data", dataStart, h.dataHash, data)]
@@ -198,7 +224,6 @@ public enum ModelFile {
                 throw FormatError.checksumMismatch(file: file, section: name, offset: at, stored: stored, computed: computed)
             }
         }
-        return h
     }
 
     /// Rules 9-12 on a file whose frame passed `checkFrame`: the JSON, the tensor table against the data section,

@@ -83,59 +83,92 @@ public enum BERTImporter {
 
     /// The model of `weights` under `config`, with `tokenizer` recorded.
     public static func model(_ weights: SafetensorsFile, config c: Config, tokenizer: WordPieceTokenizer) throws -> Model {
-        let file = weights.file
         guard tokenizer.vocabulary.count <= c.vocabularySize else {
-            throw ImportError.invalid(file: file, place: "tokenizer vocabulary", expected: "at most vocab_size \(c.vocabularySize) tokens",
+            throw ImportError.invalid(file: weights.file, place: "tokenizer vocabulary", expected: "at most vocab_size \(c.vocabularySize) tokens",
                                       actual: "\(tokenizer.vocabulary.count)")
         }
-        let prefix = weights.entries.contains { $0.name == "bert.embeddings.word_embeddings.weight" } ? "bert." : ""
-        var tensors: [StoredTensor] = []
-        var nodes: [Node] = []
-        let h = c.hiddenSize
+        var g = BERTGraph(weights: weights, config: c)
+        var x = try g.embeddings()
+        let maskBias = g.maskBias()
+        let scale = g.constant("attention.scale", [1 / Float(c.hiddenSize / c.heads).squareRoot()])
+        for l in 0..<c.layers { x = try g.encoderLayer(l, x, maskBias: maskBias, scale: scale) }
+        g.meanPooling(x)
 
-        /// A weight of the file, checked against `shape`; `transposed` stores a (out, in) matrix as (in, out).
-        func weight(_ name: String, _ shape: [Int], transposed: Bool = false) throws -> String {
-            let e = try weights.entry(prefix + name)
-            guard e.shape == shape else {
-                throw ImportError.invalid(file: file, place: "tensor '\(e.name)'", expected: "shape \(shape)", actual: "\(e.shape)")
-            }
-            var values = try weights.floats(e)
-            var stored = shape
-            if transposed {
-                let (rows, cols) = (shape[0], shape[1])
-                var t = [Float](repeating: 0, count: values.count)
-                for r in 0..<rows { for k in 0..<cols { t[k * rows + r] = values[r * cols + k] } }
-                values = t
-                stored = [cols, rows]
-            }
-            tensors.append(StoredTensor(name: name, dtype: .f32, shape: stored, bytes: TensorBytes(floats: values)))
-            return name
-        }
-        func constant(_ name: String, _ values: [Float]) -> String {
-            tensors.append(StoredTensor(name: name, dtype: .f32, shape: [values.count], bytes: TensorBytes(floats: values)))
-            return name
-        }
-        @discardableResult
-        func node(_ name: String, _ op: Op, _ inputs: [String], _ attributes: Attributes = Attributes()) -> String {
-            nodes.append(Node(name: name, op: op, inputs: inputs, outputs: [name], attributes: attributes))
-            return name
-        }
-        func layerNorm(_ name: String, _ x: String, _ weightsPrefix: String) throws -> String {
-            let scale = try weight(weightsPrefix + ".weight", [h]), bias = try weight(weightsPrefix + ".bias", [h])
-            return node(name, .layerNorm, [x, scale, bias], Attributes(axis: -1, epsilon: c.layerNormEpsilon))
-        }
-        func dense(_ name: String, _ x: String, _ weightsPrefix: String, in inputs: Int, out outputs: Int) throws -> String {
-            let w = try weight(weightsPrefix + ".weight", [outputs, inputs], transposed: true)
-            let b = try weight(weightsPrefix + ".bias", [outputs])
-            return node(name, .matMul, [x, w, b])
-        }
+        var ids = GraphInput(name: "input_ids", shape: [-1, -1], elementType: "int64")
+        ids.dimensionNames = ["batch", "sequence"]
+        var mask = GraphInput(name: "attention_mask", shape: [-1, -1], elementType: "int64")
+        mask.dimensionNames = ["batch", "sequence"]
+        let graph = Graph(inputs: [ids, mask], outputs: ["embedding"], nodes: g.nodes, sourceLayout: "nchw")
+        var metadata = ModelMetadata(task: .network, graph: graph)
+        metadata.featureTensor = "embedding"
+        metadata.sentenceEncoder = SentenceEncoderConfig(tokenizer: tokenizer, maxPositions: c.maxPositions, dimension: c.hiddenSize)
+        return Model(metadata: metadata, tensors: g.tensors)
+    }
+}
 
-        // Embeddings: words, positions 0..<T (a slice of the table sized by the input), segment 0.
+/// A BERT encoder's graph as it is built: the weights read so far, the nodes, and one function per part.
+private struct BERTGraph {
+    let weights: SafetensorsFile
+    let c: BERTImporter.Config
+    let prefix: String
+    var tensors: [StoredTensor] = []
+    var nodes: [Node] = []
+    var h: Int { c.hiddenSize }
+
+    init(weights: SafetensorsFile, config: BERTImporter.Config) {
+        self.weights = weights
+        self.c = config
+        prefix = weights.entries.contains { $0.name == "bert.embeddings.word_embeddings.weight" } ? "bert." : ""
+    }
+
+    /// A weight of the file, checked against `shape`; `transposed` stores a (out, in) matrix as (in, out).
+    mutating func weight(_ name: String, _ shape: [Int], transposed: Bool = false) throws -> String {
+        let e = try weights.entry(prefix + name)
+        guard e.shape == shape else {
+            throw ImportError.invalid(file: weights.file, place: "tensor '\(e.name)'", expected: "shape \(shape)", actual: "\(e.shape)")
+        }
+        var values = try weights.floats(e)
+        var stored = shape
+        if transposed {
+            let (rows, cols) = (shape[0], shape[1])
+            var t = [Float](repeating: 0, count: values.count)
+            for r in 0..<rows { for k in 0..<cols { t[k * rows + r] = values[r * cols + k] } }
+            values = t
+            stored = [cols, rows]
+        }
+        tensors.append(StoredTensor(name: name, dtype: .f32, shape: stored, bytes: TensorBytes(floats: values)))
+        return name
+    }
+
+    mutating func constant(_ name: String, _ values: [Float]) -> String {
+        tensors.append(StoredTensor(name: name, dtype: .f32, shape: [values.count], bytes: TensorBytes(floats: values)))
+        return name
+    }
+
+    @discardableResult
+    mutating func node(_ name: String, _ op: Op, _ inputs: [String], _ attributes: Attributes = Attributes()) -> String {
+        nodes.append(Node(name: name, op: op, inputs: inputs, outputs: [name], attributes: attributes))
+        return name
+    }
+
+    mutating func layerNorm(_ name: String, _ x: String, _ weightsPrefix: String) throws -> String {
+        let scale = try weight(weightsPrefix + ".weight", [h]), bias = try weight(weightsPrefix + ".bias", [h])
+        return node(name, .layerNorm, [x, scale, bias], Attributes(axis: -1, epsilon: c.layerNormEpsilon))
+    }
+
+    mutating func dense(_ name: String, _ x: String, _ weightsPrefix: String, in inputs: Int, out outputs: Int) throws -> String {
+        let w = try weight(weightsPrefix + ".weight", [outputs, inputs], transposed: true)
+        let b = try weight(weightsPrefix + ".bias", [outputs])
+        return node(name, .matMul, [x, w, b])
+    }
+
+    /// Embeddings: words, positions 0..<T (a slice of the table sized by the input), segment 0.
+    mutating func embeddings() throws -> String {
         let wordTable = try weight("embeddings.word_embeddings.weight", [c.vocabularySize, h])
         let positionTable = try weight("embeddings.position_embeddings.weight", [c.maxPositions, h])
         let segments = try weights.entry(prefix + "embeddings.token_type_embeddings.weight")
         guard segments.shape.count == 2, segments.shape[1] == h, segments.shape[0] >= 1 else {
-            throw ImportError.invalid(file: file, place: "tensor '\(segments.name)'", expected: "shape [types, \(h)]", actual: "\(segments.shape)")
+            throw ImportError.invalid(file: weights.file, place: "tensor '\(segments.name)'", expected: "shape [types, \(h)]", actual: "\(segments.shape)")
         }
         let segmentZero = constant("embeddings.token_type_embeddings.row0", Array(try weights.floats(segments).prefix(h)))
         let words = node("embeddings.words", .gather, [wordTable, "input_ids"], Attributes(axis: 0))
@@ -144,42 +177,48 @@ public enum BERTImporter {
         slice.ends = [0]   // both bounds come from the inputs: 0 and the sequence length
         let positions = node("embeddings.positions", .slice, [positionTable, constant("embeddings.zero", [0]), length], slice)
         let summed = node("embeddings.segment", .add, [node("embeddings.sum", .add, [words, positions]), segmentZero])
-        var x = try layerNorm("embeddings.norm", summed, "embeddings.LayerNorm")
+        return try layerNorm("embeddings.norm", summed, "embeddings.LayerNorm")
+    }
 
-        // The attention mask as an additive bias (batch, 1, 1, keys): 0 where attended, float32's lowest elsewhere.
+    /// The attention mask as an additive bias (batch, 1, 1, keys): 0 where attended, float32's lowest elsewhere.
+    mutating func maskBias() -> String {
         let mask4 = node("mask.4d", .reshape, ["attention_mask"], Attributes(shape: [0, 1, 1, -1]))
         let masked = node("mask.inverse", .sub, [constant("mask.one", [1]), mask4])
-        let maskBias = node("mask.bias", .mul, [masked, constant("mask.lowest", [-Float.greatestFiniteMagnitude])])
+        return node("mask.bias", .mul, [masked, constant("mask.lowest", [-Float.greatestFiniteMagnitude])])
+    }
 
-        let size = h / c.heads
-        let scale = constant("attention.scale", [1 / Float(size).squareRoot()])
-        for l in 0..<c.layers {
-            let p = "encoder.layer.\(l)."
-            func heads(_ name: String, _ t: String, _ perm: [Int]) -> String {
-                let r = node(p + name + ".heads", .reshape, [t], Attributes(shape: [0, 0, c.heads, size]))
-                return node(p + name + ".transposed", .transpose, [r], Attributes(perm: perm))
-            }
-            let q = heads("query", try dense(p + "query", x, p + "attention.self.query", in: h, out: h), [0, 2, 1, 3])
-            let k = heads("key", try dense(p + "key", x, p + "attention.self.key", in: h, out: h), [0, 2, 3, 1])
-            let v = heads("value", try dense(p + "value", x, p + "attention.self.value", in: h, out: h), [0, 2, 1, 3])
-            // scores (batch, heads, queries, keys) = q·kᵀ / √size + mask bias; softmax over the keys; times v.
-            let scores = node(p + "scores", .batchMatMul, [q, k])
-            let biased = node(p + "scores.masked", .add, [node(p + "scores.scaled", .mul, [scores, scale]), maskBias])
-            let probabilities = node(p + "probabilities", .softmax, [biased], Attributes(axis: -1))
-            let context = node(p + "context", .batchMatMul, [probabilities, v])
-            let merged = node(p + "context.merged", .reshape,
-                              [node(p + "context.transposed", .transpose, [context], Attributes(perm: [0, 2, 1, 3]))],
-                              Attributes(shape: [0, 0, h]))
-            let attended = try dense(p + "attention.output", merged, p + "attention.output.dense", in: h, out: h)
-            let x1 = try layerNorm(p + "attention.norm", node(p + "attention.residual", .add, [attended, x]),
-                                   p + "attention.output.LayerNorm")
-            let inner = try dense(p + "intermediate", x1, p + "intermediate.dense", in: h, out: c.intermediateSize)
-            let activated = node(p + "intermediate.gelu", .unary, [inner], Attributes(mode: UnaryFunction.gelu.rawValue))
-            let out = try dense(p + "output", activated, p + "output.dense", in: c.intermediateSize, out: h)
-            x = try layerNorm(p + "output.norm", node(p + "output.residual", .add, [out, x1]), p + "output.LayerNorm")
-        }
+    /// Encoder layer `l`: self-attention and the feed-forward block, each with its residual and layer norm.
+    mutating func encoderLayer(_ l: Int, _ x: String, maskBias: String, scale: String) throws -> String {
+        let p = "encoder.layer.\(l)."
+        let q = try heads(p, "query", x, [0, 2, 1, 3])
+        let k = try heads(p, "key", x, [0, 2, 3, 1])
+        let v = try heads(p, "value", x, [0, 2, 1, 3])
+        // scores (batch, heads, queries, keys) = q·kᵀ / √size + mask bias; softmax over the keys; times v.
+        let scores = node(p + "scores", .batchMatMul, [q, k])
+        let biased = node(p + "scores.masked", .add, [node(p + "scores.scaled", .mul, [scores, scale]), maskBias])
+        let probabilities = node(p + "probabilities", .softmax, [biased], Attributes(axis: -1))
+        let context = node(p + "context", .batchMatMul, [probabilities, v])
+        let merged = node(p + "context.merged", .reshape,
+                          [node(p + "context.transposed", .transpose, [context], Attributes(perm: [0, 2, 1, 3]))],
+                          Attributes(shape: [0, 0, h]))
+        let attended = try dense(p + "attention.output", merged, p + "attention.output.dense", in: h, out: h)
+        let x1 = try layerNorm(p + "attention.norm", node(p + "attention.residual", .add, [attended, x]),
+                               p + "attention.output.LayerNorm")
+        let inner = try dense(p + "intermediate", x1, p + "intermediate.dense", in: h, out: c.intermediateSize)
+        let activated = node(p + "intermediate.gelu", .unary, [inner], Attributes(mode: UnaryFunction.gelu.rawValue))
+        let out = try dense(p + "output", activated, p + "output.dense", in: c.intermediateSize, out: h)
+        return try layerNorm(p + "output.norm", node(p + "output.residual", .add, [out, x1]), p + "output.LayerNorm")
+    }
 
-        // Mean pooling under the mask, then L2 normalisation (sentence-transformers' Pooling and Normalize).
+    /// The query, key or value projection of layer `p` split into heads: (batch, heads, …) in the order `perm` gives.
+    mutating func heads(_ p: String, _ name: String, _ x: String, _ perm: [Int]) throws -> String {
+        let t = try dense(p + name, x, p + "attention.self." + name, in: h, out: h)
+        let r = node(p + name + ".heads", .reshape, [t], Attributes(shape: [0, 0, c.heads, h / c.heads]))
+        return node(p + name + ".transposed", .transpose, [r], Attributes(perm: perm))
+    }
+
+    /// Mean pooling under the mask, then L2 normalisation (sentence-transformers' Pooling and Normalize): "embedding".
+    mutating func meanPooling(_ x: String) {
         let mask3 = node("pool.mask", .reshape, ["attention_mask"], Attributes(shape: [0, -1, 1]))
         let sum = node("pool.sum", .reduce, [node("pool.masked", .mul, [x, mask3])], Attributes(axes: [1], mode: ReduceFunction.sum.rawValue))
         let count = node("pool.count", .reduce, [mask3], Attributes(axes: [1], mode: ReduceFunction.sum.rawValue))
@@ -189,15 +228,5 @@ public enum BERTImporter {
         let normFloor = node("normalize.floor", .binary, [norm, constant("normalize.min", [1e-12])], Attributes(mode: BinaryFunction.max.rawValue))
         let unit = node("normalize.unit", .div, [mean, normFloor])
         node("embedding", .reshape, [unit], Attributes(shape: [0, -1]))
-
-        var ids = GraphInput(name: "input_ids", shape: [-1, -1], elementType: "int64")
-        ids.dimensionNames = ["batch", "sequence"]
-        var mask = GraphInput(name: "attention_mask", shape: [-1, -1], elementType: "int64")
-        mask.dimensionNames = ["batch", "sequence"]
-        let graph = Graph(inputs: [ids, mask], outputs: ["embedding"], nodes: nodes, sourceLayout: "nchw")
-        var metadata = ModelMetadata(task: .network, graph: graph)
-        metadata.featureTensor = "embedding"
-        metadata.sentenceEncoder = SentenceEncoderConfig(tokenizer: tokenizer, maxPositions: c.maxPositions, dimension: h)
-        return Model(metadata: metadata, tensors: tensors)
     }
 }

@@ -49,154 +49,30 @@ extension ONNXGraphBuilder {
     }
 
     private func foldConstant(_ node: ONNXFile.Node) throws -> ONNXConstant? {
-        let c = { (i: Int) throws -> ONNXConstant in try self.constant(node, i, what: "input \(i)") }
+        let c = operand(node)
         switch node.opType {
         case "Identity", "Dropout": return try c(0)
         case "DequantizeLinear": return try dequantize(node)
         case "QuantizeLinear": return try quantize(node)
-        case "Cast":
-            let x = try c(0)
-            let to = int(node, "to", 1)
-            let integer = ![1, 10, 11, 16].contains(to)
-            return ONNXConstant(shape: x.shape, values: integer ? x.values.map { $0.isNaN ? $0 : $0.rounded(.towardZero) } : x.values,
-                                isInteger: integer)
-        case "Add", "Sub", "Mul", "Div", "Pow", "Min", "Max":
-            let parts = try node.inputs.indices.filter { !node.inputs[$0].isEmpty }.map(c)
-            guard let first = parts.first else { return nil }
-            let integer = parts.allSatisfy(\.isInteger)
-            let f: (Double, Double) -> Double
-            switch node.opType {
-            case "Add": f = (+)
-            case "Sub": f = (-)
-            case "Mul": f = (*)
-            case "Pow":
-                f = { x, y in
-                    if x.isNaN || y.isNaN { return .nan }   // pow(NaN, 0) is 1: here NaN is an unknown value
-                    return integer ? Foundation.pow(x, y).rounded(.towardZero) : Double(Foundation.pow(Float(x), Float(y)))
-                }
-            case "Min": f = { x, y in x.isNaN || y.isNaN ? .nan : Swift.min(x, y) }
-            case "Max": f = { x, y in x.isNaN || y.isNaN ? .nan : Swift.max(x, y) }
-            default: f = { x, y in integer ? (x / y).rounded(.towardZero) : x / y }
-            }
-            guard parts.count == 2 || ["Min", "Max"].contains(node.opType) else { return nil }
-            var acc = first
-            for p in parts.dropFirst() { acc = try elementwise([acc, p], node) { f($0[0], $0[1]) } }
-            acc.isInteger = integer
-            return acc
-        case "Equal", "Less", "Greater":
-            let a = try c(0), b = try c(1)
-            let f: (Double, Double) -> Bool = node.opType == "Equal" ? { $0 == $1 } : node.opType == "Less" ? { $0 < $1 } : { $0 > $1 }
-            // NaN is a value known only at run time (`runTime`): so is the answer.
-            var r = try elementwise([a, b], node) { $0[0].isNaN || $0[1].isNaN ? .nan : f($0[0], $0[1]) ? 1 : 0 }
-            r.isInteger = true
-            return r
+        case "Cast": return try foldCast(node)
+        case "Add", "Sub", "Mul", "Div", "Pow", "Min", "Max": return try foldArithmetic(node)
+        case "Equal", "Less", "Greater": return try foldComparison(node)
         case "Where":
             var r = try elementwise([c(0), c(1), c(2)], node) { $0[0].isNaN ? .nan : $0[0] != 0 ? $0[1] : $0[2] }
             r.isInteger = try c(1).isInteger && c(2).isInteger
             return r
-        case "Not", "Neg", "Floor", "Ceil", "Sqrt":
-            let x = try c(0)
-            let f: (Double) -> Double
-            switch node.opType {
-            case "Not": f = { $0.isNaN ? .nan : $0 == 0 ? 1 : 0 }
-            case "Neg": f = { -$0 }
-            case "Floor": f = { $0.rounded(.down) }
-            case "Ceil": f = { $0.rounded(.up) }
-            default: f = { Double(Float($0).squareRoot()) }
-            }
-            return ONNXConstant(shape: x.shape, values: x.values.map(f), isInteger: x.isInteger)
-        case "Range":
-            let start = try c(0), limit = try c(1), delta = try c(2)
-            guard let s0 = start.scalar, let l = limit.scalar, let d = delta.scalar, d != 0, s0.isFinite, l.isFinite, d.isFinite else {
-                throw ImportError.invalid(file: file, place: place(node), expected: "known scalar start, limit and non-zero delta",
-                                          actual: "\(start.values), \(limit.values), \(delta.values)")
-            }
-            let count = Swift.max(((l - s0) / d).rounded(.up), 0)
-            guard count <= Double(1 << 24) else {
-                throw ImportError.invalid(file: file, place: place(node), expected: "a range of at most 2^24 values", actual: "\(count)")
-            }
-            let integer = start.isInteger && limit.isInteger && delta.isInteger
-            let values = (0..<Int(count)).map { i -> Double in
-                integer ? s0 + Double(i) * d : Double(Float(s0) + Float(i) * Float(d))
-            }
-            return ONNXConstant(shape: [values.count], values: values, isInteger: integer)
-        case "ConstantOfShape":
-            let dims = try c(0).ints
-            let shape = try dims.map { d -> Int in
-                guard let d, d >= 0 else {
-                    throw ImportError.invalid(file: file, place: place(node), expected: "a known shape", actual: "\(dims)")
-                }
-                return d
-            }
-            let n = try knownCount(shape, node)
-            guard n <= 1 << 24 else {
-                throw ImportError.invalid(file: file, place: place(node), expected: "a constant of at most 2^24 elements", actual: "\(shape)")
-            }
-            let value = node.attributes["value"]?.t
-            let v = value?.values.first ?? 0
-            return ONNXConstant(shape: shape, values: [Double](repeating: v, count: n), isInteger: value?.isInteger ?? false)
-        case "Expand":
-            let x = try c(0)
-            let target = try c(1).ints.map { $0 ?? -1 }
-            let out = try broadcast(x.shape, target, node)
-            let zeros = ONNXConstant(shape: out.map { Swift.max($0, 1) }, values: [], isInteger: true)
-            guard !out.contains(where: { $0 < 0 }) else {
-                throw ImportError.invalid(file: file, place: "\(place(node)) shape", expected: "known dimensions", actual: "\(target)")
-            }
-            var r = try elementwise([x, zeros], node, shapesOnly: true) { $0[0] }
-            r.isInteger = x.isInteger
-            return r
-        case "Unsqueeze", "Squeeze", "Reshape", "Flatten":
-            let x = try c(0)
-            let out = try reshapedShape(node, input: x.shape)
-            guard !out.contains(where: { $0 < 0 }), Self.product(out[...]) == x.values.count else {
-                throw ImportError.invalid(file: file, place: place(node), expected: "a shape of \(x.values.count) elements", actual: "\(out)")
-            }
-            return ONNXConstant(shape: out, values: x.values, isInteger: x.isInteger)
+        case "Not", "Neg", "Floor", "Ceil", "Sqrt": return try foldUnary(node)
+        case "Range": return try foldRange(node)
+        case "ConstantOfShape": return try foldConstantOfShape(node)
+        case "Expand": return try foldExpand(node)
+        case "Unsqueeze", "Squeeze", "Reshape", "Flatten": return try foldReshape(node)
         case "Transpose":
             let x = try c(0)
             let perm = ints(node, "perm") ?? Array((0..<x.rank).reversed())
             guard perm.count == x.rank, Set(perm) == Set(0..<x.rank) else { return nil }
             return x.transposed(perm)
-        case "Concat":
-            let parts = try node.inputs.indices.filter { !node.inputs[$0].isEmpty }.map(c)
-            guard let first = parts.first else { return nil }
-            let axis = try normalize(int(node, "axis", 0), rank: first.rank, node)
-            let outer = first.shape[..<axis].reduce(1, *)
-            var values: [Double] = [], total = 0
-            for p in parts {
-                guard p.rank == first.rank, p.shape.indices.allSatisfy({ $0 == axis || p.shape[$0] == first.shape[$0] }) else {
-                    throw ImportError.invalid(file: file, place: place(node), expected: "inputs like \(first.shape) except on axis \(axis)",
-                                              actual: "\(p.shape)")
-                }
-                total += p.shape[axis]
-            }
-            for o in 0..<outer {
-                for p in parts {
-                    let inner = p.shape[axis...].reduce(1, *)
-                    values += p.values[(o * inner)..<((o + 1) * inner)]
-                }
-            }
-            var shape = first.shape
-            shape[axis] = total
-            return ONNXConstant(shape: shape, values: values, isInteger: first.isInteger)
-        case "Gather":
-            let data = try c(0), idx = try c(1)
-            let axis = try normalize(int(node, "axis", 0), rank: data.rank, node)
-            let n = data.shape[axis]
-            let outer = data.shape[..<axis].reduce(1, *), inner = data.shape[(axis + 1)...].reduce(1, *)
-            var values: [Double] = []
-            for o in 0..<outer {
-                for i in idx.ints {
-                    guard let i, i >= -n, i < n else {
-                        throw ImportError.invalid(file: file, place: "\(place(node)) indices", expected: "-\(n)..<\(n)", actual: "\(idx.values)")
-                    }
-                    let k = i < 0 ? i + n : i
-                    values += data.values[((o * n + k) * inner)..<((o * n + k + 1) * inner)]
-                }
-            }
-            return ONNXConstant(shape: Array(data.shape[..<axis]) + idx.shape + Array(data.shape[(axis + 1)...]),
-                                values: values, isInteger: data.isInteger)
+        case "Concat": return try foldConcat(node)
+        case "Gather": return try foldGather(node)
         case "Slice":
             var x = try c(0)
             for t in try sliceTakes(node, shape: x.shape) { x = x.taken(t.indices, axis: t.axis) }
@@ -204,6 +80,177 @@ extension ONNXGraphBuilder {
         default:
             return nil
         }
+    }
+
+    /// Cast: integer types truncate toward zero (NaN, an unknown value, stays NaN).
+    private func foldCast(_ node: ONNXFile.Node) throws -> ONNXConstant? {
+        let c = operand(node)
+        let x = try c(0)
+        let to = int(node, "to", 1)
+        let integer = ![1, 10, 11, 16].contains(to)
+        return ONNXConstant(shape: x.shape, values: integer ? x.values.map { $0.isNaN ? $0 : $0.rounded(.towardZero) } : x.values,
+                            isInteger: integer)
+    }
+
+    /// Add, Sub, Mul, Div, Pow on two inputs, Min and Max on any number; integer division and powers truncate.
+    private func foldArithmetic(_ node: ONNXFile.Node) throws -> ONNXConstant? {
+        let c = operand(node)
+        let parts = try node.inputs.indices.filter { !node.inputs[$0].isEmpty }.map(c)
+        guard let first = parts.first else { return nil }
+        let integer = parts.allSatisfy(\.isInteger)
+        let f: (Double, Double) -> Double
+        switch node.opType {
+        case "Add": f = (+)
+        case "Sub": f = (-)
+        case "Mul": f = (*)
+        case "Pow":
+            f = { x, y in
+                if x.isNaN || y.isNaN { return .nan }   // pow(NaN, 0) is 1: here NaN is an unknown value
+                return integer ? Foundation.pow(x, y).rounded(.towardZero) : Double(Foundation.pow(Float(x), Float(y)))
+            }
+        case "Min": f = { x, y in x.isNaN || y.isNaN ? .nan : Swift.min(x, y) }
+        case "Max": f = { x, y in x.isNaN || y.isNaN ? .nan : Swift.max(x, y) }
+        default: f = { x, y in integer ? (x / y).rounded(.towardZero) : x / y }
+        }
+        guard parts.count == 2 || ["Min", "Max"].contains(node.opType) else { return nil }
+        var acc = first
+        for p in parts.dropFirst() { acc = try elementwise([acc, p], node) { f($0[0], $0[1]) } }
+        acc.isInteger = integer
+        return acc
+    }
+
+    private func foldComparison(_ node: ONNXFile.Node) throws -> ONNXConstant? {
+        let c = operand(node)
+        let a = try c(0), b = try c(1)
+        let f: (Double, Double) -> Bool = node.opType == "Equal" ? { $0 == $1 } : node.opType == "Less" ? { $0 < $1 } : { $0 > $1 }
+        // NaN is a value known only at run time (`runTime`): so is the answer.
+        var r = try elementwise([a, b], node) { $0[0].isNaN || $0[1].isNaN ? .nan : f($0[0], $0[1]) ? 1 : 0 }
+        r.isInteger = true
+        return r
+    }
+
+    private func foldUnary(_ node: ONNXFile.Node) throws -> ONNXConstant? {
+        let c = operand(node)
+        let x = try c(0)
+        let f: (Double) -> Double
+        switch node.opType {
+        case "Not": f = { $0.isNaN ? .nan : $0 == 0 ? 1 : 0 }
+        case "Neg": f = { -$0 }
+        case "Floor": f = { $0.rounded(.down) }
+        case "Ceil": f = { $0.rounded(.up) }
+        default: f = { Double(Float($0).squareRoot()) }
+        }
+        return ONNXConstant(shape: x.shape, values: x.values.map(f), isInteger: x.isInteger)
+    }
+
+    private func foldRange(_ node: ONNXFile.Node) throws -> ONNXConstant? {
+        let c = operand(node)
+        let start = try c(0), limit = try c(1), delta = try c(2)
+        guard let s0 = start.scalar, let l = limit.scalar, let d = delta.scalar, d != 0, s0.isFinite, l.isFinite, d.isFinite else {
+            throw ImportError.invalid(file: file, place: place(node), expected: "known scalar start, limit and non-zero delta",
+                                      actual: "\(start.values), \(limit.values), \(delta.values)")
+        }
+        let count = Swift.max(((l - s0) / d).rounded(.up), 0)
+        guard count <= Double(1 << 24) else {
+            throw ImportError.invalid(file: file, place: place(node), expected: "a range of at most 2^24 values", actual: "\(count)")
+        }
+        let integer = start.isInteger && limit.isInteger && delta.isInteger
+        let values = (0..<Int(count)).map { i -> Double in
+            integer ? s0 + Double(i) * d : Double(Float(s0) + Float(i) * Float(d))
+        }
+        return ONNXConstant(shape: [values.count], values: values, isInteger: integer)
+    }
+
+    private func foldConstantOfShape(_ node: ONNXFile.Node) throws -> ONNXConstant? {
+        let c = operand(node)
+        let dims = try c(0).ints
+        let shape = try dims.map { d -> Int in
+            guard let d, d >= 0 else {
+                throw ImportError.invalid(file: file, place: place(node), expected: "a known shape", actual: "\(dims)")
+            }
+            return d
+        }
+        let n = try knownCount(shape, node)
+        guard n <= 1 << 24 else {
+            throw ImportError.invalid(file: file, place: place(node), expected: "a constant of at most 2^24 elements", actual: "\(shape)")
+        }
+        let value = node.attributes["value"]?.t
+        let v = value?.values.first ?? 0
+        return ONNXConstant(shape: shape, values: [Double](repeating: v, count: n), isInteger: value?.isInteger ?? false)
+    }
+
+    private func foldExpand(_ node: ONNXFile.Node) throws -> ONNXConstant? {
+        let c = operand(node)
+        let x = try c(0)
+        let target = try c(1).ints.map { $0 ?? -1 }
+        let out = try broadcast(x.shape, target, node)
+        let zeros = ONNXConstant(shape: out.map { Swift.max($0, 1) }, values: [], isInteger: true)
+        guard !out.contains(where: { $0 < 0 }) else {
+            throw ImportError.invalid(file: file, place: "\(place(node)) shape", expected: "known dimensions", actual: "\(target)")
+        }
+        var r = try elementwise([x, zeros], node, shapesOnly: true) { $0[0] }
+        r.isInteger = x.isInteger
+        return r
+    }
+
+    private func foldReshape(_ node: ONNXFile.Node) throws -> ONNXConstant? {
+        let c = operand(node)
+        let x = try c(0)
+        let out = try reshapedShape(node, input: x.shape)
+        guard !out.contains(where: { $0 < 0 }), Self.product(out[...]) == x.values.count else {
+            throw ImportError.invalid(file: file, place: place(node), expected: "a shape of \(x.values.count) elements", actual: "\(out)")
+        }
+        return ONNXConstant(shape: out, values: x.values, isInteger: x.isInteger)
+    }
+
+    private func foldConcat(_ node: ONNXFile.Node) throws -> ONNXConstant? {
+        let c = operand(node)
+        let parts = try node.inputs.indices.filter { !node.inputs[$0].isEmpty }.map(c)
+        guard let first = parts.first else { return nil }
+        let axis = try normalize(int(node, "axis", 0), rank: first.rank, node)
+        let outer = first.shape[..<axis].reduce(1, *)
+        var values: [Double] = [], total = 0
+        for p in parts {
+            guard p.rank == first.rank, p.shape.indices.allSatisfy({ $0 == axis || p.shape[$0] == first.shape[$0] }) else {
+                throw ImportError.invalid(file: file, place: place(node), expected: "inputs like \(first.shape) except on axis \(axis)",
+                                          actual: "\(p.shape)")
+            }
+            total += p.shape[axis]
+        }
+        for o in 0..<outer {
+            for p in parts {
+                let inner = p.shape[axis...].reduce(1, *)
+                values += p.values[(o * inner)..<((o + 1) * inner)]
+            }
+        }
+        var shape = first.shape
+        shape[axis] = total
+        return ONNXConstant(shape: shape, values: values, isInteger: first.isInteger)
+    }
+
+    private func foldGather(_ node: ONNXFile.Node) throws -> ONNXConstant? {
+        let c = operand(node)
+        let data = try c(0), idx = try c(1)
+        let axis = try normalize(int(node, "axis", 0), rank: data.rank, node)
+        let n = data.shape[axis]
+        let outer = data.shape[..<axis].reduce(1, *), inner = data.shape[(axis + 1)...].reduce(1, *)
+        var values: [Double] = []
+        for o in 0..<outer {
+            for i in idx.ints {
+                guard let i, i >= -n, i < n else {
+                    throw ImportError.invalid(file: file, place: "\(place(node)) indices", expected: "-\(n)..<\(n)", actual: "\(idx.values)")
+                }
+                let k = i < 0 ? i + n : i
+                values += data.values[((o * n + k) * inner)..<((o * n + k + 1) * inner)]
+            }
+        }
+        return ONNXConstant(shape: Array(data.shape[..<axis]) + idx.shape + Array(data.shape[(axis + 1)...]),
+                            values: values, isInteger: data.isInteger)
+    }
+
+    /// Input i of `node` as a constant (`constant(_:_:what:)`).
+    private func operand(_ node: ONNXFile.Node) -> (Int) throws -> ONNXConstant {
+        { i in try self.constant(node, i, what: "input \(i)") }
     }
 
     /// f applied elementwise to `parts` under numpy broadcasting. With `shapesOnly` the last part's values are

@@ -36,39 +36,9 @@ extension ONNXGraphBuilder {
             throw ImportError.invalid(file: file, place: "\(place(node)) auto_pad", expected: "NOTSET, SAME_UPPER, SAME_LOWER or VALID", actual: autoPad)
         }
         if autoPad == "VALID" { pads = [0, 0, 0, 0] }
-        var target: [Int]?
-        if let shape = ints(node, "output_shape") {
-            // The spatial sizes, alone or after N and C.
-            guard shape.count == 2 || shape.count == 4, shape.allSatisfy({ $0 >= 1 && $0 <= Self.maxWindow }) else {
-                throw ImportError.invalid(file: file, place: "\(place(node)) output_shape", expected: "2 sizes (or N, C and 2 sizes) in 1…\(Self.maxWindow)",
-                                          actual: "\(shape)")
-            }
-            target = Array(shape.suffix(2))
-        } else if autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER" {
-            target = try (0..<2).map { i in
-                guard x.shape[2 + i] >= 0 else {
-                    throw ImportError.invalid(file: file, place: "\(place(node)) auto_pad", expected: "a known input size (use --input-size)", actual: "\(x.shape)")
-                }
-                return x.shape[2 + i].multipliedReportingOverflow(by: strides[i]).partialValue
-            }
-        }
-        if let target {
-            for i in 0..<2 {
-                guard x.shape[2 + i] >= 0 else {
-                    throw ImportError.invalid(file: file, place: "\(place(node)) output_shape", expected: "a known input size (use --input-size)", actual: "\(x.shape)")
-                }
-                guard let full = Self.transposedSize(x.shape[2 + i], kernel: kernel[i], stride: strides[i], dilation: dilations[i], extra: extra[i]) else {
-                    throw ImportError.invalid(file: file, place: place(node), expected: "an output size that fits", actual: "input \(x.shape)")
-                }
-                let total = full - target[i]
-                if total < 0 {
-                    (pads[i], pads[i + 2]) = (0, 0)
-                    extra[i] -= total
-                } else {
-                    let small = total / 2, large = total - small
-                    (pads[i], pads[i + 2]) = autoPad == "SAME_UPPER" ? (small, large) : (large, small)
-                }
-            }
+        if let target = try outputTarget(node, x.shape, strides: strides, autoPad: autoPad) {
+            let geometry = (kernel: kernel, strides: strides, dilations: dilations)
+            try padToOutput(node, x.shape, to: target, geometry, autoPad: autoPad, pads: &pads, extra: &extra)
         }
         let wName = addWeight(node.inputs[1], w.transposed([0, 2, 3, 1]))
         var inputs = [x.name, wName]
@@ -94,6 +64,47 @@ extension ONNXGraphBuilder {
             return full - pads[i] - pads[i + 2]
         }
         shapes[out] = [x.shape[0], oc, size[0], size[1]]
+    }
+
+    /// The output height and width asked for: `output_shape`, or the input size times the stride for SAME_*.
+    private func outputTarget(_ node: ONNXFile.Node, _ shape: [Int], strides: [Int], autoPad: String) throws -> [Int]? {
+        if let given = ints(node, "output_shape") {
+            // The spatial sizes, alone or after N and C.
+            guard given.count == 2 || given.count == 4, given.allSatisfy({ $0 >= 1 && $0 <= Self.maxWindow }) else {
+                throw ImportError.invalid(file: file, place: "\(place(node)) output_shape", expected: "2 sizes (or N, C and 2 sizes) in 1…\(Self.maxWindow)",
+                                          actual: "\(given)")
+            }
+            return Array(given.suffix(2))
+        }
+        guard autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER" else { return nil }
+        return try (0..<2).map { i in
+            guard shape[2 + i] >= 0 else {
+                throw ImportError.invalid(file: file, place: "\(place(node)) auto_pad", expected: "a known input size (use --input-size)", actual: "\(shape)")
+            }
+            return shape[2 + i].multipliedReportingOverflow(by: strides[i]).partialValue
+        }
+    }
+
+    /// Pads (and output padding) that give `target`: the total split with the odd row at the end for SAME_UPPER and
+    /// at the start otherwise; an output larger than the unpadded one gets the extra rows at the end.
+    private func padToOutput(_ node: ONNXFile.Node, _ shape: [Int], to target: [Int], _ g: (kernel: [Int], strides: [Int], dilations: [Int]),
+                     autoPad: String, pads: inout [Int], extra: inout [Int]) throws {
+        for i in 0..<2 {
+            guard shape[2 + i] >= 0 else {
+                throw ImportError.invalid(file: file, place: "\(place(node)) output_shape", expected: "a known input size (use --input-size)", actual: "\(shape)")
+            }
+            guard let full = Self.transposedSize(shape[2 + i], kernel: g.kernel[i], stride: g.strides[i], dilation: g.dilations[i], extra: extra[i]) else {
+                throw ImportError.invalid(file: file, place: place(node), expected: "an output size that fits", actual: "input \(shape)")
+            }
+            let total = full - target[i]
+            if total < 0 {
+                (pads[i], pads[i + 2]) = (0, 0)
+                extra[i] -= total
+            } else {
+                let small = total / 2, large = total - small
+                (pads[i], pads[i + 2]) = autoPad == "SAME_UPPER" ? (small, large) : (large, small)
+            }
+        }
     }
 
     /// (n − 1)·stride + (kernel − 1)·dilation + 1 + extra: the unpadded output size, or nil when it overflows.

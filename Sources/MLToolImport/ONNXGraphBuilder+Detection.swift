@@ -109,8 +109,39 @@ extension ONNXGraphBuilder {
         guard h != 0, w != 0 else {
             throw ImportError.invalid(file: file, place: place(node), expected: "a non-empty input height and width", actual: "\(x.shape)")
         }
+        let (mode, coordinate, nearestMode) = try resizeModes(node)
+        let (scales, sizes) = try resizeFactors(node)
+        // Opset 18: `axes` names the axes the scales / sizes are for; the rest keep scale 1.
+        let axes = try (ints(node, "axes") ?? [0, 1, 2, 3]).map { try normalize($0, rank: 4, node) }
+        guard Set(axes).count == axes.count, (scales ?? []).count + (sizes ?? []).count == axes.count else {
+            throw ImportError.invalid(file: file, place: "\(place(node)) scales / sizes", expected: "one value per axis \(axes)",
+                                      actual: "scales \(scales ?? []), sizes \(sizes ?? [])")
+        }
+        let (scale, size) = try scales.map { try scaled(node, x.shape, axes, $0) } ?? sized(node, x.shape, axes, sizes ?? [])
+        guard scales == nil || (scale[0] == 1 && scale[1] == 1), size[0] == x.shape[0], size[1] == x.shape[1] else {
+            throw ImportError.invalid(file: file, place: place(node), expected: "a resize of height and width only (scale 1 on N and C)",
+                                      actual: "scales \(scale), output \(size)")
+        }
+        let exclude = int(node, "exclude_outside", 0) == 1
+        let antialias = int(node, "antialias", 0) == 1
+        if antialias && mode == "nearest" {
+            throw ImportError.invalid(file: file, place: "\(place(node)) antialias", expected: "0 with mode nearest", actual: "1")
+        }
+        // The coordinate transform divides by the given scales; with sizes it uses output / input exactly.
+        let irScales: [Float]? = scales == nil ? nil : [Float(scale[2]), Float(scale[3])]
+        emit(node.name, .resize, [x.name], out, Attributes(
+            shape: size[2] < 0 || size[3] < 0 ? nil : [size[2], size[3]], alpha: float(node, "cubic_coeff_a", -0.75), mode: mode, scales: irScales,
+            coordinateMode: coordinate, nearestMode: nearestMode, excludeOutside: exclude ? true : nil, antialias: antialias ? true : nil))
+        shapes[out] = size
+    }
+
+    /// Resize before opset 11 and Upsample: asymmetric coordinates, floor for nearest.
+    private func legacyResize(_ node: ONNXFile.Node) -> Bool { node.opType == "Upsample" || opset < 11 }
+
+    /// The interpolation mode, coordinate transformation and nearest rounding, checked.
+    private func resizeModes(_ node: ONNXFile.Node) throws -> (mode: String, coordinate: String, nearest: String) {
         let upsample = node.opType == "Upsample"
-        let legacy = upsample || opset < 11
+        let legacy = legacyResize(node)
         let mode = string(node, "mode", "nearest")
         var coordinate = legacy ? "asymmetric" : string(node, "coordinate_transformation_mode", "half_pixel")
         let nearestMode = legacy ? "floor" : string(node, "nearest_mode", "round_prefer_floor")
@@ -128,9 +159,14 @@ extension ONNXGraphBuilder {
             throw ImportError.invalid(file: file, place: "\(place(node)) nearest_mode", expected: "round_prefer_floor, round_prefer_ceil, floor or ceil",
                                       actual: nearestMode)
         }
-        // Scales / sizes per ONNX axis (4 values), from the inputs or (Upsample-7) the attribute.
+        return (mode, coordinate, nearestMode)
+    }
+
+    /// Scales / sizes per ONNX axis, from the inputs or (Upsample-7) the attribute: exactly one of them.
+    private func resizeFactors(_ node: ONNXFile.Node) throws -> (scales: [Double]?, sizes: [Int]?) {
+        let legacy = legacyResize(node)
         var scales: [Double]?, sizes: [Int]?
-        if upsample && opset < 9 {
+        if node.opType == "Upsample" && opset < 9 {
             scales = node.attributes["scales"]?.floats.map { Double($0) }
         } else {
             let scalesIndex = legacy ? 1 : 2
@@ -147,60 +183,47 @@ extension ONNXGraphBuilder {
         guard (scales == nil) != (sizes == nil) else {
             throw ImportError.invalid(file: file, place: place(node), expected: "either scales or sizes", actual: scales == nil ? "neither" : "both")
         }
-        // Opset 18: `axes` names the axes the scales / sizes are for; the rest keep scale 1.
-        let axes = try (ints(node, "axes") ?? [0, 1, 2, 3]).map { try normalize($0, rank: 4, node) }
-        guard Set(axes).count == axes.count, (scales ?? []).count + (sizes ?? []).count == axes.count else {
-            throw ImportError.invalid(file: file, place: "\(place(node)) scales / sizes", expected: "one value per axis \(axes)",
-                                      actual: "scales \(scales ?? []), sizes \(sizes ?? [])")
+        return (scales, sizes)
+    }
+
+    /// The scale and output size per axis from scales (an output size known only at run time stays -1).
+    private func scaled(_ node: ONNXFile.Node, _ shape: [Int], _ axes: [Int], _ scales: [Double]) throws -> (scale: [Double], size: [Int]) {
+        var scale = [Double](repeating: 1, count: 4), size = shape
+        guard scales.allSatisfy({ $0.isFinite && $0 > 0 }) else {
+            throw ImportError.invalid(file: file, place: "\(place(node)) scales", expected: "finite values > 0", actual: "\(scales)")
         }
-        var scale = [Double](repeating: 1, count: 4), size = x.shape
-        if let scales {
-            guard scales.allSatisfy({ $0.isFinite && $0 > 0 }) else {
-                throw ImportError.invalid(file: file, place: "\(place(node)) scales", expected: "finite values > 0", actual: "\(scales)")
+        for (i, a) in axes.enumerated() {
+            scale[a] = scales[i]
+            if shape[a] < 0 { size[a] = -1; continue }
+            let s = (scales[i] * Double(shape[a])).rounded(.down)
+            guard s <= Double(Self.maxWindow) else {
+                throw ImportError.invalid(file: file, place: "\(place(node)) scales", expected: "an output of at most \(Self.maxWindow) per axis", actual: "\(scales)")
             }
-            for (i, a) in axes.enumerated() {
-                scale[a] = scales[i]
-                if x.shape[a] < 0 { size[a] = -1; continue }
-                let s = (scales[i] * Double(x.shape[a])).rounded(.down)
-                guard s <= Double(Self.maxWindow) else {
-                    throw ImportError.invalid(file: file, place: "\(place(node)) scales", expected: "an output of at most \(Self.maxWindow) per axis", actual: "\(scales)")
-                }
-                size[a] = Int(s)
-            }
-        } else if let sizes {
-            for (i, a) in axes.enumerated() where x.shape[a] >= 0 || a >= 2 {
-                size[a] = sizes[i]
-                scale[a] = x.shape[a] < 0 ? 0 : Double(sizes[i]) / Double(x.shape[a])
-            }
-            let policy = string(node, "keep_aspect_ratio_policy", "stretch")
-            if policy != "stretch" {
-                guard !axes.contains(where: { x.shape[$0] < 0 }) else {
-                    throw ImportError.invalid(file: file, place: "\(place(node)) keep_aspect_ratio_policy", expected: "stretch for a size known only at run time",
-                                              actual: policy)
-                }
-                guard policy == "not_larger" || policy == "not_smaller" else {
-                    throw ImportError.invalid(file: file, place: "\(place(node)) keep_aspect_ratio_policy", expected: "stretch, not_larger or not_smaller", actual: policy)
-                }
-                let chosen = axes.map { scale[$0] }
-                let s = policy == "not_larger" ? chosen.min() ?? 1 : chosen.max() ?? 1
-                for a in axes { scale[a] = s; size[a] = Int(s * Double(x.shape[a]) + 0.5) }
-            }
+            size[a] = Int(s)
         }
-        guard scales == nil || (scale[0] == 1 && scale[1] == 1), size[0] == x.shape[0], size[1] == x.shape[1] else {
-            throw ImportError.invalid(file: file, place: place(node), expected: "a resize of height and width only (scale 1 on N and C)",
-                                      actual: "scales \(scale), output \(size)")
+        return (scale, size)
+    }
+
+    /// The scale and output size per axis from sizes, under `keep_aspect_ratio_policy`.
+    private func sized(_ node: ONNXFile.Node, _ shape: [Int], _ axes: [Int], _ sizes: [Int]) throws -> (scale: [Double], size: [Int]) {
+        var scale = [Double](repeating: 1, count: 4), size = shape
+        for (i, a) in axes.enumerated() where shape[a] >= 0 || a >= 2 {
+            size[a] = sizes[i]
+            scale[a] = shape[a] < 0 ? 0 : Double(sizes[i]) / Double(shape[a])
         }
-        let exclude = int(node, "exclude_outside", 0) == 1
-        let antialias = int(node, "antialias", 0) == 1
-        if antialias && mode == "nearest" {
-            throw ImportError.invalid(file: file, place: "\(place(node)) antialias", expected: "0 with mode nearest", actual: "1")
+        let policy = string(node, "keep_aspect_ratio_policy", "stretch")
+        guard policy != "stretch" else { return (scale, size) }
+        guard !axes.contains(where: { shape[$0] < 0 }) else {
+            throw ImportError.invalid(file: file, place: "\(place(node)) keep_aspect_ratio_policy", expected: "stretch for a size known only at run time",
+                                      actual: policy)
         }
-        // The coordinate transform divides by the given scales; with sizes it uses output / input exactly.
-        let irScales: [Float]? = scales == nil ? nil : [Float(scale[2]), Float(scale[3])]
-        emit(node.name, .resize, [x.name], out, Attributes(
-            shape: size[2] < 0 || size[3] < 0 ? nil : [size[2], size[3]], alpha: float(node, "cubic_coeff_a", -0.75), mode: mode, scales: irScales,
-            coordinateMode: coordinate, nearestMode: nearestMode, excludeOutside: exclude ? true : nil, antialias: antialias ? true : nil))
-        shapes[out] = size
+        guard policy == "not_larger" || policy == "not_smaller" else {
+            throw ImportError.invalid(file: file, place: "\(place(node)) keep_aspect_ratio_policy", expected: "stretch, not_larger or not_smaller", actual: policy)
+        }
+        let chosen = axes.map { scale[$0] }
+        let s = policy == "not_larger" ? chosen.min() ?? 1 : chosen.max() ?? 1
+        for a in axes { scale[a] = s; size[a] = Int(s * Double(shape[a]) + 0.5) }
+        return (scale, size)
     }
 
     // MARK: others

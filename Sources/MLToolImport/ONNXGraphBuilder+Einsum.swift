@@ -6,20 +6,18 @@ import MLToolCore
 /// output) or free (in one and in the output). Other equations (a label repeated in one operand, a sum over an axis
 /// of one operand, three or more operands) are refused naming the equation.
 extension ONNXGraphBuilder {
+    typealias EinsumOperand = (name: String, shape: [Int], plain: Bool)
+
     mutating func einsum(_ node: ONNXFile.Node) throws {
-        let equation = string(node, "equation", "")
-        func refuse(_ why: String) -> ImportError {
-            .invalid(file: file, place: "\(place(node)) equation", expected: "an equation of one permuted operand or a batched product (\(why))",
-                     actual: "'\(equation)'")
-        }
+        let refuse = einsumRefusal(node)
         guard let out = node.outputs.first, !out.isEmpty else { throw refuse("no output") }
-        let text = equation.filter { !$0.isWhitespace }
+        let text = string(node, "equation", "").filter { !$0.isWhitespace }
         let sides = text.components(separatedBy: "->")
         guard sides.count <= 2 else { throw refuse("one '->'") }
         let terms = sides[0].split(separator: ",", omittingEmptySubsequences: false).map(String.init)
         guard terms.count == node.inputs.count, (1...2).contains(terms.count) else { throw refuse("one or two operands") }
         // Operands in ONNX order: their IR names, ONNX shapes and whether they are constants (stored as they are).
-        var operands: [(name: String, shape: [Int], plain: Bool)] = []
+        var operands: [EinsumOperand] = []
         for (i, name) in node.inputs.enumerated() {
             if let c = constants[name] {
                 operands.append((addWeight(name, c), c.shape, true))
@@ -28,13 +26,56 @@ extension ONNXGraphBuilder {
                 operands.append((a.name, a.shape, false))
             }
         }
-        // Labels per operand, "..." expanded to generated labels (right-aligned across operands, as numpy does).
-        func letters(_ term: String) throws -> (before: [Character], after: [Character], ellipsis: Bool) {
-            let pieces = term.components(separatedBy: "...")
-            guard pieces.count <= 2, pieces.joined().allSatisfy({ $0.isLetter && $0.isASCII }) else { throw refuse("letters and at most one '...' per term") }
-            return (Array(pieces[0]), pieces.count == 2 ? Array(pieces[1]) : [], pieces.count == 2)
+        let (labels, generated) = try Self.einsumLabels(terms, operands, node, refuse)
+        // Sizes per label (a batch label may broadcast from 1).
+        var size: [Character: Int] = [:]
+        for (l, o) in zip(labels, operands) {
+            for (c, d) in zip(l, o.shape) {
+                if let s = size[c], s != d, s != 1, d != 1, s >= 0, d >= 0 { throw refuse("label '\(c)' of one size, not \(s) and \(d)") }
+                if size[c] == nil || size[c] == 1 || size[c] == -1 { size[c] = d }
+            }
         }
-        let parsed = try terms.map(letters)
+        var output: [Character]
+        if sides.count == 2 {
+            let p = try Self.einsumLetters(sides[1], refuse)
+            output = p.before + (p.ellipsis ? generated : []) + p.after
+        } else {
+            // Implicit output: the ellipsis axes, then the labels used once, alphabetically.
+            let all = labels.joined().filter { $0.isLetter }
+            output = generated + Set(all).filter { c in all.filter { $0 == c }.count == 1 }.sorted()
+        }
+        guard Set(output).count == output.count, output.allSatisfy({ size[$0] != nil }) else { throw refuse("output labels once each, from the operands") }
+        if labels.count == 1 {
+            guard Set(labels[0]) == Set(output) else { throw refuse("a one-operand equation that only permutes (no sum, no diagonal)") }
+            emitEinsumTranspose(node.name, operands[0], labels[0], to: output, output: out, result: true)
+        } else {
+            try einsumProduct(node, operands, labels, output: output, size: size, out: out, refuse)
+        }
+        shapes[out] = output.map { size[$0] ?? -1 }
+    }
+
+    /// The refusal of `node`'s equation, saying why.
+    private func einsumRefusal(_ node: ONNXFile.Node) -> (String) -> ImportError {
+        let (path, site, equation) = (file, place(node), string(node, "equation", ""))
+        return { why in
+            .invalid(file: path, place: "\(site) equation", expected: "an equation of one permuted operand or a batched product (\(why))",
+                     actual: "'\(equation)'")
+        }
+    }
+
+    /// A term's labels before and after its "...", if it has one.
+    private static func einsumLetters(_ term: String, _ refuse: (String) -> ImportError) throws
+        -> (before: [Character], after: [Character], ellipsis: Bool) {
+        let pieces = term.components(separatedBy: "...")
+        guard pieces.count <= 2, pieces.joined().allSatisfy({ $0.isLetter && $0.isASCII }) else { throw refuse("letters and at most one '...' per term") }
+        return (Array(pieces[0]), pieces.count == 2 ? Array(pieces[1]) : [], pieces.count == 2)
+    }
+
+    /// Labels per operand, "..." expanded to generated labels (right-aligned across operands, as numpy does); the
+    /// generated labels.
+    private static func einsumLabels(_ terms: [String], _ operands: [EinsumOperand], _ node: ONNXFile.Node,
+                                     _ refuse: (String) -> ImportError) throws -> (labels: [[Character]], generated: [Character]) {
+        let parsed = try terms.map { try einsumLetters($0, refuse) }
         var ellipsisRank = 0
         for (i, (p, o)) in zip(parsed, operands).enumerated() {
             let named = p.before.count + p.after.count
@@ -50,31 +91,13 @@ extension ONNXGraphBuilder {
             labels.append(p.before + generated.suffix(e) + p.after)
         }
         for l in labels where Set(l).count != l.count { throw refuse("no label repeated within an operand (a diagonal)") }
-        // Sizes per label (a batch label may broadcast from 1).
-        var size: [Character: Int] = [:]
-        for (l, o) in zip(labels, operands) {
-            for (c, d) in zip(l, o.shape) {
-                if let s = size[c], s != d, s != 1, d != 1, s >= 0, d >= 0 { throw refuse("label '\(c)' of one size, not \(s) and \(d)") }
-                if size[c] == nil || size[c] == 1 || size[c] == -1 { size[c] = d }
-            }
-        }
-        var output: [Character]
-        if sides.count == 2 {
-            let p = try letters(sides[1])
-            output = p.before + (p.ellipsis ? generated : []) + p.after
-        } else {
-            // Implicit output: the ellipsis axes, then the labels used once, alphabetically.
-            let all = labels.joined().filter { $0.isLetter }
-            output = generated + Set(all).filter { c in all.filter { $0 == c }.count == 1 }.sorted()
-        }
-        guard Set(output).count == output.count, output.allSatisfy({ size[$0] != nil }) else { throw refuse("output labels once each, from the operands") }
-        let outShape = output.map { size[$0] ?? -1 }
-        if labels.count == 1 {
-            guard Set(labels[0]) == Set(output) else { throw refuse("a one-operand equation that only permutes (no sum, no diagonal)") }
-            emitEinsumTranspose(node.name, operands[0], labels[0], to: output, output: out, result: true)
-            shapes[out] = outShape
-            return
-        }
+        return (labels, generated)
+    }
+
+    /// Two operands: A as (batch…, M, K) times B as (batch…, K, N), then the product unflattened and ordered as the
+    /// output.
+    private mutating func einsumProduct(_ node: ONNXFile.Node, _ operands: [EinsumOperand], _ labels: [[Character]], output: [Character],
+                                        size: [Character: Int], out: String, _ refuse: (String) -> ImportError) throws {
         let (la, lb) = (labels[0], labels[1])
         let batch = output.filter { la.contains($0) && lb.contains($0) }
         let contracted = la.filter { lb.contains($0) && !output.contains($0) }
@@ -83,13 +106,13 @@ extension ONNXGraphBuilder {
             throw refuse("every label in the output or in both operands (no sum over an axis of one operand)")
         }
         // A: batch, free, contracted → (batch…, M, K); B: batch, contracted, free → (batch…, K, N).
-        func known(_ dims: [Int], _ what: String) throws -> Int {
-            let n = Self.product(ArraySlice(dims))   // -1 when one is unknown
+        func known(_ labels: [Character], _ what: String) throws -> Int {
+            let n = Self.product(ArraySlice(labels.map { size[$0] ?? -1 }))   // -1 when one is unknown
             guard n != Int.max else { throw refuse("\(what) axes whose size fits") }
             return n
         }
-        let m = try known(freeA.map { size[$0]! }, "free"), n = try known(freeB.map { size[$0]! }, "free")
-        let k = try known(contracted.map { size[$0]! }, "contracted")
+        let m = try known(freeA, "free"), n = try known(freeB, "free")
+        let k = try known(contracted, "contracted")
         let a3 = fresh("\(out).a"), b3 = fresh("\(out).b")
         let aShape = batch.map { c in la.firstIndex(of: c).map { operands[0].shape[$0] } ?? 1 } + [m, k]
         let bShape = batch.map { c in lb.firstIndex(of: c).map { operands[1].shape[$0] } ?? 1 } + [k, n]
@@ -99,15 +122,13 @@ extension ONNXGraphBuilder {
                               firstCopies: !batch.isEmpty || contracted.count == 1, output: b3)
         let product = fresh("\(out).product")
         emit(node.name, .batchMatMul, [a3, b3], product)
-        let batchShape = batch.map { size[$0]! }
         let grouped = batch + freeA + freeB
         let unflat = fresh("\(out).unflat")
-        let unflatShape = batchShape + freeA.map { size[$0]! } + freeB.map { size[$0]! }
+        let unflatShape = grouped.map { size[$0] ?? -1 }
         let copies = !batch.isEmpty || freeA.count == 1
         emit("\(node.name).unflat", .reshape, [product], unflat, Attributes(shape: try reshapeTarget(unflatShape, firstCopies: copies, refuse)))
         emitEinsumTranspose("\(node.name).out", (unflat, unflatShape, true), grouped, to: output, output: out, result: true)
         if batch.first != output.first || batch.first != la.first || batch.first != lb.first { batchFree = false }
-        shapes[out] = outShape
     }
 
     /// An IR reshape target: one unknown size as -1 (inferred); with more, the first as 0 ("copy the input's") when

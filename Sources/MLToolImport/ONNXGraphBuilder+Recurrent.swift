@@ -7,66 +7,100 @@ extension ONNXGraphBuilder {
     /// state in as a graph input). Layout 1 (batch first) is turned into the IR's time-major form by transposes
     /// around the nodes; Y (T, D, B, H) is given in NHWC as the IR keeps every rank-4 tensor: (T, B, H, D).
     mutating func recurrent(_ node: ONNXFile.Node, _ op: Op) throws {
-        func bad(_ what: String, _ expected: String, _ actual: String) -> ImportError {
-            .invalid(file: file, place: "\(place(node)) \(what)", expected: expected, actual: actual)
-        }
-        let gates = op == .lstm ? 4 : op == .gru ? 3 : 1
         let x = try activation(node)
-        guard x.shape.count == 3 else { throw bad("X", "rank 3 (seq_length, batch_size, input_size)", "\(x.shape)") }
+        guard x.shape.count == 3 else { throw recurrentError(node, "X", "rank 3 (seq_length, batch_size, input_size)", "\(x.shape)") }
         let layout = int(node, "layout", 0)
-        guard layout == 0 || layout == 1 else { throw bad("layout", "0 or 1", "\(layout)") }
+        guard layout == 0 || layout == 1 else { throw recurrentError(node, "layout", "0 or 1", "\(layout)") }
         let (steps, batch) = layout == 0 ? (x.shape[0], x.shape[1]) : (x.shape[1], x.shape[0])
         let direction = string(node, "direction", "forward")
         guard ["forward", "reverse", "bidirectional"].contains(direction) else {
-            throw bad("direction", "forward, reverse or bidirectional", "'\(direction)'")
+            throw recurrentError(node, "direction", "forward, reverse or bidirectional", "'\(direction)'")
         }
         let d = direction == "bidirectional" ? 2 : 1
-
-        // Weights: W (D, G·H, I), R (D, G·H, H), B (D, 2·G·H), P (D, 3·H).
-        let w = try constant(node, 1, what: "W"), r = try constant(node, 2, what: "R")
-        guard r.rank == 3, r.shape[0] == d, r.shape[2] > 0, r.shape[1] == gates * r.shape[2] else {
-            throw bad("R", "shape (\(d), \(gates)·hidden_size, hidden_size)", "\(r.shape)")
-        }
-        let h = r.shape[2]
-        if let hs = node.attributes["hidden_size"]?.i, hs != h { throw bad("hidden_size", "\(h) (from R)", "\(hs)") }
-        guard w.rank == 3, w.shape[0] == d, w.shape[1] == gates * h, w.shape[2] > 0 else {
-            throw bad("W", "shape (\(d), \(gates * h), input_size)", "\(w.shape)")
-        }
-        guard x.shape[2] < 0 || x.shape[2] == w.shape[2] else { throw bad("X", "input_size \(w.shape[2]) (from W)", "\(x.shape)") }
-        let b = try optionalConstant(node, 3, what: "B") ?? ONNXConstant(shape: [d, 2 * gates * h], values: [Double](repeating: 0, count: d * 2 * gates * h))
-        guard b.shape == [d, 2 * gates * h] else { throw bad("B", "shape [\(d), \(2 * gates * h)]", "\(b.shape)") }
-        var inputs = [x.name, addWeight(node.inputs[1], w), addWeight(node.inputs[2], r), addWeight(node.inputs.count > 3 && !node.inputs[3].isEmpty ? node.inputs[3] : "\(node.name).B", b)]
-        if op == .lstm {
-            let p = try optionalConstant(node, 7, what: "P") ?? ONNXConstant(shape: [d, 3 * h], values: [Double](repeating: 0, count: d * 3 * h))
-            guard p.shape == [d, 3 * h] else { throw bad("P", "shape [\(d), \(3 * h)]", "\(p.shape)") }
-            inputs.append(addWeight(node.inputs.count > 7 && !node.inputs[7].isEmpty ? node.inputs[7] : "\(node.name).P", p))
-        }
+        var (inputs, h) = try recurrentWeights(node, op, x, directions: d)
 
         var attrs = Attributes()
         attrs.direction = direction == "forward" ? nil : direction
-        if let lens = try optionalConstant(node, 4, what: "sequence_lens") {
-            let values = lens.ints
-            guard lens.rank == 1, batch < 0 || values.count == batch,
-                  values.allSatisfy({ v in v.map { $0 >= 0 && (steps < 0 || $0 <= steps) } ?? false }) else {
-                throw bad("sequence_lens", "\(batch < 0 ? "one" : "\(batch)") value\(batch == 1 ? "" : "s") in 0…\(steps < 0 ? "seq_length" : "\(steps)")",
-                          "shape \(lens.shape) values \(lens.values)")
-            }
-            let lengths = values.map { $0 ?? 0 }
-            // Lengths that all reach the end change nothing: the layer then keeps any batch size.
-            if steps < 0 || lengths.contains(where: { $0 != steps }) {
-                attrs.sequenceLengths = lengths
-                if layout == 1 { batchFree = false }
-            }
-        }
+        try sequenceLengths(node, &attrs, steps: steps, batch: batch, layout: layout)
+        let states = try initialStates(node, op, &inputs, layout: layout, expected: [d, batch, h])
+        attrs.initialStates = states.isEmpty ? nil : states
 
-        // Initial states (D, B, H) (layout 1: (B, D, H)), computed or constant.
+        let (names, alphas, betas) = try recurrentFunctions(node, op, directions: d)
+        attrs.activations = names
+        attrs.activationAlpha = alphas
+        attrs.activationBeta = betas
+        if let c = node.attributes["clip"]?.f {
+            guard c >= 0 else { throw recurrentError(node, "clip", "≥ 0", "\(c)") }
+            attrs.clip = c
+        }
+        if op == .lstm, int(node, "input_forget", 0) != 0 { attrs.inputForget = true }
+        if op == .gru, int(node, "linear_before_reset", 0) != 0 { attrs.linearBeforeReset = true }
+
+        if layout == 1 {
+            let t = fresh("\(x.name).time_major")
+            emit("\(node.name).to_time_major", .transpose, [x.name], t, Attributes(perm: [1, 0, 2]))
+            inputs[0] = t
+        }
+        recurrentOutputs(node, op, inputs, attrs, layout: layout, dims: (steps, d, batch, h))
+    }
+
+    private func recurrentError(_ node: ONNXFile.Node, _ what: String, _ expected: String, _ actual: String) -> ImportError {
+        .invalid(file: file, place: "\(place(node)) \(what)", expected: expected, actual: actual)
+    }
+
+    /// Weights: W (D, G·H, I), R (D, G·H, H), B (D, 2·G·H), P (D, 3·H), each checked and added: X and the weights as
+    /// the node's first inputs, and the hidden size.
+    private mutating func recurrentWeights(_ node: ONNXFile.Node, _ op: Op, _ x: (name: String, shape: [Int]),
+                                           directions d: Int) throws -> (inputs: [String], hidden: Int) {
+        let gates = op == .lstm ? 4 : op == .gru ? 3 : 1
+        let w = try constant(node, 1, what: "W"), r = try constant(node, 2, what: "R")
+        guard r.rank == 3, r.shape[0] == d, r.shape[2] > 0, r.shape[1] == gates * r.shape[2] else {
+            throw recurrentError(node, "R", "shape (\(d), \(gates)·hidden_size, hidden_size)", "\(r.shape)")
+        }
+        let h = r.shape[2]
+        if let hs = node.attributes["hidden_size"]?.i, hs != h { throw recurrentError(node, "hidden_size", "\(h) (from R)", "\(hs)") }
+        guard w.rank == 3, w.shape[0] == d, w.shape[1] == gates * h, w.shape[2] > 0 else {
+            throw recurrentError(node, "W", "shape (\(d), \(gates * h), input_size)", "\(w.shape)")
+        }
+        guard x.shape[2] < 0 || x.shape[2] == w.shape[2] else { throw recurrentError(node, "X", "input_size \(w.shape[2]) (from W)", "\(x.shape)") }
+        let b = try optionalConstant(node, 3, what: "B") ?? ONNXConstant(shape: [d, 2 * gates * h], values: [Double](repeating: 0, count: d * 2 * gates * h))
+        guard b.shape == [d, 2 * gates * h] else { throw recurrentError(node, "B", "shape [\(d), \(2 * gates * h)]", "\(b.shape)") }
+        var inputs = [x.name, addWeight(node.inputs[1], w), addWeight(node.inputs[2], r), addWeight(node.inputs.count > 3 && !node.inputs[3].isEmpty ? node.inputs[3] : "\(node.name).B", b)]
+        if op == .lstm {
+            let p = try optionalConstant(node, 7, what: "P") ?? ONNXConstant(shape: [d, 3 * h], values: [Double](repeating: 0, count: d * 3 * h))
+            guard p.shape == [d, 3 * h] else { throw recurrentError(node, "P", "shape [\(d), \(3 * h)]", "\(p.shape)") }
+            inputs.append(addWeight(node.inputs.count > 7 && !node.inputs[7].isEmpty ? node.inputs[7] : "\(node.name).P", p))
+        }
+        return (inputs, h)
+    }
+
+    /// sequence_lens, when given and some length stops short of the end.
+    private mutating func sequenceLengths(_ node: ONNXFile.Node, _ attrs: inout Attributes, steps: Int, batch: Int, layout: Int) throws {
+        guard let lens = try optionalConstant(node, 4, what: "sequence_lens") else { return }
+        let values = lens.ints
+        guard lens.rank == 1, batch < 0 || values.count == batch,
+              values.allSatisfy({ v in v.map { $0 >= 0 && (steps < 0 || $0 <= steps) } ?? false }) else {
+            throw recurrentError(node, "sequence_lens", "\(batch < 0 ? "one" : "\(batch)") value\(batch == 1 ? "" : "s") in 0…\(steps < 0 ? "seq_length" : "\(steps)")",
+                                 "shape \(lens.shape) values \(lens.values)")
+        }
+        let lengths = values.map { $0 ?? 0 }
+        // Lengths that all reach the end change nothing: the layer then keeps any batch size.
+        if steps < 0 || lengths.contains(where: { $0 != steps }) {
+            attrs.sequenceLengths = lengths
+            if layout == 1 { batchFree = false }
+        }
+    }
+
+    /// Initial states (D, B, H) (layout 1: (B, D, H)), computed or constant, appended to `inputs`; the states given.
+    private mutating func initialStates(_ node: ONNXFile.Node, _ op: Op, _ inputs: inout [String], layout: Int,
+                                        expected dbh: [Int]) throws -> [String] {
         var states: [String] = []
         for (index, state) in (op == .lstm ? [(5, "h"), (6, "c")] : [(5, "h")]) where index < node.inputs.count && !node.inputs[index].isEmpty {
             let name = node.inputs[index], what = index == 5 ? "initial_h" : "initial_c"
-            let expected = layout == 0 ? [d, batch, h] : [batch, d, h]
+            let expected = layout == 0 ? dbh : [dbh[1], dbh[0], dbh[2]]
             let given = try shape(of: name, in: node)
             guard given.count == 3, zip(given, expected).allSatisfy({ $0 < 0 || $1 < 0 || $0 == $1 }) else {
-                throw bad(what, "shape \(expected.map { $0 < 0 ? "batch_size" : String($0) })", "\(given)")
+                throw recurrentError(node, what, "shape \(expected.map { $0 < 0 ? "batch_size" : String($0) })", "\(given)")
             }
             if var c = constants[name] {
                 if layout == 1 { c = c.transposed([1, 0, 2]) }
@@ -82,24 +116,13 @@ extension ONNXGraphBuilder {
             }
             states.append(state)
         }
-        attrs.initialStates = states.isEmpty ? nil : states
+        return states
+    }
 
-        let (names, alphas, betas) = try recurrentFunctions(node, op, directions: d)
-        attrs.activations = names
-        attrs.activationAlpha = alphas
-        attrs.activationBeta = betas
-        if let c = node.attributes["clip"]?.f {
-            guard c >= 0 else { throw bad("clip", "≥ 0", "\(c)") }
-            attrs.clip = c
-        }
-        if op == .lstm, int(node, "input_forget", 0) != 0 { attrs.inputForget = true }
-        if op == .gru, int(node, "linear_before_reset", 0) != 0 { attrs.linearBeforeReset = true }
-
-        if layout == 1 {
-            let t = fresh("\(x.name).time_major")
-            emit("\(node.name).to_time_major", .transpose, [x.name], t, Attributes(perm: [1, 0, 2]))
-            inputs[0] = t
-        }
+    /// One node per requested output (Y, Y_h, Y_c), turned back to batch-major for layout 1.
+    private mutating func recurrentOutputs(_ node: ONNXFile.Node, _ op: Op, _ inputs: [String], _ attrs: Attributes, layout: Int,
+                                           dims: (steps: Int, d: Int, batch: Int, h: Int)) {
+        let (steps, d, batch, h) = dims
         let kinds = op == .lstm ? ["y", "h", "c"] : ["y", "h"]
         for (i, kind) in kinds.enumerated() where i < node.outputs.count && !node.outputs[i].isEmpty {
             let out = node.outputs[i]

@@ -49,18 +49,7 @@ public enum ONNXImporter {
     public static func importModel(path: String, options given: ImportOptions) throws -> Model {
         var onnx = try ONNXFile(path: path)
         let options = try adoptingExportedDetector(onnx, path: path, given)
-        // Detection options naming inner tensors (an exported detector's heads, before the decoder and NMS the export
-        // appended): the graph ends at them, and only the nodes they need are read.
-        if let d = options.detection, !d.tensors.isEmpty, !d.tensors.allSatisfy(Set(onnx.outputs.map(\.name)).contains) {
-            let producers = Dictionary(onnx.nodes.enumerated().flatMap { i, n in n.outputs.map { ($0, i) } }, uniquingKeysWith: { a, _ in a })
-            var needed = Set<Int>(), pending = d.tensors
-            while let t = pending.popLast() {
-                guard let i = producers[t], needed.insert(i).inserted else { continue }
-                pending += onnx.nodes[i].inputs
-            }
-            onnx.nodes = onnx.nodes.indices.filter(needed.contains).map { onnx.nodes[$0] }
-            onnx.outputs = d.tensors.map { ONNXFile.ValueInfo(name: $0, shape: nil, elemType: 1) }
-        }
+        if let d = options.detection { endingAtHeads(&onnx, d.tensors) }
         onnx.nodes = ONNXGraphBuilder.fusingDynamicQuantization(onnx.nodes, constants: onnx.initializers,
                                                                  outputs: Set(onnx.outputs.map(\.name)))
         try checkSupported(onnx, file: path)
@@ -68,15 +57,70 @@ public enum ONNXImporter {
             throw ImportError.invalid(file: path, place: "opset_import", expected: "ai.onnx opset \(opsets.lowerBound)–\(opsets.upperBound)",
                                       actual: "\(onnx.opset)")
         }
+        var builder = ONNXGraphBuilder(file: path, opset: onnx.opset, constants: onnx.initializers,
+                                       reservedNames: try reservedNames(onnx, path: path))
+        try checkElementTypes(onnx, path: path)
+        var inputs = try graphInputs(onnx, options, &builder, path: path)
+        let joined = onnx.outputs.map(\.name) + (options.featureTensor.map { [$0] } ?? [])
+        let (converted, nms) = try Self.converted(builder, onnx, path: path, outputs: joined)
+        builder = converted
+        if !builder.forks.isEmpty { builder.nodes = builder.pruned(outputs: joined) }
+        // The batch (first axis) is free unless the graph mixes it with other axes.
+        if builder.batchFree {
+            for i in inputs.indices where !inputs[i].shape.isEmpty { inputs[i].shape[0] = -1 }
+        }
 
+        var outputs = onnx.outputs.map(\.name)
+        var detection = options.detection
+        if let n = nms {
+            guard options.detection == nil else {
+                throw ImportError.invalid(file: path, place: builder.place(n), expected: "no detection options (the graph's NonMaxSuppression sets them)",
+                                          actual: "detection options")
+            }
+            let (config, tensors) = try builder.detectionFromNMS(n, graphOutputs: outputs)
+            detection = config
+            outputs = tensors
+        }
+        try checkOutputs(builder, outputs, detection: detection, inputs: inputs, options, path: path)
+        // The passes keep every graph output's name: list the feature tensor as an output while they run.
+        let protected = outputs + (options.featureTensor.map { outputs.contains($0) ? [] : [$0] } ?? [])
+        let graph = Graph(inputs: inputs, outputs: protected, nodes: builder.nodes, sourceLayout: "nchw")
+        let metadata = try importedMetadata(graph, builder, onnx, outputs: outputs, detection: detection, options, path: path)
+        let tensors = builder.weightOrder.compactMap { name -> StoredTensor? in
+            guard let w = builder.weights[name] else { return nil }
+            return storedTensor(name, shape: w.shape, values: w.values, quant: w.quant)
+        }
+        var model = try GraphPasses.optimize(Model(metadata: metadata, tensors: tensors))
+        model.metadata.graph?.outputs = outputs
+        // Keep only the weights the final graph reads (folding leaves the originals unused).
+        let used = Set(model.metadata.graph?.nodes.flatMap(\.inputs) ?? [])
+        model.tensors = model.tensors.filter { used.contains($0.name) }
+        return model
+    }
+
+    /// Detection options naming inner tensors (an exported detector's heads, before the decoder and NMS the export
+    /// appended): the graph ends at them, and only the nodes they need are read.
+    private static func endingAtHeads(_ onnx: inout ONNXFile, _ heads: [String]) {
+        guard !heads.isEmpty, !heads.allSatisfy(Set(onnx.outputs.map(\.name)).contains) else { return }
+        let producers = Dictionary(onnx.nodes.enumerated().flatMap { i, n in n.outputs.map { ($0, i) } }, uniquingKeysWith: { a, _ in a })
+        var needed = Set<Int>(), pending = heads
+        while let t = pending.popLast() {
+            guard let i = producers[t], needed.insert(i).inserted else { continue }
+            pending += onnx.nodes[i].inputs
+        }
+        onnx.nodes = onnx.nodes.indices.filter(needed.contains).map { onnx.nodes[$0] }
+        onnx.outputs = heads.map { ONNXFile.ValueInfo(name: $0, shape: nil, elemType: 1) }
+    }
+
+    /// Every name the file uses, those inside If branches and loop bodies too: fresh names never shadow one of them.
+    /// A value made by two nodes has no single meaning: refused.
+    private static func reservedNames(_ onnx: ONNXFile, path: String) throws -> Set<String> {
         var reserved = Set<String>()
         var producer: [String: String] = [:]
-        // The names inside If branches and loop bodies too: fresh names never shadow one of them.
         reserved.formUnion(ONNXGraphBuilder.subgraphNames(onnx.nodes))
         for n in onnx.nodes {
             reserved.formUnion(n.inputs)
             reserved.formUnion(n.outputs)
-            // A value made by two nodes (or a node and the graph's inputs) has no single meaning.
             for out in n.outputs where !out.isEmpty {
                 if let first = producer[out] {
                     throw ImportError.invalid(file: path, place: "node '\(n.name)' output '\(out)'",
@@ -85,10 +129,12 @@ public enum ONNXImporter {
                 producer[out] = n.name
             }
         }
-        var builder = ONNXGraphBuilder(file: path, opset: onnx.opset, constants: onnx.initializers, reservedNames: reserved)
+        return reserved
+    }
 
-        // The engine computes float32; integer and bool tensors (token ids, masks, indices, flags) flow through it as
-        // float32 values, exact below 2^24. Other element types (strings, complex) would change meaning.
+    /// The engine computes float32; integer and bool tensors (token ids, masks, indices, flags) flow through it as
+    /// float32 values, exact below 2^24. Other element types (strings, complex) would change meaning.
+    private static func checkElementTypes(_ onnx: ONNXFile, path: String) throws {
         for (kind, values) in [("input", onnx.inputs.filter { onnx.initializers[$0.name] == nil }), ("output", onnx.outputs)] {
             for v in values {
                 if let t = v.elemType, !(kind == "input" ? Self.inputElementTypes : Self.outputElementTypes).contains(t) {
@@ -98,6 +144,12 @@ public enum ONNXImporter {
                 }
             }
         }
+    }
+
+    /// The graph's inputs (initializers aside) in IR order, free image sizes pinned by `--input-size`; their shapes and
+    /// element types recorded in `builder`.
+    private static func graphInputs(_ onnx: ONNXFile, _ options: ImportOptions, _ builder: inout ONNXGraphBuilder,
+                                    path: String) throws -> [GraphInput] {
         var inputs: [GraphInput] = []
         for input in onnx.inputs where onnx.initializers[input.name] == nil {
             guard var shape = input.shape else {
@@ -123,26 +175,13 @@ public enum ONNXImporter {
                 inputs[inputs.count - 1].dimensionNames = Layout.irOrder(names)
             }
         }
-        let joined = onnx.outputs.map(\.name) + (options.featureTensor.map { [$0] } ?? [])
-        let (converted, nms) = try Self.converted(builder, onnx, path: path, outputs: joined)
-        builder = converted
-        if !builder.forks.isEmpty { builder.nodes = builder.pruned(outputs: joined) }
-        // The batch (first axis) is free unless the graph mixes it with other axes.
-        if builder.batchFree {
-            for i in inputs.indices where !inputs[i].shape.isEmpty { inputs[i].shape[0] = -1 }
-        }
+        return inputs
+    }
 
-        var outputs = onnx.outputs.map(\.name)
-        var detection = options.detection
-        if let n = nms {
-            guard options.detection == nil else {
-                throw ImportError.invalid(file: path, place: builder.place(n), expected: "no detection options (the graph's NonMaxSuppression sets them)",
-                                          actual: "detection options")
-            }
-            let (config, tensors) = try builder.detectionFromNMS(n, graphOutputs: outputs)
-            detection = config
-            outputs = tensors
-        }
+    /// The outputs and the feature tensor are computed; detection settings, labels and the preprocessing's image size
+    /// agree with the graph.
+    private static func checkOutputs(_ builder: ONNXGraphBuilder, _ outputs: [String], detection: DetectionConfig?,
+                                     inputs: [GraphInput], _ options: ImportOptions, path: String) throws {
         for o in outputs where builder.shapes[o] == nil {
             throw ImportError.invalid(file: path, place: "graph output '\(o)'", expected: "a tensor computed from the inputs",
                                       actual: builder.constants[o] != nil ? "a constant" : "undefined")
@@ -163,9 +202,11 @@ public enum ONNXImporter {
             throw ImportError.invalid(file: path, place: "input size", expected: "\(input.shape[1])×\(input.shape[2]) (the model's input '\(input.name)')",
                                       actual: "\(image.height)×\(image.width)")
         }
-        // The passes keep every graph output's name: list the feature tensor as an output while they run.
-        let protected = outputs + (options.featureTensor.map { outputs.contains($0) ? [] : [$0] } ?? [])
-        let graph = Graph(inputs: inputs, outputs: protected, nodes: builder.nodes, sourceLayout: "nchw")
+    }
+
+    /// The imported model's metadata: its task, names, provenance (the file's hash) and the options it records.
+    private static func importedMetadata(_ graph: Graph, _ builder: ONNXGraphBuilder, _ onnx: ONNXFile, outputs: [String],
+                                         detection: DetectionConfig?, _ options: ImportOptions, path: String) throws -> ModelMetadata {
         var metadata = ModelMetadata(task: detection != nil ? .objectDetector : options.labels.isEmpty ? .network : .imageClassifier, graph: graph,
                                      labels: options.labels,
                                      provenance: Provenance(sources: [.init(path: path, sha256: try SHA256.hex(fileAt: path))]))
@@ -177,17 +218,7 @@ public enum ONNXImporter {
         metadata.image = options.image
         metadata.detection = detection
         if detection != nil { metadata.outputKind = nil }
-
-        let tensors = builder.weightOrder.compactMap { name -> StoredTensor? in
-            guard let w = builder.weights[name] else { return nil }
-            return storedTensor(name, shape: w.shape, values: w.values, quant: w.quant)
-        }
-        var model = try GraphPasses.optimize(Model(metadata: metadata, tensors: tensors))
-        model.metadata.graph?.outputs = outputs
-        // Keep only the weights the final graph reads (folding leaves the originals unused).
-        let used = Set(model.metadata.graph?.nodes.flatMap(\.inputs) ?? [])
-        model.tensors = model.tensors.filter { used.contains($0.name) }
-        return model
+        return metadata
     }
 
     /// `base` (its inputs set) after converting the file's nodes, once per variant when a rank-varying If needs

@@ -62,16 +62,33 @@ enum ProtobufWire {
                 return Problem(place: shortened(path), offset: start,
                                reason: "messages are nested more than \(maxDepth) deep (the limit; real models need far fewer)", limit: true)
             }
-            let fields = d.pointee.fields
-            let fieldCount = fields == nil ? 0 : Int(d.pointee.n_fields)
+            var fields = MessageFields(d, path: path)
+            if let p = scan(&fields, from: start, to: end) { return p }
+            fields.counts = [:]
+            return parse(&fields, from: start, to: end, depth: depth)
+        }
+
+        /// The fields of a message type and the occurrences of its repeated ones seen so far (for their paths).
+        struct MessageFields {
+            let fields: UnsafePointer<ProtobufCFieldDescriptor>?
+            let count: Int
+            let path: String
+            var counts: [UInt32: Int] = [:]
+
+            init(_ d: UnsafePointer<ProtobufCMessageDescriptor>, path: String) {
+                fields = d.pointee.fields
+                count = fields == nil ? 0 : Int(d.pointee.n_fields)
+                self.path = path
+            }
+
             func lookup(_ number: UInt32) -> UnsafePointer<ProtobufCFieldDescriptor>? {
                 guard let fields else { return nil }
-                for i in 0..<fieldCount where fields[i].id == number { return fields + i }
+                for i in 0..<count where fields[i].id == number { return fields + i }
                 return nil
             }
-            var counts: [UInt32: Int] = [:]
+
             /// The path of the next occurrence of field `number` (counting occurrences of repeated fields).
-            func memberPath(_ number: UInt32, _ field: UnsafePointer<ProtobufCFieldDescriptor>?) -> String {
+            mutating func memberPath(_ number: UInt32, _ field: UnsafePointer<ProtobufCFieldDescriptor>?) -> String {
                 guard let f = field else { return path + ".field \(number)" }
                 let name = path + "." + String(cString: f.pointee.name)
                 guard f.pointee.label == PROTOBUF_C_LABEL_REPEATED else { return name }
@@ -79,7 +96,10 @@ enum ProtobufWire {
                 counts[number] = n + 1
                 return name + "[\(n)]"
             }
-            // Scan: keys, value extents, packed element sizes, the number of occurrences.
+        }
+
+        /// Scan: keys, value extents, packed element sizes, the number of occurrences, the required fields.
+        func scan(_ m: inout MessageFields, from start: Int, to end: Int) -> Problem? {
             var seen = Set<UInt32>()
             var occurrences = 0
             var at = start
@@ -89,38 +109,41 @@ enum ProtobufWire {
                 case let .success(found): o = found
                 case let .failure(bad):
                     let number = key(at: at, end: end)?.0
-                    let place = number.map { memberPath($0, lookup($0)) } ?? path
+                    let place = number.map { m.memberPath($0, m.lookup($0)) } ?? m.path
                     return Problem(place: place, offset: bad.offset, reason: bad.reason)
                 }
                 occurrences += 1
                 if occurrences > InputLimits.maxProtobufFieldsPerMessage {
-                    return Problem(place: path, offset: o.keyAt,
+                    return Problem(place: m.path, offset: o.keyAt,
                                    reason: "more than \(InputLimits.maxProtobufFieldsPerMessage) fields in one message (the limit)", limit: true)
                 }
-                let field = lookup(o.number)
+                let field = m.lookup(o.number)
                 if let f = field, f.pointee.label == PROTOBUF_C_LABEL_REPEATED {
                     if o.wireType == 2, let size = packedSize(f.pointee.type), size > 0, (o.end - o.start) % size != 0 {
-                        return Problem(place: memberPath(o.number, f), offset: o.start,
+                        return Problem(place: m.memberPath(o.number, f), offset: o.start,
                                        reason: "packed \(size)-byte values take \(o.end - o.start) bytes, not a multiple of \(size)")
                     }
-                    _ = memberPath(o.number, f)
+                    _ = m.memberPath(o.number, f)
                 }
                 if field != nil { seen.insert(o.number) }
                 at = o.end
             }
-            for f in (0..<fieldCount).compactMap({ i in fields.map { $0 + i } }) {
+            for f in (0..<m.count).compactMap({ i in m.fields.map { $0 + i } }) {
                 if f.pointee.label == PROTOBUF_C_LABEL_REQUIRED, f.pointee.default_value == nil, !seen.contains(f.pointee.id) {
-                    return Problem(place: path + "." + String(cString: f.pointee.name), offset: end,
+                    return Problem(place: m.path + "." + String(cString: f.pointee.name), offset: end,
                                    reason: "a required field is missing")
                 }
             }
-            // Parse: each value against its declared type, sub-messages recursively (every key is valid now).
-            counts = [:]
-            at = start
+            return nil
+        }
+
+        /// Parse: each value against its declared type, sub-messages recursively (every key is valid now).
+        func parse(_ m: inout MessageFields, from start: Int, to end: Int, depth: Int) -> Problem? {
+            var at = start
             while at < end, case let .success(o) = next(at: at, end: end) {
                 at = o.end
-                guard let f = lookup(o.number) else { continue }
-                let place = memberPath(o.number, f)
+                guard let f = m.lookup(o.number) else { continue }
+                let place = m.memberPath(o.number, f)
                 let type = f.pointee.type
                 if f.pointee.label == PROTOBUF_C_LABEL_REPEATED, o.wireType == 2, let size = packedSize(type) {
                     var p = o.start

@@ -115,106 +115,127 @@ public struct SafetensorsFile: Sendable {
 
     private static func parse(header: [UInt8], file: String, dataStart: Int, fileSize: Int)
         throws -> ([Entry], [String: String]) {
-        func invalid(_ at: Int, _ place: String, _ expected: String, _ actual: String) -> ImportError {
-            .invalid(file: file, place: "byte \(8 + at): \(place)", expected: expected, actual: actual)
-        }
-        // Where the header names a tensor is looked up only for an error: a scan per key would be quadratic.
-        func invalid(key: String, _ place: String, _ expected: String, _ actual: String) -> ImportError {
-            .invalid(file: file, place: "byte \(offset(ofKey: key, in: header)): \(place)", expected: expected, actual: actual)
-        }
-        guard header.first == UInt8(ascii: "{") else {
-            throw invalid(0, "header", "a JSON object starting with '{'",
-                          header.first.map { "byte 0x\(String($0, radix: 16))" } ?? "an empty header")
-        }
-        if let at = header.withUnsafeBytes({ InputLimits.firstTooDeepJSON($0, limit: 3) }) {
-            throw invalid(at, "header", "nesting at most 3 deep (tensors, their fields, shapes)", "deeper nesting")
-        }
-        if let problem = header.withUnsafeBytes({ JSONKeyCheck.firstProblem($0) }) {
-            throw invalid(problem.offset, "header", "valid JSON", problem.reason)
-        }
-        let top: [String: JSONValue]
-        switch JSONValue.parse(header, depth: 3) {
-        case let .failure(problem):
-            throw invalid(problem.offset, "header", "UTF-8 JSON nested at most 3 deep (tensors, their fields, shapes)",
-                          problem.reason)
-        case let .success(value):
-            guard let object = value.object else { throw invalid(0, "header", "a JSON object", value.kind) }
-            top = object
-        }
+        let h = HeaderErrors(header: header, file: file)
         var metadata: [String: String] = [:]
         var entries: [Entry] = []
-        let dataSize = fileSize - dataStart
-        for (name, value) in top.sorted(by: { $0.key < $1.key }) {
+        for (name, value) in try topLevel(header, h).sorted(by: { $0.key < $1.key }) {
             if name == "__metadata__" {
                 guard let m = value.object else {
-                    throw invalid(key: name, "__metadata__", "an object of strings", value.kind)
+                    throw h.invalid(key: name, "__metadata__", "an object of strings", value.kind)
                 }
                 for (k, v) in m {
                     guard let s = v.string else {
-                        throw invalid(key: name, "__metadata__['\(k)']", "a string", v.kind)
+                        throw h.invalid(key: name, "__metadata__['\(k)']", "a string", v.kind)
                     }
                     metadata[k] = s
                 }
                 continue
             }
-            let place = "tensor '\(name)'"
-            guard let fields = value.object else {
-                throw invalid(key: name, place, "an object with dtype, shape and data_offsets", value.kind)
-            }
-            if let extra = fields.keys.sorted().first(where: { !["dtype", "shape", "data_offsets"].contains($0) }) {
-                throw invalid(key: name, place + " field '\(extra)'", "only dtype, shape and data_offsets", "'\(extra)'")
-            }
-            guard let dtype = fields["dtype"]?.string else {
-                throw invalid(key: name, place + " dtype", "a string", fields["dtype"]?.kind ?? "nothing")
-            }
-            guard let size = dtypes[dtype] else {
-                throw invalid(key: name, place + " dtype", "one of \(dtypes.keys.sorted().joined(separator: ", "))", "\"\(dtype)\"")
-            }
-            guard let shape = fields["shape"]?.integers, shape.allSatisfy({ $0 >= 0 }) else {
-                throw invalid(key: name, place + " shape", "an array of integers ≥ 0", describe(fields["shape"]))
-            }
-            guard let offsets = fields["data_offsets"]?.integers, offsets.count == 2, offsets[0] >= 0,
-                  offsets[0] <= offsets[1] else {
-                throw invalid(key: name, place + " data_offsets", "[begin, end] with 0 ≤ begin ≤ end",
-                              describe(fields["data_offsets"]))
-            }
-            var bytes = size
-            for d in shape {
-                let (product, overflow) = bytes.multipliedReportingOverflow(by: d)
-                guard !overflow else {
-                    throw invalid(key: name, place + " shape", "a byte count that fits in 64 bits", "\(shape) of \(dtype)")
-                }
-                bytes = product
-            }
-            guard bytes == offsets[1] - offsets[0] else {
-                throw invalid(key: name, place + " data_offsets", "\(bytes) bytes (\(shape) × \(size) of \(dtype))",
-                              "\(offsets[1] - offsets[0]) bytes [\(offsets[0]), \(offsets[1]))")
-            }
-            guard offsets[1] <= dataSize else {
-                throw invalid(key: name, place + " data_offsets", "an end within the \(dataSize) data bytes",
-                              "end \(offsets[1]) (byte \(dataStart + offsets[1]) of a \(fileSize)-byte file)")
-            }
-            entries.append(Entry(name: name, dtype: dtype, shape: shape,
-                                 bytes: (dataStart + offsets[0])..<(dataStart + offsets[1])))
+            entries.append(try entry(name, value, h, dataStart: dataStart, fileSize: fileSize))
         }
         // Equal begins only happen with empty tensors; order them by end so that the cover check still holds.
         entries.sort { ($0.bytes.lowerBound, $0.bytes.upperBound, $0.name) < ($1.bytes.lowerBound, $1.bytes.upperBound, $1.name) }
+        try checkCover(entries, h, dataStart: dataStart, fileSize: fileSize)
+        return (entries, metadata)
+    }
+
+    /// The errors of a header, at a byte offset or where it names a tensor.
+    private struct HeaderErrors {
+        let header: [UInt8]
+        let file: String
+
+        func invalid(_ at: Int, _ place: String, _ expected: String, _ actual: String) -> ImportError {
+            .invalid(file: file, place: "byte \(8 + at): \(place)", expected: expected, actual: actual)
+        }
+
+        // Where the header names a tensor is looked up only for an error: a scan per key would be quadratic.
+        func invalid(key: String, _ place: String, _ expected: String, _ actual: String) -> ImportError {
+            .invalid(file: file, place: "byte \(SafetensorsFile.offset(ofKey: key, in: header)): \(place)", expected: expected, actual: actual)
+        }
+    }
+
+    /// The header's top-level object, after the nesting and key checks that bound its parse.
+    private static func topLevel(_ header: [UInt8], _ h: HeaderErrors) throws -> [String: JSONValue] {
+        guard header.first == UInt8(ascii: "{") else {
+            throw h.invalid(0, "header", "a JSON object starting with '{'",
+                            header.first.map { "byte 0x\(String($0, radix: 16))" } ?? "an empty header")
+        }
+        if let at = header.withUnsafeBytes({ InputLimits.firstTooDeepJSON($0, limit: 3) }) {
+            throw h.invalid(at, "header", "nesting at most 3 deep (tensors, their fields, shapes)", "deeper nesting")
+        }
+        if let problem = header.withUnsafeBytes({ JSONKeyCheck.firstProblem($0) }) {
+            throw h.invalid(problem.offset, "header", "valid JSON", problem.reason)
+        }
+        switch JSONValue.parse(header, depth: 3) {
+        case let .failure(problem):
+            throw h.invalid(problem.offset, "header", "UTF-8 JSON nested at most 3 deep (tensors, their fields, shapes)",
+                            problem.reason)
+        case let .success(value):
+            guard let object = value.object else { throw h.invalid(0, "header", "a JSON object", value.kind) }
+            return object
+        }
+    }
+
+    /// One tensor's entry: dtype, shape and data offsets, its byte count checked against them and the file.
+    private static func entry(_ name: String, _ value: JSONValue, _ h: HeaderErrors, dataStart: Int, fileSize: Int) throws -> Entry {
+        let place = "tensor '\(name)'"
+        guard let fields = value.object else {
+            throw h.invalid(key: name, place, "an object with dtype, shape and data_offsets", value.kind)
+        }
+        if let extra = fields.keys.sorted().first(where: { !["dtype", "shape", "data_offsets"].contains($0) }) {
+            throw h.invalid(key: name, place + " field '\(extra)'", "only dtype, shape and data_offsets", "'\(extra)'")
+        }
+        guard let dtype = fields["dtype"]?.string else {
+            throw h.invalid(key: name, place + " dtype", "a string", fields["dtype"]?.kind ?? "nothing")
+        }
+        guard let size = dtypes[dtype] else {
+            throw h.invalid(key: name, place + " dtype", "one of \(dtypes.keys.sorted().joined(separator: ", "))", "\"\(dtype)\"")
+        }
+        guard let shape = fields["shape"]?.integers, shape.allSatisfy({ $0 >= 0 }) else {
+            throw h.invalid(key: name, place + " shape", "an array of integers ≥ 0", describe(fields["shape"]))
+        }
+        guard let offsets = fields["data_offsets"]?.integers, offsets.count == 2, offsets[0] >= 0,
+              offsets[0] <= offsets[1] else {
+            throw h.invalid(key: name, place + " data_offsets", "[begin, end] with 0 ≤ begin ≤ end",
+                            describe(fields["data_offsets"]))
+        }
+        var bytes = size
+        for d in shape {
+            let (product, overflow) = bytes.multipliedReportingOverflow(by: d)
+            guard !overflow else {
+                throw h.invalid(key: name, place + " shape", "a byte count that fits in 64 bits", "\(shape) of \(dtype)")
+            }
+            bytes = product
+        }
+        guard bytes == offsets[1] - offsets[0] else {
+            throw h.invalid(key: name, place + " data_offsets", "\(bytes) bytes (\(shape) × \(size) of \(dtype))",
+                            "\(offsets[1] - offsets[0]) bytes [\(offsets[0]), \(offsets[1]))")
+        }
+        let dataSize = fileSize - dataStart
+        guard offsets[1] <= dataSize else {
+            throw h.invalid(key: name, place + " data_offsets", "an end within the \(dataSize) data bytes",
+                            "end \(offsets[1]) (byte \(dataStart + offsets[1]) of a \(fileSize)-byte file)")
+        }
+        return Entry(name: name, dtype: dtype, shape: shape, bytes: (dataStart + offsets[0])..<(dataStart + offsets[1]))
+    }
+
+    /// The tensors, in order, cover the data to the end of the file with no hole and no overlap.
+    private static func checkCover(_ entries: [Entry], _ h: HeaderErrors, dataStart: Int, fileSize: Int) throws {
         var next = dataStart
         for e in entries {
             guard e.bytes.lowerBound == next else {
                 let what = e.bytes.lowerBound < next ? "overlaps the tensor before it" : "leaves a hole before it"
-                throw invalid(key: e.name, "tensor '\(e.name)' data_offsets",
-                              "a begin of \(next - dataStart) (the end of the tensor before it)",
-                              "\(e.bytes.lowerBound - dataStart): \(what)")
+                throw h.invalid(key: e.name, "tensor '\(e.name)' data_offsets",
+                                "a begin of \(next - dataStart) (the end of the tensor before it)",
+                                "\(e.bytes.lowerBound - dataStart): \(what)")
             }
             next = e.bytes.upperBound
         }
         guard next == fileSize else {
-            throw ImportError.invalid(file: file, place: "byte \(next): data buffer",
+            throw ImportError.invalid(file: h.file, place: "byte \(next): data buffer",
                                       expected: "the tensors to cover the data to the end of the file (\(fileSize) bytes)",
                                       actual: "\(fileSize - next) bytes no tensor holds")
         }
-        return (entries, metadata)
     }
 
     /// The absolute byte offset at which `header` names `key` (8 when it cannot be found plainly written).

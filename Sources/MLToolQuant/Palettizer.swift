@@ -31,18 +31,12 @@ public enum Palettizer {
         let groups = (channels + g - 1) / g
         let k = 1 << bits
         // Element i lies in slice (i / inner) % channels along `axis`.
-        var scales: [Float]?
-        if let ca = channelAxis {
-            let (o, ch, inn) = LinearQuantizer.split(t.shape, ca)
-            var s = [Float](repeating: 0, count: ch)
-            var i = 0
-            for _ in 0..<o { for c in 0..<ch { for _ in 0..<inn { s[c] = max(s[c], abs(original[i])); i += 1 } } }
-            scales = s.map { $0 > 0 ? LinearQuantizer.bfloat16Up($0) : 1 }
-        }
+        var scales = channelAxis.map { channelScales(original, t.shape, $0) }
         // Scales are per slice along `axis` too when refitting (the channel axis is the grouping axis).
         let canRefit = channelAxis != nil && channelAxis == axis && bits <= 6
         var lut = [Float](repeating: 0, count: groups * k)
         var indices = [Int](repeating: 0, count: original.count)
+        // The elements each table serves: the slices of its group of channels.
         var members = [[Int]](repeating: [], count: groups)
         for group in 0..<groups {
             for o in 0..<outer {
@@ -76,40 +70,8 @@ public enum Palettizer {
             }
             scales = s
         }
-        if int8Table, let ca = channelAxis, var s = scales {
-            // Channel slices along `ca`, which is `axis` here: channel c reads table c / g.
-            let (_, ch, inn) = LinearQuantizer.split(t.shape, ca)
-            let place = { (i: Int) in let c = (i / inn) % ch; return (c, (c / g) * k) }
-            // Each table's step, folded into the scales of the channels that read it.
-            var step = [Float](repeating: 1, count: groups)
-            for group in 0..<groups {
-                let m = lut[(group * k)..<((group + 1) * k)].map(abs).max() ?? 0
-                guard m > 0 else { continue }
-                step[group] = m / 127
-                for j in 0..<k { lut[group * k + j] = (lut[group * k + j] / step[group]).rounded() }
-            }
-            // Each channel's unit: its scale times its table's step, then (second pass) its refitted scale; the
-            // weights are assigned again in the final units, so each is the nearest entry as stored.
-            var unit = (0..<ch).map { Double(s[$0]) * Double(step[$0 / g]) }
-            let ascending = (0..<groups).map { group in
-                let table = lut[(group * k)..<((group + 1) * k)]
-                return zip(table, table.dropFirst()).allSatisfy { $0 <= $1 }
-            }
-            for pass in 0..<2 {
-                for i in original.indices {
-                    let (c, base) = place(i)
-                    indices[i] = nearest(lut[base..<(base + k)], to: Double(original[i]) / unit[c], ascending: ascending[c / g])
-                }
-                guard pass == 0 else { break }
-                let (num, den) = leastSquares(original, channels: ch, lut: lut, indices: indices, place)
-                for c in 0..<ch {
-                    // The least-squares scale for these integers (Σ w·l / Σ l²), as stored (bfloat16).
-                    let refit = QuantParams.bfloat16Rounded(Float(den[c] > 0 && num[c] > 0 ? num[c] / den[c] : unit[c]))
-                    s[c] = refit > 0 && refit.isFinite ? refit : 1
-                    unit[c] = Double(s[c])
-                }
-            }
-            scales = s
+        if int8Table, let ca = channelAxis, let s = scales {
+            scales = integerTables(original, t.shape, channelAxis: ca, groupSize: g, k: k, scales: s, lut: &lut, indices: &indices)
         }
         return StoredTensor(name: t.name, dtype: dtype, shape: t.shape,
                             quant: QuantParams(axis: axis, scales: scales, groupSize: axis == nil ? nil : g, lut: lut,
@@ -119,6 +81,56 @@ public enum Palettizer {
 }
 
 extension Palettizer {
+    /// Each slice's largest magnitude along `axis`, rounded up to bfloat16 (1 for an all-zero slice).
+    static func channelScales(_ original: [Float], _ shape: [Int], _ axis: Int) -> [Float] {
+        let (o, ch, inn) = LinearQuantizer.split(shape, axis)
+        var s = [Float](repeating: 0, count: ch)
+        var i = 0
+        for _ in 0..<o { for c in 0..<ch { for _ in 0..<inn { s[c] = max(s[c], abs(original[i])); i += 1 } } }
+        return s.map { $0 > 0 ? LinearQuantizer.bfloat16Up($0) : 1 }
+    }
+
+    /// The tables made of integers in −127…127 (their steps folded into the channel scales), every weight assigned
+    /// again to the nearest entry and each channel's scale refitted by least squares; the new scales.
+    static func integerTables(_ original: [Float], _ shape: [Int], channelAxis ca: Int, groupSize g: Int, k: Int, scales: [Float],
+                              lut: inout [Float], indices: inout [Int]) -> [Float] {
+        var s = scales
+        let groups = lut.count / k
+        // Channel slices along `ca`, which is `axis` here: channel c reads table c / g.
+        let (_, ch, inn) = LinearQuantizer.split(shape, ca)
+        let place = { (i: Int) in let c = (i / inn) % ch; return (c, (c / g) * k) }
+        // Each table's step, folded into the scales of the channels that read it.
+        var step = [Float](repeating: 1, count: groups)
+        for group in 0..<groups {
+            let m = lut[(group * k)..<((group + 1) * k)].map(abs).max() ?? 0
+            guard m > 0 else { continue }
+            step[group] = m / 127
+            for j in 0..<k { lut[group * k + j] = (lut[group * k + j] / step[group]).rounded() }
+        }
+        // Each channel's unit: its scale times its table's step, then (second pass) its refitted scale; the
+        // weights are assigned again in the final units, so each is the nearest entry as stored.
+        var unit = (0..<ch).map { Double(s[$0]) * Double(step[$0 / g]) }
+        let ascending = (0..<groups).map { group in
+            let table = lut[(group * k)..<((group + 1) * k)]
+            return zip(table, table.dropFirst()).allSatisfy { $0 <= $1 }
+        }
+        for pass in 0..<2 {
+            for i in original.indices {
+                let (c, base) = place(i)
+                indices[i] = nearest(lut[base..<(base + k)], to: Double(original[i]) / unit[c], ascending: ascending[c / g])
+            }
+            guard pass == 0 else { break }
+            let (num, den) = leastSquares(original, channels: ch, lut: lut, indices: indices, place)
+            for c in 0..<ch {
+                // The least-squares scale for these integers (Σ w·l / Σ l²), as stored (bfloat16).
+                let refit = QuantParams.bfloat16Rounded(Float(den[c] > 0 && num[c] > 0 ? num[c] / den[c] : unit[c]))
+                s[c] = refit > 0 && refit.isFinite ? refit : 1
+                unit[c] = Double(s[c])
+            }
+        }
+        return s
+    }
+
     /// Per channel, Σ w·l and Σ l² over the weights of `original` and the table entries they are assigned
     /// (`place(i)`: element i's channel and the offset of its table in `lut`): the least-squares scale of channel c
     /// for its entries is num[c] / den[c]. Summed in element order.

@@ -43,51 +43,18 @@ struct SoftmaxTrainer<Matrix: FeatureMatrix> {
     /// `stochastic`: θ₀ came from SGD epochs; with no L-BFGS iterations to run it is scored without a gradient.
     func fit(from theta0: [Float], stochastic: Bool = false, history: inout [IterationRecord]) -> Outcome {
         let n = Double(objective.matrix.rows)
-        if stochastic && options.maxIterations == 0 {
-            // With a validation split the choice rests on it alone; the training loss is then left out (NaN), and
-            // a refit without one measures its own.
-            let scored = score(theta0)
-            let e = scored != nil ? SoftmaxObjective<Matrix>.Evaluation(loss: .nan, correct: 0)
-                : theta0.withUnsafeBufferPointer { objective.evaluate($0.baseAddress!, gradient: nil) }
-            let elapsed = ContinuousClock.now - start
-            let r = IterationRecord(
-                l2: objective.l2, iteration: 0, loss: e.loss, gradientNorm: .infinity,
-                trainAccuracy: scored != nil ? .nan : Double(e.correct) / n, validationAccuracy: scored?.accuracy,
-                validationLoss: scored?.loss,
-                elapsed: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) * 1e-18)
-            history.append(r)
-            progress?(r)
-            return Outcome(theta: theta0, stopReason: .epochs, iterations: 0, trainAccuracy: r.trainAccuracy,
-                           validationAccuracy: scored?.accuracy, validationLoss: scored?.loss)
-        }
+        if stochastic && options.maxIterations == 0 { return scoredOnly(theta0, history: &history) }
         var x = evaluate(theta0)
         var memory = LBFGSMemory(capacity: options.historySize)
         var scored = score(x.theta)
         var best = (theta: x.theta, loss: scored?.loss ?? .infinity, accuracy: scored?.accuracy, sinceBest: 0)
-        func record(_ iteration: Int) {
-            let elapsed = ContinuousClock.now - start
-            let r = IterationRecord(
-                l2: objective.l2, iteration: iteration, loss: x.loss, gradientNorm: maxAbs(x.gradient),
-                trainAccuracy: Double(x.correct) / n, validationAccuracy: scored?.accuracy,
-                validationLoss: scored?.loss,
-                elapsed: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) * 1e-18)
-            history.append(r)
-            progress?(r)
-        }
-        record(0)
+        record(0, x, scored, &history)
 
         var reason = StopReason.maxIterations
         var iteration = 0
         if maxAbs(x.gradient) <= options.tolerance { reason = .gradientTolerance }
         while reason == .maxIterations && iteration < options.maxIterations {
-            var d = memory.direction(x.gradient)
-            var slope = dot(x.gradient, d)
-            if !(slope < 0) || !slope.isFinite {
-                memory.reset()
-                d = x.gradient
-                scale(&d, -1)
-                slope = dot(x.gradient, d)
-            }
+            let (d, slope) = descentDirection(x, &memory)
             let step = memory.isEmpty ? min(1, 1 / max(dot(x.gradient, x.gradient).squareRoot(), 1e-30)) : 1
             guard let next = lineSearch(from: x, direction: d, slope0: slope, step: step) else {
                 // A stale curvature model can point badly: retry once as steepest descent.
@@ -100,7 +67,7 @@ struct SoftmaxTrainer<Matrix: FeatureMatrix> {
             let previousLoss = x.loss
             x = next
             scored = score(x.theta)
-            record(iteration)
+            record(iteration, x, scored, &history)
 
             if let patience = options.earlyStoppingPatience, let v = scored {
                 if v.loss < best.loss {
@@ -125,6 +92,50 @@ struct SoftmaxTrainer<Matrix: FeatureMatrix> {
         return Outcome(theta: x.theta, stopReason: reason, iterations: iteration,
                        trainAccuracy: Double(x.correct) / n, validationAccuracy: scored?.accuracy,
                        validationLoss: scored?.loss)
+    }
+
+    /// θ₀ from SGD epochs with no L-BFGS iterations to run: scored without a gradient. With a validation split the
+    /// choice rests on it alone; the training loss is then left out (NaN), and a refit without one measures its own.
+    private func scoredOnly(_ theta0: [Float], history: inout [IterationRecord]) -> Outcome {
+        let scored = score(theta0)
+        let e = scored != nil ? SoftmaxObjective<Matrix>.Evaluation(loss: .nan, correct: 0)
+            : theta0.withUnsafeBufferPointer { objective.evaluate($0.baseAddress!, gradient: nil) }
+        let r = IterationRecord(
+            l2: objective.l2, iteration: 0, loss: e.loss, gradientNorm: .infinity,
+            trainAccuracy: scored != nil ? .nan : Double(e.correct) / Double(objective.matrix.rows), validationAccuracy: scored?.accuracy,
+            validationLoss: scored?.loss, elapsed: elapsedSeconds())
+        history.append(r)
+        progress?(r)
+        return Outcome(theta: theta0, stopReason: .epochs, iterations: 0, trainAccuracy: r.trainAccuracy,
+                       validationAccuracy: scored?.accuracy, validationLoss: scored?.loss)
+    }
+
+    private func elapsedSeconds() -> Double {
+        let elapsed = ContinuousClock.now - start
+        return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) * 1e-18
+    }
+
+    /// The record of iteration `iteration` at `x`, appended to `history` and reported.
+    private func record(_ iteration: Int, _ x: Point, _ scored: (loss: Double, accuracy: Double)?, _ history: inout [IterationRecord]) {
+        let r = IterationRecord(
+            l2: objective.l2, iteration: iteration, loss: x.loss, gradientNorm: maxAbs(x.gradient),
+            trainAccuracy: Double(x.correct) / Double(objective.matrix.rows), validationAccuracy: scored?.accuracy,
+            validationLoss: scored?.loss, elapsed: elapsedSeconds())
+        history.append(r)
+        progress?(r)
+    }
+
+    /// L-BFGS's direction and its slope; steepest descent (and a fresh memory) when that is not a descent direction.
+    private func descentDirection(_ x: Point, _ memory: inout LBFGSMemory) -> (direction: [Float], slope: Double) {
+        var d = memory.direction(x.gradient)
+        var slope = dot(x.gradient, d)
+        if !(slope < 0) || !slope.isFinite {
+            memory.reset()
+            d = x.gradient
+            scale(&d, -1)
+            slope = dot(x.gradient, d)
+        }
+        return (d, slope)
     }
 
     /// A step along `direction` meeting the strong Wolfe conditions (Nocedal & Wright, algorithms 3.5 and 3.6, with

@@ -92,89 +92,111 @@ extension GraphPasses {
     /// constants and element-wise ops on them).
     public static func unwrapTransposedSoftmax(_ model: Model) throws -> Model {
         guard var graph = model.metadata.graph else { return model }
-        var nodes = graph.nodes
-        let consumers = consumerCounts(graph), producer = producers(nodes), outputs = Set(graph.outputs)
-        let tensors = model.tensorsByName
-        var reader: [String: Int] = [:]
-        for (i, n) in nodes.enumerated() { for input in n.inputs { reader[input] = i } }
-        func soleReader(_ name: String) -> Int? {
-            consumers[name] == 1 && !outputs.contains(name) ? reader[name] : nil
-        }
-        // A tensor's rank where the graph says it without shapes (nil: unknown).
-        func rank(_ name: String, depth: Int = 0) -> Int? {
-            if let t = tensors[name] { return t.shape.count }
-            guard depth < 8, let p = producer[name] else { return nil }
-            let n = nodes[p]
-            switch n.op {
-            case .transpose: return n.attributes.perm?.count
-            case .add, .sub, .mul, .div:
-                guard n.inputs.count == 2, let a = rank(n.inputs[0], depth: depth + 1),
-                      let b = rank(n.inputs[1], depth: depth + 1) else { return nil }
-                return max(a, b)
-            default: return nil
-            }
-        }
-        let elementwise: Set<Op> = [.add, .sub, .mul, .div]
-        var removed = Set<Int>()
-        // The chain of element-wise nodes (nearest the softmax first, with the index of each one's operand) from
-        // `value`, read by node `reader` alone, up to a transpose by the inverse of `back`. Where both inputs of a
-        // node are computed and read only there, the longer chain is the scores' (a mask's is a transpose away).
-        func walk(_ value: String, reader: Int, back: [Int], depth: Int = 0) -> (chain: [(node: Int, operand: Int)], start: Int)? {
-            guard depth < 16, let p = producer[value], soleReader(value) == reader, !removed.contains(p) else { return nil }
-            let n = nodes[p]
-            if n.op == .transpose, n.inputs.count == 1, n.attributes.activation == nil, let perm = n.attributes.perm,
-               perm.count == 4, back.map({ perm[$0] }) == Array(0..<4) {
-                return ([], p)
-            }
-            guard elementwise.contains(n.op), n.inputs.count == 2, n.attributes.activation == nil else { return nil }
-            var best: (chain: [(node: Int, operand: Int)], start: Int)?
-            for k in n.inputs.indices where tensors[n.inputs[k]] == nil {
-                guard let found = walk(n.inputs[k], reader: p, back: back, depth: depth + 1),
-                      found.chain.count + 1 > best?.chain.count ?? 0 else { continue }
-                best = ([(p, 1 - k)] + found.chain, found.start)
-            }
-            return best
-        }
-        var inserted: [Int: [Node]] = [:]   // transposes of operands, placed before the node at the key
-        var taken = Set(nodes.flatMap { $0.outputs }).union(tensors.keys)
-        for (si, s) in nodes.enumerated() where s.op == .softmax && s.inputs.count == 1 && s.outputs.count == 1
+        var u = SoftmaxUnwrap(graph, model.tensorsByName)
+        for (si, s) in graph.nodes.enumerated() where s.op == .softmax && s.inputs.count == 1 && s.outputs.count == 1
             && s.attributes.activation == nil {
-            guard let ti = soleReader(s.outputs[0]), nodes[ti].op == .transpose, nodes[ti].inputs.count == 1,
-                  nodes[ti].attributes.activation == nil, let back = nodes[ti].attributes.perm, back.count == 4,
-                  Set(back) == Set(0..<4) else { continue }
-            // Walk up the element-wise chain (softmax first) to the transpose that made the layout.
-            guard let (chain, start) = walk(s.inputs[0], reader: si, back: back) else { continue }
-            let axis = s.attributes.axis ?? -1
-            guard let newAxis = back.firstIndex(of: axis < 0 ? axis + 4 : axis) else { continue }
-            // Operands: a scalar constant broadcasts the same in either layout; a rank-4 one is read transposed.
-            var operands: [(node: Int, input: Int)] = []
-            var fits = true
-            for (p, k) in chain {
-                let o = nodes[p].inputs[k]
-                if let t = tensors[o], t.shape.reduce(1, *) == 1, t.shape.count <= 4 { continue }
-                guard rank(o) == 4 else { fits = false; break }
-                operands.append((p, k))
-            }
-            guard fits else { continue }
-            for (p, k) in operands {
-                let o = nodes[p].inputs[k]
-                var name = "\(o).\(nodes[p].name).untransposed", suffix = 1
-                while taken.contains(name) { name = "\(o).\(nodes[p].name).untransposed.\(suffix)"; suffix += 1 }
-                taken.insert(name)
-                inserted[p, default: []].append(Node(name: "\(nodes[p].name).operand_transpose", op: .transpose, inputs: [o],
-                                                     outputs: [name], attributes: Attributes(perm: back)))
-                nodes[p].inputs[k] = name
-            }
-            let first = chain.last?.node ?? si
-            nodes[first].inputs = nodes[first].inputs.map { $0 == nodes[start].outputs[0] ? nodes[start].inputs[0] : $0 }
-            nodes[si].attributes.axis = newAxis
-            nodes[si].outputs = nodes[ti].outputs
-            removed.formUnion([start, ti])
+            u.unwrap(softmax: si)
         }
-        guard !removed.isEmpty else { return model }
-        graph.nodes = nodes.indices.filter { !removed.contains($0) }.flatMap { (inserted[$0] ?? []) + [nodes[$0]] }
+        guard !u.removed.isEmpty else { return model }
+        graph.nodes = u.nodes.indices.filter { !u.removed.contains($0) }.flatMap { (u.inserted[$0] ?? []) + [u.nodes[$0]] }
         var m = model
         m.metadata.graph = graph
         return m
+    }
+}
+
+/// `GraphPasses.unwrapTransposedSoftmax` on one graph: what it knows of the graph, the nodes as they are rewritten,
+/// the transposes removed and those inserted before operands.
+private struct SoftmaxUnwrap {
+    var nodes: [Node]
+    let consumers: [String: Int], producer: [String: Int], outputs: Set<String>
+    let tensors: [String: StoredTensor]
+    var reader: [String: Int] = [:]
+    var removed = Set<Int>()
+    var inserted: [Int: [Node]] = [:]   // transposes of operands, placed before the node at the key
+    var taken: Set<String>
+    static let elementwise: Set<Op> = [.add, .sub, .mul, .div]
+
+    init(_ graph: Graph, _ tensors: [String: StoredTensor]) {
+        nodes = graph.nodes
+        consumers = GraphPasses.consumerCounts(graph)
+        producer = GraphPasses.producers(graph.nodes)
+        outputs = Set(graph.outputs)
+        self.tensors = tensors
+        for (i, n) in nodes.enumerated() { for input in n.inputs { reader[input] = i } }
+        taken = Set(nodes.flatMap { $0.outputs }).union(tensors.keys)
+    }
+
+    func soleReader(_ name: String) -> Int? {
+        consumers[name] == 1 && !outputs.contains(name) ? reader[name] : nil
+    }
+
+    /// A tensor's rank where the graph says it without shapes (nil: unknown).
+    func rank(_ name: String, depth: Int = 0) -> Int? {
+        if let t = tensors[name] { return t.shape.count }
+        guard depth < 8, let p = producer[name] else { return nil }
+        let n = nodes[p]
+        switch n.op {
+        case .transpose: return n.attributes.perm?.count
+        case .add, .sub, .mul, .div:
+            guard n.inputs.count == 2, let a = rank(n.inputs[0], depth: depth + 1),
+                  let b = rank(n.inputs[1], depth: depth + 1) else { return nil }
+            return max(a, b)
+        default: return nil
+        }
+    }
+
+    /// The chain of element-wise nodes (nearest the softmax first, with the index of each one's operand) from
+    /// `value`, read by node `reader` alone, up to a transpose by the inverse of `back`. Where both inputs of a
+    /// node are computed and read only there, the longer chain is the scores' (a mask's is a transpose away).
+    func walk(_ value: String, reader: Int, back: [Int], depth: Int = 0) -> (chain: [(node: Int, operand: Int)], start: Int)? {
+        guard depth < 16, let p = producer[value], soleReader(value) == reader, !removed.contains(p) else { return nil }
+        let n = nodes[p]
+        if n.op == .transpose, n.inputs.count == 1, n.attributes.activation == nil, let perm = n.attributes.perm,
+           perm.count == 4, back.map({ perm[$0] }) == Array(0..<4) {
+            return ([], p)
+        }
+        guard Self.elementwise.contains(n.op), n.inputs.count == 2, n.attributes.activation == nil else { return nil }
+        var best: (chain: [(node: Int, operand: Int)], start: Int)?
+        for k in n.inputs.indices where tensors[n.inputs[k]] == nil {
+            guard let found = walk(n.inputs[k], reader: p, back: back, depth: depth + 1),
+                  found.chain.count + 1 > best?.chain.count ?? 0 else { continue }
+            best = ([(p, 1 - k)] + found.chain, found.start)
+        }
+        return best
+    }
+
+    /// Rewrites the chain ending at softmax node `si`, when it fits.
+    mutating func unwrap(softmax si: Int) {
+        let s = nodes[si]
+        guard let ti = soleReader(s.outputs[0]), nodes[ti].op == .transpose, nodes[ti].inputs.count == 1,
+              nodes[ti].attributes.activation == nil, let back = nodes[ti].attributes.perm, back.count == 4,
+              Set(back) == Set(0..<4) else { return }
+        // Walk up the element-wise chain (softmax first) to the transpose that made the layout.
+        guard let (chain, start) = walk(s.inputs[0], reader: si, back: back) else { return }
+        let axis = s.attributes.axis ?? -1
+        guard let newAxis = back.firstIndex(of: axis < 0 ? axis + 4 : axis) else { return }
+        // Operands: a scalar constant broadcasts the same in either layout; a rank-4 one is read transposed.
+        var operands: [(node: Int, input: Int)] = []
+        for (p, k) in chain {
+            let o = nodes[p].inputs[k]
+            if let t = tensors[o], t.shape.reduce(1, *) == 1, t.shape.count <= 4 { continue }
+            guard rank(o) == 4 else { return }
+            operands.append((p, k))
+        }
+        for (p, k) in operands {
+            let o = nodes[p].inputs[k]
+            var name = "\(o).\(nodes[p].name).untransposed", suffix = 1
+            while taken.contains(name) { name = "\(o).\(nodes[p].name).untransposed.\(suffix)"; suffix += 1 }
+            taken.insert(name)
+            inserted[p, default: []].append(Node(name: "\(nodes[p].name).operand_transpose", op: .transpose, inputs: [o],
+                                                 outputs: [name], attributes: Attributes(perm: back)))
+            nodes[p].inputs[k] = name
+        }
+        let first = chain.last?.node ?? si
+        nodes[first].inputs = nodes[first].inputs.map { $0 == nodes[start].outputs[0] ? nodes[start].inputs[0] : $0 }
+        nodes[si].attributes.axis = newAxis
+        nodes[si].outputs = nodes[ti].outputs
+        removed.formUnion([start, ti])
     }
 }

@@ -20,30 +20,60 @@ extension ImageClassifierTrainer {
     func fitHead(train: inout [Featured], validation: inout [Featured], holdout: [Featured], labels: [String],
                  width: Int, outOfCore: Bool, emit: @escaping (PipelineEvent) -> Void,
                  cancellation: Cancellation) throws -> HeadFit {
-        let p = parameters
         guard !train.isEmpty else {
             throw PipelineError.badInput(file: data.location ?? "<memory>", reason: "no usable training images")
         }
         let labelIndex = Dictionary(labels.enumerated().map { ($1, $0) }, uniquingKeysWith: { a, _ in a })
-        let yTrain = train.map { labelIndex[$0.item.label] ?? 0 }
-        let yValidation = validation.map { labelIndex[$0.item.label] ?? 0 }
-        let nTrain = train.count, nValidation = validation.count, classes = labels.count
-        var options = LogisticRegressionOptions()
-        options.l2 = p.l2
-        options.maxIterations = p.maxIterations
-        options.balanceClasses = p.balanceClasses
-        options.earlyStoppingPatience = p.earlyStoppingPatience
-        options.l2Grid = p.l2Grid
-        options.tolerance = p.tolerance
-        options.selection = .logLoss
-        let fullIterations = options.maxIterations
-        // Not when fine-tuning follows: the validation split then chooses its epoch, and must be unseen.
-        let refitting = options.l2 == .auto && nValidation > 0 && p.fineTune == 0
-        // Choosing the strength needs the validation loss of each candidate, not a fully converged fit: the
-        // search stops each candidate early and the refit below converges.
-        if refitting { options.maxIterations = min(fullIterations, p.searchIterations) }
-        var refit = options
-        refit.maxIterations = fullIterations
+        let problem = HeadProblem(yTrain: train.map { labelIndex[$0.item.label] ?? 0 },
+                                  yValidation: validation.map { labelIndex[$0.item.label] ?? 0 }, classes: labels.count,
+                                  width: width, parameters: parameters, emit: emit, cancellation: cancellation)
+        let (standardizer, head, trainAccuracy) = outOfCore ? try fitOutOfCore(train + validation, problem)
+            : try fitInMemory(&train, &validation, problem)
+        var metrics = [String: Double]()
+        metrics["train.accuracy"] = trainAccuracy
+        metrics["validation.accuracy"] = head.validationAccuracy
+        // The holdout, standardised a block at a time (from memory, or read back from the cache out of core).
+        let yHoldout = holdout.map { labelIndex[$0.item.label] ?? 0 }
+        metrics["holdout.accuracy"] = try accuracy(head, rows: holdout.count, labels: yHoldout, width: width) { r in
+            let part = holdout[r]
+            return try standardizer.applied(
+                outOfCore ? try cachedRows(part, width: width) : matrix(part, width), rows: r.count)
+        }
+        metrics["l2"] = head.chosenL2
+        return HeadFit(standardizer: standardizer, head: head, metrics: metrics)
+    }
+
+    /// What the head is fitted to (labels of the training and validation rows, classes, width) and how: the
+    /// search's options and the refit's.
+    struct HeadProblem {
+        var yTrain: [Int], yValidation: [Int], classes: Int, width: Int
+        var options = LogisticRegressionOptions(), refit = LogisticRegressionOptions(), refitting = false
+        let emit: (PipelineEvent) -> Void
+        let cancellation: Cancellation
+        var nTrain: Int { yTrain.count }
+        var nValidation: Int { yValidation.count }
+        var progress: (IterationRecord) -> Void { { [emit] in emit(.iteration($0)) } }
+
+        init(yTrain: [Int], yValidation: [Int], classes: Int, width: Int, parameters p: ImageClassifierParameters,
+             emit: @escaping (PipelineEvent) -> Void, cancellation: Cancellation) {
+            (self.yTrain, self.yValidation, self.classes, self.width) = (yTrain, yValidation, classes, width)
+            (self.emit, self.cancellation) = (emit, cancellation)
+            options.l2 = p.l2
+            options.maxIterations = p.maxIterations
+            options.balanceClasses = p.balanceClasses
+            options.earlyStoppingPatience = p.earlyStoppingPatience
+            options.l2Grid = p.l2Grid
+            options.tolerance = p.tolerance
+            options.selection = .logLoss
+            let fullIterations = options.maxIterations
+            // Not when fine-tuning follows: the validation split then chooses its epoch, and must be unseen.
+            refitting = options.l2 == .auto && yValidation.count > 0 && p.fineTune == 0
+            // Choosing the strength needs the validation loss of each candidate, not a fully converged fit: the
+            // search stops each candidate early and the refit below converges.
+            if refitting { options.maxIterations = min(fullIterations, p.searchIterations) }
+            refit = options
+            refit.maxIterations = fullIterations
+        }
 
         /// The search (on training rows, scored on validation rows), then, when `refitting`, the refit of the
         /// chosen strength on training + validation rows from the chosen fit (the added rows move the optimum only
@@ -56,76 +86,70 @@ extension ImageClassifierTrainer {
             try cancellation.check()
             guard refitting else { return fitted }
             let chosen = fitted
+            var refit = refit
             refit.l2 = .fixed(chosen.chosenL2)
             fitted = try fit(false, refit, chosen)
             fitted.validationAccuracy = chosen.validationAccuracy
             fitted.validationLoss = chosen.validationLoss
             return fitted
         }
-        let progress: (IterationRecord) -> Void = { emit(.iteration($0)) }
+    }
 
-        var metrics = [String: Double]()
-        let standardizer: Standardizer, head: LogisticRegressionModel
-        if outOfCore {
-            // Training rows, then validation rows, in one scratch file beside the cache; memory holds blocks.
-            let rows = try FeatureRowFile(directory: cacheFolder, cols: width)
-            try copyCachedRows(train + validation, width: width, into: rows, cancellation: cancellation)
-            standardizer = try Standardizer.fit(file: rows, rows: nTrain)
-            try standardizer.apply(file: rows, rows: 0..<(nTrain + nValidation))
-            head = try searchAndRefit { search, o, warm in
-                search
-                    ? try LogisticRegression.fit(
-                        file: rows, rows: 0..<nTrain, labels: yTrain, classes: classes,
-                        validation: nValidation > 0 ? (nTrain..<(nTrain + nValidation), yValidation) : nil,
-                        options: o, progress: progress)
-                    : try LogisticRegression.fit(
-                        file: rows, rows: 0..<(nTrain + nValidation), labels: yTrain + yValidation, classes: classes,
-                        validation: nil, options: o, warmStart: warm, progress: nil)
-            }
-            metrics["train.accuracy"] = try accuracy(head, rows: nTrain, labels: yTrain, width: width) { r in
-                var block = [Float](repeating: 0, count: r.count * width)
-                try block.withUnsafeMutableBufferPointer { try rows.read(rows: r, into: $0.baseAddress!) }
-                return block
-            }
-        } else {
-            // Memory: one matrix for training + validation rows (room reserved up front, so appending the
-            // validation rows for the refit never copies it), standardised in place; the per-image copies are
-            // released once they are in it. 60,000 Fashion-MNIST images peaked at 1.09 GiB before this, with four
-            // full copies.
-            var x = [Float]()
-            x.reserveCapacity((nTrain + nValidation) * width)
-            for r in train { x += r.features }
-            standardizer = try Standardizer.fit(x: x, rows: nTrain, cols: width)
-            try standardizer.apply(&x, rows: nTrain)
-            let xValidation = validation.isEmpty ? [] : try standardizer.applied(matrix(validation, width), rows: nValidation)
-            train = train.map { Featured(item: $0.item, sha256: $0.sha256, key: $0.key, features: []) }
-            validation = validation.map { Featured(item: $0.item, sha256: $0.sha256, key: $0.key, features: []) }
-            head = try searchAndRefit { search, o, warm in
-                if search {
-                    return try LogisticRegression.fit(
-                        x: x, rows: nTrain, cols: width, labels: yTrain, classes: classes,
-                        validation: nValidation > 0 ? (xValidation, nValidation, yValidation) : nil, options: o,
-                        progress: progress)
-                }
-                x.append(contentsOf: xValidation)
-                return try LogisticRegression.fit(
-                    x: x, rows: nTrain + nValidation, cols: width, labels: yTrain + yValidation, classes: classes,
+    /// Training rows, then validation rows, in one scratch file beside the cache; memory holds blocks.
+    private func fitOutOfCore(_ items: [Featured], _ h: HeadProblem) throws -> (Standardizer, LogisticRegressionModel, Double?) {
+        let (nTrain, nValidation, width) = (h.nTrain, h.nValidation, h.width)
+        let rows = try FeatureRowFile(directory: cacheFolder, cols: width)
+        try copyCachedRows(items, width: width, into: rows, cancellation: h.cancellation)
+        let standardizer = try Standardizer.fit(file: rows, rows: nTrain)
+        try standardizer.apply(file: rows, rows: 0..<(nTrain + nValidation))
+        let head = try h.searchAndRefit { search, o, warm in
+            search
+                ? try LogisticRegression.fit(
+                    file: rows, rows: 0..<nTrain, labels: h.yTrain, classes: h.classes,
+                    validation: nValidation > 0 ? (nTrain..<(nTrain + nValidation), h.yValidation) : nil,
+                    options: o, progress: h.progress)
+                : try LogisticRegression.fit(
+                    file: rows, rows: 0..<(nTrain + nValidation), labels: h.yTrain + h.yValidation, classes: h.classes,
                     validation: nil, options: o, warmStart: warm, progress: nil)
-            }
-            metrics["train.accuracy"] = try accuracy(head, rows: nTrain, labels: yTrain, width: width) { r in
-                Array(x[(r.lowerBound * width)..<(r.upperBound * width)])
-            }
         }
-        metrics["validation.accuracy"] = head.validationAccuracy
-        // The holdout, standardised a block at a time (from memory, or read back from the cache out of core).
-        let yHoldout = holdout.map { labelIndex[$0.item.label] ?? 0 }
-        metrics["holdout.accuracy"] = try accuracy(head, rows: holdout.count, labels: yHoldout, width: width) { r in
-            let part = holdout[r]
-            return try standardizer.applied(
-                outOfCore ? try cachedRows(part, width: width) : matrix(part, width), rows: r.count)
+        let trainAccuracy = try accuracy(head, rows: nTrain, labels: h.yTrain, width: width) { r in
+            var block = [Float](repeating: 0, count: r.count * width)
+            try block.withUnsafeMutableBufferPointer { try rows.read(rows: r, into: $0.baseAddress!) }
+            return block
         }
-        metrics["l2"] = head.chosenL2
-        return HeadFit(standardizer: standardizer, head: head, metrics: metrics)
+        return (standardizer, head, trainAccuracy)
+    }
+
+    /// Memory: one matrix for training + validation rows (room reserved up front, so appending the validation rows
+    /// for the refit never copies it), standardised in place; the per-image copies are released once they are in
+    /// it. 60,000 Fashion-MNIST images peaked at 1.09 GiB before this, with four full copies.
+    private func fitInMemory(_ train: inout [Featured], _ validation: inout [Featured],
+                             _ h: HeadProblem) throws -> (Standardizer, LogisticRegressionModel, Double?) {
+        let (nTrain, nValidation, width) = (h.nTrain, h.nValidation, h.width)
+        var x = [Float]()
+        x.reserveCapacity((nTrain + nValidation) * width)
+        for r in train { x += r.features }
+        let standardizer = try Standardizer.fit(x: x, rows: nTrain, cols: width)
+        try standardizer.apply(&x, rows: nTrain)
+        let xValidation = validation.isEmpty ? [] : try standardizer.applied(matrix(validation, width), rows: nValidation)
+        train = train.map { Featured(item: $0.item, sha256: $0.sha256, key: $0.key, features: []) }
+        validation = validation.map { Featured(item: $0.item, sha256: $0.sha256, key: $0.key, features: []) }
+        let head = try h.searchAndRefit { search, o, warm in
+            if search {
+                return try LogisticRegression.fit(
+                    x: x, rows: nTrain, cols: width, labels: h.yTrain, classes: h.classes,
+                    validation: nValidation > 0 ? (xValidation, nValidation, h.yValidation) : nil, options: o,
+                    progress: h.progress)
+            }
+            x.append(contentsOf: xValidation)
+            return try LogisticRegression.fit(
+                x: x, rows: nTrain + nValidation, cols: width, labels: h.yTrain + h.yValidation, classes: h.classes,
+                validation: nil, options: o, warmStart: warm, progress: nil)
+        }
+        let trainAccuracy = try accuracy(head, rows: nTrain, labels: h.yTrain, width: width) { r in
+            Array(x[(r.lowerBound * width)..<(r.upperBound * width)])
+        }
+        return (standardizer, head, trainAccuracy)
     }
 
     /// The rows of `items` (features in memory) as one row-major matrix.

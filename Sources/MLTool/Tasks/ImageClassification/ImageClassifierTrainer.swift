@@ -90,6 +90,23 @@ public struct ImageClassifierTrainer: Sendable {
             tensors = try Self.writeBack(tuned.top, names: t.parameterNames, nodes: &nodes, tensors: tensors)
         }
         let fitSeconds = Date().timeIntervalSince(fitStart)
+        let root = (URL(fileURLWithPath: testSet?.source ?? dataset.source).path as NSString).standardizingPath
+        let split = Self.splitManifest(root: root, train: train, validationCount: validation.count, holdout: holdout, seed: p.seed)
+        let model = assemble(extractor, nodes: nodes, tensors: tensors, inputs: graph.inputs, labels: labels, metrics: metrics,
+                             head: (standardizer, head), width: width, split: split)
+        return TrainingResult(
+            model: model, metrics: metrics, trainCount: train.count, validationCount: validation.count,
+            holdoutCount: holdout.count, l2: head.chosenL2, iterations: head.iterations, stopReason: head.stopReason,
+            extractedCount: extraction.extracted, featureSeconds: extraction.seconds, fitSeconds: fitSeconds,
+            totalSeconds: Date().timeIntervalSince(started), outOfCore: extraction.outOfCore,
+            inputs: dataset.items.map(\.path) + holdoutItems.map(\.path) + [extractor.path])
+    }
+
+    /// The model: extractor up to the features (`nodes`, its top fine-tuned), then standardisation, dense + softmax.
+    private func assemble(_ extractor: FeatureExtractor, nodes: [Node], tensors: [StoredTensor], inputs: [GraphInput], labels: [String],
+                          metrics: [String: Double], head fit: (standardizer: Standardizer, head: LogisticRegressionModel),
+                          width: Int, split: SplitManifest) -> Model {
+        let (standardizer, head) = fit
         let headNodes = [
             Node(name: "head.center", op: .sub, inputs: [extractor.featureTensor, "head.mean"], outputs: ["head.centered"]),
             Node(name: "head.scale", op: .mul, inputs: ["head.centered", "head.inverseStd"], outputs: ["head.standardized"]),
@@ -98,36 +115,35 @@ public struct ImageClassifierTrainer: Sendable {
                  attributes: Attributes(axis: -1)),
         ]
         var md = ModelMetadata(task: .imageClassifier,
-                               graph: Graph(inputs: graph.inputs, outputs: ["probabilities"], nodes: nodes + headNodes,
+                               graph: Graph(inputs: inputs, outputs: ["probabilities"], nodes: nodes + headNodes,
                                             sourceLayout: "nhwc"),
                                labels: labels)
-        md.name = p.name
+        md.name = parameters.name
         md.outputKind = "probabilities"
         md.featureTensor = extractor.featureTensor
         md.image = extractor.preprocessing
         md.metrics = metrics
-        md.provenance = Provenance(sources: [Provenance.Source(path: extractor.path, sha256: extractor.digest)], seed: p.seed,
+        md.provenance = Provenance(sources: [Provenance.Source(path: extractor.path, sha256: extractor.digest)], seed: parameters.seed,
                                    command: command())
-        let root = (URL(fileURLWithPath: testSet?.source ?? dataset.source).path as NSString).standardizingPath
-        md.split = SplitManifest(
-            root: root,
-            holdout: holdout.map { SplitManifest.Item(path: SplitManifest.relative($0.item.path, to: root), label: $0.item.label, sha256: $0.sha256) },
-            trainCount: train.count, validationCount: validation.count, seed: p.seed,
-            calibration: SplitManifest.spread(train, count: SplitManifest.calibrationCount).map {
-                SplitManifest.Item(path: SplitManifest.relative($0.item.path, to: root), label: $0.item.label, sha256: $0.sha256)
-            })
-        let model = Model(metadata: md, tensors: tensors + [
+        md.split = split
+        return Model(metadata: md, tensors: tensors + [
             StoredTensor(name: "head.mean", tensor: Tensor(shape: [width], data: standardizer.mean)),
             StoredTensor(name: "head.inverseStd", tensor: Tensor(shape: [width], data: standardizer.std.map { 1 / $0 })),
             StoredTensor(name: "head.weights", tensor: Tensor(shape: [width, labels.count], data: head.weights)),
             StoredTensor(name: "head.bias", tensor: Tensor(shape: [labels.count], data: head.bias)),
         ])
-        return TrainingResult(
-            model: model, metrics: metrics, trainCount: train.count, validationCount: validation.count,
-            holdoutCount: holdout.count, l2: head.chosenL2, iterations: head.iterations, stopReason: head.stopReason,
-            extractedCount: extraction.extracted, featureSeconds: extraction.seconds, fitSeconds: fitSeconds,
-            totalSeconds: Date().timeIntervalSince(started), outOfCore: extraction.outOfCore,
-            inputs: dataset.items.map(\.path) + holdoutItems.map(\.path) + [extractor.path])
+    }
+
+    /// The holdout's items and a calibration sample of the training items, relative to `root`.
+    private static func splitManifest(root: String, train: [Featured], validationCount: Int, holdout: [Featured],
+                                      seed: UInt64) -> SplitManifest {
+        SplitManifest(
+            root: root,
+            holdout: holdout.map { SplitManifest.Item(path: SplitManifest.relative($0.item.path, to: root), label: $0.item.label, sha256: $0.sha256) },
+            trainCount: train.count, validationCount: validationCount, seed: seed,
+            calibration: SplitManifest.spread(train, count: SplitManifest.calibrationCount).map {
+                SplitManifest.Item(path: SplitManifest.relative($0.item.path, to: root), label: $0.item.label, sha256: $0.sha256)
+            })
     }
 
     /// What training works on: the data set, the test set, the extractor and the items of each split.
@@ -217,128 +233,19 @@ public struct ImageClassifierTrainer: Sendable {
                  emit: (PipelineEvent) -> Void, cancellation: Cancellation) throws -> Extraction {
         let p = parameters
         let extractStart = Date()
-        var extractedCount = 0
-        let cache = FeatureCache(directory: cacheFolder)
-        var failures = [DataError]()
-        var failedPaths = Set<String>()
-        var failedItems = [String]()
-        let digest = extractor.digest
-        // The tool version is part of the key: a release whose kernels round differently never mixes its
-        // features with an older release's cached ones.
-        let preprocessingKey = extractor.preprocessor.digest + "|" + extractor.featureTensor + "|mltool " + MLToolInfo.version
         let plain: [(String, Augmentation?)] = [("none", nil)]
         let augmented = plain + p.augmentations.map { ($0.variant(seed: p.seed), $0) }
         let rowCount = trainItems.count * augmented.count + validationItems.count + holdoutItems.count
-        var width: Int?, keep = true
-        /// What to keep of a row: all of it while the in-memory head fits the budget (decided at the first row).
-        func kept(_ f: [Float]) -> [Float] {
-            if width == nil {
-                width = f.count
-                keep = !HeadMemory.outOfCore(rows: rowCount, width: f.count, budget: keepWithin)
-            }
-            return keep ? f : []
+        return try withoutActuallyEscaping(emit) { emit in
+            let run = FeatureRun(extractor: extractor, parameters: p, cache: FeatureCache(directory: cacheFolder), owns: owns,
+                                 rowCount: rowCount, keepWithin: keepWithin, emit: emit, cancellation: cancellation)
+            let train = try run.featurize(trainItems, variants: augmented, label: "train")
+            let validation = try run.featurize(validationItems, variants: plain, label: "validation")
+            let holdout = try run.featurize(holdoutItems, variants: plain, label: "holdout")
+            return Extraction(train: train, validation: validation, holdout: holdout, width: run.width, outOfCore: !run.keep,
+                              failures: run.failures,
+                              failedPaths: run.failedPaths, failedItems: run.failedItems, extracted: run.extractedCount,
+                              seconds: Date().timeIntervalSince(extractStart))
         }
-        func record(_ e: DataError, _ path: String) throws {
-            if p.strict { throw e }
-            failures.append(e)
-            failedPaths.insert(path)
-            failedItems.append(path)
-        }
-        func featurize(_ items: [ImageItem], variants: [(String, Augmentation?)], label: String) throws -> [Featured] {
-            // One slot per (item, variant) in data set order, so the result never depends on what was cached.
-            var slots = [Featured?](repeating: nil, count: items.count * variants.count)
-            var pending = [(slot: Int, input: [Float], key: String)]()
-            let stage = "extracting \(label)", total = (owns.map { items.filter($0).count } ?? items.count) * variants.count
-            // Double buffering: a full batch runs through the network on a thread of its own while this one decodes
-            // and preprocesses the next; its features are stored (cache, slots) when the next batch is handed over.
-            var inFlight: (rows: [(slot: Int, key: String)], work: BackgroundWork<[[Float]]>)?
-            defer { inFlight?.work.wait() }  // an error or a cancellation never leaves the network running
-            func collect() throws {
-                guard let batch = inFlight else { return }
-                inFlight = nil
-                let feats = try batch.work.value()
-                for (p, f) in zip(batch.rows, feats) {
-                    try cache.put(key: p.key, features: f)
-                    slots[p.slot]?.features = kept(f)
-                }
-                extractedCount += batch.rows.count
-                emit(.progress(label: stage, advanced: batch.rows.count, total: total))
-            }
-            func flush() throws {
-                try collect()
-                guard !pending.isEmpty else { return }
-                let inputs = pending.map(\.input)
-                inFlight = (pending.map { ($0.slot, $0.key) }, BackgroundWork { try extractor.features(inputs) })
-                pending.removeAll(keepingCapacity: true)
-            }
-            var start = 0
-            while start < items.count {
-                try cancellation.check()
-                // Reading, hashing and cache look-ups run on every core, a bounded chunk at a time (no pixels kept).
-                let chunk = Array(items[start..<min(items.count, start + 256)])
-                let found = Slots<Lookup>(count: chunk.count)
-                DispatchQueue.concurrentPerform(iterations: chunk.count) { i in
-                    var l = Lookup()
-                    if let owns, !owns(chunk[i]) {
-                        l.skipped = true
-                        found.set(i, l)
-                        return
-                    }
-                    do {
-                        let bytes = try ImageDecoder.readFile(chunk[i].path)
-                        l.hash = SHA256.hex(bytes)
-                        l.keys = variants.map { v in
-                            FeatureCache.key(contentHash: l.hash, extractor: digest, preprocessing: preprocessingKey,
-                                             variant: v.0)
-                        }
-                        l.hits = l.keys.map { cache.get(key: $0) }
-                    } catch let e as DataError {
-                        l.error = e
-                    } catch {
-                        l.error = DataError.cannotRead(file: chunk[i].path, reason: "\(error)")
-                    }
-                    found.set(i, l)
-                }
-                // Every task stores a look-up, so there is one per item, in order.
-                for (offset, (item, l)) in zip(chunk, found.values).enumerated() {
-                    let index = start + offset
-                    if l.skipped { continue }
-                    if let e = l.error { try record(e, item.path); continue }
-                    var decoded: RGBImage?
-                    for (v, (_, aug)) in variants.enumerated() {
-                        let slot = index * variants.count + v
-                        if let f = l.hits[v] {
-                            slots[slot] = Featured(item: item, sha256: l.hash, key: l.keys[v], features: kept(f))
-                            emit(.progress(label: stage, advanced: 1, total: total))
-                            continue
-                        }
-                        do {
-                            if decoded == nil { decoded = try ImageDecoder.decode(path: item.path, maxPixels: p.maxPixels) }
-                        } catch let e as DataError {
-                            try record(e, item.path); break
-                        }
-                        guard var image = decoded else { break }
-                        // The draw comes from the content, like the cache key: seeding it from the item's position
-                        // would let an entry computed before files were added stand for a different draw.
-                        if let a = aug { image = a.apply(to: image, seed: p.seed &+ (UInt64(l.hash.prefix(16), radix: 16) ?? 0)) }
-                        slots[slot] = Featured(item: item, sha256: l.hash, key: l.keys[v], features: [])
-                        pending.append((slot, try extractor.preprocessor.process(image), l.keys[v]))
-                        if pending.count == 32 { try flush() }
-                    }
-                }
-                start += chunk.count
-            }
-            try flush()
-            try collect()
-            emit(.progressFinished(label: stage))
-            return slots.compactMap { $0 }
-        }
-        let train = try featurize(trainItems, variants: augmented, label: "train")
-        let validation = try featurize(validationItems, variants: plain, label: "validation")
-        let holdout = try featurize(holdoutItems, variants: plain, label: "holdout")
-        return Extraction(train: train, validation: validation, holdout: holdout, width: width, outOfCore: !keep,
-                          failures: failures,
-                          failedPaths: failedPaths, failedItems: failedItems, extracted: extractedCount,
-                          seconds: Date().timeIntervalSince(extractStart))
     }
 }

@@ -77,7 +77,6 @@ public struct ObjectDetectorTrainer: Sendable {
 
     public func train(progress: ((PipelineEvent) -> Void)? = nil) throws -> ObjectDetectorTrainingResult {
         let started = DispatchTime.now().uptimeNanoseconds
-        func seconds(since t: UInt64) -> Double { Double(DispatchTime.now().uptimeNanoseconds - t) / 1e9 }
         let emit = progress ?? { _ in }
         let p = parameters
         try p.validate()
@@ -129,34 +128,9 @@ public struct ObjectDetectorTrainer: Sendable {
         model.metadata.name = p.name
         model.metadata.provenance = Provenance(sources: [Provenance.Source(path: extractor.path, sha256: extractor.digest)], seed: p.seed,
                                                command: ObjectDetectionTask.Setup(data: data, test: test, parameters: p).command(ObjectDetectionTask.options))
-        // The photos evaluated on — the test data, else the holdout — with their boxes (docs/FORMAT.md 4.4), so
-        // `mltool eval` needs only the photos, as for image classifiers.
-        let root = (URL(fileURLWithPath: testSet?.source ?? dataset.source).path as NSString).standardizingPath
-        var isFolder: ObjCBool = false
-        let rootFolder = FileManager.default.fileExists(atPath: root, isDirectory: &isFolder) && isFolder.boolValue
-            ? root : (root as NSString).deletingLastPathComponent
-        func recorded(_ photo: AnnotatedImage) throws -> SplitManifest.Item {
-            SplitManifest.Item(path: SplitManifest.relative(photo.path, to: rootFolder), label: ObjectDetection.holdoutLabel(photo.objects),
-                               sha256: try SHA256.hex(fileAt: photo.path))
-        }
-        model.metadata.split = SplitManifest(
-            root: rootFolder, holdout: try evaluationPhotos.map(recorded), trainCount: fitPhotos.count,
-            validationCount: validationPhotos.count, seed: p.seed,
-            calibration: try SplitManifest.spread(fitPhotos, count: SplitManifest.calibrationCount / 2).map(recorded))
-        var evaluation: DetectionEvaluation?
-        if !evaluationPhotos.isEmpty {
-            let t2 = DispatchTime.now().uptimeNanoseconds
-            var e = DetectorEvaluator.Parameters()
-            e.minConfidence = p.evaluationThreshold
-            e.threads = p.threads
-            evaluation = try DetectorEvaluator.evaluate(model: model, photos: evaluationPhotos, parameters: e, emit: emit).0
-            emit(.phase("evaluate", seconds: seconds(since: t2)))
-            if let e = evaluation {
-                let prefix = testSet == nil ? "holdout" : "test"
-                model.metadata.metrics[prefix + ".mAP50"] = e.mAP50
-                model.metadata.metrics[prefix + ".mAP50to95"] = e.mAP50to95
-            }
-        }
+        model.metadata.split = try Self.splitManifest(source: testSet?.source ?? dataset.source, evaluated: evaluationPhotos,
+                                                      fit: fitPhotos, validationCount: validationPhotos.count, seed: p.seed)
+        let evaluation = try evaluate(&model, on: evaluationPhotos, prefix: testSet == nil ? "holdout" : "test", emit: emit)
         if let v = validationMAP { model.metadata.metrics["validation.mAP50"] = v }
         let inputs = [data] + (test.map { [$0] } ?? []) + dataset.images.map(\.path) + (testSet?.images.map(\.path) ?? [])
         return ObjectDetectorTrainingResult(
@@ -165,6 +139,45 @@ public struct ObjectDetectorTrainer: Sendable {
             featureSeconds: featureSeconds, fitSeconds: fitSeconds, totalSeconds: seconds(since: started),
             validationMAP50: validationMAP, skipped: skipped, inputs: inputs + [extractor.path])
     }
+
+    /// The photos evaluated on — the test data, else the holdout — with their boxes (docs/FORMAT.md 4.4), so
+    /// `mltool eval` needs only the photos, as for image classifiers; a calibration sample of the training photos.
+    static func splitManifest(source: String, evaluated: [AnnotatedImage], fit: [AnnotatedImage], validationCount: Int,
+                              seed: UInt64) throws -> SplitManifest {
+        let root = (URL(fileURLWithPath: source).path as NSString).standardizingPath
+        var isFolder: ObjCBool = false
+        let rootFolder = FileManager.default.fileExists(atPath: root, isDirectory: &isFolder) && isFolder.boolValue
+            ? root : (root as NSString).deletingLastPathComponent
+        func recorded(_ photo: AnnotatedImage) throws -> SplitManifest.Item {
+            SplitManifest.Item(path: SplitManifest.relative(photo.path, to: rootFolder), label: ObjectDetection.holdoutLabel(photo.objects),
+                               sha256: try SHA256.hex(fileAt: photo.path))
+        }
+        return SplitManifest(
+            root: rootFolder, holdout: try evaluated.map(recorded), trainCount: fit.count,
+            validationCount: validationCount, seed: seed,
+            calibration: try SplitManifest.spread(fit, count: SplitManifest.calibrationCount / 2).map(recorded))
+    }
+
+    /// The model evaluated on `photos` (with itself: what `predict` and `eval` will run), its mAPs recorded as
+    /// `prefix`.mAP50 and `prefix`.mAP50to95.
+    private func evaluate(_ model: inout Model, on photos: [AnnotatedImage], prefix: String,
+                          emit: @escaping (PipelineEvent) -> Void) throws -> DetectionEvaluation? {
+        let p = parameters
+        guard !photos.isEmpty else { return nil }
+        let t2 = DispatchTime.now().uptimeNanoseconds
+        var e = DetectorEvaluator.Parameters()
+        e.minConfidence = p.evaluationThreshold
+        e.threads = p.threads
+        let evaluation: DetectionEvaluation? = try DetectorEvaluator.evaluate(model: model, photos: photos, parameters: e, emit: emit).0
+        emit(.phase("evaluate", seconds: seconds(since: t2)))
+        if let e = evaluation {
+            model.metadata.metrics[prefix + ".mAP50"] = e.mAP50
+            model.metadata.metrics[prefix + ".mAP50to95"] = e.mAP50to95
+        }
+        return evaluation
+    }
+
+    private func seconds(since t: UInt64) -> Double { Double(DispatchTime.now().uptimeNanoseconds - t) / 1e9 }
 
     /// A seeded share `fraction` of `photos` (in their original order) and the rest.
     static func split(_ photos: [AnnotatedImage], fraction: Double, seed: UInt64) -> (rest: [AnnotatedImage], taken: [AnnotatedImage]) {

@@ -43,12 +43,7 @@ public struct SoundClassifierTrainer: Sendable {
         let (dataset, testSet) = (try Self.dataset(data), try testData.map(Self.dataset))
         let validationSet = try validationData.map(Self.dataset)
         for w in try dataset.preflight() { emit(.warning(w)) }
-        for t in [testSet, validationSet].compactMap({ $0 }) {
-            let unknown = Set(t.items.map(\.label)).subtracting(dataset.labels)
-            if !unknown.isEmpty {
-                throw PipelineError.badInput(file: t.source, reason: "labels not in the training data: \(unknown.sorted().joined(separator: ", "))")
-            }
-        }
+        for t in [testSet, validationSet].compactMap({ $0 }) { try Self.checkLabels(t, known: dataset.labels) }
         let features = try SoundFeatures(explicit: p.embedding, threads: p.threads, cacheDirectory: p.cacheDirectory)
         let (trainItems, validationItems, holdoutItems) = try split(dataset, testSet: testSet, validationSet: validationSet)
         let labelIndex = Dictionary(dataset.labels.enumerated().map { ($1, $0) }, uniquingKeysWith: { a, _ in a })
@@ -94,13 +89,7 @@ public struct SoundClassifierTrainer: Sendable {
 
         // The refit on training + validation recordings with the chosen strength.
         let fitStart = Date()
-        var head = chosen.head
-        if !chosen.validation.labels.isEmpty {
-            var refit = headOptions
-            refit.l2 = .fixed(head.model.chosenL2)
-            head = try fitHead(train: chosen.train + chosen.validation, validation: Clips(), classes: classes, options: refit, emit: emit)
-            head.model.validationAccuracy = chosen.head.model.validationAccuracy
-        }
+        let head = try refit(chosen.head, train: chosen.train, validation: chosen.validation, classes: classes, emit: emit)
         let holdout = try clips(holdoutItems, chosen.windowing, "extracting holdout")
         var metrics = [String: Double]()
         metrics["train.accuracy"] = try head.score(chosen.train)?.accuracy
@@ -119,6 +108,24 @@ public struct SoundClassifierTrainer: Sendable {
             stopReason: head.model.stopReason, extractedCount: 0, featureSeconds: featureSeconds, fitSeconds: fitSeconds,
             totalSeconds: Date().timeIntervalSince(started),
             inputs: dataset.items.map(\.path) + holdoutItems.map(\.path) + [features.path])
+    }
+
+    /// Test or validation recordings hold no label the training data lacks.
+    private static func checkLabels(_ t: ImageDataset, known: [String]) throws {
+        let unknown = Set(t.items.map(\.label)).subtracting(known)
+        if !unknown.isEmpty {
+            throw PipelineError.badInput(file: t.source, reason: "labels not in the training data: \(unknown.sorted().joined(separator: ", "))")
+        }
+    }
+
+    /// With validation recordings, `head` refitted on training + validation recordings with its strength.
+    private func refit(_ chosen: Head, train: Clips, validation: Clips, classes: Int, emit: @escaping (PipelineEvent) -> Void) throws -> Head {
+        guard !validation.labels.isEmpty else { return chosen }
+        var refit = headOptions
+        refit.l2 = .fixed(chosen.model.chosenL2)
+        var head = try fitHead(train: train + validation, validation: Clips(), classes: classes, options: refit, emit: emit)
+        head.model.validationAccuracy = chosen.model.validationAccuracy
+        return head
     }
 
     /// The audio files of a label-folder tree or table (other files are left out).

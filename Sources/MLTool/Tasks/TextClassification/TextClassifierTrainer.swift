@@ -35,22 +35,11 @@ public struct TextClassifierTrainer: Sendable {
             emit(.phase(name, seconds: now.timeIntervalSince(lap)))
             lap = now
         }
-        _ = try parameters.textConfig()  // bad settings fail before any file is read
-        // The training and test files are read side by side; a problem in the training data is reported first.
-        let (data, testData) = (self.data, self.testData)
-        let (dataset, testSet) = try Parallel.both({ try data.textDataset() }, { try testData.map { try $0.textDataset() } })
-        if dataset.skippedEmpty > 0 { emit(.skippedDocuments(source: dataset.source, count: dataset.skippedEmpty)) }
-        for w in try dataset.preflight() { emit(.warning(w)) }
+        let (dataset, testSet) = try load(emit: emit)
         // The features follow the documents' length (`TextClassifierParameters.shortTexts`).
         let resolved = parameters.resolvingShortTexts(dataset.items.map(\.text))
         phase("load")
-        if let t = testSet {
-            if t.skippedEmpty > 0 { emit(.skippedDocuments(source: t.source, count: t.skippedEmpty)) }
-            let unknown = Set(t.items.map(\.label)).subtracting(dataset.labels)
-            if !unknown.isEmpty {
-                throw PipelineError.badInput(file: t.source, reason: "labels not in the training data: \(unknown.sorted().joined(separator: ", "))")
-            }
-        }
+        if let t = testSet { try Self.checkTestSet(t, labels: dataset.labels, emit: emit) }
         try cancellation.check()
 
         let (train, validation, holdout) = try Self.split(dataset, testSet: testSet, parameters)
@@ -75,24 +64,77 @@ public struct TextClassifierTrainer: Sendable {
         }
         let chosen = Self.choose(fits)
         if resolved.short { emit(.note(Self.shortTextNote(fits, chosen: chosen, medianWords: resolved.medianWords))) }
-        let p = fits[chosen].parameters, config = fits[chosen].config, fitted = fits[chosen].fitted
-        let fitMatrix = fits[chosen].fitMatrix, corpus = fits[chosen].corpus
-        var head = fits[chosen].head
-        let featureSeconds = fits.map(\.featureSeconds).reduce(0, +)
-        let trainCount = refits ? train.count + validation.count : train.count
-        let holdoutRows = Array((train.count + validation.count)..<corpus.documentCount)
+        let fit = fits[chosen], featureSeconds = fits.map(\.featureSeconds).reduce(0, +)
         fits = []
+        let final = try Self.refit(fit, splits, options: refits ? options : nil, yAll: y(train + validation), classes: labels.count,
+                                   source: testSet?.source ?? dataset.source)
+        let head = final.head
+        let fitSeconds = Date().timeIntervalSince(fitStart)
+        phase("refit")
+
+        var metrics = try Self.metrics(head, labels: labels, train: refits ? nil : (train, fit.fitMatrix),
+                                       holdout: (holdout, final.holdoutMatrix))
+        metrics["validation.accuracy"] = head.validationAccuracy
+        phase("metrics")
+
+        // The model: no graph; the text section names the tensors.
+        var md = ModelMetadata(task: .textClassifier, labels: labels)
+        md.name = fit.parameters.name
+        md.outputKind = "probabilities"
+        md.text = fit.config
+        md.metrics = metrics
+        md.provenance = Provenance(seed: fit.parameters.seed, command: command())
+        md.split = final.manifest
+        let d = fit.fitted.featureCount
+        let tensors = Self.tensors(fit.config, head: head, features: d, classes: labels.count, idf: fit.fitted.idf,
+                                   vocabulary: final.vocabularyBytes)
+        let inputs = [dataset.source] + (testSet.map { [$0.source] } ?? [])
+        return TrainingResult(
+            model: Model(metadata: md, tensors: tensors), metrics: metrics, trainCount: train.count,
+            validationCount: validation.count, holdoutCount: holdout.count, l2: head.chosenL2,
+            iterations: head.iterations, stopReason: head.stopReason, extractedCount: 0, featureSeconds: featureSeconds,
+            fitSeconds: fitSeconds, totalSeconds: Date().timeIntervalSince(started), featureCount: d, inputs: inputs)
+    }
+
+    /// The training and test files, read side by side; a problem in the training data is reported first.
+    private func load(emit: (PipelineEvent) -> Void) throws -> (TextDataset, TextDataset?) {
+        _ = try parameters.textConfig()  // bad settings fail before any file is read
+        let (data, testData) = (self.data, self.testData)
+        let (dataset, testSet) = try Parallel.both({ try data.textDataset() }, { try testData.map { try $0.textDataset() } })
+        if dataset.skippedEmpty > 0 { emit(.skippedDocuments(source: dataset.source, count: dataset.skippedEmpty)) }
+        for w in try dataset.preflight() { emit(.warning(w)) }
+        return (dataset, testSet)
+    }
+
+    /// Test data holds no label the training data lacks.
+    private static func checkTestSet(_ t: TextDataset, labels: [String], emit: (PipelineEvent) -> Void) throws {
+        if t.skippedEmpty > 0 { emit(.skippedDocuments(source: t.source, count: t.skippedEmpty)) }
+        let unknown = Set(t.items.map(\.label)).subtracting(labels)
+        if !unknown.isEmpty {
+            throw PipelineError.badInput(file: t.source, reason: "labels not in the training data: \(unknown.sorted().joined(separator: ", "))")
+        }
+    }
+
+    /// The chosen fit's head, refitted (when `options`, the search's) at its strength on training + validation
+    /// documents; and, beside it, the holdout rows, the split manifest and the vocabulary bytes.
+    private static func refit(_ fit: FeatureFit, _ s: Splits, options: LogisticRegressionOptions?, yAll: [Int], classes: Int,
+                              source: String) throws
+        -> (head: LogisticRegressionModel, holdoutMatrix: CSRMatrix?, manifest: SplitManifest, vocabularyBytes: [UInt8]) {
+        let refits = options != nil
+        var head = fit.head
+        let trainCount = refits ? s.train.count + s.validation.count : s.train.count
+        let holdoutRows = Array((s.train.count + s.validation.count)..<fit.corpus.documentCount)
         // The refit on one core; the holdout rows, the split manifest and the vocabulary bytes on the other.
         var refit = options
-        refit.l2 = .fixed(head.chosenL2)
-        let refitOptions = refit, yAll = y(train + validation), classCount = labels.count
-        let source = testSet?.source ?? dataset.source, validationCount = validation.count, seed = p.seed
-        let heldOut = holdout
-        let storeVocabulary = config.vocabularyTensor != nil
+        refit?.l2 = .fixed(head.chosenL2)
+        let refitOptions = refit, fitMatrix = fit.fitMatrix, corpus = fit.corpus, fitted = fit.fitted
+        let validationCount = s.validation.count, seed = fit.parameters.seed
+        let heldOut = s.holdout
+        let storeVocabulary = fit.config.vocabularyTensor != nil
         let (refitted, (holdoutMatrix, manifest, vocabularyBytes)) = try Parallel.both({ () -> LogisticRegressionModel? in
-            guard refits else { return nil }
+            guard let refitOptions else { return nil }
             // The validation split chose the strength; the final model learns from training + validation documents.
-            return try LogisticRegression.fit(sparse: fitMatrix, labels: yAll, classes: classCount, validation: nil,
+            return try LogisticRegression.fit(sparse: fitMatrix, labels: yAll, classes: classes, validation: nil,
                                               options: refitOptions, progress: nil)
         }, {
             (holdoutRows.isEmpty ? nil : corpus.rows(holdoutRows, fitted),
@@ -104,30 +146,7 @@ public struct TextClassifierTrainer: Sendable {
             refitted.validationAccuracy = head.validationAccuracy
             head = refitted
         }
-        let fitSeconds = Date().timeIntervalSince(fitStart)
-        phase("refit")
-
-        var metrics = try Self.metrics(head, labels: labels, train: refits ? nil : (train, fitMatrix),
-                                       holdout: (holdout, holdoutMatrix))
-        metrics["validation.accuracy"] = head.validationAccuracy
-        phase("metrics")
-
-        // The model: no graph; the text section names the tensors.
-        var md = ModelMetadata(task: .textClassifier, labels: labels)
-        md.name = p.name
-        md.outputKind = "probabilities"
-        md.text = config
-        md.metrics = metrics
-        md.provenance = Provenance(seed: p.seed, command: command())
-        md.split = manifest
-        let d = fitted.featureCount
-        let tensors = Self.tensors(config, head: head, features: d, classes: labels.count, idf: fitted.idf, vocabulary: vocabularyBytes)
-        let inputs = [dataset.source] + (testSet.map { [$0.source] } ?? [])
-        return TrainingResult(
-            model: Model(metadata: md, tensors: tensors), metrics: metrics, trainCount: train.count,
-            validationCount: validation.count, holdoutCount: holdout.count, l2: head.chosenL2,
-            iterations: head.iterations, stopReason: head.stopReason, extractedCount: 0, featureSeconds: featureSeconds,
-            fitSeconds: fitSeconds, totalSeconds: Date().timeIntervalSince(started), featureCount: d, inputs: inputs)
+        return (head, holdoutMatrix, manifest, vocabularyBytes)
     }
 
     /// Holdout first (kept out of everything; none with test data), then validation from the rest: stratified, seeded.
