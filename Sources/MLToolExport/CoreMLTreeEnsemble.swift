@@ -25,27 +25,7 @@ enum CoreMLTreeEnsemble {
         // Averaged trees of two classes: two scores, 1 / T − v and v per leaf of value v = p / T, summed with no transform.
         let split = e.learner != .boosted && e.objective == .binary, share = 1 / Float(max(e.treeCount, 1))
         let dimensions = split ? 2 : t.scoreCount
-        let nodes = t.nodes.map { n -> CoreML__Specification__TreeEnsembleParameters__TreeNode in
-            var c = CoreML__Specification__TreeEnsembleParameters__TreeNode()
-            core_ml__specification__tree_ensemble_parameters__tree_node__init(&c)
-            c.treeid = UInt64(n.tree); c.nodeid = UInt64(n.id)
-            if n.leaf {
-                c.nodebehavior = 6
-                let infos = (split ? [(0, share - n.weight), (1, n.weight)] : [(n.tree % t.scoreCount, n.weight)]).map { index, value in
-                    var info = CoreML__Specification__TreeEnsembleParameters__TreeNode__EvaluationInfo()
-                    core_ml__specification__tree_ensemble_parameters__tree_node__evaluation_info__init(&info)
-                    info.evaluationindex = UInt64(index); info.evaluationvalue = Double(value)
-                    return info
-                }
-                c.n_evaluationinfo = infos.count; c.evaluationinfo = arena.messages(infos)
-            } else {
-                c.nodebehavior = n.equal ? 4 : 0
-                c.branchfeatureindex = UInt64(n.feature); c.branchfeaturevalue = Double(n.threshold)
-                c.truechildnodeid = UInt64(n.yes); c.falsechildnodeid = UInt64(n.no)
-                c.missingvaluetrackstruechild = n.missingYes ? 1 : 0
-            }
-            return c
-        }
+        let nodes = t.nodes.map { node($0, scores: t.scoreCount, split: split, share: share, arena) }
         var params = CoreML__Specification__TreeEnsembleParameters()
         core_ml__specification__tree_ensemble_parameters__init(&params)
         params.n_nodes = nodes.count; params.nodes = arena.messages(nodes)
@@ -98,6 +78,31 @@ enum CoreMLTreeEnsemble {
         desc.metadata = arena.new(CoreMLWriter.metadata(p, arena))
         m.description = arena.new(desc)
         return ExportResult(bytes: try CoreMLWriter.serialize(&m, modelName: name), notes: [])
+    }
+
+    /// One node of the spec: a leaf's value on its class's score (averaged binary trees: 1 / T − v and v on two
+    /// scores), or a branch.
+    static func node(_ n: TreeNodes.Node, scores: Int, split: Bool, share: Float, _ arena: CArena)
+        -> CoreML__Specification__TreeEnsembleParameters__TreeNode {
+        var c = CoreML__Specification__TreeEnsembleParameters__TreeNode()
+        core_ml__specification__tree_ensemble_parameters__tree_node__init(&c)
+        c.treeid = UInt64(n.tree); c.nodeid = UInt64(n.id)
+        if n.leaf {
+            c.nodebehavior = 6
+            let infos = (split ? [(0, share - n.weight), (1, n.weight)] : [(n.tree % scores, n.weight)]).map { index, value in
+                var info = CoreML__Specification__TreeEnsembleParameters__TreeNode__EvaluationInfo()
+                core_ml__specification__tree_ensemble_parameters__tree_node__evaluation_info__init(&info)
+                info.evaluationindex = UInt64(index); info.evaluationvalue = Double(value)
+                return info
+            }
+            c.n_evaluationinfo = infos.count; c.evaluationinfo = arena.messages(infos)
+        } else {
+            c.nodebehavior = n.equal ? 4 : 0
+            c.branchfeatureindex = UInt64(n.feature); c.branchfeaturevalue = Double(n.threshold)
+            c.truechildnodeid = UInt64(n.yes); c.falsechildnodeid = UInt64(n.no)
+            c.missingvaluetrackstruechild = n.missingYes ? 1 : 0
+        }
+        return c
     }
 
     /// Feature descriptions and the types a tree ensemble's take.
