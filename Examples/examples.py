@@ -292,9 +292,11 @@ def run_api_docs(binary, mltool, work):
     work = fresh(work)
     os.makedirs(os.path.join(work, "models"))
     os.symlink(EXTRACTOR, os.path.join(work, "models", "efficientnet-lite0.bin"))
-    languages = os.path.join(ROOT, "models", "language-id.bin")
-    require(os.path.isfile(languages), "models/language-id.bin (make models)")
-    os.symlink(languages, os.path.join(work, "models", "language-id.bin"))
+    # The bundled models the examples find with no path (./models/, as a user's program run from a checkout does).
+    for name in ("language-id.bin", "pos-en.bin", "ner-en.bin"):
+        path = os.path.join(ROOT, "models", name)
+        require(os.path.isfile(path), f"models/{name} (make models)")
+        os.symlink(path, os.path.join(work, "models", name))
     os.symlink(os.path.join(ROOT, "models", "efficientnet-lite0.onnx"), os.path.join(work, "net.onnx"))
     shutil.copy(os.path.join(ROOT, "models", "imagenet-labels.txt"), os.path.join(work, "labels.txt"))
     shutil.copy(os.path.join(ROOT, "Tests", "Fixtures", "keras", "k3_mlp.h5"), os.path.join(work, "net.h5"))
@@ -327,6 +329,8 @@ def run_api_docs(binary, mltool, work):
         fail(f"APIDocs exited {result.returncode}, {len(ok)} of {count} examples ok:\n{result.stdout}{result.stderr}")
     if "language: de" not in result.stdout:
         fail("the NLLanguageRecognizer example did not find German:\n" + result.stdout)
+    if "Barack Obama PersonalName" not in result.stdout or "de Das ist ein Haus." not in result.stdout:
+        fail("the NLTagger example did not find the name or the German sentence:\n" + result.stdout)
     if "tiger cat" not in result.stdout:
         fail("the VNClassifyImageRequest example did not find a tiger cat in cat.jpg:\n" + result.stdout)
     for name in ("Clothes-int8.bin", "Clothes.pal4.bin", "Clothes.onnx", "Clothes.mlmodel", "net.bin",
