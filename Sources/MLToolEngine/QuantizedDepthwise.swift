@@ -116,10 +116,11 @@ extension Fast {
 
     /// Codes in, codes out (`mlk_qdepthwise_codes`): with AVX-512 each image's input padded once into the scratch with
     /// its zero point (when the conv pads), then bands of output rows on the threads, every pixel read in place. On Zen
-    /// 4 (AVX-512, one thread, EfficientNet-Lite0's layers, the kernels alone, padding included) against the AVX2
-    /// kernel around the borders, which 5×5 stride 1 did not even take (the float kernels were faster): 3×3 stride 1 at 112×112×32 0.157 vs 0.198 ms, 56×56×144
-    /// 0.174 vs 0.222; 3×3 stride 2 at 112×112×96 0.146 vs 0.172; 5×5 stride 1 at 28×28×240 0.143 vs 0.198, 14×14×672
-    /// 0.112 vs 0.156; 5×5 stride 2 at 56×56×144 0.124 vs 0.157.
+    /// 4 (AVX-512, one thread, EfficientNet-Lite0's layers, the kernels alone, best of 300, padding included) against
+    /// the AVX2 kernel around the borders, which 5×5 stride 1 did not even take (the float kernels were faster):
+    /// 3×3 stride 1 at 112×112×32 0.151–0.157 vs 0.198 ms, 56×56×144 0.174 vs 0.222; 3×3 stride 2 at 112×112×96
+    /// 0.143–0.170 vs 0.171; 5×5 stride 1 at 28×28×240 0.127–0.143 vs 0.197, 14×14×672 0.110–0.112 vs 0.156; 5×5
+    /// stride 2 at 56×56×144 0.124–0.224 vs 0.155–0.234 (runs on a loaded machine disagree: no clear winner there).
     static func codesToCodes(_ s: Step, _ d: QuantizedDepthwise, zp: Int32, _ x: UnsafePointer<UInt8>, _ xs: [Int],
                              _ y: UnsafeMutablePointer<UInt8>, _ ys: [Int], _ scratch: UnsafeMutablePointer<Float>,
                              parts: Int) {
