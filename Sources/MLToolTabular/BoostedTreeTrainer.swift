@@ -39,22 +39,7 @@ public struct BoostedTreeTrainer: Sendable {
         let n = train.rowCount, k = schema.objective == .multiclass ? schema.labels.count : 1
         let threads = p.threads > 0 ? p.threads : ProcessInfo.processInfo.activeProcessorCount
 
-        // Starting scores: the log-odds of the positive class, the log prior of each class, or the mean (weighted).
-        var base = [Float](repeating: 0, count: k)
-        let weight = { (r: Int) -> Double in weights.map { Double($0[r]) } ?? 1 }
-        let total = max((0..<n).reduce(0.0) { $0 + weight($1) }, .leastNormalMagnitude)
-        switch schema.objective {
-        case .regression where p.regressionLoss == .absolute:
-            base[0] = Self.median(targets.indices.map { (targets[$0], Float(weight($0))) })
-        case .regression: base[0] = Float(targets.indices.reduce(0.0) { $0 + Double(targets[$1]) * weight($1) } / total)
-        case .binary:
-            let pos = targets.indices.reduce(0.0) { $0 + (targets[$1] == 1 ? weight($1) : 0) } / total
-            base[0] = Float(log(max(pos, 1e-15) / max(1 - pos, 1e-15)))
-        case .multiclass:
-            var counts = [Double](repeating: 0, count: k)
-            for (r, t) in targets.enumerated() { counts[Int(t)] += weight(r) }
-            for j in 0..<k { base[j] = Float(log(max(counts[j] / total, 1e-15))) }
-        }
+        let base = Self.baseScores(schema.objective, k: k, targets: targets, weights: weights, loss: p.regressionLoss)
         var ensemble = TreeEnsemble(objective: schema.objective, target: schema.target, labels: schema.labels,
                                     features: features, baseScores: base)
         var scores = [Float](repeating: 0, count: n * k)
@@ -107,14 +92,42 @@ public struct BoostedTreeTrainer: Sendable {
         }
         let rounds = validation == nil ? ensemble.treeCount / k : bestRound
         ensemble.truncate(trees: rounds * k)
-        // Importance from the trees kept.
-        var gains = [Double](repeating: 0, count: features.count), splits = [Int](repeating: 0, count: features.count)
+        Self.recordImportance(&ensemble, nodeGains: nodeGains)
+        return Result(ensemble: ensemble, rounds: rounds, validationLoss: losses)
+    }
+
+    /// Starting scores: the log-odds of the positive class, the log prior of each class, or the mean (the median for
+    /// absolute error), each row weighted by `weights`.
+    static func baseScores(_ objective: TabularSchema.Objective, k: Int, targets: [Float], weights: [Float]?,
+                           loss: BoostedTreeParameters.RegressionLoss) -> [Float] {
+        var base = [Float](repeating: 0, count: k)
+        let weight = { (r: Int) -> Double in weights.map { Double($0[r]) } ?? 1 }
+        let total = max(targets.indices.reduce(0.0) { $0 + weight($1) }, .leastNormalMagnitude)
+        switch objective {
+        case .regression where loss == .absolute:
+            base[0] = Self.median(targets.indices.map { (targets[$0], Float(weight($0))) })
+        case .regression: base[0] = Float(targets.indices.reduce(0.0) { $0 + Double(targets[$1]) * weight($1) } / total)
+        case .binary:
+            let pos = targets.indices.reduce(0.0) { $0 + (targets[$1] == 1 ? weight($1) : 0) } / total
+            base[0] = Float(log(max(pos, 1e-15) / max(1 - pos, 1e-15)))
+        case .multiclass:
+            var counts = [Double](repeating: 0, count: k)
+            for (r, t) in targets.enumerated() { counts[Int(t)] += weight(r) }
+            for j in 0..<k { base[j] = Float(log(max(counts[j] / total, 1e-15))) }
+        }
+        return base
+    }
+
+    /// Each feature's importance (summed gain and split count) over the nodes of the trees kept; `nodeGains` holds
+    /// every grown node's gain in the order the ensemble stores them.
+    static func recordImportance(_ ensemble: inout TreeEnsemble, nodeGains: [Double]) {
+        let count = ensemble.features.count
+        var gains = [Double](repeating: 0, count: count), splits = [Int](repeating: 0, count: count)
         for (i, gain) in nodeGains.prefix(ensemble.values.count).enumerated() {
             let f = Int(ensemble.nodes[i * 5])
             if f >= 0 { gains[f] += gain; splits[f] += 1 }
         }
-        for f in features.indices { ensemble.features[f].gain = gains[f]; ensemble.features[f].splits = splits[f] }
-        return Result(ensemble: ensemble, rounds: rounds, validationLoss: losses)
+        for f in 0..<count { ensemble.features[f].gain = gains[f]; ensemble.features[f].splits = splits[f] }
     }
 
     /// Per row (and class): the loss's first and second derivatives at the current scores.

@@ -6,14 +6,10 @@ import MLToolCore
 /// weighted sum of residuals (the squared-error decrease), H the weight: scikit-learn's criteria. A leaf's K values are
 /// its class proportions or its mean.
 struct ForestGrower {
+    /// A leaf's best split and its left child's K + 1 sums.
     struct Split {
         var gain = 0.0
-        var feature = -1
-        /// Numeric: bins 1…bin go left; categorical: `leftBins` go left. Missing (bin 0) goes left iff missingLeft.
-        var bin = 0
-        var leftBins: [Int] = []
-        var missingLeft = false
-        /// The left child's K + 1 sums.
+        var rule = SplitRule()
         var left: [Double] = []
     }
 
@@ -63,14 +59,9 @@ struct ForestGrower {
                 values[leaf.node] = (0..<k).map { leaf.sums[$0] / leaf.sums[k] }
                 continue
             }
-            let categorical = bins.bounds[s.feature] == nil
-            let leftCount = TreeGrower.partition(&order, &scratch, binned: binned, column: s.feature * n, start: leaf.start,
-                                                 count: leaf.count,
-                                                 goes: TreeGrower.goesLeft(categorical ? s.leftBins : Array(1...s.bin), missingLeft: s.missingLeft))
+            let leftCount = s.rule.partition(&order, &scratch, binned: binned, n: n, start: leaf.start, count: leaf.count)
             let l = nodes.count, r = l + 1
-            var node = TreeGrower.Node(feature: s.feature, left: l, right: r, missingLeft: s.missingLeft, categorical: categorical, gain: s.gain)
-            if categorical { node.categories = s.leftBins.map { $0 - 1 } } else { node.threshold = bins.bounds[s.feature]![s.bin - 1] }
-            nodes[leaf.node] = node
+            nodes[leaf.node] = s.rule.node(left: l, right: r, gain: s.gain, bins: bins)
             nodes += [TreeGrower.Node(), TreeGrower.Node()]
             values += [[], []]
             let rightCount = leaf.count - leftCount, leftSmaller = leftCount <= rightCount
@@ -107,7 +98,7 @@ struct ForestGrower {
         let parent = leaf.sums.withUnsafeBufferPointer { Self.score($0.baseAddress!, k) }
         var best = Split()
         for f in pool.prefix(draw).sorted() { search(leaf, f, parent, &best) }
-        return best.feature >= 0 && best.gain > 1e-10 * abs(parent) ? best : nil
+        return best.rule.feature >= 0 && best.gain > 1e-10 * abs(parent) ? best : nil
     }
 
     /// Considers feature f's splits: numeric thresholds with missing values on either side, or for categories the
@@ -126,7 +117,9 @@ struct ForestGrower {
                 let gain = acc.withUnsafeBufferPointer { Self.score($0.baseAddress!, k) }
                     + right.withUnsafeBufferPointer { Self.score($0.baseAddress!, k) } - parent
                 if gain > best.gain {
-                    best = Split(gain: gain, feature: f, bin: bin, leftBins: leftBins, missingLeft: missingLeft, left: acc)
+                    let rule = SplitRule(feature: f, bin: bin, leftBins: leftBins, missingLeft: missingLeft,
+                                         categorical: bins.bounds[f] == nil)
+                    best = Split(gain: gain, rule: rule, left: acc)
                 }
             }
             func add(_ b: Int) { for j in 0..<stride { acc[j] += h[(o + b) * stride + j] } }

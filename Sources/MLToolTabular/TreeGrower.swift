@@ -13,14 +13,10 @@ struct TreeGrower {
         var gain = 0.0
     }
 
+    /// A leaf's best split and its left child's sums.
     struct Split {
         var gain = 0.0
-        var feature = -1
-        /// Numeric: bins 1…bin go left; categorical: `leftBins` go left. Missing (bin 0) goes left iff missingLeft.
-        var bin = 0
-        var leftBins: [Int] = []
-        var missingLeft = false
-        var categorical = false
+        var rule = SplitRule()
         var leftG = 0.0, leftH = 0.0, leftC: Int32 = 0
     }
 
@@ -70,10 +66,7 @@ struct TreeGrower {
             let parent = leaves[pick]
             let leftCount = partition(parent, s)
             let l = nodes.count, r = nodes.count + 1
-            var node = Node(feature: s.feature, left: l, right: r, missingLeft: s.missingLeft, categorical: s.categorical,
-                            gain: s.gain)
-            if s.categorical { node.categories = s.leftBins.map { $0 - 1 } } else { node.threshold = bins.bounds[s.feature]![s.bin - 1] }
-            nodes[parent.node] = node
+            nodes[parent.node] = s.rule.node(left: l, right: r, gain: s.gain, bins: bins)
             nodes.append(Node()); nodes.append(Node())
             let rightCount = parent.count - leftCount
             var small = Histogram(bins: hist.g.count), large = parent.hist
@@ -101,29 +94,7 @@ struct TreeGrower {
 
     /// Stable partition of a leaf's rows: those going left first. Returns how many go left.
     mutating func partition(_ leaf: Leaf, _ s: Split) -> Int {
-        Self.partition(&order, &scratch, binned: binned, column: s.feature * n, start: leaf.start, count: leaf.count,
-                       goes: Self.goesLeft(s.categorical ? s.leftBins : Array(1...s.bin), missingLeft: s.missingLeft))
-    }
-
-    /// Per bin (0 the missing one): whether a split sending `bins` (and missing values iff `missingLeft`) left takes it.
-    static func goesLeft(_ bins: [Int], missingLeft: Bool) -> [Bool] {
-        var goes = [Bool](repeating: false, count: 256)
-        for b in bins { goes[b] = true }
-        goes[0] = missingLeft
-        return goes
-    }
-
-    /// Stable partition of `order[start..<start + count]` by the bins of the column at `column`: rows whose bin
-    /// `goes` left first. Returns how many go left.
-    static func partition(_ order: inout [Int32], _ scratch: inout [Int32], binned: [UInt8], column: Int, start: Int, count: Int,
-                          goes: [Bool]) -> Int {
-        var l = start, r = 0
-        for i in start..<(start + count) {
-            let row = order[i]
-            if goes[Int(binned[column + Int(row)])] { order[l] = row; l += 1 } else { scratch[r] = row; r += 1 }
-        }
-        for i in 0..<r { order[l + i] = scratch[i] }
-        return l - start
+        s.rule.partition(&order, &scratch, binned: binned, n: n, start: leaf.start, count: leaf.count)
     }
 
     /// sign(g) · max(|g| − l1, 0).
@@ -143,7 +114,7 @@ struct TreeGrower {
         for f in 0..<(offsets.count - 1) where features?[f] ?? true {
             if bins.bounds[f] == nil { categoricalSplit(leaf, f, &best) } else { numericSplit(leaf, f, &best) }
         }
-        return best.feature >= 0 ? best : nil
+        return best.rule.feature >= 0 ? best : nil
     }
 
     func allowed(_ lc: Int32, _ lh: Double, _ rc: Int32, _ rh: Double) -> Bool {
@@ -161,7 +132,7 @@ struct TreeGrower {
                 guard allowed(lc, lh, rc, rh) else { continue }
                 let gain = score(lg, lh, p.l2) + score(rg, rh, p.l2) - parentScore
                 if gain > best.gain {
-                    best = Split(gain: gain, feature: f, bin: b, missingLeft: missingLeft, leftG: lg, leftH: lh, leftC: lc)
+                    best = Split(gain: gain, rule: SplitRule(feature: f, bin: b, missingLeft: missingLeft), leftG: lg, leftH: lh, leftC: lc)
                 }
             }
         }
@@ -179,7 +150,8 @@ struct TreeGrower {
             guard allowed(lc, lh, rc, rh) else { return }
             let gain = score(lg, lh, l2) + score(rg, rh, l2) - parentScore
             if gain > best.gain {
-                best = Split(gain: gain, feature: f, leftBins: left.sorted(), categorical: true, leftG: lg, leftH: lh, leftC: lc)
+                best = Split(gain: gain, rule: SplitRule(feature: f, leftBins: left.sorted(), categorical: true),
+                             leftG: lg, leftH: lh, leftC: lc)
             }
         }
         if used.count <= p.maxCatToOneHot {
