@@ -26,11 +26,6 @@ extension TextTagger {
     /// The `NLTag` name of each entity type.
     static let nameTypes: [String: String] = ["PER": "PersonalName", "LOC": "PlaceName", "ORG": "OrganizationName"]
 
-    /// The tokenizer of the tagger models (the part-of-speech one's first), else the default rules.
-    var tokenizer: WordTokenizer? {
-        partOfSpeech?.tokenizer ?? names?.tokenizer ?? (try? WordTokenizer(config: WordTokenizerConfig()))
-    }
-
     /// Whether every scalar of `token` is punctuation or a symbol.
     static func isPunctuation(_ token: String) -> Bool {
         !token.isEmpty && token.unicodeScalars.allSatisfy {
@@ -46,7 +41,8 @@ extension TextTagger {
             words = Self.joined(words, bio: names?.tag(spans.map(\.text)) ?? [])
         }
         if options.contains(.omitPunctuation) {
-            words = words.filter { w in !Self.isPunctuation(String(decoding: Array(text.utf8)[w.utf8], as: UTF8.self)) }
+            let bytes = Array(text.utf8)
+            words = words.filter { w in !Self.isPunctuation(String(decoding: bytes[w.utf8], as: UTF8.self)) }
         }
         return options.contains(.omitWhitespace) ? words : Self.withGaps(words, in: text)
     }

@@ -52,6 +52,8 @@ public struct TextTagger: Sendable {
     let partOfSpeech: WordTagger?
     let names: WordTagger?
     let languages: LanguageRecognizer?
+    /// The tokenizer of the tagger models (the part-of-speech one's first), else the default rules.
+    let tokenizer: WordTokenizer?
 
     /// The bundled models the schemes need (a missing one is an error naming where it was looked for).
     public init(tagSchemes: [TagScheme]) throws {
@@ -78,6 +80,7 @@ public struct TextTagger: Sendable {
         }
         self.tagSchemes = tagSchemes
         self.partOfSpeech = partOfSpeech; self.names = names; self.languages = languages
+        tokenizer = partOfSpeech?.tokenizer ?? names?.tokenizer ?? (try? WordTokenizer(config: WordTokenizerConfig()))
     }
 
     static func bundled(_ model: BundledModel) throws -> WordTagger {
