@@ -70,7 +70,7 @@ void mlk_qdepthwise_pad(const uint8_t *x, int64_t H, int64_t W, int64_t C, uint8
 }
 
 #if MLK_X86
-// ---- AVX-512 (AVX2 for a last 8 channels): on a padded band, every pixel interior ----
+// ---- x86: AVX-512 on a padded band, every pixel interior (AVX2 for a last 8 channels); AVX2 on the input as given ----
 
 // The band of input a depthwise conv's output rows [oy0, oy1) read (mlk_qdepthwise_pad) in memory of its own; NULL
 // when the size overflows or memory is short (the caller then takes the portable kernel).
@@ -84,158 +84,6 @@ static uint8_t *qdw_padded_band(const uint8_t *x, int64_t H, int64_t W, int64_t 
     if (p) mlk_qdepthwise_pad(x, H, W, C, zp, iy0, R, ix0, Wp, p);
     return p;
 }
-
-// What every vector variant shares: the padded band (rows of rowBytes), the weights and their per-channel tap sums,
-// the requantization, the output rows.
-typedef struct {
-    const uint8_t *band;
-    int64_t rowBytes, C, KH, KW, sh, sw, dh, dw, oy0, OW;
-    const float *w, *wsum, *mult;
-    const int32_t *bias;
-    float zp, lo, hi;
-    uint8_t *y;
-} qdw_job;
-
-// N (1–4) neighbouring output pixels of a row, 8 channels from c, p at the band's column of the first one's first
-// tap: each input column of a kernel row is widened once and used by every output it reaches; Σ x · w less zp · Σ w
-// (both exact integers below 2^24, so the definition's sum), then requantized and stored as 8 bytes each.
-MLK_INLINE MLK_AVX2 void qdw_run_avx2(const qdw_job *j, const int N, const int KW, const int sw, const uint8_t *p,
-                                      uint8_t *yp, int64_t c) {
-    __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
-    for (int64_t ky = 0; ky < j->KH; ky++) {
-        const uint8_t *r = p + ky * j->dh * j->rowBytes + c;
-        const float *wr = j->w + ky * KW * j->C + c;
-        for (int i = 0; i < (N - 1) * sw + KW; i++) {
-            const __m256 v = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(r + i * j->C))));
-                for (int q = 0; q < N; q++) {
-                const int k = i - q * sw;
-                if (k >= 0 && k < KW) acc[q] = _mm256_fmadd_ps(v, _mm256_loadu_ps(wr + k * j->C), acc[q]);
-            }
-        }
-    }
-    const __m256 zpf = _mm256_set1_ps(j->zp), ws = _mm256_loadu_ps(j->wsum + c), m = _mm256_loadu_ps(j->mult + c);
-    const __m256 lo = _mm256_set1_ps(j->lo), hi = _mm256_set1_ps(j->hi);
-    const __m256i b = _mm256_loadu_si256((const __m256i *)(j->bias + c));
-    const __m128i shift = _mm_set1_epi16((int16_t)-(int32_t)j->lo);
-    for (int q = 0; q < N; q++) {
-        const __m256i t = _mm256_add_epi32(_mm256_cvtps_epi32(_mm256_fnmadd_ps(zpf, ws, acc[q])), b);
-        const __m256 v = _mm256_min_ps(_mm256_max_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(t), m), lo), hi);
-        // vcvtps2dq rounds halves to even, as the 1.5 · 2^23 add; then less lo in 16 bits (exact), to bytes.
-        const __m256i i = _mm256_cvtps_epi32(v);
-        const __m128i h = _mm_add_epi16(_mm_packs_epi32(_mm256_castsi256_si128(i), _mm256_extracti128_si256(i, 1)), shift);
-        _mm_storel_epi64((__m128i *)(yp + q * j->C + c), _mm_packus_epi16(h, h));
-    }
-}
-
-// One output pixel of a column-dilated conv (dw > 1), 8 channels from c: every tap widened for it alone.
-MLK_INLINE MLK_AVX2 void qdw_dilated_avx2(const qdw_job *j, const uint8_t *p, uint8_t *yp, int64_t c) {
-    __m256 acc = _mm256_setzero_ps();
-    for (int64_t ky = 0; ky < j->KH; ky++)
-        for (int64_t kx = 0; kx < j->KW; kx++) {
-            const uint8_t *r = p + ky * j->dh * j->rowBytes + kx * j->dw * j->C + c;
-            const __m256 v = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)r)));
-            acc = _mm256_fmadd_ps(v, _mm256_loadu_ps(j->w + (ky * j->KW + kx) * j->C + c), acc);
-        }
-    const __m256i t = _mm256_add_epi32(
-        _mm256_cvtps_epi32(_mm256_fnmadd_ps(_mm256_set1_ps(j->zp), _mm256_loadu_ps(j->wsum + c), acc)),
-        _mm256_loadu_si256((const __m256i *)(j->bias + c)));
-    const __m256 v = _mm256_min_ps(_mm256_max_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(t), _mm256_loadu_ps(j->mult + c)),
-                                                 _mm256_set1_ps(j->lo)), _mm256_set1_ps(j->hi));
-    const __m256i i = _mm256_cvtps_epi32(v);
-    const __m128i h = _mm_add_epi16(_mm_packs_epi32(_mm256_castsi256_si128(i), _mm256_extracti128_si256(i, 1)),
-                                    _mm_set1_epi16((int16_t)-(int32_t)j->lo));
-    _mm_storel_epi64((__m128i *)(yp + c), _mm_packus_epi16(h, h));
-}
-
-// N pixels, 8 channels from c: the run specialised for the common kernels (3×3 and 5×5, stride 1 or 2), where the
-// compiler unrolls it with the weights in registers.
-MLK_INLINE MLK_AVX2 void qdw_pixels_avx2(const qdw_job *j, const int N, const uint8_t *p, uint8_t *yp, int64_t c) {
-    if (j->dw != 1) {
-        for (int q = 0; q < N; q++) qdw_dilated_avx2(j, p + q * j->sw * j->C, yp + q * j->C, c);
-    } else if (j->KW == 3 && j->sw == 1) qdw_run_avx2(j, N, 3, 1, p, yp, c);
-    else if (j->KW == 3 && j->sw == 2) qdw_run_avx2(j, N, 3, 2, p, yp, c);
-    else if (j->KW == 5 && j->sw == 1) qdw_run_avx2(j, N, 5, 1, p, yp, c);
-    else if (j->KW == 5 && j->sw == 2) qdw_run_avx2(j, N, 5, 2, p, yp, c);
-    else qdw_run_avx2(j, N, (int)j->KW, (int)j->sw, p, yp, c);
-}
-
-// The channels [c0, C) of N pixels from the band, in plain C (the same exact integer sums).
-static void qdw_tail(const qdw_job *j, int N, const uint8_t *p, uint8_t *yp, int64_t c0) {
-    for (int q = 0; q < N; q++)
-        for (int64_t c = c0; c < j->C; c++) {
-            float sum = 0;
-            for (int64_t ky = 0; ky < j->KH; ky++)
-                for (int64_t kx = 0; kx < j->KW; kx++) {
-                    const uint8_t code = p[q * j->sw * j->C + ky * j->dh * j->rowBytes + kx * j->dw * j->C + c];
-                    sum += ((float)code - j->zp) * j->w[(ky * j->KW + kx) * j->C + c];
-                }
-            yp[q * j->C + c] = qdw_code(sum, j->bias[c], j->mult[c], j->lo, j->hi);
-        }
-}
-
-// As qdw_run_avx2, 16 channels from c.
-MLK_INLINE MLK_AVX512 void qdw_run_avx512(const qdw_job *j, const int N, const int KW, const int sw, const uint8_t *p,
-                                          uint8_t *yp, int64_t c) {
-    __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
-    for (int64_t ky = 0; ky < j->KH; ky++) {
-        const uint8_t *r = p + ky * j->dh * j->rowBytes + c;
-        const float *wr = j->w + ky * KW * j->C + c;
-        for (int i = 0; i < (N - 1) * sw + KW; i++) {
-            const __m512 v = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(r + i * j->C))));
-                for (int q = 0; q < N; q++) {
-                const int k = i - q * sw;
-                if (k >= 0 && k < KW) acc[q] = _mm512_fmadd_ps(v, _mm512_loadu_ps(wr + k * j->C), acc[q]);
-            }
-        }
-    }
-    const __m512 zpf = _mm512_set1_ps(j->zp), ws = _mm512_loadu_ps(j->wsum + c), m = _mm512_loadu_ps(j->mult + c);
-    const __m512 lo = _mm512_set1_ps(j->lo), hi = _mm512_set1_ps(j->hi);
-    const __m512i b = _mm512_loadu_si512(j->bias + c), loi = _mm512_set1_epi32((int32_t)j->lo);
-    for (int q = 0; q < N; q++) {
-        const __m512i t = _mm512_add_epi32(_mm512_cvtps_epi32(_mm512_fnmadd_ps(zpf, ws, acc[q])), b);
-        const __m512 v = _mm512_min_ps(_mm512_max_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(t), m), lo), hi);
-        // vcvtps2dq rounds halves to even; less lo (exact), the low byte of each.
-        _mm_storeu_si128((__m128i *)(yp + q * j->C + c), _mm512_cvtepi32_epi8(_mm512_sub_epi32(_mm512_cvtps_epi32(v), loi)));
-    }
-}
-
-// As qdw_pixels_avx2, 16 channels from c (a column-dilated conv's as two 8-channel halves).
-MLK_INLINE MLK_AVX512 void qdw_pixels_avx512(const qdw_job *j, const int N, const uint8_t *p, uint8_t *yp, int64_t c) {
-    if (j->dw != 1) {
-        for (int q = 0; q < N; q++) {
-            qdw_dilated_avx2(j, p + q * j->sw * j->C, yp + q * j->C, c);
-            qdw_dilated_avx2(j, p + q * j->sw * j->C, yp + q * j->C, c + 8);
-        }
-    } else if (j->KW == 3 && j->sw == 1) qdw_run_avx512(j, N, 3, 1, p, yp, c);
-    else if (j->KW == 3 && j->sw == 2) qdw_run_avx512(j, N, 3, 2, p, yp, c);
-    else if (j->KW == 5 && j->sw == 1) qdw_run_avx512(j, N, 5, 1, p, yp, c);
-    else if (j->KW == 5 && j->sw == 2) qdw_run_avx512(j, N, 5, 2, p, yp, c);
-    else qdw_run_avx512(j, N, (int)j->KW, (int)j->sw, p, yp, c);
-}
-
-MLK_AVX512 static void qdw_rows_avx512(const qdw_job *job, int64_t oy1) {
-    // A local copy, which the byte stores cannot alias: its fields stay in registers.
-    const qdw_job local = *job, *j = &local;
-    const int64_t C16 = j->C & ~(int64_t)15, C8 = j->C & ~(int64_t)7;
-    for (int64_t oy = j->oy0; oy < oy1; oy++)
-        for (int64_t ox = 0; ox < j->OW;) {
-            const int N = j->OW - ox >= 4 ? 4 : 1;
-            const uint8_t *p = j->band + (oy - j->oy0) * j->sh * j->rowBytes + ox * j->sw * j->C;
-            uint8_t *yp = j->y + (oy * j->OW + ox) * j->C;
-            for (int64_t c = 0; c < C16; c += 16) {
-                if (N == 4) qdw_pixels_avx512(j, 4, p, yp, c);
-                else qdw_pixels_avx512(j, 1, p, yp, c);
-            }
-            if (C16 < C8) {
-                if (N == 4) qdw_pixels_avx2(j, 4, p, yp, C16);
-                else qdw_pixels_avx2(j, 1, p, yp, C16);
-            }
-            qdw_tail(j, N, p, yp, C8);
-            ox += N;
-        }
-}
-
-// ---- AVX2: around the borders, on the input as given ----
 
 // V vectors of 8 channels from c of one output pixel: the taps' codes widened to int32, less zp, as floats, summed
 // with the weights (exact), then requantized and stored as 8 bytes each.
@@ -285,36 +133,143 @@ MLK_INLINE MLK_AVX2 void qdw_block_avx2(int V, const uint8_t *x, int64_t H, int6
     }
 }
 
-// Four interior output pixels (ox … ox + 3) of a stride-1, column-dilation-1 conv, 8 channels from c, with the tap sums
-// wsum: each input pixel of a kernel row is widened once and used by the up to KW outputs it reaches (the weights of
-// the row in registers), then as qdw_block_avx2's interior path (the same exact sums, in another order).
-MLK_INLINE MLK_AVX2 void qdw_run4_avx2(const uint8_t *x, int64_t W, int64_t C, __m256 zpf, const float *w, int64_t KH,
-                                   const int KW, const int32_t *bias, const float *mult, __m256 lo, __m256 hi, __m128i shift,
-                                   uint8_t *yp, int64_t oy, int64_t ox, int64_t sh, int64_t dh, int64_t pt, int64_t pl,
-                                   int64_t c, const float *wsum) {
+// What every vector variant shares: the padded band (rows of rowBytes), the weights and their per-channel tap sums,
+// the requantization, the output rows.
+typedef struct {
+    const uint8_t *band;
+    int64_t rowBytes, C, KH, KW, sh, sw, dh, dw, oy0, OW;
+    const float *w, *wsum, *mult;
+    const int32_t *bias;
+    float zp, lo, hi;
+    uint8_t *y;
+} qdw_job;
+
+// N (1–4) neighbouring output pixels of a row, 8 channels from c, p at the band's column of the first one's first
+// tap: each input column of a kernel row is widened once and used by every output it reaches; Σ x · w less zp · Σ w
+// (both exact integers below 2^24, so the definition's sum), then requantized and stored as 8 bytes each.
+MLK_INLINE MLK_AVX2 void qdw_run_avx2(const qdw_job *j, const int N, const int KW, const int sw, const uint8_t *p,
+                                      uint8_t *yp, int64_t c) {
     __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
-    __m256 wr[5];
+    const int64_t C = j->C, KH = j->KH, step = j->dh * j->rowBytes;
     for (int64_t ky = 0; ky < KH; ky++) {
-        const uint8_t *p = x + ((oy * sh - pt + ky * dh) * W + (ox - pl)) * C + c;
-        for (int k = 0; k < KW; k++) wr[k] = _mm256_loadu_ps(w + (ky * KW + k) * C + c);
-        for (int i = 0; i < KW + 3; i++) {
-            const __m256 v = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(p + i * C))));
-            for (int q = 0; q < 4; q++) {
-                const int k = i - q;
-                if (k >= 0 && k < KW) acc[q] = _mm256_fmadd_ps(v, wr[k], acc[q]);
+        const uint8_t *r = p + ky * step + c;
+        const float *wr = j->w + ky * KW * C + c;
+        for (int i = 0; i < (N - 1) * sw + KW; i++) {
+            const __m256 v = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(r + i * C))));
+            for (int q = 0; q < N; q++) {
+                const int k = i - q * sw;
+                if (k >= 0 && k < KW) acc[q] = _mm256_fmadd_ps(v, _mm256_loadu_ps(wr + k * C), acc[q]);
             }
         }
     }
-    const __m256 ws = _mm256_loadu_ps(wsum + c), b = _mm256_castsi256_ps(_mm256_loadu_si256((const __m256i *)(bias + c)));
-    const __m256 m = _mm256_loadu_ps(mult + c);
-    for (int q = 0; q < 4; q++) {
-        __m256i t = _mm256_add_epi32(_mm256_cvtps_epi32(_mm256_fnmadd_ps(zpf, ws, acc[q])), _mm256_castps_si256(b));
-        __m256 v = _mm256_min_ps(_mm256_max_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(t), m), lo), hi);
-        __m256i i = _mm256_cvtps_epi32(v);
-        __m128i h = _mm_add_epi16(_mm_packs_epi32(_mm256_castsi256_si128(i), _mm256_extracti128_si256(i, 1)), shift);
-        _mm_storel_epi64((__m128i *)(yp + q * C + c), _mm_packus_epi16(h, h));
+    const __m256 zpf = _mm256_set1_ps(j->zp), ws = _mm256_loadu_ps(j->wsum + c), m = _mm256_loadu_ps(j->mult + c);
+    const __m256 lo = _mm256_set1_ps(j->lo), hi = _mm256_set1_ps(j->hi);
+    const __m256i b = _mm256_loadu_si256((const __m256i *)(j->bias + c));
+    const __m128i shift = _mm_set1_epi16((int16_t)-(int32_t)j->lo);
+    for (int q = 0; q < N; q++) {
+        const __m256i t = _mm256_add_epi32(_mm256_cvtps_epi32(_mm256_fnmadd_ps(zpf, ws, acc[q])), b);
+        const __m256 v = _mm256_min_ps(_mm256_max_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(t), m), lo), hi);
+        // vcvtps2dq rounds halves to even, as the 1.5 · 2^23 add; then less lo in 16 bits (exact), to bytes.
+        const __m256i i = _mm256_cvtps_epi32(v);
+        const __m128i h = _mm_add_epi16(_mm_packs_epi32(_mm256_castsi256_si128(i), _mm256_extracti128_si256(i, 1)), shift);
+        _mm_storel_epi64((__m128i *)(yp + q * j->C + c), _mm_packus_epi16(h, h));
     }
 }
+
+// One output pixel of a column-dilated conv (dw > 1), V vectors of 8 channels from c, p at its first tap: qdw_block_avx2's
+// interior path on the band (every tap widened for this pixel alone).
+MLK_INLINE MLK_AVX2 void qdw_dilated_avx2(const qdw_job *j, int V, const uint8_t *p, uint8_t *yp, int64_t c) {
+    qdw_block_avx2(V, p, 0, j->rowBytes / j->C, j->C, _mm256_set1_ps(j->zp), j->w, j->KH, j->KW, j->bias, j->mult,
+                   _mm256_set1_ps(j->lo), _mm256_set1_ps(j->hi), _mm_set1_epi16((int16_t)-(int32_t)j->lo), yp, 0, 0, j->sh,
+                   j->sw, j->dh, j->dw, 0, 0, c, j->wsum);
+}
+
+// N pixels, 8 channels from c: the run specialised for the common kernels (3×3 and 5×5, stride 1 or 2), where the
+// compiler unrolls it with the weights in registers.
+MLK_INLINE MLK_AVX2 void qdw_pixels_avx2(const qdw_job *j, const int N, const uint8_t *p, uint8_t *yp, int64_t c) {
+    if (j->dw != 1) {
+        for (int q = 0; q < N; q++) qdw_dilated_avx2(j, 1, p + q * j->sw * j->C, yp + q * j->C, c);
+    } else if (j->KW == 3 && j->sw == 1) qdw_run_avx2(j, N, 3, 1, p, yp, c);
+    else if (j->KW == 3 && j->sw == 2) qdw_run_avx2(j, N, 3, 2, p, yp, c);
+    else if (j->KW == 5 && j->sw == 1) qdw_run_avx2(j, N, 5, 1, p, yp, c);
+    else if (j->KW == 5 && j->sw == 2) qdw_run_avx2(j, N, 5, 2, p, yp, c);
+    else qdw_run_avx2(j, N, (int)j->KW, (int)j->sw, p, yp, c);
+}
+
+// The channels [c0, C) of N pixels from the band, in plain C (the same exact integer sums).
+static void qdw_tail(const qdw_job *j, int N, const uint8_t *p, uint8_t *yp, int64_t c0) {
+    for (int q = 0; q < N; q++)
+        for (int64_t c = c0; c < j->C; c++) {
+            float sum = 0;
+            for (int64_t ky = 0; ky < j->KH; ky++)
+                for (int64_t kx = 0; kx < j->KW; kx++) {
+                    const uint8_t code = p[q * j->sw * j->C + ky * j->dh * j->rowBytes + kx * j->dw * j->C + c];
+                    sum += ((float)code - j->zp) * j->w[(ky * j->KW + kx) * j->C + c];
+                }
+            yp[q * j->C + c] = qdw_code(sum, j->bias[c], j->mult[c], j->lo, j->hi);
+        }
+}
+
+// As qdw_run_avx2, 16 channels from c.
+MLK_INLINE MLK_AVX512 void qdw_run_avx512(const qdw_job *j, const int N, const int KW, const int sw, const uint8_t *p,
+                                          uint8_t *yp, int64_t c) {
+    __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+    for (int64_t ky = 0; ky < j->KH; ky++) {
+        const uint8_t *r = p + ky * j->dh * j->rowBytes + c;
+        const float *wr = j->w + ky * KW * j->C + c;
+        for (int i = 0; i < (N - 1) * sw + KW; i++) {
+            const __m512 v = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(r + i * j->C))));
+            for (int q = 0; q < N; q++) {
+                const int k = i - q * sw;
+                if (k >= 0 && k < KW) acc[q] = _mm512_fmadd_ps(v, _mm512_loadu_ps(wr + k * j->C), acc[q]);
+            }
+        }
+    }
+    const __m512 zpf = _mm512_set1_ps(j->zp), ws = _mm512_loadu_ps(j->wsum + c), m = _mm512_loadu_ps(j->mult + c);
+    const __m512 lo = _mm512_set1_ps(j->lo), hi = _mm512_set1_ps(j->hi);
+    const __m512i b = _mm512_loadu_si512(j->bias + c), loi = _mm512_set1_epi32((int32_t)j->lo);
+    for (int q = 0; q < N; q++) {
+        const __m512i t = _mm512_add_epi32(_mm512_cvtps_epi32(_mm512_fnmadd_ps(zpf, ws, acc[q])), b);
+        const __m512 v = _mm512_min_ps(_mm512_max_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(t), m), lo), hi);
+        // vcvtps2dq rounds halves to even; less lo (exact), the low byte of each.
+        _mm_storeu_si128((__m128i *)(yp + q * j->C + c), _mm512_cvtepi32_epi8(_mm512_sub_epi32(_mm512_cvtps_epi32(v), loi)));
+    }
+}
+
+// As qdw_pixels_avx2, 16 channels from c (a column-dilated conv's as two vectors of 8).
+MLK_INLINE MLK_AVX512 void qdw_pixels_avx512(const qdw_job *j, const int N, const uint8_t *p, uint8_t *yp, int64_t c) {
+    if (j->dw != 1) {
+        for (int q = 0; q < N; q++) qdw_dilated_avx2(j, 2, p + q * j->sw * j->C, yp + q * j->C, c);
+    } else if (j->KW == 3 && j->sw == 1) qdw_run_avx512(j, N, 3, 1, p, yp, c);
+    else if (j->KW == 3 && j->sw == 2) qdw_run_avx512(j, N, 3, 2, p, yp, c);
+    else if (j->KW == 5 && j->sw == 1) qdw_run_avx512(j, N, 5, 1, p, yp, c);
+    else if (j->KW == 5 && j->sw == 2) qdw_run_avx512(j, N, 5, 2, p, yp, c);
+    else qdw_run_avx512(j, N, (int)j->KW, (int)j->sw, p, yp, c);
+}
+
+MLK_AVX512 static void qdw_rows_avx512(const qdw_job *job, int64_t oy1) {
+    // A local copy, which the byte stores cannot alias: its fields stay in registers.
+    const qdw_job local = *job, *j = &local;
+    const int64_t C16 = j->C & ~(int64_t)15, C8 = j->C & ~(int64_t)7;
+    for (int64_t oy = j->oy0; oy < oy1; oy++)
+        for (int64_t ox = 0; ox < j->OW;) {
+            const int N = j->OW - ox >= 4 ? 4 : 1;
+            const uint8_t *p = j->band + (oy - j->oy0) * j->sh * j->rowBytes + ox * j->sw * j->C;
+            uint8_t *yp = j->y + (oy * j->OW + ox) * j->C;
+            for (int64_t c = 0; c < C16; c += 16) {
+                if (N == 4) qdw_pixels_avx512(j, 4, p, yp, c);
+                else qdw_pixels_avx512(j, 1, p, yp, c);
+            }
+            if (C16 < C8) {
+                if (N == 4) qdw_pixels_avx2(j, 4, p, yp, C16);
+                else qdw_pixels_avx2(j, 1, p, yp, C16);
+            }
+            qdw_tail(j, N, p, yp, C8);
+            ox += N;
+        }
+}
+
+// ---- AVX2 on the input as given: border pixels through qdw_block_avx2's bounds checks ----
 
 MLK_AVX2 static void qdepthwise_avx2(const uint8_t *x, int64_t H, int64_t W, int64_t C, int32_t zp, const float *w,
                                      int64_t KH, int64_t KW, const int32_t *bias, const float *mult, float lo, float hi,
@@ -331,19 +286,17 @@ MLK_AVX2 static void qdepthwise_avx2(const uint8_t *x, int64_t H, int64_t W, int
             for (int64_t k = 0; k < KH * KW; k++) t += w[k * C + c];
             wsum[c] = t;
         }
-    // Stride 1 along rows with KW ≤ 5: runs of 4 interior pixels share their input columns (qdw_run4_avx2).
+    // Stride 1 along rows with KW ≤ 5: runs of 4 interior pixels share their input columns (qdw_pixels_avx2 on the
+    // image itself as the band).
     const int runs = wsum && sw == 1 && dw == 1 && KW <= 5;
+    const qdw_job j = {x, W * C, C, KH, KW, sh, sw, dh, dw, 0, OW, w, wsum, mult, bias, (float)zp, lo, hi, y};
     for (int64_t oy = oy0; oy < oy1; oy++)
         for (int64_t ox = 0; ox < OW; ox++) {
             uint8_t *yp = y + (oy * OW + ox) * C;
             const int64_t iy = oy * sh - pt, ix = ox * sw - pl;
             if (runs && ox + 4 <= OW && iy >= 0 && iy + (KH - 1) * dh < H && ix >= 0 && ix + 3 + KW - 1 < W) {
                 int64_t c = 0;
-                for (; c < C8; c += 8) {
-                    if (KW == 3) qdw_run4_avx2(x, W, C, zpf, w, KH, 3, bias, mult, vlo, vhi, shift, yp, oy, ox, sh, dh, pt, pl, c, wsum);
-                    else if (KW == 5) qdw_run4_avx2(x, W, C, zpf, w, KH, 5, bias, mult, vlo, vhi, shift, yp, oy, ox, sh, dh, pt, pl, c, wsum);
-                    else qdw_run4_avx2(x, W, C, zpf, w, KH, (int)KW, bias, mult, vlo, vhi, shift, yp, oy, ox, sh, dh, pt, pl, c, wsum);
-                }
+                for (; c < C8; c += 8) qdw_pixels_avx2(&j, 4, x + (iy * W + ix) * C, yp, c);
                 if (c < C)
                     for (int q = 0; q < 4; q++)
                         qdw_pixel_portable(x, H, W, C, zp, w, KH, KW, bias, mult, lo, hi, yp + q * C, oy, ox + q, sh, sw, dh,

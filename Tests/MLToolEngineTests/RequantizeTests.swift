@@ -164,12 +164,13 @@ import MLToolTestSupport
     /// `mlk_qdepthwise_codes` (a strided depthwise conv from codes to codes) gives the integer definition at every
     /// level: borders (a tap in the padding adds 0), 32-channel blocks, 8-channel vectors and a scalar tail (C = 45),
     /// stride 2 and 1, dilation 2, a band of rows at a time, runs of 4 pixels and single ones (3×3 and 5×5, stride 1
-    /// and 2, with 16-, 8- and 1-channel tails), and a 7×7 map whose every pixel reads the padding.
+    /// and 2, with 16-, 8- and 1-channel tails), a 7×7 map whose every pixel reads the padding, and dilation 2 with
+    /// 16 + 8 + 3 channels.
     @Test func qdepthwiseCodesGiveTheIntegerDefinitionAtEveryLevel() throws {
         var rng = SplitMix64(seed: 79)
         for (h, w, c, k, stride, dilation, pad) in [(9, 8, 45, 3, 2, 1, 1), (7, 7, 16, 3, 1, 2, 2), (6, 5, 5, 5, 2, 1, 2),
                                                     (6, 13, 21, 3, 1, 1, 1), (8, 11, 16, 5, 1, 1, 2),
-                                                    (12, 14, 40, 5, 2, 1, 2), (7, 7, 48, 5, 1, 1, 2)] {
+                                                    (12, 14, 40, 5, 2, 1, 2), (7, 7, 48, 5, 1, 1, 2), (9, 10, 27, 3, 1, 2, 2)] {
             let oh = (h + 2 * pad - dilation * (k - 1) - 1) / stride + 1, ow = (w + 2 * pad - dilation * (k - 1) - 1) / stride + 1
             let x = (0..<(h * w * c)).map { _ in UInt8(rng.next() % 256) }
             let wt = (0..<(k * k * c)).map { _ in Float(Int(rng.next() % 255) - 127) }
