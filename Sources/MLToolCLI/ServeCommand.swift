@@ -17,26 +17,15 @@ extension CLI {
         var parameters = ModelServerParameters()
         if let token = ProcessInfo.processInfo.environment["MLTOOL_TOKEN"], !token.isEmpty { parameters.token = token }
         try ModelServerParameters.options.apply(args.optionValues, to: &parameters)
-        // Signals arrive as events on a queue, never in a handler: the default action is turned off first.
-        signal(SIGTERM, SIG_IGN)
-        signal(SIGINT, SIG_IGN)
-        let server = try ModelServer(models: args.positionals, parameters: parameters)
-        let stopped = DispatchSemaphore(value: 0)
-        let sources = [SIGTERM, SIGINT].map { DispatchSource.makeSignalSource(signal: $0, queue: .global()) }
-        for s in sources {
-            s.setEventHandler { stopped.signal() }
-            s.resume()
+        let server = try runUntilSignal(start: { try ModelServer(models: args.positionals, parameters: parameters) }) { server in
+            let host = parameters.host.contains(":") ? "[\(parameters.host)]" : parameters.host
+            for m in server.models {
+                FileHandle.standardError.write(Data("mltool: \(m.name) (\(m.task)) from \(m.path)\n".utf8))
+            }
+            print("mltool: serving \(server.models.count) model\(server.models.count == 1 ? "" : "s") on http://\(host):\(server.port)")
         }
-        let host = parameters.host.contains(":") ? "[\(parameters.host)]" : parameters.host
-        for m in server.models {
-            FileHandle.standardError.write(Data("mltool: \(m.name) (\(m.task)) from \(m.path)\n".utf8))
-        }
-        print("mltool: serving \(server.models.count) model\(server.models.count == 1 ? "" : "s") on http://\(host):\(server.port)")
-        fflush(nil)   // every stream: the line above must reach a pipe now
-        stopped.wait()
         FileHandle.standardError.write(Data("mltool: stopping: answering the requests in flight\n".utf8))
         let left = server.stop()
-        sources.forEach { $0.cancel() }
         if left > 0 { throw PipelineError.badInput(file: "serve", reason: "\(left) requests were still unanswered after 30 s") }
         FileHandle.standardError.write(Data("mltool: stopped\n".utf8))
     }

@@ -16,21 +16,11 @@ extension CLI {
         guard args.positionals.count <= 1 else { throw CLIError.usage(command: "studio", message: "expected at most one FOLDER") }
         var parameters = StudioParameters()
         try StudioParameters.options.apply(args.optionValues, to: &parameters)
-        signal(SIGTERM, SIG_IGN)
-        signal(SIGINT, SIG_IGN)
-        let server = try StudioServer(folder: args.positionals.first ?? ".", parameters: parameters)
-        let stopped = DispatchSemaphore(value: 0)
-        let sources = [SIGTERM, SIGINT].map { DispatchSource.makeSignalSource(signal: $0, queue: .global()) }
-        for s in sources {
-            s.setEventHandler { stopped.signal() }
-            s.resume()
+        let server = try runUntilSignal(start: { try StudioServer(folder: args.positionals.first ?? ".", parameters: parameters) }) {
+            FileHandle.standardError.write(Data("mltool: project \($0.project.root)\n".utf8))
+            print("mltool: studio on \($0.url)")
         }
-        FileHandle.standardError.write(Data("mltool: project \(server.project.root)\n".utf8))
-        print("mltool: studio on \(server.url)")
-        fflush(nil)   // the address must reach a pipe now
-        stopped.wait()
         server.stop()
-        sources.forEach { $0.cancel() }
         FileHandle.standardError.write(Data("mltool: stopped\n".utf8))
     }
 }
