@@ -57,4 +57,24 @@ struct LibraryParityTests {
         let classifier = try TextClassifier(model: result.model)
         #expect(try classifier.predictedLabel(for: "rain and snow and wind") == "weather")
     }
+
+    /// `try await trainer.train(progress:)` (every classifier trainer's, from `CancellableTrainer`) gives the
+    /// synchronous call's model byte for byte, and a cancelled task stops it with `CancellationError`.
+    @Test func asyncTrainingGivesTheSameModelAndStopsWhenCancelled() async throws {
+        let dir = try TempDir(); defer { dir.cleanup() }
+        var csv = "label,text\n"
+        for i in 0..<12 { csv += "cooking,\"bake the bread \(i)\"\nweather,\"rain and wind \(i)\"\n" }
+        try csv.write(toFile: dir.file("texts.csv"), atomically: true, encoding: .utf8)
+        let trainer = TextClassifierTrainer(data: .path(dir.file("texts.csv")))
+        try trainer.train(progress: nil, cancellation: Cancellation()).write(to: dir.file("sync.bin"))
+        try await trainer.train(progress: nil).write(to: dir.file("async.bin"))
+        let a = try Data(contentsOf: URL(fileURLWithPath: dir.file("sync.bin")))
+        let b = try Data(contentsOf: URL(fileURLWithPath: dir.file("async.bin")))
+        #expect(a.count > 500 && a == b)
+        let task = Task { () async throws -> TrainingResult in
+            withUnsafeCurrentTask { $0?.cancel() }
+            return try await trainer.train(progress: nil)
+        }
+        await #expect(throws: CancellationError.self) { _ = try await task.value }
+    }
 }

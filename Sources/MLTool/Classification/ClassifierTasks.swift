@@ -19,6 +19,18 @@ public enum ClassifierTasks {
         String(format: "  l2 %.0e, %d iterations (%@)", r.l2, r.iterations, r.stopReason.rawValue)
     }
 
+    /// A classifier's training summary: its classes and how many `items` went where, the task's own `details` lines,
+    /// accuracy, the head, the `seconds` line's text and where the model was written.
+    static func printSummary(_ request: TaskRequest, _ r: TrainingResult, items: String, details: [String] = [],
+                             seconds: String, output: String) {
+        request.print("trained \(r.model.metadata.labels.count) classes on \(r.trainCount) \(items) (\(r.validationCount) validation, \(r.holdoutCount) holdout)")
+        for line in details { request.print(line) }
+        request.print(accuracyLine(r))
+        request.print(headLine(r))
+        request.print("  seconds    " + seconds)
+        request.print("  wrote      \(output)")
+    }
+
     static func threads(_ values: OptionValues) throws -> Int {
         try values.int("--threads") ?? 0
     }

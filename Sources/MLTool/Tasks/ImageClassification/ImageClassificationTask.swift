@@ -90,12 +90,11 @@ public enum ImageClassificationTask: TaskKind {
         }
         let r = try trainer.train(progress: request.progress, cancellation: request.cancellation)
         try r.write(to: setup.output)
-        request.print("trained \(r.model.metadata.labels.count) classes on \(r.trainCount) images (\(r.validationCount) validation, \(r.holdoutCount) holdout)")
-        request.print(ClassifierTasks.accuracyLine(r))
-        request.print(ClassifierTasks.headLine(r))
-        request.print(String(format: "  seconds    features %.1f (%d extracted), head %.2f%@, total %.1f", r.featureSeconds, r.extractedCount,
-                             r.fitSeconds, r.outOfCore ? " (out of core)" : "", Date().timeIntervalSince(started)))
-        request.print("  wrote      \(setup.output)")
+        ClassifierTasks.printSummary(request, r, items: "images",
+                                     seconds: String(format: "features %.1f (%d extracted), head %.2f%@, total %.1f", r.featureSeconds,
+                                                     r.extractedCount, r.fitSeconds, r.outOfCore ? " (out of core)" : "",
+                                                     Date().timeIntervalSince(started)),
+                                     output: setup.output)
     }
 
     public static func evaluate(_ request: TaskRequest, models: [String], data: String?) throws {

@@ -10,7 +10,7 @@ import MLToolTrain
 /// logistic-regression head is fitted on them. Stages: split (holdout, then validation) → extract → fit (L2
 /// chosen on the validation split, then refitted) → assemble (extractor graph + standardisation + head, with the
 /// holdout recorded so `Evaluator` can re-evaluate on it).
-public struct ImageClassifierTrainer: Sendable {
+public struct ImageClassifierTrainer: CancellableTrainer {
     public var data: TrainingData
     /// Held-out test data; nil holds out `parameters.holdoutFraction` of `data` instead.
     public var testData: TrainingData?
@@ -27,12 +27,6 @@ public struct ImageClassifierTrainer: Sendable {
         var sha256: String
         var key: String
         var features: [Float]
-    }
-
-    /// Trains on a thread of its own; cancelling the calling task stops it at the next batch or stage.
-    public func train(progress: (@Sendable (PipelineEvent) -> Void)? = nil) async throws -> TrainingResult {
-        let trainer = self
-        return try await Cancellation.run { token in try trainer.train(progress: progress, cancellation: token) }
     }
 
     /// Trains, reporting `progress`; stops with `CancellationError` when `cancellation` (or the current task) is

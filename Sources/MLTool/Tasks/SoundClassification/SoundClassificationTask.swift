@@ -99,13 +99,11 @@ public enum SoundClassificationTask: TaskKind {
             .train(progress: request.progress, cancellation: request.cancellation)
         try r.write(to: setup.output)
         let sound = r.model.metadata.sound ?? SoundConfig(minimumSamples: 0, overlap: 0)
-        request.print("trained \(r.model.metadata.labels.count) classes on \(r.trainCount) recordings (\(r.validationCount) validation, \(r.holdoutCount) holdout)")
-        request.print("  windows    " + SoundClassifierParameters.Windowing(minimumSamples: sound.minimumSamples, overlap: sound.overlap).description)
-        request.print(ClassifierTasks.accuracyLine(r))
-        request.print(ClassifierTasks.headLine(r))
-        request.print(String(format: "  seconds    features and search %.1f, head %.2f, total %.1f", r.featureSeconds, r.fitSeconds,
-                             Date().timeIntervalSince(started)))
-        request.print("  wrote      \(setup.output)")
+        let windows = SoundClassifierParameters.Windowing(minimumSamples: sound.minimumSamples, overlap: sound.overlap)
+        ClassifierTasks.printSummary(request, r, items: "recordings", details: ["  windows    " + windows.description],
+                                     seconds: String(format: "features and search %.1f, head %.2f, total %.1f", r.featureSeconds,
+                                                     r.fitSeconds, Date().timeIntervalSince(started)),
+                                     output: setup.output)
     }
 
     public static func evaluate(_ request: TaskRequest, models: [String], data: String?) throws {

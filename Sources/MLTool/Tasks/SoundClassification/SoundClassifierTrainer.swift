@@ -10,7 +10,7 @@ import MLToolTrain
 /// extract and fit, scored by the validation recordings' log-loss (a recording's probabilities: the mean of its
 /// windows') → refit the chosen windowing and L2 on training + validation recordings → holdout → assemble (the
 /// embedding's graph + standardisation + head, the windowing in `sound`, the holdout recorded).
-public struct SoundClassifierTrainer: Sendable {
+public struct SoundClassifierTrainer: CancellableTrainer {
     public var data: TrainingData
     /// Held-out test data; nil holds out `parameters.holdoutFraction` of `data` instead.
     public var testData: TrainingData?
@@ -24,12 +24,6 @@ public struct SoundClassifierTrainer: Sendable {
         self.validationData = validationData ?? parameters.validationData.map {
             .path($0, pathColumn: data.pathColumn, labelColumn: data.labelColumn)
         }
-    }
-
-    /// Trains on a thread of its own; cancelling the calling task stops it at the next block of recordings.
-    public func train(progress: (@Sendable (PipelineEvent) -> Void)? = nil) async throws -> TrainingResult {
-        let trainer = self
-        return try await Cancellation.run { token in try trainer.train(progress: progress, cancellation: token) }
     }
 
     /// Trains, reporting `progress`; stops with `CancellationError` when `cancellation` is cancelled.

@@ -95,13 +95,12 @@ public enum TextClassificationTask: TaskKind {
         try r.write(to: setup.output)
         request.progress(.phase("write", seconds: Date().timeIntervalSince(started) - r.totalSeconds))
         let config = r.model.metadata.text ?? TextConfig()
-        request.print("trained \(r.model.metadata.labels.count) classes on \(r.trainCount) documents (\(r.validationCount) validation, \(r.holdoutCount) holdout)")
-        request.print("  features   \(r.featureCount ?? 0) \(config.hashBits == nil ? "terms" : "hashed buckets"), \(config.weighting), word n-grams \(config.wordNgrams)\(config.charNgrams.map { ", char n-grams \($0)" } ?? "")")
-        request.print(ClassifierTasks.accuracyLine(r))
-        request.print(ClassifierTasks.headLine(r))
-        request.print(String(format: "  seconds    features %.2f, fit %.2f, total %.2f", r.featureSeconds, r.fitSeconds,
-                             Date().timeIntervalSince(started)))
-        request.print("  wrote      \(setup.output)")
+        let features = "  features   \(r.featureCount ?? 0) \(config.hashBits == nil ? "terms" : "hashed buckets"), \(config.weighting), "
+            + "word n-grams \(config.wordNgrams)\(config.charNgrams.map { ", char n-grams \($0)" } ?? "")"
+        ClassifierTasks.printSummary(request, r, items: "documents", details: [features],
+                                     seconds: String(format: "features %.2f, fit %.2f, total %.2f", r.featureSeconds, r.fitSeconds,
+                                                     Date().timeIntervalSince(started)),
+                                     output: setup.output)
     }
 
     public static func evaluate(_ request: TaskRequest, models: [String], data: String?) throws {

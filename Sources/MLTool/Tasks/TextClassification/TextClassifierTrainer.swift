@@ -8,7 +8,7 @@ import MLToolTrain
 /// with L2) fitted by seeded SGD and optional L-BFGS → one model holding the tokenizer settings, vocabulary, idf
 /// and weights, so that `TextClassifier` works on raw strings. Stages: load → split → corpus → vocabulary →
 /// vectorize → search (L2 on the validation split) → refit (training + validation) → metrics → assemble.
-public struct TextClassifierTrainer: Sendable {
+public struct TextClassifierTrainer: CancellableTrainer {
     public var data: TrainingData
     /// Held-out test data; nil holds out `parameters.holdoutFraction` of `data` instead.
     public var testData: TrainingData?
@@ -16,12 +16,6 @@ public struct TextClassifierTrainer: Sendable {
 
     public init(data: TrainingData, testData: TrainingData? = nil, parameters: TextClassifierParameters = .init()) {
         self.data = data; self.testData = testData; self.parameters = parameters
-    }
-
-    /// Trains on a thread of its own; cancelling the calling task stops it at the next stage.
-    public func train(progress: (@Sendable (PipelineEvent) -> Void)? = nil) async throws -> TrainingResult {
-        let trainer = self
-        return try await Cancellation.run { token in try trainer.train(progress: progress, cancellation: token) }
     }
 
     /// Trains, reporting `progress`; stops with `CancellationError` when `cancellation` (or the current task) is
