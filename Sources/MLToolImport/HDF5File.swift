@@ -36,13 +36,19 @@ final class HDF5File {
     static func read<T>(path: String, limits: HDF5Sandbox.Limits? = nil, _ body: (HDF5File) throws -> T) throws -> T {
         let file = try HDF5File(path: path, limits: limits)
         defer { file.sandbox.finish() }
+        return try file.run(body)
+    }
+
+    /// `body` on this file; when the reader failed (crash, hang, limit), that failure is the error, whatever `body`
+    /// made of it.
+    private func run<T>(_ body: (HDF5File) throws -> T) throws -> T {
         let result: T
         do {
-            result = try body(file)
+            result = try body(self)
         } catch {
-            throw file.sandbox.failure ?? error
+            throw sandbox.failure ?? error
         }
-        if let failure = file.sandbox.failure { throw failure }
+        if let failure = sandbox.failure { throw failure }
         return result
     }
 
@@ -61,14 +67,7 @@ final class HDF5File {
         let sandbox = HDF5Sandbox(replaying: ends[0], file: file, limits: limits)
         defer { sandbox.finish() }   // closes the parent's end, which ends the child's part
         let file = try HDF5File(name: file, sandbox: sandbox)
-        let result: T
-        do {
-            result = try body(file)
-        } catch {
-            throw file.sandbox.failure ?? error
-        }
-        if let failure = file.sandbox.failure { throw failure }
-        return result
+        return try file.run(body)
     }
 
     /// The child's part in `replaying`: writes `replies` (then end of file) and reads and drops the requests until

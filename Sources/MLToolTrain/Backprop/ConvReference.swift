@@ -14,17 +14,7 @@ public enum ConvReference {
                 for o in 0..<g.outChannels { y[p * g.outChannels + o] = bias[o] }
             }
         }
-        g.forEachTap { n, oy, ox, ky, kx, iy, ix in
-            let yRow = ((n * g.outHeight + oy) * g.outWidth + ox) * g.outChannels
-            let xRow = ((n * g.height + iy) * g.width + ix) * g.channels
-            let wTap = (ky * g.kernelWidth + kx) * g.groupChannels
-            for o in 0..<g.outChannels {
-                let c0 = (o / g.groupOutChannels) * g.groupChannels
-                for i in 0..<g.groupChannels {
-                    y[yRow + o] += x[xRow + c0 + i] * w[(wTap + i) * g.outChannels + o]
-                }
-            }
-        }
+        forEachProduct(g) { yi, xi, wi in y[yi] += x[xi] * w[wi] }
         return y
     }
 
@@ -38,19 +28,25 @@ public enum ConvReference {
         for p in 0..<(g.outputCount / g.outChannels) {
             for o in 0..<g.outChannels { db[o] += dy[p * g.outChannels + o] }
         }
+        forEachProduct(g) { yi, xi, wi in
+            dx[xi] += dy[yi] * w[wi]
+            dw[wi] += dy[yi] * x[xi]
+        }
+        return (dx, dw, db)
+    }
+
+    /// Every product of the definition, tap by tap (`ConvGeometry.forEachTap`), then output channel, then input channel
+    /// of its group: `body(yi, xi, wi)` for y[yi] += x[xi] · w[wi].
+    static func forEachProduct(_ g: ConvGeometry, _ body: (Int, Int, Int) -> Void) {
         g.forEachTap { n, oy, ox, ky, kx, iy, ix in
             let yRow = ((n * g.outHeight + oy) * g.outWidth + ox) * g.outChannels
             let xRow = ((n * g.height + iy) * g.width + ix) * g.channels
             let wTap = (ky * g.kernelWidth + kx) * g.groupChannels
             for o in 0..<g.outChannels {
                 let c0 = (o / g.groupOutChannels) * g.groupChannels
-                for i in 0..<g.groupChannels {
-                    dx[xRow + c0 + i] += dy[yRow + o] * w[(wTap + i) * g.outChannels + o]
-                    dw[(wTap + i) * g.outChannels + o] += dy[yRow + o] * x[xRow + c0 + i]
-                }
+                for i in 0..<g.groupChannels { body(yRow + o, xRow + c0 + i, (wTap + i) * g.outChannels + o) }
             }
         }
-        return (dx, dw, db)
     }
 
     /// Throws unless the arrays have the sizes the geometry needs (nil: not passed).
