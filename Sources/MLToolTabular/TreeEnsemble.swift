@@ -92,7 +92,13 @@ public struct TreeEnsemble: Sendable {
                                             let end = min(block + 64, hi)
                                             for t in 0..<count {
                                                 let start = Int(tables.starts[t]), j = t % k
-                                                for r in block..<end {
+                                                var r = block
+                                                while r + 8 <= end {
+                                                    let v = Self.leaves8(start, tables.rows.baseAddress! + r * width, width, tables)
+                                                    for l in 0..<8 { o.p[(r + l) * k + j] += v[l] }
+                                                    r += 8
+                                                }
+                                                for r in r..<end {
                                                     o.p[r * k + j] += Self.leaf(start, tables.rows.baseAddress! + r * width, tables.nodes,
                                                                                 tables.values, tables.words, tables.counts)
                                                 }

@@ -84,6 +84,34 @@ import MLToolTestSupport
         #expect(acc >= 0.950, "spam test accuracy \(acc), \(r.rounds) rounds")
     }
 
+    /// `scores` walks 8 rows through a tree in lock step (`leaves8`): its scores equal, bit for bit, the scalar walk's
+    /// (`leaf`, summed over the trees in order from the base scores) on pima (missing values sent either way), DNA and
+    /// diamonds (categorical splits on cut, colour and clarity), whose test row counts leave a tail after the 8s.
+    @Test func laneWalkGivesTheScalarWalksScores() throws {
+        for (name, target) in [("pima", "diabetes"), ("dna", "Class"), ("diamonds", "price")] {
+            guard let s = try Self.load(name, target: target) else { return }
+            let e = Self.fit(s).ensemble, m = s.test, k = e.scoreCount
+            var want = [Float](repeating: 0, count: m.rowCount * k)
+            let counts = e.features.map { Int32($0.categories?.count ?? 0) }
+            e.nodes.withUnsafeBufferPointer { np in e.values.withUnsafeBufferPointer { vp in
+                e.categoryWords.withUnsafeBufferPointer { wp in counts.withUnsafeBufferPointer { cp in
+                    for r in 0..<m.rowCount {
+                        let x = m.columns.map { $0[r] }
+                        for j in 0..<k { want[r * k + j] = e.baseScores[j] }
+                        for t in 0..<e.treeCount {
+                            want[r * k + t % k] += TreeEnsemble.leaf(Int(e.treeStarts[t]), x, np, vp, wp, cp)
+                        }
+                    }
+                } }
+            } }
+            let got = e.scores(m, threads: 2)
+            let differing = zip(got, want).filter { $0.bitPattern != $1.bitPattern }.count
+            #expect(got.count == want.count && differing == 0,
+                    "\(name): \(differing) of \(want.count) scores differ (\(e.treeCount) trees, \(m.rowCount) rows)")
+            #expect(m.rowCount % 8 != 0 && e.treeCount > 10)
+        }
+    }
+
     @Test func pimaWithMissingValues() throws {
         guard let s = try Self.load("pima", target: "diabetes") else { return }
         let r = Self.fit(s)
