@@ -84,6 +84,45 @@ import Testing
                     "RMSE, MAE, R² against scikit-learn")
     }
 
+    /// `mltool eval --report` writes the tabular page: pima's accuracy and macro F1 as --json gives them, every
+    /// feature in the importance chart with its split count, per-class bars and the confusion matrix; diamonds (a
+    /// regression) its RMSE and the predicted-against-true and residual charts. No script, and the same bytes twice.
+    @Test func evalReportShowsMetricsImportanceAndCharts() throws {
+        guard Tool.available else { return Oracles.missing(Oracles.mltoolBinaryProblem) }
+        guard Self.havePima else { return Oracles.missing("datasets/tabular (run bash datasets/tabular.sh)") }
+        let dir = try TempDir()
+        defer { dir.cleanup() }
+        let diamonds = { (part: String) in Self.root + "/datasets/tabular/diamonds/\(part).csv" }
+        for (name, train, target, test) in [("pima", Self.pima("train"), "diabetes", Self.pima("test")),
+                                             ("diamonds", diamonds("train"), "price", diamonds("test"))] {
+            let model = dir.file(name + ".bin"), page = dir.file(name + ".html")
+            let t = try Tool.run(["train", train, "--target", target, "-o", model, "--quiet"])
+            #expect(t.status == 0, "\(t.stderr)")
+            let e = try Tool.run(["eval", model, test, "--report", page])
+            #expect(e.status == 0, "\(e.stderr)")
+            let html = try String(contentsOfFile: page, encoding: .utf8)
+            let j = try Self.json(try Tool.run(["eval", model, test, "--json"]).stdout)
+            #expect(html.hasPrefix("<!DOCTYPE html>") && html.contains("Tabular model report") && !html.contains("<script"))
+            #expect(html.contains("Feature importance") && html.contains(" splits</text>"))
+            if name == "pima" {
+                let c = try #require(j["classification"] as? [String: Any])
+                let accuracy = try #require(c["accuracy"] as? Double)
+                #expect(html.contains(String(format: "<div class=\"v\">%.4f</div>", accuracy)), "accuracy \(accuracy) not on the page")
+                #expect(html.contains("Confusion matrix") && html.contains("per-class precision and recall"))
+                for feature in ["glucose", "mass", "age", "pregnant", "pedigree"] { #expect(html.contains(">\(feature)</title>")) }
+            } else {
+                let g = try #require(j["regression"] as? [String: Any])
+                let rmse = try #require(g["rmse"] as? Double)
+                #expect(html.contains(String(format: "<div class=\"v\">%.6g</div>", rmse)), "RMSE \(rmse) not on the page")
+                #expect(html.contains("predicted against true values") && html.contains("residual histogram"))
+                // 10,541 test rows over the 2,000-point limit: every 6th row, 1,757 points.
+                #expect(html.components(separatedBy: "<circle").count - 1 == 1757 && html.contains("(every 6th row)"))
+            }
+            let again = try Tool.run(["eval", model, test, "--report", page + "2"])
+            #expect(again.status == 0 && (try? String(contentsOfFile: page + "2", encoding: .utf8)) == html)
+        }
+    }
+
     /// `mltool eval MODEL` alone evaluates the rows recorded at training: the --test table's, or the seeded holdout
     /// of the data (which gives the accuracy training printed); a row changed since then is refused, named.
     @Test func evalFindsTheRecordedHoldout() throws {

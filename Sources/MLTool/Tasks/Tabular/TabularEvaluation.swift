@@ -10,6 +10,8 @@ public struct TabularEvaluation: Sendable {
     public var regression: RegressionMetrics?
     /// Features by total gain, largest first: (name, gain, splits).
     public var importance: [(name: String, gain: Double, splits: Int)]
+    /// A regression's true values and predictions, row by row (empty for a classifier).
+    public var truth: [Double] = [], predictions: [Double] = []
 
     public init(ensemble: TreeEnsemble, table: RawTable) throws {
         let schema = TabularSchema(target: ensemble.target, features: ensemble.features, objective: ensemble.objective,
@@ -17,7 +19,9 @@ public struct TabularEvaluation: Sendable {
         let truth = try schema.targets(of: table)
         let predicted = ensemble.predict(try FeatureMatrix(table: table, features: ensemble.features))
         if ensemble.objective == .regression {
-            regression = RegressionMetrics(truth: truth.map(Double.init), predictions: predicted.map(Double.init))
+            self.truth = truth.map(Double.init)
+            predictions = predicted.map(Double.init)
+            regression = RegressionMetrics(truth: self.truth, predictions: predictions)
         } else {
             classification = Metrics.evaluate(truth: truth.map { Int($0) }, probabilities: predicted, labels: ensemble.labels)
         }
@@ -36,5 +40,13 @@ public struct TabularEvaluation: Sendable {
         }
         if importance.count > top { lines.append("  … \(importance.count - top) more") }
         return lines.joined(separator: "\n")
+    }
+
+    /// The page `mltool eval --report` writes: `model` (read from `path`) on `source`.
+    public func htmlReport(model: Model, path: String, source: String) -> TabularHTMLReport {
+        let outcome: TabularHTMLReport.Outcome = classification.map { .classification($0) }
+            ?? .regression(regression ?? RegressionMetrics(truth: [], predictions: []), truth: truth, predicted: predictions)
+        return TabularHTMLReport(model: HTMLReport.ModelInfo(path: path, model: model), dataSource: source, outcome: outcome,
+                                 importance: importance.map { .init(name: $0.name, gain: $0.gain, splits: $0.splits) })
     }
 }

@@ -177,6 +177,9 @@ public enum TabularTask: TaskKind {
         let table = try data.map { try RawTable.read($0) } ?? TabularHoldout.table(model, modelPath: models[0])
         let ev = try TabularEvaluation(ensemble: ensemble, table: table)
         let source = data ?? "its recorded holdout (\(table.rows.count) rows of \(table.file))"
+        try request.writeReport { path in
+            try ev.htmlReport(model: model, path: models[0], source: source).write(to: path, inputs: models + [table.file])
+        }
         guard request.values.has("--json") else { return request.print(ev.text(title: "\(models[0]) on \(source)")) }
         struct Importance: Encodable { var feature: String; var gain: Double; var splits: Int }
         struct Report: Encodable {
