@@ -11,6 +11,7 @@ extension CLI {
             OptionSpec("--seconds", value: "S", help: "Measure for about S seconds (default 5)."),
             OptionSpec("--json", help: "Print one JSON object."),
             OptionSpec("--input", value: "[NAME=]FILE.npy", repeats: true, help: "Run on this input tensor instead of random values (token ids, a sequence length): NAME=FILE, or one per graph input in order."),
+            OptionSpec("--rows", value: "TABLE", help: "A tabular model: time predict on the rows of TABLE held in memory (rows/s)."),
             OptionSpec("--images", value: "DIR", help: "Classify the image files below DIR one call at a time and in one batch call, and compare (images/s)."),
             OptionSpec("--head", value: "ROWSxCOLS", help: "Measure the image head's fit on synthetic rows instead (no MODEL): in memory, or out of core past --memory."),
             OptionSpec("--memory", value: "SIZE", help: "With --head: the memory budget (default half the machine's), e.g. 2G."),
@@ -40,6 +41,18 @@ extension CLI {
         }
         guard args.positionals.count == 1 else { throw CLIError.usage(command: "bench", message: "expected one MODEL") }
         let path = args.positionals[0]
+        if let table = args.string("--rows") {
+            var bench = TabularBenchmark(modelPath: path, table: table)
+            bench.seconds = try args.double("--seconds", default: bench.seconds)
+            let r = try bench.run()
+            if args.has("--json") {
+                print(try TaskOutput.json(r))
+            } else {
+                print("\(path): \(r.rows) rows of \(table) in memory, \(r.runs) runs")
+                print(String(format: "  throughput     %.0f rows/s (best run %.2f ms)", r.rowsPerSecond, r.bestSeconds * 1000))
+            }
+            return
+        }
         if let folder = args.string("--images") {
             var bench = ClassificationBenchmark(modelPath: path, images: try DirectoryWalk.expand([folder]))
             bench.threads = try args.int("--threads", default: bench.threads)

@@ -123,6 +123,25 @@ import Testing
         }
     }
 
+    /// `mltool bench MODEL --rows TABLE` times predict on the table's rows in memory (bench part 53's throughput, as
+    /// the peers' predict is timed): every row counted, at least 3 runs, the rate their best time gives.
+    @Test func benchRowsTimesPredictInMemory() throws {
+        guard Tool.available else { return Oracles.missing(Oracles.mltoolBinaryProblem) }
+        guard Self.havePima else { return Oracles.missing("datasets/tabular (run bash datasets/tabular.sh)") }
+        let dir = try TempDir()
+        defer { dir.cleanup() }
+        let model = dir.file("pima.bin")
+        #expect(try Tool.run(["train", Self.pima("train"), "--target", "diabetes", "-o", model, "--quiet"]).status == 0)
+        let b = try Tool.run(["bench", model, "--rows", Self.pima("test"), "--seconds", "0.2", "--json"])
+        #expect(b.status == 0, "\(b.stderr)")
+        let j = try Self.json(b.stdout)
+        let rows = try #require(j["rows"] as? Int), runs = try #require(j["runs"] as? Int)
+        let best = try #require(j["best_seconds"] as? Double), rate = try #require(j["rows_per_second"] as? Double)
+        #expect(rows == 137 && runs >= 3 && best > 0 && abs(rate - 137 / best) < 1e-6 * rate, "\(b.stdout)")
+        let missing = try Tool.run(["bench", model, "--rows", dir.file("none.csv")])
+        #expect(missing.status == 66 && missing.stderr.contains("none.csv"), "\(missing.stderr)")
+    }
+
     /// `mltool eval MODEL` alone evaluates the rows recorded at training: the --test table's, or the seeded holdout
     /// of the data (which gives the accuracy training printed); a row changed since then is refused, named.
     @Test func evalFindsTheRecordedHoldout() throws {
