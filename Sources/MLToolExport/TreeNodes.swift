@@ -55,6 +55,10 @@ struct TreeNodes {
 
     init(_ e: TreeEnsemble, style: Style, model name: String, format: String,
          maxTableValues: Int = TreeNodes.tableValueLimit, maxNodes: Int = TreeNodes.nodeLimit) throws {
+        guard e.learner != .linear else {
+            let ops = format == "ONNX" ? "LinearClassifier / LinearRegressor" : "glmClassifier / glmRegressor"
+            throw ExportError.unsupported(model: name, format: format, place: "learner 'linear'", reason: "its export (\(ops)) is not yet supported")
+        }
         self.maxTableValues = maxTableValues; self.maxNodes = maxNodes
         scoreCount = e.scoreCount
         width = e.features.count
