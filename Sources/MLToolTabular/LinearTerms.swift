@@ -32,8 +32,8 @@ public struct LinearTerms: Sendable, Equatable {
                 let v = column[r]
                 if feature.kind == .numeric {
                     if v.isNaN { x[r * d + at + 1] = 1 } else { x[r * d + at] = (Double(v) - mean) * scale }
-                } else if !v.isNaN, v >= 0, Int(v) < count {
-                    x[r * d + at + Int(v)] = 1
+                } else if let c = Int(exactly: v), c >= 0, c < count {
+                    x[r * d + at + c] = 1
                 }
             }
         }
