@@ -190,6 +190,8 @@ import Testing
         let holdout = try Tool.run(["eval", model, "--json"])
         let holdoutReport = try Self.json(holdout.stdout)
         #expect(holdout.status == 0 && holdoutReport["classification"] != nil, "\(holdout.stderr)")
+        let text = try Tool.run(["eval", model, Self.pima("test")])
+        #expect(text.status == 0 && text.stdout.contains("accuracy      0.8175") && !text.stdout.contains("feature importance"), "\(text.stdout)")
         let e = try Tool.run(["eval", model, Self.pima("test"), "--json"])
         let accuracy = try #require((try Self.json(e.stdout)["classification"] as? [String: Any])?["accuracy"] as? Double)
         // Measured 0.8175 (112 of 137; 432 training rows, the holdout is 20 % of train.csv) on this 2-core machine; the

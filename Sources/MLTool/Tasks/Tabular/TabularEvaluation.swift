@@ -28,6 +28,8 @@ public struct TabularEvaluation: Sendable {
     /// The report `mltool eval` prints: the metrics, then the importance table (at most `top` features).
     public func text(title: String, top: Int = 20) -> String {
         var lines = [classification?.text(title: title) ?? regression?.text(title: title) ?? title]
+        // A linear model has no splits: a table of zeros would say its features do not matter.
+        guard importance.contains(where: { $0.gain > 0 || $0.splits > 0 }) else { return lines.joined(separator: "\n") }
         lines.append("feature importance (gain, splits)")
         let total = importance.reduce(0.0) { $0 + $1.gain }
         for f in importance.prefix(top) {
