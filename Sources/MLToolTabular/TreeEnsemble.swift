@@ -2,7 +2,8 @@ import Foundation
 import MLToolCore
 
 /// A trained tree ensemble: the trees of docs/FORMAT.md section 4.5, flattened into node tables, with its features,
-/// objective and labels. `scores` and `predict` follow that section's rule exactly.
+/// objective and labels. `scores` and `predict` follow that section's rule exactly. A linear model (learner `.linear`)
+/// is an ensemble of no trees whose scores come from `linear` instead.
 ///
 ///     let model = try TreeEnsemble(model: ModelLoader.load("model.bin"))
 ///     let p = model.probabilities(FeatureMatrix(table: RawTable.read("rows.csv"), features: model.features))
@@ -216,7 +217,7 @@ public struct TreeEnsemble: Sendable {
         }
     }
 
-    /// The model file's contents: metadata (task "tabular") and the four tensors.
+    /// The model file's contents: metadata (task "tabular") and the four tensors (a linear model: six).
     public func model(name: String? = nil, metrics: [String: Double] = [:], provenance: Provenance = Provenance()) -> Model {
         var md = ModelMetadata(task: .tabular, labels: labels, provenance: provenance)
         md.name = name
