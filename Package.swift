@@ -48,8 +48,9 @@ let package = Package(
         .target(name: "MLToolHTTP", dependencies: ["MLToolCore", "CMicroHTTPD"]),
         // Sound: decoding (libsndfile), resampling, the mel front end and windows of the speech embedding (issue 58).
         .target(name: "MLToolAudio", dependencies: ["MLToolCore", "MLToolData", "MLToolEngine", "CSndFile"]),
-        // Tables: the reader, quantile bins and histogram gradient-boosted trees (issue 53).
-        .target(name: "MLToolTabular", dependencies: ["MLToolCore", "MLToolData"]),
+        // Tables: the reader, quantile bins, histogram gradient-boosted trees, forests and linear models (issue 53;
+        // the linear ones fitted by MLToolTrain's L-BFGS).
+        .target(name: "MLToolTabular", dependencies: ["MLToolCore", "MLToolData", "MLToolTrain"]),
         // The library product: the pipelines (train, evaluate, quantize, import, export) and the classifiers, over
         // the targets above; it re-exports them, so `import MLTool` is all a program needs.
         .target(name: "MLTool", dependencies: [

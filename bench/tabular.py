@@ -5,9 +5,11 @@ For each set and seed: test accuracy (classification) or RMSE (regression), trai
 `mltool train` process, reading the CSV included; peers: the fit call on data already in memory) and prediction
 rows/s on 10,000 rows: in memory for every learner (mltool: `mltool bench MODEL --rows` on a 10,000-row CSV, which
 reads the table once and times predict alone; peers: predict on a DataFrame), and for mltool also the whole
-`mltool predict` process on that CSV, reading and writing included. Peers run with their defaults, and LightGBM and XGBoost also
-with early stopping on the validation file (1000 rounds at most, patience 20, as mltool). Run alone:
-python3 bench/tabular.py [--sets letter,spam] [--seeds 3] [--mltool .build/release/mltool]
+`mltool predict` process on that CSV, reading and writing included. Peers run with their defaults, and LightGBM and
+XGBoost also with early stopping on the validation file (1000 rounds at most, patience 20, as mltool). Then, once per
+set (the fits are deterministic), `--learner linear` against scikit-learn's LogisticRegression(C=1) / Ridge(alpha=1)
+after StandardScaler, a missing indicator and OneHotEncoder, on the training file alone as mltool's. Run alone:
+python3 bench/tabular.py [--sets letter,spam] [--seeds 3] [--mltool .build/release/mltool] [--linear-only]
 """
 import argparse, csv, json, os, subprocess, sys, tempfile, time
 
@@ -53,8 +55,8 @@ def batch_of(x, n=10_000):
     return pd.concat([x] * reps, ignore_index=True).iloc[:n]
 
 
-def peers(data, regression, seed):
-    """(name, fit seconds, test score, rows/s on 10,000 rows) for each peer configuration."""
+def peers(data, regression, seed, linear=False):
+    """(name, fit seconds, test score, rows/s on 10,000 rows) for each peer configuration (linear: the linear one)."""
     import numpy as np
     import lightgbm as lgb
     import xgboost as xgb
@@ -71,6 +73,10 @@ def peers(data, regression, seed):
             t = time.perf_counter(); predict(big); best = min(best, time.perf_counter() - t)
         out.append((name, fit_s, s, len(big) / best))
 
+    if linear:
+        m = linear_peer(regression)
+        measure("sklearn " + ("Ridge" if regression else "LogisticRegression"), m, lambda: m.fit(xtr, ytr), m.predict)
+        return out
     common = dict(n_jobs=THREADS, random_state=seed)
     lgb_cls = lgb.LGBMRegressor if regression else lgb.LGBMClassifier
     m = lgb_cls(verbose=-1, **common)
@@ -89,15 +95,29 @@ def peers(data, regression, seed):
     return out
 
 
-def mltool(binary, name, seed, work):
+def linear_peer(regression):
+    """scikit-learn's linear model on mltool's linear columns: numbers standardised, a missing value 0 (the mean) with
+    an indicator column, categories one-hot (an unseen one all zeros)."""
+    from sklearn.compose import ColumnTransformer, make_column_selector
+    from sklearn.impute import SimpleImputer
+    from sklearn.linear_model import LogisticRegression, Ridge
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import OneHotEncoder, StandardScaler
+    numbers = make_pipeline(StandardScaler(), SimpleImputer(strategy="constant", fill_value=0, add_indicator=True))
+    prep = ColumnTransformer([("numbers", numbers, make_column_selector(dtype_include="number")),
+                              ("categories", OneHotEncoder(handle_unknown="ignore"), make_column_selector(dtype_include="category"))])
+    return make_pipeline(prep, Ridge(alpha=1.0) if regression else LogisticRegression(C=1.0, max_iter=5000))
+
+
+def mltool(binary, name, seed, work, extra=()):
     """(train seconds, test score, predict rows/s on 10,000 rows in memory and as a whole process) of mltool's
-    defaults."""
+    defaults (and `extra` options)."""
     d = os.path.join(ROOT, "datasets/tabular", name)
     model = os.path.join(work, f"{name}-{seed}.bin")
     t = time.perf_counter()
     r = subprocess.run([binary, "train", f"{d}/train.csv", "--target", SETS[name], "--test", f"{d}/test.csv",
                         "--validation-data", f"{d}/validation.csv", "--seed", str(seed), "--threads", str(THREADS),
-                        "-o", model, "--quiet"], capture_output=True, text=True)
+                        "-o", model, "--quiet", *extra], capture_output=True, text=True)
     train_s = time.perf_counter() - t
     if r.returncode != 0:
         sys.exit(f"bench: mltool train {name} exited {r.returncode}\n{r.stderr[-2000:]}")
@@ -121,14 +141,21 @@ def mltool(binary, name, seed, work):
     return train_s, s, json.loads(b.stdout)["rows_per_second"], 10_000 / best
 
 
-def measure(binary, sets, seeds, report=print):
+def measure(binary, sets, seeds, report=print, linear_only=False):
     """Rows of dicts: set, seed, who, train seconds, score, rows/s; `report` sees each as it is made."""
     rows = []
     with tempfile.TemporaryDirectory() as work:
         for name in sets:
             data, regression, _ = load(name)
             metric = "RMSE" if regression else "accuracy"
-            for seed in range(seeds):
+            t, s, rps, process_rps = mltool(binary, name, 0, work, extra=("--learner", "linear"))
+            mine = dict(set=name, seed=0, who="mltool --learner linear", train_s=t, score=s, metric=metric, rows_per_s=rps,
+                        process_rows_per_s=process_rps)
+            rows.append(mine); report(mine)
+            for who, ft, ps, prs in peers(data, regression, 0, linear=True):
+                r = dict(set=name, seed=0, who=who, train_s=ft, score=ps, metric=metric, rows_per_s=prs)
+                rows.append(r); report(r)
+            for seed in range(0 if linear_only else seeds):
                 t, s, rps, process_rps = mltool(binary, name, seed, work)
                 mine = dict(set=name, seed=seed, who="mltool", train_s=t, score=s, metric=metric, rows_per_s=rps,
                             process_rows_per_s=process_rps)
@@ -144,8 +171,9 @@ def main():
     ap.add_argument("--mltool", default=os.path.join(ROOT, ".build/release/mltool"))
     ap.add_argument("--sets", default=",".join(SETS))
     ap.add_argument("--seeds", type=int, default=3)
+    ap.add_argument("--linear-only", action="store_true", help="only the linear models")
     a = ap.parse_args()
-    measure(a.mltool, a.sets.split(","), a.seeds,
+    measure(a.mltool, a.sets.split(","), a.seeds, linear_only=a.linear_only,
             report=lambda r: print(f"{r['set']:<9} seed {r['seed']}  {r['who']:<30} {r['metric']} {r['score']:.4f}  "
                                    f"train {r['train_s']:.2f} s  predict {r['rows_per_s']:.0f} rows/s"
                                    + (f" (whole process {r['process_rows_per_s']:.0f})" if "process_rows_per_s" in r else ""),

@@ -1,4 +1,4 @@
-/// A tree ensemble's settings (task "tabular"): its objective, the column it predicts, its features (how a table's
+/// A tree ensemble's (or a linear model's) settings (task "tabular"): its objective, the column it predicts, its features (how a table's
 /// fields become feature values, and how much each one contributed) and the names of its four tensors
 /// (docs/FORMAT.md, section 4.5).
 public struct TabularConfig: Codable, Equatable, Sendable {
@@ -40,6 +40,10 @@ public struct TabularConfig: Codable, Equatable, Sendable {
     public var valuesTensor: String
     /// i32 [W]: the category bit sets of categorical splits.
     public var categoriesTensor: String
+    /// Learner "linear" only: f32 [D, K], the weights of the derived columns, and f32 [F, 2], each feature's mean and
+    /// scale (docs/FORMAT.md 4.5, "Linear models").
+    public var weightsTensor: String?
+    public var scalingTensor: String?
 
     public init(objective: String, target: String, features: [Feature], baseScores: [Float], learner: String? = nil,
                 treesTensor: String = "tabular.trees", nodesTensor: String = "tabular.nodes",

@@ -24,7 +24,7 @@ public struct TabularHTMLReport: Sendable {
     public var model: HTMLReport.ModelInfo
     public var dataSource: String
     public var outcome: Outcome
-    /// Features by gain, largest first.
+    /// Features by gain, largest first (none for a model without splits: no chart).
     public var importance: [Feature]
     /// Features shown in the importance chart (the rest are counted below it).
     public static let featureLimit = 30
@@ -51,7 +51,8 @@ public struct TabularHTMLReport: Sendable {
         case .classification(let r): rows = r.count
         case .regression(let m, _, _): rows = m.count
         }
-        let lede = "\(e(title)) on \(e(dataSource)) · \(HTMLText.grouped(rows)) rows · \(importance.count) features"
+        let lede = "\(e(title)) on \(e(dataSource)) · \(HTMLText.grouped(rows)) rows"
+            + (importance.isEmpty ? "" : " · \(importance.count) features")
         return HTMLText.page(title: title, css: HTMLReport.css, heading: "Tabular model report", lede: lede, sections: s)
     }
 
@@ -71,6 +72,7 @@ public struct TabularHTMLReport: Sendable {
     }
 
     func importanceSection() -> String {
+        guard !importance.isEmpty else { return "" }
         let total = importance.reduce(0.0) { $0 + $1.gain }
         var s = "<section>\n<h2>Feature importance</h2>\n<p class=\"note\">Each feature's share of the gain of every split "
         s += "on it (the loss it removed), and how many splits use it.</p>\n<div class=\"scroll\">\n"

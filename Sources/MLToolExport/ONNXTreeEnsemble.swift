@@ -16,6 +16,7 @@ import MLToolTabular
 enum ONNXTreeEnsemble {
     static func export(_ model: Model, name: String) throws -> ExportResult {
         let e = try TreeEnsemble(model: model, file: name)
+        if let linear = e.linear { return try pack(ONNXLinearModel.program(e, linear), e, model, name: name) }
         let t = try TreeNodes(e, style: .lookups, model: name, format: "ONNX")
         var p = ONNXProgram()
         p.extraOpsets = [("ai.onnx.ml", 2)]
@@ -49,6 +50,12 @@ enum ONNXTreeEnsemble {
             p.outputs = [.init(name: "label", dims: [-1], elemType: ONNXProgram.DataType.string),
                          .init(name: "probabilities", dims: [-1, e.labels.count])]
         }
+        return try pack(p, e, model, name: name)
+    }
+
+    /// The tabular model's metadata (target, objective, the features and the input contract) on `p`, packed.
+    static func pack(_ program: ONNXProgram, _ e: TreeEnsemble, _ model: Model, name: String) throws -> ExportResult {
+        var p = program
         let md = model.metadata
         p.graphName = md.name ?? "mltool"
         p.docString = md.description ?? "exported by mltool \(MLToolInfo.version)"

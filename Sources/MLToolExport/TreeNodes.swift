@@ -55,6 +55,11 @@ struct TreeNodes {
 
     init(_ e: TreeEnsemble, style: Style, model name: String, format: String,
          maxTableValues: Int = TreeNodes.tableValueLimit, maxNodes: Int = TreeNodes.nodeLimit) throws {
+        guard e.learner != .linear else {
+            // ONNX exports it as LinearClassifier / LinearRegressor (ONNXLinearModel), before any tree.
+            throw ExportError.unsupported(model: name, format: format, place: "learner 'linear'",
+                                          reason: "its export (glmClassifier / glmRegressor) is not yet supported")
+        }
         self.maxTableValues = maxTableValues; self.maxNodes = maxNodes
         scoreCount = e.scoreCount
         width = e.features.count

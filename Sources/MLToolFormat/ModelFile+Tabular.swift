@@ -25,14 +25,7 @@ extension ModelFile {
             k = 1
         default: throw bad("objective", "'\(c.objective)'; expected binary, multiclass or regression")
         }
-        switch c.learner {
-        case nil, "boosted", "forest": break
-        case "tree":
-            guard let trees = tensors.first(where: { $0.name == c.treesTensor }), trees.shape == [k + 1] else {
-                throw bad("learner", "'tree' with other than \(k) tree\(k == 1 ? "" : "s") (one per score)")
-            }
-        case let other?: throw bad("learner", "'\(other)'; expected boosted, forest or tree")
-        }
+        try validateLearner(c, scores: k, tensors: tensors, file: file)
         var seen = Set<String>()
         for label in m.labels where !seen.insert(label).inserted { throw bad("labels", "'\(label)' occurs twice") }
         guard c.baseScores.count == k else { throw bad("baseScores", "\(c.baseScores.count) scores; expected \(k)") }
@@ -80,6 +73,56 @@ extension ModelFile {
         }
         try TreeTables(trees: trees, nodes: nodes, values: values, categories: categories)
             .validate(features: c.features, words: w, file: file)
+        if c.learner == "linear" { try validateLinear(c, scores: k, tensors: byName, file: file) }
+    }
+
+    /// The learner's name, its tree count ("tree": K, "linear": none) and the linear model's tensor names.
+    static func validateLearner(_ c: TabularConfig, scores k: Int, tensors: [StoredTensor], file: String) throws {
+        func bad(_ field: String, _ reason: String) -> FormatError { .badGraph(file: file, node: "tabular", field: field, reason: reason) }
+        switch c.learner {
+        case nil, "boosted", "forest": break
+        case "linear":
+            guard let trees = tensors.first(where: { $0.name == c.treesTensor }), trees.shape == [1] else {
+                throw bad("learner", "'linear' with trees (it has none: treesTensor [1])")
+            }
+        case "tree":
+            guard let trees = tensors.first(where: { $0.name == c.treesTensor }), trees.shape == [k + 1] else {
+                throw bad("learner", "'tree' with other than \(k) tree\(k == 1 ? "" : "s") (one per score)")
+            }
+        case let other?: throw bad("learner", "'\(other)'; expected boosted, forest, tree or linear")
+        }
+        if c.learner != "linear", c.weightsTensor != nil || c.scalingTensor != nil {
+            throw bad("weightsTensor", "present for learner '\(c.learner ?? "boosted")'; only a linear model has weights")
+        }
+    }
+
+    /// A linear model's two tensors (docs/FORMAT.md 4.5, "Linear models"): f32 scaling [F, 2] with finite means and
+    /// positive finite scales, f32 weights [D, K] all finite, D counted from the features with overflow checks.
+    static func validateLinear(_ c: TabularConfig, scores k: Int, tensors: [String: StoredTensor], file: String) throws {
+        var d = 0
+        for f in c.features {
+            let (sum, overflow) = d.addingReportingOverflow(f.kind == .numeric ? 2 : f.categories?.count ?? 0)
+            guard !overflow else { throw FormatError.badGraph(file: file, node: "tabular", field: "features", reason: "too many derived columns") }
+            d = sum
+        }
+        for (field, name, expected) in [("scalingTensor", c.scalingTensor, [c.features.count, 2]), ("weightsTensor", c.weightsTensor, [d, k])] {
+            guard let name else { throw FormatError.badGraph(file: file, node: "tabular", field: field, reason: "missing for learner 'linear'") }
+            guard let t = tensors[name] else {
+                throw FormatError.badGraph(file: file, node: "tabular", field: field, reason: "no stored tensor named '\(name)'")
+            }
+            guard t.dtype == .f32 else { throw FormatError.badTensor(file: file, tensor: name, field: "dtype", expected: "f32", actual: t.dtype.name) }
+            guard t.shape == expected else {
+                throw FormatError.badTensor(file: file, tensor: name, field: "shape", expected: "\(expected)", actual: "\(t.shape)")
+            }
+            for i in 0..<(t.bytes.count / 4) {
+                let v = t.bytes.buffer.loadUnaligned(fromByteOffset: i &* 4, as: Float.self)
+                let scale = field == "scalingTensor" && i % 2 == 1
+                guard v.isFinite, !scale || v > 0 else {
+                    throw FormatError.badTensor(file: file, tensor: name, field: "values", expected: scale ? "a finite scale > 0" : "finite",
+                                                actual: "element \(i): \(v)")
+                }
+            }
+        }
     }
 }
 

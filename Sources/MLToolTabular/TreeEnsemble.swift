@@ -2,7 +2,8 @@ import Foundation
 import MLToolCore
 
 /// A trained tree ensemble: the trees of docs/FORMAT.md section 4.5, flattened into node tables, with its features,
-/// objective and labels. `scores` and `predict` follow that section's rule exactly.
+/// objective and labels. `scores` and `predict` follow that section's rule exactly. A linear model (learner `.linear`)
+/// is an ensemble of no trees whose scores come from `linear` instead.
 ///
 ///     let model = try TreeEnsemble(model: ModelLoader.load("model.bin"))
 ///     let p = model.probabilities(FeatureMatrix(table: RawTable.read("rows.csv"), features: model.features))
@@ -12,8 +13,11 @@ public struct TreeEnsemble: Sendable {
     public var labels: [String]
     public var features: [TabularConfig.Feature]
     public var baseScores: [Float]
-    /// Boosted trees (sums through a sigmoid or softmax) or averaged ones (forest, tree: the sums are the prediction).
+    /// Boosted trees (sums through a sigmoid or softmax) or averaged ones (forest, tree: the sums are the prediction),
+    /// or no trees and a linear model (`linear`, its scores through a sigmoid or softmax).
     public var learner: Learner = .boosted
+    /// The linear model's terms (learner `.linear` only).
+    public var linear: LinearTerms?
     /// Where each tree's nodes start, then the node count.
     public var treeStarts: [Int32]
     /// Per node: feature (−1: leaf), left, right (relative to the tree's first node), flags, category offset.
@@ -24,7 +28,7 @@ public struct TreeEnsemble: Sendable {
 
     /// How the trees were grown, and so how their sums become predictions (docs/FORMAT.md 4.5, `learner`).
     public enum Learner: String, Sendable, CaseIterable {
-        case boosted, forest, tree
+        case boosted, forest, tree, linear
     }
 
     /// Scores per row: K = 1, or the class count for multiclass.
@@ -66,6 +70,7 @@ public struct TreeEnsemble: Sendable {
     /// Raw scores, [row · K + k], trees added in order from the base scores (binary32). Rows are split across
     /// `threads` workers (each row's sum is the same whatever the split).
     public func scores(_ m: FeatureMatrix, trees: Int? = nil, threads: Int = 0) -> [Float] {
+        if let linear { return linear.scores(m, features: features, base: baseScores) }
         let k = scoreCount, n = m.rowCount, count = min(trees ?? treeCount, treeCount), width = features.count
         var out = [Float](repeating: 0, count: n * k)
         guard n > 0 else { return out }
@@ -141,7 +146,7 @@ public struct TreeEnsemble: Sendable {
     /// Class probabilities, [row · C + c] (C = labels), or for a regression the predictions (one per row).
     public func predict(_ m: FeatureMatrix) -> [Float] {
         let s = scores(m)
-        guard learner != .boosted else { return Self.transform(s, objective: objective, classes: labels.count) }
+        guard learner != .boosted, learner != .linear else { return Self.transform(s, objective: objective, classes: labels.count) }
         // Averaged trees: the sums are the probabilities (of labels[1] for binary) or the values.
         guard objective == .binary else { return s }
         var out = [Float](repeating: 0, count: s.count * 2)
@@ -193,35 +198,52 @@ public struct TreeEnsemble: Sendable {
             }
             return (0..<(t.bytes.count / 4)).map { Int32(littleEndian: t.bytes.buffer.loadUnaligned(fromByteOffset: $0 * 4, as: Int32.self)) }
         }
-        guard let v = model.tensor(named: c.valuesTensor), v.dtype == .f32 else {
-            throw TabularError.invalidModel(file: file, what: "tensor '\(c.valuesTensor)'", expected: "an f32 tensor", actual: "none")
-        }
         guard let learner = Learner(rawValue: c.learner ?? "boosted") else {
-            throw TabularError.invalidModel(file: file, what: "learner", expected: "boosted, forest or tree", actual: c.learner ?? "")
+            throw TabularError.invalidModel(file: file, what: "learner", expected: "boosted, forest, tree or linear", actual: c.learner ?? "")
+        }
+        func floats(_ name: String?) throws -> [Float] {
+            guard let name, let t = model.tensor(named: name), t.dtype == .f32 else {
+                throw TabularError.invalidModel(file: file, what: "tensor '\(name ?? "")'", expected: "an f32 tensor", actual: "none")
+            }
+            return (0..<(t.bytes.count / 4)).map { t.bytes.buffer.loadUnaligned(fromByteOffset: $0 * 4, as: Float.self) }
         }
         self.init(objective: objective, target: c.target, labels: md.labels, features: c.features, baseScores: c.baseScores,
                   treeStarts: try ints(c.treesTensor), nodes: try ints(c.nodesTensor),
-                  values: (0..<(v.bytes.count / 4)).map { v.bytes.buffer.loadUnaligned(fromByteOffset: $0 * 4, as: Float.self) },
-                  categoryWords: try ints(c.categoriesTensor).map { UInt32(bitPattern: $0) })
+                  values: try floats(c.valuesTensor), categoryWords: try ints(c.categoriesTensor).map { UInt32(bitPattern: $0) })
         self.learner = learner
+        if learner == .linear {
+            let scaling = try floats(c.scalingTensor), weights = try floats(c.weightsTensor)
+            let d = LinearTerms.offsets(c.features)[c.features.count]
+            guard scaling.count == 2 * c.features.count, weights.count == d * scoreCount else {
+                throw TabularError.invalidModel(file: file, what: "linear tensors", expected: "[\(c.features.count), 2] and [\(d), \(scoreCount)]",
+                                                actual: "\(scaling.count) and \(weights.count) values")
+            }
+            linear = LinearTerms(means: stride(from: 0, to: scaling.count, by: 2).map { scaling[$0] },
+                                 scales: stride(from: 1, to: scaling.count, by: 2).map { scaling[$0] }, weights: weights)
+        }
     }
 
-    /// The model file's contents: metadata (task "tabular") and the four tensors.
+    /// The model file's contents: metadata (task "tabular") and the four tensors (a linear model: six).
     public func model(name: String? = nil, metrics: [String: Double] = [:], provenance: Provenance = Provenance()) -> Model {
         var md = ModelMetadata(task: .tabular, labels: labels, provenance: provenance)
         md.name = name
         md.metrics = metrics
-        let c = TabularConfig(objective: objective.rawValue, target: target, features: features, baseScores: baseScores,
+        var c = TabularConfig(objective: objective.rawValue, target: target, features: features, baseScores: baseScores,
                               learner: learner == .boosted ? nil : learner.rawValue)
+        if linear != nil { c.weightsTensor = "tabular.weights"; c.scalingTensor = "tabular.scaling" }
         md.tabular = c
         func bytes<T>(_ v: [T]) -> TensorBytes { TensorBytes(copying: v.withUnsafeBytes { Array($0) }) }
-        let tensors = [
+        var tensors = [
             StoredTensor(name: c.treesTensor, dtype: .i32, shape: [treeStarts.count], bytes: bytes(treeStarts.map(\.littleEndian))),
             StoredTensor(name: c.nodesTensor, dtype: .i32, shape: [values.count, 5], bytes: bytes(nodes.map(\.littleEndian))),
             StoredTensor(name: c.valuesTensor, tensor: Tensor(shape: [values.count], data: values)),
             StoredTensor(name: c.categoriesTensor, dtype: .i32, shape: [categoryWords.count],
                          bytes: bytes(categoryWords.map { Int32(bitPattern: $0).littleEndian })),
         ]
+        if let linear, let w = c.weightsTensor, let s = c.scalingTensor {
+            tensors.append(StoredTensor(name: s, tensor: Tensor(shape: [features.count, 2], data: zip(linear.means, linear.scales).flatMap { [$0, $1] })))
+            tensors.append(StoredTensor(name: w, tensor: Tensor(shape: [linear.weights.count / scoreCount, scoreCount], data: linear.weights)))
+        }
         return Model(metadata: md, tensors: tensors)
     }
 }

@@ -83,7 +83,7 @@ import MLToolTestSupport
         #expect(back.learner == .forest && back.predict(s.test) == Self.fit(s, trees: 20, threads: 3).predict(s.test))
     }
 
-    /// The learner field is checked by the format's reader: a "tree" holds K trees, and only the three names exist.
+    /// The learner field is checked by the format's reader: a "tree" holds K trees, and only the four names exist.
     @Test func learnerFieldIsValidated() throws {
         guard let s = try BoostedTreeTests.load("pima", target: "diabetes") else { return }
         var model = Self.fit(s, trees: 2).model()
@@ -92,7 +92,7 @@ import MLToolTestSupport
             _ = try ModelFile.serialize(model, asWrittenTo: "m.bin")
         }
         model.metadata.tabular?.learner = "bagged"
-        #expect(throws: FormatError.badGraph(file: "m.bin", node: "tabular", field: "learner", reason: "'bagged'; expected boosted, forest or tree")) {
+        #expect(throws: FormatError.badGraph(file: "m.bin", node: "tabular", field: "learner", reason: "'bagged'; expected boosted, forest, tree or linear")) {
             _ = try ModelFile.serialize(model, asWrittenTo: "m.bin")
         }
     }

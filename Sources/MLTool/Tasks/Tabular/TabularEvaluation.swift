@@ -32,6 +32,8 @@ public struct TabularEvaluation: Sendable {
     /// The report `mltool eval` prints: the metrics, then the importance table (at most `top` features).
     public func text(title: String, top: Int = 20) -> String {
         var lines = [classification?.text(title: title) ?? regression?.text(title: title) ?? title]
+        // A linear model has no splits: a table of zeros would say its features do not matter.
+        guard importance.contains(where: { $0.gain > 0 || $0.splits > 0 }) else { return lines.joined(separator: "\n") }
         lines.append("feature importance (gain, splits)")
         let total = importance.reduce(0.0) { $0 + $1.gain }
         for f in importance.prefix(top) {
@@ -46,7 +48,9 @@ public struct TabularEvaluation: Sendable {
     public func htmlReport(model: Model, path: String, source: String) -> TabularHTMLReport {
         let outcome: TabularHTMLReport.Outcome = classification.map { .classification($0) }
             ?? .regression(regression ?? RegressionMetrics(truth: [], predictions: []), truth: truth, predicted: predictions)
+        // A linear model has no splits: no importance chart (its bars would all be zero).
+        let splits = importance.contains { $0.gain > 0 || $0.splits > 0 }
         return TabularHTMLReport(model: HTMLReport.ModelInfo(path: path, model: model), dataSource: source, outcome: outcome,
-                                 importance: importance.map { .init(name: $0.name, gain: $0.gain, splits: $0.splits) })
+                                 importance: splits ? importance.map { .init(name: $0.name, gain: $0.gain, splits: $0.splits) } : [])
     }
 }

@@ -23,8 +23,11 @@ public struct TabularParameters: Sendable {
     public var validation: ValidationRule = .auto
     /// A table of validation rows instead of a split.
     public var validationData: String?
-    /// Which learner: boosted trees (the default), a random forest, one decision tree, or (not yet) a linear model.
+    /// Which learner: boosted trees (the default), a random forest, one decision tree, or a linear model.
     public var learner: Learner = .boosted
+    /// `--learner linear`: α of the objective Σ loss + α/2 · ‖W‖², scikit-learn's `LogisticRegression(C = 1/α)` and
+    /// `Ridge(alpha = α)` (their defaults at 1).
+    public var linearL2 = 1.0
     public var trees = BoostedTreeParameters()
     /// The forest's (and the single tree's) settings, with scikit-learn's defaults.
     public var forest = ForestParameters()

@@ -20,7 +20,9 @@ public enum TabularTask: TaskKind {
             native categorical splits), at most \(t.iterations) rounds, stopping \(t.earlyStopping) rounds after the best loss on the
             validation rows (--validation, or --validation-data TABLE). --learner forest: \(f.trees) trees on bootstrap rows,
             √F features drawn per split for classes (all for a regression), grown to pure leaves, averaged (scikit-learn's
-            random forest); --learner tree: one such tree on every row and feature.
+            random forest); --learner tree: one such tree on every row and feature. --learner linear: logistic (binary or
+            softmax) or ridge regression on standardised numeric columns (a missing value: the mean and an indicator
+            column) and one-hot categories, L2 α = --linear-l2 (scikit-learn's C = 1/α or Ridge alpha).
             """
     }
 
@@ -63,6 +65,13 @@ public enum TabularTask: TaskKind {
                   }
                   s.parameters.learner = learner
               }, record: { s in s.parameters.learner == d.learner ? [] : ["--learner", s.parameters.learner.rawValue] }),
+            O(OptionDeclaration("--linear-l2", value: "X", kind: .number,
+                                help: "--learner linear: α of Σ loss + α/2·‖W‖², scikit-learn's C = 1/α or Ridge alpha (default \(d.linearL2))."),
+              set: { s, v in
+                  let x = try OptionText.double("--linear-l2", v)
+                  guard x > 0, x.isFinite else { throw OptionText.refuse("--linear-l2", "--linear-l2 must be a number > 0") }
+                  s.parameters.linearL2 = x
+              }, record: { s in s.parameters.linearL2 == d.linearL2 ? [] : ["--linear-l2", "\(s.parameters.linearL2)"] }),
             O(OptionDeclaration("--forest-trees", value: "N", kind: .integer, help: "--learner forest: trees (default \(d.forest.trees))."),
               set: { s, v in
                   guard let trees = Int(v), trees >= 1 else { throw OptionText.refuse("--forest-trees", "--forest-trees must be an integer ≥ 1") }
@@ -159,7 +168,11 @@ public enum TabularTask: TaskKind {
         let e = r.ensemble, split = setup.test == nil ? "holdout" : "test"
         let kind = e.objective == .regression ? "a regressor" : "a \(e.objective.rawValue) classifier of \(e.labels.count) classes"
         request.print("trained \(kind) for '\(e.target)' on \(r.trainRows) rows (\(r.validationRows) validation, \(r.testRows) \(split)), \(e.features.count) features")
-        request.print("  trees      \(e.treeCount) (\(r.rounds) rounds), \(e.values.count) nodes")
+        if let w = e.linear?.weights {
+            request.print("  linear     \(w.count / e.scoreCount) derived columns × \(e.scoreCount) score\(e.scoreCount == 1 ? "" : "s"), α \(setup.parameters.linearL2)")
+        } else {
+            request.print("  trees      \(e.treeCount) (\(r.rounds) rounds), \(e.values.count) nodes")
+        }
         if let c = r.evaluation?.classification {
             request.print(String(format: "  %@ accuracy %.4f, macro F1 %.4f, log-loss %.4f", split, c.accuracy, c.macro.f1, c.logLoss))
         }

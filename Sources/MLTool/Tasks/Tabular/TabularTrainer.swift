@@ -5,9 +5,10 @@ import MLToolEval
 import MLToolFormat
 import MLToolTabular
 
-/// Trains a tabular model (Create ML's `MLBoostedTreeClassifier` / `MLBoostedTreeRegressor`): reads the table,
-/// infers the columns, splits a seeded holdout (unless a test table is given) and a validation share (unless a
-/// validation table is given), trains boosted trees with early stopping on validation and scores the test rows.
+/// Trains a tabular model (Create ML's `MLBoostedTreeClassifier` / `MLBoostedTreeRegressor`, `MLRandomForest…`,
+/// `MLDecisionTree…`, `MLLogisticRegressionClassifier` / `MLLinearRegressor`): reads the table, infers the columns,
+/// splits a seeded holdout (unless a test table is given) and a validation share (unless a validation table is given;
+/// boosted trees only), trains the learner (boosted trees with early stopping on validation) and scores the test rows.
 ///
 ///     var p = TabularParameters()
 ///     p.target = "price"
@@ -77,7 +78,7 @@ public struct TabularTrainer: Sendable {
                                                             learner: p.learner == .tree ? .tree : .forest)
             return (e, e.treeCount / e.scoreCount)
         case .linear:
-            throw TabularError.notYetSupported(what: "--learner linear (linear and logistic regression)")
+            return (try LinearTrainer(l2: p.linearL2).train(schema: schema, train: train, targets: targets, weights: weights), 0)
         }
     }
 
@@ -110,7 +111,7 @@ public struct TabularTrainer: Sendable {
         if let v = p.validationData {
             validationTable = try RawTable.read(v)
         } else {
-            // Forests and single trees do not stop early: their rows are all for training.
+            // Forests, single trees and linear models do not stop early: their rows are all for training.
             let fraction = p.learner == .boosted ? p.validation.fraction(count: order.count) : 0
             let count = min(Int((Double(order.count) * fraction).rounded()), order.count - 1)
             validationTable = count > 0 ? TabularSchema.rows(table, order.suffix(count).sorted()) : nil
