@@ -21,7 +21,7 @@ out="$(cd "$out" && pwd)"
 [ -f "$out/.gitignore" ] || printf '*\n' > "$out/.gitignore"
 stamp="$(cat "$manifest" "$0" | sha256sum | cut -c1-16)"
 if [ -f "$out/.complete" ] && [ "$(cat "$out/.complete")" = "$stamp" ] && [ -f "$out/gazetteer.tsv" ]; then
-    echo "gazetteer: $out is complete ($stamp)"; exit 0
+    touch "$out/gazetteer.tsv"; echo "gazetteer: $out is complete ($stamp)"; exit 0
 fi
 mirror="${DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 grep -v '^#' "$manifest" | while read -r name version size sha path; do

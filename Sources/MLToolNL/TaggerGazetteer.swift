@@ -1,3 +1,5 @@
+import MLToolData
+
 /// Name lists (gazetteers: classes of names such as places) as bits of the lexicon's tag-set masks, so the tag-set
 /// features (templates 30–34) say "this word begins / continues a known LOC name" beside the tags it was seen with:
 /// class c (classes in sorted order) sets bit 16 + 2c on the first word of each of its names and bit 17 + 2c on the
@@ -12,6 +14,20 @@ public struct TaggerGazetteer: Sendable, Equatable {
     }
 
     public init(names: [Name]) { self.names = names }
+
+    /// The names of a gazetteer file: lines CLASS<TAB>name (blank lines skipped; a line without a tab is an error).
+    public static func read(_ path: String) throws -> TaggerGazetteer {
+        var names: [Name] = []
+        for (i, line) in try TextDataset.readDocument(path).split(separator: "\n", omittingEmptySubsequences: false).enumerated()
+        where !line.allSatisfy(\.isWhitespace) {
+            let parts = line.split(separator: "\t", maxSplits: 1)
+            guard parts.count == 2, !parts[0].isEmpty else {
+                throw TaggerError.unusableData(source: path, reason: "line \(i + 1): expected CLASS<TAB>name")
+            }
+            names.append(Name(nameClass: String(parts[0]), text: String(parts[1])))
+        }
+        return TaggerGazetteer(names: names)
+    }
 
     static let firstBit: UInt32 = 16
     /// Classes at most (bits 16…29; bit 31 marks the sentinels).

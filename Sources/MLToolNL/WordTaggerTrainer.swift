@@ -60,7 +60,8 @@ public struct WordTaggerTrainer {
         var lap = Date()
         func phase(_ name: String) { let now = Date(); timings[name] = now.timeIntervalSince(lap); lap = now }
         var trainWords = Self.intern(train, lexicon: .empty)
-        let lexicon = Self.lexicon(train, trainWords, tagIndex: tagIndex, folds: parameters.lexiconFolds, extras: extras)
+        let lexicon = Self.lexicon(train, trainWords, tagIndex: tagIndex, folds: parameters.lexiconFolds, extras: extras,
+                                   names: gazetteer != nil)
         for i in trainWords.words.indices { lexicon.final.annotate(&trainWords.words[i]) }
         phase("lexicon")
         var index = FeatureIndex(expected: 1)
@@ -156,7 +157,7 @@ public struct WordTaggerTrainer {
     /// sentences (sentence s is in fold s mod `folds`), and for the model the tags over all training sentences and
     /// the cluster and gazetteer bits (`extras`) of every word in it or in `extras`.
     static func lexicon(_ sentences: [TaggedSentence], _ interned: Interned, tagIndex: [String: Int32],
-                        folds: Int, extras: [UInt64: Extra] = [:]) -> (trainingMasks: [UInt32], final: TaggerLexicon) {
+                        folds: Int, extras: [UInt64: Extra] = [:], names: Bool = false) -> (trainingMasks: [UInt32], final: TaggerLexicon) {
         var types = FeatureIndex(expected: 1 << 15)
         var typeOfForm: [Int32] = []
         var typeKeys: [UInt64] = []
@@ -189,8 +190,7 @@ public struct WordTaggerTrainer {
             let fold = si % folds
             for k in interned.sentenceOffsets[si]..<interned.sentenceOffsets[si + 1] {
                 let w = Int(typeOfForm[Int(interned.ids[k])])
-                masks.append(mask { total[w * t + $0] - byFold[(fold * typeCount + w) * t + $0] }
-                             | (extras[typeKeys[w]]?.mask ?? 0))
+                masks.append(mask { total[w * t + $0] - byFold[(fold * typeCount + w) * t + $0] })
             }
         }
         var keys = typeKeys, finalMasks = (0..<typeCount).map { w in mask { total[w * t + $0] } }
@@ -205,7 +205,7 @@ public struct WordTaggerTrainer {
         }
         let order = keys.indices.sorted { keys[$0] < keys[$1] }
         let final = TaggerLexicon(keys: order.map { keys[$0] }, masks: order.map { finalMasks[$0] },
-                                  clusters: order.map { paths[$0] })
+                                  clusters: order.map { paths[$0] }, namesInMasks: names)
         return (masks, final)
     }
 

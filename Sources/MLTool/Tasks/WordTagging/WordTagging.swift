@@ -93,7 +93,7 @@ public struct WordTaggerTraining: Sendable {
         // The trainer reports each epoch from the calling thread, between epochs: never concurrently.
         nonisolated(unsafe) let report = progress
         let unlabeled = try p.unlabeledText.map(Self.unlabeledSentences) ?? []
-        let gazetteer = try p.gazetteer.map(Self.gazetteer)
+        let gazetteer = try p.gazetteer.map(TaggerGazetteer.read)
         let r = try trainer.train(training, unlabeled: unlabeled, gazetteer: gazetteer) { report?(.taggerEpoch($0)) }
         var scores: TaggingReport?
         if let testCorpus, !testCorpus.sentences.isEmpty { scores = r.tagger.evaluate(testCorpus).report }
@@ -121,20 +121,6 @@ public struct WordTaggerTraining: Sendable {
         let text = try TextDataset.readDocument(path)
         return text.split(whereSeparator: \.isNewline).map { $0.split(whereSeparator: \.isWhitespace).map(String.init) }
             .filter { !$0.isEmpty }
-    }
-
-    /// The names of a gazetteer file: lines CLASS<TAB>name (blank lines skipped; a line without a tab is an error).
-    static func gazetteer(_ path: String) throws -> TaggerGazetteer {
-        var names: [TaggerGazetteer.Name] = []
-        for (i, line) in try TextDataset.readDocument(path).split(separator: "\n", omittingEmptySubsequences: false).enumerated()
-        where !line.allSatisfy(\.isWhitespace) {
-            let parts = line.split(separator: "\t", maxSplits: 1)
-            guard parts.count == 2, !parts[0].isEmpty else {
-                throw PipelineError.badInput(file: path, reason: "line \(i + 1): expected CLASS<TAB>name")
-            }
-            names.append(.init(nameClass: String(parts[0]), text: String(parts[1])))
-        }
-        return TaggerGazetteer(names: names)
     }
 
     /// A seeded share of the sentences (at least one, at most all but one), kept in their order on both sides.
