@@ -19,9 +19,9 @@ public enum WordTaggingTask: TaskKind {
 
     static let tagColumn = OptionDeclaration("--tag-column", value: "upos|xpos|misc:KEY", help: "The CoNLL-U column to learn or score (default upos).")
 
-    static let unlabeledText = OptionDeclaration("--unlabeled-text", value: "FILE", help: "Unlabelled text (CoNLL-U forms, or one tokenized sentence a line) whose words get Brown clusters as features.")
+    static let unlabeledText = OptionDeclaration("--unlabeled-text", value: "FILE", help: "Text whose words get Brown clusters (CoNLL-U, or a tokenized sentence a line).")
 
-    static let gazetteer = OptionDeclaration("--gazetteer", value: "FILE", help: "Name lists (lines CLASS<TAB>name, at most \(TaggerGazetteer.maxClasses) classes) marking known names' words as features.")
+    static let gazetteer = OptionDeclaration("--gazetteer", value: "FILE", help: "Name lists as features (lines CLASS<TAB>name, ≤ \(TaggerGazetteer.maxClasses) classes).")
 
     /// The options, in the order the recorded command lists them.
     public static let options: OptionTable<Setup> = {
