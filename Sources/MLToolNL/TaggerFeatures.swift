@@ -1,4 +1,4 @@
-/// The tagger's feature templates (feature set "mltool-tagger-1", docs/FORMAT.md): for word i of a sentence, the
+/// The tagger's feature templates (feature sets "mltool-tagger-1" and "-2", docs/FORMAT.md): for word i of a sentence, the
 /// keys of every feature that fires. A key is `TaggerHash.key(template, value…)`; the model keeps one weight row per
 /// key seen in training.
 ///
@@ -19,6 +19,8 @@
 /// | 34 | tag sets at −1 and +1 together |
 /// | 40–43 | word cluster at 0: bit-path prefixes of 4, 6, 10 bits and the whole path |
 /// | 44, 45 | whole cluster path at −1, +1 |
+/// | 35 | each gazetteer bit of the word at 0 (feature set "mltool-tagger-2" only: other sets have none) |
+/// | 36, 37 | gazetteer bits at −1, +1 (whole value, when not 0) |
 enum TaggerFeatures {
     /// The most keys one word can have.
     static let maxKeys = 64
@@ -58,6 +60,11 @@ enum TaggerFeatures {
         emit(H.key(32, UInt64(next.tagMask)))
         emit(H.key(33, UInt64(next2.tagMask)))
         emit(H.key(34, UInt64(prev.tagMask), UInt64(next.tagMask)))
+        if cur.names != 0 {
+            for bit in 0..<14 where cur.names & (1 << bit) != 0 { emit(H.key(35, UInt64(bit))) }
+        }
+        if prev.names != 0 { emit(H.key(36, UInt64(prev.names))) }
+        if next.names != 0 { emit(H.key(37, UInt64(next.names))) }
         if cur.cluster != 0 {
             let bits = 31 &- cur.cluster.leadingZeroBitCount
             if bits > 4 { emit(H.key(40, UInt64(cur.cluster >> UInt32(bits &- 4)))) }

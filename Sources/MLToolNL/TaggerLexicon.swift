@@ -1,14 +1,16 @@
 /// Per lower-case word: the tags it was seen with in training (a bit mask) and its word cluster. Looked up by the
-/// hash of the lower-case form; unknown words get neither.
+/// hash of the lower-case form; unknown words get neither. With `namesInMasks` (feature set "mltool-tagger-2") a
+/// mask's bits above 15 are the word's gazetteer bits (`TaggerGazetteer`), given to the word apart from its tags.
 struct TaggerLexicon: Sendable {
     /// Lower-case word hashes, sorted ascending (row r of `masks` and `clusters`).
     let keys: [UInt64]
     let masks: [UInt32]
     let clusters: [UInt32]
+    let namesInMasks: Bool
     private let index: FeatureIndex
 
-    init(keys: [UInt64], masks: [UInt32], clusters: [UInt32]) {
-        self.keys = keys; self.masks = masks; self.clusters = clusters
+    init(keys: [UInt64], masks: [UInt32], clusters: [UInt32], namesInMasks: Bool = false) {
+        self.keys = keys; self.masks = masks; self.clusters = clusters; self.namesInMasks = namesInMasks
         index = keys.withUnsafeBufferPointer { FeatureIndex(sorted: $0) }
     }
 
@@ -18,7 +20,13 @@ struct TaggerLexicon: Sendable {
     @inline(__always) func annotate(_ word: inout TaggerWord) {
         let r = index.row(word.lower)
         guard r >= 0 else { return }
-        word.tagMask = masks[Int(r)]
+        let m = masks[Int(r)]
+        if namesInMasks {
+            word.tagMask = m & 0xFFFF
+            word.names = UInt16(truncatingIfNeeded: m >> TaggerGazetteer.firstBit)
+        } else {
+            word.tagMask = m
+        }
         word.cluster = clusters[Int(r)]
     }
 }

@@ -22,6 +22,8 @@ struct TaggerWord: Sendable {
     var tagMask: UInt32 = 0
     /// The word's cluster as a bit path with a leading 1 (0: none).
     var cluster: UInt32 = 0
+    /// The word's gazetteer bits (bit 2c: first word of a name of class c, 2c + 1: a later word; 0: none).
+    var names: UInt16 = 0
 
     struct Flags: OptionSet, Sendable {
         let rawValue: UInt16

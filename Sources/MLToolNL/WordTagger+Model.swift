@@ -4,6 +4,9 @@ import MLToolData
 extension WordTagger {
     /// The feature set this code computes (`TaggerConfig.features`).
     public static let featureSet = "mltool-tagger-1"
+    /// The feature set of a tagger trained with a gazetteer: "mltool-tagger-1" and the name-list templates 35–37,
+    /// the gazetteer's bits in the lexicon's masks above bit 15.
+    public static let namesFeatureSet = "mltool-tagger-2"
 
     /// A tagger read back from a model (task "wordTagger", docs/FORMAT.md section 4.3). Quantized weights are
     /// dequantized here. `file` names the model in errors.
@@ -12,8 +15,9 @@ extension WordTagger {
         guard md.task == .wordTagger, let c = md.tagger else {
             throw TaggerError.invalidModel(file: file, what: "task", expected: "wordTagger", actual: md.task.rawValue)
         }
-        guard c.features == Self.featureSet else {
-            throw TaggerError.invalidModel(file: file, what: "feature set", expected: Self.featureSet, actual: c.features)
+        guard c.features == Self.featureSet || c.features == Self.namesFeatureSet else {
+            throw TaggerError.invalidModel(file: file, what: "feature set", expected: "\(Self.featureSet) or \(Self.namesFeatureSet)",
+                                           actual: c.features)
         }
         let t = md.labels.count
         func tensor(_ name: String) throws -> StoredTensor {
@@ -59,7 +63,8 @@ extension WordTagger {
         let raw = values.bytes.buffer
         func value(_ i: Int) -> UInt32 { UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: i * 4, as: UInt32.self)) }
         let lexicon = TaggerLexicon(keys: lexiconKeys, masks: (0..<lexiconKeys.count).map { value(2 * $0) },
-                                    clusters: (0..<lexiconKeys.count).map { value(2 * $0 + 1) })
+                                    clusters: (0..<lexiconKeys.count).map { value(2 * $0 + 1) },
+                                    namesInMasks: c.features == Self.namesFeatureSet)
         self.init(tags: md.labels, tokenizer: try WordTokenizer(config: c.tokenizer), keys: keys, weights: weights,
                   transitions: transitions, lexicon: lexicon, scheme: c.scheme)
     }
@@ -70,7 +75,7 @@ extension WordTagger {
         var md = ModelMetadata(task: .wordTagger, labels: tags, provenance: provenance)
         md.name = name
         md.metrics = metrics
-        let c = TaggerConfig(features: Self.featureSet, tokenizer: tokenizer.config, scheme: scheme)
+        let c = TaggerConfig(features: lexicon.namesInMasks ? Self.namesFeatureSet : Self.featureSet, tokenizer: tokenizer.config, scheme: scheme)
         md.tagger = c
         let t = tags.count
         func bytes<T>(_ v: [T]) -> TensorBytes { TensorBytes(copying: v.withUnsafeBytes { Array($0) }) }

@@ -16,6 +16,10 @@ public struct WordTaggerParameters: Sendable, Equatable {
     /// Tag-set features (the tags a word was seen with) are computed for each training sentence without the
     /// sentences of its own fold, so that they look like they will on new text.
     public var lexiconFolds: Int = 10
+    /// Brown clusters learned from the unlabelled sentences given to training (the tree's leaves).
+    public var wordClusters: Int = 128
+    /// Unlabelled words seen fewer times get no cluster.
+    public var clusterMinCount: Int = 2
 
     public init() {}
 
@@ -27,6 +31,12 @@ public struct WordTaggerParameters: Sendable, Equatable {
         }
         guard minFeatureCount >= 1 else {
             throw TaggerError.invalidParameter(name: "minFeatureCount", value: "\(minFeatureCount)", expected: "≥ 1")
+        }
+        guard wordClusters >= 2 else {
+            throw TaggerError.invalidParameter(name: "wordClusters", value: "\(wordClusters)", expected: "≥ 2")
+        }
+        guard clusterMinCount >= 1 else {
+            throw TaggerError.invalidParameter(name: "clusterMinCount", value: "\(clusterMinCount)", expected: "≥ 1")
         }
         guard lexiconFolds >= 2 else {
             throw TaggerError.invalidParameter(name: "lexiconFolds", value: "\(lexiconFolds)", expected: "≥ 2")

@@ -35,21 +35,33 @@ public struct WordTaggerTrainer {
         public var timings: [String: Double]
     }
 
-    /// Trains on `corpus`; `validation` replaces the split taken from it. `progress` is called after every epoch.
-    public func train(_ corpus: TaggedCorpus, validation: TaggedCorpus? = nil,
+    /// Trains on `corpus`; `validation` replaces the split taken from it; `unlabeled` sentences (tokens) give the
+    /// words their Brown clusters (`parameters.wordClusters`; none without them); `gazetteer` marks the words of known
+    /// names in the lexicon. `progress` is called after every epoch.
+    public func train(_ corpus: TaggedCorpus, validation: TaggedCorpus? = nil, unlabeled: [[String]] = [],
+                      gazetteer: TaggerGazetteer? = nil,
                       progress: (@Sendable (TaggerEpoch) -> Void)? = nil) throws -> Result {
         let started = Date()
+        let clusters = unlabeled.isEmpty ? [:]
+            : BrownClustering(clusters: parameters.wordClusters, minCount: parameters.clusterMinCount)
+                .paths(unlabeled.map { $0.map { $0.lowercased() } })
+        let clustering = Date().timeIntervalSince(started)
         let (train, held) = try split(corpus, validation: validation)
         let tags = TaggedCorpus(source: corpus.source, format: corpus.format, sentences: train).tags
         guard tags.count >= 2 else {
             throw TaggerError.unusableData(source: corpus.source, reason: "found \(tags.count) tag\(tags.count == 1 ? "" : "s") (\(tags.joined(separator: ", "))); need at least 2")
         }
+        if gazetteer != nil && tags.count > TaggerGazetteer.maxTags {
+            throw TaggerError.unusableData(source: corpus.source, reason: "\(tags.count) tags: a gazetteer takes at most \(TaggerGazetteer.maxTags)")
+        }
+        let extras = try Self.extras(clusters: clusters, gazetteer: gazetteer)
         let tagIndex = Dictionary(uniqueKeysWithValues: tags.enumerated().map { ($1, Int32($0)) })
-        var timings: [String: Double] = [:]
+        var timings: [String: Double] = ["clusters": clustering]
         var lap = Date()
         func phase(_ name: String) { let now = Date(); timings[name] = now.timeIntervalSince(lap); lap = now }
         var trainWords = Self.intern(train, lexicon: .empty)
-        let lexicon = Self.lexicon(train, trainWords, tagIndex: tagIndex, folds: parameters.lexiconFolds)
+        let lexicon = Self.lexicon(train, trainWords, tagIndex: tagIndex, folds: parameters.lexiconFolds, extras: extras,
+                                   names: gazetteer != nil)
         for i in trainWords.words.indices { lexicon.final.annotate(&trainWords.words[i]) }
         phase("lexicon")
         var index = FeatureIndex(expected: 1)
@@ -142,9 +154,10 @@ public struct WordTaggerTrainer {
     }
 
     /// The tag sets of training words: per training word, the tags its lower-case form had in the other folds'
-    /// sentences (sentence s is in fold s mod `folds`), and for the model the tags over all training sentences.
+    /// sentences (sentence s is in fold s mod `folds`), and for the model the tags over all training sentences and
+    /// the cluster and gazetteer bits (`extras`) of every word in it or in `extras`.
     static func lexicon(_ sentences: [TaggedSentence], _ interned: Interned, tagIndex: [String: Int32],
-                        folds: Int) -> (trainingMasks: [UInt32], final: TaggerLexicon) {
+                        folds: Int, extras: [UInt64: Extra] = [:], names: Bool = false) -> (trainingMasks: [UInt32], final: TaggerLexicon) {
         var types = FeatureIndex(expected: 1 << 15)
         var typeOfForm: [Int32] = []
         var typeKeys: [UInt64] = []
@@ -180,10 +193,31 @@ public struct WordTaggerTrainer {
                 masks.append(mask { total[w * t + $0] - byFold[(fold * typeCount + w) * t + $0] })
             }
         }
-        let order = typeKeys.indices.sorted { typeKeys[$0] < typeKeys[$1] }
-        let final = TaggerLexicon(keys: order.map { typeKeys[$0] }, masks: order.map { w in mask { total[w * t + $0] } },
-                                  clusters: [UInt32](repeating: 0, count: order.count))
+        var keys = typeKeys, finalMasks = (0..<typeCount).map { w in mask { total[w * t + $0] } }
+        var paths = [UInt32](repeating: 0, count: typeCount)
+        for (key, extra) in extras.sorted(by: { $0.key < $1.key }) {
+            let (r, isNew) = types.insert(key)
+            if isNew {
+                keys.append(key); finalMasks.append(extra.mask); paths.append(extra.cluster)
+            } else {
+                finalMasks[Int(r)] |= extra.mask; paths[Int(r)] = extra.cluster
+            }
+        }
+        let order = keys.indices.sorted { keys[$0] < keys[$1] }
+        let final = TaggerLexicon(keys: order.map { keys[$0] }, masks: order.map { finalMasks[$0] },
+                                  clusters: order.map { paths[$0] }, namesInMasks: names)
         return (masks, final)
+    }
+
+    /// What the lexicon knows of a word besides its training tags: gazetteer bits and cluster path.
+    struct Extra { var mask: UInt32 = 0; var cluster: UInt32 = 0 }
+
+    /// Cluster paths (lower-case words) and gazetteer bits by lower-case word hash.
+    static func extras(clusters: [String: UInt32], gazetteer: TaggerGazetteer?) throws -> [UInt64: Extra] {
+        var out: [UInt64: Extra] = [:]
+        for (word, path) in clusters { out[TaggerWord(word).lower, default: Extra()].cluster = path }
+        for (key, bits) in try gazetteer?.bits() ?? [:] { out[key, default: Extra()].mask |= bits }
+        return out
     }
 
     /// Rows of the words of sentences `range` (feature keys numbered in a fresh index, or looked up in `frozen`).

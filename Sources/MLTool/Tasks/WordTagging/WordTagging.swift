@@ -12,6 +12,11 @@ public struct WordTaggerPipelineParameters: Sendable, Equatable {
     public var tagColumn: TagColumn = .upos
     /// The model's name (the CLI uses the output file's name).
     public var name = "model"
+    /// Unlabelled text whose words get Brown clusters (`tagger.wordClusters`) for the cluster features: a CoNLL-U file
+    /// (its word forms) or plain text, one tokenized sentence per line (tokens between spaces). nil: no clusters.
+    public var unlabeledText: String?
+    /// Name lists for the lexicon (`TaggerGazetteer`): lines CLASS<TAB>name. nil: none.
+    public var gazetteer: String?
 
     public init() {}
 
@@ -87,7 +92,9 @@ public struct WordTaggerTraining: Sendable {
         let trainer = try WordTaggerTrainer(parameters: p.tagger)
         // The trainer reports each epoch from the calling thread, between epochs: never concurrently.
         nonisolated(unsafe) let report = progress
-        let r = try trainer.train(training) { report?(.taggerEpoch($0)) }
+        let unlabeled = try p.unlabeledText.map(Self.unlabeledSentences) ?? []
+        let gazetteer = try p.gazetteer.map(TaggerGazetteer.read)
+        let r = try trainer.train(training, unlabeled: unlabeled, gazetteer: gazetteer) { report?(.taggerEpoch($0)) }
         var scores: TaggingReport?
         if let testCorpus, !testCorpus.sentences.isEmpty { scores = r.tagger.evaluate(testCorpus).report }
         let chosen = r.epochs[r.chosenEpoch - 1]
@@ -104,6 +111,16 @@ public struct WordTaggerTraining: Sendable {
                       trainSentences: r.trainSentences, validationSentences: r.validationSentences,
                       testSentences: testCorpus?.sentences.count ?? 0, test: scores, testSource: test ?? "holdout",
                       epochs: r.epochs, chosenEpoch: r.chosenEpoch, seconds: seconds)
+    }
+
+    /// The sentences of an unlabelled text file: a CoNLL-U file's word forms, or a plain text's lines split at spaces.
+    static func unlabeledSentences(_ path: String) throws -> [[String]] {
+        if TaggedDataFormat.detect(path: path) == .conllu {
+            return try TaggedCorpus.load(path, format: .conllu).sentences.map(\.tokens)
+        }
+        let text = try TextDataset.readDocument(path)
+        return text.split(whereSeparator: \.isNewline).map { $0.split(whereSeparator: \.isWhitespace).map(String.init) }
+            .filter { !$0.isEmpty }
     }
 
     /// A seeded share of the sentences (at least one, at most all but one), kept in their order on both sides.

@@ -19,6 +19,10 @@ public enum WordTaggingTask: TaskKind {
 
     static let tagColumn = OptionDeclaration("--tag-column", value: "upos|xpos|misc:KEY", help: "The CoNLL-U column to learn or score (default upos).")
 
+    static let unlabeledText = OptionDeclaration("--unlabeled-text", value: "FILE", help: "Text whose words get Brown clusters (CoNLL-U, or a tokenized sentence a line).")
+
+    static let gazetteer = OptionDeclaration("--gazetteer", value: "FILE", help: "Name lists as features (lines CLASS<TAB>name, ≤ \(TaggerGazetteer.maxClasses) classes).")
+
     /// The options, in the order the recorded command lists them.
     public static let options: OptionTable<Setup> = {
         let d = WordTaggerPipelineParameters()
@@ -30,6 +34,13 @@ public enum WordTaggingTask: TaskKind {
             TrainingOptions.validation(\.tagger.validation), TrainingOptions.seed(\.tagger.seed, default: d.tagger.seed),
             TrainingOptions.int(OptionDeclaration("--epochs", value: "N", help: "Epochs at most (default \(d.tagger.epochs))."),
                                 \.tagger.epochs, default: d.tagger.epochs),
+            TaskOption(unlabeledText, set: { s, v in s.parameters.unlabeledText = v },
+                       record: { s in s.parameters.unlabeledText.map { ["--unlabeled-text", $0] } ?? [] }),
+            TaskOption(gazetteer, set: { s, v in s.parameters.gazetteer = v },
+                       record: { s in s.parameters.gazetteer.map { ["--gazetteer", $0] } ?? [] }),
+            TrainingOptions.int(OptionDeclaration("--word-clusters", value: "N", kind: .integer,
+                                                  help: "Brown clusters learned from --unlabeled-text (default \(d.tagger.wordClusters))."),
+                                \.tagger.wordClusters, default: d.tagger.wordClusters),
             TrainingOptions.threadsAccepted(),
         ])
     }()

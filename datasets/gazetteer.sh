@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Build the English name lists the named-entity tagger reads (mltool train … --gazetteer FILE) from pinned Debian
+# packages (datasets/gazetteer.manifest: version, size and sha256 of each .deb):
+#     OUT/gazetteer.tsv    lines CLASS<TAB>name (UTF-8, LF, sorted, unique)
+# Usage: datasets/gazetteer.sh [OUT]     (OUT default datasets/gazetteer)
+# - LOC: iso-codes (LGPL-2.1+ data): ISO 3166-1 country names (name, common_name, official_name), ISO 3166-2
+#   subdivision names, ISO 3166-3 former country names; tzdata (public domain): the city of every zone1970.tab zone
+#   (America/New_York → New York).
+# - PROPER: wamerican (SCOWL, permissive licence): the dictionary's capitalized words (no possessive 's) whose
+#   lower-case form is not also a dictionary word — people's given names, places, brands.
+# - Cleaning: text in parentheses and after a comma dropped ("Korea, Republic of" → Korea), whitespace collapsed,
+#   names longer than 6 words dropped.
+# A .deb that cannot be fetched stops the script (exit 69); one whose size or sha256 differs stops it too (exit 65).
+# Idempotent: a complete OUT is left alone unless the manifest or this script changed (OUT/.complete holds their hash).
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+out="${1:-$here/gazetteer}"
+manifest="$here/gazetteer.manifest"
+mkdir -p "$out"
+out="$(cd "$out" && pwd)"
+[ -f "$out/.gitignore" ] || printf '*\n' > "$out/.gitignore"
+stamp="$(cat "$manifest" "$0" | sha256sum | cut -c1-16)"
+if [ -f "$out/.complete" ] && [ "$(cat "$out/.complete")" = "$stamp" ] && [ -f "$out/gazetteer.tsv" ]; then
+    touch "$out/gazetteer.tsv"; echo "gazetteer: $out is complete ($stamp)"; exit 0
+fi
+mirror="${DEBIAN_MIRROR:-http://deb.debian.org/debian}"
+grep -v '^#' "$manifest" | while read -r name version size sha path; do
+    file="$out/$(basename "$path")"
+    if ! { [ -f "$file" ] && [ "$(sha256sum < "$file" | cut -d' ' -f1)" = "$sha" ]; }; then
+        curl -fsSL --retry 3 -o "$file.part" "$mirror/$path" || { echo "gazetteer: cannot fetch $mirror/$path ($name $version)" >&2; exit 69; }
+        got_size=$(stat -c %s "$file.part"); got_sha=$(sha256sum < "$file.part" | cut -d' ' -f1)
+        if [ "$got_size" != "$size" ] || [ "$got_sha" != "$sha" ]; then
+            echo "gazetteer: $path differs from the manifest: $got_size bytes sha256 $got_sha, expected $size bytes sha256 $sha" >&2
+            exit 65
+        fi
+        mv "$file.part" "$file"
+    fi
+    rm -rf "$out/root-$name"; mkdir -p "$out/root-$name"
+    dpkg-deb -x "$file" "$out/root-$name"
+done
+python3 - "$out" <<'PY'
+import json, re, sys
+out = sys.argv[1]
+def clean(s):
+    s = re.sub(r"\(.*?\)|\[.*?\]", " ", s).split(",")[0]
+    return " ".join(s.split())
+names = set()
+iso = out + "/root-iso-codes/usr/share/iso-codes/json/"
+for f, key in (("iso_3166-1.json", "3166-1"), ("iso_3166-2.json", "3166-2"), ("iso_3166-3.json", "3166-3")):
+    for e in json.load(open(iso + f, encoding="utf-8"))[key]:
+        for field in ("name", "common_name", "official_name"):
+            if field in e: names.add(("LOC", clean(e[field])))
+for line in open(out + "/root-tzdata/usr/share/zoneinfo/zone1970.tab", encoding="utf-8"):
+    if line.startswith("#"): continue
+    zone = line.rstrip("\n").split("\t")[2]
+    names.add(("LOC", clean(zone.split("/")[-1].replace("_", " "))))
+words = [w.strip() for w in open(out + "/root-wamerican/usr/share/dict/american-english", encoding="utf-8")]
+lower = {w for w in words if w and not w[0].isupper()}
+for w in words:
+    if w and w[0].isupper() and "'" not in w and w.lower() not in lower: names.add(("PROPER", w))
+rows = sorted(f"{c}\t{n}" for c, n in names if n and len(n.split()) <= 6)
+open(out + "/gazetteer.tsv", "w", encoding="utf-8").write("\n".join(rows) + "\n")
+print(f"gazetteer: {len(rows)} names in {out}/gazetteer.tsv")
+PY
+echo "$stamp" > "$out/.complete"
