@@ -43,6 +43,8 @@ import urllib.request
 
 import numpy as np
 
+from crf_peer import crf_features  # bench/crf_peer.py: the CRF peer shared with UNEREntityTests
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CEILING = {}  # threads → GFLOP/s: the better of mltool's packed sgemm and OpenBLAS's on this machine (part 0)
 
@@ -800,22 +802,6 @@ def conllu_sentences(path):
     if current:
         sentences.append(current)
     return sentences
-
-
-def crf_features(words, i):
-    """The CRFsuite tutorial's standard lexical features for word i."""
-    w = words[i]
-    f = {"bias": 1.0, "lower": w.lower(), "suffix3": w[-3:], "suffix2": w[-2:], "prefix2": w[:2],
-         "isupper": w.isupper(), "istitle": w.istitle(), "isdigit": w.isdigit()}
-    for d, name in ((-1, "-1"), (1, "+1")):
-        j = i + d
-        if 0 <= j < len(words):
-            v = words[j]
-            f.update({name + ":lower": v.lower(), name + ":istitle": v.istitle(), name + ":isupper": v.isupper(),
-                      name + ":suffix3": v[-3:]})
-        else:
-            f["BOS" if d < 0 else "EOS"] = True
-    return f
 
 
 def part_tagger(a, res):

@@ -20,9 +20,18 @@ func skip(_ why: String, sourceLocation: SourceLocation = #_sourceLocation) {
 
 /// Runs `python3 -c script args…`; returns its standard output, or nil (with the reason) when it fails.
 func python(_ script: String, _ args: [String]) -> (output: String?, error: String) {
+    runPython(["-c", script] + args)
+}
+
+/// Runs `python3 path args…` (a committed peer script such as bench/crf_peer.py), as `python` does.
+func pythonScript(_ path: String, _ args: [String]) -> (output: String?, error: String) {
+    runPython([path] + args)
+}
+
+private func runPython(_ arguments: [String]) -> (output: String?, error: String) {
     let p = Process()
     p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    p.arguments = ["python3", "-c", script] + args
+    p.arguments = ["python3"] + arguments
     let out = Pipe(), err = Pipe()
     p.standardOutput = out
     p.standardError = err
