@@ -6,9 +6,12 @@
 # - Every input is a file named in datasets/language-id.manifest with its size and sha256: the translated package
 #   descriptions (main/i18n/Translation-*.bz2 or .xz, fetched by hash from the Release file's by-hash store), the
 #   binary package index (main/binary-amd64/Packages.xz: binary package → source package) and 36 binary .debs, each
-#   at an exact version (pool path), whose gettext catalogues (.mo) and .desktop files are read. A file gone from
-#   the mirror stops the script (exit 69); one whose size or sha256 differs stops it too (exit 65). Nothing else is
-#   read from the network, so the data set is the same on every machine and every day the files remain.
+#   at an exact version (pool path), whose gettext catalogues (.mo) and .desktop files are read. A file whose size
+#   or sha256 differs stops the script (exit 65). Nothing else is read from the network, so the data set is the same
+#   on every machine and every day the files remain. When a pinned file is gone from the mirror (Debian replaces
+#   indexes and drops older stable updates at each point release), the script warns, pins today's files from apt's
+#   lists (`--pin` into OUT/manifest.today: apt verified them against Debian's signed Release) and builds from those,
+#   so `make test` still runs; re-pin the committed manifest then. When that fails too: exit 69.
 # - The rules (sources, cleaning, labels, split, caps) are datasets/language_id.py's docstring.
 # - Downloads are kept in OUT/files (about 80 MB) so a rebuild reads no network; a complete OUT is left alone
 #   unless the manifest or the builder changed (OUT/.complete records their sha256).
@@ -16,7 +19,7 @@
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
-manifest="$here/language-id.manifest"
+manifest="${LANGUAGE_ID_MANIFEST:-$here/language-id.manifest}"
 out=""
 pin=0
 for arg in "$@"; do
@@ -48,9 +51,14 @@ while read -r kind name version size sha url _; do
     rm -f "$file"
     if ! /usr/lib/apt/apt-helper download-file "$url" "$file.part" >/dev/null 2>"$out/files/.err"; then
         echo "language-id: $kind $name $version is no longer on the mirror ($url): $(tail -n1 "$out/files/.err")" >&2
-        echo "language-id: the pinned data set cannot be rebuilt; re-pin with datasets/language-id.sh --pin" >&2
         rm -f "$file.part"
-        exit 69
+        if [ -n "${LANGUAGE_ID_MANIFEST:-}" ] || ! python3 "$here/language_id.py" pin "$out/manifest.today" >&2; then
+            echo "language-id: the pinned data set cannot be rebuilt; re-pin with datasets/language-id.sh --pin" >&2
+            exit 69
+        fi
+        echo "language-id: WARNING: building from today's Debian files instead ($out/manifest.today); the" \
+            "accuracies measured on the pinned set may move a little: re-pin with datasets/language-id.sh --pin" >&2
+        LANGUAGE_ID_MANIFEST="$out/manifest.today" exec bash "$here/$(basename "$0")" "$out"
     fi
     got_size=$(stat -c %s "$file.part"); got_sha=$(sha256sum < "$file.part" | cut -d' ' -f1)
     if [ "$got_size" != "$size" ] || [ "$got_sha" != "$sha" ]; then

@@ -331,6 +331,13 @@ def catalogue_list(path, source):
 
 # --- build -----------------------------------------------------------------------------------------------------
 
+def pinned_by(manifest):
+    """The manifest's name as SOURCE records it: the committed one, or today's fallback (datasets/language-id.sh)."""
+    if os.path.basename(manifest) == "language-id.manifest":
+        return "datasets/language-id.manifest"
+    return f"today's apt lists, {manifest}: the committed manifest's files were gone"
+
+
 def build(manifest, files, out):
     rows = read_manifest(manifest)
     source_of = {}
@@ -396,7 +403,7 @@ def build(manifest, files, out):
             w.writerows(items)
     labels = sorted({r[2] for r in written["train"]})
     with open(os.path.join(out, "SOURCE"), "w") as f:
-        f.write(f"Debian bookworm, pinned (datasets/language-id.manifest): {len(labels)} languages, "
+        f.write(f"Debian bookworm, pinned ({pinned_by(manifest)}): {len(labels)} languages, "
                 + ", ".join(f"{len(v)} {k}" for k, v in written.items()) + " texts\n")
         f.write("\n".join(report) + "\n")
     print(f"language-id: {len(labels)} languages ({', '.join(labels)}); "
