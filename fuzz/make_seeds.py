@@ -113,6 +113,8 @@ def request_bodies(out):
     put(out, "request-body", "empty.multipart", b"\x00" + b + b"--")
     put(out, "request-body", "text.json", b"\x01" + json.dumps({"text": "The cat sat on the mat."}).encode())
     put(out, "request-body", "texts.json", b"\x01" + json.dumps({"texts": ["Ein Satz.", "Une phrase.", ""]}).encode())
+    put(out, "request-body", "row.json", b"\x02" + json.dumps({"row": {"glucose": 148, "mass": 33.6, "sex": "F", "x": None}}).encode())
+    put(out, "request-body", "rows.json", b"\x02" + json.dumps({"rows": [{"a": True, "b": "1"}, {"a": 2.5e3}]}).encode())
 
 
 def feature_cache(out):

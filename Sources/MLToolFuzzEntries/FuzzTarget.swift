@@ -293,15 +293,16 @@ public enum FuzzEntries {
     }
 
     /// A request body `mltool serve` parses itself: the first byte picks a multipart/form-data body (boundary
-    /// `fuzz-boundary`, as a client's Content-Type gives it) or a JSON text body (`{"text": …}` / `{"texts": […]}`,
-    /// with the server's default limits); the rest is the body.
+    /// `fuzz-boundary`, as a client's Content-Type gives it), a JSON text body (`{"text": …}` / `{"texts": […]}`) or
+    /// a JSON rows body (`{"row": …}` / `{"rows": […]}`), with the server's default limits; the rest is the body.
     @Sendable public static func requestBody(_ bytes: [UInt8]) -> Bool {
         guard let first = bytes.first else { return false }
         let body = Array(bytes.dropFirst())
-        if first % 2 == 0 {
-            return accepts { _ = try MultipartBody(body, boundary: "fuzz-boundary") }
+        switch first % 3 {
+        case 0: return accepts { _ = try MultipartBody(body, boundary: "fuzz-boundary") }
+        case 1: return accepts { _ = try TextBody(body, maxTextBytes: 100_000, maxTexts: 256) }
+        default: return accepts { _ = try RowsBody(body, maxRows: 4096) }
         }
-        return accepts { _ = try TextBody(body, maxTextBytes: 100_000, maxTexts: 256) }
     }
 
     /// A feature-cache entry under the key the seeds are filed under (`featureCacheKey`), as `FeatureCache.get`

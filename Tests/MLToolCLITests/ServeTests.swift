@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import MLTool
 import MLToolFormat
+import MLToolTestSupport
 import Testing
 
 /// `mltool serve` end to end: the built binary serves a tiny image classifier (red/blue, built in code) and a text
@@ -164,6 +165,77 @@ struct ServeTests {
         #expect(metrics.body.contains("mltool_requests_total{status=\"413\"} 2"))
         #expect(metrics.body.contains("mltool_model_load_seconds{model=\"tiny\"}"))
         #expect(server.stop() == 0)
+    }
+
+    /// A boosted-tree model trained on Pima (datasets/tabular.sh) answers rows sent as JSON, CSV and JSON Lines
+    /// exactly as `mltool predict --json` prints them for the same rows in a file; bodies of the wrong shape are 400,
+    /// other media types 415, more rows than `maxRows` 413.
+    @Test func tabularRowsAreAnsweredAsPredictPrintsThem() throws {
+        guard TabularCLITests.havePima else { return Oracles.missing("datasets/tabular (run bash datasets/tabular.sh)") }
+        let dir = try TempDir(); defer { dir.cleanup() }
+        let model = dir.file("pima.bin")
+        _ = try Tool.run(["train", TabularCLITests.pima("train"), "--target", "diabetes", "--validation-data",
+                          TabularCLITests.pima("validation"), "-o", model, "--quiet"])
+        let lines = try String(contentsOfFile: TabularCLITests.pima("test"), encoding: .utf8).split(separator: "\n").prefix(7)
+        try (lines.joined(separator: "\n") + "\n").write(toFile: dir.file("rows.csv"), atomically: true, encoding: .utf8)
+        let expected = try Tool.run(["predict", model, dir.file("rows.csv"), "--json"]).stdout
+            .split(separator: "\n").map { try Self.object(String($0)) }
+        #expect(expected.count == 6)
+        let header = lines[0].split(separator: ",", omittingEmptySubsequences: false).map(String.init)
+        let rows: [[String: Any]] = lines.dropFirst().map { line in
+            let fields = line.split(separator: ",", omittingEmptySubsequences: false).map(String.init)
+            // Numbers as JSON numbers, empty fields as null (missing), the target left out.
+            return Dictionary(uniqueKeysWithValues: zip(header, fields).filter { $0.0 != "diabetes" }.map { k, v in
+                (k, v.isEmpty ? NSNull() as Any : (Double(v).map { $0 as Any } ?? v as Any))
+            })
+        }
+        let server = try Server([model])
+        defer { _ = server.stop() }
+        let url = server.url + "/v1/models/pima/predict"
+        func post(_ type: String, _ body: Data) throws -> Reply {
+            try body.write(to: URL(fileURLWithPath: dir.file("body")))
+            return try Self.curl(["-H", "Content-Type: " + type, "--data-binary", "@" + dir.file("body"), url])
+        }
+        let one = try post("application/json", JSONSerialization.data(withJSONObject: ["row": rows[0]]))
+        #expect(one.status == 200, "\(one.body)")
+        #expect(try Self.object(one.body) == expected[0])
+        let all = try post("application/json", JSONSerialization.data(withJSONObject: ["rows": rows]))
+        #expect(all.status == 200, "\(all.body)")
+        #expect(try Self.objects(all.body) == expected)
+        let csv = try post("text/csv", Data(contentsOf: URL(fileURLWithPath: dir.file("rows.csv"))))
+        #expect(try Self.objects(csv.body) == expected, "\(csv.body)")
+        let jsonl = try rows.map { String(decoding: try JSONSerialization.data(withJSONObject: $0), as: UTF8.self) }.joined(separator: "\n")
+        #expect(try Self.objects(post("application/x-ndjson", Data(jsonl.utf8)).body) == expected)
+
+        // A field is read as predict reads a file (FORMAT.md 4.5): not a number is missing, as null and an absent column are.
+        var odd = rows[3], null = rows[3], absent = rows[3]
+        odd["glucose"] = "high"
+        null["glucose"] = NSNull()
+        absent.removeValue(forKey: "glucose")
+        let answers = try [odd, null, absent].map { row -> NSDictionary in
+            let reply = try post("application/json", JSONSerialization.data(withJSONObject: ["row": row]))
+            #expect(reply.status == 200)
+            return try Self.object(reply.body)
+        }
+        #expect(answers[0] == answers[1] && answers[1] == answers[2])
+        #expect(answers[0] != expected[3])   // glucose mattered
+        #expect(try post("application/json", Data("{\"row\": [1, 2]}".utf8)).status == 400)
+        #expect(try post("application/json", Data("{\"text\": \"a\"}".utf8)).status == 400)
+        #expect(try post("image/png", Data(Make.png(width: 4, height: 4, rgb: (1, 2, 3), noiseSeed: 1))).status == 415)
+        let tooMany = try post("application/json", JSONSerialization.data(withJSONObject: ["rows": Array(repeating: rows[0], count: 4097)]))
+        #expect(tooMany.status == 413, "\(tooMany.body)")
+        #expect(try post("application/json", JSONSerialization.data(withJSONObject: ["row": rows[1]])).status == 200)   // still up
+    }
+
+    /// A JSON object's fields (numbers as Double, so that 0.25 and 0.250 compare equal).
+    static func object(_ text: String) throws -> NSDictionary {
+        guard let o = try JSONSerialization.jsonObject(with: Data(text.utf8)) as? NSDictionary else { throw CocoaError(.propertyListReadCorrupt) }
+        return o
+    }
+
+    static func objects(_ text: String) throws -> [NSDictionary] {
+        guard let a = try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [NSDictionary] else { throw CocoaError(.propertyListReadCorrupt) }
+        return a
     }
 
     @Test func aTokenIsRequiredOffLoopbackAndCheckedOnEveryRequest() throws {

@@ -2,6 +2,7 @@ import Foundation
 import MLToolCore
 import MLToolData
 import MLToolHTTP
+import MLToolTabular
 
 /// Serves models over HTTP (`mltool serve`; TorchServe's and Triton's job for mltool's models): each model's task
 /// (`TaskRegistry.handling`) gives its `ServingPredictor`, concurrent requests for one model are gathered into engine
@@ -17,7 +18,7 @@ public final class ModelServer: @unchecked Sendable {
         public var name: String
         public var path: String
         public var task: String
-        public var takesImages: Bool
+        public var takes: ServingInput.Kind
         let info: String
         let batcher: PredictionBatcher
     }
@@ -57,7 +58,7 @@ public final class ModelServer: @unchecked Sendable {
             let predictor = try task.servingPredictor(model: model, path: path)
             let info = try ModelSummary(model: model, layout: nil).json()
             metrics.loaded(model: name, seconds: Date().timeIntervalSince(started))
-            served.append(Served(name: name, path: path, task: task.name, takesImages: predictor.takesImages, info: info,
+            served.append(Served(name: name, path: path, task: task.name, takes: predictor.takes, info: info,
                                  batcher: PredictionBatcher(name: name, predictor: predictor, parameters: parameters, metrics: metrics)))
         }
         models = served
@@ -112,7 +113,7 @@ public final class ModelServer: @unchecked Sendable {
                         let model = try ModelLoader.load(m.path)
                         let predictor = try tasks.handling(model: model).servingPredictor(model: model, path: m.path)
                         // The routes were screened for the model's kind of input: a file that changed kind is refused.
-                        guard predictor.takesImages == m.takesImages else { throw PipelineError.badInput(file: m.path, reason: "the new model takes other inputs") }
+                        guard predictor.takes == m.takes else { throw PipelineError.badInput(file: m.path, reason: "the new model takes other inputs") }
                         m.batcher.replace(with: predictor)
                         metrics.loaded(model: m.name, seconds: Date().timeIntervalSince(started))
                         metrics.reloaded(model: m.name, result: "ok")
@@ -191,8 +192,7 @@ final class Router: HTTPHandler, @unchecked Sendable {
             return Self.error(413, "request body of \(n) bytes is over the limit of \(parameters.http.maxBodyBytes)")
         }
         let type = head.mediaType ?? ""
-        let takes = model.takesImages ? ["image/jpeg", "image/png", "application/octet-stream", "multipart/form-data"]
-                                      : ["application/json", "text/plain"]
+        let takes = model.takes.mediaTypes
         guard takes.contains(type) else {
             return Self.error(415, "model '\(name)' takes \(takes.joined(separator: ", ")); got '\(type.isEmpty ? "no Content-Type" : type)'")
         }
@@ -225,7 +225,7 @@ final class Router: HTTPHandler, @unchecked Sendable {
     private func predict(_ model: ModelServer.Served, _ request: HTTPRequest, _ answer: @escaping @Sendable (HTTPResponse) -> Void) {
         let inputs: [ServingInput], isList: Bool
         do {
-            (inputs, isList) = try Self.inputs(request, takesImages: model.takesImages, parameters: parameters)
+            (inputs, isList) = try Self.inputs(request, takes: model.takes, parameters: parameters)
         } catch {
             return answer(Self.response(for: error))
         }
@@ -242,7 +242,8 @@ final class Router: HTTPHandler, @unchecked Sendable {
     }
 
     /// The inputs of a predict request's body, and whether it is answered with a list.
-    static func inputs(_ request: HTTPRequest, takesImages: Bool, parameters: ModelServerParameters) throws -> ([ServingInput], Bool) {
+    static func inputs(_ request: HTTPRequest, takes: ServingInput.Kind, parameters: ModelServerParameters) throws -> ([ServingInput], Bool) {
+        if takes == .rows { return try rows(request, parameters: parameters) }
         let head = request.head
         switch head.mediaType ?? "" {
         case "multipart/form-data":
@@ -268,12 +269,30 @@ final class Router: HTTPHandler, @unchecked Sendable {
         }
     }
 
+    /// The rows of a predict request to a tabular model: a JSON body (`RowsBody`), a CSV with a header line, or JSON
+    /// Lines (`RawTable`'s readers, as `mltool predict` reads a file); a table is answered with an array.
+    static func rows(_ request: HTTPRequest, parameters: ModelServerParameters) throws -> ([ServingInput], Bool) {
+        let source = "request body"
+        let table: RawTable
+        switch request.head.mediaType ?? "" {
+        case "text/csv": table = try RawTable.delimited(bytes: request.body, file: source, delimiter: UInt8(ascii: ","))
+        case "application/x-ndjson": table = try RawTable.jsonLines(bytes: request.body, file: source)
+        default:
+            let body = try RowsBody(request.body, maxRows: parameters.maxRows, source: source)
+            return (body.rows.map { .row($0) }, body.isList)
+        }
+        guard table.rows.count <= parameters.maxRows else {
+            throw HTTPError.tooLarge(source: source, what: "a table of \(table.rows.count) rows", size: table.rows.count, limit: parameters.maxRows)
+        }
+        return (table.rows.map { .row(Dictionary(zip(table.header, $0), uniquingKeysWith: { first, _ in first })) }, true)
+    }
+
     /// The status and message for a refused input.
     static func response(for error: Error) -> HTTPResponse {
         let message = (error as? MLToolError)?.description ?? "\(error)"
         switch error {
         case HTTPError.tooLarge, DataError.tooManyPixels: return Self.error(413, message)
-        case is HTTPError, is DataError, is PipelineError: return Self.error(400, message)
+        case is HTTPError, is DataError, is PipelineError, is TabularError: return Self.error(400, message)
         case PredictionBatcher.Refusal.queueFull: return Self.error(503, "too many requests waiting; try again")
         case PredictionBatcher.Refusal.timedOut: return Self.error(503, "the request waited longer than --request-timeout for its batch")
         case PredictionBatcher.Refusal.stopped: return Self.error(503, "the server is stopping")

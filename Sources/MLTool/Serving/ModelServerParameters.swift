@@ -16,6 +16,8 @@ public struct ModelServerParameters: Sendable {
     /// The most bytes of one text, and texts in one request.
     public var maxTextBytes = 100_000
     public var maxTexts = 256
+    /// The most table rows in one request to a tabular model (no more than `maxQueue`, which would refuse them).
+    public var maxRows = 4096
     /// A request still waiting for its batch after this many seconds is answered 503.
     public var requestTimeoutSeconds = 30.0
     /// The most inputs waiting per model; more are answered 503 at once.

@@ -1,17 +1,33 @@
 import Foundation
 
-/// One input of a prediction request: an encoded image (JPEG or PNG bytes) or a text.
+/// One input of a prediction request: an encoded image (JPEG or PNG bytes), a text, or a table row.
 public enum ServingInput: Sendable {
     /// `name` stands for the image in its answer (`predict --json`'s "file").
     case image(bytes: [UInt8], name: String)
     case text(String)
+    /// A tabular row as column → field (a column it lacks is missing).
+    case row([String: String])
+
+    /// What a model takes, and the request bodies (media types) that carry it.
+    public enum Kind: String, Sendable, CaseIterable {
+        case images, texts, rows
+
+        /// The Content-Types a predict request to such a model may have (anything else: 415).
+        public var mediaTypes: [String] {
+            switch self {
+            case .images: return ["image/jpeg", "image/png", "application/octet-stream", "multipart/form-data"]
+            case .texts: return ["application/json", "text/plain"]
+            case .rows: return ["application/json", "text/csv", "application/x-ndjson"]
+            }
+        }
+    }
 }
 
 /// A model loaded for `mltool serve` (and `ModelServer`): a task's predictor that answers a batch of inputs at
 /// once. `TaskKind.servingPredictor` makes one; `ModelServer` gathers concurrent requests into its batches.
 public protocol ServingPredictor: Sendable {
-    /// Whether it takes images (else texts).
-    var takesImages: Bool { get }
+    /// What it takes: images, texts or table rows.
+    var takes: ServingInput.Kind { get }
     /// One JSON object per input, in order, each as `mltool predict --json` prints it for that input; an input
     /// that cannot be read fails alone. Called from one thread at a time.
     func predict(_ inputs: [ServingInput]) -> [Result<String, Error>]

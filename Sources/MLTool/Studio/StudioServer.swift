@@ -295,7 +295,7 @@ final class StudioRouter: HTTPHandler, @unchecked Sendable {
     private func predict(_ request: HTTPRequest, model field: String) throws -> HTTPResponse {
         let path = try project.resolve(field, field: "model")
         let predictor = try predictors.predictor(path: path, tasks: project.tasks)
-        let (inputs, isList) = try Router.inputs(request, takesImages: predictor.takesImages, parameters: parameters.serving)
+        let (inputs, isList) = try Router.inputs(request, takes: predictor.takes, parameters: parameters.serving)
         var objects = [String]()
         for r in predictors.predict(predictor, inputs) { objects.append(try r.get()) }
         return .json(200, isList ? "[" + objects.joined(separator: ", ") + "]" : objects.first ?? "{}")

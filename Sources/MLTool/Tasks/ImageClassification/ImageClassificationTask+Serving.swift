@@ -10,18 +10,18 @@ extension ImageClassificationTask {
 /// (`ImageClassifier.classify(batch:)`), answered as `predict --json`'s lines.
 struct ImageClassificationServing: ServingPredictor {
     let classifier: ImageClassifier
-    var takesImages: Bool { true }
+    var takes: ServingInput.Kind { .images }
 
     func predict(_ inputs: [ServingInput]) -> [Result<String, Error>] {
         let sources = inputs.map { input -> ImageClassifier.Source in
             switch input {
             case .image(let bytes, let name): return .data(Data(bytes), name: name)
-            case .text: return .data(Data(), name: "text")
+            case .text, .row: return .data(Data(), name: "not an image")
             }
         }
         return zip(inputs, classifier.classify(batch: sources, options: ClassificationOptions(maximumCount: ClassifierTasks.defaultTop))).map { input, result in
             guard case .image(_, let name) = input else {
-                return .failure(PipelineError.badInput(file: "request", reason: "an image classifier takes images, not texts"))
+                return .failure(PipelineError.badInput(file: "request", reason: "an image classifier takes images, not texts or rows"))
             }
             return result.map { ClassifierTasks.predictionJSON(name, $0) }
         }

@@ -215,20 +215,40 @@ public enum TabularTask: TaskKind {
             let id = try idColumn.map { try table.column($0) }
             let out = ensemble.predict(try FeatureMatrix(table: table, features: ensemble.features))
             for r in 0..<table.rows.count {
-                let probabilities = classes.isEmpty ? [] : Array(out[(r * classes.count)..<((r + 1) * classes.count)])
-                let value = classes.isEmpty ? "\(out[r])" : classes[probabilities.indices.max { probabilities[$0] < probabilities[$1] } ?? 0]
-                if json {
-                    var fields = id.map { ["\"id\": \(TaskOutput.jsonString(table.rows[r][$0]))"] } ?? []
-                    fields.append("\"prediction\": " + (classes.isEmpty ? value : TaskOutput.jsonString(value)))
-                    if !classes.isEmpty {
-                        fields.append("\"probabilities\": {" + zip(classes, probabilities).map { "\(TaskOutput.jsonString($0)): \($1)" }
-                            .joined(separator: ", ") + "}")
-                    }
-                    request.print("{" + fields.joined(separator: ", ") + "}")
-                } else {
-                    request.print(((id.map { [table.rows[r][$0]] } ?? []) + [value] + probabilities.map { "\($0)" }).map(csvField).joined(separator: ","))
-                }
+                let row = RowPrediction(out, row: r, classes: classes)
+                let rowID = id.map { table.rows[r][$0] }
+                request.print(json ? row.json(id: rowID) : ((rowID.map { [$0] } ?? []) + row.fields).map(csvField).joined(separator: ","))
             }
+        }
+    }
+
+    /// One row's prediction as `mltool predict` prints it (and `mltool serve` answers it): the class and its
+    /// probabilities, or the value.
+    struct RowPrediction {
+        let value: String
+        let probabilities: [Float]
+        let classes: [String]
+
+        /// Row `r` of the ensemble's output for a batch (`classes.count` values a row, or one value for a regressor).
+        init(_ out: [Float], row r: Int, classes: [String]) {
+            self.classes = classes
+            let p = classes.isEmpty ? [] : Array(out[(r * classes.count)..<((r + 1) * classes.count)])
+            probabilities = p
+            value = classes.isEmpty ? "\(out[r])" : classes[p.indices.max { p[$0] < p[$1] } ?? 0]
+        }
+
+        /// The CSV fields after the id: the prediction, then each class's probability.
+        var fields: [String] { [value] + probabilities.map { "\($0)" } }
+
+        /// `{"id": …, "prediction": …, "probabilities": {…}}` (no id when nil, no probabilities for a regressor).
+        func json(id: String?) -> String {
+            var fields = id.map { ["\"id\": \(TaskOutput.jsonString($0))"] } ?? []
+            fields.append("\"prediction\": " + (classes.isEmpty ? value : TaskOutput.jsonString(value)))
+            if !classes.isEmpty {
+                fields.append("\"probabilities\": {" + zip(classes, probabilities).map { "\(TaskOutput.jsonString($0)): \($1)" }
+                    .joined(separator: ", ") + "}")
+            }
+            return "{" + fields.joined(separator: ", ") + "}"
         }
     }
 

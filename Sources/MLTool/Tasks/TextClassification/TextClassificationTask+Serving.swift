@@ -10,7 +10,7 @@ extension TextClassificationTask {
 struct TextClassificationServing: ServingPredictor {
     let classifier: TextClassifier
     let path: String
-    var takesImages: Bool { false }
+    var takes: ServingInput.Kind { .texts }
 
     func predict(_ inputs: [ServingInput]) -> [Result<String, Error>] {
         let texts = inputs.map { input in Result { try input.text(for: path) } }

@@ -11,7 +11,7 @@ extension WordTaggingTask {
 struct WordTaggingServing: ServingPredictor {
     let tagger: WordTagger
     let path: String
-    var takesImages: Bool { false }
+    var takes: ServingInput.Kind { .texts }
 
     func predict(_ inputs: [ServingInput]) -> [Result<String, Error>] {
         inputs.map { input in

@@ -1,0 +1,40 @@
+import Foundation
+import MLToolTabular
+
+extension TabularTask {
+    public static func servingPredictor(model: Model, path: String) throws -> any ServingPredictor {
+        TabularServing(ensemble: try TreeEnsemble(model: model, file: path))
+    }
+}
+
+/// A tabular model behind `mltool serve`: the rows of a batch are one table, predicted at once; each answer is the
+/// object `mltool predict --json` prints for that row. A field is read as `mltool predict` reads it (FORMAT.md 4.5:
+/// missing, not a number or an unknown category is a missing value), so a row can only be refused for its shape.
+struct TabularServing: ServingPredictor {
+    let ensemble: TreeEnsemble
+    var takes: ServingInput.Kind { .rows }
+
+    func predict(_ inputs: [ServingInput]) -> [Result<String, Error>] {
+        let rows = inputs.map { input -> Result<[String: String], Error> in
+            guard case .row(let r) = input else {
+                return .failure(PipelineError.badInput(file: "request", reason: "a tabular model takes table rows, not images or texts"))
+            }
+            return .success(r)
+        }
+        let ready = rows.compactMap { try? $0.get() }
+        let answers = Result { try answer(ready) }
+        var next = 0
+        return rows.map { r in
+            r.flatMap { _ in answers.map { a in defer { next += 1 }; return a[next] } }
+        }
+    }
+
+    /// The JSON answers for `rows`, in order.
+    private func answer(_ rows: [[String: String]]) throws -> [String] {
+        let names = ensemble.features.map(\.name)
+        let table = RawTable(file: "request rows", header: names, rows: rows.map { r in names.map { r[$0] ?? "" } }, lines: rows.indices.map { $0 + 1 })
+        let out = ensemble.predict(try FeatureMatrix(table: table, features: ensemble.features))
+        let classes = ensemble.objective == .regression ? [] : ensemble.labels
+        return rows.indices.map { TabularTask.RowPrediction(out, row: $0, classes: classes).json(id: nil) }
+    }
+}
