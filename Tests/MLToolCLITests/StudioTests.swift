@@ -61,6 +61,9 @@ struct StudioTests {
         (try? JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any]) ?? [:]
     }
 
+    /// The task's summary in a data view's answer.
+    static func summary(_ body: String) -> [String: Any] { (object(body)["summary"] as? [String: Any]) ?? [:] }
+
     @Test func everyRefusalHasItsExactStatusAndNamesThePath() throws {
         let dir = try TempDir(); defer { dir.cleanup() }
         let (root, _) = try Self.project(dir)
@@ -112,6 +115,48 @@ struct StudioTests {
         #expect(red.status == 200 && ServeTests.topLabel(red.body) == "red", "\(red.body)")
     }
 
+    /// The data view is each task's summary: boxes per label and photos with their boxes for detection (a box
+    /// outside its photo named as `train` names it), tokens per tag and tagged sentences for a CoNLL-U file.
+    @Test func dataViewsOfDetectionAndTaggingData() throws {
+        let dir = try TempDir(); defer { dir.cleanup() }
+        let root = dir.file("project")
+        try FileManager.default.createDirectory(atPath: root + "/boxes", withIntermediateDirectories: true)
+        for i in 0..<2 {
+            try Data(Make.png(width: 40, height: 30, rgb: (90, 90, 90), noiseSeed: UInt64(i + 1))).write(to: URL(fileURLWithPath: root + "/boxes/\(i).png"))
+        }
+        let box = { (label: String, x: Int, y: Int) in "{\"label\": \"\(label)\", \"coordinates\": {\"x\": \(x), \"y\": \(y), \"width\": 10, \"height\": 8}}" }
+        try """
+            [{"image": "0.png", "annotations": [\(box("cat", 10, 10)), \(box("dog", 25, 15))]},
+             {"image": "1.png", "annotations": [\(box("cat", 20, 12)), \(box("cat", 200, 12))]}]
+            """.write(toFile: root + "/boxes/annotations.json", atomically: true, encoding: .utf8)
+        var conllu = ""
+        for (n, sentence) in [[("Dogs", "NOUN"), ("bark", "VERB"), (".", "PUNCT")], [("Cats", "NOUN"), ("sleep", "VERB")]].enumerated() {
+            conllu += "# sent_id = \(n + 1)\n"
+            for (i, (word, tag)) in sentence.enumerated() { conllu += "\(i + 1)\t\(word)\t_\t\(tag)\t_\t_\t0\t_\t_\t_\n" }
+            conllu += "\n"
+        }
+        try conllu.write(toFile: root + "/tags.conllu", atomically: true, encoding: .utf8)
+        let s = try Self.start(root)
+        defer { s.stop() }
+
+        let listing = Self.object(try Self.call(s, "/api/project").body)
+        let sources = (listing["sources"] as? [[String: Any]]) ?? []
+        #expect(sources.map { "\($0["path"] ?? "")=\($0["task"] ?? "")" } == ["boxes=detect", "tags.conllu=tagger"])
+        let boxes = Self.summary(try Self.call(s, "/api/data?path=boxes").body)
+        #expect(((boxes["classes"] as? [[String: Any]]) ?? []).map { "\($0["label"] ?? "")=\($0["count"] ?? "")" } == ["cat=2", "dog=1"])
+        let photos = (boxes["photos"] as? [[String: Any]]) ?? []
+        #expect(photos.map { $0["path"] as? String } == ["boxes/0.png", "boxes/1.png"])
+        let first = (photos.first?["objects"] as? [[String: Any]]) ?? []
+        #expect(first.map { $0["label"] as? String } == ["cat", "dog"])
+        #expect(((first.first?["box"] as? [String: Any])?["x"] as? Double) == 5)   // centre 10, width 10: left edge 5, pixels
+        let bad = (boxes["badFiles"] as? [String]) ?? []
+        #expect(bad.count == 1 && bad.first?.contains("outside") == true, "\(bad)")
+        let tags = Self.summary(try Self.call(s, "/api/data?path=tags.conllu").body)
+        #expect(((tags["classes"] as? [[String: Any]]) ?? []).map { "\($0["label"] ?? "")=\($0["count"] ?? "")" } == ["NOUN=2", "PUNCT=1", "VERB=2"])
+        let sentences = (tags["sentences"] as? [[String: Any]]) ?? []
+        #expect(sentences.first?["words"] as? [String] == ["Dogs", "bark", "."] && sentences.first?["tags"] as? [String] == ["NOUN", "VERB", "PUNCT"])
+    }
+
     @Test func aPageCanSeeTrainTryQuantizeAndExport() throws {
         let dir = try TempDir(); defer { dir.cleanup() }
         let (root, outside) = try Self.project(dir)
@@ -126,12 +171,13 @@ struct StudioTests {
         #expect(models.map { $0["path"] as? String } == ["models/tiny.bin"])
 
         // The data view: class counts, samples, and the broken file named as `train` names it.
-        let photos = Self.object(try Self.call(s, "/api/data?path=photos").body)
+        let photos = Self.summary(try Self.call(s, "/api/data?path=photos").body)
         let classes = (photos["classes"] as? [[String: Any]]) ?? []
         #expect(classes.map { "\($0["label"] ?? "")=\($0["count"] ?? "")" } == ["blue=3", "red=4"])
+        #expect(classes.first?["samples"] as? [String] == ["photos/blue/0.png", "photos/blue/1.png", "photos/blue/2.png"])
         let bad = (photos["badFiles"] as? [String]) ?? []
         #expect(bad.count == 1 && bad.first?.contains("broken.png") == true, "\(bad)")
-        let texts = Self.object(try Self.call(s, "/api/data?path=texts.csv").body)
+        let texts = Self.summary(try Self.call(s, "/api/data?path=texts.csv").body)
         #expect(((texts["classes"] as? [[String: Any]]) ?? []).map { $0["count"] as? Int } == [15, 15])
 
         // The form is the task's option table.

@@ -69,22 +69,37 @@ async function openSource(path) {
   show("data-pane");
   $("data-title").textContent = v.source.path + " — " + v.source.title;
   $("data-why").textContent = "Recognised as " + v.source.task + " data: " + v.source.why;
-  $("data-chart").replaceChildren(barChart(v.classes));
+  const d = v.summary;
+  $("data-chart").replaceChildren(barChart(d.classes));
   const samples = el("div", { class: "samples" });
-  for (const c of v.classes) {
+  if (!d.photos.length) for (const c of d.classes) {
     const fig = el("figure", {});
-    for (const s of c.samples) {
-      if (v.source.task === "image") fig.append(el("img", { src: url("/api/file", { path: s }), alt: c.label }));
-    }
+    const images = d.samplesAreFiles && v.source.task !== "sound";
+    for (const s of images ? c.samples : []) fig.append(el("img", { src: url("/api/file", { path: s }), alt: c.label }));
     fig.append(el("figcaption", {}, c.label + " (" + c.count + ")"));
-    if (v.source.task !== "image") fig.append(el("ul", { class: "texts" }, ...c.samples.map((t) => el("li", {}, t))));
+    if (!images) fig.append(el("ul", { class: "texts" }, ...c.samples.map((t) => el("li", {}, t))));
     samples.append(fig);
   }
-  $("data-samples").replaceChildren(samples);
-  const bad = v.badFiles.length ? el("div", {}, el("h3", {}, v.badFiles.length + " files training would skip"),
-    el("ul", {}, ...v.badFiles.map((b) => el("li", {}, b)))) : "";
-  $("data-bad").replaceChildren(bad, v.note ? el("p", {}, v.note) : "");
+  for (const p of d.photos) samples.append(annotatedPhoto(p));
+  const sentences = d.sentences.length ? el("div", { class: "sentences" },
+    ...d.sentences.map((s) => el("p", {}, ...s.words.map((w, i) => el("span", { class: "tagged" }, w, el("sub", {}, s.tags[i])))))) : "";
+  $("data-samples").replaceChildren(samples, sentences);
+  const bad = d.badFiles.length ? el("div", {}, el("h3", {}, d.badFiles.length + " files or annotations training would skip"),
+    el("ul", {}, ...d.badFiles.map((b) => el("li", {}, b)))) : "";
+  $("data-bad").replaceChildren(bad, d.note ? el("p", {}, d.note) : "");
   await buildForm(v.source.task);
+}
+
+// A photo with its labelled boxes drawn over it (boxes in pixels, origin top-left).
+function annotatedPhoto(p) {
+  const scale = Math.min(1, 220 / p.width), w = p.width * scale, h = p.height * scale;
+  const s = svg("svg", { width: w, height: h, class: "annotated", "data-path": p.path });
+  s.append(svg("image", { href: url("/api/file", { path: p.path }), width: w, height: h }));
+  for (const o of p.objects) {
+    s.append(svg("rect", { class: "box", x: o.box.x * scale, y: o.box.y * scale, width: o.box.width * scale, height: o.box.height * scale }));
+    const t = svg("text", { class: "box-label", x: o.box.x * scale + 2, y: o.box.y * scale + 11 }); t.textContent = o.label; s.append(t);
+  }
+  return el("figure", {}, s, el("figcaption", {}, p.path + " (" + p.objects.length + ")"));
 }
 
 function barChart(classes) {
