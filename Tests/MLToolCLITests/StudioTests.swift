@@ -222,6 +222,10 @@ struct StudioTests {
         #expect(exported.status == 200 && Self.object(exported.body)["file"] as? String == "models/tiny.onnx", "\(exported.body)")
         let download = try Self.call(s, "/api/file?path=models/tiny.onnx&download=1", ["-D", "-"])
         #expect(download.body.lowercased().contains("content-disposition: attachment; filename=\"tiny.onnx\""))
+        let lite = try Self.post(s, "/api/export", "{\"model\": \"models/tiny.bin\", \"to\": \"tflite\"}")
+        #expect(lite.status == 200 && Self.object(lite.body)["file"] as? String == "models/tiny.tflite", "\(lite.body)")
+        let liteBytes = try Data(contentsOf: URL(fileURLWithPath: root + "/models/tiny.tflite"))
+        #expect(liteBytes.count > 8 && String(decoding: liteBytes[4..<8], as: UTF8.self) == "TFL3")   // the flatbuffer's file identifier
         let quantized = try Self.post(s, "/api/quantize", "{\"model\": \"models/tiny.bin\", \"options\": {\"--bits\": \"8\", \"--min-elements\": \"1\"}}")
         #expect(quantized.status == 200, "\(quantized.body)")
         #expect(Self.object(quantized.body)["output"] as? String == "models/tiny.int8.bin")

@@ -283,7 +283,7 @@ $("quantize").onclick = async () => {
   await loadProject();
 };
 
-for (const b of [$("export-onnx"), $("export-coreml")]) {
+for (const b of [$("export-onnx"), $("export-coreml"), $("export-tflite")]) {
   b.onclick = async () => {
     const r = await api("POST", "/api/export", {}, { model: state.model.path, to: b.dataset.to });
     const a = el("a", { href: url("/api/file", { path: r.file, download: "1" }), download: "", id: "download-" + b.dataset.to }, "Download " + r.file);
