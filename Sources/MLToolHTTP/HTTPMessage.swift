@@ -1,20 +1,18 @@
 import Foundation
 
-/// What arrives before a request's body: its method, path (without the query), query and headers (names in lower
-/// case). A server decides from it alone whether to read the body at all.
+/// What arrives before a request's body: its method, path (without the query), query arguments and headers (names in
+/// lower case). A server decides from it alone whether to read the body at all.
 public struct HTTPRequestHead: Sendable {
     public var method: String
     public var path: String
-    public var query: String
     public var headers: [String: String]
     /// The query's arguments, percent-decoded (a repeated name keeps its last value).
     public var arguments: [String: String]
     /// The length the client announced (nil for a chunked body or none).
     public var contentLength: Int? { headers["content-length"].flatMap { Int($0) } }
 
-    public init(method: String, path: String, query: String = "", headers: [String: String] = [:],
-                arguments: [String: String] = [:]) {
-        self.method = method; self.path = path; self.query = query; self.headers = headers; self.arguments = arguments
+    public init(method: String, path: String, headers: [String: String] = [:], arguments: [String: String] = [:]) {
+        self.method = method; self.path = path; self.headers = headers; self.arguments = arguments
     }
 
     /// A header's value; `name` in any case.
