@@ -39,6 +39,13 @@ struct ServeTests {
 
         var url: String { "http://127.0.0.1:\(port)" }
 
+        /// The server's resident set in KiB (/proc/PID/status VmRSS; 0 when it cannot be read).
+        var residentKiB: Int {
+            let status = (try? String(contentsOfFile: "/proc/\(process.processIdentifier)/status", encoding: .utf8)) ?? ""
+            let line = status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") } ?? ""
+            return Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
+        }
+
         /// SIGTERM, then the exit status.
         func stop() -> Int32 {
             process.terminate()
@@ -149,13 +156,19 @@ struct ServeTests {
         #expect(huge.status == 413)
         #expect(Date().timeIntervalSince(started) < 5)
 
-        // 10,000 connections opened and dropped (some mid-request): the server keeps answering.
+        // 10,000 connections opened and dropped (some mid-request): the server keeps answering, in bounded memory.
+        let residentBefore = server.residentKiB
         for i in 0..<10_000 {
             let fd = Self.connect(server.port)
             if i % 10 == 0 { _ = "POST /v1/models/tiny/predict HTTP/1.1\r\nContent-Length: 100\r\n\r\nab".withCString { send(fd, $0, 60, Int32(MSG_NOSIGNAL)) } }
             close(fd)
         }
         #expect(try Self.curl([server.url + "/healthz"]).status == 200)
+        for _ in 0..<200 { _ = try Self.curl(["-H", "Content-Type: image/png", "--data-binary", "@" + dir.file("red.png"), predict]) }
+        let residentAfter = server.residentKiB
+        print("mltool serve resident set: \(residentBefore) KiB before 10,000 dropped connections and 200 predictions, \(residentAfter) KiB after")
+        // Measured (Zen 4): 34,600 → 35,124 KiB; a leak of ~1 KiB per connection would add ~10 MB. Bar: 4 MiB.
+        #expect(residentBefore > 0 && residentAfter - residentBefore < 4096, "grew from \(residentBefore) to \(residentAfter) KiB")
 
         // Still up, and the metrics counted what happened.
         #expect(try Self.curl(["-H", "Content-Type: image/png", "--data-binary", "@" + dir.file("red.png"), predict]).status == 200)
