@@ -334,6 +334,204 @@ void   core_ml__specification__tree_ensemble_parameters__free_unpacked
   assert(message->base.descriptor == &core_ml__specification__tree_ensemble_parameters__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   core_ml__specification__glmclassifier__double_array__init
+                     (CoreML__Specification__GLMClassifier__DoubleArray         *message)
+{
+  static const CoreML__Specification__GLMClassifier__DoubleArray init_value = CORE_ML__SPECIFICATION__GLMCLASSIFIER__DOUBLE_ARRAY__INIT;
+  *message = init_value;
+}
+void   core_ml__specification__glmclassifier__init
+                     (CoreML__Specification__GLMClassifier         *message)
+{
+  static const CoreML__Specification__GLMClassifier init_value = CORE_ML__SPECIFICATION__GLMCLASSIFIER__INIT;
+  *message = init_value;
+}
+size_t core_ml__specification__glmclassifier__get_packed_size
+                     (const CoreML__Specification__GLMClassifier *message)
+{
+  assert(message->base.descriptor == &core_ml__specification__glmclassifier__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t core_ml__specification__glmclassifier__pack
+                     (const CoreML__Specification__GLMClassifier *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &core_ml__specification__glmclassifier__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t core_ml__specification__glmclassifier__pack_to_buffer
+                     (const CoreML__Specification__GLMClassifier *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &core_ml__specification__glmclassifier__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+CoreML__Specification__GLMClassifier *
+       core_ml__specification__glmclassifier__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (CoreML__Specification__GLMClassifier *)
+     protobuf_c_message_unpack (&core_ml__specification__glmclassifier__descriptor,
+                                allocator, len, data);
+}
+void   core_ml__specification__glmclassifier__free_unpacked
+                     (CoreML__Specification__GLMClassifier *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &core_ml__specification__glmclassifier__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   core_ml__specification__glmregressor__double_array__init
+                     (CoreML__Specification__GLMRegressor__DoubleArray         *message)
+{
+  static const CoreML__Specification__GLMRegressor__DoubleArray init_value = CORE_ML__SPECIFICATION__GLMREGRESSOR__DOUBLE_ARRAY__INIT;
+  *message = init_value;
+}
+void   core_ml__specification__glmregressor__init
+                     (CoreML__Specification__GLMRegressor         *message)
+{
+  static const CoreML__Specification__GLMRegressor init_value = CORE_ML__SPECIFICATION__GLMREGRESSOR__INIT;
+  *message = init_value;
+}
+size_t core_ml__specification__glmregressor__get_packed_size
+                     (const CoreML__Specification__GLMRegressor *message)
+{
+  assert(message->base.descriptor == &core_ml__specification__glmregressor__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t core_ml__specification__glmregressor__pack
+                     (const CoreML__Specification__GLMRegressor *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &core_ml__specification__glmregressor__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t core_ml__specification__glmregressor__pack_to_buffer
+                     (const CoreML__Specification__GLMRegressor *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &core_ml__specification__glmregressor__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+CoreML__Specification__GLMRegressor *
+       core_ml__specification__glmregressor__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (CoreML__Specification__GLMRegressor *)
+     protobuf_c_message_unpack (&core_ml__specification__glmregressor__descriptor,
+                                allocator, len, data);
+}
+void   core_ml__specification__glmregressor__free_unpacked
+                     (CoreML__Specification__GLMRegressor *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &core_ml__specification__glmregressor__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   core_ml__specification__imputer__init
+                     (CoreML__Specification__Imputer         *message)
+{
+  static const CoreML__Specification__Imputer init_value = CORE_ML__SPECIFICATION__IMPUTER__INIT;
+  *message = init_value;
+}
+size_t core_ml__specification__imputer__get_packed_size
+                     (const CoreML__Specification__Imputer *message)
+{
+  assert(message->base.descriptor == &core_ml__specification__imputer__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t core_ml__specification__imputer__pack
+                     (const CoreML__Specification__Imputer *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &core_ml__specification__imputer__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t core_ml__specification__imputer__pack_to_buffer
+                     (const CoreML__Specification__Imputer *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &core_ml__specification__imputer__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+CoreML__Specification__Imputer *
+       core_ml__specification__imputer__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (CoreML__Specification__Imputer *)
+     protobuf_c_message_unpack (&core_ml__specification__imputer__descriptor,
+                                allocator, len, data);
+}
+void   core_ml__specification__imputer__free_unpacked
+                     (CoreML__Specification__Imputer *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &core_ml__specification__imputer__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   core_ml__specification__feature_vectorizer__input_column__init
+                     (CoreML__Specification__FeatureVectorizer__InputColumn         *message)
+{
+  static const CoreML__Specification__FeatureVectorizer__InputColumn init_value = CORE_ML__SPECIFICATION__FEATURE_VECTORIZER__INPUT_COLUMN__INIT;
+  *message = init_value;
+}
+void   core_ml__specification__feature_vectorizer__init
+                     (CoreML__Specification__FeatureVectorizer         *message)
+{
+  static const CoreML__Specification__FeatureVectorizer init_value = CORE_ML__SPECIFICATION__FEATURE_VECTORIZER__INIT;
+  *message = init_value;
+}
+size_t core_ml__specification__feature_vectorizer__get_packed_size
+                     (const CoreML__Specification__FeatureVectorizer *message)
+{
+  assert(message->base.descriptor == &core_ml__specification__feature_vectorizer__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t core_ml__specification__feature_vectorizer__pack
+                     (const CoreML__Specification__FeatureVectorizer *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &core_ml__specification__feature_vectorizer__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t core_ml__specification__feature_vectorizer__pack_to_buffer
+                     (const CoreML__Specification__FeatureVectorizer *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &core_ml__specification__feature_vectorizer__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+CoreML__Specification__FeatureVectorizer *
+       core_ml__specification__feature_vectorizer__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (CoreML__Specification__FeatureVectorizer *)
+     protobuf_c_message_unpack (&core_ml__specification__feature_vectorizer__descriptor,
+                                allocator, len, data);
+}
+void   core_ml__specification__feature_vectorizer__free_unpacked
+                     (CoreML__Specification__FeatureVectorizer *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &core_ml__specification__feature_vectorizer__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   core_ml__specification__non_maximum_suppression__pick_top__init
                      (CoreML__Specification__NonMaximumSuppression__PickTop         *message)
 {
@@ -965,6 +1163,51 @@ void   core_ml__specification__string_vector__free_unpacked
   if(!message)
     return;
   assert(message->base.descriptor == &core_ml__specification__string_vector__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   core_ml__specification__double_vector__init
+                     (CoreML__Specification__DoubleVector         *message)
+{
+  static const CoreML__Specification__DoubleVector init_value = CORE_ML__SPECIFICATION__DOUBLE_VECTOR__INIT;
+  *message = init_value;
+}
+size_t core_ml__specification__double_vector__get_packed_size
+                     (const CoreML__Specification__DoubleVector *message)
+{
+  assert(message->base.descriptor == &core_ml__specification__double_vector__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t core_ml__specification__double_vector__pack
+                     (const CoreML__Specification__DoubleVector *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &core_ml__specification__double_vector__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t core_ml__specification__double_vector__pack_to_buffer
+                     (const CoreML__Specification__DoubleVector *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &core_ml__specification__double_vector__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+CoreML__Specification__DoubleVector *
+       core_ml__specification__double_vector__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (CoreML__Specification__DoubleVector *)
+     protobuf_c_message_unpack (&core_ml__specification__double_vector__descriptor,
+                                allocator, len, data);
+}
+void   core_ml__specification__double_vector__free_unpacked
+                     (CoreML__Specification__DoubleVector *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &core_ml__specification__double_vector__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
 void   core_ml__specification__int64_vector__init
@@ -5182,7 +5425,7 @@ void   core_ml__specification__miltensor_value__free_unpacked
   assert(message->base.descriptor == &core_ml__specification__miltensor_value__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
-static const ProtobufCFieldDescriptor core_ml__specification__model__field_descriptors[12] =
+static const ProtobufCFieldDescriptor core_ml__specification__model__field_descriptors[16] =
 {
   {
     "specificationVersion",
@@ -5245,6 +5488,18 @@ static const ProtobufCFieldDescriptor core_ml__specification__model__field_descr
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
   {
+    "glmRegressor",
+    300,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__Model, glmregressor),
+    &core_ml__specification__glmregressor__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
     "treeEnsembleRegressor",
     302,
     PROTOBUF_C_LABEL_NONE,
@@ -5264,6 +5519,18 @@ static const ProtobufCFieldDescriptor core_ml__specification__model__field_descr
     0,   /* quantifier_offset */
     offsetof(CoreML__Specification__Model, neuralnetworkregressor),
     &core_ml__specification__neural_network_regressor__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "glmClassifier",
+    400,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__Model, glmclassifier),
+    &core_ml__specification__glmclassifier__descriptor,
     NULL,
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
@@ -5317,6 +5584,30 @@ static const ProtobufCFieldDescriptor core_ml__specification__model__field_descr
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
   {
+    "imputer",
+    601,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__Model, imputer),
+    &core_ml__specification__imputer__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "featureVectorizer",
+    602,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__Model, featurevectorizer),
+    &core_ml__specification__feature_vectorizer__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
     "nonMaximumSuppression",
     610,
     PROTOBUF_C_LABEL_NONE,
@@ -5331,28 +5622,35 @@ static const ProtobufCFieldDescriptor core_ml__specification__model__field_descr
 };
 static const unsigned core_ml__specification__model__field_indices_by_name[] = {
   1,   /* field[1] = description */
-  10,   /* field[10] = mlProgram */
-  9,   /* field[9] = neuralNetwork */
-  8,   /* field[8] = neuralNetworkClassifier */
-  6,   /* field[6] = neuralNetworkRegressor */
-  11,   /* field[11] = nonMaximumSuppression */
+  14,   /* field[14] = featureVectorizer */
+  8,   /* field[8] = glmClassifier */
+  5,   /* field[5] = glmRegressor */
+  13,   /* field[13] = imputer */
+  12,   /* field[12] = mlProgram */
+  11,   /* field[11] = neuralNetwork */
+  10,   /* field[10] = neuralNetworkClassifier */
+  7,   /* field[7] = neuralNetworkRegressor */
+  15,   /* field[15] = nonMaximumSuppression */
   4,   /* field[4] = pipeline */
   2,   /* field[2] = pipelineClassifier */
   3,   /* field[3] = pipelineRegressor */
   0,   /* field[0] = specificationVersion */
-  7,   /* field[7] = treeEnsembleClassifier */
-  5,   /* field[5] = treeEnsembleRegressor */
+  9,   /* field[9] = treeEnsembleClassifier */
+  6,   /* field[6] = treeEnsembleRegressor */
 };
-static const ProtobufCIntRange core_ml__specification__model__number_ranges[7 + 1] =
+static const ProtobufCIntRange core_ml__specification__model__number_ranges[10 + 1] =
 {
   { 1, 0 },
   { 200, 2 },
-  { 302, 5 },
-  { 402, 7 },
-  { 500, 9 },
-  { 502, 10 },
-  { 610, 11 },
-  { 0, 12 }
+  { 300, 5 },
+  { 302, 6 },
+  { 400, 8 },
+  { 402, 9 },
+  { 500, 11 },
+  { 502, 12 },
+  { 601, 13 },
+  { 610, 15 },
+  { 0, 16 }
 };
 const ProtobufCMessageDescriptor core_ml__specification__model__descriptor =
 {
@@ -5362,10 +5660,10 @@ const ProtobufCMessageDescriptor core_ml__specification__model__descriptor =
   "CoreML__Specification__Model",
   "CoreML.Specification",
   sizeof(CoreML__Specification__Model),
-  12,
+  16,
   core_ml__specification__model__field_descriptors,
   core_ml__specification__model__field_indices_by_name,
-  7,  core_ml__specification__model__number_ranges,
+  10,  core_ml__specification__model__number_ranges,
   (ProtobufCMessageInit) core_ml__specification__model__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
@@ -5896,6 +6194,469 @@ const ProtobufCMessageDescriptor core_ml__specification__tree_ensemble_parameter
   core_ml__specification__tree_ensemble_parameters__field_indices_by_name,
   1,  core_ml__specification__tree_ensemble_parameters__number_ranges,
   (ProtobufCMessageInit) core_ml__specification__tree_ensemble_parameters__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor core_ml__specification__glmclassifier__double_array__field_descriptors[1] =
+{
+  {
+    "value",
+    1,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_DOUBLE,
+    offsetof(CoreML__Specification__GLMClassifier__DoubleArray, n_value),
+    offsetof(CoreML__Specification__GLMClassifier__DoubleArray, value),
+    NULL,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_PACKED,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned core_ml__specification__glmclassifier__double_array__field_indices_by_name[] = {
+  0,   /* field[0] = value */
+};
+static const ProtobufCIntRange core_ml__specification__glmclassifier__double_array__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor core_ml__specification__glmclassifier__double_array__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "CoreML.Specification.GLMClassifier.DoubleArray",
+  "DoubleArray",
+  "CoreML__Specification__GLMClassifier__DoubleArray",
+  "CoreML.Specification",
+  sizeof(CoreML__Specification__GLMClassifier__DoubleArray),
+  1,
+  core_ml__specification__glmclassifier__double_array__field_descriptors,
+  core_ml__specification__glmclassifier__double_array__field_indices_by_name,
+  1,  core_ml__specification__glmclassifier__double_array__number_ranges,
+  (ProtobufCMessageInit) core_ml__specification__glmclassifier__double_array__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor core_ml__specification__glmclassifier__field_descriptors[6] =
+{
+  {
+    "weights",
+    1,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(CoreML__Specification__GLMClassifier, n_weights),
+    offsetof(CoreML__Specification__GLMClassifier, weights),
+    &core_ml__specification__glmclassifier__double_array__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "offset",
+    2,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_DOUBLE,
+    offsetof(CoreML__Specification__GLMClassifier, n_offset),
+    offsetof(CoreML__Specification__GLMClassifier, offset),
+    NULL,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_PACKED,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "postEvaluationTransform",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT32,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__GLMClassifier, postevaluationtransform),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "classEncoding",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT32,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__GLMClassifier, classencoding),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "stringClassLabels",
+    100,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__GLMClassifier, stringclasslabels),
+    &core_ml__specification__string_vector__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "int64ClassLabels",
+    101,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__GLMClassifier, int64classlabels),
+    &core_ml__specification__int64_vector__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned core_ml__specification__glmclassifier__field_indices_by_name[] = {
+  3,   /* field[3] = classEncoding */
+  5,   /* field[5] = int64ClassLabels */
+  1,   /* field[1] = offset */
+  2,   /* field[2] = postEvaluationTransform */
+  4,   /* field[4] = stringClassLabels */
+  0,   /* field[0] = weights */
+};
+static const ProtobufCIntRange core_ml__specification__glmclassifier__number_ranges[2 + 1] =
+{
+  { 1, 0 },
+  { 100, 4 },
+  { 0, 6 }
+};
+const ProtobufCMessageDescriptor core_ml__specification__glmclassifier__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "CoreML.Specification.GLMClassifier",
+  "GLMClassifier",
+  "CoreML__Specification__GLMClassifier",
+  "CoreML.Specification",
+  sizeof(CoreML__Specification__GLMClassifier),
+  6,
+  core_ml__specification__glmclassifier__field_descriptors,
+  core_ml__specification__glmclassifier__field_indices_by_name,
+  2,  core_ml__specification__glmclassifier__number_ranges,
+  (ProtobufCMessageInit) core_ml__specification__glmclassifier__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor core_ml__specification__glmregressor__double_array__field_descriptors[1] =
+{
+  {
+    "value",
+    1,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_DOUBLE,
+    offsetof(CoreML__Specification__GLMRegressor__DoubleArray, n_value),
+    offsetof(CoreML__Specification__GLMRegressor__DoubleArray, value),
+    NULL,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_PACKED,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned core_ml__specification__glmregressor__double_array__field_indices_by_name[] = {
+  0,   /* field[0] = value */
+};
+static const ProtobufCIntRange core_ml__specification__glmregressor__double_array__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor core_ml__specification__glmregressor__double_array__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "CoreML.Specification.GLMRegressor.DoubleArray",
+  "DoubleArray",
+  "CoreML__Specification__GLMRegressor__DoubleArray",
+  "CoreML.Specification",
+  sizeof(CoreML__Specification__GLMRegressor__DoubleArray),
+  1,
+  core_ml__specification__glmregressor__double_array__field_descriptors,
+  core_ml__specification__glmregressor__double_array__field_indices_by_name,
+  1,  core_ml__specification__glmregressor__double_array__number_ranges,
+  (ProtobufCMessageInit) core_ml__specification__glmregressor__double_array__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor core_ml__specification__glmregressor__field_descriptors[3] =
+{
+  {
+    "weights",
+    1,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(CoreML__Specification__GLMRegressor, n_weights),
+    offsetof(CoreML__Specification__GLMRegressor, weights),
+    &core_ml__specification__glmregressor__double_array__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "offset",
+    2,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_DOUBLE,
+    offsetof(CoreML__Specification__GLMRegressor, n_offset),
+    offsetof(CoreML__Specification__GLMRegressor, offset),
+    NULL,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_PACKED,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "postEvaluationTransform",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT32,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__GLMRegressor, postevaluationtransform),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned core_ml__specification__glmregressor__field_indices_by_name[] = {
+  1,   /* field[1] = offset */
+  2,   /* field[2] = postEvaluationTransform */
+  0,   /* field[0] = weights */
+};
+static const ProtobufCIntRange core_ml__specification__glmregressor__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 3 }
+};
+const ProtobufCMessageDescriptor core_ml__specification__glmregressor__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "CoreML.Specification.GLMRegressor",
+  "GLMRegressor",
+  "CoreML__Specification__GLMRegressor",
+  "CoreML.Specification",
+  sizeof(CoreML__Specification__GLMRegressor),
+  3,
+  core_ml__specification__glmregressor__field_descriptors,
+  core_ml__specification__glmregressor__field_indices_by_name,
+  1,  core_ml__specification__glmregressor__number_ranges,
+  (ProtobufCMessageInit) core_ml__specification__glmregressor__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor core_ml__specification__imputer__field_descriptors[8] =
+{
+  {
+    "imputedDoubleValue",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_DOUBLE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__Imputer, imputeddoublevalue),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "imputedInt64Value",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__Imputer, imputedint64value),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "imputedStringValue",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__Imputer, imputedstringvalue),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "imputedDoubleArray",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__Imputer, imputeddoublearray),
+    &core_ml__specification__double_vector__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "imputedInt64Array",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__Imputer, imputedint64array),
+    &core_ml__specification__int64_vector__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "replaceDoubleValue",
+    11,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_DOUBLE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__Imputer, replacedoublevalue),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "replaceInt64Value",
+    12,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__Imputer, replaceint64value),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "replaceStringValue",
+    13,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__Imputer, replacestringvalue),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned core_ml__specification__imputer__field_indices_by_name[] = {
+  3,   /* field[3] = imputedDoubleArray */
+  0,   /* field[0] = imputedDoubleValue */
+  4,   /* field[4] = imputedInt64Array */
+  1,   /* field[1] = imputedInt64Value */
+  2,   /* field[2] = imputedStringValue */
+  5,   /* field[5] = replaceDoubleValue */
+  6,   /* field[6] = replaceInt64Value */
+  7,   /* field[7] = replaceStringValue */
+};
+static const ProtobufCIntRange core_ml__specification__imputer__number_ranges[2 + 1] =
+{
+  { 1, 0 },
+  { 11, 5 },
+  { 0, 8 }
+};
+const ProtobufCMessageDescriptor core_ml__specification__imputer__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "CoreML.Specification.Imputer",
+  "Imputer",
+  "CoreML__Specification__Imputer",
+  "CoreML.Specification",
+  sizeof(CoreML__Specification__Imputer),
+  8,
+  core_ml__specification__imputer__field_descriptors,
+  core_ml__specification__imputer__field_indices_by_name,
+  2,  core_ml__specification__imputer__number_ranges,
+  (ProtobufCMessageInit) core_ml__specification__imputer__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor core_ml__specification__feature_vectorizer__input_column__field_descriptors[2] =
+{
+  {
+    "inputColumn",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__FeatureVectorizer__InputColumn, inputcolumn),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "inputDimensions",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__FeatureVectorizer__InputColumn, inputdimensions),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned core_ml__specification__feature_vectorizer__input_column__field_indices_by_name[] = {
+  0,   /* field[0] = inputColumn */
+  1,   /* field[1] = inputDimensions */
+};
+static const ProtobufCIntRange core_ml__specification__feature_vectorizer__input_column__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor core_ml__specification__feature_vectorizer__input_column__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "CoreML.Specification.FeatureVectorizer.InputColumn",
+  "InputColumn",
+  "CoreML__Specification__FeatureVectorizer__InputColumn",
+  "CoreML.Specification",
+  sizeof(CoreML__Specification__FeatureVectorizer__InputColumn),
+  2,
+  core_ml__specification__feature_vectorizer__input_column__field_descriptors,
+  core_ml__specification__feature_vectorizer__input_column__field_indices_by_name,
+  1,  core_ml__specification__feature_vectorizer__input_column__number_ranges,
+  (ProtobufCMessageInit) core_ml__specification__feature_vectorizer__input_column__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor core_ml__specification__feature_vectorizer__field_descriptors[1] =
+{
+  {
+    "inputList",
+    1,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(CoreML__Specification__FeatureVectorizer, n_inputlist),
+    offsetof(CoreML__Specification__FeatureVectorizer, inputlist),
+    &core_ml__specification__feature_vectorizer__input_column__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned core_ml__specification__feature_vectorizer__field_indices_by_name[] = {
+  0,   /* field[0] = inputList */
+};
+static const ProtobufCIntRange core_ml__specification__feature_vectorizer__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor core_ml__specification__feature_vectorizer__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "CoreML.Specification.FeatureVectorizer",
+  "FeatureVectorizer",
+  "CoreML__Specification__FeatureVectorizer",
+  "CoreML.Specification",
+  sizeof(CoreML__Specification__FeatureVectorizer),
+  1,
+  core_ml__specification__feature_vectorizer__field_descriptors,
+  core_ml__specification__feature_vectorizer__field_indices_by_name,
+  1,  core_ml__specification__feature_vectorizer__number_ranges,
+  (ProtobufCMessageInit) core_ml__specification__feature_vectorizer__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
 static const ProtobufCFieldDescriptor core_ml__specification__non_maximum_suppression__pick_top__field_descriptors[1] =
@@ -7140,6 +7901,44 @@ const ProtobufCMessageDescriptor core_ml__specification__string_vector__descript
   core_ml__specification__string_vector__field_indices_by_name,
   1,  core_ml__specification__string_vector__number_ranges,
   (ProtobufCMessageInit) core_ml__specification__string_vector__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor core_ml__specification__double_vector__field_descriptors[1] =
+{
+  {
+    "vector",
+    1,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_DOUBLE,
+    offsetof(CoreML__Specification__DoubleVector, n_vector),
+    offsetof(CoreML__Specification__DoubleVector, vector),
+    NULL,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_PACKED,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned core_ml__specification__double_vector__field_indices_by_name[] = {
+  0,   /* field[0] = vector */
+};
+static const ProtobufCIntRange core_ml__specification__double_vector__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor core_ml__specification__double_vector__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "CoreML.Specification.DoubleVector",
+  "DoubleVector",
+  "CoreML__Specification__DoubleVector",
+  "CoreML.Specification",
+  sizeof(CoreML__Specification__DoubleVector),
+  1,
+  core_ml__specification__double_vector__field_descriptors,
+  core_ml__specification__double_vector__field_indices_by_name,
+  1,  core_ml__specification__double_vector__number_ranges,
+  (ProtobufCMessageInit) core_ml__specification__double_vector__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
 static const ProtobufCFieldDescriptor core_ml__specification__int64_vector__field_descriptors[1] =

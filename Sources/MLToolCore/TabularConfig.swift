@@ -44,6 +44,9 @@ public struct TabularConfig: Codable, Equatable, Sendable {
     /// scale (docs/FORMAT.md 4.5, "Linear models").
     public var weightsTensor: String?
     public var scalingTensor: String?
+    /// Multiclass "forest" and "tree" only: f32 [L, K], the K values of each leaf of trees stored once for all K
+    /// scores (docs/FORMAT.md 4.5, "Shared multiclass trees"); nil: every tree stored.
+    public var leafValuesTensor: String?
 
     public init(objective: String, target: String, features: [Feature], baseScores: [Float], learner: String? = nil,
                 treesTensor: String = "tabular.trees", nodesTensor: String = "tabular.nodes",

@@ -15,11 +15,13 @@ import MLToolTabular
 ///   (label → probability); a regressor: `treeEnsembleRegressor` with output `prediction` (double).
 ///   Numeric splits are BranchOnValueLessThanEqual, categorical ones chains of BranchOnValueEqual;
 ///   `missingValueTracksTrueChild` is set where missing values take the true child.
+/// A linear model becomes a pipeline ending in a glmClassifier / glmRegressor instead (`CoreMLLinearModel`).
 enum CoreMLTreeEnsemble {
     static let specificationVersion: Int32 = 1
 
     static func export(_ model: Model, name: String) throws -> ExportResult {
         let e = try TreeEnsemble(model: model, file: name)
+        if e.learner == .linear, let linear = e.linear { return try CoreMLLinearModel.export(model, e, linear, name: name) }
         let t = try TreeNodes(e, style: .equalityChains, model: name, format: "Core ML")
         let arena = CArena()
         // Averaged trees of two classes: two scores, 1 / T − v and v per leaf of value v = p / T, summed with no transform.
@@ -67,6 +69,13 @@ enum CoreMLTreeEnsemble {
                                     types.array(e.features.count))]
         desc.n_input = inputs.count; desc.input = arena.messages(inputs)
         desc.n_output = outputs.count; desc.output = arena.messages(outputs)
+        desc.metadata = metadata(model, e, arena)
+        m.description = arena.new(desc)
+        return ExportResult(bytes: try CoreMLWriter.serialize(&m, modelName: name), notes: [])
+    }
+
+    /// The model's description, author, license and version, and in userDefined its target, objective and features.
+    static func metadata(_ model: Model, _ e: TreeEnsemble, _ arena: CArena) -> UnsafeMutablePointer<CoreML__Specification__Metadata> {
         let md = model.metadata
         var p = CoreMLProgram()
         p.author = md.author ?? ""; p.license = md.license ?? ""; p.version = md.version ?? ""
@@ -75,9 +84,7 @@ enum CoreMLTreeEnsemble {
             ("target", e.target), ("objective", e.objective.rawValue),
             ("features", ExportMetadata.json(e.features.map { ONNXTreeEnsemble.TabularInput(name: $0.name, kind: $0.kind.rawValue, categories: $0.categories) })),
         ]
-        desc.metadata = arena.new(CoreMLWriter.metadata(p, arena))
-        m.description = arena.new(desc)
-        return ExportResult(bytes: try CoreMLWriter.serialize(&m, modelName: name), notes: [])
+        return arena.new(CoreMLWriter.metadata(p, arena))
     }
 
     /// One node of the spec: a leaf's value on its class's score (averaged binary trees: 1 / T − v and v on two

@@ -56,9 +56,8 @@ struct TreeNodes {
     init(_ e: TreeEnsemble, style: Style, model name: String, format: String,
          maxTableValues: Int = TreeNodes.tableValueLimit, maxNodes: Int = TreeNodes.nodeLimit) throws {
         guard e.learner != .linear else {
-            // ONNX exports it as LinearClassifier / LinearRegressor (ONNXLinearModel), before any tree.
-            throw ExportError.unsupported(model: name, format: format, place: "learner 'linear'",
-                                          reason: "its export (glmClassifier / glmRegressor) is not yet supported")
+            // Exported as ONNX's LinearClassifier / LinearRegressor (ONNXLinearModel) or Core ML's GLMs (CoreMLLinearModel).
+            throw ExportError.unsupported(model: name, format: format, place: "learner 'linear'", reason: "a linear model has no trees")
         }
         self.maxTableValues = maxTableValues; self.maxNodes = maxNodes
         scoreCount = e.scoreCount

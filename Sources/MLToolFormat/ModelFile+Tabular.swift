@@ -67,12 +67,15 @@ extension ModelFile {
         }
         try shape(nodes, [n, 5])
         try shape(values, [n])
-        guard trees.shape[0] >= 1, (trees.shape[0] - 1) % k == 0 else {
+        // Shared trees stand for K trees each: any count is whole rounds.
+        let perRound = c.leafValuesTensor == nil ? k : 1
+        guard trees.shape[0] >= 1, (trees.shape[0] - 1) % perRound == 0 else {
             throw FormatError.badTensor(file: file, tensor: trees.name, field: "shape",
                                         expected: "[T + 1] with T a multiple of \(k)", actual: "\(trees.shape)")
         }
-        try TreeTables(trees: trees, nodes: nodes, values: values, categories: categories)
-            .validate(features: c.features, words: w, file: file)
+        let tables = TreeTables(trees: trees, nodes: nodes, values: values, categories: categories)
+        try tables.validate(features: c.features, words: w, file: file)
+        if let name = c.leafValuesTensor { try tables.validateSharedLeaves(byName[name], named: name, scores: k, file: file) }
         if c.learner == "linear" { try validateLinear(c, scores: k, tensors: byName, file: file) }
     }
 
@@ -86,10 +89,14 @@ extension ModelFile {
                 throw bad("learner", "'linear' with trees (it has none: treesTensor [1])")
             }
         case "tree":
-            guard let trees = tensors.first(where: { $0.name == c.treesTensor }), trees.shape == [k + 1] else {
+            let stored = c.leafValuesTensor == nil ? k : 1
+            guard let trees = tensors.first(where: { $0.name == c.treesTensor }), trees.shape == [stored + 1] else {
                 throw bad("learner", "'tree' with other than \(k) tree\(k == 1 ? "" : "s") (one per score)")
             }
         case let other?: throw bad("learner", "'\(other)'; expected boosted, forest, tree or linear")
+        }
+        if c.leafValuesTensor != nil, c.learner != "forest" && c.learner != "tree" || c.objective != "multiclass" {
+            throw bad("leafValuesTensor", "present for learner '\(c.learner ?? "boosted")' and objective '\(c.objective)'; only multiclass forests and trees share trees")
         }
         if c.learner != "linear", c.weightsTensor != nil || c.scalingTensor != nil {
             throw bad("weightsTensor", "present for learner '\(c.learner ?? "boosted")'; only a linear model has weights")
@@ -130,12 +137,11 @@ extension ModelFile {
 struct TreeTables {
     let trees: StoredTensor, nodes: StoredTensor, values: StoredTensor, categories: StoredTensor
 
-    @discardableResult
     init(trees: StoredTensor, nodes: StoredTensor, values: StoredTensor, categories: StoredTensor) {
         self.trees = trees; self.nodes = nodes; self.values = values; self.categories = categories
     }
 
-    private func int(_ t: StoredTensor, _ i: Int) -> Int {
+    func int(_ t: StoredTensor, _ i: Int) -> Int {
         Int(Int32(littleEndian: t.bytes.buffer.loadUnaligned(fromByteOffset: i &* 4, as: Int32.self)))
     }
 

@@ -54,7 +54,7 @@ struct ForestGrower {
         for r in rows { sums[Int(channel[Int(r)])] += value[Int(r)]; sums[k] += weight[Int(r)] }
         var nodes = [TreeGrower.Node()], values: [[Double]] = [[]]
         var stack = [Pending(node: 0, depth: 0, start: 0, count: m, sums: sums, hist: hist)]
-        while let leaf = stack.popLast() {
+        while var leaf = stack.popLast() {
             guard let s = bestSplit(leaf) else {
                 values[leaf.node] = (0..<k).map { leaf.sums[$0] / leaf.sums[k] }
                 continue
@@ -67,6 +67,9 @@ struct ForestGrower {
             let rightCount = leaf.count - leftCount, leftSmaller = leftCount <= rightCount
             let smallStart = leftSmaller ? leaf.start : leaf.start + leftCount
             var small = ForestHistogram(bins: offsets[offsets.count - 1], channels: k), large = leaf.hist
+            // The parent's histogram becomes the larger child's in place: the parent lets go of it first, so
+            // `subtract` does not copy it (a copy was 7 % of a letter forest's training, perf).
+            leaf.hist = ForestHistogram(bins: 0, channels: k)
             small.add(bins: binned, rowCount: n, offsets: offsets, k: k, rows: order[smallStart..<(smallStart + (leftSmaller ? leftCount : rightCount))],
                       channel: channel, value: value, weight: weight, threads: threads)
             large.subtract(small)

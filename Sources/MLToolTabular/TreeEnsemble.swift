@@ -207,9 +207,17 @@ public struct TreeEnsemble: Sendable {
             }
             return (0..<(t.bytes.count / 4)).map { t.bytes.buffer.loadUnaligned(fromByteOffset: $0 * 4, as: Float.self) }
         }
-        self.init(objective: objective, target: c.target, labels: md.labels, features: c.features, baseScores: c.baseScores,
-                  treeStarts: try ints(c.treesTensor), nodes: try ints(c.nodesTensor),
-                  values: try floats(c.valuesTensor), categoryWords: try ints(c.categoriesTensor).map { UInt32(bitPattern: $0) })
+        let words = try ints(c.categoriesTensor).map { UInt32(bitPattern: $0) }
+        if let leaves = c.leafValuesTensor {
+            let shared = SharedTrees(treeStarts: try ints(c.treesTensor), nodes: try ints(c.nodesTensor), values: try floats(c.valuesTensor),
+                                     categoryWords: words, leaves: try floats(leaves))
+            try self.init(expanding: shared, objective: objective, target: c.target, labels: md.labels, features: c.features,
+                          baseScores: c.baseScores, file: file)
+        } else {
+            self.init(objective: objective, target: c.target, labels: md.labels, features: c.features, baseScores: c.baseScores,
+                      treeStarts: try ints(c.treesTensor), nodes: try ints(c.nodesTensor), values: try floats(c.valuesTensor),
+                      categoryWords: words)
+        }
         self.learner = learner
         if learner == .linear {
             let scaling = try floats(c.scalingTensor), weights = try floats(c.weightsTensor)
@@ -223,23 +231,36 @@ public struct TreeEnsemble: Sendable {
         }
     }
 
-    /// The model file's contents: metadata (task "tabular") and the four tensors (a linear model: six).
+    /// The model file's contents: metadata (task "tabular") and the four tensors (a linear model: six; shared
+    /// multiclass trees: five).
     public func model(name: String? = nil, metrics: [String: Double] = [:], provenance: Provenance = Provenance()) -> Model {
+        model(name: name, metrics: metrics, provenance: provenance, sharing: true)
+    }
+
+    /// `sharing` false writes every tree, as files before shared trees did (for the tests of both encodings).
+    func model(name: String?, metrics: [String: Double], provenance: Provenance, sharing: Bool) -> Model {
         var md = ModelMetadata(task: .tabular, labels: labels, provenance: provenance)
         md.name = name
         md.metrics = metrics
         var c = TabularConfig(objective: objective.rawValue, target: target, features: features, baseScores: baseScores,
                               learner: learner == .boosted ? nil : learner.rawValue)
         if linear != nil { c.weightsTensor = "tabular.weights"; c.scalingTensor = "tabular.scaling" }
+        // A multiclass forest's K trees per round are stored once (docs/FORMAT.md 4.5, "Shared multiclass trees").
+        let shared = sharing ? sharedTrees() : nil
+        if shared != nil { c.leafValuesTensor = "tabular.leafValues" }
         md.tabular = c
+        let s = shared ?? SharedTrees(treeStarts: treeStarts, nodes: nodes, values: values, categoryWords: categoryWords)
         func bytes<T>(_ v: [T]) -> TensorBytes { TensorBytes(copying: v.withUnsafeBytes { Array($0) }) }
         var tensors = [
-            StoredTensor(name: c.treesTensor, dtype: .i32, shape: [treeStarts.count], bytes: bytes(treeStarts.map(\.littleEndian))),
-            StoredTensor(name: c.nodesTensor, dtype: .i32, shape: [values.count, 5], bytes: bytes(nodes.map(\.littleEndian))),
-            StoredTensor(name: c.valuesTensor, tensor: Tensor(shape: [values.count], data: values)),
-            StoredTensor(name: c.categoriesTensor, dtype: .i32, shape: [categoryWords.count],
-                         bytes: bytes(categoryWords.map { Int32(bitPattern: $0).littleEndian })),
+            StoredTensor(name: c.treesTensor, dtype: .i32, shape: [s.treeStarts.count], bytes: bytes(s.treeStarts.map(\.littleEndian))),
+            StoredTensor(name: c.nodesTensor, dtype: .i32, shape: [s.values.count, 5], bytes: bytes(s.nodes.map(\.littleEndian))),
+            StoredTensor(name: c.valuesTensor, tensor: Tensor(shape: [s.values.count], data: s.values)),
+            StoredTensor(name: c.categoriesTensor, dtype: .i32, shape: [s.categoryWords.count],
+                         bytes: bytes(s.categoryWords.map { Int32(bitPattern: $0).littleEndian })),
         ]
+        if let name = c.leafValuesTensor {
+            tensors.append(StoredTensor(name: name, tensor: Tensor(shape: [s.leaves.count / scoreCount, scoreCount], data: s.leaves)))
+        }
         if let linear, let w = c.weightsTensor, let s = c.scalingTensor {
             tensors.append(StoredTensor(name: s, tensor: Tensor(shape: [features.count, 2], data: zip(linear.means, linear.scales).flatMap { [$0, $1] })))
             tensors.append(StoredTensor(name: w, tensor: Tensor(shape: [linear.weights.count / scoreCount, scoreCount], data: linear.weights)))

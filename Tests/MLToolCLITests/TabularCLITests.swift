@@ -260,9 +260,10 @@ import Testing
         #expect(p.status == 0 && lines.count == 138 && lines[0] == "age,diabetes,p(neg),p(pos)" && lines[1].hasPrefix("32,"), "\(lines.prefix(2))\(p.stderr)")
         let onnx = try Tool.run(["export", model, "--to", "onnx", "-o", dir.file("l.onnx")])
         #expect(onnx.status == 0, "\(onnx.stderr)")
+        // Core ML: a pipeline ending in a glmClassifier (its predictions are checked in LinearExportTests).
         let coreml = try Tool.run(["export", model, "--to", "coreml", "-o", dir.file("l.mlmodel")])
-        #expect(coreml.status == 65 && coreml.stderr.contains("\(model): cannot export to Core ML: learner 'linear': its export (glmClassifier / "
-            + "glmRegressor) is not yet supported"), "\(coreml.stderr)")
+        let written = (try? Data(contentsOf: URL(fileURLWithPath: dir.file("l.mlmodel"))).count) ?? 0
+        #expect(coreml.status == 0 && written > 0, "\(coreml.stderr)")
         let bad = try Tool.run(["train", Self.pima("train"), "--target", "diabetes", "--learner", "linear", "--linear-l2", "0", "-o", model])
         #expect(bad.status == 64 && bad.stderr.hasPrefix("mltool: error: --linear-l2 must be a number > 0\n"), "\(bad.stderr)")
     }

@@ -210,8 +210,9 @@ import Testing
 }
 
 /// Linear models exported to ONNX (`LinearClassifier` / `LinearRegressor` after the derived columns as plain ops), run
-/// by onnxruntime on the test split: pima (two classes, missing values), dna (three classes, 180 categorical columns),
-/// diamonds (regression, three categorical columns) and letter (26 classes). Each fit takes under a second.
+/// by onnxruntime, and to Core ML (a pipeline ending in a GLM), evaluated from its spec, on the test split: pima (two
+/// classes, missing values), dna (three classes, 180 categorical columns), diamonds (regression, three categorical
+/// columns) and letter (26 classes). Each fit takes under a second.
 @Suite struct LinearExportTests {
     @Test(arguments: TreeEnsembleExportTests.cases)
     func onnxruntimeGivesMLToolsPredictions(_ c: TreeEnsembleExportTests.Case) throws {
@@ -228,13 +229,22 @@ import Testing
         print("\(c.name): linear model in onnxruntime, \(test.rowCount) rows, largest difference \(worst)")
     }
 
-    @Test func coreMLRefusesALinearModelByName() throws {
-        var e = TreeEnsemble(objective: .regression, target: "y", labels: [], features: [.init(name: "x", kind: .numeric)], baseScores: [0])
-        e.learner = .linear
-        e.linear = LinearTerms(means: [0], scales: [1], weights: [1, 0])
-        #expect(throws: ExportError.unsupported(model: "m.bin", format: "Core ML", place: "learner 'linear'",
-                                                reason: "its export (glmClassifier / glmRegressor) is not yet supported")) {
-            try CoreMLExporter.export(e.model(), name: "m.bin")
-        }
+    /// The Core ML pipeline (imputer, trees of the missing and one-hot terms, vectorizer, GLM) evaluated by the spec
+    /// with numpy (eval_glm_coreml.py).
+    @Test(arguments: TreeEnsembleExportTests.cases)
+    func coreMLSpecGivesMLToolsPredictions(_ c: TreeEnsembleExportTests.Case) throws {
+        guard let (schema, train, targets, test) = try TreeEnsembleExportTests.load(c) else { return }
+        let e = try LinearTrainer().train(schema: schema, train: train, targets: targets)
+        guard let (s, theirs) = try TreeEnsembleExportTests.run("eval_glm_coreml.py", try CoreMLExporter.export(e.model(name: c.name), name: c.name).bytes,
+                                                                test, features: e.features.count) else { return }
+        let regression = e.objective == .regression
+        #expect(s["model_type"] as? String == (regression ? "pipelineRegressor" : "pipelineClassifier"))
+        #expect(s["stages"] as? [String] == ["imputer", "treeEnsembleRegressor", "featureVectorizer", regression ? "glmRegressor" : "glmClassifier"])
+        #expect(s["specification_version"] as? Int == 1)
+        #expect(s["input_shape"] as? [Int] == [e.features.count])
+        let metadata = s["metadata"] as? [String: String] ?? [:]
+        #expect(metadata["target"] == c.target && metadata["objective"] == e.objective.rawValue)
+        let worst = TreeEnsembleExportTests.expectSame(e, test, summary: s, theirs: theirs, "\(c.name) linear by the Core ML spec")
+        print("\(c.name): linear model by the Core ML spec, \(test.rowCount) rows, largest difference \(worst)")
     }
 }

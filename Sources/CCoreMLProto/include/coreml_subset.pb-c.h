@@ -24,6 +24,13 @@ typedef struct CoreML__Specification__TreeEnsembleRegressor CoreML__Specificatio
 typedef struct CoreML__Specification__TreeEnsembleParameters CoreML__Specification__TreeEnsembleParameters;
 typedef struct CoreML__Specification__TreeEnsembleParameters__TreeNode CoreML__Specification__TreeEnsembleParameters__TreeNode;
 typedef struct CoreML__Specification__TreeEnsembleParameters__TreeNode__EvaluationInfo CoreML__Specification__TreeEnsembleParameters__TreeNode__EvaluationInfo;
+typedef struct CoreML__Specification__GLMClassifier CoreML__Specification__GLMClassifier;
+typedef struct CoreML__Specification__GLMClassifier__DoubleArray CoreML__Specification__GLMClassifier__DoubleArray;
+typedef struct CoreML__Specification__GLMRegressor CoreML__Specification__GLMRegressor;
+typedef struct CoreML__Specification__GLMRegressor__DoubleArray CoreML__Specification__GLMRegressor__DoubleArray;
+typedef struct CoreML__Specification__Imputer CoreML__Specification__Imputer;
+typedef struct CoreML__Specification__FeatureVectorizer CoreML__Specification__FeatureVectorizer;
+typedef struct CoreML__Specification__FeatureVectorizer__InputColumn CoreML__Specification__FeatureVectorizer__InputColumn;
 typedef struct CoreML__Specification__NonMaximumSuppression CoreML__Specification__NonMaximumSuppression;
 typedef struct CoreML__Specification__NonMaximumSuppression__PickTop CoreML__Specification__NonMaximumSuppression__PickTop;
 typedef struct CoreML__Specification__ModelDescription CoreML__Specification__ModelDescription;
@@ -45,6 +52,7 @@ typedef struct CoreML__Specification__ArrayFeatureType__EnumeratedShapes CoreML_
 typedef struct CoreML__Specification__ArrayFeatureType__ShapeRange CoreML__Specification__ArrayFeatureType__ShapeRange;
 typedef struct CoreML__Specification__DictionaryFeatureType CoreML__Specification__DictionaryFeatureType;
 typedef struct CoreML__Specification__StringVector CoreML__Specification__StringVector;
+typedef struct CoreML__Specification__DoubleVector CoreML__Specification__DoubleVector;
 typedef struct CoreML__Specification__Int64Vector CoreML__Specification__Int64Vector;
 typedef struct CoreML__Specification__NeuralNetwork CoreML__Specification__NeuralNetwork;
 typedef struct CoreML__Specification__NeuralNetworkRegressor CoreML__Specification__NeuralNetworkRegressor;
@@ -171,17 +179,21 @@ struct  CoreML__Specification__Model
   CoreML__Specification__PipelineClassifier *pipelineclassifier;
   CoreML__Specification__PipelineRegressor *pipelineregressor;
   CoreML__Specification__Pipeline *pipeline;
+  CoreML__Specification__GLMRegressor *glmregressor;
   CoreML__Specification__TreeEnsembleRegressor *treeensembleregressor;
   CoreML__Specification__NeuralNetworkRegressor *neuralnetworkregressor;
+  CoreML__Specification__GLMClassifier *glmclassifier;
   CoreML__Specification__TreeEnsembleClassifier *treeensembleclassifier;
   CoreML__Specification__NeuralNetworkClassifier *neuralnetworkclassifier;
   CoreML__Specification__NeuralNetwork *neuralnetwork;
   CoreML__Specification__MILProgram *mlprogram;
+  CoreML__Specification__Imputer *imputer;
+  CoreML__Specification__FeatureVectorizer *featurevectorizer;
   CoreML__Specification__NonMaximumSuppression *nonmaximumsuppression;
 };
 #define CORE_ML__SPECIFICATION__MODEL__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__model__descriptor) \
-    , 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL }
+    , 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL }
 
 
 struct  CoreML__Specification__Pipeline
@@ -292,6 +304,117 @@ struct  CoreML__Specification__TreeEnsembleParameters
 #define CORE_ML__SPECIFICATION__TREE_ENSEMBLE_PARAMETERS__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__tree_ensemble_parameters__descriptor) \
     , 0,NULL, 0, 0,NULL }
+
+
+struct  CoreML__Specification__GLMClassifier__DoubleArray
+{
+  ProtobufCMessage base;
+  size_t n_value;
+  double *value;
+};
+#define CORE_ML__SPECIFICATION__GLMCLASSIFIER__DOUBLE_ARRAY__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__glmclassifier__double_array__descriptor) \
+    , 0,NULL }
+
+
+/*
+ * score k = offset[k] + weights[k] · input; one score per class after the first (ReferenceClass) or per class
+ * (OneVsRest), or one for two classes either way.
+ */
+struct  CoreML__Specification__GLMClassifier
+{
+  ProtobufCMessage base;
+  size_t n_weights;
+  CoreML__Specification__GLMClassifier__DoubleArray **weights;
+  size_t n_offset;
+  double *offset;
+  /*
+   * Logit = 0, Probit = 1
+   */
+  int32_t postevaluationtransform;
+  /*
+   * ReferenceClass = 0, OneVsRest = 1
+   */
+  int32_t classencoding;
+  CoreML__Specification__StringVector *stringclasslabels;
+  CoreML__Specification__Int64Vector *int64classlabels;
+};
+#define CORE_ML__SPECIFICATION__GLMCLASSIFIER__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__glmclassifier__descriptor) \
+    , 0,NULL, 0,NULL, 0, 0, NULL, NULL }
+
+
+struct  CoreML__Specification__GLMRegressor__DoubleArray
+{
+  ProtobufCMessage base;
+  size_t n_value;
+  double *value;
+};
+#define CORE_ML__SPECIFICATION__GLMREGRESSOR__DOUBLE_ARRAY__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__glmregressor__double_array__descriptor) \
+    , 0,NULL }
+
+
+struct  CoreML__Specification__GLMRegressor
+{
+  ProtobufCMessage base;
+  size_t n_weights;
+  CoreML__Specification__GLMRegressor__DoubleArray **weights;
+  size_t n_offset;
+  double *offset;
+  /*
+   * NoTransform = 0, Logit = 1, Probit = 2
+   */
+  int32_t postevaluationtransform;
+};
+#define CORE_ML__SPECIFICATION__GLMREGRESSOR__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__glmregressor__descriptor) \
+    , 0,NULL, 0,NULL, 0 }
+
+
+/*
+ * Replaces replace*Value (ReplaceValue, a oneof) by the imputed value (ImputedValue, a oneof; per element for arrays).
+ */
+struct  CoreML__Specification__Imputer
+{
+  ProtobufCMessage base;
+  double imputeddoublevalue;
+  int64_t imputedint64value;
+  char *imputedstringvalue;
+  CoreML__Specification__DoubleVector *imputeddoublearray;
+  CoreML__Specification__Int64Vector *imputedint64array;
+  double replacedoublevalue;
+  int64_t replaceint64value;
+  char *replacestringvalue;
+};
+#define CORE_ML__SPECIFICATION__IMPUTER__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__imputer__descriptor) \
+    , 0, 0, (char *)protobuf_c_empty_string, NULL, NULL, 0, 0, (char *)protobuf_c_empty_string }
+
+
+struct  CoreML__Specification__FeatureVectorizer__InputColumn
+{
+  ProtobufCMessage base;
+  char *inputcolumn;
+  uint64_t inputdimensions;
+};
+#define CORE_ML__SPECIFICATION__FEATURE_VECTORIZER__INPUT_COLUMN__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__feature_vectorizer__input_column__descriptor) \
+    , (char *)protobuf_c_empty_string, 0 }
+
+
+/*
+ * Concatenates its inputs, in order, into one MultiArray.
+ */
+struct  CoreML__Specification__FeatureVectorizer
+{
+  ProtobufCMessage base;
+  size_t n_inputlist;
+  CoreML__Specification__FeatureVectorizer__InputColumn **inputlist;
+};
+#define CORE_ML__SPECIFICATION__FEATURE_VECTORIZER__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__feature_vectorizer__descriptor) \
+    , 0,NULL }
 
 
 struct  CoreML__Specification__NonMaximumSuppression__PickTop
@@ -560,6 +683,17 @@ struct  CoreML__Specification__StringVector
 };
 #define CORE_ML__SPECIFICATION__STRING_VECTOR__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__string_vector__descriptor) \
+    , 0,NULL }
+
+
+struct  CoreML__Specification__DoubleVector
+{
+  ProtobufCMessage base;
+  size_t n_vector;
+  double *vector;
+};
+#define CORE_ML__SPECIFICATION__DOUBLE_VECTOR__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__double_vector__descriptor) \
     , 0,NULL }
 
 
@@ -2132,6 +2266,91 @@ CoreML__Specification__TreeEnsembleParameters *
 void   core_ml__specification__tree_ensemble_parameters__free_unpacked
                      (CoreML__Specification__TreeEnsembleParameters *message,
                       ProtobufCAllocator *allocator);
+/* CoreML__Specification__GLMClassifier__DoubleArray methods */
+void   core_ml__specification__glmclassifier__double_array__init
+                     (CoreML__Specification__GLMClassifier__DoubleArray         *message);
+/* CoreML__Specification__GLMClassifier methods */
+void   core_ml__specification__glmclassifier__init
+                     (CoreML__Specification__GLMClassifier         *message);
+size_t core_ml__specification__glmclassifier__get_packed_size
+                     (const CoreML__Specification__GLMClassifier   *message);
+size_t core_ml__specification__glmclassifier__pack
+                     (const CoreML__Specification__GLMClassifier   *message,
+                      uint8_t             *out);
+size_t core_ml__specification__glmclassifier__pack_to_buffer
+                     (const CoreML__Specification__GLMClassifier   *message,
+                      ProtobufCBuffer     *buffer);
+CoreML__Specification__GLMClassifier *
+       core_ml__specification__glmclassifier__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   core_ml__specification__glmclassifier__free_unpacked
+                     (CoreML__Specification__GLMClassifier *message,
+                      ProtobufCAllocator *allocator);
+/* CoreML__Specification__GLMRegressor__DoubleArray methods */
+void   core_ml__specification__glmregressor__double_array__init
+                     (CoreML__Specification__GLMRegressor__DoubleArray         *message);
+/* CoreML__Specification__GLMRegressor methods */
+void   core_ml__specification__glmregressor__init
+                     (CoreML__Specification__GLMRegressor         *message);
+size_t core_ml__specification__glmregressor__get_packed_size
+                     (const CoreML__Specification__GLMRegressor   *message);
+size_t core_ml__specification__glmregressor__pack
+                     (const CoreML__Specification__GLMRegressor   *message,
+                      uint8_t             *out);
+size_t core_ml__specification__glmregressor__pack_to_buffer
+                     (const CoreML__Specification__GLMRegressor   *message,
+                      ProtobufCBuffer     *buffer);
+CoreML__Specification__GLMRegressor *
+       core_ml__specification__glmregressor__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   core_ml__specification__glmregressor__free_unpacked
+                     (CoreML__Specification__GLMRegressor *message,
+                      ProtobufCAllocator *allocator);
+/* CoreML__Specification__Imputer methods */
+void   core_ml__specification__imputer__init
+                     (CoreML__Specification__Imputer         *message);
+size_t core_ml__specification__imputer__get_packed_size
+                     (const CoreML__Specification__Imputer   *message);
+size_t core_ml__specification__imputer__pack
+                     (const CoreML__Specification__Imputer   *message,
+                      uint8_t             *out);
+size_t core_ml__specification__imputer__pack_to_buffer
+                     (const CoreML__Specification__Imputer   *message,
+                      ProtobufCBuffer     *buffer);
+CoreML__Specification__Imputer *
+       core_ml__specification__imputer__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   core_ml__specification__imputer__free_unpacked
+                     (CoreML__Specification__Imputer *message,
+                      ProtobufCAllocator *allocator);
+/* CoreML__Specification__FeatureVectorizer__InputColumn methods */
+void   core_ml__specification__feature_vectorizer__input_column__init
+                     (CoreML__Specification__FeatureVectorizer__InputColumn         *message);
+/* CoreML__Specification__FeatureVectorizer methods */
+void   core_ml__specification__feature_vectorizer__init
+                     (CoreML__Specification__FeatureVectorizer         *message);
+size_t core_ml__specification__feature_vectorizer__get_packed_size
+                     (const CoreML__Specification__FeatureVectorizer   *message);
+size_t core_ml__specification__feature_vectorizer__pack
+                     (const CoreML__Specification__FeatureVectorizer   *message,
+                      uint8_t             *out);
+size_t core_ml__specification__feature_vectorizer__pack_to_buffer
+                     (const CoreML__Specification__FeatureVectorizer   *message,
+                      ProtobufCBuffer     *buffer);
+CoreML__Specification__FeatureVectorizer *
+       core_ml__specification__feature_vectorizer__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   core_ml__specification__feature_vectorizer__free_unpacked
+                     (CoreML__Specification__FeatureVectorizer *message,
+                      ProtobufCAllocator *allocator);
 /* CoreML__Specification__NonMaximumSuppression__PickTop methods */
 void   core_ml__specification__non_maximum_suppression__pick_top__init
                      (CoreML__Specification__NonMaximumSuppression__PickTop         *message);
@@ -2402,6 +2621,25 @@ CoreML__Specification__StringVector *
                       const uint8_t       *data);
 void   core_ml__specification__string_vector__free_unpacked
                      (CoreML__Specification__StringVector *message,
+                      ProtobufCAllocator *allocator);
+/* CoreML__Specification__DoubleVector methods */
+void   core_ml__specification__double_vector__init
+                     (CoreML__Specification__DoubleVector         *message);
+size_t core_ml__specification__double_vector__get_packed_size
+                     (const CoreML__Specification__DoubleVector   *message);
+size_t core_ml__specification__double_vector__pack
+                     (const CoreML__Specification__DoubleVector   *message,
+                      uint8_t             *out);
+size_t core_ml__specification__double_vector__pack_to_buffer
+                     (const CoreML__Specification__DoubleVector   *message,
+                      ProtobufCBuffer     *buffer);
+CoreML__Specification__DoubleVector *
+       core_ml__specification__double_vector__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   core_ml__specification__double_vector__free_unpacked
+                     (CoreML__Specification__DoubleVector *message,
                       ProtobufCAllocator *allocator);
 /* CoreML__Specification__Int64Vector methods */
 void   core_ml__specification__int64_vector__init
@@ -4221,6 +4459,27 @@ typedef void (*CoreML__Specification__TreeEnsembleParameters__TreeNode_Closure)
 typedef void (*CoreML__Specification__TreeEnsembleParameters_Closure)
                  (const CoreML__Specification__TreeEnsembleParameters *message,
                   void *closure_data);
+typedef void (*CoreML__Specification__GLMClassifier__DoubleArray_Closure)
+                 (const CoreML__Specification__GLMClassifier__DoubleArray *message,
+                  void *closure_data);
+typedef void (*CoreML__Specification__GLMClassifier_Closure)
+                 (const CoreML__Specification__GLMClassifier *message,
+                  void *closure_data);
+typedef void (*CoreML__Specification__GLMRegressor__DoubleArray_Closure)
+                 (const CoreML__Specification__GLMRegressor__DoubleArray *message,
+                  void *closure_data);
+typedef void (*CoreML__Specification__GLMRegressor_Closure)
+                 (const CoreML__Specification__GLMRegressor *message,
+                  void *closure_data);
+typedef void (*CoreML__Specification__Imputer_Closure)
+                 (const CoreML__Specification__Imputer *message,
+                  void *closure_data);
+typedef void (*CoreML__Specification__FeatureVectorizer__InputColumn_Closure)
+                 (const CoreML__Specification__FeatureVectorizer__InputColumn *message,
+                  void *closure_data);
+typedef void (*CoreML__Specification__FeatureVectorizer_Closure)
+                 (const CoreML__Specification__FeatureVectorizer *message,
+                  void *closure_data);
 typedef void (*CoreML__Specification__NonMaximumSuppression__PickTop_Closure)
                  (const CoreML__Specification__NonMaximumSuppression__PickTop *message,
                   void *closure_data);
@@ -4283,6 +4542,9 @@ typedef void (*CoreML__Specification__DictionaryFeatureType_Closure)
                   void *closure_data);
 typedef void (*CoreML__Specification__StringVector_Closure)
                  (const CoreML__Specification__StringVector *message,
+                  void *closure_data);
+typedef void (*CoreML__Specification__DoubleVector_Closure)
+                 (const CoreML__Specification__DoubleVector *message,
                   void *closure_data);
 typedef void (*CoreML__Specification__Int64Vector_Closure)
                  (const CoreML__Specification__Int64Vector *message,
@@ -4632,6 +4894,13 @@ extern const ProtobufCMessageDescriptor core_ml__specification__tree_ensemble_re
 extern const ProtobufCMessageDescriptor core_ml__specification__tree_ensemble_parameters__descriptor;
 extern const ProtobufCMessageDescriptor core_ml__specification__tree_ensemble_parameters__tree_node__descriptor;
 extern const ProtobufCMessageDescriptor core_ml__specification__tree_ensemble_parameters__tree_node__evaluation_info__descriptor;
+extern const ProtobufCMessageDescriptor core_ml__specification__glmclassifier__descriptor;
+extern const ProtobufCMessageDescriptor core_ml__specification__glmclassifier__double_array__descriptor;
+extern const ProtobufCMessageDescriptor core_ml__specification__glmregressor__descriptor;
+extern const ProtobufCMessageDescriptor core_ml__specification__glmregressor__double_array__descriptor;
+extern const ProtobufCMessageDescriptor core_ml__specification__imputer__descriptor;
+extern const ProtobufCMessageDescriptor core_ml__specification__feature_vectorizer__descriptor;
+extern const ProtobufCMessageDescriptor core_ml__specification__feature_vectorizer__input_column__descriptor;
 extern const ProtobufCMessageDescriptor core_ml__specification__non_maximum_suppression__descriptor;
 extern const ProtobufCMessageDescriptor core_ml__specification__non_maximum_suppression__pick_top__descriptor;
 extern const ProtobufCMessageDescriptor core_ml__specification__model_description__descriptor;
@@ -4653,6 +4922,7 @@ extern const ProtobufCMessageDescriptor core_ml__specification__array_feature_ty
 extern const ProtobufCMessageDescriptor core_ml__specification__array_feature_type__shape_range__descriptor;
 extern const ProtobufCMessageDescriptor core_ml__specification__dictionary_feature_type__descriptor;
 extern const ProtobufCMessageDescriptor core_ml__specification__string_vector__descriptor;
+extern const ProtobufCMessageDescriptor core_ml__specification__double_vector__descriptor;
 extern const ProtobufCMessageDescriptor core_ml__specification__int64_vector__descriptor;
 extern const ProtobufCMessageDescriptor core_ml__specification__neural_network__descriptor;
 extern const ProtobufCMessageDescriptor core_ml__specification__neural_network_regressor__descriptor;

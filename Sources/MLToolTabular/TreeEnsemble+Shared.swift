@@ -1,0 +1,82 @@
+import MLToolCore
+
+/// Shared multiclass trees (docs/FORMAT.md 4.5): a multiclass forest's K trees per round differ only in their leaves,
+/// so a file stores each round's tree once with a [L, K] table of leaf values.
+extension TreeEnsemble {
+    /// The stored form: G = T / K trees (their leaves 0), their category words, and each leaf's K values (row-major,
+    /// leaves in node order). Nil unless this is a multiclass forest or tree whose every group of K trees has the same
+    /// nodes, thresholds and category sets.
+    struct SharedTrees: Equatable {
+        var treeStarts: [Int32] = [0], nodes: [Int32] = [], values: [Float] = [], categoryWords: [UInt32] = [], leaves: [Float] = []
+    }
+
+    func sharedTrees() -> SharedTrees? {
+        let k = scoreCount
+        guard objective == .multiclass, learner == .forest || learner == .tree, treeCount > 0, treeCount % k == 0 else { return nil }
+        var out = SharedTrees()
+        for g in 0..<(treeCount / k) {
+            let first = Int(treeStarts[g * k]), size = Int(treeStarts[g * k + 1]) - first
+            for j in 1..<k where !sameShape(first, Int(treeStarts[g * k + j]), size: size, end: Int(treeStarts[g * k + j + 1])) { return nil }
+            for i in first..<(first + size) {
+                var row = Array(nodes[(i * 5)..<(i * 5 + 5)])
+                if row[0] >= 0, row[3] & 2 != 0 {
+                    let span = words(feature: Int(row[0])), offset = Int(row[4])
+                    row[4] = Int32(out.categoryWords.count)
+                    out.categoryWords += categoryWords[offset..<(offset + span)]
+                }
+                out.nodes += row
+                out.values.append(row[0] >= 0 ? values[i] : 0)
+                if row[0] < 0 { for j in 0..<k { out.leaves.append(values[Int(treeStarts[g * k + j]) + i - first]) } }
+            }
+            out.treeStarts.append(Int32(out.values.count))
+        }
+        return out
+    }
+
+    /// The T = G · K trees of a shared file: tree g · K + k is stored tree g with its leaves' values from column k.
+    init(expanding s: SharedTrees, objective: TabularSchema.Objective, target: String, labels: [String],
+         features: [TabularConfig.Feature], baseScores: [Float], file: String) throws {
+        self.init(objective: objective, target: target, labels: labels, features: features, baseScores: baseScores,
+                  categoryWords: s.categoryWords)
+        let k = scoreCount, leafCount = s.nodes.indices.filter { $0 % 5 == 0 && s.nodes[$0] < 0 }.count
+        guard s.leaves.count == leafCount * k, s.values.count * 5 == s.nodes.count else {
+            throw TabularError.invalidModel(file: file, what: "leaf values", expected: "\(leafCount) × \(k)", actual: "\(s.leaves.count) values")
+        }
+        var leaf = 0
+        for g in 0..<(s.treeStarts.count - 1) {
+            let first = Int(s.treeStarts[g]), end = Int(s.treeStarts[g + 1])
+            let rows = s.nodes[(first * 5)..<(end * 5)]
+            for j in 0..<k {
+                var at = leaf
+                nodes += rows
+                for i in first..<end {
+                    if s.nodes[i * 5] < 0 { values.append(s.leaves[at * k + j]); at += 1 } else { values.append(s.values[i]) }
+                }
+                treeStarts.append(Int32(values.count))
+            }
+            leaf += (first..<end).filter { s.nodes[$0 * 5] < 0 }.count
+        }
+    }
+
+    /// Whether the tree at `other` (ending at `end`) has the nodes, thresholds and category sets of the `size` nodes
+    /// at `first`.
+    private func sameShape(_ first: Int, _ other: Int, size: Int, end: Int) -> Bool {
+        guard end - other == size else { return false }
+        for i in 0..<size {
+            let a = (first + i) * 5, b = (other + i) * 5
+            guard nodes[a..<(a + 4)] == nodes[b..<(b + 4)] else { return false }
+            guard nodes[a] >= 0 else { continue }
+            if nodes[a + 3] & 2 != 0 {
+                let span = words(feature: Int(nodes[a]))
+                guard categoryWords[Int(nodes[a + 4])..<(Int(nodes[a + 4]) + span)] == categoryWords[Int(nodes[b + 4])..<(Int(nodes[b + 4]) + span)] else {
+                    return false
+                }
+            } else if values[first + i].bitPattern != values[other + i].bitPattern {
+                return false
+            }
+        }
+        return true
+    }
+
+    private func words(feature f: Int) -> Int { ((features[f].categories?.count ?? 0) + 31) / 32 }
+}
