@@ -134,6 +134,19 @@ import Testing
         }
     }
 
+    /// An int8 weight whose zero point TFLite's int8 cannot hold (outside −128…127) is written as float32 with a
+    /// note; the others stay int8.
+    @Test func int8ZeroPointTFLiteCannotHoldIsDequantized() throws {
+        var model = try ExportOracleTests.quantized(tinyClassifier(), QuantizeOptions(mode: .linear, bits: 8, asymmetric: true))
+        let conv = try #require(model.tensors.firstIndex { $0.name == "conv1.w" })
+        #expect(model.tensors[conv].dtype == .int8)
+        let channels = try #require(model.tensors[conv].quant?.scales?.count)
+        model.tensors[conv].quant?.zeroPoints = [Int](repeating: 200, count: channels)
+        let notes = try Self.export(model, name: "tiny").notes
+        #expect(notes.contains("conv1.w: int8 weights dequantized to float32"), "\(notes)")
+        #expect(notes.contains { $0.hasPrefix("dw.w: int8 weights kept as int8 (per-channel scales on axis 3, zero points kept)") }, "\(notes)")
+    }
+
     /// EfficientNet-Lite0 (models/efficientnet-lite0.bin) and the six photos its recipe keeps, preprocessed by the
     /// recipe, as one NHWC batch; nil after `skip` when `make models` has not made them.
     static func efficientNetLite0() throws -> (Model, Tensor)? {
