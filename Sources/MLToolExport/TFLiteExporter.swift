@@ -5,7 +5,8 @@ import MLToolCore
 /// image (as the ONNX export's, in TFLite's own layout), batch free; output the model's first graph output
 /// (probabilities for trained classifiers). Weights keep their storage behind a DEQUANTIZE (`TFLiteWeights`): int8
 /// as TFLite int8 with mltool's scales and zero points, palettes with an int8 table as the int8 they equal, float-table
-/// palettes and f16 as float16; activations are float32. `notes` lists every weight so kept.
+/// palettes as int8 or float16 (the nearer), f16 as float16; activations are float32. `notes` lists every weight so
+/// kept.
 ///
 /// The preprocessing, labels and provenance are in the model's metadata: the entry "mltool" holds the same key/value
 /// pairs as the ONNX export's metadata_props, as a JSON object; the entry "TFLITE_METADATA" the TFLite Support

@@ -49,9 +49,10 @@ import Testing
 
     /// The tiny classifier of the ONNX tests (conv stride 2 with TF-SAME pads and relu6, depthwise conv with
     /// hard-swish, a per-channel add, max pool, batch norm, global average pool, reshape, dense, softmax), float and
-    /// with int8 (asymmetric), palettized (an int8 table, the default, or a float table) or f16 weights; "pads" gives
-    /// the first conv pads TFLite's SAME does not make (a PAD before it).
-    @Test(arguments: ["float", "int8", "palette4", "palette4-float", "fp16", "pads", "mapHead"])
+    /// with int8 (asymmetric), palettized (an int8 table, the default, a float table, or a symmetric 1-bit float
+    /// table, ±a per channel) or f16 weights; "pads" gives the first conv pads TFLite's SAME does not make (a PAD
+    /// before it).
+    @Test(arguments: ["float", "int8", "palette4", "palette4-float", "palette1-symmetric", "fp16", "pads", "mapHead"])
     func liteRTMatchesTheEngine(variant: String) throws {
         var model = tinyClassifier(mapHead: variant == "mapHead")
         if variant == "int8" { model = try ExportOracleTests.quantized(model, QuantizeOptions(mode: .linear, bits: 8, asymmetric: true)) }
@@ -60,6 +61,9 @@ import Testing
             var o = QuantizeOptions(mode: .palette, bits: 4)
             o.int8Table = false
             model = try ExportOracleTests.quantized(model, o)
+        }
+        if variant == "palette1-symmetric" {
+            model.tensors = try model.tensors.map { ["conv1.w", "dw.w", "fc.w"].contains($0.name) ? try Self.symmetricPalette1($0) : $0 }
         }
         if variant == "fp16" { model = try ExportOracleTests.quantized(model, QuantizeOptions(mode: .fp16, bits: 16)) }
         if variant == "pads", var graph = model.metadata.graph {
@@ -76,7 +80,7 @@ import Testing
         #expect(summary["output"] as? String == "probabilities" && summary["output_shape"] as? [Int] == [6, 3])
         // Weights stay as stored behind a DEQUANTIZE: int8 (int8 and int8-table palettes) or float16 (f16 and
         // float-table palettes); int32 holds the MEAN axes and the reshape target.
-        let int8 = ["int8", "palette4"].contains(variant), half = ["fp16", "palette4-float"].contains(variant)
+        let int8 = ["int8", "palette4", "palette1-symmetric"].contains(variant), half = ["fp16", "palette4-float"].contains(variant)
         let types = variant == "mapHead" ? ["FLOAT32"] : int8 ? ["FLOAT32", "INT32", "INT8"] : half ? ["FLOAT16", "FLOAT32", "INT32"]
             : ["FLOAT32", "INT32"]
         #expect(summary["tensor_types"] as? [String] == types)
@@ -98,6 +102,7 @@ import Testing
         let weights = notes.filter { $0 != TFLiteLowering.floatActivations }
         let kept = ["int8": "int8 weights kept as int8", "palette4": "palette4 weights (an int8 table) kept as the int8 values",
                     "palette4-float": "palette4 weights (a float table) kept as float16 behind a DEQUANTIZE, largest weight error",
+                    "palette1-symmetric": "palette1 weights (a float table) kept as int8 (per-channel scales on axis",
                     "fp16": "f16 weights kept as float16 behind a DEQUANTIZE"][variant]
         if let kept {
             #expect(weights.count == 3 && weights.allSatisfy { $0.contains(kept) && $0.contains("behind a DEQUANTIZE") }, "\(notes)")
@@ -132,6 +137,17 @@ import Testing
         } else {
             assertClose(y, try run(model, x), atol: 3e-7, "\(variant): LiteRT vs the engine")
         }
+    }
+
+    /// `t` as a 1-bit palette along its last axis whose table is ±a_c for channel c (a_c the channel's mean |w|):
+    /// a float table that int8 holds exactly (±127 with scale a_c / 127).
+    static func symmetricPalette1(_ t: StoredTensor) throws -> StoredTensor {
+        let w = try t.floats(), n = try #require(t.shape.last)
+        var a = [Float](repeating: 0, count: n)
+        for (i, v) in w.enumerated() { a[i % n] += abs(v) / Float(w.count / n) }
+        let lut = a.flatMap { [-$0, $0] }
+        return StoredTensor(name: t.name, dtype: .palette1, shape: t.shape, quant: QuantParams(axis: t.shape.count - 1, groupSize: 1, lut: lut),
+                            bytes: TensorBytes(copying: PackedBits.pack(w.map { $0 >= 0 ? 1 : 0 }, bits: 1)))
     }
 
     /// An int8 weight whose zero point TFLite's int8 cannot hold (outside −128…127) is written as float32 with a
