@@ -36,14 +36,16 @@ enum TFLiteWeights {
         case .f16:
             let raw = perm.map { WeightLayout.transpose(t.bytes.buffer, shape: t.shape, perm: $0, width: 2) }
                 ?? Array(t.bytes.buffer.prefix(count * 2))
-            return .float16(bytes: raw, shape: layout(t.shape, perm, reshape), note: "\(t.name): f16 weights kept as float16 behind a DEQUANTIZE")
+            return .float16(bytes: raw, shape: layout(t.shape, perm, reshape),
+                            note: "\(t.name): f16 weights kept as float16 behind a DEQUANTIZE")
         case .int8:
             return int8(t, count: count, perm: perm, reshape: reshape, what: "int8 weights kept as int8", detail: "")
         case _ where t.dtype.traits.isPalette:
             let kind = t.dtype.name
             if let linear = t.int8TableAsLinear() {
                 return int8(linear, count: count, perm: perm, reshape: reshape,
-                            what: "\(kind) weights (an int8 table) kept as the int8 values and per-channel scales they equal", detail: ", exact")
+                            what: "\(kind) weights (an int8 table) kept as the int8 values and per-channel scales they equal",
+                            detail: ", exact")
             }
             return try nearestInt8(t, count: count, perm: perm, reshape: reshape)
         default:
@@ -106,8 +108,8 @@ enum TFLiteWeights {
         }
         let kind = "\(t.name): \(t.dtype.name) weights (a float table)"
         if int8Error <= halfError {
-            let linear = StoredTensor(name: t.name, dtype: .int8, shape: t.shape, quant: QuantParams(axis: t.shape.count - 1, scales: scales),
-                                      bytes: TensorBytes(copying: codes))
+            let linear = StoredTensor(name: t.name, dtype: .int8, shape: t.shape,
+                                      quant: QuantParams(axis: t.shape.count - 1, scales: scales), bytes: TensorBytes(copying: codes))
             return int8(linear, count: count, perm: perm, reshape: reshape, what: "\(t.dtype.name) weights (a float table) kept as int8",
                         detail: ", largest weight error \(int8Error) (float16: \(halfError))")
         }

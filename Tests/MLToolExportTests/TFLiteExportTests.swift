@@ -146,8 +146,8 @@ import Testing
         var a = [Float](repeating: 0, count: n)
         for (i, v) in w.enumerated() { a[i % n] += abs(v) / Float(w.count / n) }
         let lut = a.flatMap { [-$0, $0] }
-        return StoredTensor(name: t.name, dtype: .palette1, shape: t.shape, quant: QuantParams(axis: t.shape.count - 1, groupSize: 1, lut: lut),
-                            bytes: TensorBytes(copying: PackedBits.pack(w.map { $0 >= 0 ? 1 : 0 }, bits: 1)))
+        return StoredTensor(name: t.name, dtype: .palette1, shape: t.shape,
+                            quant: QuantParams(axis: t.shape.count - 1, groupSize: 1, lut: lut), bytes: TensorBytes(copying: PackedBits.pack(w.map { $0 >= 0 ? 1 : 0 }, bits: 1)))
     }
 
     /// An int8 weight whose zero point TFLite's int8 cannot hold (outside −128…127) is written as float32 with a
@@ -294,8 +294,11 @@ import Testing
                 // compute; it agrees with the float model on 16 of 50 either way: a lossy model, not the export.)
                 guard let kernels = try mltool(["predict", model] + images + ["--json", "--top", "100"], int8Compute: "auto") else { return }
                 let rows = try parsePredictions(kernels.stdout)
-                let onKernels = try images.flatMap { f in try source.metadata.labels.map { try #require(rows[f], "no prediction for \(f)")[$0] ?? .nan } }
-                print("TFLite \(tag): max |LiteRT − predict on the int8 kernels| " + String(format: "%.2e", Closeness.ratio(liteRT, onKernels, atol: 1)))
+                let onKernels = try images.flatMap { f in
+                    try source.metadata.labels.map { try #require(rows[f], "no prediction for \(f)")[$0] ?? .nan }
+                }
+                print("TFLite \(tag): max |LiteRT − predict on the int8 kernels| "
+                      + String(format: "%.2e", Closeness.ratio(liteRT, onKernels, atol: 1)))
                 #expect(Self.top1Agreement(liteRT, onKernels, classes: classes) >= 50, "\(tag): LiteRT's top-1 vs predict's on the int8 kernels")
             }
 
