@@ -14,8 +14,9 @@ extension CLI {
         Object detectors: ONNX gets the decoder and NMS in the graph (outputs detected_boxes, detected_scores,
         detected_labels); Core ML a pipeline ending in NonMaximumSuppression, for Vision (docs/COREML.md).
         --to tflite writes a TensorFlow Lite flatbuffer (schema 3) for LiteRT: input float32 NHWC holding the
-        preprocessed image, batch free; f16 weights stay float16, int8 and palettized ones become float32; labels,
-        preprocessing and provenance in its metadata, labels.txt zipped at its end (docs/TFLITE-EXPORT.md).
+        preprocessed image, batch free; weights stay compressed behind a DEQUANTIZE (int8 and int8-table palettes as
+        int8 with their scales, f16 as float16, float-table palettes as the nearer of the two), activations float32;
+        labels, preprocessing and provenance in its metadata, labels.txt zipped at its end (docs/TFLITE-EXPORT.md).
         Detectors: ONNX or Core ML only.
         Text classifiers are refused (their tokenizer is not expressible in these formats).
         """,

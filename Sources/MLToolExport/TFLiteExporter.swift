@@ -3,8 +3,10 @@ import MLToolCore
 /// Writes an image model as a TensorFlow Lite flatbuffer (schema version 3, file identifier "TFL3") for LiteRT's
 /// interpreter: one subgraph, input the model's graph input as float32 NHWC (N, H, W, C) holding the *preprocessed*
 /// image (as the ONNX export's, in TFLite's own layout), batch free; output the model's first graph output
-/// (probabilities for trained classifiers). Weights are float32 (int8 and palettized ones dequantized), f16 weights
-/// float16 behind a DEQUANTIZE; `notes` lists both.
+/// (probabilities for trained classifiers). Weights keep their storage behind a DEQUANTIZE (`TFLiteWeights`): int8
+/// as TFLite int8 with mltool's scales and zero points, palettes with an int8 table as the int8 they equal, float-table
+/// palettes as int8 or float16 (the nearer), f16 as float16; activations are float32. `notes` lists every weight so
+/// kept.
 ///
 /// The preprocessing, labels and provenance are in the model's metadata: the entry "mltool" holds the same key/value
 /// pairs as the ONNX export's metadata_props, as a JSON object; the entry "TFLITE_METADATA" the TFLite Support

@@ -3,8 +3,9 @@ import MLToolCore
 /// Lowers a model's NHWC IR graph to a TensorFlow Lite subgraph. TFLite is NHWC too, so every IR tensor is one TFLite
 /// tensor of the same name and shape: no transposes. Conv kernels (KH, KW, C, OC) become OHWI, depthwise kernels
 /// (KH, KW, 1, C·m) become (1, KH, KW, C·m) (the same bytes), dense weights (in, out) become (out, in). Explicit pads
-/// that are neither SAME nor VALID for the tensor's size become a PAD before a VALID layer. f16 weights stay float16
-/// behind a DEQUANTIZE; int8 and palettized weights are dequantized to float32; both are listed in `notes`.
+/// that are neither SAME nor VALID for the tensor's size become a PAD before a VALID layer. int8, palettized and f16
+/// weights stay compressed behind a DEQUANTIZE (`TFLiteWeights` says how and why); what cannot be kept is dequantized
+/// to float32; each is listed in `notes`.
 ///
 /// `shapes` holds every activation's shape for one image at the model's input size (`ModelExport` infers them with
 /// the engine); the batch stays free (axis 0 of the input's shape_signature is −1), and reshapes that keep the
@@ -391,18 +392,8 @@ struct TFLiteLowering {
         guard let t = tensors[name] else {
             throw ExportError.invalid(model: modelName, place: "weight", expected: "a tensor in the model", actual: "'\(name)'")
         }
-        if t.dtype == .f16 {
-            // Kept as float16 behind a DEQUANTIZE, as TensorFlow's converter writes float16 models.
-            let count = try Checked.elementCount(t.shape, what: "weight '\(name)'")
-            guard t.bytes.count >= count * 2 else {
-                throw ExportError.invalid(model: modelName, place: "weight '\(name)'", expected: "\(count * 2) bytes", actual: "\(t.bytes.count)")
-            }
-            let raw = perm.map { WeightLayout.transpose(t.bytes.buffer, shape: t.shape, perm: $0, width: 2) } ?? Array(t.bytes.buffer.prefix(count * 2))
-            let shape = reshape ?? perm.map { WeightLayout.permuted(t.shape, $0) } ?? t.shape
-            let half = add(TFLiteProgram.Tensor(name: name + "/f16", shape: shape, signature: nil, type: .float16, buffer: program.buffer(raw)))
-            let i = add(TFLiteProgram.Tensor(name: name, shape: shape, signature: nil))
-            emit(.dequantize, [half], [i], nil, [])
-            notes.append("\(name): f16 weights kept as float16 behind a DEQUANTIZE")
+        if let kept = try TFLiteWeights.kept(t, perm: perm, reshape: reshape) {
+            let i = dequantized(kept, name: name)
             emittedConstants[key] = i
             return i
         }
@@ -417,6 +408,29 @@ struct TFLiteLowering {
         emittedConstants[key] = i
         return i
     }
+
+    /// A compressed weight as its stored tensor behind a DEQUANTIZE (as TensorFlow's converter writes float16 and
+    /// dynamic-range models); the DEQUANTIZE's float32 output is the weight `name`.
+    private mutating func dequantized(_ kept: TFLiteWeights.Kept, name: String) -> Int {
+        let stored: TFLiteProgram.Tensor
+        switch kept {
+        case let .int8(bytes, shape, quantization, note):
+            stored = TFLiteProgram.Tensor(name: name + "/int8", shape: shape, signature: nil, type: .int8, buffer: program.buffer(bytes),
+                                          quantization: quantization)
+            notes += [note, Self.floatActivations]
+        case let .float16(bytes, shape, note):
+            stored = TFLiteProgram.Tensor(name: name + "/f16", shape: shape, signature: nil, type: .float16, buffer: program.buffer(bytes))
+            notes.append(note)
+        }
+        let source = add(stored)
+        let i = add(TFLiteProgram.Tensor(name: name, shape: stored.shape, signature: nil))
+        emit(.dequantize, [source], [i], nil, [])
+        return i
+    }
+
+    /// The note of a model with int8 weights (once: `TFLiteExporter` drops repeated notes).
+    static let floatActivations = "activations stay float32 (DEQUANTIZE then float kernels): the model records no activation "
+        + "ranges, so there is no full-integer export"
 
     /// A stored tensor's values as float32 (dequantized, with a note, when it is not float32).
     private mutating func floatValues(_ t: StoredTensor) throws -> [Float] {

@@ -54,6 +54,16 @@ struct TFLiteProgram {
         var type: ElementType = .float32
         /// Index into `buffers`; 0 for a computed tensor.
         var buffer = 0
+        /// An int8 constant's QuantizationParameters.
+        var quantization: Quantization?
+    }
+
+    /// QuantizationParameters: real = scales[c] · (q − zeroPoints[c]), c the index along `axis`
+    /// (quantized_dimension; one scale and zero point for the whole tensor, axis 0).
+    struct Quantization {
+        var scales: [Float]
+        var zeroPoints: [Int64]
+        var axis: Int
     }
 
     struct Node {

@@ -2,7 +2,8 @@
 ///
 /// Field slots follow schema.fbs (Model: version, operator_codes, subgraphs, description, buffers, metadata_buffer,
 /// metadata; SubGraph: tensors, inputs, outputs, operators, name; Tensor: shape, type, buffer, name, …,
-/// shape_signature at 7; Operator: opcode_index, inputs, outputs, builtin_options_type, builtin_options;
+/// quantization at 4, shape_signature at 7; QuantizationParameters: scale at 2, zero_point at 3, quantized_dimension
+/// at 6; Operator: opcode_index, inputs, outputs, builtin_options_type, builtin_options;
 /// OperatorCode: deprecated_builtin_code, custom_code, version, builtin_code; Buffer: data, 16-byte aligned).
 enum TFLiteWriter {
     static let schemaVersion: UInt32 = 3
@@ -75,11 +76,13 @@ enum TFLiteWriter {
             let shape = b.vector(t.shape.map { Int32(clamping: $0) })
             let signature = t.signature.map { b.vector($0.map { Int32(clamping: $0) }) }
             let name = b.string(t.name)
+            let quantization = t.quantization.map { quantizationTable($0, &b) }
             b.startTable()
             b.add(0, shape)
             b.add(1, t.type.rawValue)
             b.add(2, UInt32(truncatingIfNeeded: t.buffer))
             b.add(3, name)
+            b.add(4, quantization)
             b.add(7, signature)
             tensorOffsets.append(b.endTable())
         }
@@ -108,6 +111,17 @@ enum TFLiteWriter {
         b.add(2, subgraphOutputs)
         b.add(3, operators)
         b.add(4, subgraphName)
+        return b.endTable()
+    }
+
+    /// A QuantizationParameters table.
+    private static func quantizationTable(_ q: TFLiteProgram.Quantization, _ b: inout FlatBufferBuilder) -> FlatBufferBuilder.Offset {
+        let scales = b.vector(q.scales)
+        let zeroPoints = b.vector(q.zeroPoints)
+        b.startTable()
+        b.add(2, scales)
+        b.add(3, zeroPoints)
+        b.add(6, Int32(clamping: q.axis))
         return b.endTable()
     }
 

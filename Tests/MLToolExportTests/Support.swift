@@ -153,8 +153,9 @@ func json(_ text: String) throws -> [String: Any] {
 
 // MARK: The mltool binary
 
-/// Runs the built binary (MLTOOL_BIN); nil (after `skip` says why) when it is not an executable file.
-func mltool(_ args: [String]) throws -> (status: Int32, stdout: String, stderr: String)? {
+/// Runs the built binary (MLTOOL_BIN); nil (after `skip` says why) when it is not an executable file. `int8Compute`
+/// sets MLTOOL_INT8_COMPUTE ("off" unless told).
+func mltool(_ args: [String], int8Compute: String = "off") throws -> (status: Int32, stdout: String, stderr: String)? {
     guard let bin = Oracles.mltoolBinary else {
         skip(Oracles.mltoolBinaryProblem)
         return nil
@@ -164,7 +165,7 @@ func mltool(_ args: [String]) throws -> (status: Int32, stdout: String, stderr: 
     p.arguments = args
     // Exports keep int8 weights with float compute (DequantizeLinear): compare against the engine doing the same,
     // not against its int8 kernels (which quantize activations too).
-    p.environment = ProcessInfo.processInfo.environment.merging(["MLTOOL_INT8_COMPUTE": "off"]) { $1 }
+    p.environment = ProcessInfo.processInfo.environment.merging(["MLTOOL_INT8_COMPUTE": int8Compute]) { $1 }
     let out = Pipe(), err = Pipe()
     p.standardOutput = out; p.standardError = err
     try p.run()
