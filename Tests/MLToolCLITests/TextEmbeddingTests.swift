@@ -91,6 +91,24 @@ import MLToolTestSupport
         #expect(try first.model.tensor(named: "text.weights")?.floats() == second.model.tensor(named: "text.weights")?.floats())
     }
 
+    /// `--embedding auto` on short texts finds the bundled encoder ($MLTOOL_SENTENCE_ENCODER here) and lets the
+    /// validation split choose among the feature sets with and without it, saying so; `none` never loads it.
+    @Test func autoChoosesOnTheValidationSplit() throws {
+        guard let data = Self.dataSet("fortunes", script: "datasets/fortunes.sh") else { return }
+        guard Tool.available else { return Oracles.missing(Oracles.mltoolBinaryProblem) }
+        let dir = try TempDir()
+        defer { dir.cleanup() }
+        let small = try Self.smallSet(data, in: dir, maximumWords: 20).train   // 304 quotations, median 13 words
+        let env = ["MLTOOL_SENTENCE_ENCODER": Self.encoder, "MLTOOL_CACHE": dir.file("cache")]
+        let auto = try Tool.run(["train", small, "-o", dir.file("auto.bin"), "--embedding", "auto", "--validation", "0.25"], env: env)
+        #expect(auto.status == 0, "\(auto.stderr)")
+        let note = auto.stderr.split(separator: "\n").first { $0.contains("chosen on the validation split") } ?? ""
+        #expect(note.components(separatedBy: "+ sentence embeddings").count == 3, "\(note)")   // 2 of the 4 candidates
+        #expect(auto.stderr.contains("304 of 304 documents encoded"), "\(auto.stderr)")
+        let none = try Tool.run(["train", small, "-o", dir.file("none.bin"), "--validation", "0.25"], env: env)
+        #expect(none.status == 0 && !none.stderr.contains("sentence embeddings"), "\(none.stderr)")
+    }
+
     /// A model whose encoder is truncated or lies about its tensors is refused with the file and the place, exit 65.
     @Test func damagedEncoderIsRefused() throws {
         guard let data = Self.dataSet("fortunes", script: "datasets/fortunes.sh") else { return }
@@ -124,11 +142,14 @@ import MLToolTestSupport
         #expect(r.status == 65 && r.stderr.contains("narrow.bin") && r.stderr.contains("text.embedding.mean"), "\(r.stderr)")
     }
 
-    /// The first 8 training quotations of each of the 39 files (312) as a CSV file in `dir`, with no test file.
-    static func smallSet(_ data: (train: String, test: String), in dir: TempDir) throws -> (train: String, test: String?) {
+    /// The first 8 training quotations of each of the 39 files (312) as a CSV file in `dir`, with no test file; with
+    /// `maximumWords`, of the quotations that have at most that many words.
+    static func smallSet(_ data: (train: String, test: String), in dir: TempDir,
+                         maximumWords: Int = .max) throws -> (train: String, test: String?) {
         let lines = try String(contentsOfFile: data.train, encoding: .utf8).split(separator: "\n", omittingEmptySubsequences: true)
         var taken = [Substring: Int]()
         let rows = lines.dropFirst().filter { line in
+            guard line.split(separator: " ").count <= maximumWords else { return false }
             let label = line[(line.lastIndex(of: ",").map { line.index(after: $0) } ?? line.endIndex)...]
             taken[label, default: 0] += 1
             return taken[label, default: 0] <= 8
