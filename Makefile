@@ -87,6 +87,7 @@ test: shared-datasets setup models demo-model check-proto $(KERAS_APPS)/app_mnv3
 	bash datasets/ud-english-ewt.sh
 	$(PYTHON) Tests/Fixtures/audio/make_audio.py && $(PYTHON) Tests/Fixtures/speech/fetch_speech_embedding.py --references
 	bash datasets/tabular.sh
+	bash datasets/debian-descriptions.sh --short && bash datasets/fortunes.sh
 	MLTOOL_BIN=$(CURDIR)/$(MLTOOL) MLTOOL_KERAS_APPS_DIR=$(CURDIR)/$(KERAS_APPS) MLTOOL_REQUIRE_ORACLES=1 \
 		MLTOOL_DEB=$(CURDIR)/$(MLTOOL_DEB) MLTOOL_EXPECT_CPU_LEVELS="$(MLTOOL_EXPECT_CPU_LEVELS)" $(SWIFT) test $(TEST_FLAGS)
 
@@ -278,6 +279,7 @@ bench: setup models build
 	bash datasets/fashion-mnist.sh --small
 	bash datasets/debian-descriptions.sh || echo "bench: could not build datasets/debian-descriptions: part 4 will say skipped"
 	bash datasets/debian-descriptions.sh --short || echo "bench: could not build datasets/debian-synopses: part 4's synopsis rows will say skipped"
+	bash datasets/fortunes.sh || echo "bench: could not build datasets/fortunes: part 4's fortune rows will say skipped"
 	bash datasets/tabular.sh
 	$(PYTHON) bench/run.py --language-id-flags "$(LANGUAGE_ID_FLAGS)" $(BENCH_ARGS)
 

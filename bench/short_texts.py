@@ -14,8 +14,8 @@ Data (real text only; a set whose source is absent is printed as skipped with th
   files and the first 3,000 / 1,000 training documents (by sha256 of the package name);
 - UD English EWT sentences → genre (answers, email, newsgroup, reviews, weblog: the sent_id prefix), from
   `datasets/ud-english-ewt` (train → training file, test → test file), whole and 3,000 / 1,000;
-- Debian's fortune quotations (apt package `fortunes`) → the fortune file they come from (files with ≥ 40 quotations),
-  split 80/20 by sha256 of the quotation.
+- Debian's fortune quotations → the fortune file they come from (files with ≥ 40 quotations), split 80/20 by sha256
+  of the quotation (`datasets/fortunes.sh`: the pinned fortunes and fortunes-min .debs).
 """
 import argparse
 import csv
@@ -65,22 +65,10 @@ def ewt():
 
 
 def fortunes():
-    folder = "/usr/share/games/fortunes"
-    if not os.path.isdir(folder):
-        return None, "apt install fortunes"
-    rows = []
-    for name in sorted(os.listdir(folder)):
-        path = os.path.join(folder, name)
-        if "." in name or os.path.islink(path) or not os.path.isfile(path):
-            continue
-        with open(path, encoding="utf-8", errors="replace") as f:
-            quotes = [" ".join(q.split()) for q in f.read().split("\n%\n")]
-        quotes = [q for q in quotes if q and q != "%"]
-        if len(quotes) >= 40:
-            rows += [(q, name, q) for q in quotes]
-    train = [r for r in rows if int(digest("test:" + r[2])[:8], 16) % 5 != 0]
-    test = [r for r in rows if int(digest("test:" + r[2])[:8], 16) % 5 == 0]
-    return (train, test), None
+    folder = os.path.join(ROOT, "datasets", "fortunes")
+    if not os.path.exists(os.path.join(folder, "train.csv")):
+        return None, "run bash datasets/fortunes.sh"
+    return (read_csv(os.path.join(folder, "train.csv")), read_csv(os.path.join(folder, "test.csv"))), None
 
 
 def first(rows, n):

@@ -114,6 +114,10 @@ public struct TextConfig: Codable, Equatable, Sendable {
     public var idfTensor: String?
     public var weightsTensor: String
     public var biasTensor: String
+    /// With a sentence encoder (`ModelMetadata.sentenceEncoder`, the graph): f32 [D] tensors that turn its embedding e
+    /// into the last D features, (e − mean) · scale; nil for TF-IDF features alone.
+    public var embeddingMeanTensor: String?
+    public var embeddingScaleTensor: String?
 
     public init(lowercase: Bool = true, normalization: String = "nfkc", wordNgrams: [Int] = [1, 2],
                 charNgrams: [Int]? = nil, minCount: Int = 1, weighting: String = "tfidf", sublinearTF: Bool = true,

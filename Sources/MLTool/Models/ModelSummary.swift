@@ -74,7 +74,8 @@ public struct ModelSummary: Encodable, Sendable {
             let shapes = ModelSummary.outputShapes(model)
             return g.outputs.map { IO(name: $0, shape: shapes[$0] ?? []) }
         } ?? []
-        outputKind = md.outputKind
+        // A text classifier's graph is its sentence encoder: the probabilities are not that graph's output.
+        outputKind = md.task == .textClassifier && md.graph != nil ? nil : md.outputKind
         featureTensor = md.featureTensor
         preprocessing = md.image
         text = md.text
@@ -128,7 +129,7 @@ public struct ModelSummary: Encodable, Sendable {
                 + "at most \(n.maxDetections)\n"
         }
         if let t = text {
-            s += "  text          word n-grams \(t.wordNgrams)\(t.charNgrams.map { ", char n-grams \($0)" } ?? ""), \(t.weighting)\(t.hashBits.map { ", hashed 2^\($0)" } ?? "")\n"
+            s += "  text          word n-grams \(t.wordNgrams)\(t.charNgrams.map { ", char n-grams \($0)" } ?? ""), \(t.weighting)\(t.hashBits.map { ", hashed 2^\($0)" } ?? "")\(t.embeddingMeanTensor == nil ? "" : " + sentence embeddings (the encoder above)")\n"
         }
         if let n = textFeatures { s += "  vocabulary    \(n) \(text?.hashBits == nil ? "terms" : "hashed buckets")\n" }
         for label in labels { if let f = strongestFeatures?[label] { s += "  strongest     \(label): \(f.joined(separator: ", "))\n" } }

@@ -31,7 +31,12 @@ public final class SentenceEncoder: Sendable {
         }
         self.model = model
         self.config = config
-        engine = try Engine(model: model, threads: threads)
+        do {
+            engine = try Engine(model: model, threads: threads)
+        } catch {
+            // The graph or its tensors are damaged: say which file (a text classifier holds its encoder inside).
+            throw PipelineError.badInput(file: name, reason: "sentence encoder: \(error)")
+        }
     }
 
     /// The length of an embedding.

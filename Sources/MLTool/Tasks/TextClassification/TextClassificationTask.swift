@@ -14,6 +14,7 @@ public enum TextClassificationTask: TaskKind {
         is max-entropy (the same regression, on sparse rows), fitted by seeded SGD: the L2 strength is chosen on the
         validation split (3 of every 5 epochs per value), then the winner is refitted on training + validation
         documents. --max-iterations adds L-BFGS after SGD; --epochs 0 --max-iterations N fits by L-BFGS alone.
+        --embedding adds each text's sentence embedding (standardised) to its n-grams, cached by content.
         """
 
     /// The options, in the order the recorded command lists them.
@@ -62,6 +63,16 @@ public enum TextClassificationTask: TaskKind {
                 s.parameters.stopWords = try TextDataset.readDocument(v).split(whereSeparator: \.isNewline)
                     .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty && !$0.hasPrefix("#") }
             }),
+            O(OptionDeclaration("--embedding", value: "none|auto|MODEL", help: "Also sentence embeddings of a sentence encoder MODEL (make models builds models/minilm.bin; the model then holds it); auto: the bundled one, for short texts, if the validation split prefers it (default \(d.embedding.word))."),
+              set: { s, v in s.parameters.embedding = .init(v) },
+              record: { s in s.parameters.embedding == d.embedding ? [] : ["--embedding", s.parameters.embedding.word] }),
+            O(OptionDeclaration("--embedding-weight", value: "W", kind: .number, help: "The embedding block's norm beside the TF-IDF row's 1 (default \(d.embeddingWeight))."),
+              set: { s, v in
+                s.parameters.embeddingWeight = try OptionText.double("--embedding-weight", v)
+                guard s.parameters.embeddingWeight > 0, s.parameters.embeddingWeight.isFinite else {
+                    throw OptionText.refuse("--embedding-weight", "--embedding-weight must be > 0")
+                }
+            }, record: { s in s.parameters.embeddingWeight == d.embeddingWeight ? [] : ["--embedding-weight", "\(s.parameters.embeddingWeight)"] }),
             TrainingOptions.l2(\.l2),
             TrainingOptions.int(OptionDeclaration("--epochs", value: "N", help: "Seeded SGD epochs (default \(d.epochs)), before any L-BFGS iterations."),
                                 \.epochs, default: d.epochs),
@@ -97,6 +108,7 @@ public enum TextClassificationTask: TaskKind {
         let config = r.model.metadata.text ?? TextConfig()
         let features = "  features   \(r.featureCount ?? 0) \(config.hashBits == nil ? "terms" : "hashed buckets"), \(config.weighting), "
             + "word n-grams \(config.wordNgrams)\(config.charNgrams.map { ", char n-grams \($0)" } ?? "")"
+            + (config.embeddingMeanTensor == nil ? "" : ", sentence embeddings (\(r.extractedCount) encoded)")
         ClassifierTasks.printSummary(request, r, items: "documents", details: [features],
                                      seconds: String(format: "features %.2f, fit %.2f, total %.2f", r.featureSeconds, r.fitSeconds,
                                                      Date().timeIntervalSince(started)),

@@ -50,14 +50,20 @@ public struct TextClassifierTrainer: CancellableTrainer {
                             validationLabels: y(validation))
         var candidates = [resolved.parameters]
         if resolved.short && parameters.shortTexts == .auto && !validation.isEmpty { candidates.append(parameters) }
+        let embeddings = try Self.embeddingCandidates(parameters, splits, medianWords: resolved.medianWords,
+                                                      cancellation: cancellation, emit: emit, phase: phase)
         var fits = [FeatureFit]()
         for c in candidates {
-            fits.append(try Self.fitFeatures(c, splits, classes: labels.count, options: options, refits: refits,
-                                             source: data.location ?? dataset.source, emit: emit, phase: phase))
-            try cancellation.check()
+            fits += try embeddings.map { e in
+                try cancellation.check()
+                return try Self.fitFeatures(c, splits, embedded: e, classes: labels.count, options: options, refits: refits,
+                                            source: data.location ?? dataset.source, emit: emit, phase: phase)
+            }
         }
         let chosen = Self.choose(fits)
-        if resolved.short { emit(.note(Self.shortTextNote(fits, chosen: chosen, medianWords: resolved.medianWords))) }
+        if resolved.short || fits.count > candidates.count {
+            emit(.note(Self.shortTextNote(fits, chosen: chosen, medianWords: resolved.medianWords)))
+        }
         let fit = fits[chosen], featureSeconds = fits.map(\.featureSeconds).reduce(0, +)
         fits = []
         let final = try Self.refit(fit, splits, options: refits ? options : nil, yAll: y(train + validation), classes: labels.count,
@@ -79,14 +85,19 @@ public struct TextClassifierTrainer: CancellableTrainer {
         md.metrics = metrics
         md.provenance = Provenance(seed: fit.parameters.seed, command: command())
         md.split = final.manifest
-        let d = fit.fitted.featureCount
-        let tensors = Self.tensors(fit.config, head: head, features: d, classes: labels.count, idf: fit.fitted.idf,
+        let d = fit.rows.featureCount
+        var tensors = Self.tensors(fit.config, head: head, features: d, classes: labels.count, idf: fit.fitted.idf,
                                    vocabulary: final.vocabularyBytes)
-        let inputs = [dataset.source] + (testSet.map { [$0.source] } ?? [])
+        var inputs = [dataset.source] + (testSet.map { [$0.source] } ?? [])
+        if let e = fit.rows.embedded, let block = fit.rows.block {
+            try Self.attach(e.source, block, to: &md, tensors: &tensors)
+            inputs.append(e.source.path)
+        }
         return TrainingResult(
             model: Model(metadata: md, tensors: tensors), metrics: metrics, trainCount: train.count,
             validationCount: validation.count, holdoutCount: holdout.count, l2: head.chosenL2,
-            iterations: head.iterations, stopReason: head.stopReason, extractedCount: 0, featureSeconds: featureSeconds,
+            iterations: head.iterations, stopReason: head.stopReason, extractedCount: fit.rows.embedded?.encoded ?? 0,
+            featureSeconds: featureSeconds,
             fitSeconds: fitSeconds, totalSeconds: Date().timeIntervalSince(started), featureCount: d, inputs: inputs)
     }
 
@@ -121,7 +132,7 @@ public struct TextClassifierTrainer: CancellableTrainer {
         // The refit on one core; the holdout rows, the split manifest and the vocabulary bytes on the other.
         var refit = options
         refit?.l2 = .fixed(head.chosenL2)
-        let refitOptions = refit, fitMatrix = fit.fitMatrix, corpus = fit.corpus, fitted = fit.fitted
+        let refitOptions = refit, fitMatrix = fit.fitMatrix, rows = fit.rows, fitted = fit.fitted
         let validationCount = s.validation.count, seed = fit.parameters.seed
         let heldOut = s.holdout
         let storeVocabulary = fit.config.vocabularyTensor != nil
@@ -131,7 +142,7 @@ public struct TextClassifierTrainer: CancellableTrainer {
             return try LogisticRegression.fit(sparse: fitMatrix, labels: yAll, classes: classes, validation: nil,
                                               options: refitOptions, progress: nil)
         }, {
-            (holdoutRows.isEmpty ? nil : corpus.rows(holdoutRows, fitted),
+            (holdoutRows.isEmpty ? nil : rows.matrix(holdoutRows),
              try Self.manifest(heldOut, source: source, trainCount: trainCount, validationCount: validationCount,
                                seed: seed),
              storeVocabulary ? fitted.vocabularyBytes() : [])
@@ -225,7 +236,7 @@ public struct TextClassifierTrainer: CancellableTrainer {
         if let name = config.vocabularyTensor {
             tensors.append(StoredTensor(name: name, dtype: .u8, shape: [vocabulary.count], bytes: TensorBytes(copying: vocabulary)))
         }
-        if let name = config.idfTensor { tensors.append(StoredTensor(name: name, tensor: Tensor(shape: [d], data: idf))) }
+        if let name = config.idfTensor { tensors.append(StoredTensor(name: name, tensor: Tensor(shape: [idf.count], data: idf))) }
         tensors.append(StoredTensor(name: config.weightsTensor, tensor: Tensor(shape: [d, k], data: head.weights)))
         tensors.append(StoredTensor(name: config.biasTensor, tensor: Tensor(shape: [k], data: head.bias)))
         return tensors
