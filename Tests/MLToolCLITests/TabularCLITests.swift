@@ -212,7 +212,7 @@ import Testing
             + "tree-ensemble model; export a tabular model with --to onnx or --to coreml"), "\(e.stderr)")
     }
 
-    /// --learner forest trains, evaluates and records itself; --learner linear is refused as not yet supported.
+    /// --learner forest trains, evaluates and records itself; an unknown learner is refused with the list of learners.
     @Test func forestTrainsAndUnknownLearnerIsRefused() throws {
         guard Tool.available else { return Oracles.missing(Oracles.mltoolBinaryProblem) }
         guard Self.havePima else { return Oracles.missing("datasets/tabular (run bash datasets/tabular.sh)") }
@@ -234,7 +234,7 @@ import Testing
     }
 
     /// `--learner linear` on pima (missing values: the mean and an indicator column): train, eval on the recorded
-    /// holdout and on the test table, predict, export to ONNX, and Core ML's export refused by name.
+    /// holdout and on the test table, predict, export to ONNX and to Core ML (a pipeline ending in a glmClassifier).
     @Test func linearTrainsEvaluatesAndPredicts() throws {
         guard Tool.available else { return Oracles.missing(Oracles.mltoolBinaryProblem) }
         guard Self.havePima else { return Oracles.missing("datasets/tabular (run bash datasets/tabular.sh)") }
