@@ -87,7 +87,7 @@ test: shared-datasets setup models demo-model check-proto $(KERAS_APPS)/app_mnv3
 	bash datasets/ud-english-ewt.sh
 	$(PYTHON) Tests/Fixtures/audio/make_audio.py && $(PYTHON) Tests/Fixtures/speech/fetch_speech_embedding.py --references
 	bash datasets/tabular.sh
-	bash datasets/debian-descriptions.sh --short && bash datasets/fortunes.sh
+	bash datasets/fortunes.sh
 	MLTOOL_BIN=$(CURDIR)/$(MLTOOL) MLTOOL_KERAS_APPS_DIR=$(CURDIR)/$(KERAS_APPS) MLTOOL_REQUIRE_ORACLES=1 \
 		MLTOOL_DEB=$(CURDIR)/$(MLTOOL_DEB) MLTOOL_EXPECT_CPU_LEVELS="$(MLTOOL_EXPECT_CPU_LEVELS)" $(SWIFT) test $(TEST_FLAGS)
 

@@ -12,32 +12,25 @@
 #   bench/short_texts.py reads from an installed `fortunes`.
 # - Split, seeded: a quotation goes to test.csv when int(sha256("test:" + quotation)[:8], 16) % 5 == 0 (20%), else to
 #   train.csv (bench/short_texts.py's split: the same quotation is on one side only), each in file-then-text order.
-# A .deb that cannot be fetched stops the script (exit 69); one whose size or sha256 differs stops it too (exit 65).
+# Fetching and checking the .debs is datasets/debfetch.sh's: a size or sha256 other than the manifest's stops the
+# script (exit 65); a pinned version gone from the mirror is replaced by apt's, with a warning (exit 69 when none).
 # Idempotent: a complete OUT is left alone unless the manifest or this script changed (OUT/.complete holds their hash).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
+# shellcheck source=datasets/debfetch.sh
+source "$here/debfetch.sh"
 out="${1:-$here/fortunes}"
 manifest="$here/fortunes.manifest"
 mkdir -p "$out"
 out="$(cd "$out" && pwd)"
 [ -f "$out/.gitignore" ] || printf '*\n' > "$out/.gitignore"
-stamp="$(cat "$manifest" "$0" | sha256sum | cut -c1-16)"
+stamp="$(cat "$manifest" "$0" "$here/debfetch.sh" | sha256sum | cut -c1-16)"
 if [ -f "$out/.complete" ] && [ "$(cat "$out/.complete")" = "$stamp" ] && [ -f "$out/train.csv" ] && [ -f "$out/test.csv" ]; then
     echo "fortunes: $out is complete ($stamp)"; exit 0
 fi
-mirror="${DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 rm -rf "$out/root"; mkdir -p "$out/root"
 grep -v '^#' "$manifest" | while read -r name version size sha path; do
-    file="$out/$(basename "$path")"
-    if ! { [ -f "$file" ] && [ "$(sha256sum < "$file" | cut -d' ' -f1)" = "$sha" ]; }; then
-        curl -fsSL --retry 3 -o "$file.part" "$mirror/$path" || { echo "fortunes: cannot fetch $mirror/$path ($name $version)" >&2; exit 69; }
-        got_size=$(stat -c %s "$file.part"); got_sha=$(sha256sum < "$file.part" | cut -d' ' -f1)
-        if [ "$got_size" != "$size" ] || [ "$got_sha" != "$sha" ]; then
-            echo "fortunes: $path differs from the manifest: $got_size bytes sha256 $got_sha, expected $size bytes sha256 $sha" >&2
-            exit 65
-        fi
-        mv "$file.part" "$file"
-    fi
+    file="$(debfetch fortunes "$out" "$name" "$version" "$size" "$sha" "$path")"
     dpkg-deb -x "$file" "$out/root"
 done
 python3 - "$out" <<'PY'

@@ -11,55 +11,24 @@
 #   lower-case form is not also a dictionary word — people's given names, places, brands.
 # - Cleaning: text in parentheses and after a comma dropped ("Korea, Republic of" → Korea), whitespace collapsed,
 #   names longer than 6 words dropped.
-# A .deb whose size or sha256 differs from the manifest stops the script (exit 65). A pinned version gone from the
-# mirror (Debian drops a stable update's older version at the next point release) is replaced, with a warning naming
-# both versions, by the version apt offers today (`apt-get download`: verified against Debian's signed index), so
-# `make test` still builds; re-pin the manifest then (the warning gives its new line). No version at all: exit 69.
+# Fetching and checking the .debs is datasets/debfetch.sh's: a size or sha256 other than the manifest's stops the
+# script (exit 65); a pinned version gone from the mirror is replaced by apt's, with a warning (exit 69 when none).
 # Idempotent: a complete OUT is left alone unless the manifest or this script changed (OUT/.complete holds their hash).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
+# shellcheck source=datasets/debfetch.sh
+source "$here/debfetch.sh"
 out="${1:-$here/gazetteer}"
 manifest="$here/gazetteer.manifest"
 mkdir -p "$out"
 out="$(cd "$out" && pwd)"
 [ -f "$out/.gitignore" ] || printf '*\n' > "$out/.gitignore"
-stamp="$(cat "$manifest" "$0" | sha256sum | cut -c1-16)"
+stamp="$(cat "$manifest" "$0" "$here/debfetch.sh" | sha256sum | cut -c1-16)"
 if [ -f "$out/.complete" ] && [ "$(cat "$out/.complete")" = "$stamp" ] && [ -f "$out/gazetteer.tsv" ]; then
     touch "$out/gazetteer.tsv"; echo "gazetteer: $out is complete ($stamp)"; exit 0
 fi
-mirror="${DEBIAN_MIRROR:-http://deb.debian.org/debian}"
-# today_deb NAME VERSION PATH: the pinned .deb is gone; fetch the version apt offers now into $out, print its path.
-today_deb() {
-    local dir="$out/apt-$1" show
-    rm -rf "$dir"; mkdir -p "$dir"
-    if ! show="$(apt-cache show --no-all-versions "$1" 2>/dev/null)" || [ -z "$show" ] \
-        || ! (cd "$dir" && apt-get download -qq "$1" >/dev/null 2>&1); then
-        echo "gazetteer: cannot fetch $mirror/$3 ($1 $2), and apt offers no $1 to replace it" >&2
-        return 1
-    fi
-    local field; field() { printf '%s\n' "$show" | sed -n "s/^$1: //p" | head -n1; }
-    echo "gazetteer: WARNING: $1 $2 is gone from $mirror; built from $1 $(field Version) as apt offers it today." >&2
-    echo "gazetteer: re-pin datasets/gazetteer.manifest with: $1 $(field Version) $(field Size) $(field SHA256) $(field Filename)" \
-        "(a pool/updates/ path is debian-security's: set DEBIAN_MIRROR or pin a version from the main archive)" >&2
-    ls "$dir"/*.deb
-}
 grep -v '^#' "$manifest" | while read -r name version size sha path; do
-    file="$out/$(basename "$path")"
-    if ! { [ -f "$file" ] && [ "$(sha256sum < "$file" | cut -d' ' -f1)" = "$sha" ]; }; then
-        if ! curl -fsSL --retry 3 -o "$file.part" "$mirror/$path"; then
-            rm -f "$file.part"
-            file="$(today_deb "$name" "$version" "$path")" || exit 69
-            rm -rf "$out/root-$name"; mkdir -p "$out/root-$name"
-            dpkg-deb -x "$file" "$out/root-$name"
-            continue
-        fi
-        got_size=$(stat -c %s "$file.part"); got_sha=$(sha256sum < "$file.part" | cut -d' ' -f1)
-        if [ "$got_size" != "$size" ] || [ "$got_sha" != "$sha" ]; then
-            echo "gazetteer: $path differs from the manifest: $got_size bytes sha256 $got_sha, expected $size bytes sha256 $sha" >&2
-            exit 65
-        fi
-        mv "$file.part" "$file"
-    fi
+    file="$(debfetch gazetteer "$out" "$name" "$version" "$size" "$sha" "$path")"
     rm -rf "$out/root-$name"; mkdir -p "$out/root-$name"
     dpkg-deb -x "$file" "$out/root-$name"
 done
