@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # `make install` as a user would run it (make install-test, part of make test):
-#  - into a scratch PREFIX: PREFIX/bin/mltool, PREFIX/share/mltool/efficientnet-lite0.bin and language-id.bin, the
-#    same bytes as models/; the installed language identifier names the language of a German sentence; that mltool,
+#  - into a scratch PREFIX: PREFIX/bin/mltool and PREFIX/share/mltool/ with every model of the Makefile's
+#    BUNDLED_MODELS, the same bytes as models/; the installed language identifier names the language of a German sentence; that mltool,
 #    run from a folder outside the source tree, trains a classifier with the installed extractor (the model records
 #    which one it used), and without that file it fails with exit 66, saying where it looked;
-#  - staged (DESTDIR, default PREFIX): the same three files under DESTDIR/usr/local.
+#  - staged (DESTDIR, default PREFIX): the same files under DESTDIR/usr/local.
 # Needs make models and datasets/fashion-mnist.sh --small (the Makefile target runs both first).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -24,7 +24,7 @@ $make --no-print-directory install PREFIX="$tmp/prefix"
 $make --no-print-directory install DESTDIR="$tmp/stage" PREFIX=/usr/local
 for prefix in "$tmp/prefix" "$tmp/stage/usr/local"; do
     [ -x "$prefix/bin/mltool" ] || fail "$prefix/bin/mltool was not installed"
-    for f in $extractor $languages; do
+    for f in $(sed -n 's/^BUNDLED_MODELS := //p' Makefile); do
         cmp -s "models/$f" "$prefix/share/mltool/$f" || fail "$prefix/share/mltool/$f differs from models/"
     done
 done
