@@ -30,10 +30,12 @@ public struct TabularModel: Sendable {
 
     /// Predictions for rows given as column → field (a column a row lacks is missing there).
     public func predict(rows: [[String: String]]) throws -> [Prediction] {
-        let names = features
-        let table = RawTable(file: "<rows>", header: names, rows: rows.map { r in names.map { r[$0] ?? "" } },
-                             lines: rows.indices.map { $0 + 1 })
-        return try predict(table: table)
+        try predict(table: Self.table(rows: rows, columns: features, file: "<rows>"))
+    }
+
+    /// `rows` (column → field) as a table of `columns`, numbered from 1; a column a row lacks is missing there.
+    static func table(rows: [[String: String]], columns: [String], file: String) -> RawTable {
+        RawTable(file: file, header: columns, rows: rows.map { r in columns.map { r[$0] ?? "" } }, lines: rows.indices.map { $0 + 1 })
     }
 
     /// Predictions for the rows of a table (read with `RawTable.read`).

@@ -31,8 +31,7 @@ struct TabularServing: ServingPredictor {
 
     /// The JSON answers for `rows`, in order.
     private func answer(_ rows: [[String: String]]) throws -> [String] {
-        let names = ensemble.features.map(\.name)
-        let table = RawTable(file: "request rows", header: names, rows: rows.map { r in names.map { r[$0] ?? "" } }, lines: rows.indices.map { $0 + 1 })
+        let table = TabularModel.table(rows: rows, columns: ensemble.features.map(\.name), file: "request rows")
         let out = ensemble.predict(try FeatureMatrix(table: table, features: ensemble.features))
         let classes = ensemble.objective == .regression ? [] : ensemble.labels
         return rows.indices.map { TabularTask.RowPrediction(out, row: $0, classes: classes).json(id: nil) }
