@@ -3,8 +3,10 @@ SHELL := /bin/bash
 PYTHON ?= python3
 SWIFT ?= swift
 MLTOOL := .build/release/mltool
-# How make build and the model recipes build it (one configuration: another set of flags recompiles every target)
-BUILD_MLTOOL = $(SWIFT) build -c release --product mltool --static-swift-stdlib --disable-local-rpath
+# How make build and the model recipes build it (one configuration: another set of flags recompiles every target;
+# make example builds the example programs with the same flags, so they reuse the library it compiled)
+BUILD_STATIC = $(SWIFT) build -c release --static-swift-stdlib --disable-local-rpath
+BUILD_MLTOOL = $(BUILD_STATIC) --product mltool
 MLTOOL_VERSION := $(shell sed -n 's/.*static let version = "\(.*\)"/\1/p' Sources/MLToolCore/ModelMetadata.swift)
 MLTOOL_DEB := .build/dist/mltool_$(MLTOOL_VERSION)_amd64.deb
 KERAS_APPS := .build/keras-applications
@@ -67,8 +69,9 @@ shared-datasets:
 ## build: the release binary, with the Swift runtime and Foundation linked in (--static-swift-stdlib) and no RUNPATH
 ## (--disable-local-rpath drops $ORIGIN): it loads only Debian's libraries. It is the binary make dist and make deb
 ## ship, and the one the steps of make test before the Swift suites run (demo-model, install-test, the wild corpus).
-## It costs no extra compile: these flags differ from TEST_FLAGS anyway, and swift test, which cannot link XCTest
-## statically, relinks it with the toolchain's runtime.
+## SwiftPM puts -static-stdlib on every swiftc line, so the test build (which cannot link XCTest statically and uses
+## TEST_FLAGS) compiles the library again and relinks this binary with the toolchain's runtime: two compiles in make
+## test, not three (make example reuses this one).
 build:
 	$(BUILD_MLTOOL)
 
@@ -149,16 +152,18 @@ demo-model: models build
 	$(MLTOOL) quantize $(DEMO)/model.bin --bits 8 --quiet --no-eval
 
 ## example: Examples/ClassifyPhotos, a package of its own that depends on this one by path and uses the MLTool
-## product (its first build compiles the library again, into $(EXAMPLE)/.build). ClassifyPhotos' output must match
-## mltool predict (six photos, top 5) and mltool train + predict (bag/trouser); the APIDocs target, every swift
-## block of docs/API.md (regenerated first: api-docs), must compile and run (Examples/examples.py).
+## product. Its two programs are built here as the root package's ExampleClassifyPhotos and ExampleAPIDocs (the same
+## folders, with make build's flags: the library is not compiled again), after examples.py check-manifest has checked
+## that the package resolves and that its targets are those. ClassifyPhotos' output must match mltool predict (six
+## photos, top 5) and mltool train + predict (bag/trouser); the APIDocs target, every swift block of docs/API.md
+## (regenerated first: api-docs), must compile and run (Examples/examples.py).
 example: models build api-docs
 	bash datasets/fashion-mnist.sh --small
-	$(SWIFT) build -c release --package-path $(EXAMPLE)
-	bin=$$($(SWIFT) build -c release --package-path $(EXAMPLE) --show-bin-path) && \
-	MLTOOL_REQUIRE_ORACLES=1 $(PYTHON) Examples/examples.py classify-photos --example $$bin/ClassifyPhotos \
-		--mltool $(MLTOOL) --work .build/example && \
-	MLTOOL_REQUIRE_ORACLES=1 $(PYTHON) Examples/examples.py run-api-docs --bin $$bin/APIDocs \
+	$(PYTHON) Examples/examples.py check-manifest
+	$(BUILD_STATIC) --product ExampleClassifyPhotos && $(BUILD_STATIC) --product ExampleAPIDocs
+	MLTOOL_REQUIRE_ORACLES=1 $(PYTHON) Examples/examples.py classify-photos --example .build/release/ExampleClassifyPhotos \
+		--mltool $(MLTOOL) --work .build/example
+	MLTOOL_REQUIRE_ORACLES=1 $(PYTHON) Examples/examples.py run-api-docs --bin .build/release/ExampleAPIDocs \
 		--mltool $(MLTOOL) --work .build/api-docs
 
 ## api-docs: $(EXAMPLE)/Sources/APIDocs/main.swift from docs/API.md (commit it with the page)

@@ -67,6 +67,12 @@ let package = Package(
         // The command line: parses, calls one library entry, prints. Imports only Foundation and MLTool.
         .target(name: "MLToolCLI", dependencies: ["MLTool"]),
         .executableTarget(name: "mltool", dependencies: ["MLToolCLI"]),
+        // The two programs of the package Examples/ClassifyPhotos (a user's package: `.package(path:)`, `import
+        // MLTool`), built here from the same files so that make test compiles them with the test build instead of
+        // compiling the whole library a second time in the example's own package (4 minutes); make example-manifest
+        // checks that package's manifest against this one.
+        .executableTarget(name: "ExampleClassifyPhotos", dependencies: ["MLTool"], path: "Examples/ClassifyPhotos/Sources/ClassifyPhotos"),
+        .executableTarget(name: "ExampleAPIDocs", dependencies: ["MLTool"], path: "Examples/ClassifyPhotos/Sources/APIDocs"),
 
         // Test support (assertClose, Oracles): a regular target whose sources live under Tests/.
         .target(name: "MLToolTestSupport", dependencies: ["MLToolCore"], path: "Tests/MLToolTestSupport"),

@@ -12,6 +12,10 @@
       Fashion-MNIST tree (bag, trouser: 20 PNGs each from datasets/fashion-mnist-small/train), and checks its output
       against `mltool predict --json` of the same images: part 1 with models/efficientnet-lite0.bin, part 2 with
       the model `mltool train` makes of the same folder. Same classes in the same order, probabilities within 1e-6.
+  examples.py check-manifest
+      The package Examples/ClassifyPhotos resolves (`swift package show-dependencies`: its product dependency is
+      one mltool's manifest declares) and each of its targets is built by the root package too, as Example<name>
+      from the same folder (make test builds those with the library instead of compiling the library again).
   examples.py run-api-docs --bin BIN --mltool BIN --work DIR
       Runs the APIDocs binary in DIR, filled with the files the examples name (photos, Fashion-MNIST folders, a
       small reviews table, models trained by `mltool train`, net.onnx and net.h5), and checks what they wrote.
@@ -340,10 +344,40 @@ def run_api_docs(binary, mltool, work):
     print(f"run-api-docs: all {count} examples of docs/API.md ran in {seconds:.1f} s")
 
 
+# MARK: - the example package's manifest
+
+def described_targets(package_path):
+    """[(name, path, product dependencies)] of `swift package describe --type json` for the package at package_path."""
+    out = subprocess.run(["swift", "package", "--package-path", package_path, "describe", "--type", "json"],
+                         capture_output=True, text=True)
+    if out.returncode != 0:
+        fail(f"swift package describe {package_path}: {out.stderr.strip()}")
+    return [(t["name"], t["path"], t.get("product_dependencies", [])) for t in json.loads(out.stdout)["targets"]]
+
+
+def check_manifest():
+    example = os.path.join(ROOT, "Examples", "ClassifyPhotos")
+    resolved = subprocess.run(["swift", "package", "--package-path", example, "show-dependencies"],
+                              capture_output=True, text=True)
+    if resolved.returncode != 0:
+        fail(f"Examples/ClassifyPhotos/Package.swift does not resolve: {resolved.stderr.strip()}")
+    root = {name: path for name, path, _ in described_targets(ROOT)}
+    targets = described_targets(example)
+    for name, path, products in targets:
+        if products != ["MLTool"]:
+            fail(f"Examples/ClassifyPhotos target {name} depends on {products}, not on the MLTool product alone")
+        if root.get("Example" + name) != os.path.join("Examples", "ClassifyPhotos", path):
+            fail(f"Package.swift has no target Example{name} with path Examples/ClassifyPhotos/{path}: "
+                 "make test would not build that program")
+    print(f"check-manifest: Examples/ClassifyPhotos resolves; its {len(targets)} targets are built as "
+          + ", ".join("Example" + name for name, _, _ in targets))
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("api-docs")
+    sub.add_parser("check-manifest")
     for name, flag in (("classify-photos", "--example"), ("run-api-docs", "--bin")):
         p = sub.add_parser(name)
         p.add_argument(flag, required=True, dest="binary")
@@ -352,6 +386,8 @@ def main():
     args = parser.parse_args()
     if args.command == "api-docs":
         api_docs()
+    elif args.command == "check-manifest":
+        check_manifest()
     elif args.command == "classify-photos":
         classify_photos(args.binary, args.mltool, args.work)
     else:
