@@ -5,8 +5,8 @@ import Testing
 
 /// `mltool studio` in a real browser: headless Chromium (Debian's `chromium`) driven over the DevTools protocol by
 /// Tests/Fixtures/studio/drive_studio.py (standard library only) opens the studio on a temporary project holding a
-/// Fashion-MNIST subset and a text CSV, then: pick the data, Train, watch the curve, pick a photo, Quantize, Export
-/// ONNX, download. Set MLTOOL_STUDIO_SCREENSHOTS=DIR to keep one screenshot per screen (docs/ holds them).
+/// Fashion-MNIST subset and a text CSV, then: pick the data, Train, watch the curve, pick a photo, Quantize, compare
+/// the quantized model with the trained one on that photo, Export ONNX, download. Set MLTOOL_STUDIO_SCREENSHOTS=DIR to keep one screenshot per screen (docs/ holds them).
 @Suite(.serialized)
 struct StudioBrowserTests {
     /// The first `n` training images of each class of datasets/fashion-mnist-small, copied into `project`/fashion.
@@ -57,7 +57,7 @@ struct StudioBrowserTests {
         let result = (try? JSONSerialization.jsonObject(with: data) as? [String: Any]) ?? [:]
         if let missing = result["missing"] as? String { return Oracles.missing(missing) }
         #expect(result["error"] is NSNull, "\(result)")
-        // ≤ 10 clicks from the open page to a trained, tried and exported classifier (measured: 6).
+        // ≤ 10 clicks from the open page to a trained, tried, compared and exported classifier (measured: 7).
         let clicks = result["clicks"] as? Int ?? 99
         #expect(clicks <= 10, "\(clicks) clicks: \(result)")
         #expect(result["bars"] as? Int == 10)
@@ -67,6 +67,13 @@ struct StudioBrowserTests {
         let predictions = result["predictions"] as? [String] ?? []
         #expect(predictions.count == 3 && predictions.allSatisfy { $0.contains("%") }, "\(predictions)")
         #expect((result["quantize"] as? String)?.isEmpty == false, "\(result)")
+        // The comparison: the quantized model's top 3 beside the trained model's, on the same photo.
+        let comparison = result["comparison"] as? [Any] ?? []
+        let compared = result["compared"] as? String ?? ""
+        #expect(compared.hasPrefix("models/") && compared.contains(".int8"), "\(result)")
+        #expect(comparison.first as? String == compared, "\(comparison)")
+        let theirs = comparison.dropFirst().first as? [String] ?? [], ours = comparison.last as? [String] ?? []
+        #expect(theirs.count == 3 && theirs.allSatisfy { $0.contains("%") } && ours == predictions, "\(comparison)")
         #expect((result["downloaded"] as? [String]) == ["fashion.onnx"], "\(result)")
         #expect(FileManager.default.fileExists(atPath: project + "/models/fashion.onnx"))
         print("StudioBrowserTests: \(clicks) clicks, curve \(curve), \(String(format: "%.1f", seconds)) s")

@@ -6,10 +6,11 @@ no network. Used by StudioBrowserTests.
     drive_studio.py URL PHOTO SOURCE DOWNLOADS [SCREENSHOTS]
 
 Opens URL (the address `mltool studio` printed), clicks the data source SOURCE, Train, waits for the run while
-recording how many points the curve shows after each event, picks PHOTO in the preview, Quantize, Export ONNX and the
-download link (downloads go to DOWNLOADS, inside the project). Prints one JSON object: the clicks, the curve's
-point counts as they changed, the predictions shown, the quantization report's first line, the exported file, any
-error the page showed. SCREENSHOTS: a folder for one PNG per screen.
+recording how many points the curve shows after each event, picks PHOTO in the preview, Quantize, compares the quantized
+model with the trained one on PHOTO, Export ONNX and the download link (downloads go to DOWNLOADS, inside the
+project). Prints one JSON object: the clicks, the curve's point counts as they changed, the predictions shown, the
+quantization report's first line, the comparison (the compared model, its predictions and the open model's), the
+exported file, any error the page showed. SCREENSHOTS: a folder for one PNG per screen.
 """
 import base64
 import json
@@ -167,6 +168,17 @@ def main():
         b.wait("!document.getElementById('quantize-report').hidden", seconds=120, what="the quantization report")
         result["quantize"] = b.js("document.getElementById('quantize-report').textContent.split('\\n')[0]")
         b.screenshot(shots, "quantize")
+        # Compare: the quantized model beside the trained one on the same photo (one choice in the list).
+        b.wait("document.getElementById('compare').options.length > 1", what="a model to compare with")
+        result["compared"] = b.js("(() => { const s = document.getElementById('compare'); s.value = s.options[1].value; "
+                                  "s.dispatchEvent(new Event('change')); return s.value; })()")
+        result["clicks"] += 1
+        b.wait("!document.getElementById('compare-column').hidden && "
+               "document.querySelectorAll('#compare-predictions li').length > 0", what="the compared predictions")
+        result["comparison"] = b.js("[document.getElementById('compare-name').textContent, "
+                                    "[...document.querySelectorAll('#compare-predictions li')].map(li => li.textContent), "
+                                    "[...document.querySelectorAll('#predictions li')].map(li => li.textContent)]")
+        b.screenshot(shots, "compare")
         click("#export-onnx")
         b.wait("!!document.getElementById('download-onnx')", seconds=60, what="the download link")
         result["exported"] = b.js("document.getElementById('downloads').textContent")

@@ -3,7 +3,8 @@
 const TOKEN = document.documentElement.dataset.token;
 const SVG = "http://www.w3.org/2000/svg";
 const $ = (id) => document.getElementById(id);
-const state = { source: null, model: null, run: null, events: null, takesImages: true, task: null };
+const state = { source: null, model: null, run: null, events: null, takesImages: true, task: null, models: [],
+                lastInput: null };
 
 function url(path, args = {}) {
   const q = new URLSearchParams(Object.assign({ token: TOKEN }, args));
@@ -43,6 +44,7 @@ function select(list, li) { for (const x of $(list).children) x.classList.toggle
 // ---- The project ----
 async function loadProject() {
   const p = await api("GET", "/api/project");
+  state.models = p.models;
   $("root").textContent = p.root;
   $("sources").replaceChildren(...p.sources.map((s) => {
     const li = el("li", { "data-path": s.path }, s.path + (s.isFolder ? "/" : ""), el("small", {}, s.title));
@@ -142,6 +144,7 @@ function follow(id, output) {
   show("run-pane");
   $("run-title").textContent = "Run " + id + " → " + output;
   $("run-state").textContent = "running";
+  $("cancel").hidden = false;
   $("run-log").textContent = "";
   $("run-curves").replaceChildren();
   $("run-progress").replaceChildren();
@@ -156,6 +159,7 @@ $("cancel").onclick = () => state.run && api("POST", "/api/runs/" + state.run.id
 const progressBars = {};
 function onEvent(e) {
   const run = state.run;
+  if (["failed", "cancelled", "finished"].includes(e.type)) $("cancel").hidden = true;
   const log = (line) => { $("run-log").textContent += line + "\n"; };
   switch (e.type) {
     case "progress": {
@@ -224,6 +228,18 @@ function openModel(m, fromRun = false) {
   $("text-input").hidden = state.takesImages;
   $("predictions").replaceChildren();
   $("preview-canvas").hidden = true;
+  state.lastInput = null;
+  fillCompare();
+}
+
+// The models a preview can be compared with: the project's other mltool models of the same task.
+function fillCompare() {
+  const m = state.model, keep = $("compare").value;
+  const others = state.models.filter((o) => o.kind === "mltool" && o.task === m.task && o.path !== m.path);
+  $("compare").replaceChildren(el("option", { value: "" }, "no other model"),
+    ...others.map((o) => el("option", { value: o.path }, o.path)));
+  $("compare").value = others.some((o) => o.path === keep) ? keep : "";
+  $("compare-column").hidden = true;
 }
 
 $("evaluate").onclick = async () => {
@@ -238,42 +254,62 @@ function showReport(path) {
   f.hidden = false;
 }
 
-$("photo").onchange = async () => {
+$("photo").onchange = () => {
   const file = $("photo").files[0];
   if (!file) return;
-  const r = await api("POST", "/api/predict", { model: state.model.path }, file, file.type || "application/octet-stream");
   const img = new Image();
-  img.onload = () => drawPrediction(img, r);
+  img.onload = () => preview({ body: file, type: file.type || "application/octet-stream", img });
   img.src = URL.createObjectURL(file);
 };
 
-$("try-text").onclick = async () => {
-  const r = await api("POST", "/api/predict", { model: state.model.path }, { text: $("sentence").value });
-  drawPrediction(null, r);
-};
+$("try-text").onclick = () => preview({ body: { text: $("sentence").value }, type: "application/json", img: null });
 
-// Classes with confidences, or boxes drawn on the photo (each box also a list item, for the page's DOM).
-function drawPrediction(img, r) {
-  const items = [];
-  // predict --json's objects: classifiers {"top": [{label, probability}]}, taggers {"tokens": [{token, tag}]},
-  // detectors {"objects": [{label, confidence, box: {x, y, width, height}}]}.
-  for (const p of r.top || []) items.push(`${p.label}  ${(p.probability * 100).toFixed(1)}%`);
-  if (r.tokens) items.push(r.tokens.map((t) => t.token + "/" + t.tag).join(" "));
+// A new model to compare with runs the last input again.
+$("compare").onchange = () => { if (state.lastInput) preview(state.lastInput); else $("compare-column").hidden = true; };
+
+// The input through the open model and, when one is chosen, the model it is compared with (the same bytes).
+async function preview(input) {
+  state.lastInput = input;
+  const other = $("compare").value;
+  const r = await api("POST", "/api/predict", { model: state.model.path }, input.body, input.type);
+  const r2 = other ? await api("POST", "/api/predict", { model: other }, input.body, input.type) : null;
+  drawPrediction(input.img, r, r2, other);
+}
+
+// Classes with confidences, or boxes drawn on the photo (each box also a list item, for the page's DOM); the
+// compared model's beside them, its boxes in blue.
+function drawPrediction(img, r, r2, otherPath) {
   const c = $("preview-canvas");
+  let g = null, scale = 1;
   if (img) {
-    const scale = Math.min(1, 480 / img.width);
+    scale = Math.min(1, 480 / img.width);
     c.width = img.width * scale; c.height = img.height * scale;
-    const g = c.getContext("2d");
+    g = c.getContext("2d");
     g.drawImage(img, 0, 0, c.width, c.height);
-    for (const o of r.objects || []) {
-      const b = o.box || o;
-      g.strokeStyle = "#ff2d55"; g.lineWidth = 2;
-      g.strokeRect(b.x * scale, b.y * scale, b.width * scale, b.height * scale);
-      items.push(`${o.label} ${(o.confidence * 100).toFixed(1)}% [${[b.x, b.y, b.width, b.height].map(Math.round).join(", ")}]`);
-    }
     c.hidden = false;
   }
-  $("predictions").replaceChildren(...items.map((t) => el("li", { class: "prediction" }, t)));
+  $("this-name").textContent = r2 ? state.model.path : "";
+  $("predictions").replaceChildren(...predictionItems(r, g, scale, "#ff2d55"));
+  $("compare-column").hidden = !r2;
+  if (r2) {
+    $("compare-name").textContent = otherPath;
+    $("compare-predictions").replaceChildren(...predictionItems(r2, g, scale, "#0a84ff"));
+  }
+}
+
+// predict --json's objects: classifiers {"top": [{label, probability}]}, taggers {"tokens": [{token, tag}]},
+// detectors {"objects": [{label, confidence, box: {x, y, width, height}}]}.
+function predictionItems(r, g, scale, color) {
+  const items = [];
+  for (const p of r.top || []) items.push(`${p.label}  ${(p.probability * 100).toFixed(1)}%`);
+  if (r.tokens) items.push(r.tokens.map((t) => t.token + "/" + t.tag).join(" "));
+  for (const o of (g && r.objects) || []) {
+    const b = o.box || o;
+    g.strokeStyle = color; g.lineWidth = 2;
+    g.strokeRect(b.x * scale, b.y * scale, b.width * scale, b.height * scale);
+    items.push(`${o.label} ${(o.confidence * 100).toFixed(1)}% [${[b.x, b.y, b.width, b.height].map(Math.round).join(", ")}]`);
+  }
+  return items.map((t) => el("li", { class: "prediction" }, t));
 }
 
 $("quantize").onclick = async () => {
@@ -281,6 +317,7 @@ $("quantize").onclick = async () => {
   $("quantize-report").textContent = r.text;
   $("quantize-report").hidden = false;
   await loadProject();
+  fillCompare();
 };
 
 for (const b of [$("export-onnx"), $("export-coreml"), $("export-tflite")]) {
