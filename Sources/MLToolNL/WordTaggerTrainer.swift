@@ -37,10 +37,10 @@ public struct WordTaggerTrainer {
 
     /// Trains on `corpus`; `validation` replaces the split taken from it; `unlabeled` sentences (tokens) give the
     /// words their Brown clusters (`parameters.wordClusters`; none without them); `gazetteer` marks the words of known
-    /// names in the lexicon. `progress` is called after every epoch.
+    /// names in the lexicon. `progress` is called after every epoch; what it throws (a cancellation) stops the training.
     public func train(_ corpus: TaggedCorpus, validation: TaggedCorpus? = nil, unlabeled: [[String]] = [],
                       gazetteer: TaggerGazetteer? = nil,
-                      progress: (@Sendable (TaggerEpoch) -> Void)? = nil) throws -> Result {
+                      progress: (@Sendable (TaggerEpoch) throws -> Void)? = nil) throws -> Result {
         let started = Date()
         let clusters = unlabeled.isEmpty ? [:]
             : BrownClustering(clusters: parameters.wordClusters, minCount: parameters.clusterMinCount)
@@ -95,7 +95,7 @@ public struct WordTaggerTrainer {
                                      validationAccuracy: validationAccuracy,
                                      seconds: Date().timeIntervalSince(started))
             history.append(record)
-            progress?(record)
+            try progress?(record)
             let score = validationAccuracy ?? Double(epoch)
             if best == nil || score > best!.accuracy {
                 best = (epoch, score, averaged.weights, averaged.transitions)

@@ -81,7 +81,8 @@ public enum ObjectDetectionTask: TaskKind {
         var parameters = ObjectDetectorParameters()
         parameters.name = "model"   // the model is named after its file (model.bin by default)
         let setup = try Setup.reading(request, options, parameters: parameters), path = setup.data
-        let r = try ObjectDetectorTrainer(data: path, test: setup.test, parameters: setup.parameters).train(progress: request.progress)
+        let trainer = ObjectDetectorTrainer(data: path, test: setup.test, parameters: setup.parameters)
+        let r = try trainer.train(progress: request.progress, cancellation: request.cancellation)
         try r.write(to: setup.output)
         let heldOut = setup.test == nil ? "holdout" : "test"
         request.print("trained a detector for \(r.model.metadata.labels.count) classes on \(r.trainCount) photos (\(r.sampleCount) with augmented copies; \(r.validationCount) validation, \(r.holdoutCount) \(heldOut))")

@@ -75,11 +75,15 @@ public struct ObjectDetectorTrainer: Sendable {
         DetectionDataset.looksLikeAnnotations(path)
     }
 
-    public func train(progress: ((PipelineEvent) -> Void)? = nil) throws -> ObjectDetectorTrainingResult {
+    /// Trains and evaluates; `cancellation` stops it between chunks of photos and between training steps
+    /// (`CancellationError`, nothing written).
+    public func train(progress: ((PipelineEvent) -> Void)? = nil,
+                      cancellation: Cancellation = Cancellation()) throws -> ObjectDetectorTrainingResult {
         let started = DispatchTime.now().uptimeNanoseconds
         let emit = progress ?? { _ in }
         let p = parameters
         try p.validate()
+        try cancellation.check()
         for path in [data] + (test.map { [$0] } ?? []) where !FileManager.default.fileExists(atPath: path) {
             throw PipelineError.missingInput(file: path, reason: "no such file or folder")
         }
@@ -111,16 +115,19 @@ public struct ObjectDetectorTrainer: Sendable {
         let extractor = try FeatureExtractor(explicit: p.extractor, featureLayer: nil, threads: p.threads)
         let maps = try DetectorFeatureMaps(extractor: extractor, parameters: p)
         let t0 = DispatchTime.now().uptimeNanoseconds
-        let trainSamples = try maps.samples(fitPhotos, labels: labels, copies: p.augmentedCopies, label: "extracting train", emit: emit)
-        let validationSamples = try maps.samples(validationPhotos, labels: labels, copies: 0, label: "extracting validation", emit: emit)
+        let trainSamples = try maps.samples(fitPhotos, labels: labels, copies: p.augmentedCopies, label: "extracting train",
+                                            emit: emit, cancellation: cancellation)
+        let validationSamples = try maps.samples(validationPhotos, labels: labels, copies: 0, label: "extracting validation",
+                                                 emit: emit, cancellation: cancellation)
         let featureSeconds = seconds(since: t0)
         emit(.featuresReady(extracted: maps.extracted, cached: maps.cached, seconds: featureSeconds))
 
         // Fit.
         let t1 = DispatchTime.now().uptimeNanoseconds
         var fitter = DetectorFit(parameters: p, labels: labels, channels: trainSamples.channels)
-        let validationMAP = fitter.fit(trainSamples, validation: validationSamples,
-                                       truth: validationPhotos.map(\.objects), emit: emit)
+        let validationMAP = try fitter.fit(trainSamples, validation: validationSamples,
+                                           truth: validationPhotos.map(\.objects), emit: emit, cancellation: cancellation)
+        try cancellation.check()
         let fitSeconds = seconds(since: t1)
 
         // Assemble and evaluate with the model itself (what `predict` and `eval` will run).
@@ -256,7 +263,7 @@ final class DetectorFeatureMaps: @unchecked Sendable {
 
     /// The samples of `photos`, each followed by `copies` seeded augmented variants.
     func samples(_ photos: [AnnotatedImage], labels: [String], copies: Int, label: String,
-                 emit: (PipelineEvent) -> Void) throws -> DetectorSamples {
+                 emit: (PipelineEvent) -> Void, cancellation: Cancellation = Cancellation()) throws -> DetectorSamples {
         let p = parameters
         let cellCounts = p.featureMaps.map { (p.inputSize / $0.stride) * (p.inputSize / $0.stride) }
         var out = DetectorSamples(features: p.featureMaps.map { _ in [] }, classes: p.featureMaps.map { _ in [] },
@@ -289,6 +296,7 @@ final class DetectorFeatureMaps: @unchecked Sendable {
         let workers = engines.count
         var start = 0
         while start < photos.count {
+            try cancellation.check()
             let chunk = Array(photos[start..<min(photos.count, start + workers * 2)])
             start += chunk.count
             let slots = Slots<Result<[(row: [Float], size: (width: Int, height: Int), objects: [ObjectAnnotation], cached: Bool)], Error>>(count: chunk.count)
@@ -412,7 +420,7 @@ struct DetectorFit {
 
     /// Trains the heads; returns the validation mAP@0.5 after the last epoch.
     mutating func fit(_ train: DetectorSamples, validation: DetectorSamples, truth: [[ObjectAnnotation]],
-                      emit: (PipelineEvent) -> Void) -> Double? {
+                      emit: (PipelineEvent) -> Void, cancellation: Cancellation = Cancellation()) throws -> Double? {
         let p = parameters
         BLASThreads.set(1)
         defer { BLASThreads.set(0) }
@@ -428,6 +436,7 @@ struct DetectorFit {
             var classLoss = 0.0, boxLoss = 0.0
             var b = 0
             while b < order.count {
+                try cancellation.check()
                 let part = Array(order[b..<min(order.count, b + p.batchSize)])
                 b += p.batchSize
                 // Linear warm-up over the first epoch, then cosine decay.

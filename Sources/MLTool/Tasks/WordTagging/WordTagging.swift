@@ -74,7 +74,8 @@ public struct WordTaggerTraining: Sendable {
     }
 
     /// Loads the data, splits, trains (a `.taggerEpoch` event after each epoch) and scores on the test sentences.
-    public func train(progress: ((PipelineEvent) -> Void)? = nil) throws -> Result {
+    /// Trains and evaluates; `cancellation` stops it before the fit and after each epoch (`CancellationError`).
+    public func train(progress: ((PipelineEvent) -> Void)? = nil, cancellation: Cancellation = Cancellation()) throws -> Result {
         let started = Date()
         let p = parameters
         let corpus = try TaggedCorpus.load(data, tagColumn: p.tagColumn)
@@ -94,7 +95,11 @@ public struct WordTaggerTraining: Sendable {
         nonisolated(unsafe) let report = progress
         let unlabeled = try p.unlabeledText.map(Self.unlabeledSentences) ?? []
         let gazetteer = try p.gazetteer.map(TaggerGazetteer.read)
-        let r = try trainer.train(training, unlabeled: unlabeled, gazetteer: gazetteer) { report?(.taggerEpoch($0)) }
+        try cancellation.check()
+        let r = try trainer.train(training, unlabeled: unlabeled, gazetteer: gazetteer) {
+            report?(.taggerEpoch($0))
+            try cancellation.check()
+        }
         var scores: TaggingReport?
         if let testCorpus, !testCorpus.sentences.isEmpty { scores = r.tagger.evaluate(testCorpus).report }
         let chosen = r.epochs[r.chosenEpoch - 1]

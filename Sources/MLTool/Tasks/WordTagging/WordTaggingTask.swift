@@ -57,7 +57,8 @@ public enum WordTaggingTask: TaskKind {
 
     public static func train(_ request: TaskRequest) throws {
         let setup = try Setup.reading(request, options, parameters: WordTaggerPipelineParameters()), path = setup.data
-        let r = try WordTaggerTraining(data: path, test: setup.test, parameters: setup.parameters).train(progress: request.progress)
+        let training = try WordTaggerTraining(data: path, test: setup.test, parameters: setup.parameters)
+        let r = try training.train(progress: request.progress, cancellation: request.cancellation)
         try r.write(to: setup.output)
         let heldOut = setup.test == nil ? "holdout" : "test"
         request.print("trained a word tagger for \(r.model.metadata.labels.count) tags on \(r.trainSentences) sentences (\(r.validationSentences) validation, \(r.testSentences) \(heldOut))")

@@ -1,0 +1,71 @@
+import Foundation
+import MLTool
+import MLToolTestSupport
+import Testing
+
+/// The detector and word-tagger trainers stop on their `Cancellation` (what `mltool studio`'s Cancel and a cancelled
+/// task set): mid-extraction (between chunks of photos), between training steps, and after a tagger epoch — with
+/// `CancellationError`, before the work they would have gone on to.
+struct TrainingCancellationTests {
+    /// Thread-safe record of the events a training emitted, cancelling when `stopAt` says so.
+    final class Events: @unchecked Sendable {
+        private let lock = NSLock()
+        private var seen: [PipelineEvent] = []
+        let cancellation = Cancellation()
+        let stopAt: (PipelineEvent) -> Bool
+        init(stopAt: @escaping (PipelineEvent) -> Bool) { self.stopAt = stopAt }
+        func record(_ e: PipelineEvent) {
+            lock.lock(); seen.append(e); lock.unlock()
+            if stopAt(e) { cancellation.cancel() }
+        }
+        var all: [PipelineEvent] { lock.lock(); defer { lock.unlock() }; return seen }
+        var epochs: Int {
+            all.filter { if case .detectorEpoch = $0 { return true }; if case .taggerEpoch = $0 { return true }; return false }.count
+        }
+        var progressSteps: Int { all.filter { if case .progress = $0 { return true }; return false }.count }
+    }
+
+    /// Twelve photos with one box each (the trainer's input, not a data set whose accuracy anything claims).
+    static func photos(in dir: TempDir) throws {
+        var entries: [String] = []
+        for i in 0..<12 {
+            try Data(Make.png(width: 64, height: 48, rgb: (UInt8(40 + 15 * i), 20, 200), noiseSeed: UInt64(i)))
+                .write(to: URL(fileURLWithPath: dir.file("p\(i).png")))
+            entries.append(#"{"image": "p\#(i).png", "annotations": [{"label": "\#(i % 2 == 0 ? "a" : "b")", "coordinates": {"x": 30, "y": 24, "width": 20, "height": 16}}]}"#)
+        }
+        try Data(("[" + entries.joined(separator: ",") + "]").utf8).write(to: URL(fileURLWithPath: dir.file("annotations.json")))
+    }
+
+    @Test func detectorStopsMidExtractionAndBetweenSteps() throws {
+        guard BundledModel.extractor.locate() != nil else { return Oracles.missing("models/efficientnet-lite0.bin (make models)") }
+        let dir = try TempDir(); defer { dir.cleanup() }
+        try Self.photos(in: dir)
+        var p = ObjectDetectorParameters()
+        p.inputSize = 128; p.augmentedCopies = 0; p.epochs = 40; p.threads = 1; p.holdoutFraction = 0.2
+        // Cancelled at the first chunk of photos: no further chunk is extracted and no epoch runs.
+        let extracting = Events { if case .progress = $0 { return true }; return false }
+        #expect(throws: CancellationError.self) {
+            _ = try ObjectDetectorTrainer(data: dir.path, parameters: p).train(progress: extracting.record, cancellation: extracting.cancellation)
+        }
+        #expect(extracting.progressSteps == 1 && extracting.epochs == 0, "\(extracting.all)")
+        // Cancelled at the end of the first epoch: the second never finishes.
+        let fitting = Events { if case .detectorEpoch = $0 { return true }; return false }
+        #expect(throws: CancellationError.self) {
+            _ = try ObjectDetectorTrainer(data: dir.path, parameters: p).train(progress: fitting.record, cancellation: fitting.cancellation)
+        }
+        #expect(fitting.epochs == 1, "\(fitting.all)")
+    }
+
+    @Test func taggerStopsAfterTheEpochThatWasCancelled() throws {
+        guard let dev = SharedDatasets.udEWT("en_ewt-ud-dev.conllu") else {
+            return Oracles.missing("UD English EWT (../shared/datasets/ud-english-ewt)")
+        }
+        var p = WordTaggerPipelineParameters()
+        p.tagger.epochs = 12; p.tagger.patience = nil
+        let events = Events { if case .taggerEpoch = $0 { return true }; return false }
+        #expect(throws: CancellationError.self) {
+            _ = try WordTaggerTraining(data: dev, parameters: p).train(progress: events.record, cancellation: events.cancellation)
+        }
+        #expect(events.epochs == 1, "\(events.all)")
+    }
+}
