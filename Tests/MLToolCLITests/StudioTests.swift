@@ -1,6 +1,7 @@
 import Foundation
 import MLTool
 import MLToolFormat
+import MLToolTestSupport
 import Testing
 
 /// `mltool studio`'s server (`StudioServer`) on a temporary project, with curl as the client: the security checks
@@ -155,6 +156,58 @@ struct StudioTests {
         #expect(((tags["classes"] as? [[String: Any]]) ?? []).map { "\($0["label"] ?? "")=\($0["count"] ?? "")" } == ["NOUN=2", "PUNCT=1", "VERB=2"])
         let sentences = (tags["sentences"] as? [[String: Any]]) ?? []
         #expect(sentences.first?["words"] as? [String] == ["Dogs", "bark", "."] && sentences.first?["tags"] as? [String] == ["NOUN", "VERB", "PUNCT"])
+    }
+
+    /// A table (PimaIndiansDiabetes2 from datasets/tabular.sh) is tabular data: its columns as training reads them and
+    /// what each would be as the target; a copy with one typo in a numeric column names the field; training on the
+    /// picked target makes the model.
+    @Test func dataViewOfATableAndTrainingOnThePickedTarget() throws {
+        let pima = SharedDatasets.repository.appendingPathComponent("datasets/tabular/pima/train.csv").path
+        guard FileManager.default.fileExists(atPath: pima) else { return Oracles.missing("datasets/tabular (bash datasets/tabular.sh)") }
+        let dir = try TempDir(); defer { dir.cleanup() }
+        let root = dir.file("project")
+        try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
+        try FileManager.default.copyItem(atPath: pima, toPath: root + "/pima.csv")
+        var lines = try String(contentsOfFile: pima, encoding: .utf8).split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        var fields = lines[3].split(separator: ",", omittingEmptySubsequences: false).map(String.init)
+        fields[1] = "high"   // glucose, line 4
+        lines[3] = fields.joined(separator: ",")
+        try lines.joined(separator: "\n").write(toFile: root + "/typo.csv", atomically: true, encoding: .utf8)
+        let s = try Self.start(root)
+        defer { s.stop() }
+
+        let listing = Self.object(try Self.call(s, "/api/project").body)
+        let sources = (listing["sources"] as? [[String: Any]]) ?? []
+        #expect(sources.map { "\($0["path"] ?? "")=\($0["task"] ?? "")" } == ["pima.csv=tabular", "typo.csv=tabular"])
+        let view = Self.summary(try Self.call(s, "/api/data?path=pima.csv").body)
+        #expect(view["rows"] as? Int == 540)
+        let columns = Dictionary(uniqueKeysWithValues: ((view["columns"] as? [[String: Any]]) ?? []).map { ($0["name"] as? String ?? "", $0) })
+        #expect(columns.count == 9)
+        // Counted with Python's csv module on the same file: missing glucose 4, triceps 152, insulin 261; 2 diabetes values.
+        #expect(columns["glucose"]?["kind"] as? String == "numeric" && columns["glucose"]?["missing"] as? Int == 4)
+        #expect(columns["insulin"]?["missing"] as? Int == 261)
+        #expect(columns["triceps"]?["asTarget"] as? String == "not a target: 152 rows have no value")
+        #expect(columns["pedigree"]?["asTarget"] as? String == "regression")
+        #expect(columns["diabetes"]?["kind"] as? String == "categorical" && columns["diabetes"]?["asTarget"] as? String == "2 classes")
+        #expect((columns["diabetes"]?["top"] as? [String])?.count == 2)
+        #expect((view["badFiles"] as? [String])?.isEmpty == true)
+        let typo = Self.summary(try Self.call(s, "/api/data?path=typo.csv").body)
+        let bad = (typo["badFiles"] as? [String]) ?? []
+        #expect(bad.count == 1 && bad.first?.contains("line 4, column 2 (glucose): \"high\" is not a number") == true, "\(bad)")
+
+        let started = try Self.post(s, "/api/train", "{\"data\": \"pima.csv\", \"task\": \"tabular\", \"options\": {\"--target\": \"diabetes\"}}")
+        #expect(started.status == 202, "\(started.body)")
+        var finished = false
+        let deadline = Date().addingTimeInterval(60)
+        while !finished && Date() < deadline {
+            let r = try Self.call(s, "/api/runs/1/events?after=-1")
+            if r.body.contains("\"type\":\"failed\"") { Issue.record("\(r.body)"); break }
+            finished = r.body.contains("\"type\":\"finished\"")
+            if !finished { Thread.sleep(forTimeInterval: 0.2) }
+        }
+        let after = Self.object(try Self.call(s, "/api/project").body)
+        let trained = ((after["models"] as? [[String: Any]]) ?? []).first { $0["path"] as? String == "models/pima.bin" }
+        #expect(finished && trained?["task"] as? String == "tabular", "\(String(describing: trained))")
     }
 
     @Test func aPageCanSeeTrainTryQuantizeAndExport() throws {

@@ -311,5 +311,9 @@ import Testing
         }
         let missing = try Tool.run(["train", "ragged.csv", "--task", "tabular", "-o", "m.bin"], in: dir.path)
         #expect(missing.status == 64 && missing.stderr.contains("a tabular model needs --target COLUMN"), "\(missing.stderr)")
+        // A table with no path or text column is tabular data without --task: the error names its columns.
+        let untold = try Tool.run(["train", "one.csv", "-o", "m.bin"], in: dir.path)
+        #expect(untold.status == 64 && untold.stderr.hasPrefix(
+            "mltool: error: a tabular model needs --target COLUMN (the column to predict; one.csv's columns: a, y)"), "\(untold.stderr)")
     }
 }

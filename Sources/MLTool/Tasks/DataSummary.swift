@@ -26,7 +26,26 @@ public struct DataSummary: Codable, Sendable, Equatable {
         public var tags: [String]
     }
 
+    /// A table's column as tabular training reads it, and what it would be as the --target.
+    public struct TableColumn: Codable, Sendable, Equatable {
+        public var name: String
+        /// "numeric" (every present field a number) or "categorical".
+        public var kind: String
+        public var missing: Int
+        public var distinct: Int
+        public var min: Double?
+        public var max: Double?
+        public var mean: Double?
+        /// The most frequent values, "value (count)", at most `samplesPerClass` (categorical columns).
+        public var top: [String]
+        /// As the target: "regression", "N classes", or why it cannot be one.
+        public var asTarget: String
+    }
+
     public var classes: [DataClass] = []
+    /// A table's columns (tabular data) and its row count.
+    public var columns: [TableColumn] = []
+    public var rows = 0
     /// Whether the classes' samples are files (images, recordings) rather than texts.
     public var samplesAreFiles = false
     public var photos: [AnnotatedPhoto] = []

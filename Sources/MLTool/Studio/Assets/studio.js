@@ -72,7 +72,7 @@ async function openSource(path) {
   $("data-title").textContent = v.source.path + " — " + v.source.title;
   $("data-why").textContent = "Recognised as " + v.source.task + " data: " + v.source.why;
   const d = v.summary;
-  $("data-chart").replaceChildren(barChart(d.classes));
+  $("data-chart").replaceChildren(d.columns.length ? columnTable(d.columns, d.rows) : barChart(d.classes));
   const samples = el("div", { class: "samples" });
   if (!d.photos.length) for (const c of d.classes) {
     const fig = el("figure", {});
@@ -90,6 +90,29 @@ async function openSource(path) {
     el("ul", {}, ...d.badFiles.map((b) => el("li", {}, b)))) : "";
   $("data-bad").replaceChildren(bad, d.note ? el("p", {}, d.note) : "");
   await buildForm(v.source.task);
+  if (d.columns.length) targetPicker(d.columns);
+}
+
+// A table's columns: kind, missing and distinct values, range or most frequent values, what each is as the target.
+function columnTable(columns, rows) {
+  const n = (x) => Number(x.toPrecision(4)).toString();
+  const head = el("tr", {}, ...["column", "kind", "missing", "distinct", "values", "as the target"].map((h) => el("th", {}, h)));
+  const body = columns.map((c) => el("tr", { "data-column": c.name }, el("td", {}, c.name), el("td", {}, c.kind),
+    el("td", {}, String(c.missing)), el("td", {}, String(c.distinct)),
+    el("td", {}, c.kind === "numeric" ? `${n(c.min)} … ${n(c.max)}, mean ${n(c.mean)}` : c.top.join(", ")),
+    el("td", {}, c.asTarget)));
+  return el("table", { id: "column-table" }, el("caption", {}, rows + " rows"), head, ...body);
+}
+
+// --target as a choice of the columns that can be one (the last of them chosen, as tables usually end with it).
+function targetPicker(columns) {
+  const input = $("train-fields").querySelector('input[name="--target"]');
+  if (!input) return;
+  const usable = columns.filter((c) => !c.asTarget.startsWith("not a target"));
+  const select = el("select", { name: "--target", id: "target" },
+    ...usable.map((c) => el("option", { value: c.name }, `${c.name} (${c.asTarget})`)));
+  if (usable.length) select.value = usable[usable.length - 1].name;
+  input.replaceWith(select);
 }
 
 // A photo with its labelled boxes drawn over it (boxes in pixels, origin top-left).
@@ -129,7 +152,7 @@ async function buildForm(task) {
 $("train-form").onsubmit = async (e) => {
   e.preventDefault();
   const options = {};
-  for (const i of $("train-fields").querySelectorAll("input")) {
+  for (const i of $("train-fields").querySelectorAll("input, select")) {
     if (i.type === "checkbox") { if (i.checked) options[i.name] = ""; }
     else if (i.value !== "") options[i.name] = i.value;
   }

@@ -153,10 +153,6 @@ public enum TabularTask: TaskKind {
     public static var predictionOptions: [OptionDeclaration] { [id] }
 
     /// A table (.csv, .tsv, .jsonl) given with --target.
-    public static func recognizes(data: String, values: OptionValues) -> Bool {
-        values.has("--target") && RawTable.isTable(data)
-    }
-
     public static func handles(model: Model) -> Bool { model.metadata.task == .tabular }
 
     public static func predictsOn(file: String, model: Model) -> Bool { RawTable.isTable(file) }

@@ -86,7 +86,8 @@ public struct TabularTrainer: Sendable {
         let started = Date()
         let p = parameters
         guard let target = p.target else {
-            throw PipelineError.invalidParameter(name: "--target", reason: "a tabular model needs --target COLUMN (the column to predict)")
+            let columns = TabularTask.header(of: data).map { "; \(data)'s columns: " + $0.joined(separator: ", ") } ?? ""
+            throw PipelineError.invalidParameter(name: "--target", reason: "a tabular model needs --target COLUMN (the column to predict\(columns))")
         }
         let table = try RawTable.read(data)
         let schema = try TabularSchema.infer(table, target: target, categorical: Set(p.categorical), ignore: Set(p.ignore),
