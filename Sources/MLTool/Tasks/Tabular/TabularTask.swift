@@ -12,7 +12,8 @@ public enum TabularTask: TaskKind {
     public static var trainingHelp: String {
         let t = BoostedTreeParameters(), f = ForestParameters()
         return """
-            A CSV, TSV or JSON Lines table and --target COLUMN (recognised by the two together). Columns are numeric,
+            A CSV, TSV or JSON Lines table and --target COLUMN (a table with neither a path nor a text column is
+            tabular data without it, and the error names its columns). Columns are numeric,
             or categorical when their fields are words (--categorical, --ignore override); empty, NA and NaN fields are
             missing, and each split learns where they go. A target of words or of at most 10 distinct integers is a
             classification (binary or multiclass log-loss), else a regression (squared error); --objective overrides.
