@@ -6,7 +6,8 @@ import Testing
 /// `mltool studio` in a real browser: headless Chromium (Debian's `chromium`) driven over the DevTools protocol by
 /// Tests/Fixtures/studio/drive_studio.py (standard library only) opens the studio on a temporary project holding a
 /// Fashion-MNIST subset and a text CSV, then: pick the data, Train, watch the curve, pick a photo, Quantize, compare
-/// the quantized model with the trained one on that photo, Export ONNX, download. Set MLTOOL_STUDIO_SCREENSHOTS=DIR to keep one screenshot per screen (docs/ holds them).
+/// the quantized model with the trained one on that photo, Export ONNX, download; then train the text CSV and try a
+/// sentence. Set MLTOOL_STUDIO_SCREENSHOTS=DIR to keep one screenshot per screen (docs/ holds them).
 @Suite(.serialized)
 struct StudioBrowserTests {
     /// The first `n` training images of each class of datasets/fashion-mnist-small, copied into `project`/fashion.
@@ -58,7 +59,7 @@ struct StudioBrowserTests {
         if let missing = result["missing"] as? String { return Oracles.missing(missing) }
         #expect(result["error"] is NSNull, "\(result)")
         // ≤ 10 clicks from the open page to a trained, tried, compared and exported classifier (measured: 7).
-        let clicks = result["clicks"] as? Int ?? 99
+        let clicks = result["clicksToExport"] as? Int ?? 99
         #expect(clicks <= 10, "\(clicks) clicks: \(result)")
         #expect(result["bars"] as? Int == 10)
         // The curve was seen to grow at least twice while training ran.
@@ -76,6 +77,10 @@ struct StudioBrowserTests {
         #expect(theirs.count == 3 && theirs.allSatisfy { $0.contains("%") } && ours == predictions, "\(comparison)")
         #expect((result["downloaded"] as? [String]) == ["fashion.onnx"], "\(result)")
         #expect(FileManager.default.fileExists(atPath: project + "/models/fashion.onnx"))
+        // Then the text CSV, trained with the form's defaults and tried on a sentence: its top label first.
+        #expect(result["textRun"] as? String == "finished", "\(result)")
+        let text = result["textPredictions"] as? [String] ?? []
+        #expect(text.count == 2 && text.first?.hasPrefix("weather") == true, "\(text)")
         print("StudioBrowserTests: \(clicks) clicks, curve \(curve), \(String(format: "%.1f", seconds)) s")
     }
 }

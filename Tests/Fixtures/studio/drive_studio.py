@@ -10,7 +10,7 @@ recording how many points the curve shows after each event, picks PHOTO in the p
 model with the trained one on PHOTO, Export ONNX and the download link (downloads go to DOWNLOADS, inside the
 project). Prints one JSON object: the clicks, the curve's point counts as they changed, the predictions shown, the
 quantization report's first line, the comparison (the compared model, its predictions and the open model's), the
-exported file, any error the page showed. SCREENSHOTS: a folder for one PNG per screen.
+exported file, then the text CSV trained and a sentence tried (textRun, textPredictions), any error the page showed. SCREENSHOTS: a folder for one PNG per screen.
 """
 import base64
 import json
@@ -183,11 +183,26 @@ def main():
         b.wait("!!document.getElementById('download-onnx')", seconds=60, what="the download link")
         result["exported"] = b.js("document.getElementById('downloads').textContent")
         click("#download-onnx")
+        result["clicksToExport"] = result["clicks"]
         deadline = time.time() + 30
         while time.time() < deadline and not any(f.endswith(".onnx") for f in os.listdir(downloads)):
             time.sleep(0.1)
         result["downloaded"] = sorted(os.listdir(downloads))
         b.screenshot(shots, "export")
+        # The text CSV: pick it, Train with the form's defaults, type a sentence, Try.
+        click('#sources li[data-path="texts.csv"]')
+        b.wait("document.getElementById('data-title').textContent.startsWith('texts.csv') && "
+               "document.querySelectorAll('#train-fields input').length > 0", what="the text data view")
+        click("#train")
+        b.wait("document.getElementById('run-title').textContent.includes('texts.bin') && "
+               "['finished', 'failed'].includes(document.getElementById('run-state').textContent)", seconds=120,
+               what="the text run")
+        result["textRun"] = b.js("document.getElementById('run-state').textContent")
+        b.wait("!document.getElementById('text-input').hidden", what="the sentence box")
+        b.js("document.getElementById('sentence').value = 'heavy rain and strong wind tomorrow'")
+        click("#try-text")
+        b.wait("document.querySelectorAll('#predictions li').length > 0", what="the text prediction")
+        result["textPredictions"] = b.js("[...document.querySelectorAll('#predictions li')].map(li => li.textContent)")
         result["error"] = b.page_error()
     except Exception as e:  # the test reports it with what was done so far
         result["error"] = str(e)
