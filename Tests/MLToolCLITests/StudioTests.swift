@@ -210,6 +210,35 @@ struct StudioTests {
         #expect(finished && trained?["task"] as? String == "tabular", "\(String(describing: trained))")
     }
 
+    /// A detector trained in the studio keeps its feature cache in the project (every task with a feature cache takes
+    /// --cache, which the studio sets): the project's cache holds one entry per photo afterwards, so nothing went to
+    /// ~/.cache or $MLTOOL_CACHE.
+    @Test func aDetectorsFeatureCacheStaysInTheProject() throws {
+        guard BundledModel.extractor.locate() != nil else { return Oracles.missing("models/efficientnet-lite0.bin (make models)") }
+        let dir = try TempDir(); defer { dir.cleanup() }
+        let root = dir.file("project")
+        try FileManager.default.createDirectory(atPath: root + "/boxes", withIntermediateDirectories: true)
+        try TrainingCancellationTests.photos(in: root + "/boxes")
+        let s = try Self.start(root)
+        defer { s.stop() }
+        let started = try Self.post(s, "/api/train", "{\"data\": \"boxes\", \"options\": {\"--epochs\": \"1\", \"--augment\": \"none\"}}")
+        #expect(started.status == 202 && Self.object(started.body)["task"] as? String == "detect", "\(started.body)")
+        var finished = false
+        let deadline = Date().addingTimeInterval(120)
+        while !finished && Date() < deadline {
+            let r = try Self.call(s, "/api/runs/1/events?after=-1")
+            if r.body.contains("\"type\":\"failed\"") { Issue.record("\(r.body)"); break }
+            finished = r.body.contains("\"type\":\"finished\"")
+            if !finished { Thread.sleep(forTimeInterval: 0.2) }
+        }
+        #expect(finished)
+        let cache = root + "/" + StudioProject.cacheFolder
+        let entries = FileManager.default.enumerator(atPath: cache)?.allObjects.compactMap { $0 as? String }
+            .filter { !$0.hasPrefix(".") && $0.contains(".") } ?? []
+        // 12 photos, 2 of them the holdout (evaluated through the model itself, never cached): 10 entries measured.
+        #expect(entries.count == 10, "\(entries.count) cache files in \(cache)")
+    }
+
     @Test func aPageCanSeeTrainTryQuantizeAndExport() throws {
         let dir = try TempDir(); defer { dir.cleanup() }
         let (root, outside) = try Self.project(dir)

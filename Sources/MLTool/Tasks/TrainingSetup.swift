@@ -110,6 +110,13 @@ public enum TrainingOptions {
         Option(threadsDeclaration, set: { _, v in _ = try OptionText.int("--threads", v) })
     }
 
+    /// `--cache DIR`: the feature cache's home (its `features` folder; not recorded: the model does not depend on it).
+    /// `mltool studio` gives every task that declares it the project's own, so nothing is written outside the project.
+    public static func cache<P>(_ key: WritableKeyPath<P, String?> & Sendable) -> Option<P> {
+        Option(OptionDeclaration("--cache", value: "DIR", help: "The feature cache's home (default $MLTOOL_CACHE, else ~/.cache/mltool)."),
+               set: { s, v in s.parameters[keyPath: key] = v + "/features" })
+    }
+
     /// An integer option recorded when it differs from `d`.
     public static func int<P>(_ declaration: OptionDeclaration, _ key: WritableKeyPath<P, Int> & Sendable, default d: Int,
                               recorded: Bool = true) -> Option<P> {

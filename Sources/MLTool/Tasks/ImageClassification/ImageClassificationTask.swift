@@ -48,8 +48,7 @@ public enum ImageClassificationTask: TaskKind {
             TrainingOptions.int(OptionDeclaration("--max-pixels", value: "N", help: "Refuse larger images (default \(d.maxPixels))."),
                                 \.maxPixels, default: d.maxPixels, recorded: false),
             TrainingOptions.threads(\.threads),
-            O(OptionDeclaration("--cache", value: "DIR", help: "The feature cache's home (default $MLTOOL_CACHE, else ~/.cache/mltool)."),
-              set: { s, v in s.parameters.cacheDirectory = v + "/features" }),
+            TrainingOptions.cache(\.cacheDirectory),
             O(OptionDeclaration("--memory", value: "SIZE", help: "Memory for the head, e.g. 2G (default half the machine's); past it the head trains out of core."),
               set: { s, v in s.parameters.memoryBudget = try ParameterText.memory(v) }),
             // Modes of the command, read by `train`: they make no model.

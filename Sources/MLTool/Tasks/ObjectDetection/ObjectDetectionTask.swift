@@ -43,6 +43,7 @@ public enum ObjectDetectionTask: TaskKind {
                                 \.maxPixels, default: d.maxPixels, recorded: false),
             TrainingOptions.strict(\.strict),
             TrainingOptions.threads(\.threads),
+            TrainingOptions.cache(\.cacheDirectory),
         ])
     }()
 

@@ -46,6 +46,8 @@ public struct ObjectDetectorParameters: Sendable, Equatable {
     public var seed: UInt64 = 42
     /// Engine threads for feature extraction; 0 uses every core.
     public var threads = 0
+    /// The feature cache folder; nil: `FeatureCache.defaultDirectory()`.
+    public var cacheDirectory: String?
     /// The largest photo decoded, in pixels.
     public var maxPixels = ImageDecoder.defaultMaxPixels
     /// Stop at the first photo that cannot be decoded; by default such a photo is skipped and named (with its

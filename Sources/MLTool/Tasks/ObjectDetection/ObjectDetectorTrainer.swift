@@ -257,7 +257,7 @@ final class DetectorFeatureMaps: @unchecked Sendable {
             return shape[3]
         }
         expectedCount = zip(p.featureMaps, mapChannels).reduce(0) { $0 + (s / $1.0.stride) * (s / $1.0.stride) * $1.1 }
-        cache = FeatureCache(directory: FeatureCache.defaultDirectory())
+        cache = FeatureCache(directory: p.cacheDirectory ?? FeatureCache.defaultDirectory())
         extractorDigest = extractor.digest + " maps=" + p.featureMaps.map { "\($0.tensor)@\($0.stride)" }.joined(separator: ",")
     }
 

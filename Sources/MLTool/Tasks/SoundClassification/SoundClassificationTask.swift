@@ -45,8 +45,7 @@ public enum SoundClassificationTask: TaskKind {
             O(OptionDeclaration("--strict", help: "Stop at the first recording that cannot be decoded (else: skipped and named)."),
               set: { s, _ in s.parameters.strict = true }),
             TrainingOptions.threads(\.threads),
-            O(OptionDeclaration("--cache", value: "DIR", help: "The feature cache's home (default $MLTOOL_CACHE, else ~/.cache/mltool)."),
-              set: { s, v in s.parameters.cacheDirectory = v + "/features" }),
+            TrainingOptions.cache(\.cacheDirectory),
         ])
     }()
 

@@ -81,7 +81,7 @@ public enum TextClassificationTask: TaskKind {
             TrainingOptions.earlyStopping(\.earlyStoppingPatience), TrainingOptions.balance(\.balanceClasses),
             O(OptionDeclaration("--text-column", value: "NAME", help: "CSV column with the documents (default text)."),
               set: { s, v in s.textColumn = v }, record: { s in s.textColumn == "text" ? [] : ["--text-column", s.textColumn] }),
-            TrainingOptions.labelColumn(), TrainingOptions.threadsAccepted(),
+            TrainingOptions.labelColumn(), TrainingOptions.threadsAccepted(), TrainingOptions.cache(\.cacheDirectory),
         ])
     }()
 
