@@ -82,7 +82,9 @@ public struct TreeEnsemble: Sendable {
         for (f, column) in m.columns.enumerated() { for r in 0..<n { rows[r * width + f] = column[r] } }
         let workers = max(1, min(threads > 0 ? threads : ProcessInfo.processInfo.activeProcessorCount, n / 256 + 1))
         // A multiclass forest walks each round's shared tree once and adds its leaf's K values: the same additions in
-        // the same order as the walks of the K copies, so the same bits (SharedTreesTests).
+        // the same order as the walks of the K copies, so the same bits (SharedTreesTests). Measured with `mltool bench
+        // --rows` (10,000 rows) on letter's default 100-tree forest, this 2-core Zen 4 under a build: 18,147 and 50,488
+        // rows/s, against 1,016 and 1,724 walking the 26 copies (main at 1285fd6, runs interleaved).
         let shared = count == treeCount ? scoringTrees : nil, base = baseScores
         let walked = shared ?? SharedTrees(treeStarts: treeStarts, nodes: nodes, values: values, categoryWords: categoryWords)
         out.withUnsafeMutableBufferPointer { op in
