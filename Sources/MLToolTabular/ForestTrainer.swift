@@ -62,6 +62,7 @@ public struct ForestTrainer: Sendable {
             }
         }
         for f in 0..<all { ensemble.features[f].gain = gains[f]; ensemble.features[f].splits = splits[f] }
+        ensemble.shareTrees()
         return ensemble
     }
 }

@@ -5,7 +5,14 @@ extension TreeEnsemble {
     /// and no mispredicted branch stalls them, where a lone walk waits on both at every level.
     @inline(__always)
     static func leaves8(_ start: Int, _ x: UnsafePointer<Float>, _ width: Int, _ t: ScoringTables) -> SIMD8<Float> {
-        let nodes = t.nodes.baseAddress!, values = t.values.baseAddress!
+        let i = leafNodes8(start, x, width, t), values = t.values.baseAddress!
+        return SIMD8(values[i[0]], values[i[1]], values[i[2]], values[i[3]], values[i[4]], values[i[5]], values[i[6]], values[i[7]])
+    }
+
+    /// The leaf nodes (indices in the node table) that `leaves8` reads.
+    @inline(__always)
+    static func leafNodes8(_ start: Int, _ x: UnsafePointer<Float>, _ width: Int, _ t: ScoringTables) -> SIMD8<Int> {
+        let nodes = t.nodes.baseAddress!
         let x1 = x + width, x2 = x1 + width, x3 = x2 + width, x4 = x3 + width, x5 = x4 + width, x6 = x5 + width
         let x7 = x6 + width
         var i0 = start, i1 = start, i2 = start, i3 = start, i4 = start, i5 = start, i6 = start, i7 = start
@@ -18,7 +25,7 @@ extension TreeEnsemble {
             i4 = step(i4, f4, start, x4, t); i5 = step(i5, f5, start, x5, t)
             i6 = step(i6, f6, start, x6, t); i7 = step(i7, f7, start, x7, t)
         }
-        return SIMD8(values[i0], values[i1], values[i2], values[i3], values[i4], values[i5], values[i6], values[i7])
+        return SIMD8(i0, i1, i2, i3, i4, i5, i6, i7)
     }
 
     /// Node `i`'s child for the row `x` (its feature `f`; a leaf, f < 0, is its own), as `leaf` chooses it.

@@ -6,8 +6,32 @@ extension TreeEnsemble {
     /// The stored form: G = T / K trees (their leaves 0), their category words, and each leaf's K values (row-major,
     /// leaves in node order). Nil unless this is a multiclass forest or tree whose every group of K trees has the same
     /// nodes, thresholds and category sets.
-    struct SharedTrees: Equatable {
+    struct SharedTrees: Equatable, Sendable {
         var treeStarts: [Int32] = [0], nodes: [Int32] = [], values: [Float] = [], categoryWords: [UInt32] = [], leaves: [Float] = []
+
+        /// The form `scores` walks: each leaf's column 4 (0 in a file) holds its row in `leaves`.
+        func forScoring() -> SharedTrees {
+            var s = self, leaf: Int32 = 0
+            for i in stride(from: 0, to: nodes.count, by: 5) where nodes[i] < 0 { s.nodes[i + 4] = leaf; leaf += 1 }
+            return s
+        }
+
+        /// `scores`' tables over these arrays (and `rows`, row-major feature values).
+        func withTables<R>(rows: [Float], categoryCounts: [Int32], _ body: (ScoringTables) -> R) -> R {
+            rows.withUnsafeBufferPointer { rp in
+                nodes.withUnsafeBufferPointer { np in
+                    values.withUnsafeBufferPointer { vp in
+                        categoryWords.withUnsafeBufferPointer { cp in
+                            treeStarts.withUnsafeBufferPointer { sp in
+                                categoryCounts.withUnsafeBufferPointer { cc in
+                                    leaves.withUnsafeBufferPointer { lp in body(ScoringTables(rp, np, vp, cp, sp, cc, lp)) }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
     }
 
     func sharedTrees() -> SharedTrees? {
@@ -76,6 +100,34 @@ extension TreeEnsemble {
             }
         }
         return true
+    }
+
+    /// Keeps this multiclass forest's shared trees for `scores` (nothing for other ensembles).
+    mutating func shareTrees() {
+        scoringTrees = sharedTrees()?.forScoring()
+    }
+
+    /// Adds each shared tree's leaf values (K per leaf) to rows lo..<hi of `out`, in blocks of rows as `addTrees` does.
+    /// Each leaf's column 4 holds its row in `t.leaves` (`forScoring`).
+    static func addShared(_ t: ScoringTables, _ out: UnsafeMutablePointer<Float>, _ lo: Int, _ hi: Int, k: Int, width: Int) {
+        let rows = t.rows.baseAddress!, nodes = t.nodes.baseAddress!, leaves = t.leaves.baseAddress!
+        @inline(__always) func add(_ node: Int, _ r: Int) {
+            let from = leaves + Int(nodes[node * 5 + 4]) * k, to = out + r * k
+            for j in 0..<k { to[j] += from[j] }
+        }
+        for block in stride(from: lo, to: hi, by: 64) {
+            let end = min(block + 64, hi)
+            for tree in 0..<(t.starts.count - 1) {
+                let start = Int(t.starts[tree])
+                var r = block
+                while r + 8 <= end {
+                    let at = leafNodes8(start, rows + r * width, width, t)
+                    for l in 0..<8 { add(at[l], r + l) }
+                    r += 8
+                }
+                for r in r..<end { add(leafNode(start, rows + r * width, t.nodes, t.values, t.words, t.counts), r) }
+            }
+        }
     }
 
     private func words(feature f: Int) -> Int { ((features[f].categories?.count ?? 0) + 31) / 32 }
