@@ -26,6 +26,13 @@ public struct BoostedTreeTrainer: Sendable {
     /// unweighted.
     public func train(schema: TabularSchema, train: FeatureMatrix, targets: [Float],
                       validation: (matrix: FeatureMatrix, targets: [Float])? = nil, weights: [Float]? = nil) -> Result {
+        self.train(schema: schema, train: train, targets: targets, validation: validation, weights: weights, check: {})
+    }
+
+    /// The same, with `check` run before every round: what it throws (a cancellation) stops the training.
+    public func train(schema: TabularSchema, train: FeatureMatrix, targets: [Float],
+                      validation: (matrix: FeatureMatrix, targets: [Float])? = nil, weights: [Float]? = nil,
+                      check: () throws -> Void) rethrows -> Result {
         let p = parameters
         var features = schema.features
         for i in features.indices where features[i].kind == .categorical {
@@ -52,6 +59,7 @@ public struct BoostedTreeTrainer: Sendable {
 
         var sampler = Sampler(seed: p.seed, rows: n, features: features.count, rowFraction: p.rowFraction, featureFraction: p.featureFraction)
         for round in 0..<p.iterations {
+            try check()
             Self.gradients(schema.objective, k: k, scores: scores, targets: targets, g: &g, h: &h,
                            loss: p.regressionLoss, delta: Float(p.huberDelta))
             if let weights {

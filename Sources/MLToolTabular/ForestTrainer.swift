@@ -18,6 +18,12 @@ public struct ForestTrainer: Sendable {
     /// categories (the others read as missing), as boosted trees do.
     public func train(schema: TabularSchema, train: FeatureMatrix, targets: [Float], weights: [Float]? = nil,
                       learner: TreeEnsemble.Learner = .forest) -> TreeEnsemble {
+        self.train(schema: schema, train: train, targets: targets, weights: weights, learner: learner, check: {})
+    }
+
+    /// The same, with `check` run before every tree: what it throws (a cancellation) stops the training.
+    public func train(schema: TabularSchema, train: FeatureMatrix, targets: [Float], weights: [Float]? = nil,
+                      learner: TreeEnsemble.Learner = .forest, check: () throws -> Void) rethrows -> TreeEnsemble {
         let p = parameters
         var features = schema.features
         for i in features.indices where features[i].kind == .categorical {
@@ -43,6 +49,7 @@ public struct ForestTrainer: Sendable {
         var gains = [Double](repeating: 0, count: all), splits = [Int](repeating: 0, count: all)
         let trees = max(p.trees, 1)
         for t in 0..<trees {
+            try check()
             // Each tree's draws come from its own generator: the seed and the tree's number.
             var rng = SplitMix64(seed: p.seed &+ UInt64(t) &* 0xD1B5_4A32_D192_ED03)
             var times = [Double](repeating: p.bootstrap ? 0 : 1, count: n)

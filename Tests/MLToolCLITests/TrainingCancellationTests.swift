@@ -3,9 +3,9 @@ import MLTool
 import MLToolTestSupport
 import Testing
 
-/// The detector and word-tagger trainers stop on their `Cancellation` (what `mltool studio`'s Cancel and a cancelled
-/// task set): mid-extraction (between chunks of photos), between training steps, and after a tagger epoch — with
-/// `CancellationError`, before the work they would have gone on to.
+/// The detector, word-tagger and tabular trainers stop on their `Cancellation` (what `mltool studio`'s Cancel and a
+/// cancelled task set): mid-extraction (between chunks of photos), between training steps, after a tagger epoch and
+/// before a boosting round or tree — with `CancellationError`, before the work they would have gone on to.
 struct TrainingCancellationTests {
     /// Thread-safe record of the events a training emitted, cancelling when `stopAt` says so.
     final class Events: @unchecked Sendable {
@@ -54,6 +54,21 @@ struct TrainingCancellationTests {
             _ = try ObjectDetectorTrainer(data: dir.path, parameters: p).train(progress: fitting.record, cancellation: fitting.cancellation)
         }
         #expect(fitting.epochs == 1, "\(fitting.all)")
+    }
+
+    /// Cancelled while the trainer reads the table (its first event): no boosting round runs.
+    @Test func tabularStopsBeforeItsFirstRound() throws {
+        let pima = SharedDatasets.repository.appendingPathComponent("datasets/tabular/pima/train.csv").path
+        guard FileManager.default.fileExists(atPath: pima) else { return Oracles.missing("datasets/tabular (bash datasets/tabular.sh)") }
+        var p = TabularParameters()
+        p.target = "diabetes"
+        let events = Events { _ in true }
+        #expect(throws: CancellationError.self) {
+            _ = try TabularTrainer(data: pima, parameters: p).train(progress: events.record, cancellation: events.cancellation)
+        }
+        #expect(events.all.count == 1, "\(events.all)")
+        // Not cancelled, the same call trains.
+        #expect(try TabularTrainer(data: pima, parameters: p).train().rounds > 0)
     }
 
     @Test func taggerStopsAfterTheEpochThatWasCancelled() throws {

@@ -9,8 +9,8 @@ public struct TaskRequest: Sendable {
     public var progress: @Sendable (PipelineEvent) -> Void
     /// One line of the command's result.
     public var output: @Sendable (String) -> Void
-    /// Cancels the work between its stages and batches (`CancellationError`); every trainer but the tabular one
-    /// takes it (TrainingCancellationTests).
+    /// Cancels the work between its stages and batches (`CancellationError`); every trainer takes it
+    /// (TrainingCancellationTests).
     public var cancellation = Cancellation()
 
     public init(arguments: [String], values: OptionValues = OptionValues(),

@@ -160,7 +160,8 @@ public enum TabularTask: TaskKind {
 
     public static func train(_ request: TaskRequest) throws {
         let setup = try Setup.reading(request, options, parameters: TabularParameters())
-        let r = try TabularTrainer(data: setup.data, test: setup.test, parameters: setup.parameters).train(progress: request.progress)
+        let trainer = TabularTrainer(data: setup.data, test: setup.test, parameters: setup.parameters)
+        let r = try trainer.train(progress: request.progress, cancellation: request.cancellation)
         try r.write(to: setup.output)
         let e = r.ensemble, split = setup.test == nil ? "holdout" : "test"
         let kind = e.objective == .regression ? "a regressor" : "a \(e.objective.rawValue) classifier of \(e.labels.count) classes"

@@ -62,27 +62,30 @@ public struct TabularTrainer: Sendable {
 
     /// The learner's trees: boosted with early stopping on `validation`, or a forest / one tree (which do not use it).
     static func fit(_ p: TabularParameters, schema: TabularSchema, train: FeatureMatrix, targets: [Float],
-                    validation: (FeatureMatrix, [Float])?) throws -> (ensemble: TreeEnsemble, rounds: Int) {
+                    validation: (FeatureMatrix, [Float])?,
+                    cancellation: Cancellation = Cancellation()) throws -> (ensemble: TreeEnsemble, rounds: Int) {
+        let check = { try cancellation.check() }
         let weights = try rowWeights(p.classWeights, schema: schema, targets: targets)
         switch p.learner {
         case .boosted:
             var trees = p.trees
             trees.seed = p.seed
-            let r = BoostedTreeTrainer(parameters: trees).train(schema: schema, train: train, targets: targets, validation: validation,
-                                                                  weights: weights)
+            let r = try BoostedTreeTrainer(parameters: trees).train(schema: schema, train: train, targets: targets, validation: validation,
+                                                                      weights: weights, check: check)
             return (r.ensemble, r.rounds)
         case .forest, .tree:
             var forest = p.learner == .tree ? ForestParameters.singleTree : p.forest
             forest.maxDepth = p.forest.maxDepth; forest.seed = p.seed; forest.threads = p.trees.threads
-            let e = ForestTrainer(parameters: forest).train(schema: schema, train: train, targets: targets, weights: weights,
-                                                            learner: p.learner == .tree ? .tree : .forest)
+            let e = try ForestTrainer(parameters: forest).train(schema: schema, train: train, targets: targets, weights: weights,
+                                                                learner: p.learner == .tree ? .tree : .forest, check: check)
             return (e, e.treeCount / e.scoreCount)
         case .linear:
             return (try LinearTrainer(l2: p.linearL2).train(schema: schema, train: train, targets: targets, weights: weights), 0)
         }
     }
 
-    public func train(progress: ((PipelineEvent) -> Void)? = nil) throws -> Result {
+    /// Trains and evaluates; `cancellation` stops it before each boosting round or tree (`CancellationError`).
+    public func train(progress: ((PipelineEvent) -> Void)? = nil, cancellation: Cancellation = Cancellation()) throws -> Result {
         let started = Date()
         let p = parameters
         guard let target = p.target else {
@@ -127,7 +130,7 @@ public struct TabularTrainer: Sendable {
                 + "'\(target)' is a classification target")
         }
         let targets = try schema.targets(of: trainTable)
-        let r = try Self.fit(p, schema: schema, train: train, targets: targets, validation: validation)
+        let r = try Self.fit(p, schema: schema, train: train, targets: targets, validation: validation, cancellation: cancellation)
         let evaluation = try testTable.map { try TabularEvaluation(ensemble: r.ensemble, table: $0) }
         var metrics: [String: Double] = ["rounds": Double(r.rounds)]
         let split = test == nil ? "holdout" : "test"
