@@ -37,6 +37,20 @@ import Testing
         KerasFixture.expectClose(got, expected, "\(name) (\(mode))")
     }
 
+    /// A rank-4 output stays in Keras's (N, C, H, W) order, so `mltool run` does not transpose: the layout stays
+    /// "nhwc" and the image is given as (N, H, W, C). Measured: equal to Keras's output bit for bit (`mltool run`).
+    @Test(arguments: [Engine.Mode.fast, .reference])
+    func mapOutputStaysInKerasOrder(_ mode: Engine.Mode) throws {
+        let model = try KerasImporter.importModel(path: KerasFixture.path("k3_cf_dense_map.h5"), options: ImportOptions())
+        let (input, expected) = try KerasFixture.io("k3_cf_dense_map")
+        let graph = try #require(model.metadata.graph)
+        #expect(graph.inputs == [GraphInput(name: "image", shape: [-1, 6, 5, 2])])
+        #expect(graph.sourceLayout == "nhwc")
+        let got = try #require(try Engine(model: model, threads: 1, mode: mode).run(["image": Self.nhwc(input)])["conv2"])
+        #expect(got.shape == [2, 3, 12, 10])
+        KerasFixture.expectClose(got, expected, "k3_cf_dense_map (\(mode))")
+    }
+
     /// Between two channels_first layers the transpose back to (N, C, H, W) and the one to (N, H, W, C) cancel: the
     /// classifier's chain conv → bn → pool → conv → pad → pool runs with no transpose but the one before Flatten.
     @Test func transposesCancelBetweenChannelsFirstLayers() throws {

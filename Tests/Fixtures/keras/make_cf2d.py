@@ -14,6 +14,10 @@ Each model as k3_NAME.h5 / .json (the input in Keras's own (N, C, H, W) layout).
                        merged tensor, GlobalAveragePooling2D → Dense
   k3_cf_global.h5      keras.config.set_image_data_format("channels_first") for the whole model: every layer (Flatten
                        included) takes its data_format from there
+  k3_cf_dense_map.h5   an image-to-image network (conv → UpSampling2D → conv) whose output is a (N, C, H, W) map
+
+Run with function names (`make_cf2d.py dense_map`) to write only those fixtures; k3_cf_dense_map.h5 was written
+alone that way (the weights come from one shared seeded generator, so they depend on what ran before).
 """
 import os
 import sys
@@ -97,9 +101,18 @@ def global_format():
         keras.config.set_image_data_format("channels_last")
 
 
+def dense_map():
+    x = inp = keras.Input(shape=(2, 6, 5), name="image")
+    x = L.Conv2D(4, 3, padding="same", activation="relu", data_format=CF, name="conv1")(x)
+    x = L.UpSampling2D(2, data_format=CF, name="up")(x)
+    out = L.Conv2D(3, 3, padding="same", data_format=CF, name="conv2")(x)
+    model = keras.Model(inp, out, name="cf_dense_map")
+    randomize(model)
+    save(model, "cf_dense_map", np.random.default_rng(77).standard_normal((2, 2, 6, 5)).astype(np.float32))
+
+
 if __name__ == "__main__":
     assert PREFIX == "k3_", "channels_first convolutions need Keras 3 (TensorFlow 2 runs them on a GPU only)"
-    classifier()
-    separable()
-    branches()
-    global_format()
+    for make in [classifier, separable, branches, global_format, dense_map]:
+        if len(sys.argv) < 2 or make.__name__ in sys.argv[1:]:
+            make()
