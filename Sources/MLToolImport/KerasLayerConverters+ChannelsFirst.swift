@@ -15,7 +15,7 @@ extension KerasLayerConverters {
     static let throughNHWC: Set<String> = [
         "Conv2D", "Convolution2D", "DepthwiseConv2D", "SeparableConv2D", "SeparableConvolution2D", "MaxPooling2D",
         "MaxPool2D", "AveragePooling2D", "AvgPool2D", "GlobalAveragePooling2D", "GlobalAvgPool2D", "GlobalMaxPooling2D",
-        "GlobalMaxPool2D", "ZeroPadding2D",
+        "GlobalMaxPool2D", "ZeroPadding2D", "Conv2DTranspose", "Convolution2DTranspose",
     ]
 
     /// `convert`, with channels_first calls on (N, C, H, W) run through NHWC.

@@ -21,6 +21,7 @@ enum KerasLayerConverters {
             "Conv2D": .init(check: checkConv, convert: conv),
             "DepthwiseConv2D": .init(check: checkConv, convert: depthwise),
             "SeparableConv2D": .init(check: checkConv, convert: separable),
+            "Conv2DTranspose": .init(check: checkConvTranspose, convert: convTranspose),
             "BatchNormalization": .init(check: nil, convert: batchNorm),
             "ReLU": .init(check: checkReLU, convert: relu),
             "Activation": .init(check: nil, convert: activation),
@@ -51,7 +52,7 @@ enum KerasLayerConverters {
             t[name] = .init(check: converter.check, convert: channelsFirst(converter.convert))
         }
         // Aliases Keras accepts for the same classes.
-        for (alias, name) in [("Convolution2D", "Conv2D"), ("SeparableConvolution2D", "SeparableConv2D"),
+        for (alias, name) in [("Convolution2D", "Conv2D"), ("Convolution2DTranspose", "Conv2DTranspose"), ("SeparableConvolution2D", "SeparableConv2D"),
                               ("GlobalAvgPool2D", "GlobalAveragePooling2D"), ("GlobalMaxPool2D", "GlobalMaxPooling2D"),
                               ("MaxPool2D", "MaxPooling2D"), ("AvgPool2D", "AveragePooling2D"),
                               ("SpatialDropout2D", "Dropout"), ("GaussianDropout", "Dropout"),

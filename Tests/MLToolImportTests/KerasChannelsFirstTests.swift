@@ -4,10 +4,10 @@ import MLToolEngine
 import Testing
 @testable import MLToolImport
 
-/// Keras 2-D networks written channels_first (fixtures by make_cf2d.py with Keras 3.15 / JAX on the CPU): they
-/// import, take their image as (N, H, W, C) and give Keras's outputs.
+/// Keras 2-D networks written channels_first, and Conv2DTranspose (fixtures by make_cf2d.py with Keras 3.15 / JAX on
+/// the CPU): they import, take their image as (N, H, W, C) and give Keras's outputs.
 @Suite struct KerasChannelsFirstTests {
-    static let fixtures = ["k3_cf_classifier", "k3_cf_separable", "k3_cf_branches", "k3_cf_global"]
+    static let fixtures = ["k3_cf_classifier", "k3_cf_separable", "k3_cf_branches", "k3_cf_global", "k3_cf_deconv"]
 
     /// (N, C, H, W) → (N, H, W, C).
     static func nhwc(_ t: Tensor) -> Tensor {
@@ -20,7 +20,8 @@ import Testing
     }
 
     // Measured (release, 2-core machine, `mltool run` on the stored (N, C, H, W) inputs): largest difference / output
-    // range 1.8e-7 (classifier), 6.7e-7 (separable), 2.2e-7 (branches), 7.0e-8 (global), same argmax on every row.
+    // range 1.8e-7 (classifier), 6.7e-7 (separable), 2.2e-7 (branches), 7.0e-8 (global), same argmax on every row;
+    // 1.2e-7 (deconv: the whole 3266-value map of five Conv2DTranspose layers).
     // The bar is the Keras tests' rtol 1e-4, atol 1e-5.
     @Test(arguments: fixtures, [Engine.Mode.fast, .reference])
     func matchesKeras(_ name: String, _ mode: Engine.Mode) throws {
@@ -92,6 +93,18 @@ import Testing
                                          input: [-1, 2, 5, 7], weights: weights)
         #expect(b.nodes.map(\.op) == [.transpose, .conv, .transpose, .softmax])
         #expect(b.nodes.last?.attributes.axis == 3 && b.shape("l") == [-1, 3, 5, 7])
+    }
+
+    @Test func hostileConvTransposeConfigsAreRefusedNamingTheLayer() {
+        for (key, value) in [("strides", [-2, 2]), ("dilation_rate", [1 << 30, 1]), ("output_padding", [-1, 0]),
+                             ("kernel_size", [0, 3])] {
+            var config: [String: Any] = ["filters": 2, "kernel_size": [3, 3]]
+            config[key] = value
+            let message = KerasFixture.message { try KerasFixture.convert("Conv2DTranspose", config, input: [-1, 4, 4, 3]) }
+            #expect(message?.hasPrefix("m.h5: layer 'l': expected sizes from 1 to 65536") == true, "\(key): \(message ?? "nil")")
+        }
+        let layer = KerasLayer(name: "l", className: "Conv2DTranspose", config: ["padding": "causal"], entry: [:], calls: [])
+        #expect(KerasLayerConverters.problem(layer, kerasMajor: 3) == "Conv2DTranspose (padding causal)")
     }
 
     @Test func batchNormOnAxisOneOfARank3Tensor() throws {

@@ -15,9 +15,12 @@ Each model as k3_NAME.h5 / .json (the input in Keras's own (N, C, H, W) layout).
   k3_cf_global.h5      keras.config.set_image_data_format("channels_first") for the whole model: every layer (Flatten
                        included) takes its data_format from there
   k3_cf_dense_map.h5   an image-to-image network (conv → UpSampling2D → conv) whose output is a (N, C, H, W) map
+  k3_cf_deconv.h5      Conv2DTranspose channels_first (the channels_last form is the same converter without the
+                       transposes): 'same' and 'valid', strides 2 and (3, 1) (a stride above the kernel), dilation,
+                       output_padding
 
-Run with function names (`make_cf2d.py dense_map`) to write only those fixtures; k3_cf_dense_map.h5 was written
-alone that way (the weights come from one shared seeded generator, so they depend on what ran before).
+Run with function names (`make_cf2d.py dense_map`) to write only those fixtures; k3_cf_dense_map.h5 and k3_cf_deconv.h5
+were written alone that way (the weights come from one shared seeded generator, so they depend on what ran before).
 """
 import os
 import sys
@@ -111,8 +114,21 @@ def dense_map():
     save(model, "cf_dense_map", np.random.default_rng(77).standard_normal((2, 2, 6, 5)).astype(np.float32))
 
 
+def deconv():
+    x = inp = keras.Input(shape=(3, 3, 2), name="image")
+    x = L.Conv2DTranspose(4, 3, strides=2, padding="same", activation="relu", data_format=CF, name="up_same")(x)
+    x = L.Conv2DTranspose(3, (2, 3), strides=(3, 1), padding="valid", data_format=CF, name="up_valid")(x)
+    x = L.Conv2DTranspose(2, 3, dilation_rate=2, padding="same", data_format=CF, name="dilated")(x)
+    x = L.Conv2DTranspose(2, 3, strides=2, padding="same", output_padding=0, data_format=CF, name="out_pad_same")(x)
+    x = L.Conv2DTranspose(2, 2, strides=2, padding="valid", output_padding=1, data_format=CF, name="out_pad_valid")(x)
+    out = L.Flatten(name="flat")(x)
+    model = keras.Model(inp, out, name="cf_deconv")
+    randomize(model)
+    save(model, "cf_deconv", np.random.default_rng(78).standard_normal((1, 3, 3, 2)).astype(np.float32))
+
+
 if __name__ == "__main__":
     assert PREFIX == "k3_", "channels_first convolutions need Keras 3 (TensorFlow 2 runs them on a GPU only)"
-    for make in [classifier, separable, branches, global_format, dense_map]:
+    for make in [classifier, separable, branches, global_format, dense_map, deconv]:
         if len(sys.argv) < 2 or make.__name__ in sys.argv[1:]:
             make()
