@@ -18,9 +18,11 @@ Each model as k3_NAME.h5 / .json (the input in Keras's own (N, C, H, W) layout).
   k3_cf_deconv.h5      Conv2DTranspose channels_first (the channels_last form is the same converter without the
                        transposes): 'same' and 'valid', strides 2 and (3, 1) (a stride above the kernel), dilation,
                        output_padding
+  k3_deconv_last.h5    Conv2DTranspose channels_last ('same' stride 2, 'valid' stride 3 over a kernel of 2, dilation)
 
-Run with function names (`make_cf2d.py dense_map`) to write only those fixtures; k3_cf_dense_map.h5 and k3_cf_deconv.h5
-were written alone that way (the weights come from one shared seeded generator, so they depend on what ran before).
+Run with function names (`make_cf2d.py dense_map`) to write only those fixtures; k3_cf_dense_map.h5,
+k3_cf_deconv.h5 and k3_deconv_last.h5 were written alone that way (the weights come from one shared seeded
+generator, so they depend on what ran before).
 """
 import os
 import sys
@@ -127,8 +129,19 @@ def deconv():
     save(model, "cf_deconv", np.random.default_rng(78).standard_normal((1, 3, 3, 2)).astype(np.float32))
 
 
+def deconv_last():
+    x = inp = keras.Input(shape=(3, 4, 3), name="image")
+    x = L.Conv2DTranspose(4, 3, strides=2, padding="same", activation="relu", name="up_same")(x)
+    x = L.Conv2DTranspose(3, 2, strides=3, padding="valid", name="up_valid")(x)
+    x = L.Conv2DTranspose(2, 3, dilation_rate=2, padding="same", name="dilated")(x)
+    out = L.Flatten(name="flat")(x)
+    model = keras.Model(inp, out, name="deconv_last")
+    randomize(model)
+    save(model, "deconv_last", np.random.default_rng(79).standard_normal((1, 3, 4, 3)).astype(np.float32))
+
+
 if __name__ == "__main__":
     assert PREFIX == "k3_", "channels_first convolutions need Keras 3 (TensorFlow 2 runs them on a GPU only)"
-    for make in [classifier, separable, branches, global_format, dense_map, deconv]:
+    for make in [classifier, separable, branches, global_format, dense_map, deconv, deconv_last]:
         if len(sys.argv) < 2 or make.__name__ in sys.argv[1:]:
             make()
