@@ -6,7 +6,8 @@ import MLToolCore
 /// The file's root attribute `model_config` (JSON) gives the layers and how they connect (Sequential, or Functional
 /// with Keras 2 list-style or Keras 3 dict-style inbound nodes); `model_weights/<layer>` holds each layer's weights,
 /// named by its `weight_names` attribute. Keras is NHWC already and its conv kernels are (KH, KW, C, OC), so weights
-/// are taken as they are (depthwise kernels only change shape). Layers that carry code (Lambda, custom objects)
+/// are taken as they are (depthwise kernels only change shape). channels_first layers keep Keras's (N, C, H, W) order
+/// between them (KerasLayerConverters+ChannelsFirst.swift); an image input only they read is taken as (N, H, W, C). Layers that carry code (Lambda, custom objects)
 /// are refused by name and never run; HDF5 soft and external links, external raw storage and virtual datasets are
 /// refused. Every unsupported layer is listed in one error.
 public enum KerasImporter {
@@ -79,12 +80,22 @@ public enum KerasImporter {
         var builder = KerasGraphBuilder(file: file, kerasMajor: source.kerasMajor, weights: source.weights,
                                         inputSize: options.inputSize ?? options.image.map { ($0.height, $0.width) })
         var produced: [KerasTensorRef: String] = [:]
+        var channelsFirstInput = false
         var pending: [(layer: KerasLayer, call: Int)] = []
         for layer in source.config.layers {
             if layer.className == "InputLayer" {
-                let shape = try inputShape(layer, file: file, size: builder.inputSize)
+                let image = KerasLayerConverters.isChannelsFirstImage(layer, in: source.config.layers)
+                let shape = try inputShape(layer, file: file, size: builder.inputSize, channelsFirst: image)
                 builder.addInput(layer.name, shape: shape)
-                produced[KerasTensorRef(layer: layer.name, node: 0, index: 0)] = layer.name
+                var tensor = layer.name
+                if image, shape.count == 4 {
+                    channelsFirstInput = true
+                    // Taken as (N, H, W, C), as images come; the layers read it as Keras's (N, C, H, W).
+                    tensor = layer.name + ".nchw"
+                    builder.emit(tensor, .transpose, [layer.name], output: tensor,
+                                 shape: [shape[0], shape[3], shape[1], shape[2]], Attributes(perm: [0, 3, 1, 2]))
+                }
+                produced[KerasTensorRef(layer: layer.name, node: 0, index: 0)] = tensor
             } else {
                 pending += layer.calls.indices.map { (layer, $0) }
             }
@@ -131,12 +142,17 @@ public enum KerasImporter {
                 outputs.append(name)
             }
         }
-        let graph = Graph(inputs: builder.inputs, outputs: outputs, nodes: builder.nodes, sourceLayout: "nhwc")
+        // `mltool run` takes a channels_first image as Keras does, (N, C, H, W), when no output is of rank 4 (those
+        // stay in Keras's order, which the "nchw" layout would transpose).
+        let nchw = channelsFirstInput && outputs.allSatisfy { builder.shape($0).count != 4 }
+        let graph = Graph(inputs: builder.inputs, outputs: outputs, nodes: builder.nodes, sourceLayout: nchw ? "nchw" : "nhwc")
         return (graph, builder.tensors, builder.shape(outputs.first ?? ""))
     }
 
-    /// The input's shape with the batch as -1; free H and W of an image input take `size` when given.
-    static func inputShape(_ layer: KerasLayer, file: String, size: (height: Int, width: Int)?) throws -> [Int] {
+    /// The input's shape with the batch as -1; free H and W of an image input take `size` when given. A
+    /// `channelsFirst` image's (C, H, W) is given as (H, W, C), the shape the graph takes it in.
+    static func inputShape(_ layer: KerasLayer, file: String, size: (height: Int, width: Int)?,
+                           channelsFirst: Bool = false) throws -> [Int] {
         let place = "layer '\(layer.name)' batch_shape"
         // Keras 3 writes batch_shape, Keras 2 batch_input_shape; a bare "shape" leaves the batch out.
         let bare: Any? = (layer.config.value("shape") as? [Any]).map { [NSNull()] + $0 }
@@ -152,6 +168,7 @@ public enum KerasImporter {
             }
             return d
         }
+        if channelsFirst, shape.count == 3 { shape = [shape[1], shape[2], shape[0]] }
         if shape.count == 3, let size {
             for (i, want) in [(0, size.height), (1, size.width)] {
                 if shape[i] < 0 {

@@ -11,11 +11,11 @@ extension KerasLayerConverters {
     ]
 
     /// The classes whose converters read data_format and handle channels_first themselves.
-    static let channelsFirstClasses: Set<String> = [
+    static let channelsFirstClasses = Set<String>([
         "Conv1D", "Convolution1D", "SeparableConv1D", "SeparableConvolution1D", "DepthwiseConv1D", "MaxPooling1D",
         "MaxPool1D", "AveragePooling1D", "AvgPool1D", "GlobalMaxPooling1D", "GlobalMaxPool1D", "GlobalAveragePooling1D",
-        "GlobalAvgPool1D", "Cropping2D", "UpSampling2D",
-    ]
+        "GlobalAvgPool1D", "Cropping2D", "UpSampling2D", "Flatten",
+    ]).union(throughNHWC)
 
     private static func checkUpSampling(_ c: [String: Any]) -> String? {
         let i = c.string("interpolation") ?? "nearest"

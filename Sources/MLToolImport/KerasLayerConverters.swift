@@ -21,6 +21,7 @@ enum KerasLayerConverters {
             "Conv2D": .init(check: checkConv, convert: conv),
             "DepthwiseConv2D": .init(check: checkConv, convert: depthwise),
             "SeparableConv2D": .init(check: checkConv, convert: separable),
+            "Conv2DTranspose": .init(check: checkConvTranspose, convert: convTranspose),
             "BatchNormalization": .init(check: nil, convert: batchNorm),
             "ReLU": .init(check: checkReLU, convert: relu),
             "Activation": .init(check: nil, convert: activation),
@@ -47,8 +48,11 @@ enum KerasLayerConverters {
             "TFOpLambda": .init(check: { c in tfOps[c.string("function") ?? ""] == nil ? "function '\(c.string("function") ?? "?")'" : nil },
                                 convert: { try elementwise(&$0, $1, tfOps[$1.config.string("function") ?? ""] ?? .add) }),
         ]
+        for (name, converter) in t where throughNHWC.contains(name) {
+            t[name] = .init(check: converter.check, convert: channelsFirst(converter.convert))
+        }
         // Aliases Keras accepts for the same classes.
-        for (alias, name) in [("Convolution2D", "Conv2D"), ("SeparableConvolution2D", "SeparableConv2D"),
+        for (alias, name) in [("Convolution2D", "Conv2D"), ("Convolution2DTranspose", "Conv2DTranspose"), ("SeparableConvolution2D", "SeparableConv2D"),
                               ("GlobalAvgPool2D", "GlobalAveragePooling2D"), ("GlobalMaxPool2D", "GlobalMaxPooling2D"),
                               ("MaxPool2D", "MaxPooling2D"), ("AvgPool2D", "AveragePooling2D"),
                               ("SpatialDropout2D", "Dropout"), ("GaussianDropout", "Dropout"),
@@ -283,9 +287,16 @@ enum KerasLayerConverters {
         let x = try single(call, b)
         let s = b.shape(x), name = call.layer.name
         let axes = (call.config.value("axis") as? [Any])?.compactMap(jsonInt) ?? [call.config.int("axis") ?? -1]
+        if axes.count == 1, s.count >= 3, (1..<(s.count - 1)).contains(axes[0] < 0 ? axes[0] + s.count : axes[0]) {
+            // channels_first (axis 1): normalised along the last axis of a transpose that moves the axis there.
+            let a = axes[0] < 0 ? axes[0] + s.count : axes[0]
+            var config = call.config
+            config["axis"] = -1
+            return try permuted(&b, call, perm: (0..<s.count).filter { $0 != a } + [a], config: config, batchNorm)
+        }
         guard axes.count == 1, s.count >= 2, axes[0] == -1 || axes[0] == s.count - 1, s[s.count - 1] > 0 else {
             throw ImportError.unsupported(file: b.file, ops: [.init(
-                op: "BatchNormalization (axis \(axes) of a rank-\(s.count) tensor; only the last axis)", count: 1,
+                op: "BatchNormalization (axis \(axes) of a rank-\(s.count) tensor; one non-batch axis)", count: 1,
                 firstNodes: [name])])
         }
         let c = s[s.count - 1]
@@ -337,10 +348,17 @@ enum KerasLayerConverters {
     }
 
     private static func flatten(_ b: inout KerasGraphBuilder, _ call: KerasCall) throws -> String {
-        let x = try single(call, b)
+        var x = try single(call, b)
         let s = b.shape(x)
         let n = try b.product(s.dropFirst(), place: call.layer.name)
-        // NHWC is Keras's own layout, so the flattened order already matches.
+        // The tensor is in Keras's own order, so the flattened order already matches; except that a channels_first
+        // Flatten moves the channels last first (Keras's (N, H, W, C) order).
+        if call.config.string("data_format") == "channels_first", s.count > 2 {
+            let perm = [0] + Array(2..<s.count) + [1]
+            b.emit(call.node + ".channels_last", .transpose, [x], output: call.output + ".channels_last",
+                   shape: perm.map { s[$0] }, Attributes(perm: perm))
+            x = call.output + ".channels_last"
+        }
         b.emit(call.node, .flatten, [x], output: call.output, shape: [s.first ?? -1, n], Attributes(axis: 1))
         return call.output
     }

@@ -272,8 +272,10 @@ import Testing
         #expect(try b.tensors.first { $0.name == "l.gamma" }?.floats() == [1, 1, 1])
         #expect(try b.tensors.first { $0.name == "l.beta" }?.floats() == [0, 0, 0])
         #expect(abs((node.attributes.epsilon ?? 0) - 0.01) < 1e-9)
-        #expect(KerasFixture.message { try convert("BatchNormalization", ["axis": 1], input: [-1, 4, 4, 3], weights: stats) }
-            == "m.h5: 1 node of 1 unsupported type:\n  BatchNormalization (axis [1] of a rank-4 tensor; only the last axis) ×1 ('l')")
+        #expect(KerasFixture.message { try convert("BatchNormalization", ["axis": 0], input: [-1, 4, 4, 3], weights: stats) }
+            == "m.h5: 1 node of 1 unsupported type:\n  BatchNormalization (axis [0] of a rank-4 tensor; one non-batch axis) ×1 ('l')")
+        #expect(KerasFixture.message { try convert("BatchNormalization", ["axis": [1, 2]], input: [-1, 4, 4, 3], weights: stats) }
+            == "m.h5: 1 node of 1 unsupported type:\n  BatchNormalization (axis [1, 2] of a rank-4 tensor; one non-batch axis) ×1 ('l')")
         #expect(KerasFixture.message { try convert("BatchNormalization", ["axis": 3], input: [-1, 4, 4, 3], weights: []) }
             == "m.h5: layer 'l' moving_mean: expected a weight in model_weights, found no weights")
     }

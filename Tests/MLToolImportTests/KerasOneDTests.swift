@@ -168,7 +168,8 @@ import Testing
         #expect(problem("Conv1D", ["padding": "full"]) == "Conv1D (padding full)")
         #expect(problem("Embedding", ["mask_zero": true]) == "Embedding (mask_zero)")
         #expect(problem("Conv1D", ["data_format": "channels_first"]) == nil)
-        #expect(problem("ZeroPadding2D", ["data_format": "channels_first"]) == "ZeroPadding2D (data_format channels_first)")
+        #expect(problem("ZeroPadding2D", ["data_format": "channels_first"]) == nil)
+        #expect(problem("ZeroPadding1D", ["data_format": "channels_first"]) == "ZeroPadding1D (data_format channels_first)")
         #expect(problem("Dense", ["activation": "hard_shrink"]) == "activation 'hard_shrink'")
     }
 }

@@ -61,7 +61,7 @@ import Testing
         let expected: [ImportError.Unsupported] = [
             .init(op: "Conv3D", count: 1, firstNodes: ["c3d"]),
             .init(op: "LSTM", count: 2, firstNodes: ["lstm_a", "lstm_b"]),
-            .init(op: "Conv2D (data_format channels_first)", count: 1, firstNodes: ["cf"]),
+            .init(op: "ZeroPadding1D (data_format channels_first)", count: 1, firstNodes: ["cf"]),
             .init(op: "activation 'hard_shrink'", count: 1, firstNodes: ["shrink_fc"]),
             .init(op: "ReLU (max_value < 0)", count: 1, firstNodes: ["negative_cap"]),
         ]

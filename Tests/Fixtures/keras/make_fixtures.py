@@ -326,8 +326,7 @@ def h5py_files():
         {"class_name": "Conv3D", "config": {"name": "c3d"}},
         {"class_name": "LSTM", "config": {"name": "lstm_a"}},
         {"class_name": "LSTM", "config": {"name": "lstm_b"}},
-        {"class_name": "Conv2D", "config": {"name": "cf", "data_format": "channels_first", "filters": 2,
-                                            "kernel_size": [1, 1]}},
+        {"class_name": "ZeroPadding1D", "config": {"name": "cf", "data_format": "channels_first", "padding": 1}},
         {"class_name": "Dense", "config": {"name": "shrink_fc", "units": 3, "activation": "hard_shrink"}},
         {"class_name": "ReLU", "config": {"name": "negative_cap", "max_value": -1.0}},
         {"class_name": "Dense", "config": {"name": "fine", "units": 3}}])
