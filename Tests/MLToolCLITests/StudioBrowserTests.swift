@@ -4,8 +4,8 @@ import MLToolTestSupport
 import Testing
 
 /// `mltool studio` in a real browser: headless Chromium (Debian's `chromium`) driven over the DevTools protocol by
-/// Tests/Fixtures/studio/drive_studio.py (standard library only) opens the studio on a temporary project holding a
-/// Fashion-MNIST subset and a text CSV, then: pick the data, Train, watch the curve, pick a photo, Quantize, compare
+/// Tests/Fixtures/studio/drive_studio.py (standard library only) opens `mltool studio` (run with a HOME and TMPDIR of
+/// its own, which must stay empty) on a temporary project holding a Fashion-MNIST subset and a text CSV, then: pick the data, Train, watch the curve, pick a photo, Quantize, compare
 /// the quantized model with the trained one on that photo, Export ONNX, download; then train the text CSV and try a
 /// sentence. Set MLTOOL_STUDIO_SCREENSHOTS=DIR to keep one screenshot per screen (docs/ holds them).
 @Suite(.serialized)
@@ -24,6 +24,21 @@ struct StudioBrowserTests {
         return try FileManager.default.contentsOfDirectory(atPath: source + "/" + labels[0]).sorted().last.map { source + "/" + labels[0] + "/" + $0 }
     }
 
+    /// The address `mltool studio` prints on its standard output ("mltool: studio on URL"), or nil if it exits first.
+    static func address(_ pipe: Pipe) -> String? {
+        var text = ""
+        let deadline = Date().addingTimeInterval(60)
+        while Date() < deadline {
+            let chunk = pipe.fileHandleForReading.availableData
+            if chunk.isEmpty { return nil }
+            text += String(decoding: chunk, as: UTF8.self)
+            if let line = text.split(separator: "\n").first(where: { $0.hasPrefix("mltool: studio on ") }) {
+                return String(line.dropFirst("mltool: studio on ".count))
+            }
+        }
+        return nil
+    }
+
     @Test func trainTryQuantizeExportInTenClicks() throws {
         let dir = try TempDir(); defer { dir.cleanup() }
         let project = dir.file("project")
@@ -39,14 +54,28 @@ struct StudioBrowserTests {
         // The photo is the user's own, picked from outside the project: it is uploaded, not read by the studio.
         try FileManager.default.copyItem(atPath: photo, toPath: dir.file("photo.png"))
 
-        var p = StudioParameters()
-        p.port = 0
-        let server = try StudioServer(folder: project, parameters: p)
-        defer { server.stop() }
+        // `mltool studio` as a user runs it, with a HOME and a TMPDIR of its own: both must stay empty (nothing written
+        // outside the project: no feature cache in ~/.cache, no temporary file).
+        guard let mltool = Tool.path else { return Oracles.missing(Oracles.mltoolBinaryProblem) }
+        let home = dir.file("home"), tmp = dir.file("tmp")
+        for d in [home, tmp] { try FileManager.default.createDirectory(atPath: d, withIntermediateDirectories: true) }
+        let studio = Process()
+        studio.executableURL = URL(fileURLWithPath: mltool)
+        studio.arguments = ["studio", project, "--port", "0"]
+        var environment = ProcessInfo.processInfo.environment
+        environment["HOME"] = home; environment["TMPDIR"] = tmp
+        environment["MLTOOL_CACHE"] = nil; environment["XDG_CACHE_HOME"] = nil
+        studio.environment = environment
+        let announced = Pipe()
+        studio.standardOutput = announced
+        studio.standardError = FileHandle.nullDevice
+        try studio.run()
+        defer { if studio.isRunning { studio.terminate(); studio.waitUntilExit() } }
+        let address = try #require(Self.address(announced), "mltool studio printed no address")
         let driver = SharedDatasets.repository.appendingPathComponent("Tests/Fixtures/studio/drive_studio.py").path
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", driver, server.url, dir.file("photo.png"), "fashion", project + "/downloads"]
+        process.arguments = ["python3", driver, address, dir.file("photo.png"), "fashion", project + "/downloads"]
             + (ProcessInfo.processInfo.environment["MLTOOL_STUDIO_SCREENSHOTS"].map { [$0] } ?? [])
         let out = Pipe()
         process.standardOutput = out
@@ -81,6 +110,12 @@ struct StudioBrowserTests {
         #expect(result["textRun"] as? String == "finished", "\(result)")
         let text = result["textPredictions"] as? [String] ?? []
         #expect(text.count == 2 && text.first?.hasPrefix("weather") == true, "\(text)")
+        studio.terminate()
+        studio.waitUntilExit()
+        let outside = [home, tmp].flatMap { d in
+            (FileManager.default.enumerator(atPath: d)?.allObjects.compactMap { $0 as? String } ?? []).map { d + "/" + $0 }
+        }
+        #expect(outside.isEmpty, "mltool studio wrote outside the project: \(outside)")
         print("StudioBrowserTests: \(clicks) clicks, curve \(curve), \(String(format: "%.1f", seconds)) s")
     }
 }
