@@ -63,6 +63,18 @@ struct StudioTests {
     }
 
     /// The task's summary in a data view's answer.
+    /// Polls run 1's events until it finishes (true), fails (recorded as an issue) or `seconds` pass.
+    static func waitForRun(_ s: StudioServer, seconds: Double) throws -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            let r = try call(s, "/api/runs/1/events?after=-1")
+            if r.body.contains("\"type\":\"failed\"") { Issue.record("\(r.body)"); return false }
+            if r.body.contains("\"type\":\"finished\"") { return true }
+            Thread.sleep(forTimeInterval: 0.2)
+        }
+        return false
+    }
+
     static func summary(_ body: String) -> [String: Any] { (object(body)["summary"] as? [String: Any]) ?? [:] }
 
     @Test func everyRefusalHasItsExactStatusAndNamesThePath() throws {
@@ -197,14 +209,7 @@ struct StudioTests {
 
         let started = try Self.post(s, "/api/train", "{\"data\": \"pima.csv\", \"task\": \"tabular\", \"options\": {\"--target\": \"diabetes\"}}")
         #expect(started.status == 202, "\(started.body)")
-        var finished = false
-        let deadline = Date().addingTimeInterval(60)
-        while !finished && Date() < deadline {
-            let r = try Self.call(s, "/api/runs/1/events?after=-1")
-            if r.body.contains("\"type\":\"failed\"") { Issue.record("\(r.body)"); break }
-            finished = r.body.contains("\"type\":\"finished\"")
-            if !finished { Thread.sleep(forTimeInterval: 0.2) }
-        }
+        let finished = try Self.waitForRun(s, seconds: 60)
         let after = Self.object(try Self.call(s, "/api/project").body)
         let trained = ((after["models"] as? [[String: Any]]) ?? []).first { $0["path"] as? String == "models/pima.bin" }
         #expect(finished && trained?["task"] as? String == "tabular", "\(String(describing: trained))")
@@ -223,14 +228,7 @@ struct StudioTests {
         defer { s.stop() }
         let started = try Self.post(s, "/api/train", "{\"data\": \"boxes\", \"options\": {\"--epochs\": \"1\", \"--augment\": \"none\"}}")
         #expect(started.status == 202 && Self.object(started.body)["task"] as? String == "detect", "\(started.body)")
-        var finished = false
-        let deadline = Date().addingTimeInterval(120)
-        while !finished && Date() < deadline {
-            let r = try Self.call(s, "/api/runs/1/events?after=-1")
-            if r.body.contains("\"type\":\"failed\"") { Issue.record("\(r.body)"); break }
-            finished = r.body.contains("\"type\":\"finished\"")
-            if !finished { Thread.sleep(forTimeInterval: 0.2) }
-        }
+        let finished = try Self.waitForRun(s, seconds: 120)
         #expect(finished)
         let cache = root + "/" + StudioProject.cacheFolder
         let entries = FileManager.default.enumerator(atPath: cache)?.allObjects.compactMap { $0 as? String }
