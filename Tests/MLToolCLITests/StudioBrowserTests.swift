@@ -5,9 +5,11 @@ import Testing
 
 /// `mltool studio` in a real browser: headless Chromium (Debian's `chromium`) driven over the DevTools protocol by
 /// Tests/Fixtures/studio/drive_studio.py (standard library only) opens `mltool studio` (run with a HOME and TMPDIR of
-/// its own, which must stay empty) on a temporary project holding a Fashion-MNIST subset and a text CSV, then: pick the data, Train, watch the curve, pick a photo, Quantize, compare
-/// the quantized model with the trained one on that photo, Export ONNX, download; then train the text CSV and try a
-/// sentence. Set MLTOOL_STUDIO_SCREENSHOTS=DIR to keep one screenshot per screen (docs/ holds them).
+/// its own, which must stay empty) on a temporary project holding a Fashion-MNIST subset, a text CSV and 40 raccoon
+/// photos, then: pick the data, Train, watch the curve, pick a photo, Quantize, compare the quantized model with the
+/// trained one on that photo, Export ONNX, download; then train the text CSV and try a sentence; then train a detector
+/// on the raccoons and see its boxes on a photo it never saw. Set MLTOOL_STUDIO_SCREENSHOTS=DIR to keep one
+/// screenshot per screen (docs/ holds them).
 @Suite(.serialized)
 struct StudioBrowserTests {
     /// The first `n` training images of each class of datasets/fashion-mnist-small, copied into `project`/fashion.
@@ -22,6 +24,42 @@ struct StudioBrowserTests {
             }
         }
         return try FileManager.default.contentsOfDirectory(atPath: source + "/" + labels[0]).sorted().last.map { source + "/" + labels[0] + "/" + $0 }
+    }
+
+    /// The first `n` raccoon photos (by name) as a Pascal VOC folder `project`/raccoon (images/, annotations/), and
+    /// the next photo with its labelled box (x, y, width, height): a photo the detector never sees in training.
+    static func raccoons(into project: String, count n: Int) throws -> (photo: String, box: [Double])? {
+        guard let root = SharedDatasets.raccoon, let photos = try DetectorExportTests.raccoonPhotos(n + 1) else { return nil }
+        for folder in ["images", "annotations"] {
+            try FileManager.default.createDirectory(atPath: project + "/raccoon/" + folder, withIntermediateDirectories: true)
+        }
+        for photo in photos.prefix(n) {
+            let name = (photo as NSString).lastPathComponent, xml = (name as NSString).deletingPathExtension + ".xml"
+            try FileManager.default.copyItem(atPath: photo, toPath: project + "/raccoon/images/" + name)
+            try FileManager.default.copyItem(atPath: root + "/annotations/" + xml, toPath: project + "/raccoon/annotations/" + xml)
+        }
+        let held = photos[n], xml = ((held as NSString).lastPathComponent as NSString).deletingPathExtension + ".xml"
+        let annotation = try String(contentsOfFile: root + "/annotations/" + xml, encoding: .utf8)
+        let corners = try ["xmin", "ymin", "xmax", "ymax"].map { tag in
+            let value = annotation.components(separatedBy: "<\(tag)>").dropFirst().first?.components(separatedBy: "<").first
+            return try #require(value.flatMap(Double.init), "\(xml): no <\(tag)>")
+        }
+        return (held, [corners[0], corners[1], corners[2] - corners[0], corners[3] - corners[1]])
+    }
+
+    /// Intersection over union of two boxes (x, y, width, height).
+    static func iou(_ a: [Double], _ b: [Double]) -> Double {
+        let w = max(0, min(a[0] + a[2], b[0] + b[2]) - max(a[0], b[0])), h = max(0, min(a[1] + a[3], b[1] + b[3]) - max(a[1], b[1]))
+        return w * h / (a[2] * a[3] + b[2] * b[3] - w * h)
+    }
+
+    /// The box of a prediction line "raccoon 82.4% [52, 29, 491, 427]".
+    static func box(_ line: String) -> [Double]? {
+        guard let open = line.lastIndex(of: "["), line.hasSuffix("]") else { return nil }
+        let numbers = line[line.index(after: open)..<line.index(before: line.endIndex)].split(separator: ",").compactMap {
+            Double($0.trimmingCharacters(in: .whitespaces))
+        }
+        return numbers.count == 4 ? numbers : nil
     }
 
     /// The address `mltool studio` prints on its standard output ("mltool: studio on URL"), or nil if it exits first.
@@ -46,6 +84,9 @@ struct StudioBrowserTests {
         guard let photo = try Self.fashion(into: project, perClass: 20) else {
             return Oracles.missing("datasets/fashion-mnist-small (make test builds it: datasets/fashion-mnist.sh --small)")
         }
+        guard let held = try Self.raccoons(into: project, count: 40) else {
+            return Oracles.missing("the raccoon set (../shared/datasets/raccoon or RACCOON_DIR)")
+        }
         guard BundledModel.extractor.locate() != nil else { return Oracles.missing("models/efficientnet-lite0.bin (make models)") }
         guard FileManager.default.isExecutableFile(atPath: "/usr/bin/chromium") else { return Oracles.missing("chromium (apt-get install -y chromium)") }
         var csv = "label,text\n"
@@ -53,6 +94,7 @@ struct StudioBrowserTests {
         try csv.write(toFile: project + "/texts.csv", atomically: true, encoding: .utf8)
         // The photo is the user's own, picked from outside the project: it is uploaded, not read by the studio.
         try FileManager.default.copyItem(atPath: photo, toPath: dir.file("photo.png"))
+        try FileManager.default.copyItem(atPath: held.photo, toPath: dir.file("raccoon.jpg"))
 
         // `mltool studio` as a user runs it, with a HOME and a TMPDIR of its own: both must stay empty (nothing written
         // outside the project: no feature cache in ~/.cache, no temporary file).
@@ -75,7 +117,7 @@ struct StudioBrowserTests {
         let driver = SharedDatasets.repository.appendingPathComponent("Tests/Fixtures/studio/drive_studio.py").path
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", driver, address, dir.file("photo.png"), "fashion", project + "/downloads"]
+        process.arguments = ["python3", driver, address, dir.file("photo.png"), "fashion", project + "/downloads", "raccoon", dir.file("raccoon.jpg")]
             + (ProcessInfo.processInfo.environment["MLTOOL_STUDIO_SCREENSHOTS"].map { [$0] } ?? [])
         let out = Pipe()
         process.standardOutput = out
@@ -110,12 +152,24 @@ struct StudioBrowserTests {
         #expect(result["textRun"] as? String == "finished", "\(result)")
         let text = result["textPredictions"] as? [String] ?? []
         #expect(text.count == 2 && text.first?.hasPrefix("weather") == true, "\(text)")
+        // Then the detector: the data view draws the photos' labelled boxes, the curve (loss and validation mAP@0.5
+        // per epoch) grows while it trains, and on a photo it never saw the page lists and draws a raccoon's box
+        // (measured: one box, IoU 0.65 with the labelled one on raccoon-41.jpg, the photo after the 40: 1 to 40).
+        #expect((result["annotatedBoxes"] as? Int ?? 0) > 0, "\(result)")
+        #expect(result["detectRun"] as? String == "finished", "\(result)")
+        let detectCurve = result["detectCurve"] as? [Int] ?? []
+        #expect(detectCurve.count >= 2, "detector curve point counts seen: \(detectCurve)")
+        #expect((result["detectLegend"] as? String)?.contains("validation mAP@0.5") == true, "\(result)")
+        let boxes = (result["boxes"] as? [String] ?? []).compactMap { line in Self.box(line).map { (line, $0) } }
+        let best = boxes.map { Self.iou($0.1, held.box) }.max() ?? 0
+        #expect(boxes.first?.0.hasPrefix("raccoon ") == true && best >= 0.6, "IoU \(best) with \(held.box): \(boxes)")
         studio.terminate()
         studio.waitUntilExit()
         let outside = [home, tmp].flatMap { d in
             (FileManager.default.enumerator(atPath: d)?.allObjects.compactMap { $0 as? String } ?? []).map { d + "/" + $0 }
         }
         #expect(outside.isEmpty, "mltool studio wrote outside the project: \(outside)")
-        print("StudioBrowserTests: \(clicks) clicks, curve \(curve), \(String(format: "%.1f", seconds)) s")
+        print("StudioBrowserTests: \(clicks) clicks, curve \(curve), detector curve \(detectCurve), box IoU "
+            + "\(String(format: "%.2f", best)), \(String(format: "%.1f", seconds)) s")
     }
 }

@@ -146,7 +146,7 @@ public struct StudioProject: Sendable {
         }
         let task = tasks.handling(model: model)
         let labels = model.metadata.labels
-        let summary = "\(task.title), \(labels.count) labels" + (labels.isEmpty ? "" : ": " + labels.prefix(8).joined(separator: ", ")
+        let summary = "\(task.title), \(labels.count) label\(labels.count == 1 ? "" : "s")" + (labels.isEmpty ? "" : ": " + labels.prefix(8).joined(separator: ", ")
             + (labels.count > 8 ? ", …" : ""))
         return ModelEntry(path: relative(path), kind: "mltool", bytes: bytes, task: task.name, summary: summary)
     }

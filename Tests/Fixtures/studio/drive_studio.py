@@ -3,14 +3,17 @@
 messages ending in NUL on file descriptors 3 and 4), with nothing but the standard library: no selenium, no driver,
 no network. Used by StudioBrowserTests.
 
-    drive_studio.py URL PHOTO SOURCE DOWNLOADS [SCREENSHOTS]
+    drive_studio.py URL PHOTO SOURCE DOWNLOADS DETECT_SOURCE DETECT_PHOTO [SCREENSHOTS]
 
 Opens URL (the address `mltool studio` printed), clicks the data source SOURCE, Train, waits for the run while
 recording how many points the curve shows after each event, picks PHOTO in the preview, Quantize, compares the quantized
 model with the trained one on PHOTO, Export ONNX and the download link (downloads go to DOWNLOADS, inside the
 project). Prints one JSON object: the clicks, the curve's point counts as they changed, the predictions shown, the
 quantization report's first line, the comparison (the compared model, its predictions and the open model's), the
-exported file, then the text CSV trained and a sentence tried (textRun, textPredictions), any error the page showed. SCREENSHOTS: a folder for one PNG per screen.
+exported file, then the text CSV trained and a sentence tried (textRun, textPredictions), then the detection data
+DETECT_SOURCE opened (annotatedBoxes: the boxes its data view draws), trained with --augment none and --validation 0.2
+(detectRun, detectCurve, detectLegend) and tried on DETECT_PHOTO (boxes: the prediction list's lines, one per box
+drawn), and any error the page showed. SCREENSHOTS: a folder for one PNG per screen.
 """
 import base64
 import json
@@ -111,9 +114,46 @@ class Browser:
             self.proc.kill()
 
 
+def choose_file(b, selector, path):
+    """Sets a file input as a person's choice would (one click on the file picker) and tells the page."""
+    document = b.send("DOM.getDocument")["root"]["nodeId"]
+    node = b.send("DOM.querySelector", {"nodeId": document, "selector": selector})["nodeId"]
+    b.send("DOM.setFileInputFiles", {"nodeId": node, "files": [path]})
+    b.js(f"document.querySelector({json.dumps(selector)}).dispatchEvent(new Event('change'))")
+
+
+def detect(b, click, result, source, photo, shots):
+    """The detection data: its annotated photos, a run with the curve watched, boxes on a photo it never saw."""
+    click(f"#sources li[data-path={json.dumps(source)}]")
+    b.wait(f"document.getElementById('data-title').textContent.startsWith({json.dumps(source)}) && "
+           "document.querySelectorAll('#data-samples svg.annotated rect.box').length > 0 && "
+           "!!document.querySelector('#train-fields input[name=\"--augment\"]')", what="the detection data view")
+    result["annotatedBoxes"] = b.js("document.querySelectorAll('#data-samples svg.annotated rect.box').length")
+    b.screenshot(shots, "detect-data")
+    b.js("""(() => { const f = document.getElementById('train-fields');
+        f.querySelector('input[name="--augment"]').value = 'none';
+        f.querySelector('input[name="--validation"]').value = '0.2'; })()""")
+    b.js("window.curveSeen = []")
+    click("#train")
+    b.wait(f"document.getElementById('run-title').textContent.includes({json.dumps(source + '.bin')}) && "
+           "['finished', 'failed'].includes(document.getElementById('run-state').textContent)", seconds=240,
+           what="the detector run")
+    result["detectRun"] = b.js("document.getElementById('run-state').textContent")
+    result["detectCurve"] = b.js("window.curveSeen")
+    result["detectLegend"] = b.js("(document.querySelector('#run-curves text') || {}).textContent || ''")
+    b.wait("!document.getElementById('model-pane').hidden && "
+           f"document.getElementById('model-title').textContent.includes({json.dumps(source + '.bin')})", what="the detector")
+    choose_file(b, "#photo", photo)
+    result["clicks"] += 1
+    b.wait("[...document.querySelectorAll('#predictions li')].some(li => /\\[\\d+, \\d+, \\d+, \\d+\\]$/.test(li.textContent))",
+           what="the boxes")
+    result["boxes"] = b.js("[...document.querySelectorAll('#predictions li')].map(li => li.textContent)")
+    b.screenshot(shots, "detect")
+
+
 def main():
-    url, photo, source, downloads = sys.argv[1:5]
-    shots = sys.argv[5] if len(sys.argv) > 5 else None
+    url, photo, source, downloads, detect_source, detect_photo = sys.argv[1:7]
+    shots = sys.argv[7] if len(sys.argv) > 7 else None
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     if not chromium:
         print(json.dumps({"missing": "chromium (apt-get install -y chromium)"}))
@@ -155,11 +195,8 @@ def main():
         if result.get("run") != "finished":
             raise RuntimeError(f"the run ended as {result.get('run')}: {b.page_error()}")
         b.wait("!document.getElementById('model-pane').hidden", what="the model")
-        # Choosing a photo is one click (the file picker), then the file is set as a person's choice would be.
-        document = b.send("DOM.getDocument")["root"]["nodeId"]
-        node = b.send("DOM.querySelector", {"nodeId": document, "selector": "#photo"})["nodeId"]
-        b.send("DOM.setFileInputFiles", {"nodeId": node, "files": [photo]})
-        b.js("document.getElementById('photo').dispatchEvent(new Event('change'))")
+        # Choosing a photo is one click (the file picker).
+        choose_file(b, "#photo", photo)
         result["clicks"] += 1
         b.wait("document.querySelectorAll('#predictions li').length > 0", what="the predictions")
         result["predictions"] = b.js("[...document.querySelectorAll('#predictions li')].map(li => li.textContent)")
@@ -203,6 +240,7 @@ def main():
         click("#try-text")
         b.wait("document.querySelectorAll('#predictions li').length > 0", what="the text prediction")
         result["textPredictions"] = b.js("[...document.querySelectorAll('#predictions li')].map(li => li.textContent)")
+        detect(b, click, result, detect_source, detect_photo, shots)
         result["error"] = b.page_error()
     except Exception as e:  # the test reports it with what was done so far
         result["error"] = str(e)

@@ -224,7 +224,9 @@ function drawCurves() {
   const n = Math.max(2, points.length);
   const x = (i) => pad + (w - 2 * pad) * i / (n - 1);
   const maxLoss = Math.max(1e-9, ...points.map((p) => p.loss || 0));
-  const series = [["loss", (p) => p.loss / maxLoss], ["train-acc", (p) => p.trainAccuracy], ["valid-acc", (p) => p.validationAccuracy]];
+  // A detector's validation score is its mAP@0.5 per epoch, drawn where a classifier's validation accuracy goes.
+  const validation = (p) => p.validationAccuracy ?? p.validationMAP50;
+  const series = [["loss", (p) => p.loss / maxLoss], ["train-acc", (p) => p.trainAccuracy], ["valid-acc", validation]];
   s.append(svg("line", { x1: pad, y1: h - pad, x2: w - pad, y2: h - pad, stroke: "#999" }));
   for (const [cls, f] of series) {
     const pts = points.map((p, i) => [x(i), f(p)]).filter(([, v]) => typeof v === "number" && isFinite(v));
@@ -233,7 +235,8 @@ function drawCurves() {
   }
   const last = points[points.length - 1] || {};
   const legend = svg("text", { x: pad, y: 14 });
-  legend.textContent = `${points.length} points — loss (red, scaled) ${fmt(last.loss)}, train accuracy (blue) ${fmt(last.trainAccuracy)}, validation (green) ${fmt(last.validationAccuracy)}`;
+  const validationName = points.some((p) => p.validationMAP50 !== undefined) ? "validation mAP@0.5" : "validation";
+  legend.textContent = `${points.length} points — loss (red, scaled) ${fmt(last.loss)}, train accuracy (blue) ${fmt(last.trainAccuracy)}, ${validationName} (green) ${fmt(validation(last))}`;
   s.append(legend);
   $("run-curves").replaceChildren(s);
   $("run-curves").dataset.points = points.length;
@@ -251,6 +254,10 @@ function openModel(m, fromRun = false) {
   $("text-input").hidden = state.takesImages;
   $("predictions").replaceChildren();
   $("preview-canvas").hidden = true;
+  // The previous model's quantization report, export line and evaluation are not this one's.
+  $("quantize-report").hidden = true;
+  $("downloads").replaceChildren();
+  $("report-frame").hidden = true;
   state.lastInput = null;
   fillCompare();
 }
