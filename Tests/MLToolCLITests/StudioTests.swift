@@ -62,7 +62,6 @@ struct StudioTests {
         (try? JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any]) ?? [:]
     }
 
-    /// The task's summary in a data view's answer.
     /// Polls run 1's events until it finishes (true), fails (recorded as an issue) or `seconds` pass.
     static func waitForRun(_ s: StudioServer, seconds: Double) throws -> Bool {
         let deadline = Date().addingTimeInterval(seconds)
@@ -75,7 +74,60 @@ struct StudioTests {
         return false
     }
 
+    /// The task's summary in a data view's answer.
     static func summary(_ body: String) -> [String: Any] { (object(body)["summary"] as? [String: Any]) ?? [:] }
+
+    /// The error run `id` failed with (its "failed" event), once it has ended.
+    static func failure(_ s: StudioServer, run id: Int) throws -> String? {
+        let deadline = Date().addingTimeInterval(60)
+        while Date() < deadline {
+            let r = try call(s, "/api/runs/\(id)/events?after=-1")
+            for line in r.body.split(separator: "\n") where line.hasPrefix("data: ") && line.contains("\"type\":\"failed\"") {
+                return object(String(line.dropFirst(6)))["error"] as? String
+            }
+            if r.body.contains("event: end") { return nil }
+            Thread.sleep(forTimeInterval: 0.2)
+        }
+        return nil
+    }
+
+    /// Every error the CLI prints appears in the page in the same words: the page shows "mltool: error: " and the
+    /// server's message, which must be the line `mltool train` writes to standard error for the same data and
+    /// options (the data named by the absolute path the studio resolves it to): an option value that is not a
+    /// number, one out of range, a table without its target, an unreadable photo under --strict; then a quantization
+    /// refused before anything runs.
+    @Test func errorsReadAsTheCLIPrintsThem() throws {
+        let dir = try TempDir(); defer { dir.cleanup() }
+        let (root, _) = try Self.project(dir)
+        try "glucose,insulin,diabetes\n85,94,neg\n168,0,pos\n".write(toFile: root + "/table.csv", atomically: true, encoding: .utf8)
+        let s = try Self.start(root)
+        defer { s.stop() }
+        let cases: [(data: String, options: [String: String])] = [
+            ("texts.csv", ["--epochs": "three"]),
+            ("texts.csv", ["--epochs": "-3"]),
+            ("table.csv", [:]),
+            ("photos", ["--strict": ""]),
+        ]
+        for (run, c) in zip(1..., cases) {
+            let body = try JSONSerialization.data(withJSONObject: ["data": c.data, "options": c.options])
+            let r = try Self.post(s, "/api/train", String(decoding: body, as: UTF8.self))
+            // Each starts a run (the options are the task's own), which fails: the page shows its "failed" event.
+            #expect(r.status == 202, "\(c.data): \(r.body)")
+            let page = try Self.failure(s, run: run)
+            let options = c.options.sorted { $0.key < $1.key }.flatMap { $0.value.isEmpty ? [$0.key] : [$0.key, $0.value] }
+            let cli = try Tool.run(["train", root + "/" + c.data, "--out", dir.file("cli.bin")] + options)
+            let printed = cli.stderr.split(separator: "\n").first { $0.hasPrefix("mltool: error: ") }.map(String.init)
+            #expect(cli.status != 0 && printed != nil, "\(c.data): \(cli.stderr)")
+            #expect(page.map { "mltool: error: " + $0 } == printed, "\(c.data): page \(page ?? "nil") / CLI \(cli.stderr)")
+        }
+        // A request refused at once (no run): quantizing to a width there is none of (was a 500: QuantError is
+        // neither a pipeline nor a data error, yet the CLI calls it a usage error).
+        let r = try Self.post(s, "/api/quantize", #"{"model": "models/tiny.bin", "options": {"--bits": "3"}}"#)
+        let page = Self.object(r.body)["error"] as? String
+        let cli = try Tool.run(["quantize", root + "/models/tiny.bin", "--bits", "3", "--out", dir.file("q.bin")])
+        let printed = cli.stderr.split(separator: "\n").first { $0.hasPrefix("mltool: error: ") }.map(String.init)
+        #expect(page.map { "mltool: error: " + $0 } == printed && r.status == 400, "\(r.status) \(r.body) / CLI \(cli.stderr)")
+    }
 
     @Test func everyRefusalHasItsExactStatusAndNamesThePath() throws {
         let dir = try TempDir(); defer { dir.cleanup() }

@@ -147,6 +147,11 @@ final class StudioRouter: HTTPHandler, @unchecked Sendable {
         case PipelineError.outsideFolder: return Self.error(403, StudioProject.describe(error))
         case PipelineError.missingInput: return Self.error(404, StudioProject.describe(error))
         case is CancellationError: return Self.error(409, "cancelled")
+        case let e as MLToolError where [.usage, .dataError].contains(e.exitStatus):
+            // What the CLI calls a usage or data error (a refused option value, a malformed file) is the request's
+            // fault, whichever module raised it: 400, with the CLI's words.
+            let r = Router.response(for: error)
+            return r.status == 500 ? Self.error(400, e.description) : r
         default: return Router.response(for: error)
         }
     }

@@ -10,7 +10,7 @@ recording how many points the curve shows after each event, picks PHOTO in the p
 model with the trained one on PHOTO, Export ONNX and the download link (downloads go to DOWNLOADS, inside the
 project). Prints one JSON object: the clicks, the curve's point counts as they changed, the predictions shown, the
 quantization report's first line, the comparison (the compared model, its predictions and the open model's), the
-exported file, then the text CSV trained and a sentence tried (textRun, textPredictions), then the detection data
+exported file, then the text CSV trained (textRun, textCurve) and a sentence tried (textPredictions), then the detection data
 DETECT_SOURCE opened (annotatedBoxes: the boxes its data view draws), trained with --augment none and --validation 0.2
 (detectRun, detectCurve, detectLegend) and tried on DETECT_PHOTO (boxes: the prediction list's lines, one per box
 drawn), and any error the page showed. SCREENSHOTS: a folder for one PNG per screen.
@@ -230,16 +230,19 @@ def main():
         click('#sources li[data-path="texts.csv"]')
         b.wait("document.getElementById('data-title').textContent.startsWith('texts.csv') && "
                "document.querySelectorAll('#train-fields input').length > 0", what="the text data view")
+        b.js("window.curveSeen = []")
         click("#train")
         b.wait("document.getElementById('run-title').textContent.includes('texts.bin') && "
                "['finished', 'failed'].includes(document.getElementById('run-state').textContent)", seconds=120,
                what="the text run")
         result["textRun"] = b.js("document.getElementById('run-state').textContent")
+        result["textCurve"] = b.js("window.curveSeen")
         b.wait("!document.getElementById('text-input').hidden", what="the sentence box")
-        b.js("document.getElementById('sentence').value = 'heavy rain and strong wind tomorrow'")
+        b.js("document.getElementById('sentence').value = 'a puzzle game with levels and high scores'")
         click("#try-text")
         b.wait("document.querySelectorAll('#predictions li').length > 0", what="the text prediction")
         result["textPredictions"] = b.js("[...document.querySelectorAll('#predictions li')].map(li => li.textContent)")
+        b.screenshot(shots, "text")
         detect(b, click, result, detect_source, detect_photo, shots)
         result["error"] = b.page_error()
     except Exception as e:  # the test reports it with what was done so far

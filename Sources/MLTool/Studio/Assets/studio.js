@@ -170,6 +170,7 @@ function follow(id, output) {
   $("cancel").hidden = false;
   $("run-log").textContent = "";
   $("run-curves").replaceChildren();
+  delete $("run-curves").dataset.points;
   $("run-progress").replaceChildren();
   const es = new EventSource(url("/api/runs/" + id + "/events"));
   state.events = es;
@@ -233,14 +234,24 @@ function drawCurves() {
     if (!pts.length) continue;
     s.append(svg("polyline", { class: cls, points: pts.map(([px, v]) => px + "," + (h - pad - (h - 2 * pad) * v)).join(" ") }));
   }
+  s.append(...curveLegend(points, validation, pad));
+  $("run-curves").replaceChildren(s);
+  $("run-curves").dataset.points = points.length;
+}
+// The legend: the last point's values, the validation score's name, and what a point is when it is not an epoch.
+function curveLegend(points, validation, pad) {
   const last = points[points.length - 1] || {};
   const legend = svg("text", { x: pad, y: 14 });
   const validationName = points.some((p) => p.validationMAP50 !== undefined) ? "validation mAP@0.5" : "validation";
   legend.textContent = `${points.length} points — loss (red, scaled) ${fmt(last.loss)}, train accuracy (blue) ${fmt(last.trainAccuracy)}, ${validationName} (green) ${fmt(validation(last))}`;
-  s.append(legend);
-  $("run-curves").replaceChildren(s);
-  $("run-curves").dataset.points = points.length;
+  // A text classifier's search tries L2 strengths: one point each, named so (else a flat line reads as a stall).
+  const l2s = [...new Set(points.map((p) => p.l2).filter((v) => typeof v === "number"))];
+  if (l2s.length < 2 || l2s.length !== points.length) return [legend];
+  const per = svg("text", { x: pad, y: 28 });
+  per.textContent = "one point per L2 strength tried: " + l2s.map((v) => v.toExponential(0)).join(", ");
+  return [legend, per];
 }
+
 const fmt = (v) => (typeof v === "number" ? v.toFixed(4) : "-");
 
 // ---- A model: evaluate, preview, quantize, export ----
