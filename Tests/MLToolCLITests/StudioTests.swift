@@ -265,6 +265,15 @@ struct StudioTests {
         let after = Self.object(try Self.call(s, "/api/project").body)
         let trained = ((after["models"] as? [[String: Any]]) ?? []).first { $0["path"] as? String == "models/pima.bin" }
         #expect(finished && trained?["task"] as? String == "tabular", "\(String(describing: trained))")
+        // Its preview asks for a row of the columns it reads (the target is not one), and answers a row with the
+        // classes' probabilities.
+        let preview = trained?["preview"] as? [String: Any]
+        let previewColumns = ((preview?["columns"] as? [[String: Any]]) ?? []).compactMap { $0["name"] as? String }
+        #expect(preview?["takes"] as? String == "rows" && previewColumns.count == 8 && !previewColumns.contains("diabetes"), "\(String(describing: preview))")
+        let row = #"{"row": {"pregnant": 8, "glucose": 183, "pressure": 64, "mass": 23.3, "pedigree": 0.672, "age": 32}}"#
+        let answer = Self.object(try Self.call(s, "/api/predict?model=models/pima.bin", ["-H", "Content-Type: application/json", "-H", "Origin: \(Self.base(s))", "-d", row]).body)
+        let probabilities = answer["probabilities"] as? [String: Double] ?? [:]
+        #expect(Set(probabilities.keys) == ["neg", "pos"] && abs(probabilities.values.reduce(0, +) - 1) < 1e-5, "\(answer)")
     }
 
     /// A detector trained in the studio keeps its feature cache in the project (every task with a feature cache takes
@@ -341,6 +350,7 @@ struct StudioTests {
         let after = Self.object(try Self.call(s, "/api/project").body)
         let trained = ((after["models"] as? [[String: Any]]) ?? []).first { $0["path"] as? String == "models/texts.bin" }
         #expect((trained?["summary"] as? String)?.hasPrefix("Text classification, 2 labels") == true, "\(String(describing: trained))")
+        #expect((trained?["preview"] as? [String: Any])?["takes"] as? String == "texts", "\(String(describing: trained))")
 
         // Evaluate (the HTML report into reports/), try a sentence, quantize, export.
         let evaluated = try Self.post(s, "/api/evaluate", "{\"model\": \"models/texts.bin\"}")

@@ -9,7 +9,7 @@ public enum ServingInput: Sendable {
     case row([String: String])
 
     /// What a model takes, and the request bodies (media types) that carry it.
-    public enum Kind: String, Sendable, CaseIterable {
+    public enum Kind: String, Codable, Sendable, CaseIterable {
         case images, texts, rows
 
         /// The Content-Types a predict request to such a model may have (anything else: 415).
@@ -21,6 +21,20 @@ public enum ServingInput: Sendable {
             }
         }
     }
+}
+
+/// What a model's preview form asks for: its input kind and, for table rows, the columns it reads (a categorical
+/// one with the categories it knows).
+public struct PreviewInput: Codable, Sendable, Equatable {
+    public struct Column: Codable, Sendable, Equatable {
+        public var name: String
+        public var categories: [String]?
+        public init(name: String, categories: [String]? = nil) { self.name = name; self.categories = categories }
+    }
+
+    public var takes: ServingInput.Kind
+    public var columns: [Column]?
+    public init(takes: ServingInput.Kind, columns: [Column]? = nil) { self.takes = takes; self.columns = columns }
 }
 
 /// A model loaded for `mltool serve` (and `ModelServer`): a task's predictor that answers a batch of inputs at

@@ -91,6 +91,8 @@ public struct StudioProject: Sendable {
         public var bytes: Int
         public var task: String?
         public var summary: String?
+        /// What its preview takes (nil: no preview, e.g. a sound classifier or an export).
+        public var preview: PreviewInput?
     }
 
     public struct Listing: Codable, Sendable {
@@ -148,7 +150,8 @@ public struct StudioProject: Sendable {
         let labels = model.metadata.labels
         let summary = "\(task.title), \(labels.count) label\(labels.count == 1 ? "" : "s")" + (labels.isEmpty ? "" : ": " + labels.prefix(8).joined(separator: ", ")
             + (labels.count > 8 ? ", …" : ""))
-        return ModelEntry(path: relative(path), kind: "mltool", bytes: bytes, task: task.name, summary: summary)
+        return ModelEntry(path: relative(path), kind: "mltool", bytes: bytes, task: task.name, summary: summary,
+                          preview: task.previewInput(model: model))
     }
 
     static func firstSentence(_ text: String) -> String {

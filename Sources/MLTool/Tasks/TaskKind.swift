@@ -65,6 +65,9 @@ public protocol TaskKind: Sendable {
     /// `mltool serve`: the model loaded once, answering batches of requests with `predict --json`'s objects
     /// (default: not yet supported for the task).
     static func servingPredictor(model: Model, path: String) throws -> any ServingPredictor
+    /// What a preview of `model` takes (the studio's preview form): images, texts, or table rows with their columns;
+    /// nil when its models cannot be served.
+    static func previewInput(model: Model) -> PreviewInput?
     /// What the data at `data` holds as this task reads it (`mltool studio`'s data view; default: only a note that
     /// the task has no summary yet).
     static func dataSummary(_ data: String) throws -> DataSummary
@@ -77,6 +80,7 @@ extension TaskKind {
     public static func servingPredictor(model: Model, path: String) throws -> any ServingPredictor {
         throw PipelineError.notSupported("mltool serve for \(name) models (\(path))")
     }
+    public static func previewInput(model: Model) -> PreviewInput? { nil }
     public static func dataSummary(_ data: String) throws -> DataSummary {
         var s = DataSummary()
         s.note = "not yet supported: a summary of \(title.lowercased()) data (training it is)"

@@ -3,7 +3,7 @@
 const TOKEN = document.documentElement.dataset.token;
 const SVG = "http://www.w3.org/2000/svg";
 const $ = (id) => document.getElementById(id);
-const state = { source: null, model: null, run: null, events: null, takesImages: true, task: null, models: [],
+const state = { source: null, model: null, run: null, events: null, task: null, models: [],
                 lastInput: null };
 
 function url(path, args = {}) {
@@ -260,9 +260,13 @@ function openModel(m, fromRun = false) {
   if (!fromRun) show("model-pane"); else $("model-pane").hidden = false;
   $("model-title").textContent = m.path;
   $("model-summary").textContent = m.summary || "";
-  state.takesImages = !["text", "tagger"].includes(m.task);
-  $("photo").hidden = !state.takesImages;
-  $("text-input").hidden = state.takesImages;
+  // The preview asks for what the model takes: a photo, a sentence, or a row of its columns.
+  const takes = m.preview ? m.preview.takes : null;
+  $("photo").hidden = takes !== "images";
+  $("text-input").hidden = takes !== "texts";
+  $("row-input").hidden = takes !== "rows";
+  $("no-preview").hidden = takes !== null;
+  if (takes === "rows") rowForm(m.preview.columns || []);
   $("predictions").replaceChildren();
   $("preview-canvas").hidden = true;
   // The previous model's quantization report, export line and evaluation are not this one's.
@@ -301,6 +305,21 @@ $("photo").onchange = () => {
   const img = new Image();
   img.onload = () => preview({ body: file, type: file.type || "application/octet-stream", img });
   img.src = URL.createObjectURL(file);
+};
+
+// A table row: one field per column the model reads (a categorical one offers its categories); empty is missing.
+function rowForm(columns) {
+  $("row-fields").replaceChildren(...columns.map((c) => {
+    const input = el("input", { type: "text", name: c.name, list: c.categories ? "categories-" + c.name : "" });
+    const list = c.categories ? el("datalist", { id: "categories-" + c.name }, ...c.categories.map((v) => el("option", { value: v }))) : "";
+    return el("label", { class: "field" }, el("code", {}, c.name), input, list);
+  }));
+}
+
+$("try-row").onclick = () => {
+  const row = {};
+  for (const i of $("row-fields").querySelectorAll("input")) if (i.value !== "") row[i.name] = i.value;
+  preview({ body: { row }, type: "application/json", img: null });
 };
 
 $("try-text").onclick = () => preview({ body: { text: $("sentence").value }, type: "application/json", img: null });
@@ -343,6 +362,10 @@ function drawPrediction(img, r, r2, otherPath) {
 function predictionItems(r, g, scale, color) {
   const items = [];
   for (const p of r.top || []) items.push(`${p.label}  ${(p.probability * 100).toFixed(1)}%`);
+  // A table row: the classes by probability, or a regression's value.
+  const probabilities = Object.entries(r.probabilities || {}).sort((a, b) => b[1] - a[1]);
+  for (const [label, p] of probabilities) items.push(`${label}  ${(p * 100).toFixed(1)}%`);
+  if (r.prediction !== undefined && !probabilities.length) items.push(`prediction  ${r.prediction}`);
   if (r.tokens) items.push(r.tokens.map((t) => t.token + "/" + t.tag).join(" "));
   for (const o of (g && r.objects) || []) {
     const b = o.box || o;

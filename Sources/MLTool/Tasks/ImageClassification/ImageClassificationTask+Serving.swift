@@ -4,6 +4,7 @@ extension ImageClassificationTask {
     public static func servingPredictor(model: Model, path: String) throws -> any ServingPredictor {
         ImageClassificationServing(classifier: try ImageClassifier(model: model, path: path))
     }
+    public static func previewInput(model: Model) -> PreviewInput? { PreviewInput(takes: .images) }
 }
 
 /// An image classifier behind `mltool serve`: a batch decodes on every core and is one run of the network

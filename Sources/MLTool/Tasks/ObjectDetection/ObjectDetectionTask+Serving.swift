@@ -7,6 +7,7 @@ extension ObjectDetectionTask {
     public static func servingPredictor(model: Model, path: String) throws -> any ServingPredictor {
         ObjectDetectionServing(detector: try Detector(model: model), path: path)
     }
+    public static func previewInput(model: Model) -> PreviewInput? { PreviewInput(takes: .images) }
 }
 
 /// A detector behind `mltool serve`: a batch decodes on every core and runs as one `Detector.detect` call; each

@@ -5,6 +5,12 @@ extension TabularTask {
     public static func servingPredictor(model: Model, path: String) throws -> any ServingPredictor {
         TabularServing(ensemble: try TreeEnsemble(model: model, file: path))
     }
+
+    /// A row of the columns the model reads (from its metadata: the trees are not loaded).
+    public static func previewInput(model: Model) -> PreviewInput? {
+        let columns = (model.metadata.tabular?.features ?? []).map { PreviewInput.Column(name: $0.name, categories: $0.categories) }
+        return PreviewInput(takes: .rows, columns: columns)
+    }
 }
 
 /// A tabular model behind `mltool serve`: the rows of a batch are one table, predicted at once; each answer is the

@@ -4,6 +4,7 @@ extension TextClassificationTask {
     public static func servingPredictor(model: Model, path: String) throws -> any ServingPredictor {
         TextClassificationServing(classifier: try TextClassifier(model: model, path: path), path: path)
     }
+    public static func previewInput(model: Model) -> PreviewInput? { PreviewInput(takes: .texts) }
 }
 
 /// A text classifier behind `mltool serve`: a batch of texts is one call of `TextClassifier.probabilities`.

@@ -5,6 +5,7 @@ extension WordTaggingTask {
     public static func servingPredictor(model: Model, path: String) throws -> any ServingPredictor {
         WordTaggingServing(tagger: try WordTagger(model: model, file: path), path: path)
     }
+    public static func previewInput(model: Model) -> PreviewInput? { PreviewInput(takes: .texts) }
 }
 
 /// A word tagger behind `mltool serve`: each text tagged as `predict --json` tags it.
