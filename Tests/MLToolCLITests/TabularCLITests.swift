@@ -315,5 +315,10 @@ import Testing
         let untold = try Tool.run(["train", "one.csv", "-o", "m.bin"], in: dir.path)
         #expect(untold.status == 64 && untold.stderr.hasPrefix(
             "mltool: error: a tabular model needs --target COLUMN (the column to predict; one.csv's columns: a, y)"), "\(untold.stderr)")
+        // A quoted header name holding the delimiter is one column, as training reads it (was split in two).
+        try "\"weight, kg\",\"say \"\"hi\"\"\",y\r\n1,2,3\r\n".write(toFile: dir.file("quoted.csv"), atomically: true, encoding: .utf8)
+        let quoted = try Tool.run(["train", "quoted.csv", "-o", "m.bin"], in: dir.path)
+        #expect(quoted.status == 64 && quoted.stderr.hasPrefix(
+            "mltool: error: a tabular model needs --target COLUMN (the column to predict; quoted.csv's columns: weight, kg, say \"hi\", y)"), "\(quoted.stderr)")
     }
 }

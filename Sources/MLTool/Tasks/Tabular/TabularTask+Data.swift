@@ -13,8 +13,8 @@ extension TabularTask {
         return !header.contains { taken.contains($0) }
     }
 
-    /// The column names of a table, from its first line only (nil when it cannot be read): CSV and TSV headers with
-    /// their quotes removed, a JSON Lines file's first object's keys.
+    /// The column names of a table, from its first line only (nil when it cannot be read): CSV and TSV headers read
+    /// as training reads them (RFC 4180: a quoted name may hold the delimiter), a JSON Lines file's first object's keys.
     static func header(of path: String) -> [String]? {
         guard let handle = FileHandle(forReadingAtPath: path) else { return nil }
         defer { try? handle.close() }
@@ -24,10 +24,9 @@ extension TabularTask {
         if ext == "jsonl" || ext == "ndjson" {
             return ((try? JSONSerialization.jsonObject(with: Data(line))) as? [String: Any]).map { $0.keys.sorted() }
         }
-        guard let text = String(bytes: line, encoding: .utf8) else { return nil }
-        return text.split(separator: ext == "tsv" ? "\t" : ",", omittingEmptySubsequences: false).map {
-            $0.trimmingCharacters(in: .whitespacesAndNewlines).trimmingCharacters(in: CharacterSet(charactersIn: "\""))
-        }
+        let delimiter = UInt8(ascii: ext == "tsv" ? "\t" : ",")
+        let record = try? CSVReader.parse(bytes: Array(line), file: path, delimiter: delimiter).first
+        return record.map { $0.fields.map { $0.trimmingCharacters(in: .whitespacesAndNewlines) } }
     }
 
     /// Each column as training reads it (numeric when every present field is a number), with what it would be as
