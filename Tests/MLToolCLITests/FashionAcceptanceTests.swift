@@ -66,4 +66,28 @@ struct FashionAcceptanceTests {
         #expect(float - acc16 <= 0.001 + 1e-9, "fp16 drop \((float - acc16) * 100) points")
         #expect(Self.size(fp16) / Self.size(Self.demo + "/model.bin") <= 0.52)
     }
+
+    /// A palette that costs much accuracy is still written (as asked) but warned of, with what would keep more: 4-bit
+    /// palettes without calibration, gated on 10 test images per class.
+    @Test func aLargeDropIsWarnedOf() throws {
+        let dir = try TempDir(); defer { dir.cleanup() }
+        let test = SharedDatasets.repository.appendingPathComponent("datasets/fashion-mnist-small/test").path
+        for label in try FileManager.default.contentsOfDirectory(atPath: test) {
+            try FileManager.default.createDirectory(atPath: dir.file("test/" + label), withIntermediateDirectories: true)
+            for f in try FileManager.default.contentsOfDirectory(atPath: test + "/" + label).sorted().prefix(10) {
+                try FileManager.default.copyItem(atPath: test + "/" + label + "/" + f, toPath: dir.file("test/\(label)/\(f)"))
+            }
+        }
+        let r = try Tool.run(["quantize", Self.demo + "/model.bin", "--bits", "4", "--no-bias-correction", "--data", dir.file("test"),
+                              "-o", dir.file("p4.bin")])
+        let warning = r.stderr.split(separator: "\n").first { $0.hasPrefix("mltool: warning: the compressed model lost ") }
+        #expect(r.status == 0 && FileManager.default.fileExists(atPath: dir.file("p4.bin")), "\(r.stderr)")
+        #expect(warning?.hasSuffix("on 100 items); to keep more: calibration (without --no-bias-correction), "
+                                   + "--max-drop P (backs off the most sensitive tensors) or more --bits") == true, "\(r.stderr)")
+        // The gate of --max-drop replaces the warning.
+        let gated = try Tool.run(["quantize", Self.demo + "/model.bin", "--bits", "8", "--data", dir.file("test"), "--max-drop", "1",
+                                  "-o", dir.file("q8.bin")])
+        #expect(gated.status == 0 && !gated.stderr.contains("warning"), "\(gated.stderr)")
+        print("FashionAcceptanceTests: \(warning ?? "no warning")")
+    }
 }

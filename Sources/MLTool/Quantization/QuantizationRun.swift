@@ -163,10 +163,29 @@ final class QuantizationRun {
             + levels.sorted { $0.key < $1.key }.map { "\($0.key) → \($0.value) bits" }.joined(separator: ", ")
     }
 
+    /// A drop (percentage points) past which a run without `--max-drop` warns: the model is still written, as asked,
+    /// but a user who only reads the last lines should not miss that it lost this much.
+    static let largeDrop = 5.0
+
+    /// Without `--max-drop`, a warning when the compressed model lost more than `largeDrop` points, with what would help.
+    private func warnOfLargeDrop(_ result: GateResult) {
+        let drop = (result.floatAccuracy - result.quantizedAccuracy) * 100
+        guard drop > Self.largeDrop else { return }
+        let uncalibrated = calibration == nil && isImage && p.mode != .fp16
+        let calibrate = !uncalibrated ? nil : p.biasCorrection ? "--calibration DATA (the training images)" : "calibration (without --no-bias-correction)"
+        let help = [calibrate, "--max-drop P (backs off the most sensitive tensors)", p.mode == .palette ? "more --bits" : nil].compactMap { $0 }
+        emit(.warning(String(format: "the compressed model lost %.1f points of %@ (%.4f → %.4f on %d items); to keep more: ", drop,
+                             result.metric, result.floatAccuracy, result.quantizedAccuracy, result.items)
+                      + help.dropLast().joined(separator: ", ") + (help.count > 1 ? " or " : "") + (help.last ?? "")))
+    }
+
     /// `maxDrop`: backs off the most sensitive tensors until the drop fits.
     private func gated(_ first: GateResult) throws -> GateResult {
         var result = first
-        guard let maxDrop = p.maxDrop else { return result }
+        guard let maxDrop = p.maxDrop else {
+            warnOfLargeDrop(result)
+            return result
+        }
         let start = QuantizationSearch.State(model: quantized, reports: reports, options: options)
         let b: QuantizationSearch.BackOff<GateResult>
         do {

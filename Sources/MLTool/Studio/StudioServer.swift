@@ -317,12 +317,21 @@ final class StudioRouter: HTTPHandler, @unchecked Sendable {
         values = try project.resolvingPaths(values, declarations: QuantizationParameters.options.declarations)
         var setup = QuantizationSetup()
         try QuantizationParameters.options.apply(OptionValues(values), to: &setup)
-        let outcome = try QuantizationPipeline(modelPath: model, parameters: setup.parameters).run()
+        // Its warnings and notes (a large accuracy drop, no calibration images) go above the report, as the CLI prints them.
+        let said = LineLog()
+        let outcome = try QuantizationPipeline(modelPath: model, parameters: setup.parameters).run { event in
+            switch event {
+            case .warning(let text): said.add("mltool: warning: " + text)
+            case .note(let text): said.add("mltool: note: " + text)
+            default: break
+            }
+        }
         // The default output is beside MODEL, so inside the project; checked all the same.
         let out = try project.resolve(project.relative(outcome.report.output), field: "output", creating: true)
         try outcome.write(to: out)
         predictors.forget()
-        return .json(200, "{\"output\": \(TaskOutput.jsonString(project.relative(out))), \"text\": \(TaskOutput.jsonString(outcome.report.text)), \"report\": \(try TaskOutput.json(outcome.report))}")
+        let text = (said.lines + [outcome.report.text]).joined(separator: "\n")
+        return .json(200, "{\"output\": \(TaskOutput.jsonString(project.relative(out))), \"text\": \(TaskOutput.jsonString(text)), \"report\": \(try TaskOutput.json(outcome.report))}")
     }
 
     /// `mltool export MODEL --to FORMAT`: the file beside MODEL, offered for download.
