@@ -22,9 +22,9 @@ public struct Histogram: Sendable, Equatable {
 ///
 /// Summation order (both kernels, so they give the same bits for any number of threads): for each feature and bin,
 /// the row at position j of `rows` adds its gradient and hessian (as Double) to partial sum j mod 4 of that bin, each
-/// partial in the order of `rows` from 0; the bin then gets ((p0 + p1) + (p2 + p3)) added to what it held. Four
-/// partials because consecutive rows often share a bin (half of Fashion-MNIST's pixels are 0): one running sum per bin
-/// makes every add wait for the previous one's store.
+/// partial in the order of `rows` from 0; the bin then gets ((p0 + p1) + (p2 + p3)) added to what it held (a bin no
+/// row reaches is left as it was, so a −0 stays −0). Four partials because consecutive rows often share a bin (half of
+/// Fashion-MNIST's pixels are 0): one running sum per bin makes every add wait for the previous one's store.
 public enum HistogramKernel {
     /// The scalar reference: the plain loop, feature by feature, with the four partials as arrays.
     public static func reference(bins: [UInt8], rowCount n: Int, offsets: [Int], rows: ArraySlice<Int32>,
@@ -32,11 +32,12 @@ public enum HistogramKernel {
         for f in 0..<(offsets.count - 1) {
             let o = offsets[f], width = offsets[f + 1] - o
             var pg = [[Double]](repeating: [Double](repeating: 0, count: width), count: 4), ph = pg
+            var reached = [Bool](repeating: false, count: width)
             for (j, r) in rows.enumerated() {
                 let r = Int(r), b = Int(bins[f * n + r])
-                pg[j % 4][b] += Double(g[r]); ph[j % 4][b] += Double(h[r]); hist.c[o + b] += 1
+                pg[j % 4][b] += Double(g[r]); ph[j % 4][b] += Double(h[r]); hist.c[o + b] += 1; reached[b] = true
             }
-            for b in 0..<width {
+            for b in 0..<width where reached[b] {
                 hist.g[o + b] += (pg[0][b] + pg[1][b]) + (pg[2][b] + pg[3][b])
                 hist.h[o + b] += (ph[0][b] + ph[1][b]) + (ph[2][b] + ph[3][b])
             }
@@ -69,18 +70,23 @@ public enum HistogramKernel {
                                              SharedPointer(p: UnsafeMutablePointer(mutating: rp.baseAddress!)),
                                              SharedPointer(p: UnsafeMutablePointer(mutating: pp.baseAddress!)))
                                 DispatchQueue.concurrentPerform(iterations: workers) { w in
+                                    // All zeros between features: `flush` clears what `accumulate` set.
                                     let sums = UnsafeMutablePointer<SIMD2<Double>>.allocate(capacity: 4 * widest)
                                     let counts = UnsafeMutablePointer<Int32>.allocate(capacity: 4 * widest)
+                                    sums.initialize(repeating: .zero, count: 4 * widest)
+                                    counts.initialize(repeating: 0, count: 4 * widest)
                                     defer { sums.deallocate(); counts.deallocate() }
                                     for f in (features * w / workers)..<(features * (w + 1) / workers) {
-                                        let o = offsets[f], width = offsets[f + 1] - o
-                                        accumulate(column: input.0.p + f * n, rows: input.1.p, pairs: input.2.p,
-                                                   count: count, width: width, sums: sums, counts: counts)
-                                        for b in 0..<width {
-                                            let q = sums + 4 * b, c = counts + 4 * b
-                                            let s = (q[0] + q[1]) + (q[2] + q[3])
-                                            out.0.p[o + b] += s.x; out.1.p[o + b] += s.y
-                                            out.2.p[o + b] &+= (c[0] &+ c[1]) &+ (c[2] &+ c[3])
+                                        let o = offsets[f], width = offsets[f + 1] - o, column = input.0.p + f * n
+                                        let to = (out.0.p + o, out.1.p + o, out.2.p + o)
+                                        accumulate(column: column, rows: input.1.p, pairs: input.2.p, count: count,
+                                                   sums: sums, counts: counts)
+                                        // A small leaf visits only its rows' bins (the second visit of a bin finds
+                                        // it cleared), a large one every bin.
+                                        if count < width {
+                                            for j in 0..<count { flush(Int(column[Int(input.1.p[j])]), sums, counts, to) }
+                                        } else {
+                                            for b in 0..<width { flush(b, sums, counts, to) }
                                         }
                                     }
                                 }
@@ -92,13 +98,11 @@ public enum HistogramKernel {
         }
     }
 
-    /// One feature's four partials: bin b's partial k at sums[4b + k] (`width` bins; every bin in `column` is below it).
+    /// Adds one feature's rows to its four partials, zero on entry: bin b's partial k at sums[4b + k] (every bin in
+    /// `column` is below the scratch's width).
     @inline(__always)
     static func accumulate(column: UnsafePointer<UInt8>, rows: UnsafePointer<Int32>, pairs: UnsafePointer<SIMD2<Double>>,
-                           count: Int, width: Int, sums: UnsafeMutablePointer<SIMD2<Double>>,
-                           counts: UnsafeMutablePointer<Int32>) {
-        sums.initialize(repeating: .zero, count: 4 * width)
-        counts.initialize(repeating: 0, count: 4 * width)
+                           count: Int, sums: UnsafeMutablePointer<SIMD2<Double>>, counts: UnsafeMutablePointer<Int32>) {
         var j = 0
         while j &+ 4 <= count {
             let b0 = Int(column[Int(rows[j])]) &* 4, b1 = Int(column[Int(rows[j &+ 1])]) &* 4 &+ 1
@@ -112,5 +116,18 @@ public enum HistogramKernel {
             sums[b] += pairs[j]; counts[b] &+= 1
             j &+= 1
         }
+    }
+
+    /// Adds bin b's four partials ((p0 + p1) + (p2 + p3)) and counts to the feature's output bins `to` (g, h, c) and
+    /// clears them; nothing for a bin no row reached.
+    @inline(__always)
+    static func flush(_ b: Int, _ sums: UnsafeMutablePointer<SIMD2<Double>>, _ counts: UnsafeMutablePointer<Int32>,
+                      _ to: (UnsafeMutablePointer<Double>, UnsafeMutablePointer<Double>, UnsafeMutablePointer<Int32>)) {
+        let q = sums + 4 * b, k = counts + 4 * b
+        let reached = (k[0] &+ k[1]) &+ (k[2] &+ k[3])
+        guard reached != 0 else { return }
+        let s = (q[0] + q[1]) + (q[2] + q[3])
+        to.0[b] += s.x; to.1[b] += s.y; to.2[b] &+= reached
+        q.update(repeating: .zero, count: 4); k.update(repeating: 0, count: 4)
     }
 }

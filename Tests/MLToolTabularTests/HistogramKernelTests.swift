@@ -95,6 +95,13 @@ import MLToolTestSupport
         HistogramKernel.build(bins: [0, 0, 0, 0, 0], rowCount: 5, offsets: [0, 1], rows: [0, 1, 2, 3, 4], g: g, h: h, threads: 1, into: &fast)
         #expect(reference.g == [0] && fast.g == [0] && g.reduce(0.0) { $0 + Double($1) } == 2)
         #expect(reference.h == [5] && fast.h == [5] && reference.c == [5] && fast.c == [5])
+        // A bin no row reaches is left as it was: −0 stays −0 in both (adding (0 + 0) + (0 + 0) would make it +0).
+        var before = Histogram(bins: 2)
+        before.g = [-0.0, -0.0]
+        var r = before, q = before
+        HistogramKernel.reference(bins: [0, 0], rowCount: 2, offsets: [0, 2], rows: [0, 1], g: [1, 2], h: [1, 1], into: &r)
+        HistogramKernel.build(bins: [0, 0], rowCount: 2, offsets: [0, 2], rows: [0, 1], g: [1, 2], h: [1, 1], threads: 1, into: &q)
+        #expect(Self.bits(r) == Self.bits(q) && r.g[0] == 3 && r.g[1].sign == .minus)
     }
 
     @Test func subtractionGivesTheSiblingsCounts() {
