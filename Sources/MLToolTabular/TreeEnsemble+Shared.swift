@@ -43,9 +43,9 @@ extension TreeEnsemble {
     }
 
     func sharedTrees() -> SharedTrees? {
-        if let compact { return compact.scoring.forFile() }
         let k = scoreCount
         guard objective == .multiclass, learner == .forest || learner == .tree, treeCount > 0, treeCount % k == 0 else { return nil }
+        if let compact { return compact.scoring.forFile() }
         var out = SharedTrees()
         for g in 0..<(treeCount / k) {
             let first = Int(treeStarts[g * k]), size = Int(treeStarts[g * k + 1]) - first

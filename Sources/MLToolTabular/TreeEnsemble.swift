@@ -86,6 +86,9 @@ public struct TreeEnsemble: Sendable {
     /// The leaf value tree `t` gives a row whose feature values `value(f)` returns.
     @inline(__always)
     func leafValue(_ t: Int, _ value: (Int) -> Float) -> Float {
+        // The tables once, not through an accessor at every node.
+        let tables = full ?? compact!.expanded
+        let treeStarts = tables.treeStarts, nodes = tables.nodes, values = tables.values, categoryWords = tables.categoryWords
         let start = Int(treeStarts[t])
         var i = 0
         while true {
