@@ -57,6 +57,13 @@ public struct TreeEnsemble: Sendable {
         var treeStarts: [Int32] = [0], nodes: [Int32] = [], values: [Float] = [], categoryWords: [UInt32] = []
     }
 
+    /// This ensemble with its tables in full (what reads every node, an export, reads them at the cost of an array).
+    public func inFull() -> TreeEnsemble {
+        var e = self
+        e.expandTrees()
+        return e
+    }
+
     /// Makes the tables in full from the shared trees, if that is how the trees are held, and drops the shared ones.
     mutating func expandTrees() {
         guard let c = compact else { return }
