@@ -53,8 +53,10 @@ struct TreeNodes {
     static let nodeLimit = 1 << 22
     let maxTableValues: Int, maxNodes: Int
 
-    init(_ e: TreeEnsemble, style: Style, model name: String, format: String,
+    init(_ shared: TreeEnsemble, style: Style, model name: String, format: String,
          maxTableValues: Int = TreeNodes.tableValueLimit, maxNodes: Int = TreeNodes.nodeLimit) throws {
+        // Every node is read, several times: the tables in full once, not through a shared forest's accessors.
+        let e = shared.inFull()
         guard e.learner != .linear else {
             // Exported as ONNX's LinearClassifier / LinearRegressor (ONNXLinearModel) or Core ML's GLMs (CoreMLLinearModel).
             throw ExportError.unsupported(model: name, format: format, place: "learner 'linear'", reason: "a linear model has no trees")

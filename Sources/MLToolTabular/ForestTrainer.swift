@@ -46,6 +46,11 @@ public struct ForestTrainer: Sendable {
         var ensemble = TreeEnsemble(objective: schema.objective, target: schema.target, labels: schema.labels, features: features,
                                     baseScores: [Float](repeating: 0, count: k))
         ensemble.learner = learner
+        // A multiclass forest's K trees a round differ only in their leaves: each tree is laid out once (its leaves 0)
+        // and its leaves' K values kept beside, the shared trees a file stores, never the K copies (letter: 29 MB
+        // against 238 MB).
+        var shapes = TreeEnsemble(objective: .regression, target: "", labels: [], features: features, baseScores: [0])
+        var leaves: [Float] = []
         var gains = [Double](repeating: 0, count: all), splits = [Int](repeating: 0, count: all)
         let trees = max(p.trees, 1)
         for t in 0..<trees {
@@ -59,6 +64,15 @@ public struct ForestTrainer: Sendable {
             let value = (0..<n).map { schema.objective == .regression ? weight[$0] * (Double(targets[$0]) - mean) : weight[$0] }
             let grown = grower.grow(rows: rows, channel: channel, value: value, weight: weight, seed: rng.next())
             for node in grown.nodes where node.feature >= 0 { gains[node.feature] += node.gain; splits[node.feature] += 1 }
+            if k > 1 {
+                var nodes = grown.nodes
+                for i in nodes.indices where nodes[i].feature < 0 { nodes[i].value = 0 }
+                shapes.append(nodes, features: features)
+                for (i, v) in grown.values.enumerated() where grown.nodes[i].feature < 0 {
+                    for j in 0..<k { leaves.append(Float((v[j] + mean) / Double(trees))) }
+                }
+                continue
+            }
             for j in 0..<k {
                 var nodes = grown.nodes
                 for (i, v) in grown.values.enumerated() where nodes[i].feature < 0 {
@@ -69,7 +83,11 @@ public struct ForestTrainer: Sendable {
             }
         }
         for f in 0..<all { ensemble.features[f].gain = gains[f]; ensemble.features[f].splits = splits[f] }
-        ensemble.shareTrees()
+        if k > 1 {
+            let shared = TreeEnsemble.SharedTrees(treeStarts: shapes.treeStarts, nodes: shapes.nodes, values: shapes.values,
+                                                  categoryWords: shapes.categoryWords, leaves: leaves)
+            ensemble.scoringTrees = shared.forScoring()
+        }
         return ensemble
     }
 }

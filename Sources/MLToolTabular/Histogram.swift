@@ -18,54 +18,75 @@ public struct Histogram: Sendable, Equatable {
     }
 }
 
-/// Builds a leaf's histogram from the binned data (feature-major, [f · n + r]) and the rows it holds. Both kernels add
-/// each bin's terms in the order of `rows`, so they give the same bits, for any number of threads.
+/// Builds a leaf's histogram from the binned data (feature-major, [f · n + r]) and the rows it holds.
+///
+/// Summation order (both kernels, so they give the same bits for any number of threads): for each feature and bin,
+/// the row at position j of `rows` adds its gradient and hessian (as Double) to partial sum j mod 4 of that bin, each
+/// partial in the order of `rows` from 0; the bin then gets ((p0 + p1) + (p2 + p3)) added to what it held (a bin no
+/// row reaches is left as it was, so a −0 stays −0). Four partials because consecutive rows often share a bin (half of
+/// Fashion-MNIST's pixels are 0): one running sum per bin makes every add wait for the previous one's store.
 public enum HistogramKernel {
-    /// The scalar reference: one pass per row over every feature.
+    /// The scalar reference: the plain loop, feature by feature, with the four partials as arrays.
     public static func reference(bins: [UInt8], rowCount n: Int, offsets: [Int], rows: ArraySlice<Int32>,
                                  g: [Float], h: [Float], into hist: inout Histogram) {
-        let features = offsets.count - 1
-        for r in rows {
-            let r = Int(r)
-            for f in 0..<features {
-                let b = offsets[f] + Int(bins[f * n + r])
-                hist.g[b] += Double(g[r]); hist.h[b] += Double(h[r]); hist.c[b] += 1
+        for f in 0..<(offsets.count - 1) {
+            let o = offsets[f], width = offsets[f + 1] - o
+            var pg = [[Double]](repeating: [Double](repeating: 0, count: width), count: 4), ph = pg
+            var reached = [Bool](repeating: false, count: width)
+            for (j, r) in rows.enumerated() {
+                let r = Int(r), b = Int(bins[f * n + r])
+                pg[j % 4][b] += Double(g[r]); ph[j % 4][b] += Double(h[r]); hist.c[o + b] += 1; reached[b] = true
+            }
+            for b in 0..<width where reached[b] {
+                hist.g[o + b] += (pg[0][b] + pg[1][b]) + (pg[2][b] + pg[3][b])
+                hist.h[o + b] += (ph[0][b] + ph[1][b]) + (ph[2][b] + ph[3][b])
             }
         }
     }
 
-    /// The fast path: the leaf's gradients gathered in row order once, then features split into blocks across
-    /// `threads` workers, each summing its own features (no shared bins, so no locks and a fixed order).
+    /// The fast path: the leaf's (gradient, hessian) pairs gathered in row order once, then features split into blocks
+    /// across `threads` workers (no shared bins, so no locks). Per feature, the four partials of a bin sit side by side
+    /// (one 64-byte line of pairs), each add one 128-bit load-add-store. Measured on Fashion-MNIST's training table
+    /// (53,892 rows × 784 pixels, root histogram, 1 thread, AMD EPYC with AVX-512, 2 loaded cores): 0.053 s (1.26 ns
+    /// an update) against 0.119 s (2.81 ns) for one running sum per bin and separate g, h, c arrays.
     public static func build(bins: [UInt8], rowCount n: Int, offsets: [Int], rows: ArraySlice<Int32>,
                              g: [Float], h: [Float], threads: Int, into hist: inout Histogram) {
         let features = offsets.count - 1, count = rows.count
         guard count > 0, features > 0 else { return }
-        var og = [Double](repeating: 0, count: count), oh = og
+        var pairs = [SIMD2<Double>](repeating: .zero, count: count)
         var i = 0
-        for r in rows { og[i] = Double(g[Int(r)]); oh[i] = Double(h[Int(r)]); i += 1 }
+        for r in rows { pairs[i] = SIMD2(Double(g[Int(r)]), Double(h[Int(r)])); i += 1 }
+        let widest = (0..<features).reduce(0) { max($0, offsets[$1 + 1] - offsets[$1]) }
         let workers = max(1, min(threads, features, count / 1024 + 1))
         bins.withUnsafeBufferPointer { bp in
             rows.withUnsafeBufferPointer { rp in
-                og.withUnsafeBufferPointer { gp in
-                    oh.withUnsafeBufferPointer { hp in
-                        hist.g.withUnsafeMutableBufferPointer { hg in
-                            hist.h.withUnsafeMutableBufferPointer { hh in
-                                hist.c.withUnsafeMutableBufferPointer { hc in
-                                    let hgp = hg.baseAddress!, hhp = hh.baseAddress!, hcp = hc.baseAddress!
-                                    let shared = (SharedPointer(p: hgp), SharedPointer(p: hhp), SharedPointer(p: hcp))
-                                    let b0 = SharedPointer(p: UnsafeMutablePointer(mutating: bp.baseAddress!))
-                                    let r0 = SharedPointer(p: UnsafeMutablePointer(mutating: rp.baseAddress!))
-                                    let g0 = SharedPointer(p: UnsafeMutablePointer(mutating: gp.baseAddress!))
-                                    let h0 = SharedPointer(p: UnsafeMutablePointer(mutating: hp.baseAddress!))
-                                    DispatchQueue.concurrentPerform(iterations: workers) { w in
-                                        let lo = features * w / workers, hi = features * (w + 1) / workers
-                                        for f in lo..<hi {
-                                            let column = b0.p + f * n, base = offsets[f]
-                                            let sg = shared.0.p + base, sh = shared.1.p + base, sc = shared.2.p + base
-                                            for j in 0..<count {
-                                                let b = Int(column[Int(r0.p[j])])
-                                                sg[b] += g0.p[j]; sh[b] += h0.p[j]; sc[b] &+= 1
-                                            }
+                pairs.withUnsafeBufferPointer { pp in
+                    hist.g.withUnsafeMutableBufferPointer { hg in
+                        hist.h.withUnsafeMutableBufferPointer { hh in
+                            hist.c.withUnsafeMutableBufferPointer { hc in
+                                let out = (SharedPointer(p: hg.baseAddress!), SharedPointer(p: hh.baseAddress!),
+                                           SharedPointer(p: hc.baseAddress!))
+                                let input = (SharedPointer(p: UnsafeMutablePointer(mutating: bp.baseAddress!)),
+                                             SharedPointer(p: UnsafeMutablePointer(mutating: rp.baseAddress!)),
+                                             SharedPointer(p: UnsafeMutablePointer(mutating: pp.baseAddress!)))
+                                DispatchQueue.concurrentPerform(iterations: workers) { w in
+                                    // All zeros between features: `flush` clears what `accumulate` set.
+                                    let sums = UnsafeMutablePointer<SIMD2<Double>>.allocate(capacity: 4 * widest)
+                                    let counts = UnsafeMutablePointer<Int32>.allocate(capacity: 4 * widest)
+                                    sums.initialize(repeating: .zero, count: 4 * widest)
+                                    counts.initialize(repeating: 0, count: 4 * widest)
+                                    defer { sums.deallocate(); counts.deallocate() }
+                                    for f in (features * w / workers)..<(features * (w + 1) / workers) {
+                                        let o = offsets[f], width = offsets[f + 1] - o, column = input.0.p + f * n
+                                        let to = (out.0.p + o, out.1.p + o, out.2.p + o)
+                                        accumulate(column: column, rows: input.1.p, pairs: input.2.p, count: count,
+                                                   sums: sums, counts: counts)
+                                        // A small leaf visits only its rows' bins (the second visit of a bin finds
+                                        // it cleared), a large one every bin.
+                                        if count < width {
+                                            for j in 0..<count { flush(Int(column[Int(input.1.p[j])]), sums, counts, to) }
+                                        } else {
+                                            for b in 0..<width { flush(b, sums, counts, to) }
                                         }
                                     }
                                 }
@@ -76,5 +97,37 @@ public enum HistogramKernel {
             }
         }
     }
-}
 
+    /// Adds one feature's rows to its four partials, zero on entry: bin b's partial k at sums[4b + k] (every bin in
+    /// `column` is below the scratch's width).
+    @inline(__always)
+    static func accumulate(column: UnsafePointer<UInt8>, rows: UnsafePointer<Int32>, pairs: UnsafePointer<SIMD2<Double>>,
+                           count: Int, sums: UnsafeMutablePointer<SIMD2<Double>>, counts: UnsafeMutablePointer<Int32>) {
+        var j = 0
+        while j &+ 4 <= count {
+            let b0 = Int(column[Int(rows[j])]) &* 4, b1 = Int(column[Int(rows[j &+ 1])]) &* 4 &+ 1
+            let b2 = Int(column[Int(rows[j &+ 2])]) &* 4 &+ 2, b3 = Int(column[Int(rows[j &+ 3])]) &* 4 &+ 3
+            sums[b0] += pairs[j]; sums[b1] += pairs[j &+ 1]; sums[b2] += pairs[j &+ 2]; sums[b3] += pairs[j &+ 3]
+            counts[b0] &+= 1; counts[b1] &+= 1; counts[b2] &+= 1; counts[b3] &+= 1
+            j &+= 4
+        }
+        while j < count {
+            let b = Int(column[Int(rows[j])]) &* 4 &+ (j & 3)
+            sums[b] += pairs[j]; counts[b] &+= 1
+            j &+= 1
+        }
+    }
+
+    /// Adds bin b's four partials ((p0 + p1) + (p2 + p3)) and counts to the feature's output bins `to` (g, h, c) and
+    /// clears them; nothing for a bin no row reached.
+    @inline(__always)
+    static func flush(_ b: Int, _ sums: UnsafeMutablePointer<SIMD2<Double>>, _ counts: UnsafeMutablePointer<Int32>,
+                      _ to: (UnsafeMutablePointer<Double>, UnsafeMutablePointer<Double>, UnsafeMutablePointer<Int32>)) {
+        let q = sums + 4 * b, k = counts + 4 * b
+        let reached = (k[0] &+ k[1]) &+ (k[2] &+ k[3])
+        guard reached != 0 else { return }
+        let s = (q[0] + q[1]) + (q[2] + q[3])
+        to.0[b] += s.x; to.1[b] += s.y; to.2[b] &+= reached
+        q.update(repeating: .zero, count: 4); k.update(repeating: 0, count: 4)
+    }
+}

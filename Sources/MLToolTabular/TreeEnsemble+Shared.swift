@@ -1,3 +1,4 @@
+import Foundation
 import MLToolCore
 
 /// Shared multiclass trees (docs/FORMAT.md 4.5): a multiclass forest's K trees per round differ only in their leaves,
@@ -13,6 +14,13 @@ extension TreeEnsemble {
         func forScoring() -> SharedTrees {
             var s = self, leaf: Int32 = 0
             for i in stride(from: 0, to: nodes.count, by: 5) where nodes[i] < 0 { s.nodes[i + 4] = leaf; leaf += 1 }
+            return s
+        }
+
+        /// The stored form of `forScoring`'s: leaves' column 4 back to 0.
+        func forFile() -> SharedTrees {
+            var s = self
+            for i in stride(from: 0, to: nodes.count, by: 5) where nodes[i] < 0 { s.nodes[i + 4] = 0 }
             return s
         }
 
@@ -37,6 +45,7 @@ extension TreeEnsemble {
     func sharedTrees() -> SharedTrees? {
         let k = scoreCount
         guard objective == .multiclass, learner == .forest || learner == .tree, treeCount > 0, treeCount % k == 0 else { return nil }
+        if let compact { return compact.scoring.forFile() }
         var out = SharedTrees()
         for g in 0..<(treeCount / k) {
             let first = Int(treeStarts[g * k]), size = Int(treeStarts[g * k + 1]) - first
@@ -57,29 +66,34 @@ extension TreeEnsemble {
         return out
     }
 
-    /// The T = G · K trees of a shared file: tree g · K + k is stored tree g with its leaves' values from column k.
-    init(expanding s: SharedTrees, objective: TabularSchema.Objective, target: String, labels: [String],
-         features: [TabularConfig.Feature], baseScores: [Float], file: String) throws {
-        self.init(objective: objective, target: target, labels: labels, features: features, baseScores: baseScores,
-                  categoryWords: s.categoryWords)
-        let k = scoreCount, leafCount = s.nodes.indices.filter { $0 % 5 == 0 && s.nodes[$0] < 0 }.count
+    /// Refuses shared trees whose leaf table is not [leaves, K] (or whose node and value tables disagree).
+    static func checkLeaves(_ s: SharedTrees, k: Int, file: String) throws {
+        let leafCount = s.nodes.indices.filter { $0 % 5 == 0 && s.nodes[$0] < 0 }.count
         guard s.leaves.count == leafCount * k, s.values.count * 5 == s.nodes.count else {
             throw TabularError.invalidModel(file: file, what: "leaf values", expected: "\(leafCount) × \(k)", actual: "\(s.leaves.count) values")
         }
+    }
+
+    /// The T = G · K trees of shared trees (checked by `checkLeaves`, either form): tree g · K + k is stored tree g
+    /// with its leaves' values from column k (and 0 in each leaf's column 4).
+    static func expand(_ s: SharedTrees, k: Int) -> NodeTables {
+        var t = NodeTables(categoryWords: s.categoryWords)
         var leaf = 0
         for g in 0..<(s.treeStarts.count - 1) {
             let first = Int(s.treeStarts[g]), end = Int(s.treeStarts[g + 1])
-            let rows = s.nodes[(first * 5)..<(end * 5)]
+            var rows = Array(s.nodes[(first * 5)..<(end * 5)])
+            for i in stride(from: 0, to: rows.count, by: 5) where rows[i] < 0 { rows[i + 4] = 0 }
             for j in 0..<k {
                 var at = leaf
-                nodes += rows
+                t.nodes += rows
                 for i in first..<end {
-                    if s.nodes[i * 5] < 0 { values.append(s.leaves[at * k + j]); at += 1 } else { values.append(s.values[i]) }
+                    if s.nodes[i * 5] < 0 { t.values.append(s.leaves[at * k + j]); at += 1 } else { t.values.append(s.values[i]) }
                 }
-                treeStarts.append(Int32(values.count))
+                t.treeStarts.append(Int32(t.values.count))
             }
             leaf += (first..<end).filter { s.nodes[$0 * 5] < 0 }.count
         }
+        return t
     }
 
     /// Whether the tree at `other` (ending at `end`) has the nodes, thresholds and category sets of the `size` nodes
@@ -102,9 +116,10 @@ extension TreeEnsemble {
         return true
     }
 
-    /// Keeps this multiclass forest's shared trees for `scores` (nothing for other ensembles).
+    /// Keeps this multiclass forest as its shared trees alone, for `scores` and the file (nothing for other ensembles).
     mutating func shareTrees() {
-        scoringTrees = sharedTrees()?.forScoring()
+        guard compact == nil, let s = sharedTrees() else { return }
+        scoringTrees = s.forScoring()
     }
 
     /// Adds each shared tree's leaf values (K per leaf) to rows lo..<hi of `out`, in blocks of rows as `addTrees` does.
@@ -131,4 +146,24 @@ extension TreeEnsemble {
     }
 
     private func words(feature f: Int) -> Int { ((features[f].categories?.count ?? 0) + 31) / 32 }
+}
+
+/// A multiclass forest held as shared trees, and its tables in full once something asks for them (made once, then
+/// kept: an export reads them node by node).
+final class CompactTrees: @unchecked Sendable {
+    let scoring: TreeEnsemble.SharedTrees
+    let k: Int
+    private let lock = NSLock()
+    private var made: TreeEnsemble.NodeTables?
+
+    init(scoring: TreeEnsemble.SharedTrees, k: Int) { self.scoring = scoring; self.k = k }
+
+    var expanded: TreeEnsemble.NodeTables {
+        lock.withLock {
+            if let made { return made }
+            let t = TreeEnsemble.expand(scoring, k: k)
+            made = t
+            return t
+        }
+    }
 }

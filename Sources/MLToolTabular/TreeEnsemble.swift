@@ -8,9 +8,9 @@ import MLToolCore
 ///     let model = try TreeEnsemble(model: ModelLoader.load("model.bin"))
 ///     let p = model.probabilities(FeatureMatrix(table: RawTable.read("rows.csv"), features: model.features))
 public struct TreeEnsemble: Sendable {
-    public var objective: TabularSchema.Objective { didSet { scoringTrees = nil } }
+    public var objective: TabularSchema.Objective { willSet { expandTrees() } }
     public var target: String
-    public var labels: [String] { didSet { scoringTrees = nil } }
+    public var labels: [String] { willSet { expandTrees() } }
     public var features: [TabularConfig.Feature]
     public var baseScores: [Float]
     /// Boosted trees (sums through a sigmoid or softmax) or averaged ones (forest, tree: the sums are the prediction),
@@ -19,15 +19,57 @@ public struct TreeEnsemble: Sendable {
     /// The linear model's terms (learner `.linear` only).
     public var linear: LinearTerms?
     /// Where each tree's nodes start, then the node count.
-    public var treeStarts: [Int32] { didSet { scoringTrees = nil } }
+    public var treeStarts: [Int32] {
+        get { full?.treeStarts ?? compact!.expanded.treeStarts }
+        _modify { expandTrees(); yield &full!.treeStarts }
+    }
     /// Per node: feature (−1: leaf), left, right (relative to the tree's first node), flags, category offset.
-    public var nodes: [Int32] { didSet { scoringTrees = nil } }
+    public var nodes: [Int32] {
+        get { full?.nodes ?? compact!.expanded.nodes }
+        _modify { expandTrees(); yield &full!.nodes }
+    }
     /// Per node: a numeric split's threshold or a leaf's value.
-    public var values: [Float] { didSet { scoringTrees = nil } }
-    public var categoryWords: [UInt32] { didSet { scoringTrees = nil } }
+    public var values: [Float] {
+        get { full?.values ?? compact!.expanded.values }
+        _modify { expandTrees(); yield &full!.values }
+    }
+    public var categoryWords: [UInt32] {
+        get { full?.categoryWords ?? compact!.expanded.categoryWords }
+        _modify { expandTrees(); yield &full!.categoryWords }
+    }
+    /// The four tables above, every tree in full; nil while a multiclass forest is held as its shared trees alone.
+    var full: NodeTables?
+    /// A multiclass forest's shared trees (`shareTrees()`), its tables in full made from them only when something
+    /// reads them (an export, a file in the unshared encoding): letter's 100-tree forest is 29 MB shared, 238 MB in full.
+    var compact: CompactTrees?
     /// A multiclass forest's trees as `scores` walks them, each round's once (`SharedTrees.forScoring`); nil for other
-    /// ensembles. Set by `shareTrees()`; any change to the four tables above drops it.
-    var scoringTrees: SharedTrees?
+    /// ensembles. Set by `shareTrees()`; any change to the tables drops it (setting nil keeps the trees in full).
+    var scoringTrees: SharedTrees? {
+        get { compact?.scoring }
+        set {
+            expandTrees()
+            if let newValue { compact = CompactTrees(scoring: newValue, k: scoreCount); full = nil }
+        }
+    }
+
+    /// Every tree's nodes in full (docs/FORMAT.md 4.5's tables).
+    struct NodeTables: Sendable {
+        var treeStarts: [Int32] = [0], nodes: [Int32] = [], values: [Float] = [], categoryWords: [UInt32] = []
+    }
+
+    /// This ensemble with its tables in full (what reads every node, an export, reads them at the cost of an array).
+    public func inFull() -> TreeEnsemble {
+        var e = self
+        e.expandTrees()
+        return e
+    }
+
+    /// Makes the tables in full from the shared trees, if that is how the trees are held, and drops the shared ones.
+    mutating func expandTrees() {
+        guard let c = compact else { return }
+        full = c.expanded
+        compact = nil
+    }
 
     /// How the trees were grown, and so how their sums become predictions (docs/FORMAT.md 4.5, `learner`).
     public enum Learner: String, Sendable, CaseIterable {
@@ -36,19 +78,24 @@ public struct TreeEnsemble: Sendable {
 
     /// Scores per row: K = 1, or the class count for multiclass.
     public var scoreCount: Int { objective == .multiclass ? labels.count : 1 }
-    public var treeCount: Int { treeStarts.count - 1 }
+    public var treeCount: Int { compact.map { ($0.scoring.treeStarts.count - 1) * $0.k } ?? full!.treeStarts.count - 1 }
+    /// Nodes in all trees (each shared tree counted K times), without making the tables in full.
+    public var nodeCount: Int { compact.map { $0.scoring.values.count * $0.k } ?? full!.values.count }
 
     public init(objective: TabularSchema.Objective, target: String, labels: [String], features: [TabularConfig.Feature],
                 baseScores: [Float], treeStarts: [Int32] = [0], nodes: [Int32] = [], values: [Float] = [],
                 categoryWords: [UInt32] = []) {
         self.objective = objective; self.target = target; self.labels = labels; self.features = features
-        self.baseScores = baseScores; self.treeStarts = treeStarts; self.nodes = nodes; self.values = values
-        self.categoryWords = categoryWords
+        self.baseScores = baseScores
+        full = NodeTables(treeStarts: treeStarts, nodes: nodes, values: values, categoryWords: categoryWords)
     }
 
     /// The leaf value tree `t` gives a row whose feature values `value(f)` returns.
     @inline(__always)
     func leafValue(_ t: Int, _ value: (Int) -> Float) -> Float {
+        // The tables once, not through an accessor at every node.
+        let tables = full ?? compact!.expanded
+        let treeStarts = tables.treeStarts, nodes = tables.nodes, values = tables.values, categoryWords = tables.categoryWords
         let start = Int(treeStarts[t])
         var i = 0
         while true {
@@ -219,9 +266,10 @@ public struct TreeEnsemble: Sendable {
         if let leaves = c.leafValuesTensor {
             let shared = SharedTrees(treeStarts: try ints(c.treesTensor), nodes: try ints(c.nodesTensor), values: try floats(c.valuesTensor),
                                      categoryWords: words, leaves: try floats(leaves))
-            try self.init(expanding: shared, objective: objective, target: c.target, labels: md.labels, features: c.features,
-                          baseScores: c.baseScores, file: file)
-            scoringTrees = shared.forScoring()
+            self.init(objective: objective, target: c.target, labels: md.labels, features: c.features, baseScores: c.baseScores)
+            try Self.checkLeaves(shared, k: scoreCount, file: file)
+            full = nil
+            compact = CompactTrees(scoring: shared.forScoring(), k: scoreCount)
         } else {
             self.init(objective: objective, target: c.target, labels: md.labels, features: c.features, baseScores: c.baseScores,
                       treeStarts: try ints(c.treesTensor), nodes: try ints(c.nodesTensor), values: try floats(c.valuesTensor),

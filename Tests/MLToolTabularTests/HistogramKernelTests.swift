@@ -1,9 +1,77 @@
+import Foundation
 import Testing
 import MLToolCore
+import MLToolTestSupport
 @testable import MLToolTabular
 
 /// The threaded histogram kernel against the scalar reference: the same bits, for any thread count.
 @Suite struct HistogramKernelTests {
+    /// Both histograms' sums as bit patterns, and their counts.
+    static func bits(_ h: Histogram) -> [UInt64] {
+        h.g.map(\.bitPattern) + h.h.map(\.bitPattern) + h.c.map { UInt64(UInt32(bitPattern: $0)) }
+    }
+
+    /// Seeded gradients over 40 binades (2^−30…2^10, either sign; hessians positive): sums of values this far apart
+    /// round, so a different summation order gives different bits (values of one binade, like `nextUnit`'s, add exactly
+    /// in binary64 whatever the order, and could not tell).
+    static func spread(_ n: Int, _ rng: inout SplitMix64, signed: Bool) -> [Float] {
+        (0..<n).map { _ in
+            let sign: FloatingPointSign = signed && rng.next() & 1 == 1 ? .minus : .plus
+            return Float(sign: sign, exponent: Int(rng.next() % 40) - 30, significand: 1 + rng.nextUnit())
+        }
+    }
+
+    /// The fast kernel gives the reference's bits for `rows`, at 1, 2, 3 and 8 threads.
+    static func expectReferenceBits(_ binned: [UInt8], n: Int, offsets: [Int], rows: [Int32], g: [Float], h: [Float],
+                                    _ what: String) {
+        var reference = Histogram(bins: offsets.last!)
+        HistogramKernel.reference(bins: binned, rowCount: n, offsets: offsets, rows: rows[...], g: g, h: h, into: &reference)
+        #expect(reference.c.reduce(0, +) == Int32(rows.count * (offsets.count - 1)), "\(what): every row once a feature")
+        for threads in [1, 2, 3, 8] {
+            var fast = Histogram(bins: offsets.last!)
+            HistogramKernel.build(bins: binned, rowCount: n, offsets: offsets, rows: rows[...], g: g, h: h, threads: threads, into: &fast)
+            let a = Self.bits(fast), b = Self.bits(reference), differing = zip(a, b).filter { $0 != $1 }.count
+            #expect(differing == 0, "\(what), \(rows.count) rows, threads \(threads): \(differing) of \(a.count) sums differ")
+        }
+    }
+
+    /// Real tables (datasets/tabular.sh's validation splits: Fashion-MNIST's 6,108 rows × 784 pixels, letter, pima
+    /// with missing values, diamonds and DNA with categorical columns), binned as training bins them, with seeded
+    /// gradients: all rows; both children of a real split (stable partitions, ascending); a 30 % sample as bagging
+    /// draws it; a shuffled subset; and 0, 1, 3 and 5 rows (every tail length of the 4-row loop).
+    @Test(arguments: [("fashion", "label"), ("letter", "lettr"), ("pima", "diabetes"), ("diamonds", "price"), ("dna", "Class")])
+    func realTablesGiveTheReferenceBits(_ name: String, _ target: String) throws {
+        let path = BoostedTreeTests.root + "/" + name + "/validation.csv"
+        guard FileManager.default.fileExists(atPath: path) else {
+            Oracles.missing("\(path) is missing: run bash datasets/tabular.sh (make test does)")
+            return
+        }
+        let table = try RawTable.read(path)
+        let schema = try TabularSchema.infer(table, target: target)
+        let matrix = try FeatureMatrix(table: table, features: schema.features)
+        let bins = FeatureBins(matrix: matrix, categorical: schema.features.map { $0.kind == .categorical }, maxBins: 255)
+        let binned = bins.binned(matrix), n = matrix.rowCount
+        var offsets = [0]
+        for c in bins.counts { offsets.append(offsets.last! + c) }
+        var rng = SplitMix64(seed: 53)
+        let g = Self.spread(n, &rng, signed: true), h = Self.spread(n, &rng, signed: false)
+        let all = (0..<Int32(n)).map { $0 }
+        // A split on the widest feature at its middle bin, missing values left (the grower's partition).
+        let f = bins.counts.indices.max { bins.counts[$0] < bins.counts[$1] }!
+        let rule = bins.bounds[f] == nil ? SplitRule(feature: f, leftBins: [1], missingLeft: true, categorical: true)
+            : SplitRule(feature: f, bin: max(1, bins.counts[f] / 2), missingLeft: true)
+        var order = all, scratch = all
+        let left = rule.partition(&order, &scratch, binned: binned, n: n, start: 0, count: n)
+        let sample = all.filter { _ in rng.next() % 10 < 3 }
+        var shuffled = sample
+        shuffled.shuffle(using: &rng)
+        let sets: [(String, [Int32])] = [("all rows", all), ("left child", Array(order[..<left])),
+                                          ("right child", Array(order[left...])), ("30 % sample", sample),
+                                          ("shuffled", shuffled)] + [0, 1, 3, 5].map { ("first \($0)", Array(shuffled.prefix($0))) }
+        #expect(left > 0 && left < n, "\(name): the split on feature \(f) sends rows both ways")
+        for (what, rows) in sets { Self.expectReferenceBits(binned, n: n, offsets: offsets, rows: rows, g: g, h: h, "\(name) \(what)") }
+    }
+
     @Test func theFastKernelGivesTheReferenceBitsForEveryThreadCount() {
         var rng = SplitMix64(seed: 53)
         let n = 5_000, counts = [256, 3, 17, 256, 2, 100, 64]
@@ -11,18 +79,29 @@ import MLToolCore
         for c in counts { offsets.append(offsets.last! + c) }
         var bins = [UInt8](repeating: 0, count: n * counts.count)
         for (f, c) in counts.enumerated() { for r in 0..<n { bins[f * n + r] = UInt8(rng.next() % UInt64(c)) } }
-        let g = (0..<n).map { _ in rng.nextUnit() * 2 - 1 }, h = (0..<n).map { _ in rng.nextUnit() }
+        let g = Self.spread(n, &rng, signed: true), h = Self.spread(n, &rng, signed: false)
         // A leaf's rows: a scattered subset in a shuffled order, as partitions leave them.
         var rows = (0..<Int32(n)).filter { _ in rng.next() % 3 != 0 }
         rows.shuffle(using: &rng)
-        var reference = Histogram(bins: offsets.last!)
-        HistogramKernel.reference(bins: bins, rowCount: n, offsets: offsets, rows: rows[...], g: g, h: h, into: &reference)
-        #expect(reference.c.reduce(0, +) == Int32(rows.count * counts.count))
-        for threads in [1, 2, 3, 8] {
-            var fast = Histogram(bins: offsets.last!)
-            HistogramKernel.build(bins: bins, rowCount: n, offsets: offsets, rows: rows[...], g: g, h: h, threads: threads, into: &fast)
-            #expect(fast == reference, "threads \(threads)")
-        }
+        Self.expectReferenceBits(bins, n: n, offsets: offsets, rows: rows, g: g, h: h, "random bins")
+    }
+
+    /// The promised order, where it shows: five rows in one bin with gradients 2^60, 1, −2^60, 1, 1. Four partials
+    /// give (2^60 + 1 [rows 0, 4] + 1 [row 1]) + (−2^60 [row 2] + 1 [row 3]) = 0 in binary64; one running sum gives 2.
+    @Test func bothKernelsSumFourPartialsInTheirOrder() {
+        let g: [Float] = [0x1p60, 1, -0x1p60, 1, 1], h: [Float] = [1, 1, 1, 1, 1]
+        var reference = Histogram(bins: 1), fast = Histogram(bins: 1)
+        HistogramKernel.reference(bins: [0, 0, 0, 0, 0], rowCount: 5, offsets: [0, 1], rows: [0, 1, 2, 3, 4], g: g, h: h, into: &reference)
+        HistogramKernel.build(bins: [0, 0, 0, 0, 0], rowCount: 5, offsets: [0, 1], rows: [0, 1, 2, 3, 4], g: g, h: h, threads: 1, into: &fast)
+        #expect(reference.g == [0] && fast.g == [0] && g.reduce(0.0) { $0 + Double($1) } == 2)
+        #expect(reference.h == [5] && fast.h == [5] && reference.c == [5] && fast.c == [5])
+        // A bin no row reaches is left as it was: −0 stays −0 in both (adding (0 + 0) + (0 + 0) would make it +0).
+        var before = Histogram(bins: 2)
+        before.g = [-0.0, -0.0]
+        var r = before, q = before
+        HistogramKernel.reference(bins: [0, 0], rowCount: 2, offsets: [0, 2], rows: [0, 1], g: [1, 2], h: [1, 1], into: &r)
+        HistogramKernel.build(bins: [0, 0], rowCount: 2, offsets: [0, 2], rows: [0, 1], g: [1, 2], h: [1, 1], threads: 1, into: &q)
+        #expect(Self.bits(r) == Self.bits(q) && r.g[0] == 3 && r.g[1].sign == .minus)
     }
 
     @Test func subtractionGivesTheSiblingsCounts() {

@@ -57,6 +57,22 @@ import MLToolFormat
         #expect(boosted.sharedTrees() == nil)
     }
 
+    /// A shared forest holds no tables in full until something reads them (letter's 100-tree forest: 29 MB shared, 238 MB
+    /// in full; `mltool predict` of its test rows peaked at 97 MB RSS against 447 MB when files were read in full):
+    /// sharing drops them, reading them gives the same trees, and a change makes them in full for good.
+    @Test func sharedForestHoldsNoFullTablesUntilRead() {
+        let e = Self.forest()
+        var s = e
+        s.shareTrees()
+        #expect(s.full == nil && s.compact != nil && s.treeCount == 6 && s.nodeCount == e.nodeCount)
+        #expect(s.values == e.values && s.treeStarts == e.treeStarts && s.full == nil)
+        // Each copy of round 1's categorical split had its own category word; the shared trees keep one.
+        #expect(s.categoryWords == [0b101] && e.categoryWords == [0b101, 0b101, 0b101])
+        #expect(s.predict(Self.rows) == e.predict(Self.rows))
+        s.values[1] += 0
+        #expect(s.full != nil && s.compact == nil && s.scoringTrees == nil)
+    }
+
     /// Scores bit for bit as `every` gives them when each of its trees is walked (the K copies, no shared tables).
     static func expectScoredAsEveryTree(_ e: TreeEnsemble, _ m: FeatureMatrix) {
         var every = e
@@ -92,6 +108,7 @@ import MLToolFormat
     @Test func letterForestScoresAsEveryTreeAndFaster() throws {
         guard let s = try BoostedTreeTests.load("letter", target: "lettr") else { return }
         let e = ForestTests.fit(s, trees: 10)
+        #expect(e.full == nil && e.compact != nil, "a trained multiclass forest keeps its shared trees alone")
         let n = 10_000, test = s.test
         let big = FeatureMatrix(rowCount: n, columns: test.columns.map { c in (0..<n).map { c[$0 % test.rowCount] } })
         Self.expectScoredAsEveryTree(e, big)

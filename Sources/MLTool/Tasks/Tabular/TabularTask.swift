@@ -169,7 +169,7 @@ public enum TabularTask: TaskKind {
         if let w = e.linear?.weights {
             request.print("  linear     \(w.count / e.scoreCount) derived columns × \(e.scoreCount) score\(e.scoreCount == 1 ? "" : "s"), α \(setup.parameters.linearL2)")
         } else {
-            request.print("  trees      \(e.treeCount) (\(r.rounds) rounds), \(e.values.count) nodes")
+            request.print("  trees      \(e.treeCount) (\(r.rounds) rounds), \(e.nodeCount) nodes")
         }
         if let c = r.evaluation?.classification {
             request.print(String(format: "  %@ accuracy %.4f, macro F1 %.4f, log-loss %.4f", split, c.accuracy, c.macro.f1, c.logLoss))
