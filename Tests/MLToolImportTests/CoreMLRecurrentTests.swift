@@ -80,6 +80,33 @@ import Testing
         }
     }
 
+    /// Damaged recurrent models never trap: every 13th prefix of the NeuralNetwork biDirectionalLSTM is a data
+    /// error, and single flipped bytes (every 11th byte of it, every 17th of the two-layer MIL lstm program) either
+    /// import or throw an ImportError (sizes, gate counts and states checked before anything is read).
+    @Test func damagedRecurrentModelsNeverTrap() throws {
+        let dir = NSTemporaryDirectory() + "mltool-coreml-rnn-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let bytes = try Data(contentsOf: URL(fileURLWithPath: CoreMLFixtures.path("nn_bilstm.mlmodel")))
+        let path = dir + "/cut.mlmodel"
+        for n in stride(from: 1, to: bytes.count, by: 13) {
+            try bytes.prefix(n).write(to: URL(fileURLWithPath: path))
+            #expect(throws: ImportError.self, "a \(n)-byte prefix") { try CoreMLImporter.importModel(path: path) }
+        }
+        func flips(_ original: Data, every step: Int, at file: String, importing model: String) throws {
+            for i in stride(from: 0, to: original.count, by: step) {
+                var b = original
+                b[i] ^= 0x5A
+                try b.write(to: URL(fileURLWithPath: file))
+                do { _ = try CoreMLImporter.importModel(path: model) } catch is ImportError {} catch { Issue.record("byte \(i) flipped: \(error)") }
+            }
+        }
+        try flips(bytes, every: 11, at: path, importing: path)
+        let package = dir + "/bi.mlpackage", spec = package + "/Data/com.apple.CoreML/model.mlmodel"
+        try FileManager.default.copyItem(atPath: CoreMLFixtures.path("mil_lstm2_bi.mlpackage"), toPath: package)
+        try flips(try Data(contentsOf: URL(fileURLWithPath: spec)), every: 17, at: spec, importing: package)
+    }
+
     /// Core ML's gate orders onto ONNX's: MIL lstm i, f, o, z → i, o, f, z; gru r, o, z → z, r, h.
     @Test func gatesAreReordered() {
         #expect(CoreMLRecurrence.reordered([0, 0, 1, 1, 2, 2, 3, 3], [0, 2, 1, 3], size: 2) == [0, 0, 2, 2, 1, 1, 3, 3])
