@@ -14,8 +14,10 @@ import Testing
     struct Case: Decodable { let model: String; let shape: [Int]; let time_major: Bool?; let outputs: [String: [Int]] }
     struct Refused: Decodable { let model: String; let op: String }
     struct RefusedLayer: Decodable { let model: String; let layer: String; let field: String }
+    struct Flexible: Decodable { let model: String; let lengths: [Int]; let range: [Int]; let outputs: Int }
     struct Manifest: Decodable {
         let torch: String; let coremltools: String; let input: String; let cases: [String: Case]; let refused: Refused; let refused_layer: RefusedLayer
+        let flexible: Flexible
     }
 
     static func manifest() throws -> Manifest {
@@ -52,6 +54,28 @@ import Testing
                 let range = Double(expected.data.map(abs).max() ?? 1)
                 print("CoreMLRecurrentTests: \(name) \(output) \(mode): max error \(Closeness.ratio(y.data, expected.data, atol: range)) of the output range")
                 assertClose(y.data, expected.data, atol: 1e-4 * range, "\(name) \(output) \(mode)")
+            }
+        }
+    }
+
+    /// A bidirectional LSTM whose sequence length is a RangeDim 2…32: one import keeps the length free and matches
+    /// torch at lengths 10 (the default) and 4 (measured: at most 1.6e-7 of the range), fast and reference kernels.
+    @Test func flexibleLengthRunsFromOneImport() throws {
+        let m = try Self.manifest(), c = m.flexible
+        let model = try CoreMLImporter.importModel(path: CoreMLFixtures.path(c.model))
+        let graph = try #require(model.metadata.graph)
+        #expect(graph.inputs.first?.shape == [1, -1, 16] && graph.inputs.first?.dimensionRanges?[1] == c.range, "\(graph.inputs)")
+        let rows = try CoreMLFixtures.floats(m.input, shape: [2, 10, 16])
+        for mode in [Engine.Mode.fast, .reference] {
+            let engine = try Engine(model: model, threads: 1, mode: mode)
+            for n in c.lengths {
+                let x = Tensor(shape: [1, n, 16], data: Array(rows.data[0..<(n * 16)]))
+                let expected = try CoreMLFixtures.floats("mil_lstm_flexible.L\(n).y.f32", shape: [1, n, c.outputs])
+                let y = try #require(try engine.run([graph.inputs[0].name: x], outputs: graph.outputs)[graph.outputs[0]])
+                #expect(y.shape == expected.shape, "L=\(n): \(y.shape)")
+                let range = Double(expected.data.map(abs).max() ?? 1)
+                print("CoreMLRecurrentTests: flexible L=\(n) \(mode): max error \(Closeness.ratio(y.data, expected.data, atol: range)) of the output range")
+                assertClose(y.data, expected.data, atol: 1e-4 * range, "flexible L=\(n) \(mode)")
             }
         }
     }

@@ -15,6 +15,8 @@ ML Program, converted by coremltools from seeded torch modules (batch_first, bat
   weight order), the weights a seeded torch nn.GRU's; the reference is MIL's gru equations (reset applied before
   the recursion matrix, one bias per gate: torch's b_ih + b_hh, which differs from nn.GRU itself) computed with
   torch ops, outputs in processing order; y (T, 2, 12) time-major.
+- mil_lstm_flexible.mlpackage: a bidirectional nn.LSTM(16, 12) on (1, L, 16), L a RangeDim 2…32 (default 10):
+  mil_lstm_flexible.L<n>.y.f32 holds torch's (1, n, 24) output at L = 10 and 4.
 - mil_torch_gru.mlpackage: nn.GRU(16, 12) as coremltools converts it: not a `gru` op but a while_loop (the tests
   assert the refusal names it).
 
@@ -84,6 +86,21 @@ def convert_torch(name, module, x):
                        outputs=[ct.TensorType(name="y")], convert_to="mlprogram",
                        compute_precision=ct.precision.FLOAT32, minimum_deployment_target=ct.target.iOS16)
     model.save(os.path.join(HERE, name + ".mlpackage"))
+
+
+def flexible_fixture(x, manifest):
+    """nn.LSTM(16, 12, bidirectional) on (1, L, 16) with L a RangeDim 2…32 (default 10): one import runs at every
+    length; references at L = 10 and 4 (the first sequence's first rows)."""
+    with torch.no_grad():
+        m = seeded(lambda: nn.LSTM(I, 12, bidirectional=True, batch_first=True), 15)
+        traced = torch.jit.trace(Wrapped(m).eval(), torch.from_numpy(x[:1]))
+        length = ct.RangeDim(lower_bound=2, upper_bound=32, default=T, symbol="length")
+        ct.convert(traced, inputs=[ct.TensorType(name="x", shape=(1, length, I), dtype=np.float32)], outputs=[ct.TensorType(name="y")],
+                   convert_to="mlprogram", compute_precision=ct.precision.FLOAT32,
+                   minimum_deployment_target=ct.target.iOS16).save(os.path.join(HERE, "mil_lstm_flexible.mlpackage"))
+        for n in [T, 4]:
+            write("mil_lstm_flexible.L%d.y.f32" % n, m(torch.from_numpy(x[:1, :n]))[0].numpy())
+        manifest["flexible"] = {"model": "mil_lstm_flexible.mlpackage", "lengths": [T, 4], "range": [2, 32], "outputs": 24}
 
 
 def coreml_gru(x, h, w_ih, w_hh, b):
@@ -259,6 +276,7 @@ def main():
     write("rnn.in.f32", x)
     manifest = {"torch": torch.__version__, "coremltools": ct.__version__, "input": "rnn.in.f32", "cases": {}}
     mil_fixtures(x, manifest)
+    flexible_fixture(x, manifest)
     nn_fixtures(x, manifest)
     with open(os.path.join(HERE, "manifest_recurrent.json"), "w") as f:
         json.dump(manifest, f, indent=1)
