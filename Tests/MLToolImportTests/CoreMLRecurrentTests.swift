@@ -8,10 +8,12 @@ import Testing
 /// Core ML's recurrent layers and ops (Tests/Fixtures/coreml/make_recurrent_fixtures.py: torch 2.15 + coremltools
 /// 9.0): MIL `lstm` (one layer; two bidirectional layers), `rnn` and `gru`; the NeuralNetwork uniDirectionalLSTM
 /// (reversed, with its final states; with peepholes, forgetBias, hard-sigmoid gates and coupled input and forget
-/// gates), biDirectionalLSTM, gru and simpleRecurrent layers — each matching torch (torch's modules, or Core ML's
+/// gates), biDirectionalLSTM, gru (also with its initial state as a model input) and simpleRecurrent layers; a
+/// bidirectional MIL lstm with h0 and c0 as model inputs and its final states as outputs — each matching torch (torch's modules, or Core ML's
 /// equations in torch ops where torch has no such layer) on rows of the camera photo, fast and reference kernels.
 @Suite struct CoreMLRecurrentTests {
-    struct Case: Decodable { let model: String; let shape: [Int]; let time_major: Bool?; let outputs: [String: [Int]] }
+    /// `states`: initial states given as model inputs (<case>.<input>.in.f32), by input name.
+    struct Case: Decodable { let model: String; let shape: [Int]; let time_major: Bool?; let states: [String: [Int]]?; let outputs: [String: [Int]] }
     struct Refused: Decodable { let model: String; let op: String }
     struct RefusedLayer: Decodable { let model: String; let layer: String; let field: String }
     struct Flexible: Decodable { let model: String; let lengths: [Int]; let range: [Int]; let outputs: Int }
@@ -35,7 +37,8 @@ import Testing
 
     /// Within 1e-4 of each output's range (its largest |value|). Measured on the 2-core AVX2 machine (December
     /// 2026): at most 6.3e-7 of the range (mil_rnn, reference kernels) over every case, output and kernel mode.
-    @Test(arguments: ["mil_lstm", "mil_lstm2_bi", "mil_rnn", "mil_gru", "nn_lstm", "nn_bilstm", "nn_gru", "nn_rnn", "nn_lstm_peephole"])
+    @Test(arguments: ["mil_lstm", "mil_lstm2_bi", "mil_rnn", "mil_gru", "mil_lstm_state", "nn_lstm", "nn_bilstm", "nn_gru", "nn_rnn",
+                      "nn_lstm_peephole", "nn_gru_state"])
     func recurrentModelMatchesTorch(_ name: String) throws {
         let m = try Self.manifest()
         let c = try #require(m.cases[name])
@@ -43,10 +46,12 @@ import Testing
         let graph = try #require(model.metadata.graph)
         #expect(graph.inputs.first?.shape == c.shape, "\(name): \(graph.inputs)")
         #expect(Set(graph.outputs) == Set(c.outputs.keys), "\(name): \(graph.outputs)")
-        let x = try Self.input(c, m)
+        var feed = [graph.inputs[0].name: try Self.input(c, m)]
+        for (state, shape) in c.states ?? [:] { feed[state] = try CoreMLFixtures.floats("\(name).\(state).in.f32", shape: shape) }
+        #expect(Set(graph.inputs.map(\.name)) == Set(feed.keys), "\(name): \(graph.inputs)")
         for mode in [Engine.Mode.fast, .reference] {
             let engine = try Engine(model: model, threads: 1, mode: mode)
-            let got = try engine.run([graph.inputs[0].name: x], outputs: graph.outputs)
+            let got = try engine.run(feed, outputs: graph.outputs)
             for (output, shape) in c.outputs {
                 let expected = try CoreMLFixtures.floats("\(name).\(output).f32", shape: shape)
                 let y = try #require(got[output])
@@ -104,8 +109,8 @@ import Testing
         }
     }
 
-    /// Damaged recurrent models never trap: every 13th prefix of the NeuralNetwork biDirectionalLSTM is a data
-    /// error, and single flipped bytes (every 11th byte of it, every 17th of the two-layer MIL lstm program) either
+    /// Damaged recurrent models never trap: every 61st prefix of the NeuralNetwork biDirectionalLSTM is a data
+    /// error, and single flipped bytes (every 29th byte of it, every 37th of the two-layer MIL lstm program) either
     /// import or throw an ImportError (sizes, gate counts and states checked before anything is read).
     @Test func damagedRecurrentModelsNeverTrap() throws {
         let dir = NSTemporaryDirectory() + "mltool-coreml-rnn-\(UUID().uuidString)"
@@ -113,7 +118,7 @@ import Testing
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let bytes = try Data(contentsOf: URL(fileURLWithPath: CoreMLFixtures.path("nn_bilstm.mlmodel")))
         let path = dir + "/cut.mlmodel"
-        for n in stride(from: 1, to: bytes.count, by: 13) {
+        for n in stride(from: 1, to: bytes.count, by: 61) {
             try bytes.prefix(n).write(to: URL(fileURLWithPath: path))
             #expect(throws: ImportError.self, "a \(n)-byte prefix") { try CoreMLImporter.importModel(path: path) }
         }
@@ -125,10 +130,10 @@ import Testing
                 do { _ = try CoreMLImporter.importModel(path: model) } catch is ImportError {} catch { Issue.record("byte \(i) flipped: \(error)") }
             }
         }
-        try flips(bytes, every: 11, at: path, importing: path)
+        try flips(bytes, every: 29, at: path, importing: path)
         let package = dir + "/bi.mlpackage", spec = package + "/Data/com.apple.CoreML/model.mlmodel"
         try FileManager.default.copyItem(atPath: CoreMLFixtures.path("mil_lstm2_bi.mlpackage"), toPath: package)
-        try flips(try Data(contentsOf: URL(fileURLWithPath: spec)), every: 17, at: spec, importing: package)
+        try flips(try Data(contentsOf: URL(fileURLWithPath: spec)), every: 37, at: spec, importing: package)
     }
 
     /// Core ML's gate orders onto ONNX's: MIL lstm i, f, o, z → i, o, f, z; gru r, o, z → z, r, h.

@@ -17,6 +17,8 @@ ML Program, converted by coremltools from seeded torch modules (batch_first, bat
   torch ops, outputs in processing order; y (T, 2, 12) time-major.
 - mil_lstm_flexible.mlpackage: a bidirectional nn.LSTM(16, 12) on (1, L, 16), L a RangeDim 2…32 (default 10):
   mil_lstm_flexible.L<n>.y.f32 holds torch's (1, n, 24) output at L = 10 and 4.
+- mil_lstm_state.mlpackage / nn_gru_state.mlmodel: initial states as model inputs (<name>.<state>.in.f32), see
+  state_fixtures.
 - mil_torch_gru.mlpackage: nn.GRU(16, 12) as coremltools converts it: not a `gru` op but a while_loop (the tests
   assert the refusal names it).
 
@@ -101,6 +103,57 @@ def flexible_fixture(x, manifest):
         for n in [T, 4]:
             write("mil_lstm_flexible.L%d.y.f32" % n, m(torch.from_numpy(x[:1, :n]))[0].numpy())
         manifest["flexible"] = {"model": "mil_lstm_flexible.mlpackage", "lengths": [T, 4], "range": [2, 32], "outputs": 24}
+
+
+class WithStates(nn.Module):
+    def __init__(self, rnn):
+        super().__init__()
+        self.rnn = rnn
+
+    def forward(self, x, h0, c0):
+        y, (h, c) = self.rnn(x, (h0, c0))
+        return y, h, c
+
+
+def state_fixtures(x, manifest):
+    """Initial states given as inputs: a bidirectional nn.LSTM(16, 6) (batch_first, batch 2) called with h0 and c0
+    (2, 2, 6) — coremltools turns them into MIL's (b, 2·H), forward half first —, its outputs y, h and c (torch's
+    (2, B, H) final states); and a NeuralNetwork gru whose h0 [1, 1, 12, 1, 1] is an input, with y and h out. The
+    states are camera rows too (rows 200, 202 and 210, scaled to −1…1)."""
+    img = data.camera().astype(np.float32) / 255.0
+    h0 = (img[200, :24].reshape(2, 2, 6) * 2 - 1).astype(np.float32)
+    c0 = (img[202, :24].reshape(2, 2, 6) * 2 - 1).astype(np.float32)
+    with torch.no_grad():
+        m = seeded(lambda: nn.LSTM(I, 6, bidirectional=True, batch_first=True), 16)
+        args = tuple(torch.from_numpy(a) for a in (x, h0, c0))
+        traced = torch.jit.trace(WithStates(m).eval(), args)
+        ct.convert(traced, inputs=[ct.TensorType(name=n, shape=a.shape, dtype=np.float32) for n, a in zip(["x", "h0", "c0"], (x, h0, c0))],
+                   outputs=[ct.TensorType(name=n) for n in ["y", "h", "c"]], convert_to="mlprogram",
+                   compute_precision=ct.precision.FLOAT32,
+                   minimum_deployment_target=ct.target.iOS16).save(os.path.join(HERE, "mil_lstm_state.mlpackage"))
+        y, h, c = WithStates(m)(*args)
+        outputs = {"y": y.numpy(), "h": h.numpy(), "c": c.numpy()}
+        for k, v in outputs.items():
+            write("mil_lstm_state.%s.f32" % k, v)
+        write("mil_lstm_state.h0.in.f32", h0)
+        write("mil_lstm_state.c0.in.f32", c0)
+        manifest["cases"]["mil_lstm_state"] = {"model": "mil_lstm_state.mlpackage", "input": "x", "shape": list(x.shape),
+                                               "states": {"h0": list(h0.shape), "c0": list(c0.shape)},
+                                               "outputs": {k: list(v.shape) for k, v in outputs.items()}}
+
+        g = seeded(lambda: nn.GRU(I, 12), 27)
+        bias = g.bias_ih_l0 + g.bias_hh_l0
+        start = torch.from_numpy((img[210, :12] * 2 - 1).astype(np.float32))
+        y = coreml_gru(torch.from_numpy(x[0])[:, None], start[None], g.weight_ih_l0, g.weight_hh_l0, bias)
+        r_z = lambda w: [w.chunk(3)[1].numpy(), w.chunk(3)[0].numpy(), w.chunk(3)[2].numpy()]   # z, r, o
+        inputs = [("x", datatypes.Array(T, 1, I, 1, 1)), ("h0", datatypes.Array(1, 1, 12, 1, 1))]
+        b = NeuralNetworkBuilder(inputs, [("y", datatypes.Array(T, 1, 12, 1, 1)), ("h", datatypes.Array(1, 1, 12, 1, 1))],
+                                 disable_rank5_shape_mapping=True)
+        b.add_gru("gru", W_h=r_z(g.weight_hh_l0), W_x=r_z(g.weight_ih_l0), b=r_z(bias), hidden_size=12, input_size=I,
+                  input_names=["x", "h0"], output_names=["y", "h"], activation="TANH", inner_activation="SIGMOID", output_all=True)
+        write("nn_gru_state.h0.in.f32", start.numpy())
+        save_nn("nn_gru_state", b, {"y": y.reshape(T, 1, 12, 1, 1).numpy(), "h": y[-1].reshape(1, 1, 12, 1, 1).numpy()}, manifest)
+        manifest["cases"]["nn_gru_state"]["states"] = {"h0": [1, 1, 12, 1, 1]}
 
 
 def coreml_gru(x, h, w_ih, w_hh, b):
@@ -277,6 +330,7 @@ def main():
     manifest = {"torch": torch.__version__, "coremltools": ct.__version__, "input": "rnn.in.f32", "cases": {}}
     mil_fixtures(x, manifest)
     flexible_fixture(x, manifest)
+    state_fixtures(x, manifest)
     nn_fixtures(x, manifest)
     with open(os.path.join(HERE, "manifest_recurrent.json"), "w") as f:
         json.dump(manifest, f, indent=1)
