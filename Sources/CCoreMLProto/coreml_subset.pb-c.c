@@ -2656,6 +2656,276 @@ void   core_ml__specification__activation_params__free_unpacked
   assert(message->base.descriptor == &core_ml__specification__activation_params__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   core_ml__specification__simple_recurrent_layer_params__init
+                     (CoreML__Specification__SimpleRecurrentLayerParams         *message)
+{
+  static const CoreML__Specification__SimpleRecurrentLayerParams init_value = CORE_ML__SPECIFICATION__SIMPLE_RECURRENT_LAYER_PARAMS__INIT;
+  *message = init_value;
+}
+size_t core_ml__specification__simple_recurrent_layer_params__get_packed_size
+                     (const CoreML__Specification__SimpleRecurrentLayerParams *message)
+{
+  assert(message->base.descriptor == &core_ml__specification__simple_recurrent_layer_params__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t core_ml__specification__simple_recurrent_layer_params__pack
+                     (const CoreML__Specification__SimpleRecurrentLayerParams *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &core_ml__specification__simple_recurrent_layer_params__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t core_ml__specification__simple_recurrent_layer_params__pack_to_buffer
+                     (const CoreML__Specification__SimpleRecurrentLayerParams *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &core_ml__specification__simple_recurrent_layer_params__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+CoreML__Specification__SimpleRecurrentLayerParams *
+       core_ml__specification__simple_recurrent_layer_params__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (CoreML__Specification__SimpleRecurrentLayerParams *)
+     protobuf_c_message_unpack (&core_ml__specification__simple_recurrent_layer_params__descriptor,
+                                allocator, len, data);
+}
+void   core_ml__specification__simple_recurrent_layer_params__free_unpacked
+                     (CoreML__Specification__SimpleRecurrentLayerParams *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &core_ml__specification__simple_recurrent_layer_params__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   core_ml__specification__grulayer_params__init
+                     (CoreML__Specification__GRULayerParams         *message)
+{
+  static const CoreML__Specification__GRULayerParams init_value = CORE_ML__SPECIFICATION__GRULAYER_PARAMS__INIT;
+  *message = init_value;
+}
+size_t core_ml__specification__grulayer_params__get_packed_size
+                     (const CoreML__Specification__GRULayerParams *message)
+{
+  assert(message->base.descriptor == &core_ml__specification__grulayer_params__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t core_ml__specification__grulayer_params__pack
+                     (const CoreML__Specification__GRULayerParams *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &core_ml__specification__grulayer_params__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t core_ml__specification__grulayer_params__pack_to_buffer
+                     (const CoreML__Specification__GRULayerParams *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &core_ml__specification__grulayer_params__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+CoreML__Specification__GRULayerParams *
+       core_ml__specification__grulayer_params__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (CoreML__Specification__GRULayerParams *)
+     protobuf_c_message_unpack (&core_ml__specification__grulayer_params__descriptor,
+                                allocator, len, data);
+}
+void   core_ml__specification__grulayer_params__free_unpacked
+                     (CoreML__Specification__GRULayerParams *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &core_ml__specification__grulayer_params__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   core_ml__specification__lstmparams__init
+                     (CoreML__Specification__LSTMParams         *message)
+{
+  static const CoreML__Specification__LSTMParams init_value = CORE_ML__SPECIFICATION__LSTMPARAMS__INIT;
+  *message = init_value;
+}
+size_t core_ml__specification__lstmparams__get_packed_size
+                     (const CoreML__Specification__LSTMParams *message)
+{
+  assert(message->base.descriptor == &core_ml__specification__lstmparams__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t core_ml__specification__lstmparams__pack
+                     (const CoreML__Specification__LSTMParams *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &core_ml__specification__lstmparams__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t core_ml__specification__lstmparams__pack_to_buffer
+                     (const CoreML__Specification__LSTMParams *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &core_ml__specification__lstmparams__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+CoreML__Specification__LSTMParams *
+       core_ml__specification__lstmparams__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (CoreML__Specification__LSTMParams *)
+     protobuf_c_message_unpack (&core_ml__specification__lstmparams__descriptor,
+                                allocator, len, data);
+}
+void   core_ml__specification__lstmparams__free_unpacked
+                     (CoreML__Specification__LSTMParams *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &core_ml__specification__lstmparams__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   core_ml__specification__lstmweight_params__init
+                     (CoreML__Specification__LSTMWeightParams         *message)
+{
+  static const CoreML__Specification__LSTMWeightParams init_value = CORE_ML__SPECIFICATION__LSTMWEIGHT_PARAMS__INIT;
+  *message = init_value;
+}
+size_t core_ml__specification__lstmweight_params__get_packed_size
+                     (const CoreML__Specification__LSTMWeightParams *message)
+{
+  assert(message->base.descriptor == &core_ml__specification__lstmweight_params__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t core_ml__specification__lstmweight_params__pack
+                     (const CoreML__Specification__LSTMWeightParams *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &core_ml__specification__lstmweight_params__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t core_ml__specification__lstmweight_params__pack_to_buffer
+                     (const CoreML__Specification__LSTMWeightParams *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &core_ml__specification__lstmweight_params__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+CoreML__Specification__LSTMWeightParams *
+       core_ml__specification__lstmweight_params__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (CoreML__Specification__LSTMWeightParams *)
+     protobuf_c_message_unpack (&core_ml__specification__lstmweight_params__descriptor,
+                                allocator, len, data);
+}
+void   core_ml__specification__lstmweight_params__free_unpacked
+                     (CoreML__Specification__LSTMWeightParams *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &core_ml__specification__lstmweight_params__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   core_ml__specification__uni_directional_lstmlayer_params__init
+                     (CoreML__Specification__UniDirectionalLSTMLayerParams         *message)
+{
+  static const CoreML__Specification__UniDirectionalLSTMLayerParams init_value = CORE_ML__SPECIFICATION__UNI_DIRECTIONAL_LSTMLAYER_PARAMS__INIT;
+  *message = init_value;
+}
+size_t core_ml__specification__uni_directional_lstmlayer_params__get_packed_size
+                     (const CoreML__Specification__UniDirectionalLSTMLayerParams *message)
+{
+  assert(message->base.descriptor == &core_ml__specification__uni_directional_lstmlayer_params__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t core_ml__specification__uni_directional_lstmlayer_params__pack
+                     (const CoreML__Specification__UniDirectionalLSTMLayerParams *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &core_ml__specification__uni_directional_lstmlayer_params__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t core_ml__specification__uni_directional_lstmlayer_params__pack_to_buffer
+                     (const CoreML__Specification__UniDirectionalLSTMLayerParams *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &core_ml__specification__uni_directional_lstmlayer_params__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+CoreML__Specification__UniDirectionalLSTMLayerParams *
+       core_ml__specification__uni_directional_lstmlayer_params__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (CoreML__Specification__UniDirectionalLSTMLayerParams *)
+     protobuf_c_message_unpack (&core_ml__specification__uni_directional_lstmlayer_params__descriptor,
+                                allocator, len, data);
+}
+void   core_ml__specification__uni_directional_lstmlayer_params__free_unpacked
+                     (CoreML__Specification__UniDirectionalLSTMLayerParams *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &core_ml__specification__uni_directional_lstmlayer_params__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   core_ml__specification__bi_directional_lstmlayer_params__init
+                     (CoreML__Specification__BiDirectionalLSTMLayerParams         *message)
+{
+  static const CoreML__Specification__BiDirectionalLSTMLayerParams init_value = CORE_ML__SPECIFICATION__BI_DIRECTIONAL_LSTMLAYER_PARAMS__INIT;
+  *message = init_value;
+}
+size_t core_ml__specification__bi_directional_lstmlayer_params__get_packed_size
+                     (const CoreML__Specification__BiDirectionalLSTMLayerParams *message)
+{
+  assert(message->base.descriptor == &core_ml__specification__bi_directional_lstmlayer_params__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t core_ml__specification__bi_directional_lstmlayer_params__pack
+                     (const CoreML__Specification__BiDirectionalLSTMLayerParams *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &core_ml__specification__bi_directional_lstmlayer_params__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t core_ml__specification__bi_directional_lstmlayer_params__pack_to_buffer
+                     (const CoreML__Specification__BiDirectionalLSTMLayerParams *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &core_ml__specification__bi_directional_lstmlayer_params__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+CoreML__Specification__BiDirectionalLSTMLayerParams *
+       core_ml__specification__bi_directional_lstmlayer_params__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (CoreML__Specification__BiDirectionalLSTMLayerParams *)
+     protobuf_c_message_unpack (&core_ml__specification__bi_directional_lstmlayer_params__descriptor,
+                                allocator, len, data);
+}
+void   core_ml__specification__bi_directional_lstmlayer_params__free_unpacked
+                     (CoreML__Specification__BiDirectionalLSTMLayerParams *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &core_ml__specification__bi_directional_lstmlayer_params__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   core_ml__specification__inner_product_layer_params__init
                      (CoreML__Specification__InnerProductLayerParams         *message)
 {
@@ -8449,7 +8719,7 @@ const ProtobufCMessageDescriptor core_ml__specification__neural_network_image_sc
   (ProtobufCMessageInit) core_ml__specification__neural_network_image_scaler__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor core_ml__specification__neural_network_layer__field_descriptors[72] =
+static const ProtobufCFieldDescriptor core_ml__specification__neural_network_layer__field_descriptors[76] =
 {
   {
     "name",
@@ -8759,6 +9029,54 @@ static const ProtobufCFieldDescriptor core_ml__specification__neural_network_lay
     0,   /* quantifier_offset */
     offsetof(CoreML__Specification__NeuralNetworkLayer, slice),
     &core_ml__specification__slice_layer_params__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "simpleRecurrent",
+    400,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__NeuralNetworkLayer, simplerecurrent),
+    &core_ml__specification__simple_recurrent_layer_params__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "gru",
+    410,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__NeuralNetworkLayer, gru),
+    &core_ml__specification__grulayer_params__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "uniDirectionalLSTM",
+    420,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__NeuralNetworkLayer, unidirectionallstm),
+    &core_ml__specification__uni_directional_lstmlayer_params__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "biDirectionalLSTM",
+    430,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__NeuralNetworkLayer, bidirectionallstm),
+    &core_ml__specification__bi_directional_lstmlayer_params__descriptor,
     NULL,
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
@@ -9319,78 +9637,82 @@ static const ProtobufCFieldDescriptor core_ml__specification__neural_network_lay
 static const unsigned core_ml__specification__neural_network_layer__field_indices_by_name[] = {
   5,   /* field[5] = activation */
   13,   /* field[13] = add */
-  37,   /* field[37] = addBroadcastable */
-  52,   /* field[52] = argMax */
-  51,   /* field[51] = argMin */
+  41,   /* field[41] = addBroadcastable */
+  56,   /* field[56] = argMax */
+  55,   /* field[55] = argMin */
   15,   /* field[15] = average */
-  53,   /* field[53] = batchedMatmul */
+  57,   /* field[57] = batchedMatmul */
   7,   /* field[7] = batchnorm */
+  29,   /* field[29] = biDirectionalLSTM */
   17,   /* field[17] = bias */
-  71,   /* field[71] = clampedReLU */
-  26,   /* field[26] = clip */
+  75,   /* field[75] = clampedReLU */
+  30,   /* field[30] = clip */
   24,   /* field[24] = concat */
-  48,   /* field[48] = concatND */
+  52,   /* field[52] = concatND */
   3,   /* field[3] = convolution */
   9,   /* field[9] = crop */
-  39,   /* field[39] = divideBroadcastable */
-  29,   /* field[29] = equal */
-  27,   /* field[27] = erf */
-  56,   /* field[56] = expandDims */
+  43,   /* field[43] = divideBroadcastable */
+  33,   /* field[33] = equal */
+  31,   /* field[31] = erf */
+  60,   /* field[60] = expandDims */
   22,   /* field[22] = flatten */
-  57,   /* field[57] = flattenTo2D */
-  44,   /* field[44] = gather */
-  46,   /* field[46] = gatherAlongAxis */
-  28,   /* field[28] = gelu */
-  34,   /* field[34] = greaterEqual */
-  33,   /* field[33] = greaterThan */
+  61,   /* field[61] = flattenTo2D */
+  48,   /* field[48] = gather */
+  50,   /* field[50] = gatherAlongAxis */
+  32,   /* field[32] = gelu */
+  38,   /* field[38] = greaterEqual */
+  37,   /* field[37] = greaterThan */
+  27,   /* field[27] = gru */
   6,   /* field[6] = innerProduct */
   1,   /* field[1] = input */
-  70,   /* field[70] = layerNormalization */
-  32,   /* field[32] = lessEqual */
-  31,   /* field[31] = lessThan */
+  74,   /* field[74] = layerNormalization */
+  36,   /* field[36] = lessEqual */
+  35,   /* field[35] = lessThan */
   20,   /* field[20] = loadConstant */
-  54,   /* field[54] = loadConstantND */
+  58,   /* field[58] = loadConstantND */
   18,   /* field[18] = max */
-  36,   /* field[36] = maxBroadcastable */
+  40,   /* field[40] = maxBroadcastable */
   19,   /* field[19] = min */
-  35,   /* field[35] = minBroadcastable */
+  39,   /* field[39] = minBroadcastable */
   14,   /* field[14] = multiply */
-  40,   /* field[40] = multiplyBroadcastable */
+  44,   /* field[44] = multiplyBroadcastable */
   0,   /* field[0] = name */
-  30,   /* field[30] = notEqual */
+  34,   /* field[34] = notEqual */
   2,   /* field[2] = output */
   10,   /* field[10] = padding */
   23,   /* field[23] = permute */
   4,   /* field[4] = pooling */
-  38,   /* field[38] = powBroadcastable */
-  59,   /* field[59] = reduceL1 */
-  60,   /* field[60] = reduceL2 */
-  66,   /* field[66] = reduceLogSum */
-  68,   /* field[68] = reduceLogSumExp */
-  61,   /* field[61] = reduceMax */
-  65,   /* field[65] = reduceMean */
-  62,   /* field[62] = reduceMin */
-  64,   /* field[64] = reduceProd */
-  63,   /* field[63] = reduceSum */
-  67,   /* field[67] = reduceSumSquare */
+  42,   /* field[42] = powBroadcastable */
+  63,   /* field[63] = reduceL1 */
+  64,   /* field[64] = reduceL2 */
+  70,   /* field[70] = reduceLogSum */
+  72,   /* field[72] = reduceLogSumExp */
+  65,   /* field[65] = reduceMax */
+  69,   /* field[69] = reduceMean */
+  66,   /* field[66] = reduceMin */
+  68,   /* field[68] = reduceProd */
+  67,   /* field[67] = reduceSum */
+  71,   /* field[71] = reduceSumSquare */
   21,   /* field[21] = reshape */
-  58,   /* field[58] = reshapeStatic */
+  62,   /* field[62] = reshapeStatic */
   16,   /* field[16] = scale */
+  26,   /* field[26] = simpleRecurrent */
   25,   /* field[25] = slice */
-  50,   /* field[50] = sliceStatic */
+  54,   /* field[54] = sliceStatic */
   8,   /* field[8] = softmax */
-  45,   /* field[45] = softmaxND */
-  47,   /* field[47] = splitND */
-  55,   /* field[55] = squeeze */
-  43,   /* field[43] = stack */
-  41,   /* field[41] = subtractBroadcastable */
-  42,   /* field[42] = tile */
-  49,   /* field[49] = transpose */
+  49,   /* field[49] = softmaxND */
+  51,   /* field[51] = splitND */
+  59,   /* field[59] = squeeze */
+  47,   /* field[47] = stack */
+  45,   /* field[45] = subtractBroadcastable */
+  46,   /* field[46] = tile */
+  53,   /* field[53] = transpose */
   12,   /* field[12] = unary */
+  28,   /* field[28] = uniDirectionalLSTM */
   11,   /* field[11] = upsample */
-  69,   /* field[69] = whereBroadcastable */
+  73,   /* field[73] = whereBroadcastable */
 };
-static const ProtobufCIntRange core_ml__specification__neural_network_layer__number_ranges[67 + 1] =
+static const ProtobufCIntRange core_ml__specification__neural_network_layer__number_ranges[71 + 1] =
 {
   { 1, 0 },
   { 100, 3 },
@@ -9413,53 +9735,57 @@ static const ProtobufCIntRange core_ml__specification__neural_network_layer__num
   { 310, 23 },
   { 320, 24 },
   { 350, 25 },
-  { 660, 26 },
-  { 790, 27 },
-  { 795, 28 },
-  { 815, 29 },
-  { 820, 30 },
-  { 825, 31 },
-  { 827, 32 },
-  { 830, 33 },
-  { 832, 34 },
-  { 870, 35 },
-  { 875, 36 },
-  { 880, 37 },
-  { 885, 38 },
-  { 890, 39 },
-  { 900, 40 },
-  { 905, 41 },
-  { 920, 42 },
-  { 925, 43 },
-  { 930, 44 },
-  { 950, 45 },
-  { 952, 46 },
-  { 975, 47 },
-  { 980, 48 },
-  { 985, 49 },
-  { 995, 50 },
-  { 1020, 51 },
-  { 1025, 52 },
-  { 1045, 53 },
-  { 1070, 54 },
-  { 1120, 55 },
-  { 1125, 56 },
-  { 1130, 57 },
-  { 1140, 58 },
-  { 1250, 59 },
-  { 1255, 60 },
-  { 1260, 61 },
-  { 1265, 62 },
-  { 1270, 63 },
-  { 1275, 64 },
-  { 1280, 65 },
-  { 1285, 66 },
-  { 1290, 67 },
-  { 1295, 68 },
-  { 1330, 69 },
-  { 1350, 70 },
-  { 1460, 71 },
-  { 0, 72 }
+  { 400, 26 },
+  { 410, 27 },
+  { 420, 28 },
+  { 430, 29 },
+  { 660, 30 },
+  { 790, 31 },
+  { 795, 32 },
+  { 815, 33 },
+  { 820, 34 },
+  { 825, 35 },
+  { 827, 36 },
+  { 830, 37 },
+  { 832, 38 },
+  { 870, 39 },
+  { 875, 40 },
+  { 880, 41 },
+  { 885, 42 },
+  { 890, 43 },
+  { 900, 44 },
+  { 905, 45 },
+  { 920, 46 },
+  { 925, 47 },
+  { 930, 48 },
+  { 950, 49 },
+  { 952, 50 },
+  { 975, 51 },
+  { 980, 52 },
+  { 985, 53 },
+  { 995, 54 },
+  { 1020, 55 },
+  { 1025, 56 },
+  { 1045, 57 },
+  { 1070, 58 },
+  { 1120, 59 },
+  { 1125, 60 },
+  { 1130, 61 },
+  { 1140, 62 },
+  { 1250, 63 },
+  { 1255, 64 },
+  { 1260, 65 },
+  { 1265, 66 },
+  { 1270, 67 },
+  { 1275, 68 },
+  { 1280, 69 },
+  { 1285, 70 },
+  { 1290, 71 },
+  { 1295, 72 },
+  { 1330, 73 },
+  { 1350, 74 },
+  { 1460, 75 },
+  { 0, 76 }
 };
 const ProtobufCMessageDescriptor core_ml__specification__neural_network_layer__descriptor =
 {
@@ -9469,10 +9795,10 @@ const ProtobufCMessageDescriptor core_ml__specification__neural_network_layer__d
   "CoreML__Specification__NeuralNetworkLayer",
   "CoreML.Specification",
   sizeof(CoreML__Specification__NeuralNetworkLayer),
-  72,
+  76,
   core_ml__specification__neural_network_layer__field_descriptors,
   core_ml__specification__neural_network_layer__field_indices_by_name,
-  67,  core_ml__specification__neural_network_layer__number_ranges,
+  71,  core_ml__specification__neural_network_layer__number_ranges,
   (ProtobufCMessageInit) core_ml__specification__neural_network_layer__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
@@ -10909,6 +11235,924 @@ const ProtobufCMessageDescriptor core_ml__specification__activation_params__desc
   core_ml__specification__activation_params__field_indices_by_name,
   10,  core_ml__specification__activation_params__number_ranges,
   (ProtobufCMessageInit) core_ml__specification__activation_params__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor core_ml__specification__simple_recurrent_layer_params__field_descriptors[9] =
+{
+  {
+    "inputVectorSize",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__SimpleRecurrentLayerParams, inputvectorsize),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "outputVectorSize",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__SimpleRecurrentLayerParams, outputvectorsize),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "activation",
+    10,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__SimpleRecurrentLayerParams, activation),
+    &core_ml__specification__activation_params__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "sequenceOutput",
+    15,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__SimpleRecurrentLayerParams, sequenceoutput),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "hasBiasVector",
+    20,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__SimpleRecurrentLayerParams, hasbiasvector),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "weightMatrix",
+    30,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__SimpleRecurrentLayerParams, weightmatrix),
+    &core_ml__specification__weight_params__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "recursionMatrix",
+    31,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__SimpleRecurrentLayerParams, recursionmatrix),
+    &core_ml__specification__weight_params__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "biasVector",
+    32,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__SimpleRecurrentLayerParams, biasvector),
+    &core_ml__specification__weight_params__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "reverseInput",
+    100,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__SimpleRecurrentLayerParams, reverseinput),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned core_ml__specification__simple_recurrent_layer_params__field_indices_by_name[] = {
+  2,   /* field[2] = activation */
+  7,   /* field[7] = biasVector */
+  4,   /* field[4] = hasBiasVector */
+  0,   /* field[0] = inputVectorSize */
+  1,   /* field[1] = outputVectorSize */
+  6,   /* field[6] = recursionMatrix */
+  8,   /* field[8] = reverseInput */
+  3,   /* field[3] = sequenceOutput */
+  5,   /* field[5] = weightMatrix */
+};
+static const ProtobufCIntRange core_ml__specification__simple_recurrent_layer_params__number_ranges[6 + 1] =
+{
+  { 1, 0 },
+  { 10, 2 },
+  { 15, 3 },
+  { 20, 4 },
+  { 30, 5 },
+  { 100, 8 },
+  { 0, 9 }
+};
+const ProtobufCMessageDescriptor core_ml__specification__simple_recurrent_layer_params__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "CoreML.Specification.SimpleRecurrentLayerParams",
+  "SimpleRecurrentLayerParams",
+  "CoreML__Specification__SimpleRecurrentLayerParams",
+  "CoreML.Specification",
+  sizeof(CoreML__Specification__SimpleRecurrentLayerParams),
+  9,
+  core_ml__specification__simple_recurrent_layer_params__field_descriptors,
+  core_ml__specification__simple_recurrent_layer_params__field_indices_by_name,
+  6,  core_ml__specification__simple_recurrent_layer_params__number_ranges,
+  (ProtobufCMessageInit) core_ml__specification__simple_recurrent_layer_params__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor core_ml__specification__grulayer_params__field_descriptors[15] =
+{
+  {
+    "inputVectorSize",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__GRULayerParams, inputvectorsize),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "outputVectorSize",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__GRULayerParams, outputvectorsize),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "activations",
+    10,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(CoreML__Specification__GRULayerParams, n_activations),
+    offsetof(CoreML__Specification__GRULayerParams, activations),
+    &core_ml__specification__activation_params__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "sequenceOutput",
+    15,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__GRULayerParams, sequenceoutput),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "hasBiasVectors",
+    20,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__GRULayerParams, hasbiasvectors),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "updateGateWeightMatrix",
+    30,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__GRULayerParams, updategateweightmatrix),
+    &core_ml__specification__weight_params__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "resetGateWeightMatrix",
+    31,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__GRULayerParams, resetgateweightmatrix),
+    &core_ml__specification__weight_params__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "outputGateWeightMatrix",
+    32,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__GRULayerParams, outputgateweightmatrix),
+    &core_ml__specification__weight_params__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "updateGateRecursionMatrix",
+    50,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__GRULayerParams, updategaterecursionmatrix),
+    &core_ml__specification__weight_params__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "resetGateRecursionMatrix",
+    51,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__GRULayerParams, resetgaterecursionmatrix),
+    &core_ml__specification__weight_params__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "outputGateRecursionMatrix",
+    52,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__GRULayerParams, outputgaterecursionmatrix),
+    &core_ml__specification__weight_params__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "updateGateBiasVector",
+    70,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__GRULayerParams, updategatebiasvector),
+    &core_ml__specification__weight_params__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "resetGateBiasVector",
+    71,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__GRULayerParams, resetgatebiasvector),
+    &core_ml__specification__weight_params__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "outputGateBiasVector",
+    72,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__GRULayerParams, outputgatebiasvector),
+    &core_ml__specification__weight_params__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "reverseInput",
+    100,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__GRULayerParams, reverseinput),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned core_ml__specification__grulayer_params__field_indices_by_name[] = {
+  2,   /* field[2] = activations */
+  4,   /* field[4] = hasBiasVectors */
+  0,   /* field[0] = inputVectorSize */
+  13,   /* field[13] = outputGateBiasVector */
+  10,   /* field[10] = outputGateRecursionMatrix */
+  7,   /* field[7] = outputGateWeightMatrix */
+  1,   /* field[1] = outputVectorSize */
+  12,   /* field[12] = resetGateBiasVector */
+  9,   /* field[9] = resetGateRecursionMatrix */
+  6,   /* field[6] = resetGateWeightMatrix */
+  14,   /* field[14] = reverseInput */
+  3,   /* field[3] = sequenceOutput */
+  11,   /* field[11] = updateGateBiasVector */
+  8,   /* field[8] = updateGateRecursionMatrix */
+  5,   /* field[5] = updateGateWeightMatrix */
+};
+static const ProtobufCIntRange core_ml__specification__grulayer_params__number_ranges[8 + 1] =
+{
+  { 1, 0 },
+  { 10, 2 },
+  { 15, 3 },
+  { 20, 4 },
+  { 30, 5 },
+  { 50, 8 },
+  { 70, 11 },
+  { 100, 14 },
+  { 0, 15 }
+};
+const ProtobufCMessageDescriptor core_ml__specification__grulayer_params__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "CoreML.Specification.GRULayerParams",
+  "GRULayerParams",
+  "CoreML__Specification__GRULayerParams",
+  "CoreML.Specification",
+  sizeof(CoreML__Specification__GRULayerParams),
+  15,
+  core_ml__specification__grulayer_params__field_descriptors,
+  core_ml__specification__grulayer_params__field_indices_by_name,
+  8,  core_ml__specification__grulayer_params__number_ranges,
+  (ProtobufCMessageInit) core_ml__specification__grulayer_params__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor core_ml__specification__lstmparams__field_descriptors[6] =
+{
+  {
+    "sequenceOutput",
+    10,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__LSTMParams, sequenceoutput),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "hasBiasVectors",
+    20,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__LSTMParams, hasbiasvectors),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "forgetBias",
+    30,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__LSTMParams, forgetbias),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "hasPeepholeVectors",
+    40,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__LSTMParams, haspeepholevectors),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "coupledInputAndForgetGate",
+    50,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__LSTMParams, coupledinputandforgetgate),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "cellClipThreshold",
+    60,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_FLOAT,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__LSTMParams, cellclipthreshold),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned core_ml__specification__lstmparams__field_indices_by_name[] = {
+  5,   /* field[5] = cellClipThreshold */
+  4,   /* field[4] = coupledInputAndForgetGate */
+  2,   /* field[2] = forgetBias */
+  1,   /* field[1] = hasBiasVectors */
+  3,   /* field[3] = hasPeepholeVectors */
+  0,   /* field[0] = sequenceOutput */
+};
+static const ProtobufCIntRange core_ml__specification__lstmparams__number_ranges[6 + 1] =
+{
+  { 10, 0 },
+  { 20, 1 },
+  { 30, 2 },
+  { 40, 3 },
+  { 50, 4 },
+  { 60, 5 },
+  { 0, 6 }
+};
+const ProtobufCMessageDescriptor core_ml__specification__lstmparams__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "CoreML.Specification.LSTMParams",
+  "LSTMParams",
+  "CoreML__Specification__LSTMParams",
+  "CoreML.Specification",
+  sizeof(CoreML__Specification__LSTMParams),
+  6,
+  core_ml__specification__lstmparams__field_descriptors,
+  core_ml__specification__lstmparams__field_indices_by_name,
+  6,  core_ml__specification__lstmparams__number_ranges,
+  (ProtobufCMessageInit) core_ml__specification__lstmparams__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor core_ml__specification__lstmweight_params__field_descriptors[15] =
+{
+  {
+    "inputGateWeightMatrix",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__LSTMWeightParams, inputgateweightmatrix),
+    &core_ml__specification__weight_params__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "forgetGateWeightMatrix",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__LSTMWeightParams, forgetgateweightmatrix),
+    &core_ml__specification__weight_params__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "blockInputWeightMatrix",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__LSTMWeightParams, blockinputweightmatrix),
+    &core_ml__specification__weight_params__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "outputGateWeightMatrix",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__LSTMWeightParams, outputgateweightmatrix),
+    &core_ml__specification__weight_params__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "inputGateRecursionMatrix",
+    20,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__LSTMWeightParams, inputgaterecursionmatrix),
+    &core_ml__specification__weight_params__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "forgetGateRecursionMatrix",
+    21,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__LSTMWeightParams, forgetgaterecursionmatrix),
+    &core_ml__specification__weight_params__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "blockInputRecursionMatrix",
+    22,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__LSTMWeightParams, blockinputrecursionmatrix),
+    &core_ml__specification__weight_params__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "outputGateRecursionMatrix",
+    23,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__LSTMWeightParams, outputgaterecursionmatrix),
+    &core_ml__specification__weight_params__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "inputGateBiasVector",
+    40,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__LSTMWeightParams, inputgatebiasvector),
+    &core_ml__specification__weight_params__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "forgetGateBiasVector",
+    41,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__LSTMWeightParams, forgetgatebiasvector),
+    &core_ml__specification__weight_params__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "blockInputBiasVector",
+    42,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__LSTMWeightParams, blockinputbiasvector),
+    &core_ml__specification__weight_params__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "outputGateBiasVector",
+    43,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__LSTMWeightParams, outputgatebiasvector),
+    &core_ml__specification__weight_params__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "inputGatePeepholeVector",
+    60,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__LSTMWeightParams, inputgatepeepholevector),
+    &core_ml__specification__weight_params__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "forgetGatePeepholeVector",
+    61,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__LSTMWeightParams, forgetgatepeepholevector),
+    &core_ml__specification__weight_params__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "outputGatePeepholeVector",
+    62,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__LSTMWeightParams, outputgatepeepholevector),
+    &core_ml__specification__weight_params__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned core_ml__specification__lstmweight_params__field_indices_by_name[] = {
+  10,   /* field[10] = blockInputBiasVector */
+  6,   /* field[6] = blockInputRecursionMatrix */
+  2,   /* field[2] = blockInputWeightMatrix */
+  9,   /* field[9] = forgetGateBiasVector */
+  13,   /* field[13] = forgetGatePeepholeVector */
+  5,   /* field[5] = forgetGateRecursionMatrix */
+  1,   /* field[1] = forgetGateWeightMatrix */
+  8,   /* field[8] = inputGateBiasVector */
+  12,   /* field[12] = inputGatePeepholeVector */
+  4,   /* field[4] = inputGateRecursionMatrix */
+  0,   /* field[0] = inputGateWeightMatrix */
+  11,   /* field[11] = outputGateBiasVector */
+  14,   /* field[14] = outputGatePeepholeVector */
+  7,   /* field[7] = outputGateRecursionMatrix */
+  3,   /* field[3] = outputGateWeightMatrix */
+};
+static const ProtobufCIntRange core_ml__specification__lstmweight_params__number_ranges[4 + 1] =
+{
+  { 1, 0 },
+  { 20, 4 },
+  { 40, 8 },
+  { 60, 12 },
+  { 0, 15 }
+};
+const ProtobufCMessageDescriptor core_ml__specification__lstmweight_params__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "CoreML.Specification.LSTMWeightParams",
+  "LSTMWeightParams",
+  "CoreML__Specification__LSTMWeightParams",
+  "CoreML.Specification",
+  sizeof(CoreML__Specification__LSTMWeightParams),
+  15,
+  core_ml__specification__lstmweight_params__field_descriptors,
+  core_ml__specification__lstmweight_params__field_indices_by_name,
+  4,  core_ml__specification__lstmweight_params__number_ranges,
+  (ProtobufCMessageInit) core_ml__specification__lstmweight_params__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor core_ml__specification__uni_directional_lstmlayer_params__field_descriptors[6] =
+{
+  {
+    "inputVectorSize",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__UniDirectionalLSTMLayerParams, inputvectorsize),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "outputVectorSize",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__UniDirectionalLSTMLayerParams, outputvectorsize),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "activations",
+    10,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(CoreML__Specification__UniDirectionalLSTMLayerParams, n_activations),
+    offsetof(CoreML__Specification__UniDirectionalLSTMLayerParams, activations),
+    &core_ml__specification__activation_params__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "params",
+    15,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__UniDirectionalLSTMLayerParams, params),
+    &core_ml__specification__lstmparams__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "weightParams",
+    20,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__UniDirectionalLSTMLayerParams, weightparams),
+    &core_ml__specification__lstmweight_params__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "reverseInput",
+    100,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__UniDirectionalLSTMLayerParams, reverseinput),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned core_ml__specification__uni_directional_lstmlayer_params__field_indices_by_name[] = {
+  2,   /* field[2] = activations */
+  0,   /* field[0] = inputVectorSize */
+  1,   /* field[1] = outputVectorSize */
+  3,   /* field[3] = params */
+  5,   /* field[5] = reverseInput */
+  4,   /* field[4] = weightParams */
+};
+static const ProtobufCIntRange core_ml__specification__uni_directional_lstmlayer_params__number_ranges[5 + 1] =
+{
+  { 1, 0 },
+  { 10, 2 },
+  { 15, 3 },
+  { 20, 4 },
+  { 100, 5 },
+  { 0, 6 }
+};
+const ProtobufCMessageDescriptor core_ml__specification__uni_directional_lstmlayer_params__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "CoreML.Specification.UniDirectionalLSTMLayerParams",
+  "UniDirectionalLSTMLayerParams",
+  "CoreML__Specification__UniDirectionalLSTMLayerParams",
+  "CoreML.Specification",
+  sizeof(CoreML__Specification__UniDirectionalLSTMLayerParams),
+  6,
+  core_ml__specification__uni_directional_lstmlayer_params__field_descriptors,
+  core_ml__specification__uni_directional_lstmlayer_params__field_indices_by_name,
+  5,  core_ml__specification__uni_directional_lstmlayer_params__number_ranges,
+  (ProtobufCMessageInit) core_ml__specification__uni_directional_lstmlayer_params__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor core_ml__specification__bi_directional_lstmlayer_params__field_descriptors[6] =
+{
+  {
+    "inputVectorSize",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__BiDirectionalLSTMLayerParams, inputvectorsize),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "outputVectorSize",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__BiDirectionalLSTMLayerParams, outputvectorsize),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "activationsForwardLSTM",
+    10,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(CoreML__Specification__BiDirectionalLSTMLayerParams, n_activationsforwardlstm),
+    offsetof(CoreML__Specification__BiDirectionalLSTMLayerParams, activationsforwardlstm),
+    &core_ml__specification__activation_params__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "activationsBackwardLSTM",
+    11,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(CoreML__Specification__BiDirectionalLSTMLayerParams, n_activationsbackwardlstm),
+    offsetof(CoreML__Specification__BiDirectionalLSTMLayerParams, activationsbackwardlstm),
+    &core_ml__specification__activation_params__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "params",
+    15,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__BiDirectionalLSTMLayerParams, params),
+    &core_ml__specification__lstmparams__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "weightParams",
+    20,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(CoreML__Specification__BiDirectionalLSTMLayerParams, n_weightparams),
+    offsetof(CoreML__Specification__BiDirectionalLSTMLayerParams, weightparams),
+    &core_ml__specification__lstmweight_params__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned core_ml__specification__bi_directional_lstmlayer_params__field_indices_by_name[] = {
+  3,   /* field[3] = activationsBackwardLSTM */
+  2,   /* field[2] = activationsForwardLSTM */
+  0,   /* field[0] = inputVectorSize */
+  1,   /* field[1] = outputVectorSize */
+  4,   /* field[4] = params */
+  5,   /* field[5] = weightParams */
+};
+static const ProtobufCIntRange core_ml__specification__bi_directional_lstmlayer_params__number_ranges[4 + 1] =
+{
+  { 1, 0 },
+  { 10, 2 },
+  { 15, 4 },
+  { 20, 5 },
+  { 0, 6 }
+};
+const ProtobufCMessageDescriptor core_ml__specification__bi_directional_lstmlayer_params__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "CoreML.Specification.BiDirectionalLSTMLayerParams",
+  "BiDirectionalLSTMLayerParams",
+  "CoreML__Specification__BiDirectionalLSTMLayerParams",
+  "CoreML.Specification",
+  sizeof(CoreML__Specification__BiDirectionalLSTMLayerParams),
+  6,
+  core_ml__specification__bi_directional_lstmlayer_params__field_descriptors,
+  core_ml__specification__bi_directional_lstmlayer_params__field_indices_by_name,
+  4,  core_ml__specification__bi_directional_lstmlayer_params__number_ranges,
+  (ProtobufCMessageInit) core_ml__specification__bi_directional_lstmlayer_params__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
 static const ProtobufCFieldDescriptor core_ml__specification__inner_product_layer_params__field_descriptors[5] =

@@ -12,8 +12,13 @@ enum CoreMLLayers {
     typealias Layer = CoreML__Specification__NeuralNetworkLayer
     typealias Converter = @Sendable (inout CoreMLNeuralNetwork, Layer, [String], String) throws -> Void
 
-    /// Every converter: the ones below and those of `CoreMLLayers+ND` (whose reduceMean reduces along any axes).
+    /// Every converter: the ones below and those of `CoreMLLayers+ND` (whose reduceMean reduces along any axes) and
+    /// `CoreMLLayers+Recurrent`.
     static let converters: [String: Converter] = baseConverters.merging(ndConverters) { _, new in new }
+        .merging(recurrentConverters) { _, new in new }
+
+    /// The layers with several outputs (their converters read them from the layer).
+    static let multipleOutputs: Set<String> = ["splitND", "uniDirectionalLSTM", "biDirectionalLSTM", "gru", "simpleRecurrent"]
 
     private static let baseConverters: [String: Converter] = [
         "convolution": { try $0.convolution($0.param($1.convolution), $2, $3) },
@@ -130,7 +135,7 @@ enum CoreMLLayers {
             ("flattenTo2D", l.flattento2d != nil), ("reshapeStatic", l.reshapestatic != nil), ("reduceMean", l.reducemean != nil),
             ("clampedReLU", l.clampedrelu != nil), ("batchedMatmul", l.batchedmatmul != nil),
         ]
-        if let k = parsed.first(where: { $0.1 })?.0 ?? ndKind(l) { return k }
+        if let k = parsed.first(where: { $0.1 })?.0 ?? ndKind(l) ?? recurrentKind(l) { return k }
         for i in 0..<Int(l.base.n_unknown_fields) {
             let tag = l.base.unknown_fields[i].tag
             if let name = names[tag] { return name }
@@ -168,10 +173,9 @@ struct CoreMLNeuralNetwork {
         g.label = "layer '\(name)' (\(kind))"
         let inputs = (0..<l.n_input).map { cString(l.input[$0]) }
         let outputs = (0..<l.n_output).map { cString(l.output[$0]) }
-        // splitND alone has several outputs (its converter reads them from the layer).
-        guard outputs.count == 1 || (kind == "splitND" && outputs.count > 1), let out = outputs.first, !out.isEmpty,
+        guard outputs.count == 1 || (CoreMLLayers.multipleOutputs.contains(kind) && outputs.count > 1), let out = outputs.first, !out.isEmpty,
               kind == "loadConstant" || kind == "loadConstantND" || !inputs.isEmpty else {
-            throw g.invalid("", expected: "inputs and one output (splitND: several)", actual: "\(inputs.count) inputs, \(outputs.count) outputs")
+            throw g.invalid("", expected: "inputs and one output (splitND and the recurrent layers: several)", actual: "\(inputs.count) inputs, \(outputs.count) outputs")
         }
         for i in inputs { _ = try g.need(i) }
         guard let converter = CoreMLLayers.converters[kind] else {

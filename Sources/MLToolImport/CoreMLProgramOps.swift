@@ -8,9 +8,9 @@ enum CoreMLProgramOps {
     typealias Converter = @Sendable (inout CoreMLProgramReader, Op, [String]) throws -> Void
 
     /// Every converter: the ones below, then those of `CoreMLProgramOps+Tensor` and `+Layers` (which replace
-    /// `reduce_mean`, `reduce_max` and `matmul` with their general forms).
+    /// `reduce_mean`, `reduce_max` and `matmul` with their general forms) and `+Recurrent`.
     static let converters: [String: Converter] = baseConverters.merging(tensorConverters) { _, new in new }
-        .merging(layerConverters) { _, new in new }
+        .merging(layerConverters) { _, new in new }.merging(recurrentConverters) { _, new in new }
 
     private static let baseConverters: [String: Converter] = [
         "const": { r, op, out in

@@ -86,6 +86,12 @@ typedef struct CoreML__Specification__ActivationSoftsign CoreML__Specification__
 typedef struct CoreML__Specification__ActivationSoftplus CoreML__Specification__ActivationSoftplus;
 typedef struct CoreML__Specification__ActivationParametricSoftplus CoreML__Specification__ActivationParametricSoftplus;
 typedef struct CoreML__Specification__ActivationParams CoreML__Specification__ActivationParams;
+typedef struct CoreML__Specification__SimpleRecurrentLayerParams CoreML__Specification__SimpleRecurrentLayerParams;
+typedef struct CoreML__Specification__GRULayerParams CoreML__Specification__GRULayerParams;
+typedef struct CoreML__Specification__LSTMParams CoreML__Specification__LSTMParams;
+typedef struct CoreML__Specification__LSTMWeightParams CoreML__Specification__LSTMWeightParams;
+typedef struct CoreML__Specification__UniDirectionalLSTMLayerParams CoreML__Specification__UniDirectionalLSTMLayerParams;
+typedef struct CoreML__Specification__BiDirectionalLSTMLayerParams CoreML__Specification__BiDirectionalLSTMLayerParams;
 typedef struct CoreML__Specification__InnerProductLayerParams CoreML__Specification__InnerProductLayerParams;
 typedef struct CoreML__Specification__BatchedMatMulLayerParams CoreML__Specification__BatchedMatMulLayerParams;
 typedef struct CoreML__Specification__BatchnormLayerParams CoreML__Specification__BatchnormLayerParams;
@@ -828,6 +834,10 @@ struct  CoreML__Specification__NeuralNetworkLayer
   CoreML__Specification__PermuteLayerParams *permute;
   CoreML__Specification__ConcatLayerParams *concat;
   CoreML__Specification__SliceLayerParams *slice;
+  CoreML__Specification__SimpleRecurrentLayerParams *simplerecurrent;
+  CoreML__Specification__GRULayerParams *gru;
+  CoreML__Specification__UniDirectionalLSTMLayerParams *unidirectionallstm;
+  CoreML__Specification__BiDirectionalLSTMLayerParams *bidirectionallstm;
   CoreML__Specification__ClipLayerParams *clip;
   CoreML__Specification__EmptyLayerParams *erf;
   CoreML__Specification__GeluLayerParams *gelu;
@@ -880,7 +890,7 @@ struct  CoreML__Specification__NeuralNetworkLayer
 };
 #define CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__neural_network_layer__descriptor) \
-    , (char *)protobuf_c_empty_string, 0,NULL, 0,NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL }
+    , (char *)protobuf_c_empty_string, 0,NULL, 0,NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL }
 
 
 struct  CoreML__Specification__WeightParams
@@ -1187,6 +1197,125 @@ struct  CoreML__Specification__ActivationParams
 #define CORE_ML__SPECIFICATION__ACTIVATION_PARAMS__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__activation_params__descriptor) \
     , NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL }
+
+
+/*
+ * The recurrent layers (NeuralNetwork.proto; every blob is [Seq, Batch, C, 1, 1]).
+ */
+struct  CoreML__Specification__SimpleRecurrentLayerParams
+{
+  ProtobufCMessage base;
+  uint64_t inputvectorsize;
+  uint64_t outputvectorsize;
+  CoreML__Specification__ActivationParams *activation;
+  protobuf_c_boolean sequenceoutput;
+  protobuf_c_boolean hasbiasvector;
+  CoreML__Specification__WeightParams *weightmatrix;
+  CoreML__Specification__WeightParams *recursionmatrix;
+  CoreML__Specification__WeightParams *biasvector;
+  protobuf_c_boolean reverseinput;
+};
+#define CORE_ML__SPECIFICATION__SIMPLE_RECURRENT_LAYER_PARAMS__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__simple_recurrent_layer_params__descriptor) \
+    , 0, 0, NULL, 0, 0, NULL, NULL, NULL, 0 }
+
+
+struct  CoreML__Specification__GRULayerParams
+{
+  ProtobufCMessage base;
+  uint64_t inputvectorsize;
+  uint64_t outputvectorsize;
+  size_t n_activations;
+  CoreML__Specification__ActivationParams **activations;
+  protobuf_c_boolean sequenceoutput;
+  protobuf_c_boolean hasbiasvectors;
+  CoreML__Specification__WeightParams *updategateweightmatrix;
+  CoreML__Specification__WeightParams *resetgateweightmatrix;
+  CoreML__Specification__WeightParams *outputgateweightmatrix;
+  CoreML__Specification__WeightParams *updategaterecursionmatrix;
+  CoreML__Specification__WeightParams *resetgaterecursionmatrix;
+  CoreML__Specification__WeightParams *outputgaterecursionmatrix;
+  CoreML__Specification__WeightParams *updategatebiasvector;
+  CoreML__Specification__WeightParams *resetgatebiasvector;
+  CoreML__Specification__WeightParams *outputgatebiasvector;
+  protobuf_c_boolean reverseinput;
+};
+#define CORE_ML__SPECIFICATION__GRULAYER_PARAMS__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__grulayer_params__descriptor) \
+    , 0, 0, 0,NULL, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0 }
+
+
+struct  CoreML__Specification__LSTMParams
+{
+  ProtobufCMessage base;
+  protobuf_c_boolean sequenceoutput;
+  protobuf_c_boolean hasbiasvectors;
+  protobuf_c_boolean forgetbias;
+  protobuf_c_boolean haspeepholevectors;
+  protobuf_c_boolean coupledinputandforgetgate;
+  float cellclipthreshold;
+};
+#define CORE_ML__SPECIFICATION__LSTMPARAMS__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__lstmparams__descriptor) \
+    , 0, 0, 0, 0, 0, 0 }
+
+
+struct  CoreML__Specification__LSTMWeightParams
+{
+  ProtobufCMessage base;
+  CoreML__Specification__WeightParams *inputgateweightmatrix;
+  CoreML__Specification__WeightParams *forgetgateweightmatrix;
+  CoreML__Specification__WeightParams *blockinputweightmatrix;
+  CoreML__Specification__WeightParams *outputgateweightmatrix;
+  CoreML__Specification__WeightParams *inputgaterecursionmatrix;
+  CoreML__Specification__WeightParams *forgetgaterecursionmatrix;
+  CoreML__Specification__WeightParams *blockinputrecursionmatrix;
+  CoreML__Specification__WeightParams *outputgaterecursionmatrix;
+  CoreML__Specification__WeightParams *inputgatebiasvector;
+  CoreML__Specification__WeightParams *forgetgatebiasvector;
+  CoreML__Specification__WeightParams *blockinputbiasvector;
+  CoreML__Specification__WeightParams *outputgatebiasvector;
+  CoreML__Specification__WeightParams *inputgatepeepholevector;
+  CoreML__Specification__WeightParams *forgetgatepeepholevector;
+  CoreML__Specification__WeightParams *outputgatepeepholevector;
+};
+#define CORE_ML__SPECIFICATION__LSTMWEIGHT_PARAMS__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__lstmweight_params__descriptor) \
+    , NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL }
+
+
+struct  CoreML__Specification__UniDirectionalLSTMLayerParams
+{
+  ProtobufCMessage base;
+  uint64_t inputvectorsize;
+  uint64_t outputvectorsize;
+  size_t n_activations;
+  CoreML__Specification__ActivationParams **activations;
+  CoreML__Specification__LSTMParams *params;
+  CoreML__Specification__LSTMWeightParams *weightparams;
+  protobuf_c_boolean reverseinput;
+};
+#define CORE_ML__SPECIFICATION__UNI_DIRECTIONAL_LSTMLAYER_PARAMS__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__uni_directional_lstmlayer_params__descriptor) \
+    , 0, 0, 0,NULL, NULL, NULL, 0 }
+
+
+struct  CoreML__Specification__BiDirectionalLSTMLayerParams
+{
+  ProtobufCMessage base;
+  uint64_t inputvectorsize;
+  uint64_t outputvectorsize;
+  size_t n_activationsforwardlstm;
+  CoreML__Specification__ActivationParams **activationsforwardlstm;
+  size_t n_activationsbackwardlstm;
+  CoreML__Specification__ActivationParams **activationsbackwardlstm;
+  CoreML__Specification__LSTMParams *params;
+  size_t n_weightparams;
+  CoreML__Specification__LSTMWeightParams **weightparams;
+};
+#define CORE_ML__SPECIFICATION__BI_DIRECTIONAL_LSTMLAYER_PARAMS__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__bi_directional_lstmlayer_params__descriptor) \
+    , 0, 0, 0,NULL, 0,NULL, NULL, 0,NULL }
 
 
 struct  CoreML__Specification__InnerProductLayerParams
@@ -3252,6 +3381,120 @@ CoreML__Specification__ActivationParams *
 void   core_ml__specification__activation_params__free_unpacked
                      (CoreML__Specification__ActivationParams *message,
                       ProtobufCAllocator *allocator);
+/* CoreML__Specification__SimpleRecurrentLayerParams methods */
+void   core_ml__specification__simple_recurrent_layer_params__init
+                     (CoreML__Specification__SimpleRecurrentLayerParams         *message);
+size_t core_ml__specification__simple_recurrent_layer_params__get_packed_size
+                     (const CoreML__Specification__SimpleRecurrentLayerParams   *message);
+size_t core_ml__specification__simple_recurrent_layer_params__pack
+                     (const CoreML__Specification__SimpleRecurrentLayerParams   *message,
+                      uint8_t             *out);
+size_t core_ml__specification__simple_recurrent_layer_params__pack_to_buffer
+                     (const CoreML__Specification__SimpleRecurrentLayerParams   *message,
+                      ProtobufCBuffer     *buffer);
+CoreML__Specification__SimpleRecurrentLayerParams *
+       core_ml__specification__simple_recurrent_layer_params__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   core_ml__specification__simple_recurrent_layer_params__free_unpacked
+                     (CoreML__Specification__SimpleRecurrentLayerParams *message,
+                      ProtobufCAllocator *allocator);
+/* CoreML__Specification__GRULayerParams methods */
+void   core_ml__specification__grulayer_params__init
+                     (CoreML__Specification__GRULayerParams         *message);
+size_t core_ml__specification__grulayer_params__get_packed_size
+                     (const CoreML__Specification__GRULayerParams   *message);
+size_t core_ml__specification__grulayer_params__pack
+                     (const CoreML__Specification__GRULayerParams   *message,
+                      uint8_t             *out);
+size_t core_ml__specification__grulayer_params__pack_to_buffer
+                     (const CoreML__Specification__GRULayerParams   *message,
+                      ProtobufCBuffer     *buffer);
+CoreML__Specification__GRULayerParams *
+       core_ml__specification__grulayer_params__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   core_ml__specification__grulayer_params__free_unpacked
+                     (CoreML__Specification__GRULayerParams *message,
+                      ProtobufCAllocator *allocator);
+/* CoreML__Specification__LSTMParams methods */
+void   core_ml__specification__lstmparams__init
+                     (CoreML__Specification__LSTMParams         *message);
+size_t core_ml__specification__lstmparams__get_packed_size
+                     (const CoreML__Specification__LSTMParams   *message);
+size_t core_ml__specification__lstmparams__pack
+                     (const CoreML__Specification__LSTMParams   *message,
+                      uint8_t             *out);
+size_t core_ml__specification__lstmparams__pack_to_buffer
+                     (const CoreML__Specification__LSTMParams   *message,
+                      ProtobufCBuffer     *buffer);
+CoreML__Specification__LSTMParams *
+       core_ml__specification__lstmparams__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   core_ml__specification__lstmparams__free_unpacked
+                     (CoreML__Specification__LSTMParams *message,
+                      ProtobufCAllocator *allocator);
+/* CoreML__Specification__LSTMWeightParams methods */
+void   core_ml__specification__lstmweight_params__init
+                     (CoreML__Specification__LSTMWeightParams         *message);
+size_t core_ml__specification__lstmweight_params__get_packed_size
+                     (const CoreML__Specification__LSTMWeightParams   *message);
+size_t core_ml__specification__lstmweight_params__pack
+                     (const CoreML__Specification__LSTMWeightParams   *message,
+                      uint8_t             *out);
+size_t core_ml__specification__lstmweight_params__pack_to_buffer
+                     (const CoreML__Specification__LSTMWeightParams   *message,
+                      ProtobufCBuffer     *buffer);
+CoreML__Specification__LSTMWeightParams *
+       core_ml__specification__lstmweight_params__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   core_ml__specification__lstmweight_params__free_unpacked
+                     (CoreML__Specification__LSTMWeightParams *message,
+                      ProtobufCAllocator *allocator);
+/* CoreML__Specification__UniDirectionalLSTMLayerParams methods */
+void   core_ml__specification__uni_directional_lstmlayer_params__init
+                     (CoreML__Specification__UniDirectionalLSTMLayerParams         *message);
+size_t core_ml__specification__uni_directional_lstmlayer_params__get_packed_size
+                     (const CoreML__Specification__UniDirectionalLSTMLayerParams   *message);
+size_t core_ml__specification__uni_directional_lstmlayer_params__pack
+                     (const CoreML__Specification__UniDirectionalLSTMLayerParams   *message,
+                      uint8_t             *out);
+size_t core_ml__specification__uni_directional_lstmlayer_params__pack_to_buffer
+                     (const CoreML__Specification__UniDirectionalLSTMLayerParams   *message,
+                      ProtobufCBuffer     *buffer);
+CoreML__Specification__UniDirectionalLSTMLayerParams *
+       core_ml__specification__uni_directional_lstmlayer_params__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   core_ml__specification__uni_directional_lstmlayer_params__free_unpacked
+                     (CoreML__Specification__UniDirectionalLSTMLayerParams *message,
+                      ProtobufCAllocator *allocator);
+/* CoreML__Specification__BiDirectionalLSTMLayerParams methods */
+void   core_ml__specification__bi_directional_lstmlayer_params__init
+                     (CoreML__Specification__BiDirectionalLSTMLayerParams         *message);
+size_t core_ml__specification__bi_directional_lstmlayer_params__get_packed_size
+                     (const CoreML__Specification__BiDirectionalLSTMLayerParams   *message);
+size_t core_ml__specification__bi_directional_lstmlayer_params__pack
+                     (const CoreML__Specification__BiDirectionalLSTMLayerParams   *message,
+                      uint8_t             *out);
+size_t core_ml__specification__bi_directional_lstmlayer_params__pack_to_buffer
+                     (const CoreML__Specification__BiDirectionalLSTMLayerParams   *message,
+                      ProtobufCBuffer     *buffer);
+CoreML__Specification__BiDirectionalLSTMLayerParams *
+       core_ml__specification__bi_directional_lstmlayer_params__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   core_ml__specification__bi_directional_lstmlayer_params__free_unpacked
+                     (CoreML__Specification__BiDirectionalLSTMLayerParams *message,
+                      ProtobufCAllocator *allocator);
 /* CoreML__Specification__InnerProductLayerParams methods */
 void   core_ml__specification__inner_product_layer_params__init
                      (CoreML__Specification__InnerProductLayerParams         *message);
@@ -4645,6 +4888,24 @@ typedef void (*CoreML__Specification__ActivationParametricSoftplus_Closure)
 typedef void (*CoreML__Specification__ActivationParams_Closure)
                  (const CoreML__Specification__ActivationParams *message,
                   void *closure_data);
+typedef void (*CoreML__Specification__SimpleRecurrentLayerParams_Closure)
+                 (const CoreML__Specification__SimpleRecurrentLayerParams *message,
+                  void *closure_data);
+typedef void (*CoreML__Specification__GRULayerParams_Closure)
+                 (const CoreML__Specification__GRULayerParams *message,
+                  void *closure_data);
+typedef void (*CoreML__Specification__LSTMParams_Closure)
+                 (const CoreML__Specification__LSTMParams *message,
+                  void *closure_data);
+typedef void (*CoreML__Specification__LSTMWeightParams_Closure)
+                 (const CoreML__Specification__LSTMWeightParams *message,
+                  void *closure_data);
+typedef void (*CoreML__Specification__UniDirectionalLSTMLayerParams_Closure)
+                 (const CoreML__Specification__UniDirectionalLSTMLayerParams *message,
+                  void *closure_data);
+typedef void (*CoreML__Specification__BiDirectionalLSTMLayerParams_Closure)
+                 (const CoreML__Specification__BiDirectionalLSTMLayerParams *message,
+                  void *closure_data);
 typedef void (*CoreML__Specification__InnerProductLayerParams_Closure)
                  (const CoreML__Specification__InnerProductLayerParams *message,
                   void *closure_data);
@@ -4956,6 +5217,12 @@ extern const ProtobufCMessageDescriptor core_ml__specification__activation_softs
 extern const ProtobufCMessageDescriptor core_ml__specification__activation_softplus__descriptor;
 extern const ProtobufCMessageDescriptor core_ml__specification__activation_parametric_softplus__descriptor;
 extern const ProtobufCMessageDescriptor core_ml__specification__activation_params__descriptor;
+extern const ProtobufCMessageDescriptor core_ml__specification__simple_recurrent_layer_params__descriptor;
+extern const ProtobufCMessageDescriptor core_ml__specification__grulayer_params__descriptor;
+extern const ProtobufCMessageDescriptor core_ml__specification__lstmparams__descriptor;
+extern const ProtobufCMessageDescriptor core_ml__specification__lstmweight_params__descriptor;
+extern const ProtobufCMessageDescriptor core_ml__specification__uni_directional_lstmlayer_params__descriptor;
+extern const ProtobufCMessageDescriptor core_ml__specification__bi_directional_lstmlayer_params__descriptor;
 extern const ProtobufCMessageDescriptor core_ml__specification__inner_product_layer_params__descriptor;
 extern const ProtobufCMessageDescriptor core_ml__specification__batched_mat_mul_layer_params__descriptor;
 extern const ProtobufCMessageDescriptor core_ml__specification__batchnorm_layer_params__descriptor;
