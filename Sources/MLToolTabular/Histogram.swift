@@ -53,10 +53,17 @@ public enum HistogramKernel {
                              g: [Float], h: [Float], threads: Int, into hist: inout Histogram) {
         let features = offsets.count - 1, count = rows.count
         guard count > 0, features > 0 else { return }
+        // The edge of the kernel: every index it makes below is in bounds once these hold (a bin is a UInt8 and the
+        // scratch has room for 256 of them: a bin at or past its feature's width, which FeatureBins never makes,
+        // would give wrong sums, never an access out of bounds).
+        precondition(bins.count >= features * n && g.count >= n && h.count >= n, "histogram: bins or gradients shorter than the rows")
+        precondition(hist.g.count >= offsets[features] && hist.h.count >= offsets[features] && hist.c.count >= offsets[features],
+                     "histogram: output shorter than the bins")
+        precondition(rows.allSatisfy { $0 >= 0 && Int($0) < n }, "histogram: a row outside 0..<\(n)")
         var pairs = [SIMD2<Double>](repeating: .zero, count: count)
         var i = 0
         for r in rows { pairs[i] = SIMD2(Double(g[Int(r)]), Double(h[Int(r)])); i += 1 }
-        let widest = (0..<features).reduce(0) { max($0, offsets[$1 + 1] - offsets[$1]) }
+        let widest = (0..<features).reduce(256) { max($0, offsets[$1 + 1] - offsets[$1]) }
         let workers = max(1, min(threads, features, count / 1024 + 1))
         bins.withUnsafeBufferPointer { bp in
             rows.withUnsafeBufferPointer { rp in
