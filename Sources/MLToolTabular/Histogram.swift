@@ -59,10 +59,15 @@ public enum HistogramKernel {
         precondition(bins.count >= features * n && g.count >= n && h.count >= n, "histogram: bins or gradients shorter than the rows")
         precondition(hist.g.count >= offsets[features] && hist.h.count >= offsets[features] && hist.c.count >= offsets[features],
                      "histogram: output shorter than the bins")
-        precondition(rows.allSatisfy { $0 >= 0 && Int($0) < n }, "histogram: a row outside 0..<\(n)")
+        // The gather reads every row once: it checks each against n there (the kernel reads the bins of these rows).
         var pairs = [SIMD2<Double>](repeating: .zero, count: count)
         var i = 0
-        for r in rows { pairs[i] = SIMD2(Double(g[Int(r)]), Double(h[Int(r)])); i += 1 }
+        for r in rows {
+            let row = Int(r)
+            precondition(row >= 0 && row < n, "histogram: row \(row) outside 0..<\(n)")
+            pairs[i] = SIMD2(Double(g[row]), Double(h[row]))
+            i += 1
+        }
         let widest = (0..<features).reduce(256) { max($0, offsets[$1 + 1] - offsets[$1]) }
         let workers = max(1, min(threads, features, count / 1024 + 1))
         bins.withUnsafeBufferPointer { bp in

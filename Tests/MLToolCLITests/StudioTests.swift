@@ -62,16 +62,24 @@ struct StudioTests {
         (try? JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any]) ?? [:]
     }
 
-    /// Polls run 1's events until it finishes (true), fails (recorded as an issue) or `seconds` pass.
-    static func waitForRun(_ s: StudioServer, seconds: Double) throws -> Bool {
+    /// Run `id`'s ending event ("finished", "failed" or "cancelled", as the page reads it), nil if it has not ended
+    /// within `seconds`.
+    static func ending(_ s: StudioServer, run id: Int, seconds: Double) throws -> [String: Any]? {
         let deadline = Date().addingTimeInterval(seconds)
         while Date() < deadline {
-            let r = try call(s, "/api/runs/1/events?after=-1")
-            if r.body.contains("\"type\":\"failed\"") { Issue.record("\(r.body)"); return false }
-            if r.body.contains("\"type\":\"finished\"") { return true }
+            let body = try call(s, "/api/runs/\(id)/events?after=-1").body
+            let events = body.split(separator: "\n").filter { $0.hasPrefix("data: ") }.map { object(String($0.dropFirst(6))) }
+            if let end = events.last(where: { ["finished", "failed", "cancelled"].contains($0["type"] as? String) }) { return end }
             Thread.sleep(forTimeInterval: 0.2)
         }
-        return false
+        return nil
+    }
+
+    /// Whether run 1 finished within `seconds` (a failure is recorded as an issue).
+    static func waitForRun(_ s: StudioServer, seconds: Double) throws -> Bool {
+        let end = try ending(s, run: 1, seconds: seconds)
+        if end?["type"] as? String == "failed" { Issue.record("run 1 failed: \(String(describing: end))") }
+        return end?["type"] as? String == "finished"
     }
 
     /// The task's summary in a data view's answer.
@@ -79,16 +87,13 @@ struct StudioTests {
 
     /// The error run `id` failed with (its "failed" event), once it has ended.
     static func failure(_ s: StudioServer, run id: Int) throws -> String? {
-        let deadline = Date().addingTimeInterval(60)
-        while Date() < deadline {
-            let r = try call(s, "/api/runs/\(id)/events?after=-1")
-            for line in r.body.split(separator: "\n") where line.hasPrefix("data: ") && line.contains("\"type\":\"failed\"") {
-                return object(String(line.dropFirst(6)))["error"] as? String
-            }
-            if r.body.contains("event: end") { return nil }
-            Thread.sleep(forTimeInterval: 0.2)
-        }
-        return nil
+        guard let end = try ending(s, run: id, seconds: 60), end["type"] as? String == "failed" else { return nil }
+        return end["error"] as? String
+    }
+
+    /// The first "mltool: error: …" line the CLI wrote to standard error.
+    static func firstError(_ stderr: String) -> String? {
+        stderr.split(separator: "\n").first { $0.hasPrefix("mltool: error: ") }.map(String.init)
     }
 
     /// Every error the CLI prints appears in the page in the same words: the page shows "mltool: error: " and the
@@ -116,7 +121,7 @@ struct StudioTests {
             let page = try Self.failure(s, run: run)
             let options = c.options.sorted { $0.key < $1.key }.flatMap { $0.value.isEmpty ? [$0.key] : [$0.key, $0.value] }
             let cli = try Tool.run(["train", root + "/" + c.data, "--out", dir.file("cli.bin")] + options)
-            let printed = cli.stderr.split(separator: "\n").first { $0.hasPrefix("mltool: error: ") }.map(String.init)
+            let printed = Self.firstError(cli.stderr)
             #expect(cli.status != 0 && printed != nil, "\(c.data): \(cli.stderr)")
             #expect(page.map { "mltool: error: " + $0 } == printed, "\(c.data): page \(page ?? "nil") / CLI \(cli.stderr)")
         }
@@ -125,7 +130,7 @@ struct StudioTests {
         let r = try Self.post(s, "/api/quantize", #"{"model": "models/tiny.bin", "options": {"--bits": "3"}}"#)
         let page = Self.object(r.body)["error"] as? String
         let cli = try Tool.run(["quantize", root + "/models/tiny.bin", "--bits", "3", "--out", dir.file("q.bin")])
-        let printed = cli.stderr.split(separator: "\n").first { $0.hasPrefix("mltool: error: ") }.map(String.init)
+        let printed = Self.firstError(cli.stderr)
         #expect(page.map { "mltool: error: " + $0 } == printed && r.status == 400, "\(r.status) \(r.body) / CLI \(cli.stderr)")
     }
 
@@ -274,6 +279,10 @@ struct StudioTests {
         let answer = Self.object(try Self.call(s, "/api/predict?model=models/pima.bin", ["-H", "Content-Type: application/json", "-H", "Origin: \(Self.base(s))", "-d", row]).body)
         let probabilities = answer["probabilities"] as? [String: Double] ?? [:]
         #expect(Set(probabilities.keys) == ["neg", "pos"] && abs(probabilities.values.reduce(0, +) - 1) < 1e-5, "\(answer)")
+        // It is not offered Quantize (the listing says why), and a quantize request gets the CLI's words.
+        #expect((trained?["quantizeRefusal"] as? String)?.hasPrefix("a tabular model holds split thresholds") == true, "\(String(describing: trained))")
+        let q = try Self.post(s, "/api/quantize", #"{"model": "models/pima.bin", "options": {"--bits": "8"}}"#)
+        #expect(q.status == 400 && q.body.contains("a tabular model holds split thresholds"), "\(q.body)")
     }
 
     /// A detector trained in the studio keeps its feature cache in the project (every task with a feature cache takes
@@ -351,6 +360,7 @@ struct StudioTests {
         let trained = ((after["models"] as? [[String: Any]]) ?? []).first { $0["path"] as? String == "models/texts.bin" }
         #expect((trained?["summary"] as? String)?.hasPrefix("Text classification, 2 labels") == true, "\(String(describing: trained))")
         #expect((trained?["preview"] as? [String: Any])?["takes"] as? String == "texts", "\(String(describing: trained))")
+        #expect(trained?["quantizeRefusal"] == nil, "a text classifier is offered Quantize: \(String(describing: trained))")
 
         // Evaluate (the HTML report into reports/), try a sentence, quantize, export.
         let evaluated = try Self.post(s, "/api/evaluate", "{\"model\": \"models/texts.bin\"}")

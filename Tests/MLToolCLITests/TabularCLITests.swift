@@ -153,6 +153,11 @@ import Testing
         #expect(try Tool.run(["train", Self.pima("train"), "--target", "diabetes", "--test", Self.pima("test"), "-o", tested, "--quiet"]).status == 0)
         let recorded = try Tool.run(["eval", tested, "--json"]), given = try Tool.run(["eval", tested, Self.pima("test"), "--json"])
         #expect(recorded.status == 0 && recorded.stdout == given.stdout, "\(recorded.stderr)")
+        // quantize has nothing to compress in a tree ensemble: it says so up front (it read the holdout as image
+        // files and called every row "changed since training", exit 66) and writes nothing.
+        let q = try Tool.run(["quantize", tested, "--bits", "8"])
+        #expect(q.status == 65 && q.stderr.contains("\(tested): a tabular model holds split thresholds and leaf values"), "\(q.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: dir.file("tested.int8.bin")))
 
         // The holdout of a copy of the table (20 % of its 540 rows: 108), found from another working directory.
         let table = dir.file("pima.csv")

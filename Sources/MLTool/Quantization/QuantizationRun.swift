@@ -33,6 +33,9 @@ final class QuantizationRun {
                                   groupSize: p.groupSize, minElements: p.minElements, seed: p.seed)
         options.int8Table = p.int8Table
         model = try ModelLoader.load(path)
+        if let why = TaskRegistry.standard.handling(model: model).quantizationRefusal(model: model) {
+            throw PipelineError.badInput(file: path, reason: why)
+        }
         quantized = model
         isImage = model.metadata.image != nil && model.metadata.graph != nil
         isDetector = DetectorEvaluator.isDetector(model)

@@ -56,9 +56,10 @@ public final class ModelServer: @unchecked Sendable {
             let model = try ModelLoader.load(path)
             let task = tasks.handling(model: model)
             let predictor = try task.servingPredictor(model: model, path: path)
+            let takes = try task.servedInput(model: model, path: path)
             let info = try ModelSummary(model: model, layout: nil).json()
             metrics.loaded(model: name, seconds: Date().timeIntervalSince(started))
-            served.append(Served(name: name, path: path, task: task.name, takes: predictor.takes, info: info,
+            served.append(Served(name: name, path: path, task: task.name, takes: takes, info: info,
                                  batcher: PredictionBatcher(name: name, predictor: predictor, parameters: parameters, metrics: metrics)))
         }
         models = served
@@ -71,6 +72,9 @@ public final class ModelServer: @unchecked Sendable {
         }
         if parameters.watch { startWatching() }
     }
+
+    /// The requests answered so far, by HTTP status (`/metrics`' mltool_requests_total).
+    public var answered: [Int: Int] { metrics.answered }
 
     /// Stops accepting connections, answers every request already received (waiting up to `drainSeconds`), then
     /// stops the batchers. Returns how many requests were left unanswered (0: a clean drain).
@@ -111,9 +115,10 @@ public final class ModelServer: @unchecked Sendable {
                     do {
                         let started = Date()
                         let model = try ModelLoader.load(m.path)
-                        let predictor = try tasks.handling(model: model).servingPredictor(model: model, path: m.path)
+                        let task = tasks.handling(model: model)
+                        let predictor = try task.servingPredictor(model: model, path: m.path)
                         // The routes were screened for the model's kind of input: a file that changed kind is refused.
-                        guard predictor.takes == m.takes else { throw PipelineError.badInput(file: m.path, reason: "the new model takes other inputs") }
+                        guard try task.servedInput(model: model, path: m.path) == m.takes else { throw PipelineError.badInput(file: m.path, reason: "the new model takes other inputs") }
                         m.batcher.replace(with: predictor)
                         metrics.loaded(model: m.name, seconds: Date().timeIntervalSince(started))
                         metrics.reloaded(model: m.name, result: "ok")

@@ -35,6 +35,9 @@ final class ServerMetrics: @unchecked Sendable {
     private var loadSeconds: [String: Double] = [:]
     private var reloads: [String: Int] = [:]
 
+    /// The requests answered so far, by HTTP status.
+    var answered: [Int: Int] { lock.withLock { requests } }
+
     func request(status: Int, seconds: Double) {
         lock.withLock { requests[status, default: 0] += 1; latency.observe(seconds) }
     }

@@ -23,8 +23,8 @@ public enum ServingInput: Sendable {
     }
 }
 
-/// What a model's preview form asks for: its input kind and, for table rows, the columns it reads (a categorical
-/// one with the categories it knows).
+/// What a model takes, in `mltool serve` and in the studio's preview form: its input kind and, for table rows, the
+/// columns it reads (a categorical one with the categories it knows). `TaskKind.previewInput` says it.
 public struct PreviewInput: Codable, Sendable, Equatable {
     public struct Column: Codable, Sendable, Equatable {
         public var name: String
@@ -40,8 +40,6 @@ public struct PreviewInput: Codable, Sendable, Equatable {
 /// A model loaded for `mltool serve` (and `ModelServer`): a task's predictor that answers a batch of inputs at
 /// once. `TaskKind.servingPredictor` makes one; `ModelServer` gathers concurrent requests into its batches.
 public protocol ServingPredictor: Sendable {
-    /// What it takes: images, texts or table rows.
-    var takes: ServingInput.Kind { get }
     /// One JSON object per input, in order, each as `mltool predict --json` prints it for that input; an input
     /// that cannot be read fails alone. Called from one thread at a time.
     func predict(_ inputs: [ServingInput]) -> [Result<String, Error>]

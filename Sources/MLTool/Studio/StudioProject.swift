@@ -93,6 +93,8 @@ public struct StudioProject: Sendable {
         public var summary: String?
         /// What its preview takes (nil: no preview, e.g. a sound classifier or an export).
         public var preview: PreviewInput?
+        /// Why it cannot be quantized (nil: it can; the page then offers *Quantize*).
+        public var quantizeRefusal: String?
     }
 
     public struct Listing: Codable, Sendable {
@@ -151,7 +153,7 @@ public struct StudioProject: Sendable {
         let summary = "\(task.title), \(labels.count) label\(labels.count == 1 ? "" : "s")" + (labels.isEmpty ? "" : ": " + labels.prefix(8).joined(separator: ", ")
             + (labels.count > 8 ? ", …" : ""))
         return ModelEntry(path: relative(path), kind: "mltool", bytes: bytes, task: task.name, summary: summary,
-                          preview: task.previewInput(model: model))
+                          preview: task.previewInput(model: model), quantizeRefusal: task.quantizationRefusal(model: model))
     }
 
     static func firstSentence(_ text: String) -> String {

@@ -299,8 +299,8 @@ final class StudioRouter: HTTPHandler, @unchecked Sendable {
     /// `POST /api/predict?model=PATH`: the body as `mltool serve` takes it, answered with `predict --json`'s objects.
     private func predict(_ request: HTTPRequest, model field: String) throws -> HTTPResponse {
         let path = try project.resolve(field, field: "model")
-        let predictor = try predictors.predictor(path: path, tasks: project.tasks)
-        let (inputs, isList) = try Router.inputs(request, takes: predictor.takes, parameters: parameters.serving)
+        let (predictor, takes) = try predictors.predictor(path: path, tasks: project.tasks)
+        let (inputs, isList) = try Router.inputs(request, takes: takes, parameters: parameters.serving)
         var objects = [String]()
         for r in predictors.predict(predictor, inputs) { objects.append(try r.get()) }
         return .json(200, isList ? "[" + objects.joined(separator: ", ") + "]" : objects.first ?? "{}")
@@ -362,12 +362,14 @@ final class LineLog: @unchecked Sendable {
 /// The preview's predictors, loaded once per model file and dropped when a run or quantization writes a model.
 final class StudioPredictors: @unchecked Sendable {
     private let lock = NSLock()
-    private var loaded = [String: any ServingPredictor]()
+    private var loaded = [String: (any ServingPredictor, ServingInput.Kind)]()
 
-    func predictor(path: String, tasks: TaskRegistry) throws -> any ServingPredictor {
+    /// The model's predictor and what it takes.
+    func predictor(path: String, tasks: TaskRegistry) throws -> (any ServingPredictor, ServingInput.Kind) {
         if let p = lock.withLock({ loaded[path] }) { return p }
         let model = try ModelLoader.load(path)
-        let p = try tasks.handling(model: model).servingPredictor(model: model, path: path)
+        let task = tasks.handling(model: model)
+        let p = (try task.servingPredictor(model: model, path: path), try task.servedInput(model: model, path: path))
         lock.withLock { loaded[path] = p }
         return p
     }

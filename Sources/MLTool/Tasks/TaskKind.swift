@@ -65,9 +65,11 @@ public protocol TaskKind: Sendable {
     /// `mltool serve`: the model loaded once, answering batches of requests with `predict --json`'s objects
     /// (default: not yet supported for the task).
     static func servingPredictor(model: Model, path: String) throws -> any ServingPredictor
-    /// What a preview of `model` takes (the studio's preview form): images, texts, or table rows with their columns;
-    /// nil when its models cannot be served.
+    /// What `model` takes in `mltool serve` and the studio's preview form: images, texts, or table rows with their
+    /// columns; nil when its models cannot be served.
     static func previewInput(model: Model) -> PreviewInput?
+    /// Why `mltool quantize` has nothing to compress in `model` (nil: it compresses this task's models).
+    static func quantizationRefusal(model: Model) -> String?
     /// What the data at `data` holds as this task reads it (`mltool studio`'s data view; default: only a note that
     /// the task has no summary yet).
     static func dataSummary(_ data: String) throws -> DataSummary
@@ -81,6 +83,15 @@ extension TaskKind {
         throw PipelineError.notSupported("mltool serve for \(name) models (\(path))")
     }
     public static func previewInput(model: Model) -> PreviewInput? { nil }
+
+    /// The kind of input `model` is served with (`previewInput`'s), or the refusal of a task that serves none.
+    static func servedInput(model: Model, path: String) throws -> ServingInput.Kind {
+        guard let kind = previewInput(model: model)?.takes else {
+            throw PipelineError.notSupported("mltool serve for \(name) models (\(path))")
+        }
+        return kind
+    }
+    public static func quantizationRefusal(model: Model) -> String? { nil }
     public static func dataSummary(_ data: String) throws -> DataSummary {
         var s = DataSummary()
         s.note = "not yet supported: a summary of \(title.lowercased()) data (training it is)"

@@ -266,6 +266,8 @@ function openModel(m, fromRun = false) {
   $("text-input").hidden = takes !== "texts";
   $("row-input").hidden = takes !== "rows";
   $("no-preview").hidden = takes !== null;
+  // A model quantize has nothing to compress in (a tabular model) is not offered it.
+  $("quantize").hidden = $("bits").parentElement.hidden = Boolean(m.quantizeRefusal);
   if (takes === "rows") rowForm(m.preview.columns || []);
   $("predictions").replaceChildren();
   $("preview-canvas").hidden = true;

@@ -11,7 +11,6 @@ extension ImageClassificationTask {
 /// (`ImageClassifier.classify(batch:)`), answered as `predict --json`'s lines.
 struct ImageClassificationServing: ServingPredictor {
     let classifier: ImageClassifier
-    var takes: ServingInput.Kind { .images }
 
     func predict(_ inputs: [ServingInput]) -> [Result<String, Error>] {
         let sources = inputs.map { input -> ImageClassifier.Source in

@@ -15,7 +15,6 @@ extension ObjectDetectionTask {
 struct ObjectDetectionServing: ServingPredictor {
     let detector: Detector
     let path: String
-    var takes: ServingInput.Kind { .images }
 
     func predict(_ inputs: [ServingInput]) -> [Result<String, Error>] {
         let decoded = Slots<Result<(String, RGBImage), Error>>(count: inputs.count)

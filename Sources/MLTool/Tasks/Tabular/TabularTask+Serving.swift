@@ -11,6 +11,13 @@ extension TabularTask {
         let columns = (model.metadata.tabular?.features ?? []).map { PreviewInput.Column(name: $0.name, categories: $0.categories) }
         return PreviewInput(takes: .rows, columns: columns)
     }
+
+    /// A tabular model's numbers are split thresholds and leaf values (or a linear model's few coefficients), not a
+    /// network's weight tensors: `mltool quantize` has nothing to compress in it.
+    public static func quantizationRefusal(model: Model) -> String? {
+        "a tabular model holds split thresholds and leaf values (or a linear model's coefficients), not network "
+            + "weights: quantize compresses networks (image, sound and text classifiers, detectors, word taggers)"
+    }
 }
 
 /// A tabular model behind `mltool serve`: the rows of a batch are one table, predicted at once; each answer is the
@@ -18,7 +25,6 @@ extension TabularTask {
 /// missing, not a number or an unknown category is a missing value), so a row can only be refused for its shape.
 struct TabularServing: ServingPredictor {
     let ensemble: TreeEnsemble
-    var takes: ServingInput.Kind { .rows }
 
     func predict(_ inputs: [ServingInput]) -> [Result<String, Error>] {
         let rows = inputs.map { input -> Result<[String: String], Error> in

@@ -11,7 +11,6 @@ extension TextClassificationTask {
 struct TextClassificationServing: ServingPredictor {
     let classifier: TextClassifier
     let path: String
-    var takes: ServingInput.Kind { .texts }
 
     func predict(_ inputs: [ServingInput]) -> [Result<String, Error>] {
         let texts = inputs.map { input in Result { try input.text(for: path) } }

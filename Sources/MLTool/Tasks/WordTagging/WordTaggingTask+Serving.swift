@@ -12,7 +12,6 @@ extension WordTaggingTask {
 struct WordTaggingServing: ServingPredictor {
     let tagger: WordTagger
     let path: String
-    var takes: ServingInput.Kind { .texts }
 
     func predict(_ inputs: [ServingInput]) -> [Result<String, Error>] {
         inputs.map { input in
