@@ -27,6 +27,8 @@ extension CLI {
         FileHandle.standardError.write(Data("mltool: stopping: answering the requests in flight\n".utf8))
         let left = server.stop()
         if left > 0 { throw PipelineError.badInput(file: "serve", reason: "\(left) requests were still unanswered after 30 s") }
-        FileHandle.standardError.write(Data("mltool: stopped\n".utf8))
+        // What was answered, by status: a client's own count can be checked against it (ServeLoadTests).
+        let answered = server.answered.sorted { $0.key < $1.key }.map { "\($0.value) × \($0.key)" }
+        FileHandle.standardError.write(Data("mltool: stopped; answered \(answered.isEmpty ? "no request" : answered.joined(separator: ", "))\n".utf8))
     }
 }

@@ -30,6 +30,15 @@ public final class HTTPServer: @unchecked Sendable {
     private var daemon: OpaquePointer?
     private let lock = NSLock()
     private var active = 0
+    /// Set by `stop`: every response from then on closes its connection.
+    private var stopping = false
+    /// The requests whose connection is suspended while their handler works, with that connection (MHD panics if it
+    /// is stopped with one: `stop` waits for them, and answers them 503 at its deadline).
+    private var suspended: [ObjectIdentifier: (exchange: Exchange, connection: SuspendedConnection)] = [:]
+
+    /// A suspended connection's address, which MHD keeps valid until it is resumed; it crosses threads only to be
+    /// resumed.
+    struct SuspendedConnection: @unchecked Sendable { let pointer: OpaquePointer }
 
     /// Starts listening on `host` (an address literal) and `port` (0: an ephemeral one, see `port`).
     public init(host: String, port: Int, limits: Limits = Limits(), handler: any HTTPHandler) throws {
@@ -61,17 +70,34 @@ public final class HTTPServer: @unchecked Sendable {
     /// Requests received and not yet answered.
     public var inFlight: Int { lock.withLock { active } }
 
-    /// Stops accepting connections, waits up to `drainSeconds` for every request already received to be answered,
-    /// then stops. Returns how many requests were still unanswered (0: a clean drain).
+    /// Stops accepting connections (the listening socket is closed at once, so a new connection is refused, never
+    /// left unread in the backlog), answers every request already received — each response from now on closes its
+    /// connection, so a keep-alive client's next request goes to a new connection, which is refused — waiting up to
+    /// `drainSeconds`, then stops. Requests still waiting for their handler at the deadline are answered 503. Returns
+    /// how many requests were unanswered at the deadline (0: a clean drain).
     @discardableResult
     public func stop(drainSeconds: Double = 30) -> Int {
-        guard let d = lock.withLock({ () -> OpaquePointer? in defer { daemon = nil }; return daemon }) else { return 0 }
+        guard let d = lock.withLock({ () -> OpaquePointer? in
+            defer { daemon = nil }
+            stopping = true
+            return daemon
+        }) else { return 0 }
         let listener = MHD_quiesce_daemon(d)
+        if listener >= 0 { close(listener) }
         let deadline = Date().addingTimeInterval(drainSeconds)
         while inFlight > 0 && Date() < deadline { usleep(5_000) }
         let left = inFlight
+        // MHD may not be stopped with a suspended connection: those still waiting are answered now.
+        for (exchange, connection) in lock.withLock({ Array(suspended.values) }) {
+            exchange.lock.withLock {
+                guard exchange.reply == nil else { return }
+                exchange.reply = .json(503, "{\"error\": \"the server stopped before this request was answered\"}")
+                MHD_resume_connection(connection.pointer)
+            }
+        }
+        let resumed = Date().addingTimeInterval(5)
+        while lock.withLock({ !suspended.isEmpty }) && Date() < resumed { usleep(5_000) }
         MHD_stop_daemon(d)
-        if listener >= 0 { close(listener) }
         return left
     }
 
@@ -128,20 +154,19 @@ public final class HTTPServer: @unchecked Sendable {
         if exchange.handed {
             // Resumed: the reply is there.
             exchange.answered = true
+            lock.withLock { _ = suspended.removeValue(forKey: ObjectIdentifier(exchange)) }
             let reply = exchange.lock.withLock { exchange.reply } ?? HTTPResponse.text(500, "no reply\n")
             return queue(reply, on: connection, close: false)
         }
         exchange.handed = true
         let request = HTTPRequest(head: exchange.head, body: exchange.body)
         exchange.body = []
-        // The connection is an address MHD keeps valid while the request is suspended; it only crosses threads to
-        // be resumed.
-        nonisolated(unsafe) let suspendable = connection
+        let suspendable = SuspendedConnection(pointer: connection)
         handler.handle(request) { response in
             exchange.lock.withLock {
                 guard exchange.reply == nil else { return }
                 exchange.reply = response
-                if exchange.suspended { MHD_resume_connection(suspendable) }
+                if exchange.suspended { MHD_resume_connection(suspendable.pointer) }
             }
         }
         return exchange.lock.withLock {
@@ -150,6 +175,7 @@ public final class HTTPServer: @unchecked Sendable {
                 return queue(reply, on: connection, close: false)
             }
             exchange.suspended = true
+            lock.withLock { suspended[ObjectIdentifier(exchange)] = (exchange, suspendable) }
             MHD_suspend_connection(connection)
             return .YES
         }
@@ -166,7 +192,9 @@ public final class HTTPServer: @unchecked Sendable {
         .json(413, "{\"error\": \"request body of \(size) bytes is over the limit of \(limit)\"}")
     }
 
+    /// Queues `response`; it closes the connection when `close` or once the server is stopping.
     private func queue(_ response: HTTPResponse, on connection: OpaquePointer, close: Bool) -> MHD_Result {
+        let close = close || lock.withLock { stopping }
         let fields = response.headers.sorted { $0.key < $1.key }
         let names = fields.map { strdup($0.key) }, values = fields.map { strdup($0.value) }
         defer { (names + values).forEach { free($0) } }
