@@ -237,6 +237,13 @@ models/pos-en.bin: $(UD_EWT_DIR)/en_ewt-ud-train.conllu $(UD_EWT_DIR)/en_ewt-ud-
 ## today's way, 0.573 without the validation split (10 epochs; 6-25 tried), 0.599 with the gazetteer; Brown clusters of
 ## EWT train's text (--unlabeled-text) took 0.6-2 points off, so they are not used. UNER test: 0.6111 (0.5958 before;
 ## 0.6371 with iso-codes' place names, whose LGPL data stay out of a model the .deb ships: datasets/gazetteer.sh).
+## Issue 56, feature set "mltool-tagger-3" (a gazetteer's model): the context templates 46-50 (neighbours as written,
+## name bits with capitals, name bits at -2/+2), chosen by 5-fold cross-validation over dev's documents (doc d in fold
+## d mod 5, UNERCrossValidationTests; this split's baseline "-2" 0.5761): + neighbours as written 0.5932, + name bits
+## with capitals and at ±2 0.5900, both 0.5958; tried and dropped: the sentence's casing class 0.5852, place in a run
+## of capitalised words 0.5846, shapes at ±2 and shape trigram 0.5738, sentence-initial × tag set 0.5762, word ×
+## neighbour shape 0.5660, 3-prefixes at ±1 0.5803, all eight 0.5867; BIOES training 0.5772; 6/15/20 epochs no better.
+## MiniLM token vectors (issue 56's idea a) not tried yet.
 NER_GAZETTEER := datasets/gazetteer/gazetteer.tsv
 $(NER_GAZETTEER): datasets/gazetteer.sh datasets/gazetteer.manifest
 	bash datasets/gazetteer.sh

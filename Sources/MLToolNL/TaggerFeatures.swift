@@ -1,4 +1,4 @@
-/// The tagger's feature templates (feature sets "mltool-tagger-1" and "-2", docs/FORMAT.md): for word i of a sentence, the
+/// The tagger's feature templates (feature sets "mltool-tagger-1", "-2" and "-3", docs/FORMAT.md): for word i of a sentence, the
 /// keys of every feature that fires. A key is `TaggerHash.key(template, value…)`; the model keeps one weight row per
 /// key seen in training.
 ///
@@ -21,14 +21,18 @@
 /// | 44, 45 | whole cluster path at −1, +1 |
 /// | 35 | each gazetteer bit of the word at 0 (feature set "mltool-tagger-2" only: other sets have none) |
 /// | 36, 37 | gazetteer bits at −1, +1 (whole value, when not 0) |
+/// | 46, 47 | the word at −1, +1 as written (feature set "mltool-tagger-3" only, `context`) |
+/// | 48 | gazetteer bits at 0 (whole value) with the word's initial-capital and all-capitals flags ("-3" only) |
+/// | 49, 50 | gazetteer bits at −2, +2 (whole value, when not 0; "-3" only) |
 enum TaggerFeatures {
     /// The most keys one word can have.
-    static let maxKeys = 64
+    static let maxKeys = 96
 
     /// Writes the keys of word `i` of `w` into `out` and returns how many. `w` holds the sentence with two
     /// sentinels on each side (`TaggerWord.start` twice, the words, `TaggerWord.end` twice): word i is `w[i + 2]`.
     @inline(__always)
-    static func keys(_ w: UnsafePointer<TaggerWord>, _ i: Int, into out: UnsafeMutablePointer<UInt64>) -> Int {
+    static func keys(_ w: UnsafePointer<TaggerWord>, _ i: Int, into out: UnsafeMutablePointer<UInt64>,
+                     context: Bool) -> Int {
         let c = w + (i &+ 2)
         let cur = c.pointee, prev = c[-1], next = c[1], prev2 = c[-2], next2 = c[2]
         var n = 0
@@ -74,6 +78,13 @@ enum TaggerFeatures {
         }
         if prev.cluster != 0 { emit(H.key(44, UInt64(prev.cluster))) }
         if next.cluster != 0 { emit(H.key(45, UInt64(next.cluster))) }
+        guard context else { return n }
+        let capitals = UInt64(cur.flags.rawValue & (TaggerWord.Flags.initialUpper.rawValue | TaggerWord.Flags.allUpper.rawValue))
+        emit(H.key(46, prev.form))
+        emit(H.key(47, next.form))
+        if cur.names != 0 { emit(H.key(48, UInt64(cur.names), capitals)) }
+        if prev2.names != 0 { emit(H.key(49, UInt64(prev2.names))) }
+        if next2.names != 0 { emit(H.key(50, UInt64(next2.names))) }
         return n
     }
 }

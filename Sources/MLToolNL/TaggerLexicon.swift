@@ -7,10 +7,13 @@ struct TaggerLexicon: Sendable {
     let masks: [UInt32]
     let clusters: [UInt32]
     let namesInMasks: Bool
+    /// Feature set "mltool-tagger-3": the context templates 46–50 fire too.
+    let context: Bool
     private let index: FeatureIndex
 
-    init(keys: [UInt64], masks: [UInt32], clusters: [UInt32], namesInMasks: Bool = false) {
+    init(keys: [UInt64], masks: [UInt32], clusters: [UInt32], namesInMasks: Bool = false, context: Bool = false) {
         self.keys = keys; self.masks = masks; self.clusters = clusters; self.namesInMasks = namesInMasks
+        self.context = context
         index = keys.withUnsafeBufferPointer { FeatureIndex(sorted: $0) }
     }
 

@@ -7,6 +7,10 @@ extension WordTagger {
     /// The feature set of a tagger trained with a gazetteer: "mltool-tagger-1" and the name-list templates 35–37,
     /// the gazetteer's bits in the lexicon's masks above bit 15.
     public static let namesFeatureSet = "mltool-tagger-2"
+    /// The feature set of a tagger trained with a gazetteer today: "mltool-tagger-2" and the context templates 46–50
+    /// (`TaggerFeatures`: the neighbours' exact forms, name bits with capitals, name bits two words away).
+    public static let contextFeatureSet = "mltool-tagger-3"
+    static let featureSets = [featureSet, namesFeatureSet, contextFeatureSet]
 
     /// A tagger read back from a model (task "wordTagger", docs/FORMAT.md section 4.3). Quantized weights are
     /// dequantized here. `file` names the model in errors.
@@ -15,8 +19,8 @@ extension WordTagger {
         guard md.task == .wordTagger, let c = md.tagger else {
             throw TaggerError.invalidModel(file: file, what: "task", expected: "wordTagger", actual: md.task.rawValue)
         }
-        guard c.features == Self.featureSet || c.features == Self.namesFeatureSet else {
-            throw TaggerError.invalidModel(file: file, what: "feature set", expected: "\(Self.featureSet) or \(Self.namesFeatureSet)",
+        guard Self.featureSets.contains(c.features) else {
+            throw TaggerError.invalidModel(file: file, what: "feature set", expected: Self.featureSets.joined(separator: ", "),
                                            actual: c.features)
         }
         let t = md.labels.count
@@ -64,7 +68,8 @@ extension WordTagger {
         func value(_ i: Int) -> UInt32 { UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: i * 4, as: UInt32.self)) }
         let lexicon = TaggerLexicon(keys: lexiconKeys, masks: (0..<lexiconKeys.count).map { value(2 * $0) },
                                     clusters: (0..<lexiconKeys.count).map { value(2 * $0 + 1) },
-                                    namesInMasks: c.features == Self.namesFeatureSet)
+                                    namesInMasks: c.features != Self.featureSet,
+                                    context: c.features == Self.contextFeatureSet)
         self.init(tags: md.labels, tokenizer: try WordTokenizer(config: c.tokenizer), keys: keys, weights: weights,
                   transitions: transitions, lexicon: lexicon, scheme: c.scheme)
     }
@@ -75,7 +80,8 @@ extension WordTagger {
         var md = ModelMetadata(task: .wordTagger, labels: tags, provenance: provenance)
         md.name = name
         md.metrics = metrics
-        let c = TaggerConfig(features: lexicon.namesInMasks ? Self.namesFeatureSet : Self.featureSet, tokenizer: tokenizer.config, scheme: scheme)
+        let features = lexicon.context ? Self.contextFeatureSet : lexicon.namesInMasks ? Self.namesFeatureSet : Self.featureSet
+        let c = TaggerConfig(features: features, tokenizer: tokenizer.config, scheme: scheme)
         md.tagger = c
         let t = tags.count
         func bytes<T>(_ v: [T]) -> TensorBytes { TensorBytes(copying: v.withUnsafeBytes { Array($0) }) }

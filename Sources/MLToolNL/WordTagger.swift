@@ -70,7 +70,7 @@ public struct WordTagger: Sendable {
             weights.withUnsafeBufferPointer { w in
                 guard let words = words.baseAddress, let w = w.baseAddress else { return }
                 for i in 0..<n {
-                    let k = TaggerFeatures.keys(words, i, into: keyBuffer)
+                    let k = TaggerFeatures.keys(words, i, into: keyBuffer, context: lexicon.context)
                     var m = 0
                     for j in 0..<k {
                         let r = index.row(keyBuffer[j])

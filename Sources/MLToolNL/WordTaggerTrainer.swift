@@ -67,11 +67,11 @@ public struct WordTaggerTrainer {
         var index = FeatureIndex(expected: 1)
         var counts: [Int32] = []
         let trainDesign = Self.design(train, trainWords, tagIndex: tagIndex, masks: lexicon.trainingMasks, frozen: nil,
-                                      index: &index, occurrences: &counts)
+                                      index: &index, occurrences: &counts, context: gazetteer != nil)
         var unused = FeatureIndex(expected: 1), unusedCounts: [Int32] = []
         let heldDesign = held.isEmpty ? nil
             : Self.design(held, Self.intern(held, lexicon: lexicon.final), tagIndex: tagIndex, masks: nil,
-                          frozen: index, index: &unused, occurrences: &unusedCounts)
+                          frozen: index, index: &unused, occurrences: &unusedCounts, context: gazetteer != nil)
         phase("features")
         var design = trainDesign
         if parameters.minFeatureCount > 1 { design = Self.prune(design, counts: counts, minimum: parameters.minFeatureCount) }
@@ -205,7 +205,7 @@ public struct WordTaggerTrainer {
         }
         let order = keys.indices.sorted { keys[$0] < keys[$1] }
         let final = TaggerLexicon(keys: order.map { keys[$0] }, masks: order.map { finalMasks[$0] },
-                                  clusters: order.map { paths[$0] }, namesInMasks: names)
+                                  clusters: order.map { paths[$0] }, namesInMasks: names, context: names)
         return (masks, final)
     }
 
@@ -229,7 +229,7 @@ public struct WordTaggerTrainer {
     }
 
     static func part(_ interned: Interned, sentences range: Range<Int>, masks: [UInt32]?,
-                     frozen: FeatureIndex?) -> Part {
+                     frozen: FeatureIndex?, context: Bool) -> Part {
         var out = Part()
         if frozen != nil { out.index = FeatureIndex(expected: 1) }
         let words = interned.sentenceOffsets[range.upperBound] - interned.sentenceOffsets[range.lowerBound]
@@ -253,7 +253,7 @@ public struct WordTaggerTrainer {
             padded.withUnsafeBufferPointer { p in
                 guard let p = p.baseAddress else { return }
                 for i in 0..<(hi - lo) {
-                    let n = TaggerFeatures.keys(p, i, into: keys)
+                    let n = TaggerFeatures.keys(p, i, into: keys, context: context)
                     for j in 0..<n {
                         if let frozen {
                             let r = frozen.row(keys[j])
@@ -276,12 +276,13 @@ public struct WordTaggerTrainer {
     /// counts them; with it, keys it does not hold are skipped. `masks` overrides the tag sets word by word.
     static func design(_ sentences: [TaggedSentence], _ interned: Interned, tagIndex: [String: Int32],
                        masks: [UInt32]?, frozen: FeatureIndex?, index: inout FeatureIndex,
-                       occurrences: inout [Int32]) -> TaggerDesign {
+                       occurrences: inout [Int32], context: Bool) -> TaggerDesign {
         let n = sentences.count
         let halves = n >= 256 ? 2 : 1
         let parts = Slots<Part>(count: halves)
         DispatchQueue.concurrentPerform(iterations: halves) { h in
-            parts.set(h, part(interned, sentences: (h * n / halves)..<((h + 1) * n / halves), masks: masks, frozen: frozen))
+            parts.set(h, part(interned, sentences: (h * n / halves)..<((h + 1) * n / halves), masks: masks, frozen: frozen,
+                                context: context))
         }
         var built = parts.values
         var first = built.removeFirst()

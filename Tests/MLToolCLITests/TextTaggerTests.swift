@@ -25,8 +25,9 @@ import Testing
             .map { (String(s[$0.range]), $0.tag) }
     }
 
-    // Measured (Zen 4, December 2026): UPOS accuracy 0.9534 on EWT test (the issue's floor, 0.953); entity F1 0.6111
-    // on UNER test (precision 0.6939, recall 0.5460; with the gazetteer) — the issue asks 0.68, not met yet.
+    // Measured (Zen 4, December 2026): UPOS accuracy 0.9534 on EWT test (the issue's floor, 0.953); entity F1 0.6159
+    // on UNER test (precision 0.6989, recall 0.5506; gazetteer, feature set "mltool-tagger-3"; 0.6111 with "-2") — the
+    // issue asks 0.68, not met yet.
     @Test func bundledTaggersScoreOnTheirTestSplits() throws {
         guard Self.available else { return Oracles.missing(Self.why) }
         let pos = try ModelLoader.load(Self.models[0])
@@ -35,7 +36,7 @@ import Testing
         let ner = try ModelLoader.load(Self.models[1])
         let names = try WordTagging.evaluate(model: ner, path: Self.models[1], data: Self.uner + "/en_ewt-ud-test.iob2")
         let f1 = try #require(names.report.entities).f1
-        #expect(f1 >= 0.601, "entity F1 \(f1)")
+        #expect(f1 >= 0.6059, "entity F1 \(f1)")
     }
 
     @Test func wordRangesCoverTheStringAndCarryNLTagNames() throws {

@@ -57,7 +57,7 @@ import Testing
         var m = tagger.model()
         m.metadata.tagger?.features = "mltool-tagger-0"
         #expect(throws: TaggerError.invalidModel(file: "m.bin", what: "feature set",
-                                                 expected: "mltool-tagger-1 or mltool-tagger-2", actual: "mltool-tagger-0")) {
+                                                 expected: "mltool-tagger-1, mltool-tagger-2, mltool-tagger-3", actual: "mltool-tagger-0")) {
             try WordTagger(model: m, file: "m.bin")
         }
         m = tagger.model()
