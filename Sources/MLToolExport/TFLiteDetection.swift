@@ -70,12 +70,7 @@ extension TFLiteLowering {
     /// (1, H, W, 4·bins + C) → corners (cell centre ∓ distance)·stride, score σ(max logit), class ARG_MAX; cells in
     /// (y, x) order. DFL distances: SOFTMAX over each side's bins, times the bin indices, summed.
     private mutating func anchorFreeHead(_ c: DetectionConfig, _ h: DetectionHead, head: Int, _ shape: [Int]) throws -> Candidates {
-        let bins = c.boxEncoding == "dfl" ? (c.regMax ?? 16) : 1
-        let (gh, gw, ch) = (shape[1], shape[2], shape[3])
-        guard ch == 4 * bins + c.classCount else {
-            throw ExportError.invalid(model: modelName, place: "head '\(h.tensor)'", expected: "(1, H, W, \(4 * bins + c.classCount))",
-                                      actual: "\(shape)")
-        }
+        let (bins, gh, gw, ch) = try c.anchorFreeLayout(h, shape, model: modelName)
         let cells = gh * gw
         let flat = reshape(head, [1, cells, ch], .float32)
         var distances = slice(flat, from: [0, 0, 0], size: [1, cells, 4 * bins])
