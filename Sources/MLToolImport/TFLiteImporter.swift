@@ -11,6 +11,10 @@ import MLToolCore
 /// models (full-integer int8/uint8 and dynamic-range int8 weights) import as the ONNX QDQ importer's IR: int8 weights,
 /// activations as `quantize` nodes giving real values (`TFLiteGraphBuilder+Quantized.swift`); int16 activations and
 /// ops without int8 semantics here are refused by name.
+///
+/// A detector mltool exported (docs/TFLITE-EXPORT.md) imports back as that detector: its "mltool" metadata entry
+/// gives the detection settings, labels and preprocessing when no options are given, and the subgraph is read only
+/// up to the heads (`endingAtHeads`), leaving its decoder and NMS operators out.
 public enum TFLiteImporter {
     /// Reads the TFLite file at `path` and converts it, recording `options` (preprocessing, labels, feature tensor).
     public static func importModel(path: String, options: ImportOptions) throws -> Model {
