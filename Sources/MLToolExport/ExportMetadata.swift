@@ -39,6 +39,16 @@ enum ExportMetadata {
             + "for pixels in 0…255 with bias \(p.bias), mean \(p.mean), std \(p.std); layout \(layout) float32"
     }
 
+    /// How a detector export's outputs read (ONNX: int64 labels; TFLite: int32).
+    static func detectionSentence(_ c: DetectionConfig, labelType: String) -> String {
+        let n = c.nms
+        return "one image (batch 1); detected_boxes (K, 4): x1, y1, x2, y2 in pixels of the model input (after the "
+            + "preprocessing's resize or letterbox); detected_scores (K): confidence in 0…1; detected_labels (K, \(labelType)): "
+            + "index into labels; highest score first; NMS \(n.perClass ? "per class" : "class-agnostic"), IoU > "
+            + "\(n.iouThreshold) suppresses, scores > \(n.confidenceThreshold) kept, at most \(n.maxDetections)"
+            + (n.maxPerClass.map { " (\($0) per class)" } ?? "")
+    }
+
     static func json<T: Encodable>(_ v: T) -> String {
         let e = JSONEncoder()
         e.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]

@@ -50,12 +50,7 @@ extension ONNXLowering {
     /// (1, 4·bins + C, H, W) → corners (ax ∓ d)·stride from the cell centres, score σ(max logit), class argmax.
     private mutating func anchorFreeHead(_ c: DetectionConfig, _ h: DetectionHead,
                                          _ shape: [Int]) throws -> (corners: String, score: String, label: String) {
-        let bins = c.boxEncoding == "dfl" ? (c.regMax ?? 16) : 1
-        let (gh, gw, ch) = (shape[1], shape[2], shape[3])
-        guard ch == 4 * bins + c.classCount else {
-            throw ExportError.invalid(model: modelName, place: "head '\(h.tensor)'", expected: "(N, H, W, \(4 * bins + c.classCount))",
-                                      actual: "\(shape)")
-        }
+        let (bins, gh, gw, ch) = try c.anchorFreeLayout(h, shape, model: modelName)
         let cells = gh * gw
         let flat = op("Reshape", [h.tensor, int64s([1, ch, cells])])
         var distances = slice(flat, axis: 1, 0, 4 * bins)
@@ -250,5 +245,18 @@ extension ONNXLowering {
         for v in values { withUnsafeBytes(of: Int64(v).littleEndian) { raw += $0 } }
         program.initializers.append(.init(name: name, dataType: ONNXProgram.DataType.int64, dims: dims, raw: raw))
         return name
+    }
+}
+
+extension DetectionConfig {
+    /// An anchor-free head's bins per side and grid (height, width, channels) from its IR shape (N, H, W, channels),
+    /// checked against the classes: what both exporters lay the decoder out from.
+    func anchorFreeLayout(_ h: DetectionHead, _ shape: [Int], model: String) throws -> (bins: Int, height: Int, width: Int, channels: Int) {
+        let bins = boxEncoding == "dfl" ? (regMax ?? 16) : 1
+        guard shape.count == 4, shape[3] == 4 * bins + classCount else {
+            throw ExportError.invalid(model: model, place: "head '\(h.tensor)'", expected: "(N, H, W, \(4 * bins + classCount))",
+                                      actual: "\(shape)")
+        }
+        return (bins, shape[1], shape[2], shape[3])
     }
 }

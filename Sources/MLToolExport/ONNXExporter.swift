@@ -32,7 +32,7 @@ public enum ONNXExporter {
                                               reason: "a detector needs its input size (import with --input-size)")
             }
             try lowering.lowerDetection(detection, inputWidth: image.width, inputHeight: image.height, headShapes: headShapes)
-            extra = [("detection", ExportMetadata.json(detection)), ("detection_outputs", detectionSentence(detection))]
+            extra = [("detection", ExportMetadata.json(detection)), ("detection_outputs", ExportMetadata.detectionSentence(detection, labelType: "int64"))]
         }
         var program = lowering.program
         program.graphName = md.name ?? "mltool"
@@ -44,14 +44,5 @@ public enum ONNXExporter {
         }
         program.metadata = ExportMetadata.pairs(md, notes: notes, inputLayout: "NCHW") + extra
         return ExportResult(bytes: try ONNXWriter.pack(program, modelName: name), notes: lowering.notes)
-    }
-
-    static func detectionSentence(_ c: DetectionConfig) -> String {
-        let n = c.nms
-        return "one image (batch 1); detected_boxes (K, 4): x1, y1, x2, y2 in pixels of the model input (after the "
-            + "preprocessing's resize or letterbox); detected_scores (K): confidence in 0…1; detected_labels (K, int64): "
-            + "index into labels; highest score first; NMS \(n.perClass ? "per class" : "class-agnostic"), IoU > "
-            + "\(n.iouThreshold) suppresses, scores > \(n.confidenceThreshold) kept, at most \(n.maxDetections)"
-            + (n.maxPerClass.map { " (\($0) per class)" } ?? "")
     }
 }

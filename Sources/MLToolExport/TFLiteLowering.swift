@@ -21,7 +21,7 @@ struct TFLiteLowering {
     var program = TFLiteProgram()
     private(set) var notes: [String] = []
     /// TFLite tensor index of every IR tensor lowered so far.
-    private var index: [String: Int] = [:]
+    private(set) var index: [String: Int] = [:]
     /// IR tensors whose axis 0 is the batch (the input's, kept through the ops that keep it).
     private var batched: Set<String> = []
     private var emittedConstants: [String: Int] = [:]
@@ -359,7 +359,7 @@ struct TFLiteLowering {
 
     // MARK: Tensors
 
-    private mutating func add(_ t: TFLiteProgram.Tensor) -> Int {
+    mutating func add(_ t: TFLiteProgram.Tensor) -> Int {
         program.tensors.append(t)
         return program.tensors.count - 1
     }
@@ -379,7 +379,7 @@ struct TFLiteLowering {
                                   actual: "'\(name)'")
     }
 
-    private func shapeOf(_ name: String) throws -> [Int] {
+    func shapeOf(_ name: String) throws -> [Int] {
         if let s = shapes[name] { return s }
         if let t = tensors[name] { return t.shape }
         throw ExportError.invalid(model: modelName, place: "tensor '\(name)'", expected: "a shape from shape inference", actual: "none")
@@ -443,21 +443,21 @@ struct TFLiteLowering {
         return try t.floats()
     }
 
-    private mutating func floats(_ values: [Float], shape: [Int], name: String? = nil) -> Int {
+    mutating func floats(_ values: [Float], shape: [Int], name: String? = nil) -> Int {
         let buffer = program.buffer(values.withUnsafeBytes { Array($0) })
         return add(TFLiteProgram.Tensor(name: name ?? "const/\(program.tensors.count)", shape: shape, signature: nil, type: .float32, buffer: buffer))
     }
 
     private mutating func zeros(_ count: Int) -> Int { floats([Float](repeating: 0, count: count), shape: [count]) }
 
-    private mutating func int32s(_ values: [Int], shape: [Int]? = nil) -> Int {
+    mutating func int32s(_ values: [Int], shape: [Int]? = nil) -> Int {
         let v = values.map { Int32(clamping: $0) }
         let buffer = program.buffer(v.withUnsafeBytes { Array($0) })
         return add(TFLiteProgram.Tensor(name: "const/\(program.tensors.count)", shape: shape ?? [values.count], signature: nil,
                                         type: .int32, buffer: buffer))
     }
 
-    private mutating func emit(_ op: Op, _ inputs: [Int], _ outputs: [Int], _ options: TFLiteProgram.OptionsType?, _ fields: [Field]) {
+    mutating func emit(_ op: Op, _ inputs: [Int], _ outputs: [Int], _ options: TFLiteProgram.OptionsType?, _ fields: [Field]) {
         program.nodes.append(TFLiteProgram.Node(op: op, inputs: inputs, outputs: outputs, optionsType: options, options: fields))
     }
 

@@ -11,7 +11,10 @@ enum TFLiteMetadata {
     static let labelFile = "labels.txt"
 
     /// The metadata flatbuffer, and a note when the preprocessing cannot be written as one (mean, std) per channel.
-    static func buffer(_ md: ModelMetadata, input: String, output: String, notes: inout [String]) throws -> [UInt8] {
+    /// `valueLabels`: the output holds class indices (a detector's `detected_labels`), so labels.txt is its
+    /// TENSOR_VALUE_LABELS file, not TENSOR_AXIS_LABELS.
+    static func buffer(_ md: ModelMetadata, input: String, output: String, valueLabels: Bool = false,
+                       notes: inout [String]) throws -> [UInt8] {
         var b = FlatBufferBuilder()
         var inputFields: [(slot: Int, offset: FlatBufferBuilder.Offset)] = []
         if let p = md.image {
@@ -57,7 +60,7 @@ enum TFLiteMetadata {
             b.startTable()
             b.add(0, name)
             b.add(1, about)
-            b.add(2, Int8(2))               // AssociatedFileType.TENSOR_AXIS_LABELS
+            b.add(2, Int8(valueLabels ? 3 : 2))  // AssociatedFileType.TENSOR_VALUE_LABELS or TENSOR_AXIS_LABELS
             labels = b.vector([b.endTable()])
         }
         let outputName = b.string(output)

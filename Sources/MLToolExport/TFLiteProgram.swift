@@ -11,6 +11,9 @@ struct TFLiteProgram {
         case mirrorPad = 100, hardSwish = 117, reduceMax = 82
         case floor = 8, exp = 47, neg = 59, sin = 66, log = 73, sqrt = 75, rsqrt = 76, abs = 101, ceil = 104, cos = 108
         case elu = 111, round = 116
+        // The detector's decoder and NMS (TFLiteDetection).
+        case gather = 36, topKV2 = 48, argMax = 56, less = 58, greater = 61, slice = 65, equal = 71, sum = 74
+        case nonMaxSuppressionV4 = 120, selectV2 = 123
     }
 
     /// Schema numbers (BuiltinOptions union) of the options tables the lowering writes.
@@ -19,11 +22,13 @@ struct TFLiteProgram {
         case resizeBilinear = 15, reshape = 17, mul = 21, pad = 22, transpose = 26, reducer = 27, sub = 28, div = 29
         case maximumMinimum = 39, padV2 = 43, resizeNearestNeighbor = 74, leakyRelu = 75, mirrorPad = 77
         case hardSwish = 91
+        case gather = 23, topKV2 = 34, argMax = 40, less = 41, greater = 44, slice = 48, equal = 53, nonMaxSuppressionV4 = 95
+        case selectV2 = 98
     }
 
     /// TensorType.
     enum ElementType: Int8 {
-        case float32 = 0, float16 = 1, int32 = 2, int8 = 9
+        case float32 = 0, float16 = 1, int32 = 2, bool = 6, int8 = 9
     }
 
     /// ActivationFunctionType, fused into conv, pooling, fully connected and elementwise operators.

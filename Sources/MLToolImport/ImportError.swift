@@ -1,3 +1,4 @@
+import Foundation
 import MLToolCore
 
 /// Errors of the ONNX and Keras importers. Every case names the file and the place.
@@ -69,13 +70,39 @@ public struct ImportOptions: Sendable {
     public var inputSize: (height: Int, width: Int)?
     /// Makes the model an object detector: how its outputs become boxes (checked against the graph's output
     /// shapes). A graph that ends in NonMaxSuppression sets this itself; then it must be nil. When the tensors it
-    /// names are not all graph outputs (an mltool ONNX export of a detector: its `metadata_props` "detection"),
-    /// the ONNX importer reads only the nodes they need and makes them the outputs.
+    /// names are not all graph outputs (an mltool ONNX or TFLite export of a detector: its `metadata_props` or
+    /// "mltool" metadata "detection"), the importer reads only the nodes they need and makes them the outputs.
     public var detection: DetectionConfig?
 
     public init(image: ImagePreprocessing? = nil, labels: [String] = [], featureTensor: String? = nil,
                 inputSize: (height: Int, width: Int)? = nil, detection: DetectionConfig? = nil) {
         self.image = image; self.labels = labels; self.featureTensor = featureTensor; self.inputSize = inputSize
         self.detection = detection
+    }
+}
+
+extension ImportOptions {
+    /// A file mltool exported from a detector records its labels, preprocessing and detection settings as key/value
+    /// pairs (ONNX `metadata_props`, the TFLite "mltool" metadata entry: `container` names it in errors); when no
+    /// options were given they are taken from there. Options given explicitly win; recorded values that do not parse
+    /// are an error naming the key.
+    func adoptingExportedDetector(_ pairs: [String: String], file: String, container: String) throws -> ImportOptions {
+        guard detection == nil, image == nil, labels.isEmpty, pairs["exported_by"]?.hasPrefix("mltool ") == true,
+              pairs["task"] == "objectDetector", let recorded = pairs["detection"] else { return self }
+        func decode<T: Decodable>(_ type: T.Type, _ key: String, _ text: String) throws -> T {
+            guard let v = try? JSONDecoder().decode(type, from: Data(text.utf8)) else {
+                throw ImportError.invalid(file: file, place: "\(container) '\(key)'", expected: "the JSON mltool's export writes",
+                                          actual: String(text.prefix(80)))
+            }
+            return v
+        }
+        var o = self
+        o.detection = try decode(DetectionConfig.self, "detection", recorded)
+        if let l = pairs["labels"] { o.labels = try decode([String].self, "labels", l) }
+        if let p = pairs["preprocessing.json"] {
+            o.image = try decode(ImagePreprocessing.self, "preprocessing.json", p)
+            o.inputSize = o.image.map { ($0.height, $0.width) }
+        }
+        return o
     }
 }

@@ -20,35 +20,12 @@ public enum ONNXImporter {
     /// the legacy `broadcast`/`axis` attributes of Add/Sub/Mul/Div and `is_test` of Dropout, both handled.
     public static let opsets = 6...28
 
-    /// An ONNX file that mltool exported from a detector records its labels, preprocessing and detection settings
-    /// in `metadata_props`; with no options given they are taken from there, so `mltool import det.onnx` gives the
-    /// detector back (the graph read up to its heads). Options given explicitly win; recorded values that do not
-    /// parse are an error naming the key.
-    static func adoptingExportedDetector(_ onnx: ONNXFile, path: String, _ options: ImportOptions) throws -> ImportOptions {
-        guard options.detection == nil, options.image == nil, options.labels.isEmpty,
-              onnx.metadata["exported_by"]?.hasPrefix("mltool ") == true, onnx.metadata["task"] == "objectDetector",
-              let detection = onnx.metadata["detection"] else { return options }
-        func decode<T: Decodable>(_ type: T.Type, _ key: String, _ text: String) throws -> T {
-            guard let v = try? JSONDecoder().decode(type, from: Data(text.utf8)) else {
-                throw ImportError.invalid(file: path, place: "metadata_props '\(key)'", expected: "the JSON mltool's export writes",
-                                          actual: String(text.prefix(80)))
-            }
-            return v
-        }
-        var o = options
-        o.detection = try decode(DetectionConfig.self, "detection", detection)
-        if let labels = onnx.metadata["labels"] { o.labels = try decode([String].self, "labels", labels) }
-        if let p = onnx.metadata["preprocessing.json"] {
-            o.image = try decode(ImagePreprocessing.self, "preprocessing.json", p)
-            o.inputSize = o.image.map { ($0.height, $0.width) }
-        }
-        return o
-    }
-
     /// Reads the ONNX file at `path` and converts it, recording `options` (preprocessing, labels, feature tensor).
+    /// A file mltool exported from a detector gives the detector back when no options are given (its
+    /// `metadata_props` hold the settings; the graph is read up to its heads).
     public static func importModel(path: String, options given: ImportOptions) throws -> Model {
         var onnx = try ONNXFile(path: path)
-        let options = try adoptingExportedDetector(onnx, path: path, given)
+        let options = try given.adoptingExportedDetector(onnx.metadata, file: path, container: "metadata_props")
         if let d = options.detection { endingAtHeads(&onnx, d.tensors) }
         onnx.nodes = ONNXGraphBuilder.fusingDynamicQuantization(onnx.nodes, constants: onnx.initializers,
                                                                  outputs: Set(onnx.outputs.map(\.name)))

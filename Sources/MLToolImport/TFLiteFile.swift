@@ -79,6 +79,8 @@ struct TFLiteFile {
     var subgraphs: [SubGraph]
     /// Each buffer's bytes in the file (empty for buffer 0 and for tensors computed at run time).
     var buffers: [Range<Int>]
+    /// Model.metadata: each entry's name and buffer index (checked against `buffers` by its reader).
+    var metadata: [(name: String, buffer: Int)]
 
     var file: String { flat.file }
 
@@ -121,6 +123,9 @@ struct TFLiteFile {
                                           expected: "offset + size inside the file's \(bytes.count) bytes", actual: "offset \(offset), size \(size)")
             }
             return Int(offset)..<Int(offset + size)
+        }
+        metadata = try fb.tables(model, 6, "metadata").map { t in
+            (try fb.string(t, 0, "name") ?? "", Int(try fb.uint32(t, 1, "buffer")))
         }
         let graphs = try fb.tables(model, 2, "subgraphs")
         subgraphs = try graphs.map { try Self.subgraph($0, fb) }

@@ -11,6 +11,10 @@ import MLToolCore
 /// models (full-integer int8/uint8 and dynamic-range int8 weights) import as the ONNX QDQ importer's IR: int8 weights,
 /// activations as `quantize` nodes giving real values (`TFLiteGraphBuilder+Quantized.swift`); int16 activations and
 /// ops without int8 semantics here are refused by name.
+///
+/// A detector mltool exported (docs/TFLITE-EXPORT.md) imports back as that detector: its "mltool" metadata entry
+/// gives the detection settings, labels and preprocessing when no options are given, and the subgraph is read only
+/// up to the heads (`endingAtHeads`), leaving its decoder and NMS operators out.
 public enum TFLiteImporter {
     /// Reads the TFLite file at `path` and converts it, recording `options` (preprocessing, labels, feature tensor).
     public static func importModel(path: String, options: ImportOptions) throws -> Model {
@@ -30,8 +34,11 @@ public enum TFLiteImporter {
         bytes.count >= 8 && bytes[4..<8].elementsEqual(Array(TFLiteFile.identifier.utf8))
     }
 
-    static func model(_ tfl: TFLiteFile, options: ImportOptions) throws -> Model {
+    static func model(_ source: TFLiteFile, options given: ImportOptions) throws -> Model {
+        var tfl = source
         let file = tfl.file
+        let options = try given.adoptingExportedDetector(recordedPairs(tfl), file: file, container: "metadata 'mltool'")
+        if let d = options.detection { try endingAtHeads(&tfl, d.tensors) }
         try checkSupported(tfl)
         var builder = try TFLiteGraphBuilder(tfl)
         let graph = builder.graph
@@ -59,11 +66,13 @@ public enum TFLiteImporter {
         }
         let protected = outputs + (options.featureTensor.map { outputs.contains($0) ? [] : [$0] } ?? [])
         let ir = Graph(inputs: builder.inputs, outputs: protected, nodes: builder.nodes, sourceLayout: "nhwc")
-        var metadata = ModelMetadata(task: options.labels.isEmpty ? .network : .imageClassifier, graph: ir, labels: options.labels)
+        let task: ModelMetadata.Task = options.detection != nil ? .objectDetector : options.labels.isEmpty ? .network : .imageClassifier
+        var metadata = ModelMetadata(task: task, graph: ir, labels: options.labels)
         metadata.name = graph.name.isEmpty ? ((file as NSString).lastPathComponent as NSString).deletingPathExtension : graph.name
         metadata.description = "imported from TensorFlow Lite" + (tfl.description.map { $0.isEmpty ? "" : " (\($0))" } ?? "")
         let last = builder.nodes.last { $0.outputs.contains(outputs.first ?? "") }
-        metadata.outputKind = last?.op == .softmax ? "probabilities" : "logits"
+        metadata.outputKind = options.detection != nil ? nil : last?.op == .softmax ? "probabilities" : "logits"
+        metadata.detection = options.detection
         metadata.image = options.image
         if let feature = options.featureTensor {
             guard produced.contains(feature) else {
@@ -76,6 +85,42 @@ public enum TFLiteImporter {
         let used = Set(model.metadata.graph?.nodes.flatMap(\.inputs) ?? [])
         model.tensors = model.tensors.filter { used.contains($0.name) }
         return model
+    }
+
+    /// The key/value pairs of the "mltool" metadata entry mltool's exporter writes (a JSON object of strings); empty
+    /// when there is none or it is not such an object.
+    static func recordedPairs(_ tfl: TFLiteFile) -> [String: String] {
+        guard let entry = tfl.metadata.first(where: { $0.name == "mltool" }), entry.buffer > 0, entry.buffer < tfl.buffers.count,
+              let pairs = try? JSONDecoder().decode([String: String].self, from: Data(tfl.flat.bytes[tfl.buffers[entry.buffer]])) else {
+            return [:]
+        }
+        return pairs
+    }
+
+    /// Subgraph 0 cut to the operators the `heads` need, the heads its outputs: a detector mltool exported, read
+    /// without the decoder and NMS it ends in (ImportOptions.detection names the heads).
+    static func endingAtHeads(_ tfl: inout TFLiteFile, _ heads: [String]) throws {
+        var g = tfl.subgraphs[0]
+        let outputs = Set(g.outputs.compactMap { g.tensors.indices.contains($0) ? g.tensors[$0].name : nil })
+        guard !heads.isEmpty, !heads.allSatisfy(outputs.contains) else { return }
+        var byName: [String: Int] = [:]
+        for (i, t) in g.tensors.enumerated() where byName[t.name] == nil { byName[t.name] = i }
+        let targets = try heads.map { h in
+            guard let i = byName[h] else {
+                throw ImportError.invalid(file: tfl.file, place: "detection head '\(h)'", expected: "a tensor of subgraph 0", actual: "no tensor of that name")
+            }
+            return i
+        }
+        var producer: [Int: Int] = [:]
+        for (k, op) in g.operators.enumerated() { for o in op.outputs where producer[o] == nil { producer[o] = k } }
+        var needed = Set<Int>(), pending = targets
+        while let t = pending.popLast() {
+            guard let k = producer[t], needed.insert(k).inserted else { continue }
+            pending += g.operators[k].inputs.filter { $0 >= 0 }
+        }
+        g.operators = g.operators.indices.filter(needed.contains).map { g.operators[$0] }
+        g.outputs = targets
+        tfl.subgraphs[0] = g
     }
 
     /// Every operator of subgraph 0 that the table lacks, in one error with counts and the first few output names,

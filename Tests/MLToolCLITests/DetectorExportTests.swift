@@ -26,29 +26,98 @@ import Testing
         var metadata: [String: Any] = [:]
     }
 
+    /// What `Detector` finds on each photo, and each photo's preprocessed input written as .npy (NCHW, or NHWC when
+    /// `nhwc`) in `dir`.
+    struct Expected {
+        var detector: Detector
+        var boxes: [[DetectionCandidate]] = []
+        var inputs: [String] = []
+        var images: [RGBImage] = []
+        var size: (height: Int, width: Int, channels: Int)
+    }
+
+    static func expected(_ model: Model, photos: [String], in dir: TempDir, nhwc: Bool = false) throws -> Expected {
+        let detector = try Detector(model: model, options: DetectorOptions(threads: 1))
+        let p = detector.preprocessor
+        let (h, w, c) = (p.config.height, p.config.width, p.channels)
+        var e = Expected(detector: detector, size: (h, w, c))
+        for (i, photo) in photos.enumerated() {
+            let image = try ImageDecoder.decode(path: photo)
+            e.images.append(image)
+            let outputs = try detector.run([image])
+            e.boxes.append(NonMaxSuppression.select(try detector.decoder.decode(outputs, item: 0, minScore: detector.settings.confidenceThreshold),
+                                                    settings: detector.settings))
+            var nhwcValues = [Float](repeating: 0, count: p.elementCount)
+            try nhwcValues.withUnsafeMutableBufferPointer { try p.processBatch([image], into: $0) }
+            e.inputs.append(dir.file("x\(i).npy"))
+            if nhwc {
+                try NPY.write(nhwcValues, shape: [1, h, w, c], to: e.inputs[i])
+                continue
+            }
+            var nchw = [Float](repeating: 0, count: nhwcValues.count)
+            for y in 0..<h { for x in 0..<w { for k in 0..<c { nchw[(k * h + y) * w + x] = nhwcValues[(y * w + x) * c + k] } } }
+            try NPY.write(nchw, shape: [1, c, h, w], to: e.inputs[i])
+        }
+        return e
+    }
+
+    /// Compares a runtime's per-photo results ("boxes", "scores", "labels") with `Detector`'s: the same count and
+    /// labels, corners within `tolerance` pixels, scores within 1e-4. Returns the number of objects compared and the
+    /// largest corner and score differences.
+    static func check(_ results: [[String: Any]], _ e: Expected, photos: [String], tolerance: Double, runtime: String,
+                      tag: String) -> (objects: Int, corner: Double, score: Double) {
+        var objects = 0
+        var corners = (detector: [Double](), found: [Double]()), scores = (detector: [Double](), found: [Double]())
+        for (i, want) in e.boxes.enumerated() {
+            let boxes = results[i]["boxes"] as? [[Double]] ?? [], found = results[i]["scores"] as? [Double] ?? []
+            let labels = results[i]["labels"] as? [Int] ?? []
+            #expect(boxes.count == want.count && found.count == want.count && labels.count == want.count,
+                    "\(tag) \(photos[i]): \(runtime) found \(boxes.count) objects, Detector \(want.count)")
+            guard boxes.count == want.count else { continue }
+            objects += want.count
+            for (j, d) in want.enumerated() {
+                #expect(boxes[j].count == 4, "\(tag) \(photos[i]) object \(j): box \(boxes[j])")
+                corners.detector += [Double(d.x1), Double(d.y1), Double(d.x2), Double(d.y2)]
+                corners.found += boxes[j]
+                scores.detector.append(Double(d.score))
+                scores.found.append(found[j])
+                #expect(labels[j] == d.classIndex, "\(tag) \(photos[i]) object \(j)")
+            }
+        }
+        assertClose(corners.found, corners.detector, atol: tolerance, "\(tag): \(runtime)'s corners (px)")
+        assertClose(scores.found, scores.detector, atol: 1e-4, "\(tag): \(runtime)'s scores")
+        return (objects, Closeness.ratio(corners.found, corners.detector, atol: 1), Closeness.ratio(scores.found, scores.detector, atol: 1))
+    }
+
+    /// `Detector` on the re-imported model finds what it finds on the original, photo by photo: the same count and
+    /// classes, corners within `tolerance` pixels, confidences within 1e-4. Returns the objects and the largest
+    /// corner difference.
+    static func reimportedAgree(_ back: Model, _ e: Expected, tolerance: Double, tag: String) throws -> (objects: Int, corner: Double) {
+        let again = try Detector(model: back, options: DetectorOptions(threads: 1))
+        var reimported = (original: [Double](), again: [Double]()), objects = 0
+        for image in e.images {
+            let a = try e.detector.detect(image), b = try again.detect(image)
+            #expect(a.count == b.count, "\(tag): re-imported found \(b.count) objects, the original \(a.count)")
+            for (x, y) in zip(a, b) {
+                reimported.original += [x.box.x, x.box.y, x.box.maxX, x.box.maxY]
+                reimported.again += [y.box.x, y.box.y, y.box.maxX, y.box.maxY]
+                #expect(x.classIndex == y.classIndex, "\(tag)")
+                assertClose([y.confidence], [x.confidence], atol: 1e-4, "\(tag): re-imported confidence")
+            }
+            objects += b.count
+        }
+        assertClose(reimported.again, reimported.original, atol: tolerance, "\(tag): re-imported corners (px)")
+        return (objects, Closeness.ratio(reimported.again, reimported.original, atol: 1))
+    }
+
     /// Exports `model`, runs onnxruntime on each photo's preprocessed input and compares with `Detector`.
     static func compare(_ model: Model, photos: [String], tag: String) throws -> Comparison? {
         let dir = try TempDir(); defer { dir.cleanup() }
         let onnx = dir.file("det.onnx")
         try Data(try ModelExport.export(model, name: tag, format: .onnx).bytes).write(to: URL(fileURLWithPath: onnx))
-        let detector = try Detector(model: model, options: DetectorOptions(threads: 1))
-        let p = detector.preprocessor
-        let (h, w, c) = (p.config.height, p.config.width, p.channels)
-        var expected: [[DetectionCandidate]] = [], inputs: [String] = [], images: [RGBImage] = []
-        for (i, photo) in photos.enumerated() {
-            let image = try ImageDecoder.decode(path: photo)
-            images.append(image)
-            let outputs = try detector.run([image])
-            expected.append(NonMaxSuppression.select(try detector.decoder.decode(outputs, item: 0, minScore: detector.settings.confidenceThreshold),
-                                                     settings: detector.settings))
-            var nhwc = [Float](repeating: 0, count: p.elementCount)
-            try nhwc.withUnsafeMutableBufferPointer { try p.processBatch([image], into: $0) }
-            var nchw = [Float](repeating: 0, count: nhwc.count)
-            for y in 0..<h { for x in 0..<w { for k in 0..<c { nchw[(k * h + y) * w + x] = nhwc[(y * w + x) * c + k] } } }
-            inputs.append(dir.file("x\(i).npy"))
-            try NPY.write(nchw, shape: [1, c, h, w], to: inputs[i])
-        }
-        guard let summary = try Python.run(tests.appendingPathComponent("Fixtures/export/run_detector_onnx.py").path, [onnx] + inputs) else {
+        let e = try expected(model, photos: photos, in: dir)
+        let (h, w, c) = e.size
+        guard let summary = try Python.run(tests.appendingPathComponent("Fixtures/export/run_detector_onnx.py").path, [onnx] + e.inputs) else {
             return nil
         }
         #expect(summary["input_shape"] as? [String] == ["1", "\(c)", "\(h)", "\(w)"], "\(tag)")
@@ -59,25 +128,8 @@ import Testing
         try #require(results.count == photos.count)
         var cmp = Comparison(metadata: summary["metadata"] as? [String: Any] ?? [:])
         let tolerance = 1e-3 * Double(max(h, w))
-        var corners = (detector: [Double](), onnx: [Double]()), scores = (detector: [Double](), onnx: [Double]())
-        for (i, want) in expected.enumerated() {
-            let boxes = results[i]["boxes"] as? [[Double]] ?? [], found = results[i]["scores"] as? [Double] ?? []
-            let labels = results[i]["labels"] as? [Int] ?? []
-            #expect(boxes.count == want.count && found.count == want.count && labels.count == want.count,
-                    "\(tag) \(photos[i]): onnxruntime found \(boxes.count) objects, Detector \(want.count)")
-            guard boxes.count == want.count else { continue }
-            cmp.objects += want.count
-            for (j, d) in want.enumerated() {
-                #expect(boxes[j].count == 4, "\(tag) \(photos[i]) object \(j): box \(boxes[j])")
-                corners.detector += [Double(d.x1), Double(d.y1), Double(d.x2), Double(d.y2)]
-                corners.onnx += boxes[j]
-                scores.detector.append(Double(d.score))
-                scores.onnx.append(found[j])
-                #expect(labels[j] == d.classIndex, "\(tag) \(photos[i]) object \(j)")
-            }
-        }
-        assertClose(corners.onnx, corners.detector, atol: tolerance, "\(tag): onnxruntime's corners (px)")
-        assertClose(scores.onnx, scores.detector, atol: 1e-4, "\(tag): onnxruntime's scores")
+        let found = check(results, e, photos: photos, tolerance: tolerance, runtime: "onnxruntime", tag: tag)
+        cmp.objects = found.objects
 
         // Re-imported with the detection settings the export recorded, the file detects the same objects: the
         // importer stops at the decoder's tensors (the heads) and leaves the exported decode and NMS out.
@@ -85,23 +137,11 @@ import Testing
         #expect(recorded == model.metadata.detection, "\(tag)")
         let back = try ModelImport.importModel(path: onnx, options: ImportOptions(
             image: model.metadata.image, labels: model.metadata.labels, inputSize: (h, w), detection: recorded))
-        let again = try Detector(model: back, options: DetectorOptions(threads: 1))
-        var reimported = (original: [Double](), again: [Double]())
-        for image in images {
-            let a = try detector.detect(image), b = try again.detect(image)
-            #expect(a.count == b.count, "\(tag): re-imported found \(b.count) objects, the original \(a.count)")
-            for (x, y) in zip(a, b) {
-                reimported.original += [x.box.x, x.box.y, x.box.maxX, x.box.maxY]
-                reimported.again += [y.box.x, y.box.y, y.box.maxX, y.box.maxY]
-                #expect(x.classIndex == y.classIndex, "\(tag)")
-                assertClose([y.confidence], [x.confidence], atol: 1e-4, "\(tag): re-imported confidence")
-            }
-            cmp.reimported += b.count
-        }
-        assertClose(reimported.again, reimported.original, atol: tolerance, "\(tag): re-imported corners (px)")
+        let again = try reimportedAgree(back, e, tolerance: tolerance, tag: tag)
+        cmp.reimported = again.objects
         print("\(tag): \(cmp.objects) objects on \(photos.count) photos, max corner difference "
-            + "\(Closeness.ratio(corners.onnx, corners.detector, atol: 1)) px, max score difference \(Closeness.ratio(scores.onnx, scores.detector, atol: 1)); "
-            + "re-imported: \(cmp.reimported) objects, max corner difference \(Closeness.ratio(reimported.again, reimported.original, atol: 1)) px")
+            + "\(found.corner) px, max score difference \(found.score); "
+            + "re-imported: \(cmp.reimported) objects, max corner difference \(again.corner) px")
         return cmp
     }
 
@@ -576,14 +616,14 @@ import Testing
         return s
     }
 
-    /// `mltool export det.bin --to onnx|coreml` writes what the library writes, byte for byte.
+    /// `mltool export det.bin --to onnx|coreml|tflite` writes what the library writes, byte for byte.
     @Test func cliExportsADetector() throws {
         guard let model = try Self.trainedModel() else { return }
         guard Tool.available else { Oracles.missing("the mltool binary (MLTOOL_BIN)"); return }
         let dir = try TempDir(); defer { dir.cleanup() }
         try ModelFile.write(model, to: dir.file("det.bin"))
         let stored = try ModelFile.read(path: dir.file("det.bin"))
-        for (format, ext) in [(ModelExport.Format.onnx, "onnx"), (.coreml, "mlmodel")] {
+        for (format, ext) in [(ModelExport.Format.onnx, "onnx"), (.coreml, "mlmodel"), (.tflite, "tflite")] {
             let r = try Tool.run(["export", dir.file("det.bin"), "--to", format.rawValue, "-o", dir.file("det." + ext)])
             #expect(r.status == 0, "\(r.stderr)")
             let written = try Data(contentsOf: URL(fileURLWithPath: dir.file("det." + ext)))

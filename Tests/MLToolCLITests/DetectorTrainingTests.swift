@@ -150,7 +150,7 @@ import Testing
                 #expect(!fm.fileExists(atPath: dir.file(file)), "→ \(format): refused but wrote \(file)")
             }
         }
-        #expect(written >= 2, "the detector exports to ONNX and Core ML")
+        #expect(written == 3, "the detector exports to ONNX, Core ML and TFLite")
     }
 
     /// The recorded holdout: without --test, a seeded share is held out with its boxes, and `eval` finds it again.
