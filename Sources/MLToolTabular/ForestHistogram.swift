@@ -25,10 +25,19 @@ struct ForestHistogram {
                       channel: [Int32], value: [Double], weight: [Double], threads: Int) {
         let features = offsets.count - 1, count = rows.count, stride = k + 1
         guard count > 0, features > 0 else { return }
+        // The edge of the kernel: the bins cover the rows, the output covers the features' bins, and (checked where
+        // the gather reads them) every row is below n and its channel below k. A bin at or past its feature's width,
+        // which FeatureBins never makes, is not checked per update.
+        precondition(bins.count >= features * n && offsets[features] <= counts.count && sums.count >= counts.count * stride,
+                     "forest histogram: bins or output shorter than the rows")
         // The node's rows gathered once, in order.
         var ch = [Int](repeating: 0, count: count), v = [Double](repeating: 0, count: count), w = v
         var i = 0
-        for r in rows { let r = Int(r); ch[i] = Int(channel[r]); v[i] = value[r]; w[i] = weight[r]; i += 1 }
+        for r in rows {
+            let r = Int(r)
+            precondition(r >= 0 && r < n && channel[r] >= 0 && Int(channel[r]) < k, "forest histogram: row \(r) or its channel out of range")
+            ch[i] = Int(channel[r]); v[i] = value[r]; w[i] = weight[r]; i += 1
+        }
         let workers = max(1, min(threads, features, count / 1024 + 1))
         bins.withUnsafeBufferPointer { bp in
             rows.withUnsafeBufferPointer { rp in
