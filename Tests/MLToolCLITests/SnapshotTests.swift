@@ -24,6 +24,11 @@ struct SnapshotTests {
                 (#"(?m)^(  \S+\s+\d+\s+\S+\s+\S+\s+\S+\s+)\d+\.\d+$"#, "$1<s>"),
                 (#""seconds":[0-9.e+-]+"#, #""seconds":0"#),
                 (#"(features: \d+ extracted, \d+ from cache), [0-9.]+ s"#, "$1, <s> s"),
+                // Quantization noise measured through the float network differs with the BLAS kernels OpenBLAS picks
+                // for the CPU model (4.0114e-07 on Zen 4, 3.9930e-07 on an Intel Xeon, same ISA): a mean KL below 1e-4
+                // is shown as such, an SNR to one decimal as the text report gives it.
+                (#""meanKL":\d\.\d+e-(0[5-9]|[1-9]\d)"#, #""meanKL":<1e-4"#),
+                (#"("snrDB":\d+\.\d)\d+"#, "$1…"),
                 // Full-precision floats (JSON) differ in the last bits between SIMD levels: keep 4 decimals.
                 (#"(\d\.\d{4})\d+(e-?\d+)?"#, "$1…$2"),
             ]
