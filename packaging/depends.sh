@@ -18,7 +18,9 @@ libs=$(ldd "$binary" | awk -v needed="$needed" '
     /not found/ { print "NOTFOUND:" $1; next }
     $2 == "=>" && $3 ~ /^\// { print $3 }')
 for soname in "$@"; do
-    path=$(/sbin/ldconfig -p | awk -v s="$soname" '$1 == s && /x86-64/ { print $NF; exit }')
+    # The readers here consume all their input: one that stops early (awk's exit, head) can leave its writer with
+    # SIGPIPE, which pipefail makes this script's failure (ldconfig -p prints ~62 KB here, about a pipe's buffer).
+    path=$(/sbin/ldconfig -p | awk -v s="$soname" '$1 == s && /x86-64/ && found == "" { found = $NF } END { print found }')
     [ -n "$path" ] || fail "$soname (opened at run time) is not installed"
     libs+=$'\n'"$path"
 done
@@ -31,7 +33,7 @@ while read -r lib; do
     # /usr), so try the path as given, its /usr twin, and the real path.
     pkg=
     for p in "$lib" "/usr${lib#/usr}" "${lib#/usr}" "$(readlink -f "$lib")" "/usr$(readlink -f "$lib" | sed 's#^/usr##')" "$(readlink -f "$lib" | sed 's#^/usr##')"; do
-        pkg=$(dpkg -S "$p" 2>/dev/null | head -n 1 | cut -d: -f1) && [ -n "$pkg" ] && break
+        pkg=$(dpkg -S "$p" 2>/dev/null | sed -n '1s/:.*//p') && [ -n "$pkg" ] && break
     done
     [ -n "$pkg" ] || fail "$lib: in no Debian package (a toolchain library? link the Swift runtime statically)"
     # The upstream part of the installed version (epoch kept, Debian revision dropped): the release built against,
