@@ -122,8 +122,11 @@ import MLToolFormat
         // Measured on this 2-core Zen 4, quiet, four runs: 3.16–3.23 M rows/s shared against 84,119–87,403 walking the
         // 26 copies (36.5–37.5×): one walk instead of 26, through 2.9 MB of nodes instead of 24 MB. (Before the walk
         // took the node tables once a call, the copies' walk ran at ~10,500 rows/s and the ratio was 75–137×.)
-        // The bar leaves room for make test's parallel suites (34.7× seen under six at once).
-        #expect(everySeconds / sharedSeconds >= 25, "shared \(sharedSeconds) s, every tree \(everySeconds) s")
+        // Under make test's parallel suites: 34.7× on Zen 4 (six at once). On an Intel Xeon with AVX-512 (session 53)
+        // the shared walk is much slower than on Zen 4 (0.83–0.88 M rows/s): 22.3× under make test (against 37,168
+        // rows/s), 12.3× alone (against 71,482). Why the shared walk is 3.7× slower there is not yet known. The bar
+        // takes the slower machine; losing the sharing gives ~1×.
+        #expect(everySeconds / sharedSeconds >= 8, "shared \(sharedSeconds) s, every tree \(everySeconds) s")
     }
 
     enum Damage: CaseIterable { case storedLeafNotZero, wrongShape, notFinite, boostedLearner, missingTensor }
