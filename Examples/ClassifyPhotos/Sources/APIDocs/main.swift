@@ -107,9 +107,9 @@ func example7() throws {
 #sourceLocation()
 }
 
-/// docs/API.md:280, Train on a table — `MLBoostedTreeClassifier`, LightGBM
+/// docs/API.md:281, Train on a table — `MLBoostedTreeClassifier`, LightGBM
 func example8() throws {
-#sourceLocation(file: "docs/API.md", line: 280)
+#sourceLocation(file: "docs/API.md", line: 281)
     var parameters = TabularParameters()
     parameters.target = "diabetes"                // a column of words: a classifier (numbers: a regressor)
     let result = try TabularTrainer(data: "diabetes.csv", test: "diabetes-test.csv", parameters: parameters).train()
@@ -122,9 +122,9 @@ func example8() throws {
 #sourceLocation()
 }
 
-/// docs/API.md:335, Identify the language — `NLLanguageRecognizer`
+/// docs/API.md:336, Identify the language — `NLLanguageRecognizer`
 func example9() throws {
-#sourceLocation(file: "docs/API.md", line: 335)
+#sourceLocation(file: "docs/API.md", line: 336)
     var recognizer = try LanguageRecognizer()
     print("language:", try recognizer.dominantLanguage(for: "Diese Bibliothek liest und schreibt Dateien im JSON-Format.") ?? "und")
     print(try recognizer.languageHypotheses(for: "Biblioteca para ler e escrever ficheiros", withMaximum: 3))
@@ -136,9 +136,9 @@ func example9() throws {
 #sourceLocation()
 }
 
-/// docs/API.md:369, Tag words — `NLTagger`
+/// docs/API.md:370, Tag words — `NLTagger`
 func example10() throws {
-#sourceLocation(file: "docs/API.md", line: 369)
+#sourceLocation(file: "docs/API.md", line: 370)
     var tagger = try TextTagger(tagSchemes: [.lexicalClass, .nameType, .language])
     tagger.string = "Barack Obama met Angela Merkel in Berlin on Monday to talk about the weather. Das ist ein Haus."
     let all = tagger.string.startIndex..<tagger.string.endIndex
@@ -155,9 +155,9 @@ func example10() throws {
 #sourceLocation()
 }
 
-/// docs/API.md:403, Classify many images — `MLArrayBatchProvider`
+/// docs/API.md:404, Classify many images — `MLArrayBatchProvider`
 func example11() throws {
-#sourceLocation(file: "docs/API.md", line: 403)
+#sourceLocation(file: "docs/API.md", line: 404)
     let classifier = try ImageClassifier(contentsOf: URL(fileURLWithPath: "Clothes.bin"))
     let urls = try FileManager.default.contentsOfDirectory(at: URL(fileURLWithPath: "Clothes/bag"),
                                                            includingPropertiesForKeys: nil)
@@ -171,9 +171,9 @@ func example11() throws {
 #sourceLocation()
 }
 
-/// docs/API.md:423, Serve models over HTTP — `ModelServer`
+/// docs/API.md:424, Serve models over HTTP — `ModelServer`
 func example12() throws {
-#sourceLocation(file: "docs/API.md", line: 423)
+#sourceLocation(file: "docs/API.md", line: 424)
     var parameters = ModelServerParameters()
     parameters.port = 0                         // any free port; 8080 by default
     parameters.maxWaitMilliseconds = 2          // how long a batch waits for more requests
@@ -185,9 +185,9 @@ func example12() throws {
 #sourceLocation()
 }
 
-/// docs/API.md:455, Compress weights — `linear_quantize_weights`, `palettize_weights`
+/// docs/API.md:456, Compress weights — `linear_quantize_weights`, `palettize_weights`
 func example13() throws {
-#sourceLocation(file: "docs/API.md", line: 455)
+#sourceLocation(file: "docs/API.md", line: 456)
     let linear = QuantizationParameters(bits: 8, mode: .linear)
     let int8 = try QuantizationPipeline(modelPath: "Clothes.bin", parameters: linear).run()
     if let gate = int8.report.gate {
@@ -204,9 +204,9 @@ func example13() throws {
 #sourceLocation()
 }
 
-/// docs/API.md:491, Convert models — `ct.convert`
+/// docs/API.md:492, Convert models — `ct.convert`
 func example14() throws {
-#sourceLocation(file: "docs/API.md", line: 491)
+#sourceLocation(file: "docs/API.md", line: 492)
     // In. `featureTensor` names the layer that `ImageClassifierParameters.extractor` would train on.
     let labels = try String(contentsOfFile: "labels.txt", encoding: .utf8).split(separator: "\n").map(String.init)
     let options = ImportOptions(image: .efficientNetLite, labels: labels, featureTensor: "features")
@@ -233,13 +233,13 @@ let examples: [(String, @Sendable () async throws -> Void)] = [
     ("docs/API.md:174 Train an image classifier — `MLImageClassifier`", example5),
     ("docs/API.md:212 Train a text classifier — `MLTextClassifier`", example6),
     ("docs/API.md:243 Tag words — `MLWordTagger`, `NLTagger`", example7),
-    ("docs/API.md:280 Train on a table — `MLBoostedTreeClassifier`, LightGBM", example8),
-    ("docs/API.md:335 Identify the language — `NLLanguageRecognizer`", example9),
-    ("docs/API.md:369 Tag words — `NLTagger`", example10),
-    ("docs/API.md:403 Classify many images — `MLArrayBatchProvider`", example11),
-    ("docs/API.md:423 Serve models over HTTP — `ModelServer`", example12),
-    ("docs/API.md:455 Compress weights — `linear_quantize_weights`, `palettize_weights`", example13),
-    ("docs/API.md:491 Convert models — `ct.convert`", example14),
+    ("docs/API.md:281 Train on a table — `MLBoostedTreeClassifier`, LightGBM", example8),
+    ("docs/API.md:336 Identify the language — `NLLanguageRecognizer`", example9),
+    ("docs/API.md:370 Tag words — `NLTagger`", example10),
+    ("docs/API.md:404 Classify many images — `MLArrayBatchProvider`", example11),
+    ("docs/API.md:424 Serve models over HTTP — `ModelServer`", example12),
+    ("docs/API.md:456 Compress weights — `linear_quantize_weights`, `palettize_weights`", example13),
+    ("docs/API.md:492 Convert models — `ct.convert`", example14),
 ]
 var failures = 0
 for (location, example) in examples {
