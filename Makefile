@@ -46,6 +46,11 @@ EXAMPLE := Examples/ClassifyPhotos
 
 .PHONY: setup shared-datasets build test dist deb test-deb test-cluster fuzz fuzz-smoke check check-proto check-warnings demo demo-model models proto bench clean example api-docs install install-test wild
 
+## PIP_MISSING: prints $$p (a pip requirement, NAME or NAME==VERSION) unless that package, at that version when
+## pinned, is installed (pip show takes a name, never a requirement: given NAME==VERSION it found nothing, every time)
+PIP_MISSING = v=$$($(PYTHON) -m pip show "$${p%%==*}" 2>/dev/null | sed -n 's/^Version: //p'); \
+	case "$$p" in *==*) [ "$$v" = "$${p\#*==}" ] || echo $$p;; *) [ -n "$$v" ] || echo $$p;; esac
+
 ## setup: install every apt and pip dependency that is missing (idempotent: skips what is there)
 setup:
 	@missing=$$(for p in $(APT_PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; done); \
@@ -54,7 +59,7 @@ setup:
 		SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
 		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null; \
 	else echo "setup: apt packages present"; fi
-	@missing=$$(for p in $(PIP_PACKAGES); do $(PYTHON) -m pip show -q $$p >/dev/null 2>&1 || echo $$p; done); \
+	@missing=$$(for p in $(PIP_PACKAGES); do $(PIP_MISSING); done); \
 	if [ -n "$$missing" ]; then \
 		echo "setup: pip install $$missing"; \
 		$(PYTHON) -m pip install -q --disable-pip-version-check $$missing; \
@@ -285,7 +290,7 @@ BENCH_PIP := fasttext-wheel python-crfsuite nltk py3langid lingua-language-detec
 BENCH_PIP += fastapi uvicorn
 BENCH_PIP += pycld2 gcld3
 bench: setup models build
-	@missing=$$(for p in $(BENCH_PIP); do $(PYTHON) -m pip show -q $$p >/dev/null 2>&1 || echo $$p; done); \
+	@missing=$$(for p in $(BENCH_PIP); do $(PIP_MISSING); done); \
 	if [ -n "$$missing" ]; then $(PYTHON) -m pip install -q --disable-pip-version-check $$missing; fi
 	bash datasets/fashion-mnist.sh --small
 	bash datasets/debian-descriptions.sh || echo "bench: could not build datasets/debian-descriptions: part 4 will say skipped"
