@@ -1,3 +1,4 @@
+import Foundation
 import MLToolCore
 
 /// Turns a decoded image into a model's input: one NHWC image as `[Float]` (height × width × channels).
@@ -182,15 +183,19 @@ public struct ImagePreprocessor: Sendable {
         }
     }
 
-    /// Writes `images` one after another (N × H × W × C) into `buffer`.
+    /// Writes `images` one after another (N × H × W × C) into `buffer`, on every core (each image its own slice);
+    /// the first image's error, in order, is thrown.
     public func processBatch(_ images: [RGBImage], into buffer: UnsafeMutableBufferPointer<Float>) throws {
         let needed = try Checked.mul(images.count, elementCount, what: "batch size")
-        guard buffer.count >= needed else {
+        guard buffer.count >= needed, let base = buffer.baseAddress else {
+            if images.isEmpty { return }
             throw DataError.invalidPreprocessing(what: "output buffer holds \(buffer.count) floats, need \(needed)")
         }
-        for (i, image) in images.enumerated() {
-            try process(image, into: UnsafeMutableBufferPointer(rebasing: buffer[(i * elementCount)...]))
+        let out = SharedPointer(p: base), errors = Slots<Error>(count: images.count), n = elementCount
+        DispatchQueue.concurrentPerform(iterations: images.count) { i in
+            do { try process(images[i], into: UnsafeMutableBufferPointer(start: out.p + i &* n, count: n)) } catch { errors.set(i, error) }
         }
+        if let first = errors.values.first { throw first }
     }
 
     /// A one-line description of the preprocessing, for cache keys: equal descriptions give equal inputs.

@@ -107,6 +107,27 @@ private let pilTolerance = 1.0
         }
     }
 
+    /// The batch runs on every core: each of 17 letterboxed photos of other sizes lands in its own slice exactly as
+    /// `process` writes it alone; of two bad photos in a batch, the first one's error is the one thrown.
+    @Test func parallelBatchEqualsOneByOneAndNamesTheFirstBadImage() throws {
+        let pre = try ImagePreprocessor(.init(height: 32, width: 32, scale: 1 / 255, resize: "letterbox", crop: "none", padValue: 114))
+        var random = SplitMix64(seed: 7)
+        let images = (0..<17).map { i in
+            let w = 20 + 7 * i, h = 50 - 2 * i
+            return RGBImage(width: w, height: h, pixels: (0..<(w * h * 3)).map { _ in UInt8(truncatingIfNeeded: random.next()) })
+        }
+        var batch = [Float](repeating: .nan, count: images.count * pre.elementCount)
+        try batch.withUnsafeMutableBufferPointer { try pre.processBatch(images, into: $0) }
+        #expect(batch == (try images.flatMap { try pre.process($0) }))
+
+        let cropping = try ImagePreprocessor(.efficientNetLite)
+        let strip = { (h: Int) in RGBImage(width: 1, height: h, pixels: [UInt8](repeating: 0, count: 3 * h)) }
+        var out = [Float](repeating: 0, count: 5 * cropping.elementCount)
+        #expect(throws: DataError.invalidPreprocessing(what: "a 1×3000 image is too elongated (it would resize to 256×768000)")) {
+            try out.withUnsafeMutableBufferPointer { try cropping.processBatch(Array(images[0..<3]) + [strip(3000), strip(4000)], into: $0) }
+        }
+    }
+
     @Test func invalidConfigurationsAreNamed() {
         #expect(throws: DataError.invalidPreprocessing(what: "colour order 'rgba', expected rgb, bgr or gray")) {
             try ImagePreprocessor(.init(height: 2, width: 2, colorOrder: "rgba"))
