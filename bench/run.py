@@ -1432,28 +1432,69 @@ def machine():
 
 def part_serve(a, res):
     """Part 17: `mltool serve` under load (issue 54). wrk (Debian's) with 64 connections for --serve-seconds posts one
-    Fashion-MNIST test PNG to the Fashion-MNIST classifier (.build/demo/model.bin, `make demo-model`); the peer is
-    FastAPI + uvicorn + onnxruntime (bench/serve_peer.py) on the same model exported to ONNX, same preprocessing,
-    same load. Prints both throughputs and p99 latencies, the error counts, and mltool serve's throughput against
-    `mltool bench` batch 32 of the same model."""
+    photo to a model, again and again: a Fashion-MNIST test PNG to the Fashion-MNIST classifier (.build/demo/model.bin,
+    `make demo-model`), then a raccoon test JPEG to the raccoon detector (.build/demo/raccoon.bin, trained here as
+    `make demo` trains it when missing). The peer is FastAPI + uvicorn + onnxruntime (bench/serve_peer.py) on the same
+    model exported to ONNX (a detector's export holds its decoder and NMS), same preprocessing, same load. Prints both
+    throughputs and p99 latencies, the error counts, and mltool serve's throughput against `mltool bench` batch 32 of
+    the same model (the network alone: no decoding, resizing or NMS)."""
     section(f"17: mltool serve vs FastAPI + onnxruntime, wrk 64 connections, {a.serve_seconds:.0f} s each")
     wrk = shutil.which("wrk")
     model = os.path.join(ROOT, ".build/demo/model.bin")
     if wrk is None or not os.path.exists(model):
         print(f"  skipped: {'wrk (apt) is not installed' if wrk is None else model + ' is missing (make demo-model)'}")
         return
-    work = tempfile.mkdtemp(prefix="mltool-bench-serve-")
     test = os.path.join(ROOT, "datasets/fashion-mnist-small/test")
     label = sorted(os.listdir(test))[0]
     png = os.path.join(test, label, sorted(os.listdir(os.path.join(test, label)))[0])
+    res["serve"] = serve_under_load(a, wrk, "classifier", model, png, "image/png")
+    detector = raccoon_detector(a)
+    photo = os.path.join(ROOT, "datasets/raccoon/test/images", sorted(os.listdir(os.path.join(ROOT, "datasets/raccoon/test/images")))[0])
+    res["serve_detector"] = serve_under_load(a, wrk, "detector", detector, photo, "image/jpeg")
+
+
+def raccoon_detector(a):
+    """.build/demo/raccoon.bin, trained as `make demo` trains it when it is missing."""
+    model = os.path.join(ROOT, ".build/demo/raccoon.bin")
+    raccoon = os.path.join(ROOT, "datasets/raccoon")
+    if not os.path.exists(os.path.join(raccoon, ".complete")):
+        run(["bash", "datasets/raccoon.sh"])
+    if not os.path.exists(model):
+        run([a.mltool, "train", os.path.join(raccoon, "train"), "--test", os.path.join(raccoon, "test"), "-o", model,
+             "--quiet"], env=dict(os.environ, MLTOOL_CACHE=os.path.join(ROOT, ".build/cache")))
+    return model
+
+
+def wrk_load(wrk, script, url, seconds, server):
+    """One wrk run of `seconds` against `url` (after 3 s of warm-up): requests/s, p99, errors, the server's peak RSS."""
+    subprocess.run([wrk, "-t", "2", "-c", "64", "-d", "3s", "-s", script, url], capture_output=True)
+    out = subprocess.run([wrk, "-t", "2", "-c", "64", "-d", f"{seconds:.0f}s", "--timeout", "30s",
+                          "--latency", "-s", script, url], capture_output=True, text=True).stdout
+    rss = 0
+    with open(f"/proc/{server.pid}/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                rss = int(line.split()[1]) * 1024
+    rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
+    p99 = re.search(r"99%\s+([\d.]+)(us|ms|s)\b", out)
+    p99_ms = float(p99.group(1)) * {"us": 1e-3, "ms": 1, "s": 1e3}[p99.group(2)] if p99 else None
+    non2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+    sock = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", out)
+    errors = (int(non2xx.group(1)) if non2xx else 0) + (sum(int(x) for x in sock.groups()) if sock else 0)
+    return dict(requests_per_second=rps, p99_ms=p99_ms, errors=errors, peak_rss=rss, wrk=out)
+
+
+def serve_under_load(a, wrk, kind, model, photo, content_type):
+    """Part 17 for one model: the peer, then mltool serve, then mltool bench batch 32; their rows."""
+    work = tempfile.mkdtemp(prefix="mltool-bench-serve-")
     onnx_path, info_path = os.path.join(work, "model.onnx"), os.path.join(work, "info.json")
     run([a.mltool, "export", model, "--to", "onnx", "-o", onnx_path])
     with open(info_path, "w") as f:
         f.write(run([a.mltool, "info", model, "--json"]).stdout)
     script = os.path.join(work, "post.lua")
     with open(script, "w") as f:
-        f.write(f'local f = io.open("{png}", "rb")\nwrk.body = f:read("*a")\nf:close()\n'
-                'wrk.method = "POST"\nwrk.headers["Content-Type"] = "image/png"\n')
+        f.write(f'local f = io.open("{photo}", "rb")\nwrk.body = f:read("*a")\nf:close()\n'
+                f'wrk.method = "POST"\nwrk.headers["Content-Type"] = "{content_type}"\n')
 
     def load(name, cmd, port):
         server = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -1464,37 +1505,26 @@ def part_serve(a, res):
                 break
             except OSError:
                 time.sleep(0.1)
-        target = url + "/v1/models/model/predict"
-        subprocess.run([wrk, "-t", "2", "-c", "64", "-d", "3s", "-s", script, target], capture_output=True)  # warm up
-        out = subprocess.run([wrk, "-t", "2", "-c", "64", "-d", f"{a.serve_seconds:.0f}s", "--timeout", "30s",
-                              "--latency", "-s", script, target], capture_output=True, text=True).stdout
-        rss = 0
-        with open(f"/proc/{server.pid}/status") as f:
-            for line in f:
-                if line.startswith("VmHWM:"):
-                    rss = int(line.split()[1]) * 1024
-        server.terminate()
-        server.wait(timeout=60)
-        rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
-        p99 = re.search(r"99%\s+([\d.]+)(us|ms|s)\b", out)
-        p99_ms = float(p99.group(1)) * {"us": 1e-3, "ms": 1, "s": 1e3}[p99.group(2)] if p99 else None
-        non2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
-        sock = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", out)
-        errors = (int(non2xx.group(1)) if non2xx else 0) + (sum(int(x) for x in sock.groups()) if sock else 0)
-        print(f"  {name}: {rps:.1f} requests/s, p99 {p99_ms} ms, {errors} errors, peak RSS {rss / 2**20:.0f} MiB", flush=True)
-        return dict(requests_per_second=rps, p99_ms=p99_ms, errors=errors, peak_rss=rss, wrk=out)
+        try:
+            out = wrk_load(wrk, script, url + "/v1/models/model/predict", a.serve_seconds, server)
+        finally:
+            server.terminate()
+            server.wait(timeout=60)
+        print(f"  {kind}, {name}: {out['requests_per_second']:.1f} requests/s, p99 {out['p99_ms']} ms, "
+              f"{out['errors']} errors, peak RSS {out['peak_rss'] / 2**20:.0f} MiB", flush=True)
+        return out
 
     peer = load("FastAPI + uvicorn + onnxruntime", [sys.executable, os.path.join(ROOT, "bench/serve_peer.py"),
                                                     onnx_path, info_path, "18717"], 18717)
     mine = load("mltool serve", [a.mltool, "serve", "model=" + model, "--port", "18718"], 18718)
     batch = mltool_bench(a, model, 32, 0, a.seconds)
-    row("17", "serve, 64 connections: requests/s", "FastAPI+uvicorn+onnxruntime", peer["requests_per_second"],
+    row("17", f"serve {kind}, 64 connections: requests/s", "FastAPI+uvicorn+onnxruntime", peer["requests_per_second"],
         mine["requests_per_second"], "req/s", False, note=f"p99 {peer['p99_ms']} vs {mine['p99_ms']} ms; errors {peer['errors']} vs {mine['errors']}")
-    row("17", "serve, 64 connections: p99 latency", "FastAPI+uvicorn+onnxruntime", peer["p99_ms"], mine["p99_ms"], "ms", True)
-    row("17", "serve vs mltool bench batch 32", "mltool bench --batch 32", batch["images_per_second"],
+    row("17", f"serve {kind}, 64 connections: p99 latency", "FastAPI+uvicorn+onnxruntime", peer["p99_ms"], mine["p99_ms"], "ms", True)
+    row("17", f"serve {kind} vs mltool bench batch 32", "mltool bench --batch 32", batch["images_per_second"],
         mine["requests_per_second"], "images/s", False)
-    res["serve"] = dict(peer=peer, mltool=mine, bench_batch32=batch, seconds=a.serve_seconds, image=os.path.relpath(png, ROOT))
     shutil.rmtree(work, ignore_errors=True)
+    return dict(peer=peer, mltool=mine, bench_batch32=batch, seconds=a.serve_seconds, image=os.path.relpath(photo, ROOT))
 
 
 def part_tabular(a, res):

@@ -1,7 +1,10 @@
 """make bench part 17's peer: FastAPI + uvicorn + onnxruntime serving the same model mltool serves, exported to ONNX by
-`mltool export`, with the preprocessing the model records (`mltool info --json`: PIL bilinear, shorter side to
-resizeTo, centre crop, x * scale + bias) — recipes/efficientnet_lite0.py's `preprocess` for the Fashion-MNIST model.
-Answers POST /v1/models/NAME/predict (image bytes) with the top three labels as `mltool predict --json` does.
+`mltool export`, with the preprocessing the model records (`mltool info --json`). An image classifier: PIL bilinear,
+shorter side to resizeTo, centre crop, x * scale + bias (recipes/efficientnet_lite0.py's `preprocess`), answered
+with the top three labels as `mltool predict --json` does. A detector (the export holds the decoder and NMS:
+detected_boxes in model-input pixels, detected_scores, detected_labels): PIL bilinear letterbox onto a canvas of
+padValue (docs/FORMAT.md, ImagePreprocessing), boxes mapped back to the photo's pixels, answered with the photo's
+size and its objects as `mltool predict --json` does.
 
     python3 bench/serve_peer.py MODEL.onnx INFO.json PORT
 """
@@ -26,26 +29,60 @@ scale, bias = np.float32(prep["scale"]), np.asarray(prep["bias"], dtype=np.float
 app = FastAPI()
 
 
-def preprocess(body):
-    img = Image.open(io.BytesIO(body)).convert("RGB")
+def center_crop(img):
     w, h = img.size
     s = prep["resizeTo"] / min(w, h)
     img = img.resize((round(w * s), round(h * s)), Image.BILINEAR)
     w, h = img.size
     left, top = (w - prep["width"]) // 2, (h - prep["height"]) // 2
-    x = np.asarray(img.crop((left, top, left + prep["width"], top + prep["height"])), dtype=np.float32) * scale + bias
-    return (x.transpose(2, 0, 1) if nchw else x)[None]
+    return img.crop((left, top, left + prep["width"], top + prep["height"])), None
 
 
-@app.post("/v1/models/{name}/predict")
-async def predict(name: str, request: Request):
-    body = await request.body()
-    y = session.run(None, {first.name: preprocess(body)})[0][0]
+def letterbox(img):
+    w, h = img.size
+    r = min(prep["height"] / h, prep["width"] / w)
+    nw, nh = max(1, round(w * r)), max(1, round(h * r))
+    left, top = (prep["width"] - nw) // 2, (prep["height"] - nh) // 2
+    pad = int(prep.get("padValue", 0))
+    canvas = Image.new("RGB", (prep["width"], prep["height"]), (pad, pad, pad))
+    canvas.paste(img.resize((nw, nh), Image.BILINEAR), (left, top))
+    return canvas, (r, left, top)
+
+
+def preprocess(body):
+    img = Image.open(io.BytesIO(body)).convert("RGB")
+    fitted, placement = (letterbox if prep["resize"] == "letterbox" else center_crop)(img)
+    x = np.asarray(fitted, dtype=np.float32) * scale + bias
+    return (x.transpose(2, 0, 1) if nchw else x)[None], img.size, placement
+
+
+def classify(x):
+    y = session.run(None, {first.name: x})[0][0]
     if not (y.min() >= 0 and abs(float(y.sum()) - 1) < 1e-3):  # logits (the export may end in a softmax already)
         e = np.exp(y - y.max())
         y = e / e.sum()
     top = np.argsort(-y, kind="stable")[:3]
-    out = {"file": "body", "top": [{"label": labels[i], "index": int(i), "probability": float(y[i])} for i in top]}
+    return {"file": "body", "top": [{"label": labels[i], "index": int(i), "probability": float(y[i])} for i in top]}
+
+
+def detect(x, size, placement):
+    boxes, scores, classes = session.run(["detected_boxes", "detected_scores", "detected_labels"], {first.name: x})
+    (w, h), (r, left, top) = size, placement
+    objects = []
+    for (x1, y1, x2, y2), score, c in zip(boxes.reshape(-1, 4), scores.reshape(-1), classes.reshape(-1)):
+        x1, x2 = (min(max((v - left) / r, 0), w) for v in (x1, x2))
+        y1, y2 = (min(max((v - top) / r, 0), h) for v in (y1, y2))
+        box = {"x": float(x1), "y": float(y1), "width": float(x2 - x1), "height": float(y2 - y1)}
+        normalized = {"x": box["x"] / w, "y": 1 - float(y2) / h, "width": box["width"] / w, "height": box["height"] / h}
+        objects.append({"label": labels[int(c)], "classIndex": int(c), "confidence": float(score), "box": box,
+                        "normalizedBox": normalized})
+    return {"path": "body", "width": w, "height": h, "objects": objects}
+
+
+@app.post("/v1/models/{name}/predict")
+async def predict(name: str, request: Request):
+    x, size, placement = preprocess(await request.body())
+    out = detect(x, size, placement) if placement is not None else classify(x)
     return Response(json.dumps(out), media_type="application/json")
 
 
