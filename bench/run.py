@@ -1431,10 +1431,10 @@ def machine():
 
 
 def part_serve(a, res):
-    """Part 17: `mltool serve` under load (issue 54). wrk (Debian's) with 64 connections for --serve-seconds posts one
-    photo to a model, again and again: a Fashion-MNIST test PNG to the Fashion-MNIST classifier (.build/demo/model.bin,
-    `make demo-model`), then a raccoon test JPEG to the raccoon detector (.build/demo/raccoon.bin, trained here as
-    `make demo` trains it when missing). The peer is FastAPI + uvicorn + onnxruntime (bench/serve_peer.py) on the same
+    """Part 17: `mltool serve` under load (issue 54). wrk (Debian's) with 64 connections for --serve-seconds posts
+    photos to a model in turn: 40 Fashion-MNIST test PNGs (4 per class) to the Fashion-MNIST classifier
+    (.build/demo/model.bin, `make demo-model`), then the 40 raccoon test JPEGs (184×274 to 1280×720) to the raccoon
+    detector (.build/demo/raccoon.bin, trained here as `make demo` trains it when missing). The peer is FastAPI + uvicorn + onnxruntime (bench/serve_peer.py) on the same
     model exported to ONNX (a detector's export holds its decoder and NMS), same preprocessing, same load. Prints both
     throughputs and p99 latencies, the error counts, and mltool serve's throughput against `mltool bench` batch 32 of
     the same model (the network alone: no decoding, resizing or NMS)."""
@@ -1445,12 +1445,13 @@ def part_serve(a, res):
         print(f"  skipped: {'wrk (apt) is not installed' if wrk is None else model + ' is missing (make demo-model)'}")
         return
     test = os.path.join(ROOT, "datasets/fashion-mnist-small/test")
-    label = sorted(os.listdir(test))[0]
-    png = os.path.join(test, label, sorted(os.listdir(os.path.join(test, label)))[0])
-    res["serve"] = serve_under_load(a, wrk, "classifier", model, png, "image/png")
+    pngs = [os.path.join(test, label, name) for label in sorted(os.listdir(test))
+            for name in sorted(os.listdir(os.path.join(test, label)))[:4]]  # 4 of each of the 10 classes
+    res["serve"] = serve_under_load(a, wrk, "classifier", model, pngs, "image/png")
     detector = raccoon_detector(a)
-    photo = os.path.join(ROOT, "datasets/raccoon/test/images", sorted(os.listdir(os.path.join(ROOT, "datasets/raccoon/test/images")))[0])
-    res["serve_detector"] = serve_under_load(a, wrk, "detector", detector, photo, "image/jpeg")
+    images = os.path.join(ROOT, "datasets/raccoon/test/images")
+    photos = [os.path.join(images, name) for name in sorted(os.listdir(images))]
+    res["serve_detector"] = serve_under_load(a, wrk, "detector", detector, photos, "image/jpeg")
 
 
 def raccoon_detector(a):
@@ -1484,8 +1485,9 @@ def wrk_load(wrk, script, url, seconds, server):
     return dict(requests_per_second=rps, p99_ms=p99_ms, errors=errors, peak_rss=rss, wrk=out)
 
 
-def serve_under_load(a, wrk, kind, model, photo, content_type):
-    """Part 17 for one model: the peer, then mltool serve, then mltool bench batch 32; their rows."""
+def serve_under_load(a, wrk, kind, model, photos, content_type):
+    """Part 17 for one model: the peer, then mltool serve, then mltool bench batch 32; their rows. Each wrk
+    connection posts the photos in turn (each request the next one), so every size in the set is served."""
     work = tempfile.mkdtemp(prefix="mltool-bench-serve-")
     onnx_path, info_path = os.path.join(work, "model.onnx"), os.path.join(work, "info.json")
     run([a.mltool, "export", model, "--to", "onnx", "-o", onnx_path])
@@ -1493,8 +1495,14 @@ def serve_under_load(a, wrk, kind, model, photo, content_type):
         f.write(run([a.mltool, "info", model, "--json"]).stdout)
     script = os.path.join(work, "post.lua")
     with open(script, "w") as f:
-        f.write(f'local f = io.open("{photo}", "rb")\nwrk.body = f:read("*a")\nf:close()\n'
-                f'wrk.method = "POST"\nwrk.headers["Content-Type"] = "{content_type}"\n')
+        f.write("local paths = {" + ", ".join(json.dumps(p) for p in photos) + "}\n"
+                "local bodies, next = {}, 0\n"
+                "for i, p in ipairs(paths) do local f = io.open(p, 'rb'); bodies[i] = f:read('*a'); f:close() end\n"
+                f'local headers = {{["Content-Type"] = "{content_type}"}}\n'
+                "request = function()\n"
+                "  next = next % #bodies + 1\n"
+                "  return wrk.format('POST', nil, headers, bodies[next])\n"
+                "end\n")
 
     def load(name, cmd, port):
         server = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -1524,7 +1532,7 @@ def serve_under_load(a, wrk, kind, model, photo, content_type):
     row("17", f"serve {kind} vs mltool bench batch 32", "mltool bench --batch 32", batch["images_per_second"],
         mine["requests_per_second"], "images/s", False)
     shutil.rmtree(work, ignore_errors=True)
-    return dict(peer=peer, mltool=mine, bench_batch32=batch, seconds=a.serve_seconds, image=os.path.relpath(photo, ROOT))
+    return dict(peer=peer, mltool=mine, bench_batch32=batch, seconds=a.serve_seconds, images=[os.path.relpath(p, ROOT) for p in photos])
 
 
 def part_tabular(a, res):
