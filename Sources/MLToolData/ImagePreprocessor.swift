@@ -94,7 +94,7 @@ public struct ImagePreprocessor: Sendable {
             let resized = rw == image.width && rh == image.height ? pixels :
                 ImageResampler.resize(pixels, width: image.width, height: image.height, channels: channels,
                                       toWidth: rw, toHeight: rh)
-            return letterbox(resized, rw: rw, rh: rh, into: buffer)
+            return try letterbox(resized, rw: rw, rh: rh, into: buffer)
         }
         guard rw >= W, rh >= H, config.crop == "center" || (rw == W && rh == H) else {
             throw DataError.invalidPreprocessing(
@@ -105,26 +105,32 @@ public struct ImagePreprocessor: Sendable {
         let cropped = rw == image.width && rh == image.height && rw == W && rh == H ? pixels :
             ImageResampler.resize(pixels, width: image.width, height: image.height, channels: C,
                                   toWidth: rw, toHeight: rh, window: window)
-        let bgr = config.colorOrder == "bgr"
         cropped.withUnsafeBufferPointer { src in
-            lut.withUnsafeBufferPointer { lut in
-                guard let src = src.baseAddress, let lut = lut.baseAddress, let out = buffer.baseAddress else { return }
-                let count = H &* W
-                switch (C, bgr) {
-                case (3, false):
-                    for i in 0..<count {
-                        let s = src + i &* 3, d = out + i &* 3
-                        d[0] = lut[Int(s[0])]; d[1] = lut[256 &+ Int(s[1])]; d[2] = lut[512 &+ Int(s[2])]
-                    }
-                case (3, true):
-                    for i in 0..<count {
-                        let s = src + i &* 3, d = out + i &* 3
-                        d[0] = lut[Int(s[2])]; d[1] = lut[256 &+ Int(s[1])]; d[2] = lut[512 &+ Int(s[0])]
-                    }
-                default:
-                    for i in 0..<count {
-                        for c in 0..<C { out[i &* C &+ c] = lut[c &* 256 &+ Int(src[i &* C &+ (bgr ? 2 &- c : c)])] }
-                    }
+            guard let src = src.baseAddress, let out = buffer.baseAddress else { return }
+            convert(src, into: out, pixels: H &* W)
+        }
+    }
+
+    /// `pixels` pixels of `src` (`channels` bytes each) through the lookup table into `out` (`channels` floats each),
+    /// in the model's channel order. The caller holds both ranges.
+    private func convert(_ src: UnsafePointer<UInt8>, into out: UnsafeMutablePointer<Float>, pixels count: Int) {
+        let C = channels
+        lut.withUnsafeBufferPointer { lut in
+            guard let lut = lut.baseAddress else { return }
+            switch (C, config.colorOrder == "bgr") {
+            case (3, false):
+                for i in 0..<count {
+                    let s = src + i &* 3, d = out + i &* 3
+                    d[0] = lut[Int(s[0])]; d[1] = lut[256 &+ Int(s[1])]; d[2] = lut[512 &+ Int(s[2])]
+                }
+            case (3, true):
+                for i in 0..<count {
+                    let s = src + i &* 3, d = out + i &* 3
+                    d[0] = lut[Int(s[2])]; d[1] = lut[256 &+ Int(s[1])]; d[2] = lut[512 &+ Int(s[0])]
+                }
+            case (_, let bgr):
+                for i in 0..<count {
+                    for c in 0..<C { out[i &* C &+ c] = lut[c &* 256 &+ Int(src[i &* C &+ (bgr ? 2 &- c : c)])] }
                 }
             }
         }
@@ -135,30 +141,32 @@ public struct ImagePreprocessor: Sendable {
         min(Double(config.height) / Double(max(height, 1)), Double(config.width) / Double(max(width, 1)))
     }
 
-    /// The resized `pixels` (rw × rh) centred on the canvas, the rest `padValue`.
-    private func letterbox(_ pixels: [UInt8], rw: Int, rh: Int, into buffer: UnsafeMutableBufferPointer<Float>) {
+    /// The resized `pixels` (rw × rh) centred on the canvas, the rest `padValue`: each canvas value written once.
+    private func letterbox(_ pixels: [UInt8], rw: Int, rh: Int, into buffer: UnsafeMutableBufferPointer<Float>) throws {
         let H = config.height, W = config.width, C = channels
-        let left = max(0, (W - rw) / 2), top = max(0, (H - rh) / 2)
-        let bgr = config.colorOrder == "bgr"
+        let w = min(rw, W), h = min(rh, H), left = max(0, (W - rw) / 2), top = max(0, (H - rh) / 2)
         let pad = config.padValue ?? 0
-        for c in 0..<C {
-            let value = (pad * config.scale + config.bias[c] - config.mean[c]) / config.std[c]
-            var i = c
-            while i < elementCount { buffer[i] = value; i &+= C }
+        let value = (0..<C).map { c in (pad * config.scale + config.bias[c] - config.mean[c]) / config.std[c] }
+        guard pixels.count == rw * rh * C else {  // an RGBImage whose pixels were replaced by another count
+            throw DataError.invalidPreprocessing(what: "a \(rw)×\(rh) image holds \(pixels.count) bytes, not \(rw * rh * C)")
         }
-        pixels.withUnsafeBufferPointer { src in
-            lut.withUnsafeBufferPointer { lut in
-                for y in 0..<min(rh, H) {
-                    for x in 0..<min(rw, W) {
-                        let s = (y &* rw &+ x) &* C
-                        let d = ((y &+ top) &* W &+ x &+ left) &* C
-                        for c in 0..<C {
-                            let sc = bgr ? 2 &- c : c
-                            buffer[d &+ c] = lut[c &* 256 &+ Int(src[s &+ sc])]
-                        }
-                    }
+        guard let out = buffer.baseAddress, buffer.count >= elementCount else { return }
+        value.withUnsafeBufferPointer { value in
+            /// `count` pad pixels from canvas pixel `start`.
+            func fill(_ start: Int, _ count: Int) {
+                for i in start..<(start &+ count) { for c in 0..<C { out[i &* C &+ c] = value[c] } }
+            }
+            fill(0, top &* W)
+            pixels.withUnsafeBufferPointer { src in
+                guard let src = src.baseAddress else { return }
+                for y in 0..<h {
+                    let row = (y &+ top) &* W
+                    fill(row, left)
+                    convert(src + y &* rw &* C, into: out + (row &+ left) &* C, pixels: w)
+                    fill(row &+ left &+ w, W &- left &- w)
                 }
             }
+            fill((top &+ h) &* W, (H &- top &- h) &* W)
         }
     }
 

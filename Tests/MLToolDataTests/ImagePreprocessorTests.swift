@@ -107,6 +107,25 @@ private let pilTolerance = 1.0
         }
     }
 
+    /// Letterbox placement by docs/FORMAT.md's rule, value by value: an 8×4 and a 4×8 photo (r = 1, no resize) on an
+    /// 8×8 canvas at top 2 / left 2, every other value the pad; RGB and BGR.
+    @Test(arguments: [(8, 4), (4, 8), (8, 8)], ["rgb", "bgr"])
+    func letterboxPlacesThePhotoAndPadsTheRest(size: (Int, Int), order: String) throws {
+        let (w, h) = size
+        let pre = try ImagePreprocessor(.init(height: 8, width: 8, colorOrder: order, resize: "letterbox", crop: "none", padValue: 114))
+        var random = SplitMix64(seed: UInt64(w * 10 + h))
+        let image = RGBImage(width: w, height: h, pixels: (0..<(w * h * 3)).map { _ in UInt8(truncatingIfNeeded: random.next()) })
+        let out = try pre.process(image)
+        let left = (8 - w) / 2, top = (8 - h) / 2
+        var expected = [Float](repeating: 114, count: 8 * 8 * 3)
+        for y in 0..<h {
+            for x in 0..<w {
+                for c in 0..<3 { expected[((y + top) * 8 + x + left) * 3 + c] = Float(image.pixels[(y * w + x) * 3 + (order == "bgr" ? 2 - c : c)]) }
+            }
+        }
+        #expect(out == expected)
+    }
+
     /// The batch runs on every core: each of 17 letterboxed photos of other sizes lands in its own slice exactly as
     /// `process` writes it alone; of two bad photos in a batch, the first one's error is the one thrown.
     @Test func parallelBatchEqualsOneByOneAndNamesTheFirstBadImage() throws {
