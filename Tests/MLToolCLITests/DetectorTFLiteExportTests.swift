@@ -99,6 +99,11 @@ import Testing
         try #require(r.status == 0, "\(r.stderr)")
         let imported = try ModelFile.read(path: dir.file("grid.bin"))
         #expect(imported.metadata.detection?.decoder == "anchorGrid" && imported.metadata.detection?.boxEncoding == encoding)
+        // `mltool export grid.bin --to tflite` writes what the library writes.
+        let x = try Tool.run(["export", dir.file("grid.bin"), "--to", "tflite", "-o", dir.file("grid.tflite")])
+        #expect(x.status == 0, "\(x.stderr)")
+        let library = try ModelExport.export(imported, name: dir.file("grid.bin"), format: .tflite).bytes
+        #expect(try Data(contentsOf: URL(fileURLWithPath: dir.file("grid.tflite"))) == Data(library), "the CLI's file differs from the library's")
         let photos = (0..<4).map { Shared.fixtures + "/test\($0).png" } + raccoons
         for (perClass, maxPerClass) in [(true, nil), (false, nil), (true, 1 as Int?)] {
             var model = imported
