@@ -12,7 +12,7 @@ extension TFLiteLowering {
         var parts: [Candidates] = []
         for (i, h) in (c.heads ?? []).enumerated() {
             let shape = try shapeOf(h.tensor)
-            guard shape.count == 4, shape[0] == 1, let head = index[h.tensor] else {
+            guard shape.count == 4, shape[0] == 1, let head = named(h.tensor) else {
                 throw ExportError.invalid(model: modelName, place: "detection.heads[\(i)] '\(h.tensor)'",
                                           expected: "a rank-4 tensor of the graph (1, H, W, channels)", actual: "shape \(shape)")
             }
@@ -164,7 +164,7 @@ extension TFLiteLowering {
     private mutating func rows(_ name: String, columns: Int, transposed: Bool, place: String) throws -> (tensor: Int, count: Int) {
         let shape = try shapeOf(name)
         guard shape.count == 3, shape[0] == 1, shape[transposed ? 1 : 2] == columns, shape[transposed ? 2 : 1] > 0,
-              let t = index[name] else {
+              let t = named(name) else {
             throw ExportError.invalid(model: modelName, place: "\(place) '\(name)'",
                                       expected: "a tensor of the graph " + (transposed ? "(1, \(columns), boxes)" : "(1, boxes, \(columns))"),
                                       actual: "shape \(shape)")

@@ -124,12 +124,13 @@ import Testing
     /// and a separate confidence output, class-agnostic NMS), mltool's DFL detector exported to Core ML and imported
     /// back (the same layout, per-class NMS), and the detectors `DetectorExportTests.boxesDetector` builds: pixel x1,
     /// y1, x2, y2 with objectness and sigmoid scores in an "nkb" output (and the same values read as cx, cy, w, h with
-    /// no activation), normalized y1, x1, y2, x2 with "nbc" scores, per-class, and those scores transposed ("ncb").
+    /// no activation), normalized y1, x1, y2, x2 with "nbc" scores, per-class, and those scores transposed ("ncb"); and
+    /// the first behind an identity node ("nkb-identity").
     /// Measured (LiteRT 2.3.0, Intel Xeon, 8 raccoon photos): worst corner difference 7.6e-6 px everywhere (1.2e-7 of
     /// the 64-pixel inputs), worst score difference 8.3e-7 (the torch pipelines), 6.0e-8 (DFL), 1.2e-7 (nkb, nbk,
     /// ncb), 1.9e-6 (nkb-cxcywh: raw objectness × raw logit, no sigmoid); the re-imported files 0 px apart.
     @Test(arguments: [("tiny_detector.mlmodel", 107), ("tiny_detector.mlpackage", 107), ("dfl-coreml", 80), ("nkb", 59),
-                      ("nkb-cxcywh", 21), ("nbk", 61), ("ncb", 61)])
+                      ("nkb-cxcywh", 21), ("nbk", 61), ("ncb", 61), ("nkb-identity", 59)])
     func boxesDetectorExportsToTFLite(name: String, measuredObjects: Int) throws {
         guard let photos = try Shared.raccoonPhotos(8) else { return }
         let model = try Self.boxesModel(name)
@@ -155,6 +156,14 @@ import Testing
             var model = Shared.boxesDetector("nkb")
             model.metadata.detection?.boxEncoding = "cxcywh"
             model.metadata.detection?.boxes?.scoreActivation = "none"
+            return model
+        case "nkb-identity":
+            // The boxes output an identity's: the TFLite lowering writes no operator for it, so the export gives it a
+            // RESHAPE of its own for the importer to find it by name.
+            var model = Shared.boxesDetector("nkb")
+            model.metadata.graph?.nodes.append(Node(name: "out.id", op: .identity, inputs: ["output0"], outputs: ["out"], attributes: Attributes()))
+            model.metadata.graph?.outputs = ["out"]
+            model.metadata.detection?.boxes?.tensor = "out"
             return model
         case "ncb":
             // The class scores (1, 80, 2) transposed to (1, 2, 80).
