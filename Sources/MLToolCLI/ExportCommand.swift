@@ -17,8 +17,8 @@ extension CLI {
         preprocessed image, batch free; weights stay compressed behind a DEQUANTIZE (int8 and int8-table palettes as
         int8 with their scales, f16 as float16, float-table palettes as the nearer of the two), activations float32;
         labels, preprocessing and provenance in its metadata, labels.txt zipped at its end (docs/TFLITE-EXPORT.md).
-        Detectors with anchor-free heads (what mltool trains) get the decoder and NMS as builtin operators (the
-        same outputs as ONNX's, labels int32); other decoders: ONNX or Core ML only.
+        Detectors (anchor-free, anchor-grid and boxes decoders) get the decoder and NMS as builtin operators (the
+        same outputs as ONNX's, labels int32).
         Text classifiers are refused (their tokenizer is not expressible in these formats).
         """,
         options: [

@@ -25,25 +25,19 @@ extension TFLiteLowering {
         var count: Int
     }
 
-    /// Appends the decoder and NMS after the lowered network and makes their results the subgraph's outputs; the
-    /// input's batch is pinned to 1.
-    mutating func lowerDetection(_ c: DetectionConfig) throws {
+    /// Appends the decoder (`TFLiteDetectionDecoders.swift`) and NMS after the lowered network and makes their results
+    /// the subgraph's outputs; the input's batch is pinned to 1. The input size scales normalized "boxes" coordinates.
+    mutating func lowerDetection(_ c: DetectionConfig, inputWidth: Int, inputHeight: Int) throws {
         if let input = program.inputs.first { program.tensors[input].signature = nil }
-        var parts: [Candidates] = []
+        let parts: [Candidates]
         switch c.decoder {
-        case "anchorFree":
-            for (i, h) in (c.heads ?? []).enumerated() {
-                let shape = try shapeOf(h.tensor)
-                guard shape.count == 4, shape[0] == 1, let head = index[h.tensor] else {
-                    throw ExportError.invalid(model: modelName, place: "detection.heads[\(i)] '\(h.tensor)'",
-                                              expected: "a rank-4 tensor of the graph (1, H, W, channels)", actual: "shape \(shape)")
-                }
-                parts.append(try anchorFreeHead(c, h, head: head, shape))
-            }
+        case "anchorFree", "anchorGrid":
+            parts = try gridHeads(c)
+        case "boxes":
+            parts = [try boxesOutput(c, inputWidth: inputWidth, inputHeight: inputHeight)]
         default:
             throw ExportError.unsupported(model: modelName, format: "TensorFlow Lite", place: "detection.decoder",
-                                          reason: "decoder '\(c.decoder)' is not yet written as TFLite operators (anchorFree is); "
-                                              + "export to ONNX instead")
+                                          reason: "decoder '\(c.decoder)' is not yet supported")
         }
         guard !parts.isEmpty else {
             throw ExportError.invalid(model: modelName, place: "detection.heads", expected: "at least one head", actual: "none")
@@ -64,60 +58,6 @@ extension TFLiteLowering {
     }
 
     typealias ElementType = TFLiteProgram.ElementType
-
-    // MARK: Decoders
-
-    /// (1, H, W, 4·bins + C) → corners (cell centre ∓ distance)·stride, score σ(max logit), class ARG_MAX; cells in
-    /// (y, x) order. DFL distances: SOFTMAX over each side's bins, times the bin indices, summed.
-    private mutating func anchorFreeHead(_ c: DetectionConfig, _ h: DetectionHead, head: Int, _ shape: [Int]) throws -> Candidates {
-        let (bins, gh, gw, ch) = try c.anchorFreeLayout(h, shape, model: modelName)
-        let cells = gh * gw
-        let flat = reshape(head, [1, cells, ch], .float32)
-        var distances = slice(flat, from: [0, 0, 0], size: [1, cells, 4 * bins])
-        if bins > 1 {
-            let sides = reshape(distances, [1, cells, 4, bins], .float32)
-            let p = temp([1, cells, 4, bins])
-            emit(.softmax, [sides], [p], .softmax, [.float(0, 1)])
-            let weighted = binary(.mul, p, floats((0..<bins).map(Float.init), shape: [bins]), [1, cells, 4, bins])
-            distances = temp([1, cells, 4])
-            emit(.sum, [weighted, int32s([3])], [distances], .reducer, [.bool(0, false)])
-        }
-        var grid = [Float](repeating: 0, count: 4 * cells)
-        for y in 0..<gh {
-            for x in 0..<gw {
-                let i = (y * gw + x) * 4, ax = Float(x) + 0.5, ay = Float(y) + 0.5
-                grid[i] = ax; grid[i + 1] = ay; grid[i + 2] = ax; grid[i + 3] = ay
-            }
-        }
-        // (a − d)·s as mltool computes it: a + (−d) is a − d exactly.
-        let signed = binary(.mul, distances, floats([-1, -1, 1, 1], shape: [4]), [1, cells, 4])
-        let centred = binary(.add, signed, floats(grid, shape: [1, cells, 4]), [1, cells, 4])
-        let corners = binary(.mul, centred, floats([Float(h.stride)], shape: []), [1, cells, 4])
-        let logits = slice(flat, from: [0, 0, 4 * bins], size: [1, cells, c.classCount])
-        let (score, label) = bestClass(logits, cells: cells)
-        let probability = temp([1, cells])
-        emit(.logistic, [score], [probability], nil, [])
-        return Candidates(corners: corners, score: probability, label: label, count: cells)
-    }
-
-    /// The best logit of each row of (1, B, C) and its index (the lower on ties), (1, B) each.
-    private mutating func bestClass(_ logits: Int, cells: Int) -> (value: Int, index: Int) {
-        let best = temp([1, cells]), label = temp([1, cells], .int32)
-        emit(.reduceMax, [logits, int32s([2])], [best], .reducer, [.bool(0, false)])
-        emit(.argMax, [logits, int32s([2])], [label], .argMax, [.int8(0, ElementType.int32.rawValue)])
-        return (best, label)
-    }
-
-    /// The heads' candidates one after the other (CONCATENATION on axis 1 when there are several).
-    private mutating func joined(_ parts: [Candidates]) -> Candidates {
-        guard parts.count > 1 else { return parts[0] }
-        let count = parts.reduce(0) { $0 + $1.count }
-        let corners = temp([1, count, 4]), score = temp([1, count]), label = temp([1, count], .int32)
-        for (out, part) in [(corners, \Candidates.corners), (score, \.score), (label, \.label)] {
-            emit(.concatenation, parts.map { $0[keyPath: part] }, [out], .concatenation, [.int32(0, 1, default: 0), .int8(1, 0)])
-        }
-        return Candidates(corners: corners, score: score, label: label, count: count)
-    }
 
     // MARK: Suppression
 
@@ -196,47 +136,48 @@ extension TFLiteLowering {
     // MARK: Helpers
 
     /// A computed tensor named under "detection/".
-    private mutating func temp(_ shape: [Int], _ type: ElementType = .float32, signature: [Int]? = nil) -> Int {
+    mutating func temp(_ shape: [Int], _ type: ElementType = .float32, signature: [Int]? = nil) -> Int {
         add(TFLiteProgram.Tensor(name: "detection/\(program.tensors.count)", shape: shape, signature: signature, type: type))
     }
 
-    private mutating func reshape(_ x: Int, _ shape: [Int], _ type: ElementType) -> Int {
+    mutating func reshape(_ x: Int, _ shape: [Int], _ type: ElementType) -> Int {
         let out = temp(shape, type)
         emit(.reshape, [x, int32s(shape)], [out], .reshape, [.ints(0, shape.map { Int32(clamping: $0) })])
         return out
     }
 
-    private mutating func slice(_ x: Int, from begin: [Int], size: [Int]) -> Int {
+    mutating func slice(_ x: Int, from begin: [Int], size: [Int]) -> Int {
         let out = temp(size, program.tensors[x].type)
         emit(.slice, [x, int32s(begin), int32s(size)], [out], .slice, [])
         return out
     }
 
     /// ADD, SUB, MUL or DIV of two float tensors (numpy broadcasting) into a tensor of `shape`.
-    private mutating func binary(_ op: Op, _ a: Int, _ b: Int, _ shape: [Int]) -> Int {
+    mutating func binary(_ op: Op, _ a: Int, _ b: Int, _ shape: [Int]) -> Int {
         let out = temp(shape)
         let options: TFLiteProgram.OptionsType = [.add: .add, .sub: .sub, .mul: .mul, .div: .div][op] ?? .mul
         emit(op, [a, b], [out], options, [.int8(0, 0)])
         return out
     }
 
-    /// GATHER along axis 0.
-    private mutating func gather(_ x: Int, _ indices: Int, _ shape: [Int], _ type: ElementType, signature: [Int]? = nil) -> Int {
+    /// GATHER along `axis`.
+    mutating func gather(_ x: Int, _ indices: Int, _ shape: [Int], _ type: ElementType, signature: [Int]? = nil, axis: Int = 0) -> Int {
         let out = temp(shape, type, signature: signature)
-        emit(.gather, [x, indices], [out], .gather, [.int32(0, 0, default: 0)])
+        emit(.gather, [x, indices], [out], .gather, [.int32(0, Int32(axis), default: 0)])
         return out
     }
 
     /// SELECT_V2: `a` where `condition`, else `b` (broadcast).
-    private mutating func select(_ condition: Int, _ a: Int, _ b: Int, _ shape: [Int]) -> Int {
+    mutating func select(_ condition: Int, _ a: Int, _ b: Int, _ shape: [Int]) -> Int {
         let out = temp(shape)
         emit(.selectV2, [condition, a, b], [out], .selectV2, [])
         return out
     }
 
-    private mutating func concatenated(_ parts: [Int], _ shape: [Int], _ type: ElementType) -> Int {
+    /// CONCATENATION along `axis`.
+    mutating func concatenated(_ parts: [Int], _ shape: [Int], _ type: ElementType, axis: Int = 0) -> Int {
         let out = temp(shape, type)
-        emit(.concatenation, parts, [out], .concatenation, [.int32(0, 0, default: 0), .int8(1, 0)])
+        emit(.concatenation, parts, [out], .concatenation, [.int32(0, Int32(axis), default: 0), .int8(1, 0)])
         return out
     }
 }

@@ -12,7 +12,7 @@ import MLToolCore
 /// pairs as the ONNX export's metadata_props, as a JSON object; the entry "TFLITE_METADATA" the TFLite Support
 /// metadata (`TFLiteMetadata`: normalization, image size, labels.txt, which is appended to the file as a zip).
 ///
-/// An object detector (`metadata.detection`, anchorFree heads) ends in its decoder and NON_MAX_SUPPRESSION_V4
+/// An object detector (`metadata.detection`: every decoder) ends in its decoder and NON_MAX_SUPPRESSION_V4
 /// instead (`TFLiteDetection.swift`): one image in, `detected_boxes` (K, 4), `detected_scores` (K) and
 /// `detected_labels` (K, int32) out, with `detection` (the settings as JSON) and `detection_outputs` (a sentence) in
 /// the "mltool" entry, which `TFLiteImporter` reads to give the detector back.
@@ -24,15 +24,15 @@ public enum TFLiteExporter {
         let graph = try ExportResult.graph(
             of: model, name: name, format: "TensorFlow Lite",
             textReason: textRefusal(md.text))
-        var lowering = TFLiteLowering(model: model, name: name, graph: graph, shapes: shapes)
+        var lowering = TFLiteLowering(model: model, name: name, graph: md.detection.map { decoderGraph(graph, $0) } ?? graph, shapes: shapes)
         try lowering.lower()
         var extra: [(String, String)] = []
         if let detection = md.detection {
-            guard md.image != nil else {
+            guard let image = md.image else {
                 throw ExportError.unsupported(model: name, format: "TensorFlow Lite", place: "preprocessing",
                                               reason: "a detector needs its input size (import with --input-size)")
             }
-            try lowering.lowerDetection(detection)
+            try lowering.lowerDetection(detection, inputWidth: image.width, inputHeight: image.height)
             extra = [("detection", ExportMetadata.json(detection)), ("detection_outputs", ExportMetadata.detectionSentence(detection, labelType: "int32"))]
         }
         var program = lowering.program
@@ -55,6 +55,20 @@ public enum TFLiteExporter {
             bytes += TFLiteMetadata.zip([(TFLiteMetadata.labelFile, labels)], prefixLength: bytes.count)
         }
         return ExportResult(bytes: bytes, notes: notes)
+    }
+
+    /// A detector's graph cut to the nodes its decoder's tensors need, those tensors its outputs: what else the
+    /// network computes (an ONNX detector's decoded output beside the raw heads a grid decoder reads) is left out, as
+    /// the file's only outputs are the decoder's and NMS's.
+    static func decoderGraph(_ graph: Graph, _ d: DetectionConfig) -> Graph {
+        var needed = Set(d.tensors), cut = graph
+        cut.nodes = graph.nodes.reversed().filter { n in
+            guard n.outputs.contains(where: needed.contains) else { return false }
+            needed.formUnion(n.inputs)
+            return true
+        }.reversed()
+        cut.outputs = d.tensors
+        return cut
     }
 
     /// Why a text classifier is refused. TFLite's builtin operators take no strings, and the Task Library's

@@ -379,6 +379,19 @@ struct TFLiteLowering {
                                   actual: "'\(name)'")
     }
 
+    /// The TFLite tensor of computed IR tensor `name`, carrying that name (nil when not computed): an identity's
+    /// output is its input's tensor (no operator), so it gets a RESHAPE of its own, which a reader finds by name (the
+    /// importer reads an exported detector up to its heads by their names).
+    mutating func named(_ name: String) -> Int? {
+        guard let i = index[name] else { return nil }
+        guard program.tensors[i].name != name else { return i }
+        let t = program.tensors[i]
+        let copy = add(TFLiteProgram.Tensor(name: name, shape: t.shape, signature: nil, type: t.type))
+        emit(.reshape, [i, int32s(t.shape)], [copy], .reshape, [.ints(0, t.shape.map { Int32(clamping: $0) })])
+        index[name] = copy
+        return copy
+    }
+
     func shapeOf(_ name: String) throws -> [Int] {
         if let s = shapes[name] { return s }
         if let t = tensors[name] { return t.shape }
