@@ -61,12 +61,8 @@ public enum TFLiteExporter {
     /// network computes (an ONNX detector's decoded output beside the raw heads a grid decoder reads) is left out, as
     /// the file's only outputs are the decoder's and NMS's.
     static func decoderGraph(_ graph: Graph, _ d: DetectionConfig) -> Graph {
-        var needed = Set(d.tensors), cut = graph
-        cut.nodes = graph.nodes.reversed().filter { n in
-            guard n.outputs.contains(where: needed.contains) else { return false }
-            needed.formUnion(n.inputs)
-            return true
-        }.reversed()
+        var cut = graph
+        cut.nodes = GraphPasses.nodes(graph.nodes, feeding: d.tensors).nodes
         cut.outputs = d.tensors
         return cut
     }

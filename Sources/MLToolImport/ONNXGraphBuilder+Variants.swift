@@ -147,12 +147,6 @@ extension ONNXGraphBuilder {
 
     /// The nodes some graph output (or `keep`) reads, directly or not, in their order.
     func pruned(outputs: [String]) -> [Node] {
-        var needed = Set(outputs)
-        var kept: [Node] = []
-        for n in nodes.reversed() where n.outputs.contains(where: needed.contains) {
-            needed.formUnion(n.inputs)
-            kept.append(n)
-        }
-        return kept.reversed()
+        GraphPasses.nodes(nodes, feeding: outputs).nodes
     }
 }

@@ -101,6 +101,17 @@ import Testing
         let g = try #require(try GraphPasses.fuseSwish(Self.graph(extraReader: true)).metadata.graph)
         #expect(g.nodes.map(\.op) == [.conv, .sigmoid, .mul, .relu])
     }
+
+    /// The graph cut to what some outputs read: the nodes on a path to them, in graph order, and the names read.
+    @Test func nodesFeedingOutputs() throws {
+        let nodes = try #require(Self.graph(extraReader: true).metadata.graph).nodes  // conv, sig, mul → y; sig → relu → r
+        let toY = GraphPasses.nodes(nodes, feeding: ["y"])
+        #expect(toY.nodes.map(\.name) == ["conv", "sig", "mul"] && toY.read == ["y", "s", "c", "x", "w"])
+        let toR = GraphPasses.nodes(nodes, feeding: ["r"])
+        #expect(toR.nodes.map(\.name) == ["conv", "sig", "other"] && toR.read == ["r", "s", "c", "x", "w"])
+        #expect(GraphPasses.nodes(nodes, feeding: ["c"]).nodes.map(\.name) == ["conv"])
+        #expect(GraphPasses.nodes(nodes, feeding: ["x"]).nodes.isEmpty && GraphPasses.nodes(nodes, feeding: []).read.isEmpty)
+    }
 }
 
 /// The one seeded shuffle and split: the documented algorithm (a seed's order is part of every model's bytes), and

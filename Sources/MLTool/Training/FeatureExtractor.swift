@@ -80,13 +80,7 @@ public final class FeatureExtractor: @unchecked Sendable {
         guard let graph = model.metadata.graph else {
             throw PipelineError.badInput(file: path, reason: "the extractor has no network graph")
         }
-        var needed: Set<String> = [featureTensor]
-        var kept = [Node]()
-        for node in graph.nodes.reversed() where node.outputs.contains(where: needed.contains) {
-            kept.append(node)
-            needed.formUnion(node.inputs)
-        }
-        let tensors = model.tensors.filter { needed.contains($0.name) }
-        return (kept.reversed(), tensors, graph)
+        let (kept, needed) = GraphPasses.nodes(graph.nodes, feeding: [featureTensor])
+        return (kept, model.tensors.filter { needed.contains($0.name) }, graph)
     }
 }

@@ -16,6 +16,9 @@
 /// - `fuseQuantizeDequantize`: a quantize → dequantize pair with the same parameters becomes one quantize giving
 ///   values (GraphPasses+Quantized.swift).
 ///
+/// And the one home of graph pruning: `nodes(_:feeding:)`, the nodes some outputs read (the extractor cut at its
+/// features, a detector's backbone, a fine-tuned top, an ONNX import's forks, a TFLite export's decoder inputs).
+///
 /// A rewrite only happens when the intermediate tensor has one consumer and is not a graph output, so every graph
 /// output and every surviving tensor keeps its name and value.
 public enum GraphPasses {
@@ -181,6 +184,17 @@ public enum GraphPasses {
         var name = base, k = 1
         while taken[name] != nil { name = "\(base).\(k)"; k += 1 }
         return name
+    }
+
+    /// The nodes of `nodes` (in graph order) that `outputs` read, directly or not, and every tensor name those
+    /// nodes read with the outputs themselves: the graph cut to what `outputs` need.
+    public static func nodes(_ nodes: [Node], feeding outputs: some Sequence<String>) -> (nodes: [Node], read: Set<String>) {
+        var needed = Set(outputs), kept: [Node] = []
+        for node in nodes.reversed() where node.outputs.contains(where: needed.contains) {
+            kept.append(node)
+            needed.formUnion(node.inputs)
+        }
+        return (kept.reversed(), needed)
     }
 
     /// Drops tensors that the original graph used but the rewritten graph no longer does; tensors the graph never

@@ -9,13 +9,7 @@ extension TrainableGraph {
             throw TrainError.notYetSupported(what: "fine-tuning a model without a graph")
         }
         let weights = Set(model.tensors.map(\.name))
-        var needed: Set<String> = [output]
-        var path: [MLToolCore.Node] = []
-        for node in graph.nodes.reversed() where node.outputs.contains(where: needed.contains) {
-            path.append(node)
-            needed.formUnion(node.inputs)
-        }
-        path.reverse()
+        let path = GraphPasses.nodes(graph.nodes, feeding: [output]).nodes
         let convs = path.filter { $0.op == .conv }
         guard convolutions > 0, convolutions <= convs.count, let first = convs[convs.count - convolutions].inputs.first else {
             throw TrainError.shapeMismatch(what: "fine-tuning the last convolutions before '\(output)'",

@@ -26,14 +26,8 @@ extension TrainableGraph {
 extension Graph {
     /// The nodes, in order, that lie on a path from the tensor `from` to the tensor `to`.
     func nodes(reachingBackTo to: String, from: String) -> [Node] {
-        var needed: Set<String> = [to]
-        var kept: [Node] = []
-        for node in nodes.reversed() where node.outputs.contains(where: needed.contains) {
-            kept.append(node)
-            needed.formUnion(node.inputs)
-        }
         var downstream: Set<String> = [from]
-        return kept.reversed().filter { node in
+        return GraphPasses.nodes(nodes, feeding: [to]).nodes.filter { node in
             guard node.inputs.contains(where: downstream.contains) else { return false }
             downstream.formUnion(node.outputs)
             return true

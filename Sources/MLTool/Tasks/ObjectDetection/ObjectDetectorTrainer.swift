@@ -228,12 +228,11 @@ final class DetectorFeatureMaps: @unchecked Sendable {
         }
         let s = p.inputSize
         g.inputs = [GraphInput(name: input.name, shape: [-1, s, s, 3])]
-        var needed = Set(p.featureMaps.map(\.tensor))
-        for t in needed where !g.nodes.contains(where: { $0.outputs.contains(t) }) {
+        for t in p.featureMaps.map(\.tensor) where !g.nodes.contains(where: { $0.outputs.contains(t) }) {
             throw PipelineError.invalidParameter(name: "featureMaps", reason: "'\(t)' is not a tensor of \(extractor.path)'s graph")
         }
-        for n in g.nodes.reversed() where n.outputs.contains(where: needed.contains) { needed.formUnion(n.inputs) }
-        g.nodes = g.nodes.filter { $0.outputs.contains(where: needed.contains) }
+        let (kept, needed) = GraphPasses.nodes(g.nodes, feeding: p.featureMaps.map(\.tensor))
+        g.nodes = kept
         g.outputs = p.featureMaps.map(\.tensor)
         var m = extractor.model
         m.metadata.graph = g
