@@ -54,8 +54,8 @@ public enum HistogramKernel {
         let features = offsets.count - 1, count = rows.count
         guard count > 0, features > 0 else { return }
         // The edge of the kernel: every index it makes below is in bounds once these hold (a bin is a UInt8 and the
-        // scratch has room for 256 of them: a bin at or past its feature's width, which FeatureBins never makes,
-        // would give wrong sums, never an access out of bounds).
+        // scratch has room for 256 of them), and each feature's bins are checked below its width as they are
+        // accumulated, before any is flushed to the output.
         precondition(bins.count >= features * n && g.count >= n && h.count >= n, "histogram: bins or gradients shorter than the rows")
         precondition(hist.g.count >= offsets[features] && hist.h.count >= offsets[features] && hist.c.count >= offsets[features],
                      "histogram: output shorter than the bins")
@@ -91,8 +91,9 @@ public enum HistogramKernel {
                                     for f in (features * w / workers)..<(features * (w + 1) / workers) {
                                         let o = offsets[f], width = offsets[f + 1] - o, column = input.0.p + f * n
                                         let to = (out.0.p + o, out.1.p + o, out.2.p + o)
-                                        accumulate(column: column, rows: input.1.p, pairs: input.2.p, count: count,
-                                                   sums: sums, counts: counts)
+                                        let top = accumulate(column: column, rows: input.1.p, pairs: input.2.p, count: count,
+                                                             sums: sums, counts: counts)
+                                        precondition(Int(top) < width, "histogram: bin \(top) of feature \(f), which has \(width)")
                                         // A small leaf visits only its rows' bins (the second visit of a bin finds
                                         // it cleared), a large one every bin.
                                         if count < width {
@@ -111,23 +112,27 @@ public enum HistogramKernel {
     }
 
     /// Adds one feature's rows to its four partials, zero on entry: bin b's partial k at sums[4b + k] (every bin in
-    /// `column` is below the scratch's width).
+    /// `column` is below the scratch's width, 256). Returns the largest bin it met, for the caller's bound check.
     @inline(__always)
     static func accumulate(column: UnsafePointer<UInt8>, rows: UnsafePointer<Int32>, pairs: UnsafePointer<SIMD2<Double>>,
-                           count: Int, sums: UnsafeMutablePointer<SIMD2<Double>>, counts: UnsafeMutablePointer<Int32>) {
-        var j = 0
+                           count: Int, sums: UnsafeMutablePointer<SIMD2<Double>>, counts: UnsafeMutablePointer<Int32>) -> UInt8 {
+        var j = 0, top: UInt8 = 0
         while j &+ 4 <= count {
-            let b0 = Int(column[Int(rows[j])]) &* 4, b1 = Int(column[Int(rows[j &+ 1])]) &* 4 &+ 1
-            let b2 = Int(column[Int(rows[j &+ 2])]) &* 4 &+ 2, b3 = Int(column[Int(rows[j &+ 3])]) &* 4 &+ 3
+            let c0 = column[Int(rows[j])], c1 = column[Int(rows[j &+ 1])], c2 = column[Int(rows[j &+ 2])], c3 = column[Int(rows[j &+ 3])]
+            top = max(top, max(max(c0, c1), max(c2, c3)))
+            let b0 = Int(c0) &* 4, b1 = Int(c1) &* 4 &+ 1, b2 = Int(c2) &* 4 &+ 2, b3 = Int(c3) &* 4 &+ 3
             sums[b0] += pairs[j]; sums[b1] += pairs[j &+ 1]; sums[b2] += pairs[j &+ 2]; sums[b3] += pairs[j &+ 3]
             counts[b0] &+= 1; counts[b1] &+= 1; counts[b2] &+= 1; counts[b3] &+= 1
             j &+= 4
         }
         while j < count {
-            let b = Int(column[Int(rows[j])]) &* 4 &+ (j & 3)
+            let c = column[Int(rows[j])]
+            top = max(top, c)
+            let b = Int(c) &* 4 &+ (j & 3)
             sums[b] += pairs[j]; counts[b] &+= 1
             j &+= 1
         }
+        return top
     }
 
     /// Adds bin b's four partials ((p0 + p1) + (p2 + p3)) and counts to the feature's output bins `to` (g, h, c) and
