@@ -82,30 +82,14 @@ extension ONNXLowering {
     /// σ(objectness)·σ(max logit).
     private mutating func anchorGridHead(_ c: DetectionConfig, _ h: DetectionHead,
                                          _ shape: [Int]) throws -> (corners: String, score: String, label: String) {
-        let anchors = h.anchors ?? []
-        let no = 5 + c.classCount
-        let (gh, gw, ch) = (shape[1], shape[2], shape[3])
-        guard !anchors.isEmpty, ch == anchors.count * no, anchors.allSatisfy({ $0.count == 2 }) else {
-            throw ExportError.invalid(model: modelName, place: "head '\(h.tensor)'", expected: "(N, H, W, \(anchors.count * no))",
-                                      actual: "\(shape)")
-        }
-        let cells = gh * gw, count = anchors.count * cells
-        let split = op("Reshape", [h.tensor, int64s([1, anchors.count, no, cells])])
+        let l = try c.anchorGridLayout(h, shape, model: modelName)
+        let no = 5 + c.classCount, cells = l.cells, count = l.anchors * cells
+        let split = op("Reshape", [h.tensor, int64s([1, l.anchors, no, cells])])
         let moved = op("Transpose", [split], [("perm", .ints([0, 2, 1, 3]))])
         let flat = op("Reshape", [moved, int64s([1, no, count])])
-        var gxy = [Float](repeating: 0, count: 2 * count), awh = [Float](repeating: 0, count: 2 * count)
-        for (a, anchor) in anchors.enumerated() {
-            for y in 0..<gh {
-                for x in 0..<gw {
-                    let i = a * cells + y * gw + x
-                    gxy[i] = Float(x); gxy[count + i] = Float(y)
-                    awh[i] = anchor[0]; awh[count + i] = anchor[1]
-                }
-            }
-        }
         let xy = op("Sigmoid", [slice(flat, axis: 1, 0, 2)])
         let wh = slice(flat, axis: 1, 2, 4)
-        let grid = floats(gxy, dims: [1, 2, count]), sizes = floats(awh, dims: [1, 2, count])
+        let grid = floats(l.cellX + l.cellY, dims: [1, 2, count]), sizes = floats(l.anchorWidth + l.anchorHeight, dims: [1, 2, count])
         let stride = floatScalar(Float(h.stride))
         let centre: String, size: String
         if c.boxEncoding == "yolov5" {
@@ -258,5 +242,28 @@ extension DetectionConfig {
                                       actual: "\(shape)")
         }
         return (bins, shape[1], shape[2], shape[3])
+    }
+
+    /// An anchor-grid head's layout from its IR shape (N, H, W, A·(5 + C)), checked against its anchors and the
+    /// classes: per candidate, in (anchor, y, x) order, its cell (x, y) and its anchor's size — what both exporters
+    /// lay the decoder out from.
+    func anchorGridLayout(_ h: DetectionHead, _ shape: [Int], model: String) throws
+        -> (anchors: Int, cells: Int, cellX: [Float], cellY: [Float], anchorWidth: [Float], anchorHeight: [Float]) {
+        let anchors = h.anchors ?? [], no = 5 + classCount
+        guard shape.count == 4, !anchors.isEmpty, shape[3] == anchors.count * no, anchors.allSatisfy({ $0.count == 2 }) else {
+            throw ExportError.invalid(model: model, place: "head '\(h.tensor)'", expected: "(N, H, W, \(anchors.count * no))",
+                                      actual: "\(shape)")
+        }
+        let (gh, gw) = (shape[1], shape[2]), cells = gh * gw, count = anchors.count * cells
+        var x = [Float](repeating: 0, count: count), y = x, w = x, hh = x
+        for (a, anchor) in anchors.enumerated() {
+            for row in 0..<gh {
+                for column in 0..<gw {
+                    let i = a * cells + row * gw + column
+                    x[i] = Float(column); y[i] = Float(row); w[i] = anchor[0]; hh[i] = anchor[1]
+                }
+            }
+        }
+        return (anchors.count, cells, x, y, w, hh)
     }
 }

@@ -57,28 +57,14 @@ extension TFLiteLowering {
     /// "yolov3" centre (σ(t) + cell)·stride, size eᵗ·anchor; corners centre ∓ size / 2; score σ(objectness)·σ(max
     /// logit), class ARG_MAX.
     private mutating func anchorGridHead(_ c: DetectionConfig, _ h: DetectionHead, head: Int, _ shape: [Int]) throws -> Candidates {
-        let anchors = h.anchors ?? [], no = 5 + c.classCount
-        let (gh, gw, ch) = (shape[1], shape[2], shape[3])
-        guard !anchors.isEmpty, ch == anchors.count * no, anchors.allSatisfy({ $0.count == 2 }) else {
-            throw ExportError.invalid(model: modelName, place: "head '\(h.tensor)'", expected: "(N, H, W, \(anchors.count * no))",
-                                      actual: "\(shape)")
-        }
-        let cells = gh * gw, count = anchors.count * cells
-        let split = reshape(head, [1, cells, anchors.count, no], .float32)
-        let moved = temp([1, anchors.count, cells, no])
+        let l = try c.anchorGridLayout(h, shape, model: modelName)
+        let no = 5 + c.classCount, cells = l.cells, count = l.anchors * cells
+        let split = reshape(head, [1, cells, l.anchors, no], .float32)
+        let moved = temp([1, l.anchors, cells, no])
         emit(.transpose, [split, int32s([0, 2, 1, 3])], [moved], .transpose, [])
         let rows = reshape(moved, [1, count, no], .float32)
-        // Per candidate its cell (x, y) and its anchor's (width, height).
-        var cell = [Float](repeating: 0, count: 2 * count), size = [Float](repeating: 0, count: 2 * count)
-        for (a, anchor) in anchors.enumerated() {
-            for y in 0..<gh {
-                for x in 0..<gw {
-                    let i = 2 * (a * cells + y * gw + x)
-                    cell[i] = Float(x); cell[i + 1] = Float(y)
-                    size[i] = anchor[0]; size[i + 1] = anchor[1]
-                }
-            }
-        }
+        // Per candidate its cell (x, y) and its anchor's (width, height), as pairs.
+        let cell = zip(l.cellX, l.cellY).flatMap { [$0, $1] }, size = zip(l.anchorWidth, l.anchorHeight).flatMap { [$0, $1] }
         let pair = [1, count, 2]
         let xy = logistic(slice(rows, from: [0, 0, 0], size: pair), pair)
         let wh = slice(rows, from: [0, 0, 2], size: pair)
