@@ -55,8 +55,8 @@ public struct BoostedTreeTrainer: Sendable {
         var g = [Float](repeating: 0, count: n * k), h = g
         var losses: [Double] = [], best = Double.infinity, bestRound = 0
         var nodeGains: [Double] = []
-        var grower = TreeGrower(parameters: p, bins: bins, binned: binned, rowCount: n, offsets: offsets, threads: threads)
-
+        var growers = RoundGrowers(parameters: p, objective: schema.objective, bins: bins, binned: binned, rowCount: n,
+                                   offsets: offsets, threads: threads, trees: k)
         var sampler = Sampler(seed: p.seed, rows: n, features: features.count, rowFraction: p.rowFraction, featureFraction: p.featureFraction)
         for round in 0..<p.iterations {
             try check()
@@ -66,33 +66,18 @@ public struct BoostedTreeTrainer: Sendable {
                 for r in 0..<n { for j in 0..<k { g[r * k + j] *= weights[r]; h[r * k + j] *= weights[r] } }
             }
             let sample = sampler.rows()
-            for j in 0..<k {
-                let gj = k == 1 ? g : (0..<n).map { g[$0 * k + j] }, hj = k == 1 ? h : (0..<n).map { h[$0 * k + j] }
-                grower.features = sampler.features()
-                var tree = grower.grow(g: gj, h: hj, rows: sample)
-                if schema.objective == .regression, p.regressionLoss == .absolute {
-                    // LightGBM's RenewTreeOutput: a leaf's value is the (weighted) median of its rows' residuals.
-                    for (leaf, rows) in tree.leafRows {
-                        let residuals = rows.map { (targets[Int($0)] - scores[Int($0)], weights?[Int($0)] ?? 1) }
-                        tree.nodes[leaf].value = Self.median(residuals) * p.learningRate
-                    }
-                }
-                if sample == nil {
-                    for (leaf, rows) in tree.leafRows { for r in rows { scores[Int(r) * k + j] += tree.nodes[leaf].value } }
-                    ensemble.append(tree.nodes, features: features)
-                } else {
-                    // Rows out of the sample are scored by the tree as prediction would.
-                    ensemble.append(tree.nodes, features: features)
-                    let t = ensemble.treeCount - 1
-                    for r in 0..<n { scores[r * k + j] += ensemble.leafValue(t) { train.columns[$0][r] } }
-                }
-                nodeGains += tree.nodes.map(\.gain)
-                if let v = validation {
-                    let t = ensemble.treeCount - 1
-                    for r in 0..<v.matrix.rowCount { vScores[r * k + j] += ensemble.leafValue(t) { v.matrix.columns[$0][r] } }
-                }
+            let masks = (0..<k).map { _ in sampler.features() }
+            let first = ensemble.treeCount
+            let grown = growers.grow(g: g, h: h, sample: sample, masks: masks, targets: targets, weights: weights,
+                                     scores: &scores)
+            for nodes in grown {
+                ensemble.append(nodes, features: features)
+                nodeGains += nodes.map(\.gain)
             }
+            // Rows out of the sample are scored by the trees as prediction would.
+            if sample != nil { ensemble.addTrees(first..<ensemble.treeCount, train, to: &scores, threads: threads) }
             guard let v = validation else { continue }
+            ensemble.addTrees(first..<ensemble.treeCount, v.matrix, to: &vScores, threads: threads)
             let loss = Self.loss(schema.objective, k: k, scores: vScores, targets: v.targets, regression: p.regressionLoss,
                                  delta: p.huberDelta)
             losses.append(loss)

@@ -30,6 +30,14 @@ public struct FeatureMatrix: Sendable {
         RawTable.isMissing(field) ? .nan : Double(field).map { Float($0) } ?? .nan
     }
 
+    /// The values row by row, [r · width + f] (a tree walk reads one row's features from one place).
+    func rowMajor() -> [Float] {
+        let width = columns.count
+        var rows = [Float](repeating: 0, count: rowCount * width)
+        for (f, column) in columns.enumerated() { for r in 0..<rowCount { rows[r * width + f] = column[r] } }
+        return rows
+    }
+
     /// Row `r` as one value per feature.
     public func row(_ r: Int) -> [Float] { columns.map { $0[r] } }
 }

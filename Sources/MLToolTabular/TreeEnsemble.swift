@@ -124,9 +124,7 @@ public struct TreeEnsemble: Sendable {
         let k = scoreCount, n = m.rowCount, count = min(trees ?? treeCount, treeCount), width = features.count
         var out = [Float](repeating: 0, count: n * k)
         guard n > 0 else { return out }
-        // Row-major values, so a traversal reads one row's features from one place.
-        var rows = [Float](repeating: 0, count: n * width)
-        for (f, column) in m.columns.enumerated() { for r in 0..<n { rows[r * width + f] = column[r] } }
+        let rows = m.rowMajor()
         let workers = max(1, min(threads > 0 ? threads : ProcessInfo.processInfo.activeProcessorCount, n / 256 + 1))
         // A multiclass forest walks each round's shared tree once and adds its leaf's K values: the same additions in
         // the same order as the walks of the K copies, so the same bits (SharedTreesTests). Measured with `mltool bench
@@ -141,7 +139,7 @@ public struct TreeEnsemble: Sendable {
                     let lo = n * w / workers, hi = n * (w + 1) / workers
                     for r in lo..<hi { for j in 0..<k { o.p[r * k + j] = base[j] } }
                     if sharing { Self.addShared(tables, o.p, lo, hi, k: k, width: width) } else {
-                        Self.addTrees(count, tables, o.p, lo, hi, k: k, width: width)
+                        Self.addTrees(0..<count, tables, o.p, lo, hi, k: k, width: width)
                     }
                 }
             }
@@ -149,13 +147,41 @@ public struct TreeEnsemble: Sendable {
         return out
     }
 
-    /// Adds trees 0..<count (tree t to score t mod K) to rows lo..<hi of `out`. Blocks of rows go through one tree at
-    /// a time: a tree stays in cache while the block walks it (a row through every tree would sweep the whole ensemble).
-    static func addTrees(_ count: Int, _ t: ScoringTables, _ out: UnsafeMutablePointer<Float>, _ lo: Int, _ hi: Int, k: Int, width: Int) {
+    /// Adds the leaf values of `trees` (tree t to score t mod K) to `out` ([row · K + k]) for the rows of `m`, as
+    /// `scores` adds them: training adds each round's trees to its scores this way. Rows are split across `threads`
+    /// workers, each copying its rows into row-major blocks of 64 as it goes (a table as wide as Fashion-MNIST's is not
+    /// copied whole).
+    func addTrees(_ trees: Range<Int>, _ m: FeatureMatrix, to out: inout [Float], threads: Int) {
+        let k = scoreCount, width = features.count, n = m.rowCount
+        precondition(trees.upperBound <= treeCount && m.columns.count == width && out.count == n * k, "addTrees: tables disagree")
+        guard n > 0, !trees.isEmpty else { return }
+        let workers = max(1, min(threads, n / 256 + 1))
+        let walked = SharedTrees(treeStarts: treeStarts, nodes: nodes, values: values, categoryWords: categoryWords)
+        out.withUnsafeMutableBufferPointer { op in
+            let o = SharedPointer(p: op.baseAddress!)
+            walked.withTables(rows: [], categoryCounts: features.map { Int32($0.categories?.count ?? 0) }) { tables in
+                DispatchQueue.concurrentPerform(iterations: workers) { w in
+                    let rows = UnsafeMutableBufferPointer<Float>.allocate(capacity: 64 * width)
+                    defer { rows.deallocate() }
+                    let local = tables.with(rows: UnsafeBufferPointer(rows)), end = n * (w + 1) / workers
+                    for lo in stride(from: n * w / workers, to: end, by: 64) {
+                        let count = min(64, end - lo)
+                        for (f, column) in m.columns.enumerated() { for r in 0..<count { rows[r * width + f] = column[lo + r] } }
+                        Self.addTrees(trees, local, o.p + lo * k, 0, count, k: k, width: width)
+                    }
+                }
+            }
+        }
+    }
+
+    /// Adds `trees` (tree t to score t mod K) to rows lo..<hi of `out`. Blocks of rows go through one tree at a time:
+    /// a tree stays in cache while the block walks it (a row through every tree would sweep the whole ensemble).
+    static func addTrees(_ trees: Range<Int>, _ t: ScoringTables, _ out: UnsafeMutablePointer<Float>, _ lo: Int, _ hi: Int,
+                         k: Int, width: Int) {
         let rows = t.rows.baseAddress!
         for block in stride(from: lo, to: hi, by: 64) {
             let end = min(block + 64, hi)
-            for tree in 0..<count {
+            for tree in trees {
                 let start = Int(t.starts[tree]), j = tree % k
                 var r = block
                 while r + 8 <= end {
@@ -340,5 +366,10 @@ struct ScoringTables: @unchecked Sendable {
          _ leaves: UnsafeBufferPointer<Float>) {
         self.rows = rows; self.nodes = nodes; self.values = values; self.words = words; self.starts = starts; self.counts = counts
         self.leaves = leaves
+    }
+
+    /// The same tables over other rows.
+    func with(rows: UnsafeBufferPointer<Float>) -> ScoringTables {
+        ScoringTables(rows, nodes, values, words, starts, counts, leaves)
     }
 }

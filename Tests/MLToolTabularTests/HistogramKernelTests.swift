@@ -104,6 +104,30 @@ import MLToolTestSupport
         #expect(Self.bits(r) == Self.bits(q) && r.g[0] == 3 && r.g[1].sign == .minus)
     }
 
+    /// The branch-free partition against the plain loop: numeric splits at every bin of a 256-bin feature and of a
+    /// 3-bin one (missing left and right), categorical ones with seeded left sets, over seeded sub-ranges of a
+    /// shuffled order.
+    @Test func partitionGivesTheReferenceOrder() {
+        var rng = SplitMix64(seed: 53)
+        let n = 3_000, counts = [256, 3]
+        var binned = [UInt8](repeating: 0, count: n * counts.count)
+        for (f, c) in counts.enumerated() { for r in 0..<n { binned[f * n + r] = UInt8(rng.next() % UInt64(c)) } }
+        var rules: [SplitRule] = []
+        for (f, c) in counts.enumerated() {
+            for bin in 1..<c { for missingLeft in [false, true] { rules.append(SplitRule(feature: f, bin: bin, missingLeft: missingLeft)) } }
+            rules.append(SplitRule(feature: f, leftBins: (1..<c).filter { _ in rng.next() & 1 == 1 }, missingLeft: true, categorical: true))
+        }
+        var shuffled = (0..<Int32(n)).map { $0 }
+        shuffled.shuffle(using: &rng)
+        for rule in rules {
+            let start = Int(rng.next() % 1000), count = Int(rng.next() % UInt64(n - start + 1))
+            var fast = shuffled, reference = shuffled, scratch = [Int32](repeating: -1, count: n)
+            let l = rule.partition(&fast, &scratch, binned: binned, n: n, start: start, count: count)
+            let r = rule.referencePartition(&reference, binned: binned, n: n, start: start, count: count)
+            #expect(l == r && fast == reference, "feature \(rule.feature) bin \(rule.bin) rows \(start)..<\(start + count)")
+        }
+    }
+
     @Test func subtractionGivesTheSiblingsCounts() {
         var parent = Histogram(bins: 4), child = Histogram(bins: 4)
         parent.g = [1, 2, 3, 4]; parent.h = [1, 1, 1, 1]; parent.c = [5, 6, 7, 8]
