@@ -47,9 +47,10 @@ import MLToolTestSupport
         return Double(right) / Double(m.rowCount)
     }
 
-    static func fit(_ s: Set, threads: Int = 2) -> BoostedTreeTrainer.Result {
+    static func fit(_ s: Set, threads: Int = 2, sampled: Bool = false) -> BoostedTreeTrainer.Result {
         var p = BoostedTreeParameters()
         p.threads = threads
+        if sampled { p.rowFraction = 0.7; p.featureFraction = 0.6 }
         return BoostedTreeTrainer(parameters: p).train(schema: s.schema, train: s.train, targets: s.trainTargets,
                                                        validation: (s.validation, s.validationTargets))
     }
@@ -121,12 +122,15 @@ import MLToolTestSupport
         #expect(acc >= 0.861, "pima test accuracy \(acc), \(r.rounds) rounds")
     }
 
-    @Test func sameSeedSameBytesForAnyThreadCount() throws {
-        guard let s = try Self.load("spam", target: "type") else { return }
-        let one = try ModelFile.serialize(Self.fit(s, threads: 1).ensemble.model())
-        let two = try ModelFile.serialize(Self.fit(s, threads: 2).ensemble.model())
+    /// Binary (spam: one tree a round, its histograms split across threads) and multiclass (DNA's 3 classes: a
+    /// round's trees grown side by side), with every row and with bagging and feature sampling.
+    @Test(arguments: [("spam", "type", false), ("dna", "Class", false), ("dna", "Class", true)])
+    func sameSeedSameBytesForAnyThreadCount(_ name: String, _ target: String, _ sampled: Bool) throws {
+        guard let s = try Self.load(name, target: target) else { return }
+        let one = try ModelFile.serialize(Self.fit(s, threads: 1, sampled: sampled).ensemble.model())
+        let two = try ModelFile.serialize(Self.fit(s, threads: 2, sampled: sampled).ensemble.model())
         #expect(one == two)
-        let back = try TreeEnsemble(model: try ModelFile.read(bytes: two, name: "spam.bin"))
-        #expect(back.predict(s.test) == Self.fit(s, threads: 3).ensemble.predict(s.test))
+        let back = try TreeEnsemble(model: try ModelFile.read(bytes: two, name: "\(name).bin"))
+        #expect(back.predict(s.test) == Self.fit(s, threads: 3, sampled: sampled).ensemble.predict(s.test))
     }
 }
