@@ -69,7 +69,7 @@ public enum HistogramKernel {
             i += 1
         }
         let widest = (0..<features).reduce(256) { max($0, offsets[$1 + 1] - offsets[$1]) }
-        let workers = max(1, min(threads, features, count / 1024 + 1))
+        let workers = max(1, min(threads, features, count * features / 65_536 + 1))
         bins.withUnsafeBufferPointer { bp in
             rows.withUnsafeBufferPointer { rp in
                 pairs.withUnsafeBufferPointer { pp in

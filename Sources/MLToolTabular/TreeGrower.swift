@@ -36,6 +36,9 @@ struct TreeGrower {
     let threads: Int
     var order: [Int32]
     var scratch: [Int32]
+    /// Histograms no leaf holds any more, kept for the next ones (a fresh array of every bin faults its pages in; one
+    /// reused is cleared from cache).
+    var spare: [Histogram] = []
     /// The features this tree may split on (nil: all).
     var features: [Bool]?
 
@@ -49,13 +52,13 @@ struct TreeGrower {
     mutating func grow(g: [Float], h: [Float], rows sample: [Int32]? = nil) -> (nodes: [Node], leafRows: [(Int, ArraySlice<Int32>)]) {
         let m = sample?.count ?? n
         if let sample { for i in 0..<m { order[i] = sample[i] } } else { for i in 0..<n { order[i] = Int32(i) } }
-        var hist = Histogram(bins: offsets[offsets.count - 1])
-        HistogramKernel.build(bins: binned, rowCount: n, offsets: offsets, rows: order[0..<m], g: g, h: h, threads: threads, into: &hist)
         var sumG = 0.0, sumH = 0.0
         for i in 0..<m { sumG += Double(g[Int(order[i])]); sumH += Double(h[Int(order[i])]) }
         var nodes = [Node()]
-        var leaves = [Leaf(node: 0, start: 0, count: m, sumG: sumG, sumH: sumH, hist: hist, split: nil)]
-        leaves[0].split = bestSplit(leaves[0])
+        var leaves = [Leaf(node: 0, start: 0, count: m, sumG: sumG, sumH: sumH, hist: cleared(), split: nil)]
+        HistogramKernel.build(bins: binned, rowCount: n, offsets: offsets, rows: order[0..<m], g: g, h: h, threads: threads,
+                              into: &leaves[0].hist)
+        settle(&leaves[0])
         while leaves.count < p.leaves {
             var pick = -1
             for (i, l) in leaves.enumerated() {
@@ -63,13 +66,15 @@ struct TreeGrower {
                 if pick < 0 || s.gain > leaves[pick].split!.gain { pick = i }
             }
             guard pick >= 0, let s = leaves[pick].split else { break }
-            let parent = leaves[pick]
+            var parent = leaves[pick]
+            leaves[pick].hist = Histogram(bins: 0)
             let leftCount = partition(parent, s)
             let l = nodes.count, r = nodes.count + 1
             nodes[parent.node] = s.rule.node(left: l, right: r, gain: s.gain, bins: bins)
             nodes.append(Node()); nodes.append(Node())
             let rightCount = parent.count - leftCount
-            var small = Histogram(bins: hist.g.count), large = parent.hist
+            var small = cleared(), large = parent.hist
+            parent.hist = Histogram(bins: 0)
             let leftSmaller = leftCount <= rightCount
             let smallStart = leftSmaller ? parent.start : parent.start + leftCount
             let smallCount = leftSmaller ? leftCount : rightCount
@@ -80,7 +85,7 @@ struct TreeGrower {
                             hist: leftSmaller ? small : large, split: nil)
             var right = Leaf(node: r, start: parent.start + leftCount, count: rightCount, sumG: parent.sumG - s.leftG,
                              sumH: parent.sumH - s.leftH, hist: leftSmaller ? large : small, split: nil)
-            left.split = bestSplit(left); right.split = bestSplit(right)
+            settle(&left); settle(&right)
             leaves[pick] = left
             leaves.append(right)
         }
@@ -88,8 +93,27 @@ struct TreeGrower {
         for leaf in leaves {
             nodes[leaf.node].value = Float(-Self.threshold(leaf.sumG, p.l1) / (leaf.sumH + p.l2)) * p.learningRate
             rows.append((leaf.node, order[leaf.start..<(leaf.start + leaf.count)]))
+            if !leaf.hist.g.isEmpty { spare.append(leaf.hist) }
         }
         return (nodes, rows)
+    }
+
+    /// A histogram of every bin, all zero: a spare one cleared, or a new one.
+    mutating func cleared() -> Histogram {
+        guard var h = spare.popLast() else { return Histogram(bins: offsets[offsets.count - 1]) }
+        h.g.withUnsafeMutableBufferPointer { $0.update(repeating: 0) }
+        h.h.withUnsafeMutableBufferPointer { $0.update(repeating: 0) }
+        h.c.withUnsafeMutableBufferPointer { $0.update(repeating: 0) }
+        return h
+    }
+
+    /// Finds a new leaf's best split; a leaf that cannot split gives its histogram back (nothing reads it again).
+    mutating func settle(_ leaf: inout Leaf) {
+        leaf.split = bestSplit(leaf)
+        if leaf.split == nil {
+            spare.append(leaf.hist)
+            leaf.hist = Histogram(bins: 0)
+        }
     }
 
     /// Stable partition of a leaf's rows: those going left first. Returns how many go left.
@@ -110,9 +134,18 @@ struct TreeGrower {
     /// The best split of a leaf over every feature (the first of equal gains).
     func bestSplit(_ leaf: Leaf) -> Split? {
         guard leaf.count >= 2 * p.minDataInLeaf else { return nil }
+        let hist = leaf.hist, width = offsets[offsets.count - 1]
+        precondition(hist.g.count == width && hist.h.count == width && hist.c.count == width, "bestSplit: histogram of \(hist.g.count) bins, not \(width)")
         var best = Split()
-        for f in 0..<(offsets.count - 1) where features?[f] ?? true {
-            if bins.bounds[f] == nil { categoricalSplit(leaf, f, &best) } else { numericSplit(leaf, f, &best) }
+        hist.g.withUnsafeBufferPointer { g in
+            hist.h.withUnsafeBufferPointer { h in
+                hist.c.withUnsafeBufferPointer { c in
+                    let sums = (g.baseAddress!, h.baseAddress!, c.baseAddress!)
+                    for f in 0..<(offsets.count - 1) where features?[f] ?? true {
+                        if bins.bounds[f] == nil { categoricalSplit(leaf, f, &best) } else { numericSplit(leaf, f, sums, &best) }
+                    }
+                }
+            }
         }
         return best.rule.feature >= 0 ? best : nil
     }
@@ -121,14 +154,24 @@ struct TreeGrower {
         Int(lc) >= p.minDataInLeaf && Int(rc) >= p.minDataInLeaf && lh >= p.minHessianInLeaf && rh >= p.minHessianInLeaf
     }
 
-    func numericSplit(_ leaf: Leaf, _ f: Int, _ best: inout Split) {
-        let o = offsets[f], count = bins.counts[f], hist = leaf.hist
+    /// The best threshold of numeric feature f: bins 1…b left for each b below the last, with the missing values
+    /// (bin 0) right, then left. `hist` is the leaf's histogram (g, h, c), checked by `bestSplit`.
+    func numericSplit(_ leaf: Leaf, _ f: Int, _ hist: (UnsafePointer<Double>, UnsafePointer<Double>, UnsafePointer<Int32>),
+                      _ best: inout Split) {
+        let (g, h, c) = (hist.0 + offsets[f], hist.1 + offsets[f], hist.2 + offsets[f]), end = max(bins.counts[f] - 1, 1)
         let parentScore = score(leaf.sumG, leaf.sumH, p.l2), total = Int32(leaf.count)
-        for missingLeft in hist.c[o] > 0 ? [false, true] : [false] {
-            var lg = missingLeft ? hist.g[o] : 0, lh = missingLeft ? hist.h[o] : 0, lc = missingLeft ? hist.c[o] : 0
-            for b in 1..<max(count - 1, 1) {
-                lg += hist.g[o + b]; lh += hist.h[o + b]; lc += hist.c[o + b]
+        for pass in 0..<(c[0] > 0 ? 2 : 1) {
+            let missingLeft = pass == 1
+            var lg = missingLeft ? g[0] : 0, lh = missingLeft ? h[0] : 0, lc = missingLeft ? c[0] : 0
+            for b in 1..<end {
+                let gb = g[b], hb = h[b], cb = c[b]
+                lg += gb; lh += hb; lc += cb
                 let rg = leaf.sumG - lg, rh = leaf.sumH - lh, rc = total - lc
+                // Counts never grow on the right: once too few rows are left there, no later bin is allowed.
+                if Int(rc) < p.minDataInLeaf { break }
+                // A bin with no rows and zero sums (a built histogram's empty bin) leaves every sum as it was, so its
+                // gain is the previous bin's, which that bin has already offered.
+                if b > 1 && cb == 0 && gb == 0 && hb == 0 { continue }
                 guard allowed(lc, lh, rc, rh) else { continue }
                 let gain = score(lg, lh, p.l2) + score(rg, rh, p.l2) - parentScore
                 if gain > best.gain {
