@@ -32,17 +32,13 @@ public struct TabularSchema: Sendable, Equatable {
         let t = try table.column(target)
         for name in categorical.union(ignore).sorted() { _ = try table.column(name) }
         var features: [TabularConfig.Feature] = []
-        for (c, name) in table.header.enumerated() where c != t && !ignore.contains(name) {
-            if categorical.contains(name) {
+        let candidates = table.header.indices.filter { $0 != t && !ignore.contains(table.header[$0]) }
+        let counts = fieldKinds(table, columns: candidates.filter { !categorical.contains(table.header[$0]) })
+        for c in candidates {
+            let name = table.header[c]
+            guard let (numbers, texts, firstText) = counts[c] else {
                 features.append(.init(name: name, kind: .categorical, categories: try categories(table, column: c)))
                 continue
-            }
-            var numbers = 0, texts = 0, firstText: Int?
-            for (r, row) in table.rows.enumerated() where !RawTable.isMissing(row[c]) {
-                if Double(row[c]) != nil { numbers += 1 } else {
-                    texts += 1
-                    if firstText == nil { firstText = r }
-                }
             }
             if let r = firstText, texts * 100 <= numbers + texts {
                 throw TabularError.notANumber(file: table.file, line: table.lines[r], column: c + 1, name: name,
@@ -83,6 +79,24 @@ public struct TabularSchema: Sendable, Equatable {
     }
 
     /// The distinct present values of column `c`, most frequent first (ties in string order).
+    /// For each of `columns`: how many fields are numbers and how many are text (missing ones are neither), and the
+    /// first text's row. The rows are read in order, each once.
+    static func fieldKinds(_ table: RawTable, columns: [Int]) -> [Int: (numbers: Int, texts: Int, firstText: Int?)] {
+        var numbers = [Int](repeating: 0, count: columns.count), texts = numbers
+        var firstText = [Int?](repeating: nil, count: columns.count)
+        for (r, row) in table.rows.enumerated() {
+            for (i, c) in columns.enumerated() where !RawTable.isMissing(row[c]) {
+                if FeatureMatrix.parse(row[c]) != nil { numbers[i] += 1 } else {
+                    texts[i] += 1
+                    if firstText[i] == nil { firstText[i] = r }
+                }
+            }
+        }
+        var out: [Int: (numbers: Int, texts: Int, firstText: Int?)] = [:]
+        for (i, c) in columns.enumerated() { out[c] = (numbers[i], texts[i], firstText[i]) }
+        return out
+    }
+
     static func categories(_ table: RawTable, column c: Int) throws -> [String] {
         var counts: [String: Int] = [:]
         for row in table.rows where !RawTable.isMissing(row[c]) {

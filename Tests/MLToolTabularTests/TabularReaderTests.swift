@@ -27,6 +27,26 @@ import MLToolCore
         #expect(e.exitStatus == .dataError)
     }
 
+    /// The direct decimal parse gives `Double(field)`'s bits: seeded plain decimals of 1 to 18 digits (the fast path
+    /// takes up to 15) with signs, points, leading and trailing zeros, and fields it hands to `Double` (exponents, hex,
+    /// words, spaces, signs in the middle, a lone point or sign).
+    @Test func fieldsParseAsDoubleParsesThem() {
+        var rng = SplitMix64(seed: 53)
+        var fields = ["", ".", "-", "+", "+.5", "5.", ".5", "-0", "-0.0", "+0", "007", "0.000", "1e5", "1E-3", "0x1p3", "inf",
+                      "-inf", "nan", "NaN", "NA", " 5", "5 ", "1,5", "1.2.3", "--1", "5-", "٣", "123456789012345",
+                      "1234567890123456", "0.1", "0.7", "999999999999999.9", "9007199254740993", "3.14159265358979"]
+        for _ in 0..<20_000 {
+            let digits = (0..<Int(rng.next() % 18 + 1)).map { _ in String(rng.next() % 10) }.joined()
+            let point = Int(rng.next() % UInt64(digits.count + 2))
+            var field = point <= digits.count ? String(digits.prefix(point)) + "." + String(digits.dropFirst(point)) : digits
+            if rng.next() % 3 == 0 { field = (rng.next() & 1 == 0 ? "-" : "+") + field }
+            fields.append(field)
+        }
+        let differing = fields.filter { FeatureMatrix.parse($0)?.bitPattern != Double($0)?.bitPattern && !(Double($0)?.isNaN ?? false) }
+        #expect(differing.isEmpty, "\(differing.count) fields parse differently, e.g. \(differing.prefix(5))")
+        #expect(FeatureMatrix.parse("nan")?.isNaN == true && FeatureMatrix.parse("-0")?.sign == .minus)
+    }
+
     @Test func aRaggedRowIsRefused() {
         #expect(throws: TabularError.raggedRow(file: "t.csv", line: 3, expected: 3, actual: 2)) {
             try Self.table("a,b,y\n1,2,0\n3,1\n")
