@@ -21,12 +21,7 @@ public struct FeatureBins: Sendable {
                 bounds.append(nil); counts.append(min(top + 1, maxBins) + 1)
                 continue
             }
-            var sample: [Float] = []
-            sample.reserveCapacity(column.count / stride + 1)
-            for i in Swift.stride(from: 0, to: column.count, by: stride) where !column[i].isNaN { sample.append(column[i]) }
-            sample.sort()
-            var distinct: [Float] = []
-            for v in sample where distinct.last != v { distinct.append(v) }
+            let (sample, distinct) = Self.sortedSample(column, stride: stride)
             var b: [Float] = []
             if distinct.count <= maxBins {
                 for i in 0..<max(distinct.count - 1, 0) { b.append(Self.midpoint(distinct[i], distinct[i + 1])) }
@@ -44,6 +39,35 @@ public struct FeatureBins: Sendable {
             bounds.append(b); counts.append(b.count + 2)
         }
         self.bounds = bounds; self.counts = counts
+    }
+
+    /// The column's non-missing values at `stride`, sorted, and its distinct values (of values equal as numbers, −0
+    /// and +0, the first met). A column of small whole numbers (pixels, counts: every value 0…65,535, no −0) is
+    /// counted instead of sorted, which gives the same arrays.
+    static func sortedSample(_ column: [Float], stride: Int) -> (sample: [Float], distinct: [Float]) {
+        var sample: [Float] = []
+        sample.reserveCapacity(column.count / stride + 1)
+        for i in Swift.stride(from: 0, to: column.count, by: stride) where !column[i].isNaN { sample.append(column[i]) }
+        if sample.allSatisfy({ $0 >= 0 && $0 < 65_536 && $0 == $0.rounded(.towardZero) && $0.sign == .plus }) {
+            var counts = [Int](repeating: 0, count: Int(sample.max() ?? 0) + 1)
+            for v in sample { counts[Int(v)] += 1 }
+            var i = 0, distinct: [Float] = []
+            for (v, count) in counts.enumerated() where count > 0 {
+                distinct.append(Float(v))
+                for j in i..<(i + count) { sample[j] = Float(v) }
+                i += count
+            }
+            return (sample, distinct)
+        }
+        return sorting(sample)
+    }
+
+    /// The sorted sample and its distinct values by sorting (the reference of the counted path).
+    static func sorting(_ values: [Float]) -> (sample: [Float], distinct: [Float]) {
+        let sample = values.sorted()
+        var distinct: [Float] = []
+        for v in sample where distinct.last != v { distinct.append(v) }
+        return (sample, distinct)
     }
 
     /// A threshold between a < b that both sides keep in binary32.
@@ -65,12 +89,19 @@ public struct FeatureBins: Sendable {
         return UInt8(lo + 1)
     }
 
-    /// Every value of `matrix` as its bin, feature-major ([f · rows + r]).
+    /// Every value of `matrix` as its bin, feature-major ([f · rows + r]). A numeric column of small whole numbers
+    /// (every value missing or 0…65,535) looks its bins up in a table of `bin`'s answers for each whole number.
     public func binned(_ matrix: FeatureMatrix) -> [UInt8] {
         var out = [UInt8](repeating: 0, count: matrix.rowCount * matrix.columns.count)
         for (f, column) in matrix.columns.enumerated() {
             let base = f * matrix.rowCount
-            for (r, v) in column.enumerated() { out[base + r] = bin(f, v) }
+            if bounds[f] != nil, column.allSatisfy({ $0.isNaN || ($0 >= 0 && $0 < 65_536 && $0 == $0.rounded(.towardZero)) }) {
+                let top = column.reduce(0) { $1.isNaN ? $0 : max($0, Int($1)) }
+                let table = (0...top).map { bin(f, Float($0)) }
+                for (r, v) in column.enumerated() { out[base + r] = v.isNaN ? 0 : table[Int(v)] }
+            } else {
+                for (r, v) in column.enumerated() { out[base + r] = bin(f, v) }
+            }
         }
         return out
     }

@@ -136,6 +136,22 @@ import MLToolTestSupport
         #expect(parent.g == [0.5, 0, 3, 3] && parent.h == [0, 1, 0.5, 0] && parent.c == [4, 0, 7, 0])
     }
 
+    /// Columns of whole numbers are counted, not sorted, and binned through a table: the same sample, distinct values
+    /// and bins as sorting and `bin` give (seeded columns of 0…300 and 0…65,535 with missing values and −0).
+    @Test func wholeNumberColumnsBinAsSortingBinsThem() {
+        var rng = SplitMix64(seed: 53)
+        for top in [300, 65_535] {
+            var column = (0..<5_000).map { _ in Float(rng.next() % UInt64(top + 1)) }
+            for i in stride(from: 0, to: column.count, by: 97) { column[i] = .nan }
+            let counted = FeatureBins.sortedSample(column, stride: 1), sorted = FeatureBins.sorting(column.filter { !$0.isNaN })
+            #expect(counted.sample == sorted.sample && counted.distinct == sorted.distinct, "0…\(top)")
+            column[5] = -0.0
+            let bins = FeatureBins(matrix: FeatureMatrix(rowCount: column.count, columns: [column]), categorical: [false], maxBins: 255)
+            let binned = bins.binned(FeatureMatrix(rowCount: column.count, columns: [column]))
+            #expect(binned == column.map { bins.bin(0, $0) } && binned[5] == bins.bin(0, 0), "0…\(top)")
+        }
+    }
+
     @Test func binsFollowThePredictionRule() {
         let column: [Float] = [0.5, 1, 1, 2, .nan, 3, 10]
         let b = FeatureBins(matrix: FeatureMatrix(rowCount: column.count, columns: [column]), categorical: [false], maxBins: 255)
