@@ -10,33 +10,11 @@
 # Idempotent: a complete tree (OUT/.complete) is left alone; the tree is built in OUT.partial-PID and renamed.
 set -euo pipefail
 
-out=""
-for arg in "$@"; do
-    case "$arg" in
-        -h|--help) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-        -*) echo "bccd.sh: unknown option $arg" >&2; exit 64 ;;
-        *) [ -z "$out" ] || { echo "bccd.sh: more than one OUT given" >&2; exit 64; }; out="$arg" ;;
-    esac
-done
-here="$(cd "$(dirname "$0")" && pwd)"
-out="${out:-$here/bccd}"
-if [ -f "$out/.complete" ]; then
-    echo "bccd: $out is already complete"
-    exit 0
-fi
-if [ -e "$out" ]; then
-    echo "bccd.sh: $out exists but is not a complete BCCD tree; remove it first" >&2
-    exit 73
-fi
-
-tmp="$out.partial-$$"
-trap 'rm -rf "$tmp"' EXIT
-src="${BCCD_DIR:-}"
-if [ -z "$src" ]; then
-    for candidate in "$here/../../shared/datasets/bccd" "$here/../shared/datasets/bccd"; do
-        if [ -f "$candidate/BCCD/ImageSets/Main/test.txt" ]; then src="$candidate"; break; fi
-    done
-fi
+source "$(dirname "$0")/lib.sh"
+dataset_args bccd 9 "$@"
+dataset_start "a complete BCCD tree"
+tmp="$partial"
+src="$(shared_source bccd "${BCCD_DIR:-}" BCCD/ImageSets/Main/test.txt)"
 if [ -z "$src" ]; then
     echo "bccd.sh: no copy of the BCCD set in ../shared/datasets next to the repository; set BCCD_DIR to the folder holding BCCD/ and LICENSE" >&2
     exit 66
@@ -45,7 +23,6 @@ for f in BCCD/ImageSets/Main/trainval.txt BCCD/ImageSets/Main/test.txt LICENSE; 
     [ -r "$src/$f" ] || { echo "bccd.sh: $src/$f not found" >&2; exit 66; }
 done
 
-mkdir -p "$tmp"
 for pair in train:trainval test:test; do
     split="${pair%%:*}"; list="$src/BCCD/ImageSets/Main/${pair#*:}.txt"
     mkdir -p "$tmp/$split/images" "$tmp/$split/annotations"
@@ -64,6 +41,5 @@ Copied unchanged from $src by datasets/bccd.sh, split by the author's BCCD/Image
 TXT
 n_train=$(ls "$tmp/train/images" | wc -l); n_test=$(ls "$tmp/test/images" | wc -l)
 [ "$n_train" = 292 ] && [ "$n_test" = 72 ] || { echo "bccd.sh: expected 292 + 72 photos, got $n_train + $n_test" >&2; exit 65; }
-echo "bccd pascal-voc" > "$tmp/.complete"
-mv "$tmp" "$out"
+dataset_finish "bccd pascal-voc"
 echo "bccd: $n_train training and $n_test test photos in $out"

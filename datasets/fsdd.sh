@@ -12,30 +12,11 @@
 # Idempotent: a complete tree (OUT/.complete) is left alone; the tree is built in OUT.partial-PID and renamed.
 set -euo pipefail
 
-out=""
-for arg in "$@"; do
-    case "$arg" in
-        -h|--help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-        -*) echo "fsdd.sh: unknown option $arg" >&2; exit 64 ;;
-        *) [ -z "$out" ] || { echo "fsdd.sh: more than one OUT given" >&2; exit 64; }; out="$arg" ;;
-    esac
-done
-here="$(cd "$(dirname "$0")" && pwd)"
-out="${out:-$here/fsdd}"
-if [ -f "$out/.complete" ]; then
-    echo "fsdd: $out is already complete"
-    exit 0
-fi
-if [ -e "$out" ]; then
-    echo "fsdd.sh: $out exists but is not a complete FSDD tree; remove it first" >&2
-    exit 73
-fi
-src="${FSDD_DIR:-}"
-if [ -z "$src" ]; then
-    for candidate in "$here/../../shared/datasets/fsdd" "$here/../shared/datasets/fsdd"; do
-        if [ -d "$candidate/recordings" ]; then src="$candidate"; break; fi
-    done
-fi
+source "$(dirname "$0")/lib.sh"
+dataset_args fsdd 11 "$@"
+dataset_start "a complete FSDD tree"
+tmp="$partial"
+src="$(shared_source fsdd "${FSDD_DIR:-}" recordings)"
 if [ -z "$src" ] || [ ! -d "$src/recordings" ]; then
     echo "fsdd.sh: no copy of FSDD in ../shared/datasets next to the repository; set FSDD_DIR to the folder holding recordings/" >&2
     exit 66
@@ -43,9 +24,6 @@ fi
 count=$(find "$src/recordings" -maxdepth 1 -name '*_*_*.wav' | wc -l)
 [ "$count" = 3000 ] || { echo "fsdd.sh: $src/recordings holds $count recordings named digit_speaker_index.wav, expected 3000" >&2; exit 65; }
 
-tmp="$out.partial-$$"
-trap 'rm -rf "$tmp"' EXIT
-mkdir -p "$tmp"
 speakers=$(find "$src/recordings" -maxdepth 1 -name '*_*_*.wav' -printf '%f\n' | cut -d_ -f2 | sort -u)
 # One ln (or cp) per target folder: the file names grouped by where they go.
 declare -A groups
@@ -66,7 +44,5 @@ for dir in "${!groups[@]}"; do
 done
 cp "$src/README.md" "$tmp/README.md"
 printf 'Free Spoken Digit Dataset, from %s (%s recordings); CC BY-SA 4.0 (README.md)\n' "$src" "$count" > "$tmp/SOURCE"
-echo "official: $(find "$tmp/official/train" -name '*.wav' | wc -l) train, $(find "$tmp/official/test" -name '*.wav' | wc -l) test; speakers: $(echo $speakers)" > "$tmp/.complete"
-mv "$tmp" "$out"
-trap - EXIT
+dataset_finish "official: $(find "$tmp/official/train" -name '*.wav' | wc -l) train, $(find "$tmp/official/test" -name '*.wav' | wc -l) test; speakers: $(echo $speakers)"
 echo "fsdd: $(cat "$out/.complete")"

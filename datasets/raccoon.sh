@@ -9,33 +9,11 @@
 # Idempotent: a complete tree (OUT/.complete) is left alone; the tree is built in OUT.partial-PID and renamed.
 set -euo pipefail
 
-out=""
-for arg in "$@"; do
-    case "$arg" in
-        -h|--help) sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-        -*) echo "raccoon.sh: unknown option $arg" >&2; exit 64 ;;
-        *) [ -z "$out" ] || { echo "raccoon.sh: more than one OUT given" >&2; exit 64; }; out="$arg" ;;
-    esac
-done
-here="$(cd "$(dirname "$0")" && pwd)"
-out="${out:-$here/raccoon}"
-if [ -f "$out/.complete" ]; then
-    echo "raccoon: $out is already complete"
-    exit 0
-fi
-if [ -e "$out" ]; then
-    echo "raccoon.sh: $out exists but is not a complete raccoon tree; remove it first" >&2
-    exit 73
-fi
-
-tmp="$out.partial-$$"
-trap 'rm -rf "$tmp"' EXIT
-src="${RACCOON_DIR:-}"
-if [ -z "$src" ]; then
-    for candidate in "$here/../../shared/datasets/raccoon" "$here/../shared/datasets/raccoon"; do
-        if [ -f "$candidate/data/train_labels.csv" ]; then src="$candidate"; break; fi
-    done
-fi
+source "$(dirname "$0")/lib.sh"
+dataset_args raccoon 8 "$@"
+dataset_start "a complete raccoon tree"
+tmp="$partial"
+src="$(shared_source raccoon "${RACCOON_DIR:-}" data/train_labels.csv)"
 if [ -z "$src" ]; then
     echo "raccoon.sh: no copy of the raccoon set in ../shared/datasets next to the repository; set RACCOON_DIR to the folder holding data/, images/ and annotations/" >&2
     exit 66
@@ -44,7 +22,6 @@ for f in data/train_labels.csv data/test_labels.csv LICENSE; do
     [ -r "$src/$f" ] || { echo "raccoon.sh: $src/$f not found" >&2; exit 66; }
 done
 
-mkdir -p "$tmp"
 for split in train test; do
     mkdir -p "$tmp/$split/images" "$tmp/$split/annotations"
     # The photos named in the split's CSV (column 1 after the header), each once.
@@ -63,6 +40,5 @@ Copied unchanged from $src by datasets/raccoon.sh, split by the author's data/{t
 TXT
 n_train=$(ls "$tmp/train/images" | wc -l); n_test=$(ls "$tmp/test/images" | wc -l)
 [ "$n_train" = 160 ] && [ "$n_test" = 40 ] || { echo "raccoon.sh: expected 160 + 40 photos, got $n_train + $n_test" >&2; exit 65; }
-echo "raccoon pascal-voc" > "$tmp/.complete"
-mv "$tmp" "$out"
+dataset_finish "raccoon pascal-voc"
 echo "raccoon: $n_train training and $n_test test photos in $out"

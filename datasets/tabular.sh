@@ -20,16 +20,8 @@
 # sets) is left alone; a tree made before a set was added here is made again.
 set -euo pipefail
 
-out=""
-for arg in "$@"; do
-    case "$arg" in
-        -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-        -*) echo "tabular.sh: unknown option $arg" >&2; exit 64 ;;
-        *) [ -z "$out" ] || { echo "tabular.sh: more than one OUT given" >&2; exit 64; }; out="$arg" ;;
-    esac
-done
-here="$(cd "$(dirname "$0")" && pwd)"
-out="${out:-$here/tabular}"
+source "$(dirname "$0")/lib.sh"
+dataset_args tabular 19 "$@"
 sets="letter pima dna diamonds spam fashion"
 if [ -f "$out/.complete" ] && [ "$(cat "$out/.complete")" = "$sets" ]; then
     echo "tabular: $out is already complete"
@@ -40,10 +32,8 @@ for f in train-images-idx3-ubyte.gz train-labels-idx1-ubyte.gz t10k-images-idx3-
     [ -r "$fashion/$f" ] || { echo "tabular.sh: $fashion/$f not found (apt-get install dataset-fashion-mnist)" >&2; exit 66; }
 done
 command -v Rscript >/dev/null || { echo "tabular.sh: Rscript not found: apt-get install r-cran-mlbench r-cran-ggplot2 r-cran-kernlab (make setup)" >&2; exit 69; }
-partial="$out.partial-$$"
-rm -rf "$partial"
+dataset_partial
 mkdir -p "$partial/raw"
-trap 'rm -rf "$partial"' EXIT
 
 Rscript --vanilla - "$partial/raw" <<'EOF'
 dir <- commandArgs(trailingOnly = TRUE)[1]
@@ -134,8 +124,5 @@ with open(os.path.join(dst, "README"), "w") as f:
 print(f"tabular: fashion: 70000 rows, 784 features, target label: {counts['train']}/{counts['validation']}/{counts['test']}")
 EOF
 rm -rf "$partial/raw"
-echo "$sets" > "$partial/.complete"
-rm -rf "$out"
-mv "$partial" "$out"
-trap - EXIT
+dataset_finish "$sets"
 echo "tabular: wrote $out"

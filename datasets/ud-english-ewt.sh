@@ -11,26 +11,10 @@
 # Idempotent: a complete OUT (OUT/.complete) is left alone; it is built in OUT.partial-PID and renamed into place.
 set -euo pipefail
 
-out=""
-for arg in "$@"; do
-    case "$arg" in
-        -h|--help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-        -*) echo "ud-english-ewt.sh: unknown option $arg" >&2; exit 64 ;;
-        *) [ -z "$out" ] || { echo "ud-english-ewt.sh: more than one OUT given" >&2; exit 64; }; out="$arg" ;;
-    esac
-done
-here="$(cd "$(dirname "$0")" && pwd)"
-out="${out:-$here/ud-english-ewt}"
+source "$(dirname "$0")/lib.sh"
+dataset_args ud-english-ewt 11 "$@"
 src="${UD_EWT_DIR:-$here/../../shared/datasets/ud-english-ewt}"
-
-if [ -f "$out/.complete" ]; then
-    echo "ud-english-ewt: $out is already complete ($(cat "$out/.complete"))"
-    exit 0
-fi
-if [ -e "$out" ]; then
-    echo "ud-english-ewt.sh: $out exists but is not complete; remove it first" >&2
-    exit 73
-fi
+dataset_start "complete"
 for f in en_ewt-ud-train.conllu en_ewt-ud-dev.conllu en_ewt-ud-test.conllu LICENSE.txt; do
     if [ ! -f "$src/$f" ]; then
         echo "ud-english-ewt.sh: $src/$f not found (set UD_EWT_DIR to the folder holding the UD English EWT files)" >&2
@@ -38,9 +22,6 @@ for f in en_ewt-ud-train.conllu en_ewt-ud-dev.conllu en_ewt-ud-test.conllu LICEN
     fi
 done
 
-partial="$out.partial-$$"
-trap 'rm -rf "$partial"' EXIT
-mkdir -p "$partial"
 cp "$src"/en_ewt-ud-{train,dev,test}.conllu "$src/LICENSE.txt" "$partial/"
 printf '*\n' > "$partial/.gitignore"
 cat > "$partial/README" <<'TEXT'
@@ -90,7 +71,5 @@ for split, (want_sentences, want_words) in expected.items():
                 out.write("\n")
 print("ud-english-ewt: sentences/words " + ", ".join(total), file=sys.stderr)
 PY
-echo "UD English EWT (train 12544, dev 2001, test 2077 sentences) + entities" > "$partial/.complete"
-mv "$partial" "$out"
-trap - EXIT
+dataset_finish "UD English EWT (train 12544, dev 2001, test 2077 sentences) + entities"
 echo "ud-english-ewt: wrote $out"
