@@ -31,66 +31,18 @@ static void depthwise_portable(const float *x, int64_t H, int64_t W, int64_t C, 
 #if MLK_X86
 // ---- AVX2 + FMA ----
 
-// Four horizontally adjacent interior output pixels (every kx tap inside the row), C a multiple of 8. Eight (or
-// four) independent accumulators hide the FMA latency that a single pixel's 9–25 chained taps would expose.
-MLK_AVX2 static void depthwise4_avx2(const float *base, int64_t W, int64_t C, int64_t CN, const float *w, int64_t KW,
-                                     int64_t ky0, int64_t ky1, int64_t sw, int64_t dh, int64_t dw, const float *bias,
-                                     float *out, int act, float p0, float p1) {
-    int vec = MLK_ACT_VECTOR(act);
-    __m256 lo = _mm256_set1_ps(p0), hi = _mm256_set1_ps(p1);
-    int64_t ps = sw * C;
-    int64_t c = 0;
-    for (; c + 16 <= CN; c += 16) {
-        __m256 b0 = bias ? _mm256_loadu_ps(bias + c) : _mm256_setzero_ps();
-        __m256 b1 = bias ? _mm256_loadu_ps(bias + c + 8) : _mm256_setzero_ps();
-        __m256 a00 = b0, a01 = b1, a10 = b0, a11 = b1, a20 = b0, a21 = b1, a30 = b0, a31 = b1;
-        for (int64_t ky = ky0; ky < ky1; ky++) {
-            const float *in = base + ky * dh * W * C + c;
-            const float *k = w + ky * KW * C + c;
-            for (int64_t kx = 0; kx < KW; kx++) {
-                const float *ip = in + kx * dw * C, *kp = k + kx * C;
-                __m256 w0 = _mm256_loadu_ps(kp), w1 = _mm256_loadu_ps(kp + 8);
-                a00 = _mm256_fmadd_ps(_mm256_loadu_ps(ip), w0, a00);
-                a01 = _mm256_fmadd_ps(_mm256_loadu_ps(ip + 8), w1, a01);
-                a10 = _mm256_fmadd_ps(_mm256_loadu_ps(ip + ps), w0, a10);
-                a11 = _mm256_fmadd_ps(_mm256_loadu_ps(ip + ps + 8), w1, a11);
-                a20 = _mm256_fmadd_ps(_mm256_loadu_ps(ip + 2 * ps), w0, a20);
-                a21 = _mm256_fmadd_ps(_mm256_loadu_ps(ip + 2 * ps + 8), w1, a21);
-                a30 = _mm256_fmadd_ps(_mm256_loadu_ps(ip + 3 * ps), w0, a30);
-                a31 = _mm256_fmadd_ps(_mm256_loadu_ps(ip + 3 * ps + 8), w1, a31);
-            }
-        }
-        if (vec) {
-            a00 = act8(a00, act, lo, hi); a01 = act8(a01, act, lo, hi); a10 = act8(a10, act, lo, hi);
-            a11 = act8(a11, act, lo, hi); a20 = act8(a20, act, lo, hi); a21 = act8(a21, act, lo, hi);
-            a30 = act8(a30, act, lo, hi); a31 = act8(a31, act, lo, hi);
-        }
-        _mm256_storeu_ps(out + c, a00); _mm256_storeu_ps(out + c + 8, a01);
-        _mm256_storeu_ps(out + C + c, a10); _mm256_storeu_ps(out + C + c + 8, a11);
-        _mm256_storeu_ps(out + 2 * C + c, a20); _mm256_storeu_ps(out + 2 * C + c + 8, a21);
-        _mm256_storeu_ps(out + 3 * C + c, a30); _mm256_storeu_ps(out + 3 * C + c + 8, a31);
-    }
-    for (; c < CN; c += 8) {
-        __m256 b0 = bias ? _mm256_loadu_ps(bias + c) : _mm256_setzero_ps();
-        __m256 a0 = b0, a1 = b0, a2 = b0, a3 = b0;
-        for (int64_t ky = ky0; ky < ky1; ky++) {
-            const float *in = base + ky * dh * W * C + c;
-            const float *k = w + ky * KW * C + c;
-            for (int64_t kx = 0; kx < KW; kx++) {
-                const float *ip = in + kx * dw * C;
-                __m256 w0 = _mm256_loadu_ps(k + kx * C);
-                a0 = _mm256_fmadd_ps(_mm256_loadu_ps(ip), w0, a0);
-                a1 = _mm256_fmadd_ps(_mm256_loadu_ps(ip + ps), w0, a1);
-                a2 = _mm256_fmadd_ps(_mm256_loadu_ps(ip + 2 * ps), w0, a2);
-                a3 = _mm256_fmadd_ps(_mm256_loadu_ps(ip + 3 * ps), w0, a3);
-            }
-        }
-        if (vec) { a0 = act8(a0, act, lo, hi); a1 = act8(a1, act, lo, hi); a2 = act8(a2, act, lo, hi); a3 = act8(a3, act, lo, hi); }
-        _mm256_storeu_ps(out + c, a0); _mm256_storeu_ps(out + C + c, a1);
-        _mm256_storeu_ps(out + 2 * C + c, a2); _mm256_storeu_ps(out + 3 * C + c, a3);
-    }
-    if (!vec) for (int64_t j = 0; j < 4; j++) for (int64_t i = 0; i < CN; i++) out[j * C + i] = act_scalar(out[j * C + i], act, p0, p1);
-}
+// Four horizontally adjacent interior output pixels, C a multiple of 8 (depthwise4.h).
+#define DW4_NAME depthwise4_avx2
+#define DW4_ATTR MLK_AVX2
+#define DW4_V __m256
+#define DW4_N 8
+#define DW4_LOAD _mm256_loadu_ps
+#define DW4_STORE _mm256_storeu_ps
+#define DW4_FMA _mm256_fmadd_ps
+#define DW4_ZERO _mm256_setzero_ps
+#define DW4_SET1 _mm256_set1_ps
+#define DW4_ACT act8
+#include "depthwise4.h"
 
 // Six horizontally adjacent interior output pixels at stride 1 (no dilation), C a multiple of 8, KW = 3 or 5 known
 // at compile time: each kernel row's 5 + KW input pixels are loaded once and each serves up to KW taps of
@@ -167,65 +119,18 @@ MLK_AVX512 static void depthwise1_avx512(const float *base, int64_t W, int64_t C
     if (!vec) for (int64_t i = 0; i < CN; i++) out[i] = act_scalar(out[i], act, p0, p1);
 }
 
-// Four interior output pixels, C a multiple of 16 (see depthwise4_avx2).
-MLK_AVX512 static void depthwise4_avx512(const float *base, int64_t W, int64_t C, int64_t CN, const float *w, int64_t KW,
-                                         int64_t ky0, int64_t ky1, int64_t sw, int64_t dh, int64_t dw, const float *bias,
-                                         float *out, int act, float p0, float p1) {
-    int vec = MLK_ACT_VECTOR(act);
-    __m512 lo = _mm512_set1_ps(p0), hi = _mm512_set1_ps(p1);
-    int64_t ps = sw * C;
-    int64_t c = 0;
-    for (; c + 32 <= CN; c += 32) {
-        __m512 b0 = bias ? _mm512_loadu_ps(bias + c) : _mm512_setzero_ps();
-        __m512 b1 = bias ? _mm512_loadu_ps(bias + c + 16) : _mm512_setzero_ps();
-        __m512 a00 = b0, a01 = b1, a10 = b0, a11 = b1, a20 = b0, a21 = b1, a30 = b0, a31 = b1;
-        for (int64_t ky = ky0; ky < ky1; ky++) {
-            const float *in = base + ky * dh * W * C + c;
-            const float *k = w + ky * KW * C + c;
-            for (int64_t kx = 0; kx < KW; kx++) {
-                const float *ip = in + kx * dw * C, *kp = k + kx * C;
-                __m512 w0 = _mm512_loadu_ps(kp), w1 = _mm512_loadu_ps(kp + 16);
-                a00 = _mm512_fmadd_ps(_mm512_loadu_ps(ip), w0, a00);
-                a01 = _mm512_fmadd_ps(_mm512_loadu_ps(ip + 16), w1, a01);
-                a10 = _mm512_fmadd_ps(_mm512_loadu_ps(ip + ps), w0, a10);
-                a11 = _mm512_fmadd_ps(_mm512_loadu_ps(ip + ps + 16), w1, a11);
-                a20 = _mm512_fmadd_ps(_mm512_loadu_ps(ip + 2 * ps), w0, a20);
-                a21 = _mm512_fmadd_ps(_mm512_loadu_ps(ip + 2 * ps + 16), w1, a21);
-                a30 = _mm512_fmadd_ps(_mm512_loadu_ps(ip + 3 * ps), w0, a30);
-                a31 = _mm512_fmadd_ps(_mm512_loadu_ps(ip + 3 * ps + 16), w1, a31);
-            }
-        }
-        if (vec) {
-            a00 = act16(a00, act, lo, hi); a01 = act16(a01, act, lo, hi); a10 = act16(a10, act, lo, hi);
-            a11 = act16(a11, act, lo, hi); a20 = act16(a20, act, lo, hi); a21 = act16(a21, act, lo, hi);
-            a30 = act16(a30, act, lo, hi); a31 = act16(a31, act, lo, hi);
-        }
-        _mm512_storeu_ps(out + c, a00); _mm512_storeu_ps(out + c + 16, a01);
-        _mm512_storeu_ps(out + C + c, a10); _mm512_storeu_ps(out + C + c + 16, a11);
-        _mm512_storeu_ps(out + 2 * C + c, a20); _mm512_storeu_ps(out + 2 * C + c + 16, a21);
-        _mm512_storeu_ps(out + 3 * C + c, a30); _mm512_storeu_ps(out + 3 * C + c + 16, a31);
-    }
-    for (; c < CN; c += 16) {
-        __m512 b0 = bias ? _mm512_loadu_ps(bias + c) : _mm512_setzero_ps();
-        __m512 a0 = b0, a1 = b0, a2 = b0, a3 = b0;
-        for (int64_t ky = ky0; ky < ky1; ky++) {
-            const float *in = base + ky * dh * W * C + c;
-            const float *k = w + ky * KW * C + c;
-            for (int64_t kx = 0; kx < KW; kx++) {
-                const float *ip = in + kx * dw * C;
-                __m512 w0 = _mm512_loadu_ps(k + kx * C);
-                a0 = _mm512_fmadd_ps(_mm512_loadu_ps(ip), w0, a0);
-                a1 = _mm512_fmadd_ps(_mm512_loadu_ps(ip + ps), w0, a1);
-                a2 = _mm512_fmadd_ps(_mm512_loadu_ps(ip + 2 * ps), w0, a2);
-                a3 = _mm512_fmadd_ps(_mm512_loadu_ps(ip + 3 * ps), w0, a3);
-            }
-        }
-        if (vec) { a0 = act16(a0, act, lo, hi); a1 = act16(a1, act, lo, hi); a2 = act16(a2, act, lo, hi); a3 = act16(a3, act, lo, hi); }
-        _mm512_storeu_ps(out + c, a0); _mm512_storeu_ps(out + C + c, a1);
-        _mm512_storeu_ps(out + 2 * C + c, a2); _mm512_storeu_ps(out + 3 * C + c, a3);
-    }
-    if (!vec) for (int64_t j = 0; j < 4; j++) for (int64_t i = 0; i < CN; i++) out[j * C + i] = act_scalar(out[j * C + i], act, p0, p1);
-}
+// Four interior output pixels, C a multiple of 16 (depthwise4.h, as depthwise4_avx2).
+#define DW4_NAME depthwise4_avx512
+#define DW4_ATTR MLK_AVX512
+#define DW4_V __m512
+#define DW4_N 16
+#define DW4_LOAD _mm512_loadu_ps
+#define DW4_STORE _mm512_storeu_ps
+#define DW4_FMA _mm512_fmadd_ps
+#define DW4_ZERO _mm512_setzero_ps
+#define DW4_SET1 _mm512_set1_ps
+#define DW4_ACT act16
+#include "depthwise4.h"
 
 // Eight adjacent interior output pixels, horizontal stride 1 or 2, no dilation, 3×3 or 5×5: each input vector of a
 // kernel row is loaded once and used for every output it touches, so a row of taps costs 7·stride + KW input loads
