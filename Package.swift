@@ -78,6 +78,7 @@ let package = Package(
         .target(name: "MLToolTestSupport", dependencies: ["MLToolCore"], path: "Tests/MLToolTestSupport"),
         .testTarget(name: "MLToolTestSupportTests", dependencies: ["MLToolTestSupport", "MLToolCore"]),
         .testTarget(name: "MLToolCoreTests", dependencies: ["MLToolCore"]),
+        .testTarget(name: "MLToolTests", dependencies: ["MLTool", "MLToolTestSupport"]),
         .testTarget(name: "MLToolCLITests", dependencies: ["MLTool", "MLToolTestSupport"], exclude: ["Snapshots"]),
         .testTarget(name: "MLToolEvalTests", dependencies: ["MLToolEval", "MLToolTestSupport"]),
         .testTarget(name: "MLToolQuantTests", dependencies: ["MLToolQuant"]),

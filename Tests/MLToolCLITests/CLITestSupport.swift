@@ -1,6 +1,7 @@
 import Foundation
 import MLToolCore
 import MLToolFormat
+import MLToolTestSupport
 
 /// Runs the built `mltool` (found through $MLTOOL_BIN, which `make test` sets) as a user would.
 enum Tool {
@@ -42,17 +43,6 @@ enum Tool {
     }
 }
 
-/// A fresh temporary directory, removed by `cleanup()`.
-struct TempDir {
-    let path: String
-    init() throws {
-        path = NSTemporaryDirectory() + "mltool-cli-\(UUID().uuidString)"
-        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-    }
-    func file(_ name: String) -> String { path + "/" + name }
-    func cleanup() { try? FileManager.default.removeItem(atPath: path) }
-}
-
 /// Small models and images built in code.
 enum Make {
     /// A tiny extractor: (N, 8, 8, 3) → 1×1 conv (colour mixes) + ReLU → global average pool → flatten → features
@@ -76,57 +66,13 @@ enum Make {
         return Model(metadata: md, tensors: [StoredTensor(name: "conv.w", tensor: w), StoredTensor(name: "fc.w", tensor: dense)])
     }
 
-    /// A solid-colour RGB PNG (stored, uncompressed deflate) with a little seeded noise.
-    static func png(width: Int, height: Int, rgb: (UInt8, UInt8, UInt8), noiseSeed: UInt64) -> [UInt8] {
-        var rng = SplitMix64(seed: noiseSeed)
-        var raw = [UInt8]()
-        for _ in 0..<height {
-            raw.append(0)  // filter: none
-            for _ in 0..<width {
-                for c in [rgb.0, rgb.1, rgb.2] {
-                    raw.append(UInt8(clamping: Int(c) + Int(rng.next() % 31) - 15))
-                }
-            }
-        }
-        var z: [UInt8] = [0x78, 0x01]
-        var offset = 0
-        while offset < raw.count || offset == 0 {
-            let n = min(65535, raw.count - offset)
-            let final: UInt8 = offset + n >= raw.count ? 1 : 0
-            z += [final, UInt8(n & 0xff), UInt8(n >> 8), UInt8(~n & 0xff), UInt8((~n >> 8) & 0xff)]
-            z += raw[offset..<(offset + n)]
-            offset += n
-            if n == 0 { break }
-        }
-        var a: UInt32 = 1, b: UInt32 = 0
-        for v in raw { a = (a + UInt32(v)) % 65521; b = (b + a) % 65521 }
-        z += be32(b << 16 | a)
-        var out: [UInt8] = [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]
-        out += chunk("IHDR", be32(UInt32(width)) + be32(UInt32(height)) + [8, 2, 0, 0, 0])
-        out += chunk("IDAT", z)
-        out += chunk("IEND", [])
-        return out
-    }
-
-    static func be32(_ v: UInt32) -> [UInt8] { [UInt8(v >> 24), UInt8((v >> 16) & 0xff), UInt8((v >> 8) & 0xff), UInt8(v & 0xff)] }
-
-    static func chunk(_ type: String, _ data: [UInt8]) -> [UInt8] {
-        let body = Array(type.utf8) + data
-        var crc: UInt32 = 0xffff_ffff
-        for byte in body {
-            crc ^= UInt32(byte)
-            for _ in 0..<8 { crc = crc & 1 != 0 ? (crc >> 1) ^ 0xedb8_8320 : crc >> 1 }
-        }
-        return be32(UInt32(data.count)) + body + be32(~crc)
-    }
-
     /// A label-folder tree: `perClass` noisy PNGs of each colour.
     static func colourFolders(in dir: String, perClass: Int) throws {
         for (label, rgb) in [("red", (UInt8(200), UInt8(30), UInt8(30))), ("blue", (UInt8(30), UInt8(30), UInt8(200)))] {
             let d = dir + "/" + label
             try FileManager.default.createDirectory(atPath: d, withIntermediateDirectories: true)
             for i in 0..<perClass {
-                let bytes = png(width: 12, height: 10, rgb: rgb, noiseSeed: UInt64(i * 2 + (label == "red" ? 1 : 0)))
+                let bytes = TestPNG.solid(width: 12, height: 10, rgb: rgb, noiseSeed: UInt64(i * 2 + (label == "red" ? 1 : 0)))
                 try Data(bytes).write(to: URL(fileURLWithPath: String(format: "%@/%03d.png", d, i)))
             }
         }

@@ -1,4 +1,5 @@
 import Foundation
+import MLToolTestSupport
 import Testing
 import MLToolCore
 import MLToolEngine
@@ -79,7 +80,7 @@ struct CLIModelTests {
         let dir = try TempDir(); defer { dir.cleanup() }
         let model = Make.tinyClassifier()
         try ModelFile.write(model, to: dir.file("m.bin"))
-        try Data(Make.png(width: 16, height: 16, rgb: (220, 20, 20), noiseSeed: 1)).write(to: URL(fileURLWithPath: dir.file("red.png")))
+        try Data(TestPNG.solid(width: 16, height: 16, rgb: (220, 20, 20), noiseSeed: 1)).write(to: URL(fileURLWithPath: dir.file("red.png")))
 
         let info = try Tool.run(["info", dir.file("m.bin")])
         #expect(info.status == 0)
@@ -104,8 +105,8 @@ struct CLIModelTests {
 
         // A folder stands for the files below it, sorted; an empty one is an error naming it.
         try FileManager.default.createDirectory(atPath: dir.file("pics/sub"), withIntermediateDirectories: true)
-        try Data(Make.png(width: 16, height: 16, rgb: (20, 20, 220), noiseSeed: 2)).write(to: URL(fileURLWithPath: dir.file("pics/sub/blue.png")))
-        try Data(Make.png(width: 16, height: 16, rgb: (220, 20, 20), noiseSeed: 3)).write(to: URL(fileURLWithPath: dir.file("pics/a-red.png")))
+        try Data(TestPNG.solid(width: 16, height: 16, rgb: (20, 20, 220), noiseSeed: 2)).write(to: URL(fileURLWithPath: dir.file("pics/sub/blue.png")))
+        try Data(TestPNG.solid(width: 16, height: 16, rgb: (220, 20, 20), noiseSeed: 3)).write(to: URL(fileURLWithPath: dir.file("pics/a-red.png")))
         let folder = try Tool.run(["predict", dir.file("m.bin"), dir.file("pics") + "/", "--json", "--top", "1"])
         #expect(folder.status == 0, "\(folder.stderr)")
         let rows = folder.stdout.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }

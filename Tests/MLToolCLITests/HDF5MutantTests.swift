@@ -1,4 +1,5 @@
 import Foundation
+import MLToolTestSupport
 import Testing
 
 /// Issue 14's acceptance in `make test`: 500 seeded mutants of the Keras 2 and Keras 3 fixtures, each fed to

@@ -1,4 +1,5 @@
 import Foundation
+import MLToolTestSupport
 import Testing
 
 /// Issue 14's acceptance line, as a test: under `strace -f`, the process that reads the `.h5` file (the sandboxed

@@ -110,7 +110,7 @@ import Testing
     }
 
     @Test func everyPrefixOfAnImageIsRefused() throws {
-        let png = Make.png(width: 12, height: 10, rgb: (200, 30, 30), noiseSeed: 1)
+        let png = TestPNG.solid(width: 12, height: 10, rgb: (200, 30, 30), noiseSeed: 1)
         let jpeg = try [UInt8](Data(contentsOf: URL(fileURLWithPath: #filePath).deletingLastPathComponent()
             .deletingLastPathComponent().appendingPathComponent("MLToolDataTests/Fixtures/quad.jpg")))
         let whole = [("p.png", png), ("p.jpg", jpeg)].map { name, b in (name, b, try? ImageDecoder.decode(bytes: b, name: name)) }

@@ -91,8 +91,8 @@ import MLToolTestSupport
 
     /// A 1×1 PNG whose IHDR is then made to claim `width` × `height` (CRCs valid, IDAT tiny).
     static func png(claiming width: Int, _ height: Int) -> [UInt8] {
-        var b = Make.png(width: 1, height: 1, rgb: (10, 20, 30), noiseSeed: 1)
-        let ihdr = Make.chunk("IHDR", Make.be32(UInt32(width)) + Make.be32(UInt32(height)) + [8, 2, 0, 0, 0])
+        var b = TestPNG.solid(width: 1, height: 1, rgb: (10, 20, 30), noiseSeed: 1)
+        let ihdr = TestPNG.chunk("IHDR", TestPNG.be32(UInt32(width)) + TestPNG.be32(UInt32(height)) + [8, 2, 0, 0, 0])
         b.replaceSubrange(8..<(8 + ihdr.count), with: ihdr)
         return b
     }
@@ -176,7 +176,7 @@ import MLToolTestSupport
         if bits > 0 { put(0, 8 - bits) }
         let count = 1 + 258 * matches
         let adler = UInt32(count % 65521) << 16 | 1   // a = 1 + Σ 0, b = Σ a = count
-        out += Make.be32(adler)
+        out += TestPNG.be32(adler)
         return (out, count)
     }
 
@@ -187,8 +187,8 @@ import MLToolTestSupport
         try ModelFile.write(Make.tinyClassifier(), to: dir.file("tiny.bin"))
         let (z, count) = Self.zlibZeros(matches: 4_161_791)
         #expect(count >= 1 << 30)
-        var png = Make.png(width: 8, height: 8, rgb: (200, 30, 30), noiseSeed: 3)
-        png.insert(contentsOf: Make.chunk("zTXt", Array("Comment".utf8) + [0, 0] + z), at: 8 + 25)  // after IHDR
+        var png = TestPNG.solid(width: 8, height: 8, rgb: (200, 30, 30), noiseSeed: 3)
+        png.insert(contentsOf: TestPNG.chunk("zTXt", Array("Comment".utf8) + [0, 0] + z), at: 8 + 25)  // after IHDR
         try Self.write(png, to: dir.file("bomb.png"))
         // libpng must not inflate the text: the image itself is fine, so the prediction succeeds.
         let r = try Self.expectRefused("PNG zTXt of 1 GB", ["predict", dir.file("tiny.bin"), dir.file("bomb.png")], in: dir, status: 0,
@@ -205,9 +205,9 @@ import MLToolTestSupport
         defer { dir.cleanup() }
         try ModelFile.write(Make.tinyClassifier(), to: dir.file("tiny.bin"))
         for (type, claim) in [("zTXt", 1_761_607_680), ("iTXt", 2_000_000_000), ("sPLT", Int(Int32.max))] {
-            var png = Make.png(width: 8, height: 8, rgb: (20, 130, 30), noiseSeed: 5)
+            var png = TestPNG.solid(width: 8, height: 8, rgb: (20, 130, 30), noiseSeed: 5)
             // After IHDR: the chunk's header and a few bytes of its data, then the rest of the file.
-            png.insert(contentsOf: Make.be32(UInt32(claim)) + Array(type.utf8) + Array("Comment".utf8), at: 8 + 25)
+            png.insert(contentsOf: TestPNG.be32(UInt32(claim)) + Array(type.utf8) + Array("Comment".utf8), at: 8 + 25)
             try Self.write(png, to: dir.file("lie.png"))
             try Self.expectRefused("PNG \(type) claiming \(claim) bytes", ["predict", dir.file("tiny.bin"), dir.file("lie.png")],
                                    in: dir, mentions: ["lie.png", "truncated PNG", "the \(type) chunk at byte 33", "claims \(claim) bytes"])

@@ -95,8 +95,8 @@ struct ServeTests {
         }
         try csv.write(toFile: dir.file("texts.csv"), atomically: true, encoding: .utf8)
         try TextClassifierTrainer(data: .path(dir.file("texts.csv"))).train().write(to: dir.file("topics.bin"))
-        try Data(Make.png(width: 16, height: 12, rgb: (200, 30, 30), noiseSeed: 1)).write(to: URL(fileURLWithPath: dir.file("red.png")))
-        try Data(Make.png(width: 16, height: 12, rgb: (30, 30, 200), noiseSeed: 2)).write(to: URL(fileURLWithPath: dir.file("blue.png")))
+        try Data(TestPNG.solid(width: 16, height: 12, rgb: (200, 30, 30), noiseSeed: 1)).write(to: URL(fileURLWithPath: dir.file("red.png")))
+        try Data(TestPNG.solid(width: 16, height: 12, rgb: (30, 30, 200), noiseSeed: 2)).write(to: URL(fileURLWithPath: dir.file("blue.png")))
     }
 
     /// The top label of a predict answer.
@@ -141,12 +141,12 @@ struct ServeTests {
         #expect(try Self.curl(["-H", "Content-Type: application/json", "-d", "{\"text\": ", text]).status == 400)
         #expect(try Self.curl(["-H", "Content-Type: application/json", "-d", "{\"text\": 7}", text]).status == 400)
         var truncated = Array("--XB\r\nContent-Disposition: form-data; name=\"image\"; filename=\"a.png\"\r\n\r\n".utf8)
-        truncated += Make.png(width: 8, height: 8, rgb: (200, 30, 30), noiseSeed: 3)
+        truncated += TestPNG.solid(width: 8, height: 8, rgb: (200, 30, 30), noiseSeed: 3)
         try Data(truncated).write(to: URL(fileURLWithPath: dir.file("truncated.form")))
         #expect(try Self.curl(["-H", "Content-Type: multipart/form-data; boundary=XB", "--data-binary", "@" + dir.file("truncated.form"), predict]).status == 400)
         // A decompression bomb: a valid 100,000 × 100,000 PNG header (10¹⁰ pixels, over the 64-megapixel cap).
         var bomb: [UInt8] = [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]
-        bomb += Make.chunk("IHDR", Make.be32(100_000) + Make.be32(100_000) + [8, 2, 0, 0, 0]) + Make.chunk("IDAT", [0x78, 0x01]) + Make.chunk("IEND", [])
+        bomb += TestPNG.chunk("IHDR", TestPNG.be32(100_000) + TestPNG.be32(100_000) + [8, 2, 0, 0, 0]) + TestPNG.chunk("IDAT", [0x78, 0x01]) + TestPNG.chunk("IEND", [])
         try Data(bomb).write(to: URL(fileURLWithPath: dir.file("bomb.png")))
         let refusedBomb = try Self.curl(["-H", "Content-Type: image/png", "--data-binary", "@" + dir.file("bomb.png"), predict])
         #expect(refusedBomb.status == 413, "\(refusedBomb.body)")
@@ -234,7 +234,7 @@ struct ServeTests {
         #expect(answers[0] != expected[3])   // glucose mattered
         #expect(try post("application/json", Data("{\"row\": [1, 2]}".utf8)).status == 400)
         #expect(try post("application/json", Data("{\"text\": \"a\"}".utf8)).status == 400)
-        #expect(try post("image/png", Data(Make.png(width: 4, height: 4, rgb: (1, 2, 3), noiseSeed: 1))).status == 415)
+        #expect(try post("image/png", Data(TestPNG.solid(width: 4, height: 4, rgb: (1, 2, 3), noiseSeed: 1))).status == 415)
         let tooMany = try post("application/json", JSONSerialization.data(withJSONObject: ["rows": Array(repeating: rows[0], count: 4097)]))
         #expect(tooMany.status == 413, "\(tooMany.body)")
         #expect(try post("application/json", JSONSerialization.data(withJSONObject: ["row": rows[1]])).status == 200)   // still up

@@ -1,4 +1,5 @@
 import Foundation
+import MLToolTestSupport
 import MLToolCore
 import MLToolFormat
 import Testing

@@ -23,7 +23,7 @@ import Testing
 
     /// sounds/{0,1,2}/ with 20 recordings each (jackson and theo, indices 0–9), and the bad files in sounds/0/.
     static func tree(_ dir: TempDir) throws -> String? {
-        guard let fsdd = SoundFSDDTests.fsdd else {
+        guard let fsdd = SharedDatasets.fsdd else {
             Oracles.missing("FSDD not found: ../shared/datasets/fsdd or $FSDD_DIR")
             return nil
         }

@@ -29,7 +29,7 @@ struct StudioTests {
         for (label, rgb) in [("red", (UInt8(200), UInt8(30), UInt8(30))), ("blue", (UInt8(30), UInt8(30), UInt8(200)))] {
             try FileManager.default.createDirectory(atPath: root + "/photos/\(label)", withIntermediateDirectories: true)
             for i in 0..<3 {
-                try Data(Make.png(width: 16, height: 12, rgb: rgb, noiseSeed: UInt64(i + 1))).write(to: URL(fileURLWithPath: root + "/photos/\(label)/\(i).png"))
+                try Data(TestPNG.solid(width: 16, height: 12, rgb: rgb, noiseSeed: UInt64(i + 1))).write(to: URL(fileURLWithPath: root + "/photos/\(label)/\(i).png"))
             }
         }
         try Data("not an image".utf8).write(to: URL(fileURLWithPath: root + "/photos/red/broken.png"))
@@ -177,7 +177,7 @@ struct StudioTests {
         try Data(count: 65 << 10).write(to: URL(fileURLWithPath: big))
         #expect(try Self.post(s, "/api/predict?model=models/tiny.bin", "", ["-H", "Content-Type: image/png", "--data-binary", "@" + big]).status == 413)
         var bomb: [UInt8] = [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]
-        bomb += Make.chunk("IHDR", Make.be32(100_000) + Make.be32(100_000) + [8, 2, 0, 0, 0]) + Make.chunk("IDAT", [0x78, 0x01]) + Make.chunk("IEND", [])
+        bomb += TestPNG.chunk("IHDR", TestPNG.be32(100_000) + TestPNG.be32(100_000) + [8, 2, 0, 0, 0]) + TestPNG.chunk("IDAT", [0x78, 0x01]) + TestPNG.chunk("IEND", [])
         try Data(bomb).write(to: URL(fileURLWithPath: dir.file("bomb.png")))
         let refused = try Self.call(s, "/api/predict?model=models/tiny.bin", ["-H", "Content-Type: image/png", "--data-binary", "@" + dir.file("bomb.png")])
         #expect(refused.status == 413, "\(refused.body)")
@@ -192,7 +192,7 @@ struct StudioTests {
         let root = dir.file("project")
         try FileManager.default.createDirectory(atPath: root + "/boxes", withIntermediateDirectories: true)
         for i in 0..<2 {
-            try Data(Make.png(width: 40, height: 30, rgb: (90, 90, 90), noiseSeed: UInt64(i + 1))).write(to: URL(fileURLWithPath: root + "/boxes/\(i).png"))
+            try Data(TestPNG.solid(width: 40, height: 30, rgb: (90, 90, 90), noiseSeed: UInt64(i + 1))).write(to: URL(fileURLWithPath: root + "/boxes/\(i).png"))
         }
         let box = { (label: String, x: Int, y: Int) in "{\"label\": \"\(label)\", \"coordinates\": {\"x\": \(x), \"y\": \(y), \"width\": 10, \"height\": 8}}" }
         try """
@@ -293,7 +293,7 @@ struct StudioTests {
         let dir = try TempDir(); defer { dir.cleanup() }
         let root = dir.file("project")
         try FileManager.default.createDirectory(atPath: root + "/boxes", withIntermediateDirectories: true)
-        try TrainingCancellationTests.photos(in: root + "/boxes")
+        try TestPNG.boxedPhotos(in: root + "/boxes")
         let s = try Self.start(root)
         defer { s.stop() }
         let started = try Self.post(s, "/api/train", "{\"data\": \"boxes\", \"options\": {\"--epochs\": \"1\", \"--augment\": \"none\"}}")

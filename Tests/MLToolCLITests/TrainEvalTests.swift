@@ -121,7 +121,7 @@ struct ExportPathLeakTests {
         let words = [("good", "great", "fine"), ("bad", "awful", "poor")]
         var train = "", test = "", ext = "", flags: [String] = []
         if task == "sound" {
-            guard let fsdd = SoundFSDDTests.fsdd else { return Oracles.missing("FSDD not found: ../shared/datasets/fsdd or $FSDD_DIR") }
+            guard let fsdd = SharedDatasets.fsdd else { return Oracles.missing("FSDD not found: ../shared/datasets/fsdd or $FSDD_DIR") }
             for (split, speaker, count) in [("train", "jackson", 8), ("test", "theo", 3)] {
                 for digit in ["0", "1"] {
                     let folder = dir.file("data/\(split)/\(digit)")

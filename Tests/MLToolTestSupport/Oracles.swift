@@ -43,6 +43,10 @@ public enum SharedDatasets {
     /// repository, else datasets/raccoon (which datasets/raccoon.sh materialises); nil when none exists.
     public static let raccoon: String? = first("annotations", in: places(env: "RACCOON_DIR", set: "raccoon"))
 
+    /// The Free Spoken Digit Dataset (its recordings/ folder): $FSDD_DIR, else ../shared/datasets/fsdd next to the
+    /// repository; nil when neither holds it (datasets/fsdd, fsdd.sh's label folders, has no recordings/).
+    public static let fsdd: String? = first("recordings", in: places(env: "FSDD_DIR", set: "fsdd"))
+
     /// A file of UD English EWT (e.g. "en_ewt-ud-dev.conllu"): in $UD_EWT_DIR, else ../shared/datasets/ud-english-ewt
     /// next to the repository, else datasets/ud-english-ewt (which datasets/ud-english-ewt.sh materialises, with the
     /// files unchanged); nil when none has it.

@@ -9,12 +9,7 @@ import Testing
 @Suite(.serialized) struct SoundFSDDTests {
     struct Recording { var path: String; var digit: String; var speaker: String; var index: Int }
 
-    static let fsdd: String? = {
-        var places = [String]()
-        if let d = ProcessInfo.processInfo.environment["FSDD_DIR"], !d.isEmpty { places.append(d) }
-        places.append(SharedDatasets.repository.appendingPathComponent("../shared/datasets/fsdd").standardized.path)
-        return places.first { FileManager.default.fileExists(atPath: $0 + "/recordings") }
-    }()
+    static let fsdd = SharedDatasets.fsdd
 
     static let cache = SharedDatasets.repository.appendingPathComponent(".build/sound-features").path
 

@@ -25,21 +25,10 @@ struct TrainingCancellationTests {
         var progressSteps: Int { all.filter { if case .progress = $0 { return true }; return false }.count }
     }
 
-    /// Twelve photos with one box each (the trainer's input, not a data set whose accuracy anything claims).
-    static func photos(in folder: String) throws {
-        var entries: [String] = []
-        for i in 0..<12 {
-            try Data(Make.png(width: 64, height: 48, rgb: (UInt8(40 + 15 * i), 20, 200), noiseSeed: UInt64(i)))
-                .write(to: URL(fileURLWithPath: folder + "/p\(i).png"))
-            entries.append(#"{"image": "p\#(i).png", "annotations": [{"label": "\#(i % 2 == 0 ? "a" : "b")", "coordinates": {"x": 30, "y": 24, "width": 20, "height": 16}}]}"#)
-        }
-        try Data(("[" + entries.joined(separator: ",") + "]").utf8).write(to: URL(fileURLWithPath: folder + "/annotations.json"))
-    }
-
     @Test func detectorStopsMidExtractionAndBetweenSteps() throws {
         guard BundledModel.extractor.locate() != nil else { return Oracles.missing("models/efficientnet-lite0.bin (make models)") }
         let dir = try TempDir(); defer { dir.cleanup() }
-        try Self.photos(in: dir.path)
+        try TestPNG.boxedPhotos(in: dir.path)
         var p = ObjectDetectorParameters()
         p.inputSize = 128; p.augmentedCopies = 0; p.epochs = 40; p.threads = 1; p.holdoutFraction = 0.2
         // Cancelled at the first chunk of photos: no further chunk is extracted and no epoch runs.

@@ -1,4 +1,5 @@
 import Foundation
+import MLToolTestSupport
 import MLTool
 import Testing
 
@@ -7,7 +8,7 @@ import Testing
 @Suite struct ObjectDetectionLibraryTests {
     @Test func trainingNamesAMissingTestFolder() throws {
         let dir = try TempDir(); defer { dir.cleanup() }
-        try Data(Make.png(width: 40, height: 30, rgb: (200, 20, 20), noiseSeed: 1)).write(to: URL(fileURLWithPath: dir.file("a.png")))
+        try Data(TestPNG.solid(width: 40, height: 30, rgb: (200, 20, 20), noiseSeed: 1)).write(to: URL(fileURLWithPath: dir.file("a.png")))
         try Data(#"[{"image": "a.png", "annotations": [{"label": "red", "coordinates": {"x": 20, "y": 15, "width": 10, "height": 6}}]}]"#.utf8)
             .write(to: URL(fileURLWithPath: dir.file("annotations.json")))
         #expect(throws: PipelineError.missingInput(file: dir.file("test"), reason: "no such file or folder")) {
