@@ -48,7 +48,7 @@ public struct FeatureBins: Sendable {
         var sample: [Float] = []
         sample.reserveCapacity(column.count / stride + 1)
         for i in Swift.stride(from: 0, to: column.count, by: stride) where !column[i].isNaN { sample.append(column[i]) }
-        if sample.allSatisfy({ $0 >= 0 && $0 < 65_536 && $0 == $0.rounded(.towardZero) && $0.sign == .plus }) {
+        if sample.allSatisfy({ Self.isSmallWholeNumber($0) && $0.sign == .plus }) {
             var counts = [Int](repeating: 0, count: Int(sample.max() ?? 0) + 1)
             for v in sample { counts[Int(v)] += 1 }
             var i = 0, distinct: [Float] = []
@@ -61,6 +61,9 @@ public struct FeatureBins: Sendable {
         }
         return sorting(sample)
     }
+
+    /// A whole number 0…65,535 (−0 included), the values both counted paths take.
+    static func isSmallWholeNumber(_ v: Float) -> Bool { v >= 0 && v < 65_536 && v == v.rounded(.towardZero) }
 
     /// The sorted sample and its distinct values by sorting (the reference of the counted path).
     static func sorting(_ values: [Float]) -> (sample: [Float], distinct: [Float]) {
@@ -95,7 +98,7 @@ public struct FeatureBins: Sendable {
         var out = [UInt8](repeating: 0, count: matrix.rowCount * matrix.columns.count)
         for (f, column) in matrix.columns.enumerated() {
             let base = f * matrix.rowCount
-            if bounds[f] != nil, column.allSatisfy({ $0.isNaN || ($0 >= 0 && $0 < 65_536 && $0 == $0.rounded(.towardZero)) }) {
+            if bounds[f] != nil, column.allSatisfy({ $0.isNaN || Self.isSmallWholeNumber($0) }) {
                 let top = column.reduce(0) { $1.isNaN ? $0 : max($0, Int($1)) }
                 let table = (0...top).map { bin(f, Float($0)) }
                 for (r, v) in column.enumerated() { out[base + r] = v.isNaN ? 0 : table[Int(v)] }
