@@ -18,18 +18,20 @@ import MLToolTestSupport
     }
 
     /// Weights in −64…64 (plain sums), and in −127…127 with `wide` sums: every code 255 against every weight 127
-    /// in the first rows and columns, where AVX2's vpmaddubsw would saturate a pair (2 · 255 · 127 > 32,767).
+    /// in the first rows and columns, where AVX2's vpmaddubsw would saturate a pair (2 · 255 · 127 > 32,767). Rows
+    /// with zero points of their own, and rows that share one (a QDQ tensor's: AVX-512 VNNI's register tiles).
     @Test(arguments: [false, true])
     func qgemmRequantGivesTheDefinitionAtEveryLevel(wide: Bool) throws {
         var rng = SplitMix64(seed: wide ? 45 : 41)
-        for (m, k, n) in [(13, 70, 37), (4, 8, 16), (9, 131, 50), (1, 27, 5)] {
+        for (m, k, n, sameZp) in [(13, 70, 37, false), (4, 8, 16, false), (9, 131, 50, false), (1, 27, 5, false),
+                                  (19, 16, 96, true), (11, 72, 37, true)] {
             var codes = (0..<(m * k)).map { _ in UInt8(rng.next() % 256) }
             let bound = wide ? 127 : 64
             var w = (0..<(k * n)).map { _ in Int8(Int(rng.next() % UInt64(2 * bound + 1)) - bound) }
             if wide {
                 for t in 0..<k { codes[t] = 255; w[t * n] = 127; w[t * n + n - 1] = -127 }
             }
-            let zp = (0..<m).map { _ in Int32(rng.next() % 256) }
+            let zp = (0..<m).map { _ in sameZp ? 97 : Int32(rng.next() % 256) }
             let padded = (n + 15) / 16 * 16
             var bias = [Int32](repeating: 0, count: padded), mult = [Float](repeating: 0, count: padded)
             for j in 0..<n {
