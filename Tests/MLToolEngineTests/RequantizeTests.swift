@@ -198,13 +198,16 @@ import MLToolTestSupport
                 }
             }
             let levels = forEachCPULevel { level in
-                var y = [UInt8](repeating: 0xAA, count: oh * ow * c)
-                for (r0, r1) in [(0, oh / 2), (oh / 2, oh)] {
-                    mlk_qdepthwise_codes(x, Int64(h), Int64(w), Int64(c), zp, wt, Int64(k), Int64(k), bias, mult, lo, hi, &y,
-                                         Int64(r0), Int64(r1), Int64(ow), Int64(stride), Int64(stride), Int64(dilation),
-                                         Int64(dilation), Int64(pad), Int64(pad))
+                // Split by rows, then by channels (at 16 and at an odd place: vector blocks and tails).
+                for split in [[(0, oh / 2, 0, c), (oh / 2, oh, 0, c)], [(0, oh, 0, 16), (0, oh, 16, 23), (0, oh, 23, c)]] {
+                    var y = [UInt8](repeating: 0xAA, count: oh * ow * c)
+                    for (r0, r1, c0, c1) in split {
+                        mlk_qdepthwise_codes(x, Int64(h), Int64(w), Int64(c), zp, wt, Int64(k), Int64(k), bias, mult, lo, hi,
+                                             &y, Int64(r0), Int64(r1), Int64(ow), Int64(stride), Int64(stride),
+                                             Int64(dilation), Int64(dilation), Int64(pad), Int64(pad), Int64(c0), Int64(c1))
+                    }
+                    #expect(y == want, "mlk_qdepthwise_codes \(h)×\(w)×\(c) k \(k) stride \(stride) \(split) at level \(level)")
                 }
-                #expect(y == want, "mlk_qdepthwise_codes \(h)×\(w)×\(c) k \(k) stride \(stride) at level \(level)")
             }
             #expect(!levels.isEmpty)
         }

@@ -296,10 +296,12 @@ void mlk_qdepthwise_pad(const uint8_t *x, int64_t H, int64_t W, int64_t C, uint8
 /// as floats in ±127), output rows [oy0, oy1) of y (OH, OW, C) as codes: Σ (x − zp) · w over the taps inside the image
 /// (padding reads zp: adds 0; exact below 2^24: KH · KW · 255 · 127 < 2^24), then bias and mult as
 /// mlk_requantize_channels_codes (lo, hi: the code range less the output zero point; each byte the code less lo).
+/// Only channels [c0, c1) (clamped to [0, C)) are computed and written: a small map's work split by channels.
 /// Every level gives the same bytes.
 void mlk_qdepthwise_codes(const uint8_t *x, int64_t H, int64_t W, int64_t C, int32_t zp, const float *w, int64_t KH,
                           int64_t KW, const int32_t *bias, const float *mult, float lo, float hi, uint8_t *y, int64_t oy0,
-                          int64_t oy1, int64_t OW, int64_t sh, int64_t sw, int64_t dh, int64_t dw, int64_t pt, int64_t pl);
+                          int64_t oy1, int64_t OW, int64_t sh, int64_t sw, int64_t dh, int64_t dw, int64_t pt, int64_t pl,
+                          int64_t c0, int64_t c1);
 
 /// y[i] = float(q[i] − zp): 8-bit codes less their zero point as floats (a requantizing depthwise conv reading a
 /// tensor stored as codes). Every level gives the same bits.
