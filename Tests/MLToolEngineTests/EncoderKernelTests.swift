@@ -60,10 +60,14 @@ import Testing
         let x = Tensor(shape: [values.count], data: values)
         #expect(try Engine(model: model, threads: 1).plannedKernels().map(\.kernel) == [.erf])
         let ref = try #require(try Engine(model: model, threads: 1, mode: .reference).run(["x": x])["y"])
+        var bits: [Int32: [UInt32]] = [:]
         try forEachCPULevel { level in
             let fast = try #require(try Engine(model: model, threads: 2).run(["x": x])["y"])
             assertClose(fast, ref, atol: 4e-7, "erf at CPU level \(level)")
+            bits[level] = fast.data.map(\.bitPattern)
         }
+        // Every level the same bits (erf.c: the same operations, the last one an explicit fused multiply-add).
+        for (level, b) in bits { #expect(b == bits[0], "erf at CPU level \(level) against the portable one's bits") }
         let nan = try #require(try Engine(model: model, threads: 1).run(["x": Tensor(shape: [1], data: [.nan])])["y"])
         #expect(nan.data[0].isNaN)
     }

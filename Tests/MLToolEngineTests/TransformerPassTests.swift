@@ -85,10 +85,14 @@ import Testing
         let x = Tensor(shape: [values.count], data: values)
         #expect(try Engine(model: model, threads: 1).plannedKernels().map(\.kernel) == [.gelu])
         let ref = try #require(try Engine(model: model, threads: 1, mode: .reference).run(["x": x])["y"])
+        var bits: [Int32: [UInt32]] = [:]
         try forEachCPULevel { level in
             let fast = try #require(try Engine(model: model, threads: 2).run(["x": x])["y"])
             assertClose(fast, ref, rtol: 1e-6, atol: 1e-6, "gelu at CPU level \(level)")
+            bits[level] = fast.data.map(\.bitPattern)
         }
+        // Every level the same bits (erf.c: the same operations, the last one an explicit fused multiply-add).
+        for (level, b) in bits { #expect(b == bits[0], "gelu at CPU level \(level) against the portable one's bits") }
         let special = try #require(try Engine(model: model, threads: 1).run(["x": Tensor(shape: [3], data: [.nan, -.infinity, .infinity])])["y"])
         #expect(special.data[0].isNaN && special.data[1].isNaN && special.data[2] == .infinity)
     }
