@@ -810,15 +810,44 @@ MLK_AVX2 static void quantize_rows_fixed_avx2(const float *a, int64_t lda, int64
     MLK_QROWS_FIXED_BODY(r[k] * inv)
 }
 
+MLK_AVX512 static void quantize_rows_fixed_avx512(const float *a, int64_t lda, int64_t m0, int64_t m1, int64_t K,
+                                                  uint8_t *q, int64_t ldq, float *scale, int32_t *zp, float s, int32_t z) {
+    MLK_QROWS_FIXED_BODY(r[k] * inv)
+}
+MLK_AVX512 static void quantize_rows_divided_avx512(const float *a, int64_t lda, int64_t m0, int64_t m1, int64_t K,
+                                                    uint8_t *q, int64_t ldq, float *scale, int32_t *zp, float s, int32_t z) {
+    MLK_QROWS_FIXED_BODY(r[k] / s)
+}
 MLK_AVX2 static void quantize_rows_divided_avx2(const float *a, int64_t lda, int64_t m0, int64_t m1, int64_t K, uint8_t *q,
                                                 int64_t ldq, float *scale, int32_t *zp, float s, int32_t z) {
     MLK_QROWS_FIXED_BODY(r[k] / s)
 }
 #endif
 
+typedef void (*quantize_rows_fn)(const float *, int64_t, int64_t, int64_t, int64_t, uint8_t *, int64_t, float *, int32_t *,
+                                 float, int32_t);
+
+// Rows back to back in both a and q (lda = ldq = K, so K is a multiple of 4 and there is no padding) quantized as one
+// row of all their values, then each row's scale and zero point set: the same bytes, in full vectors instead of a
+// short row's vector and scalar tail (K = 24 or 40: 3136 × 24 twice as fast with AVX-512). 0 when not so laid out.
+static int quantize_rows_flat(quantize_rows_fn rows, const float *a, int64_t lda, int64_t m0, int64_t m1, int64_t K,
+                              uint8_t *q, int64_t ldq, float *scale, int32_t *zp, float s, int32_t z) {
+    if (m1 - m0 <= 1 || lda != K || ldq != K) return 0;
+    float s0;
+    int32_t z0;
+    rows(a + m0 * K, (m1 - m0) * K, 0, 1, (m1 - m0) * K, q + m0 * K, (m1 - m0) * K, &s0, &z0, s, z);
+    for (int64_t m = m0; m < m1; m++) {
+        scale[m] = s;
+        zp[m] = z;
+    }
+    return 1;
+}
+
 void mlk_quantize_rows_divided(const float *a, int64_t lda, int64_t m0, int64_t m1, int64_t K, uint8_t *q, int64_t ldq,
                                float *scale, int32_t *zp, float s, int32_t z) {
+    if (quantize_rows_flat(mlk_quantize_rows_divided, a, lda, m0, m1, K, q, ldq, scale, zp, s, z)) return;
 #if MLK_X86
+    if (mlk_cpu_has(MLK_CPU_AVX512)) { quantize_rows_divided_avx512(a, lda, m0, m1, K, q, ldq, scale, zp, s, z); return; }
     if (mlk_cpu_has(MLK_CPU_AVX2)) { quantize_rows_divided_avx2(a, lda, m0, m1, K, q, ldq, scale, zp, s, z); return; }
 #endif
     quantize_rows_divided_portable(a, lda, m0, m1, K, q, ldq, scale, zp, s, z);
@@ -879,7 +908,9 @@ void mlk_dynamic_quant_params(const float *x, int64_t n, float *scale, int32_t *
 
 void mlk_quantize_rows_fixed(const float *a, int64_t lda, int64_t m0, int64_t m1, int64_t K, uint8_t *q, int64_t ldq,
                              float *scale, int32_t *zp, float s, int32_t z) {
+    if (quantize_rows_flat(mlk_quantize_rows_fixed, a, lda, m0, m1, K, q, ldq, scale, zp, s, z)) return;
 #if MLK_X86
+    if (mlk_cpu_has(MLK_CPU_AVX512)) { quantize_rows_fixed_avx512(a, lda, m0, m1, K, q, ldq, scale, zp, s, z); return; }
     if (mlk_cpu_has(MLK_CPU_AVX2)) { quantize_rows_fixed_avx2(a, lda, m0, m1, K, q, ldq, scale, zp, s, z); return; }
 #endif
     quantize_rows_fixed_portable(a, lda, m0, m1, K, q, ldq, scale, zp, s, z);

@@ -213,6 +213,40 @@ import MLToolTestSupport
         }
     }
 
+    /// `mlk_quantize_rows_fixed` and `mlk_quantize_rows_divided` give their definitions at every level: rows back to
+    /// back (K = 24: quantized as one flat row) and padded ones (K = 13: bytes past K zeroed), in two calls over a
+    /// split of the rows; NaN (the zero point), infinities, huge values and a tie (2.5 steps) among the values.
+    @Test func quantizeRowsWithKnownParametersGiveTheDefinitionAtEveryLevel() throws {
+        var rng = SplitMix64(seed: 47)
+        let (s, z): (Float, Int32) = (0.0411, 117)
+        for k in [24, 13] {
+            let m = 9, ldq = Int(mlk_qrow_bytes(Int64(k)))
+            var a = (0..<(m * k)).map { _ in Float(Int(rng.next() % 4001) - 2000) * 0.0137 }
+            (a[3], a[4], a[5], a[6], a[7]) = (.nan, .infinity, -.infinity, 1e30, s * 2.5)
+            for divided in [false, true] {
+                var want = [UInt8](repeating: 0, count: m * ldq)
+                for r in 0..<m {
+                    for t in 0..<k {
+                        let v = divided ? a[r * k + t] / s : a[r * k + t] * (1 / s)
+                        want[r * ldq + t] = v.isNaN ? UInt8(z)
+                            : UInt8(min(max(v, Float(-z)), Float(255 - z)).rounded(.toNearestOrEven) + Float(z))
+                    }
+                }
+                let rows = divided ? mlk_quantize_rows_divided : mlk_quantize_rows_fixed
+                let levels = forEachCPULevel { level in
+                    var q = [UInt8](repeating: 0xAA, count: m * ldq)
+                    var (scale, zp) = ([Float](repeating: 0, count: m), [Int32](repeating: 0, count: m))
+                    for (r0, r1) in [(0, 4), (4, m)] {
+                        rows(a, Int64(k), Int64(r0), Int64(r1), Int64(k), &q, Int64(ldq), &scale, &zp, s, z)
+                    }
+                    #expect(q == want, "k \(k) divided \(divided) at level \(level)")
+                    #expect(scale.allSatisfy { $0 == s } && zp.allSatisfy { $0 == z }, "k \(k) at level \(level)")
+                }
+                #expect(!levels.isEmpty)
+            }
+        }
+    }
+
     @Test func requantizeChannelsGivesTheDefinitionAtEveryLevel() throws {
         var rng = SplitMix64(seed: 43)
         let (rows, c) = (11, 37)
