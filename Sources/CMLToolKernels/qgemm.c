@@ -585,10 +585,12 @@ MLK_AVX512_VNNI static void quantize_rows_avx512(const float *a, int64_t lda, in
     }
 }
 
+// R ≤ 8 rows × P ≤ 3 panels of sums into out (row i, panel j at out[3 · i + j]), each panel's sums started at
+// init[j] (NULL: 0).
 MLK_INLINE MLK_AVX512_VNNI void qtile_vnni512(int R, int P, const uint8_t *const *r, const int8_t *bp, int64_t pstride,
-                                             int64_t groups, __m512i *out) {
+                                             int64_t groups, const __m512i *init, __m512i *out) {
     __m512i c[8][3];
-    for (int i = 0; i < R; i++) for (int j = 0; j < P; j++) c[i][j] = _mm512_setzero_si512();
+    for (int i = 0; i < R; i++) for (int j = 0; j < P; j++) c[i][j] = init ? init[j] : _mm512_setzero_si512();
     for (int64_t g = 0; g < groups; g++) {
         __m512i w[3];
         for (int j = 0; j < P; j++) w[j] = _mm512_loadu_si512(bp + j * pstride + g * 64);
@@ -601,9 +603,9 @@ MLK_INLINE MLK_AVX512_VNNI void qtile_vnni512(int R, int P, const uint8_t *const
 }
 
 #define MLK_QT(R) case R: \
-    if (P == 3) qtile_vnni512(R, 3, r, bp, pstride, groups, acc); \
-    else if (P == 2) qtile_vnni512(R, 2, r, bp, pstride, groups, acc); \
-    else qtile_vnni512(R, 1, r, bp, pstride, groups, acc); \
+    if (P == 3) qtile_vnni512(R, 3, r, bp, pstride, groups, NULL, acc); \
+    else if (P == 2) qtile_vnni512(R, 2, r, bp, pstride, groups, NULL, acc); \
+    else qtile_vnni512(R, 1, r, bp, pstride, groups, NULL, acc); \
     break;
 
 // The constants of a requantizing layer whose rows share one zero point, per panel of the tile: rb (bias − zp ·
@@ -625,20 +627,12 @@ MLK_INLINE MLK_AVX512_VNNI void qtile_requant_vnni512(int R, int P, const uint8_
                                                      int64_t pstride, int64_t groups, const qrequant_panels *k,
                                                      uint8_t *codes, int64_t ldc, float *y, const float *res,
                                                      int64_t ldy, int act, float p0, float p1) {
-    __m512i c[8][3];
-    for (int i = 0; i < R; i++) for (int j = 0; j < P; j++) c[i][j] = k->rb[j];
-    for (int64_t g = 0; g < groups; g++) {
-        __m512i w[3];
-        for (int j = 0; j < P; j++) w[j] = _mm512_loadu_si512(bp + j * pstride + g * 64);
-        for (int i = 0; i < R; i++) {
-            __m512i a = _mm512_set1_epi32(load32(r[i] + g * 4));
-            for (int j = 0; j < P; j++) c[i][j] = _mm512_dpbusd_epi32(c[i][j], a, w[j]);
-        }
-    }
+    __m512i c[24];
+    qtile_vnni512(R, P, r, bp, pstride, groups, k->rb, c);
     const __m512 magic = _mm512_set1_ps(12582912.0f);
     for (int i = 0; i < R; i++)
         for (int j = 0; j < P; j++) {
-            __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(c[i][j]), k->rm[j]);
+            __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(c[3 * i + j]), k->rm[j]);
             v = _mm512_min_ps(_mm512_max_ps(v, k->lo), k->hi);
             if (codes) {
                 const __m512i q = _mm512_sub_epi32(_mm512_cvtps_epi32(v), k->ilo);
