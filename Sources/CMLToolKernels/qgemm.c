@@ -646,6 +646,36 @@ MLK_INLINE MLK_AVX512_VNNI void qtile_requant_vnni512(int R, int P, const uint8_
         }
 }
 
+// The constants of a scaled (not requantized) layer whose rows share one zero point and one scale (a dynamically
+// quantized tensor's), per panel: init (−zp · colsum), s (row scale · weight scales), b (bias), the store masks.
+typedef struct {
+    __m512i init[3];
+    __m512 s[3], b[3];
+    __mmask16 mask[3];
+} qscale_panels;
+
+// qtile_vnni512 then qstore16 for such rows (the same bits: the sums start at −zp · colsum, int32 wrapping, and s is
+// qstore16's product), each row stored from the tile's registers; act a vector one (MLK_ACT_VECTOR).
+MLK_INLINE MLK_AVX512_VNNI void qtile_scale_vnni512(int R, int P, const uint8_t *const *r, const int8_t *bp,
+                                                   int64_t pstride, int64_t groups, const qscale_panels *k, float *y,
+                                                   const float *res, int64_t ldy, int act, float p0, float p1) {
+    __m512i c[24];
+    qtile_vnni512(R, P, r, bp, pstride, groups, k->init, c);
+    for (int i = 0; i < R; i++)
+        for (int j = 0; j < P; j++) {
+            __m512 v = _mm512_fmadd_ps(_mm512_cvtepi32_ps(c[3 * i + j]), k->s[j], k->b[j]);
+            if (res) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(k->mask[j], res + i * ldy + 16 * j));
+            if (act != MLK_ACT_NONE) v = mlk_act16(v, act, p0, p1);
+            _mm512_mask_storeu_ps(y + i * ldy + 16 * j, k->mask[j], v);
+        }
+}
+
+#define MLK_QS(R) case R: \
+    if (P == 3) qtile_scale_vnni512(R, 3, r, bp, pstride, groups, &ks, yr, rr, ldy, act, p0, p1); \
+    else if (P == 2) qtile_scale_vnni512(R, 2, r, bp, pstride, groups, &ks, yr, rr, ldy, act, p0, p1); \
+    else qtile_scale_vnni512(R, 1, r, bp, pstride, groups, &ks, yr, rr, ldy, act, p0, p1); \
+    break;
+
 #define MLK_QC(R) case R: \
     if (P == 3) qtile_requant_vnni512(R, 3, r, bp, pstride, groups, &kc, cr, rq->ldc, yr, rr, ldy, act, p0, p1); \
     else if (P == 2) qtile_requant_vnni512(R, 2, r, bp, pstride, groups, &kc, cr, rq->ldc, yr, rr, ldy, act, p0, p1); \
@@ -664,6 +694,10 @@ MLK_AVX512_VNNI static void qgemm_vnni512(const uint8_t *q, int64_t ldq, const f
     // Those rows' tiles requantize in registers (qtile_requant_vnni512) unless a float output takes an activation
     // only the scalar loop has.
     const int fast = uniform && (rq->codes || act == MLK_ACT_NONE || MLK_ACT_VECTOR(act));
+    // A scaled layer's rows that share one zero point and one scale are stored from the registers too
+    // (qtile_scale_vnni512), with a vector activation.
+    int scaled = rq == NULL && MLK_ACT_VECTOR(act);
+    for (int64_t m = m0 + 1; scaled && m < m1; m++) scaled = zp[m] == zp[m0] && ascale[m] == ascale[m0];
     // Rows in chunks whose quantized block stays in L2 while every panel passes over it.
     int64_t mc = (256 * 1024) / (groups * 4);
     mc = mc < 8 ? 8 : (mc > 1024 ? 1024 : mc);
@@ -707,6 +741,24 @@ MLK_AVX512_VNNI static void qgemm_vnni512(const uint8_t *q, int64_t ldq, const f
                 }
                 continue;
             }
+            if (scaled) {
+                qscale_panels ks;
+                for (int j = 0; j < P; j++) {
+                    ks.init[j] = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_mullo_epi32(_mm512_set1_epi32(zp[m0]), cs[j]));
+                    ks.s[j] = _mm512_mul_ps(_mm512_set1_ps(ascale[m0]), ws[j]);
+                    ks.b[j] = b[j];
+                    ks.mask[j] = mask[j];
+                }
+                for (int64_t m = mb; m < me; m += 8) {
+                    int R = me - m < 8 ? (int)(me - m) : 8;
+                    const uint8_t *r[8];
+                    for (int i = 0; i < 8; i++) r[i] = q + (m + (i < R ? i : 0)) * ldq;
+                    float *yr = y + m * ldy + n0;
+                    const float *rr = res ? res + m * ldy + n0 : NULL;
+                    switch (R) { MLK_QS(8) MLK_QS(7) MLK_QS(6) MLK_QS(5) MLK_QS(4) MLK_QS(3) MLK_QS(2) MLK_QS(1) }
+                }
+                continue;
+            }
             for (int64_t m = mb; m < me; m += 8) {
                 int R = me - m < 8 ? (int)(me - m) : 8;
                 const uint8_t *r[8];
@@ -726,6 +778,7 @@ MLK_AVX512_VNNI static void qgemm_vnni512(const uint8_t *q, int64_t ldq, const f
 }
 #undef MLK_QT
 #undef MLK_QC
+#undef MLK_QS
 #endif
 
 // ---- dispatch ----

@@ -213,6 +213,50 @@ import MLToolTestSupport
         }
     }
 
+    /// `mlk_qgemm` (scaled float outputs, a dynamically quantized layer's) gives its definition at every level:
+    /// y = fma(float(Σ q·w − zp·colsum), ascale · wscale, bias), + res, then ReLU — for rows with zero points and scales
+    /// of their own and rows that share both (a per-tensor DynamicQuantizeLinear's: AVX-512 VNNI's register tiles),
+    /// 7-bit rows against weights in −127…127 (exact at every level without `wide`).
+    @Test func qgemmScaledGivesTheDefinitionAtEveryLevel() throws {
+        var rng = SplitMix64(seed: 53)
+        for (m, k, n, shared) in [(13, 70, 37, false), (19, 64, 96, true), (9, 256, 50, true), (1, 27, 5, true)] {
+            let ldq = Int(mlk_qrow_bytes(Int64(k))), padded = (n + 15) / 16 * 16
+            var q = [UInt8](repeating: 0, count: m * ldq)
+            for r in 0..<m { for t in 0..<k { q[r * ldq + t] = UInt8(rng.next() % 128) } }
+            let w = (0..<(k * n)).map { _ in Int8(Int(rng.next() % 255) - 127) }
+            let zp = (0..<m).map { _ in shared ? 61 : Int32(rng.next() % 128) }
+            let ascale = (0..<m).map { _ in shared ? Float(0.0173) : Float(rng.next() % 100 + 1) * 1e-3 }
+            var wscale = [Float](repeating: 0, count: padded)
+            for j in 0..<n { wscale[j] = Float(rng.next() % 100 + 1) * 1e-3 }
+            let bias = (0..<n).map { _ in Float(Int(rng.next() % 2001) - 1000) * 0.01 }
+            let res = (0..<(m * n)).map { _ in Float(Int(rng.next() % 2001) - 1000) * 0.005 }
+            var packed = [Int8](repeating: 0, count: (n + 15) / 16 * Int(mlk_qpanel_bytes(Int64(k))))
+            var colsum = [Int32](repeating: 0, count: padded)
+            mlk_qpack(w, Int64(k), Int64(n), &packed, &colsum)
+            for residual in [false, true] {
+                var want = [Float](repeating: 0, count: m * n)
+                for r in 0..<m {
+                    for j in 0..<n {
+                        var acc: Int32 = 0
+                        for t in 0..<k { acc &+= Int32(q[r * ldq + t]) &* Int32(w[t * n + j]) }
+                        let v = bias[j].addingProduct(Float(acc &- zp[r] &* colsum[j]), ascale[r] * wscale[j])
+                        want[r * n + j] = residual ? max(0, v + res[r * n + j]) : v
+                    }
+                }
+                let act = residual ? Act(code: Int32(MLK_ACT_RELU)) : Act.none
+                let levels = forEachCPULevel { level in
+                    var y = [Float](repeating: .nan, count: m * n)
+                    for (r0, r1) in [(0, m / 2), (m / 2, m)] {
+                        mlk_qgemm(q, Int64(ldq), ascale, zp, packed, colsum, wscale, Int64(r0), Int64(r1), Int64(n), Int64(k),
+                                  bias, residual ? res : nil, &y, Int64(n), act.code, act.p0, act.p1, 0)
+                    }
+                    assertClose(y, want, atol: 0, "mlk_qgemm m \(m) k \(k) n \(n) shared \(shared) residual \(residual) at level \(level)")
+                }
+                #expect(!levels.isEmpty)
+            }
+        }
+    }
+
     /// `mlk_quantize_rows_fixed` and `mlk_quantize_rows_divided` give their definitions at every level: rows back to
     /// back (K = 24: quantized as one flat row) and padded ones (K = 13: bytes past K zeroed), in two calls over a
     /// split of the rows; NaN (the zero point), infinities, huge values and a tie (2.5 steps) among the values.
