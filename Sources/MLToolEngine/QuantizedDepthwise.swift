@@ -123,7 +123,8 @@ extension Fast {
     }
 
     /// Codes in, codes out (`mlk_qdepthwise_codes`): with AVX-512 each image's input padded once into the scratch with
-    /// its zero point (when the conv pads), then bands of output rows on the threads, every pixel read in place. On Zen
+    /// its zero point (when the conv pads; the threads pad bands of its rows), then bands of output rows on the threads
+    /// (blocks of channels on a small map: `splitsChannels`), every pixel read in place. On Zen
     /// 4 (AVX-512, one thread, EfficientNet-Lite0's layers, the kernels alone, best of 300, padding included) against
     /// the AVX2 kernel around the borders, which 5×5 stride 1 did not even take (the float kernels were faster):
     /// 3×3 stride 1 at 112×112×32 0.151–0.157 vs 0.198 ms, 56×56×144 0.174 vs 0.222; 3×3 stride 2 at 112×112×96
