@@ -1,5 +1,5 @@
-// Element-wise kernels: bias + activation in place, add + activation, softmax and layer norm; portable C and AVX2 side
-// by side.
+// Element-wise kernels: bias + activation in place, add + activation and layer norm; portable C and AVX2 side by
+// side (softmax: softmax.c).
 #include "CMLToolKernels.h"
 #include "isa.h"
 #include "vec.h"
@@ -15,22 +15,6 @@ static void bias_act_portable(float *y, int64_t rows, int64_t cols, const float 
 
 static void add_act_portable(const float *a, const float *b, float *y, int64_t n, int act, float p0, float p1) {
     for (int64_t i = 0; i < n; i++) y[i] = act_scalar(a[i] + b[i], act, p0, p1);
-}
-
-// Softmax of one lane: len values `stride` apart. Sum in j order in double (a float sum of a peaked row of 18,385
-// classes, PP-OCR's, drops the small terms against the large one: 4e-4 off), then divide by the sum rounded to
-// float; exp = mlk_expf, so every variant gives these bits.
-static void softmax_lane(const float *x, float *y, int64_t len, int64_t stride) {
-    float m = -INFINITY;
-    for (int64_t j = 0; j < len; j++) m = x[j * stride] > m ? x[j * stride] : m;
-    double sum = 0;
-    for (int64_t j = 0; j < len; j++) { float e = mlk_expf(x[j * stride] - m); y[j * stride] = e; sum += (double)e; }
-    float total = (float)sum;
-    for (int64_t j = 0; j < len; j++) y[j * stride] /= total;
-}
-
-static void softmax_portable(const float *x, float *y, int64_t len, int64_t inner, int64_t i0, int64_t i1) {
-    for (int64_t i = i0; i < i1; i++) softmax_lane(x + i, y + i, len, inner);
 }
 
 // Layer norm of rows [r0, r1) of x (rows, len): the mean and the mean square deviation each summed in 8 lanes
@@ -69,71 +53,6 @@ static void layer_norm_portable(const float *x, float *y, int64_t len, int64_t r
 
 // ---- AVX2 + FMA ----
 #if MLK_X86
-
-// Adds 8 floats to 8 double sums (lanes 0–3 in lo, 4–7 in hi): softmax_lane's double sum, lane by lane.
-MLK_AVX2 static inline void add_wide(__m256d *lo, __m256d *hi, __m256 v) {
-    *lo = _mm256_add_pd(*lo, _mm256_cvtps_pd(_mm256_castps256_ps128(v)));
-    *hi = _mm256_add_pd(*hi, _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)));
-}
-
-// The 8 double sums rounded to float, in lane order.
-MLK_AVX2 static inline __m256 narrow(__m256d lo, __m256d hi) {
-    return _mm256_set_m128(_mm256_cvtpd_ps(hi), _mm256_cvtpd_ps(lo));
-}
-
-// 8 lanes side by side (inner ≥ 8): the same max, mlk_expf, j-order sum and division per lane as softmax_lane.
-MLK_AVX2 static void softmax_avx2(const float *x, float *y, int64_t len, int64_t inner, int64_t i0, int64_t i1) {
-    int64_t i = i0;
-    for (; i + 8 <= i1; i += 8) {
-        __m256 m = _mm256_set1_ps(-INFINITY);
-        // Same comparison as the scalar `x > m ? x : m` (NaN lanes keep m).
-        for (int64_t j = 0; j < len; j++) {
-            __m256 v = _mm256_loadu_ps(x + j * inner + i);
-            m = _mm256_blendv_ps(m, v, _mm256_cmp_ps(v, m, _CMP_GT_OQ));
-        }
-        __m256d lo = _mm256_setzero_pd(), hi = _mm256_setzero_pd();
-        for (int64_t j = 0; j < len; j++) {
-            __m256 e = exp8(_mm256_sub_ps(_mm256_loadu_ps(x + j * inner + i), m));
-            _mm256_storeu_ps(y + j * inner + i, e);
-            add_wide(&lo, &hi, e);
-        }
-        __m256 sum = narrow(lo, hi);
-        for (int64_t j = 0; j < len; j++)
-            _mm256_storeu_ps(y + j * inner + i, _mm256_div_ps(_mm256_loadu_ps(y + j * inner + i), sum));
-    }
-    for (; i < i1; i++) softmax_lane(x + i, y + i, len, inner);
-}
-
-// The last axis: 8 rows of len values gathered side by side, the same per-row operations in the same order as
-// softmax_lane. Rows longer than 512 (a classifier's 1,000 classes: one row per image) go one at a time; attention
-// scores (a row per query, one value per key: 128 at sequence 128) go 8 at a time.
-MLK_AVX2 static void softmax_rows_avx2(const float *x, float *y, int64_t len, int64_t l0, int64_t l1) {
-    int64_t l = l0;
-    if (len <= 512 && len * 8 <= INT32_MAX) {
-        float e[512 * 8];
-        __m256i rows = _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32((int)len));
-        for (; l + 8 <= l1; l += 8) {
-            const float *xl = x + l * len;
-            __m256 m = _mm256_set1_ps(-INFINITY);
-            for (int64_t j = 0; j < len; j++) {
-                __m256 v = _mm256_i32gather_ps(xl + j, rows, 4);
-                m = _mm256_blendv_ps(m, v, _mm256_cmp_ps(v, m, _CMP_GT_OQ));
-            }
-            __m256d lo = _mm256_setzero_pd(), hi = _mm256_setzero_pd();
-            for (int64_t j = 0; j < len; j++) {
-                __m256 v = exp8(_mm256_sub_ps(_mm256_i32gather_ps(xl + j, rows, 4), m));
-                _mm256_storeu_ps(e + j * 8, v);
-                add_wide(&lo, &hi, v);
-            }
-            __m256 sum = narrow(lo, hi);
-            for (int64_t j = 0; j < len; j++) _mm256_storeu_ps(e + j * 8, _mm256_div_ps(_mm256_loadu_ps(e + j * 8), sum));
-            float *yl = y + l * len;
-            for (int r = 0; r < 8; r++)
-                for (int64_t j = 0; j < len; j++) yl[r * len + j] = e[j * 8 + r];
-        }
-    }
-    for (; l < l1; l++) softmax_lane(x + l * len, y + l * len, len, 1);
-}
 
 MLK_AVX2 static void layer_norm_avx2(const float *x, float *y, int64_t len, int64_t r0, int64_t r1, const float *scale,
                                      const float *bias, float eps) {
@@ -216,20 +135,6 @@ void mlk_bias_act(float *y, int64_t rows, int64_t cols, const float *bias, int a
     if (mlk_cpu_has(MLK_CPU_AVX2)) { bias_act_avx2(y, rows, cols, bias, act, p0, p1); return; }
 #endif
     bias_act_portable(y, rows, cols, bias, act, p0, p1);
-}
-
-void mlk_softmax(const float *x, float *y, int64_t len, int64_t inner, int64_t i0, int64_t i1) {
-#if MLK_X86
-    if (mlk_cpu_has(MLK_CPU_AVX2)) { softmax_avx2(x, y, len, inner, i0, i1); return; }
-#endif
-    softmax_portable(x, y, len, inner, i0, i1);
-}
-
-void mlk_softmax_rows(const float *x, float *y, int64_t len, int64_t r0, int64_t r1) {
-#if MLK_X86
-    if (mlk_cpu_has(MLK_CPU_AVX2)) { softmax_rows_avx2(x, y, len, r0, r1); return; }
-#endif
-    for (int64_t r = r0; r < r1; r++) softmax_lane(x + r * len, y + r * len, len, 1);
 }
 
 void mlk_add_act(const float *a, const float *b, float *y, int64_t n, int act, float p0, float p1) {

@@ -63,9 +63,9 @@ static inline float act_scalar(float v, int act, float p0, float p1) {
 }
 
 #if MLK_X86
-// mlk_expf on 8 lanes.
+// mlk_expf on 8 lanes. The input goes second to min and max, so a NaN flows through to a NaN result, as mlk_expf's.
 MLK_AVX2 static inline __m256 exp8(__m256 in) {
-    __m256 x = _mm256_min_ps(_mm256_max_ps(in, _mm256_set1_ps(MLK_EXP_LO)), _mm256_set1_ps(MLK_EXP_HI));
+    __m256 x = _mm256_min_ps(_mm256_set1_ps(MLK_EXP_HI), _mm256_max_ps(_mm256_set1_ps(MLK_EXP_LO), in));
     __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(MLK_LOG2E)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     __m256 r = _mm256_fmadd_ps(n, _mm256_set1_ps(-MLK_LN2_HI), x);
     r = _mm256_fmadd_ps(n, _mm256_set1_ps(-MLK_LN2_LO), r);
@@ -104,9 +104,9 @@ MLK_AVX2 static inline __m256 act8(__m256 v, int act, __m256 lo, __m256 hi) {
     }
 }
 
-// mlk_expf on 16 lanes.
+// mlk_expf on 16 lanes (NaN kept, as exp8).
 MLK_AVX512 static inline __m512 exp16(__m512 in) {
-    __m512 x = _mm512_min_ps(_mm512_max_ps(in, _mm512_set1_ps(MLK_EXP_LO)), _mm512_set1_ps(MLK_EXP_HI));
+    __m512 x = _mm512_min_ps(_mm512_set1_ps(MLK_EXP_HI), _mm512_max_ps(_mm512_set1_ps(MLK_EXP_LO), in));
     __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(MLK_LOG2E)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     __m512 r = _mm512_fmadd_ps(n, _mm512_set1_ps(-MLK_LN2_HI), x);
     r = _mm512_fmadd_ps(n, _mm512_set1_ps(-MLK_LN2_LO), r);

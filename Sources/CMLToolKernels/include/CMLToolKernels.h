@@ -30,18 +30,23 @@ void mlk_bias_act(float *y, int64_t rows, int64_t cols, const float *bias, int a
 /// y[i] = act(a[i] + b[i]) for n elements.
 void mlk_add_act(const float *a, const float *b, float *y, int64_t n, int act, float p0, float p1);
 
+/// Layer norm over the last axis of x (rows, len) for rows [r0, r1): y = (x − mean)·(1/√(variance + eps))·scale + bias
+/// (scale, bias: len values, or NULL for 1 and 0); sums in 8 lanes, the same bits at every level.
+void mlk_layer_norm_rows(const float *x, float *y, int64_t len, int64_t r0, int64_t r1, const float *scale,
+                         const float *bias, float eps);
+
+// ---- softmax (softmax.c) ----
+
 /// Softmax over the middle axis of one outer slice x (len, inner): for lanes i in [i0, i1), y[j][i] =
-/// exp(x[j][i] − max_j) / Σ_j exp(…), with mlk_expf and the sum taken in j order: the same bits in every variant
-/// and however lanes are split.
+/// e_j / S with e_j = mlk_expf(x[j][i] − max_j) and S = Σ_j e_j in double as 16 partial sums (e_j into sum j mod 16,
+/// each in j order) added in order, rounded to float: the same bits in every variant and however lanes are split.
 void mlk_softmax(const float *x, float *y, int64_t len, int64_t inner, int64_t i0, int64_t i1);
 
 /// Softmax over the last axis of x (rows, len) for rows [r0, r1): the same definition and bits as mlk_softmax.
 void mlk_softmax_rows(const float *x, float *y, int64_t len, int64_t r0, int64_t r1);
 
-/// Layer norm over the last axis of x (rows, len) for rows [r0, r1): y = (x − mean)·(1/√(variance + eps))·scale + bias
-/// (scale, bias: len values, or NULL for 1 and 0); sums in 8 lanes, the same bits at every level.
-void mlk_layer_norm_rows(const float *x, float *y, int64_t len, int64_t r0, int64_t r1, const float *scale,
-                         const float *bias, float eps);
+// ---- erf and GELU (erf.c) ----
+
 /// y[i] = erf(x[i]) for i < n (absolute error below 4e-7; NaN stays NaN): Abramowitz & Stegun 7.1.26.
 void mlk_erf(const float *x, float *y, int64_t n);
 /// y[i] = ½x[i]·(1 + erf(x[i]/√2)) for i < n, the exact GELU, erf as mlk_erf's.
