@@ -7,12 +7,12 @@ import MLToolCore
 /// im2col), the C AVX2/FMA kernels for depthwise convs and epilogues, and the reference kernels for ops that are
 /// cheap or rare. Same signature as `Reference.run`, plus a scratch buffer of `scratchCount` floats.
 enum Fast {
-    /// Floats of scratch the step needs (im2col rows for one image and one group).
-    static func scratchCount(_ s: Step, _ xs: [[Int]], _ ys: [Int]) -> Int {
+    /// Floats of scratch the step needs (im2col rows for one image and one group) on up to `threads` threads.
+    static func scratchCount(_ s: Step, _ xs: [[Int]], _ ys: [Int], threads: Int) -> Int {
         if s.op == .dense, let q = s.qweights { return q.scratchFloats(rows: ys[0]) }
         if s.op == .matMul, let q = s.qweights { return q.scratchFloats(rows: ys.dropLast().reduce(1, &*)) }
         if s.op == .convTranspose { return convTransposeScratch(s, xs[0]) }
-        if s.op == .batchMatMul { return batchMatMulScratch(xs) }
+        if s.op == .batchMatMul { return batchMatMulScratch(xs, threads: threads) }
         guard s.op == .conv else { return 0 }
         if let d = s.qdepthwise, d.run != nil, isDepthwise(s, xs[0]) { return quantizedDepthwiseScratch(s, d, xs[0], ys) }
         if s.winograd != nil {

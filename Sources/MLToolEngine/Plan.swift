@@ -79,7 +79,7 @@ struct Plan: Sendable {
             let s = step(i, p)
             let xs = s.inputs.map { shapes[$0] ?? [] }   // [] for an ifElse's branch not taken
             kernels.append(Fast.kernel(for: s, xs))
-            scratch = max(scratch, Fast.scratchCount(s, xs, shapes[s.output]!))
+            scratch = max(scratch, Fast.scratchCount(s, xs, shapes[s.output]!, threads: threads))
             if !unwritten.contains(s.output) {
                 lives.append(Lifetime(value: s.output, first: pos, last: max(pos, lastUse[s.output] ?? pos),
                                       floats: shapes[s.output]!.reduce(1, *)))

@@ -138,4 +138,21 @@ import Testing
             #expect(fast[output] == ref[output] && fast[output] != nil)
         }
     }
+
+    /// A `shape` of the inner transpose (an export's head-merge sizes, read from the merged heads) does not keep it:
+    /// it reads the inner transpose's input through the inner perm, and both outputs keep their values.
+    @Test func aShapeReaderDoesNotKeepAnInnerTranspose() throws {
+        var g = GraphBuilder(seed: 496, input: [2, 5, 3, 4])
+        let t1 = g.node(.transpose, ["x"], Attributes(perm: [0, 1, 3, 2]))
+        let t2 = g.node(.transpose, [t1], Attributes(perm: [0, 3, 1, 2]))
+        let sizes = g.node(.shape, [t1], Attributes(perm: [0, 3, 1, 2]))
+        let whole = g.node(.shape, [t1])
+        let model = g.model(outputs: [t2, sizes, whole])
+        let nodes = try #require(try GraphPasses.optimize(model).metadata.graph?.nodes)
+        #expect(nodes.filter { $0.op == .transpose }.map(\.attributes.perm) == [[0, 2, 1, 3]])
+        #expect(nodes.filter { $0.op == .shape }.allSatisfy { $0.inputs == ["x"] })
+        let (fast, ref) = try bothModes(model, ["x": g.input([2, 5, 3, 4])], threads: 1)
+        for output in [t2, sizes, whole] { #expect(fast[output] == ref[output] && fast[output] != nil, "\(output)") }
+        #expect(fast[sizes]?.data == [2, 3, 5, 4] && fast[whole]?.data == [2, 5, 4, 3])
+    }
 }
