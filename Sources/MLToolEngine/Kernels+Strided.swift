@@ -1,3 +1,4 @@
+import CMLToolKernels
 import Foundation
 import MLToolCore
 
@@ -145,11 +146,38 @@ extension Fast {
         let permuted = perm.map { st[$0] }
         let step = permuted[ys.count - 1]
         nonisolated(unsafe) let (x, y) = (x, y)
+        if step != 1, let a = permuted.firstIndex(of: 1), a < ys.count - 1, ys[a] >= 8, inner >= 8 {
+            transposePlanes(x, permuted, y, ys, axis: a, threads: threads)
+            return
+        }
         let rows = ys.dropLast().reduce(1, *)
         rowsInParallel(rows, elements: rows &* inner, threads: threads) { lo, hi in
             forEachRow(ys, [permuted], rows: lo..<hi) { k, off in
                 let yp = y + k &* inner, xp = x + off[0]
                 for j in 0..<inner { yp[j] = xp[j &* step] }
+            }
+        }
+    }
+
+    /// A transpose whose output's innermost axis is not the input's: planes (output axis `axis`, which reads the input's
+    /// innermost axis, by the output's innermost), one per index of the other axes, transposed in tiles
+    /// (`mlk_transpose_plane`); planes, and strips of 64 columns of a plane, split across threads.
+    static func transposePlanes(_ x: UnsafePointer<Float>, _ permuted: [Int], _ y: UnsafeMutablePointer<Float>, _ ys: [Int],
+                                axis a: Int, threads: Int) {
+        nonisolated(unsafe) let (x, y) = (x, y)
+        let last = ys.count - 1, inner = ys[last], step = permuted[last], rows = ys[a], ldy = Reference.strides(ys)[a]
+        var outer = ys, xStrides = permuted, yStrides = Reference.strides(ys)
+        outer.remove(at: a); xStrides.remove(at: a); yStrides.remove(at: a)
+        let planes = outer.dropLast().reduce(1, *), strip = 64, strips = (inner + strip - 1) / strip
+        let (outerShape, strides) = (outer, [xStrides, yStrides])
+        rowsInParallel(planes &* strips, elements: planes &* rows &* inner, threads: threads) { lo, hi in
+            for u in lo..<hi {
+                let (plane, k) = u.quotientAndRemainder(dividingBy: strips)
+                let j0 = k &* strip, cols = min(strip, inner &- j0)
+                forEachRow(outerShape, strides, rows: plane..<(plane &+ 1)) { _, off in
+                    mlk_transpose_plane(x + (off[0] &+ j0 &* step), Int64(step), y + (off[1] &+ j0), Int64(ldy), Int64(rows),
+                                        Int64(cols))
+                }
             }
         }
     }

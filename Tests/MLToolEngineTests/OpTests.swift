@@ -18,7 +18,7 @@ enum OpCase: String, CaseIterable, CustomTestStringConvertible {
     case addSame, addChannel, mulSE, subScalar, divRow, addBothBroadcast, addRankDiff, addFusedRelu
     case maxPool, maxPoolCeil, avgPoolPadExclude, avgPoolPadInclude, avgPoolCeilInclude
     case globalAvg, globalMax
-    case concatChannels, concatAxis1, reshape, flatten, transpose, squeeze, unsqueeze
+    case concatChannels, concatAxis1, reshape, flatten, transpose, transposePlane, transposeKeys, squeeze, unsqueeze
     case padConstant, padReflect, padEdge
     case pow, powSquare, resizeNearestUp, resizeNearestDown, resizeNearestCeil, resizeLinearHalfPixel, resizeLinearAlignCorners
     case resizeLinearPytorch, resizeLinearAntialias, resizeCubic, resizeCubicExclude, resizeCubicAntialias, resizeSymmetric
@@ -165,6 +165,14 @@ enum OpCase: String, CaseIterable, CustomTestStringConvertible {
         case .reshape: out = g.node(.reshape, [x], Attributes(shape: [0, -1, 6]))
         case .flatten: out = g.node(.flatten, [x])
         case .transpose: out = g.node(.transpose, [x], Attributes(perm: [0, 3, 1, 2]))
+        case .transposePlane:
+            // The input's innermost axis moves inward: planes of 13 × 19, tiles of 8 and tails.
+            inShape = [2, 19, 5, 13]; g.inputs[0].shape = [-1, 19, 5, 13]
+            out = g.node(.transpose, [x], Attributes(perm: [0, 2, 3, 1]))
+        case .transposeKeys:
+            // Attention keys (N, T, heads, d) → (N, heads, d, T): 4 planes of 67 × 130, split in strips across threads.
+            inShape = [1, 130, 4, 67]; g.inputs[0].shape = [-1, 130, 4, 67]
+            out = g.node(.transpose, [x], Attributes(perm: [0, 2, 3, 1]))
         case .squeeze:
             inShape = [2, 1, 9, 6]; g.inputs[0].shape = [-1, 1, 9, 6]
             out = g.node(.squeeze, [x], Attributes(axes: [1]))
@@ -221,7 +229,8 @@ enum OpCase: String, CaseIterable, CustomTestStringConvertible {
     }
 
     /// Ops split across threads (by rows, columns or channel slices) give the same bits as on one thread.
-    @Test(arguments: [OpCase.depthwiseManyChannels, .conv1x1SplitRows, .conv1x1SplitColumns, .softmaxWideInner, .softmaxRows, .convStemWide, .convWinograd])
+    @Test(arguments: [OpCase.depthwiseManyChannels, .conv1x1SplitRows, .conv1x1SplitColumns, .softmaxWideInner, .softmaxRows, .convStemWide, .convWinograd,
+                      .transposeKeys])
     func splitAcrossThreadsIsBitIdentical(_ c: OpCase) throws {
         let (model, input) = c.build()
         let name = model.metadata.graph!.outputs[0]
@@ -243,7 +252,7 @@ enum OpCase: String, CaseIterable, CustomTestStringConvertible {
                                .depthwiseRow5x5Stride2, .depthwiseManyChannels, .conv1x1SplitRows, .conv1x1SplitColumns,
                                .dense, .addSame, .addFusedRelu, .relu, .hardSwish, .maxPool, .maxPoolCeil, .avgPoolPadExclude,
                                .softmaxLast, .softmaxAxis1, .softmaxWideInner, .softmaxRows, .convStemWide,
-                               .convWinograd, .convWinogradPads]
+                               .convWinograd, .convWinogradPads, .transposePlane, .transposeKeys]
         let levels = try forEachCPULevel { level in
             for c in cases {
                 let (model, input) = c.build()

@@ -45,6 +45,12 @@ void mlk_softmax(const float *x, float *y, int64_t len, int64_t inner, int64_t i
 /// Softmax over the last axis of x (rows, len) for rows [r0, r1): the same definition and bits as mlk_softmax.
 void mlk_softmax_rows(const float *x, float *y, int64_t len, int64_t r0, int64_t r1);
 
+// ---- transpose (transpose.c) ----
+
+/// y[i·ldy + j] = x[j·ldx + i] for i < rows, j < cols: a plane of a transpose whose output's innermost axis is not
+/// the input's (the input's innermost axis is i). Overlapping x and y are not allowed.
+void mlk_transpose_plane(const float *x, int64_t ldx, float *y, int64_t ldy, int64_t rows, int64_t cols);
+
 // ---- erf and GELU (erf.c) ----
 
 /// y[i] = erf(x[i]) for i < n (absolute error below 4e-7; NaN stays NaN): Abramowitz & Stegun 7.1.26.
