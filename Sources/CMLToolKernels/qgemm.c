@@ -914,19 +914,27 @@ static void dynamic_range_portable(const float *x, int64_t n, float *mn, float *
 }
 
 #if MLK_X86
+// Four running bounds per lane (four independent chains), folded at the end: the bounds start at +0 and only move to
+// strictly smaller or larger values, so the order they are folded in cannot change them (not even a zero's sign).
 MLK_AVX2 static void dynamic_range_avx2(const float *x, int64_t n, float *mn, float *mx) {
-    __m256 lo = _mm256_setzero_ps(), hi = _mm256_setzero_ps();
+    __m256 lo[4], hi[4];
+    for (int j = 0; j < 4; j++) lo[j] = hi[j] = _mm256_setzero_ps();
     int64_t i = 0;
+    for (; i + 32 <= n; i += 32)
+        for (int j = 0; j < 4; j++) {
+            const __m256 v = _mm256_loadu_ps(x + i + 8 * j);
+            lo[j] = _mm256_min_ps(v, lo[j]);
+            hi[j] = _mm256_max_ps(v, hi[j]);
+        }
     for (; i + 8 <= n; i += 8) {
         const __m256 v = _mm256_loadu_ps(x + i);
-        lo = _mm256_min_ps(v, lo);
-        hi = _mm256_max_ps(v, hi);
+        lo[0] = _mm256_min_ps(v, lo[0]);
+        hi[0] = _mm256_max_ps(v, hi[0]);
     }
-    float l[8], h[8];
-    _mm256_storeu_ps(l, lo);
-    _mm256_storeu_ps(h, hi);
+    float l[32], h[32];
+    for (int j = 0; j < 4; j++) { _mm256_storeu_ps(l + 8 * j, lo[j]); _mm256_storeu_ps(h + 8 * j, hi[j]); }
     float a = 0.0f, b = 0.0f;
-    for (int j = 0; j < 8; j++) {
+    for (int j = 0; j < 32; j++) {
         if (l[j] < a) a = l[j];
         if (h[j] > b) b = h[j];
     }
@@ -937,18 +945,42 @@ MLK_AVX2 static void dynamic_range_avx2(const float *x, int64_t n, float *mn, fl
     *mn = a;
     *mx = b;
 }
+
+MLK_AVX512 static void dynamic_range_avx512(const float *x, int64_t n, float *mn, float *mx) {
+    __m512 lo[4], hi[4];
+    for (int j = 0; j < 4; j++) lo[j] = hi[j] = _mm512_setzero_ps();
+    int64_t i = 0;
+    for (; i + 64 <= n; i += 64)
+        for (int j = 0; j < 4; j++) {
+            const __m512 v = _mm512_loadu_ps(x + i + 16 * j);
+            lo[j] = _mm512_min_ps(v, lo[j]);
+            hi[j] = _mm512_max_ps(v, hi[j]);
+        }
+    float l[64], h[64];
+    for (int j = 0; j < 4; j++) { _mm512_storeu_ps(l + 16 * j, lo[j]); _mm512_storeu_ps(h + 16 * j, hi[j]); }
+    float a = 0.0f, b = 0.0f;
+    for (int j = 0; j < 64; j++) {
+        if (l[j] < a) a = l[j];
+        if (h[j] > b) b = h[j];
+    }
+    float ta, tb;
+    dynamic_range_avx2(x + i, n - i, &ta, &tb);
+    *mn = ta < a ? ta : a;
+    *mx = tb > b ? tb : b;
+}
 #endif
 
 void mlk_dynamic_quant_params(const float *x, int64_t n, float *scale, int32_t *zp) {
     float lo, hi;
 #if MLK_X86
-    if (mlk_cpu_has(MLK_CPU_AVX2)) dynamic_range_avx2(x, n, &lo, &hi);
+    if (mlk_cpu_has(MLK_CPU_AVX512)) dynamic_range_avx512(x, n, &lo, &hi);
+    else if (mlk_cpu_has(MLK_CPU_AVX2)) dynamic_range_avx2(x, n, &lo, &hi);
     else
 #endif
         dynamic_range_portable(x, n, &lo, &hi);
     const float s = hi == lo ? 1.0f : (hi - lo) / 255.0f;
     float z = 0.0f - lo / s;
-    z = z < 0.0f ? 0.0f : (z > 255.0f ? 255.0f : z);
+    z = z > 0.0f ? (z > 255.0f ? 255.0f : z) : 0.0f;   // NaN (a range from −∞ to ∞ or to +∞: scale ∞) gives 0
     *scale = s;
     *zp = (int32_t)nearbyintf(z);
 }

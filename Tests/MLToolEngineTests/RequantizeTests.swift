@@ -214,6 +214,30 @@ import MLToolTestSupport
     }
 
     /// `mlk_qgemm` (scaled float outputs, a dynamically quantized layer's) gives its definition at every level:
+    /// `mlk_dynamic_quant_params` (DynamicQuantizeLinear's scale and zero point): the range of the values and 0 (NaN
+    /// skipped), scale (max − min) / 255 (1 for an all-zero range), zero point round(−min / scale) in 0…255; at every
+    /// level, on lengths around the vector blocks (8, 32 and 64 values) with NaN, ±∞ and −0 first or last.
+    @Test func dynamicParametersAtEveryLevel() throws {
+        var rng = SplitMix64(seed: 97)
+        var cases: [[Float]] = []
+        for n in [1, 7, 9, 31, 33, 63, 64, 65, 130, 1000] {
+            let x = (0..<n).map { _ in Float.random(in: -3...5, using: &rng) }
+            cases += [x, x.map { abs($0) }, [.nan] + x + [-0.0], [-0.0] + x.map { -abs($0) } + [.nan], x + [.infinity],
+                      [-.infinity] + x.map { abs($0) }, [Float](repeating: 0, count: n)]
+        }
+        for x in cases {
+            let finite = x.filter { !$0.isNaN }
+            let lo = min(0, finite.min() ?? 0), hi = max(0, finite.max() ?? 0)
+            let s: Float = hi == lo ? 1 : (hi - lo) / 255
+            let z = Int32(min(255, max(0, 0 - lo / s)).rounded(.toNearestOrEven))
+            _ = forEachCPULevel { level in
+                var scale: Float = 0, zp: Int32 = -1
+                mlk_dynamic_quant_params(x, Int64(x.count), &scale, &zp)
+                #expect(scale.bitPattern == s.bitPattern && zp == z, "\(x.count) values, level \(level)")
+            }
+        }
+    }
+
     /// y = fma(float(Σ q·w − zp·colsum), ascale · wscale, bias), + res, then ReLU — for rows with zero points and scales
     /// of their own and rows that share both (a per-tensor DynamicQuantizeLinear's: AVX-512 VNNI's register tiles),
     /// 7-bit rows against weights in −127…127 (exact at every level without `wide`).

@@ -233,7 +233,7 @@ void mlk_quantize_rows_divided(const float *a, int64_t lda, int64_t m0, int64_t 
 
 /// ONNX DynamicQuantizeLinear's parameters of x (n values) as onnxruntime computes them: the range widened to include
 /// 0 (NaN takes no part), scale = (max − min) / 255 (1 when max = min), zp = round_half_even(clamp(−min / scale, 0,
-/// 255)). Every level gives the same bits.
+/// 255)), 0 where −min / scale is NaN (a range from −∞). Every level gives the same bits.
 void mlk_dynamic_quant_params(const float *x, int64_t n, float *scale, int32_t *zp);
 
 /// Rows [m0, m1) of y (M, N; row stride ldy) from quantized rows q (ldq from mlk_qrow_bytes) and W packed by
