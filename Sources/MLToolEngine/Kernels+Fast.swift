@@ -89,6 +89,10 @@ enum Fast {
     /// `kernel(for:_:)`), so the choice is visible (`Engine.plannedKernels`) and `run` only dispatches.
     enum Kernel: String, Sendable {
         case conv, quantizedDense, packedDense, matMul, activation, addSame, broadcastBinary, transpose, pad
+        /// A quantizedDense reading dynamic codes of the same input as the step before it (attention's Q, K and V
+        /// projections): that step's codes, scales and zero points are still at the start of scratch, so it multiplies
+        /// them without quantizing again (set by `Plan`, `Plan.sharesCodes`).
+        case quantizedDenseSharedCodes
         /// ONNX Resize and strided slices (`Kernels+Resize.swift`, `Kernels+Slice.swift`).
         case resize, slice
         /// Concatenation as one block copy per input and outer index.
@@ -162,13 +166,13 @@ enum Fast {
         case .convTranspose: convTranspose(s, x[0], xs[0], y, ys, scratch, threads)
         case .layerNorm: layerNorm(s, x[0], xs[0], y, threads: threads)
         case .batchMatMul: batchMatMul(x, xs, y, ys, scratch: scratch, threads: threads)
-        case .quantizedDense:
+        case .quantizedDense, .quantizedDenseSharedCodes:
             guard let q = s.qweights else { preconditionFailure("dense '\(s.name)': no int8 weights (Program.compile)") }
             // dense: y (rows, n); matMul: y (…, rows, n), every row of a at once.
-            let rows = n / s.weightShape[1]
+            let rows = n / s.weightShape[1], ready = kernel == .quantizedDenseSharedCodes
             quantizedGemm(x[0], lda: s.weightShape[0], q, rows: rows, bias: s.bias.map { UnsafePointer($0.pointer) },
                           y, act: s.act, scratch: scratch, threads: threads,
-                          dynamic: q.dynamicCodes(x[0], count: rows &* s.weightShape[0]))
+                          dynamic: ready ? nil : q.dynamicCodes(x[0], count: rows &* s.weightShape[0]), codesReady: ready)
         case .packedDense:
             guard let packed = s.packed else { preconditionFailure("dense '\(s.name)': no packed weights (Program.compile)") }
             packedGemm(x[0], lda: s.weightShape[0], packed.pointer, rows: n / s.weightShape[1], n: s.weightShape[1], k: s.weightShape[0],
@@ -372,11 +376,14 @@ enum Fast {
     /// (y's layout), y = act(a · W + bias + residual), as `packedGemm`'s. Kept indices (`QuantizedWeights.kept`) are
     /// decoded into the scratch's room after the quantized rows: with few rows by each part, a block of its columns
     /// at a time (`blockColumns`) just before multiplying them; otherwise all panels first, split across threads.
+    /// With `codesReady`, scratch already holds every row's codes, scales and zero points (the step before quantized
+    /// the same input: `Kernel.quantizedDenseSharedCodes`).
     static func quantizedGemm(_ a: UnsafePointer<Float>, lda: Int, _ w: QuantizedWeights, rows: Int,
                               bias: UnsafePointer<Float>?, _ y: UnsafeMutablePointer<Float>, act: Act,
                               scratch: UnsafeMutablePointer<Float>, threads: Int,
                               prepare: Im2col? = nil, residual: UnsafePointer<Float>? = nil,
-                              dynamic: (scale: Float, zeroPoint: Int32)? = nil, codes: UnsafeMutablePointer<UInt8>? = nil) {
+                              dynamic: (scale: Float, zeroPoint: Int32)? = nil, codes: UnsafeMutablePointer<UInt8>? = nil,
+                              codesReady: Bool = false) {
         let (n, k) = (w.n, w.k)
         let ldq = Int(mlk_qrow_bytes(Int64(k)))
         let raw = UnsafeMutableRawPointer(scratch)
@@ -397,7 +404,7 @@ enum Fast {
         // into the start of this part's own room, so only a block per part is written.
         if rows < fewRows && (w.kept != nil || (parts > 1 && n >= 96)) {
             prepare?(0, rows, UnsafeMutablePointer(mutating: a))
-            w.quantizeRows(a, lda: lda, rows: rows, quantized, ldq: ldq, scales, zps, dynamic: dynamic)
+            if !codesReady { w.quantizeRows(a, lda: lda, rows: rows, quantized, ldq: ldq, scales, zps, dynamic: dynamic) }
             parallel(n, parts: parts, align: 48) { lo, hi in
                 let block = w.kept == nil ? hi &- lo : w.blockColumns
                 var c = lo
@@ -419,8 +426,10 @@ enum Fast {
             }
             parallel(rows, parts: parts, align: 8) { lo, hi in
                 inBlocks(lo, hi, a, lda: lda, prepare) { rowLo, lo, hi in
-                    w.quantizeRows(rowLo, lda: lda, rows: hi - lo, quantized + lo &* ldq, ldq: ldq, scales + lo, zps + lo,
-                                   dynamic: dynamic)
+                    if !codesReady {
+                        w.quantizeRows(rowLo, lda: lda, rows: hi - lo, quantized + lo &* ldq, ldq: ldq, scales + lo,
+                                       zps + lo, dynamic: dynamic)
+                    }
                     w.gemm(q, ldq: ldq, scales, zps, panels: panels, column: 0, count: n, rows: lo, hi, bias: bias,
                            residual: res, y, ldy: n, act: act, codes: codes)
                 }

@@ -29,6 +29,19 @@ struct Plan: Sendable {
     /// Steps (by index in the program) whose settings these shapes fill in (`Program.resolve`).
     var resolved: [Int: Step] = [:]
 
+    /// Whether the int8 step at `pos` can take its codes from the step before it: both read dynamic codes of the
+    /// same input with the same row length, both run alone (not in a fused pair), one right after the other, so the
+    /// codes that step left at the start of scratch are this step's (`Kernel.quantizedDenseSharedCodes`).
+    static func sharesCodes(_ pos: Int, _ steps: [Step], _ kernels: [Fast.Kernel], _ plan: Plan) -> Bool {
+        guard pos > 0, kernels[pos] == .quantizedDense,
+              [.quantizedDense, .quantizedDenseSharedCodes].contains(kernels[pos - 1]),
+              let w = steps[pos].qweights, let v = steps[pos - 1].qweights, w.readsDynamicCodes, v.readsDynamicCodes,
+              steps[pos].inputs[0] == steps[pos - 1].inputs[0], w.k == v.k,
+              !plan.fused.contains(pos - 1), !plan.fused.contains(pos - 2), !plan.fused.contains(pos),
+              plan.residual[pos] == nil, plan.residual[pos - 1] == nil else { return false }
+        return true
+    }
+
     /// Step `i` of the program as this plan runs it.
     func step(_ i: Int, _ p: Program) -> Step { resolved[i] ?? p.steps[i] }
 
@@ -85,6 +98,8 @@ struct Plan: Sendable {
                                       floats: shapes[s.output]!.reduce(1, *)))
             }
         }
+        let planned = steps.map { step($0, p) }
+        for pos in steps.indices where Self.sharesCodes(pos, planned, kernels, self) { kernels[pos] = .quantizedDenseSharedCodes }
         (offset, arenaFloats) = Self.place(lives)
         // A palettized layer decodes its panels into memory of its own while it runs (with its pair, when fused):
         // late layers' weights are large and their activations small, so that memory usually fits in the arena

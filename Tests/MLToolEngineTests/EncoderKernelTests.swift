@@ -48,6 +48,35 @@ import Testing
         assertClose(fast, ref, atol: 3e-2, "int8 matMul against the reference on the dequantized weight")
     }
 
+    /// Attention's Q, K and V projections: three int8 matMuls reading dynamic codes of one input. The first quantizes
+    /// it, the next two multiply the codes it left in scratch; each output has the bits it has when computed alone,
+    /// on 1 and 2 threads (rows split across threads, or few rows and columns split).
+    @Test func projectionsOfOneInputShareItsCodes() throws {
+        for rows in [128, 24] {
+            var g = GraphBuilder(seed: 497, input: [1, rows, 64])
+            let xq = g.node(.quantize, ["x"], Attributes(min: 0, max: 255, mode: "dynamic"))
+            var outputs: [String] = []
+            for (i, n) in [64, 64, 96].enumerated() {
+                let codes = (0..<(64 * n)).map { UInt8(bitPattern: Int8(($0 &* (37 + i)) % 127 - 63)) }
+                g.tensors.append(StoredTensor(name: "w\(i)", dtype: .int8, shape: [64, n],
+                                              quant: QuantParams(axis: 1, scales: (0..<n).map { 0.01 + Float($0) / 1000 }),
+                                              bytes: TensorBytes(copying: codes)))
+                outputs.append(g.node(.matMul, [xq, "w\(i)"]))
+            }
+            let model = g.model(outputs: outputs), x = g.input([1, rows, 64])
+            for threads in [1, 2] {
+                let engine = try Engine(model: model, threads: threads)
+                #expect(try engine.plannedKernels().map(\.kernel) == [.quantizedDense, .quantizedDenseSharedCodes,
+                                                                       .quantizedDenseSharedCodes])
+                let together = try engine.run(["x": x])
+                for name in outputs {
+                    let alone = try #require(try engine.run(["x": x], outputs: [name])[name])
+                    #expect(together[name]?.data.map(\.bitPattern) == alone.data.map(\.bitPattern), "\(name), \(rows) rows")
+                }
+            }
+        }
+    }
+
     /// erf's vectorised form against Foundation's erf: absolute error below 4e-7 (Abramowitz & Stegun 7.1.26's 1.5e-7
     /// plus float32 rounding; measured 3.1e-7 near x = −0.2) over [−6, 6], ±∞ and huge values, at every CPU level;
     /// NaN stays NaN.
