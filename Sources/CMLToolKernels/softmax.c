@@ -181,6 +181,40 @@ MLK_AVX512 static void softmax_row_avx512(const float *x, float *y, int64_t len)
 }
 #endif
 
+// ---- attention scores: y = x / divisor + addend, then the softmax of y in place ----
+
+static void scale_add_portable(const float *x, float *y, int64_t len, float divisor, const float *addend) {
+    for (int64_t j = 0; j < len; j++) y[j] = x[j] / divisor + addend[j];
+}
+
+#if MLK_X86
+MLK_AVX2 static void scale_add_avx2(const float *x, float *y, int64_t len, float divisor, const float *addend) {
+    const __m256 d = _mm256_set1_ps(divisor);
+    int64_t j = 0;
+    for (; j + 8 <= len; j += 8)
+        _mm256_storeu_ps(y + j, _mm256_add_ps(_mm256_div_ps(_mm256_loadu_ps(x + j), d), _mm256_loadu_ps(addend + j)));
+    scale_add_portable(x + j, y + j, len - j, divisor, addend + j);
+}
+
+MLK_AVX512 static void scale_add_avx512(const float *x, float *y, int64_t len, float divisor, const float *addend) {
+    const __m512 d = _mm512_set1_ps(divisor);
+    int64_t j = 0;
+    for (; j + 16 <= len; j += 16)
+        _mm512_storeu_ps(y + j, _mm512_add_ps(_mm512_div_ps(_mm512_loadu_ps(x + j), d), _mm512_loadu_ps(addend + j)));
+    scale_add_portable(x + j, y + j, len - j, divisor, addend + j);
+}
+#endif
+
+void mlk_softmax_row_scaled(const float *x, float *y, int64_t len, float divisor, const float *addend) {
+#if MLK_X86
+    if (mlk_cpu_has(MLK_CPU_AVX512)) scale_add_avx512(x, y, len, divisor, addend);
+    else if (mlk_cpu_has(MLK_CPU_AVX2)) scale_add_avx2(x, y, len, divisor, addend);
+    else
+#endif
+        scale_add_portable(x, y, len, divisor, addend);
+    mlk_softmax_rows(y, y, len, 0, 1);
+}
+
 // ---- dispatch ----
 
 void mlk_softmax(const float *x, float *y, int64_t len, int64_t inner, int64_t i0, int64_t i1) {

@@ -141,7 +141,8 @@ public final class Engine: @unchecked Sendable {
         return plan.steps.indices.map { pos in
             let s = plan.step(plan.steps[pos], program)
             return (s.name, s.op, plan.kernels[pos], plan.fused.contains(pos) || plan.fused.contains(pos - 1)
-                    || plan.residual[pos] != nil || (pos > 0 && plan.residual[pos - 1] != nil))
+                    || plan.residual[pos] != nil || (pos > 0 && plan.residual[pos - 1] != nil)
+                    || (max(0, pos - 2)...pos).contains { plan.scaledSoftmax[$0] != nil })
         }
     }
 

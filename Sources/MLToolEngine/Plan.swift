@@ -24,10 +24,19 @@ struct Plan: Sendable {
     /// Aligned with `steps`: for a 1×1 conv that runs as one GEMM with the add after it (`FusedResidual`), the index
     /// in the add's inputs of the value its epilogue adds; nil for every other step.
     var residual: [Int?] = []
+    /// Aligned with `steps`: for a div that runs with the add and softmax after it as one (`ScaledSoftmax`), where the
+    /// fused run finds its operands; nil for every other step.
+    var scaledSoftmax: [ScaledSoftmax.Match?] = []
     /// The fast-path kernel of each step (`Fast.kernel(for:_:)`), aligned with `steps`.
     var kernels: [Fast.Kernel] = []
     /// Steps (by index in the program) whose settings these shapes fill in (`Program.resolve`).
     var resolved: [Int: Step] = [:]
+
+    /// Whether the step at `pos` runs on its own: not in a fused pair, a conv with its add, or a fused softmax.
+    private func alone(_ pos: Int) -> Bool {
+        !fused.contains(pos) && !fused.contains(pos - 1) && residual[pos] == nil && (pos == 0 || residual[pos - 1] == nil)
+            && (pos < 1 || scaledSoftmax[pos - 1] == nil) && (pos < 2 || scaledSoftmax[pos - 2] == nil)
+    }
 
     /// Whether the int8 step at `pos` can take its codes from the step before it: both read dynamic codes of the
     /// same input with the same row length, both run alone (not in a fused pair), one right after the other, so the
@@ -77,9 +86,20 @@ struct Plan: Sendable {
             // The conv's input is read while the add's output is written: its memory must not be reused for that.
             lastUse[c.inputs[0]] = max(lastUse[c.inputs[0]] ?? 0, pos + 1)
         }
+        scaledSoftmax = Array(repeating: nil, count: steps.count)
+        for pos in steps.indices where pos + 2 < steps.count && (pos...(pos + 2)).allSatisfy({ alone($0) }) {
+            let three = steps[pos...(pos + 2)].map { step($0, p) }
+            guard let m = ScaledSoftmax.match(three, p, shapes: shapes, lastUse: lastUse, at: pos) else { continue }
+            scaledSoftmax[pos] = m
+            // The scores and the mask are read while the softmax's output is written.
+            for v in [three[0].inputs[0], three[1].inputs[m.addend]] { lastUse[v] = max(lastUse[v] ?? 0, pos + 2) }
+        }
         // Values the fused pairs never write: no memory (the 4.8 MB of EfficientNet-Lite0's 112 × 112 × 96 expansion).
         var unwritten = Set(fused.map { p.steps[steps[$0]].output })
         for (pos, r) in residual.enumerated() where r != nil { unwritten.insert(p.steps[steps[pos]].output) }
+        for (pos, m) in scaledSoftmax.enumerated() where m != nil {
+            unwritten.formUnion([p.steps[steps[pos]].output, p.steps[steps[pos + 1]].output])
+        }
         unwritten.subtract(p.inputIds)   // never a graph input (Program refuses a node output named like one)
         // Lifetimes in step positions: a value is live from the step that writes it (a graph input: from before the
         // first, −1) through its last reader (a target: to the end; a value nothing reads: its own step). A step's
@@ -269,6 +289,9 @@ final class Arena: @unchecked Sendable {
             if StepProfile.detailed {
                 key += " \(step.weightShape) + \(steps[pos + 1].weightShape) in \(inputShapes[pos]) out \(outputShapes[pos + 1])"
             }
+        } else if plan.scaledSoftmax[pos] != nil {
+            key += "+add+softmax (fused)"
+            if StepProfile.detailed { key += " in \(inputShapes[pos]) out \(outputShapes[pos + 2])" }
         } else if plan.residual[pos] != nil {
             key += "+add (fused)"
             if StepProfile.detailed { key += " \(step.weightShape) in \(inputShapes[pos]) out \(outputShapes[pos + 1])" }
@@ -349,6 +372,11 @@ final class Arena: @unchecked Sendable {
             Fused.run(steps[pos], steps[pos + 1], inputs[pos][0], inputShapes[pos][0], inputShapes[pos + 1][0],
                       outputs[pos + 1], outputShapes[pos + 1], scratch: scratch.pointer, threads: threads)
             return pos + 2
+        }
+        if let f = plan.scaledSoftmax[pos] {
+            ScaledSoftmax.run(f, inputs[pos][0], inputShapes[pos][0], mask: inputs[pos + 1][f.addend],
+                              inputShapes[pos + 1][f.addend], outputs[pos + 2], threads: threads)
+            return pos + 3
         }
         if let other = plan.residual[pos] {
             FusedResidual.run(steps[pos], inputs[pos][0], inputShapes[pos][0], residual: inputs[pos + 1][other],

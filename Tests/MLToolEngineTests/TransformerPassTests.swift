@@ -149,6 +149,33 @@ import Testing
         }
     }
 
+    /// softmax(x / 8 + mask) along the keys runs as one step (`ScaledSoftmax`) for masks broadcast from (N, 1, 1, T),
+    /// (T) and full ones, on 1 and 2 threads: the bits of the three steps run one by one (the same graph with the sum
+    /// also asked for, which keeps them apart), and the reference's values.
+    @Test func scaledMaskedSoftmaxRunsAsOneStep() throws {
+        for maskShape in [[2, 1, 1, 128], [128], [2, 4, 64, 128]] {
+            var g = GraphBuilder(seed: 498, input: [2, 4, 64, 128])
+            g.inputs.append(GraphInput(name: "mask", shape: maskShape))
+            g.tensors.append(StoredTensor(name: "scale", tensor: Tensor(shape: [], data: [8])))
+            let sum = g.node(.add, [g.node(.div, ["x", "scale"]), "mask"])
+            let y = g.node(.softmax, [sum])
+            var mask = g.input(maskShape)
+            for i in stride(from: 0, to: mask.data.count, by: 7) { mask.data[i] = -10000 }
+            let feeds = ["x": g.input([2, 4, 64, 128]), "mask": mask]
+            let fused = g.model(outputs: [y]), apart = g.model(outputs: [y, sum])
+            for threads in [1, 2] {
+                let planned = try Engine(model: fused, threads: threads).plannedKernels()
+                #expect(planned.map(\.op) == [.div, .add, .softmax] && planned.allSatisfy(\.fused), "\(maskShape)")
+                #expect(try Engine(model: apart, threads: threads).plannedKernels().allSatisfy { !$0.fused })
+                let one = try #require(try Engine(model: fused, threads: threads).run(feeds)[y])
+                let three = try #require(try Engine(model: apart, threads: threads).run(feeds)[y])
+                #expect(one.data.map(\.bitPattern) == three.data.map(\.bitPattern), "\(maskShape), \(threads) threads")
+                let ref = try #require(try Engine(model: fused, threads: 1, mode: .reference).run(feeds)[y])
+                assertClose(one, ref, rtol: fastTolerance, atol: fastTolerance, "\(maskShape), \(threads) threads")
+            }
+        }
+    }
+
     /// A softmax along the last axis (attention: one row of 128 keys per query) gives the portable level's bits at
     /// every level, on 1 and 2 threads (the kernel's own test: `EncoderKernelTests.softmaxGivesOneDefinitionsBits`).
     @Test func longSoftmaxRowsGiveThePortableBits() throws {

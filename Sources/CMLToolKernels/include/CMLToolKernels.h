@@ -45,6 +45,10 @@ void mlk_softmax(const float *x, float *y, int64_t len, int64_t inner, int64_t i
 /// Softmax over the last axis of x (rows, len) for rows [r0, r1): the same definition and bits as mlk_softmax.
 void mlk_softmax_rows(const float *x, float *y, int64_t len, int64_t r0, int64_t r1);
 
+/// One row of attention scores: y = softmax(x / divisor + addend) over len values, the quotient and sum each rounded
+/// as a division step and an add step would round them, then mlk_softmax_rows's definition. y may be x.
+void mlk_softmax_row_scaled(const float *x, float *y, int64_t len, float divisor, const float *addend);
+
 // ---- transpose (transpose.c) ----
 
 /// y[i·ldy + j] = x[j·ldx + i] for i < rows, j < cols: a plane of a transpose whose output's innermost axis is not

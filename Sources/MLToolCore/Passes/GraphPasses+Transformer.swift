@@ -113,7 +113,7 @@ private struct SoftmaxUnwrap {
     let tensors: [String: StoredTensor]
     var reader: [String: Int] = [:]
     var removed = Set<Int>()
-    var inserted: [Int: [Node]] = [:]   // transposes of operands, placed before the node at the key
+    var inserted: [Int: [Node]] = [:]   // transposes of operands, placed before the node at the key (the chain's first)
     var taken: Set<String>
     static let elementwise: Set<Op> = [.add, .sub, .mul, .div]
 
@@ -184,16 +184,19 @@ private struct SoftmaxUnwrap {
             guard rank(o) == 4 else { return }
             operands.append((p, k))
         }
+        // Each operand's transpose goes before the chain's first node when the operand is made before it, so the
+        // chain's nodes stay side by side (the engine runs a scale, mask add and softmax as one: `ScaledSoftmax`).
+        let first = chain.last?.node ?? si
         for (p, k) in operands {
             let o = nodes[p].inputs[k]
+            let at = (producer[o] ?? -1) < first ? first : p
             var name = "\(o).\(nodes[p].name).untransposed", suffix = 1
             while taken.contains(name) { name = "\(o).\(nodes[p].name).untransposed.\(suffix)"; suffix += 1 }
             taken.insert(name)
-            inserted[p, default: []].append(Node(name: "\(nodes[p].name).operand_transpose", op: .transpose, inputs: [o],
+            inserted[at, default: []].append(Node(name: "\(nodes[p].name).operand_transpose", op: .transpose, inputs: [o],
                                                  outputs: [name], attributes: Attributes(perm: back)))
             nodes[p].inputs[k] = name
         }
-        let first = chain.last?.node ?? si
         nodes[first].inputs = nodes[first].inputs.map { $0 == nodes[start].outputs[0] ? nodes[start].inputs[0] : $0 }
         nodes[si].attributes.axis = newAxis
         nodes[si].outputs = nodes[ti].outputs
