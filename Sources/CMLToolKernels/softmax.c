@@ -15,24 +15,42 @@
 
 // ---- portable ----
 
-// One lane: len values `stride` apart.
-static void softmax_lane(const float *x, float *y, int64_t len, int64_t stride) {
-    float m = -INFINITY;
-    for (int64_t j = 0; j < len; j++) m = x[j * stride] > m ? x[j * stride] : m;
-    double part[SOFTMAX_PARTS] = {0};
-    for (int64_t j = 0; j < len; j++) {
-        float e = mlk_expf(x[j * stride] - m);
-        y[j * stride] = e;
-        part[j % SOFTMAX_PARTS] += (double)e;
-    }
-    double sum = 0;
-    for (int k = 0; k < SOFTMAX_PARTS; k++) sum += part[k];
-    float total = (float)sum;
+// One lane: len values `stride` apart. The body is compiled twice: portable, and for AVX2 + FMA levels, whose copy
+// has mlk_expf's fused multiply-adds in hardware (the portable one calls libm's fmaf: 23 ns a value).
+#define SOFTMAX_LANE_BODY                                                                                       \
+    float m = -INFINITY;                                                                                       \
+    for (int64_t j = 0; j < len; j++) m = x[j * stride] > m ? x[j * stride] : m;                               \
+    double part[SOFTMAX_PARTS] = {0};                                                                          \
+    for (int64_t j = 0; j < len; j++) {                                                                        \
+        float e = mlk_expf(x[j * stride] - m);                                                                 \
+        y[j * stride] = e;                                                                                     \
+        part[j % SOFTMAX_PARTS] += (double)e;                                                                  \
+    }                                                                                                          \
+    double sum = 0;                                                                                            \
+    for (int k = 0; k < SOFTMAX_PARTS; k++) sum += part[k];                                                    \
+    float total = (float)sum;                                                                                  \
     for (int64_t j = 0; j < len; j++) y[j * stride] /= total;
-}
+
+static void softmax_lane(const float *x, float *y, int64_t len, int64_t stride) { SOFTMAX_LANE_BODY }
 
 // ---- AVX2 + FMA ----
 #if MLK_X86
+MLK_AVX2 static void softmax_lane_avx2(const float *x, float *y, int64_t len, int64_t stride) { SOFTMAX_LANE_BODY }
+
+MLK_AVX2 static void softmax_row_avx2(const float *x, float *y, int64_t len);
+MLK_AVX512 static void softmax_row_avx512(const float *x, float *y, int64_t len);
+
+// A lane of a middle axis with fewer than 8 lanes beside it (a softmax over 4 classes in NHWC): copied into a row,
+// where vectors run along it, when it fits on the stack; the same bits as softmax_lane either way.
+#define SOFTMAX_LANE_ROOM 4096
+MLK_AVX2 static void softmax_strided_lane(const float *x, float *y, int64_t len, int64_t stride) {
+    if (len > SOFTMAX_LANE_ROOM || len < SOFTMAX_PARTS) { softmax_lane_avx2(x, y, len, stride); return; }
+    float row[SOFTMAX_LANE_ROOM];
+    for (int64_t j = 0; j < len; j++) row[j] = x[j * stride];
+    if (mlk_cpu_has(MLK_CPU_AVX512)) softmax_row_avx512(row, row, len);
+    else softmax_row_avx2(row, row, len);
+    for (int64_t j = 0; j < len; j++) y[j * stride] = row[j];
+}
 
 // Adds 8 floats to 8 double sums (lanes 0–3 in lo, 4–7 in hi).
 MLK_AVX2 static inline void add_wide(__m256d *lo, __m256d *hi, __m256 v) {
@@ -65,7 +83,7 @@ MLK_AVX2 static void softmax_avx2(const float *x, float *y, int64_t len, int64_t
         for (int64_t j = 0; j < len; j++)
             _mm256_storeu_ps(y + j * inner + i, _mm256_div_ps(_mm256_loadu_ps(y + j * inner + i), sum));
     }
-    for (; i < i1; i++) softmax_lane(x + i, y + i, len, inner);
+    for (; i < i1; i++) softmax_strided_lane(x + i, y + i, len, inner);
 }
 
 // Rows shorter than 16 (a few classes each; the sum is then the j-order one): 8 rows gathered side by side.
@@ -89,7 +107,7 @@ MLK_AVX2 static void softmax_short_rows_avx2(const float *x, float *y, int64_t l
         for (int r = 0; r < 8; r++)
             for (int64_t j = 0; j < len; j++) yl[r * len + j] = e[j * 8 + r];
     }
-    for (; l < l1; l++) softmax_lane(x + l * len, y + l * len, len, 1);
+    for (; l < l1; l++) softmax_lane_avx2(x + l * len, y + l * len, len, 1);
 }
 
 // The largest of 8 lanes and a scalar tail, with the scalar comparison.

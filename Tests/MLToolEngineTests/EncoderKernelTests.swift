@@ -104,11 +104,12 @@ import Testing
 
     /// `mlk_softmax_rows` and `mlk_softmax` (the same rows laid out along a middle axis) give the portable level's bits
     /// at every level, however the rows are split, for rows of 1 to 1,000 values (the vector body, masked and scalar
-    /// tails, the 8-row gather of short rows) with NaN, ±∞, −0, a peaked value and a row of −∞; a row holding NaN or
+    /// tails, the 8-row gather of short rows; along a middle axis 8 lanes at a time, or a lane copied into a row when
+    /// fewer than 8 lie side by side) with NaN, ±∞, −0, a peaked value and a row of −∞; a row holding NaN or
     /// only −∞ is NaN throughout (as onnxruntime's), and finite rows are within 1e-7 of a softmax in double (8e-8 measured).
     @Test func softmaxGivesOneDefinitionsBits() throws {
-        for len in [1, 5, 16, 17, 37, 128, 1000] {
-            let rows = 24, n = rows * len
+        for len in [1, 5, 16, 17, 37, 128, 1000] { for rows in [24, 6] {   // along a middle axis: 8-lane blocks, or single lanes
+            let n = rows * len
             var rng = SplitMix64(seed: UInt64(len))
             var x = (0..<n).map { _ in Float.random(in: -20...20, using: &rng) }
             x[0] = .nan; x[min(len + 1, n - 1)] = .infinity; x[(2 * len + 2) % n] = -.infinity
@@ -122,13 +123,13 @@ import Testing
                 x.withUnsafeBufferPointer { xp in
                     split.withUnsafeMutableBufferPointer { sp in
                         guard let xb = xp.baseAddress, let sb = sp.baseAddress else { return }
-                        mlk_softmax_rows(xb, sb, Int64(len), 0, 7)
-                        mlk_softmax_rows(xb, sb, Int64(len), 7, Int64(rows))
+                        mlk_softmax_rows(xb, sb, Int64(len), 0, Int64(rows / 3 - 1))
+                        mlk_softmax_rows(xb, sb, Int64(len), Int64(rows / 3 - 1), Int64(rows))
                     }
                 }
                 mlk_softmax(transposed, &strided, Int64(len), Int64(rows), 0, Int64(rows))
                 let fromStrided = (0..<n).map { strided[($0 % len) * rows + $0 / len] }
-                #expect(split.map(\.bitPattern) == y.map(\.bitPattern), "rows of \(len) split at row 7, level \(level)")
+                #expect(split.map(\.bitPattern) == y.map(\.bitPattern), "rows of \(len) split at row \(rows / 3 - 1), level \(level)")
                 #expect(fromStrided.map(\.bitPattern) == y.map(\.bitPattern), "rows of \(len) along a middle axis, level \(level)")
                 bits[level] = y.map(\.bitPattern)
             }
@@ -144,7 +145,7 @@ import Testing
                 let worst = zip(out, e).map { abs(Double($0) - $1 / s) }.max() ?? 0
                 #expect(worst < 1e-7, "row \(r) of \(len): \(worst) from the softmax in double")
             }
-        }
+        } }
     }
 
     /// Chained transposes (an attention head split between NCHW and NHWC) become one transpose, or an identity when
