@@ -35,10 +35,20 @@ if [ "${FUZZ_BUILD:-1}" != 0 ]; then
     # plus UndefinedBehaviorSanitizer in trap mode (no runtime to link: undefined behaviour is an illegal
     # instruction, a crash to the fuzzer). swiftc refuses -sanitize=undefined on Linux; in Swift code its own checks
     # (overflow, bounds, unwrapping) trap in every build mltool ships, which is what UBSan would add.
+    # SwiftPM keeps the main package's lists of source files from this build's first run (it is a path dependency):
+    # a file added to Sources/ since is never compiled, and the link fails on its symbols. A build made from another
+    # list of files (or from an unknown one) starts afresh; only a SwiftPM build folder (with its build.db) is removed.
+    SOURCES=$(find Sources -type f \( -name '*.swift' -o -name '*.c' -o -name '*.h' \) | LC_ALL=C sort \
+        | sha256sum | cut -c1-64)
+    if [ -f "$BUILD_DIR/build.db" ] && [ "$(cat "$BUILD_DIR/sources.sha256" 2>/dev/null)" != "$SOURCES" ]; then
+        echo "fuzz: Sources/ has other files than the last fuzz build's: building afresh" >&2
+        rm -rf "$BUILD_DIR"
+    fi
     "$SWIFT" build -c release --package-path fuzz --scratch-path "$BUILD_DIR" \
         -Xswiftc -sanitize=fuzzer,address -Xswiftc -parse-as-library \
         -Xcc -fsanitize=fuzzer-no-link,address,undefined -Xcc -fsanitize-trap=undefined \
         || { echo "fuzz: build failed" >&2; exit 2; }
+    echo "$SOURCES" > "$BUILD_DIR/sources.sha256"
 fi
 [ -x "$BIN" ] || { echo "fuzz: $BIN is missing (run without FUZZ_BUILD=0)" >&2; exit 2; }
 
