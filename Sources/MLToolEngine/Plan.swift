@@ -32,6 +32,29 @@ struct Plan: Sendable {
     /// Steps (by index in the program) whose settings these shapes fill in (`Program.resolve`).
     var resolved: [Int: Step] = [:]
 
+    /// Marks the 1×1 convs that run with the add after them (`residual`) and the div, add and softmax chains that run
+    /// as one (`scaledSoftmax`), keeping alive the inputs a fused run still reads while it writes its output.
+    private mutating func markResidualsAndSoftmaxes(_ p: Program, _ lastUse: inout [Int: Int]) {
+        residual = Array(repeating: nil, count: steps.count)
+        for pos in steps.indices.dropLast() where !fused.contains(pos) && !fused.contains(pos - 1)
+            && (pos == 0 || residual[pos - 1] == nil) {
+            let c = step(steps[pos], p), a = step(steps[pos + 1], p)
+            guard lastUse[c.output] == pos + 1, p.constants[c.inputs[0]] == nil, let cx = shapes[c.inputs[0]],
+                  let other = FusedResidual.otherInput(c, cx, a, a.inputs.map { shapes[$0] }) else { continue }
+            residual[pos] = other
+            // The conv's input is read while the add's output is written: its memory must not be reused for that.
+            lastUse[c.inputs[0]] = max(lastUse[c.inputs[0]] ?? 0, pos + 1)
+        }
+        scaledSoftmax = Array(repeating: nil, count: steps.count)
+        for pos in steps.indices where pos + 2 < steps.count && (pos...(pos + 2)).allSatisfy({ alone($0) }) {
+            let three = steps[pos...(pos + 2)].map { step($0, p) }
+            guard let m = ScaledSoftmax.match(three, p, shapes: shapes, lastUse: lastUse, at: pos) else { continue }
+            scaledSoftmax[pos] = m
+            // The scores and the mask are read while the softmax's output is written.
+            for v in [three[0].inputs[0], three[1].inputs[m.addend]] { lastUse[v] = max(lastUse[v] ?? 0, pos + 2) }
+        }
+    }
+
     /// Whether the step at `pos` runs on its own: not in a fused pair, a conv with its add, or a fused softmax.
     private func alone(_ pos: Int) -> Bool {
         !fused.contains(pos) && !fused.contains(pos - 1) && residual[pos] == nil && (pos == 0 || residual[pos - 1] == nil)
@@ -76,24 +99,7 @@ struct Plan: Sendable {
             // the depthwise conv's output.
             lastUse[e.inputs[0]] = max(lastUse[e.inputs[0]] ?? 0, pos + 1)
         }
-        residual = Array(repeating: nil, count: steps.count)
-        for pos in steps.indices.dropLast() where !fused.contains(pos) && !fused.contains(pos - 1)
-            && (pos == 0 || residual[pos - 1] == nil) {
-            let c = step(steps[pos], p), a = step(steps[pos + 1], p)
-            guard lastUse[c.output] == pos + 1, p.constants[c.inputs[0]] == nil, let cx = shapes[c.inputs[0]],
-                  let other = FusedResidual.otherInput(c, cx, a, a.inputs.map { shapes[$0] }) else { continue }
-            residual[pos] = other
-            // The conv's input is read while the add's output is written: its memory must not be reused for that.
-            lastUse[c.inputs[0]] = max(lastUse[c.inputs[0]] ?? 0, pos + 1)
-        }
-        scaledSoftmax = Array(repeating: nil, count: steps.count)
-        for pos in steps.indices where pos + 2 < steps.count && (pos...(pos + 2)).allSatisfy({ alone($0) }) {
-            let three = steps[pos...(pos + 2)].map { step($0, p) }
-            guard let m = ScaledSoftmax.match(three, p, shapes: shapes, lastUse: lastUse, at: pos) else { continue }
-            scaledSoftmax[pos] = m
-            // The scores and the mask are read while the softmax's output is written.
-            for v in [three[0].inputs[0], three[1].inputs[m.addend]] { lastUse[v] = max(lastUse[v] ?? 0, pos + 2) }
-        }
+        markResidualsAndSoftmaxes(p, &lastUse)
         // Values the fused pairs never write: no memory (the 4.8 MB of EfficientNet-Lite0's 112 × 112 × 96 expansion).
         var unwritten = Set(fused.map { p.steps[steps[$0]].output })
         for (pos, r) in residual.enumerated() where r != nil { unwritten.insert(p.steps[steps[pos]].output) }
