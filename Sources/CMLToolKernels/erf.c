@@ -7,61 +7,9 @@
 #include "isa.h"
 #include "vec.h"
 
-#define ERF_P 0.3275911f
-#define ERF_A1 0.254829592f
-#define ERF_A2 (-0.284496736f)
-#define ERF_A3 1.421413741f
-#define ERF_A4 (-1.453152027f)
-#define ERF_A5 1.061405429f
-#define GELU_INV_SQRT2 0.70710678118654752f
-
-// ---- portable ----
-
-static inline float erf_scalar(float x) {
-    if (x != x) return x;
-    float a = fabsf(x);
-    float t = 1.0f / fmaf(ERF_P, a, 1.0f);
-    float p = fmaf(t, ERF_A5, ERF_A4);
-    p = fmaf(t, p, ERF_A3);
-    p = fmaf(t, p, ERF_A2);
-    p = fmaf(t, p, ERF_A1);
-    float m = -(a * a);
-    float y = fmaf(-(t * p), mlk_expf(m), 1.0f);
-    return copysignf(y, x);
-}
-
-// ---- AVX2 and AVX-512: erf_scalar's operations on 8 or 16 lanes ----
+// ---- AVX2 and AVX-512: erf_scalar's operations (vec.h) on 8 or 16 lanes ----
 
 #if MLK_X86
-MLK_AVX2 static inline __m256 erf8(__m256 v) {
-    const __m256 sign = _mm256_set1_ps(-0.0f);
-    __m256 a = _mm256_andnot_ps(sign, v);
-    __m256 t = _mm256_div_ps(_mm256_set1_ps(1.0f), _mm256_fmadd_ps(_mm256_set1_ps(ERF_P), a, _mm256_set1_ps(1.0f)));
-    __m256 p = _mm256_fmadd_ps(t, _mm256_set1_ps(ERF_A5), _mm256_set1_ps(ERF_A4));
-    p = _mm256_fmadd_ps(t, p, _mm256_set1_ps(ERF_A3));
-    p = _mm256_fmadd_ps(t, p, _mm256_set1_ps(ERF_A2));
-    p = _mm256_fmadd_ps(t, p, _mm256_set1_ps(ERF_A1));
-    __m256 m = _mm256_xor_ps(_mm256_mul_ps(a, a), sign);
-    __m256 r = _mm256_fnmadd_ps(_mm256_mul_ps(t, p), exp8(m), _mm256_set1_ps(1.0f));
-    r = _mm256_or_ps(r, _mm256_and_ps(v, sign));
-    return _mm256_blendv_ps(r, v, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
-}
-
-MLK_AVX512 static inline __m512 erf16(__m512 v) {
-    const __m512i sign = _mm512_set1_epi32((int32_t)0x80000000u);
-    const __m512i vi = _mm512_castps_si512(v);
-    __m512 a = _mm512_castsi512_ps(_mm512_andnot_si512(sign, vi));
-    __m512 t = _mm512_div_ps(_mm512_set1_ps(1.0f), _mm512_fmadd_ps(_mm512_set1_ps(ERF_P), a, _mm512_set1_ps(1.0f)));
-    __m512 p = _mm512_fmadd_ps(t, _mm512_set1_ps(ERF_A5), _mm512_set1_ps(ERF_A4));
-    p = _mm512_fmadd_ps(t, p, _mm512_set1_ps(ERF_A3));
-    p = _mm512_fmadd_ps(t, p, _mm512_set1_ps(ERF_A2));
-    p = _mm512_fmadd_ps(t, p, _mm512_set1_ps(ERF_A1));
-    __m512 m = _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(_mm512_mul_ps(a, a)), sign));
-    __m512 r = _mm512_fnmadd_ps(_mm512_mul_ps(t, p), exp16(m), _mm512_set1_ps(1.0f));
-    r = _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(r), _mm512_and_si512(vi, sign)));
-    return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q), r, v);
-}
-
 MLK_AVX2 static void erf_avx2(const float *x, float *y, int64_t n) {
     int64_t i = 0;
     for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, erf8(_mm256_loadu_ps(x + i)));
@@ -78,23 +26,17 @@ MLK_AVX512 static void erf_avx512(const float *x, float *y, int64_t n) {
 MLK_AVX2 static void gelu_avx2(const float *x, float *y, int64_t n) {
     int64_t i = 0;
     for (; i + 8 <= n; i += 8) {
-        __m256 xv = _mm256_loadu_ps(x + i);
-        __m256 r = erf8(_mm256_mul_ps(xv, _mm256_set1_ps(GELU_INV_SQRT2)));
-        __m256 h = _mm256_mul_ps(_mm256_set1_ps(0.5f), xv);
-        _mm256_storeu_ps(y + i, _mm256_mul_ps(h, _mm256_add_ps(_mm256_set1_ps(1.0f), r)));
+        _mm256_storeu_ps(y + i, gelu8(_mm256_loadu_ps(x + i)));
     }
-    for (; i < n; i++) y[i] = 0.5f * x[i] * (1.0f + erf_scalar(x[i] * GELU_INV_SQRT2));
+    for (; i < n; i++) y[i] = gelu_scalar(x[i]);
 }
 
 MLK_AVX512 static void gelu_avx512(const float *x, float *y, int64_t n) {
     int64_t i = 0;
     for (; i + 16 <= n; i += 16) {
-        __m512 xv = _mm512_loadu_ps(x + i);
-        __m512 r = erf16(_mm512_mul_ps(xv, _mm512_set1_ps(GELU_INV_SQRT2)));
-        __m512 h = _mm512_mul_ps(_mm512_set1_ps(0.5f), xv);
-        _mm512_storeu_ps(y + i, _mm512_mul_ps(h, _mm512_add_ps(_mm512_set1_ps(1.0f), r)));
+        _mm512_storeu_ps(y + i, gelu16(_mm512_loadu_ps(x + i)));
     }
-    for (; i < n; i++) y[i] = 0.5f * x[i] * (1.0f + erf_scalar(x[i] * GELU_INV_SQRT2));
+    for (; i < n; i++) y[i] = gelu_scalar(x[i]);
 }
 #endif
 
@@ -113,5 +55,5 @@ void mlk_gelu(const float *x, float *y, int64_t n) {
     if (mlk_cpu_has(MLK_CPU_AVX512)) { gelu_avx512(x, y, n); return; }
     if (mlk_cpu_has(MLK_CPU_AVX2)) { gelu_avx2(x, y, n); return; }
 #endif
-    for (int64_t i = 0; i < n; i++) y[i] = 0.5f * x[i] * (1.0f + erf_scalar(x[i] * GELU_INV_SQRT2));
+    for (int64_t i = 0; i < n; i++) y[i] = gelu_scalar(x[i]);
 }

@@ -1,6 +1,6 @@
 // Private to CMLToolKernels: the vector primitives the kernels' epilogues share (as ggml's vec.h): the scalar
 // activation every variant falls back to, and its 8-lane (AVX2) and 16-lane (AVX-512) forms for the activations
-// that vectorise (MLK_ACT_VECTOR: none, ReLU, clip, leaky ReLU, sigmoid, swish); callers run act_scalar for the
+// that vectorise (MLK_ACT_VECTOR: none, ReLU, clip, leaky ReLU, sigmoid, swish, GELU); callers run act_scalar for the
 // others. Every form gives the same bits for every input, NaN (which each activation keeps, as ONNX's do) and
 // signed zeros included: vector min/max return their second operand where either is NaN, so the input goes second.
 // Sigmoid and swish use mlk_expf, Cephes' expf (range reduction by ln 2 in two parts, a degree-5 polynomial; relative
@@ -12,7 +12,8 @@
 #include "isa.h"
 #include <math.h>
 
-#define MLK_ACT_VECTOR(act) ((act) <= MLK_ACT_LEAKY || (act) == MLK_ACT_SIGMOID || (act) == MLK_ACT_SWISH)
+#define MLK_ACT_VECTOR(act) ((act) <= MLK_ACT_LEAKY || (act) == MLK_ACT_SIGMOID || (act) == MLK_ACT_SWISH || \
+                             (act) == MLK_ACT_GELU)
 
 #define MLK_EXP_LO (-87.3f)
 #define MLK_EXP_HI 88.3f
@@ -48,6 +49,31 @@ static inline float mlk_expf(float x) {
     return p * scale.f;
 }
 
+// erf (Abramowitz & Stegun 7.1.26, see erf.c) and the exact GELU on it: mlk_erf, mlk_gelu and MLK_ACT_GELU.
+#define ERF_P 0.3275911f
+#define ERF_A1 0.254829592f
+#define ERF_A2 (-0.284496736f)
+#define ERF_A3 1.421413741f
+#define ERF_A4 (-1.453152027f)
+#define ERF_A5 1.061405429f
+#define GELU_INV_SQRT2 0.70710678118654752f
+
+static inline float erf_scalar(float x) {
+    if (x != x) return x;
+    float a = fabsf(x);
+    float t = 1.0f / fmaf(ERF_P, a, 1.0f);
+    float p = fmaf(t, ERF_A5, ERF_A4);
+    p = fmaf(t, p, ERF_A3);
+    p = fmaf(t, p, ERF_A2);
+    p = fmaf(t, p, ERF_A1);
+    float m = -(a * a);
+    float y = fmaf(-(t * p), mlk_expf(m), 1.0f);
+    return copysignf(y, x);
+}
+
+// GELU: ½x·(1 + erf(x/√2)), the reference's order (UnaryFunction.gelu).
+static inline float gelu_scalar(float x) { return 0.5f * x * (1.0f + erf_scalar(x * GELU_INV_SQRT2)); }
+
 static inline float act_scalar(float v, int act, float p0, float p1) {
     switch (act) {
     case MLK_ACT_RELU: return v < 0 ? 0 : v;
@@ -58,6 +84,7 @@ static inline float act_scalar(float v, int act, float p0, float p1) {
     case MLK_ACT_HARDSWISH: { float t = v + 3; t = t < 0 ? 0 : (t > 6 ? 6 : t); return v * t / 6; }
     case MLK_ACT_SWISH: return v != v ? v : v / (1.0f + mlk_expf(-v));
     case MLK_ACT_TANH: return tanhf(v);
+    case MLK_ACT_GELU: return gelu_scalar(v);
     default: return v;
     }
 }
@@ -89,11 +116,31 @@ MLK_AVX2 static inline __m256 gate8(__m256 v, int swish) {
     return _mm256_blendv_ps(y, v, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
 }
 
+MLK_AVX2 static inline __m256 erf8(__m256 v) {
+    const __m256 sign = _mm256_set1_ps(-0.0f);
+    __m256 a = _mm256_andnot_ps(sign, v);
+    __m256 t = _mm256_div_ps(_mm256_set1_ps(1.0f), _mm256_fmadd_ps(_mm256_set1_ps(ERF_P), a, _mm256_set1_ps(1.0f)));
+    __m256 p = _mm256_fmadd_ps(t, _mm256_set1_ps(ERF_A5), _mm256_set1_ps(ERF_A4));
+    p = _mm256_fmadd_ps(t, p, _mm256_set1_ps(ERF_A3));
+    p = _mm256_fmadd_ps(t, p, _mm256_set1_ps(ERF_A2));
+    p = _mm256_fmadd_ps(t, p, _mm256_set1_ps(ERF_A1));
+    __m256 m = _mm256_xor_ps(_mm256_mul_ps(a, a), sign);
+    __m256 r = _mm256_fnmadd_ps(_mm256_mul_ps(t, p), exp8(m), _mm256_set1_ps(1.0f));
+    r = _mm256_or_ps(r, _mm256_and_ps(v, sign));
+    return _mm256_blendv_ps(r, v, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+}
+
+MLK_AVX2 static inline __m256 gelu8(__m256 x) {
+    __m256 r = erf8(_mm256_mul_ps(x, _mm256_set1_ps(GELU_INV_SQRT2)));
+    return _mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(0.5f), x), _mm256_add_ps(_mm256_set1_ps(1.0f), r));
+}
+
 // Applies a vectorisable activation (MLK_ACT_VECTOR) to 8 lanes; others are done by a scalar pass after.
 MLK_AVX2 static inline __m256 act8(__m256 v, int act, __m256 lo, __m256 hi) {
     switch (act) {
     case MLK_ACT_SIGMOID: return gate8(v, 0);
     case MLK_ACT_SWISH: return gate8(v, 1);
+    case MLK_ACT_GELU: return gelu8(v);
     case MLK_ACT_RELU: return _mm256_max_ps(_mm256_setzero_ps(), v);   // (0, v): v where v is NaN, as act_scalar
     case MLK_ACT_CLIP: return _mm256_min_ps(hi, _mm256_max_ps(lo, v));
     case MLK_ACT_LEAKY: {
@@ -129,10 +176,31 @@ MLK_AVX512 static inline __m512 gate16(__m512 v, int swish) {
     return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q), y, v);
 }
 
+MLK_AVX512 static inline __m512 erf16(__m512 v) {
+    const __m512i sign = _mm512_set1_epi32((int32_t)0x80000000u);
+    const __m512i vi = _mm512_castps_si512(v);
+    __m512 a = _mm512_castsi512_ps(_mm512_andnot_si512(sign, vi));
+    __m512 t = _mm512_div_ps(_mm512_set1_ps(1.0f), _mm512_fmadd_ps(_mm512_set1_ps(ERF_P), a, _mm512_set1_ps(1.0f)));
+    __m512 p = _mm512_fmadd_ps(t, _mm512_set1_ps(ERF_A5), _mm512_set1_ps(ERF_A4));
+    p = _mm512_fmadd_ps(t, p, _mm512_set1_ps(ERF_A3));
+    p = _mm512_fmadd_ps(t, p, _mm512_set1_ps(ERF_A2));
+    p = _mm512_fmadd_ps(t, p, _mm512_set1_ps(ERF_A1));
+    __m512 m = _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(_mm512_mul_ps(a, a)), sign));
+    __m512 r = _mm512_fnmadd_ps(_mm512_mul_ps(t, p), exp16(m), _mm512_set1_ps(1.0f));
+    r = _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(r), _mm512_and_si512(vi, sign)));
+    return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q), r, v);
+}
+
+MLK_AVX512 static inline __m512 gelu16(__m512 x) {
+    __m512 r = erf16(_mm512_mul_ps(x, _mm512_set1_ps(GELU_INV_SQRT2)));
+    return _mm512_mul_ps(_mm512_mul_ps(_mm512_set1_ps(0.5f), x), _mm512_add_ps(_mm512_set1_ps(1.0f), r));
+}
+
 MLK_AVX512 static inline __m512 act16(__m512 v, int act, __m512 lo, __m512 hi) {
     switch (act) {
     case MLK_ACT_SIGMOID: return gate16(v, 0);
     case MLK_ACT_SWISH: return gate16(v, 1);
+    case MLK_ACT_GELU: return gelu16(v);
     case MLK_ACT_RELU: return _mm512_max_ps(_mm512_setzero_ps(), v);
     case MLK_ACT_CLIP: return _mm512_min_ps(hi, _mm512_max_ps(lo, v));
     case MLK_ACT_LEAKY: return _mm512_mask_mul_ps(v, _mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_LT_OQ), v, lo);

@@ -46,6 +46,7 @@ struct Act: Sendable {
         case Int(MLK_ACT_HARDSWISH): return x * Swift.min(Swift.max(x + 3, 0), 6) / 6
         case Int(MLK_ACT_SWISH): return x / (1 + exp(-x))
         case Int(MLK_ACT_TANH): return tanh(x)
+        case Int(MLK_ACT_GELU): return UnaryFunction.gelu.apply(x, alpha: 0)
         default: return x
         }
     }

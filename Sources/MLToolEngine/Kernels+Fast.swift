@@ -124,6 +124,16 @@ enum Fast {
         case reference
     }
 
+    /// A dense layer that runs on the packed or the int8 GEMM (`packedDense`, `quantizedDense`), whose epilogue applies
+    /// the step's activation and can add a residual.
+    static func runsOnGemm(_ s: Step) -> Bool {
+        switch s.op {
+        case .dense: return s.packed != nil || s.qweights != nil || s.palette != nil
+        case .matMul: return s.packed != nil || s.qweights != nil
+        default: return false
+        }
+    }
+
     static func kernel(for s: Step, _ xs: [[Int]]) -> Kernel {
         switch s.op {
         case .conv: return .conv

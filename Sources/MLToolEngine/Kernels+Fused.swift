@@ -109,9 +109,10 @@ enum Fused {
     }
 }
 
-/// A 1×1 conv without activation whose output only the next step reads, an add of a value of the same shape (a
-/// residual block's projection and its skip connection): one GEMM adds that value in its epilogue
-/// (`mlk_gemm_packed_res`; `mlk_qgemm` for int8 weights), so the conv's output is never written and read back and the
+/// A 1×1 conv or a dense layer (dense, matMul on constant weights) without activation whose output only the next step
+/// reads, an add of a value of the same shape (a residual block's projection and its skip connection; a transformer's
+/// attention output or MLP projection and the residual stream): one GEMM adds that value in its epilogue
+/// (`mlk_gemm_packed_res`; `mlk_qgemm` for int8 weights), so the layer's output is never written and read back and the
 /// add is not a step of its own. Each output is (Σ + bias) + r, then the add's activation: the bits of the two steps.
 enum FusedResidual {
     /// The add's activations whose vector and scalar forms agree bit for bit (the GEMM epilogue and `mlk_add_act`
@@ -121,9 +122,7 @@ enum FusedResidual {
 
     /// The index in `a.inputs` of the value added to `c`'s output when the two fuse; nil when they do not.
     static func otherInput(_ c: Step, _ cx: [Int], _ a: Step, _ ax: [[Int]?]) -> Int? {
-        guard c.op == .conv, c.groups == 1, c.act.isNone, Fast.readsInputDirectly(c), cx.count == 4,
-              c.winograd == nil, c.packed != nil || c.palette != nil || c.qweights != nil,
-              !(Fast.isDepthwise(c, cx) && c.weight != nil),
+        guard isProjection(c, cx), c.act.isNone, c.packed != nil || c.palette != nil || c.qweights != nil,
               a.op == .add, a.inputs.count == 2, a.inputs[0] != a.inputs[1], exactActivations.contains(a.act.code),
               ax.count == 2, let s0 = ax[0], s0 == ax[1] else { return nil }
         if a.inputs[0] == c.output { return 1 }
@@ -131,21 +130,33 @@ enum FusedResidual {
         return nil
     }
 
-    /// y = act(conv(x) + r): the whole batch's pixels as the rows of one GEMM (a 1×1 conv reads its input in place);
-    /// int8 weights quantize those rows into `scratch` (`Fast.scratchCount` of the conv).
+    /// A step that multiplies the rows of its input (its last axis) by a weight matrix read in place: a 1×1 conv on
+    /// NHWC (not Winograd, not a depthwise one on float weights) or a dense layer.
+    static func isProjection(_ c: Step, _ cx: [Int]) -> Bool {
+        switch c.op {
+        case .conv:
+            return c.groups == 1 && Fast.readsInputDirectly(c) && cx.count == 4 && c.winograd == nil
+                && !(Fast.isDepthwise(c, cx) && c.weight != nil)
+        case .dense, .matMul: return Fast.runsOnGemm(c) && cx.count >= 2 && c.weightShape.first == cx.last
+        default: return false
+        }
+    }
+
+    /// y = act(c(x) + r): every row of x (all axes but the last: the whole batch's pixels, or its tokens) as the rows
+    /// of one GEMM reading x in place; int8 weights quantize those rows into `scratch` (`Fast.scratchCount` of c).
     static func run(_ c: Step, _ x: UnsafePointer<Float>, _ xs: [Int], residual r: UnsafePointer<Float>,
                     _ y: UnsafeMutablePointer<Float>, _ ys: [Int], act: Act, scratch: UnsafeMutablePointer<Float>,
                     threads: Int) {
-        let rows = xs[0] &* xs[1] &* xs[2]
+        let rows = xs.dropLast().reduce(1, &*), k = xs[xs.count - 1]
         if rows == 0 { return }
         let bias = c.bias.map { UnsafePointer($0.pointer) }
         if let q = c.qweights {
-            Fast.quantizedGemm(x, lda: xs[3], q, rows: rows, bias: bias, y, act: act, scratch: scratch,
-                               threads: threads, residual: r, dynamic: q.dynamicCodes(x, count: rows &* xs[3]))
+            Fast.quantizedGemm(x, lda: k, q, rows: rows, bias: bias, y, act: act, scratch: scratch,
+                               threads: threads, residual: r, dynamic: q.dynamicCodes(x, count: rows &* k))
             return
         }
         guard let packed = c.packed else { preconditionFailure("conv '\(c.name)': no packed weights (Program.compile)") }
-        Fast.packedGemm(x, lda: xs[3], packed.pointer, rows: rows, n: ys[3], k: xs[3], bias: bias, y, act: act,
+        Fast.packedGemm(x, lda: k, packed.pointer, rows: rows, n: ys[ys.count - 1], k: k, bias: bias, y, act: act,
                         threads: threads, palette: c.palette, residual: r)
     }
 }

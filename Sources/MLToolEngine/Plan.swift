@@ -21,7 +21,7 @@ struct Plan: Sendable {
     var scratch = 0
     /// Positions in `steps` where that step and the next run fused (see `Fused`).
     var fused: Set<Int> = []
-    /// Aligned with `steps`: for a 1×1 conv that runs as one GEMM with the add after it (`FusedResidual`), the index
+    /// Aligned with `steps`: for a 1×1 conv or dense layer that runs as one GEMM with the add after it (`FusedResidual`), the index
     /// in the add's inputs of the value its epilogue adds; nil for every other step.
     var residual: [Int?] = []
     /// Aligned with `steps`: for a div that runs with the add and softmax after it as one (`ScaledSoftmax`), where the
@@ -32,7 +32,7 @@ struct Plan: Sendable {
     /// Steps (by index in the program) whose settings these shapes fill in (`Program.resolve`).
     var resolved: [Int: Step] = [:]
 
-    /// Marks the 1×1 convs that run with the add after them (`residual`) and the div, add and softmax chains that run
+    /// Marks the 1×1 convs and dense layers that run with the add after them (`residual`) and the div, add and softmax chains that run
     /// as one (`scaledSoftmax`), keeping alive the inputs a fused run still reads while it writes its output.
     private mutating func markResidualsAndSoftmaxes(_ p: Program, _ lastUse: inout [Int: Int]) {
         residual = Array(repeating: nil, count: steps.count)

@@ -117,6 +117,7 @@ struct Program: Sendable {
         for (i, s) in steps.enumerated() { producer[s.output] = i }
         readInputCodes()
         storeCodes()
+        fuseGELUs()
         // Every weight is now copied or packed: the model file's pages go back to the kernel
         // (`TensorBytes.releasePages`), also those that reading the small tensors (biases) mapped around them.
         for t in tensors.values { t.bytes.releasePages() }

@@ -402,7 +402,7 @@ func expectFusedBits(_ f: Model, _ u: Model, input: Tensor, _ out: String, _ lab
     }
 }
 
-/// A residual block's projection (a 1×1 conv without activation) and the add of its skip connection run as one GEMM
+/// A residual block's projection (a 1×1 conv or a dense layer without activation) and the add of its skip connection run as one GEMM
 /// (`FusedResidual`): the same bits as the two steps, with float, palettized and int8 weights (on the int8 kernels), on
 /// 1 and 2 threads, for a batch and for one image; not fused where the add's activation is not exact at every vector
 /// width, or where the projection's output is wanted too.
@@ -435,6 +435,30 @@ func expectFusedBits(_ f: Model, _ u: Model, input: Tensor, _ out: String, _ lab
         int8Unfused.tensors = int8Fused.tensors
         #expect(try Self.residualSteps(int8Fused, outputs: [out], image: [1, c.h, c.w, c.cin], threads: 1, int8: true)
                 == (c.act == 2 ? 0 : 1), "\(c), int8: fused residual steps")
+        try expectFusedBits(int8Fused, int8Unfused, input: input, out, "\(c), int8", int8Compute: .all, tolerance: 0.1)
+    }
+
+    /// A dense projection (matMul on constant weights, its bias in the GEMM) and the add of the residual stream, as a
+    /// transformer's attention output and MLP end: the bits of the two steps with float and int8 weights, through the
+    /// 8 × 48 tiles (128 × 64, 37 × 100), a last panel of ≤ 8 columns (40) and a lone row (33).
+    @Test(arguments: [(128, 64, 0), (5, 40, 1), (1, 33, 0), (37, 100, 0)])
+    func denseProjectionAndAddMatchTheTwoSteps(_ c: (rows: Int, width: Int, act: Int)) throws {
+        var g = GraphBuilder(seed: UInt64(c.width), input: [-1, c.rows, c.width])
+        let w = g.constant([c.width, c.width], -0.3, 0.3), b = g.constant([c.width], -0.5, 0.5)
+        let proj = g.node(.matMul, ["x", w, b])
+        var out = g.node(.add, [c.act == 1 ? proj : "x", c.act == 1 ? "x" : proj])
+        if c.act == 1 { out = g.node(.relu, [out]) }
+        let fusedModel = g.model(outputs: [out]), unfusedModel = g.model(outputs: [out, proj])
+        let input = g.input([2, c.rows, c.width]), image = [1, c.rows, c.width]
+        for threads in [1, 2] {
+            #expect(try Self.residualSteps(fusedModel, outputs: [out], image: image, threads: threads) == 1, "\(c)")
+            #expect(try Self.residualSteps(unfusedModel, outputs: [out, proj], image: image, threads: threads) == 0)
+        }
+        try expectFusedBits(fusedModel, unfusedModel, input: input, out, "\(c), float")
+        var int8Fused = fusedModel, int8Unfused = unfusedModel
+        int8Fused.tensors = try fusedModel.tensors.map { $0.name == w ? try int8Weights($0) : $0 }
+        int8Unfused.tensors = int8Fused.tensors
+        #expect(try Self.residualSteps(int8Fused, outputs: [out], image: image, threads: 1, int8: true) == 1, "\(c), int8")
         try expectFusedBits(int8Fused, int8Unfused, input: input, out, "\(c), int8", int8Compute: .all, tolerance: 0.1)
     }
 

@@ -14,7 +14,7 @@ import MLToolTestSupport
         (Int32(MLK_ACT_NONE), 0, 0), (Int32(MLK_ACT_RELU), 0, 0), (Int32(MLK_ACT_CLIP), -0.25, 0.5),
         (Int32(MLK_ACT_LEAKY), 0.1, 0), (Int32(MLK_ACT_SIGMOID), 0, 0),
         (Int32(MLK_ACT_HARDSIGMOID), 0.2, 0.5), (Int32(MLK_ACT_HARDSWISH), 0, 0),
-        (Int32(MLK_ACT_SWISH), 0, 0), (Int32(MLK_ACT_TANH), 0, 0),
+        (Int32(MLK_ACT_SWISH), 0, 0), (Int32(MLK_ACT_TANH), 0, 0), (Int32(MLK_ACT_GELU), 0, 0),
     ]
 
     static func activation(_ v: Double, _ act: (code: Int32, p0: Float, p1: Float)) -> Double {
@@ -28,6 +28,7 @@ import MLToolTestSupport
         case Int32(MLK_ACT_HARDSWISH): return v * min(6, max(0, v + 3)) / 6
         case Int32(MLK_ACT_SWISH): return v / (1 + exp(-v))
         case Int32(MLK_ACT_TANH): return tanh(v)
+        case Int32(MLK_ACT_GELU): return 0.5 * v * (1 + erf(v / 2.0.squareRoot()))
         default: return v
         }
     }

@@ -114,6 +114,8 @@ func int8Network() throws -> Model {
             ((Int32(MLK_ACT_RELU), 0, 0), { $0 > 0 ? $0 : 0 }),
             ((Int32(MLK_ACT_CLIP), 0, 6), { min(max($0, 0), 6) }),
             ((Int32(MLK_ACT_LEAKY), 0.1, 0), { $0 < 0 ? 0.1 * $0 : $0 }),
+            // The epilogue's GELU is mlk_gelu's, bit for bit.
+            ((Int32(MLK_ACT_GELU), 0, 0), { x in var y: Float = 0; mlk_gelu([x], &y, 1); return y }),
         ]
         for (ai, (act, f)) in acts.enumerated() {
             let withBias = ai != 1

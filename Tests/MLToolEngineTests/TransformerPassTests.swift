@@ -57,13 +57,53 @@ import Testing
         #expect(nodes.map(\.op) == [.matMul, .unary] && nodes.last?.attributes.mode == "gelu")
         #expect(nodes.first?.inputs.count == 3)   // the projection's bias moved into its GEMM (fuseMatMulBias)
         #expect(nodes.last?.outputs == model.metadata.graph?.outputs)
-        #expect(try Engine(model: model, threads: 1).plannedKernels().map(\.kernel).last == .gelu)
+        // The GELU runs in the projection's epilogue (`Program.fuseGELUs`).
+        #expect(try Engine(model: model, threads: 1).plannedKernels().map(\.kernel) == [.packedDense])
         let y = try #require(model.metadata.graph?.outputs.first)
         for threads in [1, 2] {
             let (fast, ref) = try bothModes(model, ["x": x], threads: threads)
             assertClose(try #require(fast[y]), try #require(ref[y]), rtol: fastTolerance, atol: fastTolerance,
                         "fused GELU with \(threads) threads")
         }
+    }
+
+    /// A GEMM followed by an exact GELU runs it in its epilogue (`MLK_ACT_GELU`), giving the bits of the GEMM and
+    /// then `mlk_gelu` (the two steps kept apart when the product is also asked for) at every CPU level and with 1
+    /// and 2 threads, through the tiles that store a row's columns differently: a last panel of ≤ 8 columns (40),
+    /// whole 8 × 48 tiles with a partial last panel (100), a lone row, 1,024 columns.
+    @Test func geluRunsInTheGemmEpilogueWithTheBitsOfTheTwoSteps() throws {
+        var cases = 0
+        for (rows, k, n) in [(16, 24, 40), (37, 24, 100), (1, 64, 33), (128, 32, 1024)] {
+            var g = GraphBuilder(seed: 482, input: [1, rows, k])
+            let w = g.constant([k, n], -0.6, 0.6), b = g.constant([n], -0.5, 0.5)
+            let product = g.node(.matMul, ["x", w, b])
+            let y = g.node(.unary, [product], Attributes(mode: UnaryFunction.gelu.rawValue))
+            let fused = g.model(outputs: [y]), apart = g.model(outputs: [y, product])
+            var x = g.input([1, rows, k])
+            x.data[1] = 40; x.data[2] = -40   // far tails of erf
+            var withNaN = x
+            withNaN.data[rows > 1 ? k + 3 : 3] = .nan   // a row of NaN among finite ones
+            #expect(try Engine(model: fused, threads: 1).plannedKernels().map(\.kernel) == [.packedDense])
+            #expect(try Engine(model: apart, threads: 1).plannedKernels().map(\.kernel) == [.packedDense, .gelu])
+            let ref = try #require(try Engine(model: fused, threads: 1, mode: .reference).run(["x": x])[y])
+            _ = try forEachCPULevel { level in
+                for threads in [1, 2] {
+                    for input in [x, withNaN] {
+                        let one = try #require(try Engine(model: fused, threads: threads).run(["x": input])[y])
+                        let two = try #require(try Engine(model: apart, threads: threads).run(["x": input])[y])
+                        #expect(one.data.map(\.bitPattern) == two.data.map(\.bitPattern),
+                                "level \(level), \(threads) threads, \(rows)×\(k)×\(n): fused GELU differs from the two steps")
+                        if input.data.contains(where: \.isNaN) {
+                            #expect(one.data.filter(\.isNaN).count == n, "NaN in one row: that row's \(n) outputs NaN")
+                        } else {
+                            assertClose(one, ref, rtol: fastTolerance, atol: fastTolerance, "against the reference: \(rows)×\(k)×\(n)")
+                        }
+                    }
+                    cases += 1
+                }
+            }
+        }
+        #expect(cases >= 8)
     }
 
     @Test func anErfReadElsewhereStays() throws {

@@ -19,7 +19,8 @@ enum {
     MLK_ACT_HARDSIGMOID = 5,   // max(0, min(1, p0·x + p1))
     MLK_ACT_HARDSWISH = 6,     // x · relu6(x + 3) / 6
     MLK_ACT_SWISH = 7,         // x · sigmoid(x)
-    MLK_ACT_TANH = 8
+    MLK_ACT_TANH = 8,
+    MLK_ACT_GELU = 9           // ½x·(1 + erf(x/√2)), the same bits as mlk_gelu
 };
 
 // ---- element-wise (elementwise.c) ----
