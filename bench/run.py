@@ -1405,6 +1405,65 @@ def part_transformer(a, res):
                 note=f"acceptance ≥ 1.0×; same-run ratios {min(ratios):.2f}–{max(ratios):.2f}×")
             res["transformer"]["runs"].append(dict(model=name, threads=threads, onnxruntime_per_second=best_o,
                                                    mltool=best_m, mltool_gflops=gflops, same_run_ratio=spread(ratios)))
+    part_sentence_encoder(a, res)
+
+
+def part_sentence_encoder(a, res):
+    """Issue 57's encoder line: models/minilm.bin (all-MiniLM-L6-v2) at batch 32, real sentences (the first 32 Debian
+    package descriptions of the test split, `tokenizers`' WordPiece, truncated to 128 and padded to the longest) on 1
+    and 2 threads, against onnxruntime on the same weights as ONNX (bench/make_minilm_onnx.py); the two embeddings
+    are compared first."""
+    weights, model = os.path.join(ROOT, ".build/minilm"), os.path.join(ROOT, "models/minilm.bin")
+    texts_csv = os.path.join(ROOT, "datasets/debian-descriptions/test.csv")
+    missing = [p for p in (weights, model, texts_csv) if not os.path.exists(p)]
+    if missing:
+        print(f"  sentence encoder: skipped, {', '.join(missing)} missing (make models; bash datasets/debian-descriptions.sh)",
+              flush=True)
+        return
+    from tokenizers import Tokenizer
+    work = os.path.join(ROOT, ".build/bench")
+    onnx_path = os.path.join(work, "minilm.onnx")
+    if not os.path.exists(onnx_path) or os.path.getmtime(onnx_path) < os.path.getmtime(os.path.join(weights, "model.safetensors")):
+        run([sys.executable, os.path.join(ROOT, "bench/make_minilm_onnx.py"), "--weights", weights, "--out", onnx_path])
+    tok = Tokenizer.from_file(os.path.join(weights, "tokenizer.json"))
+    tok.enable_truncation(128)
+    tok.enable_padding()
+    with open(texts_csv, newline="") as f:
+        texts = [r["text"] for _, r in zip(range(32), csv.DictReader(f))]
+    enc = tok.encode_batch(texts)
+    feeds = {"input_ids": np.array([e.ids for e in enc], np.int64),
+             "attention_mask": np.array([e.attention_mask for e in enc], np.int64)}
+    npy = []
+    for name, v in feeds.items():
+        path = os.path.join(work, f"minilm.b32.{name}.npy")
+        np.save(path, v)
+        npy += ["--input", f"{name}={path}"]
+    ours = os.path.join(work, "minilm.b32.embedding.npy")
+    run([a.mltool, "run", model, *npy, "-o", ours])
+    peer = ort_session(onnx_path, 1).run(None, feeds)[0]
+    diff = float(np.abs(np.load(ours) - peer).max())
+    seq = feeds["input_ids"].shape[1]
+    print(f"  MiniLM-L6 (6 layers, hidden 384), batch 32 of sequence {seq}: max |mltool − onnxruntime| {diff:.2e}", flush=True)
+    res["sentence_encoder"] = dict(batch=32, sequence=seq, max_abs_difference=diff, runs=[])
+    for threads in (1, 2):
+        pairs = []
+        for _ in range(a.repeat):
+            s = ort_session(onnx_path, threads)
+            s.run(None, feeds)
+            lat, start = [], time.perf_counter()
+            while time.perf_counter() - start < a.seconds or len(lat) < 3:
+                t0 = time.perf_counter()
+                s.run(None, feeds)
+                lat.append(time.perf_counter() - t0)
+            m = json.loads(run([a.mltool, "bench", model, "--batch", "32", *npy, "--threads", str(threads), "--seconds",
+                                str(a.seconds), "--json"]).stdout)
+            pairs.append((32 * len(lat) / sum(lat), m["images_per_second"]))
+        ratios = [m / o for o, m in pairs]
+        th = f"{threads} thread{'s' if threads > 1 else ''}"
+        row("14", f"MiniLM encoder batch 32, seq {seq}, {th}", "onnxruntime (ORT_ENABLE_ALL)", max(o for o, _ in pairs),
+            max(m for _, m in pairs), "sent/s", False, threads=threads,
+            note=f"issue 57: ≥ 1.0×; same-run ratios {min(ratios):.2f}–{max(ratios):.2f}×")
+        res["sentence_encoder"]["runs"].append(dict(threads=threads, pairs=pairs, same_run_ratio=spread(ratios)))
 
 
 def versions(a):
