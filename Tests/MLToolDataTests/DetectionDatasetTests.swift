@@ -200,7 +200,7 @@ import Testing
     /// `load` reads and no to a label-folder tree — even one with a class named "labels" — or a table of paths.
     @Test func annotationLayoutsAreToldFromNamesAndOneHeader() throws {
         let d = try TempDir()
-        defer { d.remove() }
+        defer { d.cleanup() }
         _ = try d.file("voc/annotations/a.xml", text: "<annotation/>")
         _ = try d.file("yolo/labels/a.txt", text: "0 0.5 0.5 0.1 0.1\n")
         _ = try d.file("yolo/classes.txt", text: "cat\n")

@@ -1,4 +1,5 @@
 import Foundation
+import MLToolTestSupport
 import Testing
 @testable import MLToolData
 
@@ -16,7 +17,7 @@ import Testing
     }
 
     @Test func folderWalkIsSortedAndSkipsHidden() throws {
-        let dir = try TempDir(); defer { dir.remove() }
+        let dir = try TempDir(); defer { dir.cleanup() }
         try makeTree(dir)
         let ds = try ImageDataset.load(dir.path + "/images")
         #expect(ds.labels == ["bird", "cat", "dog"])
@@ -28,7 +29,7 @@ import Testing
     }
 
     @Test func preflightNamesEmptyAndOneImageClasses() throws {
-        let dir = try TempDir(); defer { dir.remove() }
+        let dir = try TempDir(); defer { dir.cleanup() }
         try makeTree(dir)
         let ds = try ImageDataset.folder(dir.path + "/images")
         let expected = DataError.classesTooSmall(source: ds.source, classes: ["bird (0 images)", "dog (1 image)"],
@@ -67,7 +68,7 @@ import Testing
     }
 
     @Test func csvWithRelativePathsAndMissingFile() throws {
-        let dir = try TempDir(); defer { dir.remove() }
+        let dir = try TempDir(); defer { dir.cleanup() }
         let png = try Fixture.bytes("quad.png")
         _ = try dir.file("imgs/a b.png", png)
         _ = try dir.file("imgs/c.png", png)
@@ -124,7 +125,7 @@ import Testing
     private let key = FeatureCache.key(contentHash: "abc", extractor: "lite0", preprocessing: "p", variant: "orig")
 
     @Test func roundTripAndKeysDiffer() throws {
-        let dir = try TempDir(); defer { dir.remove() }
+        let dir = try TempDir(); defer { dir.cleanup() }
         let cache = FeatureCache(directory: dir.path)
         #expect(cache.get(key: key) == nil)
         let v: [Float] = [1.5, -2, .pi, 0, 1e-30]
@@ -139,7 +140,7 @@ import Testing
 
     /// Every truncation and every single-bit flip of an entry is a miss, and the damaged file is removed.
     @Test func damagedEntriesAreMissesAndRemoved() throws {
-        let dir = try TempDir(); defer { dir.remove() }
+        let dir = try TempDir(); defer { dir.cleanup() }
         let cache = FeatureCache(directory: dir.path)
         try cache.put(key: key, features: [1, 2, 3])
         let path = cache.path(for: key)

@@ -1,4 +1,5 @@
 import Foundation
+import MLToolTestSupport
 import Testing
 @testable import MLToolData
 
@@ -60,14 +61,14 @@ private func expectQuadrants(_ img: RGBImage, _ colours: [(Int, Int, Int)] = qua
     }
 
     @Test func emptyFile() throws {
-        let dir = try TempDir(); defer { dir.remove() }
+        let dir = try TempDir(); defer { dir.cleanup() }
         let path = try dir.file("empty.jpg", [])
         #expect(throws: DataError.emptyFile(file: path)) { try ImageDecoder.decode(path: path) }
         #expect(DataError.emptyFile(file: "a.jpg").description == "a.jpg: empty file (0 bytes)")
     }
 
     @Test func textFileNamedJPG() throws {
-        let dir = try TempDir(); defer { dir.remove() }
+        let dir = try TempDir(); defer { dir.cleanup() }
         let path = try dir.file("notes.jpg", text: "these are my notes, not a picture\n")
         #expect(throws: DataError.notAnImage(file: path, head: Array("these ar".utf8))) { try ImageDecoder.decode(path: path) }
         #expect(DataError.notAnImage(file: "notes.jpg", head: Array("these ar".utf8)).description

@@ -1,4 +1,5 @@
 import Foundation
+import MLToolTestSupport
 import Testing
 import MLToolCore
 @testable import MLToolData
@@ -7,7 +8,7 @@ import MLToolCore
 @Suite struct InputLimitTests {
     @Test func tableLinesUpToTheLimitAreReadAndTheFirstLongerOneIsNamed() throws {
         let dir = try TempDir()
-        defer { dir.remove() }
+        defer { dir.cleanup() }
         let text = "ab,c\n12345678\n\nxyz,123456789\nlast"   // line 2 is 8 bytes, line 4 is 13
         let path = try dir.file("t.csv", text: text)
         #expect(try TableFile.read(path, maxLineBytes: 13) == Array(text.utf8))
@@ -27,7 +28,7 @@ import MLToolCore
 
     @Test func aLineAcrossReadChunksIsMeasuredWhole() throws {
         let dir = try TempDir()
-        defer { dir.remove() }
+        defer { dir.cleanup() }
         // 3 MiB of one line after a short one: the reader's 1 MiB chunks must not reset the count.
         let bytes = Array("h\n".utf8) + [UInt8](repeating: UInt8(ascii: "x"), count: 3 << 20) + [0x0A]
         let path = try dir.file("long.csv", bytes)
@@ -52,7 +53,7 @@ import MLToolCore
 
     @Test func wholeFilesOverTheLimitAreRefusedBeforeReading() throws {
         let dir = try TempDir()
-        defer { dir.remove() }
+        defer { dir.cleanup() }
         let small = try dir.file("doc.txt", text: "0123456789")
         #expect(try ImageDecoder.readFile(small, limit: 10).count == 10)
         #expect(throws: DataError.fileTooLarge(file: small, size: 10, limit: 9)) { try ImageDecoder.readFile(small, limit: 9) }
@@ -70,7 +71,7 @@ import MLToolCore
 
     @Test func taggedCorporaAndYOLOLabelsAreReadUnderTheLineLimit() throws {
         let dir = try TempDir()
-        defer { dir.remove() }
+        defer { dir.cleanup() }
         // A CoNLL corpus whose third line is one byte over the limit: named by line and offset.
         let long = [UInt8](repeating: UInt8(ascii: "x"), count: InputLimits.maxLineBytes + 1)
         let corpus = try dir.file("c.conll", Array("The\tDET\n\n".utf8) + long + [0x0A])

@@ -18,7 +18,7 @@ import Testing
 
     @Test(arguments: ["float", "int8", "palette4", "palette6-int8lut"])
     func onnxRuntimeMatchesTheEngine(variant: String) throws {
-        let dir = try Paths.temporaryDirectory("ort")
+        let dir = try TempDir(tag: "export-ort").url
         defer { try? FileManager.default.removeItem(at: dir) }
         var model = tinyClassifier(mapHead: variant == "int8")
         if variant == "int8" { model = try Self.quantized(model, QuantizeOptions(mode: .linear, bits: 8, asymmetric: true)) }
@@ -65,7 +65,7 @@ import Testing
     }
 
     @Test func coreMLToolsReadsTheSpec() throws {
-        let dir = try Paths.temporaryDirectory("coremltools")
+        let dir = try TempDir(tag: "export-coremltools").url
         defer { try? FileManager.default.removeItem(at: dir) }
         let float = tinyClassifier()
         let f = dir.appendingPathComponent("tiny.mlmodel"), q = dir.appendingPathComponent("tiny-int8.mlmodel")
@@ -100,7 +100,7 @@ import Testing
     /// export to Core ML, import it back, predict again.
     @Test func trainedModelExportsMatchPredict() throws {
         guard Oracles.mltoolBinary != nil else { return skip(Oracles.mltoolBinaryProblem) }
-        let dir = try Paths.temporaryDirectory("e2e")
+        let dir = try TempDir(tag: "export-e2e").url
         defer { try? FileManager.default.removeItem(at: dir) }
         // Images: three classes with different colour patterns plus noise.
         var rng = SplitMix64(seed: 99)
@@ -148,7 +148,7 @@ import Testing
             images += files.map { test.appendingPathComponent(l).appendingPathComponent($0).path }
         }
         #expect(images.count == 50)
-        let dir = try Paths.temporaryDirectory("fashion")
+        let dir = try TempDir(tag: "export-fashion").url
         defer { try? FileManager.default.removeItem(at: dir) }
         try checkAgainstPredict(model: demo, images: images, dir: dir, quantized: false)
         let quantized = (demo as NSString).deletingPathExtension + ".int8.bin"

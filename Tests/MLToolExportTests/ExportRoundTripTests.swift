@@ -27,7 +27,7 @@ import Testing
 
     @Test(arguments: [false, true])
     func coreMLImportComputesTheSourceModel(mapHead: Bool) throws {
-        let dir = try Paths.temporaryDirectory("cml-roundtrip")
+        let dir = try TempDir(tag: "export-cml-roundtrip").url
         defer { try? FileManager.default.removeItem(at: dir) }
         let x = randomInputs(5)
         for (tag, options) in Self.variants {
@@ -46,7 +46,7 @@ import Testing
     }
 
     @Test func onnxImportComputesTheSourceModel() throws {
-        let dir = try Paths.temporaryDirectory("onnx-roundtrip")
+        let dir = try TempDir(tag: "export-onnx-roundtrip").url
         defer { try? FileManager.default.removeItem(at: dir) }
         let x = randomInputs(4)
         for mapHead in [false, true] {
@@ -113,7 +113,7 @@ import Testing
     }
 
     @Test func coreMLImportRejectsGarbageWithoutTrapping() throws {
-        let dir = try Paths.temporaryDirectory("garbage")
+        let dir = try TempDir(tag: "export-garbage").url
         defer { try? FileManager.default.removeItem(at: dir) }
         let good = try CoreMLExporter.export(try Self.quantized(tinyClassifier(), QuantizeOptions(mode: .palette, bits: 4)), name: "g").bytes
         var rejected = 0

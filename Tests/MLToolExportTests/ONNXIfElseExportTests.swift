@@ -23,7 +23,7 @@ import Testing
 
     @Test(arguments: [Float(100), -100])
     func onnxRuntimeMatchesTheEngine(bias: Float) throws {
-        let dir = try Paths.temporaryDirectory("ort-ifelse")
+        let dir = try TempDir(tag: "export-ort-ifelse").url
         defer { try? FileManager.default.removeItem(at: dir) }
         let model = Self.model(bias: bias)
         let onnx = dir.appendingPathComponent("ifelse.onnx"), input = dir.appendingPathComponent("x.npy"), output = dir.appendingPathComponent("y.npy")

@@ -11,7 +11,7 @@ import Testing
 @Suite struct ONNXInt8ReimportTests {
     @Test(arguments: [(false, false), (false, true), (true, false), (true, true)])
     func int8ExportReimportsAsInt8(mapHead: Bool, asymmetric: Bool) throws {
-        let dir = try Paths.temporaryDirectory("onnx-int8")
+        let dir = try TempDir(tag: "export-onnx-int8").url
         defer { try? FileManager.default.removeItem(at: dir) }
         var o = QuantizeOptions(mode: .linear, bits: 8, asymmetric: asymmetric)
         o.minElements = 1

@@ -26,7 +26,7 @@ import Testing
     }
 
     @Test func exportReimportsToTheSameOutputs() throws {
-        let dir = try Paths.temporaryDirectory("onnx-layers")
+        let dir = try TempDir(tag: "export-onnx-layers").url
         defer { try? FileManager.default.removeItem(at: dir) }
         let source = Self.model()
         let path = dir.appendingPathComponent("layers.onnx").path

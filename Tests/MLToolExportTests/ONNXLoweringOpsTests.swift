@@ -24,7 +24,7 @@ import Testing
 
     @Test(arguments: ["values", "indices"])
     func onnxRuntimeMatchesTheEngine(mode: String) throws {
-        let dir = try Paths.temporaryDirectory("ort-ops")
+        let dir = try TempDir(tag: "export-ort-ops").url
         defer { try? FileManager.default.removeItem(at: dir) }
         let model = Self.model(mode: mode)
         let onnx = dir.appendingPathComponent("ops.onnx"), input = dir.appendingPathComponent("x.npy"), output = dir.appendingPathComponent("y.npy")

@@ -9,11 +9,6 @@ import Testing
 enum Paths {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
     static let fixtures = root.appendingPathComponent("Tests/Fixtures/export")
-    static func temporaryDirectory(_ tag: String) throws -> URL {
-        let u = FileManager.default.temporaryDirectory.appendingPathComponent("mltool-export-\(tag)-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: u, withIntermediateDirectories: true)
-        return u
-    }
 }
 
 /// Says why a test did not run. Under MLTOOL_REQUIRE_ORACLES=1 (`make test`, CI) a skip is a failure instead.

@@ -36,7 +36,7 @@ import Testing
 
     /// Writes `model` as .tflite, runs LiteRT on `x` (NHWC); its output and the summary, nil when skipped.
     static func liteRT(_ model: Model, _ x: Tensor, tag: String) throws -> (output: [Float], summary: [String: Any], notes: [String])? {
-        let dir = try Paths.temporaryDirectory("tflite-\(tag)")
+        let dir = try TempDir(tag: "export-tflite-\(tag)").url
         defer { try? FileManager.default.removeItem(at: dir) }
         let exported = try export(model, name: tag)
         let file = dir.appendingPathComponent("\(tag).tflite"), input = dir.appendingPathComponent("x.npy")
@@ -235,7 +235,7 @@ import Testing
             images += files.map { test.appendingPathComponent(l).appendingPathComponent($0).path }
         }
         #expect(images.count == 50)
-        let dir = try Paths.temporaryDirectory("tflite-fashion")
+        let dir = try TempDir(tag: "export-tflite-fashion").url
         defer { try? FileManager.default.removeItem(at: dir) }
         let base = (demo as NSString).deletingPathExtension
         // The float16 and palette versions are made here (make demo-model writes only the int8 one).

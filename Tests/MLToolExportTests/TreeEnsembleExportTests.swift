@@ -66,7 +66,7 @@ import Testing
 
     /// Runs `script` (MODEL FEATURES.npy OUTPUT.npy) on the exported `bytes` and the test rows; its summary and output.
     static func run(_ script: String, _ bytes: [UInt8], _ test: FeatureMatrix, features f: Int) throws -> ([String: Any], [Float])? {
-        let dir = try Paths.temporaryDirectory("trees")
+        let dir = try TempDir(tag: "export-trees").url
         defer { try? FileManager.default.removeItem(at: dir) }
         let model = dir.appendingPathComponent("model"), input = dir.appendingPathComponent("x.npy"), output = dir.appendingPathComponent("y.npy")
         try Data(bytes).write(to: model)

@@ -1,11 +1,12 @@
 import Foundation
+import MLToolTestSupport
 import Testing
 import MLToolCore
 @testable import MLToolFormat
 
 @Suite struct AtomicWriteTests {
     let dir: String
-    init() throws { dir = try TestModels.temporaryDirectory() }
+    init() throws { dir = try TempDir(tag: "format").path }
 
     func contents(_ path: String) -> [UInt8]? { FileManager.default.contents(atPath: path).map { [UInt8]($0) } }
     func entries() throws -> [String] { try FileManager.default.contentsOfDirectory(atPath: dir).sorted() }

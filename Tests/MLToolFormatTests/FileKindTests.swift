@@ -1,4 +1,5 @@
 import Foundation
+import MLToolTestSupport
 import Testing
 import MLToolCore
 @testable import MLToolFormat
@@ -39,7 +40,7 @@ import MLToolCore
     }
 
     @Test func extensionsDoNotMatter() throws {
-        let dir = try TestModels.temporaryDirectory()
+        let dir = try TempDir(tag: "format").path
         defer { try? FileManager.default.removeItem(atPath: dir) }
         try ModelFile.write(TestModels.tiny(), to: dir + "/x.onnx")
         #expect(FileManager.default.createFile(atPath: dir + "/x.bin", contents: Data(Self.onnx)))

@@ -52,7 +52,7 @@ import MLToolTestSupport
 
     @Test(arguments: 0..<7 as Range<UInt64>)
     func independentReaderAgreesWithTheWriter(seed: UInt64) throws {
-        let dir = try TestModels.temporaryDirectory()
+        let dir = try TempDir(tag: "format").path
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let model = seed == 0 ? TestModels.small() : seed == 6 ? TestModels.compactScales() : TestModels.random(seed: seed)
         try ModelFile.write(model, to: dir + "/m")
@@ -85,7 +85,7 @@ import MLToolTestSupport
     }
 
     @Test func independentReaderRejectsADamagedFile() throws {
-        let dir = try TestModels.temporaryDirectory()
+        let dir = try TempDir(tag: "format").path
         defer { try? FileManager.default.removeItem(atPath: dir) }
         var bytes = try ModelFile.serialize(TestModels.small())
         bytes[900] ^= 4

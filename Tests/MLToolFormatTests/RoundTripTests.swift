@@ -108,7 +108,7 @@ import MLToolTestSupport
     }
 
     @Test func writeThenReadFromDiskMapsWithoutCopying() throws {
-        let dir = try TestModels.temporaryDirectory()
+        let dir = try TempDir(tag: "format").path
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let path = dir + "/model.bin"
         let model = TestModels.random(seed: 5)
@@ -135,7 +135,7 @@ import MLToolTestSupport
     /// most its last, partial page; a tensor read afterwards has its bytes unchanged (read from the file again), and
     /// `releasePages` gives back the whole pages inside it.
     @Test func readGivesTheFilePagesBackAndTheBytesStayTheSame() throws {
-        let dir = try TestModels.temporaryDirectory()
+        let dir = try TempDir(tag: "format").path
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let path = dir + "/model.bin"
         let values = (0..<300_000).map { Float($0 % 977) * 0.25 - 60 }
@@ -177,7 +177,7 @@ import MLToolTestSupport
     }
 
     @Test func tensorsOutliveTheModelValue() throws {
-        let dir = try TestModels.temporaryDirectory()
+        let dir = try TempDir(tag: "format").path
         defer { try? FileManager.default.removeItem(atPath: dir) }
         try ModelFile.write(TestModels.small(), to: dir + "/m")
         let w = try ModelFile.read(path: dir + "/m").tensors[0]   // the Model is gone; the mapping is not
@@ -185,7 +185,7 @@ import MLToolTestSupport
     }
 
     @Test func layoutListsSectionsAndBytesPerDType() throws {
-        let dir = try TestModels.temporaryDirectory()
+        let dir = try TempDir(tag: "format").path
         defer { try? FileManager.default.removeItem(atPath: dir) }
         try ModelFile.write(TestModels.small(), to: dir + "/m")
         let layout = try ModelFile.layout(path: dir + "/m")

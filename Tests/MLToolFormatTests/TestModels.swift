@@ -140,13 +140,6 @@ enum TestModels {
     static func setU64(_ b: inout [UInt8], _ offset: Int, _ v: UInt64) {
         withUnsafeBytes(of: v.littleEndian) { b.replaceSubrange(offset..<(offset + 8), with: $0) }
     }
-
-    /// A fresh empty directory under the system temporary directory.
-    static func temporaryDirectory() throws -> String {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("mltool-format-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-        return dir
-    }
 }
 
 /// Equality of two models down to the tensor bytes.
