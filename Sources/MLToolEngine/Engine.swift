@@ -213,10 +213,11 @@ public final class Engine: @unchecked Sendable {
         if wanted.allSatisfy(program.computes) { return program }
         lock.lock(); defer { lock.unlock() }
         if original == nil, let graph = model.metadata.graph {
-            original = try Program(graph: graph, tensors: model.tensorsByName)
+            original = try Program(graph: graph, tensors: model.tensorsByName, keepsNames: true)
         }
         guard let o = original else { throw EngineError.noGraph }
         for w in wanted where o.ids[w] == nil { throw EngineError.unknownOutput(name: w) }
+        for w in wanted where !o.computes(w) { throw EngineError.notComputed(name: w) }
         return o
     }
 

@@ -23,6 +23,9 @@ public enum EngineError: MLToolError, Equatable {
     case inputValue(name: String, expected: String, actual: String)
     /// `run` asked for a tensor the graph does not have.
     case unknownOutput(name: String)
+    /// A tensor of the graph that no compiled step writes: the original graph's compilation absorbed it too (an int8
+    /// layer's float output its requantizing reader replaced).
+    case notComputed(name: String)
     /// Running the graph on these input shapes needs more memory (activations and scratch, bytes; nil: more than
     /// an Int counts) than the machine has.
     case tooLarge(inputs: String, bytes: Int?, available: Int)
@@ -46,6 +49,7 @@ public enum EngineError: MLToolError, Equatable {
             return "input '\(name)': shape \(actual), expected \(expected) (-1: any)"
         case let .inputValue(name, expected, actual): return "input '\(name)': expected \(expected), found \(actual)"
         case let .unknownOutput(name): return "output '\(name)' is not a tensor of the graph"
+        case let .notComputed(name): return "tensor '\(name)' is not computed when the graph runs (absorbed into the layer that reads it)"
         case let .tooLarge(inputs, bytes, available):
             return "inputs \(inputs) need \(bytes.map { "\($0 >> 20) MiB" } ?? "more bytes than an Int counts") of activations, "
                 + "more than this machine's \(available >> 20) MiB"

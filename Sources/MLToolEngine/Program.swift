@@ -106,7 +106,10 @@ struct Program: Sendable {
     /// weight values.
     enum Purpose { case fast, reference, validate }
 
-    init(graph: Graph, tensors: [String: StoredTensor], int8Minimum: Int8Minimum? = nil, purpose: Purpose = .fast) throws {
+    /// `keepsNames`: no fusion that takes a tensor out of the graph's computed values (`fuseGELUs`), for a run asking
+    /// for intermediate tensors by name.
+    init(graph: Graph, tensors: [String: StoredTensor], int8Minimum: Int8Minimum? = nil, purpose: Purpose = .fast,
+         keepsNames: Bool = false) throws {
         self.int8Minimum = int8Minimum
         self.purpose = purpose
         inputs = graph.inputs
@@ -117,7 +120,7 @@ struct Program: Sendable {
         for (i, s) in steps.enumerated() { producer[s.output] = i }
         readInputCodes()
         storeCodes()
-        fuseGELUs()
+        if !keepsNames { fuseGELUs() }
         // Every weight is now copied or packed: the model file's pages go back to the kernel
         // (`TensorBytes.releasePages`), also those that reading the small tensors (biases) mapped around them.
         for t in tensors.values { t.bytes.releasePages() }

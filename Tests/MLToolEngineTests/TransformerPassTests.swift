@@ -86,6 +86,10 @@ import Testing
             #expect(try Engine(model: fused, threads: 1).plannedKernels().map(\.kernel) == [.packedDense])
             #expect(try Engine(model: apart, threads: 1).plannedKernels().map(\.kernel) == [.packedDense, .gelu])
             let ref = try #require(try Engine(model: fused, threads: 1, mode: .reference).run(["x": x])[y])
+            // The product the GELU absorbed can still be asked for by name (the graph compiled without the fusion).
+            let asked = try #require(try Engine(model: fused, threads: 2).run(["x": x], outputs: [product])[product])
+            let kept = try #require(try Engine(model: apart, threads: 2).run(["x": x])[product])
+            #expect(asked.data.map(\.bitPattern) == kept.data.map(\.bitPattern), "\(rows)×\(k)×\(n): the product by name")
             _ = try forEachCPULevel { level in
                 for threads in [1, 2] {
                     for input in [x, withNaN] {
