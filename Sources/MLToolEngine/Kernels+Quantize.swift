@@ -169,10 +169,7 @@ extension Program {
     /// onnxruntime's QLinearConv does (`QuantizedWeights.requantizeOutput`, `QuantizedDepthwise`) and takes that
     /// quantize's place.
     mutating func readInputCodes() {
-        var readers: [Int: [Int]] = [:]
-        for (i, s) in steps.enumerated() {
-            for v in Set(s.inputs) { readers[v, default: []].append(i) }
-        }
+        let readers = readersOfValues()
         let outputIds = Set(outputs.compactMap { ids[$0] })
         var absorbed: [Int: Int] = [:]   // requantizing step → the quantize step reading it
         for s in steps where s.qweights != nil || s.qdepthwise != nil {
@@ -206,10 +203,7 @@ extension Program {
             // `Fused.fusable`, which would run it on them).
             if steps[i].qdepthwise != nil { steps[i].weight = nil }
         }
-        let gone = Set(absorbed.values)
-        steps = steps.enumerated().filter { !gone.contains($0.offset) }.map(\.element)
-        producer = [:]
-        for (i, s) in steps.enumerated() { producer[s.output] = i }
+        dropSteps(Set(absorbed.values))
     }
 
     /// A requantizing layer's output (`readInputCodes`) that only int8 layers read, each directly as codes of the

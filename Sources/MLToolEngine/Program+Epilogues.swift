@@ -9,10 +9,7 @@ extension Program {
     /// Only on the fast path: the reference kernels run the two steps as the graph has them.
     mutating func fuseGELUs() {
         guard purpose == .fast else { return }
-        var readers: [Int: [Int]] = [:]
-        for (i, s) in steps.enumerated() {
-            for v in Set(s.inputs) { readers[v, default: []].append(i) }
-        }
+        let readers = readersOfValues()
         let outputIds = Set(outputs.compactMap { ids[$0] })
         var gone = Set<Int>()
         for i in steps.indices {
@@ -23,7 +20,20 @@ extension Program {
             steps[i].output = steps[r[0]].output
             gone.insert(r[0])
         }
-        guard !gone.isEmpty else { return }
+        if !gone.isEmpty { dropSteps(gone) }
+    }
+
+    /// The steps reading each value (a step once, however many of its inputs the value is).
+    func readersOfValues() -> [Int: [Int]] {
+        var readers: [Int: [Int]] = [:]
+        for (i, s) in steps.enumerated() {
+            for v in Set(s.inputs) { readers[v, default: []].append(i) }
+        }
+        return readers
+    }
+
+    /// Removes the steps at `gone` (a pass folded them into others) and rebuilds `producer`.
+    mutating func dropSteps(_ gone: Set<Int>) {
         steps = steps.enumerated().filter { !gone.contains($0.offset) }.map(\.element)
         producer = [:]
         for (i, s) in steps.enumerated() { producer[s.output] = i }
